@@ -1,0 +1,188 @@
+"""``gpuadvisor-cli``: the command line over the estimation core.
+
+    gpuadvisor-cli estimate SCENARIO.json [--gpu ID ...] [--all] [--json]
+    gpuadvisor-cli gpus [--json]
+    gpuadvisor-cli models [--json]
+    gpuadvisor-cli default-scenario
+
+Bad input prints one line (``error: workload.batch_size: must be ...``) and exits with 2;
+never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Sequence
+
+from . import __version__
+from .core.errors import InputError
+from .core.estimate import Candidate, Estimate, estimate
+from .core.hardware import GpuCatalog, load_gpu_catalog
+from .core.presets import ModelCatalog, load_model_catalog
+from .core.scenario import Scenario, ModelSource, dumps_scenario, load_scenario
+from .core.serialize import estimate_to_dict, gpu_to_dict, model_to_dict
+from .core.units import format_count, format_hours, format_usd
+from .core.workload import Workload
+
+EXIT_INPUT = 2
+
+
+def default_scenario() -> Scenario:
+    """The scenario the app opens with: LoRA fine-tuning of Llama 3.1 8B, whole catalog."""
+    return Scenario(name="LoRA fine-tune of Llama 3.1 8B", model=ModelSource(preset="llama-3.1-8b"),
+                    workload=Workload(kind="lora", weights="bf16", batch_size=4, seq_len=2048, lora_rank=16,
+                                      gradient_checkpointing=True, train_tokens=100e6))
+
+
+def load_catalogs() -> tuple[GpuCatalog, ModelCatalog]:
+    return load_gpu_catalog(), load_model_catalog()
+
+
+def _table(rows: list[list[str]], header: list[str], right: set[int]) -> str:
+    widths = [max(len(str(r[i])) for r in rows + [header]) for i in range(len(header))]
+
+    def fmt(row: list[str]) -> str:
+        return "  ".join(str(c).rjust(w) if i in right else str(c).ljust(w)
+                         for i, (c, w) in enumerate(zip(row, widths))).rstrip()
+    return "\n".join([fmt(header), fmt(["-" * w for w in widths])] + [fmt(r) for r in rows])
+
+
+def _range(d: dict | None, fmt) -> str:
+    if not d:
+        return "-"
+    return f"{fmt(d['low'])}-{fmt(d['high'])}"
+
+
+def render_estimate(est: Estimate, show_all: bool = False) -> str:
+    """The human-readable comparison."""
+    m, w = est.model, est.scenario.workload
+    lines = [f"{est.scenario.name}",
+             f"Model: {m.name}, {format_count(m.parameters)} parameters"
+             + (f" ({format_count(m.active_parameters)} active)" if m.is_moe else "")
+             + f"; workload: {w.kind}, weights {w.weights}, batch {w.batch_size}, context {w.context_tokens:,} tokens",
+             ""]
+    chosen: list[Candidate] = list(est.candidates) if show_all else list(est.best_per_gpu().values())
+    header = ["GPU", "setup", "verdict", "need/GPU", "capacity", "headroom", "weights", "grads", "optim", "activ",
+              "kv", "adapt", "overhead"]
+    has_perf = any(c.performance is not None for c in chosen)
+    if has_perf:
+        header += ["tokens/s", "job time", "cost", "bound"]
+    rows = []
+    for c in chosen:
+        g = c.memory.gib()
+        row = [c.gpu.name, f"{c.gpu_count}x {c.parallelism}", c.verdict, f"{g['device_total']:.1f}",
+               f"{c.capacity_gib:.1f}", f"{c.headroom_gib:+.1f}"] + [
+            f"{g[k]:.1f}" for k in ("weights", "gradients", "optimizer", "activations", "kv_cache", "adapters",
+                                    "overhead")]
+        if has_perf:
+            d = {}
+            if c.performance is not None:
+                d.update(c.performance.to_dict())  # type: ignore[attr-defined]
+            if c.cost is not None:
+                d.update(c.cost.to_dict())  # type: ignore[attr-defined]
+            tps = d.get("tokens_per_s")
+            row += [f"{tps:,.0f}" if tps else "-", _range(d.get("job_hours"), format_hours),
+                    _range(d.get("cost_usd"), format_usd), str(d.get("bound") or "-")]
+        rows.append(row)
+    lines.append(_table(rows, header, right=set(range(3, len(header))) - {len(header) - 1} if has_perf
+                        else set(range(3, len(header)))))
+    lines.append("")
+    lines.append("Memory in GiB per GPU; need = device total (tensors + CUDA context + fragmentation).")
+    if not show_all:
+        lines.append("One row per GPU: its smallest fitting setup (use --all for every count and parallelism).")
+    for advice in est.advice:
+        lines.append(f"Advice: {advice}")
+    for warning in est.warnings:
+        lines.append(f"Warning: {warning}")
+    return "\n".join(lines)
+
+
+def cmd_estimate(args: argparse.Namespace) -> int:
+    scenario = load_scenario(args.scenario)
+    gpus, models = load_catalogs()
+    est = estimate(scenario, gpus, models, gpu_ids=args.gpu or None)
+    if args.json:
+        print(json.dumps(estimate_to_dict(est), indent=2))
+    else:
+        print(render_estimate(est, show_all=args.all))
+    return 0
+
+
+def cmd_gpus(args: argparse.Namespace) -> int:
+    gpus = load_gpu_catalog()
+    if args.json:
+        print(json.dumps({"updated": gpus.meta.updated, "gpus": [gpu_to_dict(g) for g in gpus]}, indent=2))
+        return 0
+    rows = []
+    for g in gpus:
+        cloud = g.cloud_usd_per_hour
+        rows.append([g.id, g.name, f"{g.memory_gib_usable:.1f}", f"{g.memory_bandwidth_gb_s:,.0f}",
+                     f"{g.fp16_dense_tflops:,.1f}", f"{g.fp8_dense_tflops:,.1f}" if g.fp8_dense_tflops else "-",
+                     f"{cloud.low:.2f}-{cloud.high:.2f}" if cloud else "-", g.price_as_of or "-"])
+    print(_table(rows, ["id", "name", "GiB", "GB/s", "FP16 TFLOPS", "FP8 TFLOPS", "$/GPU-h", "prices as of"],
+                 right={2, 3, 4, 5}))
+    print("\nTFLOPS are dense tensor-core figures (no sparsity).")
+    return 0
+
+
+def cmd_models(args: argparse.Namespace) -> int:
+    models = load_model_catalog()
+    if args.json:
+        print(json.dumps({"updated": models.meta.updated, "models": [model_to_dict(m) for m in models]}, indent=2))
+        return 0
+    rows = [[m.id, m.name, format_count(m.parameters),
+             format_count(m.active_parameters) if m.is_moe else "", str(m.num_layers), str(m.hidden_size),
+             f"{m.num_attention_heads}/{m.num_key_value_heads}", f"{m.max_context:,}"] for m in models]
+    print(_table(rows, ["id", "name", "params", "active", "layers", "hidden", "heads/kv", "context"],
+                 right={2, 3, 4, 5, 7}))
+    return 0
+
+
+def cmd_default_scenario(args: argparse.Namespace) -> int:
+    sys.stdout.write(dumps_scenario(default_scenario()))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="gpuadvisor-cli",
+                                     description="Will it fit, how fast, and what will it cost: across a GPU catalog.")
+    parser.add_argument("--version", action="version", version=f"gpuadvisor {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("estimate", help="compare GPUs for a scenario file")
+    p.add_argument("scenario", help="scenario JSON file (see docs/scenario.md)")
+    p.add_argument("--gpu", action="append", metavar="ID", help="only these GPU ids (repeatable)")
+    p.add_argument("--all", action="store_true", help="show every count and parallelism, not one row per GPU")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_estimate)
+    p = sub.add_parser("gpus", help="list the GPU catalog")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_gpus)
+    p = sub.add_parser("models", help="list the model presets")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_models)
+    p = sub.add_parser("default-scenario", help="print the default scenario as JSON (a starting point)")
+    p.set_defaults(func=cmd_default_scenario)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args))
+    except InputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_INPUT
+    except OSError as exc:
+        print(f"error: {exc.strerror or exc}: {getattr(exc, 'filename', '') or ''}".rstrip(": "), file=sys.stderr)
+        return EXIT_INPUT
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

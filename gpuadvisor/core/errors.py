@@ -1,0 +1,31 @@
+"""Errors raised by the core for bad input.
+
+Every error names the field (a dotted path such as ``workload.batch_size`` or a catalog
+column with its line) and the offending value, so a user interface can print it on one
+line and point at the field.
+"""
+
+from __future__ import annotations
+
+
+class InputError(ValueError):
+    """A value given to the core is invalid; ``field`` says which one."""
+
+    def __init__(self, field: str, message: str, value: object = None) -> None:
+        self.field = field
+        self.value = value
+        self.reason = message
+        shown = "" if value is None else f" (got {value!r})"
+        super().__init__(f"{field}: {message}{shown}")
+
+
+class CatalogError(InputError):
+    """A catalog file (GPUs, models, engine profiles) is unreadable or has an invalid row."""
+
+
+class ScenarioError(InputError):
+    """A scenario file is unreadable or holds an invalid value."""
+
+
+class ModelConfigError(InputError):
+    """A Hugging Face config.json or safetensors folder cannot be turned into a model."""

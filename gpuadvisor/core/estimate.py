@@ -1,0 +1,171 @@
+"""The one orchestrator: ``estimate(scenario, gpus, models) -> Estimate``.
+
+For every candidate (GPU x count x parallelism) it computes the per-GPU memory breakdown and
+the fit verdict; :mod:`gpuadvisor.core.performance` and :mod:`gpuadvisor.core.cost` add speed,
+job time and cost, and :mod:`gpuadvisor.core.advice` ranks candidates and proposes changes.
+
+Memory does not depend on which GPU runs the job (a card without FP8 or BF16 stores the same
+bytes), so each (count, parallelism) breakdown is computed once and shared by every GPU of
+the catalog: that is what keeps a whole-catalog comparison in the low milliseconds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import InputError
+from .hardware import GpuCatalog, GpuSpec
+from .memory import MemoryBreakdown, MemoryModel, applicable_parallelisms, check_parallelism
+from .models import ModelSpec
+from .presets import ModelCatalog
+from .scenario import Scenario
+from .units import GIB
+
+DEFAULT_GPU_COUNTS = (1, 2, 4, 8)
+#: Memory utilization above this is too tight for a long job (allocator spikes, longer samples).
+TIGHT_UTILIZATION = 0.95
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """One way to run the scenario: ``gpu_count`` x ``gpu`` combined by ``parallelism``."""
+
+    gpu: GpuSpec
+    gpu_count: int
+    parallelism: str
+    memory: MemoryBreakdown
+    capacity_gib: float
+    fits: bool
+    headroom_gib: float
+    utilization: float
+    warnings: tuple[str, ...] = ()
+    performance: object | None = None  # PerformanceEstimate, filled by the speed model
+    cost: object | None = None  # CostEstimate, filled by the cost model
+    flags: dict = field(default_factory=dict)
+
+    @property
+    def key(self) -> str:
+        return f"{self.gpu_count}x {self.gpu.id} ({self.parallelism})"
+
+    @property
+    def verdict(self) -> str:
+        """``fits``, ``tight`` (above 95% of capacity) or ``does not fit``."""
+        if not self.fits:
+            return "does not fit"
+        return "tight" if self.utilization > TIGHT_UTILIZATION else "fits"
+
+
+@dataclass(frozen=True, slots=True)
+class WhatIf:
+    """The largest batch and the longest context that fit on one GPU type at a given setup."""
+
+    gpu_id: str
+    gpu_count: int
+    parallelism: str
+    max_batch: int
+    max_context: int
+
+
+@dataclass(frozen=True, slots=True)
+class Estimate:
+    """Everything the views show for one scenario."""
+
+    scenario: Scenario
+    model: ModelSpec
+    candidates: tuple[Candidate, ...]
+    memory_model: MemoryModel
+    warnings: tuple[str, ...] = ()
+    ranking: tuple[Candidate, ...] = ()
+    advice: tuple[object, ...] = ()
+
+    def best_per_gpu(self) -> dict[str, Candidate]:
+        """For each GPU, the smallest fitting setup (fewest GPUs, then least memory); else its best try."""
+        best: dict[str, Candidate] = {}
+        for c in self.candidates:
+            cur = best.get(c.gpu.id)
+            if cur is None or _better(c, cur):
+                best[c.gpu.id] = c
+        return best
+
+    def what_if(self, candidate: Candidate) -> WhatIf:
+        """Largest batch and longest context that fit for this candidate's GPU and setup."""
+        cap = candidate.capacity_gib * GIB
+        mm = self.memory_model
+        return WhatIf(gpu_id=candidate.gpu.id, gpu_count=candidate.gpu_count, parallelism=candidate.parallelism,
+                      max_batch=mm.max_batch(cap, candidate.gpu_count, candidate.parallelism),
+                      max_context=mm.max_context(cap, candidate.gpu_count, candidate.parallelism))
+
+
+def _better(a: Candidate, b: Candidate) -> bool:
+    if a.fits != b.fits:
+        return a.fits
+    if a.fits:
+        return (a.gpu_count, a.memory.device_total) < (b.gpu_count, b.memory.device_total)
+    return a.utilization < b.utilization
+
+
+def resolve_model(scenario: Scenario, models: ModelCatalog) -> ModelSpec:
+    """The :class:`ModelSpec` the scenario names (preset, architecture, HF config or parameter count)."""
+    src = scenario.model
+    if src.preset is not None:
+        spec = models.get(src.preset)
+    elif src.architecture is not None:
+        arch = src.architecture_dict()
+        missing = [k for k in ("num_layers", "hidden_size", "num_attention_heads", "intermediate_size", "vocab_size")
+                   if k not in arch]
+        if missing:
+            raise InputError("model.architecture", f"missing {', '.join(missing)}")
+        arch.setdefault("num_key_value_heads", arch["num_attention_heads"])
+        try:
+            spec = ModelSpec(name=src.name or "custom model", **arch)
+        except TypeError as exc:
+            raise InputError("model.architecture", f"has a value of the wrong type ({exc})") from None
+    elif src.hf_config is not None:
+        from .hf_import import model_from_hf_config  # local import: only needed for this source
+        path = Path(src.hf_config).expanduser()
+        if not path.is_absolute() and scenario.base_dir:
+            path = Path(scenario.base_dir) / path
+        spec = model_from_hf_config(path)
+    else:
+        assert src.parameters is not None
+        spec = ModelSpec.from_parameter_count(int(src.parameters), name=src.name or "")
+    if src.name and spec.name != src.name:
+        spec = spec.with_name(src.name)
+    return spec
+
+
+def estimate(scenario: Scenario, gpus: GpuCatalog, models: ModelCatalog,
+             gpu_ids: list[str] | None = None) -> Estimate:
+    """Compare every candidate of the scenario (or of ``gpu_ids``) and return the :class:`Estimate`."""
+    model = resolve_model(scenario, models)
+    w, hw = scenario.workload, scenario.hardware
+    warnings = list(scenario.warnings)
+    if model.architecture_assumed:
+        warnings.append("Only a parameter count was given: the architecture is assumed (Llama-like), so "
+                        "activation and KV-cache figures are approximate.")
+    if w.context_tokens > model.max_context:
+        warnings.append(f"The context ({w.context_tokens:,} tokens) exceeds the model's maximum "
+                        f"({model.max_context:,}).")
+    ids = gpu_ids or ([hw.gpu] if hw.gpu else None)
+    selected = [gpus.get(i, "hardware.gpu" if not gpu_ids else "--gpu") for i in ids] if ids else list(gpus)
+    counts = (hw.gpu_count,) if hw.gpu_count else DEFAULT_GPU_COUNTS
+    mm = MemoryModel(model, w, scenario.overhead)
+    setups: list[tuple[int, str, MemoryBreakdown]] = []
+    for n in counts:
+        if hw.parallelism:
+            pars: tuple[str, ...] = (check_parallelism(model, w, n, hw.parallelism),)
+        else:
+            pars = applicable_parallelisms(model, w, n, hw.gpus_per_node)
+        for par in pars:
+            setups.append((n, par, mm.breakdown(n, par)))
+    candidates = []
+    for gpu in selected:
+        cap_bytes = gpu.memory_gib_usable * GIB
+        for n, par, bd in setups:
+            need = bd.device_total
+            candidates.append(Candidate(gpu=gpu, gpu_count=n, parallelism=par, memory=bd,
+                                        capacity_gib=gpu.memory_gib_usable, fits=need <= cap_bytes,
+                                        headroom_gib=(cap_bytes - need) / GIB, utilization=need / cap_bytes))
+    return Estimate(scenario=scenario, model=model, candidates=tuple(candidates), memory_model=mm,
+                    warnings=tuple(dict.fromkeys(warnings)))
