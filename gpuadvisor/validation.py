@@ -149,3 +149,132 @@ def calibration_rows(path: str | Path) -> dict[str, dict[str, str]]:
     """The published rows by case id (to print the source next to each comparison)."""
     with open(path, newline="", encoding="utf-8") as fh:
         return {row["case_id"]: row for row in csv.DictReader(fh)}
+
+
+# --- throughput -----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class SpeedCase:
+    """A measured speed: tokens/s (aggregate, per GPU or per user) or achieved TFLOPS per GPU."""
+
+    case_id: str
+    model: ModelSource
+    workload: Workload
+    gpu: str
+    measured: float
+    metric: str  # "per_gpu" (training tokens/s/GPU), "aggregate", "per_user", "tflops_per_gpu"
+    gpu_count: int = 1
+    parallelism: str = "none"
+    in_aim: bool = True
+    assumptions: str = ""
+
+
+def _pretrain(model: str, seq: int, engine: str, micro: int = 1) -> Workload:
+    return Workload(kind="pretrain", weights="bf16", batch_size=micro, seq_len=seq, engine=engine)
+
+
+OPT_175B = ModelSource(name="OPT-175B", architecture=(
+    ("num_layers", 96), ("hidden_size", 12288), ("num_attention_heads", 96), ("num_key_value_heads", 96),
+    ("intermediate_size", 49152), ("vocab_size", 50272), ("gated_mlp", False), ("tied_embeddings", True),
+    ("max_context", 2048), ("position_embedding", "learned"), ("norm", "layernorm"), ("attention_bias", True),
+    ("attention_out_bias", True), ("mlp_bias", True)))
+
+_NODE = "GPU count not stated: one 8-GPU node with FSDP assumed (per-GPU throughput of large runs is close)."
+
+SPEED_CASES: tuple[SpeedCase, ...] = (
+    SpeedCase("TRN-01", ModelSource(preset="llama-2-7b"), _pretrain("llama-2-7b", 4096, "megatron"), "a100-80gb",
+              184320, "gpu_hours", 8, "fsdp", assumptions=_NODE + " 2.0T tokens."),
+    SpeedCase("TRN-03", ModelSource(preset="llama-2-70b"), _pretrain("llama-2-70b", 4096, "megatron"),
+              "a100-80gb", 1720320, "gpu_hours", 8, "fsdp", assumptions=_NODE + " 2.0T tokens."),
+    SpeedCase("TRN-05", ModelSource(preset="llama-3.1-8b"), _pretrain("llama-3.1-8b", 8192, "megatron"),
+              "h100-sxm", 1300000, "gpu_hours", 8, "fsdp", in_aim=True,
+              assumptions=_NODE + " 15T tokens; the model card's total GPU time likely includes more than "
+                                  "the main pre-training run (implied MFU ~17%)."),
+    SpeedCase("TRN-12", ModelSource(preset="llama-7b"), _pretrain("llama-7b", 2048, "megatron"), "a100-80gb",
+              82432, "gpu_hours", 8, "fsdp", assumptions=_NODE + " 1.0T tokens."),
+    SpeedCase("TRN-18", OPT_175B, _pretrain("opt", 2048, "megatron"), "a100-80gb", 147, "tflops_per_gpu", 8,
+              "tensor", assumptions="992 GPUs with FSDP and tensor parallelism; one 8-GPU tensor-parallel group "
+                                    "modelled; 'up to' figure."),
+    SpeedCase("TRN-20", ModelSource(preset="tinyllama-1.1b"), _pretrain("tinyllama", 2048, "fsdp", 8),
+              "a100-40gb", 24000, "per_gpu", 16, "fsdp",
+              assumptions="16 GPUs (two nodes), FSDP, micro-batch 8 assumed (global 2M tokens)."),
+    SpeedCase("TRN-24", ModelSource(preset="mpt-7b"), _pretrain("mpt-7b", 2048, "fsdp", 6), "h100-sxm", 10643,
+              "per_gpu", 8, "fsdp", assumptions="llm-foundry benchmark table: micro-batch 6, 8 GPUs."),
+    SpeedCase("TRN-26", ModelSource(preset="mpt-7b"), _pretrain("mpt-7b", 2048, "fsdp", 6), "a100-80gb", 4641,
+              "per_gpu", 8, "fsdp", assumptions="llm-foundry benchmark table: micro-batch 6, 8 GPUs."),
+    SpeedCase("INF-01", ModelSource(preset="llama-7b"),
+              Workload(kind="inference", weights="fp8", kv_cache="fp8", batch_size=768, prompt_tokens=128,
+                       output_tokens=128, engine="tensorrt-llm"), "h100-sxm", 19694, "aggregate",
+              assumptions="Static batch of 768, 128 in / 128 out; output tokens/s including prefill."),
+    SpeedCase("INF-05", ModelSource(preset="llama-7b"),
+              Workload(kind="inference", weights="fp16", batch_size=384, prompt_tokens=128, output_tokens=128,
+                       engine="tensorrt-llm"), "a100-80gb", 5586, "aggregate",
+              assumptions="Static batch of 384, 128 in / 128 out."),
+    SpeedCase("INF-09", ModelSource(preset="gpt-j-6b"),
+              Workload(kind="inference", weights="fp8", batch_size=1, prompt_tokens=128, output_tokens=128,
+                       engine="tensorrt-llm"), "h100-sxm", 185, "per_user",
+              assumptions="Batch-1 decode rate; 128 output tokens assumed."),
+    SpeedCase("INF-10", ModelSource(preset="gpt-j-6b"),
+              Workload(kind="inference", weights="fp16", batch_size=1, prompt_tokens=128, output_tokens=128,
+                       engine="tensorrt-llm"), "a100-80gb", 111, "per_user",
+              assumptions="Batch-1 decode rate; 128 output tokens assumed."),
+    SpeedCase("INF-12", ModelSource(preset="llama-2-7b", name="CodeLlama-7B"),
+              Workload(kind="inference", weights="fp16", batch_size=1, prompt_tokens=1, output_tokens=128,
+                       engine="llama.cpp"), "rtx-4090", 61.03, "per_user",
+              assumptions="llama-bench tg128: decode from an empty context."),
+    SpeedCase("INF-15", ModelSource(preset="llama-7b"),
+              Workload(kind="inference", weights="int4", batch_size=1, prompt_tokens=1, output_tokens=128,
+                       engine="llama.cpp"), "rtx-3090", 121.82, "per_user",
+              assumptions="Q4_0 (4.5 bits per weight) modelled as int4 with group scales (4.25 bits)."),
+    SpeedCase("INF-18", ModelSource(preset="llama-2-7b"),
+              Workload(kind="inference", weights="int4", batch_size=1, prompt_tokens=128, output_tokens=128,
+                       engine="mlc-llm"), "rtx-4090", 191.0, "per_user",
+              assumptions="q4f16 weights; prompt length not stated (128 assumed)."),
+    SpeedCase("INF-21", ModelSource(preset="llama-2-7b"),
+              Workload(kind="inference", weights="bf16", batch_size=1, prompt_tokens=20, output_tokens=50,
+                       engine="transformers"), "a100-40gb", 30.97, "per_user",
+              assumptions="LitGPT generate, eager PyTorch: modelled with the Transformers (eager) profile."),
+)
+
+TOKENS_TRAINED = {"TRN-01": 2.0e12, "TRN-03": 2.0e12, "TRN-05": 15e12, "TRN-12": 1.0e12}
+
+
+@dataclass(frozen=True)
+class SpeedResult:
+    case: SpeedCase
+    estimate: float
+    measured: float  # in the same unit as estimate (GPU-hours rows become tokens/s per GPU)
+    unit: str
+    error: float
+
+
+def run_speed_case(case: SpeedCase, models: ModelCatalog, gpus) -> SpeedResult:
+    from .core.engines import engine_for
+    from .core.performance import inference_performance, training_performance
+
+    model = resolve_model(Scenario(model=case.model), models)
+    gpu = gpus.get(case.gpu)
+    w = case.workload
+    engine = engine_for(w.engine, w.kind)
+    mm = MemoryModel(model, w, prefill_chunk_tokens=engine.prefill_chunk_tokens)
+    if w.is_training:
+        perf = training_performance(mm, gpu, case.gpu_count, case.parallelism, engine)
+        per_gpu = perf.tokens_per_s.expected / case.gpu_count
+        if case.metric == "tflops_per_gpu":
+            est, meas, unit = (perf.mfu or 0) * perf.peak_tflops, case.measured, "TFLOP/s per GPU"
+        elif case.metric == "gpu_hours":
+            est, unit = per_gpu, "tokens/s per GPU"
+            meas = TOKENS_TRAINED[case.case_id] / (case.measured * 3600)
+        else:
+            est, meas, unit = per_gpu, case.measured, "tokens/s per GPU"
+    else:
+        perf = inference_performance(mm, gpu, case.gpu_count, case.parallelism, engine)
+        if case.metric == "per_user":
+            est, unit = perf.tokens_per_s_per_user or 0.0, "tokens/s per user"
+        else:
+            est, unit = perf.tokens_per_s.expected, "output tokens/s"
+        meas = case.measured
+    return SpeedResult(case, est, meas, unit, est / meas - 1.0)
+
+
+def run_speed_validation(models: ModelCatalog, gpus) -> list[SpeedResult]:
+    return [run_speed_case(c, models, gpus) for c in SPEED_CASES]

@@ -11,13 +11,17 @@ the catalog: that is what keeps a whole-catalog comparison in the low millisecon
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from . import advice as _advice
+from .cost import job_cost
+from .engines import engine_for
 from .errors import InputError
 from .hardware import GpuCatalog, GpuSpec
 from .memory import MemoryBreakdown, MemoryModel, applicable_parallelisms, check_parallelism
 from .models import ModelSpec
+from .performance import inference_performance, training_performance
 from .presets import ModelCatalog
 from .scenario import Scenario
 from .units import GIB
@@ -78,6 +82,7 @@ class Estimate:
     warnings: tuple[str, ...] = ()
     ranking: tuple[Candidate, ...] = ()
     advice: tuple[object, ...] = ()
+    engine: str = ""
 
     def best_per_gpu(self) -> dict[str, Candidate]:
         """For each GPU, the smallest fitting setup (fewest GPUs, then least memory); else its best try."""
@@ -136,9 +141,9 @@ def resolve_model(scenario: Scenario, models: ModelCatalog) -> ModelSpec:
 
 
 def estimate(scenario: Scenario, gpus: GpuCatalog, models: ModelCatalog,
-             gpu_ids: list[str] | None = None) -> Estimate:
+             gpu_ids: list[str] | None = None, with_advice: bool = True, _model: ModelSpec | None = None) -> Estimate:
     """Compare every candidate of the scenario (or of ``gpu_ids``) and return the :class:`Estimate`."""
-    model = resolve_model(scenario, models)
+    model = _model or resolve_model(scenario, models)
     w, hw = scenario.workload, scenario.hardware
     warnings = list(scenario.warnings)
     if model.architecture_assumed:
@@ -159,13 +164,77 @@ def estimate(scenario: Scenario, gpus: GpuCatalog, models: ModelCatalog,
             pars = applicable_parallelisms(model, w, n, hw.gpus_per_node)
         for par in pars:
             setups.append((n, par, mm.breakdown(n, par)))
+    engine = engine_for(w.engine, w.kind)
+    if engine.prefill_chunk_tokens and not w.is_training:
+        mm = MemoryModel(model, w, scenario.overhead, prefill_chunk_tokens=engine.prefill_chunk_tokens)
+        setups = [(n, par, mm.breakdown(n, par)) for n, par, _ in setups]
+    eff = scenario.efficiency
     candidates = []
+    notes: list[str] = []
     for gpu in selected:
         cap_bytes = gpu.memory_gib_usable * GIB
         for n, par, bd in setups:
             need = bd.device_total
+            fits = need <= cap_bytes
+            perf = cost = None
+            if fits:
+                if w.is_training:
+                    perf = training_performance(mm, gpu, n, par, engine, mfu=eff.mfu, gpus_per_node=hw.gpus_per_node)
+                else:
+                    perf = inference_performance(mm, gpu, n, par, engine, bw_eff=eff.bandwidth_efficiency,
+                                                 prefill_mfu=eff.prefill_mfu, gpus_per_node=hw.gpus_per_node)
+                cost = job_cost(w, scenario.budget, gpu, n, perf.tokens_per_s)
+                notes.extend(perf.notes)
             candidates.append(Candidate(gpu=gpu, gpu_count=n, parallelism=par, memory=bd,
-                                        capacity_gib=gpu.memory_gib_usable, fits=need <= cap_bytes,
-                                        headroom_gib=(cap_bytes - need) / GIB, utilization=need / cap_bytes))
-    return Estimate(scenario=scenario, model=model, candidates=tuple(candidates), memory_model=mm,
-                    warnings=tuple(dict.fromkeys(warnings)))
+                                        capacity_gib=gpu.memory_gib_usable, fits=fits,
+                                        headroom_gib=(cap_bytes - need) / GIB, utilization=need / cap_bytes,
+                                        warnings=perf.notes if perf else (), performance=perf, cost=cost))
+    result = Estimate(scenario=scenario, model=model, candidates=tuple(candidates), memory_model=mm,
+                      warnings=tuple(dict.fromkeys(warnings + notes)), engine=engine.id)
+    return _finish(result, with_advice, gpus, models)
+
+
+def _finish(est: Estimate, with_advice: bool, gpus: GpuCatalog, models: ModelCatalog) -> Estimate:
+    """Ranking, Pareto frontier, provisioning flags and (optionally) the cheapest changes."""
+    cands = est.candidates
+    front = _advice.pareto(cands)
+    budget = est.scenario.budget
+    meeting = [c for c in cands if c.fits and c.cost is not None and c.cost.cost_usd is not None
+               and c.cost.meets_deadline is not False]
+    cheapest_meeting = min((c.cost.cost_usd.expected for c in meeting), default=None)  # type: ignore[union-attr]
+    final = []
+    for i, c in enumerate(cands):
+        flags = {"pareto": i in front, **_advice.provisioning_flags(c, cheapest_meeting)}
+        final.append(replace(c, flags=flags))
+    cands = tuple(final)
+    ranking = _advice.rank(cands)
+    changes: list = []
+    hint = _advice.mig_hint(est)
+    workable = [c for c in ranking if c.cost is None or
+                (c.cost.meets_deadline is not False and c.cost.within_budget is not False)]
+    if with_advice and not workable:
+        for label, why, transform in _advice.remedies(est):
+            try:
+                variant = estimate(transform(est.scenario), gpus, models,
+                                   gpu_ids=[c.gpu.id for c in est.candidates[:1]] if est.scenario.hardware.gpu
+                                   and "any GPU" not in label else None, with_advice=False,
+                                   _model=est.model)
+            except InputError:
+                continue
+            ok = [c for c in variant.ranking if c.cost is None or
+                  (c.cost.meets_deadline is not False and c.cost.within_budget is not False)]
+            best = ok[0] if ok else None
+            changes.append(_advice.Change(
+                change=label, why=why, candidate=best.key if best else None,
+                memory_per_gpu_gib=best.memory.device_total / GIB if best else None,
+                job_hours=best.cost.job_hours.expected if best and best.cost else None,
+                cost_usd=best.cost.cost_usd.expected if best and best.cost and best.cost.cost_usd else None,
+                fits=best is not None))
+        changes.sort(key=lambda ch: (not ch.fits, ch.cost_usd if ch.cost_usd is not None else float("inf"),
+                                     ch.job_hours or float("inf")))
+    warnings = est.warnings + ((hint,) if hint else ())
+    if with_advice and not ranking:
+        warnings += ("Nothing fits: see the changes below.",)
+    elif with_advice and not workable:
+        warnings += ("Nothing meets the deadline and the budget: see the changes below.",)
+    return replace(est, candidates=cands, ranking=ranking, advice=tuple(changes), warnings=warnings)

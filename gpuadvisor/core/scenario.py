@@ -40,6 +40,10 @@ class ModelSource:
     name: str | None = None
 
     def __post_init__(self) -> None:
+        for key in ("preset", "hf_config", "name"):
+            value = getattr(self, key)
+            if value is not None and (not isinstance(value, str) or not value.strip()):
+                raise ScenarioError(f"model.{key}", "must be non-empty text", value)
         given = [k for k in ("preset", "architecture", "hf_config", "parameters") if getattr(self, k) is not None]
         if len(given) != 1:
             raise ScenarioError("model", "give exactly one of preset, architecture, hf_config or parameters"

@@ -122,6 +122,9 @@ class Workload:
         for name in ("gradient_checkpointing", "flash_attention", "lora_dropout", "master_weights", "double_quant"):
             if not isinstance(getattr(self, name), bool):
                 raise InputError(f"workload.{name}", "must be true or false", getattr(self, name))
+        if not isinstance(self.lora_targets, (str, tuple, list)):
+            raise InputError("workload.lora_targets", "must be 'all_linear' or a list of module names",
+                             self.lora_targets)
         if not isinstance(self.lora_targets, str):
             if not self.lora_targets or not all(isinstance(t, str) and t for t in self.lora_targets):
                 raise InputError("workload.lora_targets", "must be 'all_linear' or a non-empty list of module names",

@@ -1,0 +1,60 @@
+#!/usr/bin/env python3
+"""Benchmark: a whole-catalog comparison (every GPU, 1/2/4/8 GPUs, every applicable parallelism).
+
+Usage: .venv/bin/python benchmarks/bench_estimate.py   (prints median and p90 in ms)
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from gpuadvisor.core.estimate import estimate  # noqa: E402
+from gpuadvisor.core.hardware import load_gpu_catalog  # noqa: E402
+from gpuadvisor.core.memory import MemoryModel  # noqa: E402
+from gpuadvisor.core.presets import load_model_catalog  # noqa: E402
+from gpuadvisor.core.scenario import ModelSource, Scenario  # noqa: E402
+from gpuadvisor.core.workload import Workload  # noqa: E402
+
+
+def timeit(fn, repeat: int = 200) -> tuple[float, float]:
+    fn()
+    samples = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        samples.append((time.perf_counter() - t0) * 1000)
+    samples.sort()
+    return statistics.median(samples), samples[int(0.9 * len(samples))]
+
+
+def main() -> None:
+    gpus, models = load_gpu_catalog(), load_model_catalog()
+    cases = {
+        "full fine-tune 8B (memory + speed + cost, all candidates)":
+            Scenario(model=ModelSource(preset="llama-3.1-8b"), workload=Workload(kind="full_finetune", batch_size=2)),
+        "LoRA 8B": Scenario(model=ModelSource(preset="llama-3.1-8b"), workload=Workload(kind="lora", batch_size=4)),
+        "inference 70B": Scenario(model=ModelSource(preset="llama-3.1-70b"),
+                                  workload=Workload(kind="inference", batch_size=16)),
+    }
+    print(f"{len(gpus)} GPUs, counts 1/2/4/8, every applicable parallelism")
+    for name, sc in cases.items():
+        est = estimate(sc, gpus, models)
+        med, p90 = timeit(lambda: estimate(sc, gpus, models, with_advice=False))
+        print(f"{name:58s} {len(est.candidates):4d} candidates  median {med:6.2f} ms  p90 {p90:6.2f} ms")
+    sc = cases["full fine-tune 8B (memory + speed + cost, all candidates)"]
+    mm = MemoryModel(models.get("llama-3.1-8b"), sc.workload)
+    med, _ = timeit(lambda: mm.breakdown(8, "zero3"), repeat=2000)
+    print(f"{'one memory breakdown':58s}       median {med * 1000:6.1f} us")
+    big = Scenario(model=ModelSource(preset="llama-3.1-405b"), workload=Workload(kind="full_finetune"),
+                   )
+    med, p90 = timeit(lambda: estimate(big, gpus, models), repeat=20)
+    print(f"{'405B full fine-tune incl. advice (nothing fits 8 GPUs)':58s}       median {med:6.2f} ms  p90 {p90:6.2f} ms")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,289 @@
+"""The command line: JSON contract, human table, GPU selection, catalogs listings and errors.
+
+Most checks call ``gpuadvisor.cli.main`` in-process; a few run a real subprocess to prove that
+bad input reaches the user as one ``error:`` line and never as a traceback.
+"""
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gpuadvisor import __version__
+from gpuadvisor.cli import main
+from gpuadvisor.core.hardware import load_gpu_catalog
+from gpuadvisor.core.scenario import loads_scenario
+
+REPO = Path(__file__).resolve().parents[1]
+COMPONENTS = ("weights", "gradients", "optimizer", "activations", "kv_cache", "adapters", "overhead")
+MEMORY_KEYS = COMPONENTS + ("tensors_total", "device_total")
+
+
+@pytest.fixture(scope="module")
+def gpu_catalog():
+    return load_gpu_catalog()
+
+
+def write_scenario(tmp_path, data, name="scenario.json"):
+    path = tmp_path / name
+    path.write_text(data if isinstance(data, str) else json.dumps(data), encoding="utf-8")
+    return str(path)
+
+
+def run_main(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def run_json(capsys, tmp_path, data, *extra):
+    code, out, err = run_main(capsys, "estimate", write_scenario(tmp_path, data), "--json", *extra)
+    assert code == 0, err
+    return json.loads(out)
+
+
+def run_subprocess(*args, timeout=60):
+    return subprocess.run([sys.executable, *args], cwd=REPO, capture_output=True, text=True, timeout=timeout)
+
+
+INFERENCE_7B = {"model": {"preset": "llama-2-7b"}, "workload": {"kind": "inference", "weights": "fp16"}}
+LORA_8B = {"model": {"preset": "llama-3.1-8b"}, "workload": {"kind": "lora", "batch_size": 2, "seq_len": 1024}}
+
+
+# --- estimate --json -----------------------------------------------------------------------
+
+@pytest.mark.parametrize("data", [INFERENCE_7B, LORA_8B,
+                                  {"model": {"preset": "mixtral-8x7b"},
+                                   "workload": {"kind": "pretrain", "weights": "bf16"}},
+                                  {"model": {"preset": "llama-2-13b"},
+                                   "workload": {"kind": "qlora", "weights": "nf4"}}],
+                         ids=["inference", "lora", "pretrain-moe", "qlora"])
+def test_estimate_json_contract(capsys, tmp_path, data):
+    out = run_json(capsys, tmp_path, data)
+    model = out["model"]
+    assert model["name"] and model["parameters"] > 0 and 0 < model["active_parameters"] <= model["parameters"]
+    assert out["candidates"]
+    for c in out["candidates"]:
+        assert isinstance(c["gpu"], str) and isinstance(c["gpu_count"], int) and isinstance(c["parallelism"], str)
+        assert isinstance(c["fits"], bool)
+        assert c["capacity_gib"] > 0
+        mem = c["memory_per_gpu_gib"]
+        assert set(MEMORY_KEYS) <= set(mem)
+        for key in MEMORY_KEYS:
+            value = mem[key]
+            assert isinstance(value, (int, float)) and not isinstance(value, bool), key
+            assert math.isfinite(value) and value >= 0, (key, value)
+        # Each figure is rounded to 3 decimals: the sum may drift by 8 half-units.
+        assert mem["device_total"] == pytest.approx(sum(mem[k] for k in COMPONENTS), abs=0.004)
+        assert mem["device_total"] == pytest.approx(mem["tensors_total"] + mem["overhead"], abs=0.002)
+        if abs(mem["device_total"] - c["capacity_gib"]) > 0.002:  # away from the rounding edge
+            assert c["fits"] == (mem["device_total"] <= c["capacity_gib"])
+
+
+def test_gpu_option_restricts_candidates(capsys, tmp_path):
+    out = run_json(capsys, tmp_path, INFERENCE_7B, "--gpu", "a100-80gb", "--gpu", "h100-sxm")
+    assert {c["gpu"] for c in out["candidates"]} == {"a100-80gb", "h100-sxm"}
+
+
+def test_whole_catalog_with_counts_1_2_4_8(capsys, tmp_path, gpu_catalog):
+    out = run_json(capsys, tmp_path, LORA_8B)
+    assert {c["gpu"] for c in out["candidates"]} == {g.id for g in gpu_catalog}
+    counts = {}
+    for c in out["candidates"]:
+        counts.setdefault(c["gpu"], set()).add(c["gpu_count"])
+    assert all(v == {1, 2, 4, 8} for v in counts.values()), counts
+
+
+def test_gpu_count_one_gives_only_single_gpu(capsys, tmp_path, gpu_catalog):
+    data = dict(LORA_8B, hardware={"gpu_count": 1})
+    out = run_json(capsys, tmp_path, data)
+    assert {c["gpu_count"] for c in out["candidates"]} == {1}
+    assert {c["parallelism"] for c in out["candidates"]} == {"none"}
+    assert len(out["candidates"]) == len(gpu_catalog)
+
+
+def test_hardware_gpu_selects_one_gpu(capsys, tmp_path):
+    out = run_json(capsys, tmp_path, dict(INFERENCE_7B, hardware={"gpu": "l40s", "gpu_count": 2,
+                                                                  "parallelism": "tensor"}))
+    assert [(c["gpu"], c["gpu_count"], c["parallelism"]) for c in out["candidates"]] == [("l40s", 2, "tensor")]
+
+
+def test_7b_fp16_inference_weights(capsys, tmp_path):
+    """llama-2-7b: 6,738,415,616 parameters x 2 bytes = 13.48e9 bytes = 12.55 GiB."""
+    out = run_json(capsys, tmp_path, INFERENCE_7B, "--gpu", "a100-80gb")
+    assert out["model"]["parameters"] == 6_738_415_616
+    for c in out["candidates"]:
+        if c["parallelism"] in ("none", "ddp"):
+            assert c["memory_per_gpu_gib"]["weights"] == pytest.approx(6_738_415_616 * 2 / 2**30, abs=0.001)
+            assert c["memory_per_gpu_gib"]["weights"] == pytest.approx(12.55, abs=0.01)
+            assert c["memory_per_gpu_gib"]["gradients"] == 0 and c["memory_per_gpu_gib"]["optimizer"] == 0
+
+
+# --- human output --------------------------------------------------------------------------
+
+def test_table_mentions_every_gpu(capsys, tmp_path, gpu_catalog):
+    code, out, err = run_main(capsys, "estimate", write_scenario(tmp_path, LORA_8B))
+    assert code == 0 and err == ""
+    for g in gpu_catalog:
+        assert g.name in out, g.name
+    assert "Llama 3.1 8B" in out
+
+
+def test_table_shows_7b_weights(capsys, tmp_path):
+    code, out, _ = run_main(capsys, "estimate", write_scenario(tmp_path, INFERENCE_7B), "--gpu", "a100-80gb")
+    assert code == 0
+    row = next(line for line in out.splitlines() if line.startswith("NVIDIA A100"))
+    assert "12.6" in row.split()  # 12.55 GiB shown with one decimal
+
+
+def test_all_flag_shows_every_setup(capsys, tmp_path):
+    path = write_scenario(tmp_path, LORA_8B)
+    _, brief, _ = run_main(capsys, "estimate", path, "--gpu", "h100-sxm")
+    _, full, _ = run_main(capsys, "estimate", path, "--gpu", "h100-sxm", "--all")
+    assert full.count("H100") > brief.count("H100") >= 1
+    assert "8x fsdp" in full
+
+
+def test_unknown_keys_are_reported_as_warnings(capsys, tmp_path):
+    code, out, _ = run_main(capsys, "estimate", write_scenario(tmp_path, dict(INFERENCE_7B, colour="red")),
+                            "--gpu", "t4")
+    assert code == 0 and "Warning: ignored unknown key: colour" in out
+
+
+# --- errors --------------------------------------------------------------------------------
+
+def _one_error_line(err):
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("error:"), err
+    assert "Traceback" not in err
+    return lines[0]
+
+
+def test_unknown_gpu_id(capsys, tmp_path):
+    code, out, err = run_main(capsys, "estimate", write_scenario(tmp_path, INFERENCE_7B), "--gpu", "rtx-9999")
+    assert code == 2 and out == ""
+    assert "rtx-9999" in _one_error_line(err)
+
+
+@pytest.mark.parametrize("text, needle", [
+    ('{"model": {"preset": "llama-2-7b"}, "workload": {"batch_size": -1}}', "workload.batch_size"),
+    ('{"model": {"preset": "llama-2-7b"},,}', "line 1"),
+    ('', "is empty"),
+    ('[1, 2]', "scenario"),
+    ('{"model": {"preset": "no-such-model"}}', "model.preset"),
+    ('{"model": {"architecture": {"num_layers": 2}}}', "model.architecture"),
+    ('{"model": {"preset": "llama-2-7b"}, "hardware": {"gpu": "nope"}}', "hardware.gpu"),
+    ('{"model": {"preset": "llama-2-7b"}, "hardware": {"gpu_count": 3, "parallelism": "tensor"}}',
+     "hardware.parallelism"),
+    ('{"model": {"preset": "llama-2-7b"}, "hardware": {"gpu_count": 2, "parallelism": "zero3"}}',
+     "hardware.parallelism"),
+    ('{"model": {"preset": "llama-2-7b"}, "workload": {"kind": "lora", "lora_targets": ["nope"]}}',
+     "workload.lora_targets"),
+    ('{"model": {"hf_config": "missing/config.json"}}', "config.json"),
+    ('{"model": {"preset": ["llama-2-7b"]}}', "model.preset"),
+    ('{"model": {"hf_config": 5}}', "model.hf_config"),
+    ('{"model": {"preset": "llama-2-7b"}, "workload": {"kind": "lora", "lora_targets": 5}}',
+     "workload.lora_targets"),
+])
+def test_bad_scenarios_exit_2_with_one_line(capsys, tmp_path, text, needle):
+    code, out, err = run_main(capsys, "estimate", write_scenario(tmp_path, text))
+    assert code == 2 and out == ""
+    assert needle in _one_error_line(err)
+
+
+def test_missing_scenario_file(capsys, tmp_path):
+    code, _, err = run_main(capsys, "estimate", str(tmp_path / "nope.json"))
+    assert code == 2 and "nope.json" in _one_error_line(err)
+
+
+def test_subprocess_malformed_scenario_no_traceback(tmp_path):
+    path = write_scenario(tmp_path, '{"model": {"preset": "llama-2-7b"}, "workload": {"batch_size": "8"}}')
+    proc = run_subprocess("-m", "gpuadvisor.cli", "estimate", path)
+    assert proc.returncode == 2 and proc.stdout == ""
+    line = _one_error_line(proc.stderr)
+    assert "workload.batch_size" in line and "'8'" in line
+
+
+def test_subprocess_unknown_gpu_no_traceback(tmp_path):
+    path = write_scenario(tmp_path, INFERENCE_7B)
+    proc = run_subprocess("-m", "gpuadvisor.cli", "estimate", path, "--gpu", "a100-80gb", "--gpu", "zz-top")
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert "zz-top" in _one_error_line(proc.stderr)
+
+
+def test_subprocess_estimate_json(tmp_path):
+    proc = run_subprocess("-m", "gpuadvisor.cli", "estimate", write_scenario(tmp_path, INFERENCE_7B), "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["candidates"]
+
+
+# --- listings, version, default scenario ---------------------------------------------------
+
+@pytest.mark.parametrize("command", ["gpus", "models"])
+def test_listings_plain(capsys, command):
+    code, out, err = run_main(capsys, command)
+    assert code == 0 and err == ""
+    lines = [line for line in out.splitlines() if line.strip()]
+    assert len(lines) >= 2 + 20  # header, rule and at least 20 rows
+
+
+def test_gpus_json(capsys, gpu_catalog):
+    code, out, _ = run_main(capsys, "gpus", "--json")
+    data = json.loads(out)
+    assert code == 0 and data["updated"]
+    assert len(data["gpus"]) >= 20 and len(data["gpus"]) == len(gpu_catalog)
+    for g in data["gpus"]:
+        assert g["id"] and g["name"] and g["memory_gib"] > 0
+
+
+def test_models_json(capsys):
+    code, out, _ = run_main(capsys, "models", "--json")
+    data = json.loads(out)
+    assert code == 0 and len(data["models"]) >= 20
+    ids = {m["id"] for m in data["models"]}
+    assert {"llama-2-7b", "llama-3.1-8b", "mixtral-8x7b"} <= ids
+    for m in data["models"]:
+        assert m["parameters"] >= m["active_parameters"] > 0
+
+
+def test_version(capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["--version"])
+    assert info.value.code == 0
+    assert capsys.readouterr().out.strip() == f"gpuadvisor {__version__}"
+
+
+def test_default_scenario_loads_back(capsys):
+    code, out, _ = run_main(capsys, "default-scenario")
+    assert code == 0
+    scenario = loads_scenario(out)
+    assert scenario.warnings == ()
+    assert scenario.model.preset == "llama-3.1-8b" and scenario.workload.kind == "lora"
+
+
+def test_default_scenario_estimates(capsys, tmp_path):
+    code, out, _ = run_main(capsys, "default-scenario")
+    data = run_json(capsys, tmp_path, out)
+    assert data["model"]["name"] == "Llama 3.1 8B"
+
+
+@pytest.mark.parametrize("argv", [[], ["estimate"], ["bogus"], ["gpus", "--nope"]])
+def test_usage_errors_exit_2(capsys, argv):
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    assert info.value.code == 2
+    assert "usage:" in capsys.readouterr().err
+
+
+# --- python -m gpuadvisor ------------------------------------------------------------------
+
+def test_python_m_gpuadvisor_prints_a_comparison():
+    proc = run_subprocess("-m", "gpuadvisor")
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert "Llama 3.1 8B" in proc.stdout
+    assert "NVIDIA H100" in proc.stdout and "verdict" in proc.stdout
