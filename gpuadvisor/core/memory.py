@@ -312,8 +312,8 @@ class MemoryModel:
             if self.prefill_chunk_tokens:
                 chunk = min(chunk, self.prefill_chunk_tokens)
             scores = 0.0 if w.flash_attention else b_gpu * m.num_attention_heads * prompt * prompt * 6.0
-            logits = b_gpu * m.vocab_size * 4.0 if m.has_kv_cache else 0.0
-            act = (chunk * self.inference_transient_per_token + scores) / t + logits / t + self.dequant_buffer / t
+            logits = (b_gpu * m.vocab_size * 4.0 if m.has_kv_cache else 0.0) / t
+            act = (chunk * self.inference_transient_per_token + scores) / t + logits + self.dequant_buffer / t
             kv_layers = math.ceil(L / p)
             kv_heads_share = math.ceil(m.num_key_value_heads / t) / m.num_key_value_heads
             kv = b_gpu * self.kv_tokens_per_layer(s) * kv_layers * self.kv_bytes_per_token_layer * kv_heads_share
