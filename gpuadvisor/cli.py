@@ -65,7 +65,7 @@ def render_estimate(est: Estimate, show_all: bool = False) -> str:
              ""]
     chosen: list[Candidate] = list(est.candidates) if show_all else list(est.best_per_gpu().values())
     header = ["GPU", "setup", "verdict", "need/GPU", "capacity", "headroom", "weights", "grads", "optim", "activ",
-              "kv", "adapt", "overhead"]
+              "kv", "adapt", "overhead", "max batch", "max ctx"]
     has_perf = any(c.performance is not None for c in chosen)
     if has_perf:
         header += ["tokens/s", "job time", "cost", "bound"]
@@ -76,6 +76,8 @@ def render_estimate(est: Estimate, show_all: bool = False) -> str:
                f"{c.capacity_gib:.1f}", f"{c.headroom_gib:+.1f}"] + [
             f"{g[k]:.1f}" for k in ("weights", "gradients", "optimizer", "activations", "kv_cache", "adapters",
                                     "overhead")]
+        wi = est.what_if(c)
+        row += [f"{wi.max_batch:,}", f"{wi.max_context:,}"]
         if has_perf:
             d = {}
             if c.performance is not None:
@@ -89,7 +91,8 @@ def render_estimate(est: Estimate, show_all: bool = False) -> str:
     lines.append(_table(rows, header, right=set(range(3, len(header))) - {len(header) - 1} if has_perf
                         else set(range(3, len(header)))))
     lines.append("")
-    lines.append("Memory in GiB per GPU; need = device total (tensors + CUDA context + fragmentation).")
+    lines.append("Memory in GiB per GPU; need = device total (tensors + CUDA context + fragmentation). "
+                 "max batch / max ctx: the largest batch and the longest context that fit that setup.")
     if not show_all:
         lines.append("One row per GPU: its smallest fitting setup (use --all for every count and parallelism).")
     for advice in est.advice:

@@ -247,14 +247,14 @@ class SpeedResult:
     error: float
 
 
-def run_speed_case(case: SpeedCase, models: ModelCatalog, gpus) -> SpeedResult:
+def run_speed_case(case: SpeedCase, models: ModelCatalog, gpus, engine=None) -> SpeedResult:
     from .core.engines import engine_for
     from .core.performance import inference_performance, training_performance
 
     model = resolve_model(Scenario(model=case.model), models)
     gpu = gpus.get(case.gpu)
     w = case.workload
-    engine = engine_for(w.engine, w.kind)
+    engine = engine or engine_for(w.engine, w.kind)
     mm = MemoryModel(model, w, prefill_chunk_tokens=engine.prefill_chunk_tokens)
     if w.is_training:
         perf = training_performance(mm, gpu, case.gpu_count, case.parallelism, engine)

@@ -50,10 +50,16 @@ class Change:
         return ", ".join(parts) + f" ({self.why})"
 
 
+def cost_hours(cost) -> tuple[float, float]:
+    """(expected cost, expected hours) of a candidate's cost estimate; unpriced costs sort last."""
+    if cost is None:
+        return (float("inf"), float("inf"))
+    usd = cost.cost_usd.expected if cost.cost_usd is not None else float("inf")
+    return (usd, cost.job_hours.expected)
+
+
 def cost_key(c: "Candidate") -> tuple[float, float]:
-    cost = c.cost.cost_usd.expected if c.cost is not None and c.cost.cost_usd is not None else float("inf")
-    hours = c.cost.job_hours.expected if c.cost is not None else float("inf")
-    return (cost, hours)
+    return cost_hours(c.cost)
 
 
 def rank(candidates: tuple["Candidate", ...]) -> tuple["Candidate", ...]:
@@ -61,29 +67,31 @@ def rank(candidates: tuple["Candidate", ...]) -> tuple["Candidate", ...]:
     return tuple(sorted((c for c in candidates if c.fits), key=cost_key))
 
 
-def pareto(candidates: tuple["Candidate", ...]) -> set[int]:
-    """Indices (in ``candidates``) of the cost-versus-time Pareto frontier among fitting candidates."""
-    points = [(cost_key(c)[1], cost_key(c)[0], i) for i, c in enumerate(candidates)
-              if c.fits and cost_key(c)[0] != float("inf")]
-    points.sort()
+def pareto_indices(keys: list[tuple[float, float] | None]) -> set[int]:
+    """Indices of the cost-versus-time Pareto frontier; ``keys`` holds (cost, hours) or None (not fitting)."""
+    points = sorted((k[1], k[0], i) for i, k in enumerate(keys) if k is not None and k[0] != float("inf"))
     frontier, best_cost = set(), float("inf")
-    for hours, cost, i in points:
+    for _hours, cost, i in points:
         if cost < best_cost:
             frontier.add(i)
             best_cost = cost
     return frontier
 
 
-def provisioning_flags(c: "Candidate", cheapest_meeting: float | None) -> dict:
-    """The seed article's two classic mistakes, for one candidate."""
-    under = (not c.fits) or c.utilization > 0.95
-    over = False
-    if c.fits:
-        if c.utilization < 0.5:
-            over = True
-        elif cheapest_meeting is not None and c.cost is not None and c.cost.cost_usd is not None:
-            over = cheapest_meeting < 0.5 * c.cost.cost_usd.expected
-    return {"under_provisioned": under, "over_provisioned": over}
+def under_provisioned(fits: bool, utilization: float) -> bool:
+    """Does not fit, or leaves under 5% of VRAM (the seed article's target is 85-95%)."""
+    return (not fits) or utilization > 0.95
+
+
+def over_provisioned(fits: bool, utilization: float, key: tuple[float, float] | None,
+                     cheapest_meeting: float | None) -> bool:
+    """Fits with under half the memory used, or something at under half the cost meets the same deadline."""
+    if not fits:
+        return False
+    if utilization < 0.5:
+        return True
+    return (key is not None and cheapest_meeting is not None and key[0] != float("inf")
+            and cheapest_meeting < 0.5 * key[0])
 
 
 def remedies(est: "Estimate") -> list[tuple[str, str, Callable]]:

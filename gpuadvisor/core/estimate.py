@@ -11,17 +11,17 @@ the catalog: that is what keeps a whole-catalog comparison in the low millisecon
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from . import advice as _advice
-from .cost import job_cost
+from .cost import CostEstimate, job_cost
 from .engines import engine_for
 from .errors import InputError
 from .hardware import GpuCatalog, GpuSpec
 from .memory import MemoryBreakdown, MemoryModel, applicable_parallelisms, check_parallelism
 from .models import ModelSpec
-from .performance import inference_performance, training_performance
+from .performance import PerformanceEstimate, inference_performance, training_performance
 from .presets import ModelCatalog
 from .scenario import Scenario
 from .units import GIB
@@ -44,9 +44,11 @@ class Candidate:
     headroom_gib: float
     utilization: float
     warnings: tuple[str, ...] = ()
-    performance: object | None = None  # PerformanceEstimate, filled by the speed model
-    cost: object | None = None  # CostEstimate, filled by the cost model
-    flags: dict = field(default_factory=dict)
+    performance: PerformanceEstimate | None = None  # None when it does not fit
+    cost: CostEstimate | None = None
+    pareto: bool = False
+    under_provisioned: bool = False
+    over_provisioned: bool = False
 
     @property
     def key(self) -> str:
@@ -81,8 +83,9 @@ class Estimate:
     memory_model: MemoryModel
     warnings: tuple[str, ...] = ()
     ranking: tuple[Candidate, ...] = ()
-    advice: tuple[object, ...] = ()
+    advice: tuple[_advice.Change, ...] = ()
     engine: str = ""
+    gpu_ids: tuple[str, ...] = ()  # the GPUs the comparison was restricted to (empty: whole catalog)
 
     def best_per_gpu(self) -> dict[str, Candidate]:
         """For each GPU, the smallest fitting setup (fewest GPUs, then least memory); else its best try."""
@@ -169,7 +172,7 @@ def estimate(scenario: Scenario, gpus: GpuCatalog, models: ModelCatalog,
         mm = MemoryModel(model, w, scenario.overhead, prefill_chunk_tokens=engine.prefill_chunk_tokens)
         setups = [(n, par, mm.breakdown(n, par)) for n, par, _ in setups]
     eff = scenario.efficiency
-    candidates = []
+    rows = []
     notes: list[str] = []
     for gpu in selected:
         cap_bytes = gpu.memory_gib_usable * GIB
@@ -184,29 +187,30 @@ def estimate(scenario: Scenario, gpus: GpuCatalog, models: ModelCatalog,
                     perf = inference_performance(mm, gpu, n, par, engine, bw_eff=eff.bandwidth_efficiency,
                                                  prefill_mfu=eff.prefill_mfu, gpus_per_node=hw.gpus_per_node)
                 cost = job_cost(w, scenario.budget, gpu, n, perf.tokens_per_s)
-                notes.extend(perf.notes)
-            candidates.append(Candidate(gpu=gpu, gpu_count=n, parallelism=par, memory=bd,
-                                        capacity_gib=gpu.memory_gib_usable, fits=fits,
-                                        headroom_gib=(cap_bytes - need) / GIB, utilization=need / cap_bytes,
-                                        warnings=perf.notes if perf else (), performance=perf, cost=cost))
-    result = Estimate(scenario=scenario, model=model, candidates=tuple(candidates), memory_model=mm,
-                      warnings=tuple(dict.fromkeys(warnings + notes)), engine=engine.id)
+                if perf.notes:
+                    notes.extend(perf.notes)
+            rows.append((gpu, n, par, bd, fits, need / cap_bytes, (cap_bytes - need) / GIB, perf, cost))
+    # Pareto frontier and the cheapest candidate that meets the deadline, before building candidates.
+    keys = [_advice.cost_hours(cost) if fits else None for (_, _, _, _, fits, _, _, _, cost) in rows]
+    front = _advice.pareto_indices(keys)
+    cheapest_meeting = min((k[0] for k, r in zip(keys, rows) if k is not None and k[0] != float("inf")
+                            and r[8].meets_deadline is not False), default=None)
+    candidates = tuple(
+        Candidate(gpu=gpu, gpu_count=n, parallelism=par, memory=bd, capacity_gib=gpu.memory_gib_usable, fits=fits,
+                  headroom_gib=headroom, utilization=util, warnings=perf.notes if perf else (), performance=perf,
+                  cost=cost, pareto=i in front,
+                  under_provisioned=_advice.under_provisioned(fits, util),
+                  over_provisioned=_advice.over_provisioned(fits, util, keys[i], cheapest_meeting))
+        for i, (gpu, n, par, bd, fits, util, headroom, perf, cost) in enumerate(rows))
+    result = Estimate(scenario=scenario, model=model, candidates=candidates, memory_model=mm,
+                      warnings=tuple(dict.fromkeys(warnings + notes)), engine=engine.id,
+                      gpu_ids=tuple(g.id for g in selected) if ids else ())
     return _finish(result, with_advice, gpus, models)
 
 
 def _finish(est: Estimate, with_advice: bool, gpus: GpuCatalog, models: ModelCatalog) -> Estimate:
     """Ranking, Pareto frontier, provisioning flags and (optionally) the cheapest changes."""
     cands = est.candidates
-    front = _advice.pareto(cands)
-    budget = est.scenario.budget
-    meeting = [c for c in cands if c.fits and c.cost is not None and c.cost.cost_usd is not None
-               and c.cost.meets_deadline is not False]
-    cheapest_meeting = min((c.cost.cost_usd.expected for c in meeting), default=None)  # type: ignore[union-attr]
-    final = []
-    for i, c in enumerate(cands):
-        flags = {"pareto": i in front, **_advice.provisioning_flags(c, cheapest_meeting)}
-        final.append(replace(c, flags=flags))
-    cands = tuple(final)
     ranking = _advice.rank(cands)
     changes: list = []
     hint = _advice.mig_hint(est)
@@ -215,10 +219,10 @@ def _finish(est: Estimate, with_advice: bool, gpus: GpuCatalog, models: ModelCat
     if with_advice and not workable:
         for label, why, transform in _advice.remedies(est):
             try:
+                any_gpu = "any GPU" in label
                 variant = estimate(transform(est.scenario), gpus, models,
-                                   gpu_ids=[c.gpu.id for c in est.candidates[:1]] if est.scenario.hardware.gpu
-                                   and "any GPU" not in label else None, with_advice=False,
-                                   _model=est.model)
+                                   gpu_ids=list(est.gpu_ids) if est.gpu_ids and not any_gpu else None,
+                                   with_advice=False, _model=est.model)
             except InputError:
                 continue
             ok = [c for c in variant.ranking if c.cost is None or
@@ -237,4 +241,4 @@ def _finish(est: Estimate, with_advice: bool, gpus: GpuCatalog, models: ModelCat
         warnings += ("Nothing fits: see the changes below.",)
     elif with_advice and not workable:
         warnings += ("Nothing meets the deadline and the budget: see the changes below.",)
-    return replace(est, candidates=cands, ranking=ranking, advice=tuple(changes), warnings=warnings)
+    return replace(est, ranking=ranking, advice=tuple(changes), warnings=warnings)

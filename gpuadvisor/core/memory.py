@@ -272,7 +272,11 @@ class MemoryModel:
             block_share = stage_layers / L
             edge = max(self.embedding_bytes, self.head_bytes or self.embedding_bytes)
             weights = self.block_weight_bytes * block_share + edge + self.norm_bytes * block_share
-            state_share = block_share + edge / max(self.weight_bytes, 1.0)
+            c = self.model.counts
+            edge_params = max(c.embedding, c.lm_head or c.embedding)
+            state_share = (c.blocks * block_share + edge_params + c.norms_and_other * block_share) / c.total
+            if self.workload.uses_adapters:
+                state_share = block_share  # LoRA adapters live only in the blocks
         else:
             weights = (self.block_weight_bytes + self.embedding_bytes + self.head_bytes) / t + self.norm_bytes
             state_share = 1.0 / t

@@ -138,7 +138,7 @@ def inference_performance(mm: MemoryModel, gpu: GpuSpec, gpu_count: int, paralle
     quantized = w.weights in ("int8", "int4", "nf4", "fp8")
     e_w = e_bw * (engine.quantized_bandwidth_factor if quantized else 1.0)
     bw = gpu.memory_bandwidth_gb_s * 1e9
-    e_pre = prefill_mfu or engine.prefill_mfu
+    e_pre = prefill_mfu or engine.prefill_mfu  # prefill of a pipeline keeps all stages busy (compute scales)
     n_mm = matmul_params(m)
     L, d_q = m.num_layers, m.q_dim
 
@@ -169,10 +169,9 @@ def inference_performance(mm: MemoryModel, gpu: GpuSpec, gpu_count: int, paralle
 
     ttft = prefill_time(w.prompt_tokens)
     batch_time = prefill_time(b * w.prompt_tokens) + w.output_tokens * step
+    # Pipeline stages each read their share of the weights once per micro-batch, so a full decode
+    # step still streams all weights through one GPU's bandwidth: no speed-up over one GPU, only room.
     per_replica = b * w.output_tokens / batch_time
-    if p > 1:
-        per_replica *= min(p, b)  # micro-batches keep every stage busy
-        per_replica = min(per_replica, b / step * p)
     aggregate = per_replica * replicas
     s = engine.spread
     rng = Range(aggregate * (1 - s), aggregate, aggregate * (1 + s / 2))

@@ -56,10 +56,11 @@ def candidate_to_dict(c: Candidate) -> dict[str, Any]:
         "memory_per_gpu_gib": mem, "logits_gib": _r(c.memory.logits / 2**30),
     }
     if c.performance is not None:
-        out.update(c.performance.to_dict())  # type: ignore[attr-defined]
+        out.update(c.performance.to_dict())
     if c.cost is not None:
-        out.update(c.cost.to_dict())  # type: ignore[attr-defined]
-    out.update(c.flags)
+        out.update(c.cost.to_dict())
+    out.update({"pareto": c.pareto, "under_provisioned": c.under_provisioned,
+                "over_provisioned": c.over_provisioned})
     if c.warnings:
         out["warnings"] = list(c.warnings)
     return out
@@ -75,8 +76,11 @@ def estimate_to_dict(est: Estimate) -> dict[str, Any]:
         "candidates": [candidate_to_dict(c) for c in est.candidates],
         "warnings": list(est.warnings),
     }
+    out["what_if"] = [{"gpu": c.gpu.id, "gpu_count": c.gpu_count, "parallelism": c.parallelism,
+                       "max_batch": wi.max_batch, "max_context": wi.max_context}
+                      for c in est.best_per_gpu().values() for wi in (est.what_if(c),)]
     if est.ranking:
         out["ranking"] = [c.key for c in est.ranking]
     if est.advice:
-        out["advice"] = [a.to_dict() for a in est.advice]  # type: ignore[attr-defined]
+        out["advice"] = [a.to_dict() for a in est.advice]
     return out

@@ -125,6 +125,8 @@ class Workload:
         if not isinstance(self.lora_targets, (str, tuple, list)):
             raise InputError("workload.lora_targets", "must be 'all_linear' or a list of module names",
                              self.lora_targets)
+        if isinstance(self.lora_targets, list):
+            object.__setattr__(self, "lora_targets", tuple(self.lora_targets))
         if not isinstance(self.lora_targets, str):
             if not self.lora_targets or not all(isinstance(t, str) and t for t in self.lora_targets):
                 raise InputError("workload.lora_targets", "must be 'all_linear' or a non-empty list of module names",

@@ -429,3 +429,13 @@ def test_lora_targets_must_be_a_list_or_text(targets):
     with pytest.raises(ScenarioError) as info:
         scenario_from_dict(_with(workload={"kind": "lora", "lora_targets": targets}))
     assert info.value.field == "workload.lora_targets"
+
+
+def test_round_trip_with_list_lora_targets_from_python(tmp_path):
+    """Regression: a list given from Python is stored as a tuple (equal after loading, hashable)."""
+    scenario = Scenario(model=ModelSource(preset="llama-2-7b"),
+                        workload=Workload(kind="lora", lora_targets=["q_proj", "v_proj"]))
+    path = tmp_path / "s.json"
+    save_scenario(scenario, path)
+    assert load_scenario(path) == scenario
+    hash(scenario.workload)

@@ -1,0 +1,299 @@
+"""Golden figures for the memory model, each with its source.
+
+Sources
+-------
+- Seed article (the project brief's starting point): 16-bit inference needs 2 bytes per
+  parameter (7B -> ~14 GB); mixed-precision AdamW training needs 16 bytes per parameter
+  (7B -> ~112 GB).
+- Rajbhandari et al. 2020, "ZeRO: Memory Optimizations Toward Training Trillion Parameter
+  Models", Figure 1: 7.5B parameters, N_d = 64, K = 12 -> 120 / 31.4 / 16.6 / 1.9 GB for the
+  baseline (DDP), P_os (ZeRO-1), P_os+g (ZeRO-2) and P_os+g+p (ZeRO-3).
+- Llama 2 7B (Touvron et al. 2023; HF config): 32 layers, 32 KV heads x 128 -> KV cache
+  2 x 32 x 4096 x 2 bytes = 524,288 bytes per token in 16 bit.
+- Llama 3.1 8B (Llama Team 2024; HF config): GQA with 8 KV heads -> 2 x 32 x 1024 x 2 =
+  131,072 bytes per token.
+- Mistral 7B v0.1 (Jiang et al. 2023): sliding-window attention with window 4096 on every layer.
+- Mixtral 8x7B (Jiang et al. 2024): 46.7B parameters in memory, 12.9B active per token.
+- Dettmers et al. 2023, "QLoRA", section 3: double quantization brings the NF4 constants from
+  0.5 to 0.127 bits per parameter -> 4.127 bits per quantized weight.
+- Shoeybi et al. 2019 (Megatron-LM): tensor parallelism splits the weights over the GPUs;
+  Narayanan et al. 2021: pipeline parallelism splits the layers.
+- Chen et al. 2016, "Training Deep Nets with Sublinear Memory Cost" (gradient checkpointing);
+  Dao et al. 2022, "FlashAttention" (no s x s score matrix is stored).
+"""
+
+import pytest
+
+from gpuadvisor.core.memory import MemoryModel
+from gpuadvisor.core.presets import load_model_catalog
+from gpuadvisor.core.units import GIB
+from gpuadvisor.core.workload import Workload, weight_bytes_per_param
+
+
+@pytest.fixture(scope="module")
+def models():
+    return load_model_catalog()
+
+
+@pytest.fixture(scope="module")
+def llama2(models):
+    return models.get("llama-2-7b")
+
+
+# --- weights ---------------------------------------------------------------------------------
+
+def test_7b_fp16_inference_weights(llama2):
+    """Seed: 2 bytes per parameter, 7B -> ~14 GB; Llama 2 7B exactly 6,738,415,616 x 2 = 13.48e9 bytes."""
+    bd = MemoryModel(llama2, Workload(kind="inference", weights="fp16")).breakdown()
+    assert bd.weights == 2 * 6_738_415_616
+    assert bd.weights == pytest.approx(13.48e9, rel=1e-3)
+    assert bd.weights == pytest.approx(14e9, rel=0.05)
+    assert bd.weights / GIB == pytest.approx(12.55, abs=0.01)
+    assert bd.gradients == bd.optimizer == bd.adapters == 0
+
+
+@pytest.mark.parametrize("weights, bytes_per_param", [("fp32", 4), ("bf16", 2), ("fp16", 2), ("fp8", None)])
+def test_unquantized_weight_bytes(llama2, weights, bytes_per_param):
+    bd = MemoryModel(llama2, Workload(kind="inference", weights=weights)).breakdown()
+    if bytes_per_param is None:  # fp8 blocks, 16-bit embeddings, head and norms
+        c = llama2.counts
+        assert bd.weights == pytest.approx(c.blocks * 1 + (c.total - c.blocks) * 2)
+    else:
+        assert bd.weights == bytes_per_param * llama2.parameters
+
+
+def test_mixed_precision_adamw_is_16_bytes_per_parameter(llama2):
+    """Seed / ZeRO section 3: 2 (fp16 weights) + 2 (fp16 grads) + 12 (fp32 master, m, v) = 16 bytes."""
+    bd = MemoryModel(llama2, Workload(kind="pretrain", weights="fp16")).breakdown()
+    assert bd.model_states / llama2.parameters == pytest.approx(16.0, rel=1e-12)
+    assert bd.weights == 2 * llama2.parameters
+    assert bd.gradients == 2 * llama2.parameters
+    assert bd.optimizer == 12 * llama2.parameters
+    assert 16 * 7e9 == pytest.approx(112e9)  # the seed's "~112 GB for 7B"
+
+
+@pytest.mark.parametrize("parallelism, paper_gb", [("ddp", 120.0), ("zero1", 31.4), ("zero2", 16.6),
+                                                   ("zero3", 1.9), ("fsdp", 1.9)])
+def test_zero_paper_figure_1(llama2, parallelism, paper_gb):
+    """ZeRO Fig. 1: per-GPU model states of a 7.5B model on 64 GPUs (scaled per parameter)."""
+    mm = MemoryModel(llama2, Workload(kind="pretrain", weights="fp16", optimizer="adamw"))
+    per_param = mm.breakdown(64, parallelism).model_states / llama2.parameters
+    assert per_param * 7.5e9 / 1e9 == pytest.approx(paper_gb, rel=0.015)
+
+
+@pytest.mark.parametrize("parallelism, per_param", [("ddp", 16.0), ("zero1", 4 + 12 / 64),
+                                                    ("zero2", 2 + 14 / 64), ("zero3", 16 / 64)])
+def test_zero_formulas_exact(llama2, parallelism, per_param):
+    """ZeRO section 5: (2+2+K), (2+2)+K/N_d, 2+(2+K)/N_d, (2+2+K)/N_d with K = 12, N_d = 64."""
+    mm = MemoryModel(llama2, Workload(kind="pretrain", weights="fp16"))
+    assert mm.breakdown(64, parallelism).model_states / llama2.parameters == pytest.approx(per_param, rel=1e-12)
+
+
+def test_zero3_weights_include_layers_in_flight(llama2):
+    mm = MemoryModel(llama2, Workload(kind="pretrain", weights="fp16"))
+    bd = mm.breakdown(64, "zero3")
+    layer = llama2.counts.blocks * 2 / llama2.num_layers
+    assert bd.gathered == pytest.approx(3 * layer)
+    assert bd.weights == pytest.approx(2 * llama2.parameters / 64 + 3 * layer)
+
+
+# --- KV cache --------------------------------------------------------------------------------
+
+def _kv_per_token(model, kv_cache=None, weights="bf16"):
+    mm = MemoryModel(model, Workload(kind="inference", weights=weights, kv_cache=kv_cache, output_tokens=256))
+    return (mm.breakdown(batch_size=1, context=3072).kv_cache - mm.breakdown(batch_size=1, context=2048).kv_cache) / 1024
+
+
+def test_llama2_7b_kv_cache_per_token(llama2):
+    """2 (K and V) x 32 layers x 4096 (32 heads x 128) x 2 bytes = 524,288 bytes per token."""
+    assert _kv_per_token(llama2) == 2 * 32 * 4096 * 2 == 524_288
+
+
+def test_llama31_8b_gqa_kv_cache_per_token(models):
+    """GQA: 8 KV heads x 128 = 1024 -> 2 x 32 x 1024 x 2 = 131,072 bytes per token (4x less than MHA)."""
+    assert _kv_per_token(models.get("llama-3.1-8b")) == 131_072
+
+
+@pytest.mark.parametrize("kv_cache, ratio", [("fp32", 2.0), ("fp16", 1.0), ("fp8", 0.5), ("int8", 0.5)])
+def test_kv_cache_precision_scales(llama2, kv_cache, ratio):
+    assert _kv_per_token(llama2, kv_cache) == 524_288 * ratio
+
+
+def test_kv_cache_scales_with_batch(llama2):
+    mm = MemoryModel(llama2, Workload(kind="inference", weights="bf16", prompt_tokens=1024, output_tokens=1024))
+    assert mm.breakdown(batch_size=8).kv_cache == 8 * mm.breakdown(batch_size=1).kv_cache == 8 * 2048 * 524_288
+
+
+def test_mistral_sliding_window_caps_kv_cache(models):
+    """Mistral 7B v0.1: every layer attends to the last 4096 tokens; the cache stops growing there."""
+    mistral = models.get("mistral-7b")
+    assert mistral.sliding_window == 4096
+    mm = MemoryModel(mistral, Workload(kind="inference", weights="bf16", output_tokens=256))
+    at_window = mm.breakdown(context=4096).kv_cache
+    assert mm.breakdown(context=8192).kv_cache == at_window
+    assert mm.breakdown(context=32768).kv_cache == at_window
+    assert at_window == 4096 * 2 * 32 * 1024 * 2
+    assert mm.breakdown(context=2048).kv_cache == at_window / 2
+    # Activations still grow with the prompt: only the cache is capped.
+    assert mm.breakdown(context=8192).activations > mm.breakdown(context=4096).activations
+
+
+# --- mixture of experts and quantization --------------------------------------------------------
+
+def test_moe_memory_counts_all_experts(models):
+    """Mixtral 8x7B: 46.7B parameters stored (all 8 experts), 12.9B active (2 per token)."""
+    mixtral = models.get("mixtral-8x7b")
+    bd = MemoryModel(mixtral, Workload(kind="inference", weights="bf16")).breakdown()
+    assert bd.weights == pytest.approx(46.7e9 * 2, rel=0.002)
+    assert mixtral.active_parameters == pytest.approx(12.9e9, rel=0.01)
+    assert bd.weights > 3 * mixtral.active_parameters * 2
+
+
+def test_nf4_double_quantization_bits_per_weight():
+    """QLoRA: 4 bits + 0.127 bits of constants (8-bit absmax per 64, fp32 per 256 blocks)."""
+    assert weight_bytes_per_param("nf4", double_quant=True) * 8 == pytest.approx(4.127, abs=0.001)
+    assert weight_bytes_per_param("nf4", double_quant=False) * 8 == pytest.approx(4.5)  # fp32 absmax per 64
+
+
+def test_nf4_model_weights(llama2):
+    mm = MemoryModel(llama2, Workload(kind="qlora", weights="nf4"))
+    c = llama2.counts
+    bits = (mm.breakdown().weights - (c.total - c.blocks) * 2) * 8 / c.blocks
+    assert bits == pytest.approx(4.127, abs=0.001)
+
+
+# --- parallelism ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("n", [2, 4])
+def test_tensor_parallel_splits_weights(llama2, n):
+    mm = MemoryModel(llama2, Workload(kind="inference", weights="bf16"))
+    one, split = mm.breakdown(), mm.breakdown(n, "tensor")
+    assert split.weights == pytest.approx(one.weights / n, rel=0.001)  # norms are replicated
+    assert split.kv_cache == pytest.approx(one.kv_cache / n)
+
+
+def test_pipeline_parallel_splits_block_weights(llama2):
+    mm = MemoryModel(llama2, Workload(kind="inference", weights="bf16"))
+    c = llama2.counts
+    edge = max(c.embedding, c.lm_head) * 2  # the first stage holds the embedding (the last the head)
+    norms = c.norms_and_other * 2
+    bd = mm.breakdown(4, "pipeline")
+    assert bd.weights - edge - norms / 4 == pytest.approx(c.blocks * 2 / 4)
+    assert bd.kv_cache == pytest.approx(mm.breakdown().kv_cache / 4)
+
+
+def test_ddp_inference_keeps_full_weights_and_splits_sequences(llama2):
+    mm = MemoryModel(llama2, Workload(kind="inference", weights="bf16", batch_size=8))
+    one, four = mm.breakdown(), mm.breakdown(4, "ddp")
+    assert four.weights == one.weights
+    assert four.kv_cache == pytest.approx(one.kv_cache / 4)
+
+
+# --- activations -----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("kind, weights", [("pretrain", "bf16"), ("full_finetune", "bf16"), ("lora", "bf16"),
+                                           ("qlora", "nf4")])
+def test_gradient_checkpointing_reduces_activations(llama2, kind, weights):
+    plain = MemoryModel(llama2, Workload(kind=kind, weights=weights, batch_size=4, seq_len=2048)).breakdown()
+    ckpt = MemoryModel(llama2, Workload(kind=kind, weights=weights, batch_size=4, seq_len=2048,
+                                        gradient_checkpointing=True)).breakdown()
+    assert ckpt.activations < plain.activations / 2
+    assert (ckpt.weights, ckpt.gradients, ckpt.optimizer) == (plain.weights, plain.gradients, plain.optimizer)
+
+
+@pytest.mark.parametrize("kind, weights", [("pretrain", "bf16"), ("lora", "bf16")])
+def test_eager_attention_adds_quadratic_activations(llama2, kind, weights):
+    def extra(seq):
+        def act(flash):
+            wl = Workload(kind=kind, weights=weights, batch_size=1, seq_len=seq, flash_attention=flash)
+            return MemoryModel(llama2, wl).breakdown().activations
+        return act(False) - act(True)
+
+    e1, e2, e4 = extra(1024), extra(2048), extra(4096)
+    assert e1 > 0
+    assert e2 == pytest.approx(4 * e1) and e4 == pytest.approx(16 * e1)
+
+
+def test_eager_attention_inference_scores_quadratic_in_prompt(llama2):
+    def extra(prompt):
+        def act(flash):
+            wl = Workload(kind="inference", weights="bf16", prompt_tokens=prompt, output_tokens=1,
+                          flash_attention=flash)
+            return MemoryModel(llama2, wl).breakdown().activations
+        return act(False) - act(True)
+
+    assert extra(2048) == pytest.approx(4 * extra(1024))
+
+
+def test_training_activations_linear_in_batch(llama2):
+    mm = MemoryModel(llama2, Workload(kind="lora", weights="bf16", seq_len=1024))
+    a1, a2, a8 = (mm.breakdown(batch_size=b).activations for b in (1, 2, 8))
+    assert a8 - a1 == pytest.approx(7 * (a2 - a1))
+
+
+# --- what-if: largest batch and longest context ------------------------------------------------
+
+WHAT_IF = [
+    ("llama-2-7b", Workload(kind="inference", weights="bf16"), 80, 1, "none"),
+    ("llama-3.1-8b", Workload(kind="lora", weights="bf16", seq_len=2048, gradient_checkpointing=True), 80, 1, "none"),
+    ("llama-3.1-8b", Workload(kind="qlora", weights="nf4", seq_len=1024), 24, 1, "none"),
+    ("llama-2-13b", Workload(kind="inference", weights="bf16"), 40, 2, "tensor"),
+    ("llama-2-7b", Workload(kind="inference", weights="bf16"), 24, 4, "ddp"),
+    ("llama-2-7b", Workload(kind="full_finetune", weights="bf16", seq_len=1024, gradient_checkpointing=True),
+     80, 8, "zero3"),
+]
+
+
+@pytest.mark.parametrize("model_id, workload, gib, n, par", WHAT_IF, ids=[f"{w[0]}-{w[1].kind}-{w[3]}x{w[4]}"
+                                                                          for w in WHAT_IF])
+def test_max_batch_fits_and_one_more_does_not(models, model_id, workload, gib, n, par):
+    mm = MemoryModel(models.get(model_id), workload)
+    cap = gib * GIB
+    best = mm.max_batch(cap, n, par)
+    assert best >= 1
+    assert mm.breakdown(n, par, batch_size=best).device_total <= cap
+    if par == "ddp" and n > 1:  # whole replicas: the next one that adds a sequence on every GPU
+        assert best % n == 0
+        assert mm.breakdown(n, par, batch_size=best + n).device_total > cap
+    else:
+        assert mm.breakdown(n, par, batch_size=best + 1).device_total > cap
+
+
+@pytest.mark.parametrize("model_id, workload, gib, n, par", WHAT_IF, ids=[f"{w[0]}-{w[1].kind}-{w[3]}x{w[4]}"
+                                                                          for w in WHAT_IF])
+def test_max_context_fits_and_one_more_does_not(models, model_id, workload, gib, n, par):
+    mm = MemoryModel(models.get(model_id), workload)
+    cap = gib * GIB
+    best = mm.max_context(cap, n, par)
+    assert best >= 1
+    assert mm.breakdown(n, par, context=best).device_total <= cap
+    assert mm.breakdown(n, par, context=best + 1).device_total > cap
+
+
+def test_nothing_fits_gives_zero(llama2):
+    mm = MemoryModel(llama2, Workload(kind="pretrain", weights="bf16"))
+    assert mm.max_batch(24 * GIB) == 0
+    assert mm.max_context(24 * GIB) == 0
+
+
+def test_pipeline_training_state_follows_the_stage_parameters(models):
+    """A stage trains exactly the parameters it holds: in bf16, its gradients equal its weights, and adding
+    a layer never shrinks a stage (regression: the embedding and head were once counted block_share extra)."""
+    from dataclasses import replace
+
+    llama3 = models.get("llama-3.1-8b")
+    workload = Workload(kind="pretrain", weights="bf16")
+    bd = MemoryModel(llama3, workload).breakdown(4, "pipeline")
+    assert bd.gradients == pytest.approx(bd.weights, rel=1e-3)
+    five = MemoryModel(replace(llama3, num_layers=5), workload).breakdown(4, "pipeline")
+    six = MemoryModel(replace(llama3, num_layers=6), workload).breakdown(4, "pipeline")
+    assert six.device_total >= five.device_total * (1 - 1e-6)
+
+
+
+def test_pipeline_lora_adapters_follow_the_stage_layers(models):
+    llama3 = models.get("llama-3.1-8b")
+    mm = MemoryModel(llama3, Workload(kind="lora", weights="bf16"))
+    one, four = mm.breakdown(), mm.breakdown(4, "pipeline")
+    assert four.adapters == pytest.approx(one.adapters / 4)
+    assert four.gradients == pytest.approx(one.gradients / 4)
