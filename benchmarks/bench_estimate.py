@@ -46,6 +46,8 @@ def main() -> None:
         est = estimate(sc, gpus, models)
         med, p90 = timeit(lambda: estimate(sc, gpus, models, with_advice=False))
         print(f"{name:58s} {len(est.candidates):4d} candidates  median {med:6.2f} ms  p90 {p90:6.2f} ms")
+        med, p90 = timeit(lambda: estimate(sc, gpus, models, speed=False))
+        print(f"{'  memory and fit only':58s} {len(est.candidates):4d} candidates  median {med:6.2f} ms  p90 {p90:6.2f} ms")
     sc = cases["full fine-tune 8B (memory + speed + cost, all candidates)"]
     mm = MemoryModel(models.get("llama-3.1-8b"), sc.workload)
     med, _ = timeit(lambda: mm.breakdown(8, "zero3"), repeat=2000)

@@ -68,7 +68,7 @@ def render_estimate(est: Estimate, show_all: bool = False) -> str:
               "kv", "adapt", "overhead", "max batch", "max ctx"]
     has_perf = any(c.performance is not None for c in chosen)
     if has_perf:
-        header += ["tokens/s", "job time", "cost", "bound"]
+        header += ["tokens/s", "job time", "cost", "$/1M tok", "deadline/budget", "bound"]
     rows = []
     for c in chosen:
         g = c.memory.gib()
@@ -85,18 +85,27 @@ def render_estimate(est: Estimate, show_all: bool = False) -> str:
             if c.cost is not None:
                 d.update(c.cost.to_dict())  # type: ignore[attr-defined]
             tps = d.get("tokens_per_s")
+            per_m = d.get("usd_per_million_tokens")
+            marks = {True: "ok", False: "NO", None: "-"}
             row += [f"{tps:,.0f}" if tps else "-", _range(d.get("job_hours"), format_hours),
-                    _range(d.get("cost_usd"), format_usd), str(d.get("bound") or "-")]
+                    _range(d.get("cost_usd"), format_usd), format_usd(per_m) if per_m is not None else "-",
+                    f"{marks[d.get('meets_deadline')]}/{marks[d.get('within_budget')]}" if d else "-",
+                    str(d.get("bound") or "-")]
         rows.append(row)
-    lines.append(_table(rows, header, right=set(range(3, len(header))) - {len(header) - 1} if has_perf
-                        else set(range(3, len(header)))))
+    lines.append(_table(rows, header, right=set(range(3, len(header))) - {len(header) - 1, len(header) - 2}
+                        if has_perf else set(range(3, len(header)))))
     lines.append("")
     lines.append("Memory in GiB per GPU; need = device total (tensors + CUDA context + fragmentation). "
                  "max batch / max ctx: the largest batch and the longest context that fit that setup.")
     if not show_all:
         lines.append("One row per GPU: its smallest fitting setup (use --all for every count and parallelism).")
+    if est.ranking:
+        best = est.ranking[0]
+        lines.append(f"Cheapest setup that fits: {best.key}"
+                     + (f", {format_usd(best.cost.cost_usd.expected)} expected" if best.cost and best.cost.cost_usd
+                        else "") + f" (engine profile: {est.engine}).")
     for advice in est.advice:
-        lines.append(f"Advice: {advice}")
+        lines.append(f"Change: {advice}")
     for warning in est.warnings:
         lines.append(f"Warning: {warning}")
     return "\n".join(lines)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import NamedTuple
 
 from . import advice as _advice
 from .cost import CostEstimate, job_cost
@@ -31,9 +32,12 @@ DEFAULT_GPU_COUNTS = (1, 2, 4, 8)
 TIGHT_UTILIZATION = 0.95
 
 
-@dataclass(frozen=True, slots=True)
-class Candidate:
-    """One way to run the scenario: ``gpu_count`` x ``gpu`` combined by ``parallelism``."""
+class Candidate(NamedTuple):
+    """One way to run the scenario: ``gpu_count`` x ``gpu`` combined by ``parallelism``.
+
+    Immutable like the other results; a named tuple because a whole-catalog comparison builds
+    hundreds of them per keystroke and a frozen dataclass costs ten times more to construct.
+    """
 
     gpu: GpuSpec
     gpu_count: int
@@ -144,8 +148,12 @@ def resolve_model(scenario: Scenario, models: ModelCatalog) -> ModelSpec:
 
 
 def estimate(scenario: Scenario, gpus: GpuCatalog, models: ModelCatalog,
-             gpu_ids: list[str] | None = None, with_advice: bool = True, _model: ModelSpec | None = None) -> Estimate:
-    """Compare every candidate of the scenario (or of ``gpu_ids``) and return the :class:`Estimate`."""
+             gpu_ids: list[str] | None = None, with_advice: bool = True, speed: bool = True,
+             _model: ModelSpec | None = None) -> Estimate:
+    """Compare every candidate of the scenario (or of ``gpu_ids``) and return the :class:`Estimate`.
+
+    ``speed=False`` computes memory and fit only (no speed, cost, ranking or advice).
+    """
     model = _model or resolve_model(scenario, models)
     w, hw = scenario.workload, scenario.hardware
     warnings = list(scenario.warnings)
@@ -180,7 +188,7 @@ def estimate(scenario: Scenario, gpus: GpuCatalog, models: ModelCatalog,
             need = bd.device_total
             fits = need <= cap_bytes
             perf = cost = None
-            if fits:
+            if fits and speed:
                 if w.is_training:
                     perf = training_performance(mm, gpu, n, par, engine, mfu=eff.mfu, gpus_per_node=hw.gpus_per_node)
                 else:
@@ -205,7 +213,7 @@ def estimate(scenario: Scenario, gpus: GpuCatalog, models: ModelCatalog,
     result = Estimate(scenario=scenario, model=model, candidates=candidates, memory_model=mm,
                       warnings=tuple(dict.fromkeys(warnings + notes)), engine=engine.id,
                       gpu_ids=tuple(g.id for g in selected) if ids else ())
-    return _finish(result, with_advice, gpus, models)
+    return _finish(result, with_advice and speed, gpus, models)
 
 
 def _finish(est: Estimate, with_advice: bool, gpus: GpuCatalog, models: ModelCatalog) -> Estimate:

@@ -77,7 +77,8 @@ def estimate_to_dict(est: Estimate) -> dict[str, Any]:
         "warnings": list(est.warnings),
     }
     out["what_if"] = [{"gpu": c.gpu.id, "gpu_count": c.gpu_count, "parallelism": c.parallelism,
-                       "max_batch": wi.max_batch, "max_context": wi.max_context}
+                       "max_batch": wi.max_batch, "max_context": wi.max_context,
+                       **({"max_concurrent_requests": wi.max_batch} if not w.is_training else {})}
                       for c in est.best_per_gpu().values() for wi in (est.what_if(c),)]
     if est.ranking:
         out["ranking"] = [c.key for c in est.ranking]

@@ -36,11 +36,12 @@ def test_h100_job_cheaper_than_a100_for_30b_plus_training(cats):
     sc = Scenario(model=ModelSource(preset="qwen3-32b"),
                   workload=Workload(kind="full_finetune", batch_size=1, gradient_checkpointing=True,
                                     train_tokens=1e9, engine="fsdp"),
-                  hardware=Hardware(gpu_count=8, parallelism="fsdp"), budget=Budget(price="low"))
+                  hardware=Hardware(gpu_count=8, parallelism="fsdp"), budget=Budget(price="expected"))
     est = estimate(sc, gpus, models, gpu_ids=["a100-80gb", "h100-sxm"])
     by = {c.gpu.id: c for c in est.candidates}
     assert by["a100-80gb"].fits and by["h100-sxm"].fits
     assert by["h100-sxm"].cost.job_hours.expected < by["a100-80gb"].cost.job_hours.expected
+    assert by["h100-sxm"].cost.cost_usd.expected < by["a100-80gb"].cost.cost_usd.expected
 
 
 def test_renting_beats_buying_at_low_utilization(cats):
