@@ -112,3 +112,23 @@ def test_unknown_engine_rejected(cats):
     sc = Scenario(model=ModelSource(preset="llama-2-7b"), workload=Workload(kind="inference", engine="warp"))
     with pytest.raises(InputError, match="workload.engine"):
         estimate(sc, gpus, models)
+
+
+def test_consumer_card_pays_back_for_continuous_inference_only(cats):
+    """Seed: buying a consumer card can pay back for continuous inference, not for sporadic use."""
+    gpus, _ = cats
+    rtx = gpus.get("rtx-4090")
+    rent = rtx.cloud_usd_per_hour.expected
+    continuous = buy_vs_rent(rtx, Budget(utilization=1.0, ownership_months=24), rent)
+    sporadic = buy_vs_rent(rtx, Budget(utilization=0.05, ownership_months=24), rent)
+    assert continuous.buy_is_cheaper and not sporadic.buy_is_cheaper
+    assert 0.05 < continuous.break_even_utilization < 1.0
+    # months to pay back at full use: purchase / ((rent - power) * 730)
+    months = continuous.purchase_usd / ((rent - continuous.power_usd_per_hour) * 730)
+    assert months < 12
+
+
+def test_datacenter_card_rent_wins_for_sporadic_training(cats):
+    gpus, _ = cats
+    h100 = gpus.get("h100-sxm")
+    assert not buy_vs_rent(h100, Budget(utilization=0.2), h100.cloud_usd_per_hour.expected).buy_is_cheaper
