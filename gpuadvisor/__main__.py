@@ -1,7 +1,7 @@
-"""``python -m gpuadvisor`` and the ``gpuadvisor`` launcher.
+"""``python -m gpuadvisor`` and the ``gpuadvisor`` launcher: the desktop window.
 
-Prints the comparison of the default scenario across the bundled catalog (a scenario file
-may be given as the first argument).
+Without a display (a headless Linux machine), the comparison of the scenario (or the default
+one) is printed in the terminal instead.
 """
 
 from __future__ import annotations
@@ -9,17 +9,13 @@ from __future__ import annotations
 import sys
 
 
-def main(argv: list[str] | None = None) -> int:
+def print_comparison(args: list[str]) -> int:
+    """Print the comparison for a scenario file (or the default scenario) across the catalog."""
     from .cli import default_scenario, load_catalogs, render_estimate
     from .core.errors import InputError
     from .core.estimate import estimate
     from .core.scenario import load_scenario
 
-    args = sys.argv[1:] if argv is None else argv
-    if args and args[0] in ("--version", "-V"):
-        from . import __version__
-        print(f"gpuadvisor {__version__}")
-        return 0
     try:
         scenario = load_scenario(args[0]) if args else default_scenario()
         gpus, models = load_catalogs()
@@ -28,6 +24,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    from .gui.app import main as gui_main
+    return gui_main(argv)
 
 
 if __name__ == "__main__":

@@ -211,9 +211,33 @@ def estimate(scenario: Scenario, gpus: GpuCatalog, models: ModelCatalog,
                   over_provisioned=_advice.over_provisioned(fits, util, keys[i], cheapest_meeting))
         for i, (gpu, n, par, bd, fits, util, headroom, perf, cost) in enumerate(rows))
     result = Estimate(scenario=scenario, model=model, candidates=candidates, memory_model=mm,
-                      warnings=tuple(dict.fromkeys(warnings + notes)), engine=engine.id,
+                      warnings=tuple(dict.fromkeys(warnings + group_gpu_notes(notes))), engine=engine.id,
                       gpu_ids=tuple(g.id for g in selected) if ids else ())
     return _finish(result, with_advice and speed, gpus, models)
+
+
+def group_gpu_notes(notes: list[str]) -> list[str]:
+    """Fold per-GPU notes of the same kind ("X has no BF16: ...") into one line naming every GPU."""
+    grouped: dict[str, list[str]] = {}
+    order: list[str] = []
+    for note in dict.fromkeys(notes):
+        gpu, sep, rest = note.partition(" has no ")
+        key = rest if sep else note
+        if key not in grouped:
+            grouped[key] = []
+            order.append(key)
+        if sep:
+            grouped[key].append(gpu)
+    out = []
+    for key in order:
+        gpus = grouped[key]
+        if not gpus:
+            out.append(key)
+            continue
+        what, _, consequence = key.partition(":")
+        names = ", ".join(g.replace("NVIDIA ", "") for g in gpus)
+        out.append(f"No {what.strip()} on {names}:{consequence}" if consequence else f"No {what} on {names}")
+    return out
 
 
 def _finish(est: Estimate, with_advice: bool, gpus: GpuCatalog, models: ModelCatalog) -> Estimate:

@@ -374,6 +374,31 @@ class MemoryModel:
         return lo
 
 
+def memory_curve(mm: MemoryModel, axis: str, values: list[int], gpu_count: int = 1,
+                 parallelism: str = "none") -> list[float]:
+    """Per-GPU device totals in GiB as ``axis`` ("context" or "batch") takes each of ``values``."""
+    if axis == "context":
+        return [mm.breakdown(gpu_count, parallelism, context=v).device_total / GIB for v in values]
+    if axis == "batch":
+        return [mm.breakdown(gpu_count, parallelism, batch_size=v).device_total / GIB for v in values]
+    raise InputError("what_if.axis", "must be context or batch", axis)
+
+
+def curve_points(start: int, stop: int, count: int = 48) -> list[int]:
+    """About ``count`` integers spread geometrically from ``start`` to ``stop`` (inclusive, no repeats)."""
+    start, stop = max(1, start), max(start + 1, stop)
+    ratio = (stop / start) ** (1 / max(1, count - 1))
+    out, x = [], float(start)
+    for _ in range(count):
+        v = int(round(x))
+        if not out or v > out[-1]:
+            out.append(v)
+        x *= ratio
+    if out[-1] != stop:
+        out.append(stop)
+    return out
+
+
 def memory_breakdown(model: ModelSpec, workload: Workload, hardware: Hardware | None = None,
                      overhead: RuntimeOverhead | None = None) -> MemoryBreakdown:
     """Convenience: the per-GPU breakdown for one hardware setting (count 1 by default)."""

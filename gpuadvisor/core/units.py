@@ -71,3 +71,27 @@ def format_hours(hours: float) -> str:
     if hours < 72:
         return f"{hours:.1f} h"
     return f"{hours / 24:.1f} days"
+
+
+_SUFFIXES = {"k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12}
+
+
+def parse_quantity(text: str) -> float:
+    """Parse a count as people type it: ``7e9``, ``7B``, ``1.5M``, ``100k``, ``2,000,000``.
+
+    Raises ``ValueError`` with a readable message for anything else (including NaN/inf).
+    """
+    raw = text.strip().replace(",", "").replace("_", "").replace(" ", "")
+    if not raw:
+        raise ValueError("enter a number")
+    factor = 1.0
+    if raw[-1].lower() in _SUFFIXES and not raw[-1].isdigit():
+        factor = _SUFFIXES[raw[-1].lower()]
+        raw = raw[:-1]
+    try:
+        value = float(raw) * factor
+    except ValueError:
+        raise ValueError(f"'{text.strip()}' is not a number (examples: 7e9, 7B, 1.5M, 100k)") from None
+    if not math.isfinite(value):
+        raise ValueError("must be a finite number")
+    return value

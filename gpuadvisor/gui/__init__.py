@@ -1,0 +1,1 @@
+"""The Qt desktop interface: main window, wizard pages, charts and report export."""

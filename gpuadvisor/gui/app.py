@@ -1,0 +1,107 @@
+"""The application: QApplication, error dialog and log, settings, the main window."""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import time
+
+log = logging.getLogger("gpuadvisor")
+
+
+def has_display() -> bool:
+    """Whether a window can be shown (an X/Wayland display, a non-Linux desktop, or an explicit Qt platform)."""
+    if os.environ.get("QT_QPA_PLATFORM"):
+        return True
+    if not sys.platform.startswith("linux"):
+        return True
+    return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+
+
+def install_excepthook(parent_getter) -> None:
+    """Unexpected errors go to the log and to a readable dialog, never a silent crash."""
+    from PySide6.QtWidgets import QMessageBox
+
+    from ..storage.logs import log_exception
+
+    def hook(exc_type, exc, tb):
+        if issubclass(exc_type, KeyboardInterrupt):
+            sys.__excepthook__(exc_type, exc, tb)
+            return
+        message = log_exception(exc_type, exc, tb)
+        try:
+            QMessageBox.critical(parent_getter(), "Something went wrong", message)
+        except Exception:  # noqa: BLE001 - the dialog itself must never raise from the hook
+            print(message, file=sys.stderr)
+
+    sys.excepthook = hook
+
+
+def build_window(scenario_path: str | None = None, deferred_charts: bool = True):
+    """Create the state and the main window (a QApplication must exist)."""
+    from ..cli import default_scenario, load_catalogs
+    from ..core.errors import InputError
+    from ..storage.settings import load_settings
+    from .main_window import MainWindow
+    from .state import AppState
+
+    settings, warnings = load_settings()
+    for w in warnings:
+        log.warning(w)
+    gpus, models = load_catalogs()
+    state = AppState(default_scenario(), gpus, models)
+    window = MainWindow(state, settings=settings, default_scenario=default_scenario(),
+                        deferred_charts=deferred_charts)
+    target = scenario_path or (settings.last_scenario if settings.last_scenario and
+                               os.path.exists(settings.last_scenario) else None)
+    if target:
+        try:
+            state.open(target)
+        except InputError as exc:
+            log.warning("could not reopen %s: %s", target, exc)
+            window.statusBar().showMessage(f"Could not open the last scenario: {exc}", 10000)
+    for w in warnings:
+        window.statusBar().showMessage(w, 10000)
+    return window
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args and args[0] in ("--version", "-V"):
+        from .. import __version__
+        print(f"gpuadvisor {__version__}")
+        return 0
+    if not has_display():
+        print("gpuadvisor: no display found (DISPLAY/WAYLAND_DISPLAY unset), so the window cannot open.\n"
+              "Showing the comparison in the terminal instead; set QT_QPA_PLATFORM=offscreen or run it on a "
+              "desktop for the window. gpuadvisor-cli has the full command line.\n", file=sys.stderr)
+        from ..__main__ import print_comparison
+        return print_comparison(args)
+    t0 = time.perf_counter()
+    from PySide6.QtGui import QIcon
+    from PySide6.QtWidgets import QApplication
+
+    from ..resources import icon_path
+    from ..storage.logs import configure_logging
+
+    configure_logging()
+    app = QApplication.instance() or QApplication([sys.argv[0]])
+    app.setApplicationName("gpuadvisor")
+    app.setOrganizationName("gpuadvisor")
+    icon = icon_path()
+    if icon.exists():
+        app.setWindowIcon(QIcon(str(icon)))
+    window = None
+    install_excepthook(lambda: window)
+    window = build_window(args[0] if args and not args[0].startswith("-") else None)
+    window.show()
+    if os.environ.get("GPUADVISOR_STARTUP_TIMING"):
+        from PySide6.QtCore import QTimer
+
+        def report():
+            print(f"window shown after {time.perf_counter() - t0:.3f} s in-process", flush=True)
+            if os.environ.get("GPUADVISOR_STARTUP_TIMING") == "exit":
+                app.quit()
+        QTimer.singleShot(0, report)
+    return app.exec()

@@ -1,0 +1,195 @@
+"""What the charts share: the widget frame (legend row above a plot), the empty-state message,
+a static legend and an axis that labels a log10 scale in plain numbers.
+
+Log axes: the charts transform their data to log10 themselves and :class:`ScaleAxis` writes the
+ticks back as plain values. pyqtgraph's own ``setLogMode`` only transforms ``PlotDataItem``s;
+``ErrorBarItem``, ``BarGraphItem`` and ``InfiniteLine`` would land in the wrong place.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pyqtgraph as pg
+from PySide6.QtCore import QRectF
+from PySide6.QtGui import QColor, QFont, QFontMetrics, QImage, QPainter
+from PySide6.QtWidgets import QVBoxLayout, QWidget
+
+from .labels import fmt_linear_tick, fmt_tick
+from .palette import BACKGROUND_COLOR, MUTED_TEXT_COLOR, TEXT_COLOR
+
+LABEL_STYLE = {"color": TEXT_COLOR, "font-size": "10pt"}
+TICK_POINT_SIZE = 9
+
+
+def tick_font() -> QFont:
+    """The font of tick labels (also used to measure them)."""
+    font = QFont()
+    font.setPointSize(TICK_POINT_SIZE)
+    return font
+
+
+class StaticSample(pg.ItemSample):
+    """A legend sample that is only a key: clicking it does not hide the plot item."""
+
+    def mouseClickEvent(self, event) -> None:  # Qt/pyqtgraph override
+        event.accept()
+
+
+class ScaleAxis(pg.AxisItem):
+    """An axis with readable tick labels, linear or log10 (the data is already in log10)."""
+
+    def __init__(self, orientation: str, **kwargs) -> None:
+        super().__init__(orientation, pen=pg.mkPen(MUTED_TEXT_COLOR), textPen=pg.mkPen(TEXT_COLOR), **kwargs)
+        self.enableAutoSIPrefix(False)
+        self.setStyle(tickFont=tick_font())
+        self._log = False
+
+    @property
+    def is_log(self) -> bool:
+        return self._log
+
+    def set_log(self, log: bool) -> None:
+        if log != self._log:
+            self._log = log
+            self.picture = None
+            self.update()
+
+    def tickValues(self, minVal: float, maxVal: float, size: float):  # pyqtgraph override
+        if not self._log:
+            return super().tickValues(minVal, maxVal, size)
+        if not (math.isfinite(minVal) and math.isfinite(maxVal)) or maxVal <= minVal or size <= 0:
+            return []
+        px_per_decade = size / (maxVal - minVal)
+        if px_per_decade > 300:
+            mantissas: tuple[int, ...] = (1, 2, 3, 5, 7)
+        elif px_per_decade > 140:
+            mantissas = (1, 2, 5)
+        elif px_per_decade > 70:
+            mantissas = (1, 3)
+        else:
+            mantissas = (1,)
+        step = max(1, math.ceil(45 / px_per_decade))  # decades between labels on a very long axis
+        lo, hi = math.floor(minVal), math.ceil(maxVal)
+        if hi - lo > 60:  # a degenerate range: do not loop over hundreds of decades
+            return []
+        major = [d + math.log10(m) for d in range(lo, hi + 1) if d % step == 0 for m in mantissas]
+        major = [v for v in major if minVal <= v <= maxVal]
+        minor = []
+        if px_per_decade > 40:
+            minor = [d + math.log10(m) for d in range(lo, hi + 1) for m in range(2, 10) if m not in mantissas]
+            minor = [v for v in minor if minVal <= v <= maxVal]
+        if len(major) < 2:  # about a decade or less: nice linear values, placed at their log10
+            linear = super().tickValues(10 ** minVal, 10 ** maxVal, size)
+            return [(1.0, [math.log10(v) for v in values if v > 0]) for _, values in linear[:2]]
+        return [(1.0, major), (None, minor)]
+
+    def tickStrings(self, values, scale, spacing):  # pyqtgraph override
+        if spacing is None:
+            return [None] * len(values)
+        if self._log:
+            return [fmt_tick(10 ** v) for v in values]
+        return [fmt_linear_tick(v * scale, spacing * scale) for v in values]
+
+
+def category_axis(orientation: str) -> pg.AxisItem:
+    """An axis for named rows; the chart sets its ticks."""
+    axis = pg.AxisItem(orientation, pen=pg.mkPen(MUTED_TEXT_COLOR), textPen=pg.mkPen(TEXT_COLOR))
+    axis.enableAutoSIPrefix(False)
+    axis.setStyle(tickFont=tick_font())
+    return axis
+
+
+class ChartBase(QWidget):
+    """A legend row above one plot, on a white background, with a centred message for empty states.
+
+    ``self.plot`` is the pyqtgraph view (a ``GraphicsLayoutWidget``), ``self.plot_item`` the
+    ``PlotItem``; render ``self.plot.scene()`` for a report image.
+    """
+
+    def __init__(self, parent: QWidget | None = None, *, legend_columns: int = 4,
+                 axis_items: dict[str, pg.AxisItem] | None = None) -> None:
+        super().__init__(parent)
+        self.plot = pg.GraphicsLayoutWidget()
+        self.plot.setBackground(BACKGROUND_COLOR)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.plot)
+        self.legend = pg.LegendItem(colCount=legend_columns, sampleType=StaticSample,
+                                    labelTextColor=TEXT_COLOR, labelTextSize="9pt", frame=False,
+                                    horSpacing=14, verSpacing=-4)
+        self.plot.addItem(self.legend, row=0, col=0)
+        self.plot_item: pg.PlotItem = self.plot.addPlot(row=1, col=0, axisItems=axis_items or {})
+        self.plot.ci.layout.setRowStretchFactor(1, 1)
+        self.plot_item.setMenuEnabled(False)
+        self.plot_item.hideButtons()
+        self.view_box: pg.ViewBox = self.plot_item.getViewBox()
+        self._message = pg.TextItem("", color=TEXT_COLOR, anchor=(0.5, 0.5))
+        font = QFont()
+        font.setPointSize(11)
+        self._message.setFont(font)
+        self._message.setZValue(100)
+        self._message.hide()
+        self.plot_item.addItem(self._message, ignoreBounds=True)
+        self._notice = ""
+
+    # -- export ---------------------------------------------------------------------------
+    def render_image(self, dpr: float = 3.0) -> QImage:
+        """The chart (legend included) as a sharp raster for a report.
+
+        Renders the scene into an image whose device pixel ratio is ``dpr`` with the target in
+        logical coordinates, so the legend and the markers keep their proportions
+        (STACK-NOTES, pitfall P2). For vectors, render ``self.plot.scene()`` over
+        ``self.plot.ci.sceneBoundingRect()`` into a ``QPdfWriter`` at 96 dpi (pitfall P1).
+        """
+        src = self.plot.ci.sceneBoundingRect()
+        image = QImage(max(1, int(src.width() * dpr)), max(1, int(src.height() * dpr)),
+                       QImage.Format.Format_ARGB32_Premultiplied)
+        image.setDevicePixelRatio(dpr)
+        image.fill(QColor(BACKGROUND_COLOR))
+        painter = QPainter(image)
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        self.plot.scene().render(painter, QRectF(0, 0, src.width(), src.height()), src)
+        painter.end()
+        return image
+
+    # -- legend -----------------------------------------------------------------------------
+    def _fit_legend(self) -> None:
+        """As many legend columns as the width allows (the legend never widens the chart)."""
+        if not self.legend.items:
+            return
+        metrics = QFontMetrics(tick_font())
+        entry = max(metrics.horizontalAdvance(label.text) for _, label in self.legend.items) + 20 + 24
+        columns = max(1, min(len(self.legend.items), (max(self.width(), 200) - 40) // entry))
+        self.legend.setColumnCount(int(columns))
+
+    def resizeEvent(self, event) -> None:  # Qt override
+        self._fit_legend()
+        super().resizeEvent(event)
+
+    # -- empty state --------------------------------------------------------------------
+    def message(self) -> str:
+        """The explanatory text on show (empty-state message or notice), ``""`` when there is none."""
+        return self._message.toPlainText() if self._message.isVisible() else self._notice
+
+    def _show_message(self, text: str) -> None:
+        """Replace the plot by a centred message (the caller hides its data items)."""
+        self._set_notice("")
+        self._message.setText(text)
+        self._message.setPos(0.5, 0.5)
+        self._message.show()
+        self.legend.hide()
+        for name in ("left", "bottom"):
+            self.plot_item.getAxis(name).setVisible(False)
+        self.view_box.setRange(xRange=(0, 1), yRange=(0, 1), padding=0)
+
+    def _hide_message(self) -> None:
+        self._message.hide()
+        self.legend.show()
+        for name in ("left", "bottom"):
+            self.plot_item.getAxis(name).setVisible(True)
+
+    def _set_notice(self, text: str, color: str = TEXT_COLOR) -> None:
+        """A one-line notice above the plot (shown while the data stays visible)."""
+        self._notice = text
+        self.plot_item.setTitle(text or None, color=color, size="10pt")

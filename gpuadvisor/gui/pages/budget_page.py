@@ -1,0 +1,136 @@
+"""Wizard page 3: money and time (cloud price, limits, deadline, buy-or-rent settings)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import QComboBox, QFormLayout, QGroupBox, QVBoxLayout, QWidget
+
+from ...core.errors import InputError
+from ...core.scenario import Budget, Scenario
+from ..widgets import NumberField, hint
+
+PRICES = [("expected", "Expected (typical on-demand)"), ("low", "Low (cheapest marketplaces)"),
+          ("high", "High (hyperscalers)"), ("own", "My own price per GPU-hour")]
+
+
+class BudgetPage(QWidget):
+    """Budget inputs; ``apply`` writes them into a scenario."""
+
+    edited = Signal()
+    title = "Budget"
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self._filling = False
+        self.price = QComboBox()
+        for value, label in PRICES:
+            self.price.addItem(label, value)
+        self.price.setToolTip("Which cloud price to use. The catalog keeps a low, expected and high price per "
+                              "GPU-hour with its as-of date; prices change monthly, so use your own quote when "
+                              "you have one.")
+        self.own_price = NumberField("2.50", minimum=0.0001)
+        self.own_price.setToolTip("Your price in USD per GPU-hour (applied to every GPU).")
+        self.max_per_hour = NumberField("no limit", optional=True, minimum=0.0001)
+        self.max_per_hour.setToolTip("The most you will pay per hour for the whole setup (all its GPUs).")
+        self.max_total = NumberField("no limit", optional=True, minimum=0.0001)
+        self.max_total.setToolTip("The most the whole job may cost.")
+        self.deadline = NumberField("no deadline", optional=True, minimum=0.0001)
+        self.deadline.setToolTip("Wall-clock hours the job may take. An underpowered card is cheaper per hour but "
+                                 "can cost more per job and miss the deadline.")
+        self.purchase = QComboBox()
+        self.purchase.addItem("New", "new")
+        self.purchase.addItem("Used", "used")
+        self.purchase.setToolTip("Purchase price used for the buy-versus-rent comparison.")
+        self.months = NumberField("36", minimum=1, maximum=240)
+        self.months.setToolTip("Months over which a bought GPU is written off (depreciation).")
+        self.utilization = NumberField("60", minimum=1, maximum=100)
+        self.utilization.setToolTip("Percent of hours an owned GPU would be busy. Renting wins for sporadic "
+                                    "work; buying can pay back for continuous use.")
+        self.electricity = NumberField("0.15", minimum=0, maximum=10)
+        self.electricity.setToolTip("Electricity price in USD per kWh.")
+        self.pue = NumberField("1.3", minimum=1, maximum=5)
+        self.pue.setToolTip("Power usage effectiveness: facility power over IT power (1.0-2.0).")
+
+        rent = QFormLayout()
+        rent.addRow("Cloud price", self.price)
+        rent.addRow("Your price ($/GPU-h)", self.own_price)
+        rent.addRow("Max $ per hour", self.max_per_hour)
+        rent.addRow("Max $ per job", self.max_total)
+        rent.addRow("Deadline (hours)", self.deadline)
+        self.rent_form = rent
+        rent_box = QGroupBox("Renting")
+        rent_box.setLayout(rent)
+        buy = QFormLayout()
+        buy.addRow("Purchase", self.purchase)
+        buy.addRow("Ownership (months)", self.months)
+        buy.addRow("Utilization (%)", self.utilization)
+        buy.addRow("Electricity ($/kWh)", self.electricity)
+        buy.addRow("PUE", self.pue)
+        buy_box = QGroupBox("Buying instead")
+        buy_box.setLayout(buy)
+
+        layout = QVBoxLayout(self)
+        layout.addWidget(rent_box)
+        layout.addWidget(buy_box)
+        layout.addWidget(hint("Try in the cloud before you buy: a few hours on a rented GPU tell you more than "
+                              "any spec sheet."))
+        layout.addStretch(1)
+
+        self.price.currentIndexChanged.connect(self._on_input_changed)
+        self.purchase.currentIndexChanged.connect(self._on_input_changed)
+        for f in self._fields():
+            f.edited.connect(self._on_input_changed)
+
+    def _fields(self) -> tuple[NumberField, ...]:
+        return (self.own_price, self.max_per_hour, self.max_total, self.deadline, self.months, self.utilization,
+                self.electricity, self.pue)
+
+    def set_scenario(self, scenario: Scenario) -> None:
+        self._filling = True
+        try:
+            b = scenario.budget
+            if isinstance(b.price, str):
+                self.price.setCurrentIndex(max(0, self.price.findData(b.price)))
+                self.own_price.set_value(None)
+            else:
+                self.price.setCurrentIndex(self.price.findData("own"))
+                self.own_price.set_value(b.price)
+            self.max_per_hour.set_value(b.max_usd_per_hour)
+            self.max_total.set_value(b.max_total_usd)
+            self.deadline.set_value(b.deadline_hours)
+            self.purchase.setCurrentIndex(max(0, self.purchase.findData(b.purchase)))
+            self.months.set_value(b.ownership_months)
+            self.utilization.set_value(round(b.utilization * 100, 2))
+            self.electricity.set_value(b.electricity_usd_per_kwh)
+            self.pue.set_value(b.pue)
+        finally:
+            self._filling = False
+        self.rent_form.setRowVisible(self.own_price, self.price.currentData() == "own")
+
+    def _on_input_changed(self, *_args) -> None:
+        if self._filling:
+            return
+        self.rent_form.setRowVisible(self.own_price, self.price.currentData() == "own")
+        self.edited.emit()
+
+    def apply(self, scenario: Scenario) -> Scenario:
+        """The scenario with this page's budget; InputError naming the field for bad input."""
+        def read(field: NumberField, name: str):
+            try:
+                return field.value()
+            except ValueError as exc:
+                field.show_error(str(exc))
+                raise InputError(f"budget.{name}", str(exc)) from None
+
+        price_choice = self.price.currentData()
+        price = read(self.own_price, "price") if price_choice == "own" else price_choice
+        budget = Budget(max_usd_per_hour=read(self.max_per_hour, "max_usd_per_hour"),
+                        max_total_usd=read(self.max_total, "max_total_usd"),
+                        deadline_hours=read(self.deadline, "deadline_hours"), price=price,
+                        purchase=self.purchase.currentData(), ownership_months=read(self.months, "ownership_months"),
+                        utilization=read(self.utilization, "utilization") / 100.0,
+                        electricity_usd_per_kwh=read(self.electricity, "electricity_usd_per_kwh"),
+                        pue=read(self.pue, "pue"))
+        return replace(scenario, budget=budget)

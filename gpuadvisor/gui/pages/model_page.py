@@ -1,0 +1,295 @@
+"""Wizard page 2: which model (preset search, Hugging Face import, architecture or parameter count)
+and at which precision."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (QButtonGroup, QCheckBox, QComboBox, QFileDialog, QFormLayout, QGroupBox,
+                               QHBoxLayout, QLabel, QLineEdit, QListWidget, QListWidgetItem, QPushButton,
+                               QRadioButton, QSpinBox, QVBoxLayout, QWidget)
+
+from ...core.errors import InputError
+from ...core.presets import ModelCatalog
+from ...core.scenario import ModelSource, Scenario
+from ...core.units import format_count
+from ..widgets import NumberField, hint
+
+WEIGHTS = [("bf16", "BF16 (2 bytes)"), ("fp16", "FP16 (2 bytes)"), ("fp32", "FP32 (4 bytes)"),
+           ("fp8", "FP8 (1 byte)"), ("int8", "INT8 (1 byte)"), ("int4", "INT4 / AWQ / GPTQ (~0.53 bytes)"),
+           ("nf4", "NF4 / QLoRA (~0.52 bytes)")]
+KV = [("", "Same as the weights (16-bit)"), ("bf16", "BF16"), ("fp16", "FP16"), ("fp8", "FP8"), ("int8", "INT8"),
+      ("int4", "INT4"), ("fp32", "FP32")]
+ARCH_FIELDS = [("num_layers", "Layers", 1, 1000), ("hidden_size", "Hidden size", 1, 1_000_000),
+               ("num_attention_heads", "Attention heads", 1, 10_000), ("num_key_value_heads", "KV heads", 1, 10_000),
+               ("intermediate_size", "MLP width", 1, 10_000_000), ("vocab_size", "Vocabulary", 1, 10_000_000)]
+
+
+class ModelPage(QWidget):
+    """Model source and precision; ``apply`` writes them into a scenario."""
+
+    edited = Signal()
+    title = "Model"
+
+    def __init__(self, models: ModelCatalog, parent: QWidget | None = None):
+        super().__init__(parent)
+        self._filling = False
+        self.models = models
+        self.hf_path = ""
+
+        self.source_preset = QRadioButton("A preset")
+        self.source_hf = QRadioButton("A Hugging Face config.json or model folder")
+        self.source_arch = QRadioButton("An architecture I enter")
+        self.source_params = QRadioButton("Only a parameter count")
+        self.sources = QButtonGroup(self)
+        for i, b in enumerate((self.source_preset, self.source_hf, self.source_arch, self.source_params)):
+            self.sources.addButton(b, i)
+
+        self.search = QLineEdit()
+        self.search.setPlaceholderText("Search presets: llama 70b, qwen, mixtral…")
+        self.search.setClearButtonEnabled(True)
+        self.search.setToolTip("Filter the model presets by name or id.")
+        self.preset_list = QListWidget()
+        self.preset_list.setToolTip("Presets hold the full architecture and the published parameter count.")
+        for m in models:
+            item = QListWidgetItem(f"{m.name}  ·  {format_count(m.parameters)}"
+                                   + (f" ({format_count(m.active_parameters)} active)" if m.is_moe else ""))
+            item.setData(Qt.ItemDataRole.UserRole, m.id)
+            item.setToolTip(m.notes or m.source)
+            self.preset_list.addItem(item)
+        self.preset_list.setMinimumHeight(140)
+
+        self.hf_label = QLabel("No file chosen")
+        self.hf_label.setWordWrap(True)
+        self.hf_file_button = QPushButton("Choose config.json…")
+        self.hf_folder_button = QPushButton("Choose model folder…")
+        for b in (self.hf_file_button, self.hf_folder_button):
+            b.setToolTip("Reads the architecture from config.json; in a folder, the safetensors headers give the "
+                         "exact parameter count. Weights are never loaded.")
+
+        self.arch_fields: dict[str, QSpinBox] = {}
+        arch_form = QFormLayout()
+        for key, label, lo, hi in ARCH_FIELDS:
+            spin = QSpinBox()
+            spin.setRange(lo, hi)
+            spin.setGroupSeparatorShown(True)
+            self.arch_fields[key] = spin
+            arch_form.addRow(label, spin)
+        self.gated = QCheckBox("Gated MLP (SwiGLU, as in Llama)")
+        self.tied = QCheckBox("Tied input and output embeddings")
+        arch_form.addRow(self.gated)
+        arch_form.addRow(self.tied)
+        self.arch_box = QGroupBox("Architecture")
+        self.arch_box.setLayout(arch_form)
+        self.arch_box.setToolTip("The shapes decide memory: KV heads below attention heads (grouped-query "
+                                 "attention) shrink the KV cache.")
+
+        self.params = NumberField("7e9 or 7B", minimum=1e6)
+        self.params.setToolTip("Total parameters, e.g. 7B or 7e9. A Llama-shaped architecture is assumed, so "
+                               "activation and KV-cache figures are approximate.")
+
+        self.weights = QComboBox()
+        for value, label in WEIGHTS:
+            self.weights.addItem(label, value)
+        self.weights.setToolTip("Bytes per weight. A 7B model needs about 14 GB in FP16, 7 GB in FP8/INT8 and "
+                                "about 4 GB in 4-bit. FP8 runs at full speed only on Ada, Hopper and Blackwell.")
+        self.kv = QComboBox()
+        for value, label in KV:
+            self.kv.addItem(label, value)
+        self.kv.setToolTip("Precision of the KV cache. FP8 halves it, which doubles the concurrent requests "
+                           "that fit for long contexts.")
+        self.summary = QLabel()
+        self.summary.setWordWrap(True)
+        self.message = QLabel()
+        self.message.setStyleSheet("color: #b00020;")
+        self.message.setWordWrap(True)
+        self.message.hide()
+
+        src_box = QGroupBox("Where the model comes from")
+        src = QVBoxLayout(src_box)
+        src.addWidget(self.source_preset)
+        src.addWidget(self.search)
+        src.addWidget(self.preset_list)
+        src.addWidget(self.source_hf)
+        row = QHBoxLayout()
+        row.addWidget(self.hf_file_button)
+        row.addWidget(self.hf_folder_button)
+        src.addLayout(row)
+        src.addWidget(self.hf_label)
+        src.addWidget(self.source_arch)
+        src.addWidget(self.arch_box)
+        src.addWidget(self.source_params)
+        src.addWidget(self.params)
+        prec = QFormLayout()
+        prec.addRow("Weights", self.weights)
+        prec.addRow("KV cache", self.kv)
+        prec_box = QGroupBox("Precision")
+        prec_box.setLayout(prec)
+
+        layout = QVBoxLayout(self)
+        layout.addWidget(src_box)
+        layout.addWidget(prec_box)
+        layout.addWidget(self.summary)
+        layout.addWidget(self.message)
+        layout.addWidget(hint("QLoRA needs a 4-bit (NF4) or 8-bit base; full fine-tuning needs 16- or 32-bit "
+                              "weights."))
+        layout.addStretch(1)
+
+        self.sources.idClicked.connect(self._on_input_changed)
+        self.search.textChanged.connect(self._on_search_changed)
+        self.preset_list.currentItemChanged.connect(self._on_preset_changed)
+        self.hf_file_button.clicked.connect(self._on_choose_file)
+        self.hf_folder_button.clicked.connect(self._on_choose_folder)
+        for spin in self.arch_fields.values():
+            spin.valueChanged.connect(self._on_input_changed)
+        for box in (self.gated, self.tied):
+            box.toggled.connect(self._on_input_changed)
+        self.params.edited.connect(self._on_input_changed)
+        self.weights.currentIndexChanged.connect(self._on_input_changed)
+        self.kv.currentIndexChanged.connect(self._on_input_changed)
+
+    # --- filling ---------------------------------------------------------------------------
+    def set_scenario(self, scenario: Scenario) -> None:
+        self._filling = True
+        try:
+            src = scenario.model
+            if src.preset is not None:
+                self.source_preset.setChecked(True)
+                self._select_preset(src.preset)
+            elif src.hf_config is not None:
+                self.source_hf.setChecked(True)
+                self.hf_path = src.hf_config
+                self.hf_label.setText(src.hf_config)
+            elif src.architecture is not None:
+                self.source_arch.setChecked(True)
+                arch = src.architecture_dict()
+                for key, spin in self.arch_fields.items():
+                    if key in arch:
+                        spin.setValue(int(arch[key]))
+                self.gated.setChecked(bool(arch.get("gated_mlp", True)))
+                self.tied.setChecked(bool(arch.get("tied_embeddings", False)))
+            else:
+                self.source_params.setChecked(True)
+                self.params.set_value(src.parameters)
+            if src.preset is None and self.preset_list.currentItem() is None:
+                self.preset_list.setCurrentRow(0)
+            if src.architecture is None:
+                self._fill_architecture_from_preset()
+            self.weights.setCurrentIndex(max(0, self.weights.findData(scenario.workload.weights)))
+            self.kv.setCurrentIndex(max(0, self.kv.findData(scenario.workload.kv_cache or "")))
+        finally:
+            self._filling = False
+        self._update_enabled()
+
+    def _select_preset(self, preset_id: str) -> None:
+        for i in range(self.preset_list.count()):
+            if self.preset_list.item(i).data(Qt.ItemDataRole.UserRole) == preset_id:
+                self.preset_list.setCurrentRow(i)
+                return
+
+    def _fill_architecture_from_preset(self) -> None:
+        item = self.preset_list.currentItem()
+        if item is None:
+            return
+        m = self.models.get(item.data(Qt.ItemDataRole.UserRole))
+        for key, spin in self.arch_fields.items():
+            spin.blockSignals(True)
+            spin.setValue(getattr(m, key))
+            spin.blockSignals(False)
+        self.gated.blockSignals(True)
+        self.gated.setChecked(m.gated_mlp)
+        self.gated.blockSignals(False)
+        self.tied.blockSignals(True)
+        self.tied.setChecked(m.tied_embeddings)
+        self.tied.blockSignals(False)
+
+    def _update_enabled(self) -> None:
+        mode = self.sources.checkedId()
+        self.search.setEnabled(mode == 0)
+        self.preset_list.setEnabled(mode == 0)
+        self.hf_file_button.setEnabled(mode == 1)
+        self.hf_folder_button.setEnabled(mode == 1)
+        self.arch_box.setEnabled(mode == 2)
+        self.params.setEnabled(mode == 3)
+
+    # --- slots -----------------------------------------------------------------------------
+    def _on_search_changed(self, text: str) -> None:
+        words = text.lower().split()
+        for i in range(self.preset_list.count()):
+            item = self.preset_list.item(i)
+            hay = (item.text() + " " + item.data(Qt.ItemDataRole.UserRole)).lower()
+            item.setHidden(not all(w in hay for w in words))
+
+    def _on_preset_changed(self, *_args) -> None:
+        if self._filling:
+            return
+        self._fill_architecture_from_preset()
+        self._on_input_changed()
+
+    def _on_choose_file(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Choose a Hugging Face config.json", "",
+                                              "config.json (config.json);;JSON files (*.json)")
+        if path:
+            self.set_hf_path(path)
+
+    def _on_choose_folder(self) -> None:
+        path = QFileDialog.getExistingDirectory(self, "Choose a model folder")
+        if path:
+            self.set_hf_path(path)
+
+    def set_hf_path(self, path: str) -> None:
+        """Use a config.json or model folder (also called by tests and drag-and-drop)."""
+        self.hf_path = path
+        self.hf_label.setText(path)
+        self.source_hf.setChecked(True)
+        self._on_input_changed()
+
+    def _on_input_changed(self, *_args) -> None:
+        if self._filling:
+            return
+        self._update_enabled()
+        self.edited.emit()
+
+    def show_error(self, message: str) -> None:
+        self.message.setText(message)
+        self.message.setVisible(bool(message))
+
+    def show_model(self, text: str) -> None:
+        self.summary.setText(text)
+
+    # --- applying --------------------------------------------------------------------------
+    def apply(self, scenario: Scenario) -> Scenario:
+        """The scenario with this page's model and precision; ValueError/InputError for bad input."""
+        mode = self.sources.checkedId()
+        if mode == 0:
+            item = self.preset_list.currentItem()
+            if item is None:
+                raise InputError("model.preset", "choose a preset from the list")
+            source = ModelSource(preset=item.data(Qt.ItemDataRole.UserRole))
+        elif mode == 1:
+            if not self.hf_path:
+                raise InputError("model.hf_config", "choose a config.json file or a model folder")
+            source = ModelSource(hf_config=self.hf_path)
+        elif mode == 2:
+            arch = {k: s.value() for k, s in self.arch_fields.items()}
+            arch["gated_mlp"] = self.gated.isChecked()
+            arch["tied_embeddings"] = self.tied.isChecked()
+            source = ModelSource(architecture=tuple(arch.items()), name="custom architecture")
+        else:
+            try:
+                value = self.params.value()
+            except ValueError as exc:
+                raise InputError("model.parameters", str(exc)) from None
+            source = ModelSource(parameters=value)
+        weights = self.weights.currentData()
+        kind = scenario.workload.kind
+        # Follow the workload: QLoRA needs a quantized base, full training a 16/32-bit one.
+        if (kind == "qlora" and weights not in ("nf4", "int4", "int8")) or \
+                (kind in ("full_finetune", "pretrain", "lora") and weights in ("nf4", "int4", "int8")):
+            weights = scenario.workload.weights
+            self.weights.blockSignals(True)
+            self.weights.setCurrentIndex(max(0, self.weights.findData(weights)))
+            self.weights.blockSignals(False)
+        workload = replace(scenario.workload, weights=weights, kv_cache=self.kv.currentData() or None)
+        return replace(scenario, model=source, workload=workload)

@@ -1,0 +1,263 @@
+"""Wizard page 1: what runs (workload kind, batch, lengths, training settings, engine, GPUs)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import (QCheckBox, QComboBox, QFormLayout, QGroupBox, QLineEdit, QSpinBox, QVBoxLayout,
+                               QWidget)
+
+from ...core.engines import ENGINES
+from ...core.hardware import GpuCatalog
+from ...core.scenario import Scenario
+from ...core.workload import Hardware
+from ..widgets import NumberField, hint
+
+KINDS = [("inference", "Inference / serving"), ("lora", "LoRA fine-tuning"), ("qlora", "QLoRA fine-tuning"),
+         ("full_finetune", "Full fine-tuning"), ("pretrain", "Pre-training")]
+OPTIMIZERS = [("adamw", "AdamW"), ("adamw_8bit", "8-bit AdamW"), ("sgd", "SGD with momentum"),
+              ("adafactor", "Adafactor")]
+TARGETS = [("all_linear", "All linear layers"), ("q_proj,k_proj,v_proj,o_proj", "Attention only (q, k, v, o)"),
+           ("q_proj,v_proj", "Query and value (q, v)")]
+PARALLELISMS = [("", "Let the advisor choose"), ("ddp", "Data parallel (DDP)"), ("zero1", "ZeRO-1"),
+                ("zero2", "ZeRO-2"), ("zero3", "ZeRO-3"), ("fsdp", "FSDP"), ("tensor", "Tensor parallel"),
+                ("pipeline", "Pipeline parallel")]
+COUNTS = [(0, "Let the advisor choose (1, 2, 4, 8)"), (1, "1"), (2, "2"), (4, "4"), (8, "8"), (16, "16 (2 nodes)"),
+          (32, "32 (4 nodes)"), (64, "64 (8 nodes)")]
+
+
+def _combo(items, tooltip: str) -> QComboBox:
+    box = QComboBox()
+    for value, label in items:
+        box.addItem(label, value)
+    box.setToolTip(tooltip)
+    box.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+    box.setMinimumContentsLength(16)
+    return box
+
+
+def _spin(minimum: int, maximum: int, tooltip: str, step: int = 1) -> QSpinBox:
+    spin = QSpinBox()
+    spin.setRange(minimum, maximum)
+    spin.setSingleStep(step)
+    spin.setGroupSeparatorShown(True)
+    spin.setToolTip(tooltip)
+    spin.setKeyboardTracking(True)
+    return spin
+
+
+def _select(box: QComboBox, value) -> None:
+    index = box.findData(value)
+    box.setCurrentIndex(max(index, 0))
+
+
+class WorkloadPage(QWidget):
+    """Inputs of the workload and the hardware; ``apply`` writes them into a scenario."""
+
+    edited = Signal()
+    title = "Workload"
+
+    def __init__(self, gpus: GpuCatalog, parent: QWidget | None = None):
+        super().__init__(parent)
+        self._filling = False
+        self.kind = _combo(KINDS, "What you want to do with the model. Inference needs the weights and a KV cache; "
+                                  "LoRA and QLoRA train small adapters on a frozen base; full fine-tuning and "
+                                  "pre-training also need gradients and optimizer state (about 16 bytes per "
+                                  "parameter with AdamW in mixed precision).")
+        self.engine = QComboBox()
+        self.engine.setToolTip("The software stack. Each has efficiency factors fitted to published measurements "
+                               "(docs/estimation.md): an optimized server such as TensorRT-LLM gets closer to the "
+                               "hardware limits than eager PyTorch.")
+        self.batch = _spin(1, 100_000, "")
+        self.seq_len = _spin(1, 10_000_000, "Tokens per training sequence. Activation memory grows with it "
+                                           "(quadratically without FlashAttention).", 256)
+        self.prompt = _spin(1, 10_000_000, "Tokens in each request's prompt. Prefill time and the KV cache grow "
+                                          "with it.", 128)
+        self.output = _spin(1, 10_000_000, "Tokens generated per request. Decoding is usually limited by memory "
+                                          "bandwidth: every new token reads all the weights once.", 64)
+        self.requests = NumberField("10000", optional=True, minimum=1)
+        self.requests.setToolTip("How many requests the job serves (for job time and cost). Empty: 10,000.")
+        self.train_tokens = NumberField("1e8", optional=True, minimum=1)
+        self.train_tokens.setToolTip("Tokens to train on in total (dataset tokens x epochs), e.g. 5e8 or 500M. "
+                                     "Empty: 100M.")
+        self.optimizer = _combo(OPTIMIZERS, "AdamW keeps two fp32 moments per trained parameter (8 bytes); 8-bit "
+                                            "AdamW keeps 2 bytes; SGD 4; Adafactor almost nothing.")
+        self.checkpointing = QCheckBox("Gradient checkpointing")
+        self.checkpointing.setToolTip("Recomputes activations in the backward pass instead of storing them: cuts "
+                                      "activation memory a lot for about 20-30% more training time.")
+        self.flash = QCheckBox("FlashAttention")
+        self.flash.setToolTip("Computes attention without storing the full attention matrix. Without it, memory "
+                              "grows with the square of the sequence length.")
+        self.lora_rank = _spin(1, 4096, "LoRA rank: adapter size. 8-64 is typical; larger ranks add trainable "
+                                        "parameters (rank x (in + out) per targeted layer).")
+        self.lora_targets = _combo(TARGETS + [("custom", "Custom…")], "Which projections get adapters. All linear "
+                                   "layers matches full fine-tuning best (QLoRA paper).")
+        self.custom_targets = QLineEdit()
+        self.custom_targets.setPlaceholderText("q_proj, v_proj, up_proj")
+        self.custom_targets.setToolTip("Comma-separated module names, as in PEFT's target_modules.")
+        self.gpu = QComboBox()
+        self.gpu.addItem("All GPUs of the catalog", "")
+        for g in gpus:
+            self.gpu.addItem(g.name, g.id)
+        self.gpu.setToolTip("Compare the whole catalog, or only one GPU model.")
+        self.engine.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.gpu.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.count = _combo(COUNTS, "How many GPUs work on the job. When one card is not enough, 4-8 GPUs with "
+                                    "NVLink usually beat a single bigger card.")
+        self.parallelism = _combo(PARALLELISMS, "How the GPUs share the work. DDP replicates everything; ZeRO and "
+                                                "FSDP shard optimizer state, gradients and weights; tensor and "
+                                                "pipeline parallelism split the model itself.")
+
+        self.form_job = QFormLayout()
+        self.form_job.addRow("Workload", self.kind)
+        self.form_job.addRow("Engine", self.engine)
+        self.form_job.addRow("Batch", self.batch)
+        self.form_job.addRow("Sequence length", self.seq_len)
+        self.form_job.addRow("Prompt tokens", self.prompt)
+        self.form_job.addRow("Output tokens", self.output)
+        self.form_job.addRow("Requests to serve", self.requests)
+        self.form_job.addRow("Tokens to train", self.train_tokens)
+        job = QGroupBox("Job")
+        job.setLayout(self.form_job)
+
+        self.form_train = QFormLayout()
+        self.form_train.addRow("Optimizer", self.optimizer)
+        self.form_train.addRow(self.checkpointing)
+        self.form_train.addRow(self.flash)
+        self.form_train.addRow("LoRA rank", self.lora_rank)
+        self.form_train.addRow("LoRA targets", self.lora_targets)
+        self.form_train.addRow("Custom targets", self.custom_targets)
+        self.train_box = QGroupBox("Training and attention")
+        self.train_box.setLayout(self.form_train)
+
+        hw = QFormLayout()
+        hw.addRow("GPU", self.gpu)
+        hw.addRow("GPU count", self.count)
+        hw.addRow("Parallelism", self.parallelism)
+        hw_box = QGroupBox("GPUs")
+        hw_box.setLayout(hw)
+
+        layout = QVBoxLayout(self)
+        layout.addWidget(job)
+        layout.addWidget(self.train_box)
+        layout.addWidget(hw_box)
+        layout.addWidget(hint("Every change updates the results at once. Hover over a field for what it changes."))
+        layout.addStretch(1)
+
+        for w in (self.kind, self.engine, self.optimizer, self.lora_targets, self.gpu, self.count, self.parallelism):
+            w.currentIndexChanged.connect(self._on_input_changed)
+        for w in (self.batch, self.seq_len, self.prompt, self.output, self.lora_rank):
+            w.valueChanged.connect(self._on_input_changed)
+        for w in (self.checkpointing, self.flash):
+            w.toggled.connect(self._on_input_changed)
+        for w in (self.requests, self.train_tokens):
+            w.edited.connect(self._on_input_changed)
+        self.custom_targets.textEdited.connect(self._on_input_changed)
+
+    # --- filling ---------------------------------------------------------------------------
+    def set_scenario(self, scenario: Scenario) -> None:
+        """Show the scenario's values (pre-fill) without emitting ``edited``."""
+        self._filling = True
+        try:
+            w, hw = scenario.workload, scenario.hardware
+            _select(self.kind, w.kind)
+            self._fill_engines(w.kind, w.engine)
+            self.batch.setValue(w.batch_size)
+            self.seq_len.setValue(w.seq_len)
+            self.prompt.setValue(w.prompt_tokens)
+            self.output.setValue(w.output_tokens)
+            self.requests.set_value(w.requests)
+            self.train_tokens.set_value(w.train_tokens if w.train_tokens else
+                                        (w.dataset_tokens * w.epochs if w.dataset_tokens else None))
+            _select(self.optimizer, w.optimizer)
+            self.checkpointing.setChecked(w.gradient_checkpointing)
+            self.flash.setChecked(w.flash_attention)
+            self.lora_rank.setValue(w.lora_rank)
+            targets = w.lora_targets if isinstance(w.lora_targets, str) else ",".join(w.lora_targets)
+            if self.lora_targets.findData(targets) >= 0:
+                _select(self.lora_targets, targets)
+                self.custom_targets.setText("")
+            else:
+                _select(self.lora_targets, "custom")
+                self.custom_targets.setText(", ".join(t.strip() for t in targets.split(",")))
+            _select(self.gpu, hw.gpu or "")
+            _select(self.count, hw.gpu_count or 0)
+            _select(self.parallelism, hw.parallelism or "")
+        finally:
+            self._filling = False
+        self._update_visibility()
+
+    def _fill_engines(self, kind: str, current: str | None) -> None:
+        wanted = "inference" if kind == "inference" else "training"
+        self.engine.blockSignals(True)
+        self.engine.clear()
+        self.engine.addItem("Default for this workload", "")
+        for e in ENGINES.values():
+            if e.kind == wanted:
+                self.engine.addItem(e.name, e.id)
+        _select(self.engine, current or "")
+        self.engine.blockSignals(False)
+
+    def _update_visibility(self) -> None:
+        kind = self.kind.currentData()
+        training = kind != "inference"
+        adapters = kind in ("lora", "qlora")
+        self.batch.setToolTip("Concurrent sequences served at once: the KV cache grows with each." if not training
+                              else "Micro-batch per GPU: activation memory grows with it. Use gradient "
+                                   "accumulation to reach a larger global batch.")
+        self.form_job.labelForField(self.batch).setText("Concurrent sequences" if not training
+                                                         else "Micro-batch per GPU")
+        for widget, show in ((self.seq_len, training), (self.prompt, not training), (self.output, not training),
+                             (self.requests, not training), (self.train_tokens, training)):
+            self.form_job.setRowVisible(widget, show)
+        for widget, show in ((self.optimizer, training), (self.checkpointing, training),
+                             (self.lora_rank, adapters), (self.lora_targets, adapters),
+                             (self.custom_targets, adapters and self.lora_targets.currentData() == "custom")):
+            self.form_train.setRowVisible(widget, show)
+
+    # --- editing ---------------------------------------------------------------------------
+    def _on_input_changed(self, *_args) -> None:
+        if self._filling:
+            return
+        if self.sender() is self.kind:
+            self._fill_engines(self.kind.currentData(), None)
+        self._update_visibility()
+        self.edited.emit()
+
+    def apply(self, scenario: Scenario) -> Scenario:
+        """The scenario with this page's values; raises ValueError naming the field for bad input."""
+        kind = self.kind.currentData()
+        weights = scenario.workload.weights
+        if kind == "qlora" and weights not in ("nf4", "int4", "int8"):
+            weights = "nf4"
+        elif kind in ("full_finetune", "pretrain", "lora") and weights in ("nf4", "int4", "int8"):
+            weights = "bf16"
+        targets_key = self.lora_targets.currentData()
+        if targets_key == "custom":
+            names = tuple(t.strip() for t in self.custom_targets.text().split(",") if t.strip())
+            targets: tuple[str, ...] | str = names or "all_linear"
+        elif targets_key == "all_linear":
+            targets = "all_linear"
+        else:
+            targets = tuple(targets_key.split(","))
+        try:
+            requests = self.requests.value()
+        except ValueError as exc:
+            raise ValueError(f"Requests to serve: {exc}") from None
+        try:
+            train_tokens = self.train_tokens.value()
+        except ValueError as exc:
+            raise ValueError(f"Tokens to train: {exc}") from None
+        workload = replace(scenario.workload, kind=kind, weights=weights, engine=self.engine.currentData() or None,
+                           batch_size=self.batch.value(), seq_len=self.seq_len.value(),
+                           prompt_tokens=self.prompt.value(), output_tokens=self.output.value(),
+                           requests=requests, train_tokens=train_tokens, dataset_tokens=None if train_tokens
+                           else scenario.workload.dataset_tokens, optimizer=self.optimizer.currentData(),
+                           gradient_checkpointing=self.checkpointing.isChecked(),
+                           flash_attention=self.flash.isChecked(), lora_rank=self.lora_rank.value(),
+                           lora_targets=targets)
+        hardware = Hardware(gpu=self.gpu.currentData() or None, gpu_count=self.count.currentData() or None,
+                            parallelism=self.parallelism.currentData() or None,
+                            gpus_per_node=scenario.hardware.gpus_per_node)
+        return replace(scenario, workload=workload, hardware=hardware)

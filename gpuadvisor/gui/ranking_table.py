@@ -1,0 +1,177 @@
+"""The ranking table: every candidate of the estimate, sortable, cheapest fitting first."""
+
+from __future__ import annotations
+
+import math
+
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, QSortFilterProxyModel, Qt
+from PySide6.QtGui import QBrush, QColor
+
+from ..core.estimate import Candidate, Estimate
+from ..core.units import format_hours, format_usd
+
+COL_GPU, COL_COUNT, COL_PAR, COL_VERDICT, COL_NEED, COL_CAP, COL_HEADROOM, COL_TPS, COL_TIME, COL_COST, \
+    COL_PER_M, COL_DEADLINE, COL_BUDGET, COL_PARETO = range(14)
+HEADERS = ["GPU", "GPUs", "Parallelism", "Fit", "Need/GPU (GiB)", "Capacity (GiB)", "Headroom (GiB)",
+           "Tokens/s", "Job time", "Cost", "$ / 1M tokens", "Deadline", "Budget", "Pareto"]
+TOOLTIPS = ["GPU model", "Number of GPUs", "How the GPUs share the work",
+            "fits, tight (over 95% of memory) or does not fit", "Device memory each GPU needs (nvidia-smi view)",
+            "Usable memory of one GPU", "Capacity minus need", "Aggregate tokens per second (output tokens in "
+            "inference, trained tokens in training)", "Expected job time (low-high range in the tooltip)",
+            "Job cost range, low to high (cloud price range x speed range)", "Expected cost per million tokens",
+            "Meets the deadline?", "Within the budget?", "On the cost-versus-time Pareto frontier"]
+ROLE_SORT = Qt.ItemDataRole.UserRole + 1
+ROLE_KEY = Qt.ItemDataRole.UserRole + 2
+_BAD = QBrush(QColor("#b00020"))
+_TIGHT = QBrush(QColor("#b36b00"))
+_GOOD = QBrush(QColor("#1b7f3b"))
+
+
+def _yes_no(value: bool | None) -> str:
+    return "-" if value is None else ("yes" if value else "no")
+
+
+class RankingModel(QAbstractTableModel):
+    """Rows: the ranking (fitting, by cost) followed by the candidates that do not fit."""
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.rows: list[Candidate] = []
+
+    def set_estimate(self, est: Estimate | None) -> None:
+        self.beginResetModel()
+        if est is None:
+            self.rows = []
+        else:
+            ranked = list(est.ranking)
+            seen = {c.key for c in ranked}
+            rest = sorted((c for c in est.candidates if c.key not in seen), key=lambda c: (not c.fits, c.utilization))
+            self.rows = ranked + rest
+        self.endResetModel()
+
+    def rowCount(self, parent: QModelIndex | QPersistentModelIndex = QModelIndex()) -> int:  # noqa: N802
+        return 0 if parent.isValid() else len(self.rows)
+
+    def columnCount(self, parent: QModelIndex | QPersistentModelIndex = QModelIndex()) -> int:  # noqa: N802
+        return 0 if parent.isValid() else len(HEADERS)
+
+    def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):  # noqa: N802
+        if orientation == Qt.Orientation.Horizontal:
+            if role == Qt.ItemDataRole.DisplayRole:
+                return HEADERS[section]
+            if role == Qt.ItemDataRole.ToolTipRole:
+                return TOOLTIPS[section]
+        elif role == Qt.ItemDataRole.DisplayRole:
+            return str(section + 1)
+        return None
+
+    def data(self, index, role=Qt.ItemDataRole.DisplayRole):
+        if not index.isValid():
+            return None
+        c = self.rows[index.row()]
+        col = index.column()
+        if role == ROLE_KEY:
+            return c.key
+        if role == Qt.ItemDataRole.DisplayRole:
+            return self._text(c, col)
+        if role == ROLE_SORT:
+            return self._sort_value(c, col)
+        if role == Qt.ItemDataRole.ForegroundRole and col == COL_VERDICT:
+            return {"fits": _GOOD, "tight": _TIGHT}.get(c.verdict, _BAD)
+        if role == Qt.ItemDataRole.TextAlignmentRole and col not in (COL_GPU, COL_PAR, COL_VERDICT):
+            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        if role == Qt.ItemDataRole.ToolTipRole:
+            return self._tooltip(c, col)
+        return None
+
+    def _text(self, c: Candidate, col: int) -> str:
+        perf, cost = c.performance, c.cost
+        if col == COL_GPU:
+            return c.gpu.name
+        if col == COL_COUNT:
+            return str(c.gpu_count)
+        if col == COL_PAR:
+            return c.parallelism
+        if col == COL_VERDICT:
+            return c.verdict
+        if col == COL_NEED:
+            return f"{c.memory.device_total / 2**30:,.1f}"
+        if col == COL_CAP:
+            return f"{c.capacity_gib:,.1f}"
+        if col == COL_HEADROOM:
+            return f"{c.headroom_gib:+,.1f}"
+        if perf is None or cost is None:
+            return "-"
+        if col == COL_TPS:
+            return f"{perf.tokens_per_s.expected:,.0f}"
+        if col == COL_TIME:
+            return format_hours(cost.job_hours.expected)
+        if col == COL_COST:
+            return "-" if cost.cost_usd is None else \
+                f"{format_usd(cost.cost_usd.low)} – {format_usd(cost.cost_usd.high)}"
+        if col == COL_PER_M:
+            return "-" if cost.usd_per_million_tokens is None else format_usd(cost.usd_per_million_tokens)
+        if col == COL_DEADLINE:
+            return _yes_no(cost.meets_deadline)
+        if col == COL_BUDGET:
+            return _yes_no(cost.within_budget)
+        if col == COL_PARETO:
+            return "yes" if c.pareto else ""
+        return ""
+
+    def _sort_value(self, c: Candidate, col: int):
+        inf = math.inf
+        perf, cost = c.performance, c.cost
+        values = {
+            COL_GPU: c.gpu.name, COL_COUNT: c.gpu_count, COL_PAR: c.parallelism,
+            COL_VERDICT: {"fits": 0, "tight": 1}.get(c.verdict, 2), COL_NEED: c.memory.device_total,
+            COL_CAP: c.capacity_gib, COL_HEADROOM: c.headroom_gib,
+            COL_TPS: perf.tokens_per_s.expected if perf else -inf,
+            COL_TIME: cost.job_hours.expected if cost else inf,
+            COL_COST: cost.cost_usd.expected if cost and cost.cost_usd else inf,
+            COL_PER_M: cost.usd_per_million_tokens if cost and cost.usd_per_million_tokens is not None else inf,
+            COL_DEADLINE: {True: 0, None: 1, False: 2}[cost.meets_deadline] if cost else 3,
+            COL_BUDGET: {True: 0, None: 1, False: 2}[cost.within_budget] if cost else 3,
+            COL_PARETO: 0 if c.pareto else 1,
+        }
+        return values[col]
+
+    def _tooltip(self, c: Candidate, col: int) -> str:
+        g = c.memory.gib()
+        lines = [f"{c.gpu_count} x {c.gpu.name} ({c.parallelism}): {c.verdict}",
+                 "Per GPU: " + ", ".join(f"{k.replace('_', ' ')} {g[k]:.2f}" for k in
+                                         ("weights", "gradients", "optimizer", "activations", "kv_cache",
+                                          "adapters", "overhead")) + " GiB",
+                 f"Device total {g['device_total']:.2f} GiB of {c.capacity_gib:.1f} GiB"]
+        if c.cost is not None:
+            h = c.cost.job_hours
+            lines.append(f"Job time {format_hours(h.low)} – {format_hours(h.high)}")
+        if c.performance is not None:
+            lines.append(f"Bound by {c.performance.bound}; compute in {c.performance.precision_used}")
+        return "\n".join(lines)
+
+
+class RankingProxy(QSortFilterProxyModel):
+    """Sorts by the numeric sort role; optionally hides candidates that do not fit."""
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setSortRole(ROLE_SORT)
+        self.fitting_only = True
+
+    def set_fitting_only(self, value: bool) -> None:
+        self.fitting_only = value
+        self.invalidateFilter()
+
+    def filterAcceptsRow(self, source_row: int, source_parent) -> bool:  # noqa: N802
+        if not self.fitting_only:
+            return True
+        model = self.sourceModel()
+        return bool(model.rows[source_row].fits)
+
+    def lessThan(self, left, right) -> bool:  # noqa: N802
+        a, b = left.data(ROLE_SORT), right.data(ROLE_SORT)
+        try:
+            return a < b
+        except TypeError:
+            return str(a) < str(b)

@@ -1,0 +1,134 @@
+"""AppState: the current scenario and catalogs, a debounced recompute, and one broadcast.
+
+Data flows one way: pages edit the scenario through :meth:`AppState.set_scenario`; after a
+short debounce the core's ``estimate`` runs once and ``estimateChanged`` reaches every view.
+Views never compute and never talk to each other; they meet here.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+
+from PySide6.QtCore import QObject, QTimer, Signal
+
+from ..core.errors import InputError
+from ..core.estimate import Estimate, estimate
+from ..core.hardware import GpuCatalog
+from ..core.presets import ModelCatalog
+from ..core.scenario import Scenario, load_scenario, save_scenario
+
+log = logging.getLogger(__name__)
+
+DEBOUNCE_MS = 40
+
+
+class AppState(QObject):
+    """Holds the scenario being edited and the latest estimate."""
+
+    scenarioChanged = Signal(object)  # Scenario
+    estimateChanged = Signal(object)  # Estimate
+    errorChanged = Signal(str)  # "" when the scenario is valid
+    dirtyChanged = Signal(bool)
+    pathChanged = Signal(str)  # "" for an unsaved scenario
+    selectionChanged = Signal(str)  # candidate key, "" for none
+
+    def __init__(self, scenario: Scenario, gpus: GpuCatalog, models: ModelCatalog, parent: QObject | None = None):
+        super().__init__(parent)
+        self.gpus, self.models = gpus, models
+        self.scenario = scenario
+        self.estimate: Estimate | None = None
+        self.error = ""
+        self.path: Path | None = None
+        self.dirty = False
+        self.selected = ""
+        self.last_compute_ms = 0.0
+        self._timer = QTimer(self)
+        self._timer.setSingleShot(True)
+        self._timer.setInterval(DEBOUNCE_MS)
+        self._timer.timeout.connect(self.recompute)
+
+    # --- editing ------------------------------------------------------------------------
+    def set_scenario(self, scenario: Scenario, dirty: bool = True) -> None:
+        """Replace the scenario (from a page edit) and schedule a recompute."""
+        if scenario == self.scenario:
+            return
+        self.scenario = scenario
+        self.scenarioChanged.emit(scenario)
+        if dirty:
+            self._set_dirty(True)
+        self._timer.start()
+
+    def set_error(self, message: str) -> None:
+        """A page reports an input it could not turn into a scenario (or clears it with "")."""
+        if message != self.error:
+            self.error = message
+            self.errorChanged.emit(message)
+
+    def select(self, key: str) -> None:
+        if key != self.selected:
+            self.selected = key
+            self.selectionChanged.emit(key)
+
+    def set_catalogs(self, gpus: GpuCatalog, models: ModelCatalog) -> None:
+        self.gpus, self.models = gpus, models
+        self._timer.start()
+
+    # --- computing ------------------------------------------------------------------------
+    def recompute(self) -> None:
+        """Run the core now (the debounce timer calls this)."""
+        self._timer.stop()
+        t0 = time.perf_counter()
+        try:
+            result = estimate(self.scenario, self.gpus, self.models)
+        except InputError as exc:
+            self.set_error(str(exc))
+            return
+        self.last_compute_ms = (time.perf_counter() - t0) * 1000
+        self.estimate = result
+        self.set_error("")
+        keys = {c.key for c in result.candidates}
+        if self.selected not in keys:
+            self.select(result.ranking[0].key if result.ranking else "")
+        self.estimateChanged.emit(result)
+
+    def flush(self) -> None:
+        """Compute immediately if an update is pending (tests, saving, exporting)."""
+        if self._timer.isActive() or self.estimate is None:
+            self.recompute()
+
+    # --- files -----------------------------------------------------------------------------
+    def _set_dirty(self, dirty: bool) -> None:
+        if dirty != self.dirty:
+            self.dirty = dirty
+            self.dirtyChanged.emit(dirty)
+
+    def _set_path(self, path: Path | None) -> None:
+        self.path = path
+        self.pathChanged.emit(str(path) if path else "")
+
+    def new(self, scenario: Scenario) -> None:
+        self.set_scenario(scenario, dirty=False)
+        self._set_path(None)
+        self._set_dirty(False)
+        self.recompute()
+
+    def open(self, path: str | Path) -> None:
+        """Load a scenario file; raises InputError (ScenarioError) with a readable message."""
+        scenario = load_scenario(path)
+        self.scenario = scenario
+        self.scenarioChanged.emit(scenario)
+        self._set_path(Path(path).resolve())
+        self._set_dirty(False)
+        self.recompute()
+
+    def save(self, path: str | Path | None = None) -> Path:
+        """Save to ``path`` (or the current file); raises InputError when it cannot be written."""
+        target = Path(path) if path else self.path
+        if target is None:
+            raise InputError("scenario", "has no file name yet; use Save As")
+        save_scenario(self.scenario, target)
+        self._set_path(target.resolve())
+        self._set_dirty(False)
+        return target

@@ -1,0 +1,33 @@
+"""The user's files: folders, settings, the log, and safe writes. No Qt here, ever.
+
+Folders come from :func:`user_paths` (platformdirs, or ``GPUADVISOR_HOME`` for tests and a
+portable install) and are created only when something is written. Every write is atomic
+(:func:`atomic_write_text`), damaged files are set aside rather than deleted, and every failure
+is a :class:`StorageError` whose text can be shown to the user as it is.
+
+Typical start-up in the GUI::
+
+    log_file = configure_logging()            # Path, or None when only stderr is available
+    settings, warnings = load_settings()      # never raises; show the warnings once
+    ...
+    settings = add_recent_file(settings, scenario_path)
+    save_settings(settings)                   # raises StorageError with a readable message
+"""
+
+from .atomic import atomic_write_bytes, atomic_write_text, backup_path, set_aside
+from .errors import StorageError
+from .logs import (LOG_FILENAME, configure_logging, current_log_file, log_exception,
+                   shutdown_logging)
+from .paths import HOME_ENV, UserPaths, ensure_dir, user_paths
+from .settings import (MAX_RECENT_FILES, PAGE_SIZES, SETTINGS_FILENAME, Settings, add_recent_file,
+                       decode_blob, encode_blob, existing_recent_files, load_settings,
+                       remove_recent_file, save_settings, settings_file)
+
+__all__ = [
+    "HOME_ENV", "LOG_FILENAME", "MAX_RECENT_FILES", "PAGE_SIZES", "SETTINGS_FILENAME",
+    "Settings", "StorageError", "UserPaths",
+    "add_recent_file", "atomic_write_bytes", "atomic_write_text", "backup_path", "configure_logging",
+    "current_log_file", "decode_blob", "encode_blob", "ensure_dir", "existing_recent_files",
+    "load_settings", "log_exception", "remove_recent_file", "save_settings", "set_aside",
+    "settings_file", "shutdown_logging", "user_paths",
+]

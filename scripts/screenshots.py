@@ -1,0 +1,60 @@
+#!/usr/bin/env python3
+"""Render the main window to PNG screenshots in docs/screenshots/.
+
+Run under a real X server so the window is drawn as users see it:
+    xvfb-run -a -s "-screen 0 1600x1000x24" .venv/bin/python scripts/screenshots.py
+(it also works offscreen: QT_QPA_PLATFORM=offscreen).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+OUT = ROOT / "docs" / "screenshots"
+
+
+def main() -> int:
+    os.environ.setdefault("GPUADVISOR_HOME", tempfile.mkdtemp(prefix="gpuadvisor-shots-"))
+    from PySide6.QtCore import QTimer
+    from PySide6.QtWidgets import QApplication
+
+    from gpuadvisor.gui.app import build_window
+
+    app = QApplication.instance() or QApplication([sys.argv[0]])
+    window = build_window(deferred_charts=False)
+    window.resize(1600, 1000)
+    window.show()
+    OUT.mkdir(parents=True, exist_ok=True)
+    shots: list[tuple[str, callable]] = [
+        ("01-workload-vram.png", lambda: (window.page_tabs.setCurrentIndex(0), window.chart_tabs.setCurrentIndex(0))),
+        ("02-model-cost-time.png", lambda: (window.page_tabs.setCurrentIndex(1), window.chart_tabs.setCurrentIndex(1))),
+        ("03-budget-what-if.png", lambda: (window.page_tabs.setCurrentIndex(2), window.chart_tabs.setCurrentIndex(2))),
+    ]
+
+    def take(i: int = 0) -> None:
+        if i == len(shots):
+            app.quit()
+            return
+        name, prepare = shots[i]
+        prepare()
+        window.state.flush()
+
+        def grab() -> None:
+            window.grab().save(str(OUT / name))
+            print(OUT / name)
+            take(i + 1)
+        QTimer.singleShot(300, grab)
+
+    QTimer.singleShot(500, take)
+    app.exec()
+    window.state.dirty = False
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

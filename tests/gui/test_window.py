@@ -1,0 +1,187 @@
+"""The main window driven as a user would, offscreen: pages, live results, files, closing."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QMessageBox
+
+from gpuadvisor.core.estimate import estimate
+from gpuadvisor.core.scenario import load_scenario
+from gpuadvisor.gui.app import build_window
+from gpuadvisor.gui.ranking_table import ROLE_KEY
+
+
+@pytest.fixture
+def window(qtbot):
+    w = build_window(deferred_charts=False)
+    w.show()
+    qtbot.waitExposed(w)
+    w.state.flush()
+    yield w
+    w.state.dirty = False  # never prompt while tearing down (a modal dialog would wait forever)
+    w.close()
+    w.deleteLater()
+
+
+def settle(w):
+    w.state.flush()
+
+
+def test_window_shows_the_default_estimate(window):
+    est = window.state.estimate
+    assert est is not None and est.model.name == "Llama 3.1 8B"
+    assert window.charts_ready
+    assert window.ranking_proxy.rowCount() == sum(1 for c in est.candidates if c.fits)
+    assert "Cheapest setup that fits" in window.summary.text()
+
+
+def _select_preset(w, preset_id):
+    lst = w.model_page.preset_list
+    for i in range(lst.count()):
+        if lst.item(i).data(Qt.ItemDataRole.UserRole) == preset_id:
+            lst.setCurrentRow(i)
+            return
+    raise AssertionError(preset_id)
+
+
+def test_pick_preset_switch_to_qlora_change_batch(window, qtbot):
+    w = window
+    w.page_tabs.setCurrentIndex(1)
+    qtbot.keyClicks(w.model_page.search, "13b")
+    assert not w.model_page.preset_list.findItems("Llama 2 13B", Qt.MatchFlag.MatchContains)[0].isHidden()
+    _select_preset(w, "llama-2-13b")
+    settle(w)
+    assert w.state.scenario.model.preset == "llama-2-13b"
+    assert w.state.estimate.model.name == "Llama 2 13B"
+
+    w.page_tabs.setCurrentIndex(0)
+    w.workload_page.kind.setCurrentIndex(w.workload_page.kind.findData("qlora"))
+    settle(w)
+    assert w.state.scenario.workload.kind == "qlora"
+    assert w.state.scenario.workload.weights == "nf4"  # QLoRA needs a 4-bit base: set for the user
+    w.workload_page.batch.setValue(8)
+    settle(w)
+    est = w.state.estimate
+    assert est.scenario.workload.batch_size == 8
+
+    # The views hold the core's numbers for this scenario.
+    expected = estimate(w.state.scenario, w.state.gpus, w.state.models)
+    ranked = [c.key for c in expected.ranking]
+    table = [w.ranking_proxy.index(r, 0).data(ROLE_KEY) for r in range(w.ranking_proxy.rowCount())]
+    assert table == ranked
+    best = expected.best_per_gpu()
+    h100 = best["h100-sxm"].memory.gib()
+    chart = w.vram_chart
+    row = next(i for i in range(chart.row_count()) if chart.candidate_at(i).gpu.id == "h100-sxm")
+    for name in ("weights", "activations", "adapters"):
+        assert float(chart.segments[name].opts["width"][row]) == pytest.approx(h100[name], rel=1e-6)
+
+
+def test_bad_parameter_count_shows_a_message_next_to_the_field(window, qtbot):
+    w = window
+    page = w.model_page
+    page.source_params.click()
+    page.params.edit.clear()
+    qtbot.keyClicks(page.params.edit, "seven billion")
+    assert page.params.message.isVisible() or not page.params.message.isHidden()
+    assert "not a number" in page.params.message.text()
+    page.params.edit.clear()
+    qtbot.keyClicks(page.params.edit, "7B")
+    settle(w)
+    assert page.params.message.text() == ""
+    assert w.state.scenario.model.parameters == pytest.approx(7e9)
+    assert w.state.estimate.model.architecture_assumed
+
+
+def test_invalid_budget_is_reported_and_keeps_the_last_estimate(window, qtbot):
+    w = window
+    before = w.state.estimate
+    page = w.budget_page
+    page.utilization.edit.clear()
+    qtbot.keyClicks(page.utilization.edit, "150")
+    assert "at most 100" in page.utilization.message.text()
+    assert w.state.estimate is before
+
+
+def test_open_and_save_a_scenario(window, tmp_path, monkeypatch):
+    w = window
+    data = {"format": "gpuadvisor-scenario", "version": 1, "name": "serve 70B",
+            "model": {"preset": "llama-3.1-70b"},
+            "workload": {"kind": "inference", "batch_size": 8, "prompt_tokens": 1000, "output_tokens": 200},
+            "budget": {"deadline_hours": 12}}
+    path = tmp_path / "serve.json"
+    path.write_text(json.dumps(data))
+    assert w.open_path(str(path))
+    assert w.state.estimate.model.name == "Llama 3.1 70B"
+    assert w.workload_page.kind.currentData() == "inference"
+    assert w.workload_page.prompt.value() == 1000
+    assert w.budget_page.deadline.value() == 12
+    assert "serve.json" in w.windowTitle()
+
+    w.workload_page.batch.setValue(4)
+    assert w.state.dirty and "*" in w.windowTitle()
+    out = tmp_path / "saved.json"
+    assert w._save_to(out)
+    assert not w.state.dirty
+    again = load_scenario(out)
+    assert again.workload.batch_size == 4 and again.model.preset == "llama-3.1-70b"
+    assert str(out.resolve()) in w.settings.recent_files
+
+
+def test_open_a_corrupt_file_shows_a_message(window, tmp_path, monkeypatch):
+    seen = []
+    monkeypatch.setattr(QMessageBox, "warning", lambda *a, **k: seen.append(a[2]))
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    assert not window.open_path(str(bad))
+    assert seen and "not valid JSON" in seen[0]
+
+
+def test_unsaved_changes_prompt_on_close(window, monkeypatch, qtbot):
+    w = window
+    w.workload_page.batch.setValue(3)
+    assert w.state.dirty
+    asked = []
+    monkeypatch.setattr(QMessageBox, "question", lambda *a, **k: (asked.append(1), QMessageBox.StandardButton.Cancel)[1])
+    assert not w.close()
+    assert asked and w.isVisible()
+    monkeypatch.setattr(QMessageBox, "question", lambda *a, **k: QMessageBox.StandardButton.Discard)
+    assert w.close()
+
+
+def test_close_persists_layout_and_recent_files(window, tmp_path):
+    from gpuadvisor.storage.paths import user_paths
+    from gpuadvisor.storage.settings import load_settings
+    w = window
+    path = tmp_path / "a.json"
+    w._save_to(path)
+    assert w.close()
+    settings, warnings = load_settings()
+    assert not warnings
+    assert settings.window_geometry
+    assert set(settings.splitter_sizes) == {"main", "right", "bottom"}
+    assert settings.recent_files[0] == str(path.resolve())
+    assert (user_paths().config_dir / "settings.json").exists()
+
+
+def test_selecting_a_row_updates_the_detail_panel(window):
+    w = window
+    index = w.ranking_proxy.index(2, 0)
+    w.table.setCurrentIndex(index)
+    key = index.data(ROLE_KEY)
+    assert w.state.selected == key
+    assert "tokens/s" in w.detail.toPlainText()
+
+
+def test_nothing_fits_lists_changes(window):
+    w = window
+    w.workload_page.gpu.setCurrentIndex(w.workload_page.gpu.findData("rtx-4090"))
+    w.workload_page.count.setCurrentIndex(w.workload_page.count.findData(1))
+    w.workload_page.kind.setCurrentIndex(w.workload_page.kind.findData("full_finetune"))
+    settle(w)
+    assert not w.state.estimate.ranking
+    assert "Nothing fits" in w.summary.text()
+    assert "Cheapest changes" in w.detail.toHtml()
