@@ -38,11 +38,16 @@ def main() -> None:
             walls.append(wall)
             line = [ln for ln in out.stdout.splitlines() if "window shown" in ln]
             if line:
-                inproc.append(float(line[0].split("after ")[1].split(" s")[0]))
-    print(f"process start -> window shown (wall, includes interpreter start and exit): "
+                parts = line[0].split("after ")
+                inproc.append((float(parts[1].split(" s")[0]), float(parts[2].split(" s")[0]),
+                               float(line[0].rsplit("window shown ", 1)[1].split(" s")[0])))
+    print(f"process start -> charts drawn and exit (wall, includes interpreter start and exit): "
           f"median {statistics.median(walls):.3f} s, min {min(walls):.3f} s over {runs} runs")
     if inproc:
-        print(f"main() -> window shown (in-process): median {statistics.median(inproc):.3f} s")
+        print(f"main() -> window shown (in-process): median {statistics.median(p[0] for p in inproc):.3f} s; "
+              f"-> charts drawn: median {statistics.median(p[1] for p in inproc):.3f} s")
+        print(f"process start -> window shown (usable: wizard pages, summary, ranking): "
+              f"median {statistics.median(p[2] for p in inproc):.2f} s (clock-tick resolution 0.01 s)")
 
 
 if __name__ == "__main__":

@@ -107,6 +107,9 @@ class MainWindow(QMainWindow):
         self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         self.table.horizontalHeader().setStretchLastSection(True)
         self.table.setAlternatingRowColors(True)
+        # Size columns from the first rows only: measuring all ~600 rows takes most of a second.
+        self.table.horizontalHeader().setResizeContentsPrecision(25)
+        self._columns_sized = False
         self.table.selectionModel().currentRowChanged.connect(self._on_table_row_changed)
         self.fitting_only = QCheckBox("Only setups that fit")
         self.fitting_only.setChecked(True)
@@ -162,11 +165,15 @@ class MainWindow(QMainWindow):
         self._fill_pages(state.scenario)
         self._on_page_changed(0)
         self._restore_layout()
-        if deferred_charts:
-            QTimer.singleShot(0, self.create_charts)
-        else:
+        self._deferred_charts = deferred_charts
+        if not deferred_charts:
             self.create_charts()
         state.recompute()
+
+    def showEvent(self, event) -> None:  # noqa: N802 - Qt override
+        super().showEvent(event)
+        if self._deferred_charts and not self.charts_ready:
+            QTimer.singleShot(60, self.create_charts)  # after the first frame is painted
 
     # --- charts (created after the window shows: pyqtgraph is the slowest import) -----------------
     def create_charts(self) -> None:
@@ -302,7 +309,9 @@ class MainWindow(QMainWindow):
     def _on_estimate_changed(self, est: Estimate) -> None:
         self.summary.setText(self._summary_html(est))
         self.ranking_model.set_estimate(est)
-        self.table.resizeColumnsToContents()
+        if not self._columns_sized and self.ranking_model.rows:
+            self.table.resizeColumnsToContents()
+            self._columns_sized = True
         self._update_charts(est)
         self._select_row(self.state.selected)
         self._show_detail(self.state.selected)

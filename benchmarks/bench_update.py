@@ -1,0 +1,52 @@
+#!/usr/bin/env python3
+"""Benchmark: one input change in the window -> estimate -> every view redrawn (offscreen).
+
+Changes the batch size (and the workload kind) as a user would, then times the recompute
+(the debounce itself excluded) plus the redraw of the charts, the ranking table and the detail
+panel (processEvents until idle). Usage: .venv/bin/python benchmarks/bench_update.py [n]
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+
+def main() -> None:
+    n = int(sys.argv[1]) if len(sys.argv) > 1 else 40
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    os.environ.setdefault("GPUADVISOR_HOME", tempfile.mkdtemp(prefix="gpuadvisor-bench-"))
+    from PySide6.QtWidgets import QApplication
+
+    from gpuadvisor.gui.app import build_window
+
+    app = QApplication.instance() or QApplication([])
+    w = build_window(deferred_charts=False)
+    w.resize(1600, 1000)
+    w.show()
+    app.processEvents()
+    for label, change in (("batch size", lambda i: w.workload_page.batch.setValue(2 + i % 6)),
+                          ("workload kind", lambda i: w.workload_page.kind.setCurrentIndex(i % 5)),
+                          ("model preset", lambda i: w.model_page.preset_list.setCurrentRow(3 + i % 8))):
+        samples, core = [], []
+        for i in range(n):
+            change(i)
+            t0 = time.perf_counter()
+            w.state.recompute()
+            app.processEvents()
+            samples.append((time.perf_counter() - t0) * 1000)
+            core.append(w.state.last_compute_ms)
+        print(f"{label:14s}: update (estimate + redraw) median {statistics.median(samples):6.1f} ms, "
+              f"p90 {sorted(samples)[int(0.9 * n)]:6.1f} ms; of which estimate median {statistics.median(core):5.1f} ms")
+    w.state.dirty = False
+    w.close()
+
+
+if __name__ == "__main__":
+    main()
