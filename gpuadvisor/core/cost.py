@@ -110,13 +110,21 @@ def buy_vs_rent(gpu: GpuSpec, budget: Budget, rent_per_hour: float | None) -> Bu
                      buy_is_cheaper=owned < rent_per_hour)
 
 
-def job_cost(workload: Workload, budget: Budget, gpu: GpuSpec, gpu_count: int, tokens_per_s: Range) -> CostEstimate:
-    """Time, GPU-hours and cost of the job on one candidate."""
+def job_cost(workload: Workload, budget: Budget, gpu: GpuSpec, gpu_count: int, tokens_per_s: Range,
+             prices: Range | None | bool = False, buy: BuyVsRent | None | bool = False) -> CostEstimate:
+    """Time, GPU-hours and cost of the job on one candidate.
+
+    ``prices`` and ``buy`` depend only on the GPU and the budget: callers comparing many setups
+    of the same GPU pass them in (from :func:`price_range` and :func:`buy_vs_rent`) to avoid
+    recomputing them; the default ``False`` computes them here.
+    """
     tokens = job_tokens(workload)
     hours = Range(tokens / tokens_per_s.high / 3600, tokens / tokens_per_s.expected / 3600,
                   tokens / tokens_per_s.low / 3600)
     gpu_hours = hours.scaled(gpu_count)
-    prices = price_range(gpu, budget)
+    if prices is False:
+        prices = price_range(gpu, budget)
+    assert prices is None or isinstance(prices, Range)
     cost = per_million = per_hour = None
     if prices is not None:
         cost = Range(gpu_hours.low * prices.low, gpu_hours.expected * prices.expected, gpu_hours.high * prices.high)
@@ -130,7 +138,9 @@ def job_cost(workload: Workload, budget: Budget, gpu: GpuSpec, gpu_count: int, t
         else:
             within = ((budget.max_total_usd is None or cost.expected <= budget.max_total_usd)
                       and (budget.max_usd_per_hour is None or per_hour <= budget.max_usd_per_hour))
-    buy = buy_vs_rent(gpu, budget, prices.expected if prices else None)
+    if buy is False:
+        buy = buy_vs_rent(gpu, budget, prices.expected if prices else None)
+    assert buy is None or isinstance(buy, BuyVsRent)
     return CostEstimate(job_tokens=tokens, job_hours=hours, gpu_hours=gpu_hours, cost_usd=cost,
                         usd_per_hour=per_hour, usd_per_million_tokens=per_million, meets_deadline=meets,
                         within_budget=within, buy=buy)

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from . import advice as _advice
-from .cost import CostEstimate, job_cost
+from .cost import CostEstimate, buy_vs_rent, job_cost, price_range
 from .engines import engine_for
 from .errors import InputError
 from .hardware import GpuCatalog, GpuSpec
@@ -184,6 +184,8 @@ def estimate(scenario: Scenario, gpus: GpuCatalog, models: ModelCatalog,
     notes: list[str] = []
     for gpu in selected:
         cap_bytes = gpu.memory_gib_usable * GIB
+        prices = price_range(gpu, scenario.budget)
+        buy = buy_vs_rent(gpu, scenario.budget, prices.expected if prices else None)
         for n, par, bd in setups:
             need = bd.device_total
             fits = need <= cap_bytes
@@ -194,7 +196,7 @@ def estimate(scenario: Scenario, gpus: GpuCatalog, models: ModelCatalog,
                 else:
                     perf = inference_performance(mm, gpu, n, par, engine, bw_eff=eff.bandwidth_efficiency,
                                                  prefill_mfu=eff.prefill_mfu, gpus_per_node=hw.gpus_per_node)
-                cost = job_cost(w, scenario.budget, gpu, n, perf.tokens_per_s)
+                cost = job_cost(w, scenario.budget, gpu, n, perf.tokens_per_s, prices=prices, buy=buy)
                 if perf.notes:
                     notes.extend(perf.notes)
             rows.append((gpu, n, par, bd, fits, need / cap_bytes, (cap_bytes - need) / GIB, perf, cost))

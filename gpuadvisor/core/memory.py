@@ -143,6 +143,7 @@ class MemoryModel:
     def __init__(self, model: ModelSpec, workload: Workload, overhead: RuntimeOverhead | None = None,
                  prefill_chunk_tokens: int | None = None) -> None:
         self.model, self.workload = model, workload
+        self._cache: dict[str, object] = {}
         self.overhead = overhead or RuntimeOverhead()
         self.prefill_chunk_tokens = prefill_chunk_tokens
         m, w = model, workload
@@ -233,6 +234,14 @@ class MemoryModel:
             kv_elem += 4.0 / 64  # group scales
         self.kv_bytes_per_token_layer = 2.0 * d_kv * kv_elem if m.has_kv_cache else 0.0
         self.inference_transient_per_token = a * (2 * h + d_q + 2 * d_kv + 3 * i * k_exp)
+
+    def cached(self, name: str, compute):
+        """A value derived from the model and workload alone, computed once (speed model helpers)."""
+        try:
+            return self._cache[name]
+        except KeyError:
+            value = self._cache[name] = compute()
+            return value
 
     # ------------------------------------------------------------------------------------
     def kv_tokens_per_layer(self, context: int) -> float:

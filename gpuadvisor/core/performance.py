@@ -204,19 +204,19 @@ def training_performance(mm: MemoryModel, gpu: GpuSpec, gpu_count: int, parallel
         base_mfu *= 0.7  # 4-bit dequantization in every matmul (QLoRA trains ~30-40% slower than LoRA)
         notes.append("QLoRA pays for dequantizing the 4-bit base in every matmul (about 30% slower).")
     tokens_step = w.batch_size * w.seq_len * n  # one micro-batch per GPU (data-parallel) per step
-    flops_token = training_flops_per_token(m, w)
+    flops_token = mm.cached("flops_per_token", lambda: training_flops_per_token(m, w))
     compute = tokens_step * flops_token / (n * peak * 1e12 * base_mfu)
     bw_link, lat, link_name = link(gpu, n, gpus_per_node)
     comm = 0.0
     if n > 1:
         ring = 2 * (n - 1) / n
         grads = mm.grad_bytes
-        params16 = (mm.weight_bytes if not w.uses_adapters else mm.adapter_bytes)
         if parallelism in ("ddp", "zero1", "zero2"):
             comm = ring * grads / (bw_link * 1e9) + lat
             comm *= (1 - DP_OVERLAP)
         elif parallelism in ("zero3", "fsdp"):
-            volume = ring * grads + 2 * (n - 1) / n * (mm.weight_bytes if w.kind != "lora" else params16)
+            # Every weight is gathered in forward and backward, frozen LoRA/QLoRA bases included.
+            volume = ring * grads + 2 * (n - 1) / n * mm.weight_bytes
             comm = volume / (bw_link * 1e9) * (1 - DP_OVERLAP) + lat
         elif parallelism == "tensor":
             act = w.batch_size * n * w.seq_len * m.hidden_size * 2 / n  # tokens of the shared batch

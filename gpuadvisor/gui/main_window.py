@@ -13,7 +13,7 @@ import json
 import logging
 from pathlib import Path
 
-from PySide6.QtCore import QByteArray, Qt, QTimer
+from PySide6.QtCore import QByteArray, QItemSelectionModel, Qt, QTimer
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (QCheckBox, QFileDialog, QHBoxLayout, QHeaderView, QLabel, QMainWindow,
                                QMessageBox, QPushButton, QScrollArea, QSplitter, QTableView, QTabWidget,
@@ -104,6 +104,7 @@ class MainWindow(QMainWindow):
         self.table.setSelectionBehavior(QTableView.SelectionBehavior.SelectRows)
         self.table.setSelectionMode(QTableView.SelectionMode.SingleSelection)
         self.table.verticalHeader().setDefaultSectionSize(22)
+        self.table.verticalHeader().hide()  # row numbers cost a headerData call per row per paint
         self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         self.table.horizontalHeader().setStretchLastSection(True)
         self.table.setAlternatingRowColors(True)
@@ -191,6 +192,7 @@ class MainWindow(QMainWindow):
             self.chart_tabs.insertTab(i, chart, name)
             old.deleteLater()
         self.chart_tabs.setCurrentIndex(0)
+        self.chart_tabs.currentChanged.connect(self._on_chart_tab_changed)
         self.vram_chart.gpuClicked.connect(self._on_gpu_clicked)
         self.cost_chart.candidateSelected.connect(self.state.select)
         self.charts_ready = True
@@ -198,15 +200,28 @@ class MainWindow(QMainWindow):
             self._update_charts(self.state.estimate)
 
     def _update_charts(self, est: Estimate) -> None:
+        """Redraw the visible chart now; the hidden ones when their tab is opened."""
         if not self.charts_ready:
             return
-        from .charts.whatif_data import whatif_curves
+        self._stale_charts = {0, 1, 2}
+        self._draw_chart(self.chart_tabs.currentIndex(), est)
 
-        best = est.best_per_gpu()
-        self.vram_chart.set_candidates(list(best.values()))
-        self.cost_chart.set_estimate(est)
-        self.cost_chart.set_selected(self.state.selected)
-        self.whatif_chart.set_curves(*self._whatif_input(est, best, whatif_curves))
+    def _draw_chart(self, index: int, est: Estimate) -> None:
+        if index not in getattr(self, "_stale_charts", set()):
+            return
+        self._stale_charts.discard(index)
+        if index == 0:
+            self.vram_chart.set_candidates(list(est.best_per_gpu().values()))
+        elif index == 1:
+            self.cost_chart.set_estimate(est)
+            self.cost_chart.set_selected(self.state.selected)
+        elif index == 2:
+            from .charts.whatif_data import whatif_curves
+            self.whatif_chart.set_curves(*self._whatif_input(est, est.best_per_gpu(), whatif_curves))
+
+    def _on_chart_tab_changed(self, index: int) -> None:
+        if self.charts_ready and self.state.estimate is not None:
+            self._draw_chart(index, self.state.estimate)
 
     def _whatif_input(self, est: Estimate, best, whatif_curves):
         # The selected candidate's GPU plus the cheapest few that fit, at most six curves.
@@ -364,13 +379,19 @@ class MainWindow(QMainWindow):
             self.cost_chart.set_selected(key)
 
     def _select_row(self, key: str) -> None:
+        current = self.table.currentIndex()
+        if current.isValid() and current.siblingAtColumn(0).data(ROLE_KEY) == key:
+            return
         for row in range(self.ranking_proxy.rowCount()):
             index = self.ranking_proxy.index(row, 0)
             if index.data(ROLE_KEY) == key:
-                if self.table.currentIndex().row() != row:
-                    self.table.blockSignals(True)
-                    self.table.selectRow(row)
-                    self.table.blockSignals(False)
+                selection = self.table.selectionModel()
+                selection.blockSignals(True)
+                flags = (QItemSelectionModel.SelectionFlag.ClearAndSelect
+                         | QItemSelectionModel.SelectionFlag.Rows)
+                selection.setCurrentIndex(index, flags)
+                selection.blockSignals(False)
+                self.table.viewport().update()
                 return
 
     def _show_detail(self, key: str) -> None:
@@ -382,7 +403,8 @@ class MainWindow(QMainWindow):
         parts = []
         if c is not None:
             g = c.memory.gib()
-            parts.append(f"<h3>{c.gpu_count} × {html.escape(c.gpu.name)} ({c.parallelism})</h3>")
+            setup = "one GPU" if c.gpu_count == 1 else c.parallelism
+            parts.append(f"<h3>{c.gpu_count} × {html.escape(c.gpu.name)} ({setup})</h3>")
             parts.append(f"<p><b>{c.verdict}</b>: {g['device_total']:.1f} of {c.capacity_gib:.1f} GiB per GPU "
                          f"({c.utilization:.0%}), headroom {c.headroom_gib:+.1f} GiB.</p>")
             wi = est.what_if(c)

@@ -25,6 +25,10 @@ ROLE_KEY = Qt.ItemDataRole.UserRole + 2
 _BAD = QBrush(QColor("#b00020"))
 _TIGHT = QBrush(QColor("#b36b00"))
 _GOOD = QBrush(QColor("#1b7f3b"))
+_LEFT = int(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter)
+_RIGHT = int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+_ROLES = frozenset({Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.ForegroundRole, Qt.ItemDataRole.TextAlignmentRole,
+                    Qt.ItemDataRole.ToolTipRole, ROLE_SORT, ROLE_KEY})
 
 
 def _yes_no(value: bool | None) -> str:
@@ -37,9 +41,11 @@ class RankingModel(QAbstractTableModel):
     def __init__(self, parent=None):
         super().__init__(parent)
         self.rows: list[Candidate] = []
+        self._texts: dict[int, list[str]] = {}
 
     def set_estimate(self, est: Estimate | None) -> None:
         self.beginResetModel()
+        self._texts = {}
         if est is None:
             self.rows = []
         else:
@@ -66,20 +72,26 @@ class RankingModel(QAbstractTableModel):
         return None
 
     def data(self, index, role=Qt.ItemDataRole.DisplayRole):
-        if not index.isValid():
+        # Views ask for a dozen roles per cell on every paint: answer the common case from a
+        # per-row cache and return early for roles this model does not provide.
+        if role not in _ROLES or not index.isValid():
             return None
-        c = self.rows[index.row()]
-        col = index.column()
+        row, col = index.row(), index.column()
+        if role == Qt.ItemDataRole.DisplayRole:
+            texts = self._texts.get(row)
+            if texts is None:
+                c = self.rows[row]
+                texts = self._texts[row] = [self._text(c, k) for k in range(len(HEADERS))]
+            return texts[col]
+        c = self.rows[row]
         if role == ROLE_KEY:
             return c.key
-        if role == Qt.ItemDataRole.DisplayRole:
-            return self._text(c, col)
         if role == ROLE_SORT:
             return self._sort_value(c, col)
-        if role == Qt.ItemDataRole.ForegroundRole and col == COL_VERDICT:
-            return {"fits": _GOOD, "tight": _TIGHT}.get(c.verdict, _BAD)
-        if role == Qt.ItemDataRole.TextAlignmentRole and col not in (COL_GPU, COL_PAR, COL_VERDICT):
-            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        if role == Qt.ItemDataRole.ForegroundRole:
+            return {"fits": _GOOD, "tight": _TIGHT}.get(c.verdict, _BAD) if col == COL_VERDICT else None
+        if role == Qt.ItemDataRole.TextAlignmentRole:
+            return _LEFT if col in (COL_GPU, COL_PAR, COL_VERDICT) else _RIGHT
         if role == Qt.ItemDataRole.ToolTipRole:
             return self._tooltip(c, col)
         return None
@@ -91,7 +103,7 @@ class RankingModel(QAbstractTableModel):
         if col == COL_COUNT:
             return str(c.gpu_count)
         if col == COL_PAR:
-            return c.parallelism
+            return "single GPU" if c.gpu_count == 1 else c.parallelism
         if col == COL_VERDICT:
             return c.verdict
         if col == COL_NEED:

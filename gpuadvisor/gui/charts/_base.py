@@ -13,7 +13,7 @@ import math
 import pyqtgraph as pg
 from PySide6.QtCore import QRectF
 from PySide6.QtGui import QColor, QFont, QFontMetrics, QImage, QPainter
-from PySide6.QtWidgets import QVBoxLayout, QWidget
+from PySide6.QtWidgets import QGraphicsItem, QVBoxLayout, QWidget
 
 from .labels import fmt_linear_tick, fmt_tick
 from .palette import BACKGROUND_COLOR, MUTED_TEXT_COLOR, TEXT_COLOR
@@ -124,6 +124,11 @@ class ChartBase(QWidget):
         self.plot_item.setMenuEnabled(False)
         self.plot_item.hideButtons()
         self.view_box: pg.ViewBox = self.plot_item.getViewBox()
+        # Axes redraw their tick text on every repaint; cache them as pixmaps until they change
+        # (pyqtgraph calls update() when ticks or range change, which refreshes the cache).
+        for name in ("left", "bottom", "right", "top"):
+            self.plot_item.getAxis(name).setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
+        self.legend.setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
         self._message = pg.TextItem("", color=TEXT_COLOR, anchor=(0.5, 0.5))
         font = QFont()
         font.setPointSize(11)

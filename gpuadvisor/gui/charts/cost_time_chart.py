@@ -97,7 +97,7 @@ class CostTimeChart(ChartBase):
         """Show the estimate's fitting, priced candidates, its deadline and its total budget."""
         shown = [c for c in (est.candidates if est is not None else ()) if _plottable(c)]
         self._candidates = {c.key: c for c in shown}
-        self._tooltips = {c.key: _tooltip(c) for c in shown}
+        self._tooltips = {}  # filled on demand: building ~500 rich-text tooltips per keystroke is costly
         budget = est.scenario.budget if est is not None else None
         deadline = budget.deadline_hours if budget is not None and finite(budget.deadline_hours) else None
         max_usd = budget.max_total_usd if budget is not None and finite(budget.max_total_usd) else None
@@ -165,9 +165,15 @@ class CostTimeChart(ChartBase):
         return self._positions[key]
 
     def tooltip_for_key(self, key: str) -> str:
-        return self._tooltips[key]
+        return self._tooltip_of(key)
 
     # -- helpers and slots ---------------------------------------------------------------
+    def _tooltip_of(self, key: str) -> str:
+        text = self._tooltips.get(key)
+        if text is None:
+            text = self._tooltips[key] = _tooltip(self._candidates[key])
+        return text
+
     def _set_line(self, line: pg.InfiniteLine, value: float | None, f, text: str) -> None:
         if value is None or (value <= 0 and f is math.log10):
             line.hide()
@@ -177,7 +183,7 @@ class CostTimeChart(ChartBase):
         line.label.setFormat(text)
 
     def _tip_for_spot(self, x: float, y: float, data) -> str:
-        return self._tooltips.get(data, "")
+        return self._tooltip_of(data) if data in self._candidates else ""
 
     def _on_points_clicked(self, _item, points, _event) -> None:
         if len(points) == 0:
@@ -188,7 +194,7 @@ class CostTimeChart(ChartBase):
             self.candidateSelected.emit(key)
 
 
-def _plottable(c) -> bool:
+def _plottable(c) -> bool:  # noqa: D103 - see CostTimeChart.set_estimate
     if not c.fits or c.cost is None or c.cost.cost_usd is None:
         return False
     h, u = c.cost.job_hours, c.cost.cost_usd

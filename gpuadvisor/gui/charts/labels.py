@@ -36,7 +36,10 @@ def short_gpu_name(name: str, gpu_count: int = 1, max_chars: int = MAX_NAME_CHAR
 
 def finite(*values: float | None) -> bool:
     """True when every value is a real, finite number (``None`` counts as not finite)."""
-    return all(v is not None and isinstance(v, (int, float)) and math.isfinite(v) for v in values)
+    try:
+        return all(math.isfinite(v) for v in values)  # type: ignore[arg-type]
+    except TypeError:  # None or a non-number
+        return False
 
 
 def fmt_gib(value: float, digits: int = 2) -> str:

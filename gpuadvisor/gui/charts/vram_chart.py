@@ -124,10 +124,17 @@ class VramChart(ChartBase):
             item.setData(x=np.full(len(idx), marker_x), y=ys[idx] if idx else np.zeros(0))
 
         labels = [short_gpu_name(c.gpu.name, c.gpu_count) for c in rows]
-        self.y_axis.setTicks([[(float(i), s) for i, s in enumerate(labels)], []])
+        ticks = [[(float(i), s) for i, s in enumerate(labels)], []]
+        if ticks != getattr(self, "_ticks", None):  # re-laying out 27 tick labels is the costliest part
+            self._ticks = ticks
+            self.y_axis.setTicks(ticks)
         metrics = QFontMetrics(tick_font())
-        self.y_axis.setWidth(max([metrics.horizontalAdvance(s) for s in labels], default=40) + 16)
-        self.setMinimumHeight(FRAME_PX + ROW_MIN_PX * max(n, 3))
+        axis_width = max([metrics.horizontalAdvance(s) for s in labels], default=40) + 16
+        if axis_width != self.y_axis.width():  # a relayout repaints the whole window: only when needed
+            self.y_axis.setWidth(axis_width)
+        min_height = FRAME_PX + ROW_MIN_PX * max(n, 3)
+        if min_height != self.minimumHeight():
+            self.setMinimumHeight(min_height)
 
         if not rows:
             self._show_message(EMPTY_MESSAGE)
