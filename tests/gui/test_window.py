@@ -185,3 +185,31 @@ def test_nothing_fits_lists_changes(window):
     assert not w.state.estimate.ranking
     assert "Nothing fits" in w.summary.text()
     assert "Cheapest changes" in w.detail.toHtml()
+
+
+def test_unexpected_errors_reach_a_dialog_and_the_log(qtbot, monkeypatch):
+    import sys
+
+    from gpuadvisor.gui.app import install_excepthook
+    from gpuadvisor.storage.logs import configure_logging, shutdown_logging
+
+    log_file = configure_logging()
+    shown = []
+    monkeypatch.setattr(QMessageBox, "critical", lambda parent, title, text: shown.append(text))
+    monkeypatch.setattr(sys, "excepthook", sys.excepthook)
+    install_excepthook(lambda: None)
+    try:
+        raise RuntimeError("chart exploded")
+    except RuntimeError:
+        sys.excepthook(*sys.exc_info())
+    assert shown and "chart exploded" in shown[0] and "Traceback" not in shown[0]
+    assert log_file is not None and "chart exploded" in log_file.read_text(encoding="utf-8")
+    shutdown_logging()
+
+
+def test_about_box_names_version_and_catalogs(window, monkeypatch):
+    from gpuadvisor import __version__
+    seen = []
+    monkeypatch.setattr(QMessageBox, "about", lambda parent, title, text: seen.append(text))
+    window.on_about()
+    assert __version__ in seen[0] and "GPU catalog" in seen[0] and "2026-11-29" in seen[0]
