@@ -19,7 +19,7 @@ than renting the same hours. Resale value is ignored (conservative for buying).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from .hardware import GpuSpec
 from .performance import Range
@@ -32,8 +32,7 @@ DEFAULT_TRAIN_TOKENS = 100e6
 DEFAULT_REQUESTS = 10_000
 
 
-@dataclass(frozen=True, slots=True)
-class BuyVsRent:
+class BuyVsRent(NamedTuple):
     purchase_usd: float
     power_usd_per_hour: float
     owned_usd_per_hour: float  # per GPU, per hour of use, at the user's utilization
@@ -49,8 +48,7 @@ class BuyVsRent:
                 else round(self.break_even_utilization, 4), "buy_is_cheaper": self.buy_is_cheaper}
 
 
-@dataclass(frozen=True, slots=True)
-class CostEstimate:
+class CostEstimate(NamedTuple):
     job_tokens: float
     job_hours: Range
     gpu_hours: Range

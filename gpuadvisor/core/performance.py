@@ -30,7 +30,7 @@ behind the backward pass. Each efficiency carries a spread that gives low/high f
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from .engines import ARCH_MFU_FACTOR, EngineProfile
 from .hardware import GpuSpec
@@ -48,8 +48,7 @@ NETWORK_GB_S = 50.0
 NVLINK_LATENCY_S, PCIE_LATENCY_S, NETWORK_LATENCY_S = 10e-6, 25e-6, 30e-6
 
 
-@dataclass(frozen=True, slots=True)
-class Range:
+class Range(NamedTuple):
     low: float
     expected: float
     high: float
@@ -62,8 +61,7 @@ class Range:
                 "high": round(self.high, digits)}
 
 
-@dataclass(frozen=True, slots=True)
-class PerformanceEstimate:
+class PerformanceEstimate(NamedTuple):
     """Speed of one candidate. ``tokens_per_s`` is aggregate over all its GPUs."""
 
     tokens_per_s: Range

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import sys
@@ -63,6 +64,10 @@ def build_window(scenario_path: str | None = None, deferred_charts: bool = True)
             window.statusBar().showMessage(f"Could not open the last scenario: {exc}", 10000)
     for w in warnings:
         window.statusBar().showMessage(w, 10000)
+    # The start-up objects (Qt wrappers, catalogs, numpy, pyqtgraph) live for the whole session;
+    # freezing them keeps the cyclic garbage collector from re-scanning them during every update.
+    gc.collect()
+    gc.freeze()
     return window
 
 
