@@ -15,7 +15,7 @@ from pathlib import Path
 
 from PySide6.QtCore import QByteArray, QItemSelectionModel, Qt, QTimer
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import (QCheckBox, QFileDialog, QHBoxLayout, QHeaderView, QLabel, QMainWindow,
+from PySide6.QtWidgets import (QCheckBox, QComboBox, QFileDialog, QHBoxLayout, QHeaderView, QLabel, QMainWindow,
                                QMessageBox, QPushButton, QScrollArea, QSplitter, QTableView, QTabWidget,
                                QTextBrowser, QVBoxLayout, QWidget)
 
@@ -185,7 +185,23 @@ class MainWindow(QMainWindow):
         self.vram_chart = VramChart()
         self.cost_chart = CostTimeChart()
         self.whatif_chart = WhatIfChart()
-        for i, chart in enumerate((self.vram_chart, self.cost_chart, self.whatif_chart)):
+        whatif_box = QWidget()
+        box_layout = QVBoxLayout(whatif_box)
+        box_layout.setContentsMargins(0, 0, 0, 0)
+        row = QHBoxLayout()
+        row.addWidget(QLabel("Memory per GPU as"))
+        self.whatif_axis_box = QComboBox()
+        self.whatif_axis_box.addItem("the context length grows", "context")
+        self.whatif_axis_box.addItem("the batch (or concurrent users) grows", "batch")
+        self.whatif_axis_box.setToolTip("Where does each card stop fitting? The selected setup's GPU and the "
+                                        "cheapest ones that fit are drawn, each with its capacity.")
+        self.whatif_axis_box.currentIndexChanged.connect(
+            lambda _i: self.set_whatif_axis(self.whatif_axis_box.currentData()))
+        row.addWidget(self.whatif_axis_box)
+        row.addStretch(1)
+        box_layout.addLayout(row)
+        box_layout.addWidget(self.whatif_chart, 1)
+        for i, chart in enumerate((self.vram_chart, self.cost_chart, whatif_box)):
             name = self.chart_tabs.tabText(i)
             old = self.chart_tabs.widget(i)
             self.chart_tabs.removeTab(i)
@@ -446,9 +462,13 @@ class MainWindow(QMainWindow):
 
     def set_whatif_axis(self, axis: str) -> None:
         self.whatif_axis = axis
+        if self.charts_ready:
+            self.whatif_axis_box.blockSignals(True)
+            self.whatif_axis_box.setCurrentIndex(max(0, self.whatif_axis_box.findData(axis)))
+            self.whatif_axis_box.blockSignals(False)
+        self.chart_tabs.setCurrentIndex(2)
         if self.state.estimate is not None:
             self._update_charts(self.state.estimate)
-        self.chart_tabs.setCurrentIndex(2)
 
     # --- files -----------------------------------------------------------------------------
     def _update_title(self, *_args) -> None:

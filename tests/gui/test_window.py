@@ -213,3 +213,29 @@ def test_about_box_names_version_and_catalogs(window, monkeypatch):
     monkeypatch.setattr(QMessageBox, "about", lambda parent, title, text: seen.append(text))
     window.on_about()
     assert __version__ in seen[0] and "GPU catalog" in seen[0] and "2026-11-29" in seen[0]
+
+
+def test_dataset_tokens_and_epochs_set_the_job_size(window, qtbot):
+    w = window
+    page = w.workload_page
+    page.train_tokens.edit.clear()
+    page.train_tokens._on_text_edited("")
+    page.dataset_tokens.edit.setText("200M")
+    page.dataset_tokens._on_text_edited("200M")
+    page.epochs.edit.setText("3")
+    page.epochs._on_text_edited("3")
+    settle(w)
+    wl = w.state.scenario.workload
+    assert wl.train_tokens is None and wl.dataset_tokens == 200e6 and wl.epochs == 3
+    best = w.state.estimate.ranking[0]
+    assert best.cost.job_tokens == pytest.approx(600e6)
+
+
+def test_what_if_axis_switch_redraws_with_batch_on_x(window):
+    w = window
+    w.whatif_axis_box.setCurrentIndex(w.whatif_axis_box.findData("batch"))
+    assert w.chart_tabs.currentIndex() == 2
+    curves = w.whatif_chart.shown_curves()
+    assert curves and all(c.xs[0] == 1 for c in curves)
+    for c in curves:
+        assert list(c.ys_gib) == sorted(c.ys_gib)

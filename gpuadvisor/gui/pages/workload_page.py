@@ -81,6 +81,10 @@ class WorkloadPage(QWidget):
         self.train_tokens = NumberField("1e8", optional=True, minimum=1)
         self.train_tokens.setToolTip("Tokens to train on in total (dataset tokens x epochs), e.g. 5e8 or 500M. "
                                      "Empty: 100M.")
+        self.dataset_tokens = NumberField("e.g. 200M", optional=True, minimum=1)
+        self.dataset_tokens.setToolTip("Tokens in your dataset; with epochs, used when 'Tokens to train' is empty.")
+        self.epochs = NumberField("1", optional=True, minimum=0.01, maximum=1e6)
+        self.epochs.setToolTip("Passes over the dataset.")
         self.optimizer = _combo(OPTIMIZERS, "AdamW keeps two fp32 moments per trained parameter (8 bytes); 8-bit "
                                             "AdamW keeps 2 bytes; SGD 4; Adafactor almost nothing.")
         self.checkpointing = QCheckBox("Gradient checkpointing")
@@ -118,6 +122,8 @@ class WorkloadPage(QWidget):
         self.form_job.addRow("Output tokens", self.output)
         self.form_job.addRow("Requests to serve", self.requests)
         self.form_job.addRow("Tokens to train", self.train_tokens)
+        self.form_job.addRow("or dataset tokens", self.dataset_tokens)
+        self.form_job.addRow("× epochs", self.epochs)
         job = QGroupBox("Job")
         job.setLayout(self.form_job)
 
@@ -151,7 +157,7 @@ class WorkloadPage(QWidget):
             w.valueChanged.connect(self._on_input_changed)
         for w in (self.checkpointing, self.flash):
             w.toggled.connect(self._on_input_changed)
-        for w in (self.requests, self.train_tokens):
+        for w in (self.requests, self.train_tokens, self.dataset_tokens, self.epochs):
             w.edited.connect(self._on_input_changed)
         self.custom_targets.textEdited.connect(self._on_input_changed)
 
@@ -168,8 +174,9 @@ class WorkloadPage(QWidget):
             self.prompt.setValue(w.prompt_tokens)
             self.output.setValue(w.output_tokens)
             self.requests.set_value(w.requests)
-            self.train_tokens.set_value(w.train_tokens if w.train_tokens else
-                                        (w.dataset_tokens * w.epochs if w.dataset_tokens else None))
+            self.train_tokens.set_value(w.train_tokens)
+            self.dataset_tokens.set_value(w.dataset_tokens)
+            self.epochs.set_value(w.epochs)
             _select(self.optimizer, w.optimizer)
             self.checkpointing.setChecked(w.gradient_checkpointing)
             self.flash.setChecked(w.flash_attention)
@@ -209,7 +216,8 @@ class WorkloadPage(QWidget):
         self.form_job.labelForField(self.batch).setText("Concurrent sequences" if not training
                                                          else "Micro-batch per GPU")
         for widget, show in ((self.seq_len, training), (self.prompt, not training), (self.output, not training),
-                             (self.requests, not training), (self.train_tokens, training)):
+                             (self.requests, not training), (self.train_tokens, training),
+                             (self.dataset_tokens, training), (self.epochs, training)):
             self.form_job.setRowVisible(widget, show)
         for widget, show in ((self.optimizer, training), (self.checkpointing, training),
                              (self.lora_rank, adapters), (self.lora_targets, adapters),
@@ -249,11 +257,16 @@ class WorkloadPage(QWidget):
             train_tokens = self.train_tokens.value()
         except ValueError as exc:
             raise ValueError(f"Tokens to train: {exc}") from None
+        try:
+            dataset_tokens = self.dataset_tokens.value()
+            epochs = self.epochs.value() or 1.0
+        except ValueError as exc:
+            raise ValueError(f"Dataset tokens and epochs: {exc}") from None
         workload = replace(scenario.workload, kind=kind, weights=weights, engine=self.engine.currentData() or None,
                            batch_size=self.batch.value(), seq_len=self.seq_len.value(),
                            prompt_tokens=self.prompt.value(), output_tokens=self.output.value(),
-                           requests=requests, train_tokens=train_tokens, dataset_tokens=None if train_tokens
-                           else scenario.workload.dataset_tokens, optimizer=self.optimizer.currentData(),
+                           requests=requests, train_tokens=train_tokens, dataset_tokens=dataset_tokens,
+                           epochs=float(epochs), optimizer=self.optimizer.currentData(),
                            gradient_checkpointing=self.checkpointing.isChecked(),
                            flash_attention=self.flash.isChecked(), lora_rank=self.lora_rank.value(),
                            lora_targets=targets)
