@@ -4,15 +4,19 @@
     gpuadvisor-cli gpus [--json]
     gpuadvisor-cli models [--json]
     gpuadvisor-cli default-scenario
+    gpuadvisor-cli report SCENARIO.json -o REPORT.pdf [--page-size A4|Letter] [--gpu ID ...]
 
-Bad input prints one line (``error: workload.batch_size: must be ...``) and exits with 2;
+``report`` is the only command that needs Qt (imported when it runs); without a display it
+renders offscreen. Bad input prints one line (``error: workload.batch_size: must be ...``) and exits with 2;
 never a traceback.
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
+import os
 import sys
 from typing import Sequence
 
@@ -157,6 +161,45 @@ def cmd_default_scenario(args: argparse.Namespace) -> int:
     return 0
 
 
+def _use_offscreen_qt_when_headless() -> None:
+    """Without an X11/Wayland display (and no platform chosen), render with Qt's offscreen platform."""
+    if os.environ.get("QT_QPA_PLATFORM"):
+        return
+    if sys.platform.startswith(("win", "darwin")):
+        return  # native platforms there need no display server
+    if not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
+        os.environ["QT_QPA_PLATFORM"] = "offscreen"
+
+
+def _quiet_offscreen_warnings() -> None:
+    """Drop the offscreen plugin's harmless "propagateSizeHints" warning; pass other Qt messages on."""
+    from PySide6.QtCore import qInstallMessageHandler
+
+    def handler(_mode, _context, message: str) -> None:
+        if "propagateSizeHints" not in message:
+            print(message, file=sys.stderr)
+
+    qInstallMessageHandler(handler)
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from .core.report import build_report
+
+    scenario = load_scenario(args.scenario)
+    gpus, models = load_catalogs()
+    est = estimate(scenario, gpus, models, gpu_ids=args.gpu or None)
+    report = build_report(est, gpus.meta, datetime.date.today())
+    _use_offscreen_qt_when_headless()
+    try:
+        from .gui.report_pdf import export_pdf  # Qt and pyqtgraph: only this command needs them
+    except ImportError as exc:
+        raise InputError("report", f"needs PySide6 and pyqtgraph, which cannot be imported ({exc})") from None
+    _quiet_offscreen_warnings()
+    stats = export_pdf(report, est, args.output, page_size=args.page_size)
+    print(f"{args.output}: {stats.pages} pages in {stats.seconds:.1f} s")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="gpuadvisor-cli",
                                      description="Will it fit, how fast, and what will it cost: across a GPU catalog.")
@@ -174,6 +217,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("models", help="list the model presets")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_models)
+    p = sub.add_parser("report", help="write a PDF comparison report (recommendation, table, charts, rent vs buy)")
+    p.add_argument("scenario", help="scenario JSON file (see docs/scenario.md)")
+    p.add_argument("-o", "--output", required=True, metavar="REPORT.pdf", help="the PDF to write")
+    p.add_argument("--page-size", choices=("A4", "Letter"), default="A4", help="paper size (default A4)")
+    p.add_argument("--gpu", action="append", metavar="ID", help="only these GPU ids (repeatable)")
+    p.set_defaults(func=cmd_report)
     p = sub.add_parser("default-scenario", help="print the default scenario as JSON (a starting point)")
     p.set_defaults(func=cmd_default_scenario)
     return parser

@@ -13,8 +13,8 @@ import json
 import logging
 from pathlib import Path
 
-from PySide6.QtCore import QByteArray, QItemSelectionModel, Qt, QTimer
-from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtCore import QByteArray, QItemSelectionModel, Qt, QThread, QTimer, Signal
+from PySide6.QtGui import QAction, QActionGroup, QKeySequence
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QFileDialog, QHBoxLayout, QHeaderView, QLabel, QMainWindow,
                                QMessageBox, QPushButton, QScrollArea, QSplitter, QTableView, QTabWidget,
                                QTextBrowser, QVBoxLayout, QWidget)
@@ -33,6 +33,28 @@ from .state import AppState
 
 log = logging.getLogger(__name__)
 MAX_RECENT = 10
+
+
+class ReportExport(QThread):
+    """Lays out and writes the PDF in a worker thread (the chart images are drawn beforehand)."""
+
+    succeeded = Signal(str, int, float)
+    failed = Signal(str)
+
+    def __init__(self, report, est: Estimate, path: str, page_size: str, images, parent=None):
+        super().__init__(parent)
+        self.args = (report, est, path, page_size, images)
+
+    def run(self) -> None:
+        from .report_pdf import export_pdf
+
+        report, est, path, page_size, images = self.args
+        try:
+            stats = export_pdf(report, est, path, page_size, images=images)
+        except (InputError, OSError, ValueError) as exc:
+            self.failed.emit(str(exc))
+            return
+        self.succeeded.emit(str(path), stats.pages, stats.seconds)
 
 
 class MainWindow(QMainWindow):
@@ -270,6 +292,18 @@ class MainWindow(QMainWindow):
         self.save_action = self._action(file_menu, "&Save", QKeySequence.StandardKey.Save, self.on_save)
         self.save_as_action = self._action(file_menu, "Save &as…", QKeySequence.StandardKey.SaveAs, self.on_save_as)
         file_menu.addSeparator()
+        self.report_action = self._action(file_menu, "Export &report (PDF)…", QKeySequence("Ctrl+P"),
+                                          self.on_export_report)
+        size_menu = file_menu.addMenu("Report page si&ze")
+        self.page_size_actions = {}
+        group = QActionGroup(self)
+        for size in ("A4", "Letter"):
+            action = size_menu.addAction(size)
+            action.setCheckable(True)
+            action.setChecked(size == self._page_size())
+            action.triggered.connect(lambda _=False, sz=size: self._set_page_size(sz))
+            group.addAction(action)
+            self.page_size_actions[size] = action
         self.export_action = self._action(file_menu, "&Export comparison (JSON)…", QKeySequence("Ctrl+E"),
                                           self.on_export_json)
         file_menu.addSeparator()
@@ -533,6 +567,56 @@ class MainWindow(QMainWindow):
         self._remember(str(path))
         self.statusBar().showMessage(f"Saved {path.name}", 4000)
         return True
+
+    def _page_size(self) -> str:
+        size = getattr(self.settings, "page_size", "A4") if self.settings is not None else "A4"
+        return size if size in ("A4", "Letter") else "A4"
+
+    def _set_page_size(self, size: str) -> None:
+        if self.settings is not None:
+            self.settings.page_size = size
+
+    def on_export_report(self) -> None:
+        """File > Export report: pick a file, then write the PDF without blocking the window."""
+        self.state.flush()
+        if self.state.estimate is None:
+            return
+        default = str(Path(self._last_dir()) / "gpuadvisor-report.pdf")
+        path, _ = QFileDialog.getSaveFileName(self, "Export report", default, "PDF (*.pdf)")
+        if path:
+            if not path.lower().endswith(".pdf"):
+                path += ".pdf"
+            self.export_report_to(path)
+
+    def export_report_to(self, path: str) -> "ReportExport | None":
+        """Start writing the report to ``path``; returns the running export (tests wait on it)."""
+        import datetime
+
+        from ..core.report import build_report
+        from .report_pdf import chart_images, check_target
+
+        est = self.state.estimate
+        if est is None:
+            return None
+        try:
+            check_target(path)
+        except InputError as exc:
+            QMessageBox.warning(self, "Cannot export the report", str(exc))
+            return None
+        report = build_report(est, self.state.gpus.meta, datetime.date.today())
+        images = chart_images(est, report.recommended_key)  # widgets: GUI thread
+        job = ReportExport(report, est, path, self._page_size(), images, self)
+        job.succeeded.connect(self._on_report_written)
+        job.failed.connect(lambda message: QMessageBox.warning(self, "Cannot export the report", message))
+        job.finished.connect(lambda: self.report_action.setEnabled(True))
+        self.report_action.setEnabled(False)
+        self.statusBar().showMessage(f"Writing {Path(path).name}…")
+        self._report_job = job
+        job.start()
+        return job
+
+    def _on_report_written(self, path: str, pages: int, seconds: float) -> None:
+        self.statusBar().showMessage(f"Report written: {Path(path).name}, {pages} pages in {seconds:.1f} s", 8000)
 
     def on_export_json(self) -> None:
         self.state.flush()

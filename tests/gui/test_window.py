@@ -239,3 +239,30 @@ def test_what_if_axis_switch_redraws_with_batch_on_x(window):
     assert curves and all(c.xs[0] == 1 for c in curves)
     for c in curves:
         assert list(c.ys_gib) == sorted(c.ys_gib)
+
+
+def test_export_report_from_the_window(window, qtbot, tmp_path):
+    import shutil
+    import subprocess
+    w = window
+    w.page_size_actions["Letter"].trigger()
+    out = tmp_path / "report.pdf"
+    job = w.export_report_to(str(out))
+    assert job is not None
+    with qtbot.waitSignal(job.succeeded, timeout=30000):
+        pass
+    job.wait(5000)
+    assert out.read_bytes().startswith(b"%PDF-")
+    assert "Report written" in w.statusBar().currentMessage()
+    assert not list(tmp_path.glob(".*.tmp"))
+    if shutil.which("pdfinfo"):
+        info = subprocess.run(["pdfinfo", str(out)], capture_output=True, text=True).stdout
+        assert "612 x 792" in info  # Letter, as chosen in the menu
+    assert w.settings.page_size == "Letter"
+
+
+def test_export_report_to_a_folder_is_refused(window, tmp_path, monkeypatch):
+    seen = []
+    monkeypatch.setattr(QMessageBox, "warning", lambda *a, **k: seen.append(a[2]))
+    assert window.export_report_to(str(tmp_path)) is None
+    assert seen and "folder" in seen[0]

@@ -1,0 +1,207 @@
+"""The report's content (pure core, no Qt): formatting rules, table order and figures, the
+recommendation, rent versus buy, stale prices and the calibration warnings."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from gpuadvisor import __version__
+from gpuadvisor.cli import load_catalogs
+from gpuadvisor.core.estimate import estimate
+from gpuadvisor.core.report import (NONE_MARK, TABLE_HEADER, Report, build_report, display_gpu_name,
+                                    fmt_deadline, fmt_flag, fmt_gib, fmt_hours, fmt_hours_range, fmt_rate,
+                                    fmt_setup, fmt_share, fmt_signed_gib, fmt_usd, fmt_usd_per_mtok,
+                                    fmt_usd_range, months_before, row_cells, table_order)
+from gpuadvisor.core.scenario import ModelSource, Scenario, load_scenario
+from gpuadvisor.core.serialize import candidate_to_dict
+from gpuadvisor.core.workload import Hardware, Workload
+
+SAMPLE = Path(__file__).resolve().parents[2] / "docs" / "examples" / "lora-llama-3.1-8b.json"
+TODAY = datetime.date(2026, 11, 29)
+
+
+@pytest.fixture(scope="module")
+def cats():
+    return load_catalogs()
+
+
+@pytest.fixture(scope="module")
+def sample(cats):
+    est = estimate(load_scenario(SAMPLE), *cats)
+    return est, build_report(est, cats[0].meta, TODAY)
+
+
+# -- formatting rules --------------------------------------------------------------------------------
+@pytest.mark.parametrize("fn, value, text", [
+    (fmt_gib, 32.71, "32.7"), (fmt_gib, 1234.56, "1,234.6"), (fmt_gib, None, NONE_MARK),
+    (fmt_signed_gib, 7.3, "+7.3"), (fmt_signed_gib, -12.04, "-12.0"), (fmt_signed_gib, -0.01, "+0.0"),
+    (fmt_rate, 6152.4, "6,152"), (fmt_rate, 42.46, "42.5"), (fmt_rate, 3.141, "3.14"),
+    (fmt_hours, 0.5, "30 min"), (fmt_hours, 20.46, "20.5 h"), (fmt_hours, 91.2, "3.8 days"),
+    (fmt_usd, 41.0, "$41"), (fmt_usd, 0.583, "$0.58"), (fmt_usd, 1234.4, "$1,234"), (fmt_usd, 2.5e6, "$2.50M"),
+    (fmt_usd_per_mtok, 0.1284, "$0.13"), (fmt_usd_per_mtok, 0.0042, "$0.0042"),
+    (fmt_share, 0.3, "30%"), (fmt_share, 0.045, "4.5%"), (fmt_share, 0.0012, "0.1%"),
+    (fmt_flag, True, "yes"), (fmt_flag, False, "no"), (fmt_flag, None, NONE_MARK),
+    (fmt_deadline, 24, "24 h"), (fmt_deadline, 100, "100 h (4.2 days)"),
+])
+def test_format_rules(fn, value, text):
+    assert fn(value) == text
+
+
+def test_ranges_share_one_unit():
+    assert fmt_hours_range(17.84, 29.31) == "17.8\u201329.3 h"
+    assert fmt_hours_range(45.2, 74.6) == "1.9\u20133.1 days"
+    assert fmt_hours_range(0.2, 0.5) == "12\u201330 min"
+    assert fmt_usd_range(26.74, 176.2) == "$27\u2013$176"
+    assert fmt_usd_range(0.45, 3.2) == "$0.45\u2013$3.20"
+    assert fmt_usd_range(None, None) == "no price"
+    assert fmt_setup(1, "none") == "1 GPU" and fmt_setup(4, "tensor") == "4 \u00d7 tensor"
+
+
+def test_gpu_names_for_the_narrow_table():
+    assert display_gpu_name("NVIDIA GeForce RTX 4090") == "RTX 4090"
+    assert display_gpu_name("NVIDIA Tesla V100 SXM2 16 GB") == "V100 SXM2 16 GB"
+    assert display_gpu_name("NVIDIA B200 (HGX, 180 GB)") == "B200 (HGX, 180 GB)"
+    assert display_gpu_name("AMD Instinct MI300X") == "AMD Instinct MI300X"
+    assert display_gpu_name("NVIDIA GH200 Grace Hopper Superchip (96 GB HBM3)") == "GH200 Grace Hopper\u2026"
+
+
+def test_months_before_clamps_to_the_month_end():
+    assert months_before(datetime.date(2026, 11, 29), 6) == datetime.date(2026, 5, 29)
+    assert months_before(datetime.date(2026, 3, 31), 1) == datetime.date(2026, 2, 28)
+    assert months_before(datetime.date(2026, 1, 15), 13) == datetime.date(2024, 12, 15)
+
+
+# -- the report --------------------------------------------------------------------------------------
+def _plain(value) -> bool:
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return True
+    if isinstance(value, tuple):
+        return all(_plain(v) for v in value)
+    if dataclasses.is_dataclass(value):
+        return all(_plain(getattr(value, f.name)) for f in dataclasses.fields(value))
+    return False
+
+
+def test_report_is_frozen_plain_data(sample):
+    _, report = sample
+    assert isinstance(report, Report) and _plain(report)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        report.title = "x"  # type: ignore[misc]
+    assert report.app_version == __version__
+    assert report.catalog_updated == "2026-11-29" and "schema 1" in report.catalog_version
+    assert report.date == "2026-11-29"
+    assert report.price_as_of == ("2025-06-30", "2026-05-18", "2026-06-30")
+
+
+def test_rows_are_the_json_figures_in_table_order(sample):
+    est, report = sample
+    ordered = table_order(est)
+    assert [r.key for r in report.table_rows] == [c.key for c in ordered]
+    assert len(report.table_rows) == len(est.best_per_gpu()) == 27
+    for row, c in zip(report.table_rows, ordered):
+        assert row.cells == row_cells(candidate_to_dict(c))
+        assert len(row.cells) == len(TABLE_HEADER)
+    costs = [c.cost.cost_usd.expected for c in ordered if c.fits]
+    assert costs == sorted(costs)
+    fits = [c.fits for c in ordered]
+    assert fits == sorted(fits, reverse=True)  # fitting rows first
+
+
+def test_recommendation_is_the_cheapest_workable_setup(sample):
+    est, report = sample
+    workable = [c for c in est.ranking if c.cost.meets_deadline is not False and c.cost.within_budget is not False]
+    assert report.recommended_key == workable[0].key == "1x mi300x (none)"
+    assert report.recommendation.startswith("Recommended: 1 \u00d7 AMD Instinct MI300X")
+    assert "24 h deadline" in report.recommendation and "$200 budget" in report.recommendation
+    assert report.runner_up_key is not None and "mi300x" not in report.runner_up_key
+    assert "Runner-up:" in report.recommendation and "ranks second because" in report.recommendation
+    assert [r.recommended for r in report.table_rows].count(True) == 1
+
+
+def test_scenario_in_plain_words(sample):
+    _, report = sample
+    words = dict(report.scenario_lines)
+    assert words["Model"] == "Llama 3.1 8B, 8.03B parameters"
+    assert words["Workload"].startswith("LoRA fine-tuning") and "rank 16" in words["Workload"]
+    assert "4 sequences of 2,048 tokens" in words["Batch and sequence"]
+    assert "gradient checkpointing on" in words["Batch and sequence"]
+    assert words["Job size"] == "500M tokens to train"
+    assert words["Budget"].startswith("at most $200 for the whole job")
+    assert words["Deadline"] == "24 h"
+    assert words["Engine profile"] == "Hugging Face Trainer / PEFT (hf-trainer)"
+
+
+def test_moe_and_inference_in_plain_words(cats):
+    sc = Scenario(model=ModelSource(preset="mixtral-8x7b"),
+                  workload=Workload(kind="inference", weights="fp8", batch_size=8, requests=1000))
+    est = estimate(sc, *cats)
+    report = build_report(est, cats[0].meta, TODAY)
+    words = dict(report.scenario_lines)
+    assert "active per token" in words["Model"]
+    assert words["Precision"] == "weights fp8, KV cache bf16"
+    assert words["Job size"].startswith("1k requests to serve")
+    assert any("FP8" in w for w in report.warnings)  # cards without FP8 fall back
+    assert any(label == "Memory bandwidth efficiency (decode)" for label, _ in report.engine_factors)
+
+
+def test_rent_versus_buy(sample):
+    est, report = sample
+    assert 2 <= len(report.rent_buy_rows) <= 4
+    assert report.rent_buy_rows[0].gpu_id == "mi300x"  # the recommended GPU first
+    d = candidate_to_dict(est.best_per_gpu()["mi300x"])["buy_vs_rent"]
+    cells = report.rent_buy_rows[0].cells
+    assert cells[1] == fmt_usd(d["purchase_usd"], 0) and cells[4] == f"${d['rent_usd_per_gpu_hour']:.2f}"
+    assert cells[5] == fmt_share(d["break_even_utilization"])
+    assert any(f.startswith("The rule: buying pays back for continuous use") and "break-even ranges from" in f
+               for f in report.rent_buy_findings)
+    assert any("This job alone keeps" in f for f in report.rent_buy_findings)
+
+
+def test_stale_prices_depend_on_today(cats, sample):
+    est, report = sample
+    assert "mi325x" in report.stale_price_gpus  # 2026-05-18 is more than 6 months before 2026-11-29
+    assert "h100-sxm" not in report.stale_price_gpus  # 2026-06-30 is not
+    earlier = build_report(est, cats[0].meta, datetime.date(2026, 7, 1))
+    assert "mi325x" not in earlier.stale_price_gpus and "t4" in earlier.stale_price_gpus
+    fresh = build_report(est, cats[0].meta, datetime.date(2025, 7, 1))
+    assert fresh.stale_price_gpus == () and not any(w.startswith("Stale prices") for w in fresh.warnings)
+    assert any(w.startswith("Stale prices: 13 GPUs") for w in report.warnings)
+
+
+def test_calibration_warnings(cats, sample):
+    _, report = sample
+    assert report.engine_assumed and report.engine_calibrated_on.startswith("assumed")
+    assert any(w.startswith("Outside the calibrated range: the engine profile") for w in report.warnings)
+    sc = replace(load_scenario(SAMPLE), workload=replace(load_scenario(SAMPLE).workload, engine="fsdp"))
+    fitted = build_report(estimate(sc, *cats), cats[0].meta, TODAY)
+    assert not fitted.engine_assumed and fitted.engine_calibrated_on == "TRN-20, TRN-24, TRN-26"
+    assert not any("engine profile" in w for w in fitted.warnings)
+    guessed = Scenario(model=ModelSource(parameters=3e9), workload=Workload(kind="lora"))
+    rep = build_report(estimate(guessed, *cats), cats[0].meta, TODAY)
+    assert any("architecture is assumed" in w and "calibrated range" in w for w in rep.warnings)
+
+
+def test_nothing_fits_gives_the_cheapest_change(cats):
+    sc = Scenario(model=ModelSource(preset="llama-3.1-405b"), workload=Workload(kind="full_finetune"),
+                  hardware=Hardware(gpu_count=1))
+    report = build_report(estimate(sc, *cats), cats[0].meta, TODAY)
+    assert report.recommendation.startswith("Nothing fits on any GPU compared. The cheapest change")
+    assert report.recommended_key is None and report.changes
+    assert "1x " not in report.recommendation  # candidate keys are spelled out with GPU names
+    assert report.rent_buy_rows == () and report.rent_buy_findings
+    assert all(not r.fits for r in report.table_rows)
+    assert any("see the changes in section 1" in w for w in report.warnings)
+
+
+def test_max_rows_limits_the_table(sample, cats):
+    est, _ = sample
+    report = build_report(est, cats[0].meta, TODAY, max_rows=10)
+    assert len(report.table_rows) == 10 and len(report.sources) == 10
+    assert any("17 more GPU types left out" in n for n in report.table_notes)
+    with pytest.raises(ValueError):
+        build_report(est, cats[0].meta, TODAY, max_rows=0)
