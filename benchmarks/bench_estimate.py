@@ -34,7 +34,10 @@ def timeit(fn, repeat: int = 200) -> tuple[float, float]:
 
 def main() -> None:
     gpus, models = load_gpu_catalog(), load_model_catalog()
+    from gpuadvisor.cli import default_scenario
+
     cases = {
+        "the app's default: LoRA 8B, checkpointing (most setups fit)": default_scenario(),
         "full fine-tune 8B (memory + speed + cost, all candidates)":
             Scenario(model=ModelSource(preset="llama-3.1-8b"), workload=Workload(kind="full_finetune", batch_size=2)),
         "LoRA 8B": Scenario(model=ModelSource(preset="llama-3.1-8b"), workload=Workload(kind="lora", batch_size=4)),
