@@ -11,6 +11,8 @@ The chart computes nothing: the bar lengths are the core's numbers, stacked.
 
 from __future__ import annotations
 
+import math
+
 import html
 
 import numpy as np
@@ -117,8 +119,10 @@ class VramChart(ChartBase):
         half = BAR_HEIGHT / 2 + 0.1
         self.capacity.setData(x=np.repeat(caps, 2), y=np.ravel(np.column_stack([ys - half, ys + half])))
 
-        x_max = float(max(np.max(x0), np.max(caps))) if n else 1.0
-        marker_x = x_max * 1.06
+        # Round the axis end up to a 1-1.5-2-3-5-7.5 step: small input changes then keep the
+        # same range, so the cached axis and grid are reused instead of re-laid out.
+        x_max = _nice_ceiling(float(max(np.max(x0), np.max(caps))) * 1.04) if n else 1.0
+        marker_x = x_max * 1.035
         for verdict, item in self.markers.items():
             idx = [i for i, c in enumerate(rows) if c.verdict == verdict]
             item.setData(x=np.full(len(idx), marker_x), y=ys[idx] if idx else np.zeros(0))
@@ -140,7 +144,10 @@ class VramChart(ChartBase):
             self._show_message(EMPTY_MESSAGE)
             return
         self._hide_message()
-        self.view_box.setRange(xRange=(0, x_max * 1.1), yRange=(-0.6, n - 0.4), padding=0)
+        view = (x_max * 1.07, n)
+        if view != getattr(self, "_view", None):
+            self._view = view
+            self.view_box.setRange(xRange=(0, x_max * 1.07), yRange=(-0.6, n - 0.4), padding=0)
         if not any(c.fits for c in rows):
             self._set_notice(NOTHING_FITS_NOTICE, NO_FIT_COLOR)
         else:
@@ -229,3 +236,15 @@ if __name__ == "__main__":
     from gpuadvisor.gui.charts._preview import preview
 
     preview(_preview_widget)
+
+
+def _nice_ceiling(value: float) -> float:
+    """The smallest of 1, 1.5, 2, 3, 5, 7.5 x 10^k that is at least ``value`` (value > 0)."""
+    if not value > 0:
+        return 1.0
+    exponent = math.floor(math.log10(value))
+    for step in (1.0, 1.5, 2.0, 3.0, 5.0, 7.5, 10.0):
+        candidate = step * 10 ** exponent
+        if candidate >= value:
+            return candidate
+    return 10 ** (exponent + 1)
