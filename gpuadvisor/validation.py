@@ -168,7 +168,7 @@ class SpeedCase:
     assumptions: str = ""
 
 
-def _pretrain(model: str, seq: int, engine: str, micro: int = 1) -> Workload:
+def _pretrain(seq: int, engine: str, micro: int = 1) -> Workload:
     return Workload(kind="pretrain", weights="bf16", batch_size=micro, seq_len=seq, engine=engine)
 
 
@@ -181,25 +181,25 @@ OPT_175B = ModelSource(name="OPT-175B", architecture=(
 _NODE = "GPU count not stated: one 8-GPU node with FSDP assumed (per-GPU throughput of large runs is close)."
 
 SPEED_CASES: tuple[SpeedCase, ...] = (
-    SpeedCase("TRN-01", ModelSource(preset="llama-2-7b"), _pretrain("llama-2-7b", 4096, "megatron"), "a100-80gb",
+    SpeedCase("TRN-01", ModelSource(preset="llama-2-7b"), _pretrain(4096, "megatron"), "a100-80gb",
               184320, "gpu_hours", 8, "fsdp", assumptions=_NODE + " 2.0T tokens."),
-    SpeedCase("TRN-03", ModelSource(preset="llama-2-70b"), _pretrain("llama-2-70b", 4096, "megatron"),
+    SpeedCase("TRN-03", ModelSource(preset="llama-2-70b"), _pretrain(4096, "megatron"),
               "a100-80gb", 1720320, "gpu_hours", 8, "fsdp", assumptions=_NODE + " 2.0T tokens."),
-    SpeedCase("TRN-05", ModelSource(preset="llama-3.1-8b"), _pretrain("llama-3.1-8b", 8192, "megatron"),
+    SpeedCase("TRN-05", ModelSource(preset="llama-3.1-8b"), _pretrain(8192, "megatron"),
               "h100-sxm", 1300000, "gpu_hours", 8, "fsdp", in_aim=True,
               assumptions=_NODE + " 15T tokens; the model card's total GPU time likely includes more than "
                                   "the main pre-training run (implied MFU ~17%)."),
-    SpeedCase("TRN-12", ModelSource(preset="llama-7b"), _pretrain("llama-7b", 2048, "megatron"), "a100-80gb",
+    SpeedCase("TRN-12", ModelSource(preset="llama-7b"), _pretrain(2048, "megatron"), "a100-80gb",
               82432, "gpu_hours", 8, "fsdp", assumptions=_NODE + " 1.0T tokens."),
-    SpeedCase("TRN-18", OPT_175B, _pretrain("opt", 2048, "megatron"), "a100-80gb", 147, "tflops_per_gpu", 8,
+    SpeedCase("TRN-18", OPT_175B, _pretrain(2048, "megatron"), "a100-80gb", 147, "tflops_per_gpu", 8,
               "tensor", assumptions="992 GPUs with FSDP and tensor parallelism; one 8-GPU tensor-parallel group "
                                     "modelled; 'up to' figure."),
-    SpeedCase("TRN-20", ModelSource(preset="tinyllama-1.1b"), _pretrain("tinyllama", 2048, "fsdp", 8),
+    SpeedCase("TRN-20", ModelSource(preset="tinyllama-1.1b"), _pretrain(2048, "fsdp", 8),
               "a100-40gb", 24000, "per_gpu", 16, "fsdp",
               assumptions="16 GPUs (two nodes), FSDP, micro-batch 8 assumed (global 2M tokens)."),
-    SpeedCase("TRN-24", ModelSource(preset="mpt-7b"), _pretrain("mpt-7b", 2048, "fsdp", 6), "h100-sxm", 10643,
+    SpeedCase("TRN-24", ModelSource(preset="mpt-7b"), _pretrain(2048, "fsdp", 6), "h100-sxm", 10643,
               "per_gpu", 8, "fsdp", assumptions="llm-foundry benchmark table: micro-batch 6, 8 GPUs."),
-    SpeedCase("TRN-26", ModelSource(preset="mpt-7b"), _pretrain("mpt-7b", 2048, "fsdp", 6), "a100-80gb", 4641,
+    SpeedCase("TRN-26", ModelSource(preset="mpt-7b"), _pretrain(2048, "fsdp", 6), "a100-80gb", 4641,
               "per_gpu", 8, "fsdp", assumptions="llm-foundry benchmark table: micro-batch 6, 8 GPUs."),
     SpeedCase("INF-01", ModelSource(preset="llama-7b"),
               Workload(kind="inference", weights="fp8", kv_cache="fp8", batch_size=768, prompt_tokens=128,

@@ -330,8 +330,6 @@ class MemoryModel:
             kv_layers = math.ceil(L / p)
             kv_heads_share = math.ceil(m.num_key_value_heads / t) / m.num_key_value_heads
             kv = b_gpu * self.kv_tokens_per_layer(s) * kv_layers * self.kv_bytes_per_token_layer * kv_heads_share
-            if par == "ddp":
-                pass  # replicas: full weights on every GPU
         tensors = weights + grads + optim + act + kv + adapters
         overhead = self.overhead.cuda_context_gib * GIB + self.overhead.fragmentation_for(self.training) * tensors
         return MemoryBreakdown(weights=weights, gradients=grads, optimizer=optim, activations=act, kv_cache=kv,

@@ -204,7 +204,7 @@ def training_performance(mm: MemoryModel, gpu: GpuSpec, gpu_count: int, parallel
     tokens_step = w.batch_size * w.seq_len * n  # one micro-batch per GPU (data-parallel) per step
     flops_token = mm.cached("flops_per_token", lambda: training_flops_per_token(m, w))
     compute = tokens_step * flops_token / (n * peak * 1e12 * base_mfu)
-    bw_link, lat, link_name = link(gpu, n, gpus_per_node)
+    bw_link, lat, _link_name = link(gpu, n, gpus_per_node)
     comm = 0.0
     if n > 1:
         ring = 2 * (n - 1) / n
