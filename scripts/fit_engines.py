@@ -6,7 +6,7 @@ of the estimates against the rows measured with that engine (ties: the sum of sq
 errors). Factors a row set cannot determine stay at their prior. Prints the fitted values
 next to the shipped ones (gpuadvisor/core/engines.py), which are these values rounded.
 
-Usage: .venv/bin/python scripts/fit_engines.py
+Usage: .venv/bin/python scripts/fit_engines.py [--loo]   (--loo: leave-one-out, out-of-sample errors)
 """
 
 from __future__ import annotations
@@ -49,8 +49,51 @@ def score(engine, cases, models, gpus) -> tuple[float, float]:
     return statistics.median(abs(x) for x in logs), sum(x * x for x in logs)
 
 
+def fit(engine_id: str, cases, models, gpus):
+    """Grid-search the free factors of one engine on ``cases``; returns (score, fitted engine)."""
+    shipped = ENGINES[engine_id]
+    grid = GRIDS[engine_id]
+    names = list(grid)
+    best = None
+    for values in itertools.product(*(grid[n] for n in names)):
+        engine = replace(shipped, **dict(zip(names, values)))
+        s = score(engine, cases, models, gpus)
+        if best is None or s < best[0]:
+            best = (s, engine)
+    assert best is not None
+    return best
+
+
+def leave_one_out(models, gpus) -> None:
+    """Refit each engine without one row, then predict that row: an out-of-sample error."""
+    print("leave-one-out (engines with at least as many rows as free factors + 1):")
+    errors = []
+    for engine_id, grid in GRIDS.items():
+        cases = engine_cases(engine_id)
+        if len(cases) < len(grid) + 1:
+            print(f"  {engine_id:13s} skipped: {len(cases)} rows for {len(grid)} free factors")
+            continue
+        for held in cases:
+            rest = [c for c in cases if c is not held]
+            _, engine = fit(engine_id, rest, models, gpus)
+            r = run_speed_case(held, models, gpus, engine=engine)
+            errors.append(abs(r.error))
+            print(f"  {engine_id:13s} {held.case_id}: predicted {r.estimate:,.1f} vs measured {r.measured:,.1f} "
+                  f"({r.error:+.1%})")
+    if errors:
+        print(f"  median absolute out-of-sample error: {statistics.median(errors):.1%} over {len(errors)} rows")
+
+
+def engine_cases(engine_id: str):
+    return [c for c in SPEED_CASES if (c.workload.engine or "") == engine_id and c.in_aim
+            and not (engine_id == "megatron" and c.case_id == "TRN-05")]
+
+
 def main() -> None:
     models, gpus = load_model_catalog(), load_gpu_catalog()
+    if "--loo" in sys.argv:
+        leave_one_out(models, gpus)
+        return
     for engine_id, grid in GRIDS.items():
         shipped = ENGINES[engine_id]
         cases = [c for c in SPEED_CASES if (c.workload.engine or "") == engine_id and c.in_aim
