@@ -266,3 +266,13 @@ def test_export_report_to_a_folder_is_refused(window, tmp_path, monkeypatch):
     monkeypatch.setattr(QMessageBox, "warning", lambda *a, **k: seen.append(a[2]))
     assert window.export_report_to(str(tmp_path)) is None
     assert seen and "folder" in seen[0]
+
+
+def test_quantized_weights_for_lora_are_explained_not_silently_ignored(window):
+    w = window
+    assert w.state.scenario.workload.kind == "lora"
+    w.model_page.weights.setCurrentIndex(w.model_page.weights.findData("nf4"))
+    settle(w)
+    assert w.state.scenario.workload.weights == "bf16"
+    assert w.model_page.weights.currentData() == "bf16"
+    assert "QLoRA" in w.model_page.summary.text()

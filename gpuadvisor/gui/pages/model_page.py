@@ -35,6 +35,7 @@ class ModelPage(QWidget):
     def __init__(self, models: ModelCatalog, parent: QWidget | None = None):
         super().__init__(parent)
         self._filling = False
+        self._user_picked_weights = False
         self.models = models
         self.hf_path = ""
 
@@ -146,7 +147,7 @@ class ModelPage(QWidget):
         for box in (self.gated, self.tied):
             box.toggled.connect(self._on_input_changed)
         self.params.edited.connect(self._on_input_changed)
-        self.weights.currentIndexChanged.connect(self._on_input_changed)
+        self.weights.currentIndexChanged.connect(self._on_weights_changed)
         self.kv.currentIndexChanged.connect(self._on_input_changed)
 
     # --- filling ---------------------------------------------------------------------------
@@ -251,6 +252,14 @@ class ModelPage(QWidget):
         self._update_enabled()
         self.edited.emit()
 
+    def _on_weights_changed(self, *_args) -> None:
+        self._user_picked_weights = not self._filling
+        self._on_input_changed()
+
+    def show_notice(self, message: str) -> None:
+        """A hint under the precision fields (not an error: the scenario stays valid)."""
+        self.summary.setText(message)
+
     def show_error(self, message: str) -> None:
         self.message.setText(message)
         self.message.setVisible(bool(message))
@@ -287,9 +296,14 @@ class ModelPage(QWidget):
         # Follow the workload: QLoRA needs a quantized base, full training a 16/32-bit one.
         if (kind == "qlora" and weights not in ("nf4", "int4", "int8")) or \
                 (kind in ("full_finetune", "pretrain", "lora") and weights in ("nf4", "int4", "int8")):
+            chosen = weights
             weights = scenario.workload.weights
             self.weights.blockSignals(True)
             self.weights.setCurrentIndex(max(0, self.weights.findData(weights)))
             self.weights.blockSignals(False)
+            if self._user_picked_weights:
+                self.show_notice(f"{chosen.upper()} weights do not suit {kind.replace('_', ' ')}: kept "
+                                 f"{weights.upper()}. Choose QLoRA on the Workload page to train on a 4-bit base.")
+        self._user_picked_weights = False
         workload = replace(scenario.workload, weights=weights, kv_cache=self.kv.currentData() or None)
         return replace(scenario, model=source, workload=workload)
