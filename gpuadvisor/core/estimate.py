@@ -166,7 +166,10 @@ def estimate(scenario: Scenario, gpus: GpuCatalog, models: ModelCatalog,
     ids = gpu_ids or ([hw.gpu] if hw.gpu else None)
     selected = [gpus.get(i, "hardware.gpu" if not gpu_ids else "--gpu") for i in ids] if ids else list(gpus)
     counts = (hw.gpu_count,) if hw.gpu_count else DEFAULT_GPU_COUNTS
-    mm = MemoryModel(model, w, scenario.overhead)
+    engine = engine_for(w.engine, w.kind)
+    # Serving engines prefill in chunks, which bounds the transient activations.
+    chunk = engine.prefill_chunk_tokens if not w.is_training else None
+    mm = MemoryModel(model, w, scenario.overhead, prefill_chunk_tokens=chunk)
     setups: list[tuple[int, str, MemoryBreakdown]] = []
     for n in counts:
         if hw.parallelism:
@@ -175,10 +178,6 @@ def estimate(scenario: Scenario, gpus: GpuCatalog, models: ModelCatalog,
             pars = applicable_parallelisms(model, w, n, hw.gpus_per_node)
         for par in pars:
             setups.append((n, par, mm.breakdown(n, par)))
-    engine = engine_for(w.engine, w.kind)
-    if engine.prefill_chunk_tokens and not w.is_training:
-        mm = MemoryModel(model, w, scenario.overhead, prefill_chunk_tokens=engine.prefill_chunk_tokens)
-        setups = [(n, par, mm.breakdown(n, par)) for n, par, _ in setups]
     eff = scenario.efficiency
     rows = []
     notes: list[str] = []

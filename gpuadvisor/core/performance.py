@@ -102,6 +102,12 @@ def compute_precision(gpu: GpuSpec, weights: str) -> tuple[str, float, str | Non
     return ("bf16" if weights in ("bf16", "nf4", "int4", "int8") else weights), half, None
 
 
+def _precision(gpu: GpuSpec, weights: str) -> tuple[str, float, list[str]]:
+    """compute_precision with its fallback note as a (possibly empty) list of notes."""
+    prec, peak, note = compute_precision(gpu, weights)
+    return prec, peak, [note] if note else []
+
+
 def link(gpu: GpuSpec, gpu_count: int, gpus_per_node: int) -> tuple[float, float, str]:
     """(bandwidth GB/s per GPU for collectives, latency s, link name)."""
     if gpu_count > gpus_per_node:
@@ -123,10 +129,7 @@ def inference_performance(mm: MemoryModel, gpu: GpuSpec, gpu_count: int, paralle
                           gpus_per_node: int = 8) -> PerformanceEstimate:
     """Serving speed of one candidate (see the module docstring)."""
     m, w = mm.model, mm.workload
-    notes = []
-    prec, peak, note = compute_precision(gpu, w.weights)
-    if note:
-        notes.append(note)
+    prec, peak, notes = _precision(gpu, w.weights)
     n = gpu_count
     t = n if parallelism == "tensor" else 1
     p = n if parallelism == "pipeline" else 1
@@ -192,10 +195,7 @@ def training_performance(mm: MemoryModel, gpu: GpuSpec, gpu_count: int, parallel
                          gpus_per_node: int = 8) -> PerformanceEstimate:
     """Training tokens/s of one candidate (see the module docstring)."""
     m, w = mm.model, mm.workload
-    notes = []
-    prec, peak, note = compute_precision(gpu, w.weights)
-    if note:
-        notes.append(note)
+    prec, peak, notes = _precision(gpu, w.weights)
     n = gpu_count
     base_mfu = mfu or engine.mfu * ARCH_MFU_FACTOR.get(gpu.architecture, 0.8)
     if w.kind == "qlora":
