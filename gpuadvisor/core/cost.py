@@ -109,14 +109,17 @@ def buy_vs_rent(gpu: GpuSpec, budget: Budget, rent_per_hour: float | None) -> Bu
 
 
 def job_cost(workload: Workload, budget: Budget, gpu: GpuSpec, gpu_count: int, tokens_per_s: Range,
-             prices: Range | None | bool = False, buy: BuyVsRent | None | bool = False) -> CostEstimate:
+             prices: Range | None | bool = False, buy: BuyVsRent | None | bool = False,
+             tokens: float | None = None) -> CostEstimate:
     """Time, GPU-hours and cost of the job on one candidate.
 
     ``prices`` and ``buy`` depend only on the GPU and the budget: callers comparing many setups
     of the same GPU pass them in (from :func:`price_range` and :func:`buy_vs_rent`) to avoid
-    recomputing them; the default ``False`` computes them here.
+    recomputing them; the default ``False`` computes them here. ``tokens`` is
+    :func:`job_tokens` of the workload, likewise.
     """
-    tokens = job_tokens(workload)
+    if tokens is None:
+        tokens = job_tokens(workload)
     hours = Range(tokens / tokens_per_s.high / 3600, tokens / tokens_per_s.expected / 3600,
                   tokens / tokens_per_s.low / 3600)
     gpu_hours = hours.scaled(gpu_count)

@@ -11,18 +11,19 @@ the catalog: that is what keeps a whole-catalog comparison in the low millisecon
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import NamedTuple
 
 from . import advice as _advice
-from .cost import CostEstimate, buy_vs_rent, job_cost, price_range
+from .cost import CostEstimate, buy_vs_rent, job_cost, job_tokens, price_range
 from .engines import engine_for
 from .errors import InputError
 from .hardware import GpuCatalog, GpuSpec
 from .memory import MemoryBreakdown, MemoryModel, applicable_parallelisms, check_parallelism
 from .models import ModelSpec
-from .performance import PerformanceEstimate, inference_performance, training_performance
+from .performance import (SPEED_GROUP, PerformanceEstimate, inference_performance, training_performance,
+                          training_prelude)
 from .presets import ModelCatalog
 from .scenario import Scenario
 from .units import GIB
@@ -90,15 +91,30 @@ class Estimate:
     advice: tuple[_advice.Change, ...] = ()
     engine: str = ""
     gpu_ids: tuple[str, ...] = ()  # the GPUs the comparison was restricted to (empty: whole catalog)
+    #: Filled on first use by :meth:`best_per_gpu` and :meth:`candidate` (the views ask for them
+    #: several times per update); not part of the value.
+    _memo: dict = field(default_factory=dict, compare=False, repr=False)
 
     def best_per_gpu(self) -> dict[str, Candidate]:
-        """For each GPU, the smallest fitting setup (fewest GPUs, then least memory); else its best try."""
-        best: dict[str, Candidate] = {}
-        for c in self.candidates:
-            cur = best.get(c.gpu.id)
-            if cur is None or _better(c, cur):
-                best[c.gpu.id] = c
-        return best
+        """For each GPU, the smallest fitting setup (fewest GPUs, then least memory); else its best try.
+
+        Returns a new dict each call (computed once per estimate)."""
+        best = self._memo.get("best")
+        if best is None:
+            best = {}
+            for c in self.candidates:
+                cur = best.get(c.gpu.id)
+                if cur is None or _better(c, cur):
+                    best[c.gpu.id] = c
+            self._memo["best"] = best
+        return dict(best)
+
+    def candidate(self, key: str) -> Candidate | None:
+        """The candidate with this :attr:`Candidate.key`, or ``None``."""
+        index = self._memo.get("index")
+        if index is None:
+            index = self._memo["index"] = {c.key: c for c in self.candidates}
+        return index.get(key)
 
     def what_if(self, candidate: Candidate) -> WhatIf:
         """Largest batch and longest context that fit for this candidate's GPU and setup."""
@@ -113,7 +129,9 @@ def _better(a: Candidate, b: Candidate) -> bool:
     if a.fits != b.fits:
         return a.fits
     if a.fits:
-        return (a.gpu_count, a.memory.device_total) < (b.gpu_count, b.memory.device_total)
+        if a.gpu_count != b.gpu_count:
+            return a.gpu_count < b.gpu_count
+        return a.utilization < b.utilization  # same GPU, so the same order as device memory
     return a.utilization < b.utilization
 
 
@@ -181,23 +199,36 @@ def estimate(scenario: Scenario, gpus: GpuCatalog, models: ModelCatalog,
     eff = scenario.efficiency
     rows = []
     notes: list[str] = []
+    tokens = job_tokens(w)
     for gpu in selected:
         cap_bytes = gpu.memory_gib_usable * GIB
         prices = price_range(gpu, scenario.budget)
         buy = buy_vs_rent(gpu, scenario.budget, prices.expected if prices else None)
+        prelude = training_prelude(mm, gpu, engine, eff.mfu) if w.is_training and speed else None
+        same_speed: dict[tuple[int, str], tuple] = {}
         for n, par, bd in setups:
             need = bd.device_total
             fits = need <= cap_bytes
             perf = cost = None
             if fits and speed:
-                if w.is_training:
-                    perf = training_performance(mm, gpu, n, par, engine, mfu=eff.mfu, gpus_per_node=hw.gpus_per_node)
+                # Setups whose speed model is identical (DDP and ZeRO-1/2 move the same gradient
+                # bytes; ZeRO-3 and FSDP the same gathers) share one computation.
+                group = (n, SPEED_GROUP.get(par, par) if w.is_training else par)
+                known = same_speed.get(group)
+                if known is not None:
+                    perf, cost = known
                 else:
-                    perf = inference_performance(mm, gpu, n, par, engine, bw_eff=eff.bandwidth_efficiency,
-                                                 prefill_mfu=eff.prefill_mfu, gpus_per_node=hw.gpus_per_node)
-                cost = job_cost(w, scenario.budget, gpu, n, perf.tokens_per_s, prices=prices, buy=buy)
-                if perf.notes:
-                    notes.extend(perf.notes)
+                    if w.is_training:
+                        perf = training_performance(mm, gpu, n, par, engine, mfu=eff.mfu,
+                                                    gpus_per_node=hw.gpus_per_node, prelude=prelude)
+                    else:
+                        perf = inference_performance(mm, gpu, n, par, engine, bw_eff=eff.bandwidth_efficiency,
+                                                     prefill_mfu=eff.prefill_mfu, gpus_per_node=hw.gpus_per_node)
+                    cost = job_cost(w, scenario.budget, gpu, n, perf.tokens_per_s, prices=prices, buy=buy,
+                                    tokens=tokens)
+                    same_speed[group] = (perf, cost)
+                    if perf.notes:
+                        notes.extend(perf.notes)
             rows.append((gpu, n, par, bd, fits, need / cap_bytes, (cap_bytes - need) / GIB, perf, cost))
     # Pareto frontier and the cheapest candidate that meets the deadline, before building candidates.
     keys = [_advice.cost_hours(cost) if fits else None for (_, _, _, _, fits, _, _, _, cost) in rows]
@@ -274,4 +305,4 @@ def _finish(est: Estimate, with_advice: bool, gpus: GpuCatalog, models: ModelCat
         warnings += ("Nothing fits: see the changes below.",)
     elif with_advice and not workable:
         warnings += ("Nothing meets the deadline and the budget: see the changes below.",)
-    return replace(est, ranking=ranking, advice=tuple(changes), warnings=warnings)
+    return replace(est, ranking=ranking, advice=tuple(changes), warnings=warnings, _memo={})

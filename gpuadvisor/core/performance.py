@@ -46,6 +46,9 @@ LINK_EFFICIENCY = 0.75
 NETWORK_GB_S = 50.0
 #: Latency of one collective (s): NVLink ~10 us, PCIe and network more.
 NVLINK_LATENCY_S, PCIE_LATENCY_S, NETWORK_LATENCY_S = 10e-6, 25e-6, 30e-6
+#: Training parallelisms with the same speed model: DDP and ZeRO-1/2 all-reduce the same gradient
+#: bytes; ZeRO-3 and FSDP add the same parameter gathers. (Callers may share their results.)
+SPEED_GROUP = {"ddp": "data", "zero1": "data", "zero2": "data", "zero3": "sharded", "fsdp": "sharded"}
 
 
 class Range(NamedTuple):
@@ -190,29 +193,55 @@ def training_flops_per_token(model: ModelSpec, workload: Workload, seq_len: int 
     return passes * forward
 
 
-def training_performance(mm: MemoryModel, gpu: GpuSpec, gpu_count: int, parallelism: str,
-                         engine: EngineProfile, mfu: float | None = None,
-                         gpus_per_node: int = 8) -> PerformanceEstimate:
-    """Training tokens/s of one candidate (see the module docstring)."""
-    m, w = mm.model, mm.workload
+class TrainingPrelude(NamedTuple):
+    """What the training speed of one GPU shares across its setups (see :func:`training_prelude`)."""
+
+    precision: str
+    peak_tflops: float
+    mfu: float
+    flops_per_token: float
+    notes: tuple[str, ...]
+
+
+def training_prelude(mm: MemoryModel, gpu: GpuSpec, engine: EngineProfile,
+                     mfu: float | None = None) -> TrainingPrelude:
+    """Precision, peak, MFU and FLOPs per token of training on ``gpu``: the same for every count and
+    parallelism, so a whole-catalog comparison computes it once per GPU."""
+    w = mm.workload
     prec, peak, notes = _precision(gpu, w.weights)
-    n = gpu_count
     base_mfu = mfu or engine.mfu * ARCH_MFU_FACTOR.get(gpu.architecture, 0.8)
     if w.kind == "qlora":
         base_mfu *= 0.7  # 4-bit dequantization in every matmul (QLoRA trains ~30-40% slower than LoRA)
         notes.append("QLoRA pays for dequantizing the 4-bit base in every matmul (about 30% slower).")
+    flops_token = mm.cached("flops_per_token", lambda: training_flops_per_token(mm.model, w))
+    return TrainingPrelude(prec, peak, base_mfu, flops_token, tuple(notes))
+
+
+def training_performance(mm: MemoryModel, gpu: GpuSpec, gpu_count: int, parallelism: str,
+                         engine: EngineProfile, mfu: float | None = None,
+                         gpus_per_node: int = 8, prelude: TrainingPrelude | None = None) -> PerformanceEstimate:
+    """Training tokens/s of one candidate (see the module docstring).
+
+    ``prelude`` is :func:`training_prelude` for this GPU, engine and ``mfu``, passed in by callers
+    that compare many setups of the same GPU."""
+    m, w = mm.model, mm.workload
+    if prelude is None:
+        prelude = training_prelude(mm, gpu, engine, mfu)
+    prec, peak, base_mfu, flops_token = prelude.precision, prelude.peak_tflops, prelude.mfu, prelude.flops_per_token
+    notes = list(prelude.notes)
+    n = gpu_count
     tokens_step = w.batch_size * w.seq_len * n  # one micro-batch per GPU (data-parallel) per step
-    flops_token = mm.cached("flops_per_token", lambda: training_flops_per_token(m, w))
     compute = tokens_step * flops_token / (n * peak * 1e12 * base_mfu)
     bw_link, lat, _link_name = link(gpu, n, gpus_per_node)
     comm = 0.0
     if n > 1:
         ring = 2 * (n - 1) / n
         grads = mm.grad_bytes
-        if parallelism in ("ddp", "zero1", "zero2"):
+        group = SPEED_GROUP.get(parallelism, parallelism)
+        if group == "data":
             comm = ring * grads / (bw_link * 1e9) + lat
             comm *= (1 - DP_OVERLAP)
-        elif parallelism in ("zero3", "fsdp"):
+        elif group == "sharded":
             # Every weight is gathered in forward and backward, frozen LoRA/QLoRA bases included.
             volume = ring * grads + 2 * (n - 1) / n * mm.weight_bytes
             comm = volume / (bw_link * 1e9) * (1 - DP_OVERLAP) + lat

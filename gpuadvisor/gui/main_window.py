@@ -28,7 +28,7 @@ from ..core.units import format_count, format_hours, format_usd
 from .pages.budget_page import BudgetPage
 from .pages.model_page import ModelPage
 from .pages.workload_page import WorkloadPage
-from .ranking_table import ROLE_KEY, RankingModel, RankingProxy
+from .ranking_table import ROLE_KEY, RankingDelegate, RankingModel, RankingProxy
 from .state import AppState
 
 log = logging.getLogger(__name__)
@@ -121,6 +121,7 @@ class MainWindow(QMainWindow):
         self.ranking_proxy.setSourceModel(self.ranking_model)
         self.table = QTableView()
         self.table.setModel(self.ranking_proxy)
+        self.table.setItemDelegate(RankingDelegate(self.ranking_model, self.ranking_proxy, self.table))
         self.table.setSortingEnabled(True)
         self.table.sortByColumn(-1, Qt.SortOrder.AscendingOrder)
         self.table.setSelectionBehavior(QTableView.SelectionBehavior.SelectRows)
@@ -140,6 +141,9 @@ class MainWindow(QMainWindow):
         self.detail = QTextBrowser()
         self.detail.setOpenLinks(False)
         self.detail.setMinimumWidth(300)
+        # A scroll bar that comes and goes with the text length resizes the viewport twice per
+        # update and re-lays out the window around it; keep it in place.
+        self.detail.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOn)
 
         table_box = QWidget()
         tb = QVBoxLayout(table_box)
@@ -264,7 +268,7 @@ class MainWindow(QMainWindow):
     def _whatif_input(self, est: Estimate, best, whatif_curves):
         # The selected candidate's GPU plus the cheapest few that fit, at most six curves.
         ids: list[str] = []
-        selected = next((c for c in est.candidates if c.key == self.state.selected), None)
+        selected = est.candidate(self.state.selected)
         if selected is not None:
             ids.append(selected.gpu.id)
         for c in est.ranking:
@@ -432,24 +436,24 @@ class MainWindow(QMainWindow):
         current = self.table.currentIndex()
         if current.isValid() and current.siblingAtColumn(0).data(ROLE_KEY) == key:
             return
-        for row in range(self.ranking_proxy.rowCount()):
-            index = self.ranking_proxy.index(row, 0)
-            if index.data(ROLE_KEY) == key:
-                selection = self.table.selectionModel()
-                selection.blockSignals(True)
-                flags = (QItemSelectionModel.SelectionFlag.ClearAndSelect
-                         | QItemSelectionModel.SelectionFlag.Rows)
-                selection.setCurrentIndex(index, flags)
-                selection.blockSignals(False)
-                self.table.viewport().update()
-                return
+        source_row = self.ranking_model.row_of(key)
+        if source_row is None:
+            return
+        index = self.ranking_proxy.mapFromSource(self.ranking_model.index(source_row, 0))
+        if index.isValid():
+            selection = self.table.selectionModel()
+            selection.blockSignals(True)
+            flags = QItemSelectionModel.SelectionFlag.ClearAndSelect | QItemSelectionModel.SelectionFlag.Rows
+            selection.setCurrentIndex(index, flags)
+            selection.blockSignals(False)
+            self.table.viewport().update()
 
     def _show_detail(self, key: str) -> None:
         est = self.state.estimate
         if est is None:
             self.detail.setHtml("")
             return
-        c = next((c for c in est.candidates if c.key == key), None)
+        c = est.candidate(key)
         parts = []
         if c is not None:
             g = c.memory.gib()
@@ -491,7 +495,7 @@ class MainWindow(QMainWindow):
         self.detail.setHtml("".join(parts) or "<p>Select a setup in the table or a chart.</p>")
 
     def _on_fitting_only_toggled(self, value: bool) -> None:
-        self.ranking_proxy.set_fitting_only(value)
+        self.ranking_model.set_fitting_only(value)
         self._select_row(self.state.selected)
 
     def set_whatif_axis(self, axis: str) -> None:

@@ -88,8 +88,7 @@ class AppState(QObject):
         self.last_compute_ms = (time.perf_counter() - t0) * 1000
         self.estimate = result
         self.set_error("")
-        keys = {c.key for c in result.candidates}
-        if self.selected not in keys:
+        if result.candidate(self.selected) is None:
             self.select(result.ranking[0].key if result.ranking else "")
         self.estimateChanged.emit(result)
 

@@ -91,7 +91,7 @@ class VramChart(ChartBase):
             self.legend.addItem(item, label)
 
         self._rows: list = []
-        self._tooltips: list[str] = []
+        self._tooltips: dict[int, str] = {}
         scene = self.plot.scene()
         scene.sigMouseMoved.connect(self._on_mouse_moved)
         scene.sigMouseClicked.connect(self._on_mouse_clicked)
@@ -103,12 +103,16 @@ class VramChart(ChartBase):
 
         Candidates with a non-finite number are skipped (never drawn as NaN).
         """
-        rows = [c for c in candidates if _finite_candidate(c)]
+        rows, gib = [], []
+        for c in candidates:
+            g = c.memory.gib()
+            if finite(c.capacity_gib, c.headroom_gib, *g.values()):
+                rows.append(c)
+                gib.append(g)
         self._rows = rows
-        self._tooltips = [_tooltip(c) for c in rows]
+        self._tooltips = {}  # built on hover: most updates are never hovered
         n = len(rows)
         ys = np.arange(n, dtype=float)
-        gib = [c.memory.gib() for c in rows]
         x0 = np.zeros(n)
         for name in COMPONENT_ORDER:
             width = np.array([g[name] for g in gib], dtype=float)
@@ -162,7 +166,10 @@ class VramChart(ChartBase):
 
     def tooltip_for_row(self, row: int) -> str:
         """The hover text of ``row``: every component, the totals, capacity and headroom (rich text)."""
-        return self._tooltips[row]
+        text = self._tooltips.get(row)
+        if text is None:
+            text = self._tooltips[row] = _tooltip(self._rows[row])
+        return text
 
     def row_at(self, scene_pos: QPointF) -> int | None:
         """The row under a scene position (over the bars or the GPU name), else ``None``."""
@@ -186,7 +193,7 @@ class VramChart(ChartBase):
     # -- slots ---------------------------------------------------------------------------
     def _on_mouse_moved(self, scene_pos: QPointF) -> None:
         row = self.row_at(scene_pos)
-        text = "" if row is None else self._tooltips[row]
+        text = "" if row is None else self.tooltip_for_row(row)
         if text != self.plot.toolTip():
             self.plot.setToolTip(text)
             if QToolTip.isVisible():
@@ -201,10 +208,6 @@ class VramChart(ChartBase):
         row = self.row_at(event.scenePos())
         if row is not None:
             self.gpuClicked.emit(self._rows[row].gpu.id)
-
-
-def _finite_candidate(c) -> bool:
-    return finite(c.capacity_gib, c.headroom_gib, *c.memory.gib().values())
 
 
 def _tooltip(c) -> str:
