@@ -5,6 +5,15 @@
     gpuadvisor-cli models [--json]
     gpuadvisor-cli default-scenario
     gpuadvisor-cli report SCENARIO.json -o REPORT.pdf [--page-size A4|Letter] [--gpu ID ...]
+    gpuadvisor-cli catalog export gpus|models -o FILE [--format csv|json] [--json]
+    gpuadvisor-cli catalog import gpus|models FILE [--format csv|json] [--dry-run] [--json]
+
+The catalogs are the bundled ones plus the user's own edits (``user-catalog.json`` in the user
+data folder, see ``docs/catalog.md``); ``--no-user-catalog``, before or after the command name,
+uses the bundled catalogs alone. Problems with the user's edits are printed once, as
+``warning:`` lines on stderr. ``catalog import`` applies the good rows of a CSV or JSON file to
+the user's catalog (``--dry-run``: report only), prints what was added, updated and rejected, and
+exits with 1 when some rows were rejected.
 
 ``report`` is the only command that needs Qt (imported when it runs); without a display it
 renders offscreen. Bad input prints one line (``error: workload.batch_size: must be ...``) and exits with 2;
@@ -23,14 +32,19 @@ from typing import Sequence
 from . import __version__
 from .core.errors import InputError
 from .core.estimate import Candidate, Estimate, estimate
-from .core.hardware import GpuCatalog, load_gpu_catalog
-from .core.presets import ModelCatalog, load_model_catalog
+from .core.catalog_exchange import FORMATS, export_text, import_file
+from .core.hardware import GpuCatalog
+from .core.presets import ModelCatalog
 from .core.scenario import Scenario, ModelSource, dumps_scenario, load_scenario
 from .core.serialize import estimate_to_dict, gpu_to_dict, model_to_dict
 from .core.units import format_count, format_hours, format_usd
+from .core.user_catalog import KINDS, bundled_meta, bundled_rows, diff, merge
 from .core.workload import Workload
+from .storage import (atomic_write_text, backup_path, load_effective_catalogs, load_user_catalog,
+                      save_user_catalog, user_catalog_file)
 
 EXIT_INPUT = 2
+EXIT_REJECTED_ROWS = 1
 
 
 def default_scenario() -> Scenario:
@@ -40,8 +54,19 @@ def default_scenario() -> Scenario:
                                       gradient_checkpointing=True, train_tokens=100e6))
 
 
-def load_catalogs() -> tuple[GpuCatalog, ModelCatalog]:
-    return load_gpu_catalog(), load_model_catalog()
+def _warn(warnings: Sequence[str]) -> None:
+    for warning in warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+
+
+def load_catalogs(use_user: bool = True) -> tuple[GpuCatalog, ModelCatalog]:
+    """The effective catalogs (bundled + the user's edits unless ``use_user`` is False).
+
+    Problems with the user's edits are printed to stderr as ``warning:`` lines.
+    """
+    gpus, models, warnings = load_effective_catalogs(use_user)
+    _warn(warnings)
+    return gpus, models
 
 
 def _table(rows: list[list[str]], header: list[str], right: set[int]) -> str:
@@ -117,7 +142,7 @@ def render_estimate(est: Estimate, show_all: bool = False) -> str:
 
 def cmd_estimate(args: argparse.Namespace) -> int:
     scenario = load_scenario(args.scenario)
-    gpus, models = load_catalogs()
+    gpus, models = load_catalogs(not args.no_user_catalog)
     est = estimate(scenario, gpus, models, gpu_ids=args.gpu or None)
     if args.json:
         print(json.dumps(estimate_to_dict(est), indent=2))
@@ -127,7 +152,7 @@ def cmd_estimate(args: argparse.Namespace) -> int:
 
 
 def cmd_gpus(args: argparse.Namespace) -> int:
-    gpus = load_gpu_catalog()
+    gpus, _ = load_catalogs(not args.no_user_catalog)
     if args.json:
         print(json.dumps({"updated": gpus.meta.updated, "gpus": [gpu_to_dict(g) for g in gpus]}, indent=2))
         return 0
@@ -144,7 +169,7 @@ def cmd_gpus(args: argparse.Namespace) -> int:
 
 
 def cmd_models(args: argparse.Namespace) -> int:
-    models = load_model_catalog()
+    _, models = load_catalogs(not args.no_user_catalog)
     if args.json:
         print(json.dumps({"updated": models.meta.updated, "models": [model_to_dict(m) for m in models]}, indent=2))
         return 0
@@ -186,7 +211,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     from .core.report import build_report
 
     scenario = load_scenario(args.scenario)
-    gpus, models = load_catalogs()
+    gpus, models = load_catalogs(not args.no_user_catalog)
     est = estimate(scenario, gpus, models, gpu_ids=args.gpu or None)
     report = build_report(est, gpus.meta, datetime.date.today())
     _use_offscreen_qt_when_headless()
@@ -200,12 +225,76 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _effective_rows(kind: str, use_user: bool) -> tuple[list[dict[str, str]], bool]:
+    """The table of ``kind`` as the catalog editor shows it, and whether it holds user edits."""
+    if not use_user:
+        return bundled_rows(kind), False
+    loaded = load_user_catalog()
+    edits = loaded.catalog.edits(kind)
+    rows, warnings = merge(kind, edits)
+    _warn(loaded.warnings + warnings)
+    return [r.row for r in rows], not edits.is_empty
+
+
+def _format_for(path: str, given: str | None) -> str:
+    return given or ("json" if path.lower().endswith(".json") else "csv")
+
+
+def cmd_catalog_export(args: argparse.Namespace) -> int:
+    rows, edited = _effective_rows(args.kind, not args.no_user_catalog)
+    fmt = _format_for(args.output, args.format)
+    updated = datetime.date.today().isoformat() if edited else bundled_meta(args.kind).updated
+    path = atomic_write_text(args.output, export_text(args.kind, rows, fmt, updated))
+    if args.json:
+        print(json.dumps({"kind": args.kind, "file": str(path), "format": fmt, "rows": len(rows),
+                          "user_edits": edited}, indent=2))
+    else:
+        print(f"{path}: {len(rows)} {args.kind} rows ({fmt}{', with your edits' if edited else ''})")
+    return 0
+
+
+def cmd_catalog_import(args: argparse.Namespace) -> int:
+    if args.no_user_catalog:
+        raise InputError("--no-user-catalog",
+                         "cannot be used with catalog import, which changes your user catalog")
+    loaded = load_user_catalog()
+    rows, warnings = merge(args.kind, loaded.catalog.edits(args.kind))
+    _warn(loaded.warnings + warnings)
+    report = import_file(args.kind, args.file, [r.row for r in rows], fmt=args.format)
+    saved = None
+    if report.changed and not args.dry_run:
+        saved = save_user_catalog(loaded.catalog.with_edits(args.kind, diff(args.kind, report.rows)))
+    if args.json:
+        data = report.to_dict()
+        data.update(dry_run=args.dry_run, saved=str(saved) if saved else None)
+        print(json.dumps(data, indent=2))
+    else:
+        print(report.summary())
+        if args.dry_run:
+            print("Dry run: your catalog was not changed.")
+        elif saved:
+            kept = " (the previous version is kept as .bak)" if backup_path(saved).exists() else ""
+            print(f"Saved to {saved}{kept}.")
+        else:
+            print(f"Nothing to change in {user_catalog_file()}.")
+    return EXIT_REJECTED_ROWS if report.rejected else 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="gpuadvisor-cli",
                                      description="Will it fit, how fast, and what will it cost: across a GPU catalog.")
     parser.add_argument("--version", action="version", version=f"gpuadvisor {__version__}")
+    no_user_help = "use the bundled catalogs only, ignoring your own catalog edits"
+    parser.add_argument("--no-user-catalog", action="store_true", help=no_user_help)
+
+    def no_user_option(p: argparse.ArgumentParser) -> None:
+        # Accepted after the command name too; SUPPRESS keeps a value given before it.
+        p.add_argument("--no-user-catalog", action="store_true", default=argparse.SUPPRESS,
+                       help=no_user_help)
+
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("estimate", help="compare GPUs for a scenario file")
+    no_user_option(p)
     p.add_argument("scenario", help="scenario JSON file (see docs/scenario.md)")
     p.add_argument("--gpu", action="append", metavar="ID", help="only these GPU ids (repeatable)")
     p.add_argument("--all", action="store_true", help="show every count and parallelism, not one row per GPU")
@@ -213,18 +302,40 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_estimate)
     p = sub.add_parser("gpus", help="list the GPU catalog")
     p.add_argument("--json", action="store_true")
+    no_user_option(p)
     p.set_defaults(func=cmd_gpus)
     p = sub.add_parser("models", help="list the model presets")
     p.add_argument("--json", action="store_true")
+    no_user_option(p)
     p.set_defaults(func=cmd_models)
     p = sub.add_parser("report", help="write a PDF comparison report (recommendation, table, charts, rent vs buy)")
     p.add_argument("scenario", help="scenario JSON file (see docs/scenario.md)")
     p.add_argument("-o", "--output", required=True, metavar="REPORT.pdf", help="the PDF to write")
     p.add_argument("--page-size", choices=("A4", "Letter"), default="A4", help="paper size (default A4)")
     p.add_argument("--gpu", action="append", metavar="ID", help="only these GPU ids (repeatable)")
+    no_user_option(p)
     p.set_defaults(func=cmd_report)
     p = sub.add_parser("default-scenario", help="print the default scenario as JSON (a starting point)")
     p.set_defaults(func=cmd_default_scenario)
+    catalog = sub.add_parser("catalog", help="export or import a catalog table (your own catalog)")
+    catalog_sub = catalog.add_subparsers(dest="catalog_command", required=True)
+    p = catalog_sub.add_parser("export",
+                               help="write the effective catalog (bundled + your edits) as CSV or JSON")
+    p.add_argument("kind", choices=KINDS)
+    p.add_argument("-o", "--output", required=True, metavar="FILE",
+                   help="the file to write (replaced atomically)")
+    p.add_argument("--format", choices=FORMATS, help="csv or json (default: from the file name, else csv)")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    no_user_option(p)
+    p.set_defaults(func=cmd_catalog_export)
+    p = catalog_sub.add_parser("import", help="apply the rows of a CSV or JSON file to your own catalog")
+    p.add_argument("kind", choices=KINDS)
+    p.add_argument("file", help="CSV (with or without the metadata line) or JSON file")
+    p.add_argument("--format", choices=FORMATS,
+                   help="csv or json (default: from the file name or its content)")
+    p.add_argument("--dry-run", action="store_true", help="report what would change; change nothing")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_catalog_import)
     return parser
 
 

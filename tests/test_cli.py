@@ -292,3 +292,150 @@ def test_python_m_gpuadvisor_without_a_display_prints_a_comparison():
     assert "no display" in proc.stderr
     assert "Llama 3.1 8B" in proc.stdout
     assert "NVIDIA H100" in proc.stdout and "verdict" in proc.stdout
+
+
+# --- the user's catalog ----------------------------------------------------------------------
+
+def _save_user_edits(**kinds):
+    from gpuadvisor.core.user_catalog import KindEdits, UserCatalog
+    from gpuadvisor.storage import save_user_catalog
+    return save_user_catalog(UserCatalog(**{k: KindEdits(**v) for k, v in kinds.items()}))
+
+
+def _gpu_json(capsys, *argv):
+    code, out, err = run_main(capsys, *argv)
+    assert code == 0, err
+    return {g["id"]: g for g in json.loads(out)["gpus"]}
+
+
+def test_listings_use_the_user_catalog_unless_told_not_to(capsys):
+    _save_user_edits(gpus={"overrides": {"h100-sxm": {"name": "My H100", "tdp_w": "650"}},
+                           "deleted": ("t4",)},
+                     models={"overrides": {"gpt2-xl": {"name": "My GPT-2"}}})
+    edited = _gpu_json(capsys, "gpus", "--json")
+    assert edited["h100-sxm"]["tdp_w"] == 650 and "t4" not in edited
+    for argv in (["--no-user-catalog", "gpus", "--json"], ["gpus", "--json", "--no-user-catalog"]):
+        bundled = _gpu_json(capsys, *argv)
+        assert bundled["h100-sxm"]["tdp_w"] == 700 and bundled["h100-sxm"]["name"] != "My H100"
+        assert "t4" in bundled
+    assert "My GPT-2" in run_main(capsys, "models")[1]
+    assert "My GPT-2" not in run_main(capsys, "models", "--no-user-catalog")[1]
+
+
+def test_estimate_uses_the_user_catalog_unless_told_not_to(capsys, tmp_path):
+    _save_user_edits(gpus={"overrides": {"t4": {"memory_gib_usable": "8"}}})
+    scenario = write_scenario(tmp_path, INFERENCE_7B)
+    code, out, _ = run_main(capsys, "estimate", scenario, "--gpu", "t4", "--json")
+    assert code == 0 and json.loads(out)["candidates"][0]["capacity_gib"] == 8
+    code, out, _ = run_main(capsys, "--no-user-catalog", "estimate", scenario, "--gpu", "t4", "--json")
+    assert code == 0 and json.loads(out)["candidates"][0]["capacity_gib"] == 15
+    code, out, _ = run_main(capsys, "estimate", scenario, "--gpu", "t4", "--json", "--no-user-catalog")
+    assert code == 0 and json.loads(out)["candidates"][0]["capacity_gib"] == 15
+
+
+def test_problems_with_the_user_catalog_are_warned_once(capsys, tmp_path):
+    from gpuadvisor.storage import user_catalog_file
+    path = user_catalog_file()
+    path.parent.mkdir(parents=True)
+    path.write_text("{truncated", encoding="utf-8")
+    scenario = write_scenario(tmp_path, INFERENCE_7B)
+    code, out, err = run_main(capsys, "estimate", scenario, "--gpu", "t4", "--json")
+    assert code == 0 and json.loads(out)["candidates"]
+    warnings = [line for line in err.splitlines() if line.startswith("warning:")]
+    assert len(warnings) == 1 and "could not be loaded" in warnings[0] and "kept as" in warnings[0]
+    assert not path.exists()
+    _, _, err = run_main(capsys, "gpus")
+    assert err == ""  # set aside: the next run is quiet
+
+
+def test_catalog_export_writes_the_effective_table(capsys, tmp_path):
+    out_csv = tmp_path / "gpus.csv"
+    code, out, _ = run_main(capsys, "catalog", "export", "gpus", "-o", str(out_csv))
+    assert code == 0 and out.startswith(f"{out_csv}: ")
+    assert out_csv.read_bytes() == (REPO / "catalogs" / "gpus.csv").read_bytes()
+    _save_user_edits(gpus={"overrides": {"h100-sxm": {"tdp_w": "650"}}})
+    out_json = tmp_path / "gpus.json"
+    code, out, _ = run_main(capsys, "catalog", "export", "gpus", "-o", str(out_json), "--json")
+    assert code == 0 and json.loads(out) == {"kind": "gpus", "file": str(out_json), "format": "json",
+                                             "rows": len(load_gpu_catalog()), "user_edits": True}
+    rows = {r["id"]: r for r in json.loads(out_json.read_text(encoding="utf-8"))["rows"]}
+    assert rows["h100-sxm"]["tdp_w"] == "650"
+    code, _, _ = run_main(capsys, "catalog", "export", "gpus", "-o", str(out_csv), "--format", "json",
+                          "--no-user-catalog")
+    assert code == 0 and json.loads(out_csv.read_text(encoding="utf-8"))["rows"][0]["id"] == "rtx-4090"
+
+
+def _import_file(tmp_path):
+    from gpuadvisor.core.catalog_exchange import export_text
+    from gpuadvisor.core.user_catalog import bundled_rows
+    rows = bundled_rows("gpus")
+    h100 = next(r for r in rows if r["id"] == "h100-sxm")
+    h100["tdp_w"] = "650"
+    rows.append(dict(h100, id="my-h100", name="My H100"))
+    rows.append(dict(h100, id="broken", tdp_w="-1"))
+    path = tmp_path / "import.csv"
+    path.write_text(export_text("gpus", rows, "csv", "2026-11-29"), encoding="utf-8")
+    return path, len(rows)
+
+
+def test_catalog_import_dry_run_changes_nothing(capsys, tmp_path):
+    from gpuadvisor.storage import user_catalog_file
+    path, n = _import_file(tmp_path)
+    code, out, err = run_main(capsys, "catalog", "import", "gpus", str(path), "--dry-run")
+    assert code == 1  # one row rejected
+    assert out.splitlines()[0] == "import.csv: 1 added, 1 updated, 26 unchanged, 1 rejected"
+    assert f"  line {n + 2} (id broken): column tdp_w: must be > 0 (got '-1')" in out
+    assert "Dry run: your catalog was not changed." in out
+    assert not user_catalog_file().exists()
+    saved = _save_user_edits(models={"deleted": ("gpt2-xl",)})
+    before = saved.read_bytes()
+    code, out, _ = run_main(capsys, "catalog", "import", "gpus", str(path), "--dry-run", "--json")
+    data = json.loads(out)
+    assert code == 1 and data["dry_run"] is True and data["saved"] is None
+    h100_line = [g.id for g in load_gpu_catalog()].index("h100-sxm") + 3  # after metadata and header
+    assert data["updated"] == [{"line": h100_line, "id": "h100-sxm", "columns": ["tdp_w"]}]
+    assert data["rejected"] == [{"line": n + 2, "id": "broken",
+                                 "reason": "column tdp_w: must be > 0 (got '-1')"}]
+    assert saved.read_bytes() == before and not saved.with_name(saved.name + ".bak").exists()
+
+
+def test_catalog_import_applies_the_good_rows(capsys, tmp_path):
+    from gpuadvisor.core.user_catalog import loads
+    from gpuadvisor.storage import user_catalog_file
+    _save_user_edits(models={"deleted": ("gpt2-xl",)})
+    path, _ = _import_file(tmp_path)
+    code, out, _ = run_main(capsys, "catalog", "import", "gpus", str(path))
+    assert code == 1 and "Saved to" in out
+    user = loads(user_catalog_file().read_bytes())
+    assert dict(user.gpus.overrides) == {"h100-sxm": {"tdp_w": "650"}}
+    assert [r["id"] for r in user.gpus.added] == ["my-h100"] and user.models.deleted == ("gpt2-xl",)
+    gpus = _gpu_json(capsys, "gpus", "--json")
+    assert gpus["my-h100"]["name"] == "My H100" and "broken" not in gpus
+    code, out, _ = run_main(capsys, "catalog", "import", "gpus", str(path))
+    assert out.splitlines()[0] == "import.csv: 0 added, 0 updated, 28 unchanged, 1 rejected"
+    assert "Nothing to change" in out
+
+
+@pytest.mark.parametrize("content, needle", [
+    ("id;name\n1;2\n", "import.csv: line 1: is missing required column(s)"),
+    ("# catalog=models; schema_version=1; updated=x\nid\n", "import.csv: line 1: is a 'models' catalog"),
+    ("", "import.csv: is empty"),
+])
+def test_catalog_import_of_an_unusable_file_exits_2(capsys, tmp_path, content, needle):
+    from gpuadvisor.storage import user_catalog_file
+    path = tmp_path / "import.csv"
+    path.write_text(content, encoding="utf-8")
+    code, out, err = run_main(capsys, "catalog", "import", "gpus", str(path))
+    assert code == 2 and out == "" and needle in _one_error_line(err)
+    assert not user_catalog_file().exists()
+
+
+def test_catalog_import_refuses_no_user_catalog(capsys, tmp_path):
+    path, _ = _import_file(tmp_path)
+    code, _, err = run_main(capsys, "--no-user-catalog", "catalog", "import", "gpus", str(path))
+    assert code == 2 and "--no-user-catalog" in _one_error_line(err)
+
+
+def test_catalog_export_into_a_missing_folder_exits_2(capsys, tmp_path):
+    code, _, err = run_main(capsys, "catalog", "export", "models", "-o", str(tmp_path / "no" / "m.csv"))
+    assert code == 2 and "m.csv" in _one_error_line(err)

@@ -12,6 +12,10 @@ Typical start-up in the GUI::
     ...
     settings = add_recent_file(settings, scenario_path)
     save_settings(settings)                   # raises StorageError with a readable message
+
+    gpus, models, warnings = load_effective_catalogs()   # bundled + the user's edits; never fails
+    loaded = load_user_catalog()              # the edits themselves, for the catalog editor
+    save_user_catalog(loaded.catalog.with_edits("gpus", edits))   # atomic, previous kept as .bak
 """
 
 from .atomic import atomic_write_bytes, atomic_write_text, backup_path, set_aside
@@ -22,12 +26,16 @@ from .paths import HOME_ENV, UserPaths, ensure_dir, user_paths
 from .settings import (MAX_RECENT_FILES, PAGE_SIZES, SETTINGS_FILENAME, Settings, add_recent_file,
                        decode_blob, encode_blob, existing_recent_files, load_settings,
                        remove_recent_file, save_settings, settings_file)
+from .user_catalog_store import (USER_CATALOG_FILENAME, UserCatalogLoad, load_effective_catalogs,
+                                 load_user_catalog, restore_user_catalog, save_user_catalog,
+                                 user_catalog_backups, user_catalog_file)
 
 __all__ = [
     "HOME_ENV", "LOG_FILENAME", "MAX_RECENT_FILES", "PAGE_SIZES", "SETTINGS_FILENAME",
-    "Settings", "StorageError", "UserPaths",
+    "Settings", "StorageError", "USER_CATALOG_FILENAME", "UserCatalogLoad", "UserPaths",
     "add_recent_file", "atomic_write_bytes", "atomic_write_text", "backup_path", "configure_logging",
     "current_log_file", "decode_blob", "encode_blob", "ensure_dir", "existing_recent_files",
-    "load_settings", "log_exception", "remove_recent_file", "save_settings", "set_aside",
-    "settings_file", "shutdown_logging", "user_paths",
+    "load_effective_catalogs", "load_settings", "load_user_catalog", "log_exception", "remove_recent_file",
+    "restore_user_catalog", "save_settings", "save_user_catalog", "set_aside", "settings_file",
+    "shutdown_logging", "user_catalog_backups", "user_catalog_file", "user_paths",
 ]
