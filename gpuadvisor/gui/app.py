@@ -41,19 +41,35 @@ def install_excepthook(parent_getter) -> None:
 
 def build_window(scenario_path: str | None = None, deferred_charts: bool = True):
     """Create the state and the main window (a QApplication must exist)."""
-    from ..cli import default_scenario, load_catalogs
-    from ..core.errors import InputError
+    from ..cli import default_scenario
+    from ..core.errors import CatalogError, InputError
+    from ..core.hardware import load_gpu_catalog
+    from ..core.presets import load_model_catalog
+    from ..core.user_catalog import build_catalogs
     from ..storage.settings import load_settings
+    from ..storage.user_catalog_store import load_user_catalog
     from .main_window import MainWindow
     from .state import AppState
 
     settings, warnings = load_settings()
     for w in warnings:
         log.warning(w)
-    gpus, models = load_catalogs()
+    # The bundled catalogs plus the user's edits; a damaged user file is set aside (never lost)
+    # and explained, and the bundled catalogs are used.
+    loaded = load_user_catalog()
+    catalog_warnings = list(loaded.warnings)
+    try:
+        gpus, models, merge_warnings = build_catalogs(loaded.catalog)
+        catalog_warnings += merge_warnings
+    except CatalogError as exc:
+        gpus, models = load_gpu_catalog(), load_model_catalog()
+        catalog_warnings.append(f"Your catalog edits are not used: {exc}.")
+    for w in catalog_warnings:
+        log.warning(w)
     state = AppState(default_scenario(), gpus, models)
     window = MainWindow(state, settings=settings, default_scenario=default_scenario(),
-                        deferred_charts=deferred_charts)
+                        deferred_charts=deferred_charts, user_catalog=loaded.catalog,
+                        catalog_warnings=catalog_warnings, catalog_set_aside=loaded.set_aside is not None)
     target = scenario_path or (settings.last_scenario if settings.last_scenario and
                                os.path.exists(settings.last_scenario) else None)
     if target:

@@ -61,10 +61,16 @@ class MainWindow(QMainWindow):
     """The application window."""
 
     def __init__(self, state: AppState, settings=None, default_scenario: Scenario | None = None,
-                 deferred_charts: bool = True):
+                 deferred_charts: bool = True, user_catalog=None, catalog_warnings=(),
+                 catalog_set_aside: bool = False):
         super().__init__()
         self.state = state
         self.settings = settings
+        self.user_catalog = user_catalog  # the edits loaded at start; the editor owns them afterwards
+        self.catalog_warnings = list(catalog_warnings)
+        self._catalog_notice = list(catalog_warnings) if catalog_set_aside else []
+        self.catalog_editor = None
+        self.catalog_warning_box = None
         self.default_scenario = default_scenario or state.scenario
         self.charts_ready = False
         self.vram_chart = self.cost_chart = self.whatif_chart = None
@@ -117,6 +123,7 @@ class MainWindow(QMainWindow):
         self.whatif_axis = "context"
 
         self.ranking_model = RankingModel(self)
+        self.ranking_model.stale_months = self._stale_months()
         self.ranking_proxy = RankingProxy(self)
         self.ranking_proxy.setSourceModel(self.ranking_model)
         self.table = QTableView()
@@ -196,6 +203,21 @@ class MainWindow(QMainWindow):
         if not deferred_charts:
             self.create_charts()
         state.recompute()
+        if self.catalog_warnings:
+            QTimer.singleShot(0, self._show_catalog_warnings)
+
+    def _show_catalog_warnings(self) -> None:
+        """Say once what was wrong with the user's catalog file (it was set aside, not lost)."""
+        self.statusBar().showMessage(self.catalog_warnings[0], 15000)
+        if not self._catalog_notice:
+            return
+        box = QMessageBox(QMessageBox.Icon.Warning, "Your catalog edits were set aside",
+                          "\n\n".join(self._catalog_notice), QMessageBox.StandardButton.Ok, self)
+        box.setInformativeText("The bundled catalog is in use. Tools > Catalog editor > Restore backup… brings "
+                               "back a saved copy of your edits.")
+        box.setModal(False)
+        box.show()
+        self.catalog_warning_box = box
 
     def showEvent(self, event) -> None:  # noqa: N802 - Qt override
         super().showEvent(event)
@@ -315,9 +337,58 @@ class MainWindow(QMainWindow):
         view = self.menuBar().addMenu("&View")
         self._action(view, "What-if over &context length", QKeySequence("Ctrl+1"), lambda: self.set_whatif_axis("context"))
         self._action(view, "What-if over &batch size", QKeySequence("Ctrl+2"), lambda: self.set_whatif_axis("batch"))
+        self.tools_menu = self.menuBar().addMenu("&Tools")
+        self.catalog_action = self._action(self.tools_menu, "&Catalog editor…", QKeySequence("Ctrl+K"),
+                                           self.open_catalog_editor)
+        self.catalog_action.setStatusTip("Edit GPUs, prices and model presets; edits are saved and used at once")
         help_menu = self.menuBar().addMenu("&Help")
         self._action(help_menu, "&About gpuadvisor", QKeySequence.StandardKey.HelpContents, self.on_about)
         self._fill_recent_menu()
+
+    # --- catalog editor ----------------------------------------------------------------------
+    def open_catalog_editor(self):
+        """Show the catalog editor (created on first use) and return it."""
+        if self.catalog_editor is None:
+            from ..core.user_catalog import UserCatalog
+            from .catalog_editor import CatalogEditor
+
+            months = self._stale_months()
+            self.catalog_editor = CatalogEditor(
+                self.user_catalog or UserCatalog.empty(), parent=self, stale_months=months,
+                on_stale_months=self._set_stale_months, startup_warnings=self._catalog_notice,
+                current_gpus=lambda: self.state.gpus)
+            self.catalog_editor.catalogsChanged.connect(self._on_catalogs_edited)
+        self.catalog_editor.show()
+        self.catalog_editor.raise_()
+        self.catalog_editor.activateWindow()
+        return self.catalog_editor
+
+    def _on_catalogs_edited(self, gpus, models, warnings) -> None:
+        self.model_page.set_models(models)
+        self.ranking_model.stale_months = self._stale_months()
+        self.state.set_catalogs(gpus, models)
+        if warnings:
+            self.statusBar().showMessage(warnings[0], 8000)
+
+    def _stale_months(self) -> int:
+        return int(getattr(self.settings, "stale_price_months", 6) or 6) if self.settings is not None else 6
+
+    def _set_stale_months(self, months: int) -> None:
+        if self.settings is not None:
+            self.settings.stale_price_months = months
+            self._save_settings_quietly()
+        self.ranking_model.stale_months = months
+        if self.state.estimate is not None:
+            self.ranking_model.set_estimate(self.state.estimate)
+
+    def _save_settings_quietly(self) -> None:
+        from ..storage import StorageError
+        from ..storage.settings import save_settings
+
+        try:
+            save_settings(self.settings)
+        except StorageError as exc:
+            self.statusBar().showMessage(str(exc), 8000)
 
     def _action(self, menu, text, shortcut, slot) -> QAction:
         action = QAction(text, self)
@@ -482,6 +553,10 @@ class MainWindow(QMainWindow):
                           if b.break_even_utilization is not None else "")
                     parts.append(f"<p>Buy vs rent (per GPU-hour of use): owned {format_usd(b.owned_usd_per_hour)}, "
                                  f"rented {format_usd(b.rent_usd_per_hour)}: {verdict}{be}.</p>")
+            if c.cost is not None and c.cost.cost_usd is not None and self.ranking_model.is_stale(c):
+                when = f"dated {c.gpu.price_as_of}" if c.gpu.price_as_of else "undated"
+                parts.append(f"<p style='color:#8a5300'>The prices of this GPU are {when}, older than "
+                             f"{self._stale_months()} months: check them in Tools &gt; Catalog editor.</p>")
             if c.under_provisioned:
                 parts.append("<p style='color:#8a0015'>Under-provisioned: no room left for longer samples or "
                              "allocator spikes (the target is 85–95% of VRAM).</p>")
@@ -607,7 +682,8 @@ class MainWindow(QMainWindow):
         except InputError as exc:
             QMessageBox.warning(self, "Cannot export the report", str(exc))
             return None
-        report = build_report(est, self.state.gpus.meta, datetime.date.today())
+        report = build_report(est, self.state.gpus.meta, datetime.date.today(),
+                              stale_after_months=self._stale_months())
         images = chart_images(est, report.recommended_key)  # widgets: GUI thread
         job = ReportExport(report, est, path, self._page_size(), images, self)
         job.succeeded.connect(self._on_report_written)

@@ -8,6 +8,7 @@ layout (which lays out every cell with a QTextLayout, about half of the table's 
 
 from __future__ import annotations
 
+import datetime as _dt
 import math
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, QSortFilterProxyModel, Qt
@@ -18,15 +19,16 @@ from ..core.estimate import Candidate, Estimate
 from ..core.units import format_hours, format_usd
 
 COL_GPU, COL_COUNT, COL_PAR, COL_VERDICT, COL_NEED, COL_CAP, COL_HEADROOM, COL_TPS, COL_TIME, COL_COST, \
-    COL_PER_M, COL_DEADLINE, COL_BUDGET, COL_PARETO = range(14)
+    COL_PER_M, COL_DEADLINE, COL_BUDGET, COL_PARETO, COL_PRICE_DATE = range(15)
 HEADERS = ["GPU", "GPUs", "Parallelism", "Fit", "Need/GPU (GiB)", "Capacity (GiB)", "Headroom (GiB)",
-           "Tokens/s", "Job time", "Cost", "$ / 1M tokens", "Deadline", "Budget", "Pareto"]
+           "Tokens/s", "Job time", "Cost", "$ / 1M tokens", "Deadline", "Budget", "Pareto", "Prices as of"]
 TOOLTIPS = ["GPU model", "Number of GPUs", "How the GPUs share the work",
             "fits, tight (over 95% of memory) or does not fit", "Device memory each GPU needs (nvidia-smi view)",
             "Usable memory of one GPU", "Capacity minus need", "Aggregate tokens per second (output tokens in "
             "inference, trained tokens in training)", "Expected job time (low-high range in the tooltip)",
             "Job cost range, low to high (cloud price range x speed range)", "Expected cost per million tokens",
-            "Meets the deadline?", "Within the budget?", "On the cost-versus-time Pareto frontier"]
+            "Meets the deadline?", "Within the budget?", "On the cost-versus-time Pareto frontier",
+            "Date of the catalog's prices for this GPU; 'stale' when older than the age set in the catalog editor"]
 ROLE_SORT = Qt.ItemDataRole.UserRole + 1
 ROLE_KEY = Qt.ItemDataRole.UserRole + 2
 _BAD = QBrush(QColor("#b00020"))
@@ -49,6 +51,8 @@ class RankingModel(QAbstractTableModel):
         super().__init__(parent)
         self.rows: list[Candidate] = []
         self.fitting_only = True
+        self.stale_months = 6
+        self.today = _dt.date.today()
         self._all: list[Candidate] = []
         self._texts: dict[int, list[str]] = {}
         self._row_of: dict[str, int] | None = None
@@ -70,11 +74,23 @@ class RankingModel(QAbstractTableModel):
             self._refill()
 
     def _refill(self) -> None:
-        self.beginResetModel()
+        # Rows are updated in place (dataChanged plus rows inserted or removed at the end) rather
+        # than by a model reset, which would also repaint the header and reset the scroll bars.
+        rows = [c for c in self._all if c.fits] if self.fitting_only else list(self._all)
+        old, new = len(self.rows), len(rows)
+        if new < old:
+            self.beginRemoveRows(QModelIndex(), new, old - 1)
+            self.rows = self.rows[:new]
+            self.endRemoveRows()
         self._texts = {}
         self._row_of = None
-        self.rows = [c for c in self._all if c.fits] if self.fitting_only else list(self._all)
-        self.endResetModel()
+        if new > old:
+            self.beginInsertRows(QModelIndex(), old, new - 1)
+            self.rows = rows
+            self.endInsertRows()
+        self.rows = rows
+        if min(old, new):
+            self.dataChanged.emit(self.index(0, 0), self.index(min(old, new) - 1, len(HEADERS) - 1))
 
     def row_of(self, key: str) -> int | None:
         """The row showing the candidate with this key, or ``None`` (filtered out or unknown)."""
@@ -120,6 +136,8 @@ class RankingModel(QAbstractTableModel):
         if role == ROLE_SORT:
             return self._sort_value(c, col)
         if role == Qt.ItemDataRole.ForegroundRole:
+            if col == COL_PRICE_DATE:
+                return _TIGHT if self.is_stale(c) else None
             return verdict_brush(c) if col == COL_VERDICT else None
         if role == Qt.ItemDataRole.TextAlignmentRole:
             return alignment(col)
@@ -137,6 +155,9 @@ class RankingModel(QAbstractTableModel):
             return "single GPU" if c.gpu_count == 1 else c.parallelism
         if col == COL_VERDICT:
             return c.verdict
+        if col == COL_PRICE_DATE:
+            date = c.gpu.price_as_of or "undated"
+            return f"{date} (stale)" if self.is_stale(c) else date
         if col == COL_NEED:
             return f"{c.memory.device_total / 2**30:,.1f}"
         if col == COL_CAP:
@@ -162,6 +183,10 @@ class RankingModel(QAbstractTableModel):
             return "yes" if c.pareto else ""
         return ""
 
+    def is_stale(self, c: Candidate) -> bool:
+        """Is the GPU's price older than ``stale_months`` (or undated)?"""
+        return _stale(c.gpu.price_as_of, self.today, self.stale_months)
+
     def _sort_value(self, c: Candidate, col: int):
         inf = math.inf
         perf, cost = c.performance, c.cost
@@ -176,6 +201,7 @@ class RankingModel(QAbstractTableModel):
             COL_DEADLINE: {True: 0, None: 1, False: 2}[cost.meets_deadline] if cost else 3,
             COL_BUDGET: {True: 0, None: 1, False: 2}[cost.within_budget] if cost else 3,
             COL_PARETO: 0 if c.pareto else 1,
+            COL_PRICE_DATE: c.gpu.price_as_of or "",
         }
         return values[col]
 
@@ -192,6 +218,15 @@ class RankingModel(QAbstractTableModel):
         if c.performance is not None:
             lines.append(f"Bound by {c.performance.bound}; compute in {c.performance.precision_used}")
         return "\n".join(lines)
+
+
+def _stale(as_of: str, today: _dt.date, months: int) -> bool:
+    from ..core.report import months_before
+
+    try:
+        return _dt.date.fromisoformat(as_of) < months_before(today, months)
+    except ValueError:
+        return True
 
 
 def verdict_brush(c: Candidate) -> QBrush:
@@ -249,6 +284,8 @@ class RankingDelegate(QStyledItemDelegate):
             painter.setPen(palette.color(group, QPalette.ColorRole.HighlightedText))
         elif col == COL_VERDICT:
             painter.setPen(verdict_brush(self._model.rows[row]).color())
+        elif col == COL_PRICE_DATE and text.endswith("(stale)"):
+            painter.setPen(_TIGHT.color())
         else:
             painter.setPen(palette.color(group, QPalette.ColorRole.Text))
         rect = option.rect.adjusted(4, 0, -4, 0)

@@ -53,12 +53,7 @@ class ModelPage(QWidget):
         self.search.setToolTip("Filter the model presets by name or id.")
         self.preset_list = QListWidget()
         self.preset_list.setToolTip("Presets hold the full architecture and the published parameter count.")
-        for m in models:
-            item = QListWidgetItem(f"{m.name}  ·  {format_count(m.parameters)}"
-                                   + (f" ({format_count(m.active_parameters)} active)" if m.is_moe else ""))
-            item.setData(Qt.ItemDataRole.UserRole, m.id)
-            item.setToolTip(m.notes or m.source)
-            self.preset_list.addItem(item)
+        self._add_preset_items(models)
         self.preset_list.setMinimumHeight(140)
 
         self.hf_label = QLabel("No file chosen")
@@ -182,6 +177,32 @@ class ModelPage(QWidget):
         finally:
             self._filling = False
         self._update_enabled()
+
+    def _add_preset_items(self, models: ModelCatalog) -> None:
+        for m in models:
+            item = QListWidgetItem(f"{m.name}  ·  {format_count(m.parameters)}"
+                                   + (f" ({format_count(m.active_parameters)} active)" if m.is_moe else ""))
+            item.setData(Qt.ItemDataRole.UserRole, m.id)
+            item.setToolTip(m.notes or m.source)
+            self.preset_list.addItem(item)
+
+    def set_models(self, models: ModelCatalog) -> None:
+        """New presets from the catalog editor: refill the list, keeping the chosen preset (and the
+        search) where it still exists. Changes no scenario by itself."""
+        current = self.preset_list.currentItem()
+        chosen = current.data(Qt.ItemDataRole.UserRole) if current is not None else None
+        self.models = models
+        self._filling = True
+        self.preset_list.blockSignals(True)
+        try:
+            self.preset_list.clear()
+            self._add_preset_items(models)
+            if chosen is not None:
+                self._select_preset(chosen)
+        finally:
+            self.preset_list.blockSignals(False)
+            self._filling = False
+        self._on_search_changed(self.search.text())
 
     def _select_preset(self, preset_id: str) -> None:
         for i in range(self.preset_list.count()):
