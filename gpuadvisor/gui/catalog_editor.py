@@ -153,8 +153,10 @@ class CatalogModel(QAbstractTableModel):
                 return f"{column}" + (f" (in {unit})" if unit else "")
             return None
         if role == Qt.ItemDataRole.DisplayRole and 0 <= section < len(self.rows):
-            mark = {"modified": "✎", "added": "+"}.get(self.status(section), "")
-            return f"{'!' if section in self._errors else ''}{mark}{section + 1}"
+            # The id doubles as the row header, so it stays in view when scrolling sideways;
+            # the marks say invalid (!), changed (✎) or added (+).
+            mark = {"modified": "✎ ", "added": "+ "}.get(self.status(section), "")
+            return f"{'! ' if section in self._errors else ''}{mark}{self.rows[section].get('id') or '(no id)'}"
         if role == Qt.ItemDataRole.ToolTipRole and 0 <= section < len(self.rows):
             return self.row_summary(section)
         return None
@@ -489,12 +491,13 @@ class CatalogTab(QWidget):
         self.table.verticalHeader().setDefaultSectionSize(22)
         header = self.table.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
-        header.setDefaultSectionSize(110)
+        # Wide enough for the header and the values; long texts (name, source, notes) capped.
+        header.setResizeContentsPrecision(60)
+        self.table.resizeColumnsToContents()
         for i, column in enumerate(model.columns):
-            if column in ("name", "source", "notes"):
-                self.table.setColumnWidth(i, 240 if column == "name" else 320)
-            elif column == "id":
-                self.table.setColumnWidth(i, 140)
+            cap = {"name": 260, "source": 320, "notes": 320}.get(column, 220)
+            if self.table.columnWidth(i) > cap:
+                self.table.setColumnWidth(i, cap)
         layout.addWidget(self.table, 1)
         model.changed.connect(self._update_counts)
         model.modelReset.connect(self._update_counts)
@@ -628,10 +631,17 @@ class CatalogEditor(QMainWindow):
             act.triggered.connect(slot)
             return act
 
-        self.undo_action = self.undo.createUndoAction(self, "Undo")
-        self.undo_action.setShortcut(QKeySequence.StandardKey.Undo)
-        self.redo_action = self.undo.createRedoAction(self, "Redo")
+        # Short labels on the buttons; what would be undone is in the tooltip (a long command
+        # name would otherwise widen the toolbar and push the other buttons off screen).
+        self.undo_action = action("Undo", self.undo.undo, QKeySequence.StandardKey.Undo)
+        self.redo_action = action("Redo", self.undo.redo, None)
         self.redo_action.setShortcuts([QKeySequence.StandardKey.Redo, QKeySequence("Ctrl+Shift+Z")])
+        self.undo_action.setEnabled(False)
+        self.redo_action.setEnabled(False)
+        self.undo.canUndoChanged.connect(self.undo_action.setEnabled)
+        self.undo.canRedoChanged.connect(self.redo_action.setEnabled)
+        self.undo.undoTextChanged.connect(lambda text: self.undo_action.setToolTip(f"Undo {text}" if text else "Undo"))
+        self.undo.redoTextChanged.connect(lambda text: self.redo_action.setToolTip(f"Redo {text}" if text else "Redo"))
         self.add_action = action("Add row", self.add_row, "Ctrl+N", "Add an empty row (a unique id is filled in)")
         self.duplicate_action = action("Duplicate", self.duplicate_rows, "Ctrl+D",
                                        "Copy the selected rows under new ids (e.g. your own price quote)")
