@@ -34,6 +34,7 @@ def main() -> int:
         ("01-workload-vram.png", lambda: (window.page_tabs.setCurrentIndex(0), window.chart_tabs.setCurrentIndex(0))),
         ("02-model-cost-time.png", lambda: (window.page_tabs.setCurrentIndex(1), window.chart_tabs.setCurrentIndex(1))),
         ("03-budget-what-if.png", lambda: (window.page_tabs.setCurrentIndex(2), window.chart_tabs.setCurrentIndex(2))),
+        ("04-catalog-editor.png", lambda: _edit_catalog(window)),
     ]
 
     def take(i: int = 0) -> None:
@@ -45,7 +46,8 @@ def main() -> int:
         window.state.flush()
 
         def grab() -> None:
-            window.grab().save(str(OUT / name))
+            target = window.catalog_editor if name.startswith("04") else window
+            target.grab().save(str(OUT / name))
             print(OUT / name)
             take(i + 1)
         QTimer.singleShot(300, grab)
@@ -54,6 +56,24 @@ def main() -> int:
     app.exec()
     window.state.dirty = False
     return 0
+
+
+def _edit_catalog(window) -> None:
+    """The editor with one price quote of our own and one mistake, as a user would see it."""
+    editor = window.open_catalog_editor()
+    editor.resize(1500, 760)
+    model = editor.models["gpus"]
+    row = next(i for i, r in enumerate(model.rows) if r["id"] == "h100-sxm")
+    tab = editor.tabs_by_kind["gpus"]
+    tab.select_source_row(row)
+    editor.duplicate_rows()
+    copy = len(model.rows) - 1
+    model.setData(model.index(copy, model.columns.index("name")), "H100 SXM5 80 GB (our quote)")
+    model.setData(model.index(copy, model.columns.index("cloud_usd_per_hour_expected")), "2.10")
+    model.setData(model.index(copy, model.columns.index("tdp_w")), "-700")
+    editor.flush()
+    tab.table.clearSelection()
+    tab.table.scrollTo(tab.proxy.mapFromSource(model.index(copy, model.columns.index("tdp_w"))))
 
 
 if __name__ == "__main__":
