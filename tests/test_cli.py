@@ -439,3 +439,214 @@ def test_catalog_import_refuses_no_user_catalog(capsys, tmp_path):
 def test_catalog_export_into_a_missing_folder_exits_2(capsys, tmp_path):
     code, _, err = run_main(capsys, "catalog", "export", "models", "-o", str(tmp_path / "no" / "m.csv"))
     assert code == 2 and "m.csv" in _one_error_line(err)
+
+
+# --- prices import ----------------------------------------------------------------------------------
+
+GPUHUNT_HEADER = "instance_name,location,price,cpu,memory,gpu_count,gpu_name,gpu_memory,spot,disk_size,gpu_vendor,flags"
+
+
+def _gpuhunt_file(tmp_path, name="aws.csv"):
+    rows = [GPUHUNT_HEADER,
+            "p5.48xlarge,us-east-1,98.32,192,2048,8,H100,80,False,,nvidia,",
+            "p5.48xlarge,us-west-2,80.00,192,2048,8,H100,80,False,,nvidia,",
+            "p5.48xlarge,us-west-2,40.00,192,2048,8,H100,80,True,,nvidia,",
+            "p4d.24xlarge,us-east-1,32.77,96,1152,8,A100,40,False,,nvidia,",
+            "p2.xlarge,us-east-1,0.90,4,61,1,K80,12,False,,nvidia,",
+            "p2.8xlarge,us-east-1,7.20,32,488,8,K80,12,False,,nvidia,",
+            "g4dn.xlarge,us-east-1,,4,16,1,T4,16,False,,nvidia,",
+            "c5.large,us-east-1,0.085,2,4,0,,,False,,,"]
+    path = tmp_path / name
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    return path
+
+
+def test_prices_import_dry_run_changes_nothing(capsys, tmp_path):
+    from gpuadvisor.storage import user_catalog_file
+    path = _gpuhunt_file(tmp_path)
+    code, out, err = run_main(capsys, "prices", "import", str(path), "--dry-run")
+    assert code == 1, err  # one line rejected (no price)
+    assert "Matched 2 catalog GPUs" in out
+    h100 = next(line for line in out.splitlines() if line.startswith("h100-sxm"))
+    assert h100.split()[1:5] == ["10", "11.145", "12.29", "5-5"]  # per GPU: 80/8, median, 98.32/8; spot 40/8
+    assert "K80: 2 rows" in out and "line 8:" in out and "Dry run: your catalog was not changed." in out
+    assert not user_catalog_file().exists()
+
+
+def test_prices_import_updates_the_user_catalog(capsys, tmp_path):
+    path = _gpuhunt_file(tmp_path)
+    code, out, _ = run_main(capsys, "prices", "import", str(path), "--provider", "AWS", "--json")
+    data = json.loads(out)
+    assert code == 1 and data["saved"] and data["dry_run"] is False
+    matched = {m["gpu"]: m for m in data["matched"]}
+    assert matched["h100-sxm"]["on_demand"] == {"low": 10.0, "median": 11.145, "high": 12.29, "count": 2}
+    assert matched["h100-sxm"]["spot"]["low"] == 5.0 and matched["h100-sxm"]["providers"] == ["AWS"]
+    assert data["unmatched"][0]["name"] == "K80" and data["unmatched"][0]["rows"] == 2
+    assert [r["line"] for r in data["rejected"]] == [8]
+    assert {u["gpu"] for u in data["updated"]} == {"h100-sxm", "a100-40gb"}
+    gpus = _gpu_json(capsys, "gpus", "--json")
+    assert gpus["h100-sxm"]["cloud_usd_per_hour"] == {"low": 10.0, "expected": 11.145, "high": 12.29}
+    assert "Prices from AWS price lists imported" in gpus["h100-sxm"]["source"]
+    assert gpus["a100-40gb"]["cloud_usd_per_hour"]["expected"] == pytest.approx(4.0963, abs=1e-4)
+
+
+def test_prices_import_of_an_unusable_file_exits_2(capsys, tmp_path):
+    from gpuadvisor.storage import user_catalog_file
+    good = _gpuhunt_file(tmp_path)
+    bad = tmp_path / "gcp.csv"
+    bad.write_text("a,b,c\n1,2,3\n", encoding="utf-8")
+    code, out, err = run_main(capsys, "prices", "import", str(good), str(bad))
+    assert code == 2 and out == "" and _one_error_line(err).startswith("error: gcp.csv")
+    assert not user_catalog_file().exists()
+
+
+# --- measured runs and calibration -----------------------------------------------------------------
+
+INFERENCE_RUN = {"model": {"preset": "llama-3.1-8b"},
+                 "workload": {"kind": "inference", "batch_size": 8, "prompt_tokens": 512, "output_tokens": 256,
+                              "engine": "vllm"},
+                 "hardware": {"gpu": "h100-sxm", "gpu_count": 1}}
+TRUE_BW_EFF = 0.55
+
+
+def _true_speed(data, bw_eff=TRUE_BW_EFF):
+    from dataclasses import replace
+
+    from gpuadvisor.core.estimate import estimate
+    from gpuadvisor.core.presets import load_model_catalog
+    from gpuadvisor.core.scenario import Efficiency, scenario_from_dict
+    sc = scenario_from_dict(data)
+    est = estimate(replace(sc, efficiency=Efficiency(bandwidth_efficiency=bw_eff)), load_gpu_catalog(),
+                   load_model_catalog())
+    return est.candidates[0].performance.tokens_per_s.expected
+
+
+def _smi_log(tmp_path, used_mib=76000, util=45):
+    lines = ["timestamp, name, memory.used [MiB], memory.total [MiB], utilization.gpu [%], utilization.memory [%]"]
+    lines += [f"2026/11/20 10:00:{s:02d}.000, NVIDIA H100 80GB HBM3, {used_mib} MiB, 81559 MiB, {util} %, 88 %"
+              for s in range(20)]
+    path = tmp_path / "gpu-log.csv"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_measure_add_list_and_the_scenario_file(capsys, tmp_path):
+    from gpuadvisor.storage import load_measurements
+    scenario = write_scenario(tmp_path, INFERENCE_RUN)
+    measured = _true_speed(INFERENCE_RUN)
+    code, out, err = run_main(capsys, "measure", "add", scenario, "--gpu", "h100-sxm",
+                              "--tokens-per-s", f"{measured:.3f}", "--peak-memory-gib", "70", "--note", "vLLM 0.6")
+    assert code == 0, err
+    assert out.startswith("Recorded m1: 1x h100-sxm, vllm, inference of llama-3.1-8b (batch 8)")
+    tps = next(line for line in out.splitlines() if line.startswith("tokens/s"))
+    assert f"{measured:,.0f}" in tps and "+" in tps.split()[-1]  # the profile is faster than the run
+    (m,) = load_measurements().value
+    assert m.tokens_per_s == pytest.approx(measured, rel=1e-6) and m.source == "typed" and m.note == "vLLM 0.6"
+    assert m.scenario["workload"]["batch_size"] == 8
+    assert [r.id for r in loads_scenario(Path(scenario).read_text()).measurements] == ["m1"]  # saved with it
+
+    code, out, _ = run_main(capsys, "measure", "add", scenario, "--gpu", "h100-sxm", "--smi-log",
+                            str(_smi_log(tmp_path)), "--json", "--no-scenario-update")
+    data = json.loads(out)
+    assert code == 0 and data["measurement"]["id"] == "m2" and data["scenario_updated"] is False
+    assert data["measurement"]["source"] == "nvidia-smi log"
+    assert data["measurement"]["peak_memory_gib"] == pytest.approx(76000 / 1024)
+    assert data["comparison"]["peak_memory_gib"]["error_pct"] < 0
+    assert any("memory-bandwidth saturation" in f["title"] for f in data["findings"])
+    assert len(loads_scenario(Path(scenario).read_text()).measurements) == 1
+
+    code, out, _ = run_main(capsys, "measure", "list")
+    assert code == 0 and out.splitlines()[2].startswith("m1 ") and "2 measurements in" in out
+    code, out, _ = run_main(capsys, "measure", "list", "--json")
+    runs = json.loads(out)["measurements"]
+    assert [r["id"] for r in runs] == ["m1", "m2"] and runs[0]["comparison"]["tokens_per_s"]["error_pct"] > 0
+
+
+@pytest.mark.parametrize("extra, needle", [
+    (["--tokens-per-s", "-5"], "error: --tokens-per-s: must be a number > 0 (got -5.0)"),
+    ([], "error: measurement: give at least one of --tokens-per-s, --seconds-per-step"),
+    (["--seconds-per-step", "2"], "error: --tokens-per-step: is needed to turn seconds_per_step into tokens/s"),
+    (["--tokens-per-s", "5", "--engine", "fsdp"], "error: --engine: is a training engine"),
+])
+def test_measure_add_bad_input_exits_2(capsys, tmp_path, extra, needle):
+    from gpuadvisor.storage import measurements_file
+    scenario = write_scenario(tmp_path, INFERENCE_RUN)
+    code, out, err = run_main(capsys, "measure", "add", scenario, "--gpu", "h100-sxm", *extra)
+    assert code == 2 and out == "" and _one_error_line(err).startswith(needle)
+    assert not measurements_file().exists()
+
+
+def test_measure_diagnose(capsys, tmp_path):
+    code, out, _ = run_main(capsys, "measure", "diagnose", str(_smi_log(tmp_path, used_mib=30000, util=30)))
+    assert code == 0 and "20 samples, peak 29.3 GiB (37% of VRAM), median utilization 30%" in out
+    assert "CPU or data-pipeline bottleneck" in out and "num_workers" in out
+    code, out, _ = run_main(capsys, "measure", "diagnose", str(_smi_log(tmp_path, util=97)), "--json")
+    data = json.loads(out)
+    assert data["gpus"][0]["median_gpu_util_pct"] == 97 and data["findings"][0]["severity"] == "ok"
+    bad = tmp_path / "bad.csv"
+    bad.write_text("hello, world\n1, 2\n", encoding="utf-8")
+    code, _, err = run_main(capsys, "measure", "diagnose", str(bad))
+    assert code == 2 and "bad.csv: line 1: is not an nvidia-smi --query-gpu CSV header" in err
+
+
+def test_calibrate_recovers_the_factor_and_estimate_applies_it(capsys, tmp_path):
+    from gpuadvisor.storage import calibration_file
+    code, _, err = run_main(capsys, "estimate", write_scenario(tmp_path, INFERENCE_RUN), "--calibrated")
+    assert code == 2 and "no calibration profile is saved yet" in _one_error_line(err)
+    for batch in (1, 4, 16):
+        data = json.loads(json.dumps(INFERENCE_RUN))
+        data["workload"]["batch_size"] = batch
+        scenario = write_scenario(tmp_path, data, f"b{batch}.json")
+        code, _, err = run_main(capsys, "measure", "add", scenario, "--gpu", "h100-sxm",
+                                "--tokens-per-s", str(_true_speed(data)))
+        assert code == 0, err
+    code, out, _ = run_main(capsys, "calibrate", "--json")
+    profile = json.loads(out)
+    (fit,) = profile["fits"]
+    assert code == 0 and profile["saved"] == str(calibration_file())
+    assert (fit["gpu_id"], fit["engine"], fit["factor_name"], fit["n_measurements"]) == (
+        "h100-sxm", "vllm", "bandwidth_efficiency", 3)
+    assert fit["value"] == pytest.approx(TRUE_BW_EFF, rel=0.01)
+    assert fit["error_after_pct"] < 1 < fit["error_before_pct"]
+    code, out, _ = run_main(capsys, "calibrate")
+    assert "h100-sxm  vllm    bandwidth_efficiency" in out and "Saved to" in out
+
+    scenario = write_scenario(tmp_path, INFERENCE_RUN)
+    code, out, _ = run_main(capsys, "estimate", scenario, "--calibrated", "--json")
+    data = json.loads(out)
+    assert data["calibration"]["gpus"] == ["h100-sxm"] and data["candidates"][0]["calibrated"] is True
+    assert data["candidates"][0]["tokens_per_s"] == pytest.approx(_true_speed(INFERENCE_RUN), rel=0.01)
+    code, out, _ = run_main(capsys, "estimate", scenario, "--calibrated")
+    assert "NVIDIA H100 SXM5 80 GB *" in out and "* Calibrated to your measurements" in out
+    plain = json.loads(run_main(capsys, "estimate", scenario, "--json")[1])
+    assert plain["calibration"]["enabled"] is False and plain["candidates"][0]["calibrated"] is False
+
+
+def test_calibrate_export_import_round_trip_and_malformed_profiles(capsys, tmp_path):
+    from gpuadvisor.core.calibration import CalibrationProfile, FactorFit, profile_to_json
+    from gpuadvisor.storage import calibration_file, load_calibration, save_calibration
+    code, _, err = run_main(capsys, "calibrate", "--show")
+    assert code == 2 and "no calibration profile is saved yet" in err
+    code, out, _ = run_main(capsys, "calibrate")  # no measurements: nothing fitted, nothing saved
+    assert code == 1 and "No factor could be fitted" in out and not calibration_file().exists()
+    profile = CalibrationProfile(fits=(FactorFit("a100-80gb", "hf-trainer", "mfu", 0.33, 5, 24.0, 1.1,
+                                                 ("m1", "m2")),), created="2026-11-30", note="lab")
+    save_calibration(profile)
+    exported = tmp_path / "shared.json"
+    code, out, _ = run_main(capsys, "calibrate", "--show", "--export", str(exported))
+    assert code == 0 and f"Exported to {exported}." in out and "mfu" in out
+    calibration_file().unlink()
+    code, out, _ = run_main(capsys, "calibrate", "--import", str(exported), "--json")
+    assert code == 0 and json.loads(out)["fits"][0]["value"] == 0.33
+    assert load_calibration().value == profile
+
+    bad = tmp_path / "bad.json"
+    bad.write_text(profile_to_json(profile).replace('"mfu"', '"speed"'), encoding="utf-8")
+    code, out, err = run_main(capsys, "calibrate", "--import", str(bad))
+    assert code == 2 and out == ""
+    assert _one_error_line(err) == ("error: bad.json: fits[0].factor_name: must be one of bandwidth_efficiency, "
+                                    "mfu, prefill_mfu, runtime_overhead_gib (got 'speed')")
+    bad.write_text("{not json", encoding="utf-8")
+    code, _, err = run_main(capsys, "calibrate", "--import", str(bad))
+    assert code == 2 and _one_error_line(err).startswith("error: bad.json: is not valid JSON")
+    assert load_calibration().value == profile  # a refused file changes nothing

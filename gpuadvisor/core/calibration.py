@@ -29,6 +29,8 @@ Method, for every (GPU, engine) group of measurements that carry a scenario snap
 
 Apply a profile with :func:`efficiency_for` (per GPU and engine) or :func:`apply_calibration`
 (a one-GPU scenario); ``docs/measurements.md`` says how the estimator uses the values.
+:func:`compare_measurements` sets each measurement beside its estimate (and the calibrated
+estimate), with the error ``estimate / measured - 1`` in percent.
 """
 
 from __future__ import annotations
@@ -387,7 +389,8 @@ def apply_calibration(scenario: Scenario, profile: CalibrationProfile, gpu_id: s
 
     Efficiencies the scenario sets itself win; the rest come from the profile. A fitted
     ``runtime_overhead_gib`` replaces the CUDA context and fragmentation
-    (``RuntimeOverhead(cuda_context_gib=value, fragmentation=0)``).
+    (``RuntimeOverhead(cuda_context_gib=value, fragmentation=0)``) while the scenario keeps the
+    default ``overhead`` (one it sets itself wins, as in ``estimate(..., calibration=profile)``).
     """
     gpu = gpu_id or scenario.hardware.gpu
     if gpu is None:
@@ -400,7 +403,7 @@ def apply_calibration(scenario: Scenario, profile: CalibrationProfile, gpu_id: s
     eff = scenario.efficiency
     changes = {k: values[k] for k in EFFICIENCY_FACTORS if k in values and getattr(eff, k) is None}
     out = replace(scenario, efficiency=replace(eff, **changes)) if changes else scenario
-    if "runtime_overhead_gib" in values:
+    if "runtime_overhead_gib" in values and scenario.overhead == RuntimeOverhead():
         overhead = values["runtime_overhead_gib"]
         if overhead > MAX_CONTEXT_GIB:
             raise InputError("calibration.runtime_overhead_gib",
@@ -552,3 +555,93 @@ def profile_from_json(text: str, origin: str = "calibration profile") -> Calibra
         raise InputError(origin, f"is not valid JSON: {exc.msg} at line {exc.lineno}, "
                                  f"column {exc.colno}") from None
     return profile_from_dict(data, origin)
+
+
+# --- estimate versus measurement -------------------------------------------------------------------------
+
+def _error_pct(estimated: float | None, measured: float | None) -> float | None:
+    if estimated is None or measured is None or measured <= 0:
+        return None
+    return (estimated / measured - 1.0) * 100.0
+
+
+class Comparison(NamedTuple):
+    """One measurement beside what the estimate (and the calibrated estimate) predicts for it.
+
+    Memory is compared like with like: the device total for nvidia-smi and typed readings, the
+    tensor total for ``torch.cuda.max_memory_allocated``. ``problem`` says why there is no
+    estimate (no scenario snapshot, an unknown GPU, ...); it is "" otherwise.
+    """
+
+    measurement: Measurement
+    measured_tokens_per_s: float | None
+    estimated_tokens_per_s: float | None
+    calibrated_tokens_per_s: float | None
+    measured_memory_gib: float | None
+    estimated_memory_gib: float | None
+    calibrated_memory_gib: float | None
+    problem: str = ""
+
+    @property
+    def tokens_error_pct(self) -> float | None:
+        """Estimated over measured tokens/s, minus 1, in percent (positive: the estimate is too fast)."""
+        return _error_pct(self.estimated_tokens_per_s, self.measured_tokens_per_s)
+
+    @property
+    def calibrated_tokens_error_pct(self) -> float | None:
+        return _error_pct(self.calibrated_tokens_per_s, self.measured_tokens_per_s)
+
+    @property
+    def memory_error_pct(self) -> float | None:
+        """Estimated over measured peak memory, minus 1, in percent."""
+        return _error_pct(self.estimated_memory_gib, self.measured_memory_gib)
+
+    @property
+    def calibrated_memory_error_pct(self) -> float | None:
+        return _error_pct(self.calibrated_memory_gib, self.measured_memory_gib)
+
+
+def calibrated_factors(profile: CalibrationProfile | None, m: Measurement) -> dict[str, float]:
+    """The profile's values for a measurement's GPU and engine, less those its snapshot sets itself
+    (the same precedence as ``estimate(..., calibration=profile)``)."""
+    if profile is None:
+        return {}
+    try:
+        values = efficiency_for(profile, m.gpu_id, measurement_engine(m))
+    except InputError:
+        return {}
+    snap = m.scenario or {}
+    eff = snap.get("efficiency") if isinstance(snap.get("efficiency"), dict) else {}
+    overhead = snap.get("overhead")
+    own_overhead = isinstance(overhead, dict) and overhead and (
+        overhead.get("cuda_context_gib", 0.6) != RuntimeOverhead().cuda_context_gib
+        or overhead.get("fragmentation") is not None)
+    return {k: v for k, v in values.items()
+            if not (k == "runtime_overhead_gib" and own_overhead) and eff.get(k) is None}
+
+
+def compare_measurements(measurements: Sequence[Measurement], predictor: Predictor,
+                         profile: CalibrationProfile | None = None) -> list[Comparison]:
+    """Each measurement beside its estimate and, with ``profile``, its calibrated estimate."""
+    out = []
+    for m in measurements:
+        tps = m.throughput_tokens_per_s
+        mem = m.peak_memory_gib
+        try:
+            base = predictor(m, {})
+        except InputError as exc:
+            out.append(Comparison(m, tps, None, None, mem, None, None, problem=str(exc)))
+            continue
+        factors = calibrated_factors(profile, m)
+        cal = predictor(m, factors) if factors else None
+
+        def memory(p: Prediction | None) -> float | None:
+            if p is None or mem is None:
+                return None
+            return p.device_gib if m.memory_is_device_total else p.tensors_gib
+
+        out.append(Comparison(
+            m, tps, base.tokens_per_s if tps is not None else None,
+            cal.tokens_per_s if cal is not None and tps is not None else None,
+            mem, memory(base), memory(cal)))
+    return out

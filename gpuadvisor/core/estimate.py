@@ -7,13 +7,20 @@ job time and cost, and :mod:`gpuadvisor.core.advice` ranks candidates and propos
 Memory does not depend on which GPU runs the job (a card without FP8 or BF16 stores the same
 bytes), so each (count, parallelism) breakdown is computed once and shared by every GPU of
 the catalog: that is what keeps a whole-catalog comparison in the low milliseconds.
+
+Calibration (``estimate(..., calibration=profile)``, see :mod:`gpuadvisor.core.calibration` and
+``docs/measurements.md``): the profile's values for each GPU and the resolved engine are looked
+up once per GPU. An efficiency the scenario sets itself wins over the calibration, which wins
+over the engine profile; a fitted ``runtime_overhead_gib`` replaces the CUDA context and the
+fragmentation in a per-GPU copy of the breakdowns, unless the scenario sets its own ``overhead``.
+The GPUs and values actually used are recorded in :attr:`Estimate.calibration_fits`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from . import advice as _advice
 from .cost import CostEstimate, buy_vs_rent, job_cost, job_tokens, price_range
@@ -27,6 +34,10 @@ from .performance import (SPEED_GROUP, PerformanceEstimate, inference_performanc
 from .presets import ModelCatalog
 from .scenario import Scenario
 from .units import GIB
+from .workload import RuntimeOverhead
+
+if TYPE_CHECKING:  # calibration imports this module; the profile is only a value here
+    from .calibration import CalibrationProfile, FactorFit
 
 DEFAULT_GPU_COUNTS = (1, 2, 4, 8)
 #: Memory utilization above this is too tight for a long job (allocator spikes, longer samples).
@@ -91,6 +102,10 @@ class Estimate:
     advice: tuple[_advice.Change, ...] = ()
     engine: str = ""
     gpu_ids: tuple[str, ...] = ()  # the GPUs the comparison was restricted to (empty: whole catalog)
+    #: The calibration profile passed to :func:`estimate` (None: calibration off).
+    calibration: CalibrationProfile | None = None
+    #: The fitted values that were applied, per GPU (after the scenario's own settings won).
+    calibration_fits: tuple[FactorFit, ...] = ()
     #: Filled on first use by :meth:`best_per_gpu` and :meth:`candidate` (the views ask for them
     #: several times per update); not part of the value.
     _memo: dict = field(default_factory=dict, compare=False, repr=False)
@@ -116,13 +131,63 @@ class Estimate:
             index = self._memo["index"] = {c.key: c for c in self.candidates}
         return index.get(key)
 
+    @property
+    def calibrated_gpus(self) -> tuple[str, ...]:
+        """Ids of the GPUs whose figures use calibrated values, in catalog order."""
+        return tuple(dict.fromkeys(f.gpu_id for f in self.calibration_fits))
+
+    def is_calibrated(self, gpu_id: str) -> bool:
+        """Whether this GPU's figures use calibrated values."""
+        return gpu_id in self.calibrated_gpus
+
+    def _memory_model_for(self, gpu_id: str) -> MemoryModel:
+        """The memory model with this GPU's calibrated runtime overhead (the shared one otherwise)."""
+        overhead = next((f.value for f in self.calibration_fits
+                         if f.gpu_id == gpu_id and f.factor_name == "runtime_overhead_gib"), None)
+        if overhead is None:
+            return self.memory_model
+        key = ("mm", overhead)
+        mm = self._memo.get(key)
+        if mm is None:
+            base = self.memory_model
+            mm = self._memo[key] = MemoryModel(base.model, base.workload, _calibrated_overhead(overhead),
+                                               prefill_chunk_tokens=base.prefill_chunk_tokens)
+        return mm
+
     def what_if(self, candidate: Candidate) -> WhatIf:
         """Largest batch and longest context that fit for this candidate's GPU and setup."""
         cap = candidate.capacity_gib * GIB
-        mm = self.memory_model
+        mm = self._memory_model_for(candidate.gpu.id) if self.calibration_fits else self.memory_model
         return WhatIf(gpu_id=candidate.gpu.id, gpu_count=candidate.gpu_count, parallelism=candidate.parallelism,
                       max_batch=mm.max_batch(cap, candidate.gpu_count, candidate.parallelism),
                       max_context=mm.max_context(cap, candidate.gpu_count, candidate.parallelism))
+
+
+def _calibrated_overhead(gib: float) -> RuntimeOverhead:
+    """A fitted runtime overhead as a scenario overhead (the context field holds at most 64 GiB)."""
+    return RuntimeOverhead(cuda_context_gib=min(gib, 64.0), fragmentation=0.0)
+
+
+def calibration_lookup(profile: CalibrationProfile, engine: str, scenario: Scenario
+                       ) -> dict[str, tuple[FactorFit, ...]]:
+    """GPU id -> the profile's fits for ``engine`` that the scenario leaves to the calibration.
+
+    Efficiencies the scenario sets itself win; a fitted runtime overhead is used only while the
+    scenario keeps the default ``overhead``.
+    """
+    eff = scenario.efficiency
+    own_overhead = scenario.overhead != RuntimeOverhead()
+    out: dict[str, list[FactorFit]] = {}
+    for f in profile.fits:
+        if f.engine != engine:
+            continue
+        if f.factor_name == "runtime_overhead_gib":
+            if own_overhead:
+                continue
+        elif getattr(eff, f.factor_name, None) is not None:
+            continue
+        out.setdefault(f.gpu_id, []).append(f)
+    return {gpu_id: tuple(fits) for gpu_id, fits in out.items()}
 
 
 def _better(a: Candidate, b: Candidate) -> bool:
@@ -167,10 +232,11 @@ def resolve_model(scenario: Scenario, models: ModelCatalog) -> ModelSpec:
 
 def estimate(scenario: Scenario, gpus: GpuCatalog, models: ModelCatalog,
              gpu_ids: list[str] | None = None, with_advice: bool = True, speed: bool = True,
-             _model: ModelSpec | None = None) -> Estimate:
+             _model: ModelSpec | None = None, calibration: CalibrationProfile | None = None) -> Estimate:
     """Compare every candidate of the scenario (or of ``gpu_ids``) and return the :class:`Estimate`.
 
     ``speed=False`` computes memory and fit only (no speed, cost, ranking or advice).
+    ``calibration`` applies a profile's values per GPU (see the module docstring).
     """
     model = _model or resolve_model(scenario, models)
     w, hw = scenario.workload, scenario.hardware
@@ -197,16 +263,38 @@ def estimate(scenario: Scenario, gpus: GpuCatalog, models: ModelCatalog,
         for par in pars:
             setups.append((n, par, mm.breakdown(n, par)))
     eff = scenario.efficiency
+    mfu, bw_eff, prefill_mfu = eff.mfu, eff.bandwidth_efficiency, eff.prefill_mfu
+    lookup = calibration_lookup(calibration, engine.id, scenario) if calibration is not None else None
+    applied: list[FactorFit] = []
     rows = []
     notes: list[str] = []
     tokens = job_tokens(w)
     for gpu in selected:
+        gpu_setups = setups
+        if lookup:
+            # Looked up once per GPU; without calibration the loop below is unchanged.
+            mfu, bw_eff, prefill_mfu = eff.mfu, eff.bandwidth_efficiency, eff.prefill_mfu
+            for f in lookup.get(gpu.id, ()):
+                if f.factor_name == "runtime_overhead_gib":
+                    # The breakdowns are shared by every GPU: this GPU gets its own copies.
+                    gpu_setups = [(n, par, replace(bd, overhead=f.value * GIB)) for n, par, bd in setups]
+                elif f.factor_name == "mfu":
+                    if not w.is_training:
+                        continue
+                    mfu = f.value
+                elif w.is_training:
+                    continue  # bandwidth and prefill efficiencies only enter the inference model
+                elif f.factor_name == "bandwidth_efficiency":
+                    bw_eff = f.value
+                else:
+                    prefill_mfu = f.value
+                applied.append(f)
         cap_bytes = gpu.memory_gib_usable * GIB
         prices = price_range(gpu, scenario.budget)
         buy = buy_vs_rent(gpu, scenario.budget, prices.expected if prices else None)
-        prelude = training_prelude(mm, gpu, engine, eff.mfu) if w.is_training and speed else None
+        prelude = training_prelude(mm, gpu, engine, mfu) if w.is_training and speed else None
         same_speed: dict[tuple[int, str], tuple] = {}
-        for n, par, bd in setups:
+        for n, par, bd in gpu_setups:
             need = bd.device_total
             fits = need <= cap_bytes
             perf = cost = None
@@ -219,11 +307,11 @@ def estimate(scenario: Scenario, gpus: GpuCatalog, models: ModelCatalog,
                     perf, cost = known
                 else:
                     if w.is_training:
-                        perf = training_performance(mm, gpu, n, par, engine, mfu=eff.mfu,
+                        perf = training_performance(mm, gpu, n, par, engine, mfu=mfu,
                                                     gpus_per_node=hw.gpus_per_node, prelude=prelude)
                     else:
-                        perf = inference_performance(mm, gpu, n, par, engine, bw_eff=eff.bandwidth_efficiency,
-                                                     prefill_mfu=eff.prefill_mfu, gpus_per_node=hw.gpus_per_node)
+                        perf = inference_performance(mm, gpu, n, par, engine, bw_eff=bw_eff,
+                                                     prefill_mfu=prefill_mfu, gpus_per_node=hw.gpus_per_node)
                     cost = job_cost(w, scenario.budget, gpu, n, perf.tokens_per_s, prices=prices, buy=buy,
                                     tokens=tokens)
                     same_speed[group] = (perf, cost)
@@ -244,7 +332,8 @@ def estimate(scenario: Scenario, gpus: GpuCatalog, models: ModelCatalog,
         for i, (gpu, n, par, bd, fits, util, headroom, perf, cost) in enumerate(rows))
     result = Estimate(scenario=scenario, model=model, candidates=candidates, memory_model=mm,
                       warnings=tuple(dict.fromkeys(warnings + group_gpu_notes(notes))), engine=engine.id,
-                      gpu_ids=tuple(g.id for g in selected) if ids else ())
+                      gpu_ids=tuple(g.id for g in selected) if ids else (), calibration=calibration,
+                      calibration_fits=tuple(applied))
     return _finish(result, with_advice and speed, gpus, models)
 
 
@@ -286,7 +375,7 @@ def _finish(est: Estimate, with_advice: bool, gpus: GpuCatalog, models: ModelCat
                 any_gpu = "any GPU" in label
                 variant = estimate(transform(est.scenario), gpus, models,
                                    gpu_ids=list(est.gpu_ids) if est.gpu_ids and not any_gpu else None,
-                                   with_advice=False, _model=est.model)
+                                   with_advice=False, _model=est.model, calibration=est.calibration)
             except InputError:
                 continue
             ok = [c for c in variant.ranking if c.cost is None or

@@ -2,8 +2,10 @@
 
 :func:`build_report` turns an :class:`~gpuadvisor.core.estimate.Estimate` into a :class:`Report`:
 the scenario in plain words, a recommendation, one table row per GPU, rent versus buy,
-the method in brief, the engine profile and where its factors come from, the catalog sources
-and every warning a reviewer should read before ordering hardware.
+the method in brief, the engine profile and where its factors come from, whether the estimate
+was calibrated to the user's own measurements (which GPUs, which values, on how many runs and
+with what error), the catalog sources and every warning a reviewer should read before ordering
+hardware.
 
 Every figure in the report is read from :func:`gpuadvisor.core.serialize.candidate_to_dict`
 (the same dictionaries as ``gpuadvisor-cli estimate --json``) and formatted by the ``fmt_*``
@@ -296,6 +298,8 @@ class Report:
     price_sources: tuple[str, ...]
     warnings: tuple[str, ...]
     stale_price_gpus: tuple[str, ...]  # GPU ids whose price is older than the cut-off (or undated)
+    #: Whether the estimate was calibrated to the user's measurements, for which GPUs, with what.
+    calibration_lines: tuple[str, ...] = ()
 
 
 def months_before(day: _dt.date, months: int) -> _dt.date:
@@ -743,6 +747,42 @@ def _method(est: Estimate) -> list[str]:
     return lines
 
 
+FACTOR_WORDS = {"bandwidth_efficiency": "memory bandwidth efficiency", "mfu": "MFU",
+                "prefill_mfu": "prefill MFU", "runtime_overhead_gib": "runtime memory overhead"}
+
+
+def _factor_value(name: str, value: float) -> str:
+    return f"{value:.2f} GiB" if name == "runtime_overhead_gib" else f"{value:.3f}"
+
+
+def _error_pct(value: float | None) -> str:
+    return NONE_MARK if value is None else f"{value:.1f}%"
+
+
+def _calibration(est: Estimate) -> list[str]:
+    """Whether calibration to the user's measurements was applied, to which GPUs, and the values."""
+    profile = est.calibration
+    if profile is None:
+        return ["Calibration to your own measurements: off. Speed and memory come from the engine profile "
+                "and the catalog alone."]
+    head = f"Calibration to your own measurements: on (profile of {profile.created})"
+    if not est.calibration_fits:
+        return [head + f", but it holds no values for the engine {est.engine} that this scenario leaves to "
+                "the calibration, so no figure was changed."]
+    names = {c.gpu.id: plain_gpu_name(c.gpu.name) for c in est.candidates}
+    gpus = [names.get(g, g) for g in est.calibrated_gpus]
+    lines = [head + f". Applied to {len(gpus)} GPU type{'s' if len(gpus) != 1 else ''}: {', '.join(gpus)}; "
+             "the other GPUs use the engine profile. Efficiencies the scenario sets itself are kept."]
+    for f in est.calibration_fits:
+        factor = FACTOR_WORDS.get(f.factor_name, f.factor_name)
+        lines.append(f"{names.get(f.gpu_id, f.gpu_id)} with {f.engine}: {factor} "
+                     f"{_factor_value(f.factor_name, f.value)}, fitted on {f.n_measurements} measurement"
+                     f"{'s' if f.n_measurements != 1 else ''} (median error {_error_pct(f.error_before_pct)} "
+                     f"with the engine profile, {_error_pct(f.error_after_pct)} after calibration)."
+                     + (f" {f.note[:1].upper()}{f.note[1:]}." if f.note else ""))
+    return lines
+
+
 def _sources(table: list[Candidate]) -> tuple[list[SourceEntry], list[str]]:
     price_sources: list[str] = []
     entries = []
@@ -867,5 +907,5 @@ def build_report(est: Estimate, catalog_meta: CatalogMeta, today: _dt.date, stal
         rent_buy_findings=tuple(findings), method_lines=tuple(_method(est)), engine_name=engine_label,
         engine_factors=factors, engine_calibrated_on=calibrated_on, engine_assumed=assumed,
         sources=tuple(sources), price_sources=tuple(price_sources), warnings=tuple(warnings),
-        stale_price_gpus=tuple(stale_ids),
+        stale_price_gpus=tuple(stale_ids), calibration_lines=tuple(_calibration(est)),
     )

@@ -4,6 +4,11 @@ See ``docs/scenario.md`` for the format. Loading never trusts the file: every va
 checked and an error names its dotted path (``workload.batch_size``). Keys this version
 does not know are kept out of the scenario and listed in ``Scenario.warnings``, so files
 written by a newer version still open.
+
+The optional ``measurements`` list holds the runs measured for this scenario
+(:class:`~gpuadvisor.core.measurements.Measurement`, each with a snapshot of the scenario it
+ran, see ``docs/measurements.md``); each entry is checked as strictly as the measurements file,
+and an error names it (``measurements[2].tokens_per_s``).
 """
 
 from __future__ import annotations
@@ -11,11 +16,12 @@ from __future__ import annotations
 import json
 import math
 import os
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
 from .errors import InputError, ScenarioError
+from .measurements import Measurement
 from .workload import Hardware, RuntimeOverhead, Workload
 
 FORMAT_NAME = "gpuadvisor-scenario"
@@ -119,6 +125,7 @@ class Scenario:
     efficiency: Efficiency = field(default_factory=Efficiency)
     name: str = "Untitled scenario"
     notes: str = ""
+    measurements: tuple[Measurement, ...] = ()  # runs measured for this scenario
     warnings: tuple[str, ...] = field(default=(), compare=False)
     base_dir: str | None = field(default=None, compare=False)
 
@@ -179,7 +186,7 @@ def scenario_from_dict(data: Any, base_dir: str | None = None) -> Scenario:
         raise ScenarioError("format", f"is not a gpuadvisor scenario (expected '{FORMAT_NAME}')", fmt)
     for key in data:
         if key not in ("format", "version", "name", "notes", "model", "workload", "hardware", "budget",
-                       "overhead", "efficiency"):
+                       "overhead", "efficiency", "measurements"):
             unknown.append(key)
 
     model_data = _section(data, "model")
@@ -205,9 +212,31 @@ def scenario_from_dict(data: Any, base_dir: str | None = None) -> Scenario:
     notes = data.get("notes", "")
     if not isinstance(notes, str):
         raise ScenarioError("notes", "must be text", notes)
+    measurements = _measurements(data.get("measurements"))
     warnings = tuple(f"ignored unknown key: {k}" if " " not in k else k for k in unknown)
     return Scenario(model=model, workload=workload, hardware=hardware, budget=budget, overhead=overhead,
-                    efficiency=efficiency, name=name, notes=notes, warnings=warnings, base_dir=base_dir)
+                    efficiency=efficiency, name=name, notes=notes, measurements=measurements,
+                    warnings=warnings, base_dir=base_dir)
+
+
+def _measurements(items: Any) -> tuple[Measurement, ...]:
+    """The ``measurements`` list, every entry validated; errors read ``measurements[2].tokens_per_s``."""
+    if items is None:
+        return ()
+    if not isinstance(items, list):
+        raise ScenarioError("measurements", "must be a list of measured runs", type(items).__name__)
+    out: list[Measurement] = []
+    seen: dict[str, int] = {}
+    for i, item in enumerate(items):
+        try:
+            m = Measurement.from_dict(item, where=f"measurements[{i}]")
+        except InputError as exc:
+            raise ScenarioError(exc.field, exc.reason, exc.value) from None
+        if m.id in seen:
+            raise ScenarioError(f"measurements[{i}].id", f"duplicates measurements[{seen[m.id]}]", m.id)
+        seen[m.id] = i
+        out.append(m)
+    return tuple(out)
 
 
 def load_scenario(path: str | os.PathLike[str]) -> Scenario:
@@ -253,12 +282,22 @@ def scenario_to_dict(scenario: Scenario) -> dict[str, Any]:
     workload.pop("ignored_keys", None)
     if isinstance(workload.get("lora_targets"), tuple):
         workload["lora_targets"] = list(workload["lora_targets"])
-    return {
+    out = {
         "format": FORMAT_NAME, "version": FORMAT_VERSION, "name": scenario.name, "notes": scenario.notes,
         "model": model, "workload": workload, "hardware": asdict(scenario.hardware),
         "budget": asdict(scenario.budget), "overhead": asdict(scenario.overhead),
         "efficiency": asdict(scenario.efficiency),
     }
+    if scenario.measurements:  # left out when empty, so files without measurements stay as they were
+        out["measurements"] = [m.to_dict() for m in scenario.measurements]
+    return out
+
+
+def scenario_snapshot(scenario: Scenario) -> dict[str, Any]:
+    """The scenario as a measurement records it: :func:`scenario_to_dict` without the measurements."""
+    if scenario.measurements:
+        scenario = replace(scenario, measurements=())
+    return scenario_to_dict(scenario)
 
 
 def dumps_scenario(scenario: Scenario) -> str:

@@ -47,7 +47,8 @@ def gpu_to_dict(gpu: GpuSpec) -> dict[str, Any]:
     }
 
 
-def candidate_to_dict(c: Candidate) -> dict[str, Any]:
+def candidate_to_dict(c: Candidate, calibrated: bool | None = None) -> dict[str, Any]:
+    """One candidate; ``calibrated`` (when given) adds whether its GPU used calibrated values."""
     mem = {k: _r(v) for k, v in c.memory.gib().items()}
     out: dict[str, Any] = {
         "gpu": c.gpu.id, "gpu_name": c.gpu.name, "gpu_count": c.gpu_count, "parallelism": c.parallelism,
@@ -61,19 +62,34 @@ def candidate_to_dict(c: Candidate) -> dict[str, Any]:
         out.update(c.cost.to_dict())
     out.update({"pareto": c.pareto, "under_provisioned": c.under_provisioned,
                 "over_provisioned": c.over_provisioned})
+    if calibrated is not None:
+        out["calibrated"] = calibrated
     if c.warnings:
         out["warnings"] = list(c.warnings)
     return out
 
 
+def calibration_to_dict(est: Estimate) -> dict[str, Any]:
+    """Whether calibration was on, which GPUs it changed, and the values used (with n and errors)."""
+    return {
+        "enabled": est.calibration is not None,
+        "created": est.calibration.created if est.calibration is not None else None,
+        "gpus": list(est.calibrated_gpus),
+        "factors": [{"gpu": f.gpu_id, "engine": f.engine, "factor": f.factor_name, "value": f.value,
+                     "n_measurements": f.n_measurements, "error_before_pct": f.error_before_pct,
+                     "error_after_pct": f.error_after_pct} for f in est.calibration_fits],
+    }
+
+
 def estimate_to_dict(est: Estimate) -> dict[str, Any]:
     w = est.scenario.workload
+    calibrated = set(est.calibrated_gpus)
     out: dict[str, Any] = {
         "scenario": est.scenario.name,
         "model": model_to_dict(est.model),
         "workload": {"kind": w.kind, "weights": w.weights, "kv_cache": w.kv_precision, "batch_size": w.batch_size,
                      "context_tokens": w.context_tokens},
-        "candidates": [candidate_to_dict(c) for c in est.candidates],
+        "candidates": [candidate_to_dict(c, calibrated=c.gpu.id in calibrated) for c in est.candidates],
         "warnings": list(est.warnings),
     }
     out["what_if"] = [{"gpu": c.gpu.id, "gpu_count": c.gpu_count, "parallelism": c.parallelism,
@@ -84,4 +100,5 @@ def estimate_to_dict(est: Estimate) -> dict[str, Any]:
         out["ranking"] = [c.key for c in est.ranking]
     if est.advice:
         out["advice"] = [a.to_dict() for a in est.advice]
+    out["calibration"] = calibration_to_dict(est)
     return out

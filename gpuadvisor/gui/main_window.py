@@ -202,6 +202,7 @@ class MainWindow(QMainWindow):
         self._deferred_charts = deferred_charts
         if not deferred_charts:
             self.create_charts()
+        self._init_calibration()  # measurements & calibration: saved profile, Tools menu entry, status label
         state.recompute()
         if self.catalog_warnings:
             QTimer.singleShot(0, self._show_catalog_warnings)
@@ -482,6 +483,11 @@ class MainWindow(QMainWindow):
         else:
             line = "<span style='color:#8a0015'><b>Nothing fits.</b></span> See the changes suggested below."
         notes = "".join(f"<br><span style='color:#8a5300'>⚠ {html.escape(wn)}</span>" for wn in est.warnings[:3])
+        if est.calibration is not None:  # calibration to the user's measurements is on
+            n = len(est.calibrated_gpus)
+            line += (f" <span style='color:#117733'>Calibrated to your measurements on {n} GPU type"
+                     f"{'s' if n != 1 else ''}.</span>" if n else
+                     " <span style='color:#117733'>Calibration on (no values for this scenario's engine).</span>")
         return f"{head}<br>{line}{notes}"
 
     # --- selection ---------------------------------------------------------------------------
@@ -735,6 +741,70 @@ class MainWindow(QMainWindow):
                           f"<p>GPU catalog: schema {gm.schema_version}, updated {gm.updated}, {len(self.state.gpus)} "
                           f"GPUs.<br>Model presets: schema {mm.schema_version}, updated {mm.updated}, "
                           f"{len(self.state.models)} models.</p><p>Formulas and sources: docs/estimation.md.</p>")
+
+    # --- measurements and calibration ---------------------------------------------------------
+    def _init_calibration(self) -> None:
+        """Load the saved calibration profile, apply the "calibration on" setting, add the Tools menu
+        entry and a status-bar label that says when estimates are calibrated."""
+        from ..storage.measurements_store import load_calibration
+
+        loaded = load_calibration()
+        for warning in loaded.warnings:
+            log.warning(warning)
+            self.statusBar().showMessage(warning, 10000)
+        self.state.set_calibration(loaded.value, bool(getattr(self.settings, "calibration_enabled", False)))
+        menu = getattr(self, "tools_menu", None)
+        if menu is None:
+            menu = self.tools_menu = self.menuBar().addMenu("&Tools")
+        else:
+            menu.addSeparator()
+        self.measurements_action = self._action(menu, "&Measurements && calibration…", QKeySequence(),
+                                                self.open_measurements)
+        self.measurements_action.setStatusTip("Record measured runs, compare them with the estimate and "
+                                              "calibrate the estimate to them")
+        self.measurements_dialog = None
+        self.calibration_label = QLabel()
+        self.calibration_label.setStyleSheet("color: #117733; padding: 0 6px;")
+        self.statusBar().addPermanentWidget(self.calibration_label)
+        self.state.calibrationChanged.connect(self._on_calibration_changed)
+        self.state.estimateChanged.connect(self._show_calibration_status)
+        self._show_calibration_status()
+
+    def open_measurements(self):
+        """Show the Measurements & calibration window (created on first use) and return it."""
+        if self.measurements_dialog is None:
+            from .measurements_dialog import MeasurementsDialog
+            self.measurements_dialog = MeasurementsDialog(self.state, parent=self)
+        self.measurements_dialog.show()
+        self.measurements_dialog.raise_()
+        self.measurements_dialog.activateWindow()
+        return self.measurements_dialog
+
+    def _on_calibration_changed(self) -> None:
+        if self.settings is not None and self.settings.calibration_enabled != self.state.calibration_enabled:
+            from ..storage.settings import save_settings
+            self.settings.calibration_enabled = self.state.calibration_enabled
+            try:
+                save_settings(self.settings)
+            except InputError as exc:
+                self.statusBar().showMessage(str(exc), 8000)
+        self._show_calibration_status()
+
+    def _show_calibration_status(self, *_args) -> None:
+        est = self.state.estimate
+        if not self.state.calibration_enabled:
+            self.calibration_label.setText("")
+            self.calibration_label.hide()
+            return
+        if self.state.calibration is None:
+            text = "Calibration on: no profile yet"
+        elif est is not None and est.calibrated_gpus:
+            n = len(est.calibrated_gpus)
+            text = f"Calibration on: {n} GPU type{'s' if n != 1 else ''} calibrated"
+        else:
+            text = "Calibration on: no values for this scenario"
+        self.calibration_label.setText(text)
+        self.calibration_label.show()
 
     # --- layout persistence ------------------------------------------------------------------
     def _restore_layout(self) -> None:

@@ -261,6 +261,9 @@ def report_html(report: Report, chart_width_px: float, chart_sizes: tuple[tuple[
               + " (tests/data/calibration.csv; see docs/validation.md)")
     p.append(f"<tr><td style='color:{muted}; padding-right:10px'>Where the factors come from</td>"
              f"<td>{_e(fitted)}</td></tr></table>")
+    if r.calibration_lines:
+        p.append("<h3>Calibration to your measurements</h3>")
+        p.append("<ul>" + "".join(f"<li>{_e(line)}</li>" for line in r.calibration_lines) + "</ul>")
     p.append("<h3>Catalog sources of the GPUs shown</h3>")
     p.append(f"<p style='font-size:7.5pt'>{_e(r.catalog_version)}. Figures are dense datasheet values; prices are "
              "indicative. Price sources: " + "; ".join(f"[P{i}] {_e(s)}" for i, s in enumerate(r.price_sources, 1))

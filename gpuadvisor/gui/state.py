@@ -3,6 +3,10 @@
 Data flows one way: pages edit the scenario through :meth:`AppState.set_scenario`; after a
 short debounce the core's ``estimate`` runs once and ``estimateChanged`` reaches every view.
 Views never compute and never talk to each other; they meet here.
+
+Calibration: :meth:`AppState.set_calibration` holds the user's profile and whether it is on;
+when on, every estimate gets it (``estimate(..., calibration=profile)``) and
+``calibrationChanged`` tells the views.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from pathlib import Path
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
+from ..core.calibration import CalibrationProfile
 from ..core.errors import InputError
 from ..core.estimate import Estimate, estimate
 from ..core.hardware import GpuCatalog
@@ -33,6 +38,7 @@ class AppState(QObject):
     dirtyChanged = Signal(bool)
     pathChanged = Signal(str)  # "" for an unsaved scenario
     selectionChanged = Signal(str)  # candidate key, "" for none
+    calibrationChanged = Signal()  # the profile or whether it is used changed
 
     def __init__(self, scenario: Scenario, gpus: GpuCatalog, models: ModelCatalog, parent: QObject | None = None):
         super().__init__(parent)
@@ -44,6 +50,8 @@ class AppState(QObject):
         self.dirty = False
         self.selected = ""
         self.last_compute_ms = 0.0
+        self.calibration: CalibrationProfile | None = None  # the user's profile (used only when enabled)
+        self.calibration_enabled = False
         self._timer = QTimer(self)
         self._timer.setSingleShot(True)
         self._timer.setInterval(DEBOUNCE_MS)
@@ -75,13 +83,28 @@ class AppState(QObject):
         self.gpus, self.models = gpus, models
         self._timer.start()
 
+    def set_calibration(self, profile: CalibrationProfile | None, enabled: bool) -> None:
+        """Hold the user's calibration profile and whether estimates use it; recompute if that changes."""
+        if profile == self.calibration and enabled == self.calibration_enabled:
+            return
+        was = self.active_calibration
+        self.calibration, self.calibration_enabled = profile, bool(enabled)
+        self.calibrationChanged.emit()
+        if self.active_calibration != was:
+            self._timer.start()
+
+    @property
+    def active_calibration(self) -> CalibrationProfile | None:
+        """The profile estimates use: the user's when calibration is on, else None."""
+        return self.calibration if self.calibration_enabled else None
+
     # --- computing ------------------------------------------------------------------------
     def recompute(self) -> None:
         """Run the core now (the debounce timer calls this)."""
         self._timer.stop()
         t0 = time.perf_counter()
         try:
-            result = estimate(self.scenario, self.gpus, self.models)
+            result = estimate(self.scenario, self.gpus, self.models, calibration=self.active_calibration)
         except InputError as exc:
             self.set_error(str(exc))
             return

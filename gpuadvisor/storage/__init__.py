@@ -14,6 +14,7 @@ Typical start-up in the GUI::
     save_settings(settings)                   # raises StorageError with a readable message
 
     gpus, models, warnings = load_effective_catalogs()   # bundled + the user's edits; never fails
+    runs = load_measurements().value          # measured runs; calibration: load_calibration().value
     loaded = load_user_catalog()              # the edits themselves, for the catalog editor
     save_user_catalog(loaded.catalog.with_edits("gpus", edits))   # atomic, previous kept as .bak
 """
@@ -22,6 +23,10 @@ from .atomic import atomic_write_bytes, atomic_write_text, backup_path, set_asid
 from .errors import StorageError
 from .logs import (LOG_FILENAME, configure_logging, current_log_file, log_exception,
                    shutdown_logging)
+from .measurements_store import (CALIBRATION_FILENAME, MEASUREMENTS_FILENAME, Loaded, add_measurement,
+                                 calibration_file, export_calibration, import_calibration, load_calibration,
+                                 load_measurements, measurements_file, merge_measurements, read_profile,
+                                 save_calibration, save_measurements)
 from .paths import HOME_ENV, UserPaths, ensure_dir, user_paths
 from .settings import (MAX_RECENT_FILES, PAGE_SIZES, SETTINGS_FILENAME, Settings, add_recent_file,
                        decode_blob, encode_blob, existing_recent_files, load_settings,
@@ -31,8 +36,12 @@ from .user_catalog_store import (USER_CATALOG_FILENAME, UserCatalogLoad, load_ef
                                  user_catalog_backups, user_catalog_file)
 
 __all__ = [
-    "HOME_ENV", "LOG_FILENAME", "MAX_RECENT_FILES", "PAGE_SIZES", "SETTINGS_FILENAME",
+    "CALIBRATION_FILENAME", "HOME_ENV", "LOG_FILENAME", "MAX_RECENT_FILES", "MEASUREMENTS_FILENAME",
+    "PAGE_SIZES", "SETTINGS_FILENAME", "Loaded",
     "Settings", "StorageError", "USER_CATALOG_FILENAME", "UserCatalogLoad", "UserPaths",
+    "add_measurement", "calibration_file", "export_calibration", "import_calibration", "load_calibration",
+    "load_measurements", "measurements_file", "merge_measurements", "read_profile", "save_calibration",
+    "save_measurements",
     "add_recent_file", "atomic_write_bytes", "atomic_write_text", "backup_path", "configure_logging",
     "current_log_file", "decode_blob", "encode_blob", "ensure_dir", "existing_recent_files",
     "load_effective_catalogs", "load_settings", "load_user_catalog", "log_exception", "remove_recent_file",

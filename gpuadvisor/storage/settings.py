@@ -1,4 +1,4 @@
-"""The user's settings: window layout, recent files, report and catalog preferences.
+"""The user's settings: window layout, recent files, report, catalog and calibration preferences.
 
 Stored as ``settings.json`` (UTF-8, a JSON object with a ``version``) in the user config folder.
 Loading never fails and never loses the user's data:
@@ -47,6 +47,7 @@ class Settings:
     last_scenario: str | None = None
     page_size: str = "A4"  # report paper: "A4" or "Letter"
     stale_price_months: int = 6  # catalog prices older than this are flagged as stale
+    calibration_enabled: bool = False  # apply the saved calibration profile to estimates
     extra: dict[str, Any] = field(default_factory=dict)  # keys from newer versions, written back as found
 
 
@@ -131,6 +132,12 @@ def _check_stale(value: object) -> int:
     return int(value)  # type: ignore[arg-type]
 
 
+def _check_bool(value: object) -> bool:
+    if not isinstance(value, bool):
+        raise _Bad("must be true or false")
+    return value
+
+
 _CHECKS: dict[str, Callable[[object], Any]] = {
     "window_geometry": _check_blob,
     "window_state": _check_blob,
@@ -139,6 +146,7 @@ _CHECKS: dict[str, Callable[[object], Any]] = {
     "last_scenario": _check_last,
     "page_size": _check_page,
     "stale_price_months": _check_stale,
+    "calibration_enabled": _check_bool,
 }
 _RESERVED = ("version",)
 

@@ -205,3 +205,28 @@ def test_max_rows_limits_the_table(sample, cats):
     assert any("17 more GPU types left out" in n for n in report.table_notes)
     with pytest.raises(ValueError):
         build_report(est, cats[0].meta, TODAY, max_rows=0)
+
+
+def test_report_states_whether_calibration_was_applied(cats, sample):
+    from gpuadvisor.core.calibration import CalibrationProfile, FactorFit
+
+    _, report = sample
+    assert report.calibration_lines == (
+        "Calibration to your own measurements: off. Speed and memory come from the engine profile and the "
+        "catalog alone.",)
+    est = sample[0]
+    fit = FactorFit(gpu_id="a100-80gb", engine=est.engine, factor_name="mfu", value=0.31, n_measurements=5,
+                    error_before_pct=24.6, error_after_pct=1.2, measurement_ids=("m1", "m2", "m3", "m4", "m5"))
+    other = replace(fit, gpu_id="h100-sxm", engine="vllm", factor_name="bandwidth_efficiency")
+    profile = CalibrationProfile(fits=(fit, other), created="2026-11-30")
+    on = build_report(estimate(est.scenario, *cats, calibration=profile), cats[0].meta, TODAY)
+    head, line = on.calibration_lines
+    assert head.startswith("Calibration to your own measurements: on (profile of 2026-11-30). Applied to 1 GPU "
+                           "type: A100 SXM4 80 GB")
+    assert "H100" not in head  # the vLLM value does not apply to a training engine
+    assert line == (f"A100 SXM4 80 GB with {est.engine}: MFU 0.310, fitted on 5 measurements (median error "
+                    "24.6% with the engine profile, 1.2% after calibration).")
+    unused = build_report(estimate(est.scenario, *cats, calibration=CalibrationProfile((other,), "2026-11-30")),
+                          cats[0].meta, TODAY)
+    assert unused.calibration_lines[0].startswith("Calibration to your own measurements: on (profile of "
+                                                  "2026-11-30), but it holds no values")

@@ -439,3 +439,65 @@ def test_round_trip_with_list_lora_targets_from_python(tmp_path):
     save_scenario(scenario, path)
     assert load_scenario(path) == scenario
     hash(scenario.workload)
+
+
+# --- measured runs saved with the scenario -------------------------------------------------------
+
+def _run(i, **over):
+    from gpuadvisor.core.measurements import Measurement
+    from gpuadvisor.core.scenario import scenario_snapshot
+
+    base = dict(id=f"m{i}", gpu_id="h100-sxm", kind="inference", model="llama-2-7b", engine="vllm", batch_size=8,
+                tokens_per_s=1400.0 + i, peak_memory_gib=60.5, source="nvidia-smi log", note="vLLM 0.6",
+                measured_on="2026-11-20", scenario=scenario_snapshot(scenario_from_dict(MINIMAL)))
+    base.update(over)
+    return Measurement(**base)
+
+
+def test_measurements_round_trip(tmp_path):
+    from dataclasses import replace
+
+    s = replace(scenario_from_dict(MINIMAL), measurements=(_run(1), _run(2, tokens_per_s=None,
+                                                                        seconds_per_step=2.0, tokens_per_step=512.0)))
+    path = tmp_path / "with-runs.json"
+    save_scenario(s, path)
+    data = json.loads(path.read_text(encoding="utf-8"))
+    assert [m["id"] for m in data["measurements"]] == ["m1", "m2"]
+    assert "measurements" not in data["measurements"][0]["scenario"]  # snapshots never nest the runs
+    back = load_scenario(path)
+    assert back == s and back.measurements[1].throughput_tokens_per_s == 256.0
+    assert back.measurements[0].scenario_fingerprint == s.measurements[0].scenario_fingerprint
+    assert "measurements" not in scenario_to_dict(scenario_from_dict(MINIMAL))  # older files stay as they were
+
+
+def test_files_without_measurements_still_load():
+    s = scenario_from_dict(MINIMAL)
+    assert s.measurements == () and s.warnings == ()
+
+
+@pytest.mark.parametrize("entries, field, needle", [
+    ("not a list", "measurements", "must be a list"),
+    ([{"only_id": True}], "measurements[0]", "is missing gpu_id, kind, model"),
+    ([None], "measurements[0]", "must be a JSON object"),
+    (["ok", "ok", {"tokens_per_s": -1}], "measurements[2].tokens_per_s", "must be a number > 0"),
+    (["ok", {"tokens_per_sec": 5}], "measurements[1]", "unknown key(s) tokens_per_sec"),
+    (["ok", {"batch_size": "8"}], "measurements[1].batch_size", "whole number"),
+    (["ok", {"id": "m1"}], "measurements[1].id", "duplicates measurements[0]"),
+])
+def test_bad_measurements_name_the_entry(entries, field, needle):
+    def entry(i, e):
+        good = {k: v for k, v in _run(i + 1).to_dict().items() if k != "scenario_fingerprint"}
+        if e == "ok":
+            return good
+        if e is None:
+            return None
+        if e == {"only_id": True}:
+            return {"id": "m1"}
+        return {**good, **e}
+
+    if isinstance(entries, list):
+        entries = [entry(i, e) for i, e in enumerate(entries)]
+    with pytest.raises(ScenarioError) as info:
+        scenario_from_dict(_with(measurements=entries))
+    assert info.value.field == field, str(info.value)
+    assert needle in str(info.value)
