@@ -35,6 +35,7 @@ def main() -> int:
         ("02-model-cost-time.png", lambda: (window.page_tabs.setCurrentIndex(1), window.chart_tabs.setCurrentIndex(1))),
         ("03-budget-what-if.png", lambda: (window.page_tabs.setCurrentIndex(2), window.chart_tabs.setCurrentIndex(2))),
         ("04-catalog-editor.png", lambda: _edit_catalog(window)),
+        ("05-measurements.png", lambda: _record_runs(window)),
     ]
 
     def take(i: int = 0) -> None:
@@ -46,7 +47,7 @@ def main() -> int:
         window.state.flush()
 
         def grab() -> None:
-            target = window.catalog_editor if name.startswith("04") else window
+            target = {"04": window.catalog_editor, "05": window.measurements_dialog}.get(name[:2], window)
             target.grab().save(str(OUT / name))
             print(OUT / name)
             take(i + 1)
@@ -74,6 +75,24 @@ def _edit_catalog(window) -> None:
     editor.flush()
     tab.table.clearSelection()
     tab.table.scrollTo(tab.proxy.mapFromSource(model.index(copy, model.columns.index("tdp_w"))))
+
+
+def _record_runs(window) -> None:
+    """Two measured runs of the default scenario on an A100 80 GB, fitted and applied."""
+    window.catalog_editor.close()
+    dialog = window.open_measurements()
+    dialog.resize(1300, 820)
+    dialog.gpu_box.setCurrentIndex(dialog.gpu_box.findData("a100-80gb"))
+    dialog.count_spin.setValue(1)
+    for tokens_s, memory, note in (("2450", "33.1", "first run, nvidia-smi peak"), ("2610", "32.8", "second run")):
+        dialog.throughput.edit.setText(tokens_s)
+        dialog.memory.edit.setText(memory)
+        dialog.note.setText(note)
+        dialog.record_button.click()
+    dialog.fit_button.click()
+    if not dialog.use_calibration.isChecked():
+        dialog.use_calibration.click()
+    window.state.flush()
 
 
 if __name__ == "__main__":

@@ -40,7 +40,7 @@ from ..core.measurements import (Finding, LogSummary, Measurement, diagnose, nex
 from ..core.scenario import scenario_snapshot
 from ..storage import (StorageError, add_measurement, export_calibration, import_calibration,
                        load_measurements, merge_measurements, save_calibration)
-from .charts.palette import FIT_COLOR, MUTED_TEXT_COLOR, OTHER_COLOR, PARETO_COLOR
+from .charts.palette import BACKGROUND_COLOR, FIT_COLOR, MUTED_TEXT_COLOR, OTHER_COLOR, PARETO_COLOR, TEXT_COLOR
 from .state import AppState
 from .widgets import ERROR_STYLE, NumberField, hint
 
@@ -229,11 +229,16 @@ class MeasurementsDialog(QDialog):
         import pyqtgraph as pg  # deferred: the window opens on demand
 
         self.plot = pg.PlotWidget()
+        self.plot.setBackground(BACKGROUND_COLOR)  # the same white, labelled look as the main charts
+        for name in ("left", "bottom"):
+            axis = self.plot.getAxis(name)
+            axis.setPen(pg.mkPen(MUTED_TEXT_COLOR))
+            axis.setTextPen(pg.mkPen(TEXT_COLOR))
         self.plot.setMinimumHeight(220)
         self.plot.setLabel("bottom", "Measured tokens/s")
         self.plot.setLabel("left", "Estimated tokens/s")
         self.plot.showGrid(x=True, y=True, alpha=0.2)
-        self.plot.addLegend(offset=(10, 10))
+        self.plot.addLegend(offset=(10, 10), labelTextColor=TEXT_COLOR)
         self.identity_line = self.plot.plot([], [], pen=pg.mkPen(OTHER_COLOR, width=1, style=Qt.PenStyle.DashLine),
                                             name="estimate = measured")
         self.estimate_points = pg.ScatterPlotItem(size=9, symbol="o", pen=pg.mkPen(PARETO_COLOR),
@@ -467,8 +472,13 @@ class MeasurementsDialog(QDialog):
         self.estimate_points.setData([x for x, _ in pts], [y for _, y in pts])
         self.calibrated_points.setData([x for x, _ in cal], [y for _, y in cal])
         values = [v for p in pts + cal for v in p]
-        top = max(values) * 1.1 if values else 1.0
-        self.identity_line.setData([0.0, top], [0.0, top])
+        # Zoom on the runs (a range from zero would squeeze a 10% error into a few pixels); the
+        # dashed y = x line spans the view.
+        low, high = (min(values), max(values)) if values else (0.0, 1.0)
+        pad = max((high - low) * 0.25, high * 0.08, 1e-9)
+        lo, hi = max(0.0, low - pad), high + pad
+        self.identity_line.setData([lo, hi], [lo, hi])
+        self.plot.setRange(xRange=(lo, hi), yRange=(lo, hi), padding=0)
 
     def chart_points(self) -> tuple[list[tuple[float, float]], list[tuple[float, float]]]:
         """(estimate points, calibrated points) as drawn: (measured, estimated) tokens/s."""
@@ -497,7 +507,7 @@ class MeasurementsDialog(QDialog):
         self.refresh()
         skipped = len({m for m, _ in profile.skipped})
         self._show(f"Fitted {len(profile.fits)} factor{'s' if len(profile.fits) != 1 else ''}"
-                   + (f", saved in {path}" if path else "")
+                   + (f", saved as {path.name} in your data folder" if path else "")
                    + (f"; {skipped} runs not used (see the tooltip of the factors table)" if skipped else "")
                    + ("" if self.state.calibration_enabled else
                       ". Tick “Use calibration in estimates” to apply them."))
@@ -539,7 +549,8 @@ class MeasurementsDialog(QDialog):
             return False
         self.state.set_calibration(profile, self.state.calibration_enabled)
         self.refresh()
-        self._show(f"Imported {Path(path).name}: {len(profile.fits)} factors, saved in {saved}.")
+        self._show(f"Imported {Path(path).name}: {len(profile.fits)} factors, saved as {Path(saved).name} in your "
+                   "data folder.")
         return True
 
     def _on_use_calibration_toggled(self, on: bool) -> None:
