@@ -254,14 +254,15 @@ def estimate(scenario: Scenario, gpus: GpuCatalog, models: ModelCatalog,
     # Serving engines prefill in chunks, which bounds the transient activations.
     chunk = engine.prefill_chunk_tokens if not w.is_training else None
     mm = MemoryModel(model, w, scenario.overhead, prefill_chunk_tokens=chunk)
-    setups: list[tuple[int, str, MemoryBreakdown]] = []
+    setups: list[tuple[int, str, MemoryBreakdown, float]] = []  # (count, parallelism, breakdown, bytes/GPU)
     for n in counts:
         if hw.parallelism:
             pars: tuple[str, ...] = (check_parallelism(model, w, n, hw.parallelism),)
         else:
             pars = applicable_parallelisms(model, w, n, hw.gpus_per_node)
         for par in pars:
-            setups.append((n, par, mm.breakdown(n, par)))
+            bd = mm.breakdown(n, par)
+            setups.append((n, par, bd, bd.device_total))
     eff = scenario.efficiency
     mfu, bw_eff, prefill_mfu = eff.mfu, eff.bandwidth_efficiency, eff.prefill_mfu
     lookup = calibration_lookup(calibration, engine.id, scenario) if calibration is not None else None
@@ -277,7 +278,8 @@ def estimate(scenario: Scenario, gpus: GpuCatalog, models: ModelCatalog,
             for f in lookup.get(gpu.id, ()):
                 if f.factor_name == "runtime_overhead_gib":
                     # The breakdowns are shared by every GPU: this GPU gets its own copies.
-                    gpu_setups = [(n, par, replace(bd, overhead=f.value * GIB)) for n, par, bd in setups]
+                    gpu_setups = [(n, par, bd2, bd2.device_total) for n, par, bd, _need in setups
+                                  for bd2 in (replace(bd, overhead=f.value * GIB),)]
                 elif f.factor_name == "mfu":
                     if not w.is_training:
                         continue
@@ -294,8 +296,7 @@ def estimate(scenario: Scenario, gpus: GpuCatalog, models: ModelCatalog,
         buy = buy_vs_rent(gpu, scenario.budget, prices.expected if prices else None)
         prelude = training_prelude(mm, gpu, engine, mfu) if w.is_training and speed else None
         same_speed: dict[tuple[int, str], tuple] = {}
-        for n, par, bd in gpu_setups:
-            need = bd.device_total
+        for n, par, bd, need in gpu_setups:
             fits = need <= cap_bytes
             perf = cost = None
             if fits and speed:
@@ -323,12 +324,11 @@ def estimate(scenario: Scenario, gpus: GpuCatalog, models: ModelCatalog,
     front = _advice.pareto_indices(keys)
     cheapest_meeting = min((k[0] for k, r in zip(keys, rows) if k is not None and k[0] != float("inf")
                             and r[8].meets_deadline is not False), default=None)
+    # Positional arguments, in Candidate's field order: this runs hundreds of times per keystroke.
+    under, over = _advice.under_provisioned, _advice.over_provisioned
     candidates = tuple(
-        Candidate(gpu=gpu, gpu_count=n, parallelism=par, memory=bd, capacity_gib=gpu.memory_gib_usable, fits=fits,
-                  headroom_gib=headroom, utilization=util, warnings=perf.notes if perf else (), performance=perf,
-                  cost=cost, pareto=i in front,
-                  under_provisioned=_advice.under_provisioned(fits, util),
-                  over_provisioned=_advice.over_provisioned(fits, util, keys[i], cheapest_meeting))
+        Candidate(gpu, n, par, bd, gpu.memory_gib_usable, fits, headroom, util, perf.notes if perf else (), perf,
+                  cost, i in front, under(fits, util), over(fits, util, keys[i], cheapest_meeting))
         for i, (gpu, n, par, bd, fits, util, headroom, perf, cost) in enumerate(rows))
     result = Estimate(scenario=scenario, model=model, candidates=candidates, memory_model=mm,
                       warnings=tuple(dict.fromkeys(warnings + group_gpu_notes(notes))), engine=engine.id,

@@ -16,7 +16,7 @@ from pathlib import Path
 from PySide6.QtCore import QByteArray, QItemSelectionModel, Qt, QThread, QTimer, Signal
 from PySide6.QtGui import QAction, QActionGroup, QKeySequence
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QFileDialog, QHBoxLayout, QHeaderView, QLabel, QMainWindow,
-                               QMessageBox, QPushButton, QScrollArea, QSplitter, QTableView, QTabWidget,
+                               QMessageBox, QPushButton, QScrollArea, QSizePolicy, QSplitter, QTableView, QTabWidget,
                                QTextBrowser, QVBoxLayout, QWidget)
 
 from .. import __version__
@@ -107,10 +107,17 @@ class MainWindow(QMainWindow):
         left.setMinimumWidth(440)
 
         # --- results ------------------------------------------------------------------------
+        # Always three lines (the job, the answer, the first warning), so the layout below it never
+        # moves while the user types: a label that grows and shrinks re-lays out and repaints the
+        # whole window. Lines too long for the width are clipped; the tooltip has everything.
         self.summary = QLabel("Computing…")
-        self.summary.setWordWrap(True)
+        self.summary.setWordWrap(False)
         self.summary.setTextFormat(Qt.TextFormat.RichText)
         self.summary.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.summary.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
+        margins = self.summary.contentsMargins()
+        self.summary.setFixedHeight(self.summary.fontMetrics().lineSpacing() * 3 + 4 + margins.top()
+                                    + margins.bottom())
         self.error_banner = QLabel()
         self.error_banner.setWordWrap(True)
         self.error_banner.setStyleSheet("background: #fde8ea; color: #8a0015; padding: 6px; border-radius: 3px;")
@@ -449,6 +456,7 @@ class MainWindow(QMainWindow):
     # --- estimate -> views -------------------------------------------------------------------
     def _on_estimate_changed(self, est: Estimate) -> None:
         self.summary.setText(self._summary_html(est))
+        self.summary.setToolTip(self._summary_tooltip(est))
         self.ranking_model.set_estimate(est)
         if not self._columns_sized and self.ranking_model.rows:
             self.table.resizeColumnsToContents()
@@ -482,13 +490,22 @@ class MainWindow(QMainWindow):
                     f"({setup}){time}{money}. {fitting} of {len(est.candidates)} setups fit.")
         else:
             line = "<span style='color:#8a0015'><b>Nothing fits.</b></span> See the changes suggested below."
-        notes = "".join(f"<br><span style='color:#8a5300'>⚠ {html.escape(wn)}</span>" for wn in est.warnings[:3])
+        notes = ""
+        if est.warnings:
+            more = f" (+{len(est.warnings) - 1} more: hover here)" if len(est.warnings) > 1 else ""
+            notes = f"<br><span style='color:#8a5300'>⚠ {html.escape(est.warnings[0])}{more}</span>"
         if est.calibration is not None:  # calibration to the user's measurements is on
             n = len(est.calibrated_gpus)
             line += (f" <span style='color:#117733'>Calibrated to your measurements on {n} GPU type"
                      f"{'s' if n != 1 else ''}.</span>" if n else
                      " <span style='color:#117733'>Calibration on (no values for this scenario's engine).</span>")
         return f"{head}<br>{line}{notes}"
+
+    def _summary_tooltip(self, est: Estimate) -> str:
+        """Every warning in full (the summary shows the first one)."""
+        if not est.warnings:
+            return ""
+        return "<br>".join(f"⚠ {html.escape(w)}" for w in est.warnings)
 
     # --- selection ---------------------------------------------------------------------------
     def _on_table_row_changed(self, current, _previous) -> None:
