@@ -5,12 +5,12 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test system-deps validate bench clean
+.PHONY: run test system-deps validate bench dist clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test]'
+	$(PY) -m pip install --quiet -e '.[test,packaging]'
 	@touch $(STAMP)
 
 run: $(STAMP)
@@ -24,10 +24,15 @@ test: system-deps $(STAMP)
 	$(VENV)/bin/lint-imports
 
 validate: $(STAMP)
-	$(PY) benchmarks/validate.py
+	$(PY) scripts/validate.py
 
 bench: $(STAMP)
 	$(PY) benchmarks/bench_estimate.py
+
+# The standalone app (docs/packaging.md): dist/gpuadvisor/, its .tar.gz and, on Debian, a .deb.
+dist: $(STAMP)
+	@$(PY) -c "import PyInstaller" 2>/dev/null || $(PY) -m pip install --quiet -e '.[test,packaging]'
+	$(PY) packaging/build.py
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info

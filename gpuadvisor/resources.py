@@ -7,10 +7,11 @@ from pathlib import Path
 
 
 def resources_dir() -> Path:
-    """The ``resources/`` folder: next to the package in a checkout, under ``sys._MEIPASS`` when frozen."""
-    frozen = getattr(sys, "_MEIPASS", None)
-    if frozen:
-        return Path(frozen) / "resources"
+    """The ``resources/`` folder: next to the package in a checkout; when frozen (PyInstaller),
+    under ``sys._MEIPASS``, else next to the executable. Read-only: user files never go here."""
+    if getattr(sys, "frozen", False):
+        base = getattr(sys, "_MEIPASS", None) or Path(sys.executable).resolve().parent
+        return Path(base) / "resources"
     return Path(__file__).resolve().parents[1] / "resources"
 
 

@@ -15,6 +15,7 @@ References
 from __future__ import annotations
 
 import datetime as _dt
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -188,9 +189,16 @@ def parse_gpu_row(r: RowReader) -> GpuSpec:
 
 
 def bundled_catalog_dir() -> Path:
-    """The read-only ``catalogs/`` folder shipped with the application."""
+    """The read-only ``catalogs/`` folder shipped with the application.
+
+    Frozen (PyInstaller), it is under ``sys._MEIPASS`` (else next to the executable); from a
+    checkout, at the repository root.
+    """
     here = Path(__file__).resolve()
-    for candidate in (here.parents[2] / "catalogs", here.parents[1] / "catalogs"):
+    frozen: tuple[Path, ...] = ()
+    if getattr(sys, "frozen", False):
+        frozen = (Path(getattr(sys, "_MEIPASS", None) or Path(sys.executable).resolve().parent) / "catalogs",)
+    for candidate in (*frozen, here.parents[2] / "catalogs", here.parents[1] / "catalogs"):
         if candidate.is_dir():
             return candidate
     raise CatalogError("catalogs", "the bundled catalog folder is missing from this installation")
