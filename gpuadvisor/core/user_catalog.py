@@ -446,11 +446,27 @@ def changed_row_count(kind: str, edits: KindEdits, bundled: Sequence[Mapping[str
 
 
 # --- the effective catalogs -----------------------------------------------------------------------
+@lru_cache(maxsize=None)
+def _bundled_specs(kind: str) -> Mapping[str, Any]:
+    """The bundled rows parsed and validated once per process (they never change at run time)."""
+    out: dict[str, Any] = {}
+    for row in _bundled(kind)[2]:
+        try:
+            out[row["id"]] = validate_row(kind, row, origin=kind)
+        except CatalogError:
+            continue  # not expected (a test checks every bundled row); such a row is re-checked below
+    return MappingProxyType(out)
+
+
 def _validated(kind: str, edits: KindEdits, warnings: list[str]) -> tuple[dict[str, Any], CatalogMeta]:
     rows, merge_warnings = merge(kind, edits)
     warnings.extend(merge_warnings)
     items: dict[str, Any] = {}
+    bundled_specs = _bundled_specs(kind)
     for merged in rows:
+        if merged.status == "bundled" and merged.id in bundled_specs and merged.id not in items:
+            items[merged.id] = bundled_specs[merged.id]  # untouched: checked once at first use
+            continue
         try:
             spec = validate_row(kind, merged.row, origin=kind)
         except CatalogError as exc:
