@@ -53,18 +53,14 @@ class RankingModel(QAbstractTableModel):
         self.fitting_only = True
         self.stale_months = 6
         self.today = _dt.date.today()
-        self._all: list[Candidate] = []
+        self._est: Estimate | None = None
+        self._all: list[Candidate] | None = None
         self._texts: dict[int, list[str]] = {}
         self._row_of: dict[str, int] | None = None
 
     def set_estimate(self, est: Estimate | None) -> None:
-        if est is None:
-            self._all = []
-        else:
-            ranked = list(est.ranking)
-            seen = {id(c) for c in ranked}
-            rest = sorted((c for c in est.candidates if id(c) not in seen), key=lambda c: (not c.fits, c.utilization))
-            self._all = ranked + rest
+        self._est = est
+        self._all = None  # every candidate, built only when "only setups that fit" is off
         self._refill()
 
     def set_fitting_only(self, value: bool) -> None:
@@ -76,7 +72,7 @@ class RankingModel(QAbstractTableModel):
     def _refill(self) -> None:
         # Rows are updated in place (dataChanged plus rows inserted or removed at the end) rather
         # than by a model reset, which would also repaint the header and reset the scroll bars.
-        rows = [c for c in self._all if c.fits] if self.fitting_only else list(self._all)
+        rows = self._rows_to_show()
         old, new = len(self.rows), len(rows)
         if new < old:
             self.beginRemoveRows(QModelIndex(), new, old - 1)
@@ -91,6 +87,20 @@ class RankingModel(QAbstractTableModel):
         self.rows = rows
         if min(old, new):
             self.dataChanged.emit(self.index(0, 0), self.index(min(old, new) - 1, len(HEADERS) - 1))
+
+    def _rows_to_show(self) -> list[Candidate]:
+        """The ranking (fitting setups, cheapest first), then, when every setup is shown, the rest."""
+        est = self._est
+        if est is None:
+            return []
+        if self.fitting_only:
+            return list(est.ranking)
+        if self._all is None:
+            ranked = list(est.ranking)
+            seen = {id(c) for c in ranked}
+            rest = sorted((c for c in est.candidates if id(c) not in seen), key=lambda c: (not c.fits, c.utilization))
+            self._all = ranked + rest
+        return list(self._all)
 
     def row_of(self, key: str) -> int | None:
         """The row showing the candidate with this key, or ``None`` (filtered out or unknown)."""

@@ -210,6 +210,10 @@ class WorkloadPage(QWidget):
         kind = self.kind.currentData()
         training = kind != "inference"
         adapters = kind in ("lora", "qlora")
+        state = (training, adapters, self.lora_targets.currentData() == "custom")
+        if state == getattr(self, "_visibility", None):
+            return  # showing rows, even unchanged ones, re-lays out and repaints the whole page
+        self._visibility = state
         self.batch.setToolTip("Concurrent sequences served at once: the KV cache grows with each." if not training
                               else "Micro-batch per GPU: activation memory grows with it. Use gradient "
                                    "accumulation to reach a larger global batch.")
