@@ -270,6 +270,7 @@ def estimate(scenario: Scenario, gpus: GpuCatalog, models: ModelCatalog,
     rows = []
     notes: list[str] = []
     tokens = job_tokens(w)
+    training = w.is_training
     for gpu in selected:
         gpu_setups = setups
         if lookup:
@@ -294,7 +295,7 @@ def estimate(scenario: Scenario, gpus: GpuCatalog, models: ModelCatalog,
         cap_bytes = gpu.memory_gib_usable * GIB
         prices = price_range(gpu, scenario.budget)
         buy = buy_vs_rent(gpu, scenario.budget, prices.expected if prices else None)
-        prelude = training_prelude(mm, gpu, engine, mfu) if w.is_training and speed else None
+        prelude = training_prelude(mm, gpu, engine, mfu) if training and speed else None
         same_speed: dict[tuple[int, str], tuple] = {}
         for n, par, bd, need in gpu_setups:
             fits = need <= cap_bytes
@@ -302,12 +303,12 @@ def estimate(scenario: Scenario, gpus: GpuCatalog, models: ModelCatalog,
             if fits and speed:
                 # Setups whose speed model is identical (DDP and ZeRO-1/2 move the same gradient
                 # bytes; ZeRO-3 and FSDP the same gathers) share one computation.
-                group = (n, SPEED_GROUP.get(par, par) if w.is_training else par)
+                group = (n, SPEED_GROUP.get(par, par) if training else par)
                 known = same_speed.get(group)
                 if known is not None:
                     perf, cost = known
                 else:
-                    if w.is_training:
+                    if training:
                         perf = training_performance(mm, gpu, n, par, engine, mfu=mfu,
                                                     gpus_per_node=hw.gpus_per_node, prelude=prelude)
                     else:

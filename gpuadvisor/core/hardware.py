@@ -32,6 +32,10 @@ KNOWN_ARCHITECTURES = frozenset({"pascal", "volta", "turing", "ampere", "ada", "
                                  "cdna2", "cdna3", "cdna4", "other"})
 
 
+#: Unidirectional PCIe x16 bandwidth per generation, GB/s.
+_PCIE_X16_GB_S = {3: 16.0, 4: 32.0, 5: 64.0, 6: 128.0}
+
+
 @dataclass(frozen=True, slots=True)
 class PriceRange:
     """A low / expected / high price."""
@@ -84,7 +88,7 @@ class GpuSpec:
     @property
     def pcie_gb_s(self) -> float:
         """Unidirectional PCIe x16 bandwidth in GB/s (about 2 GB/s per lane per generation step from gen 3)."""
-        return {3: 16.0, 4: 32.0, 5: 64.0, 6: 128.0}.get(self.pcie_gen or 4, 32.0)
+        return _PCIE_X16_GB_S.get(self.pcie_gen or 4, 32.0)
 
     @property
     def peer_gb_s(self) -> float:

@@ -28,7 +28,7 @@ from ..core.units import format_count, format_hours, format_usd
 from .pages.budget_page import BudgetPage
 from .pages.model_page import ModelPage
 from .pages.workload_page import WorkloadPage
-from .ranking_table import ROLE_KEY, RankingDelegate, RankingModel, RankingProxy
+from .ranking_table import ROLE_KEY, RankingModel, RankingProxy, RankingView
 from .state import AppState
 
 log = logging.getLogger(__name__)
@@ -133,9 +133,8 @@ class MainWindow(QMainWindow):
         self.ranking_model.stale_months = self._stale_months()
         self.ranking_proxy = RankingProxy(self)
         self.ranking_proxy.setSourceModel(self.ranking_model)
-        self.table = QTableView()
+        self.table = RankingView(self.ranking_model, self.ranking_proxy)
         self.table.setModel(self.ranking_proxy)
-        self.table.setItemDelegate(RankingDelegate(self.ranking_model, self.ranking_proxy, self.table))
         self.table.setSortingEnabled(True)
         self.table.sortByColumn(-1, Qt.SortOrder.AscendingOrder)
         self.table.setSelectionBehavior(QTableView.SelectionBehavior.SelectRows)

@@ -1,9 +1,9 @@
 """The ranking table: every candidate of the estimate, sortable, cheapest fitting first.
 
 The table is redrawn on every input change, so it is built for speed: the model filters rows
-itself (no per-row Python filter callback in the proxy), caches each row's texts, and a lean
-delegate paints cell text straight from that cache instead of the style's generic item
-layout (which lays out every cell with a QTextLayout, about half of the table's paint time).
+itself (no per-row Python filter callback in the proxy), caches each row's texts, updates rows
+in place, and the view paints the visible cells in one pass from that cache (see
+:class:`RankingView`).
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from __future__ import annotations
 import datetime as _dt
 import math
 
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, QSortFilterProxyModel, Qt
-from PySide6.QtGui import QBrush, QColor, QPalette
-from PySide6.QtWidgets import QStyle, QStyledItemDelegate, QStyleOptionViewItem
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, QRect, QSortFilterProxyModel, Qt
+from PySide6.QtGui import QBrush, QColor, QPainter, QPalette
+from PySide6.QtWidgets import QStyle, QTableView
 
 from ..core.estimate import Candidate, Estimate
 from ..core.units import format_hours, format_usd
@@ -262,53 +262,87 @@ class RankingProxy(QSortFilterProxyModel):
             return str(a) < str(b)
 
 
-class RankingDelegate(QStyledItemDelegate):
-    """Paints a ranking cell's text from the model's cache: background, selection, colour, elision.
+class RankingView(QTableView):
+    """The ranking table view; it paints its visible cells itself, in one pass.
 
-    Looks like the default delegate for plain text cells (no icons, no check boxes, no editing),
-    at a fraction of its cost.
+    A delegate is called from C++ once per cell with a copied style option, and on this class of
+    machine that call alone cost more than drawing the cell (about 0.1 ms each, 6-7 ms per
+    update). Painting the visible rows in one Python call from the model's cached texts looks the
+    same: alternating rows, the selection, the grid, the verdict and stale-price colours, and
+    text elided to the column. Selection, scrolling, sorting and tooltips stay Qt's.
     """
 
     def __init__(self, model: RankingModel, proxy: RankingProxy, parent=None) -> None:
         super().__init__(parent)
         self._model, self._proxy = model, proxy
 
-    def paint(self, painter, option: QStyleOptionViewItem, index) -> None:  # Qt override
-        # Flags are compared as plain ints: Python enum arithmetic costs more than the drawing.
-        source = self._proxy.mapToSource(index)
-        row, col = source.row(), source.column()
-        if not 0 <= row < len(self._model.rows):
-            return
-        palette = option.palette
-        state = option.state.value
-        selected = bool(state & _SELECTED)
-        group = _ACTIVE if state & _ACTIVE_STATE else _INACTIVE
-        if selected:
-            painter.fillRect(option.rect, palette.brush(group, QPalette.ColorRole.Highlight))
-        elif option.features.value & _ALTERNATE:
-            painter.fillRect(option.rect, palette.brush(group, QPalette.ColorRole.AlternateBase))
-        text = self._model.texts(row)[col]
-        if not text:
-            return
-        if selected:
-            painter.setPen(palette.color(group, QPalette.ColorRole.HighlightedText))
-        elif col == COL_VERDICT:
-            painter.setPen(verdict_brush(self._model.rows[row]).color())
-        elif col == COL_PRICE_DATE and text.endswith("(stale)"):
-            painter.setPen(_TIGHT.color())
-        else:
-            painter.setPen(palette.color(group, QPalette.ColorRole.Text))
-        rect = option.rect.adjusted(4, 0, -4, 0)
-        width = rect.width()
-        metrics = option.fontMetrics
-        # Measuring a string costs as much as drawing it: only measure when it might not fit.
-        if len(text) * metrics.maxWidth() > width and metrics.horizontalAdvance(text) > width:
-            text = metrics.elidedText(text, Qt.TextElideMode.ElideRight, width)
-        painter.drawText(rect, alignment(col), text)
+    def paintEvent(self, event) -> None:  # noqa: N802 - Qt override
+        model, proxy = self._model, self._proxy
+        viewport = self.viewport()
+        painter = QPainter(viewport)
+        try:
+            palette = self.palette()
+            group = _ACTIVE if self.isActiveWindow() else _INACTIVE
+            area = event.rect()
+            painter.fillRect(area, palette.brush(group, QPalette.ColorRole.Base))
+            rows = proxy.rowCount()
+            if not rows:
+                return
+            first = max(self.rowAt(area.top()), 0)
+            last = self.rowAt(area.bottom())
+            last = rows - 1 if last < 0 else last
+            columns = [(c, self.columnViewportPosition(c), self.columnWidth(c)) for c in range(len(HEADERS))
+                       if not self.isColumnHidden(c)]
+            columns = [(c, x, w) for c, x, w in columns if x + w > area.left() and x < area.right() + 1]
+            selection = self.selectionModel()
+            metrics = self.fontMetrics()
+            max_char = metrics.maxWidth()
+            text_color = palette.color(group, QPalette.ColorRole.Text)
+            selected_color = palette.color(group, QPalette.ColorRole.HighlightedText)
+            highlight = palette.brush(group, QPalette.ColorRole.Highlight)
+            alternate = palette.brush(group, QPalette.ColorRole.AlternateBase)
+            grid = QColor(self.style().styleHint(QStyle.StyleHint.SH_Table_GridLineColor, None, self) & 0xFFFFFFFF)
+            width = viewport.width()
+            for r in range(first, last + 1):
+                y, h = self.rowViewportPosition(r), self.rowHeight(r)
+                index = proxy.index(r, 0)
+                source_row = proxy.mapToSource(index).row()
+                if not 0 <= source_row < len(model.rows):
+                    continue
+                texts = model.texts(source_row)
+                selected = selection is not None and selection.isRowSelected(r, QModelIndex())
+                if selected:
+                    painter.fillRect(0, y, width, h, highlight)
+                elif r % 2 and self.alternatingRowColors():
+                    painter.fillRect(0, y, width, h, alternate)
+                candidate = model.rows[source_row]
+                for c, x, w in columns:
+                    text = texts[c]
+                    if not text:
+                        continue
+                    if selected:
+                        painter.setPen(selected_color)
+                    elif c == COL_VERDICT:
+                        painter.setPen(verdict_brush(candidate).color())
+                    elif c == COL_PRICE_DATE and text.endswith("(stale)"):
+                        painter.setPen(_TIGHT.color())
+                    else:
+                        painter.setPen(text_color)
+                    inner = w - 8
+                    if len(text) * max_char > inner and metrics.horizontalAdvance(text) > inner:
+                        text = metrics.elidedText(text, Qt.TextElideMode.ElideRight, inner)
+                    painter.drawText(QRect(x + 4, y, inner, h), alignment(c), text)
+            if self.showGrid():
+                painter.setPen(grid)
+                bottom = self.rowViewportPosition(last) + self.rowHeight(last) - 1
+                for r in range(first, last + 1):
+                    y = self.rowViewportPosition(r) + self.rowHeight(r) - 1
+                    painter.drawLine(0, y, width, y)
+                for _c, x, w in columns:
+                    painter.drawLine(x + w - 1, 0, x + w - 1, bottom)
+        finally:
+            painter.end()
 
 
-_SELECTED = QStyle.StateFlag.State_Selected.value
-_ACTIVE_STATE = QStyle.StateFlag.State_Active.value
-_ALTERNATE = QStyleOptionViewItem.ViewItemFeature.Alternate.value
 _ACTIVE = QPalette.ColorGroup.Active
 _INACTIVE = QPalette.ColorGroup.Inactive
