@@ -374,6 +374,9 @@ class MainWindow(QMainWindow):
         self.model_page.set_models(models)
         self.ranking_model.stale_months = self._stale_months()
         self.state.set_catalogs(gpus, models)
+        if getattr(self, "measurements_dialog", None) is not None:
+            self.state.flush()
+            self.measurements_dialog.refresh()  # its estimates use the edited catalog too
         if warnings:
             self.statusBar().showMessage(warnings[0], 8000)
 

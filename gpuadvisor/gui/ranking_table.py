@@ -54,12 +54,14 @@ class RankingModel(QAbstractTableModel):
         self.stale_months = 6
         self.today = _dt.date.today()
         self._est: Estimate | None = None
+        self._calibrated: frozenset[str] = frozenset()  # GPUs whose figures use the user's calibration
         self._all: list[Candidate] | None = None
         self._texts: dict[int, list[str]] = {}
         self._row_of: dict[str, int] | None = None
 
     def set_estimate(self, est: Estimate | None) -> None:
         self._est = est
+        self._calibrated = frozenset(est.calibrated_gpus) if est is not None else frozenset()
         self._all = None  # every candidate, built only when "only setups that fit" is off
         self._refill()
 
@@ -158,7 +160,8 @@ class RankingModel(QAbstractTableModel):
     def _text(self, c: Candidate, col: int) -> str:
         perf, cost = c.performance, c.cost
         if col == COL_GPU:
-            return c.gpu.name
+            calibrated = self._calibrated
+            return f"{c.gpu.name} (calibrated)" if calibrated and c.gpu.id in calibrated else c.gpu.name
         if col == COL_COUNT:
             return str(c.gpu_count)
         if col == COL_PAR:

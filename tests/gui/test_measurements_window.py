@@ -165,6 +165,10 @@ def test_fit_calibration_and_apply_it_to_the_window(window, dialog, qtbot, tmp_p
     assert abs(after - measured) < abs(before - measured)
     assert after == pytest.approx(measured, rel=0.01)
     assert state.estimate.calibrated_gpus == (GPU,)
+    rm = window.ranking_model  # the ranking table marks the calibrated GPU's rows
+    names = {rm.texts(i)[0] for i, c in enumerate(rm.rows) if c.gpu.id == GPU}
+    assert names and all(n.endswith("(calibrated)") for n in names)
+    assert not any(rm.texts(i)[0].endswith("(calibrated)") for i, c in enumerate(rm.rows) if c.gpu.id != GPU)
     assert "Calibrated to your measurements on 1 GPU type" in window.summary.text()
     assert window.calibration_label.isVisible()
     assert window.calibration_label.text() == "Calibration on: 1 GPU type calibrated"
