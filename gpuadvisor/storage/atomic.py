@@ -160,3 +160,13 @@ def set_aside(path: str | os.PathLike[str], reason_tag: str = "corrupt", now: da
             raise StorageError(p.name, f"cannot set {p.name} aside: {os_reason(exc)}", path=p) from exc
         return target
     raise StorageError(p.name, f"cannot set {p.name} aside: too many set-aside copies already", path=p)
+
+
+def set_aside_and_say(path: str | os.PathLike[str], reason_tag: str = "corrupt") -> tuple[Path | None, str]:
+    """:func:`set_aside` for a loader that must never fail: returns where the file went (``None``
+    when it could not be moved) and a sentence for the user's warning saying so."""
+    try:
+        kept = set_aside(path, reason_tag)
+    except StorageError as exc:
+        return None, f" The file could not be moved aside ({exc}); it was left where it is."
+    return kept, f" The file was kept as {kept}."

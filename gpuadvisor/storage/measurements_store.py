@@ -29,7 +29,7 @@ from typing import Generic, TypeVar
 from ..core.calibration import CalibrationProfile, profile_from_json, profile_to_json
 from ..core.errors import InputError
 from ..core.measurements import Measurement, measurements_from_json, measurements_to_json, next_measurement_id
-from .atomic import atomic_write_text, backup_path, set_aside
+from .atomic import atomic_write_text, backup_path, set_aside_and_say
 from .errors import StorageError, os_reason
 from .paths import UserPaths, ensure_dir, user_paths
 
@@ -99,13 +99,8 @@ def _load(path: Path, what: str, empty: T, parse: Callable[[str, str], T]) -> Lo
             problem = str(exc).removeprefix(f"{path.name}: ")
             tag = "unsupported" if exc.field.endswith("schema_version") else "corrupt"
     warning = f"Your {what} in {path} could not be loaded: {problem}."
-    try:
-        kept = set_aside(path, tag)
-    except StorageError as exc:
-        warning += f" The file could not be moved aside ({exc}); it was left where it is."
-        kept = None
-    else:
-        warning += f" The file was kept as {kept}."
+    kept, note = set_aside_and_say(path, tag)
+    warning += note
     warning += _backup_note(path, parse)
     return Loaded(empty, [warning], kept, path)
 

@@ -28,7 +28,7 @@ from ..core.errors import CatalogError
 from ..core.hardware import GpuCatalog, load_gpu_catalog
 from ..core.presets import ModelCatalog, load_model_catalog
 from ..core.user_catalog import UserCatalog, build_catalogs, dumps, loads
-from .atomic import atomic_write_bytes, atomic_write_text, backup_path, set_aside
+from .atomic import atomic_write_bytes, atomic_write_text, backup_path, set_aside_and_say
 from .errors import StorageError, os_reason
 from .paths import UserPaths, ensure_dir, user_paths
 
@@ -95,13 +95,8 @@ def load_user_catalog(paths: UserPaths | None = None) -> UserCatalogLoad:
             tag = "unsupported" if exc.field.endswith("schema_version") else "corrupt"
     warning = (f"Your catalog edits in {path} could not be loaded: {problem}. "
                "The bundled catalogs are used instead.")
-    try:
-        kept = set_aside(path, tag)
-    except StorageError as exc:
-        warning += f" The file could not be moved aside ({exc}); it was left where it is."
-        kept = None
-    else:
-        warning += f" The file was kept as {kept}."
+    kept, note = set_aside_and_say(path, tag)
+    warning += note
     warning += _backup_note(path)
     return UserCatalogLoad(empty, [warning], kept, path)
 
