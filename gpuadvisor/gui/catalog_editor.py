@@ -555,6 +555,21 @@ class PreviewDialog(QDialog):
         layout.addWidget(buttons)
 
 
+def import_details(report: ImportReport, before: list[dict[str, str]]) -> str:
+    """The import report with every changed value spelled out (``tdp_w: 450 -> 460``), so the
+    user sees what Apply would change, not only which rows."""
+    old = {r.get("id"): r for r in before}
+    new = {r.get("id"): r for r in report.rows}
+    lines = [report.summary()]
+    if report.updated:
+        lines += ["", "Values that change:"]
+        for item in report.updated:
+            was, now = old.get(item.id, {}), new.get(item.id, {})
+            changes = [f"{c}: {was.get(c) or '(empty)'} -> {now.get(c) or '(empty)'}" for c in item.columns]
+            lines.append(f"  {item.id}: " + "; ".join(changes))
+    return "\n".join(lines)
+
+
 # --- the window ---------------------------------------------------------------------------------
 class CatalogEditor(QMainWindow):
     """The catalog editor window (see the module docstring)."""
@@ -788,18 +803,18 @@ class CatalogEditor(QMainWindow):
         except InputError as exc:
             QMessageBox.warning(self, "Import failed", f"{Path(path).name} cannot be imported:\n{exc}")
             return None
-        if preview and not self._confirm_import(report, Path(path).name):
+        if preview and not self._confirm_import(report, Path(path).name, model.snapshot()):
             return report
         if report.changed:
             self._push_rows(model, report.rows, f"Import {Path(path).name}")
         self._set_notice(report.summary())
         return report
 
-    def _confirm_import(self, report: ImportReport, name: str) -> bool:
+    def _confirm_import(self, report: ImportReport, name: str, before: list[dict[str, str]]) -> bool:
         head = (f"<b>{name}</b>: {len(report.added)} added, {len(report.updated)} updated, "
                 f"{len(report.unchanged)} unchanged, <span style='color:#8a0015'>{len(report.rejected)} "
                 f"rejected</span>.")
-        dialog = PreviewDialog(f"Import {name}", head, report.summary(), report.changed, self)
+        dialog = PreviewDialog(f"Import {name}", head, import_details(report, before), report.changed, self)
         return dialog.exec() == QDialog.DialogCode.Accepted
 
     def export_rows(self, path: str | None = None, fmt: str | None = None) -> Path | None:

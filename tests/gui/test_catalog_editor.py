@@ -214,6 +214,8 @@ def test_import_csv_with_good_and_bad_rows_shows_report_and_is_undoable(window, 
     assert [(x.line, x.id) for x in report.rejected] == [(4, "broken-gpu")]
     assert "memory_bandwidth_gb_s" in report.rejected[0].reason
     assert "1 added, 1 updated" in editor.info.text().replace("<br>", " ")
+    details = ce.import_details(report, uc.bundled_rows("gpus"))
+    assert f"{updated['id']}: tdp_w: {base[updated['id']]['tdp_w']} -> {updated['tdp_w']}" in details
     assert gpus.rows[-1]["id"] == "l40s-quote"
     window.state.flush()
     assert "l40s-quote" in window.state.gpus.gpus
