@@ -17,6 +17,7 @@ from PySide6.QtWidgets import QStyle, QTableView
 
 from ..core.estimate import Candidate, Estimate
 from ..core.units import format_hours, format_usd
+from ..core.user_catalog import stale_price
 
 COL_GPU, COL_COUNT, COL_PAR, COL_VERDICT, COL_NEED, COL_CAP, COL_HEADROOM, COL_TPS, COL_TIME, COL_COST, \
     COL_PER_M, COL_DEADLINE, COL_BUDGET, COL_PARETO, COL_PRICE_DATE = range(15)
@@ -197,8 +198,8 @@ class RankingModel(QAbstractTableModel):
         return ""
 
     def is_stale(self, c: Candidate) -> bool:
-        """Is the GPU's price older than ``stale_months`` (or undated)?"""
-        return _stale(c.gpu.price_as_of, self.today, self.stale_months)
+        """Are the GPU's prices older than ``stale_months`` (or undated)? The catalog editor's rule."""
+        return stale_price(c.gpu, self.today, self.stale_months)
 
     def _sort_value(self, c: Candidate, col: int):
         inf = math.inf
@@ -231,15 +232,6 @@ class RankingModel(QAbstractTableModel):
         if c.performance is not None:
             lines.append(f"Bound by {c.performance.bound}; compute in {c.performance.precision_used}")
         return "\n".join(lines)
-
-
-def _stale(as_of: str, today: _dt.date, months: int) -> bool:
-    from ..core.report import months_before
-
-    try:
-        return _dt.date.fromisoformat(as_of) < months_before(today, months)
-    except ValueError:
-        return True
 
 
 def verdict_brush(c: Candidate) -> QBrush:
