@@ -318,23 +318,32 @@ def cmd_catalog_import(args: argparse.Namespace) -> int:
     rows, warnings = merge(args.kind, loaded.catalog.edits(args.kind))
     _warn(loaded.warnings + warnings)
     report = import_file(args.kind, args.file, [r.row for r in rows], fmt=args.format)
-    saved = None
-    if report.changed and not args.dry_run:
-        saved = save_user_catalog(loaded.catalog.with_edits(args.kind, diff(args.kind, report.rows)))
+    saved = _save_rows(loaded, args.kind, report.rows, report.changed, args.dry_run)
     if args.json:
         data = report.to_dict()
         data.update(dry_run=args.dry_run, saved=str(saved) if saved else None)
         print(json.dumps(data, indent=2))
     else:
         print(report.summary())
-        if args.dry_run:
-            print("Dry run: your catalog was not changed.")
-        elif saved:
-            kept = " (the previous version is kept as .bak)" if backup_path(saved).exists() else ""
-            print(f"Saved to {saved}{kept}.")
-        else:
-            print(f"Nothing to change in {user_catalog_file()}.")
+        _say_saved(saved, args.dry_run)
     return EXIT_REJECTED_ROWS if report.rejected else 0
+
+
+def _save_rows(loaded, kind: str, rows, changed: bool, dry_run: bool) -> Path | None:
+    """Save ``rows`` as the user's edits of ``kind`` (unless nothing changed or it is a dry run)."""
+    if not changed or dry_run:
+        return None
+    return save_user_catalog(loaded.catalog.with_edits(kind, diff(kind, rows)))
+
+
+def _say_saved(saved: Path | None, dry_run: bool) -> None:
+    if dry_run:
+        print("Dry run: your catalog was not changed.")
+    elif saved:
+        kept = " (the previous version is kept as .bak)" if backup_path(saved).exists() else ""
+        print(f"Saved to {saved}{kept}.")
+    else:
+        print(f"Nothing to change in {user_catalog_file()}.")
 
 
 # --- prices import ------------------------------------------------------------------------------
@@ -421,20 +430,12 @@ def cmd_prices_import(args: argparse.Namespace) -> int:
     by_id = dict(updates)
     new_rows = [{**row, **by_id.get(row.get("id", ""), {})} for row in table]
     changed = new_rows != table
-    saved = None
-    if changed and not args.dry_run:
-        saved = save_user_catalog(loaded.catalog.with_edits("gpus", diff("gpus", new_rows)))
+    saved = _save_rows(loaded, "gpus", new_rows, changed, args.dry_run)
     if args.json:
         print(json.dumps(_prices_to_dict(merged, list(args.files), updates, args.dry_run, saved), indent=2))
     else:
         print(_render_prices(merged, updates))
-        if args.dry_run:
-            print("Dry run: your catalog was not changed.")
-        elif saved:
-            kept = " (the previous version is kept as .bak)" if backup_path(saved).exists() else ""
-            print(f"Saved to {saved}{kept}.")
-        else:
-            print(f"Nothing to change in {user_catalog_file()}.")
+        _say_saved(saved, args.dry_run)
     return EXIT_REJECTED_ROWS if merged.rejected else 0
 
 

@@ -56,7 +56,21 @@ def _pct(value: float | None) -> str:
     return "" if value is None else f"{value:+.1f}%"
 
 
-class MeasurementsModel(QAbstractTableModel):
+class _TextTable(QAbstractTableModel):
+    """A read-only table whose columns are ``HEADERS``."""
+
+    HEADERS: tuple[str, ...] = ()
+
+    def columnCount(self, parent=QModelIndex()) -> int:  # noqa: N802 - Qt override
+        return 0 if parent.isValid() else len(self.HEADERS)
+
+    def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):  # noqa: N802 - Qt override
+        if role == Qt.ItemDataRole.DisplayRole and orientation == Qt.Orientation.Horizontal:
+            return self.HEADERS[section]
+        return None
+
+
+class MeasurementsModel(_TextTable):
     """One row per recorded run: measured, estimated and calibrated figures with their errors."""
 
     COL_ID, COL_GPU, COL_ENGINE, COL_MODEL = range(4)
@@ -76,14 +90,6 @@ class MeasurementsModel(QAbstractTableModel):
 
     def rowCount(self, parent=QModelIndex()) -> int:  # noqa: N802 - Qt override
         return 0 if parent.isValid() else len(self.rows)
-
-    def columnCount(self, parent=QModelIndex()) -> int:  # noqa: N802 - Qt override
-        return 0 if parent.isValid() else len(self.HEADERS)
-
-    def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):  # noqa: N802 - Qt override
-        if role == Qt.ItemDataRole.DisplayRole and orientation == Qt.Orientation.Horizontal:
-            return self.HEADERS[section]
-        return None
 
     def text(self, row: int, col: int) -> str:
         c = self.rows[row]
@@ -114,7 +120,7 @@ class MeasurementsModel(QAbstractTableModel):
         return None
 
 
-class FactorsModel(QAbstractTableModel):
+class FactorsModel(_TextTable):
     """The fitted factors of a calibration profile: one row per GPU, engine and factor."""
 
     HEADERS = ("GPU", "Engine", "Factor", "Value", "Measurements", "Error before → after", "Note")
@@ -130,14 +136,6 @@ class FactorsModel(QAbstractTableModel):
 
     def rowCount(self, parent=QModelIndex()) -> int:  # noqa: N802 - Qt override
         return 0 if parent.isValid() or self.profile is None else len(self.profile.fits)
-
-    def columnCount(self, parent=QModelIndex()) -> int:  # noqa: N802 - Qt override
-        return 0 if parent.isValid() else len(self.HEADERS)
-
-    def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):  # noqa: N802 - Qt override
-        if role == Qt.ItemDataRole.DisplayRole and orientation == Qt.Orientation.Horizontal:
-            return self.HEADERS[section]
-        return None
 
     def text(self, row: int, col: int) -> str:
         assert self.profile is not None
