@@ -57,6 +57,7 @@ from .core.measurements import (Finding, LogSummary, Measurement, diagnose, next
 from .core.pricelists import (PriceImport, format_price, merge_price_imports, price_update_rows,
                               read_price_list)
 from .core.scenario import Scenario, ModelSource, dumps_scenario, load_scenario, scenario_snapshot
+from .core.report import summary_line
 from .core.serialize import estimate_to_dict, gpu_to_dict, model_to_dict
 from .core.units import format_count, format_hours, format_usd
 from .core.user_catalog import KINDS, build_catalogs, bundled_meta, bundled_rows, diff, merge
@@ -126,7 +127,8 @@ def render_estimate(est: Estimate, show_all: bool = False) -> str:
     calibrated = set(est.calibrated_gpus)
     for c in chosen:
         g = c.memory.gib()
-        row = [c.gpu.name + (" *" if c.gpu.id in calibrated else ""), f"{c.gpu_count}x {c.parallelism}", c.verdict, f"{g['device_total']:.1f}",
+        star = "\u2605 " if est.decision is not None and c.key == est.decision.recommended_key else ""
+        row = [star + c.gpu.name + (" *" if c.gpu.id in calibrated else ""), f"{c.gpu_count}x {c.parallelism}", c.verdict, f"{g['device_total']:.1f}",
                f"{c.capacity_gib:.1f}", f"{c.headroom_gib:+.1f}"] + [
             f"{g[k]:.1f}" for k in ("weights", "gradients", "optimizer", "activations", "kv_cache", "adapters",
                                     "overhead")]
@@ -140,10 +142,10 @@ def render_estimate(est: Estimate, show_all: bool = False) -> str:
                 d.update(c.cost.to_dict())  # type: ignore[attr-defined]
             tps = d.get("tokens_per_s")
             per_m = d.get("usd_per_million_tokens")
-            marks = {True: "ok", False: "NO", None: "-"}
+            marks = {"meets": "ok", "within": "ok", "likely": "likely", "at risk": "NO", "over": "NO", None: "-"}
             row += [f"{tps:,.0f}" if tps else "-", _range(d.get("job_hours"), format_hours),
                     _range(d.get("cost_usd"), format_usd), format_usd(per_m) if per_m is not None else "-",
-                    f"{marks[d.get('meets_deadline')]}/{marks[d.get('within_budget')]}" if d else "-",
+                    f"{marks[d.get('deadline')]}/{marks[d.get('budget')]}" if d else "-",
                     str(d.get("bound") or "-")]
         rows.append(row)
     lines.append(_table(rows, header, right=set(range(3, len(header))) - {len(header) - 1, len(header) - 2}
@@ -152,13 +154,10 @@ def render_estimate(est: Estimate, show_all: bool = False) -> str:
     lines.append("Memory in GiB per GPU; need = device total (tensors + CUDA context + fragmentation). "
                  "max batch / max ctx: the largest batch and the longest context that fit that setup.")
     if not show_all:
-        lines.append("One row per GPU: its smallest fitting setup (use --all for every count and parallelism).")
+        lines.append("One row per GPU type: its best setup under the deadline and budget (use --all for every "
+                     "count and parallelism); \u2605 marks the recommendation.")
     lines += calibration_lines(est)
-    if est.ranking:
-        best = est.ranking[0]
-        lines.append(f"Cheapest setup that fits: {best.key}"
-                     + (f", {format_usd(best.cost.cost_usd.expected)} expected" if best.cost and best.cost.cost_usd
-                        else "") + f" (engine profile: {est.engine}).")
+    lines.append(summary_line(est) + f" (engine profile: {est.engine})")
     for advice in est.advice:
         lines.append(f"Change: {advice}")
     for warning in est.warnings:

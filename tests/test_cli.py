@@ -135,7 +135,7 @@ def test_table_mentions_every_gpu(capsys, tmp_path, gpu_catalog):
 def test_table_shows_7b_weights(capsys, tmp_path):
     code, out, _ = run_main(capsys, "estimate", write_scenario(tmp_path, INFERENCE_7B), "--gpu", "a100-80gb")
     assert code == 0
-    row = next(line for line in out.splitlines() if line.startswith("NVIDIA A100"))
+    row = next(line for line in out.splitlines() if line.lstrip("\u2605 ").startswith("NVIDIA A100"))
     assert "12.6" in row.split()  # 12.55 GiB shown with one decimal
 
 

@@ -55,9 +55,16 @@ class CostEstimate(NamedTuple):
     cost_usd: Range | None  # None when no price is known for this GPU
     usd_per_hour: float | None  # whole candidate (all its GPUs), at the chosen price
     usd_per_million_tokens: float | None
-    meets_deadline: bool | None
-    within_budget: bool | None
+    meets_deadline: bool | None  # True only when even the slow end of the range meets it
+    within_budget: bool | None  # True only when even the expensive end of the range stays within it
     buy: BuyVsRent | None
+    deadline_status: str | None = None  # "meets", "likely" or "at risk" (None: no deadline)
+    budget_status: str | None = None  # "within", "likely" or "over" (None: no budget or no price)
+
+    @property
+    def workable(self) -> bool:
+        """Not ruled out by the deadline or the budget (a "likely" setup stays in, with a caveat)."""
+        return self.deadline_status != "at risk" and self.budget_status != "over"
 
     def to_dict(self) -> dict:
         return {"job_tokens": self.job_tokens, "job_hours": self.job_hours.to_dict(),
@@ -67,6 +74,7 @@ class CostEstimate(NamedTuple):
                 "usd_per_million_tokens": None if self.usd_per_million_tokens is None
                 else round(self.usd_per_million_tokens, 4),
                 "meets_deadline": self.meets_deadline, "within_budget": self.within_budget,
+                "deadline": self.deadline_status, "budget": self.budget_status,
                 "buy_vs_rent": None if self.buy is None else self.buy.to_dict()}
 
 
@@ -131,17 +139,30 @@ def job_cost(workload: Workload, budget: Budget, gpu: GpuSpec, gpu_count: int, t
         cost = Range(gpu_hours.low * prices.low, gpu_hours.expected * prices.expected, gpu_hours.high * prices.high)
         per_million = cost.expected / tokens * 1e6
         per_hour = prices.expected * gpu_count
-    meets = None if budget.deadline_hours is None else hours.expected <= budget.deadline_hours
-    within = None
+    deadline = limit_status(hours, budget.deadline_hours, ("meets", "likely", "at risk"))
+    within = budget_st = None
     if budget.max_total_usd is not None or budget.max_usd_per_hour is not None:
-        if cost is None or per_hour is None:
-            within = None
-        else:
-            within = ((budget.max_total_usd is None or cost.expected <= budget.max_total_usd)
-                      and (budget.max_usd_per_hour is None or per_hour <= budget.max_usd_per_hour))
+        if cost is not None and per_hour is not None:
+            total = limit_status(cost, budget.max_total_usd, ("within", "likely", "over"))
+            hourly = None if budget.max_usd_per_hour is None else (
+                "within" if per_hour <= budget.max_usd_per_hour else "over")
+            statuses = [s for s in (total, hourly) if s is not None]
+            budget_st = ("over" if "over" in statuses else "likely" if "likely" in statuses else "within")
+            within = budget_st == "within"
     if buy is False:
         buy = buy_vs_rent(gpu, budget, prices.expected if prices else None)
     assert buy is None or isinstance(buy, BuyVsRent)
     return CostEstimate(job_tokens=tokens, job_hours=hours, gpu_hours=gpu_hours, cost_usd=cost,
-                        usd_per_hour=per_hour, usd_per_million_tokens=per_million, meets_deadline=meets,
-                        within_budget=within, buy=buy)
+                        usd_per_hour=per_hour, usd_per_million_tokens=per_million,
+                        meets_deadline=None if deadline is None else deadline == "meets",
+                        within_budget=within, buy=buy, deadline_status=deadline, budget_status=budget_st)
+
+
+def limit_status(value: Range, limit: float | None, words: tuple[str, str, str]) -> str | None:
+    """Where a range stands against an upper limit: ``words[0]`` when even its high end is within it,
+    ``words[1]`` ("likely") when only the expected value is, ``words[2]`` when the expected value is not."""
+    if limit is None:
+        return None
+    if value.high <= limit:
+        return words[0]
+    return words[1] if value.expected <= limit else words[2]

@@ -32,6 +32,7 @@ from .models import ModelSpec
 from .performance import (SPEED_GROUP, PerformanceEstimate, inference_performance, training_performance,
                           training_prelude)
 from .presets import ModelCatalog
+from .recommendation import Decision, decide
 from .scenario import Scenario
 from .units import GIB
 from .workload import RuntimeOverhead
@@ -106,23 +107,32 @@ class Estimate:
     calibration: CalibrationProfile | None = None
     #: The fitted values that were applied, per GPU (after the scenario's own settings won).
     calibration_fits: tuple[FactorFit, ...] = ()
+    #: Which setup to choose and one best setup per GPU type, in order (see :mod:`.recommendation`).
+    decision: Decision | None = None
     #: Filled on first use by :meth:`best_per_gpu` and :meth:`candidate` (the views ask for them
     #: several times per update); not part of the value.
     _memo: dict = field(default_factory=dict, compare=False, repr=False)
 
     def best_per_gpu(self) -> dict[str, Candidate]:
-        """For each GPU, the smallest fitting setup (fewest GPUs, then least memory); else its best try.
+        """For each GPU type its best setup (see :mod:`.recommendation`), best GPU type first.
 
         Returns a new dict each call (computed once per estimate)."""
         best = self._memo.get("best")
         if best is None:
+            decision = self.decision or decide(self.candidates)
             best = {}
-            for c in self.candidates:
-                cur = best.get(c.gpu.id)
-                if cur is None or _better(c, cur):
+            for key in decision.per_gpu_keys:
+                c = self.candidate(key)
+                if c is not None:
                     best[c.gpu.id] = c
             self._memo["best"] = best
         return dict(best)
+
+    @property
+    def recommended(self) -> Candidate | None:
+        """The recommended setup (None when nothing fits or nothing meets the limits)."""
+        decision = self.decision or decide(self.candidates)
+        return self.candidate(decision.recommended_key) if decision.recommended_key else None
 
     def candidate(self, key: str) -> Candidate | None:
         """The candidate with this :attr:`Candidate.key`, or ``None``."""
@@ -188,16 +198,6 @@ def calibration_lookup(profile: CalibrationProfile, engine: str, scenario: Scena
             continue
         out.setdefault(f.gpu_id, []).append(f)
     return {gpu_id: tuple(fits) for gpu_id, fits in out.items()}
-
-
-def _better(a: Candidate, b: Candidate) -> bool:
-    if a.fits != b.fits:
-        return a.fits
-    if a.fits:
-        if a.gpu_count != b.gpu_count:
-            return a.gpu_count < b.gpu_count
-        return a.utilization < b.utilization  # same GPU, so the same order as device memory
-    return a.utilization < b.utilization
 
 
 def resolve_model(scenario: Scenario, models: ModelCatalog) -> ModelSpec:
@@ -324,7 +324,7 @@ def estimate(scenario: Scenario, gpus: GpuCatalog, models: ModelCatalog,
     keys = [_advice.cost_hours(cost) if fits else None for (_, _, _, _, fits, _, _, _, cost) in rows]
     front = _advice.pareto_indices(keys)
     cheapest_meeting = min((k[0] for k, r in zip(keys, rows) if k is not None and k[0] != float("inf")
-                            and r[8].meets_deadline is not False), default=None)
+                            and r[8].deadline_status != "at risk"), default=None)
     # Positional arguments, in Candidate's field order: this runs hundreds of times per keystroke.
     under, over = _advice.under_provisioned, _advice.over_provisioned
     candidates = tuple(
@@ -369,7 +369,7 @@ def _finish(est: Estimate, with_advice: bool, gpus: GpuCatalog, models: ModelCat
     changes: list = []
     hint = _advice.mig_hint(est)
     workable = [c for c in ranking if c.cost is None or
-                (c.cost.meets_deadline is not False and c.cost.within_budget is not False)]
+                c.cost.workable]
     if with_advice and not workable:
         for label, why, transform in _advice.remedies(est):
             try:
@@ -380,7 +380,7 @@ def _finish(est: Estimate, with_advice: bool, gpus: GpuCatalog, models: ModelCat
             except InputError:
                 continue
             ok = [c for c in variant.ranking if c.cost is None or
-                  (c.cost.meets_deadline is not False and c.cost.within_budget is not False)]
+                  c.cost.workable]
             best = ok[0] if ok else None
             changes.append(_advice.Change(
                 change=label, why=why, candidate=best.key if best else None,
@@ -395,4 +395,5 @@ def _finish(est: Estimate, with_advice: bool, gpus: GpuCatalog, models: ModelCat
         warnings += ("Nothing fits: see the changes below.",)
     elif with_advice and not workable:
         warnings += ("Nothing meets the deadline and the budget: see the changes below.",)
-    return replace(est, ranking=ranking, advice=tuple(changes), warnings=warnings, _memo={})
+    return replace(est, ranking=ranking, advice=tuple(changes), warnings=warnings, decision=decide(cands),
+                   _memo={})

@@ -316,21 +316,14 @@ def months_before(day: _dt.date, months: int) -> _dt.date:
 
 
 def table_order(est: Estimate) -> list[Candidate]:
-    """One candidate per GPU (``best_per_gpu``): fitting ones by expected cost (unpriced after
-    priced, then by time), then the ones that do not fit, closest to fitting first."""
-    best = list(est.best_per_gpu().values())
-
-    def key(c: Candidate) -> tuple:
-        if not c.fits:
-            return (1, c.utilization, 0.0, c.gpu.name)
-        cost = c.cost.cost_usd.expected if c.cost is not None and c.cost.cost_usd is not None else math.inf
-        hours = c.cost.job_hours.expected if c.cost is not None else math.inf
-        return (0, cost, hours, c.gpu.name)
-    return sorted(best, key=key)
+    """One candidate per GPU type, its best setup, in the decision's order (:mod:`.recommendation`):
+    setups that meet the limits by expected cost, then those that likely meet them, then those
+    that miss a limit (fastest first), then the ones that do not fit, closest to fitting first."""
+    return list(est.best_per_gpu().values())
 
 
 def _workable(c: Candidate) -> bool:
-    return c.fits and (c.cost is None or (c.cost.meets_deadline is not False and c.cost.within_budget is not False))
+    return c.fits and (c.cost is None or c.cost.workable)
 
 
 def _cost_of(c: Candidate) -> float:
@@ -537,6 +530,19 @@ def _why_lost(rec: Candidate, other: Candidate) -> str:
     return text + "."
 
 
+def _likely_caveat(est: Estimate, c: Candidate) -> str:
+    """Why a "likely" recommendation is not sure: the far end of its range crosses a limit."""
+    b, cost = est.scenario.budget, c.cost
+    out = []
+    if cost is not None and cost.deadline_status == "likely" and b.deadline_hours is not None:
+        out.append(f"its job time ({fmt_hours_range(cost.job_hours.low, cost.job_hours.high)}) may exceed the "
+                   f"{fmt_deadline(b.deadline_hours)} deadline at the slow end of the range")
+    if cost is not None and cost.budget_status == "likely" and cost.cost_usd is not None:
+        out.append(f"its cost ({fmt_usd_range(cost.cost_usd.low, cost.cost_usd.high)}) may exceed the budget at "
+                   "the expensive end of the range")
+    return ("Not certain: " + " and ".join(out) + ".") if out else ""
+
+
 def _recommendation(est: Estimate) -> tuple[str, Candidate | None, Candidate | None]:
     ranking = list(est.ranking)
     limits = _limits_phrase(est)
@@ -556,10 +562,9 @@ def _recommendation(est: Estimate) -> tuple[str, Candidate | None, Candidate | N
                     "batches, sharding, quantization, more GPUs) makes it fit. A larger GPU or a smaller model "
                     "is needed.")
         return text, None, None
-    workable = [c for c in ranking if _workable(c)]
-    priced = [c for c in workable if math.isfinite(_cost_of(c))]
-    pool = priced or workable
-    if not pool:
+    decision = est.decision
+    rec = est.recommended
+    if rec is None:
         cheapest = ranking[0]
         fastest = min((c for c in ranking if c.cost is not None), key=lambda c: c.cost.job_hours.expected,
                       default=None)
@@ -578,18 +583,19 @@ def _recommendation(est: Estimate) -> tuple[str, Candidate | None, Candidate | N
         else:
             text += " No standard change meets them either: relax the deadline or the budget."
         return text, None, None
-    rec = pool[0]
     what = "the cheapest setup that fits" if math.isfinite(_cost_of(rec)) else "the fastest-ranked setup that fits"
-    text = f"Recommended: {_name(rec)}, {what}" + (f" and {limits}" if limits else "") + ". "
-    text += f"It costs {_figures(rec)}; {_memory_phrase(rec)}."
+    likely = decision is not None and decision.status == "likely"
+    text = f"Recommended: {_name(rec)}, {what}" + (f" and {'likely ' if likely else ''}{limits}" if limits else "")
+    text += ". " + f"It costs {_figures(rec)}; {_memory_phrase(rec)}."
+    if likely:
+        text += " " + _likely_caveat(est, rec)
     if rec.verdict == "tight":
         text += " Memory is tight (above 95% of capacity): a longer sample or an allocator spike may not fit."
-        roomy = [c for c in pool[1:] if c.verdict == "fits"]
+        roomy = [c for c in est.best_per_gpu().values() if c.verdict == "fits" and _workable(c)]
         if roomy:
             text += (f" The cheapest setup with room to spare is {_name(roomy[0])}: {_figures(roomy[0])}; "
                      f"{_memory_phrase(roomy[0])}.")
-    others = [c for c in pool[1:] if c.gpu.id != rec.gpu.id]
-    runner = others[0] if others else None
+    runner = est.candidate(decision.runner_up_key) if decision and decision.runner_up_key else None
     if runner is not None:
         text += f" Runner-up: {_name(runner)} at {_figures(runner)}; it ranks second because {_why_lost(rec, runner)}"
     cheaper = [c for c in ranking if math.isfinite(_cost_of(c)) and _cost_of(c) < _cost_of(rec) and not _workable(c)]
@@ -909,3 +915,34 @@ def build_report(est: Estimate, catalog_meta: CatalogMeta, today: _dt.date, stal
         sources=tuple(sources), price_sources=tuple(price_sources), warnings=tuple(warnings),
         stale_price_gpus=tuple(stale_ids), calibration_lines=tuple(_calibration(est)),
     )
+
+
+def summary_line(est: Estimate) -> str:
+    """The answer in one line, as the window's summary and the CLI print it (same decision as the report)."""
+    rec = est.recommended
+    limits = _limits_phrase(est)
+    if rec is not None:
+        likely = est.decision is not None and est.decision.status == "likely"
+        cost = rec.cost
+        figures = []
+        if cost is not None:
+            figures.append(f"{fmt_hours(cost.job_hours.expected)} ({fmt_hours_range(cost.job_hours.low, cost.job_hours.high)})")
+            if cost.cost_usd is not None:
+                figures.append(f"about {fmt_usd(cost.cost_usd.expected)}")
+        text = f"Recommended: {_name(rec)}" + (": " + ", ".join(figures) if figures else "")
+        if limits:
+            text += f"; {'likely ' if likely else ''}{limits}"
+            if likely:
+                text += " (the slow or expensive end of the range does not)"
+        return text + "."
+    names = {c.gpu.id: c.gpu.name for c in est.candidates}
+    working = [a for a in est.advice if a.fits]
+    fix = (f" Cheapest change: {working[0].change}, on {_key_name(working[0].candidate, names)}."
+           if working else "")
+    if not est.ranking:
+        return "Nothing fits on any GPU compared." + (fix or " No standard change makes it fit.")
+    closest = next(iter(est.best_per_gpu().values()))
+    cost = closest.cost
+    when = f" ({fmt_hours(cost.job_hours.expected)}" + (
+        f", about {fmt_usd(cost.cost_usd.expected)})" if cost and cost.cost_usd else ")") if cost else ""
+    return (f"No setup {limits or 'meets the limits'}; closest: {_name(closest)}{when}." + fix)

@@ -96,6 +96,8 @@ def estimate_to_dict(est: Estimate) -> dict[str, Any]:
                        "max_batch": wi.max_batch, "max_context": wi.max_context,
                        **({"max_concurrent_requests": wi.max_batch} if not w.is_training else {})}
                       for c in est.best_per_gpu().values() for wi in (est.what_if(c),)]
+    if est.decision is not None:
+        out["recommendation"] = est.decision.to_dict()
     if est.ranking:
         out["ranking"] = [c.key for c in est.ranking]
     if est.advice:
