@@ -13,8 +13,8 @@ def print_comparison(args: list[str]) -> int:
     """Print the comparison for a scenario file (or the default scenario) across the catalog."""
     from .cli import default_scenario, load_catalogs, render_estimate
     from .core.errors import InputError
-    from .core.estimate import estimate
-    from .core.scenario import load_scenario
+    from .core.estimation.estimate import estimate
+    from .core.formats.scenario import load_scenario
 
     try:
         scenario = load_scenario(args[0]) if args else default_scenario()

@@ -45,22 +45,22 @@ from typing import Sequence
 
 from . import __version__
 from .core.errors import InputError
-from .core.engines import engine_for
-from .core.estimate import Candidate, Estimate, estimate, resolve_model
-from .core.calibration import (CalibrationProfile, Comparison, EstimatePredictor, compare_measurements,
+from .core.specs.engines import engine_for
+from .core.estimation.estimate import Candidate, Estimate, estimate, resolve_model
+from .core.estimation.calibration import (CalibrationProfile, Comparison, EstimatePredictor, compare_measurements,
                                fit_calibration, profile_to_dict)
-from .core.catalog_exchange import FORMATS, export_text, import_file
-from .core.hardware import GpuCatalog
-from .core.presets import ModelCatalog
-from .core.measurements import (Finding, LogSummary, Measurement, diagnose, next_measurement_id,
+from .core.formats.catalog_exchange import FORMATS, export_text, import_file
+from .core.specs.hardware import GpuCatalog
+from .core.specs.presets import ModelCatalog
+from .core.formats.measurements import (Finding, LogSummary, Measurement, diagnose, next_measurement_id,
                                 parse_nvidia_smi_log)
-from .core.pricelists import (PriceImport, format_price, merge_price_imports, price_update_rows,
+from .core.formats.pricelists import (PriceImport, format_price, merge_price_imports, price_update_rows,
                               read_price_list)
-from .core.scenario import Scenario, ModelSource, dumps_scenario, load_scenario, scenario_snapshot
-from .core.serialize import estimate_to_dict, gpu_to_dict, model_to_dict
+from .core.formats.scenario import Scenario, ModelSource, dumps_scenario, load_scenario, scenario_snapshot
+from .core.presentation.serialize import estimate_to_dict, gpu_to_dict, model_to_dict
 from .core.units import format_count, format_hours, format_usd
-from .core.user_catalog import KINDS, build_catalogs, bundled_meta, bundled_rows, diff, merge
-from .core.workload import Workload
+from .core.formats.user_catalog import KINDS, build_catalogs, bundled_meta, bundled_rows, diff, merge
+from .core.specs.workload import Workload
 from .storage import (add_measurement, atomic_write_text, backup_path, calibration_file, export_calibration,
                       import_calibration, load_calibration, load_effective_catalogs, load_measurements,
                       load_user_catalog, merge_measurements, save_calibration, save_user_catalog,
@@ -264,7 +264,7 @@ def _quiet_offscreen_warnings() -> None:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from .core.report import build_report
+    from .core.presentation.report import build_report
 
     scenario = load_scenario(args.scenario)
     gpus, models = load_catalogs(not args.no_user_catalog)

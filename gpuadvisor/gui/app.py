@@ -43,9 +43,9 @@ def build_window(scenario_path: str | None = None, deferred_charts: bool = True)
     """Create the state and the main window (a QApplication must exist)."""
     from ..cli import default_scenario
     from ..core.errors import CatalogError, InputError
-    from ..core.hardware import load_gpu_catalog
-    from ..core.presets import load_model_catalog
-    from ..core.user_catalog import build_catalogs
+    from ..core.specs.hardware import load_gpu_catalog
+    from ..core.specs.presets import load_model_catalog
+    from ..core.formats.user_catalog import build_catalogs
     from ..storage.settings import load_settings
     from ..storage.user_catalog_store import load_user_catalog
     from .main_window import MainWindow

@@ -26,9 +26,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Generic, TypeVar
 
-from ..core.calibration import CalibrationProfile, profile_from_json, profile_to_json
+from ..core.estimation.calibration import CalibrationProfile, profile_from_json, profile_to_json
 from ..core.errors import InputError
-from ..core.measurements import Measurement, measurements_from_json, measurements_to_json, next_measurement_id
+from ..core.formats.measurements import Measurement, measurements_from_json, measurements_to_json, next_measurement_id
 from .atomic import atomic_write_text, backup_path, set_aside_and_say
 from .errors import StorageError, os_reason
 from .paths import UserPaths, ensure_dir, user_paths

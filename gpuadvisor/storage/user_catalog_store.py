@@ -25,9 +25,9 @@ from datetime import datetime
 from pathlib import Path
 
 from ..core.errors import CatalogError
-from ..core.hardware import GpuCatalog, load_gpu_catalog
-from ..core.presets import ModelCatalog, load_model_catalog
-from ..core.user_catalog import UserCatalog, build_catalogs, dumps, loads
+from ..core.specs.hardware import GpuCatalog, load_gpu_catalog
+from ..core.specs.presets import ModelCatalog, load_model_catalog
+from ..core.formats.user_catalog import UserCatalog, build_catalogs, dumps, loads
 from .atomic import atomic_write_bytes, atomic_write_text, backup_path, set_aside_and_say
 from .errors import StorageError, os_reason
 from .paths import UserPaths, ensure_dir, user_paths

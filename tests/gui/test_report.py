@@ -24,9 +24,9 @@ from PySide6.QtGui import QFontDatabase, QImage
 
 from gpuadvisor import __version__
 from gpuadvisor.cli import load_catalogs
-from gpuadvisor.core.estimate import estimate
-from gpuadvisor.core.report import TABLE_HEADER, build_report, row_cells
-from gpuadvisor.core.scenario import load_scenario, loads_scenario
+from gpuadvisor.core.estimation.estimate import estimate
+from gpuadvisor.core.presentation.report import TABLE_HEADER, build_report, row_cells
+from gpuadvisor.core.formats.scenario import load_scenario, loads_scenario
 from gpuadvisor.gui import report_pdf
 from gpuadvisor.gui.report_pdf import export_pdf
 from gpuadvisor.storage import StorageError

@@ -43,8 +43,8 @@ from datetime import date, datetime
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
-from .errors import InputError
-from .workload import TRAINING_KINDS, WORKLOAD_KINDS
+from ..errors import InputError
+from ..specs.workload import TRAINING_KINDS, WORKLOAD_KINDS
 
 MEASUREMENTS_FORMAT = "gpuadvisor-measurements"
 MEASUREMENTS_SCHEMA_VERSION = 1

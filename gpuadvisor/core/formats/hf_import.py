@@ -32,8 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import InputError, ModelConfigError
-from .models import ModelSpec
+from ..errors import InputError, ModelConfigError
+from ..specs.models import ModelSpec
 
 __all__ = [
     "SafetensorsSummary",

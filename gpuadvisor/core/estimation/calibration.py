@@ -43,17 +43,17 @@ from dataclasses import dataclass, replace
 from datetime import date
 from typing import Any, NamedTuple
 
-from .engines import engine_for
-from .errors import InputError
+from ..specs.engines import engine_for
+from ..errors import InputError
 from .estimate import Candidate, Estimate, estimate, resolve_model
-from .hardware import GpuCatalog
-from .measurements import Measurement
-from .models import ModelSpec
+from ..specs.hardware import GpuCatalog
+from ..formats.measurements import Measurement
+from ..specs.models import ModelSpec
 from .performance import PerformanceEstimate, inference_performance, training_performance
-from .presets import ModelCatalog
-from .scenario import Scenario, scenario_from_dict
-from .units import GIB
-from .workload import RuntimeOverhead
+from ..specs.presets import ModelCatalog
+from ..formats.scenario import Scenario, scenario_from_dict
+from ..units import GIB
+from ..specs.workload import RuntimeOverhead
 
 PROFILE_FORMAT = "gpuadvisor-calibration"
 PROFILE_SCHEMA_VERSION = 1
@@ -345,8 +345,8 @@ def fit_calibration(measurements: Sequence[Measurement], predictor: Predictor | 
     ``skipped`` with the reason.
     """
     if predictor is None:
-        from .hardware import load_gpu_catalog
-        from .presets import load_model_catalog
+        from ..specs.hardware import load_gpu_catalog
+        from ..specs.presets import load_model_catalog
         predictor = EstimatePredictor(load_gpu_catalog(), load_model_catalog())
     skipped: list[tuple[str, str]] = []
     groups: dict[tuple[str, str], list[Measurement]] = {}

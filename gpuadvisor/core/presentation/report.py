@@ -36,14 +36,14 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from .. import __version__
-from .catalog_io import CatalogMeta
-from .cost import HOURS_PER_MONTH, LOAD_FACTOR
-from .engines import ARCH_MFU_FACTOR, ENGINES, EngineProfile
-from .estimate import Candidate, Estimate
-from .hardware import GpuSpec
+from ... import __version__
+from ..specs.catalog_io import CatalogMeta
+from ..estimation.cost import HOURS_PER_MONTH, LOAD_FACTOR
+from ..specs.engines import ARCH_MFU_FACTOR, ENGINES, EngineProfile
+from ..estimation.estimate import Candidate, Estimate
+from ..specs.hardware import GpuSpec
 from .serialize import candidate_to_dict
-from .units import format_count
+from ..units import format_count
 
 DASH = "\u2013"  # en dash: ranges
 NONE_MARK = "\u2014"  # em dash: no value (no deadline, no budget, no price)

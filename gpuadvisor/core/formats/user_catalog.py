@@ -39,13 +39,13 @@ from functools import lru_cache
 from types import MappingProxyType
 from typing import Any, Literal, Mapping, Sequence
 
-from .catalog_io import CatalogMeta, RowReader, read_catalog_file
-from .errors import CatalogError
-from .hardware import (GPU_REQUIRED_COLUMNS, GPU_SCHEMA_VERSIONS, GpuCatalog, GpuSpec, bundled_catalog_dir,
+from ..specs.catalog_io import CatalogMeta, RowReader, read_catalog_file
+from ..errors import CatalogError
+from ..specs.hardware import (GPU_REQUIRED_COLUMNS, GPU_SCHEMA_VERSIONS, GpuCatalog, GpuSpec, bundled_catalog_dir,
                        parse_gpu_row)
-from .models import ModelSpec
-from .presets import MODEL_REQUIRED_COLUMNS, MODEL_SCHEMA_VERSIONS, ModelCatalog, parse_model_row
-from .report import months_before
+from ..specs.models import ModelSpec
+from ..specs.presets import MODEL_REQUIRED_COLUMNS, MODEL_SCHEMA_VERSIONS, ModelCatalog, parse_model_row
+from ..presentation.report import months_before
 
 KINDS: tuple[str, ...] = ("gpus", "models")
 

@@ -24,17 +24,17 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from . import advice as _advice
 from .cost import CostEstimate, buy_vs_rent, job_cost, job_tokens, price_range
-from .engines import engine_for
-from .errors import InputError
-from .hardware import GpuCatalog, GpuSpec
+from ..specs.engines import engine_for
+from ..errors import InputError
+from ..specs.hardware import GpuCatalog, GpuSpec
 from .memory import MemoryBreakdown, MemoryModel, applicable_parallelisms, check_parallelism
-from .models import ModelSpec
+from ..specs.models import ModelSpec
 from .performance import (SPEED_GROUP, PerformanceEstimate, inference_performance, training_performance,
                           training_prelude)
-from .presets import ModelCatalog
-from .scenario import Scenario
-from .units import GIB
-from .workload import RuntimeOverhead
+from ..specs.presets import ModelCatalog
+from ..formats.scenario import Scenario
+from ..units import GIB
+from ..specs.workload import RuntimeOverhead
 
 if TYPE_CHECKING:  # calibration imports this module; the profile is only a value here
     from .calibration import CalibrationProfile, FactorFit
@@ -217,7 +217,7 @@ def resolve_model(scenario: Scenario, models: ModelCatalog) -> ModelSpec:
         except TypeError as exc:
             raise InputError("model.architecture", f"has a value of the wrong type ({exc})") from None
     elif src.hf_config is not None:
-        from .hf_import import model_from_hf_config  # local import: only needed for this source
+        from ..formats.hf_import import model_from_hf_config  # local import: only needed for this source
         path = Path(src.hf_config).expanduser()
         if not path.is_absolute() and scenario.base_dir:
             path = Path(scenario.base_dir) / path

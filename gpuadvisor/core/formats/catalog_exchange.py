@@ -37,10 +37,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from .catalog_io import parse_meta
-from .errors import CatalogError
-from .hardware import GPU_REQUIRED_COLUMNS
-from .presets import MODEL_REQUIRED_COLUMNS
+from ..specs.catalog_io import parse_meta
+from ..errors import CatalogError
+from ..specs.hardware import GPU_REQUIRED_COLUMNS
+from ..specs.presets import MODEL_REQUIRED_COLUMNS
 from .user_catalog import check_kind, bundled_meta, columns, describe_error, full_row, validate_row
 
 FORMATS = ("csv", "json")

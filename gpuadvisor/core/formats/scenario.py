@@ -20,9 +20,9 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from .errors import InputError, ScenarioError
+from ..errors import InputError, ScenarioError
 from .measurements import Measurement
-from .workload import Hardware, RuntimeOverhead, Workload
+from ..specs.workload import Hardware, RuntimeOverhead, Workload
 
 FORMAT_NAME = "gpuadvisor-scenario"
 FORMAT_VERSION = 1

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .catalog_io import CatalogMeta, RowReader, parse_rows, read_catalog_file, read_catalog_text
-from .errors import CatalogError, InputError
+from ..errors import CatalogError, InputError
 
 GPU_SCHEMA_VERSIONS = (1,)
 GPU_REQUIRED_COLUMNS = ("id", "name", "architecture", "memory_gib_usable", "memory_bandwidth_gb_s",
