@@ -1,7 +1,7 @@
 """The catalog editor: the user's own GPUs, prices and model presets, stored safely.
 
 One window with a tab per catalog (GPUs, model presets). Each tab is a table over the full
-catalog rows as text (``column -> CSV text``, :mod:`gpuadvisor.core.user_catalog`), with:
+catalog rows as text (``column -> CSV text``, :mod:`gpuadvisor.core.formats.user_catalog`), with:
 
 * editors suited to each column (numbers with their unit, prices in USD, dates with a calendar,
   choices), sorting and a search box;

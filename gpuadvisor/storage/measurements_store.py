@@ -1,9 +1,9 @@
 """The user's measured runs and calibration profile on disk, in the user data folder.
 
-* ``measurements.json``: every run the user recorded (:func:`gpuadvisor.core.measurements.measurements_to_json`),
+* ``measurements.json``: every run the user recorded (:func:`gpuadvisor.core.formats.measurements.measurements_to_json`),
   from the window or ``gpuadvisor-cli measure add``, whatever scenario it belongs to;
 * ``calibration.json``: the profile last fitted or imported
-  (:func:`gpuadvisor.core.calibration.profile_to_json`).
+  (:func:`gpuadvisor.core.estimation.calibration.profile_to_json`).
 
 Loading never fails and never loses the user's data, as for the user catalog
 (:mod:`gpuadvisor.storage.user_catalog_store`):

@@ -1,7 +1,7 @@
 """The user's catalog edits on disk: ``user-catalog.json`` in the user data folder.
 
-The file holds :class:`~gpuadvisor.core.user_catalog.UserCatalog` as the versioned JSON of
-:func:`~gpuadvisor.core.user_catalog.dumps` (overrides of bundled rows, added rows, hidden ids).
+The file holds :class:`~gpuadvisor.core.formats.user_catalog.UserCatalog` as the versioned JSON of
+:func:`~gpuadvisor.core.formats.user_catalog.dumps` (overrides of bundled rows, added rows, hidden ids).
 Loading never fails and never loses the user's data:
 
 * a missing file is an empty catalog (no edits), silently;

@@ -1,4 +1,4 @@
-"""Tests for gpuadvisor.core.hf_import: config.json mapping and safetensors header reading."""
+"""Tests for gpuadvisor.core.formats.hf_import: config.json mapping and safetensors header reading."""
 
 from __future__ import annotations
 

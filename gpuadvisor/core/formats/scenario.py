@@ -6,7 +6,7 @@ does not know are kept out of the scenario and listed in ``Scenario.warnings``, 
 written by a newer version still open.
 
 The optional ``measurements`` list holds the runs measured for this scenario
-(:class:`~gpuadvisor.core.measurements.Measurement`, each with a snapshot of the scenario it
+(:class:`~gpuadvisor.core.formats.measurements.Measurement`, each with a snapshot of the scenario it
 ran, see ``docs/measurements.md``); each entry is checked as strictly as the measurements file,
 and an error names it (``measurements[2].tokens_per_s``).
 """

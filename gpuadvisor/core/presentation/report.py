@@ -1,13 +1,13 @@
 """The comparison report's content: plain data for a PDF that stands on its own (no rendering here).
 
-:func:`build_report` turns an :class:`~gpuadvisor.core.estimate.Estimate` into a :class:`Report`:
+:func:`build_report` turns an :class:`~gpuadvisor.core.estimation.estimate.Estimate` into a :class:`Report`:
 the scenario in plain words, a recommendation, one table row per GPU, rent versus buy,
 the method in brief, the engine profile and where its factors come from, whether the estimate
 was calibrated to the user's own measurements (which GPUs, which values, on how many runs and
 with what error), the catalog sources and every warning a reviewer should read before ordering
 hardware.
 
-Every figure in the report is read from :func:`gpuadvisor.core.serialize.candidate_to_dict`
+Every figure in the report is read from :func:`gpuadvisor.core.presentation.serialize.candidate_to_dict`
 (the same dictionaries as ``gpuadvisor-cli estimate --json``) and formatted by the ``fmt_*``
 helpers of this module, so tests can rebuild each cell from the JSON with the same rules:
 
@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ... import __version__
+from ..formats.user_catalog import months_before
 from ..specs.catalog_io import CatalogMeta
 from ..estimation.cost import HOURS_PER_MONTH, LOAD_FACTOR
 from ..specs.engines import ARCH_MFU_FACTOR, ENGINES, EngineProfile
@@ -300,19 +301,6 @@ class Report:
     stale_price_gpus: tuple[str, ...]  # GPU ids whose price is older than the cut-off (or undated)
     #: Whether the estimate was calibrated to the user's measurements, for which GPUs, with what.
     calibration_lines: tuple[str, ...] = ()
-
-
-def months_before(day: _dt.date, months: int) -> _dt.date:
-    """The same day ``months`` calendar months earlier (clamped to the month's last day)."""
-    total = day.year * 12 + (day.month - 1) - months
-    year, month = divmod(total, 12)
-    month += 1
-    for d in (day.day, 30, 29, 28):
-        try:
-            return _dt.date(year, month, d)
-        except ValueError:
-            continue
-    raise ValueError(day)  # pragma: no cover - day 28 always exists
 
 
 def table_order(est: Estimate) -> list[Candidate]:
