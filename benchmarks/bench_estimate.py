@@ -34,7 +34,7 @@ def timeit(fn, repeat: int = 200) -> tuple[float, float]:
 
 def main() -> None:
     gpus, models = load_gpu_catalog(), load_model_catalog()
-    from gpuadvisor.cli import default_scenario
+    from gpuadvisor.core.formats.scenario import default_scenario
 
     cases = {
         "the app's default: LoRA 8B, checkpointing (most setups fit)": default_scenario(),

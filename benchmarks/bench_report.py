@@ -23,7 +23,7 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from gpuadvisor.cli import load_catalogs  # noqa: E402
+from gpuadvisor.storage.user_catalog_store import load_catalogs  # noqa: E402
 from gpuadvisor.core.estimation.estimate import estimate  # noqa: E402
 from gpuadvisor.core.presentation.report import build_report  # noqa: E402
 from gpuadvisor.core.formats.scenario import load_scenario  # noqa: E402

@@ -650,3 +650,25 @@ def test_calibrate_export_import_round_trip_and_malformed_profiles(capsys, tmp_p
     code, _, err = run_main(capsys, "calibrate", "--import", str(bad))
     assert code == 2 and _one_error_line(err).startswith("error: bad.json: is not valid JSON")
     assert load_calibration().value == profile  # a refused file changes nothing
+
+
+def test_headless_launcher_prints_the_same_table_as_estimate(capsys, tmp_path):
+    """``python -m gpuadvisor`` without a display prints the comparison the CLI prints."""
+    from gpuadvisor.views.terminal import print_comparison
+
+    _, scenario_text, _ = run_main(capsys, "default-scenario")
+    path = write_scenario(tmp_path, scenario_text)
+    assert print_comparison([]) == 0
+    headless = capsys.readouterr().out
+    code, cli_out, _ = run_main(capsys, "estimate", path)
+    assert code == 0
+    assert headless.startswith("LoRA fine-tune of Llama 3.1 8B\n")
+    assert headless.strip() == cli_out.strip()
+
+
+def test_headless_launcher_bad_file_is_one_line(capsys, tmp_path):
+    from gpuadvisor.views.terminal import print_comparison
+
+    assert print_comparison([str(tmp_path / "missing.json")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: ") and "\n" not in err

@@ -583,7 +583,8 @@ if __name__ == "__main__":  # preview with the default scenario and a few synthe
 
     from PySide6.QtWidgets import QApplication
 
-    from ..cli import default_scenario, load_catalogs
+    from ..core.formats.scenario import default_scenario
+    from ..storage.user_catalog_store import load_catalogs
 
     app = QApplication(sys.argv)
     gpus, models = load_catalogs()

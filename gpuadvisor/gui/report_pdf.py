@@ -455,7 +455,7 @@ def export_pdf(report: Report, est: Estimate, path: str | os.PathLike[str], page
 def _main(argv: list[str] | None = None) -> int:
     import datetime
 
-    from ..cli import load_catalogs
+    from ..storage.user_catalog_store import load_catalogs
     from ..core.estimation.estimate import estimate
     from ..core.presentation.report import build_report
     from ..core.formats.scenario import load_scenario

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import sys
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -167,3 +168,15 @@ def load_effective_catalogs(use_user: bool = True, paths: UserPaths | None = Non
         return load_gpu_catalog(), load_model_catalog(), loaded.warnings + [
             f"Your catalog edits are not used: {exc}."]
     return gpus, models, loaded.warnings + warnings
+
+
+def load_catalogs(use_user: bool = True, paths: UserPaths | None = None) -> tuple[GpuCatalog, ModelCatalog]:
+    """The effective catalogs (bundled + the user's edits unless ``use_user`` is False).
+
+    For the command line and scripts: problems with the user's edits are printed to stderr as
+    ``warning:`` lines (the window shows :func:`load_effective_catalogs`' warnings itself).
+    """
+    gpus, models, warnings = load_effective_catalogs(use_user, paths)
+    for warning in warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    return gpus, models

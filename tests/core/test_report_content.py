@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from gpuadvisor import __version__
-from gpuadvisor.cli import load_catalogs
+from gpuadvisor.storage.user_catalog_store import load_catalogs
 from gpuadvisor.core.estimation.estimate import estimate
 from gpuadvisor.core.presentation.report import (NONE_MARK, TABLE_HEADER, Report, build_report, display_gpu_name,
                                     fmt_deadline, fmt_flag, fmt_gib, fmt_hours, fmt_hours_range, fmt_rate,

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 from PySide6.QtCore import QPointF, Qt
 
-from gpuadvisor.cli import default_scenario, load_catalogs
+from gpuadvisor.core.formats.scenario import default_scenario
+from gpuadvisor.storage.user_catalog_store import load_catalogs
 from gpuadvisor.core.estimation.estimate import estimate
 from gpuadvisor.core.estimation.memory import COMPONENTS
 from gpuadvisor.core.formats.scenario import ModelSource

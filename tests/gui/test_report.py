@@ -23,7 +23,7 @@ import pytest
 from PySide6.QtGui import QFontDatabase, QImage
 
 from gpuadvisor import __version__
-from gpuadvisor.cli import load_catalogs
+from gpuadvisor.storage.user_catalog_store import load_catalogs
 from gpuadvisor.core.estimation.estimate import estimate
 from gpuadvisor.core.presentation.report import TABLE_HEADER, build_report, row_cells
 from gpuadvisor.core.formats.scenario import load_scenario, loads_scenario

@@ -321,3 +321,10 @@ def save_scenario(scenario: Scenario, path: str | os.PathLike[str]) -> None:
         except OSError:
             pass
         raise ScenarioError(p.name, f"cannot be written ({exc.strerror})") from None
+
+
+def default_scenario() -> Scenario:
+    """The scenario the app opens with: LoRA fine-tuning of Llama 3.1 8B, whole catalog."""
+    return Scenario(name="LoRA fine-tune of Llama 3.1 8B", model=ModelSource(preset="llama-3.1-8b"),
+                    workload=Workload(kind="lora", weights="bf16", batch_size=4, seq_len=2048, lora_rank=16,
+                                      gradient_checkpointing=True, train_tokens=100e6))
