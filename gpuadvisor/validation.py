@@ -14,12 +14,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from .core.estimate import resolve_model
-from .core.memory import MemoryModel
-from .core.presets import ModelCatalog
-from .core.scenario import ModelSource, Scenario
+from .core.estimation.estimate import resolve_model
+from .core.estimation.memory import MemoryModel
+from .core.specs.presets import ModelCatalog
+from .core.formats.scenario import ModelSource, Scenario
 from .core.units import GIB
-from .core.workload import RuntimeOverhead, Workload
+from .core.specs.workload import RuntimeOverhead, Workload
 
 GB, MIB = 1e9, 2**20
 
@@ -248,8 +248,8 @@ class SpeedResult:
 
 
 def run_speed_case(case: SpeedCase, models: ModelCatalog, gpus, engine=None) -> SpeedResult:
-    from .core.engines import engine_for
-    from .core.performance import inference_performance, training_performance
+    from .core.specs.engines import engine_for
+    from .core.estimation.performance import inference_performance, training_performance
 
     model = resolve_model(Scenario(model=case.model), models)
     gpu = gpus.get(case.gpu)

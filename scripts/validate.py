@@ -14,8 +14,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from gpuadvisor.core.hardware import load_gpu_catalog  # noqa: E402
-from gpuadvisor.core.presets import load_model_catalog  # noqa: E402
+from gpuadvisor.core.specs.hardware import load_gpu_catalog  # noqa: E402
+from gpuadvisor.core.specs.presets import load_model_catalog  # noqa: E402
 from gpuadvisor.core.units import GIB  # noqa: E402
 from gpuadvisor.validation import (EXCLUDED, calibration_rows, median_abs_error, run_memory_validation,  # noqa: E402
                                    run_speed_validation)

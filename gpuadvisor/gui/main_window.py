@@ -21,9 +21,9 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QFileDialog, QHBoxLayout, Q
 
 from .. import __version__
 from ..core.errors import InputError
-from ..core.estimate import Estimate
-from ..core.scenario import Scenario
-from ..core.serialize import estimate_to_dict
+from ..core.estimation.estimate import Estimate
+from ..core.formats.scenario import Scenario
+from ..core.presentation.serialize import estimate_to_dict
 from ..core.units import format_count, format_hours, format_usd
 from .pages.budget_page import BudgetPage
 from .pages.model_page import ModelPage
@@ -356,7 +356,7 @@ class MainWindow(QMainWindow):
     def open_catalog_editor(self):
         """Show the catalog editor (created on first use) and return it."""
         if self.catalog_editor is None:
-            from ..core.user_catalog import UserCatalog
+            from ..core.formats.user_catalog import UserCatalog
             from .catalog_editor import CatalogEditor
 
             months = self._stale_months()
@@ -696,7 +696,7 @@ class MainWindow(QMainWindow):
         """Start writing the report to ``path``; returns the running export (tests wait on it)."""
         import datetime
 
-        from ..core.report import build_report
+        from ..core.presentation.report import build_report
         from .report_pdf import chart_images, check_target
 
         est = self.state.estimate

@@ -15,9 +15,9 @@ from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelInd
 from PySide6.QtGui import QBrush, QColor, QPainter, QPalette
 from PySide6.QtWidgets import QStyle, QTableView
 
-from ..core.estimate import Candidate, Estimate
+from ..core.estimation.estimate import Candidate, Estimate
 from ..core.units import format_hours, format_usd
-from ..core.user_catalog import stale_price
+from ..core.formats.user_catalog import stale_price
 
 COL_GPU, COL_COUNT, COL_PAR, COL_VERDICT, COL_NEED, COL_CAP, COL_HEADROOM, COL_TPS, COL_TIME, COL_COST, \
     COL_PER_M, COL_DEADLINE, COL_BUDGET, COL_PARETO, COL_PRICE_DATE = range(15)

@@ -17,12 +17,12 @@ from pathlib import Path
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
-from ..core.calibration import CalibrationProfile
+from ..core.estimation.calibration import CalibrationProfile
 from ..core.errors import InputError
-from ..core.estimate import Estimate, estimate
-from ..core.hardware import GpuCatalog
-from ..core.presets import ModelCatalog
-from ..core.scenario import Scenario, load_scenario, save_scenario
+from ..core.estimation.estimate import Estimate, estimate
+from ..core.specs.hardware import GpuCatalog
+from ..core.specs.presets import ModelCatalog
+from ..core.formats.scenario import Scenario, load_scenario, save_scenario
 
 log = logging.getLogger(__name__)
 

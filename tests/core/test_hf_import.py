@@ -1,4 +1,4 @@
-"""Tests for gpuadvisor.core.hf_import: config.json mapping and safetensors header reading."""
+"""Tests for gpuadvisor.core.formats.hf_import: config.json mapping and safetensors header reading."""
 
 from __future__ import annotations
 
@@ -13,15 +13,15 @@ from typing import Any
 
 import pytest
 
-from gpuadvisor.core import hf_import
+from gpuadvisor.core.formats import hf_import
 from gpuadvisor.core.errors import ModelConfigError
-from gpuadvisor.core.hf_import import (
+from gpuadvisor.core.formats.hf_import import (
     SafetensorsSummary,
     model_from_hf_config,
     read_safetensors_header,
     summarize_safetensors,
 )
-from gpuadvisor.core.models import ModelSpec
+from gpuadvisor.core.specs.models import ModelSpec
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "hf"
 

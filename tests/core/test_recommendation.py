@@ -9,14 +9,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gpuadvisor.core.estimate import estimate
-from gpuadvisor.core.hardware import load_gpu_catalog
-from gpuadvisor.core.presets import load_model_catalog
-from gpuadvisor.core.recommendation import LIKELY, MISSED, NO_FIT, SURE, tier
-from gpuadvisor.core.report import build_report, summary_line
-from gpuadvisor.core.scenario import Budget, ModelSource, Scenario
-from gpuadvisor.core.serialize import estimate_to_dict
-from gpuadvisor.core.workload import Workload
+from gpuadvisor.core.estimation.estimate import estimate
+from gpuadvisor.core.specs.hardware import load_gpu_catalog
+from gpuadvisor.core.specs.presets import load_model_catalog
+from gpuadvisor.core.estimation.recommendation import LIKELY, MISSED, NO_FIT, SURE, tier
+from gpuadvisor.core.presentation.report import build_report, summary_line
+from gpuadvisor.core.formats.scenario import Budget, ModelSource, Scenario
+from gpuadvisor.core.presentation.serialize import estimate_to_dict
+from gpuadvisor.core.specs.workload import Workload
 
 TODAY = datetime.date(2026, 11, 30)
 DEFAULT = Scenario(name="LoRA fine-tune of Llama 3.1 8B", model=ModelSource(preset="llama-3.1-8b"),

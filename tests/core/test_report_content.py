@@ -11,16 +11,16 @@ from pathlib import Path
 import pytest
 
 from gpuadvisor import __version__
-from gpuadvisor.cli import load_catalogs
-from gpuadvisor.core.estimate import estimate
-from gpuadvisor.core.report import (NONE_MARK, TABLE_HEADER, Report, build_report, display_gpu_name,
+from gpuadvisor.storage.user_catalog_store import load_catalogs
+from gpuadvisor.core.estimation.estimate import estimate
+from gpuadvisor.core.presentation.report import (NONE_MARK, TABLE_HEADER, Report, build_report, display_gpu_name,
                                     fmt_deadline, fmt_flag, fmt_gib, fmt_hours, fmt_hours_range, fmt_rate,
                                     fmt_setup, fmt_share, fmt_signed_gib, fmt_usd, fmt_usd_per_mtok,
                                     fmt_usd_range, months_before, row_cells, table_order)
-from gpuadvisor.core.recommendation import LIKELY, SURE, tier
-from gpuadvisor.core.scenario import ModelSource, Scenario, load_scenario
-from gpuadvisor.core.serialize import candidate_to_dict
-from gpuadvisor.core.workload import Hardware, Workload
+from gpuadvisor.core.estimation.recommendation import LIKELY, SURE, tier
+from gpuadvisor.core.formats.scenario import ModelSource, Scenario, load_scenario
+from gpuadvisor.core.presentation.serialize import candidate_to_dict
+from gpuadvisor.core.specs.workload import Hardware, Workload
 
 SAMPLE = Path(__file__).resolve().parents[2] / "docs" / "examples" / "lora-llama-3.1-8b.json"
 TODAY = datetime.date(2026, 11, 29)
@@ -216,7 +216,7 @@ def test_max_rows_limits_the_table(sample, cats):
 
 
 def test_report_states_whether_calibration_was_applied(cats, sample):
-    from gpuadvisor.core.calibration import CalibrationProfile, FactorFit
+    from gpuadvisor.core.estimation.calibration import CalibrationProfile, FactorFit
 
     _, report = sample
     assert report.calibration_lines == (

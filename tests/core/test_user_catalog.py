@@ -8,11 +8,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpuadvisor.core.errors import CatalogError
-from gpuadvisor.core.hardware import GpuSpec, load_gpu_catalog
-from gpuadvisor.core.models import ModelSpec
-from gpuadvisor.core.presets import load_model_catalog
-from gpuadvisor.core.report import months_before
-from gpuadvisor.core.user_catalog import (KINDS, KindEdits, MergedRow, UserCatalog, build_catalogs,
+from gpuadvisor.core.specs.hardware import GpuSpec, load_gpu_catalog
+from gpuadvisor.core.specs.models import ModelSpec
+from gpuadvisor.core.specs.presets import load_model_catalog
+from gpuadvisor.core.formats.user_catalog import months_before
+from gpuadvisor.core.formats.user_catalog import (KINDS, KindEdits, MergedRow, UserCatalog, build_catalogs,
                                           bundled_rows, columns, describe_error, diff, dumps, error_column,
                                           full_row, loads, merge, price_age_days, stale_price, validate_row)
 

@@ -2,8 +2,8 @@
 
 import pytest
 
-from gpuadvisor.core.hardware import load_gpu_catalog
-from gpuadvisor.core.presets import load_model_catalog
+from gpuadvisor.core.specs.hardware import load_gpu_catalog
+from gpuadvisor.core.specs.presets import load_model_catalog
 from gpuadvisor.validation import median_abs_error, run_memory_validation, run_speed_validation
 
 

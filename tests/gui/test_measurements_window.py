@@ -9,10 +9,10 @@ from dataclasses import replace
 import pytest
 from PySide6.QtCore import Qt
 
-from gpuadvisor.core.estimate import estimate
-from gpuadvisor.core.measurements import Measurement
-from gpuadvisor.core.scenario import Efficiency, scenario_snapshot
-from gpuadvisor.core.workload import Hardware
+from gpuadvisor.core.estimation.estimate import estimate
+from gpuadvisor.core.formats.measurements import Measurement
+from gpuadvisor.core.formats.scenario import Efficiency, scenario_snapshot
+from gpuadvisor.core.specs.workload import Hardware
 from gpuadvisor.gui.app import build_window
 from gpuadvisor.gui.measurements_dialog import MeasurementsModel
 from gpuadvisor.storage import load_calibration, load_measurements, load_settings, save_measurements
@@ -192,7 +192,7 @@ def test_fit_calibration_and_apply_it_to_the_window(window, dialog, qtbot, tmp_p
 
 
 def test_calibration_setting_is_restored_at_start(qtbot):
-    from gpuadvisor.core.calibration import CalibrationProfile, FactorFit
+    from gpuadvisor.core.estimation.calibration import CalibrationProfile, FactorFit
     from gpuadvisor.storage import save_calibration, save_settings
     from gpuadvisor.storage.settings import Settings
 

@@ -8,8 +8,8 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QMessageBox
 
-from gpuadvisor.core.estimate import estimate
-from gpuadvisor.core.scenario import load_scenario
+from gpuadvisor.core.estimation.estimate import estimate
+from gpuadvisor.core.formats.scenario import load_scenario
 from gpuadvisor.gui.app import build_window
 from gpuadvisor.gui.ranking_table import ROLE_KEY
 

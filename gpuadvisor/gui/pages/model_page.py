@@ -11,8 +11,8 @@ from PySide6.QtWidgets import (QButtonGroup, QCheckBox, QComboBox, QFileDialog, 
                                QRadioButton, QSpinBox, QVBoxLayout, QWidget)
 
 from ...core.errors import InputError
-from ...core.presets import ModelCatalog
-from ...core.scenario import ModelSource, Scenario
+from ...core.specs.presets import ModelCatalog
+from ...core.formats.scenario import ModelSource, Scenario
 from ...core.units import format_count
 from ..widgets import NumberField, hint
 

@@ -8,10 +8,10 @@ from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QFormLayout, QGroupBox, QLineEdit, QSpinBox, QVBoxLayout,
                                QWidget)
 
-from ...core.engines import ENGINES
-from ...core.hardware import GpuCatalog
-from ...core.scenario import Scenario
-from ...core.workload import Hardware
+from ...core.specs.engines import ENGINES
+from ...core.specs.hardware import GpuCatalog
+from ...core.formats.scenario import Scenario
+from ...core.specs.workload import Hardware
 from ..widgets import NumberField, hint
 
 KINDS = [("inference", "Inference / serving"), ("lora", "LoRA fine-tuning"), ("qlora", "QLoRA fine-tuning"),

@@ -1,13 +1,13 @@
 """The comparison report's content: plain data for a PDF that stands on its own (no rendering here).
 
-:func:`build_report` turns an :class:`~gpuadvisor.core.estimate.Estimate` into a :class:`Report`:
+:func:`build_report` turns an :class:`~gpuadvisor.core.estimation.estimate.Estimate` into a :class:`Report`:
 the scenario in plain words, a recommendation, one table row per GPU, rent versus buy,
 the method in brief, the engine profile and where its factors come from, whether the estimate
 was calibrated to the user's own measurements (which GPUs, which values, on how many runs and
 with what error), the catalog sources and every warning a reviewer should read before ordering
 hardware.
 
-Every figure in the report is read from :func:`gpuadvisor.core.serialize.candidate_to_dict`
+Every figure in the report is read from :func:`gpuadvisor.core.presentation.serialize.candidate_to_dict`
 (the same dictionaries as ``gpuadvisor-cli estimate --json``) and formatted by the ``fmt_*``
 helpers of this module, so tests can rebuild each cell from the JSON with the same rules:
 
@@ -20,7 +20,7 @@ tokens/s           ``tokens_per_s``                                       :func:
 job time           ``job_hours.low`` / ``.high``                          :func:`fmt_hours_range`
 cost               ``cost_usd.low`` / ``.high``                           :func:`fmt_usd_range`
 $ per 1M tokens    ``usd_per_million_tokens``                             :func:`fmt_usd_per_mtok`
-deadline / budget  ``meets_deadline`` / ``within_budget``                 yes / no / ``—``
+deadline / budget  ``deadline`` / ``budget`` status                        yes / likely / no / ``—``
 =================  =====================================================  ================
 
 Ranges use an en dash (``–``) and share one unit, chosen by the upper end.
@@ -36,14 +36,15 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from .. import __version__
-from .catalog_io import CatalogMeta
-from .cost import HOURS_PER_MONTH, LOAD_FACTOR
-from .engines import ARCH_MFU_FACTOR, ENGINES, EngineProfile
-from .estimate import Candidate, Estimate
-from .hardware import GpuSpec
+from ... import __version__
+from ..formats.user_catalog import months_before
+from ..specs.catalog_io import CatalogMeta
+from ..estimation.cost import HOURS_PER_MONTH, LOAD_FACTOR
+from ..specs.engines import ARCH_MFU_FACTOR, ENGINES, EngineProfile
+from ..estimation.estimate import Candidate, Estimate
+from ..specs.hardware import GpuSpec
 from .serialize import candidate_to_dict
-from .units import format_count
+from ..units import format_count
 
 DASH = "\u2013"  # en dash: ranges
 NONE_MARK = "\u2014"  # em dash: no value (no deadline, no budget, no price)
@@ -196,6 +197,16 @@ def fmt_flag(value: bool | None) -> str:
     return NONE_MARK if value is None else ("yes" if value else "no")
 
 
+#: How a deadline or budget status reads in a table cell.
+STATUS_WORDS = {"meets": "yes", "within": "yes", "likely": "likely", "at risk": "no", "over": "no"}
+
+
+def fmt_status(status: str | None) -> str:
+    """``yes`` (even the range's far end is within the limit), ``likely`` (only the expected value is),
+    ``no``, or ``—`` when there is nothing to check against."""
+    return NONE_MARK if status is None else STATUS_WORDS.get(status, status)
+
+
 def fmt_setup(gpu_count: int, parallelism: str) -> str:
     """``1 GPU`` or ``2 × tensor``."""
     return "1 GPU" if gpu_count == 1 else f"{gpu_count} {TIMES} {parallelism}"
@@ -302,19 +313,6 @@ class Report:
     calibration_lines: tuple[str, ...] = ()
 
 
-def months_before(day: _dt.date, months: int) -> _dt.date:
-    """The same day ``months`` calendar months earlier (clamped to the month's last day)."""
-    total = day.year * 12 + (day.month - 1) - months
-    year, month = divmod(total, 12)
-    month += 1
-    for d in (day.day, 30, 29, 28):
-        try:
-            return _dt.date(year, month, d)
-        except ValueError:
-            continue
-    raise ValueError(day)  # pragma: no cover - day 28 always exists
-
-
 def table_order(est: Estimate) -> list[Candidate]:
     """One candidate per GPU type, its best setup, in the decision's order (:mod:`.recommendation`):
     setups that meet the limits by expected cost, then those that likely meet them, then those
@@ -385,8 +383,8 @@ def row_cells(d: dict[str, Any]) -> tuple[str, ...]:
         fmt_hours_range(hours.get("low"), hours.get("high")) if has_cost else NONE_MARK,
         fmt_usd_range(cost.get("low"), cost.get("high")) if has_cost else NONE_MARK,
         fmt_usd_per_mtok(d.get("usd_per_million_tokens")),
-        fmt_flag(d.get("meets_deadline")) if has_cost else NONE_MARK,
-        fmt_flag(d.get("within_budget")) if has_cost else NONE_MARK,
+        fmt_status(d.get("deadline")) if has_cost else NONE_MARK,
+        fmt_status(d.get("budget")) if has_cost else NONE_MARK,
     )
 
 
@@ -722,7 +720,7 @@ def _method(est: Estimate) -> list[str]:
         "\u201ctight\u201d above 95% of it.",
         "Multi-GPU splits: data parallel copies everything; ZeRO-1/2/3 and FSDP shard optimizer state, gradients "
         "and weights; tensor parallelism splits every layer; pipeline parallelism splits the layers into stages. "
-        "Each GPU type's row shows its smallest setup that fits (fewest GPUs, then least memory).",
+        "Each GPU type's row shows its best setup under the deadline and budget (see the comparison notes).",
     ]
     if w.is_training:
         lines.append(
@@ -876,11 +874,10 @@ def build_report(est: Estimate, catalog_meta: CatalogMeta, today: _dt.date, stal
         d = candidate_to_dict(c)
         rows.append(TableRow(gpu_id=c.gpu.id, key=c.key, cells=row_cells(d), fits=c.fits, verdict=c.verdict,
                              recommended=rec is not None and c.key == rec.key))
-    notes = ["One row per GPU type: its smallest setup that fits (fewest GPUs, then least memory). Fitting rows "
-             "are sorted by expected cost, then the rows that do not fit, closest to fitting first."]
-    if rec is not None and not any(r.recommended for r in rows):
-        notes.append(f"The recommended setup ({_name(rec)}) uses more GPUs than the smallest one that fits on "
-                     "that GPU type, so it is not a row of this table; its figures are in the recommendation.")
+    notes = ["One row per GPU type: its best setup under the deadline and budget. Rows that surely meet them "
+             "(even the slow or expensive end of the range) come first, by expected cost; then those that likely "
+             "meet them (yes/likely/no in the last two columns); then those that miss a limit, fastest first; "
+             "then the ones that do not fit, closest to fitting first. The recommended setup is the first row."]
     notes.append("Setup: number of GPUs \u00d7 how the work is split (ddp: a full copy per GPU; zero1/2/3, fsdp: "
                  "sharded state; tensor: each layer split; pipeline: layers in stages). Need per GPU: the device "
                  "total (tensors + CUDA context + fragmentation). Tokens/s: aggregate over the setup's GPUs"

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable
 
 if TYPE_CHECKING:
-    from .estimate import Candidate
+    from .results import Candidate
 
 #: Simpler ways to split the work win ties (same cost and time): no sharding before sharding.
 PARALLELISM_ORDER = ("none", "ddp", "zero1", "zero2", "fsdp", "zero3", "tensor", "pipeline")

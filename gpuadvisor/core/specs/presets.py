@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .catalog_io import CatalogMeta, RowReader, parse_rows, read_catalog_file, read_catalog_text
-from .errors import CatalogError, InputError
+from ..errors import CatalogError, InputError
 from .hardware import bundled_catalog_dir
 from .models import ModelSpec
 

@@ -17,37 +17,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Callable
 
+from .results import Change
+
 if TYPE_CHECKING:
-    from .estimate import Candidate, Estimate
-
-
-@dataclass(frozen=True, slots=True)
-class Change:
-    """One remedy and what it buys."""
-
-    change: str
-    why: str
-    candidate: str | None
-    memory_per_gpu_gib: float | None
-    job_hours: float | None
-    cost_usd: float | None
-    fits: bool
-
-    def to_dict(self) -> dict:
-        return {"change": self.change, "why": self.why, "candidate": self.candidate,
-                "memory_per_gpu_gib": None if self.memory_per_gpu_gib is None else round(self.memory_per_gpu_gib, 2),
-                "job_hours": None if self.job_hours is None else round(self.job_hours, 3),
-                "cost_usd": None if self.cost_usd is None else round(self.cost_usd, 2), "fits": self.fits}
-
-    def __str__(self) -> str:
-        if not self.fits or self.candidate is None:
-            return f"{self.change}: still does not fit any GPU considered."
-        parts = [f"{self.change} -> {self.candidate}", f"{self.memory_per_gpu_gib:.1f} GiB per GPU"]
-        if self.job_hours is not None:
-            parts.append(f"{self.job_hours:.1f} h")
-        if self.cost_usd is not None:
-            parts.append(f"${self.cost_usd:,.0f}")
-        return ", ".join(parts) + f" ({self.why})"
+    from .results import Candidate, Estimate
 
 
 def cost_hours(cost) -> tuple[float, float]:

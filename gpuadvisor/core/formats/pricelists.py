@@ -50,8 +50,8 @@ from datetime import date
 from pathlib import Path
 from typing import NamedTuple
 
-from .errors import InputError
-from .hardware import GpuCatalog
+from ..errors import InputError
+from ..specs.hardware import GpuCatalog
 
 GPUHUNT_REQUIRED = ("instance_name", "price", "gpu_count", "gpu_name")
 GPUHUNT_COLUMNS = ("instance_name", "location", "price", "cpu", "memory", "gpu_count", "gpu_name",

@@ -1,7 +1,7 @@
 """Import a model architecture from a Hugging Face ``config.json`` and safetensors headers.
 
 :func:`model_from_hf_config` turns the ``config.json`` of a Hugging Face checkpoint (or a model
-folder holding one) into a :class:`~gpuadvisor.core.models.ModelSpec`. Each supported
+folder holding one) into a :class:`~gpuadvisor.core.specs.models.ModelSpec`. Each supported
 ``model_type`` has its own mapping, because the families name their sizes differently
 (``n_embd``/``hidden_size``/``d_model``) and differ in the parts the parameter formula needs:
 gated or plain MLP, biases, norms per block, tied head, learned or rotary positions.
@@ -32,8 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import InputError, ModelConfigError
-from .models import ModelSpec
+from ..errors import InputError, ModelConfigError
+from ..specs.models import ModelSpec
 
 __all__ = [
     "SafetensorsSummary",

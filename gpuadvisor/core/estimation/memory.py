@@ -52,10 +52,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .errors import InputError
-from .models import ModelSpec, lora_parameters, resolve_lora_targets
-from .units import GIB
-from .workload import (Hardware, RuntimeOverhead, Workload, bytes_per_element, weight_bytes_per_param)
+from ..errors import InputError
+from ..specs.models import ModelSpec, lora_parameters, resolve_lora_targets
+from ..units import GIB
+from ..specs.workload import (Hardware, RuntimeOverhead, Workload, bytes_per_element, weight_bytes_per_param)
 
 COMPONENTS = ("weights", "gradients", "optimizer", "activations", "kv_cache", "adapters", "overhead")
 DATA_PARALLEL = ("ddp", "zero1", "zero2", "zero3", "fsdp")

@@ -30,7 +30,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 
-from .errors import InputError
+from ..errors import InputError
 
 POSITION_KINDS = ("rope", "learned", "alibi", "none")
 NORM_KINDS = ("rmsnorm", "layernorm")

@@ -1,6 +1,6 @@
 """Importing and exporting catalog tables (CSV or JSON) for the user's own catalogs.
 
-Export writes a table of ``column -> CSV text`` rows (as :func:`gpuadvisor.core.user_catalog.merge`
+Export writes a table of ``column -> CSV text`` rows (as :func:`gpuadvisor.core.formats.user_catalog.merge`
 gives them) in one of two formats:
 
 * **CSV**, the bundled catalogs' format: the metadata line
@@ -10,7 +10,7 @@ gives them) in one of two formats:
 
 Import reads either format back, and also a CSV without the metadata line (a spreadsheet drops
 it) and a plain JSON list of row objects. Each row is checked with
-:func:`~gpuadvisor.core.user_catalog.validate_row`; a bad row is rejected with its physical line
+:func:`~gpuadvisor.core.formats.user_catalog.validate_row`; a bad row is rejected with its physical line
 in the file (counting the metadata and header lines) and the reason, and the others are applied
 to a copy of the current table: an id already in the table is updated in place (columns absent
 from the file keep their current values), a new id is appended (absent columns empty).
@@ -37,10 +37,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from .catalog_io import parse_meta
-from .errors import CatalogError
-from .hardware import GPU_REQUIRED_COLUMNS
-from .presets import MODEL_REQUIRED_COLUMNS
+from ..specs.catalog_io import parse_meta
+from ..errors import CatalogError
+from ..specs.hardware import GPU_REQUIRED_COLUMNS
+from ..specs.presets import MODEL_REQUIRED_COLUMNS
 from .user_catalog import check_kind, bundled_meta, columns, describe_error, full_row, validate_row
 
 FORMATS = ("csv", "json")

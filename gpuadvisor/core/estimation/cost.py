@@ -21,10 +21,10 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from .hardware import GpuSpec
+from ..specs.hardware import GpuSpec
 from .performance import Range
-from .scenario import Budget
-from .workload import Workload
+from ..formats.scenario import Budget
+from ..specs.workload import Workload
 
 HOURS_PER_MONTH = 730.0
 LOAD_FACTOR = 0.7  # average board power under load as a share of TDP

@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from .errors import InputError
+from ..errors import InputError
 
 WORKLOAD_KINDS = ("inference", "lora", "qlora", "full_finetune", "pretrain")
 TRAINING_KINDS = ("lora", "qlora", "full_finetune", "pretrain")

@@ -6,7 +6,7 @@ does not know are kept out of the scenario and listed in ``Scenario.warnings``, 
 written by a newer version still open.
 
 The optional ``measurements`` list holds the runs measured for this scenario
-(:class:`~gpuadvisor.core.measurements.Measurement`, each with a snapshot of the scenario it
+(:class:`~gpuadvisor.core.formats.measurements.Measurement`, each with a snapshot of the scenario it
 ran, see ``docs/measurements.md``); each entry is checked as strictly as the measurements file,
 and an error names it (``measurements[2].tokens_per_s``).
 """
@@ -20,9 +20,9 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from .errors import InputError, ScenarioError
+from ..errors import InputError, ScenarioError
 from .measurements import Measurement
-from .workload import Hardware, RuntimeOverhead, Workload
+from ..specs.workload import Hardware, RuntimeOverhead, Workload
 
 FORMAT_NAME = "gpuadvisor-scenario"
 FORMAT_VERSION = 1
@@ -321,3 +321,10 @@ def save_scenario(scenario: Scenario, path: str | os.PathLike[str]) -> None:
         except OSError:
             pass
         raise ScenarioError(p.name, f"cannot be written ({exc.strerror})") from None
+
+
+def default_scenario() -> Scenario:
+    """The scenario the app opens with: LoRA fine-tuning of Llama 3.1 8B, whole catalog."""
+    return Scenario(name="LoRA fine-tune of Llama 3.1 8B", model=ModelSource(preset="llama-3.1-8b"),
+                    workload=Workload(kind="lora", weights="bf16", batch_size=4, seq_len=2048, lora_rank=16,
+                                      gradient_checkpointing=True, train_tokens=100e6))

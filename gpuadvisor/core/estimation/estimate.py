@@ -1,14 +1,14 @@
 """The one orchestrator: ``estimate(scenario, gpus, models) -> Estimate``.
 
 For every candidate (GPU x count x parallelism) it computes the per-GPU memory breakdown and
-the fit verdict; :mod:`gpuadvisor.core.performance` and :mod:`gpuadvisor.core.cost` add speed,
-job time and cost, and :mod:`gpuadvisor.core.advice` ranks candidates and proposes changes.
+the fit verdict; :mod:`gpuadvisor.core.estimation.performance` and :mod:`gpuadvisor.core.estimation.cost` add speed,
+job time and cost, and :mod:`gpuadvisor.core.estimation.advice` ranks candidates and proposes changes.
 
 Memory does not depend on which GPU runs the job (a card without FP8 or BF16 stores the same
 bytes), so each (count, parallelism) breakdown is computed once and shared by every GPU of
 the catalog: that is what keeps a whole-catalog comparison in the low milliseconds.
 
-Calibration (``estimate(..., calibration=profile)``, see :mod:`gpuadvisor.core.calibration` and
+Calibration (``estimate(..., calibration=profile)``, see :mod:`gpuadvisor.core.estimation.calibration` and
 ``docs/measurements.md``): the profile's values for each GPU and the resolved engine are looked
 up once per GPU. An efficiency the scenario sets itself wins over the calibration, which wins
 over the engine profile; a fitted ``runtime_overhead_gib`` replaces the CUDA context and the
@@ -23,159 +23,23 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from . import advice as _advice
+from .recommendation import decide
+from .results import TIGHT_UTILIZATION, CalibrationProfile, Candidate, Change, Estimate, FactorFit, WhatIf
 from .cost import CostEstimate, buy_vs_rent, job_cost, job_tokens, price_range
-from .engines import engine_for
-from .errors import InputError
-from .hardware import GpuCatalog, GpuSpec
+from ..specs.engines import engine_for
+from ..errors import InputError
+from ..specs.hardware import GpuCatalog, GpuSpec
 from .memory import MemoryBreakdown, MemoryModel, applicable_parallelisms, check_parallelism
-from .models import ModelSpec
+from ..specs.models import ModelSpec
 from .performance import (SPEED_GROUP, PerformanceEstimate, inference_performance, training_performance,
                           training_prelude)
-from .presets import ModelCatalog
-from .recommendation import Decision, decide
-from .scenario import Scenario
-from .units import GIB
-from .workload import RuntimeOverhead
+from ..specs.presets import ModelCatalog
+from ..formats.scenario import Scenario
+from ..units import GIB
+from ..specs.workload import RuntimeOverhead
 
-if TYPE_CHECKING:  # calibration imports this module; the profile is only a value here
-    from .calibration import CalibrationProfile, FactorFit
 
 DEFAULT_GPU_COUNTS = (1, 2, 4, 8)
-#: Memory utilization above this is too tight for a long job (allocator spikes, longer samples).
-TIGHT_UTILIZATION = 0.95
-
-
-class Candidate(NamedTuple):
-    """One way to run the scenario: ``gpu_count`` x ``gpu`` combined by ``parallelism``.
-
-    Immutable like the other results; a named tuple because a whole-catalog comparison builds
-    hundreds of them per keystroke and a frozen dataclass costs ten times more to construct.
-    """
-
-    gpu: GpuSpec
-    gpu_count: int
-    parallelism: str
-    memory: MemoryBreakdown
-    capacity_gib: float
-    fits: bool
-    headroom_gib: float
-    utilization: float
-    warnings: tuple[str, ...] = ()
-    performance: PerformanceEstimate | None = None  # None when it does not fit
-    cost: CostEstimate | None = None
-    pareto: bool = False
-    under_provisioned: bool = False
-    over_provisioned: bool = False
-
-    @property
-    def key(self) -> str:
-        return f"{self.gpu_count}x {self.gpu.id} ({self.parallelism})"
-
-    @property
-    def verdict(self) -> str:
-        """``fits``, ``tight`` (above 95% of capacity) or ``does not fit``."""
-        if not self.fits:
-            return "does not fit"
-        return "tight" if self.utilization > TIGHT_UTILIZATION else "fits"
-
-
-@dataclass(frozen=True, slots=True)
-class WhatIf:
-    """The largest batch and the longest context that fit on one GPU type at a given setup."""
-
-    gpu_id: str
-    gpu_count: int
-    parallelism: str
-    max_batch: int
-    max_context: int
-
-
-@dataclass(frozen=True, slots=True)
-class Estimate:
-    """Everything the views show for one scenario."""
-
-    scenario: Scenario
-    model: ModelSpec
-    candidates: tuple[Candidate, ...]
-    memory_model: MemoryModel
-    warnings: tuple[str, ...] = ()
-    ranking: tuple[Candidate, ...] = ()
-    advice: tuple[_advice.Change, ...] = ()
-    engine: str = ""
-    gpu_ids: tuple[str, ...] = ()  # the GPUs the comparison was restricted to (empty: whole catalog)
-    #: The calibration profile passed to :func:`estimate` (None: calibration off).
-    calibration: CalibrationProfile | None = None
-    #: The fitted values that were applied, per GPU (after the scenario's own settings won).
-    calibration_fits: tuple[FactorFit, ...] = ()
-    #: Which setup to choose and one best setup per GPU type, in order (see :mod:`.recommendation`).
-    decision: Decision | None = None
-    #: Filled on first use by :meth:`best_per_gpu` and :meth:`candidate` (the views ask for them
-    #: several times per update); not part of the value.
-    _memo: dict = field(default_factory=dict, compare=False, repr=False)
-
-    def best_per_gpu(self) -> dict[str, Candidate]:
-        """For each GPU type its best setup (see :mod:`.recommendation`), best GPU type first.
-
-        Returns a new dict each call (computed once per estimate)."""
-        best = self._memo.get("best")
-        if best is None:
-            decision = self.decision or decide(self.candidates)
-            best = {}
-            for key in decision.per_gpu_keys:
-                c = self.candidate(key)
-                if c is not None:
-                    best[c.gpu.id] = c
-            self._memo["best"] = best
-        return dict(best)
-
-    @property
-    def recommended(self) -> Candidate | None:
-        """The recommended setup (None when nothing fits or nothing meets the limits)."""
-        decision = self.decision or decide(self.candidates)
-        return self.candidate(decision.recommended_key) if decision.recommended_key else None
-
-    def candidate(self, key: str) -> Candidate | None:
-        """The candidate with this :attr:`Candidate.key`, or ``None``."""
-        index = self._memo.get("index")
-        if index is None:
-            index = self._memo["index"] = {c.key: c for c in self.candidates}
-        return index.get(key)
-
-    @property
-    def calibrated_gpus(self) -> tuple[str, ...]:
-        """Ids of the GPUs whose figures use calibrated values, in catalog order."""
-        return tuple(dict.fromkeys(f.gpu_id for f in self.calibration_fits))
-
-    def is_calibrated(self, gpu_id: str) -> bool:
-        """Whether this GPU's figures use calibrated values."""
-        return gpu_id in self.calibrated_gpus
-
-    def _memory_model_for(self, gpu_id: str) -> MemoryModel:
-        """The memory model with this GPU's calibrated runtime overhead (the shared one otherwise)."""
-        overhead = next((f.value for f in self.calibration_fits
-                         if f.gpu_id == gpu_id and f.factor_name == "runtime_overhead_gib"), None)
-        if overhead is None:
-            return self.memory_model
-        key = ("mm", overhead)
-        mm = self._memo.get(key)
-        if mm is None:
-            base = self.memory_model
-            mm = self._memo[key] = MemoryModel(base.model, base.workload, _calibrated_overhead(overhead),
-                                               prefill_chunk_tokens=base.prefill_chunk_tokens)
-        return mm
-
-    def what_if(self, candidate: Candidate) -> WhatIf:
-        """Largest batch and longest context that fit for this candidate's GPU and setup."""
-        cap = candidate.capacity_gib * GIB
-        mm = self._memory_model_for(candidate.gpu.id) if self.calibration_fits else self.memory_model
-        return WhatIf(gpu_id=candidate.gpu.id, gpu_count=candidate.gpu_count, parallelism=candidate.parallelism,
-                      max_batch=mm.max_batch(cap, candidate.gpu_count, candidate.parallelism),
-                      max_context=mm.max_context(cap, candidate.gpu_count, candidate.parallelism))
-
-
-def _calibrated_overhead(gib: float) -> RuntimeOverhead:
-    """A fitted runtime overhead as a scenario overhead (the context field holds at most 64 GiB)."""
-    return RuntimeOverhead(cuda_context_gib=min(gib, 64.0), fragmentation=0.0)
 
 
 def calibration_lookup(profile: CalibrationProfile, engine: str, scenario: Scenario
@@ -217,7 +81,7 @@ def resolve_model(scenario: Scenario, models: ModelCatalog) -> ModelSpec:
         except TypeError as exc:
             raise InputError("model.architecture", f"has a value of the wrong type ({exc})") from None
     elif src.hf_config is not None:
-        from .hf_import import model_from_hf_config  # local import: only needed for this source
+        from ..formats.hf_import import model_from_hf_config  # local import: only needed for this source
         path = Path(src.hf_config).expanduser()
         if not path.is_absolute() and scenario.base_dir:
             path = Path(scenario.base_dir) / path
@@ -382,7 +246,7 @@ def _finish(est: Estimate, with_advice: bool, gpus: GpuCatalog, models: ModelCat
             ok = [c for c in variant.ranking if c.cost is None or
                   c.cost.workable]
             best = ok[0] if ok else None
-            changes.append(_advice.Change(
+            changes.append(Change(
                 change=label, why=why, candidate=best.key if best else None,
                 memory_per_gpu_gib=best.memory.device_total / GIB if best else None,
                 job_hours=best.cost.job_hours.expected if best and best.cost else None,

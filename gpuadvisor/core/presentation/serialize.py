@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .estimate import Candidate, Estimate
-from .hardware import GpuSpec
-from .models import ModelSpec
+from ..estimation.estimate import Candidate, Estimate
+from ..specs.hardware import GpuSpec
+from ..specs.models import ModelSpec
 
 
 def _r(x: float, digits: int = 3) -> float:

@@ -1,8 +1,8 @@
 """Calibration: efficiency factors fitted to the user's own measurements.
 
-The speed model (:mod:`gpuadvisor.core.performance`) turns datasheet peaks into achievable
-speed with the engine profile's factors (:mod:`gpuadvisor.core.engines`); a scenario's
-:class:`~gpuadvisor.core.scenario.Efficiency` overrides them:
+The speed model (:mod:`gpuadvisor.core.estimation.performance`) turns datasheet peaks into achievable
+speed with the engine profile's factors (:mod:`gpuadvisor.core.specs.engines`); a scenario's
+:class:`~gpuadvisor.core.formats.scenario.Efficiency` overrides them:
 
 - inference decode is bound by ``bytes / (bandwidth x bandwidth_efficiency)`` plus a fixed
   time per layer (``layer_overhead_s``) and prefill at ``prefill_mfu``: the fitted factor is
@@ -43,17 +43,18 @@ from dataclasses import dataclass, replace
 from datetime import date
 from typing import Any, NamedTuple
 
-from .engines import engine_for
-from .errors import InputError
-from .estimate import Candidate, Estimate, estimate, resolve_model
-from .hardware import GpuCatalog
-from .measurements import Measurement
-from .models import ModelSpec
+from ..specs.engines import engine_for
+from ..errors import InputError
+from .estimate import estimate, resolve_model
+from .results import CalibrationProfile, Candidate, Estimate, FactorFit
+from ..specs.hardware import GpuCatalog
+from ..formats.measurements import Measurement
+from ..specs.models import ModelSpec
 from .performance import PerformanceEstimate, inference_performance, training_performance
-from .presets import ModelCatalog
-from .scenario import Scenario, scenario_from_dict
-from .units import GIB
-from .workload import RuntimeOverhead
+from ..specs.presets import ModelCatalog
+from ..formats.scenario import Scenario, scenario_from_dict
+from ..units import GIB
+from ..specs.workload import RuntimeOverhead
 
 PROFILE_FORMAT = "gpuadvisor-calibration"
 PROFILE_SCHEMA_VERSION = 1
@@ -82,48 +83,6 @@ class Prediction(NamedTuple):
 Predictor = Callable[[Measurement, Mapping[str, float]], Prediction]
 
 
-@dataclass(frozen=True, slots=True)
-class FactorFit:
-    """One fitted factor for one GPU and engine, with the errors it leaves."""
-
-    gpu_id: str
-    engine: str
-    factor_name: str
-    value: float
-    n_measurements: int
-    error_before_pct: float | None  # median |predicted / measured - 1| with the engine profile
-    error_after_pct: float | None  # the same with the fitted value
-    measurement_ids: tuple[str, ...]
-    note: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class CalibrationProfile:
-    """Fitted factors per (GPU, engine), when they were fitted, and the measurements left out."""
-
-    fits: tuple[FactorFit, ...]
-    created: str  # ISO date
-    note: str = ""
-    skipped: tuple[tuple[str, str], ...] = ()  # (measurement id, why it was not used)
-
-    def fits_for(self, gpu_id: str, engine: str) -> tuple[FactorFit, ...]:
-        return tuple(f for f in self.fits if f.gpu_id == gpu_id and f.engine == engine)
-
-    def summary(self) -> str:
-        """A few lines of text for a dialog or the CLI."""
-        lines = [(f"Calibration of {self.created}: {len(self.fits)} factors fitted, "
-                 f"{len({m for m, _ in self.skipped})} measurements not used.")]
-        for f in self.fits:
-            before = "n/a" if f.error_before_pct is None else f"{f.error_before_pct:.1f}%"
-            after = "n/a" if f.error_after_pct is None else f"{f.error_after_pct:.1f}%"
-            lines.append(f"  {f.gpu_id} / {f.engine}: {f.factor_name} = {f.value:.4g} from "
-                         f"{f.n_measurements} measurements (median error {before} -> {after})"
-                         + (f"; {f.note}" if f.note else ""))
-        for mid, why in self.skipped:
-            lines.append(f"  {mid}: {why}")
-        return "\n".join(lines)
-
-
 def speed_factor(kind: str) -> str:
     """The efficiency that a throughput measurement of this workload kind calibrates."""
     return "bandwidth_efficiency" if kind == "inference" else "mfu"
@@ -140,7 +99,7 @@ def measurement_engine(m: Measurement) -> str:
 
 
 class EstimatePredictor:
-    """The default predictor: :func:`gpuadvisor.core.estimate.estimate` on the measurement's snapshot.
+    """The default predictor: :func:`gpuadvisor.core.estimation.estimate.estimate` on the measurement's snapshot.
 
     The snapshot (``scenario_to_dict`` form) is the scenario; the measurement's GPU, GPU
     count, batch size, engine and (for training) sequence length replace the snapshot's.
@@ -345,8 +304,8 @@ def fit_calibration(measurements: Sequence[Measurement], predictor: Predictor | 
     ``skipped`` with the reason.
     """
     if predictor is None:
-        from .hardware import load_gpu_catalog
-        from .presets import load_model_catalog
+        from ..specs.hardware import load_gpu_catalog
+        from ..specs.presets import load_model_catalog
         predictor = EstimatePredictor(load_gpu_catalog(), load_model_catalog())
     skipped: list[tuple[str, str]] = []
     groups: dict[tuple[str, str], list[Measurement]] = {}

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, TypeVar
 
-from .errors import CatalogError
+from ..errors import CatalogError
 
 T = TypeVar("T")
 

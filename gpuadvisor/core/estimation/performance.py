@@ -32,11 +32,11 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
-from .engines import ARCH_MFU_FACTOR, EngineProfile
-from .hardware import GpuSpec
+from ..specs.engines import ARCH_MFU_FACTOR, EngineProfile
+from ..specs.hardware import GpuSpec
 from .memory import MemoryModel
-from .models import ModelSpec
-from .workload import Workload
+from ..specs.models import ModelSpec
+from ..specs.workload import Workload
 
 #: Data-parallel traffic hidden behind compute (bucketed all-reduce during backward).
 DP_OVERLAP = 0.7

@@ -3,7 +3,7 @@
 A :class:`Measurement` records one run: the GPU, engine, workload, and at least one of the
 peak memory (GiB) and the throughput (tokens/s, or seconds per step with the tokens per step).
 It carries a snapshot of the scenario it ran (the ``scenario_to_dict`` form), so the estimate
-can be recomputed for it later and :mod:`gpuadvisor.core.calibration` can fit efficiency
+can be recomputed for it later and :mod:`gpuadvisor.core.estimation.calibration` can fit efficiency
 factors. Throughput is the aggregate over all GPUs of the run, in the estimate's terms:
 generated tokens/s for inference, trained tokens/s for training::
 
@@ -43,8 +43,8 @@ from datetime import date, datetime
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
-from .errors import InputError
-from .workload import TRAINING_KINDS, WORKLOAD_KINDS
+from ..errors import InputError
+from ..specs.workload import TRAINING_KINDS, WORKLOAD_KINDS
 
 MEASUREMENTS_FORMAT = "gpuadvisor-measurements"
 MEASUREMENTS_SCHEMA_VERSION = 1

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .catalog_io import CatalogMeta, RowReader, parse_rows, read_catalog_file, read_catalog_text
-from .errors import CatalogError, InputError
+from ..errors import CatalogError, InputError
 
 GPU_SCHEMA_VERSIONS = (1,)
 GPU_REQUIRED_COLUMNS = ("id", "name", "architecture", "memory_gib_usable", "memory_bandwidth_gb_s",
@@ -202,7 +202,7 @@ def bundled_catalog_dir() -> Path:
     frozen: tuple[Path, ...] = ()
     if getattr(sys, "frozen", False):
         frozen = (Path(getattr(sys, "_MEIPASS", None) or Path(sys.executable).resolve().parent) / "catalogs",)
-    for candidate in (*frozen, here.parents[2] / "catalogs", here.parents[1] / "catalogs"):
+    for candidate in (*frozen, here.parents[3] / "catalogs", here.parents[2] / "catalogs"):
         if candidate.is_dir():
             return candidate
     raise CatalogError("catalogs", "the bundled catalog folder is missing from this installation")

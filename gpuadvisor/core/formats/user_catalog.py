@@ -39,13 +39,12 @@ from functools import lru_cache
 from types import MappingProxyType
 from typing import Any, Literal, Mapping, Sequence
 
-from .catalog_io import CatalogMeta, RowReader, read_catalog_file
-from .errors import CatalogError
-from .hardware import (GPU_REQUIRED_COLUMNS, GPU_SCHEMA_VERSIONS, GpuCatalog, GpuSpec, bundled_catalog_dir,
+from ..specs.catalog_io import CatalogMeta, RowReader, read_catalog_file
+from ..errors import CatalogError
+from ..specs.hardware import (GPU_REQUIRED_COLUMNS, GPU_SCHEMA_VERSIONS, GpuCatalog, GpuSpec, bundled_catalog_dir,
                        parse_gpu_row)
-from .models import ModelSpec
-from .presets import MODEL_REQUIRED_COLUMNS, MODEL_SCHEMA_VERSIONS, ModelCatalog, parse_model_row
-from .report import months_before
+from ..specs.models import ModelSpec
+from ..specs.presets import MODEL_REQUIRED_COLUMNS, MODEL_SCHEMA_VERSIONS, ModelCatalog, parse_model_row
 
 KINDS: tuple[str, ...] = ("gpus", "models")
 
@@ -622,6 +621,19 @@ def _has_price(row_or_spec: Mapping[str, str] | GpuSpec) -> bool:
     return any((row_or_spec.get(c, "") or "").strip() for c in _PRICE_COLUMNS)
 
 
+def months_before(day: _dt.date, months: int) -> _dt.date:
+    """The same day ``months`` calendar months earlier (clamped to the month's last day)."""
+    total = day.year * 12 + (day.month - 1) - months
+    year, month = divmod(total, 12)
+    month += 1
+    for d in (day.day, 30, 29, 28):
+        try:
+            return _dt.date(year, month, d)
+        except ValueError:
+            continue
+    raise ValueError(day)  # pragma: no cover - day 28 always exists
+
+
 def price_age_days(row_or_spec: Mapping[str, str] | GpuSpec, today: _dt.date) -> int | None:
     """Days from ``price_as_of`` to ``today`` (a GPU row or spec); None when undated or not a date."""
     day = _price_date(row_or_spec)
@@ -631,7 +643,7 @@ def price_age_days(row_or_spec: Mapping[str, str] | GpuSpec, today: _dt.date) ->
 def stale_price(row_or_spec: Mapping[str, str] | GpuSpec, today: _dt.date, months: int) -> bool:
     """True when a GPU's prices are older than ``months`` calendar months before ``today``.
 
-    Same rule as the report (:func:`gpuadvisor.core.report.months_before`). A row with prices but
+    The report uses the same rule (:func:`months_before`). A row with prices but
     no valid ``price_as_of`` is stale; a row without any price is not (there is nothing to date).
     """
     if not _has_price(row_or_spec):
