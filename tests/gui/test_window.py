@@ -35,7 +35,8 @@ def test_window_shows_the_default_estimate(window):
     assert est is not None and est.model.name == "Llama 3.1 8B"
     assert window.charts_ready
     assert window.ranking_proxy.rowCount() == sum(1 for c in est.candidates if c.fits)
-    assert "Cheapest setup that fits" in window.summary.text()
+    assert "Recommended:" in window.summary.text()
+    assert est.recommended.gpu.name in window.summary.text()
 
 
 def _select_preset(w, preset_id):
@@ -74,7 +75,7 @@ def test_pick_preset_switch_to_qlora_change_batch(window, qtbot):
     assert table == ranked
     best = expected.best_per_gpu()
     h100 = best["h100-sxm"].memory.gib()
-    chart = w.vram_chart
+    chart = w.results.vram_chart
     row = next(i for i in range(chart.row_count()) if chart.candidate_at(i).gpu.id == "h100-sxm")
     for name in ("weights", "activations", "adapters"):
         assert float(chart.segments[name].opts["width"][row]) == pytest.approx(h100[name], rel=1e-6)
@@ -233,9 +234,9 @@ def test_dataset_tokens_and_epochs_set_the_job_size(window, qtbot):
 
 def test_what_if_axis_switch_redraws_with_batch_on_x(window):
     w = window
-    w.whatif_axis_box.setCurrentIndex(w.whatif_axis_box.findData("batch"))
-    assert w.chart_tabs.currentIndex() == 2
-    curves = w.whatif_chart.shown_curves()
+    w.results.whatif_axis_box.setCurrentIndex(w.results.whatif_axis_box.findData("batch"))
+    assert w.results.chart_tabs.currentIndex() == 2
+    curves = w.results.whatif_chart.shown_curves()
     assert curves and all(c.xs[0] == 1 for c in curves)
     for c in curves:
         assert list(c.ys_gib) == sorted(c.ys_gib)
@@ -268,11 +269,18 @@ def test_export_report_to_a_folder_is_refused(window, tmp_path, monkeypatch):
     assert seen and "folder" in seen[0]
 
 
-def test_quantized_weights_for_lora_are_explained_not_silently_ignored(window):
+def test_quantized_weights_for_lora_follow_the_core_not_a_page_rule(window, qtbot):
+    """LoRA on an int8 base is a valid scenario: changing only the batch keeps the weights."""
     w = window
     assert w.state.scenario.workload.kind == "lora"
-    w.model_page.weights.setCurrentIndex(w.model_page.weights.findData("nf4"))
+    w.show_page(1)
+    w.model_page.weights.setCurrentIndex(w.model_page.weights.findData("int8"))
     settle(w)
-    assert w.state.scenario.workload.weights == "bf16"
-    assert w.model_page.weights.currentData() == "bf16"
-    assert "QLoRA" in w.model_page.summary.text()
+    assert w.state.scenario.workload.weights == "int8"
+    w.show_page(0)
+    w.workload_page.batch.selectAll()
+    qtbot.keyClicks(w.workload_page.batch, "8")
+    settle(w)
+    assert w.state.scenario.workload.batch_size == 8
+    assert w.state.scenario.workload.weights == "int8"
+    assert w.model_page.weights.currentData() == "int8"

@@ -804,10 +804,21 @@ def _sources(table: list[Candidate]) -> tuple[list[SourceEntry], list[str]]:
     return entries, price_sources
 
 
+def decision_warnings(est: Estimate, today: _dt.date, stale_after_months: int = 6,
+                      changes_where: str = "below") -> list[str]:
+    """The warnings a decision needs (the core's, stale or undated prices of the compared GPUs,
+    an assumed engine profile or architecture, overridden efficiencies): the report's section
+    and the window's summary show the same list. ``changes_where`` says where the changes are."""
+    engine_label, _factors, calibrated_on, assumed = _engine(est)
+    return _warnings(est, table_order(est), today, stale_after_months, engine_label, calibrated_on, assumed,
+                     changes_where)[0]
+
+
 def _warnings(est: Estimate, table: list[Candidate], today: _dt.date, stale_after_months: int,
-              engine_label: str, calibrated_on: str, engine_assumed: bool) -> tuple[list[str], list[str]]:
+              engine_label: str, calibrated_on: str, engine_assumed: bool, changes_where: str = "in section 1"
+              ) -> tuple[list[str], list[str]]:
     # The core's warnings point at the CLI's "changes below"; in the report they are in section 1.
-    out = [w.replace("see the changes below", "see the changes in section 1") for w in est.warnings]
+    out = [w.replace("see the changes below", f"see the changes {changes_where}") for w in est.warnings]
     cutoff = months_before(today, stale_after_months)
     stale, undated, stale_ids = [], [], []
     for c in table:

@@ -156,9 +156,11 @@ def parse_gpu_row(r: RowReader) -> GpuSpec:
         ex = ex if ex is not None else sum(values) / len(values)
         lo = lo if lo is not None else min(values)
         hi = hi if hi is not None else max(values)
-        if not lo <= ex <= hi:
-            raise CatalogError(r.where("cloud_usd_per_hour_expected"), "must lie between low and high", ex)
-        cloud = PriceRange(lo, ex, hi)
+        if lo > hi:
+            raise CatalogError(r.where("cloud_usd_per_hour_low"), "must not exceed the high price", lo)
+        # An expected price outside low-high is a real quote (the user's own deal, say): the range
+        # widens to include it rather than the GPU being dropped.
+        cloud = PriceRange(min(lo, ex), ex, max(hi, ex))
     memory = r.number("memory_gib_usable")
     assert memory is not None
     if memory > 4096:

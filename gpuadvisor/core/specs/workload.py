@@ -25,7 +25,7 @@ References
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..errors import InputError
 
@@ -217,3 +217,26 @@ class RuntimeOverhead:
         if self.fragmentation is not None:
             return self.fragmentation
         return 0.08 if training else 0.04
+
+
+def weights_for_kind(kind: str, weights: str) -> str:
+    """The weights precision a workload of ``kind`` keeps when switched to it: ``weights`` itself when
+    :class:`Workload` accepts the pair, else the nearest one it accepts (a quantized base becomes bf16
+    for full training; QLoRA needs a quantized base, nf4)."""
+    if kind in ("full_finetune", "pretrain") and weights in QUANTIZED:
+        return "bf16"
+    if kind == "qlora" and weights not in QUANTIZED:
+        return "nf4"
+    return weights
+
+
+def adapt_to_kind(workload: Workload, kind: str) -> Workload:
+    """``workload`` switched to ``kind``: weights that the new kind cannot use are replaced
+    (:func:`weights_for_kind`), and the batch, whose meaning changes between serving (concurrent
+    sequences) and training (micro-batch per GPU), goes back to the default when that meaning changes."""
+    if kind == workload.kind:
+        return workload
+    changes: dict = {"kind": kind, "weights": weights_for_kind(kind, workload.weights)}
+    if (kind in TRAINING_KINDS) != workload.is_training:
+        changes["batch_size"] = Workload.__dataclass_fields__["batch_size"].default
+    return replace(workload, **changes)
