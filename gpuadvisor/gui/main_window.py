@@ -383,6 +383,7 @@ class MainWindow(QMainWindow):
                 if hasattr(page, "show_error"):
                     page.show_error("")
             self._fill_pages(scenario)
+            self.state.set_error("")
 
     def _on_page_edited(self) -> None:
         """The page the user edited writes its fields into the scenario; the others show the result.
@@ -400,6 +401,7 @@ class MainWindow(QMainWindow):
             self._page_errors[index] = user_message(exc)
             if page is self.model_page:
                 self.model_page.show_error(self._page_errors[index])
+            self.state.discard_pending()  # never compute the half-typed value before the invalid one
             self.state.set_error(self._page_errors[index])
             return
         self._page_errors.pop(index, None)

@@ -245,7 +245,7 @@ class ResultsView(QWidget):
 
     # --- estimate -> views -------------------------------------------------------------------
     def _on_estimate_changed(self, est: Estimate) -> None:
-        self.summary.setText(self.summary_html(est))
+        self._render_summary(est)
         self.summary.setToolTip(self._summary_tooltip(est))
         self.ranking_model.set_estimate(est)
         if not self._columns_sized and self.ranking_model.rows:
@@ -303,14 +303,18 @@ class ResultsView(QWidget):
             widget.setEnabled(not stale)
         self.ranking_title.setText("<b>Ranking</b> " + ("(stale: fix the input above)" if stale else
                                                         "(★ recommended; click a column to sort)"))
-        if stale and self.state.estimate is not None:
+        if self.state.estimate is not None:
+            self._render_summary(self.state.estimate)
+
+    def _render_summary(self, est: Estimate) -> None:
+        if self.state.stale:
             c = colors(self.palette())
             self.summary.setText(f"<span style='color:{c.muted}'>Stale (an input is invalid): "
-                                 f"{html.escape(summary_line(self.state.estimate))}</span><br>"
+                                 f"{html.escape(summary_line(est))}</span><br>"
                                  f"<span style='color:{c.problem}'>Fix the input named above to update the "
                                  "results.</span>")
-        elif self.state.estimate is not None:
-            self.summary.setText(self.summary_html(self.state.estimate))
+        else:
+            self.summary.setText(self.summary_html(est))
 
     def _on_catalog_warnings(self, warnings) -> None:
         if warnings:

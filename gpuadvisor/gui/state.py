@@ -51,6 +51,7 @@ class AppState(QObject):
         self.scenario = scenario
         self.estimate: Estimate | None = None
         self.error = ""
+        self._input_error = self._compute_error = ""
         self.path: Path | None = None
         self.dirty = False
         self.selected = ""
@@ -84,10 +85,28 @@ class AppState(QObject):
     def set_error(self, message: str) -> None:
         """A page reports an input it could not turn into a scenario (or clears it with "").
 
-        While an error shows, the results on display are stale: they belong to the last valid input."""
+        While an error shows, the results on display are stale: they belong to the last valid input.
+        A page's error outlives recomputes (of the last valid scenario); the core's error about the
+        scenario itself is cleared by the next successful estimate."""
+        self._input_error = message
+        self._publish_error()
+
+    def _set_compute_error(self, message: str) -> None:
+        self._compute_error = message
+        self._publish_error()
+
+    def _publish_error(self) -> None:
+        message = self._input_error or self._compute_error
         if message != self.error:
             self.error = message
             self.errorChanged.emit(message)
+
+    def discard_pending(self) -> None:
+        """Drop a scenario that was never computed (a half-typed value on the way to an invalid one):
+        the scenario goes back to the one whose results are on display."""
+        if self._timer.isActive() and self.estimate is not None:
+            self._timer.stop()
+            self.scenario = self.estimate.scenario
 
     @property
     def stale(self) -> bool:
@@ -141,11 +160,11 @@ class AppState(QObject):
         try:
             result = estimate(self.scenario, self.gpus, self.models, calibration=self.active_calibration)
         except InputError as exc:
-            self.set_error(user_message(exc))
+            self._set_compute_error(user_message(exc))
             return
         self.last_compute_ms = (time.perf_counter() - t0) * 1000
         self.estimate = result
-        self.set_error("")
+        self._set_compute_error("")
         if result.candidate(self.selected) is None:
             self.select(result.ranking[0].key if result.ranking else "")
         self.estimateChanged.emit(result)

@@ -21,16 +21,6 @@ TRUE_MFU = 0.30
 GPU = "a100-80gb"
 
 
-@pytest.fixture
-def window(qtbot):
-    w = build_window(deferred_charts=False)
-    w.show()
-    qtbot.waitExposed(w)
-    w.state.flush()
-    yield w
-    w.state.dirty = False  # never prompt while tearing down
-    w.close()
-    w.deleteLater()
 
 
 @pytest.fixture

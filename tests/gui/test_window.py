@@ -11,23 +11,10 @@ from PySide6.QtWidgets import QMessageBox
 from gpuadvisor.core.estimation.estimate import estimate
 from gpuadvisor.core.formats.scenario import load_scenario
 from gpuadvisor.gui.app import build_window
+from gui_helpers import settle
 from gpuadvisor.gui.ranking_table import ROLE_KEY
 
 
-@pytest.fixture
-def window(qtbot):
-    w = build_window(deferred_charts=False)
-    w.show()
-    qtbot.waitExposed(w)
-    w.state.flush()
-    yield w
-    w.state.dirty = False  # never prompt while tearing down (a modal dialog would wait forever)
-    w.close()
-    w.deleteLater()
-
-
-def settle(w):
-    w.state.flush()
 
 
 def test_window_shows_the_default_estimate(window):
