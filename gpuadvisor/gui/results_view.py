@@ -364,6 +364,11 @@ class ResultsView(QWidget):
             selection.blockSignals(False)
             self.table.viewport().update()
 
+    def key_of_row(self, row: int) -> str | None:
+        """The candidate key shown in ``row`` of the ranking as displayed (None past the end)."""
+        index = self.table.model().index(row, 0)
+        return index.data(ROLE_KEY) if index.isValid() else None
+
     def show_detail(self, key: str) -> None:
         est = self.state.estimate
         if est is None:
