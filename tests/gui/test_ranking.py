@@ -25,9 +25,25 @@ from gpuadvisor.core.presets import load_model_catalog
 from gpuadvisor.core.recommendation import sort_key
 from gpuadvisor.core.report import change_lines, fmt_usd, summary_line
 from gpuadvisor.core.scenario import Budget, ModelSource
-from gpuadvisor.gui.ranking import (COL_BUDGET, COL_COST, COL_DEADLINE, COL_GPU, COL_PICK, COL_PRICE_DATE,
-                                    COL_SETUP, COL_VERDICT, HEADERS, RECOMMENDED_MARK, ROLE_KEY, ROLE_SORT,
-                                    RUNNER_UP_MARK, RankingTable, contrast_ratio, readable, table_colors)
+from gpuadvisor.gui.ranking import (
+    COL_BUDGET,
+    COL_COST,
+    COL_DEADLINE,
+    COL_GPU,
+    COL_PICK,
+    COL_PRICE_DATE,
+    COL_SETUP,
+    COL_VERDICT,
+    HEADERS,
+    RECOMMENDED_MARK,
+    ROLE_KEY,
+    ROLE_SORT,
+    RUNNER_UP_MARK,
+    RankingTable,
+    contrast_ratio,
+    readable,
+    table_colors,
+)
 from gpuadvisor.storage.errors import StorageError
 
 
@@ -244,7 +260,7 @@ def test_export_from_the_menu_and_a_clear_error(qtbot, table, deadline, tmp_path
                         lambda *a, **k: (str(tmp_path / "no-such-folder" / "r.csv"), ""))
     monkeypatch.setattr(QMessageBox, "warning", lambda parent, title, text: warned.append(text))
     assert table.export_csv_dialog() is None
-    assert warned == [f"Could not export the table: cannot write r.csv: No such file or directory"]
+    assert warned == ["Could not export the table: cannot write r.csv: No such file or directory"]
 
 
 # -- empty results explain why -----------------------------------------------------------------

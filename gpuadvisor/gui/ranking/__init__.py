@@ -17,10 +17,34 @@ one pass from that cache (``docs/development.md``, "Performance notes").
 """
 
 from .colors import TableColors, contrast_ratio, readable, table_colors
-from .model import (COL_BUDGET, COL_COST, COL_DEADLINE, COL_GPU, COL_HEADROOM, COL_NEED, COL_PER_M, COL_PICK,
-                    COL_PRICE_DATE, COL_RANGE, COL_SETUP, COL_TIME, COL_TPS, COL_VERDICT, EXPAND_LABEL,
-                    FITTING_FILTER_LABEL, HEADERS, LIMITS_FILTER_LABEL, RECOMMENDED_MARK, ROLE_KEY, ROLE_SORT,
-                    RUNNER_UP_MARK, RankingModel, RankingProxy, setup_name, setup_words)
+from .model import (
+                    COL_BUDGET,
+                    COL_COST,
+                    COL_DEADLINE,
+                    COL_GPU,
+                    COL_HEADROOM,
+                    COL_NEED,
+                    COL_PER_M,
+                    COL_PICK,
+                    COL_PRICE_DATE,
+                    COL_RANGE,
+                    COL_SETUP,
+                    COL_TIME,
+                    COL_TPS,
+                    COL_VERDICT,
+                    EXPAND_LABEL,
+                    FITTING_FILTER_LABEL,
+                    HEADERS,
+                    LIMITS_FILTER_LABEL,
+                    RECOMMENDED_MARK,
+                    ROLE_KEY,
+                    ROLE_SORT,
+                    RUNNER_UP_MARK,
+                    RankingModel,
+                    RankingProxy,
+                    setup_name,
+                    setup_words,
+)
 from .table import RankingTable, to_csv
 from .view import RankingView
 

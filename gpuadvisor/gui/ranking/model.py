@@ -17,8 +17,21 @@ from PySide6.QtGui import QBrush, QColor, QGuiApplication
 
 from ...core.estimate import Candidate, Estimate
 from ...core.recommendation import sort_key
-from ...core.report import (NONE_MARK, TIMES, change_lines, display_gpu_name, fmt_gib, fmt_hours, fmt_hours_range,
-                            fmt_rate, fmt_signed_gib, fmt_usd, fmt_usd_per_mtok, fmt_usd_range, summary_line)
+from ...core.report import (
+    NONE_MARK,
+    TIMES,
+    change_lines,
+    display_gpu_name,
+    fmt_gib,
+    fmt_hours,
+    fmt_hours_range,
+    fmt_rate,
+    fmt_signed_gib,
+    fmt_usd,
+    fmt_usd_per_mtok,
+    fmt_usd_range,
+    summary_line,
+)
 from ...core.user_catalog import stale_price
 from .colors import TableColors, table_colors
 
@@ -28,23 +41,23 @@ from .colors import TableColors, table_colors
  COL_HEADROOM, COL_TPS, COL_PER_M, COL_PRICE_DATE) = range(14)
 _COLUMNS = {
     COL_GPU: ("GPU", "GPU model (the full name is in the row's tooltip)"),
-    COL_PICK: ("Pick", "★ the recommended setup; runner-up: the best setup of another GPU type that also "
-                       "meets the limits"),
+    COL_PICK: ("Pick", ("★ the recommended setup; runner-up: the best setup of another GPU type that also "
+                        "meets the limits")),
     COL_SETUP: ("Setup", "How many GPUs and how they share the work"),
     COL_COST: ("Expected cost", "Expected job cost at the chosen price"),
     COL_RANGE: ("Cost range", "Job cost range, low to high (cloud price range x speed range)"),
     COL_TIME: ("Job time", "Expected job time, with its low-high range"),
-    COL_DEADLINE: ("Deadline", "meets: even the slow end of the time range meets the deadline; likely: the "
-                               "expected time does; at risk: it does not; — no deadline set"),
-    COL_BUDGET: ("Budget", "within: even the expensive end of the cost range stays within the budget; likely: "
-                           "the expected cost does; over: it does not; — no budget set or no price"),
+    COL_DEADLINE: ("Deadline", ("meets: even the slow end of the time range meets the deadline; likely: the "
+                                "expected time does; at risk: it does not; — no deadline set")),
+    COL_BUDGET: ("Budget", ("within: even the expensive end of the cost range stays within the budget; likely: "
+                            "the expected cost does; over: it does not; — no budget set or no price")),
     COL_VERDICT: ("Fit", "fits, tight (over 95% of memory) or does not fit"),
     COL_NEED: ("Need/GPU (GiB)", "Device memory each GPU needs (nvidia-smi view)"),
     COL_HEADROOM: ("Headroom (GiB)", "Usable memory of one GPU minus the need"),
     COL_TPS: ("Tokens/s", "Aggregate tokens per second (output tokens in inference, trained tokens in training)"),
     COL_PER_M: ("$ / 1M tokens", "Expected cost per million tokens"),
-    COL_PRICE_DATE: ("Prices as of", "Date of the catalog's prices for this GPU; 'stale' when older than the "
-                                     "age set in the catalog editor"),
+    COL_PRICE_DATE: ("Prices as of", ("Date of the catalog's prices for this GPU; 'stale' when older than the "
+                                      "age set in the catalog editor")),
 }
 HEADERS = [_COLUMNS[c][0] for c in range(len(_COLUMNS))]
 TOOLTIPS = [_COLUMNS[c][1] for c in range(len(_COLUMNS))]
@@ -61,6 +74,7 @@ _RIGHT = int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
 _CENTER = int(Qt.AlignmentFlag.AlignCenter)
 _ROLES = frozenset({Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.ForegroundRole, Qt.ItemDataRole.TextAlignmentRole,
                     Qt.ItemDataRole.ToolTipRole, ROLE_SORT, ROLE_KEY})
+_ROOT = QModelIndex()  # the invalid index: a table's rows have no parent
 _DEADLINE_ORDER = {"meets": 0, "likely": 1, None: 2, "at risk": 3}
 _BUDGET_ORDER = {"within": 0, "likely": 1, None: 2, "over": 3}
 
@@ -205,13 +219,13 @@ class RankingModel(QAbstractTableModel):
             texts = self._texts[row] = [self._text(c, k) for k in range(len(HEADERS))]
         return texts
 
-    def rowCount(self, parent: QModelIndex | QPersistentModelIndex = QModelIndex()) -> int:  # noqa: N802
+    def rowCount(self, parent: QModelIndex | QPersistentModelIndex = _ROOT) -> int:
         return 0 if parent.isValid() else len(self.rows)
 
-    def columnCount(self, parent: QModelIndex | QPersistentModelIndex = QModelIndex()) -> int:  # noqa: N802
+    def columnCount(self, parent: QModelIndex | QPersistentModelIndex = _ROOT) -> int:
         return 0 if parent.isValid() else len(HEADERS)
 
-    def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):  # noqa: N802
+    def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):
         if orientation == Qt.Orientation.Horizontal:
             if role == Qt.ItemDataRole.DisplayRole:
                 return HEADERS[section]
@@ -361,7 +375,7 @@ class RankingProxy(QSortFilterProxyModel):
         super().__init__(parent)
         self.setSortRole(ROLE_SORT)
 
-    def lessThan(self, left, right) -> bool:  # noqa: N802
+    def lessThan(self, left, right) -> bool:
         a, b = left.data(ROLE_SORT), right.data(ROLE_SORT)
         try:
             return a < b

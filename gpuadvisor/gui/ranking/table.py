@@ -23,14 +23,32 @@ from pathlib import Path
 
 from PySide6.QtCore import QItemSelectionModel, QModelIndex, Qt, Signal
 from PySide6.QtGui import QAction, QFont, QFontMetrics, QGuiApplication, QKeySequence
-from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QFileDialog, QHBoxLayout, QHeaderView, QMenu,
-                               QMessageBox, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QCheckBox,
+    QFileDialog,
+    QHBoxLayout,
+    QHeaderView,
+    QMenu,
+    QMessageBox,
+    QVBoxLayout,
+    QWidget,
+)
 
 from ...core.estimate import Estimate
 from ...storage.atomic import atomic_write_text
 from ...storage.errors import StorageError
-from .model import (COL_PICK, EXPAND_LABEL, FITTING_FILTER_LABEL, HEADERS, LIMITS_FILTER_LABEL, ROLE_KEY,
-                    RankingModel, RankingProxy, setup_name)
+from .model import (
+    COL_PICK,
+    EXPAND_LABEL,
+    FITTING_FILTER_LABEL,
+    HEADERS,
+    LIMITS_FILTER_LABEL,
+    ROLE_KEY,
+    RankingModel,
+    RankingProxy,
+    setup_name,
+)
 from .view import RankingView
 
 #: Room around a cell's text: the view's 4 px each side plus the header's sort arrow.

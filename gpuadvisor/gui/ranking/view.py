@@ -33,7 +33,7 @@ class RankingView(QTableView):
         super().__init__(parent)
         self._model, self._proxy = model, proxy
 
-    def keyPressEvent(self, event) -> None:  # noqa: N802 - Qt override
+    def keyPressEvent(self, event) -> None:
         if event.matches(QKeySequence.StandardKey.Copy):
             self.copyRequested.emit()
             event.accept()
@@ -43,7 +43,7 @@ class RankingView(QTableView):
         else:
             super().keyPressEvent(event)
 
-    def paintEvent(self, event) -> None:  # noqa: N802 - Qt override
+    def paintEvent(self, event) -> None:
         model, proxy = self._model, self._proxy
         viewport = self.viewport()
         painter = QPainter(viewport)
