@@ -66,6 +66,10 @@ class RankingView(QTableView):
             selection = self.selectionModel()
             metrics = self.fontMetrics()
             max_char = metrics.maxWidth()
+            font = self.font()
+            bold = QFont(font)
+            bold.setBold(True)
+            bad = colors.tones["bad"]
             text_color = colors.text
             selected_color = palette.color(group, QPalette.ColorRole.HighlightedText)
             highlight = palette.brush(group, QPalette.ColorRole.Highlight)
@@ -89,12 +93,19 @@ class RankingView(QTableView):
                     text = texts[c]
                     if not text:
                         continue
-                    color = None if selected else cell_color(colors, c, text)
+                    color = cell_color(colors, c, text)
                     painter.setPen(selected_color if selected else color or text_color)
+                    # Words that rule a setup out ("at risk", "over", "does not fit") are bold too:
+                    # colour is never the only cue.
+                    alarm = color is not None and color is bad
+                    if alarm:
+                        painter.setFont(bold)
                     inner = w - 8
                     if len(text) * max_char > inner and metrics.horizontalAdvance(text) > inner:
                         text = metrics.elidedText(text, Qt.TextElideMode.ElideRight, inner)
                     painter.drawText(QRect(x + 4, y, inner, h), alignment(c), text)
+                    if alarm:
+                        painter.setFont(font)
             if self.showGrid():
                 painter.setPen(grid)
                 bottom = self.rowViewportPosition(last) + self.rowHeight(last) - 1
