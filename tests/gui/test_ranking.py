@@ -14,6 +14,8 @@ import io
 from dataclasses import replace
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from PySide6.QtCore import QPoint, Qt
 from PySide6.QtGui import QColor, QContextMenuEvent, QPalette
 from PySide6.QtWidgets import QApplication, QLineEdit, QVBoxLayout, QWidget
@@ -172,7 +174,10 @@ def test_deadline_recommends_four_gpus_and_says_meets(table, deadline):
 def test_header_clicks_sort_numerically_and_the_menu_restores_the_decision_order(qtbot, table, deadline):
     table.show(deadline, None)
     decision = keys(table)
+    header = table.view.horizontalHeader()
+    assert not header.isSortIndicatorShown()  # the decision order is no column's order
     click_header(qtbot, table, COL_COST)
+    assert header.isSortIndicatorShown() and header.sortIndicatorSection() == COL_COST
     costs = [table.proxy.index(r, COL_COST).data(ROLE_SORT) for r in range(table.proxy.rowCount())]
     assert costs == sorted(costs)
     texts = [cell(table, r, COL_COST) for r in range(table.proxy.rowCount())]
@@ -181,7 +186,7 @@ def test_header_clicks_sort_numerically_and_the_menu_restores_the_decision_order
     costs = [table.proxy.index(r, COL_COST).data(ROLE_SORT) for r in range(table.proxy.rowCount())]
     assert costs == sorted(costs, reverse=True)
     menu_click(qtbot, table, 0, table.decision_order_action)
-    assert keys(table) == decision
+    assert keys(table) == decision and not header.isSortIndicatorShown()
 
 
 def test_expand_checkbox_shows_every_setup_in_the_same_order(qtbot, table, deadline):
@@ -198,6 +203,35 @@ def test_expand_checkbox_shows_every_setup_in_the_same_order(qtbot, table, deadl
     assert not table.is_expanded() and len(keys(table)) == len(deadline.best_per_gpu())
     table.set_expanded(True)
     assert table.expand_box.isChecked() and keys(table) == expected
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(kind=st.sampled_from(["inference", "lora", "qlora", "full_finetune"]), batch=st.integers(1, 32),
+       deadline_h=st.one_of(st.none(), st.floats(0.1, 100)), cap=st.one_of(st.none(), st.floats(1, 2000)),
+       expanded=st.booleans())
+def test_top_row_is_the_core_recommendation(table, cats, kind, batch, deadline_h, cap, expanded):
+    """For random scenarios the first row is the recommended setup, starred; one row per GPU type."""
+    w = replace(default_scenario().workload, kind=kind, weights="nf4" if kind == "qlora" else "bf16",
+                batch_size=batch)
+    est = estimate(replace(default_scenario(), workload=w,
+                           budget=Budget(deadline_hours=deadline_h, max_total_usd=cap)), *cats)
+    table.set_expanded(expanded)
+    table.show(est, None)
+    rec = est.decision.recommended_key
+    shown = keys(table)
+    assert len(shown) == len(set(shown))
+    if not expanded:
+        assert len({est.candidate(k).gpu.id for k in shown}) == len(shown)
+    if rec is None:
+        assert not any(cell(table, r, COL_PICK) == RECOMMENDED_MARK for r in range(len(shown)))
+    else:
+        assert shown[0] == rec and cell(table, 0, COL_PICK) == RECOMMENDED_MARK
+        assert summary_line(est).startswith("Recommended: ")
+    for r in range(min(len(shown), 5)):
+        c = est.candidate(shown[r])
+        if c.cost is not None:
+            assert cell(table, r, COL_DEADLINE) == (c.cost.deadline_status or "—")
+            assert cell(table, r, COL_BUDGET) == (c.cost.budget_status or "—")
 
 
 # -- copy and export ---------------------------------------------------------------------------
@@ -328,6 +362,10 @@ def test_tab_leaves_the_table_arrows_move_enter_reports(qtbot, deadline):
     with qtbot.waitSignal(t.keySelected) as entered:
         qtbot.keyClick(t.view, Qt.Key.Key_Return)
     assert entered.args == [keys(t)[1]]
+    with qtbot.waitSignal(t.keySelected) as double:  # the current row again: only the double-click reports
+        qtbot.mouseDClick(t.view.viewport(), Qt.MouseButton.LeftButton, pos=row_point(t, 1))
+    assert double.args == [keys(t)[1]]
+    t.view.setFocus()
     qtbot.keyClick(t.view, Qt.Key.Key_Tab)
     qtbot.waitUntil(after.hasFocus)
     assert not t.view.hasFocus()

@@ -136,6 +136,8 @@ class RankingTable(QWidget):
         view.copyRequested.connect(self.copy_rows)
         view.enterPressed.connect(self._on_enter)
         view.customContextMenuRequested.connect(self._on_context_menu)
+        view.doubleClicked.connect(lambda _index: self._on_enter())
+        header.sortIndicatorChanged.connect(lambda _col, _order: header.setSortIndicatorShown(True))
 
     def _action(self, text: str, slot, shortcut: QKeySequence.StandardKey | None = None) -> QAction:
         action = QAction(text, self)
