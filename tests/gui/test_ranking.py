@@ -363,6 +363,8 @@ def test_tab_leaves_the_table_arrows_move_enter_reports(qtbot, deadline):
         qtbot.keyClick(t.view, Qt.Key.Key_Return)
     assert entered.args == [keys(t)[1]]
     with qtbot.waitSignal(t.keySelected) as double:  # the current row again: only the double-click reports
+        # A double-click is a click, then a second press that the system reports as a double-click.
+        qtbot.mouseClick(t.view.viewport(), Qt.MouseButton.LeftButton, pos=row_point(t, 1))
         qtbot.mouseDClick(t.view.viewport(), Qt.MouseButton.LeftButton, pos=row_point(t, 1))
     assert double.args == [keys(t)[1]]
     t.view.setFocus()
