@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from PySide6.QtCore import QPoint, Qt
-from PySide6.QtGui import QColor, QContextMenuEvent, QPalette
+from PySide6.QtGui import QAction, QColor, QContextMenuEvent, QKeySequence, QPalette
 from PySide6.QtWidgets import QApplication, QLineEdit, QVBoxLayout, QWidget
 
 from gpuadvisor.cli import default_scenario
@@ -249,6 +249,27 @@ def test_ctrl_c_copies_the_selected_rows_as_tsv_with_a_header(qtbot, table, dead
     assert first["Pick"] == RECOMMENDED_MARK and first["Setup"] == "4 × ddp" and first["Deadline"] == "meets"
     assert first["Expected cost"] == fmt_usd(deadline.recommended.cost.cost_usd.expected)
     assert [line.split("\t")[1] for line in lines[1:]] == [cell(table, r, COL_GPU) for r in range(3)]
+
+
+def test_ctrl_c_in_the_table_wins_over_a_window_copy_shortcut(qtbot, deadline):
+    host = QWidget()
+    qtbot.addWidget(host)
+    t = RankingTable(host)
+    QVBoxLayout(host).addWidget(t)
+    window_copies = []
+    window_copy = QAction("Copy", host)
+    window_copy.setShortcut(QKeySequence(QKeySequence.StandardKey.Copy))
+    window_copy.triggered.connect(lambda: window_copies.append(True))
+    host.addAction(window_copy)
+    host.resize(900, 300)
+    host.show()
+    qtbot.waitExposed(host)
+    t.show(deadline, "4x mi300x (ddp)")
+    t.view.setFocus()
+    qtbot.waitUntil(t.view.hasFocus)
+    QApplication.clipboard().clear()
+    qtbot.keyClick(t.view, Qt.Key.Key_C, Qt.KeyboardModifier.ControlModifier)
+    assert not window_copies and clipboard().splitlines()[1].startswith(RECOMMENDED_MARK + "\t")
 
 
 @opens_menu

@@ -246,20 +246,20 @@ class RankingTable(QWidget):
             out.append([texts[c] for c in cols])
         return out
 
-    def _selected_or_current(self) -> list[list[str]]:
+    def _selected_with_header(self) -> list[list[str]]:
         rows = self.table_rows(selected_only=True)
         return rows if len(rows) > 1 else []
 
     def copy_rows(self) -> None:
         """The selected rows to the clipboard as tab-separated text with a header line (for spreadsheets)."""
-        rows = self._selected_or_current()
+        rows = self._selected_with_header()
         if rows:
             QGuiApplication.clipboard().setText(
                 "\n".join("\t".join(_tsv_cell(t) for t in row) for row in rows) + "\n")
 
     def copy_csv(self) -> None:
         """The selected rows to the clipboard as CSV with a header line."""
-        rows = self._selected_or_current()
+        rows = self._selected_with_header()
         if rows:
             QGuiApplication.clipboard().setText(to_csv(rows))
 

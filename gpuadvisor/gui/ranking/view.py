@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import QModelIndex, QRect, Qt, Signal
+from PySide6.QtCore import QEvent, QModelIndex, QRect, Qt, Signal
 from PySide6.QtGui import QColor, QFont, QKeySequence, QPainter, QPalette
 from PySide6.QtWidgets import QStyle, QTableView
 
@@ -32,6 +32,14 @@ class RankingView(QTableView):
     def __init__(self, model: RankingModel, proxy: RankingProxy, parent=None) -> None:
         super().__init__(parent)
         self._model, self._proxy = model, proxy
+
+    def event(self, event) -> bool:
+        # While the table has the focus its Ctrl+C wins over a window-wide Copy shortcut, as a
+        # line edit's does: accepting the override turns the shortcut back into a key press.
+        if event.type() == QEvent.Type.ShortcutOverride and event.matches(QKeySequence.StandardKey.Copy):
+            event.accept()
+            return True
+        return super().event(event)
 
     def keyPressEvent(self, event) -> None:
         if event.matches(QKeySequence.StandardKey.Copy):
