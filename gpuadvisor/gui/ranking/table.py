@@ -133,7 +133,6 @@ class RankingTable(QWidget):
         self.fitting_box.toggled.connect(self._on_fitting_toggled)
         self.limits_box.toggled.connect(self._on_limits_toggled)
         view.selectionModel().currentRowChanged.connect(self._on_current_row_changed)
-        view.copyRequested.connect(self.copy_rows)
         view.enterPressed.connect(self._on_enter)
         view.customContextMenuRequested.connect(self._on_context_menu)
         view.doubleClicked.connect(lambda _index: self._on_enter())
@@ -230,21 +229,11 @@ class RankingTable(QWidget):
     # --- copy and export -----------------------------------------------------------------------
     def visible_columns(self) -> list[int]:
         """Logical columns in the order shown."""
-        header = self.view.horizontalHeader()
-        return [c for c in (header.logicalIndex(v) for v in range(header.count())) if not header.isSectionHidden(c)]
+        return self.view.visible_columns()
 
     def table_rows(self, selected_only: bool) -> list[list[str]]:
         """The header and the rows (all shown rows, or the selected ones) as shown, in the table's order."""
-        cols = self.visible_columns()
-        if selected_only:
-            rows = sorted(i.row() for i in self.view.selectionModel().selectedRows())
-        else:
-            rows = list(range(self.proxy.rowCount()))
-        out = [[HEADERS[c] for c in cols]]
-        for r in rows:
-            texts = self.model.texts(self.proxy.mapToSource(self.proxy.index(r, 0)).row())
-            out.append([texts[c] for c in cols])
-        return out
+        return self.view.table_rows(selected_only)
 
     def _selected_with_header(self) -> list[list[str]]:
         rows = self.table_rows(selected_only=True)
@@ -252,10 +241,7 @@ class RankingTable(QWidget):
 
     def copy_rows(self) -> None:
         """The selected rows to the clipboard as tab-separated text with a header line (for spreadsheets)."""
-        rows = self._selected_with_header()
-        if rows:
-            QGuiApplication.clipboard().setText(
-                "\n".join("\t".join(_tsv_cell(t) for t in row) for row in rows) + "\n")
+        self.view.copy_rows()
 
     def copy_csv(self) -> None:
         """The selected rows to the clipboard as CSV with a header line."""
@@ -335,10 +321,6 @@ class RankingTable(QWidget):
         key = self.selected_key()
         self.model.set_within_limits_only(value)
         self.select_key(key)
-
-
-def _tsv_cell(text: str) -> str:
-    return text.replace("\t", " ").replace("\n", " ")
 
 
 def to_csv(rows: list[list[str]]) -> str:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from PySide6.QtCore import QEvent, QModelIndex, QRect, Qt, Signal
-from PySide6.QtGui import QColor, QFont, QKeySequence, QPainter, QPalette
+from PySide6.QtGui import QColor, QFont, QGuiApplication, QKeySequence, QPainter, QPalette
 from PySide6.QtWidgets import QStyle, QTableView
 
 from .colors import table_colors
@@ -22,10 +22,10 @@ class RankingView(QTableView):
     same: alternating rows, the selection, the grid, the recommended row's tint, the status
     colours, and text elided to the column. Selection, scrolling, sorting and tooltips stay Qt's.
     With no row to show, it paints why (:meth:`RankingModel.empty_message`) instead of nothing.
+    Ctrl+C copies the selected rows as tab-separated text with a header line; Enter reports the
+    current row (:attr:`enterPressed`).
     """
 
-    #: Ctrl+C (the platform's copy key).
-    copyRequested = Signal()
     #: Enter or Return on a row.
     enterPressed = Signal()
 
@@ -43,13 +43,40 @@ class RankingView(QTableView):
 
     def keyPressEvent(self, event) -> None:
         if event.matches(QKeySequence.StandardKey.Copy):
-            self.copyRequested.emit()
+            self.copy_rows()
             event.accept()
-        elif event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter) and not event.modifiers():
+        elif (event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter)
+              and not event.modifiers() & ~Qt.KeyboardModifier.KeypadModifier):
             self.enterPressed.emit()
             event.accept()
         else:
             super().keyPressEvent(event)
+
+    def visible_columns(self) -> list[int]:
+        """Logical columns in the order shown."""
+        header = self.horizontalHeader()
+        return [c for c in (header.logicalIndex(v) for v in range(header.count())) if not header.isSectionHidden(c)]
+
+    def table_rows(self, selected_only: bool) -> list[list[str]]:
+        """The header and the rows (all shown rows, or the selected ones) as shown, in the table's order."""
+        model, proxy = self._model, self._proxy
+        cols = self.visible_columns()
+        if selected_only:
+            rows = sorted(i.row() for i in self.selectionModel().selectedRows())
+        else:
+            rows = list(range(proxy.rowCount()))
+        out = [[HEADERS[c] for c in cols]]
+        for r in rows:
+            texts = model.texts(proxy.mapToSource(proxy.index(r, 0)).row())
+            out.append([texts[c] for c in cols])
+        return out
+
+    def copy_rows(self) -> None:
+        """The selected rows to the clipboard as tab-separated text with a header line (for spreadsheets)."""
+        rows = self.table_rows(selected_only=True)
+        if len(rows) > 1:
+            QGuiApplication.clipboard().setText(
+                "\n".join("\t".join(t.replace("\t", " ").replace("\n", " ") for t in row) for row in rows) + "\n")
 
     def paintEvent(self, event) -> None:
         model, proxy = self._model, self._proxy
