@@ -383,6 +383,9 @@ def test_tab_leaves_the_table_arrows_move_enter_reports(qtbot, deadline):
     with qtbot.waitSignal(t.keySelected) as entered:
         qtbot.keyClick(t.view, Qt.Key.Key_Return)
     assert entered.args == [keys(t)[1]]
+    with qtbot.waitSignal(t.keySelected) as keypad:
+        qtbot.keyClick(t.view, Qt.Key.Key_Enter, Qt.KeyboardModifier.KeypadModifier)
+    assert keypad.args == [keys(t)[1]]
     with qtbot.waitSignal(t.keySelected) as double:  # the current row again: only the double-click reports
         # A double-click is a click, then a second press that the system reports as a double-click.
         qtbot.mouseClick(t.view.viewport(), Qt.MouseButton.LeftButton, pos=row_point(t, 1))
