@@ -87,7 +87,7 @@ def table(qtbot):
     return t
 
 
-# -- driving the widget----------------------------------------------------------------------------
+# -- driving the widget ----------------------------------------------------------------------
 def keys(t: RankingTable) -> list[str]:
     return [t.proxy.index(r, 0).data(ROLE_KEY) for r in range(t.proxy.rowCount())]
 
