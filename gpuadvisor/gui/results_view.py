@@ -12,14 +12,14 @@ from __future__ import annotations
 import datetime
 import html
 
-from PySide6.QtCore import QEvent, QItemSelectionModel, Qt, Signal
-from PySide6.QtWidgets import (QCheckBox, QComboBox, QHBoxLayout, QHeaderView, QLabel, QSizePolicy, QSplitter,
-                               QTableView, QTabWidget, QTextBrowser, QVBoxLayout, QWidget)
+from PySide6.QtCore import QEvent, Qt, Signal
+from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSizePolicy, QSplitter, QTabWidget, QTextBrowser, \
+    QVBoxLayout, QWidget
 
 from ..core.estimation.results import Estimate
 from ..core.presentation import detail as _detail
 from ..core.presentation.report import change_lines, decision_warnings, summary_line
-from .ranking_table import ROLE_KEY, RankingModel, RankingProxy, RankingView
+from .ranking import ROLE_KEY, RankingTable
 from .state import AppState
 from .theme import colors
 
@@ -46,6 +46,7 @@ class ResultsView(QWidget):
         self.summary.setTextFormat(Qt.TextFormat.RichText)
         self.summary.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.summary.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
+        self.summary.setMinimumWidth(1)  # long lines are clipped (the tooltip has them), never widen the window
         self._fix_summary_height()
         self.banner = QLabel()  # input errors: results are stale until the input is valid again
         self.banner.setWordWrap(True)
@@ -61,45 +62,25 @@ class ResultsView(QWidget):
             self.chart_tabs.addTab(placeholder, name)
         self.chart_tabs.setMinimumHeight(160)
 
-        self.ranking_model = RankingModel(self)
-        self.ranking_model.stale_months = state.stale_months
-        self.ranking_proxy = RankingProxy(self)
-        self.ranking_proxy.setSourceModel(self.ranking_model)
-        self.table = RankingView(self.ranking_model, self.ranking_proxy)
-        self.table.setModel(self.ranking_proxy)
-        self.table.setSortingEnabled(True)
-        self.table.sortByColumn(-1, Qt.SortOrder.AscendingOrder)
-        self.table.setSelectionBehavior(QTableView.SelectionBehavior.SelectRows)
-        self.table.setSelectionMode(QTableView.SelectionMode.SingleSelection)
-        self.table.setTabKeyNavigation(False)
-        self.table.verticalHeader().setDefaultSectionSize(22)
-        self.table.verticalHeader().hide()
-        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
-        self.table.horizontalHeader().setStretchLastSection(True)
-        self.table.setAlternatingRowColors(True)
-        self.table.horizontalHeader().setResizeContentsPrecision(25)
-        self._columns_sized = False
-        self.table.selectionModel().currentRowChanged.connect(self._on_table_row_changed)
-        self.fitting_only = QCheckBox("Only setups that fit")
-        self.fitting_only.setChecked(True)
-        self.fitting_only.toggled.connect(self._on_fitting_only_toggled)
+        self.ranking = RankingTable(stale_months=state.stale_months)
+        self.ranking.keySelected.connect(state.select)
+        self.table = self.ranking.view
+        self.ranking_model, self.ranking_proxy = self.ranking.model, self.ranking.proxy
+        # Header and three rows stay visible at the smallest window size.
+        self.table.setMinimumHeight(self.table.verticalHeader().defaultSectionSize() * 3
+                                    + self.table.horizontalHeader().sizeHint().height() + 6)
         self.detail = QTextBrowser()
         self.detail.setOpenLinks(False)
-        self.detail.setMinimumWidth(220)
+        self.detail.setMinimumWidth(160)
         self.detail.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOn)
 
         table_box = QWidget()
         tb = QVBoxLayout(table_box)
         tb.setContentsMargins(0, 0, 0, 0)
-        head = QHBoxLayout()
-        self.ranking_title = QLabel("<b>Ranking</b> (★ recommended; click a column to sort)")
-        head.addWidget(self.ranking_title)
-        head.addStretch(1)
-        head.addWidget(self.fitting_only)
-        tb.addLayout(head)
-        tb.addWidget(self.table)
-        # Header, title and three rows stay visible at the smallest window size.
-        self.table.setMinimumHeight(22 * 3 + 28)
+        tb.setSpacing(2)
+        self.ranking_title = QLabel("<b>Ranking</b>: one row per GPU type, its best setup; ★ recommended")
+        tb.addWidget(self.ranking_title)
+        tb.addWidget(self.ranking, 1)
         self.bottom_split = QSplitter(Qt.Orientation.Horizontal)
         self.bottom_split.addWidget(table_box)
         self.bottom_split.addWidget(self.detail)
@@ -247,12 +228,8 @@ class ResultsView(QWidget):
     def _on_estimate_changed(self, est: Estimate) -> None:
         self._render_summary(est)
         self.summary.setToolTip(self._summary_tooltip(est))
-        self.ranking_model.set_estimate(est)
-        if not self._columns_sized and self.ranking_model.rows:
-            self.table.resizeColumnsToContents()
-            self._columns_sized = True
+        self.ranking.show(est, self.state.selected)
         self._update_charts(est)
-        self._select_row(self.state.selected)
         self.show_detail(self.state.selected)
         self._set_stale(self.state.stale)
 
@@ -301,8 +278,8 @@ class ResultsView(QWidget):
         self._stale = stale
         for widget in (self.chart_tabs, self.table, self.detail):
             widget.setEnabled(not stale)
-        self.ranking_title.setText("<b>Ranking</b> " + ("(stale: fix the input above)" if stale else
-                                                        "(★ recommended; click a column to sort)"))
+        self.ranking_title.setText("<b>Ranking</b>" + (" (stale: fix the input above)" if stale else
+                                                       ": one row per GPU type, its best setup; ★ recommended"))
         if self.state.estimate is not None:
             self._render_summary(self.state.estimate)
 
@@ -325,15 +302,11 @@ class ResultsView(QWidget):
         self.catalog_banner.setVisible(bool(warnings))
 
     def _on_stale_months(self, months: int) -> None:
-        self.ranking_model.stale_months = months
+        self.ranking.set_stale_months(months)
         if self.state.estimate is not None:
             self._on_estimate_changed(self.state.estimate)
 
     # --- selection ---------------------------------------------------------------------------
-    def _on_table_row_changed(self, current, _previous) -> None:
-        if current.isValid():
-            self.state.select(current.data(ROLE_KEY))
-
     def _on_gpu_clicked(self, gpu_id: str) -> None:
         est = self.state.estimate
         if est is None:
@@ -343,26 +316,10 @@ class ResultsView(QWidget):
             self.state.select(best.key)
 
     def _on_selection_changed(self, key: str) -> None:
-        self._select_row(key)
+        self.ranking.select_key(key)
         self.show_detail(key)
         if self.charts_ready:
             self.cost_chart.set_selected(key)
-
-    def _select_row(self, key: str) -> None:
-        current = self.table.currentIndex()
-        if current.isValid() and current.siblingAtColumn(0).data(ROLE_KEY) == key:
-            return
-        source_row = self.ranking_model.row_of(key)
-        if source_row is None:
-            return
-        index = self.ranking_proxy.mapFromSource(self.ranking_model.index(source_row, 0))
-        if index.isValid():
-            selection = self.table.selectionModel()
-            selection.blockSignals(True)
-            flags = QItemSelectionModel.SelectionFlag.ClearAndSelect | QItemSelectionModel.SelectionFlag.Rows
-            selection.setCurrentIndex(index, flags)
-            selection.blockSignals(False)
-            self.table.viewport().update()
 
     def key_of_row(self, row: int) -> str | None:
         """The candidate key shown in ``row`` of the ranking as displayed (None past the end)."""
@@ -390,6 +347,3 @@ class ResultsView(QWidget):
             parts.append("</ul>")
         self.detail.setHtml("".join(parts) or "<p>Select a setup in the table or a chart.</p>")
 
-    def _on_fitting_only_toggled(self, value: bool) -> None:
-        self.ranking_model.set_fitting_only(value)
-        self._select_row(self.state.selected)

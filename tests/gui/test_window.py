@@ -12,7 +12,7 @@ from gpuadvisor.core.estimation.estimate import estimate
 from gpuadvisor.core.formats.scenario import load_scenario
 from gpuadvisor.gui.app import build_window
 from gui_helpers import settle
-from gpuadvisor.gui.ranking_table import ROLE_KEY
+from gpuadvisor.gui.ranking import ROLE_KEY
 
 
 
@@ -21,7 +21,9 @@ def test_window_shows_the_default_estimate(window):
     est = window.state.estimate
     assert est is not None and est.model.name == "Llama 3.1 8B"
     assert window.charts_ready
-    assert window.ranking_proxy.rowCount() == sum(1 for c in est.candidates if c.fits)
+    # One row per GPU type that fits, in the decision's order: the recommendation first.
+    assert window.ranking_proxy.rowCount() == sum(1 for c in est.best_per_gpu().values() if c.fits)
+    assert window.results.key_of_row(0) == est.decision.recommended_key
     assert "Recommended:" in window.summary.text()
     assert est.recommended.gpu.name in window.summary.text()
 
@@ -57,9 +59,9 @@ def test_pick_preset_switch_to_qlora_change_batch(window, qtbot):
 
     # The views hold the core's numbers for this scenario.
     expected = estimate(w.state.scenario, w.state.gpus, w.state.models)
-    ranked = [c.key for c in expected.ranking]
+    rows = [c.key for c in expected.best_per_gpu().values() if c.fits]
     table = [w.ranking_proxy.index(r, 0).data(ROLE_KEY) for r in range(w.ranking_proxy.rowCount())]
-    assert table == ranked
+    assert table == rows
     best = expected.best_per_gpu()
     h100 = best["h100-sxm"].memory.gib()
     chart = w.results.vram_chart
