@@ -22,6 +22,7 @@ from gpuadvisor.core.engines import ENGINES  # noqa: E402
 from gpuadvisor.core.hardware import load_gpu_catalog  # noqa: E402
 from gpuadvisor.core.presets import load_model_catalog  # noqa: E402
 from gpuadvisor.validation import Predictor, fit_engines, load_measurements  # noqa: E402
+from gpuadvisor.validation.data import scenario_engine  # noqa: E402
 from gpuadvisor.validation.harness import _loss, factors_for, speed_rows  # noqa: E402
 
 
@@ -30,7 +31,7 @@ def main() -> None:
     predictor = Predictor(load_gpu_catalog(), load_model_catalog())
     fitted = fit_engines(rows, predictor)
     for engine_id, profile in fitted.items():
-        own = [r for r in speed_rows(rows) if r.engine == engine_id]
+        own = [r for r in speed_rows(rows) if scenario_engine(r) == engine_id]
         shipped = ENGINES[engine_id]
         names = list(factors_for(shipped))
         print(f"{engine_id:13s} rows: {', '.join(r.id for r in own) or 'none (prior kept)'}")

@@ -34,7 +34,9 @@ QUANTITIES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "model_states": (("memory",), ("GB", "GiB")),
     "decode_tokens_per_s_per_user": (("inference_speed",), ("tokens/s",)),
     "output_tokens_per_s": (("inference_speed",), ("tokens/s",)),
+    "decode_tokens_per_s": (("inference_speed",), ("tokens/s",)),
     "prefill_tokens_per_s": (("inference_speed",), ("tokens/s",)),
+    "time_to_first_token_ms": (("inference_speed",), ("ms",)),
     "train_tokens_per_s_per_gpu": (("training_speed",), ("tokens/s",)),
     "train_tokens_per_s": (("training_speed",), ("tokens/s",)),
     "train_tflops_per_gpu": (("training_speed",), ("TFLOP/s",)),
@@ -62,6 +64,12 @@ MEASUREMENT_COLUMNS = (
 WEIGHT_FALLBACK = {"q8_0": "int8", "q6_k": "int8", "q5_k_m": "int4", "q5_0": "int4", "q4_k_m": "int4",
                    "q4_0": "int4", "q3_k_m": "int4", "q2_k": "int4", "iq4_xs": "int4", "mxfp4": "int4",
                    "nvfp4": "int4"}
+
+#: Engines the core has no profile for, and the profile whose physics is nearest (fallback only).
+ENGINE_FALLBACK = {"exllamav2": "llama.cpp", "exllama": "llama.cpp", "autoawq": "transformers",
+                   "autogptq": "transformers", "litgpt": "transformers", "sglang": "vllm", "torchtitan": "fsdp",
+                   "nemo": "megatron", "deepspeed": "megatron", "torchtune": "fsdp", "unsloth": "hf-trainer",
+                   "axolotl": "hf-trainer", "metaseq": "megatron", "mosaic-composer": "fsdp"}
 
 
 class ValidationDataError(ValueError):
@@ -279,7 +287,11 @@ def scenario_dict(row: Row, weight_choices: tuple[str, ...] | None = None) -> tu
     if f["kind"]:
         workload["kind"] = f["kind"]
     if f["engine"]:
-        workload["engine"] = f["engine"]
+        engine = f["engine"]
+        if engine not in engine_choices() and engine in ENGINE_FALLBACK:
+            omitted.append(f"workload.engine={engine} (estimated as {ENGINE_FALLBACK[engine]})")
+            engine = ENGINE_FALLBACK[engine]
+        workload["engine"] = engine
     weights = f["weights"]
     if weights:
         if weights not in choices and weights in WEIGHT_FALLBACK:
@@ -342,6 +354,24 @@ def scenario_dict(row: Row, weight_choices: tuple[str, ...] | None = None) -> tu
         if "cuda_context_gib" in _known(RuntimeOverhead):
             scenario["overhead"] = {"cuda_context_gib": float(f["cuda_context_gib"])}
     return scenario, tuple(omitted)
+
+
+def engine_choices() -> tuple[str, ...]:
+    from ..core.engines import ENGINES
+    return tuple(ENGINES)
+
+
+def scenario_engine(row: Row) -> str:
+    """The engine profile the row's scenario runs with (after any fallback; default by kind)."""
+    from ..core.engines import DEFAULT_INFERENCE_ENGINE, DEFAULT_PRETRAIN_ENGINE, DEFAULT_TRAINING_ENGINE
+    engine = row.engine
+    if engine and engine not in engine_choices():
+        engine = ENGINE_FALLBACK.get(engine, engine)
+    if engine:
+        return engine
+    kind = row.fact("kind") or "inference"
+    return {"inference": DEFAULT_INFERENCE_ENGINE, "pretrain": DEFAULT_PRETRAIN_ENGINE}.get(kind,
+                                                                                         DEFAULT_TRAINING_ENGINE)
 
 
 def _show(value: Any) -> str:

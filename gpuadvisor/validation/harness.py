@@ -44,7 +44,7 @@ from ..core.models import ModelSpec
 from ..core.performance import inference_performance, training_performance
 from ..core.presets import ModelCatalog
 from ..core.scenario import Scenario, scenario_from_dict
-from .data import GROUPS, UNIT_BYTES, Row, scenario_dict
+from .data import GROUPS, UNIT_BYTES, Row, scenario_dict, scenario_engine
 
 #: The memory aim; a memory row within it of the estimate counts as covered.
 MEMORY_BAND = 0.10
@@ -184,8 +184,8 @@ class Predictor:
             return Comparison(row, measured, None, None, None, unit, omitted, "the estimate gives no such figure")
         rng = perf.tokens_per_s
         lo, hi = (rng.low / rng.expected, rng.high / rng.expected) if rng.expected > 0 else (1.0, 1.0)
-        if row.quantity == "train_step_time_s":
-            lo, hi = 1 / hi, 1 / lo  # the faster end is the shorter step
+        if row.quantity in ("train_step_time_s", "time_to_first_token_ms"):
+            lo, hi = 1 / hi, 1 / lo  # the faster end is the shorter time
         return Comparison(row, measured, value, value * lo, value * hi, unit, omitted, note)
 
 
@@ -218,7 +218,8 @@ def measured_value(row: Row) -> tuple[float, str]:
     if row.quantity == "train_gpu_hours":
         return float(row.fact("tokens_trained")) / (row.value * 3600.0), "tokens/s per GPU"
     unit = {"train_tokens_per_s_per_gpu": "tokens/s per GPU", "decode_tokens_per_s_per_user": "tokens/s per user",
-            "output_tokens_per_s": "output tokens/s", "prefill_tokens_per_s": "prefill tokens/s"}
+            "output_tokens_per_s": "output tokens/s", "prefill_tokens_per_s": "prefill tokens/s",
+            "decode_tokens_per_s": "decode tokens/s (all sequences)"}
     return row.value, unit.get(row.quantity, row.unit)
 
 
@@ -239,6 +240,10 @@ def speed_value(row: Row, perf, sc: Scenario) -> float | None:
         return global_batch * w.seq_len / perf.tokens_per_s.expected
     if q == "decode_tokens_per_s_per_user":
         return perf.tokens_per_s_per_user
+    if q == "decode_tokens_per_s":
+        return perf.tokens_per_s_per_user * w.batch_size if perf.tokens_per_s_per_user else None
+    if q == "time_to_first_token_ms":
+        return perf.time_to_first_token_s * 1000.0 if perf.time_to_first_token_s else None
     if q == "prefill_tokens_per_s":
         ttft = perf.time_to_first_token_s
         return w.prompt_tokens / ttft if ttft else None
@@ -304,16 +309,11 @@ def fit_engines(rows: Sequence[Row], predictor: Predictor,
     ids = list(engine_ids) if engine_ids is not None else list(core_engines.ENGINES)
     by_engine: dict[str, list[Row]] = {}
     for r in speed_rows(rows):
-        by_engine.setdefault(r.engine, []).append(r)
+        by_engine.setdefault(scenario_engine(r), []).append(r)
     return {e: fit_engine(core_engines.ENGINES[e], by_engine.get(e, []), predictor) for e in ids}
 
 
 # --- runs -----------------------------------------------------------------------------------------
-def engine_of(row: Row) -> str:
-    kind = row.fact("kind") or "inference"
-    return core_engines.engine_for(row.engine or None, kind).id
-
-
 def in_sample(rows: Sequence[Row], predictor: Predictor, fitted: bool = False) -> list[Comparison]:
     """Every row against the shipped profiles (or, with ``fitted``, profiles fitted to all rows)."""
     profiles = fit_engines(rows, predictor) if fitted else None
@@ -327,7 +327,7 @@ def out_of_sample(rows: Sequence[Row], predictor: Predictor) -> list[Comparison]
     for source in dict.fromkeys(r.source_id for r in rows):
         held = [r for r in rows if r.source_id == source]
         rest = [r for r in scored if r.source_id != source]
-        engines = {engine_of(r) for r in held if r.group in ("inference_speed", "training_speed")}
+        engines = {scenario_engine(r) for r in held if r.group in ("inference_speed", "training_speed")}
         profiles = fit_engines(rest, predictor, engines) if engines else None
         for r in held:
             out[r.id] = predictor.compare(r, profiles)
