@@ -37,6 +37,7 @@ QUANTITIES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "decode_tokens_per_s": (("inference_speed",), ("tokens/s",)),
     "prefill_tokens_per_s": (("inference_speed",), ("tokens/s",)),
     "time_to_first_token_ms": (("inference_speed",), ("ms",)),
+    "request_latency_s": (("inference_speed",), ("s",)),
     "train_tokens_per_s_per_gpu": (("training_speed",), ("tokens/s",)),
     "train_tokens_per_s": (("training_speed",), ("tokens/s",)),
     "train_tflops_per_gpu": (("training_speed",), ("TFLOP/s",)),

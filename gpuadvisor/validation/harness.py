@@ -184,7 +184,7 @@ class Predictor:
             return Comparison(row, measured, None, None, None, unit, omitted, "the estimate gives no such figure")
         rng = perf.tokens_per_s
         lo, hi = (rng.low / rng.expected, rng.high / rng.expected) if rng.expected > 0 else (1.0, 1.0)
-        if row.quantity in ("train_step_time_s", "time_to_first_token_ms"):
+        if row.quantity in ("train_step_time_s", "time_to_first_token_ms", "request_latency_s"):
             lo, hi = 1 / hi, 1 / lo  # the faster end is the shorter time
         return Comparison(row, measured, value, value * lo, value * hi, unit, omitted, note)
 
@@ -242,6 +242,8 @@ def speed_value(row: Row, perf, sc: Scenario) -> float | None:
         return perf.tokens_per_s_per_user
     if q == "decode_tokens_per_s":
         return perf.tokens_per_s_per_user * w.batch_size if perf.tokens_per_s_per_user else None
+    if q == "request_latency_s":
+        return w.batch_size * w.output_tokens / perf.tokens_per_s.expected
     if q == "time_to_first_token_ms":
         return perf.time_to_first_token_s * 1000.0 if perf.time_to_first_token_s else None
     if q == "prefill_tokens_per_s":
