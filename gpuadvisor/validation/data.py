@@ -32,12 +32,14 @@ GROUPS = ("memory", "bounds", "inference_speed", "training_speed")
 QUANTITIES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "peak_memory": (("memory", "bounds"), ("GB", "GiB", "MiB", "MB")),
     "model_states": (("memory",), ("GB", "GiB")),
+    "weights_memory": (("memory",), ("GB", "GiB", "MiB")),
     "decode_tokens_per_s_per_user": (("inference_speed",), ("tokens/s",)),
     "output_tokens_per_s": (("inference_speed",), ("tokens/s",)),
     "decode_tokens_per_s": (("inference_speed",), ("tokens/s",)),
     "prefill_tokens_per_s": (("inference_speed",), ("tokens/s",)),
     "time_to_first_token_ms": (("inference_speed",), ("ms",)),
     "request_latency_s": (("inference_speed",), ("s",)),
+    "decode_ms_per_token": (("inference_speed",), ("ms",)),
     "train_tokens_per_s_per_gpu": (("training_speed",), ("tokens/s",)),
     "train_tokens_per_s": (("training_speed",), ("tokens/s",)),
     "train_tflops_per_gpu": (("training_speed",), ("TFLOP/s",)),
@@ -46,7 +48,7 @@ QUANTITIES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "train_step_time_s": (("training_speed",), ("s",)),
 }
 BOUNDS = ("point", "lower", "upper")
-BASES = ("tensors", "device", "model_states")
+BASES = ("tensors", "device", "model_states", "weights")
 UNIT_BYTES = {"GB": 1e9, "MB": 1e6, "GiB": 2.0**30, "MiB": 2.0**20}
 SOURCE_KINDS = ("paper", "model card", "framework table", "framework docs", "benchmark repository", "blog",
                 "discussion", "own measurement")
@@ -63,14 +65,25 @@ MEASUREMENT_COLUMNS = (
 
 #: Weight types the scenario may not know yet, and the nearest type it knows (used only as a fallback).
 WEIGHT_FALLBACK = {"q8_0": "int8", "q6_k": "int8", "q5_k_m": "int4", "q5_0": "int4", "q4_k_m": "int4",
-                   "q4_0": "int4", "q3_k_m": "int4", "q2_k": "int4", "iq4_xs": "int4", "mxfp4": "int4",
+                   "q4_0": "int4", "q4_1": "int4", "q3_k_m": "int4", "q2_k": "int4", "iq4_xs": "int4", "mxfp4": "int4",
                    "nvfp4": "int4"}
 
-#: Engines the core has no profile for, and the profile whose physics is nearest (fallback only).
-ENGINE_FALLBACK = {"exllamav2": "llama.cpp", "exllama": "llama.cpp", "autoawq": "transformers",
-                   "autogptq": "transformers", "litgpt": "transformers", "sglang": "vllm", "torchtitan": "fsdp",
-                   "nemo": "megatron", "deepspeed": "megatron", "torchtune": "fsdp", "unsloth": "hf-trainer",
-                   "axolotl": "hf-trainer", "metaseq": "megatron", "mosaic-composer": "fsdp"}
+#: Engines the core has no profile for, and the profiles whose physics is nearest (fallback only):
+#: (for inference, for training).
+ENGINE_FALLBACK = {"exllamav2": ("llama.cpp", None), "exllama": ("llama.cpp", None),
+                   "autoawq": ("transformers", None), "autogptq": ("transformers", None),
+                   "litgpt": ("transformers", "fsdp"), "sglang": ("vllm", None), "torchtitan": (None, "fsdp"),
+                   "nemo": (None, "megatron"), "deepspeed": (None, "megatron"), "torchtune": (None, "fsdp"),
+                   "unsloth": (None, "hf-trainer"), "axolotl": (None, "hf-trainer"), "metaseq": (None, "megatron"),
+                   "mosaic-composer": (None, "fsdp")}
+
+
+def fallback_engine(engine: str, kind: str) -> str | None:
+    """The core profile that stands in for ``engine`` for this workload kind (None: no stand-in)."""
+    pair = ENGINE_FALLBACK.get(engine)
+    if pair is None:
+        return None
+    return pair[0] if kind == "inference" else pair[1]
 
 
 class ValidationDataError(ValueError):
@@ -289,9 +302,10 @@ def scenario_dict(row: Row, weight_choices: tuple[str, ...] | None = None) -> tu
         workload["kind"] = f["kind"]
     if f["engine"]:
         engine = f["engine"]
-        if engine not in engine_choices() and engine in ENGINE_FALLBACK:
-            omitted.append(f"workload.engine={engine} (estimated as {ENGINE_FALLBACK[engine]})")
-            engine = ENGINE_FALLBACK[engine]
+        stand_in = fallback_engine(engine, f["kind"] or "inference") if engine not in engine_choices() else None
+        if stand_in:
+            omitted.append(f"workload.engine={engine} (estimated as {stand_in})")
+            engine = stand_in
         workload["engine"] = engine
     weights = f["weights"]
     if weights:
@@ -366,11 +380,11 @@ def scenario_engine(row: Row) -> str:
     """The engine profile the row's scenario runs with (after any fallback; default by kind)."""
     from ..core.engines import DEFAULT_INFERENCE_ENGINE, DEFAULT_PRETRAIN_ENGINE, DEFAULT_TRAINING_ENGINE
     engine = row.engine
+    kind = row.fact("kind") or "inference"
     if engine and engine not in engine_choices():
-        engine = ENGINE_FALLBACK.get(engine, engine)
+        engine = fallback_engine(engine, kind) or engine
     if engine:
         return engine
-    kind = row.fact("kind") or "inference"
     return {"inference": DEFAULT_INFERENCE_ENGINE, "pretrain": DEFAULT_PRETRAIN_ENGINE}.get(kind,
                                                                                          DEFAULT_TRAINING_ENGINE)
 

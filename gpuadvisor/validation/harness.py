@@ -165,7 +165,8 @@ class Predictor:
             return Comparison(row, measured, None, None, None, unit, omitted, "no candidate for this layout")
         if not speed:
             bd = cand.memory
-            value = {"tensors": bd.tensors_total, "device": bd.device_total, "model_states": bd.model_states}[row.basis]
+            value = {"tensors": bd.tensors_total, "device": bd.device_total, "model_states": bd.model_states,
+                     "weights": bd.weights - bd.gathered}[row.basis]
             scale = row.fact("scale_to_params")
             if scale:
                 value *= float(scale) / model.parameters
@@ -184,7 +185,7 @@ class Predictor:
             return Comparison(row, measured, None, None, None, unit, omitted, "the estimate gives no such figure")
         rng = perf.tokens_per_s
         lo, hi = (rng.low / rng.expected, rng.high / rng.expected) if rng.expected > 0 else (1.0, 1.0)
-        if row.quantity in ("train_step_time_s", "time_to_first_token_ms", "request_latency_s"):
+        if row.quantity in ("train_step_time_s", "time_to_first_token_ms", "request_latency_s", "decode_ms_per_token"):
             lo, hi = 1 / hi, 1 / lo  # the faster end is the shorter time
         return Comparison(row, measured, value, value * lo, value * hi, unit, omitted, note)
 
@@ -242,6 +243,8 @@ def speed_value(row: Row, perf, sc: Scenario) -> float | None:
         return perf.tokens_per_s_per_user
     if q == "decode_tokens_per_s":
         return perf.tokens_per_s_per_user * w.batch_size if perf.tokens_per_s_per_user else None
+    if q == "decode_ms_per_token":
+        return 1000.0 / (perf.tokens_per_s_per_user * w.batch_size) if perf.tokens_per_s_per_user else None
     if q == "request_latency_s":
         return w.batch_size * w.output_tokens / perf.tokens_per_s.expected
     if q == "time_to_first_token_ms":

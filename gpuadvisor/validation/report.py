@@ -120,10 +120,14 @@ discussion, own measurement), `date_read` (YYYY-MM-DD), `notes`.
   `bound` (`point`; `lower`: the run ran out of memory at this size; `upper`: it fit within it), `basis` for
   memory (`tensors`: `torch.cuda.max_memory_allocated`; `device`: `nvidia-smi`; `model_states`: analytic weights,
   gradients and optimizer states);
-- quantities: `peak_memory` and `model_states` (GB, GiB, MiB or MB), `decode_tokens_per_s_per_user`,
-  `output_tokens_per_s` (aggregate, prefill included), `prefill_tokens_per_s`, `train_tokens_per_s_per_gpu`,
-  `train_tokens_per_s`, `train_tflops_per_gpu`, `train_mfu` (%), `train_gpu_hours` (needs `tokens_trained`),
-  `train_step_time_s` (uses `global_batch` x `seq_len` tokens per step);
+- quantities: `peak_memory`, `model_states` and `weights_memory` (GB, GiB, MiB or MB; `weights_memory` is the
+  bytes of the stored weights, `basis` `weights`), `decode_tokens_per_s_per_user`, `decode_tokens_per_s` (all
+  sequences of the batch, decode only), `decode_ms_per_token` (per generated token of the batch),
+  `output_tokens_per_s` (aggregate, prefill included), `prefill_tokens_per_s` (prompt over time to first token),
+  `time_to_first_token_ms`, `request_latency_s` (a whole static batch: prefill and every decode step),
+  `train_tokens_per_s_per_gpu`, `train_tokens_per_s`, `train_tflops_per_gpu`, `train_mfu` (%),
+  `train_gpu_hours` (needs `tokens_trained`), `train_step_time_s` (uses `global_batch` x `seq_len` tokens per
+  step);
 - the setup, as the source states it (empty when it does not): `model` (catalog preset), `model_name`,
   `architecture` (JSON with the scenario's architecture keys), `params_b`, `kind`, `engine`, `weights` (scenario
   weight types, or GGUF types such as `q4_0`, `q4_k_m`), `quantization` (kernel family: awq, gptq, marlin,
@@ -135,6 +139,11 @@ discussion, own measurement), `date_read` (YYYY-MM-DD), `notes`.
   (analytic per-parameter rows: the estimate is rescaled to this parameter count);
 - scoring: `scored` (`yes`/`no`), `why` (required when unscored), `assumptions` (every value chosen where the
   source is silent).
+
+Engines the core has no profile for (ExLlamaV2, AutoAWQ, torchtune, torchtitan, ...) keep their name in `engine`;
+the scenario uses the profile whose physics is nearest (`ENGINE_FALLBACK` in `gpuadvisor/validation/data.py`) and
+the row's notes say so. Weight types the scenario does not know yet (GGUF types) fall back the same way
+(`WEIGHT_FALLBACK`).
 
 Each scored row becomes a scenario in the keys of `docs/scenario.md`. Facts with no scenario key yet (for example
 the kernel family, the optimizer-state dtype, CUDA graphs, the TP/PP/DP layout, offload) are left out of the
