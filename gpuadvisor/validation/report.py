@@ -145,7 +145,8 @@ the scenario uses the profile whose physics is nearest (`ENGINE_FALLBACK` in `gp
 the row's notes say so. Weight types the scenario does not know yet (GGUF types) fall back the same way
 (`WEIGHT_FALLBACK`).
 
-Each scored row becomes a scenario in the keys of `docs/scenario.md`. Facts with no scenario key yet (for example
+Each scored row becomes a scenario in the keys of `docs/scenario.md`; `scripts/validate.py --scenario ROW` prints it
+as a scenario file that `gpuadvisor-cli estimate --json` reads, so any comparison can be repeated by hand. Facts with no scenario key yet (for example
 the kernel family, the optimizer-state dtype, CUDA graphs, the TP/PP/DP layout, offload) are left out of the
 scenario and listed in the row's notes above; once the scenario format gains such a key, the harness passes the
 fact on with no change to the data.
