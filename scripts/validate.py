@@ -80,7 +80,8 @@ def main() -> int:
         print(f"\n({seconds:.1f} s)")
     if args.write:
         oos = results if not args.in_sample else out_of_sample(rows, predictor)
-        text = markdown(oos, ins, sources, dt.date.today().isoformat(), time.perf_counter() - start)
+        fitted = in_sample(rows, predictor, fitted=True)
+        text = markdown(oos, ins, sources, dt.date.today().isoformat(), time.perf_counter() - start, fitted)
         (ROOT / "docs" / "validation.md").write_text(text, encoding="utf-8")
     return 0
 
