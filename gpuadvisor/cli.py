@@ -59,7 +59,7 @@ from .core.formats.pricelists import (PriceImport, format_price, merge_price_imp
 from .core.formats.scenario import Scenario, ModelSource, default_scenario, dumps_scenario, load_scenario, scenario_snapshot
 from .core.presentation.text import calibration_lines, render_estimate, text_table
 from .core.presentation.serialize import estimate_to_dict, gpu_to_dict, model_to_dict
-from .core.units import format_count, format_hours, format_usd
+from .core.formatting import fmt_count
 from .core.formats.user_catalog import KINDS, build_catalogs, bundled_meta, bundled_rows, diff, merge
 from .core.specs.workload import Workload
 from .storage import (add_measurement, atomic_write_text, backup_path, calibration_file, export_calibration,
@@ -123,8 +123,8 @@ def cmd_models(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"updated": models.meta.updated, "models": [model_to_dict(m) for m in models]}, indent=2))
         return 0
-    rows = [[m.id, m.name, format_count(m.parameters),
-             format_count(m.active_parameters) if m.is_moe else "", str(m.num_layers), str(m.hidden_size),
+    rows = [[m.id, m.name, fmt_count(m.parameters),
+             fmt_count(m.active_parameters) if m.is_moe else "", str(m.num_layers), str(m.hidden_size),
              f"{m.num_attention_heads}/{m.num_key_value_heads}", f"{m.max_context:,}"] for m in models]
     print(text_table(rows, ["id", "name", "params", "active", "layers", "hidden", "heads/kv", "context"],
                  right={2, 3, 4, 5, 7}))

@@ -404,12 +404,3 @@ def curve_points(start: int, stop: int, count: int = 48) -> list[int]:
     if out[-1] != stop:
         out.append(stop)
     return out
-
-
-def memory_breakdown(model: ModelSpec, workload: Workload, hardware: Hardware | None = None,
-                     overhead: RuntimeOverhead | None = None) -> MemoryBreakdown:
-    """Convenience: the per-GPU breakdown for one hardware setting (count 1 by default)."""
-    hw = hardware or Hardware()
-    n = hw.gpu_count or 1
-    par = check_parallelism(model, workload, n, hw.parallelism or "ddp")
-    return MemoryModel(model, workload, overhead).breakdown(n, par)

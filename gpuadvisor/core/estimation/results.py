@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from ..formats.scenario import Scenario
+from ..formatting import fmt_gib_unit, fmt_hours, fmt_usd
 from ..specs.hardware import GpuSpec
 from ..specs.models import ModelSpec
 from ..specs.workload import RuntimeOverhead
@@ -46,11 +47,11 @@ class Change:
     def __str__(self) -> str:
         if not self.fits or self.candidate is None:
             return f"{self.change}: still does not fit any GPU considered."
-        parts = [f"{self.change} -> {self.candidate}", f"{self.memory_per_gpu_gib:.1f} GiB per GPU"]
+        parts = [f"{self.change} -> {self.candidate}", f"{fmt_gib_unit(self.memory_per_gpu_gib)} per GPU"]
         if self.job_hours is not None:
-            parts.append(f"{self.job_hours:.1f} h")
+            parts.append(fmt_hours(self.job_hours))
         if self.cost_usd is not None:
-            parts.append(f"${self.cost_usd:,.0f}")
+            parts.append(fmt_usd(self.cost_usd))
         return ", ".join(parts) + f" ({self.why})"
 
 

@@ -44,11 +44,10 @@ from ..specs.engines import ARCH_MFU_FACTOR, ENGINES, EngineProfile
 from ..estimation.estimate import Candidate, Estimate
 from ..specs.hardware import GpuSpec
 from .serialize import candidate_to_dict
-from ..units import format_count
+from ..formatting import (DASH, NONE_MARK, TIMES, display_gpu_name, fmt_count, fmt_deadline, fmt_flag, fmt_gib,
+                          fmt_hours, fmt_hours_range, fmt_rate, fmt_setup, fmt_share, fmt_signed_gib, fmt_usd,
+                          fmt_usd_per_hour, fmt_usd_per_mtok, fmt_usd_range, plain_gpu_name)
 
-DASH = "\u2013"  # en dash: ranges
-NONE_MARK = "\u2014"  # em dash: no value (no deadline, no budget, no price)
-TIMES = "\u00d7"
 
 TABLE_HEADER: tuple[str, ...] = (
     "GPU", "Setup", "Verdict", "Need per GPU (GiB)", "Capacity (GiB)", "Headroom (GiB)",
@@ -71,167 +70,6 @@ PARALLELISM_WORDS = {"none": "one GPU", "ddp": "data parallel (a full copy per G
 NEAR_TIE = 0.05
 #: Where the price part of a catalog source starts (``catalogs/gpus.csv`` convention).
 PRICE_SOURCE_MARK = "Prices:"
-
-
-# -- formatting rules (shared with the tests) ------------------------------------------------
-def _finite(x: Any) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
-
-
-def fmt_gib(gib: float | None) -> str:
-    """GiB with one decimal: ``32.7``, ``1,024.0``."""
-    return f"{gib:,.1f}" if _finite(gib) else NONE_MARK
-
-
-def fmt_signed_gib(gib: float | None) -> str:
-    """Headroom with a sign: ``+7.3``, ``-12.0`` (never ``-0.0``)."""
-    if not _finite(gib):
-        return NONE_MARK
-    assert gib is not None
-    text = f"{gib:+,.1f}"
-    return "+0.0" if text == "-0.0" else text
-
-
-def fmt_rate(tokens_per_s: float | None) -> str:
-    """Tokens per second: no decimals from 100 up (``6,152``), 1 from 10 (``42.5``), 2 below (``3.14``)."""
-    if not _finite(tokens_per_s):
-        return NONE_MARK
-    assert tokens_per_s is not None
-    if tokens_per_s >= 100:
-        return f"{tokens_per_s:,.0f}"
-    if tokens_per_s >= 10:
-        return f"{tokens_per_s:.1f}"
-    return f"{tokens_per_s:.2f}"
-
-
-def _hours_unit(hours: float) -> tuple[float, str]:
-    """(divisor, unit) for a duration: minutes below 1 h, hours below 72 h, else days."""
-    if hours < 1:
-        return 1 / 60, "min"
-    if hours < 72:
-        return 1.0, "h"
-    return 24.0, "days"
-
-
-def _hours_value(hours: float, divisor: float, unit: str) -> str:
-    value = hours / divisor
-    return f"{value:,.0f}" if unit == "min" or value >= 1000 else f"{value:,.1f}"
-
-
-def fmt_hours(hours: float | None) -> str:
-    """A duration given in hours: ``25 min``, ``19.6 h``, ``3.8 days``."""
-    if not _finite(hours):
-        return NONE_MARK
-    assert hours is not None
-    div, unit = _hours_unit(hours)
-    return f"{_hours_value(hours, div, unit)} {unit}"
-
-
-def fmt_hours_range(low: float | None, high: float | None) -> str:
-    """``19.6–32.3 h``: one unit for both ends, chosen by the upper end."""
-    if not (_finite(low) and _finite(high)):
-        return NONE_MARK
-    assert low is not None and high is not None
-    div, unit = _hours_unit(high)
-    return f"{_hours_value(low, div, unit)}{DASH}{_hours_value(high, div, unit)} {unit}"
-
-
-def fmt_deadline(hours: float) -> str:
-    """A deadline as the user set it, in hours: ``24 h``, ``100 h (4.2 days)``, ``30 min``."""
-    if hours < 1:
-        return fmt_hours(hours)
-    text = f"{hours:,.4g} h"
-    return text + f" ({hours / 24:,.1f} days)" if hours >= 72 else text
-
-
-def _usd_digits(usd: float) -> int:
-    return 0 if abs(usd) >= 10 else 2
-
-
-def fmt_usd(usd: float | None, digits: int | None = None) -> str:
-    """Dollars: whole dollars from $10 up (``$41``, ``$1,234``), cents below (``$0.58``), ``$1.23M`` from a million."""
-    if not _finite(usd):
-        return NONE_MARK
-    assert usd is not None
-    if abs(usd) >= 1e6:
-        return f"${usd / 1e6:,.2f}M"
-    d = _usd_digits(usd) if digits is None else digits
-    return f"${usd:,.{d}f}"
-
-
-def fmt_usd_range(low: float | None, high: float | None) -> str:
-    """``$27–$176``, ``$0.45–$3.20``: decimals chosen by the upper end (none from $10 up, 2 below)."""
-    if not (_finite(low) and _finite(high)):
-        return "no price"
-    assert low is not None and high is not None
-    if abs(high) >= 1e6:
-        return f"{fmt_usd(low)}{DASH}{fmt_usd(high)}"
-    d = _usd_digits(high)
-    return f"${low:,.{d}f}{DASH}${high:,.{d}f}"
-
-
-def fmt_usd_per_mtok(usd: float | None) -> str:
-    """Dollars per million tokens: 2 decimals (``$0.13``), 4 below one cent (``$0.0042``)."""
-    if not _finite(usd):
-        return NONE_MARK
-    assert usd is not None
-    return f"${usd:,.2f}" if usd >= 0.01 else f"${usd:.4f}"
-
-
-def fmt_usd_per_hour(usd: float | None) -> str:
-    """A price per hour: ``$2.49``."""
-    return f"${usd:,.2f}" if _finite(usd) else NONE_MARK
-
-
-def fmt_share(fraction: float | None) -> str:
-    """A fraction as a percentage: ``23%``; one decimal below 10% (``4.5%``)."""
-    if not _finite(fraction):
-        return NONE_MARK
-    assert fraction is not None
-    pct = fraction * 100
-    return f"{pct:.1f}%" if abs(pct) < 10 else f"{pct:,.0f}%"
-
-
-def fmt_flag(value: bool | None) -> str:
-    """``yes``, ``no``, or ``—`` when there is nothing to check against (no deadline, no budget or no price)."""
-    return NONE_MARK if value is None else ("yes" if value else "no")
-
-
-def fmt_setup(gpu_count: int, parallelism: str) -> str:
-    """``1 GPU`` or ``2 × tensor``."""
-    return "1 GPU" if gpu_count == 1 else f"{gpu_count} {TIMES} {parallelism}"
-
-
-#: Prefixes dropped from GPU names in the narrow table (in this order; AMD keeps its brand).
-NAME_PREFIXES = ("NVIDIA ", "GeForce ", "Tesla ")
-MAX_NAME_CHARS = 24
-
-
-def plain_gpu_name(name: str) -> str:
-    """A GPU name without the NVIDIA, GeForce and Tesla prefixes: ``NVIDIA GeForce RTX 4090`` -> ``RTX 4090``."""
-    short = name.strip()
-    for prefix in NAME_PREFIXES:
-        if short.startswith(prefix) and len(short) > len(prefix):
-            short = short[len(prefix):]
-    return short
-
-
-def display_gpu_name(name: str) -> str:
-    """A GPU name for the narrow table: ``NVIDIA GeForce RTX 4090`` -> ``RTX 4090``.
-
-    Drops the NVIDIA, GeForce and Tesla prefixes, then a trailing parenthesis when the name is
-    still longer than :data:`MAX_NAME_CHARS` (``B200 (HGX, 180 GB)`` stays; the GH200's
-    ``(96 GB HBM3)`` goes), then cuts what is still too long after a whole word, with an
-    ellipsis (``GH200 Grace Hopper…``). The full names are in the report's sources section.
-    """
-    short = plain_gpu_name(name)
-    if len(short) > MAX_NAME_CHARS and short.endswith(")") and " (" in short:
-        short = short[:short.rindex(" (")]
-    if len(short) > MAX_NAME_CHARS:
-        cut = short[:MAX_NAME_CHARS]
-        cut = cut[:cut.rindex(" ")] if " " in cut else cut
-        short = cut.rstrip(" ,;-(") + "\u2026"
-    return short
 
 
 # -- the report ---------------------------------------------------------------------------------
@@ -401,9 +239,9 @@ def rent_buy_cells(gpu: GpuSpec, b: dict[str, Any], utilization: float) -> tuple
 
 def _scenario_lines(est: Estimate) -> list[tuple[str, str]]:
     s, m, w, b = est.scenario, est.model, est.scenario.workload, est.scenario.budget
-    model = f"{m.name}, {format_count(m.parameters)} parameters"
+    model = f"{m.name}, {fmt_count(m.parameters)} parameters"
     if m.is_moe:
-        model += (f" ({format_count(m.active_parameters)} active per token: {m.experts_per_token} of "
+        model += (f" ({fmt_count(m.active_parameters)} active per token: {m.experts_per_token} of "
                   f"{m.num_experts} experts)")
     if m.architecture_assumed:
         model += "; architecture assumed from the parameter count (Llama-like)"
@@ -426,10 +264,10 @@ def _scenario_lines(est: Estimate) -> list[tuple[str, str]]:
         lines.append(("Batch and sequence", f"{w.batch_size:,} sequences of {w.seq_len:,} tokens per GPU "
                       f"(micro-batch); {', '.join(extras)}"))
         if w.train_tokens:
-            job = f"{format_count(w.train_tokens)} tokens to train"
+            job = f"{fmt_count(w.train_tokens)} tokens to train"
         elif w.dataset_tokens:
-            job = (f"{format_count(w.dataset_tokens)} tokens {TIMES} {w.epochs:g} epochs = "
-                   f"{format_count(w.dataset_tokens * w.epochs)} tokens to train")
+            job = (f"{fmt_count(w.dataset_tokens)} tokens {TIMES} {w.epochs:g} epochs = "
+                   f"{fmt_count(w.dataset_tokens * w.epochs)} tokens to train")
         else:
             job = "100M tokens to train (default: the scenario gives no job size)"
     else:
@@ -437,7 +275,7 @@ def _scenario_lines(est: Estimate) -> list[tuple[str, str]]:
         lines.append(("Batch and sequence", f"{w.batch_size:,} concurrent requests, each a {w.prompt_tokens:,}-token "
                       f"prompt and {w.output_tokens:,} output tokens"))
         requests = w.requests or 10_000
-        job = (f"{format_count(requests)} requests to serve ({format_count(requests * w.output_tokens)} output tokens)"
+        job = (f"{fmt_count(requests)} requests to serve ({fmt_count(requests * w.output_tokens)} output tokens)"
                + ("" if w.requests else " (default: the scenario gives no job size)"))
     lines.append(("Job size", job))
     limits = []
