@@ -41,29 +41,28 @@ import os
 import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import Sequence
+from collections.abc import Sequence
 
 from . import __version__
 from .core.errors import InputError
 from .core.specs.engines import engine_for
-from .core.estimation.estimate import Candidate, Estimate, estimate, resolve_model
+from .core.estimation.estimate import estimate, resolve_model
 from .core.estimation.calibration import (CalibrationProfile, Comparison, EstimatePredictor, compare_measurements,
                                fit_calibration, profile_to_dict)
 from .core.formats.catalog_exchange import FORMATS, export_text, import_file
-from .core.specs.hardware import GpuCatalog
 from .core.specs.presets import ModelCatalog
 from .core.formats.measurements import (Finding, LogSummary, Measurement, diagnose, next_measurement_id,
                                 parse_nvidia_smi_log)
 from .core.formats.pricelists import (PriceImport, format_price, merge_price_imports, price_update_rows,
                               read_price_list)
-from .core.formats.scenario import Scenario, ModelSource, default_scenario, dumps_scenario, load_scenario, scenario_snapshot
-from .core.presentation.text import calibration_lines, render_estimate, text_table
+from .core.formats.scenario import Scenario, default_scenario, dumps_scenario, load_scenario, scenario_snapshot
+from .core.presentation.text import render_estimate, text_table
 from .core.presentation.serialize import estimate_to_dict, gpu_to_dict, model_to_dict
 from .core.formatting import fmt_count
 from .core.formats.user_catalog import KINDS, build_catalogs, bundled_meta, bundled_rows, diff, merge
 from .core.specs.workload import Workload
 from .storage import (add_measurement, atomic_write_text, backup_path, calibration_file, export_calibration,
-                      import_calibration, load_calibration, load_effective_catalogs, load_measurements, load_settings,
+                      import_calibration, load_calibration, load_measurements, load_settings,
                       load_user_catalog, merge_measurements, save_calibration, save_user_catalog,
                       user_catalog_file)
 from .storage.user_catalog_store import load_catalogs

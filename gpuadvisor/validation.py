@@ -12,7 +12,7 @@ import csv
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from collections.abc import Callable
 
 from .core.estimation.estimate import resolve_model
 from .core.estimation.memory import MemoryModel

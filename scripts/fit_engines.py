@@ -20,10 +20,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from gpuadvisor.core.specs.engines import ENGINES  # noqa: E402
-from gpuadvisor.core.specs.hardware import load_gpu_catalog  # noqa: E402
-from gpuadvisor.core.specs.presets import load_model_catalog  # noqa: E402
-from gpuadvisor.validation import SPEED_CASES, run_speed_case  # noqa: E402
+from gpuadvisor.core.specs.engines import ENGINES
+from gpuadvisor.core.specs.hardware import load_gpu_catalog
+from gpuadvisor.core.specs.presets import load_model_catalog
+from gpuadvisor.validation import SPEED_CASES, run_speed_case
 
 
 def frange(lo: float, hi: float, step: float) -> list[float]:

@@ -27,7 +27,7 @@ import html
 import logging
 import re
 from pathlib import Path
-from typing import Callable
+from collections.abc import Callable
 
 from PySide6.QtCore import (QAbstractTableModel, QDate, QModelIndex, QSortFilterProxyModel, Qt, QTimer,
                             Signal)
@@ -41,7 +41,6 @@ from ..core.formats import user_catalog as uc
 from ..core.formats.catalog_exchange import ImportReport, export_text, import_file
 from ..core.errors import CatalogError, InputError
 from ..core.specs.hardware import KNOWN_ARCHITECTURES, GpuCatalog
-from ..core.specs.presets import ModelCatalog
 from ..storage import StorageError, atomic_write_text
 from ..storage.user_catalog_store import restore_user_catalog, save_user_catalog, user_catalog_backups
 

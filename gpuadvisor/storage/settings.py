@@ -23,7 +23,8 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from .atomic import atomic_write_text, set_aside
 from .errors import StorageError, os_reason

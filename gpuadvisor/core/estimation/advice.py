@@ -14,10 +14,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Callable
+from dataclasses import replace
+from typing import TYPE_CHECKING
+from collections.abc import Callable
 
-from .results import Change
 
 if TYPE_CHECKING:
     from .results import Candidate, Estimate
@@ -31,11 +31,11 @@ def cost_hours(cost) -> tuple[float, float]:
     return (usd, cost.job_hours.expected)
 
 
-def cost_key(c: "Candidate") -> tuple[float, float]:
+def cost_key(c: Candidate) -> tuple[float, float]:
     return cost_hours(c.cost)
 
 
-def rank(candidates: tuple["Candidate", ...]) -> tuple["Candidate", ...]:
+def rank(candidates: tuple[Candidate, ...]) -> tuple[Candidate, ...]:
     """Fitting candidates by expected cost, then time."""
     return tuple(sorted((c for c in candidates if c.fits), key=cost_key))
 
@@ -67,7 +67,7 @@ def over_provisioned(fits: bool, utilization: float, key: tuple[float, float] | 
             and cheapest_meeting < 0.5 * key[0])
 
 
-def remedies(est: "Estimate") -> list[tuple[str, str, Callable]]:
+def remedies(est: Estimate) -> list[tuple[str, str, Callable]]:
     """(label, why, scenario transform) for each standard remedy that applies to this workload."""
     w = est.scenario.workload
     out: list[tuple[str, str, Callable]] = []
@@ -122,7 +122,7 @@ def remedies(est: "Estimate") -> list[tuple[str, str, Callable]]:
     return out
 
 
-def mig_hint(est: "Estimate") -> str | None:
+def mig_hint(est: Estimate) -> str | None:
     """Small inference jobs: a MIG slice is enough on A100/H100-class cards."""
     if est.scenario.workload.is_training:
         return None

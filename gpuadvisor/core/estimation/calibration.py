@@ -39,14 +39,16 @@ import json
 import math
 import statistics
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import date
 from typing import Any, NamedTuple
 
 from ..specs.engines import engine_for
 from ..errors import InputError
 from .estimate import estimate, resolve_model
-from .results import CalibrationProfile, Candidate, Estimate, FactorFit
+from .results import CalibrationProfile as CalibrationProfile  # the profile types stay importable here
+from .results import Candidate, Estimate
+from .results import FactorFit as FactorFit
 from ..specs.hardware import GpuCatalog
 from ..formats.measurements import Measurement
 from ..specs.models import ModelSpec
@@ -594,7 +596,7 @@ def compare_measurements(measurements: Sequence[Measurement], predictor: Predict
         factors = calibrated_factors(profile, m)
         cal = predictor(m, factors) if factors else None
 
-        def memory(p: Prediction | None) -> float | None:
+        def memory(p: Prediction | None, mem: float | None = mem, m: Measurement = m) -> float | None:
             if p is None or mem is None:
                 return None
             return p.device_gib if m.memory_is_device_total else p.tensors_gib

@@ -18,20 +18,22 @@ The GPUs and values actually used are recorded in :attr:`Estimate.calibration_fi
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
 
 from . import advice as _advice
-from .results import (TIGHT_UTILIZATION, CalibrationProfile, Candidate, Change, Estimate, FactorFit, WhatIf,
-                      _better)
-from .cost import CostEstimate, buy_vs_rent, job_cost, job_tokens, price_range
+from .results import TIGHT_UTILIZATION as TIGHT_UTILIZATION  # the result types stay importable here
+from .results import CalibrationProfile, Change, FactorFit
+from .results import Candidate as Candidate
+from .results import Estimate as Estimate
+from .results import WhatIf as WhatIf
+from .cost import buy_vs_rent, job_cost, job_tokens, price_range
 from ..specs.engines import engine_for
 from ..errors import InputError
-from ..specs.hardware import GpuCatalog, GpuSpec
+from ..specs.hardware import GpuCatalog
 from .memory import MemoryBreakdown, MemoryModel, applicable_parallelisms, check_parallelism
 from ..specs.models import ModelSpec
-from .performance import (SPEED_GROUP, PerformanceEstimate, inference_performance, training_performance,
+from .performance import (SPEED_GROUP, inference_performance, training_performance,
                           training_prelude)
 from ..specs.presets import ModelCatalog
 from ..formats.scenario import Scenario

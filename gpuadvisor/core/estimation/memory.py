@@ -55,7 +55,7 @@ from dataclasses import dataclass
 from ..errors import InputError
 from ..specs.models import ModelSpec, lora_parameters, resolve_lora_targets
 from ..units import GIB
-from ..specs.workload import (Hardware, RuntimeOverhead, Workload, bytes_per_element, weight_bytes_per_param)
+from ..specs.workload import (RuntimeOverhead, Workload, bytes_per_element, weight_bytes_per_param)
 
 COMPONENTS = ("weights", "gradients", "optimizer", "activations", "kv_cache", "adapters", "overhead")
 DATA_PARALLEL = ("ddp", "zero1", "zero2", "zero3", "fsdp")

@@ -56,7 +56,7 @@ class Range(NamedTuple):
     expected: float
     high: float
 
-    def scaled(self, factor: float) -> "Range":
+    def scaled(self, factor: float) -> Range:
         return Range(self.low * factor, self.expected * factor, self.high * factor)
 
     def to_dict(self, digits: int = 4) -> dict[str, float]:

@@ -35,9 +35,10 @@ import datetime as _dt
 import json
 import re
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache
 from types import MappingProxyType
-from typing import Any, Literal, Mapping, Sequence
+from typing import Any, Literal
+from collections.abc import Mapping, Sequence
 
 from ..specs.catalog_io import CatalogMeta, RowReader, read_catalog_file
 from ..errors import CatalogError
@@ -86,7 +87,7 @@ def check_kind(kind: str) -> None:
 
 
 # --- the bundled catalogs as text rows ----------------------------------------------------------
-@lru_cache(maxsize=None)
+@cache
 def _bundled(kind: str) -> tuple[CatalogMeta, tuple[str, ...], tuple[Mapping[str, str], ...]]:
     """(meta, header, rows) of a bundled catalog file, read once per process."""
     if kind == "gpus":
@@ -445,7 +446,7 @@ def changed_row_count(kind: str, edits: KindEdits, bundled: Sequence[Mapping[str
 
 
 # --- the effective catalogs -----------------------------------------------------------------------
-@lru_cache(maxsize=None)
+@cache
 def _bundled_specs(kind: str) -> Mapping[str, Any]:
     """The bundled rows parsed and validated once per process (they never change at run time)."""
     out: dict[str, Any] = {}

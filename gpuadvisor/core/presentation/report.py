@@ -41,7 +41,7 @@ from ..formats.user_catalog import months_before
 from ..specs.catalog_io import CatalogMeta
 from ..estimation.cost import HOURS_PER_MONTH, LOAD_FACTOR
 from ..specs.engines import ARCH_MFU_FACTOR, ENGINES, EngineProfile
-from ..estimation.estimate import Candidate, Estimate
+from ..estimation.results import Candidate, Estimate
 from ..specs.hardware import GpuSpec
 from .serialize import candidate_to_dict
 from ..formatting import (DASH, NONE_MARK, TIMES, display_gpu_name, fmt_count, fmt_deadline, fmt_flag, fmt_gib,
