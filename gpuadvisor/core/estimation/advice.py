@@ -15,15 +15,20 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from collections.abc import Callable
 
 
 if TYPE_CHECKING:
+    from ..formats.scenario import Scenario
+    from .cost import CostEstimate
     from .results import Candidate, Estimate
 
+#: A change to a scenario (one remedy).
+Transform = Callable[["Scenario"], "Scenario"]
 
-def cost_hours(cost) -> tuple[float, float]:
+
+def cost_hours(cost: CostEstimate | None) -> tuple[float, float]:
     """(expected cost, expected hours) of a candidate's cost estimate; unpriced costs sort last."""
     if cost is None:
         return (float("inf"), float("inf"))
@@ -67,12 +72,12 @@ def over_provisioned(fits: bool, utilization: float, key: tuple[float, float] | 
             and cheapest_meeting < 0.5 * key[0])
 
 
-def remedies(est: Estimate) -> list[tuple[str, str, Callable]]:
+def remedies(est: Estimate) -> list[tuple[str, str, Transform]]:
     """(label, why, scenario transform) for each standard remedy that applies to this workload."""
     w = est.scenario.workload
-    out: list[tuple[str, str, Callable]] = []
+    out: list[tuple[str, str, Transform]] = []
 
-    def wl(**kw):
+    def wl(**kw: Any) -> Transform:
         return lambda s: replace(s, workload=replace(s.workload, **kw))
 
     if w.kind in ("full_finetune", "pretrain"):

@@ -241,7 +241,7 @@ def _fit_speed(gpu_id: str, engine: str, group: list[Measurement], predictor: Pr
     lo_x, hi_x = grid[max(best - 1, 0)], grid[min(best + 1, len(grid) - 1)]
     value = math.exp(golden_section_min(loss, lo_x, hi_x, tol=1e-5))
     value = min(max(value, SEARCH_LOW), 1.0)
-    measured = [y for _, y, _ in obs]
+    observed = [y for _, y, _ in obs]
     note = ""
     if value >= 0.999:
         value = 1.0  # the search stops a hair inside its bracket
@@ -252,8 +252,8 @@ def _fit_speed(gpu_id: str, engine: str, group: list[Measurement], predictor: Pr
         note = "at the lower bound: the runs are far slower than the estimate; check the scenario snapshots"
     return FactorFit(gpu_id=gpu_id, engine=engine, factor_name=name, value=round(value, 6),
                      n_measurements=len(obs),
-                     error_before_pct=_median_error_pct([p for _, _, p in obs], measured),
-                     error_after_pct=_median_error_pct(predicted(value), measured),
+                     error_before_pct=_median_error_pct([p for _, _, p in obs], observed),
+                     error_after_pct=_median_error_pct(predicted(value), observed),
                      measurement_ids=tuple(m.id for m, _, _ in obs), note=note)
 
 
@@ -572,7 +572,8 @@ def calibrated_factors(profile: CalibrationProfile | None, m: Measurement) -> di
     except InputError:
         return {}
     snap = m.scenario or {}
-    eff = snap.get("efficiency") if isinstance(snap.get("efficiency"), dict) else {}
+    raw_efficiency = snap.get("efficiency")
+    eff: dict[str, Any] = raw_efficiency if isinstance(raw_efficiency, dict) else {}
     overhead = snap.get("overhead")
     own_overhead = isinstance(overhead, dict) and overhead and (
         overhead.get("cuda_context_gib", 0.6) != RuntimeOverhead().cuda_context_gib

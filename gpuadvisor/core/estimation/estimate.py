@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from . import advice as _advice
 from .results import TIGHT_UTILIZATION as TIGHT_UTILIZATION  # the result types stay importable here
@@ -162,7 +163,7 @@ def estimate(scenario: Scenario, gpus: GpuCatalog, models: ModelCatalog,
         prices = price_range(gpu, scenario.budget)
         buy = buy_vs_rent(gpu, scenario.budget, prices.expected if prices else None)
         prelude = training_prelude(mm, gpu, engine, mfu) if training and speed else None
-        same_speed: dict[tuple[int, str], tuple] = {}
+        same_speed: dict[tuple[int, str], tuple[Any, ...]] = {}
         for n, par, bd, need in gpu_setups:
             fits = need <= cap_bytes
             perf = cost = None
@@ -190,7 +191,7 @@ def estimate(scenario: Scenario, gpus: GpuCatalog, models: ModelCatalog,
     keys = [_advice.cost_hours(cost) if fits else None for (_, _, _, _, fits, _, _, _, cost) in rows]
     front = _advice.pareto_indices(keys)
     cheapest_meeting = min((k[0] for k, r in zip(keys, rows) if k is not None and k[0] != float("inf")
-                            and r[8].meets_deadline is not False), default=None)
+                            and (r[8] is None or r[8].meets_deadline is not False)), default=None)
     # Positional arguments, in Candidate's field order: this runs hundreds of times per keystroke.
     under, over = _advice.under_provisioned, _advice.over_provisioned
     candidates = tuple(
@@ -232,7 +233,7 @@ def _finish(est: Estimate, with_advice: bool, gpus: GpuCatalog, models: ModelCat
     """Ranking, Pareto frontier, provisioning flags and (optionally) the cheapest changes."""
     cands = est.candidates
     ranking = _advice.rank(cands)
-    changes: list = []
+    changes: list[Change] = []
     hint = _advice.mig_hint(est)
     workable = [c for c in ranking if c.cost is None or
                 (c.cost.meets_deadline is not False and c.cost.within_budget is not False)]

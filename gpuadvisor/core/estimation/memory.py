@@ -50,7 +50,9 @@ caching allocator's fragmentation).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from ..errors import InputError
 from ..specs.models import ModelSpec, lora_parameters, resolve_lora_targets
@@ -235,7 +237,7 @@ class MemoryModel:
         self.kv_bytes_per_token_layer = 2.0 * d_kv * kv_elem if m.has_kv_cache else 0.0
         self.inference_transient_per_token = a * (2 * h + d_q + 2 * d_kv + 3 * i * k_exp)
 
-    def cached(self, name: str, compute):
+    def cached(self, name: str, compute: Callable[[], Any]) -> Any:
         """A value derived from the model and workload alone, computed once (speed model helpers)."""
         try:
             return self._cache[name]
@@ -395,7 +397,8 @@ def curve_points(start: int, stop: int, count: int = 48) -> list[int]:
     """About ``count`` integers spread geometrically from ``start`` to ``stop`` (inclusive, no repeats)."""
     start, stop = max(1, start), max(start + 1, stop)
     ratio = (stop / start) ** (1 / max(1, count - 1))
-    out, x = [], float(start)
+    out: list[int] = []
+    x = float(start)
     for _ in range(count):
         v = int(round(x))
         if not out or v > out[-1]:

@@ -10,7 +10,7 @@ all use them without importing each other in a circle.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from ..formats.scenario import Scenario
 from ..formatting import fmt_gib_unit, fmt_hours, fmt_usd
@@ -38,7 +38,7 @@ class Change:
     cost_usd: float | None
     fits: bool
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"change": self.change, "why": self.why, "candidate": self.candidate,
                 "memory_per_gpu_gib": None if self.memory_per_gpu_gib is None else round(self.memory_per_gpu_gib, 2),
                 "job_hours": None if self.job_hours is None else round(self.job_hours, 3),
@@ -161,7 +161,7 @@ class Estimate:
     calibration_fits: tuple[FactorFit, ...] = ()
     #: Filled on first use by :meth:`best_per_gpu` and :meth:`candidate` (the views ask for them
     #: several times per update); not part of the value.
-    _memo: dict = field(default_factory=dict, compare=False, repr=False)
+    _memo: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def best_per_gpu(self) -> dict[str, Candidate]:
         """For each GPU, the smallest fitting setup (fewest GPUs, then least memory); else its best try.

@@ -70,8 +70,7 @@ def _whole(name: str, value: object, optional: bool = False) -> None:
 def _positive(name: str, value: object, maximum: float | None = None) -> None:
     if value is None:
         return
-    number = isinstance(value, (int, float)) and not isinstance(value, bool)
-    if not number or not math.isfinite(value) or value <= 0:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
         raise InputError(f"measurement.{name}", "must be a number > 0", value)
     if maximum is not None and value > maximum:
         raise InputError(f"measurement.{name}", f"must be at most {maximum:g}", value)

@@ -238,7 +238,7 @@ class PriceStats(NamedTuple):
     low: float
     median: float
     high: float
-    count: int
+    count: int  # type: ignore[assignment]  # a field named like tuple.count, on purpose
 
 
 @dataclass(frozen=True, slots=True)
@@ -308,7 +308,7 @@ def _stats(values: list[float]) -> PriceStats | None:
 def summarise_offers(offers: Iterable[PriceOffer], as_of: str,
                      names: Mapping[str, Iterable[str]] | None = None) -> dict[str, GpuPriceSummary]:
     """Per-GPU price summaries from offers (duplicate offers counted once), in first-seen order."""
-    unique: dict[tuple, PriceOffer] = {}
+    unique: dict[tuple[object, ...], PriceOffer] = {}
     for o in offers:
         key = (o.gpu_id, o.provider, o.instance, o.region, o.spot, round(o.usd_per_gpu_hour, 6))
         unique.setdefault(key, o)

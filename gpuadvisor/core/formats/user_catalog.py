@@ -90,6 +90,7 @@ def check_kind(kind: str) -> None:
 @cache
 def _bundled(kind: str) -> tuple[CatalogMeta, tuple[str, ...], tuple[Mapping[str, str], ...]]:
     """(meta, header, rows) of a bundled catalog file, read once per process."""
+    required: tuple[str, ...]
     if kind == "gpus":
         versions, required = GPU_SCHEMA_VERSIONS, GPU_REQUIRED_COLUMNS
     else:

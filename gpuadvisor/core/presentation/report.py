@@ -146,7 +146,7 @@ def table_order(est: Estimate) -> list[Candidate]:
     priced, then by time), then the ones that do not fit, closest to fitting first."""
     best = list(est.best_per_gpu().values())
 
-    def key(c: Candidate) -> tuple:
+    def key(c: Candidate) -> tuple[Any, ...]:
         if not c.fits:
             return (1, c.utilization, 0.0, c.gpu.name)
         cost = c.cost.cost_usd.expected if c.cost is not None and c.cost.cost_usd is not None else math.inf
@@ -387,7 +387,7 @@ def _recommendation(est: Estimate) -> tuple[str, Candidate | None, Candidate | N
     pool = priced or workable
     if not pool:
         cheapest = ranking[0]
-        fastest = min((c for c in ranking if c.cost is not None), key=lambda c: c.cost.job_hours.expected,
+        fastest = min((c for c in ranking if c.cost is not None), key=lambda c: c.cost.job_hours.expected if c.cost is not None else math.inf,
                       default=None)
         text = (f"No setup {limits or 'meets the limits'}. The cheapest that fits is {_name(cheapest)}: "
                 f"{_figures(cheapest)}.")

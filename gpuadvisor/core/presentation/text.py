@@ -6,6 +6,8 @@ into lines of text; figures are written by :mod:`gpuadvisor.core.formatting`, li
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..estimation.results import Candidate, Estimate
 from ..formatting import (fmt_count, fmt_gib, fmt_hours_range, fmt_rate, fmt_signed_gib, fmt_usd, fmt_usd_per_mtok,
                           fmt_usd_range)
@@ -46,11 +48,11 @@ def render_estimate(est: Estimate, show_all: bool = False) -> str:
         wi = est.what_if(c)
         row += [f"{wi.max_batch:,}", f"{wi.max_context:,}"]
         if has_perf:
-            d = {}
+            d: dict[str, Any] = {}
             if c.performance is not None:
-                d.update(c.performance.to_dict())  # type: ignore[attr-defined]
+                d.update(c.performance.to_dict())
             if c.cost is not None:
-                d.update(c.cost.to_dict())  # type: ignore[attr-defined]
+                d.update(c.cost.to_dict())
             tps = d.get("tokens_per_s")
             per_m = d.get("usd_per_million_tokens")
             marks = {True: "ok", False: "NO", None: "-"}
