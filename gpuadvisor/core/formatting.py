@@ -1,8 +1,9 @@
 """One rule per quantity for every figure a person reads: window, charts, command line and report.
 
 Each function takes the core's number unchanged (``None``, NaN and infinities read as
-:data:`NONE_MARK`, never "nan") and returns its text; nothing here rounds a figure before it
-is computed. The rules:
+:data:`NONE_MARK`, never "nan") and returns its text. It first rounds the number to the
+precision the JSON output carries for it (cents, 1e-4 h, 1e-3 GiB), so a view that reads the
+raw value and the report, which reads the JSON, cannot differ by a rounding step. The rules:
 
 - durations (given in hours): seconds below a minute, whole minutes below an hour, hours with
   one decimal below 72 h, days with one decimal from there (``40 s``, ``25 min``, ``1.5 h``,
@@ -36,7 +37,7 @@ def _finite(x: Any) -> bool:
 
 def fmt_gib(gib: float | None) -> str:
     """GiB with one decimal: ``32.7``, ``1,024.0``."""
-    return f"{gib:,.1f}" if _finite(gib) else NONE_MARK
+    return f"{round(gib, 3):,.1f}" if gib is not None and _finite(gib) else NONE_MARK
 
 
 def fmt_signed_gib(gib: float | None) -> str:
@@ -44,7 +45,7 @@ def fmt_signed_gib(gib: float | None) -> str:
     if not _finite(gib):
         return NONE_MARK
     assert gib is not None
-    text = f"{gib:+,.1f}"
+    text = f"{round(gib, 3):+,.1f}"
     return "+0.0" if text == "-0.0" else text
 
 
@@ -53,6 +54,7 @@ def fmt_rate(tokens_per_s: float | None) -> str:
     if not _finite(tokens_per_s):
         return NONE_MARK
     assert tokens_per_s is not None
+    tokens_per_s = round(tokens_per_s, 2)
     if tokens_per_s >= 100:
         return f"{tokens_per_s:,.0f}"
     if tokens_per_s >= 10:
@@ -81,6 +83,7 @@ def fmt_hours(hours: float | None) -> str:
     if not _finite(hours):
         return NONE_MARK
     assert hours is not None
+    hours = round(hours, 4)
     div, unit = _hours_unit(hours)
     return f"{_hours_value(hours, div, unit)} {unit}"
 
@@ -90,6 +93,7 @@ def fmt_hours_range(low: float | None, high: float | None) -> str:
     if not (_finite(low) and _finite(high)):
         return NONE_MARK
     assert low is not None and high is not None
+    low, high = round(low, 4), round(high, 4)
     div, unit = _hours_unit(high)
     return f"{_hours_value(low, div, unit)}{DASH}{_hours_value(high, div, unit)} {unit}"
 
@@ -103,13 +107,14 @@ def fmt_deadline(hours: float) -> str:
 
 
 def _usd_digits(usd: float) -> int:
-    return 0 if abs(usd) >= 10 else 2
+    return 0 if abs(round(usd, 2)) >= 10 else 2
 
 
-def _dollars(usd: float, digits: int) -> str:
+def _dollars(usd: float, digits: int, stored: int = 2) -> str:
     """``usd`` with ``digits`` decimals and thousands separators, halves rounded up ($42.50 -> $43),
-    as a person rounds money (Python's own format rounds halves to even: $42)."""
-    exact = Decimal(repr(usd)).quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP)
+    as a person rounds money (Python's own format rounds halves to even: $42). The amount is first
+    rounded to the ``stored`` decimals the JSON output carries for it."""
+    exact = Decimal(repr(round(usd, stored))).quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP)
     return f"${exact:,.{digits}f}" if exact >= 0 else f"-${-exact:,.{digits}f}"
 
 
@@ -118,8 +123,8 @@ def fmt_usd(usd: float | None, digits: int | None = None) -> str:
     if not _finite(usd):
         return NONE_MARK
     assert usd is not None
-    if abs(usd) >= 1e6:
-        return f"${usd / 1e6:,.2f}M"
+    if abs(round(usd, 2)) >= 1e6:
+        return f"${round(usd, 2) / 1e6:,.2f}M"
     return _dollars(usd, _usd_digits(usd) if digits is None else digits)
 
 
@@ -128,7 +133,7 @@ def fmt_usd_range(low: float | None, high: float | None) -> str:
     if not (_finite(low) and _finite(high)):
         return "no price"
     assert low is not None and high is not None
-    if abs(high) >= 1e6:
+    if abs(round(high, 2)) >= 1e6:
         return f"{fmt_usd(low)}{DASH}{fmt_usd(high)}"
     d = _usd_digits(high)
     return f"{_dollars(low, d)}{DASH}{_dollars(high, d)}"
@@ -139,12 +144,12 @@ def fmt_usd_per_mtok(usd: float | None) -> str:
     if not _finite(usd):
         return NONE_MARK
     assert usd is not None
-    return _dollars(usd, 2) if usd >= 0.01 else _dollars(usd, 4)
+    return _dollars(usd, 2, 4) if round(usd, 4) >= 0.01 else _dollars(usd, 4, 4)
 
 
 def fmt_usd_per_hour(usd: float | None) -> str:
     """A price per hour: ``$2.49``."""
-    return _dollars(usd, 2) if usd is not None and _finite(usd) else NONE_MARK
+    return _dollars(usd, 2, 4) if usd is not None and _finite(usd) else NONE_MARK
 
 
 def fmt_share(fraction: float | None) -> str:
@@ -152,7 +157,7 @@ def fmt_share(fraction: float | None) -> str:
     if not _finite(fraction):
         return NONE_MARK
     assert fraction is not None
-    pct = fraction * 100
+    pct = round(fraction, 4) * 100
     return f"{pct:.1f}%" if abs(pct) < 10 else f"{pct:,.0f}%"
 
 

@@ -20,11 +20,21 @@ def test_durations(hours, text):
 
 
 @pytest.mark.parametrize("usd, text", [
-    (0.583, "$0.58"), (9.995, "$10.00"), (42.5, "$43"), (41.0, "$41"), (1234.4, "$1,234"), (2.5e6, "$2.50M"),
+    (0.583, "$0.58"), (9.994, "$9.99"), (9.999, "$10"), (42.5, "$43"), (41.0, "$41"), (1234.4, "$1,234"), (2.5e6, "$2.50M"),
     (-3.456, "-$3.46"),
 ])
 def test_money_rounds_halves_up(usd, text):
     assert fmt_usd(usd) == text
+
+
+def test_raw_and_stored_figures_print_alike():
+    """The report formats the JSON (money to the cent, hours to 1e-4); the window formats raw values."""
+    for raw in (42.4967, 9.9951, 0.00499, 1234.495, 999_999.996):
+        assert fmt_usd(raw) == fmt_usd(round(raw, 2))
+        assert fmt_usd_range(raw / 3, raw) == fmt_usd_range(round(raw / 3, 2), round(raw, 2))
+    for raw in (20.44996, 0.99999, 71.99996):
+        assert fmt_hours(raw) == fmt_hours(round(raw, 4))
+    assert fmt_gib(32.74996) == fmt_gib(round(32.74996, 3))
 
 
 def test_money_variants_keep_cents():

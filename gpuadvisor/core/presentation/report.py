@@ -44,7 +44,8 @@ from ..specs.engines import ARCH_MFU_FACTOR, ENGINES, EngineProfile
 from ..estimation.results import Candidate, Estimate
 from ..specs.hardware import GpuSpec
 from .serialize import candidate_to_dict
-from ..formatting import (DASH, NONE_MARK, TIMES, display_gpu_name, fmt_count, fmt_deadline, fmt_flag, fmt_gib,
+from .wording import change_lines, recommendation_text, scenario_lines, setup_name
+from ..formatting import (DASH, NONE_MARK, display_gpu_name, fmt_flag, fmt_gib,
                           fmt_hours, fmt_hours_range, fmt_rate, fmt_setup, fmt_share, fmt_signed_gib, fmt_usd,
                           fmt_usd_per_hour, fmt_usd_per_mtok, fmt_usd_range, plain_gpu_name)
 
@@ -57,17 +58,6 @@ RENT_BUY_HEADER: tuple[str, ...] = (
     "GPU", "Purchase price", "Power per hour", "Owned, per GPU-hour", "Rented, per GPU-hour",
     "Break-even utilization", "Cheaper at your utilization")
 
-KIND_WORDS = {"inference": "Inference (serving requests)", "lora": "LoRA fine-tuning (adapters on a frozen base)",
-              "qlora": "QLoRA fine-tuning (adapters on a 4-bit base)", "full_finetune": "Full fine-tuning",
-              "pretrain": "Pre-training"}
-OPTIMIZER_WORDS = {"adamw": "AdamW", "adamw_8bit": "8-bit AdamW", "sgd": "SGD with momentum",
-                   "adafactor": "Adafactor"}
-PARALLELISM_WORDS = {"none": "one GPU", "ddp": "data parallel (a full copy per GPU)",
-                     "zero1": "ZeRO-1 (optimizer state sharded)", "zero2": "ZeRO-2 (optimizer state and gradients "
-                     "sharded)", "zero3": "ZeRO-3 (everything sharded)", "fsdp": "FSDP (everything sharded)",
-                     "tensor": "tensor parallel (each layer split)", "pipeline": "pipeline (layers in stages)"}
-#: A runner-up within this share of the recommended cost is called a tie on cost.
-NEAR_TIE = 0.05
 #: Where the price part of a catalog source starts (``catalogs/gpus.csv`` convention).
 PRICE_SOURCE_MARK = "Prices:"
 
@@ -155,53 +145,6 @@ def table_order(est: Estimate) -> list[Candidate]:
     return sorted(best, key=key)
 
 
-def _workable(c: Candidate) -> bool:
-    return c.fits and (c.cost is None or (c.cost.meets_deadline is not False and c.cost.within_budget is not False))
-
-
-def _cost_of(c: Candidate) -> float:
-    return c.cost.cost_usd.expected if c.cost is not None and c.cost.cost_usd is not None else math.inf
-
-
-def _name(c: Candidate) -> str:
-    """``1 × NVIDIA H100 SXM5 80 GB`` or ``2 × NVIDIA L4 (tensor)``."""
-    return (f"1 {TIMES} {c.gpu.name}" if c.gpu_count == 1
-            else f"{c.gpu_count} {TIMES} {c.gpu.name} ({c.parallelism})")
-
-
-def _key_name(key: str | None, names: dict[str, str]) -> str:
-    """``1x mi325x (none)`` (a candidate key) -> ``1 × AMD Instinct MI325X``; unknown ids stay as they are."""
-    if not key:
-        return "no GPU"
-    count, _, rest = key.partition("x ")
-    gpu_id, _, par = rest.partition(" (")
-    par = par.rstrip(")")
-    name = names.get(gpu_id, gpu_id)
-    if not count.isdigit():
-        return key
-    return f"1 {TIMES} {name}" if count == "1" else f"{count} {TIMES} {name} ({par})"
-
-
-def change_lines(est: Estimate, limit: int = 6) -> list[str]:
-    """The cheapest changes that make the scenario work (``est.advice``), in words, best first."""
-    names = {c.gpu.id: c.gpu.name for c in est.candidates}
-    out = []
-    for a in est.advice:
-        if not a.fits:
-            continue
-        text = f"{a.change}: {_key_name(a.candidate, names)}"
-        if a.memory_per_gpu_gib is not None:
-            text += f", {fmt_gib(round(a.memory_per_gpu_gib, 2))} GiB per GPU"
-        if a.job_hours is not None:
-            text += f", about {fmt_hours(a.job_hours)}"
-        if a.cost_usd is not None:
-            text += f", about {fmt_usd(a.cost_usd)}"
-        out.append(text + f" ({a.why}).")
-        if len(out) == limit:
-            break
-    return out
-
-
 def row_cells(d: dict[str, Any]) -> tuple[str, ...]:
     """The table cells of one candidate, from its :func:`candidate_to_dict` dictionary."""
     hours = d.get("job_hours") or {}
@@ -235,199 +178,6 @@ def rent_buy_cells(gpu: GpuSpec, b: dict[str, Any], utilization: float) -> tuple
     return (plain_gpu_name(gpu.name), fmt_usd(b["purchase_usd"], 0), fmt_usd_per_hour(b["power_usd_per_hour"]),
             fmt_usd_per_hour(b["owned_usd_per_gpu_hour"]), fmt_usd_per_hour(b["rent_usd_per_gpu_hour"]),
             be_text, f"buy ({fmt_share(utilization)})" if b["buy_is_cheaper"] else "rent")
-
-
-def _scenario_lines(est: Estimate) -> list[tuple[str, str]]:
-    s, m, w, b = est.scenario, est.model, est.scenario.workload, est.scenario.budget
-    model = f"{m.name}, {fmt_count(m.parameters)} parameters"
-    if m.is_moe:
-        model += (f" ({fmt_count(m.active_parameters)} active per token: {m.experts_per_token} of "
-                  f"{m.num_experts} experts)")
-    if m.architecture_assumed:
-        model += "; architecture assumed from the parameter count (Llama-like)"
-    lines = [("Model", model)]
-    kind = KIND_WORDS.get(w.kind, w.kind)
-    if w.uses_adapters:
-        targets = ("all linear layers" if w.lora_targets == "all_linear"
-                   else ", ".join(w.lora_targets) if not isinstance(w.lora_targets, str) else w.lora_targets)
-        kind += f", rank {w.lora_rank} on {targets}"
-    lines.append(("Workload", kind))
-    if w.is_training:
-        prec = f"weights {w.weights}, activations {'fp32' if w.weights == 'fp32' else '16-bit'}"
-        opt = OPTIMIZER_WORDS.get(w.optimizer, w.optimizer)
-        if w.trains_base and w.master_weights and w.weights in ("bf16", "fp16", "fp8"):
-            opt += " with an fp32 master copy"
-        prec += f"; optimizer {opt}"
-        lines.append(("Precision", prec))
-        extras = [f"gradient checkpointing {'on' if w.gradient_checkpointing else 'off'}",
-                  f"FlashAttention {'on' if w.flash_attention else 'off'}"]
-        lines.append(("Batch and sequence", f"{w.batch_size:,} sequences of {w.seq_len:,} tokens per GPU "
-                      f"(micro-batch); {', '.join(extras)}"))
-        if w.train_tokens:
-            job = f"{fmt_count(w.train_tokens)} tokens to train"
-        elif w.dataset_tokens:
-            job = (f"{fmt_count(w.dataset_tokens)} tokens {TIMES} {w.epochs:g} epochs = "
-                   f"{fmt_count(w.dataset_tokens * w.epochs)} tokens to train")
-        else:
-            job = "100M tokens to train (default: the scenario gives no job size)"
-    else:
-        lines.append(("Precision", f"weights {w.weights}, KV cache {w.kv_precision}"))
-        lines.append(("Batch and sequence", f"{w.batch_size:,} concurrent requests, each a {w.prompt_tokens:,}-token "
-                      f"prompt and {w.output_tokens:,} output tokens"))
-        requests = w.requests or 10_000
-        job = (f"{fmt_count(requests)} requests to serve ({fmt_count(requests * w.output_tokens)} output tokens)"
-               + ("" if w.requests else " (default: the scenario gives no job size)"))
-    lines.append(("Job size", job))
-    limits = []
-    if b.max_total_usd is not None:
-        limits.append(f"at most {fmt_usd(b.max_total_usd)} for the whole job")
-    if b.max_usd_per_hour is not None:
-        limits.append(f"at most {fmt_usd_per_hour(b.max_usd_per_hour)} per hour for all GPUs together")
-    price = (f"the catalog's {b.price} cloud price per GPU-hour" if isinstance(b.price, str)
-             else f"{fmt_usd_per_hour(b.price)} per GPU-hour (the scenario's own price)")
-    lines.append(("Budget", ("; ".join(limits) if limits else "no limit set") + f"; priced at {price}"))
-    lines.append(("Deadline", fmt_deadline(b.deadline_hours) if b.deadline_hours is not None else "none set"))
-    engine = ENGINES.get(est.engine)
-    lines.append(("Engine profile", f"{engine.name} ({engine.id})" if engine else est.engine))
-    hw = s.hardware
-    if est.gpu_ids:
-        gpus = f"{len(est.gpu_ids)} selected GPU type{'s' if len(est.gpu_ids) != 1 else ''}"
-    else:
-        gpus = f"the whole catalog ({len(est.best_per_gpu())} GPU types)"
-    counts = (f"{hw.gpu_count} GPU{'s' if hw.gpu_count != 1 else ''}" if hw.gpu_count
-              else "1, 2, 4 and 8 GPUs")
-    pars = hw.parallelism or "every applicable split"
-    lines.append(("GPUs compared", f"{gpus}; {counts} per setup; {pars}; {hw.gpus_per_node} GPUs per node"))
-    lines.append(("Ownership", f"{b.purchase} cards kept {b.ownership_months:g} months at {fmt_share(b.utilization)} "
-                  f"utilization; electricity {fmt_usd_per_hour(b.electricity_usd_per_kwh)} per kWh, PUE {b.pue:g}"))
-    return lines
-
-
-def _limits_phrase(est: Estimate) -> str:
-    b = est.scenario.budget
-    parts = []
-    if b.deadline_hours is not None:
-        parts.append(f"meets the {fmt_deadline(b.deadline_hours)} deadline")
-    if b.max_total_usd is not None:
-        parts.append(f"stays within the {fmt_usd(b.max_total_usd)} budget")
-    if b.max_usd_per_hour is not None:
-        parts.append(f"stays under {fmt_usd_per_hour(b.max_usd_per_hour)} per hour")
-    return " and ".join(parts)
-
-
-def _figures(c: Candidate) -> str:
-    """``$41.00 expected ($26.74–$176), 22.0 h (17.8–29.3 h)`` for a candidate, from its JSON figures."""
-    d = candidate_to_dict(c)
-    out = []
-    if d.get("cost_usd"):
-        cost = d["cost_usd"]
-        out.append(f"{fmt_usd(cost['expected'])} expected ({fmt_usd_range(cost['low'], cost['high'])})")
-    if d.get("job_hours"):
-        h = d["job_hours"]
-        out.append(f"takes {fmt_hours(h['expected'])} ({fmt_hours_range(h['low'], h['high'])})")
-    return ", ".join(out)
-
-
-def _memory_phrase(c: Candidate) -> str:
-    d = candidate_to_dict(c)
-    return (f"{fmt_gib(d['memory_per_gpu_gib']['device_total'])} GiB needed of {fmt_gib(d['capacity_gib'])} GiB "
-            f"per GPU ({fmt_signed_gib(d['headroom_gib'])} GiB headroom)")
-
-
-def _why_lost(rec: Candidate, other: Candidate) -> str:
-    """Why ``other`` ranks below ``rec``: cost first, then time and memory headroom."""
-    reasons = []
-    rc, oc = _cost_of(rec), _cost_of(other)
-    if math.isfinite(rc) and math.isfinite(oc) and oc > rc:
-        more = f"{fmt_usd(oc - rc)} ({fmt_share((oc - rc) / rc)}) more"
-        if (oc - rc) < NEAR_TIE * rc:
-            reasons.append(f"it costs only {more}: practically a tie on cost")
-        else:
-            reasons.append(f"it costs {more}")
-    elif not math.isfinite(oc) and math.isfinite(rc):
-        reasons.append("it has no known price")
-    if rec.cost is not None and other.cost is not None:
-        rh, oh = rec.cost.job_hours.expected, other.cost.job_hours.expected
-        if oh > rh * 1.02:
-            reasons.append(f"it is slower ({fmt_hours(oh)} against {fmt_hours(rh)})")
-        elif oh < rh * 0.98:
-            reasons.append(f"even though it finishes sooner ({fmt_hours(oh)} against {fmt_hours(rh)}); "
-                           "choose it if time matters more than cost")
-    if other.headroom_gib < rec.headroom_gib and other.verdict == "tight":
-        reasons.append(f"and it leaves only {fmt_signed_gib(other.headroom_gib)} GiB of memory headroom")
-    if not reasons:
-        return "it ties on cost and time; either is a sound choice."
-    text = reasons[0]
-    for r in reasons[1:]:
-        text += ", " + r if not r.startswith("and ") else " " + r
-    return text + "."
-
-
-def _recommendation(est: Estimate) -> tuple[str, Candidate | None, Candidate | None]:
-    ranking = list(est.ranking)
-    limits = _limits_phrase(est)
-    if not ranking:
-        names = {c.gpu.id: c.gpu.name for c in est.candidates}
-        working = [a for a in est.advice if a.fits]
-        if working:
-            a = working[0]
-            text = (f"Nothing fits on any GPU compared. The cheapest change that makes it fit: {a.change} "
-                    f"({a.why}), which runs on {_key_name(a.candidate, names)} with "
-                    f"{fmt_gib(round(a.memory_per_gpu_gib or 0.0, 2))} GiB per GPU"
-                    + (f", about {fmt_hours(a.job_hours)}" if a.job_hours is not None else "")
-                    + (f" for about {fmt_usd(a.cost_usd)}" if a.cost_usd is not None else "")
-                    + "." + (" Other changes that work are listed below." if len(working) > 1 else ""))
-        else:
-            text = ("Nothing fits on any GPU compared, and no standard change (QLoRA, checkpointing, smaller "
-                    "batches, sharding, quantization, more GPUs) makes it fit. A larger GPU or a smaller model "
-                    "is needed.")
-        return text, None, None
-    workable = [c for c in ranking if _workable(c)]
-    priced = [c for c in workable if math.isfinite(_cost_of(c))]
-    pool = priced or workable
-    if not pool:
-        cheapest = ranking[0]
-        fastest = min((c for c in ranking if c.cost is not None), key=lambda c: c.cost.job_hours.expected if c.cost is not None else math.inf,
-                      default=None)
-        text = (f"No setup {limits or 'meets the limits'}. The cheapest that fits is {_name(cheapest)}: "
-                f"{_figures(cheapest)}.")
-        if fastest is not None and fastest.key != cheapest.key:
-            text += f" The fastest is {_name(fastest)}: {_figures(fastest)}."
-        names = {c.gpu.id: c.gpu.name for c in est.candidates}
-        working = [a for a in est.advice if a.fits]
-        if working:
-            a = working[0]
-            text += (f" The cheapest change that meets them: {a.change} ({a.why}), on "
-                     f"{_key_name(a.candidate, names)}"
-                     + (f", about {fmt_usd(a.cost_usd)}" if a.cost_usd is not None else "")
-                     + ". The changes are listed below.")
-        else:
-            text += " No standard change meets them either: relax the deadline or the budget."
-        return text, None, None
-    rec = pool[0]
-    what = "the cheapest setup that fits" if math.isfinite(_cost_of(rec)) else "the fastest-ranked setup that fits"
-    text = f"Recommended: {_name(rec)}, {what}" + (f" and {limits}" if limits else "") + ". "
-    text += f"It costs {_figures(rec)}; {_memory_phrase(rec)}."
-    if rec.verdict == "tight":
-        text += " Memory is tight (above 95% of capacity): a longer sample or an allocator spike may not fit."
-        roomy = [c for c in pool[1:] if c.verdict == "fits"]
-        if roomy:
-            text += (f" The cheapest setup with room to spare is {_name(roomy[0])}: {_figures(roomy[0])}; "
-                     f"{_memory_phrase(roomy[0])}.")
-    others = [c for c in pool[1:] if c.gpu.id != rec.gpu.id]
-    runner = others[0] if others else None
-    if runner is not None:
-        text += f" Runner-up: {_name(runner)} at {_figures(runner)}; it ranks second because {_why_lost(rec, runner)}"
-    cheaper = [c for c in ranking if math.isfinite(_cost_of(c)) and _cost_of(c) < _cost_of(rec) and not _workable(c)]
-    if cheaper:
-        c = cheaper[0]
-        missed = []
-        if c.cost is not None and c.cost.meets_deadline is False:
-            missed.append("the deadline")
-        if c.cost is not None and c.cost.within_budget is False:
-            missed.append("the budget")
-        text += (f" A cheaper setup misses {' and '.join(missed) or 'a limit'}: {_name(c)} at {_figures(c)}.")
-    return text, rec, runner
 
 
 def _rent_buy(est: Estimate, table: list[Candidate], rec: Candidate | None, runner: Candidate | None
@@ -487,7 +237,7 @@ def _rent_buy(est: Estimate, table: list[Candidate], rec: Candidate | None, runn
         life = b.ownership_months * HOURS_PER_MONTH
         share = ref.cost.gpu_hours.expected / ref.gpu_count / life
         be = ref.cost.buy.break_even_utilization
-        text = (f"This job alone keeps {_name(ref)} busy for {fmt_hours(ref.cost.job_hours.expected)}: "
+        text = (f"This job alone keeps {setup_name(ref)} busy for {fmt_hours(ref.cost.job_hours.expected)}: "
                 f"{fmt_share(share)} of one GPU's {months}.")
         if be is not None and share < be:
             text += (f" That is below the {fmt_share(be)} break-even, so the job by itself does not justify a "
@@ -690,7 +440,7 @@ def build_report(est: Estimate, catalog_meta: CatalogMeta, today: _dt.date, stal
         raise ValueError("stale_after_months must be >= 0")
     ordered = table_order(est)
     table = ordered[:max_rows]
-    text, rec, runner = _recommendation(est)
+    text, rec, runner = recommendation_text(est)
     rows = []
     for c in table:
         d = candidate_to_dict(c)
@@ -699,7 +449,7 @@ def build_report(est: Estimate, catalog_meta: CatalogMeta, today: _dt.date, stal
     notes = ["One row per GPU type: its smallest setup that fits (fewest GPUs, then least memory). Fitting rows "
              "are sorted by expected cost, then the rows that do not fit, closest to fitting first."]
     if rec is not None and not any(r.recommended for r in rows):
-        notes.append(f"The recommended setup ({_name(rec)}) uses more GPUs than the smallest one that fits on "
+        notes.append(f"The recommended setup ({setup_name(rec)}) uses more GPUs than the smallest one that fits on "
                      "that GPU type, so it is not a row of this table; its figures are in the recommendation.")
     notes.append("Setup: number of GPUs \u00d7 how the work is split (ddp: a full copy per GPU; zero1/2/3, fsdp: "
                  "sharded state; tensor: each layer split; pipeline: layers in stages). Need per GPU: the device "
@@ -725,7 +475,7 @@ def build_report(est: Estimate, catalog_meta: CatalogMeta, today: _dt.date, stal
         title="GPU comparison report", scenario_name=est.scenario.name, date=today.isoformat(),
         app_version=__version__,
         catalog_version=f"{meta.origin}, schema {meta.schema_version}, updated {meta.updated or 'undated'}",
-        catalog_updated=meta.updated, price_as_of=as_of, scenario_lines=tuple(_scenario_lines(est)),
+        catalog_updated=meta.updated, price_as_of=as_of, scenario_lines=tuple(scenario_lines(est)),
         scenario_notes=est.scenario.notes, recommendation=text, changes=tuple(change_lines(est)),
         recommended_key=rec.key if rec is not None else None, runner_up_key=runner.key if runner else None,
         table_header=TABLE_HEADER, table_rows=tuple(rows), table_notes=tuple(notes),
