@@ -14,8 +14,8 @@ from ..core.estimation.estimate import resolve_model
 from ..core.estimation.calibration import (CalibrationProfile, Comparison, EstimatePredictor, compare_measurements,
                                            fit_calibration, profile_to_dict)
 from ..core.specs.presets import ModelCatalog
-from ..core.formats.measurements import (Finding, LogSummary, Measurement, diagnose, next_measurement_id,
-                                         parse_nvidia_smi_log)
+from ..core.formats.measurements import Measurement, next_measurement_id
+from ..core.formats.smi_log import Finding, LogSummary, diagnose, parse_nvidia_smi_log
 from ..core.formats.scenario import Scenario, dumps_scenario, load_scenario, scenario_snapshot
 from ..core.presentation.text import text_table
 from ..core.specs.workload import Workload
