@@ -18,6 +18,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 from collections.abc import Callable
 
+from .results import Change as Change  # a remedy's result type, kept importable here
 
 if TYPE_CHECKING:
     from ..formats.scenario import Scenario
