@@ -22,6 +22,8 @@ system-deps:
 test: system-deps $(STAMP)
 	QT_QPA_PLATFORM=offscreen $(PY) -m pytest
 	$(VENV)/bin/lint-imports
+	$(VENV)/bin/ruff check gpuadvisor tests benchmarks scripts packaging
+	$(VENV)/bin/mypy
 
 validate: $(STAMP)
 	$(PY) scripts/validate.py

@@ -13,12 +13,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from gpuadvisor.core.estimation.estimate import estimate  # noqa: E402
-from gpuadvisor.core.specs.hardware import load_gpu_catalog  # noqa: E402
-from gpuadvisor.core.estimation.memory import MemoryModel  # noqa: E402
-from gpuadvisor.core.specs.presets import load_model_catalog  # noqa: E402
-from gpuadvisor.core.formats.scenario import ModelSource, Scenario  # noqa: E402
-from gpuadvisor.core.specs.workload import Workload  # noqa: E402
+from gpuadvisor.core.estimation.estimate import estimate
+from gpuadvisor.core.specs.hardware import load_gpu_catalog
+from gpuadvisor.core.estimation.memory import MemoryModel
+from gpuadvisor.core.specs.presets import load_model_catalog
+from gpuadvisor.core.formats.scenario import ModelSource, Scenario
+from gpuadvisor.core.specs.workload import Workload
 
 
 def timeit(fn, repeat: int = 200) -> tuple[float, float]:
@@ -47,9 +47,9 @@ def main() -> None:
     print(f"{len(gpus)} GPUs, counts 1/2/4/8, every applicable parallelism")
     for name, sc in cases.items():
         est = estimate(sc, gpus, models)
-        med, p90 = timeit(lambda: estimate(sc, gpus, models, with_advice=False))
+        med, p90 = timeit(lambda sc=sc: estimate(sc, gpus, models, with_advice=False))
         print(f"{name:58s} {len(est.candidates):4d} candidates  median {med:6.2f} ms  p90 {p90:6.2f} ms")
-        med, p90 = timeit(lambda: estimate(sc, gpus, models, speed=False))
+        med, p90 = timeit(lambda sc=sc: estimate(sc, gpus, models, speed=False))
         print(f"{'  memory and fit only':58s} {len(est.candidates):4d} candidates  median {med:6.2f} ms  p90 {p90:6.2f} ms")
     sc = cases["full fine-tune 8B (memory + speed + cost, all candidates)"]
     mm = MemoryModel(models.get("llama-3.1-8b"), sc.workload)

@@ -31,9 +31,9 @@ def main() -> int:
     window.show()
     OUT.mkdir(parents=True, exist_ok=True)
     shots: list[tuple[str, callable]] = [
-        ("01-workload-vram.png", lambda: (window.page_tabs.setCurrentIndex(0), window.chart_tabs.setCurrentIndex(0))),
-        ("02-model-cost-time.png", lambda: (window.page_tabs.setCurrentIndex(1), window.chart_tabs.setCurrentIndex(1))),
-        ("03-budget-what-if.png", lambda: (window.page_tabs.setCurrentIndex(2), window.chart_tabs.setCurrentIndex(2))),
+        ("01-workload-vram.png", lambda: (window.page_tabs.setCurrentIndex(0), window.results.chart_tabs.setCurrentIndex(0))),
+        ("02-model-cost-time.png", lambda: (window.page_tabs.setCurrentIndex(1), window.results.chart_tabs.setCurrentIndex(1))),
+        ("03-budget-what-if.png", lambda: (window.page_tabs.setCurrentIndex(2), window.results.chart_tabs.setCurrentIndex(2))),
         ("04-catalog-editor.png", lambda: _edit_catalog(window)),
         ("05-measurements.png", lambda: _record_runs(window)),
     ]

@@ -672,3 +672,42 @@ def test_headless_launcher_bad_file_is_one_line(capsys, tmp_path):
     assert print_comparison([str(tmp_path / "missing.json")]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: ") and "\n" not in err
+
+
+def test_every_view_prints_the_same_figures(capsys, tmp_path):
+    """The CLI table, the report content and the chart labels write one candidate's figures alike."""
+    from gpuadvisor.core.estimation.estimate import estimate
+    from gpuadvisor.core.formats.scenario import default_scenario
+    from gpuadvisor.core.presentation.report import build_report, row_cells
+    from gpuadvisor.core.presentation.serialize import candidate_to_dict
+    from gpuadvisor.core import formatting, units
+    from gpuadvisor.gui.charts import labels
+    from gpuadvisor.storage.user_catalog_store import load_catalogs
+
+    _, scenario_text, _ = run_main(capsys, "default-scenario")
+    code, cli_out, _ = run_main(capsys, "estimate", write_scenario(tmp_path, scenario_text))
+    assert code == 0
+    gpus, models = load_catalogs()
+    est = estimate(default_scenario(), gpus, models)
+    report = build_report(est, gpus.meta, __import__("datetime").date(2026, 11, 30))
+    checked = 0
+    for c in est.best_per_gpu().values():
+        if c.cost is None or c.cost.cost_usd is None:
+            continue
+        cells = row_cells(candidate_to_dict(c))
+        (cli_row,) = [line for line in cli_out.splitlines() if line.lstrip("\u2605 ").startswith(c.gpu.name + "  ")]
+        h, u = c.cost.job_hours, c.cost.cost_usd
+        # the report's table cells appear verbatim in the CLI row
+        for cell in (cells[3], cells[4], cells[5], cells[6], cells[7], cells[8], cells[9]):
+            assert cell in cli_row, (c.gpu.id, cell, cli_row)
+        # single figures: the charts' labels, the window's names and the formatting rules agree
+        for hours in (h.low, h.expected, h.high):
+            assert labels.fmt_hours(hours) == units.format_hours(hours) == formatting.fmt_hours(hours)
+        for usd in (u.low, u.expected, u.high):
+            assert labels.fmt_usd(usd) == units.format_usd(usd) == formatting.fmt_usd(usd)
+        assert cells[7] == f"{formatting.fmt_hours(h.low).split()[0]}\u2013{formatting.fmt_hours(h.high)}" \
+            or formatting.fmt_hours(h.low).split()[-1] != formatting.fmt_hours(h.high).split()[-1]
+        assert labels.short_gpu_name(c.gpu.name) == cells[0] == formatting.display_gpu_name(c.gpu.name)
+        checked += 1
+    assert checked >= 10
+    assert report.table_rows and all(r.cells[0] == formatting.display_gpu_name(r.cells[0]) for r in report.table_rows)

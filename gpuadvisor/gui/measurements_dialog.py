@@ -35,8 +35,8 @@ from ..core.estimation.calibration import (CalibrationProfile, Comparison, Estim
 from ..core.specs.engines import ENGINES, engine_for
 from ..core.errors import InputError
 from ..core.estimation.estimate import resolve_model
-from ..core.formats.measurements import (Finding, LogSummary, Measurement, diagnose, next_measurement_id,
-                                 parse_nvidia_smi_log)
+from ..core.formats.measurements import Measurement, next_measurement_id
+from ..core.formats.smi_log import Finding, LogSummary, diagnose, parse_nvidia_smi_log
 from ..core.formats.scenario import scenario_snapshot
 from ..storage import (StorageError, add_measurement, export_calibration, import_calibration,
                        load_measurements, merge_measurements, save_calibration)

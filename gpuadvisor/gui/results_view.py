@@ -18,7 +18,8 @@ from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSizePolicy, QSpli
 
 from ..core.estimation.results import Estimate
 from ..core.presentation import detail as _detail
-from ..core.presentation.report import change_lines, decision_warnings, summary_line
+from ..core.presentation.report import decision_warnings
+from ..core.presentation.wording import change_lines, summary_line
 from .ranking import ROLE_KEY, RankingTable
 from .state import AppState
 from .theme import colors

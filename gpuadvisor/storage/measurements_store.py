@@ -26,7 +26,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Generic, TypeVar
 
-from ..core.estimation.calibration import CalibrationProfile, profile_from_json, profile_to_json
+from ..core.estimation.calibration import profile_from_json, profile_to_json
+from ..core.estimation.results import CalibrationProfile
 from ..core.errors import InputError
 from ..core.formats.measurements import Measurement, measurements_from_json, measurements_to_json, next_measurement_id
 from .atomic import atomic_write_text, backup_path, set_aside_and_say

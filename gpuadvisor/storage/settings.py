@@ -23,7 +23,8 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, TypeGuard
+from collections.abc import Callable
 
 from .atomic import atomic_write_text, set_aside
 from .errors import StorageError, os_reason
@@ -79,7 +80,7 @@ class _Bad(ValueError):
     """A setting's value cannot be used; the message says what it must be."""
 
 
-def _is_int(value: object) -> bool:
+def _is_int(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
@@ -127,9 +128,9 @@ def _check_page(value: object) -> str:
 
 def _check_stale(value: object) -> int:
     low, high = STALE_PRICE_MONTHS_RANGE
-    if not _is_int(value) or not low <= value <= high:  # type: ignore[operator]
+    if not _is_int(value) or not low <= value <= high:
         raise _Bad(f"must be a whole number of months from {low} to {high}")
-    return int(value)  # type: ignore[arg-type]
+    return int(value)
 
 
 def _check_bool(value: object) -> bool:

@@ -6,14 +6,16 @@ import pytest
 
 from gpuadvisor.core.errors import InputError
 from gpuadvisor.core.formats.measurements import (
-    THRESHOLDS,
-    GpuLogSummary,
     Measurement,
-    diagnose,
-    measurement_from_log,
     measurements_from_json,
     measurements_to_json,
     next_measurement_id,
+)
+from gpuadvisor.core.formats.smi_log import (
+    THRESHOLDS,
+    GpuLogSummary,
+    diagnose,
+    measurement_from_log,
     parse_nvidia_smi_log,
 )
 from gpuadvisor.core.formats.scenario import ModelSource, Scenario, scenario_to_dict

@@ -13,7 +13,8 @@ from gpuadvisor.core.estimation.estimate import estimate
 from gpuadvisor.core.specs.hardware import load_gpu_catalog
 from gpuadvisor.core.specs.presets import load_model_catalog
 from gpuadvisor.core.estimation.recommendation import LIKELY, MISSED, NO_FIT, SURE, tier
-from gpuadvisor.core.presentation.report import build_report, summary_line
+from gpuadvisor.core.presentation.report import build_report
+from gpuadvisor.core.presentation.wording import summary_line
 from gpuadvisor.core.formats.scenario import Budget, ModelSource, Scenario
 from gpuadvisor.core.presentation.serialize import estimate_to_dict
 from gpuadvisor.core.specs.workload import Workload

@@ -13,10 +13,12 @@ import pytest
 from gpuadvisor import __version__
 from gpuadvisor.storage.user_catalog_store import load_catalogs
 from gpuadvisor.core.estimation.estimate import estimate
-from gpuadvisor.core.presentation.report import (NONE_MARK, TABLE_HEADER, Report, build_report, display_gpu_name,
+from gpuadvisor.core.presentation.report import TABLE_HEADER, Report, build_report, row_cells, table_order
+from gpuadvisor.core.formatting import (NONE_MARK, display_gpu_name,
                                     fmt_deadline, fmt_flag, fmt_gib, fmt_hours, fmt_hours_range, fmt_rate,
                                     fmt_setup, fmt_share, fmt_signed_gib, fmt_usd, fmt_usd_per_mtok,
-                                    fmt_usd_range, months_before, row_cells, table_order)
+                                    fmt_usd_range)
+from gpuadvisor.core.formats.user_catalog import months_before
 from gpuadvisor.core.estimation.recommendation import LIKELY, SURE, tier
 from gpuadvisor.core.formats.scenario import ModelSource, Scenario, load_scenario
 from gpuadvisor.core.presentation.serialize import candidate_to_dict

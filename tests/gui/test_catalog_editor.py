@@ -8,7 +8,7 @@ import json
 
 import pytest
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QDialog, QMessageBox
+from PySide6.QtWidgets import QDialog, QLabel, QMessageBox
 
 from gpuadvisor.core.formats import user_catalog as uc
 from gpuadvisor.gui import catalog_editor as ce
@@ -303,9 +303,9 @@ def test_editors_suit_their_columns(editor, qtbot):
     assert isinstance(editor_for("architecture"), QComboBox)
     assert isinstance(editor_for("price_as_of"), QDateEdit)
     number = editor_for("memory_bandwidth_gb_s")
-    assert isinstance(number, ce.NumberEditor) and number.findChild(ce.QLabel).text() == "GB/s"
+    assert isinstance(number, ce.NumberEditor) and number.findChild(QLabel).text() == "GB/s"
     price = editor_for("cloud_usd_per_hour_expected")
-    assert price.findChild(ce.QLabel).text() == "USD/GPU-h"
+    assert price.findChild(QLabel).text() == "USD/GPU-h"
     assert ce.column_label("memory_bandwidth_gb_s") == "Memory bandwidth (GB/s)"
 
 
@@ -372,7 +372,7 @@ def test_an_unwritable_catalog_keeps_edits_and_says_why(window, editor, monkeypa
     def refuse(*_a, **_k):
         raise StorageError("user-catalog.json", "cannot write user-catalog.json: No space left on device")
 
-    monkeypatch.setattr(ce, "save_user_catalog", refuse)
+    monkeypatch.setattr(ce.editor, "save_user_catalog", refuse)
     assert _edit(editor, "gpus", "h100-sxm", "tdp_w", "650")
     assert "could not be saved" in editor.info.text() and "No space left" in editor.info.text()
     gpus = editor.models["gpus"]

@@ -96,7 +96,7 @@ def test_palette_has_seven_distinct_components_in_core_order():
     ("NVIDIA H100 SXM5 80 GB", 2, "H100 SXM5 80 GB ×2"),
     ("NVIDIA GeForce RTX 4090", 1, "RTX 4090"),
     ("NVIDIA Tesla V100 SXM2 16 GB", 4, "V100 SXM2 16 GB ×4"),
-    ("AMD Instinct MI300X", 8, "MI300X ×8"),
+    ("AMD Instinct MI300X", 8, "AMD Instinct MI300X ×8"),
 ])
 def test_short_gpu_names(name, count, expected):
     assert short_gpu_name(name, count) == expected

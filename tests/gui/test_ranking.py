@@ -20,13 +20,14 @@ from PySide6.QtCore import QPoint, Qt
 from PySide6.QtGui import QAction, QColor, QContextMenuEvent, QKeySequence, QPalette
 from PySide6.QtWidgets import QApplication, QLineEdit, QVBoxLayout, QWidget
 
-from gpuadvisor.cli import default_scenario
+
 from gpuadvisor.core.estimation.estimate import estimate
 from gpuadvisor.core.specs.hardware import load_gpu_catalog
 from gpuadvisor.core.specs.presets import load_model_catalog
 from gpuadvisor.core.estimation.recommendation import sort_key
-from gpuadvisor.core.presentation.report import change_lines, fmt_usd, summary_line
-from gpuadvisor.core.formats.scenario import Budget, ModelSource
+from gpuadvisor.core.formatting import fmt_usd
+from gpuadvisor.core.presentation.wording import change_lines, summary_line
+from gpuadvisor.core.formats.scenario import Budget, ModelSource, default_scenario
 from gpuadvisor.gui.ranking import (
     COL_BUDGET,
     COL_COST,

@@ -14,7 +14,8 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication
 
 from gpuadvisor.core.estimation.estimate import estimate
-from gpuadvisor.core.presentation.report import build_report, summary_line
+from gpuadvisor.core.presentation.report import build_report
+from gpuadvisor.core.presentation.wording import summary_line
 from gpuadvisor.core.presentation.serialize import estimate_to_dict
 from gpuadvisor.gui.theme import DARK, colors, is_dark
 

@@ -14,16 +14,22 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Callable
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
 
-from .results import Change
+from .results import Change as Change  # a remedy's result type, kept importable here
 
 if TYPE_CHECKING:
+    from ..formats.scenario import Scenario
+    from .cost import CostEstimate
     from .results import Candidate, Estimate
 
+#: A change to a scenario (one remedy).
+Transform = Callable[["Scenario"], "Scenario"]
 
-def cost_hours(cost) -> tuple[float, float]:
+
+def cost_hours(cost: CostEstimate | None) -> tuple[float, float]:
     """(expected cost, expected hours) of a candidate's cost estimate; unpriced costs sort last."""
     if cost is None:
         return (float("inf"), float("inf"))
@@ -31,11 +37,11 @@ def cost_hours(cost) -> tuple[float, float]:
     return (usd, cost.job_hours.expected)
 
 
-def cost_key(c: "Candidate") -> tuple[float, float]:
+def cost_key(c: Candidate) -> tuple[float, float]:
     return cost_hours(c.cost)
 
 
-def rank(candidates: tuple["Candidate", ...]) -> tuple["Candidate", ...]:
+def rank(candidates: tuple[Candidate, ...]) -> tuple[Candidate, ...]:
     """Fitting candidates by expected cost, then time."""
     return tuple(sorted((c for c in candidates if c.fits), key=cost_key))
 
@@ -67,12 +73,12 @@ def over_provisioned(fits: bool, utilization: float, key: tuple[float, float] | 
             and cheapest_meeting < 0.5 * key[0])
 
 
-def remedies(est: "Estimate") -> list[tuple[str, str, Callable]]:
+def remedies(est: Estimate) -> list[tuple[str, str, Transform]]:
     """(label, why, scenario transform) for each standard remedy that applies to this workload."""
     w = est.scenario.workload
-    out: list[tuple[str, str, Callable]] = []
+    out: list[tuple[str, str, Transform]] = []
 
-    def wl(**kw):
+    def wl(**kw: Any) -> Transform:
         return lambda s: replace(s, workload=replace(s.workload, **kw))
 
     if w.kind in ("full_finetune", "pretrain"):
@@ -122,7 +128,7 @@ def remedies(est: "Estimate") -> list[tuple[str, str, Callable]]:
     return out
 
 
-def mig_hint(est: "Estimate") -> str | None:
+def mig_hint(est: Estimate) -> str | None:
     """Small inference jobs: a MIG slice is enough on A100/H100-class cards."""
     if est.scenario.workload.is_training:
         return None

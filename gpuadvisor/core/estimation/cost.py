@@ -19,7 +19,7 @@ than renting the same hours. Resale value is ignored (conservative for buying).
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from ..specs.hardware import GpuSpec
 from .performance import Range
@@ -40,7 +40,7 @@ class BuyVsRent(NamedTuple):
     break_even_utilization: float | None  # None: renting is cheaper than the power bill alone
     buy_is_cheaper: bool
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"purchase_usd": round(self.purchase_usd, 2), "power_usd_per_hour": round(self.power_usd_per_hour, 4),
                 "owned_usd_per_gpu_hour": round(self.owned_usd_per_hour, 4),
                 "rent_usd_per_gpu_hour": round(self.rent_usd_per_hour, 4),
@@ -66,7 +66,7 @@ class CostEstimate(NamedTuple):
         """Not ruled out by the deadline or the budget (a "likely" setup stays in, with a caveat)."""
         return self.deadline_status != "at risk" and self.budget_status != "over"
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"job_tokens": self.job_tokens, "job_hours": self.job_hours.to_dict(),
                 "gpu_hours": self.gpu_hours.to_dict(),
                 "cost_usd": None if self.cost_usd is None else self.cost_usd.to_dict(2),

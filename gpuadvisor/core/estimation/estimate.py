@@ -18,20 +18,24 @@ The GPUs and values actually used are recorded in :attr:`Estimate.calibration_fi
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import Any
 
 from . import advice as _advice
+from .results import TIGHT_UTILIZATION as TIGHT_UTILIZATION  # the result types stay importable here
+from .results import CalibrationProfile, Change, FactorFit
+from .results import Candidate as Candidate
+from .results import Estimate as Estimate
+from .results import WhatIf as WhatIf
 from .recommendation import decide
-from .results import TIGHT_UTILIZATION, CalibrationProfile, Candidate, Change, Estimate, FactorFit, WhatIf
-from .cost import CostEstimate, buy_vs_rent, job_cost, job_tokens, price_range
+from .cost import buy_vs_rent, job_cost, job_tokens, price_range
 from ..specs.engines import engine_for
 from ..errors import InputError
-from ..specs.hardware import GpuCatalog, GpuSpec
+from ..specs.hardware import GpuCatalog
 from .memory import MemoryBreakdown, MemoryModel, applicable_parallelisms, check_parallelism
 from ..specs.models import ModelSpec
-from .performance import (SPEED_GROUP, PerformanceEstimate, inference_performance, training_performance,
+from .performance import (SPEED_GROUP, inference_performance, training_performance,
                           training_prelude)
 from ..specs.presets import ModelCatalog
 from ..formats.scenario import Scenario
@@ -160,7 +164,7 @@ def estimate(scenario: Scenario, gpus: GpuCatalog, models: ModelCatalog,
         prices = price_range(gpu, scenario.budget)
         buy = buy_vs_rent(gpu, scenario.budget, prices.expected if prices else None)
         prelude = training_prelude(mm, gpu, engine, mfu) if training and speed else None
-        same_speed: dict[tuple[int, str], tuple] = {}
+        same_speed: dict[tuple[int, str], tuple[Any, ...]] = {}
         for n, par, bd, need in gpu_setups:
             fits = need <= cap_bytes
             perf = cost = None
@@ -188,7 +192,7 @@ def estimate(scenario: Scenario, gpus: GpuCatalog, models: ModelCatalog,
     keys = [_advice.cost_hours(cost) if fits else None for (_, _, _, _, fits, _, _, _, cost) in rows]
     front = _advice.pareto_indices(keys)
     cheapest_meeting = min((k[0] for k, r in zip(keys, rows) if k is not None and k[0] != float("inf")
-                            and r[8].deadline_status != "at risk"), default=None)
+                            and (r[8] is None or r[8].deadline_status != "at risk")), default=None)
     # Positional arguments, in Candidate's field order: this runs hundreds of times per keystroke.
     under, over = _advice.under_provisioned, _advice.over_provisioned
     candidates = tuple(
@@ -230,7 +234,7 @@ def _finish(est: Estimate, with_advice: bool, gpus: GpuCatalog, models: ModelCat
     """Ranking, Pareto frontier, provisioning flags and (optionally) the cheapest changes."""
     cands = est.candidates
     ranking = _advice.rank(cands)
-    changes: list = []
+    changes: list[Change] = []
     hint = _advice.mig_hint(est)
     workable = [c for c in ranking if c.cost is None or
                 c.cost.workable]

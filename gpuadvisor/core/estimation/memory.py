@@ -50,12 +50,14 @@ caching allocator's fragmentation).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from ..errors import InputError
 from ..specs.models import ModelSpec, lora_parameters, resolve_lora_targets
 from ..units import GIB
-from ..specs.workload import (Hardware, RuntimeOverhead, Workload, bytes_per_element, weight_bytes_per_param)
+from ..specs.workload import (RuntimeOverhead, Workload, bytes_per_element, weight_bytes_per_param)
 
 COMPONENTS = ("weights", "gradients", "optimizer", "activations", "kv_cache", "adapters", "overhead")
 DATA_PARALLEL = ("ddp", "zero1", "zero2", "zero3", "fsdp")
@@ -235,7 +237,7 @@ class MemoryModel:
         self.kv_bytes_per_token_layer = 2.0 * d_kv * kv_elem if m.has_kv_cache else 0.0
         self.inference_transient_per_token = a * (2 * h + d_q + 2 * d_kv + 3 * i * k_exp)
 
-    def cached(self, name: str, compute):
+    def cached(self, name: str, compute: Callable[[], Any]) -> Any:
         """A value derived from the model and workload alone, computed once (speed model helpers)."""
         try:
             return self._cache[name]
@@ -395,7 +397,8 @@ def curve_points(start: int, stop: int, count: int = 48) -> list[int]:
     """About ``count`` integers spread geometrically from ``start`` to ``stop`` (inclusive, no repeats)."""
     start, stop = max(1, start), max(start + 1, stop)
     ratio = (stop / start) ** (1 / max(1, count - 1))
-    out, x = [], float(start)
+    out: list[int] = []
+    x = float(start)
     for _ in range(count):
         v = int(round(x))
         if not out or v > out[-1]:
@@ -404,12 +407,3 @@ def curve_points(start: int, stop: int, count: int = 48) -> list[int]:
     if out[-1] != stop:
         out.append(stop)
     return out
-
-
-def memory_breakdown(model: ModelSpec, workload: Workload, hardware: Hardware | None = None,
-                     overhead: RuntimeOverhead | None = None) -> MemoryBreakdown:
-    """Convenience: the per-GPU breakdown for one hardware setting (count 1 by default)."""
-    hw = hardware or Hardware()
-    n = hw.gpu_count or 1
-    par = check_parallelism(model, workload, n, hw.parallelism or "ddp")
-    return MemoryModel(model, workload, overhead).breakdown(n, par)

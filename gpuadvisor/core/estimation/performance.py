@@ -30,7 +30,7 @@ behind the backward pass. Each efficiency carries a spread that gives low/high f
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from ..specs.engines import ARCH_MFU_FACTOR, EngineProfile
 from ..specs.hardware import GpuSpec
@@ -56,7 +56,7 @@ class Range(NamedTuple):
     expected: float
     high: float
 
-    def scaled(self, factor: float) -> "Range":
+    def scaled(self, factor: float) -> Range:
         return Range(self.low * factor, self.expected * factor, self.high * factor)
 
     def to_dict(self, digits: int = 4) -> dict[str, float]:
@@ -77,7 +77,7 @@ class PerformanceEstimate(NamedTuple):
     communication_share: float = 0.0
     notes: tuple[str, ...] = ()
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         out = {"tokens_per_s": round(self.tokens_per_s.expected, 2), "tokens_per_s_range": self.tokens_per_s.to_dict(2),
                "bound": self.bound, "compute_precision": self.precision_used,
                "peak_tflops": round(self.peak_tflops, 1),

@@ -24,11 +24,9 @@ their tier.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterable
+from collections.abc import Iterable
 
-if TYPE_CHECKING:
-    from .results import Candidate
+from .results import Candidate, Decision
 
 #: Simpler ways to split the work win ties (same cost and time): no sharding before sharding.
 PARALLELISM_ORDER = ("none", "ddp", "zero1", "zero2", "fsdp", "zero3", "tensor", "pipeline")
@@ -39,25 +37,7 @@ TIER_WORDS = {SURE: "meets the limits", LIKELY: "likely meets the limits", MISSE
               NO_FIT: "does not fit"}
 
 
-@dataclass(frozen=True, slots=True)
-class Decision:
-    """Which setup to choose, and one best setup per GPU type in the order to show them."""
-
-    #: Candidate key of the recommended setup; None when nothing fits or nothing meets the limits.
-    recommended_key: str | None
-    #: The best setup of another GPU type that also meets (or likely meets) the limits.
-    runner_up_key: str | None
-    #: One candidate key per GPU type, best first (the rows of the ranking and the report table).
-    per_gpu_keys: tuple[str, ...]
-    #: "sure", "likely", "limits missed" or "nothing fits".
-    status: str
-
-    def to_dict(self) -> dict:
-        return {"recommended": self.recommended_key, "runner_up": self.runner_up_key, "status": self.status,
-                "per_gpu": list(self.per_gpu_keys)}
-
-
-def tier(c: "Candidate") -> int:
+def tier(c: Candidate) -> int:
     """The candidate's tier (see the module docstring)."""
     if not c.fits:
         return NO_FIT
@@ -71,7 +51,7 @@ def tier(c: "Candidate") -> int:
     return SURE
 
 
-def sort_key(c: "Candidate") -> tuple:
+def sort_key(c: Candidate) -> tuple:
     """Order within and across GPU types (smaller is better)."""
     t = tier(c)
     par = PARALLELISM_ORDER.index(c.parallelism) if c.parallelism in PARALLELISM_ORDER else len(PARALLELISM_ORDER)
@@ -85,9 +65,9 @@ def sort_key(c: "Candidate") -> tuple:
     return (t, usd, hours, c.gpu_count, par, c.gpu.name)
 
 
-def decide(candidates: Iterable["Candidate"]) -> Decision:
+def decide(candidates: Iterable[Candidate]) -> Decision:
     """The decision over ``candidates`` (all setups of every GPU type compared)."""
-    best: dict[str, tuple[tuple, "Candidate"]] = {}
+    best: dict[str, tuple[tuple, Candidate]] = {}
     for c in candidates:
         k = sort_key(c)
         cur = best.get(c.gpu.id)

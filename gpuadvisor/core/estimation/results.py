@@ -10,9 +10,10 @@ all use them without importing each other in a circle.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from ..formats.scenario import Scenario
+from ..formatting import fmt_gib_unit, fmt_hours, fmt_usd
 from ..specs.hardware import GpuSpec
 from ..specs.models import ModelSpec
 from ..specs.workload import RuntimeOverhead
@@ -20,7 +21,6 @@ from ..units import GIB
 from .cost import CostEstimate
 from .memory import MemoryBreakdown, MemoryModel
 from .performance import PerformanceEstimate
-from .recommendation import Decision, decide
 
 #: Memory utilization above this is too tight for a long job (allocator spikes, longer samples).
 TIGHT_UTILIZATION = 0.95
@@ -38,7 +38,7 @@ class Change:
     cost_usd: float | None
     fits: bool
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"change": self.change, "why": self.why, "candidate": self.candidate,
                 "memory_per_gpu_gib": None if self.memory_per_gpu_gib is None else round(self.memory_per_gpu_gib, 2),
                 "job_hours": None if self.job_hours is None else round(self.job_hours, 3),
@@ -47,11 +47,11 @@ class Change:
     def __str__(self) -> str:
         if not self.fits or self.candidate is None:
             return f"{self.change}: still does not fit any GPU considered."
-        parts = [f"{self.change} -> {self.candidate}", f"{self.memory_per_gpu_gib:.1f} GiB per GPU"]
+        parts = [f"{self.change} -> {self.candidate}", f"{fmt_gib_unit(self.memory_per_gpu_gib)} per GPU"]
         if self.job_hours is not None:
-            parts.append(f"{self.job_hours:.1f} h")
+            parts.append(fmt_hours(self.job_hours))
         if self.cost_usd is not None:
-            parts.append(f"${self.cost_usd:,.0f}")
+            parts.append(fmt_usd(self.cost_usd))
         return ", ".join(parts) + f" ({self.why})"
 
 
@@ -143,6 +143,24 @@ class WhatIf:
 
 
 @dataclass(frozen=True, slots=True)
+class Decision:
+    """Which setup to choose, and one best setup per GPU type in the order to show them."""
+
+    #: Candidate key of the recommended setup; None when nothing fits or nothing meets the limits.
+    recommended_key: str | None
+    #: The best setup of another GPU type that also meets (or likely meets) the limits.
+    runner_up_key: str | None
+    #: One candidate key per GPU type, best first (the rows of the ranking and the report table).
+    per_gpu_keys: tuple[str, ...]
+    #: "sure", "likely", "limits missed" or "nothing fits".
+    status: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"recommended": self.recommended_key, "runner_up": self.runner_up_key, "status": self.status,
+                "per_gpu": list(self.per_gpu_keys)}
+
+
+@dataclass(frozen=True, slots=True)
 class Estimate:
     """Everything the views show for one scenario."""
 
@@ -163,7 +181,7 @@ class Estimate:
     decision: Decision | None = None
     #: Filled on first use by :meth:`best_per_gpu` and :meth:`candidate` (the views ask for them
     #: several times per update); not part of the value.
-    _memo: dict = field(default_factory=dict, compare=False, repr=False)
+    _memo: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def best_per_gpu(self) -> dict[str, Candidate]:
         """For each GPU type its best setup (see :mod:`.recommendation`), best GPU type first.
@@ -171,20 +189,23 @@ class Estimate:
         Returns a new dict each call (computed once per estimate)."""
         best = self._memo.get("best")
         if best is None:
-            decision = self.decision or decide(self.candidates)
             best = {}
-            for key in decision.per_gpu_keys:
-                c = self.candidate(key)
-                if c is not None:
-                    best[c.gpu.id] = c
+            if self.decision is not None:  # every estimate() result has one (see .recommendation)
+                for key in self.decision.per_gpu_keys:
+                    c = self.candidate(key)
+                    if c is not None:
+                        best[c.gpu.id] = c
+            else:  # a bare Estimate: each GPU's first setup that fits, else its closest
+                for c in sorted(self.candidates, key=lambda c: (not c.fits, c.gpu_count, c.utilization)):
+                    best.setdefault(c.gpu.id, c)
             self._memo["best"] = best
         return dict(best)
 
     @property
     def recommended(self) -> Candidate | None:
         """The recommended setup (None when nothing fits or nothing meets the limits)."""
-        decision = self.decision or decide(self.candidates)
-        return self.candidate(decision.recommended_key) if decision.recommended_key else None
+        key = self.decision.recommended_key if self.decision is not None else None
+        return self.candidate(key) if key else None
 
     def candidate(self, key: str) -> Candidate | None:
         """The candidate with this :attr:`Candidate.key`, or ``None``."""

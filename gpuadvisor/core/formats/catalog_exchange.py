@@ -35,7 +35,8 @@ import os
 import warnings as _warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
+from collections.abc import Mapping, Sequence
 
 from ..specs.catalog_io import parse_meta
 from ..errors import CatalogError

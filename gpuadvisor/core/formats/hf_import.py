@@ -30,7 +30,7 @@ import os
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard, cast
 
 from ..errors import InputError, ModelConfigError
 from ..specs.models import ModelSpec
@@ -287,7 +287,7 @@ class _Reader:
             if keys[0] not in self.missing:
                 self.missing.append(keys[0])
             return 1  # placeholder; the caller raises once every key has been looked at
-        return default
+        return cast(int, default)
 
     def opt_int(self, *keys: str, minimum: int = 1) -> int | None:
         for key in keys:
@@ -854,7 +854,7 @@ def _fspath(path: object, field_name: str) -> str:
         text = os.fsdecode(text)
     if not text or "\x00" in text:
         raise ModelConfigError(field_name, "path is empty or invalid")
-    return text
+    return cast(str, text)
 
 
 def _load_json_object(path: Path, field_name: str) -> dict[str, Any]:
@@ -895,7 +895,7 @@ def _display_name(data: dict[str, Any], folder: Path) -> str:
     return folder_name or "imported model"
 
 
-def _is_int(value: object) -> bool:
+def _is_int(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 

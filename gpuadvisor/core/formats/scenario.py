@@ -131,8 +131,8 @@ class Scenario:
 
 
 def _require_number(name: str, value: object, positive: bool = True, maximum: float | None = None) -> None:
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-    if not ok or value < 0 or (positive and value == 0):
+    if (isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0
+            or (positive and value == 0)):
         raise ScenarioError(name, "must be a number " + ("> 0" if positive else ">= 0"), value)
     if maximum is not None and value > maximum:
         raise ScenarioError(name, f"must be at most {maximum:g}", value)

@@ -1,6 +1,6 @@
 """The selected setup in words: what the window's detail panel says about one candidate.
 
-The same formatting rules as the report (:mod:`.report`), so a figure reads the same in the
+The same formatting rules as the report (:mod:`..formatting`), so a figure reads the same in the
 window, the CLI and the PDF. Returns plain lines tagged with their kind; the window turns them
 into HTML with its own colours.
 """
@@ -12,8 +12,8 @@ import datetime as _dt
 from ..estimation.recommendation import TIER_WORDS, tier
 from ..estimation.results import Estimate
 from ..formats.user_catalog import stale_price
-from .report import (TIMES, fmt_gib, fmt_hours, fmt_hours_range, fmt_rate, fmt_signed_gib, fmt_usd,
-                     fmt_usd_per_mtok, fmt_usd_range)
+from ..formatting import (DASH, TIMES, fmt_gib, fmt_hours, fmt_hours_range, fmt_rate, fmt_share, fmt_signed_gib,
+                          fmt_usd, fmt_usd_per_hour, fmt_usd_per_mtok, fmt_usd_range)
 
 #: Line kinds: a heading, plain text, a caution (amber) and a problem (red).
 TITLE, TEXT, CAUTION, PROBLEM = "title", "text", "caution", "problem"
@@ -36,7 +36,7 @@ def candidate_detail(est: Estimate, key: str, today: _dt.date, stale_months: int
     out.append((TITLE, f"{mark}{name} ({setup})"))
     d = c.memory.gib()
     out.append((TEXT, f"{c.verdict.capitalize()}: {fmt_gib(d['device_total'])} of {fmt_gib(c.capacity_gib)} GiB per "
-                      f"GPU ({c.utilization:.0%}), headroom {fmt_signed_gib(c.headroom_gib)} GiB. "
+                      f"GPU ({fmt_share(c.utilization)}), headroom {fmt_signed_gib(c.headroom_gib)} GiB. "
                       f"{TIER_WORDS[tier(c)].capitalize()}."))
     wi = est.what_if(c)
     out.append((TEXT, f"Largest batch that fits: {wi.max_batch:,}; longest context: {wi.max_context:,} tokens."))
@@ -66,17 +66,17 @@ def candidate_detail(est: Estimate, key: str, today: _dt.date, stale_months: int
         if cost.buy is not None:
             buy = cost.buy
             verdict = "buying is cheaper" if buy.buy_is_cheaper else "renting is cheaper"
-            be = (f"; break-even at {buy.break_even_utilization:.0%} utilization"
+            be = (f"; break-even at {fmt_share(buy.break_even_utilization)} utilization"
                   if buy.break_even_utilization is not None else "")
-            out.append((TEXT, f"Buy vs rent (per GPU-hour of use): owned {fmt_usd(buy.owned_usd_per_hour)}, rented "
-                              f"{fmt_usd(buy.rent_usd_per_hour)}: {verdict}{be}."))
+            out.append((TEXT, f"Buy vs rent (per GPU-hour of use): owned {fmt_usd_per_hour(buy.owned_usd_per_hour)}, "
+                              f"rented {fmt_usd_per_hour(buy.rent_usd_per_hour)}: {verdict}{be}."))
     if cost is not None and cost.cost_usd is not None and stale_price(c.gpu, today, stale_months):
         when = f"dated {c.gpu.price_as_of}" if c.gpu.price_as_of else "undated"
         out.append((CAUTION, f"The prices of this GPU are {when}, older than {stale_months} months: check them in "
                              "Tools > Catalog editor."))
     if c.under_provisioned and c.fits:
         out.append((PROBLEM, "Under-provisioned: no room left for longer samples or allocator spikes (the target "
-                             "is 85-95% of VRAM)."))
+                             f"is 85{DASH}95% of VRAM)."))
     if c.over_provisioned:
         out.append((CAUTION, "Over-provisioned: most of the memory stays idle, or a much cheaper setup meets the "
                              "same deadline."))

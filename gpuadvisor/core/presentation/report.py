@@ -41,14 +41,14 @@ from ..formats.user_catalog import months_before
 from ..specs.catalog_io import CatalogMeta
 from ..estimation.cost import HOURS_PER_MONTH, LOAD_FACTOR
 from ..specs.engines import ARCH_MFU_FACTOR, ENGINES, EngineProfile
-from ..estimation.estimate import Candidate, Estimate
+from ..estimation.results import Candidate, Estimate
 from ..specs.hardware import GpuSpec
 from .serialize import candidate_to_dict
-from ..units import format_count
+from .wording import change_lines, recommendation_text, scenario_lines, setup_name
+from ..formatting import (DASH, NONE_MARK, display_gpu_name, fmt_flag, fmt_gib, fmt_status,
+                          fmt_hours, fmt_hours_range, fmt_rate, fmt_setup, fmt_share, fmt_signed_gib, fmt_usd,
+                          fmt_usd_per_hour, fmt_usd_per_mtok, fmt_usd_range, plain_gpu_name)
 
-DASH = "\u2013"  # en dash: ranges
-NONE_MARK = "\u2014"  # em dash: no value (no deadline, no budget, no price)
-TIMES = "\u00d7"
 
 TABLE_HEADER: tuple[str, ...] = (
     "GPU", "Setup", "Verdict", "Need per GPU (GiB)", "Capacity (GiB)", "Headroom (GiB)",
@@ -58,190 +58,8 @@ RENT_BUY_HEADER: tuple[str, ...] = (
     "GPU", "Purchase price", "Power per hour", "Owned, per GPU-hour", "Rented, per GPU-hour",
     "Break-even utilization", "Cheaper at your utilization")
 
-KIND_WORDS = {"inference": "Inference (serving requests)", "lora": "LoRA fine-tuning (adapters on a frozen base)",
-              "qlora": "QLoRA fine-tuning (adapters on a 4-bit base)", "full_finetune": "Full fine-tuning",
-              "pretrain": "Pre-training"}
-OPTIMIZER_WORDS = {"adamw": "AdamW", "adamw_8bit": "8-bit AdamW", "sgd": "SGD with momentum",
-                   "adafactor": "Adafactor"}
-PARALLELISM_WORDS = {"none": "one GPU", "ddp": "data parallel (a full copy per GPU)",
-                     "zero1": "ZeRO-1 (optimizer state sharded)", "zero2": "ZeRO-2 (optimizer state and gradients "
-                     "sharded)", "zero3": "ZeRO-3 (everything sharded)", "fsdp": "FSDP (everything sharded)",
-                     "tensor": "tensor parallel (each layer split)", "pipeline": "pipeline (layers in stages)"}
-#: A runner-up within this share of the recommended cost is called a tie on cost.
-NEAR_TIE = 0.05
 #: Where the price part of a catalog source starts (``catalogs/gpus.csv`` convention).
 PRICE_SOURCE_MARK = "Prices:"
-
-
-# -- formatting rules (shared with the tests) ------------------------------------------------
-def _finite(x: Any) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
-
-
-def fmt_gib(gib: float | None) -> str:
-    """GiB with one decimal: ``32.7``, ``1,024.0``."""
-    return f"{gib:,.1f}" if _finite(gib) else NONE_MARK
-
-
-def fmt_signed_gib(gib: float | None) -> str:
-    """Headroom with a sign: ``+7.3``, ``-12.0`` (never ``-0.0``)."""
-    if not _finite(gib):
-        return NONE_MARK
-    assert gib is not None
-    text = f"{gib:+,.1f}"
-    return "+0.0" if text == "-0.0" else text
-
-
-def fmt_rate(tokens_per_s: float | None) -> str:
-    """Tokens per second: no decimals from 100 up (``6,152``), 1 from 10 (``42.5``), 2 below (``3.14``)."""
-    if not _finite(tokens_per_s):
-        return NONE_MARK
-    assert tokens_per_s is not None
-    if tokens_per_s >= 100:
-        return f"{tokens_per_s:,.0f}"
-    if tokens_per_s >= 10:
-        return f"{tokens_per_s:.1f}"
-    return f"{tokens_per_s:.2f}"
-
-
-def _hours_unit(hours: float) -> tuple[float, str]:
-    """(divisor, unit) for a duration: minutes below 1 h, hours below 72 h, else days."""
-    if hours < 1:
-        return 1 / 60, "min"
-    if hours < 72:
-        return 1.0, "h"
-    return 24.0, "days"
-
-
-def _hours_value(hours: float, divisor: float, unit: str) -> str:
-    value = hours / divisor
-    return f"{value:,.0f}" if unit == "min" or value >= 1000 else f"{value:,.1f}"
-
-
-def fmt_hours(hours: float | None) -> str:
-    """A duration given in hours: ``25 min``, ``19.6 h``, ``3.8 days``."""
-    if not _finite(hours):
-        return NONE_MARK
-    assert hours is not None
-    div, unit = _hours_unit(hours)
-    return f"{_hours_value(hours, div, unit)} {unit}"
-
-
-def fmt_hours_range(low: float | None, high: float | None) -> str:
-    """``19.6–32.3 h``: one unit for both ends, chosen by the upper end."""
-    if not (_finite(low) and _finite(high)):
-        return NONE_MARK
-    assert low is not None and high is not None
-    div, unit = _hours_unit(high)
-    return f"{_hours_value(low, div, unit)}{DASH}{_hours_value(high, div, unit)} {unit}"
-
-
-def fmt_deadline(hours: float) -> str:
-    """A deadline as the user set it, in hours: ``24 h``, ``100 h (4.2 days)``, ``30 min``."""
-    if hours < 1:
-        return fmt_hours(hours)
-    text = f"{hours:,.4g} h"
-    return text + f" ({hours / 24:,.1f} days)" if hours >= 72 else text
-
-
-def _usd_digits(usd: float) -> int:
-    return 0 if abs(usd) >= 10 else 2
-
-
-def fmt_usd(usd: float | None, digits: int | None = None) -> str:
-    """Dollars: whole dollars from $10 up (``$41``, ``$1,234``), cents below (``$0.58``), ``$1.23M`` from a million."""
-    if not _finite(usd):
-        return NONE_MARK
-    assert usd is not None
-    if abs(usd) >= 1e6:
-        return f"${usd / 1e6:,.2f}M"
-    d = _usd_digits(usd) if digits is None else digits
-    return f"${usd:,.{d}f}"
-
-
-def fmt_usd_range(low: float | None, high: float | None) -> str:
-    """``$27–$176``, ``$0.45–$3.20``: decimals chosen by the upper end (none from $10 up, 2 below)."""
-    if not (_finite(low) and _finite(high)):
-        return "no price"
-    assert low is not None and high is not None
-    if abs(high) >= 1e6:
-        return f"{fmt_usd(low)}{DASH}{fmt_usd(high)}"
-    d = _usd_digits(high)
-    return f"${low:,.{d}f}{DASH}${high:,.{d}f}"
-
-
-def fmt_usd_per_mtok(usd: float | None) -> str:
-    """Dollars per million tokens: 2 decimals (``$0.13``), 4 below one cent (``$0.0042``)."""
-    if not _finite(usd):
-        return NONE_MARK
-    assert usd is not None
-    return f"${usd:,.2f}" if usd >= 0.01 else f"${usd:.4f}"
-
-
-def fmt_usd_per_hour(usd: float | None) -> str:
-    """A price per hour: ``$2.49``."""
-    return f"${usd:,.2f}" if _finite(usd) else NONE_MARK
-
-
-def fmt_share(fraction: float | None) -> str:
-    """A fraction as a percentage: ``23%``; one decimal below 10% (``4.5%``)."""
-    if not _finite(fraction):
-        return NONE_MARK
-    assert fraction is not None
-    pct = fraction * 100
-    return f"{pct:.1f}%" if abs(pct) < 10 else f"{pct:,.0f}%"
-
-
-def fmt_flag(value: bool | None) -> str:
-    """``yes``, ``no``, or ``—`` when there is nothing to check against (no deadline, no budget or no price)."""
-    return NONE_MARK if value is None else ("yes" if value else "no")
-
-
-#: How a deadline or budget status reads in a table cell.
-STATUS_WORDS = {"meets": "yes", "within": "yes", "likely": "likely", "at risk": "no", "over": "no"}
-
-
-def fmt_status(status: str | None) -> str:
-    """``yes`` (even the range's far end is within the limit), ``likely`` (only the expected value is),
-    ``no``, or ``—`` when there is nothing to check against."""
-    return NONE_MARK if status is None else STATUS_WORDS.get(status, status)
-
-
-def fmt_setup(gpu_count: int, parallelism: str) -> str:
-    """``1 GPU`` or ``2 × tensor``."""
-    return "1 GPU" if gpu_count == 1 else f"{gpu_count} {TIMES} {parallelism}"
-
-
-#: Prefixes dropped from GPU names in the narrow table (in this order; AMD keeps its brand).
-NAME_PREFIXES = ("NVIDIA ", "GeForce ", "Tesla ")
-MAX_NAME_CHARS = 24
-
-
-def plain_gpu_name(name: str) -> str:
-    """A GPU name without the NVIDIA, GeForce and Tesla prefixes: ``NVIDIA GeForce RTX 4090`` -> ``RTX 4090``."""
-    short = name.strip()
-    for prefix in NAME_PREFIXES:
-        if short.startswith(prefix) and len(short) > len(prefix):
-            short = short[len(prefix):]
-    return short
-
-
-def display_gpu_name(name: str) -> str:
-    """A GPU name for the narrow table: ``NVIDIA GeForce RTX 4090`` -> ``RTX 4090``.
-
-    Drops the NVIDIA, GeForce and Tesla prefixes, then a trailing parenthesis when the name is
-    still longer than :data:`MAX_NAME_CHARS` (``B200 (HGX, 180 GB)`` stays; the GH200's
-    ``(96 GB HBM3)`` goes), then cuts what is still too long after a whole word, with an
-    ellipsis (``GH200 Grace Hopper…``). The full names are in the report's sources section.
-    """
-    short = plain_gpu_name(name)
-    if len(short) > MAX_NAME_CHARS and short.endswith(")") and " (" in short:
-        short = short[:short.rindex(" (")]
-    if len(short) > MAX_NAME_CHARS:
-        cut = short[:MAX_NAME_CHARS]
-        cut = cut[:cut.rindex(" ")] if " " in cut else cut
-        short = cut.rstrip(" ,;-(") + "\u2026"
-    return short
 
 
 # -- the report ---------------------------------------------------------------------------------
@@ -314,57 +132,11 @@ class Report:
 
 
 def table_order(est: Estimate) -> list[Candidate]:
-    """One candidate per GPU type, its best setup, in the decision's order (:mod:`.recommendation`):
-    setups that meet the limits by expected cost, then those that likely meet them, then those
-    that miss a limit (fastest first), then the ones that do not fit, closest to fitting first."""
+    """One candidate per GPU type, its best setup, in the decision's order (see
+    :mod:`..estimation.recommendation`): setups that surely meet the limits by expected cost, then
+    those that likely meet them, then those that miss a limit (fastest first), then the ones that
+    do not fit, closest to fitting first. The recommended setup is the first row."""
     return list(est.best_per_gpu().values())
-
-
-def _workable(c: Candidate) -> bool:
-    return c.fits and (c.cost is None or c.cost.workable)
-
-
-def _cost_of(c: Candidate) -> float:
-    return c.cost.cost_usd.expected if c.cost is not None and c.cost.cost_usd is not None else math.inf
-
-
-def _name(c: Candidate) -> str:
-    """``1 × NVIDIA H100 SXM5 80 GB`` or ``2 × NVIDIA L4 (tensor)``."""
-    return (f"1 {TIMES} {c.gpu.name}" if c.gpu_count == 1
-            else f"{c.gpu_count} {TIMES} {c.gpu.name} ({c.parallelism})")
-
-
-def _key_name(key: str | None, names: dict[str, str]) -> str:
-    """``1x mi325x (none)`` (a candidate key) -> ``1 × AMD Instinct MI325X``; unknown ids stay as they are."""
-    if not key:
-        return "no GPU"
-    count, _, rest = key.partition("x ")
-    gpu_id, _, par = rest.partition(" (")
-    par = par.rstrip(")")
-    name = names.get(gpu_id, gpu_id)
-    if not count.isdigit():
-        return key
-    return f"1 {TIMES} {name}" if count == "1" else f"{count} {TIMES} {name} ({par})"
-
-
-def change_lines(est: Estimate, limit: int = 6) -> list[str]:
-    """The cheapest changes that make the scenario work (``est.advice``), in words, best first."""
-    names = {c.gpu.id: c.gpu.name for c in est.candidates}
-    out = []
-    for a in est.advice:
-        if not a.fits:
-            continue
-        text = f"{a.change}: {_key_name(a.candidate, names)}"
-        if a.memory_per_gpu_gib is not None:
-            text += f", {fmt_gib(round(a.memory_per_gpu_gib, 2))} GiB per GPU"
-        if a.job_hours is not None:
-            text += f", about {fmt_hours(a.job_hours)}"
-        if a.cost_usd is not None:
-            text += f", about {fmt_usd(a.cost_usd)}"
-        out.append(text + f" ({a.why}).")
-        if len(out) == limit:
-            break
-    return out
 
 
 def row_cells(d: dict[str, Any]) -> tuple[str, ...]:
@@ -400,212 +172,6 @@ def rent_buy_cells(gpu: GpuSpec, b: dict[str, Any], utilization: float) -> tuple
     return (plain_gpu_name(gpu.name), fmt_usd(b["purchase_usd"], 0), fmt_usd_per_hour(b["power_usd_per_hour"]),
             fmt_usd_per_hour(b["owned_usd_per_gpu_hour"]), fmt_usd_per_hour(b["rent_usd_per_gpu_hour"]),
             be_text, f"buy ({fmt_share(utilization)})" if b["buy_is_cheaper"] else "rent")
-
-
-def _scenario_lines(est: Estimate) -> list[tuple[str, str]]:
-    s, m, w, b = est.scenario, est.model, est.scenario.workload, est.scenario.budget
-    model = f"{m.name}, {format_count(m.parameters)} parameters"
-    if m.is_moe:
-        model += (f" ({format_count(m.active_parameters)} active per token: {m.experts_per_token} of "
-                  f"{m.num_experts} experts)")
-    if m.architecture_assumed:
-        model += "; architecture assumed from the parameter count (Llama-like)"
-    lines = [("Model", model)]
-    kind = KIND_WORDS.get(w.kind, w.kind)
-    if w.uses_adapters:
-        targets = ("all linear layers" if w.lora_targets == "all_linear"
-                   else ", ".join(w.lora_targets) if not isinstance(w.lora_targets, str) else w.lora_targets)
-        kind += f", rank {w.lora_rank} on {targets}"
-    lines.append(("Workload", kind))
-    if w.is_training:
-        prec = f"weights {w.weights}, activations {'fp32' if w.weights == 'fp32' else '16-bit'}"
-        opt = OPTIMIZER_WORDS.get(w.optimizer, w.optimizer)
-        if w.trains_base and w.master_weights and w.weights in ("bf16", "fp16", "fp8"):
-            opt += " with an fp32 master copy"
-        prec += f"; optimizer {opt}"
-        lines.append(("Precision", prec))
-        extras = [f"gradient checkpointing {'on' if w.gradient_checkpointing else 'off'}",
-                  f"FlashAttention {'on' if w.flash_attention else 'off'}"]
-        lines.append(("Batch and sequence", f"{w.batch_size:,} sequences of {w.seq_len:,} tokens per GPU "
-                      f"(micro-batch); {', '.join(extras)}"))
-        if w.train_tokens:
-            job = f"{format_count(w.train_tokens)} tokens to train"
-        elif w.dataset_tokens:
-            job = (f"{format_count(w.dataset_tokens)} tokens {TIMES} {w.epochs:g} epochs = "
-                   f"{format_count(w.dataset_tokens * w.epochs)} tokens to train")
-        else:
-            job = "100M tokens to train (default: the scenario gives no job size)"
-    else:
-        lines.append(("Precision", f"weights {w.weights}, KV cache {w.kv_precision}"))
-        lines.append(("Batch and sequence", f"{w.batch_size:,} concurrent requests, each a {w.prompt_tokens:,}-token "
-                      f"prompt and {w.output_tokens:,} output tokens"))
-        requests = w.requests or 10_000
-        job = (f"{format_count(requests)} requests to serve ({format_count(requests * w.output_tokens)} output tokens)"
-               + ("" if w.requests else " (default: the scenario gives no job size)"))
-    lines.append(("Job size", job))
-    limits = []
-    if b.max_total_usd is not None:
-        limits.append(f"at most {fmt_usd(b.max_total_usd)} for the whole job")
-    if b.max_usd_per_hour is not None:
-        limits.append(f"at most {fmt_usd_per_hour(b.max_usd_per_hour)} per hour for all GPUs together")
-    price = (f"the catalog's {b.price} cloud price per GPU-hour" if isinstance(b.price, str)
-             else f"{fmt_usd_per_hour(b.price)} per GPU-hour (the scenario's own price)")
-    lines.append(("Budget", ("; ".join(limits) if limits else "no limit set") + f"; priced at {price}"))
-    lines.append(("Deadline", fmt_deadline(b.deadline_hours) if b.deadline_hours is not None else "none set"))
-    engine = ENGINES.get(est.engine)
-    lines.append(("Engine profile", f"{engine.name} ({engine.id})" if engine else est.engine))
-    hw = s.hardware
-    if est.gpu_ids:
-        gpus = f"{len(est.gpu_ids)} selected GPU type{'s' if len(est.gpu_ids) != 1 else ''}"
-    else:
-        gpus = f"the whole catalog ({len(est.best_per_gpu())} GPU types)"
-    counts = (f"{hw.gpu_count} GPU{'s' if hw.gpu_count != 1 else ''}" if hw.gpu_count
-              else "1, 2, 4 and 8 GPUs")
-    pars = hw.parallelism or "every applicable split"
-    lines.append(("GPUs compared", f"{gpus}; {counts} per setup; {pars}; {hw.gpus_per_node} GPUs per node"))
-    lines.append(("Ownership", f"{b.purchase} cards kept {b.ownership_months:g} months at {fmt_share(b.utilization)} "
-                  f"utilization; electricity {fmt_usd_per_hour(b.electricity_usd_per_kwh)} per kWh, PUE {b.pue:g}"))
-    return lines
-
-
-def _limits_phrase(est: Estimate) -> str:
-    b = est.scenario.budget
-    parts = []
-    if b.deadline_hours is not None:
-        parts.append(f"meets the {fmt_deadline(b.deadline_hours)} deadline")
-    if b.max_total_usd is not None:
-        parts.append(f"stays within the {fmt_usd(b.max_total_usd)} budget")
-    if b.max_usd_per_hour is not None:
-        parts.append(f"stays under {fmt_usd_per_hour(b.max_usd_per_hour)} per hour")
-    return " and ".join(parts)
-
-
-def _figures(c: Candidate) -> str:
-    """``$41.00 expected ($26.74–$176), 22.0 h (17.8–29.3 h)`` for a candidate, from its JSON figures."""
-    d = candidate_to_dict(c)
-    out = []
-    if d.get("cost_usd"):
-        cost = d["cost_usd"]
-        out.append(f"{fmt_usd(cost['expected'])} expected ({fmt_usd_range(cost['low'], cost['high'])})")
-    if d.get("job_hours"):
-        h = d["job_hours"]
-        out.append(f"takes {fmt_hours(h['expected'])} ({fmt_hours_range(h['low'], h['high'])})")
-    return ", ".join(out)
-
-
-def _memory_phrase(c: Candidate) -> str:
-    d = candidate_to_dict(c)
-    return (f"{fmt_gib(d['memory_per_gpu_gib']['device_total'])} GiB needed of {fmt_gib(d['capacity_gib'])} GiB "
-            f"per GPU ({fmt_signed_gib(d['headroom_gib'])} GiB headroom)")
-
-
-def _why_lost(rec: Candidate, other: Candidate) -> str:
-    """Why ``other`` ranks below ``rec``: cost first, then time and memory headroom."""
-    reasons = []
-    rc, oc = _cost_of(rec), _cost_of(other)
-    if math.isfinite(rc) and math.isfinite(oc) and oc > rc:
-        more = f"{fmt_usd(oc - rc)} ({fmt_share((oc - rc) / rc)}) more"
-        if (oc - rc) < NEAR_TIE * rc:
-            reasons.append(f"it costs only {more}: practically a tie on cost")
-        else:
-            reasons.append(f"it costs {more}")
-    elif not math.isfinite(oc) and math.isfinite(rc):
-        reasons.append("it has no known price")
-    if rec.cost is not None and other.cost is not None:
-        rh, oh = rec.cost.job_hours.expected, other.cost.job_hours.expected
-        if oh > rh * 1.02:
-            reasons.append(f"it is slower ({fmt_hours(oh)} against {fmt_hours(rh)})")
-        elif oh < rh * 0.98:
-            reasons.append(f"even though it finishes sooner ({fmt_hours(oh)} against {fmt_hours(rh)}); "
-                           "choose it if time matters more than cost")
-    if other.headroom_gib < rec.headroom_gib and other.verdict == "tight":
-        reasons.append(f"and it leaves only {fmt_signed_gib(other.headroom_gib)} GiB of memory headroom")
-    if not reasons:
-        return "it ties on cost and time; either is a sound choice."
-    text = reasons[0]
-    for r in reasons[1:]:
-        text += ", " + r if not r.startswith("and ") else " " + r
-    return text + "."
-
-
-def _likely_caveat(est: Estimate, c: Candidate) -> str:
-    """Why a "likely" recommendation is not sure: the far end of its range crosses a limit."""
-    b, cost = est.scenario.budget, c.cost
-    out = []
-    if cost is not None and cost.deadline_status == "likely" and b.deadline_hours is not None:
-        out.append(f"its job time ({fmt_hours_range(cost.job_hours.low, cost.job_hours.high)}) may exceed the "
-                   f"{fmt_deadline(b.deadline_hours)} deadline at the slow end of the range")
-    if cost is not None and cost.budget_status == "likely" and cost.cost_usd is not None:
-        out.append(f"its cost ({fmt_usd_range(cost.cost_usd.low, cost.cost_usd.high)}) may exceed the budget at "
-                   "the expensive end of the range")
-    return ("Not certain: " + " and ".join(out) + ".") if out else ""
-
-
-def _recommendation(est: Estimate) -> tuple[str, Candidate | None, Candidate | None]:
-    ranking = list(est.ranking)
-    limits = _limits_phrase(est)
-    if not ranking:
-        names = {c.gpu.id: c.gpu.name for c in est.candidates}
-        working = [a for a in est.advice if a.fits]
-        if working:
-            a = working[0]
-            text = (f"Nothing fits on any GPU compared. The cheapest change that makes it fit: {a.change} "
-                    f"({a.why}), which runs on {_key_name(a.candidate, names)} with "
-                    f"{fmt_gib(round(a.memory_per_gpu_gib or 0.0, 2))} GiB per GPU"
-                    + (f", about {fmt_hours(a.job_hours)}" if a.job_hours is not None else "")
-                    + (f" for about {fmt_usd(a.cost_usd)}" if a.cost_usd is not None else "")
-                    + "." + (" Other changes that work are listed below." if len(working) > 1 else ""))
-        else:
-            text = ("Nothing fits on any GPU compared, and no standard change (QLoRA, checkpointing, smaller "
-                    "batches, sharding, quantization, more GPUs) makes it fit. A larger GPU or a smaller model "
-                    "is needed.")
-        return text, None, None
-    decision = est.decision
-    rec = est.recommended
-    if rec is None:
-        cheapest = ranking[0]
-        fastest = min((c for c in ranking if c.cost is not None), key=lambda c: c.cost.job_hours.expected,
-                      default=None)
-        text = (f"No setup {limits or 'meets the limits'}. The cheapest that fits is {_name(cheapest)}: "
-                f"{_figures(cheapest)}.")
-        if fastest is not None and fastest.key != cheapest.key:
-            text += f" The fastest is {_name(fastest)}: {_figures(fastest)}."
-        names = {c.gpu.id: c.gpu.name for c in est.candidates}
-        working = [a for a in est.advice if a.fits]
-        if working:
-            a = working[0]
-            text += (f" The cheapest change that meets them: {a.change} ({a.why}), on "
-                     f"{_key_name(a.candidate, names)}"
-                     + (f", about {fmt_usd(a.cost_usd)}" if a.cost_usd is not None else "")
-                     + ". The changes are listed below.")
-        else:
-            text += " No standard change meets them either: relax the deadline or the budget."
-        return text, None, None
-    what = "the cheapest setup that fits" if math.isfinite(_cost_of(rec)) else "the fastest-ranked setup that fits"
-    likely = decision is not None and decision.status == "likely"
-    text = f"Recommended: {_name(rec)}, {what}" + (f" and {'likely ' if likely else ''}{limits}" if limits else "")
-    text += ". " + f"It costs {_figures(rec)}; {_memory_phrase(rec)}."
-    if likely:
-        text += " " + _likely_caveat(est, rec)
-    if rec.verdict == "tight":
-        text += " Memory is tight (above 95% of capacity): a longer sample or an allocator spike may not fit."
-        roomy = [c for c in est.best_per_gpu().values() if c.verdict == "fits" and _workable(c)]
-        if roomy:
-            text += (f" The cheapest setup with room to spare is {_name(roomy[0])}: {_figures(roomy[0])}; "
-                     f"{_memory_phrase(roomy[0])}.")
-    runner = est.candidate(decision.runner_up_key) if decision and decision.runner_up_key else None
-    if runner is not None:
-        text += f" Runner-up: {_name(runner)} at {_figures(runner)}; it ranks second because {_why_lost(rec, runner)}"
-    cheaper = [c for c in ranking if math.isfinite(_cost_of(c)) and _cost_of(c) < _cost_of(rec) and not _workable(c)]
-    if cheaper:
-        c = cheaper[0]
-        missed = []
-        if c.cost is not None and c.cost.meets_deadline is False:
-            missed.append("the deadline")
-        if c.cost is not None and c.cost.within_budget is False:
-            missed.append("the budget")
-        text += (f" A cheaper setup misses {' and '.join(missed) or 'a limit'}: {_name(c)} at {_figures(c)}.")
-    return text, rec, runner
 
 
 def _rent_buy(est: Estimate, table: list[Candidate], rec: Candidate | None, runner: Candidate | None
@@ -665,7 +231,7 @@ def _rent_buy(est: Estimate, table: list[Candidate], rec: Candidate | None, runn
         life = b.ownership_months * HOURS_PER_MONTH
         share = ref.cost.gpu_hours.expected / ref.gpu_count / life
         be = ref.cost.buy.break_even_utilization
-        text = (f"This job alone keeps {_name(ref)} busy for {fmt_hours(ref.cost.job_hours.expected)}: "
+        text = (f"This job alone keeps {setup_name(ref)} busy for {fmt_hours(ref.cost.job_hours.expected)}: "
                 f"{fmt_share(share)} of one GPU's {months}.")
         if be is not None and share < be:
             text += (f" That is below the {fmt_share(be)} break-even, so the job by itself does not justify a "
@@ -879,7 +445,7 @@ def build_report(est: Estimate, catalog_meta: CatalogMeta, today: _dt.date, stal
         raise ValueError("stale_after_months must be >= 0")
     ordered = table_order(est)
     table = ordered[:max_rows]
-    text, rec, runner = _recommendation(est)
+    text, rec, runner = recommendation_text(est)
     rows = []
     for c in table:
         d = candidate_to_dict(c)
@@ -889,6 +455,9 @@ def build_report(est: Estimate, catalog_meta: CatalogMeta, today: _dt.date, stal
              "(even the slow or expensive end of the range) come first, by expected cost; then those that likely "
              "meet them (yes/likely/no in the last two columns); then those that miss a limit, fastest first; "
              "then the ones that do not fit, closest to fitting first. The recommended setup is the first row."]
+    if rec is not None and not any(r.recommended for r in rows):
+        notes.append(f"The recommended setup ({setup_name(rec)}) uses more GPUs than the smallest one that fits on "
+                     "that GPU type, so it is not a row of this table; its figures are in the recommendation.")
     notes.append("Setup: number of GPUs \u00d7 how the work is split (ddp: a full copy per GPU; zero1/2/3, fsdp: "
                  "sharded state; tensor: each layer split; pipeline: layers in stages). Need per GPU: the device "
                  "total (tensors + CUDA context + fragmentation). Tokens/s: aggregate over the setup's GPUs"
@@ -913,7 +482,7 @@ def build_report(est: Estimate, catalog_meta: CatalogMeta, today: _dt.date, stal
         title="GPU comparison report", scenario_name=est.scenario.name, date=today.isoformat(),
         app_version=__version__,
         catalog_version=f"{meta.origin}, schema {meta.schema_version}, updated {meta.updated or 'undated'}",
-        catalog_updated=meta.updated, price_as_of=as_of, scenario_lines=tuple(_scenario_lines(est)),
+        catalog_updated=meta.updated, price_as_of=as_of, scenario_lines=tuple(scenario_lines(est)),
         scenario_notes=est.scenario.notes, recommendation=text, changes=tuple(change_lines(est)),
         recommended_key=rec.key if rec is not None else None, runner_up_key=runner.key if runner else None,
         table_header=TABLE_HEADER, table_rows=tuple(rows), table_notes=tuple(notes),
@@ -923,34 +492,3 @@ def build_report(est: Estimate, catalog_meta: CatalogMeta, today: _dt.date, stal
         sources=tuple(sources), price_sources=tuple(price_sources), warnings=tuple(warnings),
         stale_price_gpus=tuple(stale_ids), calibration_lines=tuple(_calibration(est)),
     )
-
-
-def summary_line(est: Estimate) -> str:
-    """The answer in one line, as the window's summary and the CLI print it (same decision as the report)."""
-    rec = est.recommended
-    limits = _limits_phrase(est)
-    if rec is not None:
-        likely = est.decision is not None and est.decision.status == "likely"
-        cost = rec.cost
-        figures = []
-        if cost is not None:
-            figures.append(f"{fmt_hours(cost.job_hours.expected)} ({fmt_hours_range(cost.job_hours.low, cost.job_hours.high)})")
-            if cost.cost_usd is not None:
-                figures.append(f"about {fmt_usd(cost.cost_usd.expected)}")
-        text = f"Recommended: {_name(rec)}" + (": " + ", ".join(figures) if figures else "")
-        if limits:
-            text += f"; {'likely ' if likely else ''}{limits}"
-            if likely:
-                text += " (the slow or expensive end of the range does not)"
-        return text + "."
-    names = {c.gpu.id: c.gpu.name for c in est.candidates}
-    working = [a for a in est.advice if a.fits]
-    fix = (f" Cheapest change: {working[0].change}, on {_key_name(working[0].candidate, names)}."
-           if working else "")
-    if not est.ranking:
-        return "Nothing fits on any GPU compared." + (fix or " No standard change makes it fit.")
-    closest = next(iter(est.best_per_gpu().values()))
-    cost = closest.cost
-    when = f" ({fmt_hours(cost.job_hours.expected)}" + (
-        f", about {fmt_usd(cost.cost_usd.expected)})" if cost and cost.cost_usd else ")") if cost else ""
-    return (f"No setup {limits or 'meets the limits'}; closest: {_name(closest)}{when}." + fix)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..estimation.estimate import Candidate, Estimate
+from ..estimation.results import Candidate, Estimate
 from ..specs.hardware import GpuSpec
 from ..specs.models import ModelSpec
 

@@ -6,9 +6,12 @@ into lines of text; figures are written by :mod:`gpuadvisor.core.formatting`, li
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..estimation.results import Candidate, Estimate
-from ..units import format_count, format_hours, format_usd
-from .report import summary_line
+from ..formatting import (fmt_count, fmt_gib, fmt_hours_range, fmt_rate, fmt_signed_gib, fmt_usd, fmt_usd_per_mtok,
+                          fmt_usd_range)
+from .wording import summary_line
 
 
 def text_table(rows: list[list[str]], header: list[str], right: set[int]) -> str:
@@ -21,18 +24,12 @@ def text_table(rows: list[list[str]], header: list[str], right: set[int]) -> str
     return "\n".join([fmt(header), fmt(["-" * w for w in widths])] + [fmt(r) for r in rows])
 
 
-def _range(d: dict | None, fmt) -> str:
-    if not d:
-        return "-"
-    return f"{fmt(d['low'])}-{fmt(d['high'])}"
-
-
 def render_estimate(est: Estimate, show_all: bool = False) -> str:
     """The human-readable comparison."""
     m, w = est.model, est.scenario.workload
     lines = [f"{est.scenario.name}",
-             f"Model: {m.name}, {format_count(m.parameters)} parameters"
-             + (f" ({format_count(m.active_parameters)} active)" if m.is_moe else "")
+             f"Model: {m.name}, {fmt_count(m.parameters)} parameters"
+             + (f" ({fmt_count(m.active_parameters)} active)" if m.is_moe else "")
              + f"; workload: {w.kind}, weights {w.weights}, batch {w.batch_size}, context {w.context_tokens:,} tokens",
              ""]
     chosen: list[Candidate] = list(est.candidates) if show_all else list(est.best_per_gpu().values())
@@ -46,23 +43,25 @@ def render_estimate(est: Estimate, show_all: bool = False) -> str:
     for c in chosen:
         g = c.memory.gib()
         star = "\u2605 " if est.decision is not None and c.key == est.decision.recommended_key else ""
-        row = [star + c.gpu.name + (" *" if c.gpu.id in calibrated else ""), f"{c.gpu_count}x {c.parallelism}", c.verdict, f"{g['device_total']:.1f}",
-               f"{c.capacity_gib:.1f}", f"{c.headroom_gib:+.1f}"] + [
-            f"{g[k]:.1f}" for k in ("weights", "gradients", "optimizer", "activations", "kv_cache", "adapters",
+        row = [star + c.gpu.name + (" *" if c.gpu.id in calibrated else ""), f"{c.gpu_count}x {c.parallelism}", c.verdict,
+               fmt_gib(g["device_total"]), fmt_gib(c.capacity_gib), fmt_signed_gib(c.headroom_gib)] + [
+            fmt_gib(g[k]) for k in ("weights", "gradients", "optimizer", "activations", "kv_cache", "adapters",
                                     "overhead")]
         wi = est.what_if(c)
         row += [f"{wi.max_batch:,}", f"{wi.max_context:,}"]
         if has_perf:
-            d = {}
+            d: dict[str, Any] = {}
             if c.performance is not None:
-                d.update(c.performance.to_dict())  # type: ignore[attr-defined]
+                d.update(c.performance.to_dict())
             if c.cost is not None:
-                d.update(c.cost.to_dict())  # type: ignore[attr-defined]
+                d.update(c.cost.to_dict())
             tps = d.get("tokens_per_s")
             per_m = d.get("usd_per_million_tokens")
             marks = {"meets": "ok", "within": "ok", "likely": "likely", "at risk": "NO", "over": "NO", None: "-"}
-            row += [f"{tps:,.0f}" if tps else "-", _range(d.get("job_hours"), format_hours),
-                    _range(d.get("cost_usd"), format_usd), format_usd(per_m) if per_m is not None else "-",
+            hours, cost = d.get("job_hours") or {}, d.get("cost_usd") or {}
+            row += [fmt_rate(tps) if tps else "-", fmt_hours_range(hours.get("low"), hours.get("high")),
+                    fmt_usd_range(cost.get("low"), cost.get("high")),
+                    fmt_usd_per_mtok(per_m) if per_m is not None else "-",
                     f"{marks[d.get('deadline')]}/{marks[d.get('budget')]}" if d else "-",
                     str(d.get("bound") or "-")]
         rows.append(row)

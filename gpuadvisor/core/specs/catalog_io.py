@@ -19,7 +19,8 @@ import io
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable, TypeVar
+from typing import TypeVar
+from collections.abc import Callable, Iterable
 
 from ..errors import CatalogError
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -119,7 +120,7 @@ class GpuCatalog:
         except KeyError:
             raise InputError(field, f"unknown GPU id; known ids: {', '.join(self.gpus)}", gpu_id) from None
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[GpuSpec]:
         return iter(self.gpus.values())
 
     def __len__(self) -> int:

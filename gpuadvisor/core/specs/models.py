@@ -195,11 +195,11 @@ class ModelSpec:
         """How many copies of a projection a block holds (MLP projections repeat per expert)."""
         return self.num_experts if module in ("gate_proj", "up_proj", "down_proj") else 1
 
-    def with_name(self, name: str) -> "ModelSpec":
+    def with_name(self, name: str) -> ModelSpec:
         return replace(self, name=name)
 
     @classmethod
-    def from_parameter_count(cls, parameters: int, name: str = "") -> "ModelSpec":
+    def from_parameter_count(cls, parameters: int, name: str = "") -> ModelSpec:
         """A Llama-shaped dense decoder with about ``parameters`` parameters.
 
         Used when the user knows only a parameter count. Shapes follow the Llama 2/3 aspect

@@ -6,6 +6,7 @@ test checks that the count computed from the architecture is within 1% of the pu
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,7 +34,7 @@ class ModelCatalog:
             raise InputError(field, f"unknown model preset; known presets: {', '.join(self.models)}",
                              model_id) from None
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[ModelSpec]:
         return iter(self.models.values())
 
     def __len__(self) -> int:

@@ -64,8 +64,8 @@ def _positive_int(name: str, value: object, minimum: int = 1, maximum: int | Non
 
 
 def _positive_float(name: str, value: object, allow_zero: bool = False, maximum: float | None = None) -> None:
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-    if not ok or value < 0 or (value == 0 and not allow_zero):
+    if (isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0
+            or (value == 0 and not allow_zero)):
         raise InputError(name, "must be a number " + (">= 0" if allow_zero else "> 0"), value)
     if maximum is not None and value > maximum:
         raise InputError(name, f"must be at most {maximum:g}", value)

@@ -1,37 +1,18 @@
-"""Text for chart labels and tooltips: short GPU names and number formats. Pure (no Qt).
+"""Text for chart labels and tooltips. Pure (no Qt).
 
-Formatting only: every number comes from the core's results unchanged.
+Figures and GPU names are written by :mod:`gpuadvisor.core.formatting`, the one set of rules the
+window, the command line and the report share; only axis tick labels are the charts' own.
+Every number comes from the core's results unchanged.
 """
 
 from __future__ import annotations
 
 import math
-import re
 
-_VENDOR_PREFIXES = ("NVIDIA ", "AMD Instinct ", "AMD ", "Intel ", "GeForce ", "Tesla ", "Radeon ")
-_PARENTHESIS = re.compile(r"\s*\([^)]*\)\s*$")
-MAX_NAME_CHARS = 24
+from ...core.formatting import MAX_NAME_CHARS, fmt_gib_unit, fmt_hours, fmt_usd, short_gpu_name
 
-
-def short_gpu_name(name: str, gpu_count: int = 1, max_chars: int = MAX_NAME_CHARS) -> str:
-    """``"NVIDIA H100 SXM5 80 GB", 2`` -> ``"H100 SXM5 80 GB ×2"``.
-
-    Drops vendor and brand prefixes; a name still longer than ``max_chars`` loses a trailing
-    parenthesis, then is cut with an ellipsis. The full name belongs in the tooltip.
-    """
-    short = name.strip()
-    changed = True
-    while changed:
-        changed = False
-        for prefix in _VENDOR_PREFIXES:
-            if short.startswith(prefix) and len(short) > len(prefix):
-                short = short[len(prefix):]
-                changed = True
-    if len(short) > max_chars:
-        short = _PARENTHESIS.sub("", short) or short
-    if len(short) > max_chars:
-        short = short[:max_chars - 1].rstrip() + "…"
-    return f"{short} ×{gpu_count}" if gpu_count > 1 else short
+__all__ = ["MAX_NAME_CHARS", "finite", "fmt_gib", "fmt_hours", "fmt_linear_tick", "fmt_tick", "fmt_usd",
+           "short_gpu_name"]
 
 
 def finite(*values: float | None) -> bool:
@@ -43,22 +24,8 @@ def finite(*values: float | None) -> bool:
 
 
 def fmt_gib(value: float, digits: int = 2) -> str:
-    return f"{value:,.{digits}f} GiB"
-
-
-def fmt_hours(hours: float) -> str:
-    """Hours in the unit a person reads best: minutes, hours or days."""
-    if hours < 1:
-        return f"{hours * 60:.0f} min"
-    if hours < 48:
-        return f"{hours:.1f} h"
-    return f"{hours:,.0f} h ({hours / 24:,.1f} days)"
-
-
-def fmt_usd(value: float) -> str:
-    if abs(value) < 10:
-        return f"${value:,.2f}"
-    return f"${value:,.0f}"
+    """A memory component in a tooltip's breakdown: ``7.48 GiB`` (two decimals, see the formatting rules)."""
+    return fmt_gib_unit(value, digits)
 
 
 def fmt_tick(value: float) -> str:

@@ -17,10 +17,9 @@ from PySide6.QtGui import QBrush, QColor, QGuiApplication
 
 from ...core.estimation.estimate import Candidate, Estimate
 from ...core.estimation.recommendation import sort_key
-from ...core.presentation.report import (
+from ...core.formatting import (
     NONE_MARK,
     TIMES,
-    change_lines,
     display_gpu_name,
     fmt_gib,
     fmt_hours,
@@ -30,8 +29,8 @@ from ...core.presentation.report import (
     fmt_usd,
     fmt_usd_per_mtok,
     fmt_usd_range,
-    summary_line,
 )
+from ...core.presentation.wording import change_lines, summary_line
 from ...core.formats.user_catalog import stale_price
 from .colors import TableColors, table_colors
 

@@ -340,11 +340,10 @@ def _preview() -> None:
 
     from PySide6.QtWidgets import QApplication
 
-    from ...cli import default_scenario
     from ...core.estimation.estimate import estimate
     from ...core.specs.hardware import load_gpu_catalog
     from ...core.specs.presets import load_model_catalog
-    from ...core.formats.scenario import Budget
+    from ...core.formats.scenario import Budget, default_scenario
 
     app = QApplication.instance() or QApplication(sys.argv)
     est = estimate(replace(default_scenario(), budget=Budget(deadline_hours=2)), load_gpu_catalog(),

@@ -1,24 +1,4 @@
-"""The catalog editor: the user's own GPUs, prices and model presets, stored safely.
-
-One window with a tab per catalog (GPUs, model presets). Each tab is a table over the full
-catalog rows as text (``column -> CSV text``, :mod:`gpuadvisor.core.formats.user_catalog`), with:
-
-* editors suited to each column (numbers with their unit, prices in USD, dates with a calendar,
-  choices), sorting and a search box;
-* every cell checked with the core's row validation: an invalid cell is marked red and its
-  tooltip names the column and the rule; modified cells are tinted and show the bundled value;
-  prices older than the configured age are flagged;
-* undo and redo for every change (one :class:`QUndoStack` for the whole editor, Ctrl+Z /
-  Ctrl+Shift+Z), including imports, price-list updates, resets and backup restores;
-* import (CSV or JSON, with a preview of what is added, updated and rejected, line by line),
-  export (round-trips exactly), cloud price lists (gpuhunt, SkyPilot) with a preview, "reset to
-  bundled" for one row or all, and restoring a backup of the user catalog.
-
-Every change is saved at once (atomically, with a backup of the previous file) as overrides on
-top of the bundled catalogs, and :attr:`CatalogEditor.catalogsChanged` hands the merged,
-validated catalogs to the estimates, so charts follow edits live. Rows that fail validation
-stay in the editor, marked, and are left out of the estimates with a warning.
-"""
+"""The catalog editor window and its tabs (one table per catalog)."""
 
 from __future__ import annotations
 
@@ -27,440 +7,32 @@ import html
 import logging
 import re
 from pathlib import Path
-from typing import Callable
+from collections.abc import Callable
 
-from PySide6.QtCore import (QAbstractTableModel, QDate, QModelIndex, QSortFilterProxyModel, Qt, QTimer,
+from PySide6.QtCore import (Qt, QTimer,
                             Signal)
-from PySide6.QtGui import QAction, QBrush, QColor, QKeySequence, QUndoCommand, QUndoStack
-from PySide6.QtWidgets import (QComboBox, QDateEdit, QDialog, QDialogButtonBox, QFileDialog, QHBoxLayout,
+from PySide6.QtGui import QAction, QKeySequence, QUndoStack
+from PySide6.QtWidgets import (QDialog, QFileDialog, QHBoxLayout,
                                QHeaderView, QInputDialog, QLabel, QLineEdit, QMainWindow, QMessageBox,
-                               QPlainTextEdit, QSpinBox, QStyledItemDelegate, QTableView, QTabWidget,
+                               QSpinBox, QTableView, QTabWidget,
                                QToolBar, QVBoxLayout, QWidget)
 
-from ..core.formats import user_catalog as uc
-from ..core.formats.catalog_exchange import ImportReport, export_text, import_file
-from ..core.errors import CatalogError, InputError
-from ..core.specs.hardware import KNOWN_ARCHITECTURES, GpuCatalog
-from ..core.specs.presets import ModelCatalog
-from ..storage import StorageError, atomic_write_text
-from ..storage.user_catalog_store import restore_user_catalog, save_user_catalog, user_catalog_backups
+from ...core.formats import user_catalog as uc
+from ...core.formats.catalog_exchange import ImportReport, export_text, import_file
+from ...core.errors import CatalogError, InputError
+from ...core.specs.hardware import GpuCatalog
+from ...storage import StorageError, atomic_write_text
+from ...storage.user_catalog_store import restore_user_catalog, save_user_catalog, user_catalog_backups
+
+from .columns import KIND_TITLES
+from .commands import RowsCommand
+from .delegates import CatalogDelegate, CatalogProxy
+from .model import CatalogModel
+from .preview import PreviewDialog, import_details
 
 log = logging.getLogger(__name__)
 
-KIND_TITLES = {"gpus": "GPUs", "models": "Model presets"}
-ROLE_SORT = Qt.ItemDataRole.UserRole + 1
-INVALID_BRUSH = QBrush(QColor("#f8c9cf"))
-MODIFIED_BRUSH = QBrush(QColor("#fff3c4"))
-ADDED_BRUSH = QBrush(QColor("#dff3e3"))
-STALE_BRUSH = QBrush(QColor("#ffd9a8"))
 
-#: Choices offered by the cell editors; an editable combo box still accepts other text.
-CHOICES: dict[str, tuple[str, ...]] = {
-    "architecture": tuple(sorted(KNOWN_ARCHITECTURES)),
-    "vendor": ("nvidia", "amd", "intel", "other"),
-    "form_factor": ("pcie", "sxm", "oam", "nvl", "superchip", "other"),
-    "memory_type": ("GDDR6", "GDDR6X", "GDDR7", "HBM2", "HBM2e", "HBM3", "HBM3e", "LPDDR5X"),
-    "kind": ("decoder", "encoder"),
-    "position_embedding": ("rope", "learned", "alibi", "none"),
-    "norm": ("rmsnorm", "layernorm"),
-}
-BOOLEAN_COLUMNS = frozenset({"gated_mlp", "tied_embeddings", "attention_bias", "attention_out_bias", "mlp_bias"})
-#: Only these choices are enforced (the others are suggestions): the core rejects anything else.
-STRICT_CHOICES = frozenset({"architecture", "kind"})
-DATE_COLUMNS = frozenset({"price_as_of"})
-TEXT_COLUMNS = frozenset({"id", "name", "family", "hf_model_type", "source", "notes"})
-_WORDS = {"gib": "GiB", "gb": "GB", "usd": "USD", "tflops": "TFLOPS", "tops": "TOPS", "fp32": "FP32",
-          "tf32": "TF32", "fp16": "FP16", "bf16": "BF16", "fp8": "FP8", "int8": "INT8", "fp4": "FP4",
-          "tdp": "TDP", "nvlink": "NVLink", "pcie": "PCIe", "mig": "MIG", "id": "Id", "hf": "HF",
-          "moe": "MoE", "mlp": "MLP", "kv": "KV", "mlp_bias": "MLP bias"}
-
-
-def column_unit(column: str) -> str:
-    """The unit a numeric column is stored in (``""`` for plain counts and text)."""
-    if column.startswith("cloud_usd_per_hour"):
-        return "USD per GPU-hour"
-    if column.startswith("purchase_") and "_usd" in column:
-        return "USD"
-    for suffix, unit in (("_gb_s", "GB/s"), ("_gib_usable", "GiB"), ("_gib", "GiB"), ("_gb", "GB"),
-                         ("_tflops", "TFLOPS"), ("_tops", "TOPS"), ("_w", "W")):
-        if column.endswith(suffix):
-            return unit
-    return ""
-
-
-def column_label(column: str) -> str:
-    """A readable header: ``memory_bandwidth_gb_s`` -> ``Memory bandwidth (GB/s)``."""
-    unit = column_unit(column)
-    name = column
-    for suffix in ("_usd_per_hour", "_gb_s", "_tflops", "_tops", "_gib", "_gb", "_w", "_usd"):
-        if suffix in name and unit:
-            name = name.replace(suffix, "")
-    name = name.replace("cloud", "cloud price").replace("purchase_new", "purchase new") \
-        .replace("purchase_used", "purchase used")
-    words = [_WORDS.get(w, w) for w in name.split("_") if w]
-    text = " ".join(words)
-    text = text[:1].upper() + text[1:]
-    return f"{text} ({unit})" if unit else text
-
-
-def is_numeric(column: str) -> bool:
-    return column not in TEXT_COLUMNS and column not in DATE_COLUMNS and column not in CHOICES \
-        and column not in BOOLEAN_COLUMNS
-
-
-def _number_or_none(text: str) -> float | None:
-    try:
-        return float(text.replace(",", "").replace("_", ""))
-    except ValueError:
-        return None
-
-
-# --- model ------------------------------------------------------------------------------------
-class CatalogModel(QAbstractTableModel):
-    """One catalog as editable text rows; every change goes through the undo stack."""
-
-    changed = Signal()
-    rejected = Signal(str)  # a change that was refused, with the reason
-
-    def __init__(self, kind: str, rows: list[dict[str, str]], undo: QUndoStack, stale_months: int = 6,
-                 today: _dt.date | None = None, parent=None) -> None:
-        super().__init__(parent)
-        uc.check_kind(kind)
-        self.kind = kind
-        self.columns = uc.columns(kind)
-        self.undo = undo
-        self.stale_months = stale_months
-        self.today = today or _dt.date.today()
-        self._bundled = {r["id"]: r for r in uc.bundled_rows(kind)}
-        self.rows: list[dict[str, str]] = [uc.full_row(kind, r) for r in rows]
-        self._errors: dict[int, tuple[str | None, str]] = {}
-        self._revalidate()
-
-    # -- what the views ask -------------------------------------------------------------------------
-    def rowCount(self, parent=QModelIndex()) -> int:  # noqa: N802
-        return 0 if parent.isValid() else len(self.rows)
-
-    def columnCount(self, parent=QModelIndex()) -> int:  # noqa: N802
-        return 0 if parent.isValid() else len(self.columns)
-
-    def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):  # noqa: N802
-        if orientation == Qt.Orientation.Horizontal:
-            column = self.columns[section]
-            if role == Qt.ItemDataRole.DisplayRole:
-                return column_label(column)
-            if role == Qt.ItemDataRole.ToolTipRole:
-                unit = column_unit(column)
-                return f"{column}" + (f" (in {unit})" if unit else "")
-            return None
-        if role == Qt.ItemDataRole.DisplayRole and 0 <= section < len(self.rows):
-            # The id doubles as the row header, so it stays in view when scrolling sideways;
-            # the marks say invalid (!), changed (✎) or added (+).
-            mark = {"modified": "✎ ", "added": "+ "}.get(self.status(section), "")
-            return f"{'! ' if section in self._errors else ''}{mark}{self.rows[section].get('id') or '(no id)'}"
-        if role == Qt.ItemDataRole.ToolTipRole and 0 <= section < len(self.rows):
-            return self.row_summary(section)
-        return None
-
-    def flags(self, index):
-        if not index.isValid():
-            return Qt.ItemFlag.NoItemFlags
-        return Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable | Qt.ItemFlag.ItemIsEditable
-
-    def data(self, index, role=Qt.ItemDataRole.DisplayRole):
-        if not index.isValid():
-            return None
-        row, column = index.row(), self.columns[index.column()]
-        value = self.rows[row].get(column, "")
-        if role in (Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.EditRole):
-            return value
-        if role == ROLE_SORT:
-            if is_numeric(column):
-                number = _number_or_none(value)
-                return (0, number) if number is not None else (1, value)
-            return (0, value.lower())
-        if role == Qt.ItemDataRole.TextAlignmentRole:
-            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter) if is_numeric(column) \
-                else int(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter)
-        if role == Qt.ItemDataRole.BackgroundRole:
-            if self.cell_error(row, column):
-                return INVALID_BRUSH
-            if column == "price_as_of" and self.is_stale(row):
-                return STALE_BRUSH
-            status = self.status(row)
-            if status == "added":
-                return ADDED_BRUSH
-            if status == "modified" and column in self.changed_columns(row):
-                return MODIFIED_BRUSH
-            return None
-        if role == Qt.ItemDataRole.ToolTipRole:
-            return self.cell_tooltip(row, column)
-        return None
-
-    def setData(self, index, value, role=Qt.ItemDataRole.EditRole) -> bool:  # noqa: N802
-        if not index.isValid() or role != Qt.ItemDataRole.EditRole:
-            return False
-        row, column = index.row(), self.columns[index.column()]
-        text = "" if value is None else str(value).strip()
-        old = self.rows[row].get(column, "")
-        if text == old:
-            return False
-        if column == "id":
-            reason = self.id_problem(text, row)
-            if reason:
-                self.rejected.emit(f"{KIND_TITLES[self.kind]}, row {row + 1}, column id: {reason}")
-                return False
-        self.undo.push(SetCellCommand(self, row, column, old, text))
-        return True
-
-    # -- facts about rows ---------------------------------------------------------------------------
-    def id_problem(self, text: str, row: int | None = None) -> str:
-        """Why ``text`` cannot be the id of ``row`` ("" when it can): ids must be unique and present."""
-        if not text:
-            return "is required (every row needs a unique id)"
-        if any(r.get("id") == text for i, r in enumerate(self.rows) if i != row):
-            return f"'{text}' is already used by another row (ids must be unique)"
-        return ""
-
-    def status(self, row: int) -> str:
-        """``bundled`` (as shipped), ``modified`` (a bundled row with changes) or ``added``."""
-        base = self._bundled.get(self.rows[row].get("id", ""))
-        if base is None:
-            return "added"
-        return "modified" if self.changed_columns(row) else "bundled"
-
-    def changed_columns(self, row: int) -> frozenset[str]:
-        base = self._bundled.get(self.rows[row].get("id", ""))
-        if base is None:
-            return frozenset(self.columns)
-        r = self.rows[row]
-        return frozenset(c for c in self.columns if r.get(c, "") != base.get(c, ""))
-
-    def bundled_row(self, row: int) -> dict[str, str] | None:
-        base = self._bundled.get(self.rows[row].get("id", ""))
-        return dict(base) if base is not None else None
-
-    def cell_error(self, row: int, column: str) -> str:
-        """The validation message of this cell ("" when the cell is fine)."""
-        err = self._errors.get(row)
-        if err is None:
-            return ""
-        col, message = err
-        return message if col == column or (col is None and column == "id") else ""
-
-    def row_error(self, row: int) -> str:
-        err = self._errors.get(row)
-        return err[1] if err else ""
-
-    def invalid_rows(self) -> list[int]:
-        return sorted(self._errors)
-
-    def is_stale(self, row: int) -> bool:
-        if self.kind != "gpus":
-            return False
-        return uc.stale_price(self.rows[row], self.today, self.stale_months)
-
-    def cell_tooltip(self, row: int, column: str) -> str:
-        parts = []
-        error = self.cell_error(row, column)
-        if error:
-            parts.append(f"Invalid: {error}")
-        if column == "price_as_of" and self.is_stale(row):
-            value = self.rows[row].get(column, "")
-            parts.append(f"Stale price: {'undated' if not value else 'dated ' + value}, older than "
-                         f"{self.stale_months} months. Update the prices or import a price list.")
-        base = self.bundled_row(row)
-        if base is not None and column in self.changed_columns(row):
-            parts.append(f"Bundled value: {base.get(column) or '(empty)'}")
-        unit = column_unit(column)
-        value = self.rows[row].get(column, "")
-        if not parts and len(value) > 40:
-            parts.append(value)
-        if unit and not parts:
-            parts.append(f"{column_label(column)}")
-        return "\n".join(parts)
-
-    def row_summary(self, row: int) -> str:
-        status = self.status(row)
-        text = {"bundled": "As bundled", "modified": "Bundled row with your changes",
-                "added": "Added by you"}[status]
-        error = self.row_error(row)
-        if error:
-            text += f"\nLeft out of the estimates: {error}"
-        return text
-
-    # -- changing (only the undo commands call these) ----------------------------------------
-    def _set_cell(self, row: int, column: str, value: str) -> None:
-        self.rows[row][column] = value
-        self._revalidate_row(row)
-        self.dataChanged.emit(self.index(row, 0), self.index(row, len(self.columns) - 1))
-        self.headerDataChanged.emit(Qt.Orientation.Vertical, row, row)
-        self.changed.emit()
-
-    def _replace_rows(self, rows: list[dict[str, str]]) -> None:
-        self.beginResetModel()
-        self.rows = [uc.full_row(self.kind, r) for r in rows]
-        self._revalidate()
-        self.endResetModel()
-        self.changed.emit()
-
-    def snapshot(self) -> list[dict[str, str]]:
-        return [dict(r) for r in self.rows]
-
-    def set_stale_months(self, months: int) -> None:
-        self.stale_months = months
-        if self.rows:
-            col = self.columns.index("price_as_of") if "price_as_of" in self.columns else 0
-            self.dataChanged.emit(self.index(0, col), self.index(len(self.rows) - 1, col))
-
-    def _revalidate(self) -> None:
-        self._errors = {}
-        for i in range(len(self.rows)):
-            self._revalidate_row(i)
-
-    def _revalidate_row(self, row: int) -> None:
-        try:
-            uc.validate_row(self.kind, self.rows[row], origin=KIND_TITLES[self.kind], today=self.today)
-        except CatalogError as exc:
-            self._errors[row] = (uc.error_column(exc), uc.describe_error(exc))
-        else:
-            self._errors.pop(row, None)
-
-
-# --- undo commands ----------------------------------------------------------------------------
-class SetCellCommand(QUndoCommand):
-    """One cell edited."""
-
-    def __init__(self, model: CatalogModel, row: int, column: str, old: str, new: str) -> None:
-        row_id = model.rows[row].get("id", "") or f"row {row + 1}"
-        super().__init__(f"Edit {row_id} {column_label(column)}")
-        self.model, self.row, self.column, self.old, self.new = model, row, column, old, new
-
-    def redo(self) -> None:
-        self.model._set_cell(self.row, self.column, self.new)
-
-    def undo(self) -> None:
-        self.model._set_cell(self.row, self.column, self.old)
-
-
-class RowsCommand(QUndoCommand):
-    """Any change of the rows as a whole (add, duplicate, delete, import, reset, restore)."""
-
-    def __init__(self, model: CatalogModel, before: list[dict[str, str]], after: list[dict[str, str]],
-                 text: str, parent: QUndoCommand | None = None) -> None:
-        super().__init__(text, parent)
-        self.model, self.before, self.after = model, before, after
-
-    def redo(self) -> None:
-        self.model._replace_rows(self.after)
-
-    def undo(self) -> None:
-        self.model._replace_rows(self.before)
-
-
-# --- cell editors -----------------------------------------------------------------------------
-class NumberEditor(QWidget):
-    """A number with its unit beside it; empty means unknown. Any text is accepted here and the
-    model marks what the core rejects, so nothing is silently dropped."""
-
-    def __init__(self, unit: str, parent=None) -> None:
-        super().__init__(parent)
-        layout = QHBoxLayout(self)
-        layout.setContentsMargins(0, 0, 2, 0)
-        layout.setSpacing(3)
-        self.line = QLineEdit(self)
-        self.line.setAlignment(Qt.AlignmentFlag.AlignRight)
-        self.line.setPlaceholderText("empty = unknown")
-        layout.addWidget(self.line, 1)
-        if unit:
-            label = QLabel(unit.replace(" per GPU-hour", "/GPU-h"), self)
-            label.setStyleSheet("color: #555;")
-            layout.addWidget(label)
-        self.setFocusProxy(self.line)
-        self.setAutoFillBackground(True)
-
-    def text(self) -> str:
-        return self.line.text()
-
-    def setText(self, text: str) -> None:  # noqa: N802 - Qt style
-        self.line.setText(text)
-        self.line.selectAll()
-
-
-class CatalogDelegate(QStyledItemDelegate):
-    """Picks the editor from the column: a number with its unit, a date, a choice or plain text."""
-
-    def __init__(self, model: CatalogModel, parent=None) -> None:
-        super().__init__(parent)
-        self._model = model
-
-    def _column(self, index) -> str:
-        return self._model.columns[index.column()]
-
-    def createEditor(self, parent, option, index):  # noqa: N802 - Qt override
-        column = self._column(index)
-        if column in BOOLEAN_COLUMNS or column in CHOICES:
-            box = QComboBox(parent)
-            choices = ("", "true", "false") if column in BOOLEAN_COLUMNS else ("",) + CHOICES[column]
-            box.addItems(list(choices))
-            box.setEditable(column not in BOOLEAN_COLUMNS and column not in STRICT_CHOICES)
-            return box
-        if column in DATE_COLUMNS:
-            edit = QDateEdit(parent)
-            edit.setCalendarPopup(True)
-            edit.setDisplayFormat("yyyy-MM-dd")
-            edit.setMinimumDate(QDate(1999, 12, 31))
-            edit.setSpecialValueText("(no date)")  # the minimum date stands for "empty"
-            return edit
-        if is_numeric(column):
-            return NumberEditor(column_unit(column), parent)
-        return super().createEditor(parent, option, index)
-
-    def setEditorData(self, editor, index) -> None:  # noqa: N802 - Qt override
-        value = index.data(Qt.ItemDataRole.EditRole) or ""
-        if isinstance(editor, QComboBox):
-            i = editor.findText(value)
-            if i < 0 and editor.isEditable():
-                editor.setEditText(value)
-            else:
-                editor.setCurrentIndex(max(i, 0))
-        elif isinstance(editor, QDateEdit):
-            date = QDate.fromString(value, "yyyy-MM-dd")
-            editor.setDate(date if date.isValid() else editor.minimumDate())
-        elif isinstance(editor, NumberEditor):
-            editor.setText(value)
-        else:
-            super().setEditorData(editor, index)
-
-    def setModelData(self, editor, model, index) -> None:  # noqa: N802 - Qt override
-        if isinstance(editor, QComboBox):
-            model.setData(index, editor.currentText())
-        elif isinstance(editor, QDateEdit):
-            date = editor.date()
-            model.setData(index, "" if date == editor.minimumDate() else date.toString("yyyy-MM-dd"))
-        elif isinstance(editor, NumberEditor):
-            model.setData(index, editor.text())
-        else:
-            super().setModelData(editor, model, index)
-
-
-class CatalogProxy(QSortFilterProxyModel):
-    """Sorts numbers as numbers and filters on any column (case-insensitive)."""
-
-    def __init__(self, parent=None) -> None:
-        super().__init__(parent)
-        self.setSortRole(ROLE_SORT)
-        self.setFilterKeyColumn(-1)
-        self.setFilterCaseSensitivity(Qt.CaseSensitivity.CaseInsensitive)
-
-    def lessThan(self, left, right) -> bool:  # noqa: N802 - Qt override
-        a, b = left.data(ROLE_SORT), right.data(ROLE_SORT)
-        try:
-            return a < b
-        except TypeError:
-            return str(a) < str(b)
-
-
-# --- one tab ----------------------------------------------------------------------------------
 class CatalogTab(QWidget):
     """The table of one catalog with its search box."""
 
@@ -530,47 +102,7 @@ class CatalogTab(QWidget):
             self.table.scrollTo(index)
 
 
-# --- dialogs ------------------------------------------------------------------------------------
-class PreviewDialog(QDialog):
-    """Shows what an import would change; Apply or Cancel."""
 
-    def __init__(self, title: str, summary_html: str, details: str, can_apply: bool, parent=None) -> None:
-        super().__init__(parent)
-        self.setWindowTitle(title)
-        self.resize(720, 480)
-        layout = QVBoxLayout(self)
-        head = QLabel(summary_html, self)
-        head.setWordWrap(True)
-        head.setTextFormat(Qt.TextFormat.RichText)
-        layout.addWidget(head)
-        self.details = QPlainTextEdit(self)
-        self.details.setReadOnly(True)
-        self.details.setPlainText(details)
-        layout.addWidget(self.details, 1)
-        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Cancel, self)
-        self.apply_button = buttons.addButton("Apply", QDialogButtonBox.ButtonRole.AcceptRole)
-        self.apply_button.setEnabled(can_apply)
-        buttons.accepted.connect(self.accept)
-        buttons.rejected.connect(self.reject)
-        layout.addWidget(buttons)
-
-
-def import_details(report: ImportReport, before: list[dict[str, str]]) -> str:
-    """The import report with every changed value spelled out (``tdp_w: 450 -> 460``), so the
-    user sees what Apply would change, not only which rows."""
-    old = {r.get("id"): r for r in before}
-    new = {r.get("id"): r for r in report.rows}
-    lines = [report.summary()]
-    if report.updated:
-        lines += ["", "Values that change:"]
-        for item in report.updated:
-            was, now = old.get(item.id, {}), new.get(item.id, {})
-            changes = [f"{c}: {was.get(c) or '(empty)'} -> {now.get(c) or '(empty)'}" for c in item.columns]
-            lines.append(f"  {item.id}: " + "; ".join(changes))
-    return "\n".join(lines)
-
-
-# --- the window ---------------------------------------------------------------------------------
 class CatalogEditor(QMainWindow):
     """The catalog editor window (see the module docstring)."""
 
@@ -839,7 +371,7 @@ class CatalogEditor(QMainWindow):
     def import_price_lists(self, paths: list[str] | None = None, preview: bool = True,
                            provider: str | None = None):
         """Update cloud prices from gpuhunt or SkyPilot catalog files; returns the applied updates."""
-        from ..core.formats.pricelists import merge_price_imports, price_update_rows, read_price_list
+        from ...core.formats.pricelists import merge_price_imports, price_update_rows, read_price_list
 
         model = self.models["gpus"]
         if paths is None:
@@ -1003,4 +535,3 @@ class CatalogEditor(QMainWindow):
     def closeEvent(self, event) -> None:  # noqa: N802 - Qt override
         self.flush()
         super().closeEvent(event)
-

@@ -1,0 +1,57 @@
+"""The window's summary and detail wording (core/presentation/wording.py): the report's figures, in words."""
+
+import pytest
+
+from gpuadvisor.core.estimation.estimate import estimate
+from gpuadvisor.core.formats.scenario import ModelSource, Scenario, default_scenario
+from gpuadvisor.core.formatting import fmt_hours, fmt_hours_range, fmt_usd, fmt_usd_range
+from gpuadvisor.core.presentation.report import row_cells
+from gpuadvisor.core.presentation.serialize import candidate_to_dict
+from gpuadvisor.core.presentation.detail import TITLE, candidate_detail
+from gpuadvisor.core.presentation.wording import calibration_note, model_line, setup_name, summary_line, workload_line
+from gpuadvisor.core.specs.hardware import load_gpu_catalog
+from gpuadvisor.core.specs.presets import load_model_catalog
+from gpuadvisor.core.specs.workload import Workload
+
+
+@pytest.fixture(scope="module")
+def cats():
+    return load_gpu_catalog(), load_model_catalog()
+
+
+@pytest.fixture(scope="module")
+def est(cats):
+    return estimate(default_scenario(), *cats)
+
+
+def test_summary_names_the_recommended_setup_with_its_time_and_cost(est):
+    rec = est.recommended
+    line = summary_line(est)
+    assert rec is not None and rec.key == est.decision.recommended_key
+    assert line.startswith(f"Recommended: {setup_name(rec)}: {fmt_hours(rec.cost.job_hours.expected)} "
+                           f"({fmt_hours_range(rec.cost.job_hours.low, rec.cost.job_hours.high)}), about "
+                           f"{fmt_usd(rec.cost.cost_usd.expected)}")
+    assert model_line(est).startswith("Llama 3.1 8B: ") and "parameters, 32 layers" in model_line(est)
+    assert workload_line(est) == "lora · weights bf16 · micro-batch 4 · 2,048 tokens"
+    assert calibration_note(est) == ""
+
+
+def test_detail_uses_the_report_cells(est):
+    today = __import__("datetime").date(2026, 11, 30)
+    for c in list(est.best_per_gpu().values())[:12]:
+        lines = [text for kind, text in candidate_detail(est, c.key, today) if kind != TITLE]
+        cells = row_cells(candidate_to_dict(c))
+        assert lines[0].startswith(f"{c.verdict.capitalize()}: {cells[3]} of {cells[4]} GiB per GPU")
+        assert f"headroom {cells[5]} GiB" in lines[0]
+        if c.cost is not None and c.cost.cost_usd is not None:
+            speed = lines[2]
+            assert f"({fmt_hours_range(c.cost.job_hours.low, c.cost.job_hours.high)})" in speed
+            assert fmt_usd_range(c.cost.cost_usd.low, c.cost.cost_usd.high) in speed
+            assert cells[7] in speed and cells[8] in speed and f"{cells[9]} per 1M tokens" in speed
+        assert all("nan" not in line for line in lines)
+
+
+def test_nothing_fits_says_so(cats):
+    huge = Scenario(model=ModelSource(preset="llama-3.1-405b"), workload=Workload(kind="full_finetune"))
+    est = estimate(huge, *cats, gpu_ids=["t4"])
+    assert summary_line(est).startswith("Nothing fits on any GPU compared.")

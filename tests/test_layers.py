@@ -1,0 +1,107 @@
+"""The package's shape: no import circle anywhere, and the import-linter contracts hold.
+
+docs/architecture.md describes the layers; pyproject.toml declares them as contracts.
+"""
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import grimp
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def graph():
+    return grimp.build_graph("gpuadvisor", cache_dir=None)
+
+
+def _strongly_connected(nodes, edges):
+    """Tarjan's algorithm, iterative: the groups of nodes that reach each other."""
+    index, low, on_stack, stack, groups, counter = {}, {}, set(), [], [], [0]
+    for root in sorted(nodes):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(edges.get(root, ()))))]
+        index[root] = low[root] = counter[0]
+        counter[0] += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            for child in children:
+                if child not in index:
+                    index[child] = low[child] = counter[0]
+                    counter[0] += 1
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(edges.get(child, ())))))
+                    break
+                if child in on_stack:
+                    low[node] = min(low[node], index[child])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    group = []
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        group.append(member)
+                        if member == node:
+                            break
+                    groups.append(sorted(group))
+    return groups
+
+
+def _edges(graph, collapse):
+    """importer -> imported, each module name passed through ``collapse`` (self-edges dropped)."""
+    edges = {}
+    for importer in graph.modules:
+        for imported in graph.find_modules_directly_imported_by(importer):
+            a, b = collapse(importer), collapse(imported)
+            if a and b and a != b:
+                edges.setdefault(a, set()).add(b)
+    return edges
+
+
+def test_no_circle_between_files(graph):
+    """Every import counts, TYPE_CHECKING and function-local ones included."""
+    edges = _edges(graph, lambda m: m if m.startswith("gpuadvisor") else None)
+    circles = [g for g in _strongly_connected(set(edges) | {m for v in edges.values() for m in v}, edges)
+               if len(g) > 1]
+    assert circles == []
+
+
+@pytest.mark.parametrize("package", ["gpuadvisor", "gpuadvisor.core", "gpuadvisor.gui", "gpuadvisor.storage"])
+def test_no_circle_between_the_parts_of_a_package(graph, package):
+    """A package's children (sub-packages and modules), each standing for everything inside it."""
+    depth = package.count(".") + 1
+
+    def child(module):
+        parts = module.split(".")
+        if not module.startswith(package + ".") or len(parts) <= depth:
+            return None
+        return ".".join(parts[:depth + 1])
+
+    edges = _edges(graph, child)
+    nodes = set(edges) | {m for v in edges.values() for m in v}
+    assert [g for g in _strongly_connected(nodes, edges) if len(g) > 1] == []
+
+
+def test_the_circle_finder_finds_a_circle():
+    edges = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert [g for g in _strongly_connected(set("abcd"), edges) if len(g) > 1] == [["a", "b", "c"]]
+
+
+def test_import_contracts_hold():
+    lint = shutil.which("lint-imports", path=str(Path(sys.executable).parent)) or shutil.which("lint-imports")
+    if lint is None:
+        pytest.skip("import-linter is not installed")
+    proc = subprocess.run([lint, "--no-cache"], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    assert "0 broken" in proc.stdout
