@@ -18,12 +18,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from gpuadvisor.core.specs.engines import ENGINES  # noqa: E402
-from gpuadvisor.core.specs.hardware import load_gpu_catalog  # noqa: E402
-from gpuadvisor.core.specs.presets import load_model_catalog  # noqa: E402
-from gpuadvisor.validation import Predictor, fit_engines, load_measurements  # noqa: E402
-from gpuadvisor.validation.data import scenario_engine  # noqa: E402
-from gpuadvisor.validation.harness import _loss, factors_for, speed_rows  # noqa: E402
+from gpuadvisor.core.specs.engines import ENGINES
+from gpuadvisor.core.specs.hardware import load_gpu_catalog
+from gpuadvisor.core.specs.presets import load_model_catalog
+from gpuadvisor.validation import Predictor, fit_engines, load_measurements
+from gpuadvisor.validation.data import scenario_engine
+from gpuadvisor.validation.harness import _loss, factors_for, speed_rows
 
 
 def main() -> None:

@@ -11,7 +11,6 @@ recommendation. The PDF is written by :mod:`.report_export`.
 from __future__ import annotations
 
 import base64
-import html
 import json
 import logging
 from pathlib import Path
@@ -196,7 +195,7 @@ class MainWindow(QMainWindow):
         self.workload_page.set_gpus(gpus)
         self.model_page.set_models(models)
 
-    def showEvent(self, event) -> None:  # noqa: N802 - Qt override
+    def showEvent(self, event) -> None:
         super().showEvent(event)
         if self._deferred_charts and not self.charts_ready:
             QTimer.singleShot(60, self.create_charts)  # after the first frame is painted
@@ -684,7 +683,7 @@ class MainWindow(QMainWindow):
         self.settings.splitter_sizes = {n: list(s.sizes()) for n, s in self._splitters().items()}
         self.settings.extra["panels"] = {n: a.isChecked() for n, a in self.panel_actions.items()}
 
-    def closeEvent(self, event) -> None:  # noqa: N802 - Qt override
+    def closeEvent(self, event) -> None:
         if not self.maybe_save():
             event.ignore()
             return

@@ -61,10 +61,10 @@ class _TextTable(QAbstractTableModel):
 
     HEADERS: tuple[str, ...] = ()
 
-    def columnCount(self, parent=QModelIndex()) -> int:  # noqa: N802 - Qt override
+    def columnCount(self, parent=QModelIndex()) -> int:
         return 0 if parent.isValid() else len(self.HEADERS)
 
-    def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):  # noqa: N802 - Qt override
+    def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):
         if role == Qt.ItemDataRole.DisplayRole and orientation == Qt.Orientation.Horizontal:
             return self.HEADERS[section]
         return None
@@ -88,7 +88,7 @@ class MeasurementsModel(_TextTable):
         self.rows = list(rows)
         self.endResetModel()
 
-    def rowCount(self, parent=QModelIndex()) -> int:  # noqa: N802 - Qt override
+    def rowCount(self, parent=QModelIndex()) -> int:
         return 0 if parent.isValid() else len(self.rows)
 
     def text(self, row: int, col: int) -> str:
@@ -134,7 +134,7 @@ class FactorsModel(_TextTable):
         self.profile = profile
         self.endResetModel()
 
-    def rowCount(self, parent=QModelIndex()) -> int:  # noqa: N802 - Qt override
+    def rowCount(self, parent=QModelIndex()) -> int:
         return 0 if parent.isValid() or self.profile is None else len(self.profile.fits)
 
     def text(self, row: int, col: int) -> str:

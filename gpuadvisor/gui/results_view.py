@@ -127,7 +127,7 @@ class ResultsView(QWidget):
         self.catalog_banner.setStyleSheet(f"background: {c.notice_bg}; color: {c.notice_fg}; padding: 6px; "
                                           "border-radius: 3px;")
 
-    def changeEvent(self, event) -> None:  # noqa: N802 - Qt override
+    def changeEvent(self, event) -> None:
         if event.type() in (QEvent.Type.PaletteChange, QEvent.Type.FontChange):
             self._apply_colors()
             self._fix_summary_height()

@@ -310,7 +310,7 @@ def fit_engine(profile: EngineProfile, rows: Sequence[Row], predictor: Predictor
             if abs(at_lo - at_hi) < 1e-4 and abs(at_now - at_lo) < 1e-4:
                 frozen.add(name)  # the rows cannot tell this factor: it keeps its prior
                 continue
-            best = _golden(lambda v: loss_with(name, v), lo, hi, iterations)
+            best = _golden(lambda v, n=name: loss_with(n, v), lo, hi, iterations)
             best_loss, value = min((loss_with(name, best), best), (at_now, now), (at_lo, lo), (at_hi, hi))
             current = replace(current, **{name: value})
         if start_loss - best_loss < 1e-3 * max(start_loss, 1e-9):

@@ -12,7 +12,6 @@ import re
 
 import pytest
 from gui_helpers import retype, settle
-from PySide6.QtCore import Qt
 
 from gpuadvisor.core.estimation.estimate import estimate
 from gpuadvisor.core.errors import InputError

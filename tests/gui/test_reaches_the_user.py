@@ -9,7 +9,7 @@ import json
 import subprocess
 import sys
 
-from gui_helpers import click, retype, settle
+from gui_helpers import retype, settle
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication
 

@@ -10,7 +10,6 @@ from PySide6.QtWidgets import QMessageBox
 
 from gpuadvisor.core.estimation.estimate import estimate
 from gpuadvisor.core.formats.scenario import load_scenario
-from gpuadvisor.gui.app import build_window
 from gui_helpers import settle
 from gpuadvisor.gui.ranking import ROLE_KEY
 

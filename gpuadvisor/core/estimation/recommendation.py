@@ -51,7 +51,7 @@ def tier(c: Candidate) -> int:
     return SURE
 
 
-def sort_key(c: Candidate) -> tuple:
+def sort_key(c: Candidate) -> tuple[object, ...]:
     """Order within and across GPU types (smaller is better)."""
     t = tier(c)
     par = PARALLELISM_ORDER.index(c.parallelism) if c.parallelism in PARALLELISM_ORDER else len(PARALLELISM_ORDER)
@@ -67,7 +67,7 @@ def sort_key(c: Candidate) -> tuple:
 
 def decide(candidates: Iterable[Candidate]) -> Decision:
     """The decision over ``candidates`` (all setups of every GPU type compared)."""
-    best: dict[str, tuple[tuple, Candidate]] = {}
+    best: dict[str, tuple[tuple[object, ...], Candidate]] = {}
     for c in candidates:
         k = sort_key(c)
         cur = best.get(c.gpu.id)

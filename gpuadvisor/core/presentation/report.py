@@ -45,7 +45,7 @@ from ..estimation.results import Candidate, Estimate
 from ..specs.hardware import GpuSpec
 from .serialize import candidate_to_dict
 from .wording import change_lines, recommendation_text, scenario_lines, setup_name
-from ..formatting import (DASH, NONE_MARK, display_gpu_name, fmt_flag, fmt_gib, fmt_status,
+from ..formatting import (DASH, NONE_MARK, display_gpu_name, fmt_gib, fmt_status,
                           fmt_hours, fmt_hours_range, fmt_rate, fmt_setup, fmt_share, fmt_signed_gib, fmt_usd,
                           fmt_usd_per_hour, fmt_usd_per_mtok, fmt_usd_range, plain_gpu_name)
 

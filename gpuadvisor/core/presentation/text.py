@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..estimation.results import Candidate, Estimate
-from ..formatting import (fmt_count, fmt_gib, fmt_hours_range, fmt_rate, fmt_signed_gib, fmt_usd, fmt_usd_per_mtok,
+from ..formatting import (fmt_count, fmt_gib, fmt_hours_range, fmt_rate, fmt_signed_gib, fmt_usd_per_mtok,
                           fmt_usd_range)
 from .wording import summary_line
 

@@ -11,8 +11,7 @@ import math
 
 from ..estimation.results import Candidate, Estimate
 from ..specs.engines import ENGINES
-from ..formatting import (DASH, TIMES, fmt_count, fmt_deadline, fmt_gib, fmt_hours, fmt_hours_range, fmt_rate,
-                          fmt_share, fmt_signed_gib, fmt_usd, fmt_usd_per_hour, fmt_usd_per_mtok, fmt_usd_range)
+from ..formatting import (TIMES, fmt_count, fmt_deadline, fmt_gib, fmt_hours, fmt_hours_range, fmt_share, fmt_signed_gib, fmt_usd, fmt_usd_per_hour, fmt_usd_range)
 from .serialize import candidate_to_dict
 
 

@@ -76,6 +76,10 @@ def _choice(name: str, value: object, choices: tuple[str, ...]) -> None:
         raise InputError(name, f"must be one of {', '.join(choices)}", value)
 
 
+#: Concurrent sequences when serving, micro-batch per GPU when training.
+DEFAULT_BATCH_SIZE = 1
+
+
 @dataclass(frozen=True, slots=True)
 class Workload:
     """A workload: what runs on each GPU.
@@ -88,7 +92,7 @@ class Workload:
     kind: str = "inference"
     weights: str = "bf16"
     kv_cache: str | None = None
-    batch_size: int = 1
+    batch_size: int = DEFAULT_BATCH_SIZE
     seq_len: int = 2048
     prompt_tokens: int = 1024
     output_tokens: int = 256
@@ -236,7 +240,7 @@ def adapt_to_kind(workload: Workload, kind: str) -> Workload:
     sequences) and training (micro-batch per GPU), goes back to the default when that meaning changes."""
     if kind == workload.kind:
         return workload
-    changes: dict = {"kind": kind, "weights": weights_for_kind(kind, workload.weights)}
+    batch = workload.batch_size
     if (kind in TRAINING_KINDS) != workload.is_training:
-        changes["batch_size"] = Workload.__dataclass_fields__["batch_size"].default
-    return replace(workload, **changes)
+        batch = DEFAULT_BATCH_SIZE
+    return replace(workload, kind=kind, weights=weights_for_kind(kind, workload.weights), batch_size=batch)

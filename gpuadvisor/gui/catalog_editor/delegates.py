@@ -104,7 +104,7 @@ class CatalogProxy(QSortFilterProxyModel):
         self.setFilterKeyColumn(-1)
         self.setFilterCaseSensitivity(Qt.CaseSensitivity.CaseInsensitive)
 
-    def lessThan(self, left, right) -> bool:  # noqa: N802 - Qt override
+    def lessThan(self, left, right) -> bool:
         a, b = left.data(ROLE_SORT), right.data(ROLE_SORT)
         try:
             return a < b

@@ -532,6 +532,6 @@ class CatalogEditor(QMainWindow):
         if self._on_stale_months is not None:
             self._on_stale_months(months)
 
-    def closeEvent(self, event) -> None:  # noqa: N802 - Qt override
+    def closeEvent(self, event) -> None:
         self.flush()
         super().closeEvent(event)

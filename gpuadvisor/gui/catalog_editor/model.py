@@ -36,13 +36,13 @@ class CatalogModel(QAbstractTableModel):
         self._revalidate()
 
     # -- what the views ask -------------------------------------------------------------------------
-    def rowCount(self, parent=QModelIndex()) -> int:  # noqa: N802
+    def rowCount(self, parent=QModelIndex()) -> int:
         return 0 if parent.isValid() else len(self.rows)
 
-    def columnCount(self, parent=QModelIndex()) -> int:  # noqa: N802
+    def columnCount(self, parent=QModelIndex()) -> int:
         return 0 if parent.isValid() else len(self.columns)
 
-    def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):  # noqa: N802
+    def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):
         if orientation == Qt.Orientation.Horizontal:
             column = self.columns[section]
             if role == Qt.ItemDataRole.DisplayRole:
@@ -95,7 +95,7 @@ class CatalogModel(QAbstractTableModel):
             return self.cell_tooltip(row, column)
         return None
 
-    def setData(self, index, value, role=Qt.ItemDataRole.EditRole) -> bool:  # noqa: N802
+    def setData(self, index, value, role=Qt.ItemDataRole.EditRole) -> bool:
         if not index.isValid() or role != Qt.ItemDataRole.EditRole:
             return False
         row, column = index.row(), self.columns[index.column()]
