@@ -25,7 +25,7 @@ from ..core.errors import InputError
 from ..core.estimation.results import Estimate
 from ..core.formats.scenario import Scenario
 from ..core.presentation.serialize import estimate_to_dict
-from ..core.units import format_count
+from ..core.presentation.wording import model_line
 from .pages.budget_page import BudgetPage
 from .pages.model_page import ModelPage
 from .pages.workload_page import WorkloadPage
@@ -180,10 +180,7 @@ class MainWindow(QMainWindow):
         self._laptop = avail.width() < 1400 or avail.height() < 900
 
     def _on_estimate_changed(self, est: Estimate) -> None:
-        self.model_page.show_model(
-            f"{est.model.name}: {format_count(est.model.parameters)} parameters"
-            + (f", {format_count(est.model.active_parameters)} active per token" if est.model.is_moe else "")
-            + f", {est.model.num_layers} layers, context up to {est.model.max_context:,} tokens.")
+        self.model_page.show_model(model_line(est))
         self.statusBar().showMessage(f"{len(est.candidates)} setups compared in {self.state.last_compute_ms:.0f} ms")
 
     def _on_error_changed(self, message: str) -> None:
@@ -223,6 +220,8 @@ class MainWindow(QMainWindow):
             self.page_size_actions[size] = action
         self.export_action = self._action(file_menu, "&Export comparison (JSON)…", QKeySequence("Ctrl+E"),
                                           self.on_export_json)
+        self.export_csv_action = self._action(file_menu, "Export ranking (&CSV)…", QKeySequence(),
+                                              lambda: self.results.ranking.export_csv_dialog())
         file_menu.addSeparator()
         self._action(file_menu, "&Quit", QKeySequence.StandardKey.Quit, self.close)
         view = self.menuBar().addMenu("&View")

@@ -19,7 +19,7 @@ from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSizePolicy, QSpli
 from ..core.estimation.results import Estimate
 from ..core.presentation import detail as _detail
 from ..core.presentation.report import decision_warnings
-from ..core.presentation.wording import change_lines, summary_line
+from ..core.presentation.wording import calibration_note, change_lines, summary_line, workload_line
 from .ranking import ROLE_KEY, RankingTable
 from .state import AppState
 from .theme import colors
@@ -240,20 +240,15 @@ class ResultsView(QWidget):
 
     def summary_html(self, est: Estimate) -> str:
         c = colors(self.palette())
-        w = est.scenario.workload
-        head = (f"<b>{html.escape(est.model.name)}</b> · {w.kind.replace('_', ' ')} · weights {w.weights} · "
-                f"{'micro-batch' if w.is_training else 'concurrent sequences'} {w.batch_size} · "
-                f"{w.context_tokens:,} tokens")
+        head = f"<b>{html.escape(est.model.name)}</b> · {html.escape(workload_line(est))}"
         answer = html.escape(summary_line(est))
         if est.decision is not None and est.decision.recommended_key:
             answer = "★ " + answer.replace("Recommended:", "<b>Recommended:</b>", 1)
         else:
             answer = f"<span style='color:{c.problem}'>{answer}</span>"
-        if est.calibration is not None:
-            n = len(est.calibrated_gpus)
-            answer += (f" <span style='color:{c.ok}'>Calibrated to your measurements on {n} GPU type"
-                       f"{'s' if n != 1 else ''}.</span>" if n else
-                       f" <span style='color:{c.ok}'>Calibration on (no values for this scenario's engine).</span>")
+        note = calibration_note(est)
+        if note:
+            answer += f" <span style='color:{c.ok}'>{html.escape(note)}</span>"
         notes = ""
         warnings = self.warnings(est)
         if warnings:
