@@ -6,6 +6,7 @@ bad input reaches the user as one ``error:`` line and never as a traceback.
 
 import json
 import math
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -711,3 +712,31 @@ def test_every_view_prints_the_same_figures(capsys, tmp_path):
         checked += 1
     assert checked >= 10
     assert report.table_rows and all(r.cells[0] == formatting.display_gpu_name(r.cells[0]) for r in report.table_rows)
+
+
+@pytest.mark.skipif(shutil.which("pdftotext") is None, reason="poppler-utils (pdftotext) is not installed")
+def test_report_uses_the_stale_price_age_set_in_the_window(capsys, tmp_path):
+    """The window's setting reaches the CLI report: with 240 months no catalog price is stale."""
+    from gpuadvisor.storage import Settings, save_settings
+
+    _, scenario_text, _ = run_main(capsys, "default-scenario")
+    path = write_scenario(tmp_path, scenario_text)
+
+    def report_text(name):
+        pdf = tmp_path / name
+        assert run_main(capsys, "report", path, "-o", str(pdf))[0] == 0
+        return subprocess.run(["pdftotext", str(pdf), "-"], capture_output=True, text=True, check=True).stdout
+
+    import datetime
+
+    from gpuadvisor.core.estimation.estimate import estimate
+    from gpuadvisor.core.formats.scenario import default_scenario
+    from gpuadvisor.core.presentation.report import build_report
+    from gpuadvisor.storage.user_catalog_store import load_catalogs
+
+    gpus, models = load_catalogs()
+    stale_at_6 = build_report(estimate(default_scenario(), gpus, models), gpus.meta, datetime.date.today(),
+                              stale_after_months=6).stale_price_gpus
+    assert ("Stale prices" in report_text("default.pdf")) == bool(stale_at_6)  # 6 months: the default
+    save_settings(Settings(stale_price_months=240))
+    assert "Stale prices" not in report_text("patient.pdf")
