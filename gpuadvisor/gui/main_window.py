@@ -11,26 +11,24 @@ recommendation. The PDF is written by :mod:`.report_export`.
 from __future__ import annotations
 
 import base64
-import json
 import logging
-from pathlib import Path
 
 from PySide6.QtCore import QByteArray, Qt, QTimer
 from PySide6.QtGui import QAction, QActionGroup, QGuiApplication, QKeySequence
-from PySide6.QtWidgets import (QApplication, QFileDialog, QHBoxLayout, QLabel, QMainWindow, QMessageBox,
+from PySide6.QtWidgets import (QApplication, QHBoxLayout, QMainWindow, QMessageBox,
                                QPushButton, QScrollArea, QSplitter, QTabWidget, QVBoxLayout, QWidget)
 
 from .. import __version__
 from ..core.errors import InputError
 from ..core.estimation.results import Estimate
 from ..core.formats.scenario import Scenario
-from ..core.presentation.serialize import estimate_to_dict
 from ..core.presentation.wording import model_line
 from .pages.budget_page import BudgetPage
 from .pages.model_page import ModelPage
 from .pages.workload_page import WorkloadPage
 from .messages import user_message
-from .report_export import ReportExport
+from .window_files import FileActions
+from .window_tools import ToolWindows
 from .results_view import ResultsView
 from .state import AppState
 from .theme import APPEARANCES, apply_appearance
@@ -39,7 +37,7 @@ log = logging.getLogger(__name__)
 MAX_RECENT = 10
 
 
-class MainWindow(QMainWindow):
+class MainWindow(FileActions, ToolWindows, QMainWindow):
     """The application window."""
 
     def __init__(self, state: AppState, settings=None, default_scenario: Scenario | None = None,
@@ -260,51 +258,6 @@ class MainWindow(QMainWindow):
         self._action(help_menu, "&About gpuadvisor", QKeySequence(), self.on_about)
         self._fill_recent_menu()
 
-    # --- catalog editor ----------------------------------------------------------------------
-    def open_catalog_editor(self):
-        """Show the catalog editor (created on first use) and return it."""
-        if self.catalog_editor is None:
-            from ..core.formats.user_catalog import UserCatalog
-            from .catalog_editor import CatalogEditor
-
-            months = self._stale_months()
-            self.catalog_editor = CatalogEditor(
-                self.user_catalog or UserCatalog.empty(), parent=self, stale_months=months,
-                on_stale_months=self._set_stale_months, startup_warnings=self._catalog_notice,
-                current_gpus=lambda: self.state.gpus)
-            self.catalog_editor.catalogsChanged.connect(self._on_catalogs_edited)
-        self.catalog_editor.show()
-        self.catalog_editor.raise_()
-        self.catalog_editor.activateWindow()
-        return self.catalog_editor
-
-    def _on_catalogs_edited(self, gpus, models, warnings) -> None:
-        self.state.set_catalogs(gpus, models, warnings)
-        if getattr(self, "measurements_dialog", None) is not None:
-            self.state.flush()
-            self.measurements_dialog.refresh()  # its estimates use the edited catalog too
-        if warnings:
-            self.statusBar().showMessage(warnings[0], 8000)
-
-    def _stale_months(self) -> int:
-        return self.state.stale_months
-
-    def _set_stale_months(self, months: int) -> None:
-        """The catalog editor's stale-price age: held by AppState, saved in the settings."""
-        self.state.set_stale_months(months)
-        if self.settings is not None:
-            self.settings.stale_price_months = months
-            self._save_settings_quietly()
-
-    def _save_settings_quietly(self) -> None:
-        from ..storage import StorageError
-        from ..storage.settings import save_settings
-
-        try:
-            save_settings(self.settings)
-        except StorageError as exc:
-            self.statusBar().showMessage(str(exc), 8000)
-
     # --- view ----------------------------------------------------------------------------------
     def show_page(self, index: int) -> None:
         """Bring wizard page ``index`` (0-2) forward, showing the pages panel if it was hidden."""
@@ -352,22 +305,6 @@ class MainWindow(QMainWindow):
         action.triggered.connect(slot)
         menu.addAction(action)
         return action
-
-    def _fill_recent_menu(self) -> None:
-        self.recent_menu.clear()
-        files = self._recent_files()
-        for path in files:
-            action = self.recent_menu.addAction(Path(path).name)
-            action.setToolTip(path)
-            action.setStatusTip(path)
-            action.triggered.connect(lambda _=False, p=path: self.open_path(p))
-        self.recent_menu.setEnabled(bool(files))
-
-    def _recent_files(self) -> list[str]:
-        if self.settings is None:
-            return []
-        from ..storage.settings import existing_recent_files
-        return list(existing_recent_files(self.settings))
 
     # --- page <-> state --------------------------------------------------------------------
     def _fill_pages(self, scenario: Scenario) -> None:
@@ -426,154 +363,6 @@ class MainWindow(QMainWindow):
         self.back_button.setEnabled(index > 0)
         self.next_button.setEnabled(index < len(self.pages) - 1)
 
-    # --- files -----------------------------------------------------------------------------
-    def _update_title(self, *_args) -> None:
-        name = self.state.path.name if self.state.path else "Untitled"
-        self.setWindowTitle(f"{name}[*] — gpuadvisor")
-        self.setWindowModified(self.state.dirty)
-
-    def maybe_save(self) -> bool:
-        """Ask about unsaved changes; False means the user cancelled."""
-        if not self.state.dirty:
-            return True
-        answer = QMessageBox.question(self, "Unsaved changes", "The scenario has unsaved changes. Save them first?",
-                                      QMessageBox.StandardButton.Save | QMessageBox.StandardButton.Discard
-                                      | QMessageBox.StandardButton.Cancel, QMessageBox.StandardButton.Save)
-        if answer == QMessageBox.StandardButton.Cancel:
-            return False
-        if answer == QMessageBox.StandardButton.Save:
-            return self.on_save()
-        return True
-
-    def on_new(self) -> None:
-        if self.maybe_save():
-            self.state.new(self.default_scenario)
-
-    def on_open(self) -> None:
-        if not self.maybe_save():
-            return
-        path, _ = QFileDialog.getOpenFileName(self, "Open scenario", self._last_dir(), "Scenarios (*.json)")
-        if path:
-            self.open_path(path)
-
-    def open_path(self, path: str) -> bool:
-        try:
-            self.state.open(path)
-        except InputError as exc:
-            QMessageBox.warning(self, "Cannot open scenario", str(exc))
-            return False
-        for warning in self.state.scenario.warnings:
-            self.statusBar().showMessage(warning, 8000)
-        self._remember(path)
-        return True
-
-    def on_save(self) -> bool:
-        if self.state.path is None:
-            return self.on_save_as()
-        return self._save_to(self.state.path)
-
-    def on_save_as(self) -> bool:
-        path, _ = QFileDialog.getSaveFileName(self, "Save scenario", self._last_dir(), "Scenarios (*.json)")
-        if not path:
-            return False
-        if not path.endswith(".json"):
-            path += ".json"
-        return self._save_to(Path(path))
-
-    def _save_to(self, path: Path) -> bool:
-        try:
-            self.state.save(path)
-        except InputError as exc:
-            QMessageBox.warning(self, "Cannot save scenario", str(exc))
-            return False
-        self._remember(str(path))
-        self.statusBar().showMessage(f"Saved {path.name}", 4000)
-        return True
-
-    def _page_size(self) -> str:
-        size = getattr(self.settings, "page_size", "A4") if self.settings is not None else "A4"
-        return size if size in ("A4", "Letter") else "A4"
-
-    def _set_page_size(self, size: str) -> None:
-        if self.settings is not None:
-            self.settings.page_size = size
-
-    def on_export_report(self) -> None:
-        """File > Export report: pick a file, then write the PDF without blocking the window."""
-        self.state.flush()
-        if self.state.estimate is None:
-            return
-        default = str(Path(self._last_dir()) / "gpuadvisor-report.pdf")
-        path, _ = QFileDialog.getSaveFileName(self, "Export report", default, "PDF (*.pdf)")
-        if path:
-            if not path.lower().endswith(".pdf"):
-                path += ".pdf"
-            self.export_report_to(path)
-
-    def export_report_to(self, path: str) -> "ReportExport | None":
-        """Start writing the report to ``path``; returns the running export (tests wait on it)."""
-        import datetime
-
-        from ..core.presentation.report import build_report
-        from .report_pdf import chart_images, check_target
-
-        est = self.state.estimate
-        if est is None:
-            return None
-        if self.state.error:
-            QMessageBox.warning(self, "Cannot export the report", "An input is invalid, so the results on display "
-                                f"are stale:\n\n{self.state.error}\n\nFix it, then export again.")
-            return None
-        try:
-            check_target(path)
-        except InputError as exc:
-            QMessageBox.warning(self, "Cannot export the report", str(exc))
-            return None
-        report = build_report(est, self.state.gpus.meta, datetime.date.today(),
-                              stale_after_months=self.state.stale_months)
-        images = chart_images(est, report.recommended_key)  # widgets: GUI thread
-        job = ReportExport(report, est, path, self._page_size(), images, self)
-        job.succeeded.connect(self._on_report_written)
-        job.failed.connect(lambda message: QMessageBox.warning(self, "Cannot export the report", message))
-        job.finished.connect(lambda: self.report_action.setEnabled(True))
-        self.report_action.setEnabled(False)
-        self.statusBar().showMessage(f"Writing {Path(path).name}…")
-        self._report_job = job
-        job.start()
-        return job
-
-    def _on_report_written(self, path: str, pages: int, seconds: float) -> None:
-        self.statusBar().showMessage(f"Report written: {Path(path).name}, {pages} pages in {seconds:.1f} s", 8000)
-
-    def on_export_json(self) -> None:
-        self.state.flush()
-        if self.state.estimate is None:
-            return
-        path, _ = QFileDialog.getSaveFileName(self, "Export comparison", self._last_dir(), "JSON (*.json)")
-        if not path:
-            return
-        from ..storage.atomic import atomic_write_text
-        try:
-            atomic_write_text(Path(path), json.dumps(estimate_to_dict(self.state.estimate), indent=2) + "\n")
-        except InputError as exc:
-            QMessageBox.warning(self, "Cannot export", str(exc))
-            return
-        self.statusBar().showMessage(f"Exported {Path(path).name}", 4000)
-
-    def _last_dir(self) -> str:
-        if self.state.path:
-            return str(self.state.path.parent)
-        files = self._recent_files()
-        return str(Path(files[0]).parent) if files else str(Path.home())
-
-    def _remember(self, path: str) -> None:
-        if self.settings is None:
-            return
-        from ..storage.settings import add_recent_file
-        self.settings = add_recent_file(self.settings, path)
-        self.settings.last_scenario = str(Path(path).resolve())
-        self._fill_recent_menu()
-
     def on_about(self) -> None:
         gm, mm = self.state.gpus.meta, self.state.models.meta
         QMessageBox.about(self, "About gpuadvisor",
@@ -582,70 +371,6 @@ class MainWindow(QMainWindow):
                           f"<p>GPU catalog: schema {gm.schema_version}, updated {gm.updated}, {len(self.state.gpus)} "
                           f"GPUs.<br>Model presets: schema {mm.schema_version}, updated {mm.updated}, "
                           f"{len(self.state.models)} models.</p><p>Formulas and sources: docs/estimation.md.</p>")
-
-    # --- measurements and calibration ---------------------------------------------------------
-    def _init_calibration(self) -> None:
-        """Load the saved calibration profile, apply the "calibration on" setting, add the Tools menu
-        entry and a status-bar label that says when estimates are calibrated."""
-        from ..storage.measurements_store import load_calibration
-
-        loaded = load_calibration()
-        for warning in loaded.warnings:
-            log.warning(warning)
-            self.statusBar().showMessage(warning, 10000)
-        self.state.set_calibration(loaded.value, bool(getattr(self.settings, "calibration_enabled", False)))
-        menu = getattr(self, "tools_menu", None)
-        if menu is None:
-            menu = self.tools_menu = self.menuBar().addMenu("&Tools")
-        else:
-            menu.addSeparator()
-        self.measurements_action = self._action(menu, "&Measurements && calibration…", QKeySequence(),
-                                                self.open_measurements)
-        self.measurements_action.setStatusTip("Record measured runs, compare them with the estimate and "
-                                              "calibrate the estimate to them")
-        self.measurements_dialog = None
-        self.calibration_label = QLabel()
-        self.calibration_label.setStyleSheet("color: #117733; padding: 0 6px;")
-        self.statusBar().addPermanentWidget(self.calibration_label)
-        self.state.calibrationChanged.connect(self._on_calibration_changed)
-        self.state.estimateChanged.connect(self._show_calibration_status)
-        self._show_calibration_status()
-
-    def open_measurements(self):
-        """Show the Measurements & calibration window (created on first use) and return it."""
-        if self.measurements_dialog is None:
-            from .measurements_dialog import MeasurementsDialog
-            self.measurements_dialog = MeasurementsDialog(self.state, parent=self)
-        self.measurements_dialog.show()
-        self.measurements_dialog.raise_()
-        self.measurements_dialog.activateWindow()
-        return self.measurements_dialog
-
-    def _on_calibration_changed(self) -> None:
-        if self.settings is not None and self.settings.calibration_enabled != self.state.calibration_enabled:
-            from ..storage.settings import save_settings
-            self.settings.calibration_enabled = self.state.calibration_enabled
-            try:
-                save_settings(self.settings)
-            except InputError as exc:
-                self.statusBar().showMessage(str(exc), 8000)
-        self._show_calibration_status()
-
-    def _show_calibration_status(self, *_args) -> None:
-        est = self.state.estimate
-        if not self.state.calibration_enabled:
-            self.calibration_label.setText("")
-            self.calibration_label.hide()
-            return
-        if self.state.calibration is None:
-            text = "Calibration on: no profile yet"
-        elif est is not None and est.calibrated_gpus:
-            n = len(est.calibrated_gpus)
-            text = f"Calibration on: {n} GPU type{'s' if n != 1 else ''} calibrated"
-        else:
-            text = "Calibration on: no values for this scenario"
-        self.calibration_label.setText(text)
-        self.calibration_label.show()
 
     # --- layout persistence ------------------------------------------------------------------
     def _restore_layout(self) -> None:
