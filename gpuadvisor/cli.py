@@ -45,7 +45,7 @@ from typing import Sequence
 
 from . import __version__
 from .core.errors import InputError
-from .core.engines import engine_for
+from .core.engines import RANGE_LABEL, engine_for
 from .core.estimate import Candidate, Estimate, estimate, resolve_model
 from .core.calibration import (CalibrationProfile, Comparison, EstimatePredictor, compare_measurements,
                                fit_calibration, profile_to_dict)
@@ -151,6 +151,9 @@ def render_estimate(est: Estimate, show_all: bool = False) -> str:
     lines.append("")
     lines.append("Memory in GiB per GPU; need = device total (tensors + CUDA context + fragmentation). "
                  "max batch / max ctx: the largest batch and the longest context that fit that setup.")
+    if has_perf:
+        lines.append(f"job time, cost: the {RANGE_LABEL} (low-high; it held 8 in 10 published measurements the "
+                     "speed model was not fitted to).")
     if not show_all:
         lines.append("One row per GPU: its smallest fitting setup (use --all for every count and parallelism).")
     lines += calibration_lines(est)

@@ -1,118 +1,90 @@
 #!/usr/bin/env python3
-"""Fit the engine profiles' efficiency factors to the published speed rows.
+"""Fit the speed model's constants (engine profiles, kernel families, global constants) to the
+published speed rows, and calibrate each engine's 80% range out of sample.
 
-For each engine, a grid search over its free factors minimises the median absolute log error
-of the estimates against the rows measured with that engine (ties: the sum of squared log
-errors). Factors a row set cannot determine stay at their prior. Prints the fitted values
-next to the shipped ones (gpuadvisor/core/engines.py), which are these values rounded.
+The fit is :func:`gpuadvisor.core.calibration.fit_speed_constants` over the rows of
+``tests/data/calibration.csv`` that ``gpuadvisor.validation.SPEED_CASES`` describes; the spreads
+come from leave-one-source-out residuals (:func:`held_out_residuals`, :func:`calibrate_spreads`).
+Prints the fitted values next to the shipped ones (``gpuadvisor/core/engines.py``, which holds
+these values rounded) and the out-of-sample errors.
 
-Usage: .venv/bin/python scripts/fit_engines.py [--loo]   (--loo: leave-one-out, out-of-sample errors)
+Usage: .venv/bin/python scripts/fit_engines.py
 """
 
 from __future__ import annotations
 
-import itertools
 import math
 import statistics
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from gpuadvisor.core.engines import ENGINES  # noqa: E402
+from gpuadvisor.core.calibration import (calibrate_spreads, fit_speed_constants, held_out_residuals,  # noqa: E402
+                                         speed_row)
+from gpuadvisor.core.engines import FITTED  # noqa: E402
+from gpuadvisor.core.estimate import resolve_model  # noqa: E402
 from gpuadvisor.core.hardware import load_gpu_catalog  # noqa: E402
 from gpuadvisor.core.presets import load_model_catalog  # noqa: E402
-from gpuadvisor.validation import SPEED_CASES, run_speed_case  # noqa: E402
+from gpuadvisor.core.scenario import Scenario  # noqa: E402
+from gpuadvisor.validation import SPEED_CASES, TOKENS_TRAINED, calibration_rows  # noqa: E402
+
+METRIC = {"per_gpu": "tokens_per_s_per_gpu", "aggregate": "tokens_per_s", "per_user": "tokens_per_s_per_user",
+          "tflops_per_gpu": "tflops_per_gpu", "gpu_hours": "tokens_per_s_per_gpu"}
 
 
-def frange(lo: float, hi: float, step: float) -> list[float]:
-    n = int(round((hi - lo) / step))
-    return [round(lo + i * step, 6) for i in range(n + 1)]
-
-
-GRIDS = {
-    "tensorrt-llm": {"bandwidth_efficiency": frange(0.6, 0.9, 0.05), "quantized_bandwidth_factor": frange(0.4, 1.0, 0.1),
-                     "layer_overhead_s": [0, 20e-6, 40e-6, 55e-6, 70e-6, 100e-6],
-                     "prefill_mfu": frange(0.3, 0.7, 0.05), "decode_mfu": frange(0.25, 0.6, 0.05)},
-    "llama.cpp": {"bandwidth_efficiency": frange(0.6, 0.9, 0.01), "quantized_bandwidth_factor": frange(0.4, 1.0, 0.01)},
-    "mlc-llm": {"quantized_bandwidth_factor": frange(0.5, 1.0, 0.01)},
-    "transformers": {"layer_overhead_s": [i * 10e-6 for i in range(0, 121)]},
-    "megatron": {"mfu": frange(0.3, 0.6, 0.01)},
-    "fsdp": {"mfu": frange(0.3, 0.7, 0.01)},
-}
-
-
-def score(engine, cases, models, gpus) -> tuple[float, float]:
-    logs = [math.log(run_speed_case(c, models, gpus, engine=engine).estimate /
-                     run_speed_case(c, models, gpus, engine=engine).measured) for c in cases]
-    return statistics.median(abs(x) for x in logs), sum(x * x for x in logs)
-
-
-def fit(engine_id: str, cases, models, gpus):
-    """Grid-search the free factors of one engine on ``cases``; returns (score, fitted engine)."""
-    shipped = ENGINES[engine_id]
-    grid = GRIDS[engine_id]
-    names = list(grid)
-    best = None
-    for values in itertools.product(*(grid[n] for n in names)):
-        engine = replace(shipped, **dict(zip(names, values)))
-        s = score(engine, cases, models, gpus)
-        if best is None or s < best[0]:
-            best = (s, engine)
-    assert best is not None
-    return best
-
-
-def leave_one_out(models, gpus) -> None:
-    """Refit each engine without one row, then predict that row: an out-of-sample error."""
-    print("leave-one-out (engines with at least as many rows as free factors + 1):")
-    errors = []
-    for engine_id, grid in GRIDS.items():
-        cases = engine_cases(engine_id)
-        if len(cases) < len(grid) + 1:
-            print(f"  {engine_id:13s} skipped: {len(cases)} rows for {len(grid)} free factors")
+def rows():
+    models, gpus = load_model_catalog(), load_gpu_catalog()
+    csv_rows = calibration_rows(Path(__file__).resolve().parents[1] / "tests" / "data" / "calibration.csv")
+    out = []
+    for c in SPEED_CASES:
+        if not c.in_aim or c.case_id == "TRN-05":  # TRN-05: total GPU time of more than the run (docs)
             continue
-        for held in cases:
-            rest = [c for c in cases if c is not held]
-            _, engine = fit(engine_id, rest, models, gpus)
-            r = run_speed_case(held, models, gpus, engine=engine)
-            errors.append(abs(r.error))
-            print(f"  {engine_id:13s} {held.case_id}: predicted {r.estimate:,.1f} vs measured {r.measured:,.1f} "
-                  f"({r.error:+.1%})")
-    if errors:
-        print(f"  median absolute out-of-sample error: {statistics.median(errors):.1%} over {len(errors)} rows")
+        measured = c.measured
+        if c.metric == "gpu_hours":
+            measured = TOKENS_TRAINED[c.case_id] / (c.measured * 3600)
+        source = csv_rows.get(c.case_id, {}).get("source", c.case_id)
+        model = resolve_model(Scenario(model=c.model), models)
+        out.append(speed_row(c.case_id, source, model, c.workload, gpus.get(c.gpu), measured, METRIC[c.metric],
+                             c.gpu_count, c.parallelism))
+    return out
 
 
-def engine_cases(engine_id: str):
-    return [c for c in SPEED_CASES if (c.workload.engine or "") == engine_id and c.in_aim
-            and not (engine_id == "megatron" and c.case_id == "TRN-05")]
+def describe(constants) -> str:
+    lines = []
+    for p in constants.engines.values():
+        if p.kind == "inference":
+            lines.append(f"  {p.id:13s} bandwidth_efficiency={p.bandwidth_efficiency:.3f} "
+                         f"prefill_mfu={p.prefill_mfu:.3f} spread=-{p.spread_low:.2f}/+{p.spread_high:.2f}")
+        else:
+            lines.append(f"  {p.id:13s} mfu={p.mfu:.3f} spread=-{p.spread_low:.2f}/+{p.spread_high:.2f}")
+    for f in constants.families.values():
+        lines.append(f"  family {f.id:9s} gemv_efficiency={f.gemv_efficiency:.3f}")
+    lines.append(f"  cpu_kernel_s={dict((k, round(v * 1e6, 2)) for k, v in constants.cpu_kernel_s.items())} us, "
+                 f"gpu_kernel_s={constants.gpu_kernel_s * 1e6:.2f} us, "
+                 f"attention_efficiency={constants.attention_efficiency:.3f}, "
+                 f"gemm_width_half={constants.gemm_width_half:.0f}")
+    return "\n".join(lines)
 
 
 def main() -> None:
-    models, gpus = load_model_catalog(), load_gpu_catalog()
-    if "--loo" in sys.argv:
-        leave_one_out(models, gpus)
-        return
-    for engine_id, grid in GRIDS.items():
-        shipped = ENGINES[engine_id]
-        cases = [c for c in SPEED_CASES if (c.workload.engine or "") == engine_id and c.in_aim
-                 and not (engine_id == "megatron" and c.case_id == "TRN-05")]
-        best = None
-        names = list(grid)
-        for values in itertools.product(*(grid[n] for n in names)):
-            engine = replace(shipped, **dict(zip(names, values)))
-            s = score(engine, cases, models, gpus)
-            if best is None or s < best[0]:
-                best = (s, values)
-        assert best is not None
-        (median, _), values = best
-        cur = score(shipped, cases, models, gpus)[0]
-        fitted = ", ".join(f"{n}={v:g}" for n, v in zip(names, values))
-        shipped_vals = ", ".join(f"{n}={getattr(shipped, n):g}" for n in names)
-        print(f"{engine_id:13s} rows {', '.join(c.case_id for c in cases)}")
-        print(f"{'':13s} fitted  {fitted}  (median |log error| {median:.3f})")
-        print(f"{'':13s} shipped {shipped_vals}  (median |log error| {cur:.3f})")
+    data = rows()
+    print(f"{len(data)} rows from {len({r.source for r in data})} sources")
+    fitted = fit_speed_constants(data)
+    print("fitted (in sample):")
+    print(describe(fitted))
+    errs = [abs(r.predict(fitted) / r.measured - 1) for r in data]
+    print(f"in-sample median absolute error {statistics.median(errs):.1%}")
+    res = held_out_residuals(data)
+    oos = [abs(1 / ratio - 1) for _r, ratio in res if math.isfinite(ratio)]
+    for r, ratio in res:
+        print(f"  held out {r.row_id:8s} ({r.engine:12s}) predicted/measured - 1 = {1 / ratio - 1:+.1%}")
+    print(f"leave-one-source-out median absolute error {statistics.median(oos):.1%} over {len(oos)} rows")
+    spread = calibrate_spreads(res, fitted)
+    print("with calibrated 80% ranges:")
+    print(describe(spread))
+    print("shipped:")
+    print(describe(FITTED))
 
 
 if __name__ == "__main__":

@@ -171,6 +171,7 @@ class MemoryModel:
         if w.weights == "fp8" and w.is_training:
             block_bytes = 3.0  # bf16 weights plus the cached fp8 copy (Transformer Engine)
         other_bytes = 2.0 if quantized else bytes_per_element(w.weights)
+        self.block_bytes_per_weight = block_bytes
         self.block_weight_bytes = counts.blocks * block_bytes
         self.embedding_bytes = counts.embedding * other_bytes
         self.head_bytes = counts.lm_head * other_bytes

@@ -32,7 +32,7 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
-from .engines import ARCH_MFU_FACTOR, EngineProfile
+from .engines import FITTED, EngineProfile, KernelFamily, SpeedConstants, kernel_family
 from .hardware import GpuSpec
 from .memory import MemoryModel
 from .models import ModelSpec
@@ -127,10 +127,33 @@ def matmul_params(model: ModelSpec) -> float:
     return c.active - c.embedding + head + 0.0
 
 
+def gemm_efficiency(tokens: float, ceiling: float, constants: SpeedConstants) -> float:
+    """Share of dense peak a GEMM with ``tokens`` rows reaches: ``ceiling x T / (T + T_half)``.
+
+    Small GEMMs leave tensor-core tiles idle and pay a fixed latency per kernel; the curve rises
+    to the engine's ceiling for long prompts and large batches."""
+    return ceiling * tokens / (tokens + constants.gemm_tokens_half)
+
+
+def decode_overhead(engine: EngineProfile, layers: int, family: KernelFamily | None, cuda_graphs: bool,
+                    linears_per_layer: int, constants: SpeedConstants) -> tuple[float, float]:
+    """(GPU-side fixed time, CPU launch time) of one forward step, in seconds.
+
+    Every kernel costs ``gpu_kernel_s`` on the GPU even inside a CUDA graph; without graphs the
+    host must also launch it, ``cpu_kernel_s`` for the engine's runtime (Python or C++), and the
+    step takes the longer of the two streams (the host runs ahead while the GPU is busy)."""
+    kernels = engine.kernels_per_layer + (family.extra_kernels_per_linear * linears_per_layer if family else 0.0)
+    per_step = layers * kernels
+    gpu = per_step * constants.gpu_kernel_s
+    cpu = 0.0 if cuda_graphs else per_step * constants.cpu_kernel_s.get(engine.runtime, 4e-6)
+    return gpu, cpu
+
+
 def inference_performance(mm: MemoryModel, gpu: GpuSpec, gpu_count: int, parallelism: str,
                           engine: EngineProfile, bw_eff: float | None = None, prefill_mfu: float | None = None,
-                          gpus_per_node: int = 8) -> PerformanceEstimate:
+                          gpus_per_node: int = 8, constants: SpeedConstants | None = None) -> PerformanceEstimate:
     """Serving speed of one candidate (see the module docstring)."""
+    k = constants or FITTED
     m, w = mm.model, mm.workload
     prec, peak, notes = _precision(gpu, w.weights)
     n = gpu_count
@@ -139,37 +162,72 @@ def inference_performance(mm: MemoryModel, gpu: GpuSpec, gpu_count: int, paralle
     replicas = n if parallelism == "ddp" else 1
     b = max(1, math.ceil(w.batch_size / replicas))
     e_bw = (bw_eff or engine.bandwidth_efficiency)
-    quantized = w.weights in ("int8", "int4", "nf4", "fp8")
-    e_w = e_bw * (engine.quantized_bandwidth_factor if quantized else 1.0)
+    family = kernel_family(w.quantization_family, w.weights, k)
     bw = gpu.memory_bandwidth_gb_s * 1e9
-    e_pre = prefill_mfu or engine.prefill_mfu  # prefill of a pipeline keeps all stages busy (compute scales)
+    ceiling = (prefill_mfu or engine.prefill_mfu) * k.gemm_ceiling.get(gpu.architecture, 0.75) / k.gemm_ceiling["ampere"]
     n_mm = matmul_params(m)
     L, d_q = m.num_layers, m.q_dim
+    linears = len(m.linear_shapes())
 
     # Weight bytes read per decode step: with MoE only the experts some token of the batch uses.
     weights = mm.weight_bytes
+    block_weights = mm.block_weight_bytes
     if m.is_moe:
         expert_share = 1.0 - (1.0 - m.experts_per_token / m.num_experts) ** b
         expert_bytes = mm.block_weight_bytes * (m.counts.mlp / max(m.counts.blocks, 1))
         weights = weights - expert_bytes * (1.0 - expert_share)
+        block_weights = block_weights - expert_bytes * (1.0 - expert_share)
+    other_weights = weights - block_weights
+
+    def weight_time(tokens: float) -> float:
+        """Time to stream (and, past the GEMV range, dequantize) the weights for ``tokens`` tokens."""
+        if family is None:
+            return weights / (t * bw * e_bw)
+        if tokens <= family.gemv_max_tokens:
+            return block_weights / (t * bw * e_bw * family.gemv_efficiency) + other_weights / (t * bw * e_bw)
+        params = block_weights / max(mm.block_bytes_per_weight, 1e-9)
+        extra = params * family.dequant_bytes_per_weight
+        return (block_weights + extra) / (t * bw * e_bw) + other_weights / (t * bw * e_bw)
+
+    def compute_time(flops: float, tokens: float) -> float:
+        e = gemm_efficiency(tokens, ceiling, k)
+        if family is not None and tokens > family.gemv_max_tokens:
+            e *= family.gemm_efficiency
+        return flops / (mp_compute * peak * 1e12 * e)
+
+    mp_compute = t  # decode: tensor-parallel ranks share each GEMM
     c_mean = w.prompt_tokens + w.output_tokens / 2
     kv_read = b * mm.kv_tokens_per_layer(int(c_mean)) * L * mm.kv_bytes_per_token_layer
-    mp = t * p  # GPUs that share one copy of the model
-    t_mem = weights / (t * bw * e_w) + kv_read / (t * bw * e_bw)
+    t_mem = weight_time(b) + kv_read / (t * bw * e_bw)
     flops_step = b * (2 * n_mm + 4 * L * d_q * c_mean)
-    t_comp = flops_step / (t * peak * 1e12 * engine.decode_mfu)
-    t_fixed = L * engine.layer_overhead_s
+    t_comp = compute_time(flops_step, b)
+    graphs = w.uses_cuda_graphs
+    t_gpu_fixed, t_cpu = decode_overhead(engine, L, family, graphs, linears, k)
+    t_comm = 0.0
     if t > 1:
         bw_link, lat, _ = link(gpu, n, gpus_per_node)
-        t_fixed += 2 * L * (lat + 2 * (t - 1) / t * b * m.hidden_size * 2 / (bw_link * 1e9))
+        t_comm += 2 * L * (lat + 2 * (t - 1) / t * b * m.hidden_size * 2 / (bw_link * 1e9))
     if p > 1:
-        t_fixed += (p - 1) * PCIE_LATENCY_S
-    step = max(t_mem, t_comp) + t_fixed
-    bound = max((t_mem, "memory"), (t_comp, "compute"), (t_fixed, "overhead"))[1]
+        t_comm += (p - 1) * PCIE_LATENCY_S
+    t_gpu = max(t_mem, t_comp) + t_gpu_fixed + t_comm
+    step = max(t_gpu, t_cpu)
+    bound = max((t_mem, "memory"), (t_comp, "compute"), (t_gpu_fixed + t_comm, "overhead"), (t_cpu, "overhead"))[1]
+    if t_cpu > t_gpu:
+        notes.append(f"{engine.name} without CUDA graphs is bound by launching kernels at this batch "
+                     "(about {:.0f}% of each decode step).".format(100 * (1 - t_gpu / t_cpu)))
+
+    chunk = engine.prefill_chunk_tokens
 
     def prefill_time(tokens: float) -> float:
+        gemm_tokens = min(tokens, chunk) if chunk else tokens
+        passes = max(1.0, tokens / gemm_tokens)
         flops = tokens * (2 * n_mm + 2 * L * d_q * w.prompt_tokens)
-        return max(flops / (mp * peak * 1e12 * e_pre), weights / (t * bw * e_w)) + t_fixed
+        mp_compute_prefill = t * p  # a pipeline's stages all work on a long prompt
+        e = gemm_efficiency(gemm_tokens, ceiling, k)
+        if family is not None and gemm_tokens > family.gemv_max_tokens:
+            e *= family.gemm_efficiency
+        comp = flops / (mp_compute_prefill * peak * 1e12 * e)
+        return max(comp, passes * weight_time(gemm_tokens), passes * t_cpu) + passes * (t_gpu_fixed + t_comm)
 
     ttft = prefill_time(w.prompt_tokens)
     batch_time = prefill_time(b * w.prompt_tokens) + w.output_tokens * step
@@ -177,8 +235,7 @@ def inference_performance(mm: MemoryModel, gpu: GpuSpec, gpu_count: int, paralle
     # step still streams all weights through one GPU's bandwidth: no speed-up over one GPU, only room.
     per_replica = b * w.output_tokens / batch_time
     aggregate = per_replica * replicas
-    s = engine.spread
-    rng = Range(aggregate * (1 - s), aggregate, aggregate * (1 + s / 2))
+    rng = Range(aggregate * (1 - engine.spread_low), aggregate, aggregate * (1 + engine.spread_high))
     return PerformanceEstimate(tokens_per_s=rng, bound=bound, precision_used=prec, peak_tflops=peak,
                                tokens_per_s_per_user=1.0 / step, time_to_first_token_s=ttft, notes=tuple(notes))
 
@@ -203,30 +260,79 @@ class TrainingPrelude(NamedTuple):
     notes: tuple[str, ...]
 
 
+def training_token_time(mm: MemoryModel, gpu: GpuSpec, engine: EngineProfile, constants: SpeedConstants,
+                        width_divisor: int = 1) -> tuple[float, dict[str, float]]:
+    """Seconds one GPU spends per trained token, and its parts (see the module docstring).
+
+    ``width_divisor`` is the tensor-parallel degree: each rank multiplies ``h / t`` wide matrices."""
+    m, w = mm.model, mm.workload
+    k = constants
+    prec, peak, _ = _precision(gpu, w.weights)
+    half = gpu.bf16_dense_tflops or gpu.fp16_dense_tflops
+    arch_ceiling = k.gemm_ceiling.get(gpu.architecture, k.gemm_ceiling.get("other", 0.75))
+    passes = 3.0 if w.trains_base else 2.0
+    if w.gradient_checkpointing:
+        passes += 1.0
+    tokens_mb = w.batch_size * w.seq_len
+    width = m.hidden_size / width_divisor
+    e_gemm = (engine.mfu * arch_ceiling * tokens_mb / (tokens_mb + k.gemm_tokens_half)
+              * width / (width + k.gemm_width_half))
+    if prec == "fp8":
+        e_gemm *= k.fp8_gemm_factor
+    gemm = passes * 2 * matmul_params(m) / (peak * 1e12 * e_gemm)
+    e_attn = k.attention_efficiency * arch_ceiling / k.gemm_ceiling["ampere"]
+    attn = passes * 2 * m.num_layers * m.q_dim * w.seq_len / (half * 1e12 * e_attn)
+    bw = gpu.memory_bandwidth_gb_s * 1e9 * k.elementwise_bandwidth_efficiency
+    elem_passes = passes / 3.0 if w.trains_base else passes / 2.0 * 0.8  # frozen bases skip weight-grad kernels
+    elem = elem_passes * engine.elementwise_bytes_per_h * m.hidden_size / width_divisor * m.num_layers / bw
+    dequant = 0.0
+    family = kernel_family(w.quantization_family, w.weights, k) if w.kind == "qlora" else None
+    if family is not None:
+        # The 4-bit base is dequantized to a 16-bit copy in the forward and again in the backward
+        # matmul (and once more with recomputation): weight bytes plus the copy written and read.
+        params = mm.block_weight_bytes / max(mm.block_bytes_per_weight, 1e-9)
+        per_pass = mm.block_weight_bytes + params * max(family.dequant_bytes_per_weight, 2.0)
+        dequant = (passes - 1.0) * per_pass / bw / tokens_mb
+    kernels = m.num_layers * engine.kernels_per_layer * passes / 3.0
+    gpu_fixed = kernels * k.gpu_kernel_s / tokens_mb
+    cpu = kernels * k.cpu_kernel_s.get(engine.runtime, 4e-6) / tokens_mb
+    busy = gemm + attn + elem + dequant + gpu_fixed
+    return max(busy, cpu), {"gemm": gemm, "attention": attn, "elementwise": elem, "dequantization": dequant,
+                             "overhead": gpu_fixed, "launch": cpu}
+
+
 def training_prelude(mm: MemoryModel, gpu: GpuSpec, engine: EngineProfile,
-                     mfu: float | None = None) -> TrainingPrelude:
+                     mfu: float | None = None, constants: SpeedConstants | None = None) -> TrainingPrelude:
     """Precision, peak, MFU and FLOPs per token of training on ``gpu``: the same for every count and
-    parallelism, so a whole-catalog comparison computes it once per GPU."""
+    parallelism, so a whole-catalog comparison computes it once per GPU.
+
+    Without an ``mfu`` override the MFU follows from :func:`training_token_time`: GEMM shape,
+    attention, element-wise traffic, dequantization and per-layer overhead on this GPU."""
     w = mm.workload
     prec, peak, notes = _precision(gpu, w.weights)
-    base_mfu = mfu or engine.mfu * ARCH_MFU_FACTOR.get(gpu.architecture, 0.8)
-    if w.kind == "qlora":
-        base_mfu *= 0.7  # 4-bit dequantization in every matmul (QLoRA trains ~30-40% slower than LoRA)
-        notes.append("QLoRA pays for dequantizing the 4-bit base in every matmul (about 30% slower).")
     flops_token = mm.cached("flops_per_token", lambda: training_flops_per_token(mm.model, w))
+    if mfu:
+        base_mfu = mfu
+    else:
+        seconds, parts = training_token_time(mm, gpu, engine, constants or FITTED)
+        base_mfu = flops_token / (peak * 1e12 * seconds)
+        if parts["dequantization"] > 0.15 * seconds:
+            notes.append("QLoRA dequantizes the 4-bit base in every matmul "
+                         f"(about {100 * parts['dequantization'] / seconds:.0f}% of the step).")
     return TrainingPrelude(prec, peak, base_mfu, flops_token, tuple(notes))
 
 
 def training_performance(mm: MemoryModel, gpu: GpuSpec, gpu_count: int, parallelism: str,
                          engine: EngineProfile, mfu: float | None = None,
-                         gpus_per_node: int = 8, prelude: TrainingPrelude | None = None) -> PerformanceEstimate:
+                         gpus_per_node: int = 8, prelude: TrainingPrelude | None = None,
+                         constants: SpeedConstants | None = None) -> PerformanceEstimate:
     """Training tokens/s of one candidate (see the module docstring).
 
     ``prelude`` is :func:`training_prelude` for this GPU, engine and ``mfu``, passed in by callers
     that compare many setups of the same GPU."""
     m, w = mm.model, mm.workload
     if prelude is None:
-        prelude = training_prelude(mm, gpu, engine, mfu)
+        prelude = training_prelude(mm, gpu, engine, mfu, constants)
     prec, peak, base_mfu, flops_token = prelude.precision, prelude.peak_tflops, prelude.mfu, prelude.flops_per_token
     notes = list(prelude.notes)
     n = gpu_count
@@ -249,6 +355,11 @@ def training_performance(mm: MemoryModel, gpu: GpuSpec, gpu_count: int, parallel
             act = w.batch_size * n * w.seq_len * m.hidden_size * 2 / n  # tokens of the shared batch
             comm = 4 * m.num_layers * (ring * act * n / (bw_link * 1e9) + lat)
             tokens_step = w.batch_size * w.seq_len * n
+            if not mfu:
+                # Each rank multiplies h / n wide matrices, which run further from the GEMM ceiling.
+                half = (constants or FITTED).gemm_width_half
+                h = m.hidden_size
+                compute *= (h / (h + half)) / ((h / n) / (h / n + half))
         elif parallelism == "pipeline":
             micro = 4 * n
             compute *= 1 + (n - 1) / micro
@@ -259,8 +370,7 @@ def training_performance(mm: MemoryModel, gpu: GpuSpec, gpu_count: int, parallel
     achieved_mfu = tps * flops_token / (n * peak * 1e12)
     share = comm / step if step else 0.0
     bound = "communication" if share > 0.5 else "compute"
-    s = engine.spread
-    rng = Range(tps * (1 - s), tps, tps * (1 + s / 2))
+    rng = Range(tps * (1 - engine.spread_low), tps, tps * (1 + engine.spread_high))
     if n > gpus_per_node:
         notes.append(f"{n} GPUs span {math.ceil(n / gpus_per_node)} nodes: gradients cross the network.")
     return PerformanceEstimate(tokens_per_s=rng, bound=bound, precision_used=prec, peak_tflops=peak,

@@ -61,7 +61,7 @@ QUANTIZATION_WEIGHTS = {
     "hqq": ("int4", "int8"),
 }
 #: Group size and bits of constants per group (scale + zero) of the group-wise families.
-_GROUP = {"awq": (128, 20.0), "gptq": (128, 20.0), "exllama": (128, 20.0), "marlin": (128, 16.0),
+_GROUP = {"mlc": (32, 16.0), "awq": (128, 20.0), "gptq": (128, 20.0), "exllama": (128, 20.0), "marlin": (128, 16.0),
           "torchao": (128, 32.0), "hqq": (64, 32.0)}
 #: llama.cpp block formats chosen for the generic weights values (bytes per weight, block constants included).
 _GGUF_BYTES = {"int4": 18 / 32, "int8": 34 / 32, "fp8": 34 / 32}
@@ -81,7 +81,8 @@ def default_quantization(weights: str, engine: str | None, kind: str) -> str | N
 
     None for 16/32-bit weights. Serving engines run 4-bit checkpoints with their fast GEMV/GEMM
     kernels (vLLM: Marlin, TensorRT-LLM: AWQ-style weight-only, Transformers: GPTQ through the
-    ExLlama kernels); llama.cpp runs GGUF; training (QLoRA) uses bitsandbytes.
+    ExLlama kernels, MLC LLM: its own q4f16 kernels, reported as ``mlc``); llama.cpp runs GGUF;
+    training (QLoRA) uses bitsandbytes.
     """
     if weights in ("fp32", "bf16", "fp16"):
         return None
@@ -96,7 +97,7 @@ def default_quantization(weights: str, engine: str | None, kind: str) -> str | N
         return "gguf"
     if weights == "int8":
         return "bnb" if engine == "transformers" else "gptq"
-    return {"vllm": "marlin", "tensorrt-llm": "awq", "mlc-llm": "gptq", "transformers": "exllama"}.get(engine, "gptq")
+    return {"vllm": "marlin", "tensorrt-llm": "awq", "mlc-llm": "mlc", "transformers": "exllama"}.get(engine, "gptq")
 
 
 def weight_bytes_per_param(precision: str, in_features: int = 4096, double_quant: bool = True,

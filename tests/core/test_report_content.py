@@ -115,10 +115,10 @@ def test_rows_are_the_json_figures_in_table_order(sample):
 def test_recommendation_is_the_cheapest_workable_setup(sample):
     est, report = sample
     workable = [c for c in est.ranking if c.cost.meets_deadline is not False and c.cost.within_budget is not False]
-    assert report.recommended_key == workable[0].key == "1x mi300x (none)"
-    assert report.recommendation.startswith("Recommended: 1 \u00d7 AMD Instinct MI300X")
+    assert report.recommended_key == workable[0].key == "1x gh200 (none)"
+    assert report.recommendation.startswith("Recommended: 1 \u00d7 " + workable[0].gpu.name)
     assert "24 h deadline" in report.recommendation and "$200 budget" in report.recommendation
-    assert report.runner_up_key is not None and "mi300x" not in report.runner_up_key
+    assert report.runner_up_key is not None and "gh200" not in report.runner_up_key
     assert "Runner-up:" in report.recommendation and "ranks second because" in report.recommendation
     assert [r.recommended for r in report.table_rows].count(True) == 1
 
@@ -149,17 +149,20 @@ def test_moe_and_inference_in_plain_words(cats):
     assert any(label == "Memory bandwidth efficiency (decode)" for label, _ in report.engine_factors)
 
 
-def test_rent_versus_buy(sample):
+def test_rent_versus_buy(cats, sample):
     est, report = sample
     assert 2 <= len(report.rent_buy_rows) <= 4
-    assert report.rent_buy_rows[0].gpu_id == "mi300x"  # the recommended GPU first
+    # The recommended GH200 has no purchase price in the catalog: the runner-up leads the rows.
+    assert report.runner_up_key == "1x mi300x (none)" and report.rent_buy_rows[0].gpu_id == "mi300x"
     d = candidate_to_dict(est.best_per_gpu()["mi300x"])["buy_vs_rent"]
     cells = report.rent_buy_rows[0].cells
     assert cells[1] == fmt_usd(d["purchase_usd"], 0) and cells[4] == f"${d['rent_usd_per_gpu_hour']:.2f}"
     assert cells[5] == fmt_share(d["break_even_utilization"])
     assert any(f.startswith("The rule: buying pays back for continuous use") and "break-even ranges from" in f
                for f in report.rent_buy_findings)
-    assert any("This job alone keeps" in f for f in report.rent_buy_findings)
+    one = estimate(replace(est.scenario, hardware=replace(est.scenario.hardware, gpu="mi300x")), *cats)
+    alone = build_report(one, cats[0].meta, TODAY)
+    assert any("This job alone keeps" in f for f in alone.rent_buy_findings)
 
 
 def test_stale_prices_depend_on_today(cats, sample):
