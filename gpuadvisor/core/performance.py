@@ -38,8 +38,11 @@ from .memory import MemoryModel
 from .models import ModelSpec
 from .workload import Workload
 
-#: Data-parallel traffic hidden behind compute (bucketed all-reduce during backward).
-DP_OVERLAP = 0.7
+#: Share of data-parallel traffic that overlap can hide at most: the rest (the last bucket, the
+#: first gather, synchronisation) stays exposed even when compute is long.
+DP_OVERLAP = 0.9
+#: Share of a training step's compute that the backward pass takes (2 of 3 passes).
+BACKWARD_SHARE = 2.0 / 3.0
 #: Achievable share of link bandwidth in collectives (NCCL bus bandwidth over link rate).
 LINK_EFFICIENCY = 0.75
 #: Network bandwidth per GPU between nodes, GB/s (400 Gb/s InfiniBand/RoCE per GPU).
@@ -163,7 +166,7 @@ def inference_performance(mm: MemoryModel, gpu: GpuSpec, gpu_count: int, paralle
     b = max(1, math.ceil(w.batch_size / replicas))
     e_bw = (bw_eff or engine.bandwidth_efficiency)
     family = kernel_family(w.quantization_family, w.weights, k)
-    bw = gpu.memory_bandwidth_gb_s * 1e9
+    bw = gpu.memory_bandwidth_gb_s * 1e9 * k.bandwidth_ceiling.get(gpu.architecture, 1.0)
     ceiling = (prefill_mfu or engine.prefill_mfu) * k.gemm_ceiling.get(gpu.architecture, 0.75) / k.gemm_ceiling["ampere"]
     n_mm = matmul_params(m)
     L, d_q = m.num_layers, m.q_dim
@@ -198,7 +201,7 @@ def inference_performance(mm: MemoryModel, gpu: GpuSpec, gpu_count: int, paralle
     mp_compute = t  # decode: tensor-parallel ranks share each GEMM
     c_mean = w.prompt_tokens + w.output_tokens / 2
     kv_read = b * mm.kv_tokens_per_layer(int(c_mean)) * L * mm.kv_bytes_per_token_layer
-    t_mem = weight_time(b) + kv_read / (t * bw * e_bw)
+    t_mem = weight_time(b) + kv_read / (t * bw * e_bw * k.kv_bandwidth_factor)
     flops_step = b * (2 * n_mm + 4 * L * d_q * c_mean)
     t_comp = compute_time(flops_step, b)
     graphs = w.uses_cuda_graphs
@@ -345,12 +348,15 @@ def training_performance(mm: MemoryModel, gpu: GpuSpec, gpu_count: int, parallel
         grads = mm.grad_bytes
         group = SPEED_GROUP.get(parallelism, parallelism)
         if group == "data":
-            comm = ring * grads / (bw_link * 1e9) + lat
-            comm *= (1 - DP_OVERLAP)
+            # Bucketed all-reduce runs behind the backward pass (two thirds of the compute).
+            total = ring * grads / (bw_link * 1e9) + lat
+            comm = max(total - BACKWARD_SHARE * compute, (1 - DP_OVERLAP) * total)
         elif group == "sharded":
-            # Every weight is gathered in forward and backward, frozen LoRA/QLoRA bases included.
+            # Every weight is gathered in forward and backward, frozen LoRA/QLoRA bases included;
+            # prefetched gathers and reduce-scatters run behind the whole forward and backward.
             volume = ring * grads + 2 * (n - 1) / n * mm.weight_bytes
-            comm = volume / (bw_link * 1e9) * (1 - DP_OVERLAP) + lat
+            total = volume / (bw_link * 1e9) + lat
+            comm = max(total - compute, (1 - DP_OVERLAP) * total)
         elif parallelism == "tensor":
             act = w.batch_size * n * w.seq_len * m.hidden_size * 2 / n  # tokens of the shared batch
             comm = 4 * m.num_layers * (ring * act * n / (bw_link * 1e9) + lat)

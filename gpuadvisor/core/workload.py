@@ -57,7 +57,7 @@ OPTIMIZER_STATE_DTYPES = ("fp32", "bf16")
 #: Weight precisions each kernel family can run (other weights values, e.g. llama.cpp types, go to gguf).
 QUANTIZATION_WEIGHTS = {
     "awq": ("int4",), "gptq": ("int4", "int8"), "marlin": ("int4", "int8"), "exllama": ("int4",),
-    "bnb": ("nf4", "int4", "int8"), "fp8": ("fp8",), "torchao": ("int4", "int8", "fp8"),
+    "bnb": ("nf4", "int4", "int8"), "fp8": ("fp8",), "torchao": ("int4", "int8", "fp8", "nf4"),
     "hqq": ("int4", "int8"),
 }
 #: Group size and bits of constants per group (scale + zero) of the group-wise families.
@@ -66,7 +66,7 @@ _GROUP = {"mlc": (32, 16.0), "awq": (128, 20.0), "gptq": (128, 20.0), "exllama":
 #: llama.cpp block formats chosen for the generic weights values (bytes per weight, block constants included).
 _GGUF_BYTES = {"int4": 18 / 32, "int8": 34 / 32, "fp8": 34 / 32}
 #: Engines that capture the decode step in CUDA graphs (or run a compiled graph) by default.
-CUDA_GRAPH_ENGINES = ("vllm", "tensorrt-llm", "llama.cpp", "mlc-llm", "megatron")
+CUDA_GRAPH_ENGINES = ("vllm", "sglang", "tensorrt-llm", "llama.cpp", "mlc-llm", "megatron")
 
 _BYTES = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0, "int4": 0.5, "nf4": 0.5}
 
@@ -97,7 +97,8 @@ def default_quantization(weights: str, engine: str | None, kind: str) -> str | N
         return "gguf"
     if weights == "int8":
         return "bnb" if engine == "transformers" else "gptq"
-    return {"vllm": "marlin", "tensorrt-llm": "awq", "mlc-llm": "mlc", "transformers": "exllama"}.get(engine, "gptq")
+    return {"vllm": "marlin", "sglang": "marlin", "tensorrt-llm": "awq", "mlc-llm": "mlc", "transformers": "exllama",
+            "autoawq": "awq", "exllamav2": "exllama"}.get(engine, "gptq")
 
 
 def weight_bytes_per_param(precision: str, in_features: int = 4096, double_quant: bool = True,
@@ -213,7 +214,7 @@ class Workload:
             raise InputError("workload.cuda_graphs", "must be true or false", self.cuda_graphs)
         if self.quantization is not None:
             _choice("workload.quantization", self.quantization, QUANTIZATIONS)
-            if self.weights in ("fp32", "bf16", "fp16"):
+            if self.weights in ("fp32", "bf16", "fp16") and self.quantization != "gguf":
                 raise InputError("workload.quantization",
                                  f"needs quantized weights (int4, int8, nf4, fp8 or a GGUF type); "
                                  f"the weights are {self.weights}", self.quantization)
@@ -233,6 +234,8 @@ class Workload:
     @property
     def quantization_family(self) -> str | None:
         """The kernel family that runs the weights: as given, else the engine's default (None for 16/32 bit)."""
+        if self.weights in ("fp32", "bf16", "fp16"):
+            return None  # a 16/32-bit GGUF file runs the plain half-precision kernels
         if self.quantization is not None:
             return self.quantization
         return default_quantization(self.weights, self.engine, self.kind)
