@@ -1,6 +1,6 @@
 """The validation report: the text ``scripts/validate.py`` prints and ``docs/validation.md``.
 
-Out-of-sample figures lead; the sources with their rows and errors follow, then the unscored
+Out-of-sample figures come first; the sources with their rows and errors follow, then the unscored
 rows with the reason, then every comparison, and the in-sample figures last.
 """
 
