@@ -17,6 +17,7 @@ from gpuadvisor.core.report import (NONE_MARK, TABLE_HEADER, Report, build_repor
                                     fmt_deadline, fmt_flag, fmt_gib, fmt_hours, fmt_hours_range, fmt_rate,
                                     fmt_setup, fmt_share, fmt_signed_gib, fmt_usd, fmt_usd_per_mtok,
                                     fmt_usd_range, months_before, row_cells, table_order)
+from gpuadvisor.core.engines import ENGINES
 from gpuadvisor.core.scenario import ModelSource, Scenario, load_scenario
 from gpuadvisor.core.serialize import candidate_to_dict
 from gpuadvisor.core.workload import Hardware, Workload
@@ -182,7 +183,8 @@ def test_calibration_warnings(cats, sample):
     assert any(w.startswith("Outside the calibrated range: the engine profile") for w in report.warnings)
     sc = replace(load_scenario(SAMPLE), workload=replace(load_scenario(SAMPLE).workload, engine="fsdp"))
     fitted = build_report(estimate(sc, *cats), cats[0].meta, TODAY)
-    assert not fitted.engine_assumed and fitted.engine_calibrated_on == "TRN-20, TRN-24, TRN-26"
+    assert not fitted.engine_assumed and fitted.engine_calibrated_on == ENGINES["fsdp"].calibrated_on
+    assert fitted.engine_calibrated_on.startswith("28 rows: TRN-20")
     assert not any("engine profile" in w for w in fitted.warnings)
     guessed = Scenario(model=ModelSource(parameters=3e9), workload=Workload(kind="lora"))
     rep = build_report(estimate(guessed, *cats), cats[0].meta, TODAY)
