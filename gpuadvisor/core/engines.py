@@ -52,6 +52,7 @@ class EngineProfile:
     prefill_mfu: float = 0.6
     kernels_per_layer: float = 12.0
     runtime: str = "cpp"  # "python" or "cpp": who launches the kernels of an eager step
+    layer_overhead_s: float = 0.0  # host time to launch one layer's kernels without CUDA graphs
     prefill_chunk_tokens: int | None = None
     mfu: float = 0.6
     elementwise_bytes_per_h: float = 300.0
@@ -127,7 +128,7 @@ class SpeedConstants:
     engines: Mapping[str, EngineProfile]
     families: Mapping[str, KernelFamily] = field(default_factory=lambda: dict(KERNEL_FAMILIES))
     #: CPU time to launch one kernel of an eager step (framework dispatch included), seconds.
-    cpu_kernel_s: Mapping[str, float] = field(default_factory=lambda: {"python": 18e-6, "cpp": 4e-6})
+    cpu_kernel_s: Mapping[str, float] = field(default_factory=lambda: {"python": 12e-6, "cpp": 4e-6})
     #: GPU-side cost of one small kernel (launch latency and tail) even inside a CUDA graph, seconds.
     gpu_kernel_s: float = 2.5e-6
     #: Tokens per GEMM at which a GEMM reaches half its ceiling: e = T / (T + this).
@@ -175,21 +176,21 @@ ARCH_MFU_FACTOR = {k: round(v / GEMM_CEILING["ampere"], 3) for k, v in GEMM_CEIL
 # pulls towards them, so an engine without rows keeps its prior.
 _PRIOR_PROFILES = (
     EngineProfile("tensorrt-llm", "TensorRT-LLM", "inference", bandwidth_efficiency=0.80, prefill_mfu=0.70,
-                  kernels_per_layer=9, runtime="cpp", prefill_chunk_tokens=8192),
+                  kernels_per_layer=9, runtime="cpp", layer_overhead_s=36e-6, prefill_chunk_tokens=8192),
     EngineProfile("vllm", "vLLM", "inference", bandwidth_efficiency=0.76, prefill_mfu=0.62,
-                  kernels_per_layer=10, runtime="python", prefill_chunk_tokens=8192),
+                  kernels_per_layer=10, runtime="python", layer_overhead_s=120e-6, prefill_chunk_tokens=8192),
     EngineProfile("llama.cpp", "llama.cpp", "inference", bandwidth_efficiency=0.80, prefill_mfu=0.80,
-                  kernels_per_layer=22, runtime="cpp", prefill_chunk_tokens=2048),
+                  kernels_per_layer=22, runtime="cpp", layer_overhead_s=88e-6, prefill_chunk_tokens=2048),
     EngineProfile("mlc-llm", "MLC LLM", "inference", bandwidth_efficiency=0.80, prefill_mfu=0.5,
-                  kernels_per_layer=10, runtime="cpp", prefill_chunk_tokens=2048),
+                  kernels_per_layer=10, runtime="cpp", layer_overhead_s=40e-6, prefill_chunk_tokens=2048),
     EngineProfile("transformers", "Hugging Face Transformers / eager PyTorch", "inference",
-                  bandwidth_efficiency=0.75, prefill_mfu=0.55, kernels_per_layer=42, runtime="python"),
+                  bandwidth_efficiency=0.75, prefill_mfu=0.55, kernels_per_layer=42, runtime="python", layer_overhead_s=504e-6),
     EngineProfile("sglang", "SGLang", "inference", bandwidth_efficiency=0.76, prefill_mfu=0.62,
-                  kernels_per_layer=10, runtime="python", prefill_chunk_tokens=8192),
+                  kernels_per_layer=10, runtime="python", layer_overhead_s=120e-6, prefill_chunk_tokens=8192),
     EngineProfile("autoawq", "AutoAWQ (fused modules)", "inference", bandwidth_efficiency=0.75, prefill_mfu=0.55,
-                  kernels_per_layer=10, runtime="python"),
+                  kernels_per_layer=10, runtime="python", layer_overhead_s=120e-6),
     EngineProfile("exllamav2", "ExLlamaV2", "inference", bandwidth_efficiency=0.75, prefill_mfu=0.55,
-                  kernels_per_layer=12, runtime="cpp", prefill_chunk_tokens=2048),
+                  kernels_per_layer=12, runtime="cpp", layer_overhead_s=48e-6, prefill_chunk_tokens=2048),
     EngineProfile("megatron", "Megatron-LM / large-scale custom stacks", "training", mfu=0.80,
                   elementwise_bytes_per_h=120.0, kernels_per_layer=30, runtime="python"),
     EngineProfile("fsdp", "PyTorch FSDP (llm-foundry, lit-gpt)", "training", mfu=0.85,
@@ -201,20 +202,20 @@ _PRIOR_PROFILES = (
 )
 
 PRIORS = SpeedConstants(engines=MappingProxyType({p.id: p for p in _PRIOR_PROFILES}),
-                        cpu_kernel_s={"python": 18e-6, "cpp": 4e-6},
+                        cpu_kernel_s={"python": 12e-6, "cpp": 4e-6},
                         provenance="priors (docs/estimation.md): no row fitted")
 
 # Values fitted by scripts/fit_engines.py from the priors (rounded), with the rows they rest on.
 _FITTED_ENGINES = {
-    "tensorrt-llm": dict(bandwidth_efficiency=0.69, prefill_mfu=0.54, spread_low=0.42, spread_high=0.34,
+    "tensorrt-llm": dict(bandwidth_efficiency=0.63, prefill_mfu=0.71, layer_overhead_s=840e-6, spread_low=0.36, spread_high=0.32,
                          calibrated_on="18 rows: INF-01..10, H200-01..07, F180-01..05, TRTB-01..04"),
-    "vllm": dict(bandwidth_efficiency=0.64, spread_low=0.65, spread_high=0.64,
+    "vllm": dict(bandwidth_efficiency=0.64, spread_low=0.65, spread_high=0.63,
                  calibrated_on="10 rows: MI300-01..10 (MI300X only)"),
-    "llama.cpp": dict(bandwidth_efficiency=0.92, prefill_mfu=0.73, spread_low=0.65, spread_high=0.64,
+    "llama.cpp": dict(bandwidth_efficiency=0.92, prefill_mfu=0.73, layer_overhead_s=0.0, spread_low=0.65, spread_high=0.63,
                       calibrated_on="6 rows: INF-12, INF-15, LCPP-01..04"),
-    "mlc-llm": dict(bandwidth_efficiency=0.92, spread_low=0.65, spread_high=0.64,
+    "mlc-llm": dict(bandwidth_efficiency=0.92, spread_low=0.65, spread_high=0.63,
                     calibrated_on="1 row: INF-18 (decode only; prefill is the prior)"),
-    "transformers": dict(bandwidth_efficiency=0.70, prefill_mfu=0.32, spread_low=0.10, spread_high=0.74,
+    "transformers": dict(bandwidth_efficiency=0.70, prefill_mfu=0.32, layer_overhead_s=1200e-6, spread_low=0.52, spread_high=0.73,
                          calibrated_on="16 rows: INF-21, INT8-01..08, LIT-16..34"),
     "megatron": dict(mfu=0.71, spread_low=0.25, spread_high=0.63,
                      calibrated_on="6 rows: TRN-01, TRN-03, TRN-12, TRN-18, MEG1-01, MEG1-02"),
@@ -222,10 +223,10 @@ _FITTED_ENGINES = {
                  calibrated_on="28 rows: TRN-20, TRN-24, TRN-26, LF-01..19, TT-01..06"),
     "hf-trainer": dict(spread_low=0.25, spread_high=0.63,
                        calibrated_on="assumed: prior (eager modules; no Trainer throughput row in the data)"),
-    "sglang": dict(spread_low=0.65, spread_high=0.64, calibrated_on="assumed: prior (vLLM-like: CUDA graphs)"),
-    "autoawq": dict(bandwidth_efficiency=0.92, prefill_mfu=0.19, spread_low=0.77, spread_high=0.84,
+    "sglang": dict(spread_low=0.65, spread_high=0.63, calibrated_on="assumed: prior (vLLM-like: CUDA graphs)"),
+    "autoawq": dict(bandwidth_efficiency=0.86, prefill_mfu=0.19, layer_overhead_s=87e-6, spread_low=0.77, spread_high=0.45,
                     calibrated_on="25 rows: AWQ-01..38 (one source)"),
-    "exllamav2": dict(bandwidth_efficiency=0.92, prefill_mfu=0.20, spread_low=0.65, spread_high=0.64,
+    "exllamav2": dict(bandwidth_efficiency=0.92, prefill_mfu=0.21, layer_overhead_s=67e-6, spread_low=0.65, spread_high=0.63,
                       calibrated_on="5 rows: EXL-01..07 (one source)"),
     "torchtune": dict(mfu=0.90, spread_low=0.25, spread_high=0.63, calibrated_on="4 rows: TUNE-04..10 (one source)"),
 }
@@ -233,7 +234,7 @@ _FITTED_ENGINES = {
 #: leave-one-source-out residuals of tests/data/validation (2026-12-01; a slightly wider interval
 #: than 10-90% because a range fitted to a finite sample covers less of new work), per engine with at
 #: least 15 speed rows (TensorRT-LLM, Transformers, AutoAWQ, FSDP), else pooled per kind (inference
-#: 0.35-1.64, training 0.75-1.63); each side at least 10%.
+#: 0.35-1.63, training 0.75-1.63); each side at least 10%.
 SPREAD_PROVENANCE = "7%/93% quantiles of leave-one-source-out residuals, tests/data/validation, 2026-12-01"
 _FITTED_FAMILIES = {"mlc": dict(gemv_efficiency=1.0)}
 
@@ -241,10 +242,9 @@ FITTED = replace(
     PRIORS,
     engines={p.id: replace(p, **_FITTED_ENGINES.get(p.id, {})) for p in _PRIOR_PROFILES},
     families=MappingProxyType({f.id: replace(f, **_FITTED_FAMILIES.get(f.id, {})) for f in KERNEL_FAMILIES.values()}),
-    cpu_kernel_s={"python": 24e-6, "cpp": 4e-6},
     provenance="engine factors: scripts/fit_engines.py over the 119 scored speed rows of tests/data/validation "
                "(2026-12-01; bandwidth efficiencies capped at 0.92, what streaming kernels reach); launch time "
-               "per Python kernel: fitted to INF-21; 80% ranges: " + SPREAD_PROVENANCE)
+               "per layer of eager engines fitted with them; 80% ranges: " + SPREAD_PROVENANCE)
 
 #: The engine profiles in use (``FITTED.engines``; a validation harness may swap entries for a refit).
 ENGINES: dict[str, EngineProfile] = FITTED.engines  # type: ignore[assignment]

@@ -144,11 +144,13 @@ def decode_overhead(engine: EngineProfile, layers: int, family: KernelFamily | N
 
     Every kernel costs ``gpu_kernel_s`` on the GPU even inside a CUDA graph; without graphs the
     host must also launch it, ``cpu_kernel_s`` for the engine's runtime (Python or C++), and the
-    step takes the longer of the two streams (the host runs ahead while the GPU is busy)."""
-    kernels = engine.kernels_per_layer + (family.extra_kernels_per_linear * linears_per_layer if family else 0.0)
-    per_step = layers * kernels
-    gpu = per_step * constants.gpu_kernel_s
-    cpu = 0.0 if cuda_graphs else per_step * constants.cpu_kernel_s.get(engine.runtime, 4e-6)
+    step takes the longer of the two streams (the host runs ahead while the GPU is busy). The
+    engine's ``layer_overhead_s`` is that host time per layer (its kernels x the launch time of
+    its runtime, before fitting)."""
+    extra = family.extra_kernels_per_linear * linears_per_layer if family else 0.0
+    gpu = layers * (engine.kernels_per_layer + extra) * constants.gpu_kernel_s
+    launch = constants.cpu_kernel_s.get(engine.runtime, 4e-6)
+    cpu = 0.0 if cuda_graphs else layers * (engine.layer_overhead_s + extra * launch)
     return gpu, cpu
 
 

@@ -700,11 +700,11 @@ def _engine(est: Estimate) -> tuple[str, tuple[tuple[str, str], ...], str, bool]
             pre = f"{eff.prefill_mfu:.2f} (set by the scenario; profile {e.prefill_mfu:.2f})"
         w = est.scenario.workload
         family = kernel_family(w.quantization_family, w.weights)
-        launch = FITTED.cpu_kernel_s.get(e.runtime, 4e-6)
         factors += [("Memory bandwidth efficiency (decode)", bw),
                     ("Kernels per layer and step", f"{e.kernels_per_layer:g} ("
-                     + ("CUDA graphs" if w.uses_cuda_graphs else f"launched from {e.runtime}, "
-                                                                 f"{launch * 1e6:.0f} µs each") + ")"),
+                     + ("CUDA graphs" if w.uses_cuda_graphs else f"launched from {e.runtime}: "
+                                                                 f"{e.layer_overhead_s * 1e6:.0f} µs per layer")
+                     + ")"),
                     ("GEMM efficiency ceiling (prefill, large batches)", pre)]
         if family is not None:
             factors.append(("Quantization kernels", f"{family.name}: {family.gemv_efficiency:.2f} of the "

@@ -162,11 +162,14 @@ def test_llama_layer_activations_eager_and_fused(models):
 
 
 # --- inference kernels --------------------------------------------------------------------------------
-def test_bnb_nf4_decodes_slower_than_awq_at_batch_1(models, gpus):
-    m, gpu = models.get("llama-2-7b"), gpus.get("a100-80gb")
-    awq = decode(m, gpu, weights="int4", quantization="awq", engine="transformers")
-    nf4 = decode(m, gpu, weights="nf4", engine="transformers")
-    assert nf4 < 0.8 * awq
+@pytest.mark.parametrize("graphs, margin", [(False, 1.0), (True, 0.7)])
+def test_bnb_nf4_decodes_slower_than_awq_at_batch_1(models, gpus, graphs, margin):
+    # Eager Transformers decoding is bound by launching kernels (bnb adds some); with CUDA graphs
+    # (static cache + torch.compile) the weight stream decides, and bnb's GEMV is far from AWQ's.
+    m, gpu = models.get("llama-2-70b"), gpus.get("h100-sxm")
+    awq = decode(m, gpu, weights="int4", quantization="awq", engine="transformers", cuda_graphs=graphs)
+    nf4 = decode(m, gpu, weights="nf4", engine="transformers", cuda_graphs=graphs)
+    assert nf4 < margin * awq
 
 
 def test_llm_int8_is_slower_than_16_bit(models, gpus):
