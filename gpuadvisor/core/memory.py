@@ -61,6 +61,10 @@ COMPONENTS = ("weights", "gradients", "optimizer", "activations", "kv_cache", "a
 DATA_PARALLEL = ("ddp", "zero1", "zero2", "zero3", "fsdp")
 INFERENCE_PARALLELISMS = ("ddp", "tensor", "pipeline")
 
+#: Training engines that compute the loss over chunks of the sequence (torchtune: 8 chunks).
+CHUNKED_LOSS_ENGINES = ("torchtune",)
+#: Inference engines whose prefill returns the logits of every prompt position (a Hugging Face forward).
+FULL_LOGIT_ENGINES = ("transformers", "autoawq")
 #: Training engines whose layers run fused kernels (Transformer Engine); the others run eager modules.
 FUSED_ACTIVATION_ENGINES = ("megatron",)
 
@@ -260,9 +264,15 @@ class MemoryModel:
         # Loss: 16-bit logits, fp32 log-probabilities and their fp32 gradient (eager); Megatron's fused
         # cross entropy keeps the 16-bit logits and one fp32 softmax.
         loss_bytes = (a + 4.0) if self.activation_framework == "fused" else (a + 4.0 + 4.0)
+        if (w.engine or "") in CHUNKED_LOSS_ENGINES:
+            # torchtune's CEWithChunkedOutputLoss: 16-bit logits, upcast to fp32 one of 8 chunks at a time.
+            loss_bytes = a + 8.0 / 8
+
         self.logit_bytes_per_token = 0.0 if m.kind == "encoder" else m.vocab_size * loss_bytes
 
         # --- inference ----------------------------------------------------------------------
+        self.full_prompt_logits = (w.engine in FULL_LOGIT_ENGINES) and not w.is_training
+        self.logit_bytes_inference = (a + 4.0) if self.full_prompt_logits else 4.0
         kv_elem = bytes_per_element(w.kv_precision)
         if w.kv_precision == "int4":
             kv_elem += 4.0 / 64  # group scales
@@ -359,7 +369,10 @@ class MemoryModel:
             if self.prefill_chunk_tokens:
                 chunk = min(chunk, self.prefill_chunk_tokens)
             scores = 0.0 if w.flash_attention else b_gpu * m.num_attention_heads * prompt * prompt * 6.0
-            logits = (b_gpu * m.vocab_size * 4.0 if m.has_kv_cache else 0.0) / t
+            # Serving engines compute the logits of the last position only; a Hugging Face forward
+            # (Transformers, AutoAWQ) returns them for every prompt token, upcast to fp32.
+            logit_rows = b_gpu * (prompt if self.full_prompt_logits else 1)
+            logits = (logit_rows * m.vocab_size * self.logit_bytes_inference if m.has_kv_cache else 0.0) / t
             act = (chunk * self.inference_transient_per_token + scores) / t + logits + self.dequant_buffer / t
             kv_layers = math.ceil(L / p)
             kv_heads_share = math.ceil(m.num_key_value_heads / t) / m.num_key_value_heads

@@ -293,3 +293,21 @@ def test_every_kernel_family_has_its_source():
 def test_unknown_metric_is_refused(models, gpus):
     with pytest.raises(InputError, match="metric"):
         speed_row("X", "s", models.get("llama-2-7b"), Workload(), gpus.get("a100-80gb"), 1.0, "tokens")
+
+
+def test_a_hugging_face_forward_keeps_every_prompt_positions_logits(models):
+    # Transformers returns (batch, prompt, vocab) logits upcast to fp32; vLLM computes the last position.
+    m = models.get("llama-2-7b")
+    kw = dict(kind="inference", batch_size=8, prompt_tokens=2048, output_tokens=16)
+    hf = MemoryModel(m, Workload(engine="transformers", **kw)).breakdown().logits
+    vllm = MemoryModel(m, Workload(engine="vllm", **kw)).breakdown().logits
+    assert vllm == pytest.approx(8 * m.vocab_size * 4.0)
+    assert hf == pytest.approx(8 * 2048 * m.vocab_size * 6.0)
+
+
+def test_torchtunes_chunked_loss_keeps_fewer_logit_bytes(models):
+    m = models.get("llama-3.1-8b")
+    kw = dict(kind="lora", batch_size=2, seq_len=2048)
+    tune = MemoryModel(m, Workload(engine="torchtune", **kw)).logit_bytes_per_token
+    trainer = MemoryModel(m, Workload(engine="hf-trainer", **kw)).logit_bytes_per_token
+    assert (tune, trainer) == (pytest.approx(3.0 * m.vocab_size), pytest.approx(10.0 * m.vocab_size))
