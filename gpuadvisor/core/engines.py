@@ -137,6 +137,10 @@ class SpeedConstants:
     gemm_width_half: float = 320.0
     #: Share of dense peak that the attention kernel (FlashAttention forward + backward) reaches, on Ampere.
     attention_efficiency: float = 0.5
+    #: The same on other generations where a published figure exists (else scaled by the GEMM ceiling):
+    #: FlashAttention-2 on H100 SXM reaches about a third of the BF16 peak in forward + backward
+    #: (Shah et al. 2024, FlashAttention-3, figures 5-6, the FlashAttention-2 baseline).
+    attention_efficiency_by_arch: Mapping[str, float] = field(default_factory=lambda: {"hopper": 0.33})
     #: Share of the BF16 GEMM efficiency that FP8 GEMMs reach (scaling, casts, smaller tiles).
     fp8_gemm_factor: float = 0.65
     #: Share of the memory bandwidth that non-GEMM training kernels reach.

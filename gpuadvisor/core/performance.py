@@ -285,7 +285,8 @@ def training_token_time(mm: MemoryModel, gpu: GpuSpec, engine: EngineProfile, co
     if prec == "fp8":
         e_gemm *= k.fp8_gemm_factor
     gemm = passes * 2 * matmul_params(m) / (peak * 1e12 * e_gemm)
-    e_attn = k.attention_efficiency * arch_ceiling / k.gemm_ceiling["ampere"]
+    e_attn = k.attention_efficiency_by_arch.get(gpu.architecture,
+                                               k.attention_efficiency * arch_ceiling / k.gemm_ceiling["ampere"])
     attn = passes * 2 * m.num_layers * m.q_dim * w.seq_len / (half * 1e12 * e_attn)
     bw = gpu.memory_bandwidth_gb_s * 1e9 * k.elementwise_bandwidth_efficiency
     elem_passes = passes / 3.0 if w.trains_base else passes / 2.0 * 0.8  # frozen bases skip weight-grad kernels
