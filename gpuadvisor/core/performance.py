@@ -154,6 +154,13 @@ def decode_overhead(engine: EngineProfile, layers: int, family: KernelFamily | N
     return gpu, cpu
 
 
+def _inference_shape(mm: MemoryModel, k: SpeedConstants) -> tuple:
+    """(kernel family, matmul parameters, layers, d_q, linears per layer, CUDA graphs) of a workload."""
+    m, w = mm.model, mm.workload
+    return (kernel_family(w.quantization_family, w.weights, k), matmul_params(m), m.num_layers, m.q_dim,
+            len(m.linear_shapes()), w.uses_cuda_graphs)
+
+
 def inference_performance(mm: MemoryModel, gpu: GpuSpec, gpu_count: int, parallelism: str,
                           engine: EngineProfile, bw_eff: float | None = None, prefill_mfu: float | None = None,
                           gpus_per_node: int = 8, constants: SpeedConstants | None = None) -> PerformanceEstimate:
@@ -167,12 +174,16 @@ def inference_performance(mm: MemoryModel, gpu: GpuSpec, gpu_count: int, paralle
     replicas = n if parallelism == "ddp" else 1
     b = max(1, math.ceil(w.batch_size / replicas))
     e_bw = (bw_eff or engine.bandwidth_efficiency)
-    family = kernel_family(w.quantization_family, w.weights, k)
-    bw = gpu.memory_bandwidth_gb_s * 1e9 * k.bandwidth_ceiling.get(gpu.architecture, 1.0)
-    ceiling = (prefill_mfu or engine.prefill_mfu) * k.gemm_ceiling.get(gpu.architecture, 0.75) / k.gemm_ceiling["ampere"]
-    n_mm = matmul_params(m)
-    L, d_q = m.num_layers, m.q_dim
-    linears = len(m.linear_shapes())
+    # Model- and workload-only values, computed once per MemoryModel (a catalog has hundreds of setups).
+    if k is FITTED:
+        family, n_mm, L, d_q, linears, graphs = mm.cached("inference_shape", lambda: _inference_shape(mm, k))
+    else:
+        family, n_mm, L, d_q, linears, graphs = _inference_shape(mm, k)
+    arch = gpu.architecture
+    bw = gpu.memory_bandwidth_gb_s * 1e9 * k.bandwidth_ceiling.get(arch, 1.0)
+    ceiling = (prefill_mfu or engine.prefill_mfu) * k.gemm_ceiling.get(arch, 0.75) / k.gemm_ceiling["ampere"]
+    t_half = k.gemm_tokens_half
+    gemv_max = family.gemv_max_tokens if family is not None else math.inf
 
     # Weight bytes read per decode step: with MoE only the experts some token of the batch uses.
     weights = mm.weight_bytes
@@ -182,31 +193,22 @@ def inference_performance(mm: MemoryModel, gpu: GpuSpec, gpu_count: int, paralle
         expert_bytes = mm.block_weight_bytes * (m.counts.mlp / max(m.counts.blocks, 1))
         weights = weights - expert_bytes * (1.0 - expert_share)
         block_weights = block_weights - expert_bytes * (1.0 - expert_share)
-    other_weights = weights - block_weights
-
-    def weight_time(tokens: float) -> float:
-        """Time to stream (and, past the GEMV range, dequantize) the weights for ``tokens`` tokens."""
-        if family is None:
-            return weights / (t * bw * e_bw)
-        if tokens <= family.gemv_max_tokens:
-            return block_weights / (t * bw * e_bw * family.gemv_efficiency) + other_weights / (t * bw * e_bw)
+    stream = t * bw * e_bw
+    if family is None:
+        gemv_bytes = gemm_bytes = weights
+    else:
+        # Within the GEMV range the quantized blocks stream at the family's efficiency; beyond it,
+        # families that dequantize to a 16-bit copy also write and read that copy.
+        other = weights - block_weights
+        gemv_bytes = block_weights / family.gemv_efficiency + other
         params = block_weights / max(mm.block_bytes_per_weight, 1e-9)
-        extra = params * family.dequant_bytes_per_weight
-        return (block_weights + extra) / (t * bw * e_bw) + other_weights / (t * bw * e_bw)
+        gemm_bytes = block_weights + params * family.dequant_bytes_per_weight + other
 
-    def compute_time(flops: float, tokens: float) -> float:
-        e = gemm_efficiency(tokens, ceiling, k)
-        if family is not None and tokens > family.gemv_max_tokens:
-            e *= family.gemm_efficiency
-        return flops / (mp_compute * peak * 1e12 * e)
-
-    mp_compute = t  # decode: tensor-parallel ranks share each GEMM
     c_mean = w.prompt_tokens + w.output_tokens / 2
     kv_read = b * mm.kv_tokens_per_layer(int(c_mean)) * L * mm.kv_bytes_per_token_layer
-    t_mem = weight_time(b) + kv_read / (t * bw * e_bw * k.kv_bandwidth_factor)
-    flops_step = b * (2 * n_mm + 4 * L * d_q * c_mean)
-    t_comp = compute_time(flops_step, b)
-    graphs = w.uses_cuda_graphs
+    t_mem = (gemv_bytes if b <= gemv_max else gemm_bytes) / stream + kv_read / (stream * k.kv_bandwidth_factor)
+    e_dec = ceiling * b / (b + t_half) * (family.gemm_efficiency if b > gemv_max else 1.0)
+    t_comp = b * (2 * n_mm + 4 * L * d_q * c_mean) / (t * peak * 1e12 * e_dec)
     t_gpu_fixed, t_cpu = decode_overhead(engine, L, family, graphs, linears, k)
     t_comm = 0.0
     if t > 1:
@@ -222,17 +224,21 @@ def inference_performance(mm: MemoryModel, gpu: GpuSpec, gpu_count: int, paralle
                      "(about {:.0f}% of each decode step).".format(100 * (1 - t_gpu / t_cpu)))
 
     chunk = engine.prefill_chunk_tokens
+    fixed = t_gpu_fixed + t_comm
+    per_token_flops = 2 * n_mm + 2 * L * d_q * w.prompt_tokens
+    prefill_peak = t * p * peak * 1e12  # a pipeline's stages all work on a long prompt
 
     def prefill_time(tokens: float) -> float:
         gemm_tokens = min(tokens, chunk) if chunk else tokens
         passes = max(1.0, tokens / gemm_tokens)
-        flops = tokens * (2 * n_mm + 2 * L * d_q * w.prompt_tokens)
-        mp_compute_prefill = t * p  # a pipeline's stages all work on a long prompt
-        e = gemm_efficiency(gemm_tokens, ceiling, k)
-        if family is not None and gemm_tokens > family.gemv_max_tokens:
+        e = ceiling * gemm_tokens / (gemm_tokens + t_half)
+        if gemm_tokens > gemv_max:
             e *= family.gemm_efficiency
-        comp = flops / (mp_compute_prefill * peak * 1e12 * e)
-        return max(comp, passes * weight_time(gemm_tokens), passes * t_cpu) + passes * (t_gpu_fixed + t_comm)
+            read = gemm_bytes
+        else:
+            read = gemv_bytes
+        comp = tokens * per_token_flops / (prefill_peak * e)
+        return max(comp, passes * read / stream, passes * t_cpu) + passes * fixed
 
     ttft = prefill_time(w.prompt_tokens)
     batch_time = prefill_time(b * w.prompt_tokens) + w.output_tokens * step
