@@ -9,6 +9,7 @@ Usage: .venv/bin/python scripts/validate.py [--out-of-sample | --in-sample] [--j
 --json:                    print only {"rows", "sources", "groups": {...}} for the chosen mode
 --rows:                    also print every row's comparison
 --write:                   regenerate docs/validation.md (out of sample first, in sample last)
+--scenario ROW:            print the scenario file of one row (feed it to `gpuadvisor-cli estimate --json`)
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ sys.path.insert(0, str(ROOT))
 from gpuadvisor.core.hardware import load_gpu_catalog  # noqa: E402
 from gpuadvisor.core.presets import load_model_catalog  # noqa: E402
 from gpuadvisor.validation import (Predictor, ValidationDataError, in_sample, load_measurements,  # noqa: E402
-                                   load_sources, out_of_sample, summary)
+                                   load_sources, out_of_sample, scenario_dict, summary)
 from gpuadvisor.validation.report import markdown, text_summary  # noqa: E402
 
 
@@ -39,6 +40,7 @@ def main() -> int:
     parser.add_argument("--rows", action="store_true", help="print every row's comparison")
     parser.add_argument("--write", action="store_true", help="write docs/validation.md")
     parser.add_argument("--data", default=None, help="folder with sources.csv and measurements.csv")
+    parser.add_argument("--scenario", metavar="ROW", help="print the scenario file of one row and stop")
     args = parser.parse_args()
     start = time.perf_counter()
     try:
@@ -48,6 +50,16 @@ def main() -> int:
     except ValidationDataError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    if args.scenario:
+        row = next((r for r in rows if r.id == args.scenario), None)
+        if row is None:
+            print(f"error: row {args.scenario!r} is not in measurements.csv", file=sys.stderr)
+            return 2
+        data, omitted = scenario_dict(row)
+        data["notes"] = f"Validation row {row.id} ({row.source_id}, {row.locator})" + (
+            "; not in the scenario: " + "; ".join(omitted) if omitted else "")
+        print(json.dumps(data, indent=2))
+        return 0
     predictor = Predictor(load_gpu_catalog(), load_model_catalog())
     ins = in_sample(rows, predictor)
     results = ins if args.in_sample else out_of_sample(rows, predictor)
@@ -68,7 +80,8 @@ def main() -> int:
         print(f"\n({seconds:.1f} s)")
     if args.write:
         oos = results if not args.in_sample else out_of_sample(rows, predictor)
-        text = markdown(oos, ins, sources, dt.date.today().isoformat(), time.perf_counter() - start)
+        fitted = in_sample(rows, predictor, fitted=True)
+        text = markdown(oos, ins, sources, dt.date.today().isoformat(), time.perf_counter() - start, fitted)
         (ROOT / "docs" / "validation.md").write_text(text, encoding="utf-8")
     return 0
 

@@ -53,8 +53,30 @@ def _cell(text: str) -> str:
     return text.replace("|", "/").replace("\n", " ")
 
 
+def coverage_table(comparisons: Sequence[Comparison]) -> list[str]:
+    """Scored rows per workload kind, engine, kernel family and GPU (what the set covers)."""
+    from .data import scenario_engine
+    scored = [c.row for c in comparisons if c.row.scored]
+    facets = (("workload kind", lambda r: r.fact("kind") or "?"),
+              ("engine (as measured; profile used)", lambda r: r.engine + (
+                  f" ({scenario_engine(r)})" if r.engine and scenario_engine(r) != r.engine else "")),
+              ("weights / kernel family", lambda r: r.fact("weights") + (f" / {r.fact('quantization')}"
+                                                                         if r.fact("quantization") else "")),
+              ("GPU", lambda r: r.fact("gpu")),
+              ("GPUs per run", lambda r: "1" if (r.fact("gpu_count") or "1") == "1" else
+               ("2-8" if int(float(r.fact("gpu_count"))) <= 8 else "more than 8")))
+    lines = ["| facet | scored rows per value |", "|---|---|"]
+    for name, key in facets:
+        counts: dict[str, int] = {}
+        for r in scored:
+            counts[key(r)] = counts.get(key(r), 0) + 1
+        cells = ", ".join(f"{k} {v}" for k, v in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+        lines.append(f"| {name} | {_cell(cells)} |")
+    return lines
+
+
 def markdown(oos: Sequence[Comparison], ins: Sequence[Comparison], sources: dict[str, Source], date: str,
-             seconds: float) -> str:
+             seconds: float, fitted: Sequence[Comparison] | None = None) -> str:
     """``docs/validation.md``."""
     scored = [c for c in oos if c.row.scored]
     no_fit = [c for c in scored if c.row.group.endswith("speed") and c.note.startswith("estimate: does not fit")]
@@ -75,6 +97,7 @@ def markdown(oos: Sequence[Comparison], ins: Sequence[Comparison], sources: dict
         f"{len(no_fit)} of {sum(1 for c in scored if c.row.group.endswith('speed'))}"
         + (f" ({', '.join(c.row.id for c in no_fit)}); their speed is still scored with the core's speed model."
            if no_fit else "."), "",
+        "### What the scored rows cover", "", *coverage_table(oos), "",
         "## Sources", "",
         "| source | kind | rows | scored | median abs. error (out of sample) | citation | read |",
         "|---|---|---:|---:|---:|---|---|"]
@@ -97,9 +120,15 @@ def markdown(oos: Sequence[Comparison], ins: Sequence[Comparison], sources: dict
         lines.append(f"| {c.row.id} | {c.row.group} | {_cell(c.row.describe())} | {c.unit} | {bound}{_num(c.measured)} "
                      f"| {_num(c.estimate)} | {rng} | {_err(c)} | {_cell(notes)} |")
     lines += ["", "## In sample (secondary)", "",
-              "The shipped engine profiles, whose factors were fitted to rows of this set: this shows that the "
-              "physics with a few factors per engine can explain the rows, not that it predicts new ones.", "",
-              *stats_table(ins), "", FORMAT_DOC]
+              "The shipped engine profiles, whose factors were fitted to the speed rows of the former calibration "
+              "file (part of this set): this shows how the physics with a few factors per engine explains rows it "
+              "has seen, not how it predicts new ones.", "",
+              *stats_table(ins), ""]
+    if fitted is not None:
+        lines += ["The same rows with every engine profile refitted to all of them (`scripts/fit_engines.py` prints the "
+                  "fitted factors); the gap to the out-of-sample table is what fitting to the answers hides.", "",
+                  *stats_table(fitted), ""]
+    lines += [FORMAT_DOC]
     return "\n".join(lines) + "\n"
 
 
@@ -145,7 +174,8 @@ the scenario uses the profile whose physics is nearest (`ENGINE_FALLBACK` in `gp
 the row's notes say so. Weight types the scenario does not know yet (GGUF types) fall back the same way
 (`WEIGHT_FALLBACK`).
 
-Each scored row becomes a scenario in the keys of `docs/scenario.md`. Facts with no scenario key yet (for example
+Each scored row becomes a scenario in the keys of `docs/scenario.md`; `scripts/validate.py --scenario ROW` prints it
+as a scenario file that `gpuadvisor-cli estimate --json` reads, so any comparison can be repeated by hand. Facts with no scenario key yet (for example
 the kernel family, the optimizer-state dtype, CUDA graphs, the TP/PP/DP layout, offload) are left out of the
 scenario and listed in the row's notes above; once the scenario format gains such a key, the harness passes the
 fact on with no change to the data.
