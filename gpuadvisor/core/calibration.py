@@ -4,13 +4,13 @@ The speed model (:mod:`gpuadvisor.core.performance`) turns datasheet peaks into 
 speed with the engine profile's factors (:mod:`gpuadvisor.core.engines`); a scenario's
 :class:`~gpuadvisor.core.scenario.Efficiency` overrides them:
 
-- inference decode is bound by ``bytes / (bandwidth x bandwidth_efficiency)`` plus a fixed
-  time per layer (``layer_overhead_s``) and prefill at ``prefill_mfu``: the fitted factor is
-  ``bandwidth_efficiency`` (``inference_performance(bw_eff=...)``);
-- training runs at ``mfu`` of the dense peak (the engine's Ampere figure times
-  ``ARCH_MFU_FACTOR``, unless overridden; QLoRA then pays 0.7 on top), plus exposed
-  communication: the fitted factor is ``mfu`` (``training_performance(mfu=...)``), the
-  absolute MFU on that GPU, so the architecture factor is already in it;
+- inference decode is bound by ``bytes / (bandwidth x bandwidth_efficiency)`` plus the fixed
+  time of its kernels (and, without CUDA graphs, the host's launch time) and prefill at a GEMM
+  efficiency capped by ``prefill_mfu``: the fitted factor is ``bandwidth_efficiency``
+  (``inference_performance(bw_eff=...)``);
+- training runs at the MFU that the shape model gives (GEMM shape, attention, non-GEMM traffic,
+  overhead on that GPU), unless overridden, plus exposed communication: the fitted factor is
+  ``mfu`` (``training_performance(mfu=...)``), the absolute MFU on that GPU;
 - memory: the device total is the tensor total plus the CUDA context and the allocator's
   fragmentation; the fitted ``runtime_overhead_gib`` replaces both.
 

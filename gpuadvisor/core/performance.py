@@ -1,30 +1,37 @@
-"""Speed: a roofline model for inference and training, with communication.
+"""Speed: a roofline model for inference and training with few physical parameters, and communication.
 
-Inference (Pope et al. 2022, "Efficiently Scaling Transformer Inference"; Kim et al. 2023,
-"Full Stack Optimization of Transformer Inference")::
+Every constant comes from :mod:`gpuadvisor.core.engines` (priors, fitted values and their
+provenance); ``docs/estimation.md`` writes each formula out with its sources.
 
-    prefill FLOPs  = P_tok (2 N_active + 2 L d_q P_tok)          compute-bound
-    decode step    = max(bytes / (BW e_bw), FLOPs / (peak e_dec)) + L t_layer (+ tensor-parallel all-reduces)
-    bytes          = weights read (MoE: experts touched by the batch) + B x KV cache at the mean context
-    FLOPs          = B (2 N_active + 4 L d_q c)
+Inference (Pope et al. 2022, "Efficiently Scaling Transformer Inference")::
 
-A batch of B requests with P prompt and O output tokens takes ``prefill(B P) + O x step``;
-output tokens/s = B O / that time; per user 1 / step. Time to first token = prefill of one
-prompt. ``bound`` names the larger of memory time, compute time and fixed per-layer overhead.
+    decode step = max(GPU time, host launch time)
+    GPU time    = max(t_mem, t_comp) + L k t_gpu (+ tensor-parallel all-reduces)
+    t_mem       = W_blocks / (BW e_bw g_family) + W_other / (BW e_bw) + KV / (BW e_bw f_kv)
+    t_comp      = B (2 N_active + 4 L d_q c) / (P e(B)),   e(T) = ceiling T / (T + T_half)
+    host time   = L t_layer (0 with CUDA graphs)
+    prefill(T)  = max(FLOPs / (P e(T)), weight stream, host time) + L k t_gpu
 
-Training (Kaplan et al. 2020; Narayanan et al. 2021, "Efficient Large-Scale Language Model
-Training on GPU Clusters", eq. 3)::
+``g_family`` is the kernel family's GEMV efficiency (Marlin/AWQ/ExLlama near 1, bitsandbytes
+far below); past the family's GEMV range a dequantized 16-bit copy adds traffic and the GEMM
+runs at the family's share of 16-bit throughput. A batch of B requests with P prompt and O
+output tokens takes ``prefill(B P) + O x step``; output tokens/s = B O / that time; per user
+1 / step; time to first token = prefill of one prompt.
 
-    FLOPs/token = 3 F (+ F with activation recomputation), F = 2 N_matmul + 2 L d_q s
-    LoRA/QLoRA  = 2 F (no weight gradients for the frozen base) (+ F recompute)
-    step time   = FLOPs / (n peak MFU) + exposed communication; pipeline bubble (p-1)/(m+p-1)
+Training (Kaplan et al. 2020; Narayanan et al. 2021, eq. 3; Korthikanti et al. 2022)::
+
+    FLOPs/token = 3 F (+ F with activation recomputation), F = 2 N_matmul + 2 L d_q s; LoRA/QLoRA 2 F
+    time/token  = GEMM FLOPs / (P e_gemm(M, h, GPU)) + attention FLOPs / (P e_attn(GPU))
+                  + non-GEMM bytes / BW + QLoRA dequantization bytes / BW + per-kernel overhead
+    step time   = tokens x time/token / n + exposed communication; pipeline bubble (p-1)/(m+p-1)
 
 Communication: ring all-reduce moves 2 (n-1)/n of the gradient bytes per GPU; ZeRO-3/FSDP
 adds an all-gather of the parameters in forward and backward (1.5x DDP volume, ZeRO paper
 section 7); tensor parallelism all-reduces activations 4 times per layer per step (Megatron).
 Within a node the link is NVLink (half the quoted bidirectional figure) or PCIe; across nodes
-the network (default 400 Gb/s per GPU). A share ``overlap`` of data-parallel traffic hides
-behind the backward pass. Each efficiency carries a spread that gives low/high figures.
+the network (default 400 Gb/s per GPU). Data-parallel traffic hides behind the backward pass
+(ZeRO-3/FSDP: the whole step) up to ``DP_OVERLAP`` of it. Each engine's 80% range gives the
+low and high figures.
 """
 
 from __future__ import annotations
