@@ -825,6 +825,34 @@ def _quantile(values: Sequence[float], q: float) -> float:
     return v[i] + (v[j] - v[i]) * (pos - i)
 
 
+def spread_from_ratios(ratios: Sequence[float], low_quantile: float, high_quantile: float,
+                       floor: float = 0.1) -> tuple[float, float]:
+    """(spread_low, spread_high) whose range holds the ``low_quantile`` .. ``high_quantile`` share of
+    ``ratios`` (measured / estimate): ``1 - q_low`` and ``q_high - 1``, each at least ``floor``."""
+    low = max(floor, 1.0 - _quantile(ratios, low_quantile))
+    high = max(floor, _quantile(ratios, high_quantile) - 1.0)
+    return min(round(low, 2), 0.9), round(high, 2)
+
+
+def engine_spreads(ratios_by_engine: Mapping[str, Sequence[float]], kinds: Mapping[str, str],
+                   low_quantile: float = 0.07, high_quantile: float = 0.93, min_rows: int = 15,
+                   floor: float = 0.1) -> dict[str, tuple[float, float]]:
+    """Each engine's (spread_low, spread_high) from held-out ratios measured / estimate.
+
+    An engine with at least ``min_rows`` ratios gets its own quantiles; the others get the quantiles
+    of all ratios of their kind (``kinds`` maps engine id to "inference" or "training")."""
+    pooled: dict[str, list[float]] = {}
+    for eid, ratios in ratios_by_engine.items():
+        pooled.setdefault(kinds.get(eid, ""), []).extend(r for r in ratios if math.isfinite(r))
+    out: dict[str, tuple[float, float]] = {}
+    for eid, kind in kinds.items():
+        own = [r for r in ratios_by_engine.get(eid, ()) if math.isfinite(r)]
+        ratios = own if len(own) >= min_rows else pooled.get(kind, [])
+        if ratios:
+            out[eid] = spread_from_ratios(ratios, low_quantile, high_quantile, floor)
+    return out
+
+
 def calibrate_spreads(residuals: Sequence[tuple[SpeedRow, float]], constants, coverage: float = 0.8,
                       min_rows: int = 6, floor: float = 0.1):
     """Constants whose engine spreads make low-high cover ``coverage`` of the held-out ratios.
@@ -833,26 +861,14 @@ def calibrate_spreads(residuals: Sequence[tuple[SpeedRow, float]], constants, co
     ``(1 - coverage) / 2`` to the ``(1 + coverage) / 2`` quantile of measured / predicted; engines
     with fewer borrow the pooled ratios of their kind (inference or training). Each side is at
     least ``floor``."""
-    lo_q, hi_q = (1 - coverage) / 2, (1 + coverage) / 2
     by_engine: dict[str, list[float]] = {}
-    by_kind: dict[str, list[float]] = {}
     for row, ratio in residuals:
-        if not math.isfinite(ratio):
-            continue
         by_engine.setdefault(row.engine, []).append(ratio)
-        profile = constants.engines.get(row.engine)
-        if profile is not None:
-            by_kind.setdefault(profile.kind, []).append(ratio)
+    kinds = {eid: p.kind for eid, p in constants.engines.items()}
+    spreads = engine_spreads(by_engine, kinds, (1 - coverage) / 2, (1 + coverage) / 2, min_rows, floor)
     engines = dict(constants.engines)
-    for eid, profile in engines.items():
-        ratios = by_engine.get(eid, [])
-        if len(ratios) < min_rows:
-            ratios = by_kind.get(profile.kind, [])
-        if len(ratios) < min_rows:
-            continue
-        low = max(floor, 1.0 - _quantile(ratios, lo_q))
-        high = max(floor, _quantile(ratios, hi_q) - 1.0)
-        engines[eid] = replace(profile, spread_low=min(round(low, 3), 0.9), spread_high=round(high, 3))
+    for eid, (low, high) in spreads.items():
+        engines[eid] = replace(engines[eid], spread_low=low, spread_high=high)
     return replace(constants, engines=engines)
 
 

@@ -223,7 +223,7 @@ _FITTED_ENGINES = {
                          calibrated_on="16 rows: INF-21, INT8-01..08, LIT-16..34"),
     "megatron": dict(mfu=0.71, spread_low=0.25, spread_high=0.63,
                      calibrated_on="6 rows: TRN-01, TRN-03, TRN-12, TRN-18, MEG1-01, MEG1-02"),
-    "fsdp": dict(mfu=0.85, spread_low=0.27, spread_high=0.24,
+    "fsdp": dict(mfu=0.85, spread_low=0.26, spread_high=0.21,
                  calibrated_on="28 rows: TRN-20, TRN-24, TRN-26, LF-01..19, TT-01..06"),
     "hf-trainer": dict(spread_low=0.25, spread_high=0.63,
                        calibrated_on="assumed: prior (eager modules; no Trainer throughput row in the data)"),
@@ -234,7 +234,7 @@ _FITTED_ENGINES = {
                       calibrated_on="5 rows: EXL-01..07 (one source)"),
     "torchtune": dict(mfu=0.90, spread_low=0.25, spread_high=0.63, calibrated_on="4 rows: TUNE-04..10 (one source)"),
 }
-#: How the 80% ranges above were set: the 7% and 93% quantiles of measured / estimate over the
+#: How the 80% ranges above were set (scripts/fit_spreads.py): the 7% and 93% quantiles of measured / estimate over the
 #: leave-one-source-out residuals of tests/data/validation (2026-12-01; a slightly wider interval
 #: than 10-90% because a range fitted to a finite sample covers less of new work), per engine with at
 #: least 15 speed rows (TensorRT-LLM, Transformers, AutoAWQ, FSDP), else pooled per kind (inference
