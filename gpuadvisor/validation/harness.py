@@ -124,8 +124,11 @@ def factors_for(profile: EngineProfile) -> dict[str, tuple[float, float]]:
 
 
 def prior_profile(profile: EngineProfile) -> EngineProfile:
-    """The profile with every fitted factor at the class default (what a fit starts from)."""
-    return replace(profile, **{k: _class_default(k) for k in factors_for(profile)})
+    """The profile with every fitted factor at its documented prior (``core.engines.PRIORS``; the
+    class default for an engine without one): what a fit starts from."""
+    prior = core_engines.PRIORS.engines.get(profile.id)
+    return replace(profile, **{k: getattr(prior, k) if prior is not None else _class_default(k)
+                               for k in factors_for(profile)})
 
 
 # --- prediction -----------------------------------------------------------------------------------

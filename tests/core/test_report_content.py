@@ -23,6 +23,7 @@ from gpuadvisor.core.estimation.recommendation import LIKELY, SURE, tier
 from gpuadvisor.core.formats.scenario import ModelSource, Scenario, load_scenario
 from gpuadvisor.core.presentation.serialize import candidate_to_dict
 from gpuadvisor.core.specs.workload import Hardware, Workload
+from gpuadvisor.core.specs.engines import ENGINES
 
 SAMPLE = Path(__file__).resolve().parents[2] / "docs" / "examples" / "lora-llama-3.1-8b.json"
 TODAY = datetime.date(2026, 11, 29)
@@ -122,13 +123,14 @@ def test_recommendation_is_the_cheapest_workable_setup(sample):
     est, report = sample
     sure = [c for c in est.candidates if tier(c) == SURE]
     cheapest = min(sure, key=lambda c: (c.cost.cost_usd.expected, c.cost.job_hours.expected))
-    assert report.recommended_key == cheapest.key == est.decision.recommended_key == "2x mi300x (ddp)"
+    assert report.recommended_key == cheapest.key == est.decision.recommended_key
     # Surely meets the 24 h deadline: even the slow end of its range does.
     assert cheapest.cost.job_hours.high <= 24 and cheapest.cost.deadline_status == "meets"
-    assert report.recommendation.startswith("Recommended: 2 \u00d7 AMD Instinct MI300X")
+    assert report.recommendation.startswith("Recommended: " + ("1 \u00d7 " if cheapest.gpu_count == 1 else
+                                                               f"{cheapest.gpu_count} \u00d7 ") + cheapest.gpu.name)
     assert report.table_rows[0].key == report.recommended_key and report.table_rows[0].recommended
     assert "24 h deadline" in report.recommendation and "$200 budget" in report.recommendation
-    assert report.runner_up_key is not None and "mi300x" not in report.runner_up_key
+    assert report.runner_up_key is not None and "gh200" not in report.runner_up_key
     assert "Runner-up:" in report.recommendation and "ranks second because" in report.recommendation
     assert [r.recommended for r in report.table_rows].count(True) == 1
 
@@ -159,17 +161,21 @@ def test_moe_and_inference_in_plain_words(cats):
     assert any(label == "Memory bandwidth efficiency (decode)" for label, _ in report.engine_factors)
 
 
-def test_rent_versus_buy(sample):
+def test_rent_versus_buy(cats, sample):
     est, report = sample
     assert 2 <= len(report.rent_buy_rows) <= 4
-    assert report.rent_buy_rows[0].gpu_id == "mi300x"  # the recommended GPU first
+    # The recommended GH200 has no purchase price in the catalog: the runner-up leads the rows.
+    assert report.runner_up_key == est.decision.runner_up_key == est.best_per_gpu()["mi300x"].key
+    assert report.rent_buy_rows[0].gpu_id == "mi300x"
     d = candidate_to_dict(est.best_per_gpu()["mi300x"])["buy_vs_rent"]
     cells = report.rent_buy_rows[0].cells
     assert cells[1] == fmt_usd(d["purchase_usd"], 0) and cells[4] == f"${d['rent_usd_per_gpu_hour']:.2f}"
     assert cells[5] == fmt_share(d["break_even_utilization"])
     assert any(f.startswith("The rule: buying pays back for continuous use") and "break-even ranges from" in f
                for f in report.rent_buy_findings)
-    assert any("This job alone keeps" in f for f in report.rent_buy_findings)
+    one = estimate(replace(est.scenario, hardware=replace(est.scenario.hardware, gpu="mi300x")), *cats)
+    alone = build_report(one, cats[0].meta, TODAY)
+    assert any("This job alone keeps" in f for f in alone.rent_buy_findings)
 
 
 def test_stale_prices_depend_on_today(cats, sample):
@@ -189,7 +195,8 @@ def test_calibration_warnings(cats, sample):
     assert any(w.startswith("Outside the calibrated range: the engine profile") for w in report.warnings)
     sc = replace(load_scenario(SAMPLE), workload=replace(load_scenario(SAMPLE).workload, engine="fsdp"))
     fitted = build_report(estimate(sc, *cats), cats[0].meta, TODAY)
-    assert not fitted.engine_assumed and fitted.engine_calibrated_on == "TRN-20, TRN-24, TRN-26"
+    assert not fitted.engine_assumed and fitted.engine_calibrated_on == ENGINES["fsdp"].calibrated_on
+    assert fitted.engine_calibrated_on.startswith("28 rows: TRN-20")
     assert not any("engine profile" in w for w in fitted.warnings)
     guessed = Scenario(model=ModelSource(parameters=3e9), workload=Workload(kind="lora"))
     rep = build_report(estimate(guessed, *cats), cats[0].meta, TODAY)

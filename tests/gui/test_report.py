@@ -38,8 +38,8 @@ POPPLER = all(shutil.which(t) for t in ("pdftotext", "pdfinfo", "pdffonts", "pdf
 needs_poppler = pytest.mark.skipif(not POPPLER, reason="poppler-utils (pdftotext, pdfinfo, pdffonts, pdftoppm) "
                                    "is not installed; `make test` installs it")
 #: A row pinned to literal values (sample scenario, bundled catalog of 2026-11-29).
-H100_ROW = ("H100 SXM5 80 GB", "1 GPU", "fits", "32.7", "79.7", "+46.9", "6,152", "19.6\u201332.3 h",
-            "$36\u2013$223", "$0.11", "likely", "likely")
+H100_ROW = ("H100 SXM5 80 GB", "1 GPU", "fits", "32.7", "79.7", "+46.9", "7,747", "11.0\u201323.9 h",
+            "$20\u2013$165", "$0.09", "yes", "yes")
 
 
 # -- helpers -------------------------------------------------------------------------------------

@@ -63,6 +63,20 @@ COMPONENTS = ("weights", "gradients", "optimizer", "activations", "kv_cache", "a
 DATA_PARALLEL = ("ddp", "zero1", "zero2", "zero3", "fsdp")
 INFERENCE_PARALLELISMS = ("ddp", "tensor", "pipeline")
 
+#: Training engines that compute the loss over chunks of the sequence (torchtune: 8 chunks).
+CHUNKED_LOSS_ENGINES = ("torchtune",)
+#: Inference engines whose prefill returns the logits of every prompt position (a Hugging Face forward).
+FULL_LOGIT_ENGINES = ("transformers", "autoawq")
+#: Training engines whose layers run fused kernels (Transformer Engine); the others run eager modules.
+FUSED_ACTIVATION_ENGINES = ("megatron",)
+
+
+def activation_framework(workload: Workload) -> str:
+    """``"fused"`` (Megatron-Core with Transformer Engine) or ``"eager"`` (PyTorch modules)."""
+    engine = workload.engine or ("megatron" if workload.kind == "pretrain" else "hf-trainer")
+    return "fused" if engine in FUSED_ACTIVATION_ENGINES else "eager"
+
+
 _OPTIMIZER_STATE_BYTES = {"adamw": 8.0, "adamw_8bit": 2.0, "sgd": 4.0, "adafactor": 0.0}
 
 
@@ -157,11 +171,13 @@ class MemoryModel:
         self.training = w.is_training
 
         # --- weights ----------------------------------------------------------------------
-        quantized = w.weights in ("int8", "int4", "nf4", "fp8")
-        block_bytes = weight_bytes_per_param(w.weights, h, w.double_quant)
+        family = w.quantization_family
+        quantized = family is not None
+        block_bytes = weight_bytes_per_param(w.weights, h, w.double_quant, w.quantization_family)
         if w.weights == "fp8" and w.is_training:
             block_bytes = 3.0  # bf16 weights plus the cached fp8 copy (Transformer Engine)
         other_bytes = 2.0 if quantized else bytes_per_element(w.weights)
+        self.block_bytes_per_weight = block_bytes
         self.block_weight_bytes = counts.blocks * block_bytes
         self.embedding_bytes = counts.embedding * other_bytes
         self.head_bytes = counts.lm_head * other_bytes
@@ -170,19 +186,25 @@ class MemoryModel:
         # Dequantized copy of the largest projection while it runs (bitsandbytes, weight-only int4).
         shapes = m.linear_shapes()
         largest = max(a_ * b_ for a_, b_ in shapes.values())
-        self.dequant_buffer = largest * 2.0 if w.weights in ("int8", "int4", "nf4") else 0.0
+        # (Marlin, AWQ, GGUF, torchao and FP8 kernels dequantize in registers and keep no copy.)
+        self.dequant_buffer = largest * 2.0 if family in ("bnb", "gptq", "exllama", "hqq") else 0.0
 
         # --- trainable state --------------------------------------------------------------
-        master = 4.0 if (w.master_weights and w.weights != "fp32") else 0.0
+        # Pure bf16 training (torchtune-style): AdamW moments in bf16 and no fp32 master copy.
+        bf16_states = w.optimizer_state_dtype == "bf16"
+        master = 4.0 if (w.master_weights and w.weights != "fp32" and not bf16_states) else 0.0
         grad_bytes = 4.0 if w.weights == "fp32" else 2.0
         states = _OPTIMIZER_STATE_BYTES[w.optimizer]
+        if bf16_states and w.optimizer in ("adamw", "sgd"):
+            states /= 2.0
+        factored_bytes = 2.0 if bf16_states else 4.0
         if w.trains_base:
             trainable = counts.total
             self.grad_bytes = trainable * grad_bytes
             self.optim_bytes = trainable * (master + states)
             if w.optimizer == "adafactor":
                 factored = sum((a_ + b_) * m.module_copies(n) for n, (a_, b_) in shapes.items()) * m.num_layers
-                self.optim_bytes += 4.0 * factored + 4.0 * (counts.total - counts.blocks)
+                self.optim_bytes += factored_bytes * (factored + counts.total - counts.blocks)
             self.adapter_params = 0
             self.adapter_bytes = 0.0
         elif w.uses_adapters:
@@ -192,7 +214,7 @@ class MemoryModel:
             self.adapter_bytes = self.adapter_params * adapter_dtype
             self.grad_bytes = self.adapter_params * adapter_dtype
             # Adapters are small: AdamW moments in fp32, no separate master copy (QLoRA reference setup).
-            adapter_states = states if w.optimizer != "adafactor" else 4.0
+            adapter_states = states if w.optimizer != "adafactor" else factored_bytes
             self.optim_bytes = self.adapter_params * adapter_states
         else:
             self.adapter_params = 0
@@ -203,17 +225,30 @@ class MemoryModel:
         # --- activations per token per layer (training) -----------------------------------
         rms = m.norm == "rmsnorm"
         dropout = m.position_embedding == "learned"  # GPT-2/BERT-era models train with dropout 0.1
-        norm_keep = (4.0 * h if rms and a < 4 else a * h)
-        if w.trains_base:
-            norm_keep += a * h  # normalized output, for the norm weight's gradient
         keep_inputs = w.trains_base or w.kind == "qlora"
-        per_token = m.norms_per_layer * norm_keep
-        per_token += a * (d_q + 2 * d_kv) + a * d_q  # q, k, v and attention output
-        if keep_inputs:
-            per_token += a * h + a * d_q + a * h  # attention input, o_proj input, MLP input
-        mlp_gated = (4.0 if keep_inputs else 3.0) * a * i
-        mlp_plain = (2.0 if keep_inputs else 1.0) * a * i
-        per_token += k_exp * (mlp_gated if m.gated_mlp else mlp_plain)
+        self.activation_framework = activation_framework(w)
+        if self.activation_framework == "fused":
+            # Megatron-Core + Transformer Engine: the norm is fused into the next linear, which keeps
+            # the norm input and its output (a h each); fused RoPE and flash attention keep q, k, v
+            # and the attention output; SwiGLU is one kernel that keeps the fc1 output (gate and up)
+            # and fc2 keeps its output.
+            per_token = m.norms_per_layer * 2 * a * h
+            per_token += a * (d_q + 2 * d_kv) + a * d_q
+            per_token += k_exp * ((3.0 if m.gated_mlp else 2.0) * a * i)
+        else:
+            # Eager PyTorch modules (Hugging Face, LitGPT, llm-foundry): an RMSNorm upcasts its input
+            # to fp32 (4h, kept by pow and mul); a trainable norm weight also keeps the normalized
+            # 16-bit tensor (a h); the next linear keeps the norm's output (a h).
+            norm_keep = (4.0 * h if rms and a < 4 else a * h)
+            if w.trains_base:
+                norm_keep += a * h  # normalized output, for the norm weight's gradient
+            per_token = m.norms_per_layer * norm_keep
+            per_token += a * (d_q + 2 * d_kv) + a * d_q  # q, k, v (after RoPE) and the attention output
+            if keep_inputs:
+                per_token += a * h + a * d_q + a * h  # attention input, o_proj input (a copy), MLP input
+            mlp_gated = (4.0 if keep_inputs else 3.0) * a * i  # gate, SiLU output, up, product
+            mlp_plain = (2.0 if keep_inputs else 1.0) * a * i
+            per_token += k_exp * (mlp_gated if m.gated_mlp else mlp_plain)
         if dropout:
             per_token += 2 * h  # two residual dropout masks (1 byte each)
         for target in self.targets:
@@ -228,9 +263,18 @@ class MemoryModel:
         score_bytes = (4.0 + (a if a < 4 else 0.0)) + ((1.0 + a) if dropout else 0.0)
         self.score_bytes = 0.0 if w.flash_attention else score_bytes * m.num_attention_heads
         self.checkpoint_per_token_layer = a * h
-        self.logit_bytes_per_token = 0.0 if m.kind == "encoder" else m.vocab_size * (a + 4.0 + 4.0)
+        # Loss: 16-bit logits, fp32 log-probabilities and their fp32 gradient (eager); Megatron's fused
+        # cross entropy keeps the 16-bit logits and one fp32 softmax.
+        loss_bytes = (a + 4.0) if self.activation_framework == "fused" else (a + 4.0 + 4.0)
+        if (w.engine or "") in CHUNKED_LOSS_ENGINES:
+            # torchtune's CEWithChunkedOutputLoss: 16-bit logits, upcast to fp32 one of 8 chunks at a time.
+            loss_bytes = a + 8.0 / 8
+
+        self.logit_bytes_per_token = 0.0 if m.kind == "encoder" else m.vocab_size * loss_bytes
 
         # --- inference ----------------------------------------------------------------------
+        self.full_prompt_logits = (w.engine in FULL_LOGIT_ENGINES) and not w.is_training
+        self.logit_bytes_inference = (a + 4.0) if self.full_prompt_logits else 4.0
         kv_elem = bytes_per_element(w.kv_precision)
         if w.kv_precision == "int4":
             kv_elem += 4.0 / 64  # group scales
@@ -327,7 +371,10 @@ class MemoryModel:
             if self.prefill_chunk_tokens:
                 chunk = min(chunk, self.prefill_chunk_tokens)
             scores = 0.0 if w.flash_attention else b_gpu * m.num_attention_heads * prompt * prompt * 6.0
-            logits = (b_gpu * m.vocab_size * 4.0 if m.has_kv_cache else 0.0) / t
+            # Serving engines compute the logits of the last position only; a Hugging Face forward
+            # (Transformers, AutoAWQ) returns them for every prompt token, upcast to fp32.
+            logit_rows = b_gpu * (prompt if self.full_prompt_logits else 1)
+            logits = (logit_rows * m.vocab_size * self.logit_bytes_inference if m.has_kv_cache else 0.0) / t
             act = (chunk * self.inference_transient_per_token + scores) / t + logits + self.dequant_buffer / t
             kv_layers = math.ceil(L / p)
             kv_heads_share = math.ceil(m.num_key_value_heads / t) / m.num_key_value_heads

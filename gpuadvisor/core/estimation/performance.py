@@ -1,30 +1,37 @@
-"""Speed: a roofline model for inference and training, with communication.
+"""Speed: a roofline model for inference and training with few physical parameters, and communication.
 
-Inference (Pope et al. 2022, "Efficiently Scaling Transformer Inference"; Kim et al. 2023,
-"Full Stack Optimization of Transformer Inference")::
+Every constant comes from :mod:`gpuadvisor.core.engines` (priors, fitted values and their
+provenance); ``docs/estimation.md`` writes each formula out with its sources.
 
-    prefill FLOPs  = P_tok (2 N_active + 2 L d_q P_tok)          compute-bound
-    decode step    = max(bytes / (BW e_bw), FLOPs / (peak e_dec)) + L t_layer (+ tensor-parallel all-reduces)
-    bytes          = weights read (MoE: experts touched by the batch) + B x KV cache at the mean context
-    FLOPs          = B (2 N_active + 4 L d_q c)
+Inference (Pope et al. 2022, "Efficiently Scaling Transformer Inference")::
 
-A batch of B requests with P prompt and O output tokens takes ``prefill(B P) + O x step``;
-output tokens/s = B O / that time; per user 1 / step. Time to first token = prefill of one
-prompt. ``bound`` names the larger of memory time, compute time and fixed per-layer overhead.
+    decode step = max(GPU time, host launch time)
+    GPU time    = max(t_mem, t_comp) + L k t_gpu (+ tensor-parallel all-reduces)
+    t_mem       = W_blocks / (BW e_bw g_family) + W_other / (BW e_bw) + KV / (BW e_bw f_kv)
+    t_comp      = B (2 N_active + 4 L d_q c) / (P e(B)),   e(T) = ceiling T / (T + T_half)
+    host time   = L t_layer (0 with CUDA graphs)
+    prefill(T)  = max(FLOPs / (P e(T)), weight stream, host time) + L k t_gpu
 
-Training (Kaplan et al. 2020; Narayanan et al. 2021, "Efficient Large-Scale Language Model
-Training on GPU Clusters", eq. 3)::
+``g_family`` is the kernel family's GEMV efficiency (Marlin/AWQ/ExLlama near 1, bitsandbytes
+far below); past the family's GEMV range a dequantized 16-bit copy adds traffic and the GEMM
+runs at the family's share of 16-bit throughput. A batch of B requests with P prompt and O
+output tokens takes ``prefill(B P) + O x step``; output tokens/s = B O / that time; per user
+1 / step; time to first token = prefill of one prompt.
 
-    FLOPs/token = 3 F (+ F with activation recomputation), F = 2 N_matmul + 2 L d_q s
-    LoRA/QLoRA  = 2 F (no weight gradients for the frozen base) (+ F recompute)
-    step time   = FLOPs / (n peak MFU) + exposed communication; pipeline bubble (p-1)/(m+p-1)
+Training (Kaplan et al. 2020; Narayanan et al. 2021, eq. 3; Korthikanti et al. 2022)::
+
+    FLOPs/token = 3 F (+ F with activation recomputation), F = 2 N_matmul + 2 L d_q s; LoRA/QLoRA 2 F
+    time/token  = GEMM FLOPs / (P e_gemm(M, h, GPU)) + attention FLOPs / (P e_attn(GPU))
+                  + non-GEMM bytes / BW + QLoRA dequantization bytes / BW + per-kernel overhead
+    step time   = tokens x time/token / n + exposed communication; pipeline bubble (p-1)/(m+p-1)
 
 Communication: ring all-reduce moves 2 (n-1)/n of the gradient bytes per GPU; ZeRO-3/FSDP
 adds an all-gather of the parameters in forward and backward (1.5x DDP volume, ZeRO paper
 section 7); tensor parallelism all-reduces activations 4 times per layer per step (Megatron).
 Within a node the link is NVLink (half the quoted bidirectional figure) or PCIe; across nodes
-the network (default 400 Gb/s per GPU). A share ``overlap`` of data-parallel traffic hides
-behind the backward pass. Each efficiency carries a spread that gives low/high figures.
+the network (default 400 Gb/s per GPU). Data-parallel traffic hides behind the backward pass
+(ZeRO-3/FSDP: the whole step) up to ``DP_OVERLAP`` of it. Each engine's 80% range gives the
+low and high figures.
 """
 
 from __future__ import annotations
@@ -32,14 +39,17 @@ from __future__ import annotations
 import math
 from typing import Any, NamedTuple
 
-from ..specs.engines import ARCH_MFU_FACTOR, EngineProfile
+from ..specs.engines import FITTED, EngineProfile, KernelFamily, SpeedConstants, kernel_family
 from ..specs.hardware import GpuSpec
 from .memory import MemoryModel
 from ..specs.models import ModelSpec
 from ..specs.workload import Workload
 
-#: Data-parallel traffic hidden behind compute (bucketed all-reduce during backward).
-DP_OVERLAP = 0.7
+#: Share of data-parallel traffic that overlap can hide at most: the rest (the last bucket, the
+#: first gather, synchronisation) stays exposed even when compute is long.
+DP_OVERLAP = 0.9
+#: Share of a training step's compute that the backward pass takes (2 of 3 passes).
+BACKWARD_SHARE = 2.0 / 3.0
 #: Achievable share of link bandwidth in collectives (NCCL bus bandwidth over link rate).
 LINK_EFFICIENCY = 0.75
 #: Network bandwidth per GPU between nodes, GB/s (400 Gb/s InfiniBand/RoCE per GPU).
@@ -127,10 +137,42 @@ def matmul_params(model: ModelSpec) -> float:
     return c.active - c.embedding + head + 0.0
 
 
+def gemm_efficiency(tokens: float, ceiling: float, constants: SpeedConstants) -> float:
+    """Share of dense peak a GEMM with ``tokens`` rows reaches: ``ceiling x T / (T + T_half)``.
+
+    Small GEMMs leave tensor-core tiles idle and pay a fixed latency per kernel; the curve rises
+    to the engine's ceiling for long prompts and large batches."""
+    return ceiling * tokens / (tokens + constants.gemm_tokens_half)
+
+
+def decode_overhead(engine: EngineProfile, layers: int, family: KernelFamily | None, cuda_graphs: bool,
+                    linears_per_layer: int, constants: SpeedConstants) -> tuple[float, float]:
+    """(GPU-side fixed time, CPU launch time) of one forward step, in seconds.
+
+    Every kernel costs ``gpu_kernel_s`` on the GPU even inside a CUDA graph; without graphs the
+    host must also launch it, ``cpu_kernel_s`` for the engine's runtime (Python or C++), and the
+    step takes the longer of the two streams (the host runs ahead while the GPU is busy). The
+    engine's ``layer_overhead_s`` is that host time per layer (its kernels x the launch time of
+    its runtime, before fitting)."""
+    extra = family.extra_kernels_per_linear * linears_per_layer if family else 0.0
+    gpu = layers * (engine.kernels_per_layer + extra) * constants.gpu_kernel_s
+    launch = constants.cpu_kernel_s.get(engine.runtime, 4e-6)
+    cpu = 0.0 if cuda_graphs else layers * (engine.layer_overhead_s + extra * launch)
+    return gpu, cpu
+
+
+def _inference_shape(mm: MemoryModel, k: SpeedConstants) -> tuple:
+    """(kernel family, matmul parameters, layers, d_q, linears per layer, CUDA graphs) of a workload."""
+    m, w = mm.model, mm.workload
+    return (kernel_family(w.quantization_family, w.weights, k), matmul_params(m), m.num_layers, m.q_dim,
+            len(m.linear_shapes()), w.uses_cuda_graphs)
+
+
 def inference_performance(mm: MemoryModel, gpu: GpuSpec, gpu_count: int, parallelism: str,
                           engine: EngineProfile, bw_eff: float | None = None, prefill_mfu: float | None = None,
-                          gpus_per_node: int = 8) -> PerformanceEstimate:
+                          gpus_per_node: int = 8, constants: SpeedConstants | None = None) -> PerformanceEstimate:
     """Serving speed of one candidate (see the module docstring)."""
+    k = constants or FITTED
     m, w = mm.model, mm.workload
     prec, peak, notes = _precision(gpu, w.weights)
     n = gpu_count
@@ -139,37 +181,71 @@ def inference_performance(mm: MemoryModel, gpu: GpuSpec, gpu_count: int, paralle
     replicas = n if parallelism == "ddp" else 1
     b = max(1, math.ceil(w.batch_size / replicas))
     e_bw = (bw_eff or engine.bandwidth_efficiency)
-    quantized = w.weights in ("int8", "int4", "nf4", "fp8")
-    e_w = e_bw * (engine.quantized_bandwidth_factor if quantized else 1.0)
-    bw = gpu.memory_bandwidth_gb_s * 1e9
-    e_pre = prefill_mfu or engine.prefill_mfu  # prefill of a pipeline keeps all stages busy (compute scales)
-    n_mm = matmul_params(m)
-    L, d_q = m.num_layers, m.q_dim
+    # Model- and workload-only values, computed once per MemoryModel (a catalog has hundreds of setups).
+    if k is FITTED:
+        family, n_mm, L, d_q, linears, graphs = mm.cached("inference_shape", lambda: _inference_shape(mm, k))
+    else:
+        family, n_mm, L, d_q, linears, graphs = _inference_shape(mm, k)
+    arch = gpu.architecture
+    bw = gpu.memory_bandwidth_gb_s * 1e9 * k.bandwidth_ceiling.get(arch, 1.0)
+    ceiling = (prefill_mfu or engine.prefill_mfu) * k.gemm_ceiling.get(arch, 0.75) / k.gemm_ceiling["ampere"]
+    t_half = k.gemm_tokens_half
+    gemv_max = family.gemv_max_tokens if family is not None else math.inf
 
     # Weight bytes read per decode step: with MoE only the experts some token of the batch uses.
     weights = mm.weight_bytes
+    block_weights = mm.block_weight_bytes
     if m.is_moe:
         expert_share = 1.0 - (1.0 - m.experts_per_token / m.num_experts) ** b
         expert_bytes = mm.block_weight_bytes * (m.counts.mlp / max(m.counts.blocks, 1))
         weights = weights - expert_bytes * (1.0 - expert_share)
+        block_weights = block_weights - expert_bytes * (1.0 - expert_share)
+    stream = t * bw * e_bw
+    if family is None:
+        gemv_bytes = gemm_bytes = weights
+    else:
+        # Within the GEMV range the quantized blocks stream at the family's efficiency; beyond it,
+        # families that dequantize to a 16-bit copy also write and read that copy.
+        other = weights - block_weights
+        gemv_bytes = block_weights / family.gemv_efficiency + other
+        params = block_weights / max(mm.block_bytes_per_weight, 1e-9)
+        gemm_bytes = block_weights + params * family.dequant_bytes_per_weight + other
+
     c_mean = w.prompt_tokens + w.output_tokens / 2
     kv_read = b * mm.kv_tokens_per_layer(int(c_mean)) * L * mm.kv_bytes_per_token_layer
-    mp = t * p  # GPUs that share one copy of the model
-    t_mem = weights / (t * bw * e_w) + kv_read / (t * bw * e_bw)
-    flops_step = b * (2 * n_mm + 4 * L * d_q * c_mean)
-    t_comp = flops_step / (t * peak * 1e12 * engine.decode_mfu)
-    t_fixed = L * engine.layer_overhead_s
+    t_mem = (gemv_bytes if b <= gemv_max else gemm_bytes) / stream + kv_read / (stream * k.kv_bandwidth_factor)
+    e_dec = ceiling * b / (b + t_half) * (family.gemm_efficiency if b > gemv_max else 1.0)
+    t_comp = b * (2 * n_mm + 4 * L * d_q * c_mean) / (t * peak * 1e12 * e_dec)
+    t_gpu_fixed, t_cpu = decode_overhead(engine, L, family, graphs, linears, k)
+    t_comm = 0.0
     if t > 1:
         bw_link, lat, _ = link(gpu, n, gpus_per_node)
-        t_fixed += 2 * L * (lat + 2 * (t - 1) / t * b * m.hidden_size * 2 / (bw_link * 1e9))
+        t_comm += 2 * L * (lat + 2 * (t - 1) / t * b * m.hidden_size * 2 / (bw_link * 1e9))
     if p > 1:
-        t_fixed += (p - 1) * PCIE_LATENCY_S
-    step = max(t_mem, t_comp) + t_fixed
-    bound = max((t_mem, "memory"), (t_comp, "compute"), (t_fixed, "overhead"))[1]
+        t_comm += (p - 1) * PCIE_LATENCY_S
+    t_gpu = max(t_mem, t_comp) + t_gpu_fixed + t_comm
+    step = max(t_gpu, t_cpu)
+    bound = max((t_mem, "memory"), (t_comp, "compute"), (t_gpu_fixed + t_comm, "overhead"), (t_cpu, "overhead"))[1]
+    if t_cpu > t_gpu:
+        notes.append(f"{engine.name} without CUDA graphs is bound by launching kernels at this batch "
+                     "(about {:.0f}% of each decode step).".format(100 * (1 - t_gpu / t_cpu)))
+
+    chunk = engine.prefill_chunk_tokens
+    fixed = t_gpu_fixed + t_comm
+    per_token_flops = 2 * n_mm + 2 * L * d_q * w.prompt_tokens
+    prefill_peak = t * p * peak * 1e12  # a pipeline's stages all work on a long prompt
 
     def prefill_time(tokens: float) -> float:
-        flops = tokens * (2 * n_mm + 2 * L * d_q * w.prompt_tokens)
-        return max(flops / (mp * peak * 1e12 * e_pre), weights / (t * bw * e_w)) + t_fixed
+        gemm_tokens = min(tokens, chunk) if chunk else tokens
+        passes = max(1.0, tokens / gemm_tokens)
+        e = ceiling * gemm_tokens / (gemm_tokens + t_half)
+        if gemm_tokens > gemv_max:
+            e *= family.gemm_efficiency
+            read = gemm_bytes
+        else:
+            read = gemv_bytes
+        comp = tokens * per_token_flops / (prefill_peak * e)
+        return max(comp, passes * read / stream, passes * t_cpu) + passes * fixed
 
     ttft = prefill_time(w.prompt_tokens)
     batch_time = prefill_time(b * w.prompt_tokens) + w.output_tokens * step
@@ -177,8 +253,7 @@ def inference_performance(mm: MemoryModel, gpu: GpuSpec, gpu_count: int, paralle
     # step still streams all weights through one GPU's bandwidth: no speed-up over one GPU, only room.
     per_replica = b * w.output_tokens / batch_time
     aggregate = per_replica * replicas
-    s = engine.spread
-    rng = Range(aggregate * (1 - s), aggregate, aggregate * (1 + s / 2))
+    rng = Range(aggregate * (1 - engine.spread_low), aggregate, aggregate * (1 + engine.spread_high))
     return PerformanceEstimate(tokens_per_s=rng, bound=bound, precision_used=prec, peak_tflops=peak,
                                tokens_per_s_per_user=1.0 / step, time_to_first_token_s=ttft, notes=tuple(notes))
 
@@ -203,30 +278,80 @@ class TrainingPrelude(NamedTuple):
     notes: tuple[str, ...]
 
 
+def training_token_time(mm: MemoryModel, gpu: GpuSpec, engine: EngineProfile, constants: SpeedConstants,
+                        width_divisor: int = 1) -> tuple[float, dict[str, float]]:
+    """Seconds one GPU spends per trained token, and its parts (see the module docstring).
+
+    ``width_divisor`` is the tensor-parallel degree: each rank multiplies ``h / t`` wide matrices."""
+    m, w = mm.model, mm.workload
+    k = constants
+    prec, peak, _ = _precision(gpu, w.weights)
+    half = gpu.bf16_dense_tflops or gpu.fp16_dense_tflops
+    arch_ceiling = k.gemm_ceiling.get(gpu.architecture, k.gemm_ceiling.get("other", 0.75))
+    passes = 3.0 if w.trains_base else 2.0
+    if w.gradient_checkpointing:
+        passes += 1.0
+    tokens_mb = w.batch_size * w.seq_len
+    width = m.hidden_size / width_divisor
+    e_gemm = (engine.mfu * arch_ceiling * tokens_mb / (tokens_mb + k.gemm_tokens_half)
+              * width / (width + k.gemm_width_half))
+    if prec == "fp8":
+        e_gemm *= k.fp8_gemm_factor
+    gemm = passes * 2 * matmul_params(m) / (peak * 1e12 * e_gemm)
+    e_attn = k.attention_efficiency_by_arch.get(gpu.architecture,
+                                               k.attention_efficiency * arch_ceiling / k.gemm_ceiling["ampere"])
+    attn = passes * 2 * m.num_layers * m.q_dim * w.seq_len / (half * 1e12 * e_attn)
+    bw = gpu.memory_bandwidth_gb_s * 1e9 * k.elementwise_bandwidth_efficiency
+    elem_passes = passes / 3.0 if w.trains_base else passes / 2.0 * 0.8  # frozen bases skip weight-grad kernels
+    elem = elem_passes * engine.elementwise_bytes_per_h * m.hidden_size / width_divisor * m.num_layers / bw
+    dequant = 0.0
+    family = kernel_family(w.quantization_family, w.weights, k) if w.kind == "qlora" else None
+    if family is not None:
+        # The 4-bit base is dequantized to a 16-bit copy in the forward and again in the backward
+        # matmul (and once more with recomputation): weight bytes plus the copy written and read.
+        params = mm.block_weight_bytes / max(mm.block_bytes_per_weight, 1e-9)
+        per_pass = mm.block_weight_bytes + params * max(family.dequant_bytes_per_weight, 2.0)
+        dequant = (passes - 1.0) * per_pass / bw / tokens_mb
+    kernels = m.num_layers * engine.kernels_per_layer * passes / 3.0
+    gpu_fixed = kernels * k.gpu_kernel_s / tokens_mb
+    cpu = kernels * k.cpu_kernel_s.get(engine.runtime, 4e-6) / tokens_mb
+    busy = gemm + attn + elem + dequant + gpu_fixed
+    return max(busy, cpu), {"gemm": gemm, "attention": attn, "elementwise": elem, "dequantization": dequant,
+                             "overhead": gpu_fixed, "launch": cpu}
+
+
 def training_prelude(mm: MemoryModel, gpu: GpuSpec, engine: EngineProfile,
-                     mfu: float | None = None) -> TrainingPrelude:
+                     mfu: float | None = None, constants: SpeedConstants | None = None) -> TrainingPrelude:
     """Precision, peak, MFU and FLOPs per token of training on ``gpu``: the same for every count and
-    parallelism, so a whole-catalog comparison computes it once per GPU."""
+    parallelism, so a whole-catalog comparison computes it once per GPU.
+
+    Without an ``mfu`` override the MFU follows from :func:`training_token_time`: GEMM shape,
+    attention, element-wise traffic, dequantization and per-layer overhead on this GPU."""
     w = mm.workload
     prec, peak, notes = _precision(gpu, w.weights)
-    base_mfu = mfu or engine.mfu * ARCH_MFU_FACTOR.get(gpu.architecture, 0.8)
-    if w.kind == "qlora":
-        base_mfu *= 0.7  # 4-bit dequantization in every matmul (QLoRA trains ~30-40% slower than LoRA)
-        notes.append("QLoRA pays for dequantizing the 4-bit base in every matmul (about 30% slower).")
     flops_token = mm.cached("flops_per_token", lambda: training_flops_per_token(mm.model, w))
+    if mfu:
+        base_mfu = mfu
+    else:
+        seconds, parts = training_token_time(mm, gpu, engine, constants or FITTED)
+        base_mfu = flops_token / (peak * 1e12 * seconds)
+        if parts["dequantization"] > 0.15 * seconds:
+            notes.append("QLoRA dequantizes the 4-bit base in every matmul "
+                         f"(about {100 * parts['dequantization'] / seconds:.0f}% of the step).")
     return TrainingPrelude(prec, peak, base_mfu, flops_token, tuple(notes))
 
 
 def training_performance(mm: MemoryModel, gpu: GpuSpec, gpu_count: int, parallelism: str,
                          engine: EngineProfile, mfu: float | None = None,
-                         gpus_per_node: int = 8, prelude: TrainingPrelude | None = None) -> PerformanceEstimate:
+                         gpus_per_node: int = 8, prelude: TrainingPrelude | None = None,
+                         constants: SpeedConstants | None = None) -> PerformanceEstimate:
     """Training tokens/s of one candidate (see the module docstring).
 
     ``prelude`` is :func:`training_prelude` for this GPU, engine and ``mfu``, passed in by callers
     that compare many setups of the same GPU."""
     m, w = mm.model, mm.workload
     if prelude is None:
-        prelude = training_prelude(mm, gpu, engine, mfu)
+        prelude = training_prelude(mm, gpu, engine, mfu, constants)
     prec, peak, base_mfu, flops_token = prelude.precision, prelude.peak_tflops, prelude.mfu, prelude.flops_per_token
     notes = list(prelude.notes)
     n = gpu_count
@@ -239,16 +364,24 @@ def training_performance(mm: MemoryModel, gpu: GpuSpec, gpu_count: int, parallel
         grads = mm.grad_bytes
         group = SPEED_GROUP.get(parallelism, parallelism)
         if group == "data":
-            comm = ring * grads / (bw_link * 1e9) + lat
-            comm *= (1 - DP_OVERLAP)
+            # Bucketed all-reduce runs behind the backward pass (two thirds of the compute).
+            total = ring * grads / (bw_link * 1e9) + lat
+            comm = max(total - BACKWARD_SHARE * compute, (1 - DP_OVERLAP) * total)
         elif group == "sharded":
-            # Every weight is gathered in forward and backward, frozen LoRA/QLoRA bases included.
+            # Every weight is gathered in forward and backward, frozen LoRA/QLoRA bases included;
+            # prefetched gathers and reduce-scatters run behind the whole forward and backward.
             volume = ring * grads + 2 * (n - 1) / n * mm.weight_bytes
-            comm = volume / (bw_link * 1e9) * (1 - DP_OVERLAP) + lat
+            total = volume / (bw_link * 1e9) + lat
+            comm = max(total - compute, (1 - DP_OVERLAP) * total)
         elif parallelism == "tensor":
             act = w.batch_size * n * w.seq_len * m.hidden_size * 2 / n  # tokens of the shared batch
             comm = 4 * m.num_layers * (ring * act * n / (bw_link * 1e9) + lat)
             tokens_step = w.batch_size * w.seq_len * n
+            if not mfu:
+                # Each rank multiplies h / n wide matrices, which run further from the GEMM ceiling.
+                half = (constants or FITTED).gemm_width_half
+                h = m.hidden_size
+                compute *= (h / (h + half)) / ((h / n) / (h / n + half))
         elif parallelism == "pipeline":
             micro = 4 * n
             compute *= 1 + (n - 1) / micro
@@ -259,8 +392,7 @@ def training_performance(mm: MemoryModel, gpu: GpuSpec, gpu_count: int, parallel
     achieved_mfu = tps * flops_token / (n * peak * 1e12)
     share = comm / step if step else 0.0
     bound = "communication" if share > 0.5 else "compute"
-    s = engine.spread
-    rng = Range(tps * (1 - s), tps, tps * (1 + s / 2))
+    rng = Range(tps * (1 - engine.spread_low), tps, tps * (1 + engine.spread_high))
     if n > gpus_per_node:
         notes.append(f"{n} GPUs span {math.ceil(n / gpus_per_node)} nodes: gradients cross the network.")
     return PerformanceEstimate(tokens_per_s=rng, bound=bound, precision_used=prec, peak_tflops=peak,

@@ -40,7 +40,7 @@ from ... import __version__
 from ..formats.user_catalog import months_before
 from ..specs.catalog_io import CatalogMeta
 from ..estimation.cost import HOURS_PER_MONTH, LOAD_FACTOR
-from ..specs.engines import ARCH_MFU_FACTOR, ENGINES, EngineProfile
+from ..specs.engines import ENGINES, FITTED, RANGE_LABEL, EngineProfile, kernel_family
 from ..estimation.results import Candidate, Estimate
 from ..specs.hardware import GpuSpec
 from .serialize import candidate_to_dict
@@ -249,15 +249,18 @@ def _engine(est: Estimate) -> tuple[str, tuple[tuple[str, str], ...], str, bool]
     eff = est.scenario.efficiency
     factors: list[tuple[str, str]] = []
     if e.kind == "training":
-        mfu = f"{e.mfu:.2f} (Ampere)"
+        mfu = f"{e.mfu:.2f} of each GPU's GEMM ceiling"
         if eff.mfu is not None:
-            mfu = f"{eff.mfu:.2f} (set by the scenario; profile {e.mfu:.2f})"
-        factors.append(("Model FLOPs utilization (MFU)", mfu))
+            mfu = f"{eff.mfu:.2f} MFU (set by the scenario; profile ceiling {e.mfu:.2f})"
+        factors.append(("GEMM efficiency on large matmuls", mfu))
         arch = sorted({c.gpu.architecture for c in est.candidates})
-        scale = ", ".join(f"{a} {ARCH_MFU_FACTOR.get(a, 0.8):g}" for a in arch)
-        factors.append(("MFU scale by GPU generation", scale + " (relative to Ampere)"))
-        if est.scenario.workload.kind == "qlora":
-            factors.append(("QLoRA dequantization", "0.7 of LoRA's MFU"))
+        scale = ", ".join(f"{a} {FITTED.gemm_ceiling.get(a, 0.75):g}" for a in arch)
+        factors.append(("GEMM ceiling by GPU generation", scale + " of the datasheet peak"))
+        factors.append(("Non-GEMM traffic", f"{e.elementwise_bytes_per_h:g} bytes per token, layer and unit of "
+                                            "hidden size"))
+        mfus = [c.performance.mfu for c in est.candidates if c.performance and c.performance.mfu]
+        if mfus:
+            factors.append(("Resulting MFU", f"{min(mfus):.2f}{DASH}{max(mfus):.2f} across the candidates"))
     else:
         bw = f"{e.bandwidth_efficiency:.2f}"
         if eff.bandwidth_efficiency is not None:
@@ -265,13 +268,21 @@ def _engine(est: Estimate) -> tuple[str, tuple[tuple[str, str], ...], str, bool]
         pre = f"{e.prefill_mfu:.2f}"
         if eff.prefill_mfu is not None:
             pre = f"{eff.prefill_mfu:.2f} (set by the scenario; profile {e.prefill_mfu:.2f})"
+        w = est.scenario.workload
+        family = kernel_family(w.quantization_family, w.weights)
         factors += [("Memory bandwidth efficiency (decode)", bw),
-                    ("Quantized-weight kernel factor", f"{e.quantized_bandwidth_factor:.2f}"),
-                    ("Fixed time per layer and decode step", f"{e.layer_overhead_s * 1e6:.0f} µs"),
-                    ("Prefill MFU / large-batch decode MFU", f"{pre} / {e.decode_mfu:.2f}")]
+                    ("Kernels per layer and step", f"{e.kernels_per_layer:g} ("
+                     + ("CUDA graphs" if w.uses_cuda_graphs else f"launched from {e.runtime}: "
+                                                                 f"{e.layer_overhead_s * 1e6:.0f} µs per layer")
+                     + ")"),
+                    ("GEMM efficiency ceiling (prefill, large batches)", pre)]
+        if family is not None:
+            factors.append(("Quantization kernels", f"{family.name}: {family.gemv_efficiency:.2f} of the "
+                                                    f"bandwidth efficiency at batch 1"))
         if e.prefill_chunk_tokens:
             factors.append(("Prefill chunk", f"{e.prefill_chunk_tokens:,} tokens"))
-    factors.append(("Uncertainty (low/high spread)", f"{DASH}{e.spread * 100:.0f}% / +{e.spread * 50:.0f}% on speed"))
+    factors.append((f"Uncertainty ({RANGE_LABEL})", f"{DASH}{e.spread_low * 100:.0f}% / +{e.spread_high * 100:.0f}% "
+                                                    "on speed"))
     assumed = e.calibrated_on.lower().startswith("assumed")
     return f"{e.name} ({e.id})", tuple(factors), e.calibrated_on, assumed
 
@@ -298,11 +309,14 @@ def _method(est: Estimate) -> list[str]:
     else:
         lines.append(
             "Inference speed: prefill is compute-bound (2 \u00d7 active parameters + attention FLOPs per prompt "
-            "token at the prefill MFU); each decode step takes the larger of the memory time (weights and KV cache "
-            "over bandwidth \u00d7 efficiency) and the compute time, plus a fixed time per layer. Tokens/s = batch "
-            "\u00d7 output tokens / (prefill + output tokens \u00d7 step time).")
+            "token at a GEMM efficiency that grows with the tokens per matmul); each decode step takes the larger "
+            "of the memory time (weights, at the quantization kernels' efficiency, and KV cache over bandwidth "
+            "\u00d7 efficiency) and the compute time, plus a few microseconds per kernel; without CUDA graphs the "
+            "step takes at least the time to launch its kernels. Tokens/s = batch \u00d7 output tokens / (prefill "
+            "+ output tokens \u00d7 step time).")
     lines.append(
-        "Job time = job tokens / tokens per second (low\u2013high from the engine profile's spread). Cost = GPU-hours "
+        f"Job time = job tokens / tokens per second (low\u2013high: the {RANGE_LABEL}, which held 8 in 10 published "
+        "measurements that the engine profile was not fitted to). Cost = GPU-hours "
         "\u00d7 price per GPU-hour; the low cost pairs the fastest time with the lowest catalog price, the high cost "
         "the slowest time with the highest price. $ per 1M tokens uses the expected cost.")
     lines.append(
@@ -418,7 +432,7 @@ def _warnings(est: Estimate, table: list[Candidate], today: _dt.date, stale_afte
     if engine_assumed:
         out.append(f"Outside the calibrated range: the engine profile {engine_label} is an assumption "
                    f"({calibrated_on.removeprefix('assumed:').strip()}), not a fit to measurements. Speed, job time "
-                   "and cost may be off by more than the low\u2013high range shows.")
+                   f"and cost may be off by more than the {RANGE_LABEL} shows.")
     if est.model.architecture_assumed:
         out.append("Outside the calibrated range: the model's architecture is assumed from its parameter count, "
                    "so memory (activations, KV cache) and speed are approximate.")
@@ -462,7 +476,8 @@ def build_report(est: Estimate, catalog_meta: CatalogMeta, today: _dt.date, stal
                  "sharded state; tensor: each layer split; pipeline: layers in stages). Need per GPU: the device "
                  "total (tensors + CUDA context + fragmentation). Tokens/s: aggregate over the setup's GPUs"
                  + (" (trained tokens)." if est.scenario.workload.is_training else " (output tokens).")
-                 + " Job time and cost: low\u2013high. \u2014: no deadline, budget or price to check against.")
+                 + f" Job time and cost: the {RANGE_LABEL} (low\u2013high). \u2014: no deadline, budget or price to "
+                 "check against.")
     if len(ordered) > len(table):
         left = len(ordered) - len(table)
         notes.append(f"{left} more GPU type{'s' if left != 1 else ''} left out (the table is limited to "

@@ -11,6 +11,7 @@ from typing import Any
 from ..estimation.results import Candidate, Estimate
 from ..formatting import (fmt_count, fmt_gib, fmt_hours_range, fmt_rate, fmt_signed_gib, fmt_usd_per_mtok,
                           fmt_usd_range)
+from ..specs.engines import RANGE_LABEL
 from .wording import summary_line
 
 
@@ -70,6 +71,9 @@ def render_estimate(est: Estimate, show_all: bool = False) -> str:
     lines.append("")
     lines.append("Memory in GiB per GPU; need = device total (tensors + CUDA context + fragmentation). "
                  "max batch / max ctx: the largest batch and the longest context that fit that setup.")
+    if has_perf:
+        lines.append(f"job time, cost: the {RANGE_LABEL} (low-high; it held 8 in 10 published measurements the "
+                     "speed model was not fitted to).")
     if not show_all:
         lines.append("One row per GPU type: its best setup under the deadline and budget (use --all for every "
                      "count and parallelism); \u2605 marks the recommendation.")

@@ -14,12 +14,28 @@ Bytes per stored weight (quantization constants included)::
 Embeddings, the LM head and norms stay in 16 bit when the blocks are quantized (bitsandbytes,
 GPTQ, AWQ and FP8 checkpoints all keep them so).
 
+The kernel family (``quantization``) decides the constants that travel with a 4-bit weight,
+in bits per weight for a group of ``g`` weights::
+
+    awq, gptq, exllama   4 + (16 + 4)/g      fp16 scale and packed 4-bit zero per group (g = 128): 4.156
+    marlin               4 + 16/g            symmetric, fp16 scale per group (g = 128): 4.125
+    torchao              4 + 32/g            bf16 scale and zero per group (int4 weight-only, g = 128): 4.25
+    hqq                  4 + 32/g            fp16 scale and zero per group (g = 64): 4.5
+    bnb                  nf4/fp4 as above; int8 is LLM.int8 with a per-row fp32 scale
+    gguf                 llama.cpp block formats: Q4_0 4.5 (32 weights share an fp16 scale), Q8_0 8.5
+    fp8                  8 (one scale per tensor)
+
+An 8-bit weight of the GPTQ/AWQ-style families stores 8 bits plus the same group constants.
+
 References
 ----------
 - Dettmers et al. 2022, "LLM.int8()"; Dettmers et al. 2023, "QLoRA" (NF4, double quantization:
   0.127 bits per parameter of constants, paged optimizers).
 - Frantar et al. 2022, "GPTQ"; Lin et al. 2023, "AWQ" (group-wise int4).
 - Micikevicius et al. 2018, "Mixed Precision Training" (fp32 master weights).
+- Frantar et al. 2024, "MARLIN: Mixed-Precision Auto-Regressive Parallel Inference on Large Language
+  Models" (symmetric group-wise int4); llama.cpp ``ggml/src/ggml-common.h`` (block_q4_0, block_q8_0).
+- Badri & Shaji 2023, "Half-Quadratic Quantization of Large Machine Learning Models" (HQQ).
 """
 
 from __future__ import annotations
@@ -36,6 +52,21 @@ KV_PRECISIONS = ("fp32", "bf16", "fp16", "fp8", "int8", "int4")
 OPTIMIZERS = ("adamw", "adamw_8bit", "sgd", "adafactor")
 PARALLELISMS = ("ddp", "zero1", "zero2", "zero3", "fsdp", "tensor", "pipeline")
 QUANTIZED = ("int8", "int4", "nf4")
+QUANTIZATIONS = ("awq", "gptq", "marlin", "exllama", "bnb", "gguf", "fp8", "torchao", "hqq")
+OPTIMIZER_STATE_DTYPES = ("fp32", "bf16")
+#: Weight precisions each kernel family can run (other weights values, e.g. llama.cpp types, go to gguf).
+QUANTIZATION_WEIGHTS = {
+    "awq": ("int4",), "gptq": ("int4", "int8"), "marlin": ("int4", "int8"), "exllama": ("int4",),
+    "bnb": ("nf4", "int4", "int8"), "fp8": ("fp8",), "torchao": ("int4", "int8", "fp8", "nf4"),
+    "hqq": ("int4", "int8"),
+}
+#: Group size and bits of constants per group (scale + zero) of the group-wise families.
+_GROUP = {"mlc": (32, 16.0), "awq": (128, 20.0), "gptq": (128, 20.0), "exllama": (128, 20.0), "marlin": (128, 16.0),
+          "torchao": (128, 32.0), "hqq": (64, 32.0)}
+#: llama.cpp block formats chosen for the generic weights values (bytes per weight, block constants included).
+_GGUF_BYTES = {"int4": 18 / 32, "int8": 34 / 32, "fp8": 34 / 32}
+#: Engines that capture the decode step in CUDA graphs (or run a compiled graph) by default.
+CUDA_GRAPH_ENGINES = ("vllm", "sglang", "tensorrt-llm", "llama.cpp", "mlc-llm", "megatron")
 
 _BYTES = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0, "int4": 0.5, "nf4": 0.5}
 
@@ -45,8 +76,41 @@ def bytes_per_element(precision: str) -> float:
     return _BYTES[precision]
 
 
-def weight_bytes_per_param(precision: str, in_features: int = 4096, double_quant: bool = True) -> float:
+def default_quantization(weights: str, engine: str | None, kind: str) -> str | None:
+    """The kernel family that runs ``weights`` on ``engine`` when the scenario does not say.
+
+    None for 16/32-bit weights. Serving engines run 4-bit checkpoints with their fast GEMV/GEMM
+    kernels (vLLM: Marlin, TensorRT-LLM: AWQ-style weight-only, Transformers: GPTQ through the
+    ExLlama kernels, MLC LLM: its own q4f16 kernels, reported as ``mlc``); llama.cpp runs GGUF;
+    training (QLoRA) uses bitsandbytes.
+    """
+    if weights in ("fp32", "bf16", "fp16"):
+        return None
+    if weights == "fp8":
+        return "fp8"
+    if weights not in QUANTIZED:
+        return "gguf"  # a llama.cpp tensor type
+    if weights == "nf4" or kind in TRAINING_KINDS:
+        return "bnb"
+    engine = engine or "vllm"
+    if engine == "llama.cpp":
+        return "gguf"
+    if weights == "int8":
+        return "bnb" if engine == "transformers" else "gptq"
+    return {"vllm": "marlin", "sglang": "marlin", "tensorrt-llm": "awq", "mlc-llm": "mlc", "transformers": "exllama",
+            "autoawq": "awq", "exllamav2": "exllama"}.get(engine, "gptq")
+
+
+def weight_bytes_per_param(precision: str, in_features: int = 4096, double_quant: bool = True,
+                           quantization: str | None = None) -> float:
     """Bytes of one quantized-block weight including its quantization constants."""
+    if quantization == "gguf" and precision in _GGUF_BYTES:
+        return _GGUF_BYTES[precision]
+    if quantization == "bnb" and precision == "int4":
+        precision = "nf4"  # bitsandbytes FP4 stores like NF4: 4 bits plus block absmax
+    if quantization in _GROUP and precision in ("int4", "int8"):
+        group, const_bits = _GROUP[quantization]
+        return (4.0 if precision == "int4" else 8.0) / 8 + const_bits / group / 8
     if precision == "int8":
         return 1.0 + 4.0 / in_features
     if precision == "int4":
@@ -105,6 +169,9 @@ class Workload:
     master_weights: bool = True
     double_quant: bool = True
     engine: str | None = None
+    quantization: str | None = None
+    optimizer_state_dtype: str = "fp32"
+    cuda_graphs: bool | None = None
     # Job size (used by the speed and cost estimates).
     train_tokens: float | None = None
     dataset_tokens: float | None = None
@@ -146,6 +213,45 @@ class Workload:
                              "to train on a quantized base use kind qlora", self.weights)
         if self.kind == "qlora" and self.weights not in QUANTIZED:
             raise InputError("workload.weights", "qlora needs a quantized base: nf4, int4 or int8", self.weights)
+        _choice("workload.optimizer_state_dtype", self.optimizer_state_dtype, OPTIMIZER_STATE_DTYPES)
+        if self.cuda_graphs is not None and not isinstance(self.cuda_graphs, bool):
+            raise InputError("workload.cuda_graphs", "must be true or false", self.cuda_graphs)
+        if self.quantization is not None:
+            _choice("workload.quantization", self.quantization, QUANTIZATIONS)
+            if self.weights in ("fp32", "bf16", "fp16") and self.quantization != "gguf":
+                raise InputError("workload.quantization",
+                                 f"needs quantized weights (int4, int8, nf4, fp8 or a GGUF type); "
+                                 f"the weights are {self.weights}", self.quantization)
+            allowed = QUANTIZATION_WEIGHTS.get(self.quantization)
+            if allowed is not None and self.weights not in allowed:
+                raise InputError("workload.quantization",
+                                 f"{self.quantization} runs {' or '.join(allowed)} weights, not {self.weights}",
+                                 self.quantization)
+            if self.quantization == "gguf" and self.weights == "nf4":
+                raise InputError("workload.quantization", "gguf has no nf4 type; use a GGUF type or int4",
+                                 self.quantization)
+            if self.kind in TRAINING_KINDS and self.quantization not in ("bnb", "hqq", "torchao", "fp8"):
+                raise InputError("workload.quantization",
+                                 f"training on a quantized base uses bnb, hqq or torchao, not {self.quantization}",
+                                 self.quantization)
+
+    @property
+    def quantization_family(self) -> str | None:
+        """The kernel family that runs the weights: as given, else the engine's default (None for 16/32 bit)."""
+        if self.weights in ("fp32", "bf16", "fp16"):
+            return None  # a 16/32-bit GGUF file runs the plain half-precision kernels
+        if self.quantization is not None:
+            return self.quantization
+        return default_quantization(self.weights, self.engine, self.kind)
+
+    @property
+    def uses_cuda_graphs(self) -> bool:
+        """Whether the decode step is captured in CUDA graphs: as given, else the engine's default."""
+        if self.cuda_graphs is not None:
+            return self.cuda_graphs
+        engine = self.engine or ("vllm" if self.kind == "inference" else
+                                 "megatron" if self.kind == "pretrain" else "hf-trainer")
+        return engine in CUDA_GRAPH_ENGINES
 
     @property
     def is_training(self) -> bool:

@@ -1,0 +1,50 @@
+#!/usr/bin/env python3
+"""Each engine's 80% range from the leave-one-source-out residuals of the validation set.
+
+Runs the harness's leave-one-source-out (:func:`gpuadvisor.validation.harness.out_of_sample`),
+takes measured / estimate of every scored speed row (time-like quantities inverted, so a ratio
+above 1 always means "faster than estimated"), and prints each engine's ``spread_low`` /
+``spread_high`` from :func:`gpuadvisor.core.estimation.calibration.engine_spreads`: the 7% and 93% quantiles
+per engine with at least 15 rows, else those of its kind. ``gpuadvisor/core/engines.py`` holds
+these values (``_FITTED_ENGINES``, ``SPREAD_PROVENANCE``).
+
+Usage: .venv/bin/python scripts/fit_spreads.py
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from gpuadvisor.core.estimation.calibration import engine_spreads  # noqa: E402
+from gpuadvisor.core.specs.engines import ENGINES  # noqa: E402
+from gpuadvisor.core.specs.hardware import load_gpu_catalog  # noqa: E402
+from gpuadvisor.core.specs.presets import load_model_catalog  # noqa: E402
+from gpuadvisor.validation import Predictor, load_measurements  # noqa: E402
+from gpuadvisor.validation.data import scenario_engine  # noqa: E402
+from gpuadvisor.validation.harness import out_of_sample  # noqa: E402
+
+TIME_LIKE = ("train_step_time_s", "time_to_first_token_ms", "request_latency_s", "decode_ms_per_token")
+
+
+def main() -> None:
+    rows = load_measurements()
+    comparisons = out_of_sample(rows, Predictor(load_gpu_catalog(), load_model_catalog()))
+    ratios: dict[str, list[float]] = {}
+    for c in comparisons:
+        r = c.row
+        if not r.scored or r.group not in ("inference_speed", "training_speed") or not c.estimate:
+            continue
+        ratio = c.measured / c.estimate
+        ratios.setdefault(scenario_engine(r), []).append(1 / ratio if r.quantity in TIME_LIKE else ratio)
+    kinds = {eid: p.kind for eid, p in ENGINES.items()}
+    for eid, (low, high) in engine_spreads(ratios, kinds).items():
+        shipped = ENGINES[eid]
+        print(f"{eid:13s} rows {len(ratios.get(eid, [])):3d}  spread_low={low:.2f} spread_high={high:.2f}"
+              f"   (shipped {shipped.spread_low:.2f} / {shipped.spread_high:.2f})")
+
+
+if __name__ == "__main__":
+    main()

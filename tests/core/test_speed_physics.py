@@ -1,0 +1,313 @@
+"""The speed and memory physics of issue 14: kernel families, launch overhead, shape-aware training,
+bf16 optimizer state, activations per framework, 80% ranges and the refit over rows.
+
+Sources
+-------
+- Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer Models",
+  eq. 1: a GPT layer keeps 34 s b h + 5 a s^2 b bytes without recomputation; FlashAttention
+  (Dao et al. 2022) removes the 5 a s^2 b term.
+- llama.cpp ``ggml/src/ggml-common.h``: ``block_q4_0`` is an fp16 scale and 16 bytes for 32
+  weights (4.5 bits), ``block_q8_0`` an fp16 scale and 32 bytes (8.5 bits).
+- Frantar et al. 2024 (MARLIN): symmetric int4 with one fp16 scale per group of 128 (4.125 bits).
+- Lin et al. 2023 (AWQ) and Frantar et al. 2022 (GPTQ): fp16 scale and packed 4-bit zero per
+  group of 128 (4.156 bits).
+- torchtune (pytorch/torchtune README, "Memory and training speed"): pure bf16 training keeps the
+  AdamW moments in bf16 and no fp32 master copy.
+- Dettmers et al. 2022 (LLM.int8) and 2023 (QLoRA): the bitsandbytes kernels dequantize in every
+  matmul and run slower than 16-bit weights at inference.
+"""
+
+import math
+
+import pytest
+
+from gpuadvisor.core.estimation.calibration import (calibrate_spreads, fit_speed_constants, held_out_residuals,
+                                         speed_row)
+from gpuadvisor.core.specs.engines import FITTED, KERNEL_FAMILIES, PRIORS, RANGE_LABEL, engine_for, kernel_family
+from gpuadvisor.core.errors import InputError
+from gpuadvisor.core.specs.hardware import load_gpu_catalog
+from gpuadvisor.core.estimation.memory import MemoryModel
+from gpuadvisor.core.specs.models import ModelSpec
+from gpuadvisor.core.estimation.performance import inference_performance, training_performance
+from gpuadvisor.core.specs.presets import load_model_catalog
+from gpuadvisor.core.formats.scenario import ScenarioError, scenario_from_dict, scenario_to_dict
+from gpuadvisor.core.specs.workload import QUANTIZATIONS, Workload, weight_bytes_per_param
+
+
+@pytest.fixture(scope="module")
+def models():
+    return load_model_catalog()
+
+
+@pytest.fixture(scope="module")
+def gpus():
+    return load_gpu_catalog()
+
+
+def decode(model, gpu, **kw) -> float:
+    """Tokens/s per user of one GPU."""
+    w = Workload(kind="inference", **kw)
+    engine = engine_for(w.engine, w.kind)
+    return inference_performance(MemoryModel(model, w), gpu, 1, "none", engine).tokens_per_s_per_user
+
+
+def training(model, gpu, n=1, parallelism="none", **kw):
+    w = Workload(**kw)
+    return training_performance(MemoryModel(model, w), gpu, n, parallelism, engine_for(w.engine, w.kind))
+
+
+# --- scenario keys -------------------------------------------------------------------------------
+@pytest.mark.parametrize("family, weights", [
+    ("awq", "int4"), ("gptq", "int8"), ("marlin", "int4"), ("exllama", "int4"), ("bnb", "nf4"), ("bnb", "int8"),
+    ("gguf", "int4"), ("gguf", "fp16"), ("fp8", "fp8"), ("torchao", "int4"), ("hqq", "int4")])
+def test_every_quantization_family_is_a_scenario_key(family, weights):
+    sc = scenario_from_dict({"model": {"preset": "llama-2-7b"},
+                             "workload": {"weights": weights, "quantization": family, "engine": "transformers"}})
+    assert sc.workload.quantization == family
+    assert scenario_from_dict(scenario_to_dict(sc)).workload == sc.workload
+    assert set(QUANTIZATIONS) == {"awq", "gptq", "marlin", "exllama", "bnb", "gguf", "fp8", "torchao", "hqq"}
+
+
+@pytest.mark.parametrize("workload, field, words", [
+    ({"weights": "bf16", "quantization": "awq"}, "workload.quantization", "needs quantized weights"),
+    ({"weights": "int4", "quantization": "awq4"}, "workload.quantization", "must be one of awq, gptq"),
+    ({"weights": "nf4", "quantization": "awq"}, "workload.quantization", "awq runs int4 weights, not nf4"),
+    ({"kind": "qlora", "weights": "int4", "quantization": "marlin"}, "workload.quantization",
+     "training on a quantized base uses bnb, hqq or torchao"),
+    ({"optimizer_state_dtype": "fp16"}, "workload.optimizer_state_dtype", "must be one of fp32, bf16"),
+    ({"cuda_graphs": "yes"}, "workload.cuda_graphs", "must be true or false"),
+])
+def test_bad_keys_name_the_field(workload, field, words):
+    with pytest.raises(ScenarioError) as info:
+        scenario_from_dict({"model": {"preset": "llama-2-7b"}, "workload": workload})
+    message = str(info.value)
+    assert message.startswith(field + ":") and words in message and "\n" not in message
+
+
+@pytest.mark.parametrize("weights, engine, kind, family", [
+    ("int4", "vllm", "inference", "marlin"), ("int4", "tensorrt-llm", "inference", "awq"),
+    ("int4", "llama.cpp", "inference", "gguf"), ("int4", "transformers", "inference", "exllama"),
+    ("nf4", "transformers", "inference", "bnb"), ("int8", "transformers", "inference", "bnb"),
+    ("nf4", None, "qlora", "bnb"), ("fp8", "vllm", "inference", "fp8"), ("bf16", "vllm", "inference", None)])
+def test_quantization_defaults_by_engine_and_weights(weights, engine, kind, family):
+    assert Workload(kind=kind, weights=weights, engine=engine).quantization_family == family
+
+
+def test_cuda_graph_defaults_by_engine():
+    assert Workload(engine="vllm").uses_cuda_graphs and Workload(engine="tensorrt-llm").uses_cuda_graphs
+    assert not Workload(engine="transformers").uses_cuda_graphs
+    assert Workload(engine="transformers", cuda_graphs=True).uses_cuda_graphs
+    assert not Workload(engine="vllm", cuda_graphs=False).uses_cuda_graphs
+
+
+# --- bits per weight ------------------------------------------------------------------------------
+@pytest.mark.parametrize("family, weights, bits", [
+    ("marlin", "int4", 4.125), ("awq", "int4", 4 + 20 / 128), ("gptq", "int4", 4 + 20 / 128),
+    ("exllama", "int4", 4 + 20 / 128), ("torchao", "int4", 4.25), ("hqq", "int4", 4.5), ("gguf", "int4", 4.5),
+    ("gguf", "int8", 8.5), ("gptq", "int8", 8 + 20 / 128), ("bnb", "int4", 4 + 8 / 64 + 32 / (64 * 256))])
+def test_bits_per_weight_include_each_familys_constants(family, weights, bits):
+    assert weight_bytes_per_param(weights, 4096, True, family) * 8 == pytest.approx(bits, rel=1e-9)
+
+
+def test_quantized_weights_in_memory_follow_the_family(models):
+    m = models.get("llama-2-7b")
+    marlin = MemoryModel(m, Workload(weights="int4", quantization="marlin")).weight_bytes
+    hqq = MemoryModel(m, Workload(weights="int4", quantization="hqq")).weight_bytes
+    blocks = m.counts.blocks
+    assert hqq - marlin == pytest.approx(blocks * (4.5 - 4.125) / 8, rel=1e-9)
+
+
+# --- optimizer state precision ---------------------------------------------------------------------
+def test_bf16_optimizer_state_halves_the_moments(models):
+    m = models.get("llama-3.1-8b")
+    fp32 = MemoryModel(m, Workload(kind="full_finetune", master_weights=False))
+    bf16 = MemoryModel(m, Workload(kind="full_finetune", master_weights=False, optimizer_state_dtype="bf16"))
+    assert bf16.optim_bytes == pytest.approx(fp32.optim_bytes / 2, rel=1e-12)
+    assert fp32.optim_bytes == pytest.approx(8 * m.counts.total, rel=1e-12)
+
+
+def test_pure_bf16_training_keeps_no_master_copy(models):
+    m = models.get("llama-3.1-8b")
+    mixed = MemoryModel(m, Workload(kind="full_finetune"))
+    pure = MemoryModel(m, Workload(kind="full_finetune", optimizer_state_dtype="bf16"))
+    assert mixed.optim_bytes == pytest.approx(12 * m.counts.total, rel=1e-12)  # ZeRO paper's K = 12
+    assert pure.optim_bytes == pytest.approx(4 * m.counts.total, rel=1e-12)
+
+
+# --- activations per framework ----------------------------------------------------------------------
+def _gpt(h=2048, layers=24):
+    return ModelSpec(name="GPT", num_layers=layers, hidden_size=h, num_attention_heads=16,
+                     num_key_value_heads=16, intermediate_size=4 * h, vocab_size=50304, gated_mlp=False,
+                     tied_embeddings=True, position_embedding="learned", norm="layernorm")
+
+
+def test_fused_gpt_layer_keeps_korthikantis_34_s_b_h():
+    m = _gpt()
+    mm = MemoryModel(m, Workload(kind="pretrain", engine="megatron"))
+    assert mm.activation_framework == "fused"
+    assert mm.act_per_token_layer == pytest.approx(34 * m.hidden_size)
+
+
+def test_llama_layer_activations_eager_and_fused(models):
+    m = models.get("llama-2-7b")
+    h, i = m.hidden_size, m.intermediate_size
+    eager = MemoryModel(m, Workload(kind="pretrain", engine="fsdp")).act_per_token_layer
+    fused = MemoryModel(m, Workload(kind="pretrain", engine="megatron")).act_per_token_layer
+    # Eager: 2 RMSNorms x (fp32 input 4h + normalized 2h + output 2h) + q, k, v, attention output and
+    # o_proj input (10h) + gate, SiLU, up and product (8i).
+    assert eager == pytest.approx(16 * h + 10 * h + 8 * i)
+    # Transformer Engine: 2 x (norm input + output) 8h, q, k, v, attention output 8h, fc1 out + SwiGLU out 6i.
+    assert fused == pytest.approx(8 * h + 8 * h + 6 * i)
+    assert fused < 0.7 * eager
+
+
+# --- inference kernels --------------------------------------------------------------------------------
+@pytest.mark.parametrize("graphs, margin", [(False, 1.0), (True, 0.7)])
+def test_bnb_nf4_decodes_slower_than_awq_at_batch_1(models, gpus, graphs, margin):
+    # Eager Transformers decoding is bound by launching kernels (bnb adds some); with CUDA graphs
+    # (static cache + torch.compile) the weight stream decides, and bnb's GEMV is far from AWQ's.
+    m, gpu = models.get("llama-2-70b"), gpus.get("h100-sxm")
+    awq = decode(m, gpu, weights="int4", quantization="awq", engine="transformers", cuda_graphs=graphs)
+    nf4 = decode(m, gpu, weights="nf4", engine="transformers", cuda_graphs=graphs)
+    assert nf4 < margin * awq
+
+
+def test_llm_int8_is_slower_than_16_bit(models, gpus):
+    m, gpu = models.get("llama-2-13b"), gpus.get("a100-80gb")
+    assert decode(m, gpu, weights="int8", quantization="bnb", engine="transformers") < decode(
+        m, gpu, weights="bf16", engine="transformers")
+
+
+@pytest.mark.parametrize("family", ["marlin", "awq", "exllama"])
+def test_group_wise_int4_gemv_runs_near_the_weight_bandwidth_roofline(models, gpus, family):
+    # A 70B model, where the weight stream dominates the fixed per-kernel time: 4-bit weights are
+    # 3.85x fewer bytes than 16-bit, and these GEMV kernels turn most of that into speed (MARLIN
+    # paper: about 3.9x over FP16 at batch 1).
+    m, gpu = models.get("llama-2-70b"), gpus.get("h100-sxm")
+    kw = dict(engine="vllm", prompt_tokens=16, output_tokens=16)
+    int4 = decode(m, gpu, weights="int4", quantization=family, **kw)
+    bf16 = decode(m, gpu, weights="bf16", **kw)
+    assert 3.0 < int4 / bf16 < 3.9
+
+
+@pytest.mark.parametrize("engine", ["vllm", "transformers", "tensorrt-llm", "llama.cpp", "autoawq"])
+@pytest.mark.parametrize("batch", [1, 8, 64])
+def test_cuda_graphs_are_never_slower(models, gpus, engine, batch):
+    m, gpu = models.get("llama-3.1-8b"), gpus.get("l40s")
+    base = dict(weights="bf16", engine=engine, batch_size=batch, prompt_tokens=256, output_tokens=128)
+    assert decode(m, gpu, cuda_graphs=True, **base) >= decode(m, gpu, cuda_graphs=False, **base)
+
+
+def test_eager_small_model_is_launch_bound_and_graphs_fix_it(models, gpus):
+    m, gpu = models.get("llama-2-7b"), gpus.get("h100-sxm")
+    eager = decode(m, gpu, weights="bf16", engine="transformers")
+    graphs = decode(m, gpu, weights="bf16", engine="transformers", cuda_graphs=True)
+    assert graphs > 1.5 * eager
+
+
+def test_prefill_efficiency_grows_with_tokens_per_gemm(models, gpus):
+    m, gpu = models.get("llama-3.1-8b"), gpus.get("a100-80gb")
+    rates = []
+    for prompt in (16, 128, 2048):
+        w = Workload(kind="inference", engine="vllm", prompt_tokens=prompt, output_tokens=1)
+        perf = inference_performance(MemoryModel(m, w), gpu, 1, "none", engine_for("vllm", "inference"))
+        rates.append(prompt / perf.time_to_first_token_s)
+    assert rates[0] < rates[1] < rates[2]
+
+
+# --- training efficiency ----------------------------------------------------------------------------
+def test_training_mfu_grows_with_gemm_size(models, gpus):
+    gpu = gpus.get("a100-80gb")
+    small = training(models.get("tinyllama-1.1b"), gpu, kind="pretrain", engine="fsdp", batch_size=1, seq_len=512)
+    large = training(models.get("llama-2-13b"), gpu, kind="pretrain", engine="fsdp", batch_size=4, seq_len=4096)
+    assert small.mfu < large.mfu
+
+
+def test_fp8_training_gains_far_less_than_2x(models, gpus):
+    m, gpu = models.get("llama-3.1-8b"), gpus.get("h100-sxm")
+    bf16 = training(m, gpu, kind="pretrain", engine="megatron", weights="bf16", batch_size=2, seq_len=4096)
+    fp8 = training(m, gpu, kind="pretrain", engine="megatron", weights="fp8", batch_size=2, seq_len=4096)
+    gain = fp8.tokens_per_s.expected / bf16.tokens_per_s.expected
+    assert 1.0 < gain < 1.6
+
+
+def test_hopper_reaches_a_lower_mfu_than_ampere(models, gpus):
+    m = models.get("llama-2-7b")
+    kw = dict(kind="pretrain", engine="fsdp", batch_size=4, seq_len=2048)
+    assert training(m, gpus.get("h100-sxm"), **kw).mfu < training(m, gpus.get("a100-80gb"), **kw).mfu
+
+
+def test_qlora_pays_for_dequantization(models, gpus):
+    m, gpu = models.get("llama-2-7b"), gpus.get("a100-80gb")
+    lora = training(m, gpu, kind="lora", weights="bf16", batch_size=1, seq_len=512)
+    qlora = training(m, gpu, kind="qlora", weights="nf4", batch_size=1, seq_len=512)
+    ratio = qlora.tokens_per_s.expected / lora.tokens_per_s.expected
+    assert 0.4 < ratio < 0.9  # QLoRA paper: slower than 16-bit LoRA
+
+
+# --- ranges and fitting ------------------------------------------------------------------------------
+def test_the_range_has_a_name_and_brackets_the_estimate(models, gpus):
+    assert RANGE_LABEL == "80% range"
+    r = training(models.get("llama-2-7b"), gpus.get("a100-80gb"), kind="lora").tokens_per_s
+    assert r.low < r.expected < r.high
+
+
+def _rows(models, gpus, truth):
+    """Rows measured on a stack whose bandwidth efficiency is ``truth`` (the real estimator
+    under known constants): the fit must recover it."""
+    engine = FITTED.engines["tensorrt-llm"]
+    true_constants = FITTED.with_engines(e=type(engine)(**{**{f: getattr(engine, f) for f in engine.__slots__},
+                                                          "bandwidth_efficiency": truth}))
+    rows = []
+    for i, (preset, gpu) in enumerate([("llama-2-7b", "a100-80gb"), ("llama-2-13b", "h100-sxm"),
+                                       ("llama-3.1-8b", "l40s"), ("mistral-7b", "a100-40gb")]):
+        w = Workload(kind="inference", engine="tensorrt-llm", prompt_tokens=64, output_tokens=64)
+        probe = speed_row(f"R{i}", f"src{i % 2}", models.get(preset), w, gpus.get(gpu), 1.0, "tokens_per_s_per_user")
+        rows.append(probe._replace(measured=probe.predict(true_constants)))
+    return rows
+
+
+def test_fit_recovers_a_known_bandwidth_efficiency(models, gpus):
+    rows = _rows(models, gpus, truth=0.55)
+    fitted = fit_speed_constants(rows)
+    assert fitted.engines["tensorrt-llm"].bandwidth_efficiency == pytest.approx(0.55, rel=0.05)
+    assert PRIORS.engines["tensorrt-llm"].bandwidth_efficiency != pytest.approx(0.55, rel=0.05)
+    assert "4 rows from 2 sources" in fitted.provenance
+
+
+def test_held_out_residuals_and_spreads(models, gpus):
+    rows = _rows(models, gpus, truth=0.55)
+    res = held_out_residuals(rows)
+    assert sorted(r.row_id for r, _ in res) == ["R0", "R1", "R2", "R3"]
+    assert all(math.isfinite(ratio) and 0.8 < ratio < 1.25 for _, ratio in res)
+    spread = calibrate_spreads(res, FITTED, min_rows=4)
+    p = spread.engines["tensorrt-llm"]
+    assert p.spread_low >= 0.1 and p.spread_high >= 0.1
+
+
+def test_every_kernel_family_has_its_source():
+    assert all(f.source for f in KERNEL_FAMILIES.values())
+    assert kernel_family("bnb", "int8").id == "bnb-int8" and kernel_family(None, "bf16") is None
+
+
+def test_unknown_metric_is_refused(models, gpus):
+    with pytest.raises(InputError, match="metric"):
+        speed_row("X", "s", models.get("llama-2-7b"), Workload(), gpus.get("a100-80gb"), 1.0, "tokens")
+
+
+def test_a_hugging_face_forward_keeps_every_prompt_positions_logits(models):
+    # Transformers returns (batch, prompt, vocab) logits upcast to fp32; vLLM computes the last position.
+    m = models.get("llama-2-7b")
+    kw = dict(kind="inference", batch_size=8, prompt_tokens=2048, output_tokens=16)
+    hf = MemoryModel(m, Workload(engine="transformers", **kw)).breakdown().logits
+    vllm = MemoryModel(m, Workload(engine="vllm", **kw)).breakdown().logits
+    assert vllm == pytest.approx(8 * m.vocab_size * 4.0)
+    assert hf == pytest.approx(8 * 2048 * m.vocab_size * 6.0)
+
+
+def test_torchtunes_chunked_loss_keeps_fewer_logit_bytes(models):
+    m = models.get("llama-3.1-8b")
+    kw = dict(kind="lora", batch_size=2, seq_len=2048)
+    tune = MemoryModel(m, Workload(engine="torchtune", **kw)).logit_bytes_per_token
+    trainer = MemoryModel(m, Workload(engine="hf-trainer", **kw)).logit_bytes_per_token
+    assert (tune, trainer) == (pytest.approx(3.0 * m.vocab_size), pytest.approx(10.0 * m.vocab_size))
