@@ -395,7 +395,8 @@ def test_whatif_chart_draws_the_curves(qtbot, est):
     lx, ly = chart.limits.getData()
     assert list(lx) == pytest.approx([math.log10(c.limit_x) for c in crossing])
     assert list(ly) == pytest.approx([c.capacity_gib for c in crossing])
-    assert [label.text for _, label in chart.legend.items][:len(curves)] == [c.label for c in curves]
+    assert chart.legend_labels()[:len(curves)] == [
+        f"\u2605 {c.label} (recommended)" if c.recommended else c.label for c in curves]
     assert _colours(chart) > 8
 
 
