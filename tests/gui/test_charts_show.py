@@ -385,3 +385,18 @@ def test_chart_fonts_follow_the_application_font(qtbot, qapp, est):
     small.show(est, None)
     assert big_pitch > row_pitch_px()  # taller rows for a larger font
     assert chart.y_axis.fixedWidth > small.y_axis.fixedWidth  # longer names, wider axis
+
+
+def test_vram_legend_names_the_recommendation_only_when_there_is_one(qtbot, est, est_nothing_fits):
+    chart = VramChart()
+    qtbot.addWidget(chart)
+    def entries():
+        return [label.text for _, label in chart.legend.items]
+
+    chart.show(est, None)
+    assert entries()[-1] == f"{RECOMMENDED_MARK} Recommended"
+    chart.show(est_nothing_fits, None)
+    assert est_nothing_fits.decision.recommended_key is None
+    assert chart.recommended_row() is None and f"{RECOMMENDED_MARK} Recommended" not in entries()
+    chart.show(est, None)
+    assert entries().count(f"{RECOMMENDED_MARK} Recommended") == 1

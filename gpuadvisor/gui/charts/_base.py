@@ -17,7 +17,7 @@ import math
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent, QLineF, QRectF, QSize, Qt
 from PySide6.QtGui import QColor, QFont, QFontMetrics, QImage, QPainter, QPen
-from PySide6.QtWidgets import QApplication, QGraphicsItem, QHBoxLayout, QWidget
+from PySide6.QtWidgets import QApplication, QGraphicsItem, QGraphicsView, QHBoxLayout, QWidget
 
 from .labels import fmt_linear_tick, fmt_tick
 from .palette import LIGHT, ChartColors, chart_colors, is_dark_palette
@@ -256,6 +256,10 @@ class ChartBase(QWidget):
         self.plot = pg.GraphicsLayoutWidget()
         self.plot.setBackground(self.colors.background)
         self.plot.setMinimumSize(1, 1)
+        # One rectangle around everything that changed: an update moves items all over the plot
+        # (points, labels, lines), and the many small rectangles of the default mode make Qt clip
+        # every long path (the error bars) against a complex region, several times slower.
+        self.plot.setViewportUpdateMode(QGraphicsView.ViewportUpdateMode.BoundingRectViewportUpdate)
         self.frame_layout = QHBoxLayout(self)
         self.frame_layout.setContentsMargins(0, 0, 0, 0)
         self.frame_layout.setSpacing(0)

@@ -36,6 +36,7 @@ NOTHING_FITS = "Nothing fits on any GPU,\nso there is no time or cost to compare
 NO_PRICES = "The GPUs that fit have no known price.\nAdd prices in the catalog to compare costs."
 RECOMMENDED_MARK = "\u2605"
 LABEL_GAP_PX = 7  # between a point and its label
+LABEL_MARGIN_PX = 1  # around a label's text, inside its background
 MAX_POINT_LABELS = 12  # the recommendation and the first frontier points (fastest first)
 #: Where a label may go around its point, in order of preference: (dx, dy) direction and anchor.
 _PLACES = (((1, 0), (0.0, 0.5)), ((-1, 0), (1.0, 0.5)), ((0, -1), (0.5, 1.0)), ((0, 1), (0.5, 0.0)),
@@ -97,6 +98,7 @@ class CostTimeChart(ChartBase):
         for _ in range(MAX_POINT_LABELS):
             item = pg.TextItem("", anchor=(0, 0.5))
             item.setFont(tick_font())
+            item.textItem.document().setDocumentMargin(LABEL_MARGIN_PX)  # the box placement assumes
             item.setZValue(6)
             item.hide()
             pi.addItem(item, ignoreBounds=True)
@@ -178,9 +180,9 @@ class CostTimeChart(ChartBase):
         if self._recommended is not None:
             c = self._candidates[self._recommended]
             labelled.append((c.key, f"{RECOMMENDED_MARK} {point_label(c)}"))
-        frontier = sorted((c for c in shown if c.pareto and c.key != self._recommended),
-                          key=lambda c: self._positions[c.key][0])
-        labelled += [(c.key, point_label(c)) for c in frontier]
+        frontier = sorted(((self._positions[k][0], k, c) for k, c in self._candidates.items()
+                           if c.pareto and k != self._recommended), key=lambda t: t[0])
+        labelled += [(k, point_label(c)) for _, k, c in frontier]
         self._labelled = labelled[:MAX_POINT_LABELS]
         self._label_rects = {}
         self._set_label_texts()
@@ -238,6 +240,7 @@ class CostTimeChart(ChartBase):
     # -- labels --------------------------------------------------------------------------
     def _set_label_texts(self) -> None:
         for i, item in enumerate(self.point_labels):
+            item.setZValue(7 if i == 0 and self._recommended is not None else 6)  # the recommendation on top
             if i < len(self._labelled):
                 text = self._labelled[i][1]
                 if item.toPlainText() != text:
@@ -259,21 +262,30 @@ class CostTimeChart(ChartBase):
         def to_px(x: float, y: float) -> tuple[float, float]:
             return (x - view.left()) * sx, (view.bottom() - y) * sy  # y grows downwards on screen
 
-        metrics = QFontMetrics(tick_font())
+        metrics = QFontMetrics(self.point_labels[0].textItem.font())
         bounds = QRectF(0, 0, w, h)
         self._label_rects = {}
         points = [to_px(*self._positions[key]) for key, _ in self._labelled]
-        obstacles = [QRectF(px - 6, py - 6, 12, 12) for px, py in points]
+        # every labelled point, the star (always first when shown) with its ring a little larger
+        obstacles = [QRectF(px - r, py - r, 2 * r, 2 * r)
+                     for i, (px, py) in enumerate(points)
+                     for r in [12 if i == 0 and self._recommended is not None else 6]]
         placed: list[QRectF] = []
         for (key, text), item, (px, py) in zip(self._labelled, self.point_labels, points):
-            tw, th = metrics.horizontalAdvance(text) + 4, metrics.height()
+            tw = metrics.horizontalAdvance(text) + 2 * LABEL_MARGIN_PX + 2
+            th = metrics.height() + 2 * LABEL_MARGIN_PX
             best, best_cost = None, math.inf
             for (dx, dy), anchor in _PLACES:
                 ax = px + dx * LABEL_GAP_PX - anchor[0] * tw
                 ay = py + dy * LABEL_GAP_PX - anchor[1] * th
                 rect = QRectF(ax, ay, tw, th)
-                cost = sum(_overlap(rect, r) for r in placed) + sum(_overlap(rect, r) for r in obstacles)
-                cost += tw * th - _overlap(rect, bounds)  # the part outside the plot
+                cost = tw * th - _overlap(rect, bounds)  # the part outside the plot
+                for r in placed:
+                    if rect.intersects(r):
+                        cost += _overlap(rect, r)
+                for r in obstacles:
+                    if rect.intersects(r):
+                        cost += _overlap(rect, r)
                 if cost < best_cost:
                     best, best_cost = (rect, anchor, dx, dy), cost
                     if cost == 0:
@@ -281,7 +293,8 @@ class CostTimeChart(ChartBase):
             rect, anchor, dx, dy = best
             placed.append(rect)
             self._label_rects[key] = rect
-            item.setAnchor(anchor)
+            if tuple(item.anchor) != anchor:
+                item.setAnchor(anchor)
             x = view.left() + (px + dx * LABEL_GAP_PX) / sx
             y = view.bottom() - (py + dy * LABEL_GAP_PX) / sy
             item.setPos(x, y)

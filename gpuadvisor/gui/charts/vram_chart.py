@@ -101,7 +101,6 @@ class VramChart(ChartBase):
         self.legend.addItem(self.capacity, "Capacity")
         self._outline_key = pg.BarGraphItem(x0=[0], y=[0], width=[1], height=1, brush=pg.mkBrush(None),
                                             pen=pg.mkPen(colors.text, width=2))  # legend key only
-        self.legend.addItem(self._outline_key, f"{RECOMMENDED_MARK} Recommended")
         #: Verdict markers in a column right of the bars, one scatter item per verdict.
         self.markers: dict[str, pg.ScatterPlotItem] = {}
         for verdict in VERDICTS:
@@ -217,6 +216,7 @@ class VramChart(ChartBase):
             self._axis_width = axis_width
             self.y_axis.setWidth(axis_width)
 
+        self._show_recommended_key(r is not None)
         if not rows:
             self._view = None
             self.scroll_bar.setEnabled(False)
@@ -227,6 +227,16 @@ class VramChart(ChartBase):
         if self._selected_row is not None and self._selected_row != previous_selected:
             self.scroll_to_row(self._selected_row)
         self._set_notice("" if any(c.fits for c in rows) else NOTHING_FITS_NOTICE, warning=True)
+
+    def _show_recommended_key(self, show: bool) -> None:
+        """The legend's "Recommended" entry (last) only while a recommendation is drawn."""
+        shown = any(sample.item is self._outline_key for sample, _ in self.legend.items)
+        if show and not shown:
+            self.legend.addItem(self._outline_key, f"{RECOMMENDED_MARK} Recommended")
+            self._fit_legend()
+        elif shown and not show:
+            self.legend.removeItem(self._outline_key)
+            self._fit_legend()
 
     def row_count(self) -> int:
         return len(self._rows)
