@@ -5,13 +5,11 @@ curves told apart without colour, and dark mode that follows the application pal
 
 from __future__ import annotations
 
-import math
 from dataclasses import replace
 
 import pytest
-from PySide6.QtCore import QPointF, QRectF, Qt
+from PySide6.QtCore import QPoint, QPointF, QRectF, Qt
 from PySide6.QtGui import QColor, QPalette, QWheelEvent
-from PySide6.QtCore import QPoint
 from PySide6.QtWidgets import QApplication
 
 from gpuadvisor.cli import default_scenario, load_catalogs
@@ -230,7 +228,8 @@ def test_cost_time_labels_pareto_points_and_stars_the_recommendation(qtbot, est_
     labels = chart.labels()
     by_key = {c.key: c for c in est_limits.candidates}
     assert labels[rec] == f"{RECOMMENDED_MARK} {point_label(by_key[rec])}"
-    frontier = [c for c in est_limits.candidates if c.key in chart.keys() and c.pareto]
+    shown = set(chart.keys())
+    frontier = [c for c in est_limits.candidates if c.key in shown and c.pareto]
     assert frontier and all(labels[c.key] == point_label(c) for c in frontier if c.key != rec)
     assert point_label(by_key[rec]).endswith(f"×{by_key[rec].gpu_count}")
     legend = [label.text for _, label in chart.legend.items]
@@ -262,7 +261,6 @@ def test_cost_time_labels_do_not_overlap(qtbot, est, est_limits):
 def test_cost_time_show_rings_the_selection(qtbot, est):
     chart = CostTimeChart()
     qtbot.addWidget(chart)
-    key = chart.keys()[0] if chart.keys() else None
     chart.show(est, None)
     key = chart.keys()[3]
     chart.show(est, key)
@@ -303,7 +301,7 @@ def test_whatif_curves_differ_without_colour(qtbot, est):
     styles = [chart.curves[i].opts["pen"].style() for i in range(n)]
     assert len(set(zip(styles, patterns))) == n  # every curve its own dash pattern
     symbols = [key.opts["symbol"] for key in chart.legend_keys[:n]]
-    assert len(set(symbols)) == n == len(set(s for _, s in SERIES_STYLES[:n]))
+    assert len(set(symbols)) == n == len({s for _, s in SERIES_STYLES[:n]})
     drawn = set(chart.markers.data["symbol"])
     assert set(symbols) <= drawn  # the symbols are on the curves, not only in the legend
 
@@ -400,3 +398,21 @@ def test_vram_legend_names_the_recommendation_only_when_there_is_one(qtbot, est,
     assert chart.recommended_row() is None and f"{RECOMMENDED_MARK} Recommended" not in entries()
     chart.show(est, None)
     assert entries().count(f"{RECOMMENDED_MARK} Recommended") == 1
+
+
+def test_charts_take_a_new_application_font(qtbot, qapp, est):
+    chart = VramChart()
+    qtbot.addWidget(chart)
+    chart.show(est, None)
+    width_before = chart.y_axis.fixedWidth
+    before = qapp.font()
+    big = qapp.font()
+    big.setPointSizeF(before.pointSizeF() * 1.5)
+    try:
+        qapp.setFont(big)
+        qtbot.waitUntil(lambda: chart.y_axis.style["tickFont"].pointSizeF() == pytest.approx(big.pointSizeF()),
+                        timeout=2000)
+        assert chart.y_axis.fixedWidth > width_before
+        assert chart.row_labels()[0].startswith(RECOMMENDED_MARK)
+    finally:
+        qapp.setFont(before)

@@ -315,9 +315,8 @@ class ChartBase(QWidget):
 
     def apply_colors(self, colors: ChartColors) -> None:
         """Recolour the frame (background, axes, legend, messages) and the chart's own items."""
-        if colors == self.colors and getattr(self, "_colored_once", False):
-            return
-        self._colored_once = True
+        if colors == self.colors:
+            return  # the items already have these colours (the charts colour them when built)
         self.colors = colors
         self.plot.setBackground(colors.background)
         for name in ("left", "bottom", "right", "top"):
@@ -339,12 +338,35 @@ class ChartBase(QWidget):
         """Recolour the chart's own items (charts override)."""
 
     def changeEvent(self, event) -> None:  # Qt override
-        if event.type() in (QEvent.Type.PaletteChange, QEvent.Type.ApplicationPaletteChange) \
-                and self._follow_palette:
+        kind = event.type()
+        if kind in (QEvent.Type.PaletteChange, QEvent.Type.ApplicationPaletteChange) and self._follow_palette:
             dark = _app_is_dark()
             if dark != self.colors.dark:
                 self.apply_colors(chart_colors(dark))
+        elif kind in (QEvent.Type.FontChange, QEvent.Type.ApplicationFontChange):
+            self.apply_fonts()
         super().changeEvent(event)
+
+    def apply_fonts(self) -> None:
+        """Take the application's font again (tick labels, legend, axis titles, messages)."""
+        font_pt = point_size(app_font())
+        for name in ("left", "bottom", "right", "top"):
+            axis = self.plot_item.getAxis(name)
+            if isinstance(axis, DirectAxis):
+                axis.setStyle(tickFont=tick_font())
+        for name, text in self._axis_titles.items():
+            self.plot_item.setLabel(name, text, **label_style(self.colors))
+        self.legend.setLabelTextSize(f"{font_pt:g}pt")
+        for _, label in self.legend.items:
+            label.setText(label.text, size=f"{font_pt:g}pt")
+        font = app_font()
+        font.setPointSizeF(font_pt + MESSAGE_EXTRA_PT)
+        self._message.setFont(font)
+        self._fit_legend()
+        self._apply_fonts()
+
+    def _apply_fonts(self) -> None:
+        """Re-measure the chart's own text after a font change (charts override)."""
 
     def _set_axis_title(self, name: str, text: str) -> None:
         """An axis title in the chart's colours (kept for a colour change)."""

@@ -302,6 +302,13 @@ class CostTimeChart(ChartBase):
     def _after_layout(self) -> None:
         self._place_labels()
 
+    def _apply_fonts(self) -> None:
+        if not hasattr(self, "_label_rects"):
+            return  # still being built
+        for item in self.point_labels:
+            item.setFont(tick_font())
+        self._place_labels()
+
     # -- colours ---------------------------------------------------------------------------
     def _apply_colors(self, colors: ChartColors) -> None:
         other = QColor(colors.other)
@@ -374,7 +381,8 @@ def _overlap(a: QRectF, b: QRectF) -> float:
     return max(0.0, r.width()) * max(0.0, r.height())
 
 
-def _plottable(c) -> bool:  # noqa: D103 - see CostTimeChart.set_estimate
+def _plottable(c) -> bool:
+    """Fits and has finite, priced job time and cost ranges."""
     if not c.fits or c.cost is None or c.cost.cost_usd is None:
         return False
     h, u = c.cost.job_hours, c.cost.cost_usd

@@ -157,6 +157,8 @@ class VramChart(ChartBase):
 
         Candidates with a non-finite number are skipped (never drawn as NaN).
         """
+        candidates = list(candidates)
+        self._last_input = (candidates, recommended_key, selected_key)
         rows, gib = [], []
         for c in candidates:
             g = c.memory.gib()
@@ -353,6 +355,16 @@ class VramChart(ChartBase):
 
     def _after_layout(self) -> None:
         self._update_rows_view()
+
+    def _apply_fonts(self) -> None:
+        # the name axis and the row pitch follow the font: lay the same rows out again
+        if not hasattr(self, "_last_input"):
+            return  # still being built
+        self._axis_width = -1
+        self._ticks = None
+        self._view = None
+        self.set_candidates(*self._last_input)
+        self.updateGeometry()
 
     # -- colours ---------------------------------------------------------------------------
     def _apply_colors(self, colors: ChartColors) -> None:
