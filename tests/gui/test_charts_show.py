@@ -416,3 +416,12 @@ def test_charts_take_a_new_application_font(qtbot, qapp, est):
         assert chart.row_labels()[0].startswith(RECOMMENDED_MARK)
     finally:
         qapp.setFont(before)
+
+
+def test_chart_benchmark_runs(qapp, capsys):
+    from gpuadvisor.gui.charts._bench import main
+
+    main(["--runs", "2", "--width", "600", "--height", "300"])
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in lines] == ["VramChart", "CostTimeChart", "WhatIfChart"]
+    assert all("CPU median" in line for line in lines)

@@ -453,12 +453,6 @@ def _preview_widget(est):
     return chart
 
 
-if __name__ == "__main__":
-    from gpuadvisor.gui.charts._preview import preview
-
-    preview(_preview_widget)
-
-
 def _nice_ceiling(value: float) -> float:
     """The smallest of 1, 1.5, 2, 3, 5, 7.5 x 10^k that is at least ``value`` (value > 0)."""
     if not value > 0:
@@ -469,3 +463,9 @@ def _nice_ceiling(value: float) -> float:
         if candidate >= value:
             return candidate
     return 10 ** (exponent + 1)
+
+
+if __name__ == "__main__":
+    from gpuadvisor.gui.charts._preview import preview
+
+    preview(_preview_widget)
