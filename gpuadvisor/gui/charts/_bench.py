@@ -23,6 +23,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--runs", type=int, default=60)
     args = parser.parse_args(argv)
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    from PySide6.QtCore import QEvent
     from PySide6.QtWidgets import QApplication
 
     from gpuadvisor.cli import default_scenario, load_catalogs
@@ -53,6 +54,8 @@ def main(argv: list[str] | None = None) -> None:
         print(f"{cls.__name__:14s} {args.width}x{args.height}: CPU median {statistics.median(cpu):5.1f} ms, "
               f"wall median {statistics.median(wall):5.1f} ms")
         chart.close()
+        chart.deleteLater()  # delete it while Qt runs, not in the interpreter's final collection
+        QApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
 
 
 if __name__ == "__main__":
