@@ -269,6 +269,10 @@ class ChartBase(QWidget):
                                     labelTextColor=self.colors.text, labelTextSize=f"{font_pt:g}pt", frame=False,
                                     horSpacing=14, verSpacing=-4)
         self.plot.addItem(self.legend, row=0, col=0)
+        # Tight margins: in a laptop-sized window every pixel of height is a row of data.
+        self.plot.ci.layout.setContentsMargins(6, 3, 8, 2)
+        self.plot.ci.layout.setVerticalSpacing(2)
+        self.legend.layout.setContentsMargins(4, 2, 4, 2)
         self.plot_item: pg.PlotItem = self.plot.addPlot(row=1, col=0, axisItems=axis_items or {})
         self.plot.ci.layout.setRowStretchFactor(1, 1)
         self.plot_item.setMenuEnabled(False)
