@@ -98,7 +98,6 @@ class WhatIfChart(ChartBase):
         self._limit_key = pg.ScatterPlotItem(symbol="d", size=11)
         self._legend_labels: list[str] = []
         self._shown: list[WhatIfCurve] = []
-        self._log_x: bool | None = None
         self._est = None
         self._selected: str | None = None
         self._axis = "context"
