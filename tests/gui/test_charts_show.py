@@ -425,3 +425,41 @@ def test_chart_benchmark_runs(qapp, capsys):
     lines = capsys.readouterr().out.splitlines()
     assert [line.split()[0] for line in lines] == ["VramChart", "CostTimeChart", "WhatIfChart"]
     assert all("CPU median" in line for line in lines)
+
+
+def test_report_figure_one_names_every_bar(qtbot, est_limits):
+    """The PDF's memory chart (a fresh chart, never shown on a screen) names every bar: as many
+    lines of text left of the bars as there are bars, and no bar there."""
+    from gpuadvisor.gui.charts.palette import (
+        COMPONENT_COLORS,
+        FIT_COLOR,
+        NO_FIT_COLOR,
+        TEXT_COLOR,
+        TIGHT_COLOR,
+    )
+    from gpuadvisor.gui.report_pdf import chart_images
+
+    image = chart_images(est_limits, est_limits.decision.recommended_key)[0]
+    text, weights = QColor(TEXT_COLOR), QColor(COMPONENT_COLORS["weights"])
+
+    def near(pixel: int, colour: QColor, tolerance: int) -> bool:
+        c = QColor(pixel)
+        return (abs(c.red() - colour.red()) + abs(c.green() - colour.green())
+                + abs(c.blue() - colour.blue())) <= tolerance
+
+    # the rows: from the first to the last verdict marker in the column right of the bars
+    width, height = image.width(), image.height()
+    marks = [QColor(c) for c in (FIT_COLOR, TIGHT_COLOR, NO_FIT_COLOR)]
+    marker_lines = [y for y in range(0, height, 2)
+                    if any(near(image.pixel(x, y), m, 30) for x in range(int(width * 0.9), width, 3) for m in marks)]
+    top, bottom = min(marker_lines), max(marker_lines)
+    # where the bars start (the first bar's weights segment), and no bar left of that
+    bars_x = min(x for x in range(width) if near(image.pixel(x, top), weights, 6))
+    assert bars_x > width * 0.1  # room for the names
+    assert not any(near(image.pixel(x, y), weights, 6)
+                   for y in range(top, bottom, 3) for x in range(int(width * 0.02), bars_x - 3, 3))
+    # lines of text just left of the bars (names are right-aligned there): one per bar
+    names = range(int(bars_x - width * 0.04), int(bars_x - width * 0.012))
+    inked = [any(near(image.pixel(x, y), text, 60) for x in names) for y in range(top - 10, bottom + 10)]
+    lines = sum(1 for a, b in zip([False, *inked], inked) if b and not a)
+    assert lines == len(est_limits.best_per_gpu()) == 27
