@@ -194,6 +194,24 @@ def test_vram_fits_a_laptop_height_and_scrolls(qtbot, est):
     assert gpus == [chart.candidate_at(row).gpu.id] and keys == [chart.candidate_at(row).key]
 
 
+def test_vram_rows_scroll_with_the_keyboard(qtbot, est):
+    chart = VramChart()
+    qtbot.addWidget(chart)
+    chart.show(est, None)
+    chart.resize(900, 250)
+    chart.show()
+    qtbot.waitExposed(chart)
+    count = len(chart.visible_rows())
+    qtbot.keyClick(chart, Qt.Key.Key_Down)
+    assert chart.visible_rows()[0] == 1
+    qtbot.keyClick(chart, Qt.Key.Key_PageDown)
+    assert chart.visible_rows()[0] == 1 + count
+    qtbot.keyClick(chart, Qt.Key.Key_End)
+    assert chart.visible_rows()[-1] == chart.row_count() - 1
+    qtbot.keyClick(chart, Qt.Key.Key_Home)
+    assert chart.visible_rows()[0] == 0
+
+
 def test_vram_selecting_a_row_out_of_view_scrolls_to_it(qtbot, est):
     chart = VramChart()
     qtbot.addWidget(chart)

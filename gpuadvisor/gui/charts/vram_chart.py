@@ -118,6 +118,8 @@ class VramChart(ChartBase):
         self.scroll_bar.valueChanged.connect(self._on_scrolled)
         self.frame_layout.addWidget(self.scroll_bar)
         self.setMinimumHeight(MIN_HEIGHT_PX)
+        self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)  # the keyboard scrolls the rows too
+        self.plot.setFocusProxy(self)
 
         self._rows: list = []
         self._labels: list[str] = []
@@ -312,6 +314,18 @@ class VramChart(ChartBase):
         hint = super().minimumSizeHint()
         hint.setHeight(MIN_HEIGHT_PX)
         return hint
+
+    def keyPressEvent(self, event) -> None:  # Qt override
+        """Arrow keys, Page Up/Down, Home and End scroll the rows (when they do not all fit)."""
+        bar = self.scroll_bar
+        step = {Qt.Key.Key_Up: -1, Qt.Key.Key_Down: 1, Qt.Key.Key_PageUp: -bar.pageStep(),
+                Qt.Key.Key_PageDown: bar.pageStep()}.get(event.key())
+        if bar.isEnabled() and step is not None:
+            bar.setValue(bar.value() + step)
+        elif bar.isEnabled() and event.key() in (Qt.Key.Key_Home, Qt.Key.Key_End):
+            bar.setValue(bar.minimum() if event.key() == Qt.Key.Key_Home else bar.maximum())
+        else:
+            super().keyPressEvent(event)
 
     # -- rows in view ------------------------------------------------------------------------
     def _update_rows_view(self, *_args) -> None:
