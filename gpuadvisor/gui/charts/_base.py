@@ -1,9 +1,13 @@
 """What the charts share: the widget frame (legend row above a plot), the empty-state message,
-a static legend and an axis that labels a log10 scale in plain numbers.
+a static legend, an axis that labels a log10 scale in plain numbers, the chart colours (light or
+dark, following the application palette) and off-screen rendering for the report.
 
 Log axes: the charts transform their data to log10 themselves and :class:`ScaleAxis` writes the
 ticks back as plain values. pyqtgraph's own ``setLogMode`` only transforms ``PlotDataItem``s;
 ``ErrorBarItem``, ``BarGraphItem`` and ``InfiniteLine`` would land in the wrong place.
+
+Fonts follow the application font (tick labels at its size, axis titles one point larger), so the
+charts scale with the desktop's font and with ``QT_SCALE_FACTOR``.
 """
 
 from __future__ import annotations
@@ -11,22 +15,40 @@ from __future__ import annotations
 import math
 
 import pyqtgraph as pg
-from PySide6.QtCore import QLineF, QRectF, Qt
+from PySide6.QtCore import QEvent, QLineF, QRectF, QSize, Qt
 from PySide6.QtGui import QColor, QFont, QFontMetrics, QImage, QPainter, QPen
-from PySide6.QtWidgets import QGraphicsItem, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QApplication, QGraphicsItem, QGraphicsView, QHBoxLayout, QWidget
 
 from .labels import fmt_linear_tick, fmt_tick
-from .palette import BACKGROUND_COLOR, MUTED_TEXT_COLOR, TEXT_COLOR
+from .palette import LIGHT, ChartColors, chart_colors, is_dark_palette
 
-LABEL_STYLE = {"color": TEXT_COLOR, "font-size": "10pt"}
-TICK_POINT_SIZE = 9
+#: The message over an empty chart is this many points larger than the tick labels.
+MESSAGE_EXTRA_PT = 2.0
+
+
+def app_font() -> QFont:
+    """The application's font (a default font before a QApplication exists)."""
+    return QFont(QApplication.font()) if QApplication.instance() is not None else QFont()
+
+
+def point_size(font: QFont) -> float:
+    """A font's size in points, also for fonts sized in pixels (assuming 96 dpi)."""
+    pt = font.pointSizeF()
+    if pt <= 0 and font.pixelSize() > 0:
+        pt = font.pixelSize() * 0.75
+    return pt if pt > 0 else 9.0
 
 
 def tick_font() -> QFont:
-    """The font of tick labels (also used to measure them)."""
-    font = QFont()
-    font.setPointSize(TICK_POINT_SIZE)
+    """The font of tick labels, legends and point labels: the application font (also used to measure them)."""
+    font = app_font()
+    font.setPointSizeF(point_size(font))
     return font
+
+
+def label_style(colors: ChartColors) -> dict[str, str]:
+    """CSS for axis titles: the text colour, one point larger than the application font."""
+    return {"color": colors.text, "font-size": f"{point_size(app_font()) + 1:g}pt"}
 
 
 class StaticSample(pg.ItemSample):
@@ -45,6 +67,28 @@ class DirectAxis(pg.AxisItem):
     out (about 4 ms per axis here).
     """
 
+    #: The chart background, to turn translucent grid lines into opaque ones (see drawPicture).
+    background = QColor(LIGHT.background)
+
+    def itemChange(self, change, value):  # Qt override
+        # pyqtgraph sizes an axis to 0 while it is hidden (``_updateWidth``/``_updateHeight``) and
+        # does not size it again when it is shown: an axis hidden for an empty state, or given its
+        # width before the chart was first shown, kept width 0 and drew no labels. Size it again
+        # whenever it becomes visible.
+        result = super().itemChange(change, value)
+        if change == QGraphicsItem.GraphicsItemChange.ItemVisibleHasChanged and value:
+            if self.orientation in ("left", "right"):
+                self._updateWidth()
+            else:
+                self._updateHeight()
+        return result
+
+    def set_colors(self, colors: ChartColors) -> None:
+        """Axis line, tick text and the background the grid is blended over."""
+        self.background = QColor(colors.background)
+        self.setPen(pg.mkPen(colors.muted_text))
+        self.setTextPen(pg.mkPen(colors.text))
+
     def drawPicture(self, p, axisSpec, tickSpecs, textSpecs):  # pyqtgraph override
         # Grid lines are tick lines with a translucent pen; blending them costs about 0.1 ms per
         # line here. Drawn opaque in the colour they would have over the white background (the
@@ -58,7 +102,7 @@ class DirectAxis(pg.AxisItem):
                 solid = cache.get(key)
                 if solid is None:
                     solid = QPen(pen)
-                    solid.setColor(_over_background(color))
+                    solid.setColor(_over_background(color, self.background))
                     cache[key] = solid
                 pen = solid
             opaque.append((pen, p1, p2))
@@ -83,9 +127,8 @@ class DirectAxis(pg.AxisItem):
             p.restore()
 
 
-def _over_background(color: QColor) -> QColor:
-    """The opaque colour a translucent ``color`` shows over the chart background."""
-    bg = QColor(BACKGROUND_COLOR)
+def _over_background(color: QColor, bg: QColor) -> QColor:
+    """The opaque colour a translucent ``color`` shows over the background ``bg``."""
     a = color.alphaF()
     return QColor(round(color.red() * a + bg.red() * (1 - a)), round(color.green() * a + bg.green() * (1 - a)),
                   round(color.blue() * a + bg.blue() * (1 - a)))
@@ -95,7 +138,7 @@ class ScaleAxis(DirectAxis):
     """An axis with readable tick labels, linear or log10 (the data is already in log10)."""
 
     def __init__(self, orientation: str, **kwargs) -> None:
-        super().__init__(orientation, pen=pg.mkPen(MUTED_TEXT_COLOR), textPen=pg.mkPen(TEXT_COLOR), **kwargs)
+        super().__init__(orientation, pen=pg.mkPen(LIGHT.muted_text), textPen=pg.mkPen(LIGHT.text), **kwargs)
         self.enableAutoSIPrefix(False)
         self.setStyle(tickFont=tick_font())
         self._log = False
@@ -183,31 +226,53 @@ class CategoryAxis(DirectAxis):
 
 def category_axis(orientation: str) -> DirectAxis:
     """An axis for named rows; the chart sets its ticks."""
-    axis = CategoryAxis(orientation, pen=pg.mkPen(MUTED_TEXT_COLOR), textPen=pg.mkPen(TEXT_COLOR))
+    axis = CategoryAxis(orientation, pen=pg.mkPen(LIGHT.muted_text), textPen=pg.mkPen(LIGHT.text))
     axis.enableAutoSIPrefix(False)
     axis.setStyle(tickFont=tick_font())
     return axis
 
 
+#: ``show()`` without an estimate is ``QWidget.show`` (see :meth:`ChartBase.show`).
+_WIDGET_SHOW = object()
+
+
 class ChartBase(QWidget):
-    """A legend row above one plot, on a white background, with a centred message for empty states.
+    """A legend row above one plot, with a centred message for empty states.
 
     ``self.plot`` is the pyqtgraph view (a ``GraphicsLayoutWidget``), ``self.plot_item`` the
-    ``PlotItem``; render ``self.plot.scene()`` for a report image.
+    ``PlotItem``. Every chart redraws from an estimate with ``show(est, selected)``; called with no
+    argument, ``show()`` is ``QWidget.show``.
+
+    Colours: ``dark=None`` follows the application palette (and switches when it changes),
+    ``True``/``False`` pins the dark or light variant. :meth:`render_image` always draws the light
+    variant (the report is printed on white).
     """
 
     def __init__(self, parent: QWidget | None = None, *, legend_columns: int = 4,
-                 axis_items: dict[str, pg.AxisItem] | None = None) -> None:
+                 axis_items: dict[str, pg.AxisItem] | None = None, dark: bool | None = None) -> None:
         super().__init__(parent)
+        self._follow_palette = dark is None
+        self.colors: ChartColors = chart_colors(_app_is_dark() if dark is None else dark)
         self.plot = pg.GraphicsLayoutWidget()
-        self.plot.setBackground(BACKGROUND_COLOR)
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.addWidget(self.plot)
+        self.plot.setBackground(self.colors.background)
+        self.plot.setMinimumSize(1, 1)
+        # One rectangle around everything that changed: an update moves items all over the plot
+        # (points, labels, lines), and the many small rectangles of the default mode make Qt clip
+        # every long path (the error bars) against a complex region, several times slower.
+        self.plot.setViewportUpdateMode(QGraphicsView.ViewportUpdateMode.BoundingRectViewportUpdate)
+        self.frame_layout = QHBoxLayout(self)
+        self.frame_layout.setContentsMargins(0, 0, 0, 0)
+        self.frame_layout.setSpacing(0)
+        self.frame_layout.addWidget(self.plot, 1)
+        font_pt = point_size(app_font())
         self.legend = pg.LegendItem(colCount=legend_columns, sampleType=StaticSample,
-                                    labelTextColor=TEXT_COLOR, labelTextSize="9pt", frame=False,
+                                    labelTextColor=self.colors.text, labelTextSize=f"{font_pt:g}pt", frame=False,
                                     horSpacing=14, verSpacing=-4)
         self.plot.addItem(self.legend, row=0, col=0)
+        # Tight margins: in a laptop-sized window every pixel of height is a row of data.
+        self.plot.ci.layout.setContentsMargins(6, 3, 8, 2)
+        self.plot.ci.layout.setVerticalSpacing(2)
+        self.legend.layout.setContentsMargins(4, 2, 4, 2)
         self.plot_item: pg.PlotItem = self.plot.addPlot(row=1, col=0, axisItems=axis_items or {})
         self.plot.ci.layout.setRowStretchFactor(1, 1)
         self.plot_item.setMenuEnabled(False)
@@ -219,45 +284,177 @@ class ChartBase(QWidget):
             axis = self.plot_item.getAxis(name)
             axis.setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
             axis.setZValue(-1)  # behind the data, so grid lines never cross bars or points
+            if isinstance(axis, DirectAxis):
+                axis.set_colors(self.colors)
+                axis.setStyle(tickFont=tick_font())
         self.legend.setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
-        self._message = pg.TextItem("", color=TEXT_COLOR, anchor=(0.5, 0.5))
-        font = QFont()
-        font.setPointSize(11)
+        self._message = pg.TextItem("", color=self.colors.text, anchor=(0.5, 0.5))
+        font = app_font()
+        font.setPointSizeF(font_pt + MESSAGE_EXTRA_PT)
         self._message.setFont(font)
         self._message.setZValue(100)
         self._message.hide()
         self.plot_item.addItem(self._message, ignoreBounds=True)
         self._notice = ""
+        self._axis_titles: dict[str, str] = {}
+
+    # -- redraw ---------------------------------------------------------------------------
+    def show(self, est=_WIDGET_SHOW, selected: str | None = None) -> None:
+        """Redraw from ``est`` (an ``Estimate``, or ``None`` for the empty state) with the candidate
+        ``selected`` (a ``Candidate.key``) highlighted. Without arguments: ``QWidget.show``."""
+        if est is _WIDGET_SHOW:
+            super().show()
+            return
+        self.show_estimate(est, selected)
+
+    def show_estimate(self, est, selected: str | None = None) -> None:
+        """Redraw the chart from an estimate (``None``: the empty state); every chart defines it."""
+        raise NotImplementedError(f"{type(self).__name__} must define show_estimate")
+
+    # -- colours --------------------------------------------------------------------------
+    def set_dark(self, dark: bool | None) -> None:
+        """Pin the dark (``True``) or light (``False``) colours, or follow the application (``None``)."""
+        self._follow_palette = dark is None
+        self.apply_colors(chart_colors(_app_is_dark() if dark is None else dark))
+
+    def apply_colors(self, colors: ChartColors) -> None:
+        """Recolour the frame (background, axes, legend, messages) and the chart's own items."""
+        if colors == self.colors:
+            return  # the items already have these colours (the charts colour them when built)
+        self.colors = colors
+        self.plot.setBackground(colors.background)
+        for name in ("left", "bottom", "right", "top"):
+            axis = self.plot_item.getAxis(name)
+            if isinstance(axis, DirectAxis):
+                axis.set_colors(colors)
+        for name, text in self._axis_titles.items():
+            self.plot_item.setLabel(name, text, **label_style(colors))
+        self.legend.setLabelTextColor(colors.text)
+        for _, label in self.legend.items:
+            label.setText(label.text, color=colors.text)
+        self._message.setColor(colors.text)
+        if getattr(self, "_notice_shown", None):
+            text, warning, _colors = self._notice_shown
+            self._set_notice(text, warning)
+        self._apply_colors(colors)
+
+    def _apply_colors(self, colors: ChartColors) -> None:
+        """Recolour the chart's own items (charts override)."""
+
+    def changeEvent(self, event) -> None:  # Qt override
+        kind = event.type()
+        if kind in (QEvent.Type.PaletteChange, QEvent.Type.ApplicationPaletteChange) and self._follow_palette:
+            dark = _app_is_dark()
+            if dark != self.colors.dark:
+                self.apply_colors(chart_colors(dark))
+        elif kind in (QEvent.Type.FontChange, QEvent.Type.ApplicationFontChange):
+            self.apply_fonts()
+        super().changeEvent(event)
+
+    def apply_fonts(self) -> None:
+        """Take the application's font again (tick labels, legend, axis titles, messages)."""
+        font_pt = point_size(app_font())
+        for name in ("left", "bottom", "right", "top"):
+            axis = self.plot_item.getAxis(name)
+            if isinstance(axis, DirectAxis):
+                axis.setStyle(tickFont=tick_font())
+        for name, text in self._axis_titles.items():
+            self.plot_item.setLabel(name, text, **label_style(self.colors))
+        self.legend.setLabelTextSize(f"{font_pt:g}pt")
+        for _, label in self.legend.items:
+            label.setText(label.text, size=f"{font_pt:g}pt")
+        font = app_font()
+        font.setPointSizeF(font_pt + MESSAGE_EXTRA_PT)
+        self._message.setFont(font)
+        self._fit_legend()
+        self._apply_fonts()
+
+    def _apply_fonts(self) -> None:
+        """Re-measure the chart's own text after a font change (charts override)."""
+
+    def _set_axis_title(self, name: str, text: str) -> None:
+        """An axis title in the chart's colours (kept for a colour change)."""
+        if self._axis_titles.get(name) != text:
+            self._axis_titles[name] = text
+            self.plot_item.setLabel(name, text, **label_style(self.colors))
 
     # -- export ---------------------------------------------------------------------------
-    def render_image(self, dpr: float = 3.0) -> QImage:
-        """The chart (legend included) as a sharp raster for a report.
+    def render_image(self, dpr: float = 3.0, size: QSize | tuple[int, int] | None = None,
+                     light: bool = True) -> QImage:
+        """The chart (legend included) as a sharp raster for a report, in the light colours.
 
+        ``size`` (logical pixels) lays the chart out at that size first; the default is the
+        widget's size. The chart need not have been shown: the scene is laid out directly.
         Renders the scene into an image whose device pixel ratio is ``dpr`` with the target in
         logical coordinates, so the legend and the markers keep their proportions
         (STACK-NOTES, pitfall P2). For vectors, render ``self.plot.scene()`` over
         ``self.plot.ci.sceneBoundingRect()`` into a ``QPdfWriter`` at 96 dpi (pitfall P1).
         """
-        src = self.plot.ci.sceneBoundingRect()
-        image = QImage(max(1, int(src.width() * dpr)), max(1, int(src.height() * dpr)),
-                       QImage.Format.Format_ARGB32_Premultiplied)
-        image.setDevicePixelRatio(dpr)
-        image.fill(QColor(BACKGROUND_COLOR))
-        painter = QPainter(image)
-        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
-        self.plot.scene().render(painter, QRectF(0, 0, src.width(), src.height()), src)
-        painter.end()
+        if size is None:
+            size = self.plot.size() if self.plot.isVisible() else self.size()
+        w, h = (size.width(), size.height()) if isinstance(size, QSize) else size
+        old_colors = self.colors
+        old_rect = QRectF(self.plot.ci.geometry())
+        if light:
+            self.apply_colors(LIGHT)
+        try:
+            w, h = self._render_size(w, h)
+            self.layout_scene(w, h)
+            src = self.plot.ci.sceneBoundingRect()
+            image = QImage(max(1, int(src.width() * dpr)), max(1, int(src.height() * dpr)),
+                           QImage.Format.Format_ARGB32_Premultiplied)
+            image.setDevicePixelRatio(dpr)
+            image.fill(QColor(self.colors.background))
+            painter = QPainter(image)
+            painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+            self.plot.scene().render(painter, QRectF(0, 0, src.width(), src.height()), src)
+            painter.end()
+        finally:
+            if old_rect.width() > 0 and old_rect.height() > 0:
+                self.layout_scene(old_rect.width(), old_rect.height())
+            if light:
+                self.apply_colors(old_colors)
         return image
 
+    def layout_scene(self, width: float, height: float) -> None:
+        """Lay the legend and the plot out for ``width`` x ``height`` now, shown or not."""
+        self._fit_legend(width)
+        self.plot.ci.setGeometry(QRectF(0, 0, width, height))
+        for _ in range(3):  # the legend's height, then the axes' sizes, then the plot follows
+            self.plot.ci.layout.activate()
+            self.plot_item.layout.activate()
+        while self.plot.ci.geometry().width() > width + 0.5 and self.legend.columnCount > 1:
+            self.legend.setColumnCount(self.legend.columnCount - 1)  # the legend never widens the chart
+            self.plot.ci.setGeometry(QRectF(0, 0, width, height))
+            self.plot.ci.layout.activate()
+            self.plot_item.layout.activate()
+        self._after_layout()
+
+    def _render_size(self, width: int, height: int) -> tuple[int, int]:
+        """The size to render at when asked for ``width`` x ``height`` (charts may need more)."""
+        return width, height
+
+    def _after_layout(self) -> None:
+        """Called once the scene has been laid out directly (charts override)."""
+
     # -- legend -----------------------------------------------------------------------------
-    def _fit_legend(self) -> None:
-        """As many legend columns as the width allows (the legend never widens the chart)."""
+    def _fit_legend(self, width: float | None = None) -> None:
+        """As many legend columns as the width allows (the legend never widens the chart).
+
+        Entries fill the legend row by row; each column is as wide as its widest entry."""
         if not self.legend.items:
             return
-        metrics = QFontMetrics(tick_font())
-        entry = max(metrics.horizontalAdvance(label.text) for _, label in self.legend.items) + 20 + 24
-        columns = max(1, min(len(self.legend.items), (max(self.width(), 200) - 40) // entry))
-        self.legend.setColumnCount(int(columns))
+        # sample, spacing and the label's own margins around its text
+        entries = [label.item.boundingRect().width() + 20 + 14 + 8 for _, label in self.legend.items]
+        width = self.width() if width is None else width
+        room = max(width, 200) - 30
+        columns = 1
+        for c in range(len(entries), 1, -1):
+            if sum(max(entries[i::c]) for i in range(c)) <= room:
+                columns = c
+                break
+        if columns != self.legend.columnCount:
+            self.legend.setColumnCount(int(columns))
 
     def resizeEvent(self, event) -> None:  # Qt override
         self._fit_legend()
@@ -287,10 +484,17 @@ class ChartBase(QWidget):
         for name in ("left", "bottom"):
             self.plot_item.getAxis(name).setVisible(True)
 
-    def _set_notice(self, text: str, color: str = TEXT_COLOR) -> None:
-        """A one-line notice above the plot (shown while the data stays visible)."""
-        if (text, color) == getattr(self, "_notice_shown", None):
+    def _set_notice(self, text: str, warning: bool = False) -> None:
+        """A one-line notice above the plot (shown while the data stays visible), in the warning
+        colour when ``warning``."""
+        if (text, warning, self.colors) == getattr(self, "_notice_shown", None):
             return  # setTitle re-lays out the whole plot, even for the same text
-        self._notice_shown = (text, color)
+        self._notice_shown = (text, warning, self.colors)
         self._notice = text
-        self.plot_item.setTitle(text or None, color=color, size="10pt")
+        color = self.colors.no_fit if warning else self.colors.text
+        self.plot_item.setTitle(text or None, color=color, size=f"{point_size(app_font()) + 1:g}pt")
+
+
+def _app_is_dark() -> bool:
+    app = QApplication.instance()
+    return app is not None and is_dark_palette(app.palette())

@@ -1,6 +1,7 @@
 """Preview a chart on its own.
 
-``python -m gpuadvisor.gui.charts.vram_chart [--png out.png] [--nothing-fits] [--deadline H] [--budget USD]``
+``python -m gpuadvisor.gui.charts.vram_chart [--png out.png] [--nothing-fits] [--deadline H] [--budget USD]
+[--width PX] [--height PX] [--dark]``
 """
 
 from __future__ import annotations
@@ -43,8 +44,11 @@ def preview(make_widget: Callable[[object], QWidget], argv: list[str] | None = N
     parser.add_argument("--budget", type=float, help="total budget in USD")
     parser.add_argument("--width", type=int, default=0)
     parser.add_argument("--height", type=int, default=0)
+    parser.add_argument("--dark", action="store_true", help="a dark application palette")
     args = parser.parse_args(argv)
     app = QApplication.instance() or QApplication(sys.argv)
+    if args.dark:
+        app.setPalette(_dark_palette(app.palette()))
     widget = make_widget(sample_estimate(args.nothing_fits, args.deadline, args.budget))
     hint = widget.sizeHint()
     widget.resize(args.width or max(hint.width(), 800), args.height or max(hint.height(), 500))
@@ -57,3 +61,15 @@ def preview(make_widget: Callable[[object], QWidget], argv: list[str] | None = N
         widget.grab().save(args.png)
         return
     sys.exit(app.exec())
+
+
+def _dark_palette(base):
+    """A dark variant of ``base`` (what a dark desktop theme hands the application)."""
+    from PySide6.QtGui import QColor, QPalette
+
+    palette = QPalette(base)
+    for role, colour in ((QPalette.ColorRole.Window, "#2B2D31"), (QPalette.ColorRole.WindowText, "#E6E6E6"),
+                         (QPalette.ColorRole.Base, "#1E1F22"), (QPalette.ColorRole.Text, "#E6E6E6"),
+                         (QPalette.ColorRole.Button, "#2B2D31"), (QPalette.ColorRole.ButtonText, "#E6E6E6")):
+        palette.setColor(role, QColor(colour))
+    return palette

@@ -2,8 +2,14 @@
 
 One point per candidate at its expected (hours, USD), with error bars from the low to the
 high estimate in both directions. The cost/time Pareto frontier (the core's ``pareto`` flags)
-is drawn in :data:`~.palette.PARETO_COLOR` and joined by a staircase: everything above and to
-the right of it is dominated. The deadline and the total budget are dashed lines.
+is drawn in the Pareto colour and joined by a staircase: everything above and to the right of
+it is dominated. Each frontier point is labelled "GPU × count"; the recommended setup
+(``Estimate.decision``) is a star with its own label; the selected one is ringed. The deadline
+and the total budget are dashed, labelled lines.
+
+Labels are placed greedily around their point (right, left, above, below, then the diagonals),
+taking the first place that overlaps no label already placed, no other labelled point and no
+edge of the plot; they are placed again when the plot is resized.
 
 Axes switch to log10 when the values shown span more than :data:`LOG_SPAN` times; the data is
 transformed here (pyqtgraph's log mode does not move error bars or infinite lines) and
@@ -17,82 +23,114 @@ import math
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QRectF, Qt, Signal
+from PySide6.QtGui import QColor, QFontMetrics
 from PySide6.QtWidgets import QWidget
 
-from ._base import LABEL_STYLE, ChartBase, ScaleAxis
+from ._base import ChartBase, ScaleAxis, tick_font
 from .labels import finite, fmt_hours, fmt_usd, short_gpu_name
-from .palette import BACKGROUND_COLOR, BUDGET_COLOR, DEADLINE_COLOR, PARETO_COLOR, SELECTED_COLOR, qcolor
+from .palette import ChartColors
 
 LOG_SPAN = 20.0
 NOTHING_FITS = "Nothing fits on any GPU,\nso there is no time or cost to compare."
-_LABEL_FILL = (255, 255, 255, 210)
 NO_PRICES = "The GPUs that fit have no known price.\nAdd prices in the catalog to compare costs."
+RECOMMENDED_MARK = "\u2605"
+LABEL_GAP_PX = 7  # between a point and its label
+LABEL_MARGIN_PX = 1  # around a label's text, inside its background
+MAX_POINT_LABELS = 12  # the recommendation and the first frontier points (fastest first)
+#: Where a label may go around its point, in order of preference: (dx, dy) direction and anchor.
+_PLACES = (((1, 0), (0.0, 0.5)), ((-1, 0), (1.0, 0.5)), ((0, -1), (0.5, 1.0)), ((0, 1), (0.5, 0.0)),
+           ((1, -1), (0.0, 1.0)), ((1, 1), (0.0, 0.0)), ((-1, -1), (1.0, 1.0)), ((-1, 1), (1.0, 0.0)))
+
+
+def point_label(c) -> str:
+    """A point's label: the GPU's short name and the count, e.g. ``"H100 SXM ×4"``."""
+    return f"{short_gpu_name(c.gpu.name)} ×{c.gpu_count}"
 
 
 class CostTimeChart(ChartBase):
     """Job time (x) against cost (y); click a point to select that candidate."""
 
+    #: The candidate key of a clicked point.
     candidateSelected = Signal(str)
 
-    def __init__(self, parent: QWidget | None = None) -> None:
+    def __init__(self, parent: QWidget | None = None, *, dark: bool | None = None) -> None:
         self.x_axis = ScaleAxis("bottom")
         self.y_axis = ScaleAxis("left")
-        super().__init__(parent, legend_columns=3, axis_items={"bottom": self.x_axis, "left": self.y_axis})
+        super().__init__(parent, legend_columns=4, axis_items={"bottom": self.x_axis, "left": self.y_axis},
+                         dark=dark)
         pi = self.plot_item
-        pi.setLabel("bottom", "Job time (hours)", **LABEL_STYLE)
-        pi.setLabel("left", "Cost (USD)", **LABEL_STYLE)
+        self._set_axis_title("bottom", "Job time (hours)")
+        self._set_axis_title("left", "Cost (USD)")
         pi.showGrid(x=True, y=True, alpha=0.15)
 
         empty = np.zeros(0)
-        #: Low-to-high ranges: light grey for all points, blue again for the frontier.
+        #: Low-to-high ranges: light grey for all points, the Pareto colour again for the frontier.
         self.error_bars = pg.ErrorBarItem(x=empty, y=empty, left=empty, right=empty, top=empty, bottom=empty,
-                                          beam=0, pen=pg.mkPen(qcolor("error_bar", alpha=110), width=1))
+                                          beam=0)
         self.pareto_error_bars = pg.ErrorBarItem(x=empty, y=empty, left=empty, right=empty, top=empty,
-                                                 bottom=empty, beam=0,
-                                                 pen=pg.mkPen(qcolor("pareto", alpha=140), width=1.2))
-        self.frontier = pg.PlotCurveItem(x=empty, y=empty, pen=pg.mkPen(PARETO_COLOR, width=2))
-        self.other_points = pg.ScatterPlotItem(x=empty, y=empty, size=8, symbol="o",
-                                               brush=pg.mkBrush(qcolor("other", alpha=170)),
-                                               pen=pg.mkPen("#7A7A7A", width=0.8),
-                                               hoverable=True, tip=self._tip_for_spot)
-        self.pareto_points = pg.ScatterPlotItem(x=empty, y=empty, size=11, symbol="o",
-                                                brush=pg.mkBrush(PARETO_COLOR),
-                                                pen=pg.mkPen(BACKGROUND_COLOR, width=1.2),
-                                                hoverable=True, tip=self._tip_for_spot)
-        self.selected_ring = pg.ScatterPlotItem(x=empty, y=empty, size=22, symbol="o", brush=pg.mkBrush(None),
-                                                pen=pg.mkPen(SELECTED_COLOR, width=2.5))
-        # Labels sit right of the deadline near the top, and above the budget near the right edge.
+                                                 bottom=empty, beam=0)
+        self.frontier = pg.PlotCurveItem(x=empty, y=empty)
+        self.other_points = pg.ScatterPlotItem(x=empty, y=empty, size=8, symbol="o", hoverable=True,
+                                               tip=self._tip_for_spot)
+        self.pareto_points = pg.ScatterPlotItem(x=empty, y=empty, size=11, symbol="o", hoverable=True,
+                                                tip=self._tip_for_spot)
+        #: The recommended setup: a star over its point.
+        self.recommended_point = pg.ScatterPlotItem(x=empty, y=empty, size=21, symbol="star", hoverable=True,
+                                                    tip=self._tip_for_spot)
+        self.selected_ring = pg.ScatterPlotItem(x=empty, y=empty, size=24, symbol="o", brush=pg.mkBrush(None))
         dash = Qt.PenStyle.DashLine
-        self.deadline_line = pg.InfiniteLine(
-            angle=90, movable=False, pen=pg.mkPen(DEADLINE_COLOR, width=2, style=dash), label="",
-            labelOpts={"position": 0.95, "color": DEADLINE_COLOR, "fill": _LABEL_FILL,
-                       "anchors": [(0, 0), (0, 0)]})
-        self.budget_line = pg.InfiniteLine(
-            angle=0, movable=False, pen=pg.mkPen(BUDGET_COLOR, width=2, style=dash), label="",
-            labelOpts={"position": 0.97, "color": BUDGET_COLOR, "fill": _LABEL_FILL,
-                       "anchors": [(1, 1), (1, 1)]})
+        # Labels sit right of the deadline near the top, and above the budget near the right edge.
+        self.deadline_line = pg.InfiniteLine(angle=90, movable=False, label="",
+                                             labelOpts={"position": 0.95, "anchors": [(0, 0), (0, 0)]})
+        self.budget_line = pg.InfiniteLine(angle=0, movable=False, label="",
+                                           labelOpts={"position": 0.97, "anchors": [(1, 1), (1, 1)]})
+        self._dash = dash
         for item in (self.error_bars, self.pareto_error_bars, self.frontier, self.other_points,
-                     self.pareto_points, self.selected_ring):
+                     self.pareto_points, self.recommended_point, self.selected_ring):
             pi.addItem(item)
+        self.recommended_point.setZValue(5)
         for line in (self.deadline_line, self.budget_line):
             pi.addItem(line, ignoreBounds=True)
             line.hide()
+        #: Point labels, a fixed pool reused between updates (unused ones hidden).
+        self.point_labels: list[pg.TextItem] = []
+        for _ in range(MAX_POINT_LABELS):
+            item = pg.TextItem("", anchor=(0, 0.5))
+            item.setFont(tick_font())
+            item.textItem.document().setDocumentMargin(LABEL_MARGIN_PX)  # the box placement assumes
+            item.setZValue(6)
+            item.hide()
+            pi.addItem(item, ignoreBounds=True)
+            self.point_labels.append(item)
+        self._ring_sample = pg.ScatterPlotItem(size=13, symbol="o", brush=pg.mkBrush(None))  # legend key only
+        self._star_sample = pg.ScatterPlotItem(size=15, symbol="star")  # legend key only
         self.legend.addItem(self.pareto_points, "Pareto frontier")
         self.legend.addItem(self.other_points, "Other setups")
-        self._ring_sample = pg.ScatterPlotItem(size=13, symbol="o", brush=pg.mkBrush(None),
-                                               pen=pg.mkPen(SELECTED_COLOR, width=2))  # legend key only
+        self.legend.addItem(self._star_sample, "Recommended")
         self.legend.addItem(self._ring_sample, "Selected")
         self.other_points.sigClicked.connect(self._on_points_clicked)
         self.pareto_points.sigClicked.connect(self._on_points_clicked)
+        self.recommended_point.sigClicked.connect(self._on_points_clicked)
+        self.view_box.sigResized.connect(self._place_labels)
+        self._apply_colors(self.colors)
 
         self._candidates: dict[str, object] = {}
         self._positions: dict[str, tuple[float, float]] = {}
         self._tooltips: dict[str, str] = {}
         self._selected: str | None = None
+        self._recommended: str | None = None
+        self._labelled: list[tuple[str, str]] = []  # (key, text), placement order
+        self._label_rects: dict[str, QRectF] = {}
         self.set_estimate(None)
 
     # -- public API -----------------------------------------------------------------------
+    def show_estimate(self, est, selected: str | None = None) -> None:
+        """Every fitting, priced setup of ``est``; the frontier labelled, the recommendation starred,
+        ``selected`` ringed, the deadline and budget drawn (``est=None``: the empty state)."""
+        self._selected = selected
+        self.set_estimate(est)
+
     def set_estimate(self, est) -> None:
         """Show the estimate's fitting, priced candidates, its deadline and its total budget."""
         shown = [c for c in (est.candidates if est is not None else ()) if _plottable(c)]
@@ -101,6 +139,9 @@ class CostTimeChart(ChartBase):
         budget = est.scenario.budget if est is not None else None
         deadline = budget.deadline_hours if budget is not None and finite(budget.deadline_hours) else None
         max_usd = budget.max_total_usd if budget is not None and finite(budget.max_total_usd) else None
+        decision = est.decision if est is not None else None
+        recommended = decision.recommended_key if decision is not None else None
+        self._recommended = recommended if recommended in self._candidates else None
 
         hours = [(c.cost.job_hours.low, c.cost.job_hours.expected, c.cost.job_hours.high) for c in shown]
         usd = [(c.cost.cost_usd.low, c.cost.cost_usd.expected, c.cost.cost_usd.high) for c in shown]
@@ -128,10 +169,26 @@ class CostTimeChart(ChartBase):
         self.pareto_points.setData(x=xs[pareto], y=ys[pareto], data=keys[pareto])
         order = np.argsort(xs[pareto], kind="stable")
         self.frontier.setData(*_staircase(xs[pareto][order], ys[pareto][order]))
+        if self._recommended is None:
+            self.recommended_point.setData(x=np.zeros(0), y=np.zeros(0))
+        else:
+            rx, ry = self._positions[self._recommended]
+            self.recommended_point.setData(x=np.array([rx]), y=np.array([ry]),
+                                           data=np.array([self._recommended], dtype=object))
 
-        deadline_text = f"deadline {fmt_hours(deadline)}" if deadline else ""
-        self._set_line(self.deadline_line, deadline, fx, deadline_text)
-        self._set_line(self.budget_line, max_usd, fy, f"budget {fmt_usd(max_usd)}" if max_usd else "")
+        labelled = []
+        if self._recommended is not None:
+            c = self._candidates[self._recommended]
+            labelled.append((c.key, f"{RECOMMENDED_MARK} {point_label(c)}"))
+        frontier = sorted(((self._positions[k][0], k, c) for k, c in self._candidates.items()
+                           if c.pareto and k != self._recommended), key=lambda t: t[0])
+        labelled += [(k, point_label(c)) for _, k, c in frontier]
+        self._labelled = labelled[:MAX_POINT_LABELS]
+        self._label_rects = {}
+        self._set_label_texts()
+
+        self._set_line(self.deadline_line, deadline, fx, f"Deadline {fmt_hours(deadline)}" if deadline else "")
+        self._set_line(self.budget_line, max_usd, fy, f"Budget {fmt_usd(max_usd)}" if max_usd else "")
         self.set_selected(self._selected)
 
         if not shown:
@@ -143,6 +200,7 @@ class CostTimeChart(ChartBase):
         self._hide_message()
         self.view_box.setRange(xRange=_padded([fx(v) for v in x_extent], log_x),
                                yRange=_padded([fy(v) for v in y_extent], log_y), padding=0)
+        self._place_labels()
 
     def set_selected(self, key: str | None) -> None:
         """Ring the candidate ``key`` (``None`` or an unknown key: no ring). Emits nothing."""
@@ -156,9 +214,21 @@ class CostTimeChart(ChartBase):
     def selected_key(self) -> str | None:
         return self._selected if self._selected in self._positions else None
 
+    def recommended_key(self) -> str | None:
+        """The recommended setup's key when it is on show (starred), else ``None``."""
+        return self._recommended
+
     def keys(self) -> list[str]:
         """Keys of the candidates on show."""
         return list(self._candidates)
+
+    def labels(self) -> dict[str, str]:
+        """The point labels on show: candidate key -> text."""
+        return dict(self._labelled)
+
+    def label_rects(self) -> dict[str, QRectF]:
+        """Where each point label was placed, in pixels of the plot area (0, 0 at its top left)."""
+        return dict(self._label_rects)
 
     def point_position(self, key: str) -> tuple[float, float]:
         """Where ``key`` is drawn, in view coordinates (log10 on a log axis)."""
@@ -167,11 +237,123 @@ class CostTimeChart(ChartBase):
     def tooltip_for_key(self, key: str) -> str:
         return self._tooltip_of(key)
 
+    # -- labels --------------------------------------------------------------------------
+    def _set_label_texts(self) -> None:
+        for i, item in enumerate(self.point_labels):
+            item.setZValue(7 if i == 0 and self._recommended is not None else 6)  # the recommendation on top
+            if i < len(self._labelled):
+                text = self._labelled[i][1]
+                if item.toPlainText() != text:
+                    item.setText(text)
+                item.show()
+            elif item.isVisible():
+                item.hide()
+
+    def _place_labels(self, *_args) -> None:
+        """Put each label next to its point where it overlaps nothing already placed."""
+        if not self._labelled or self._message.isVisible():
+            return
+        view = self.view_box.viewRect()
+        w, h = self.view_box.width(), self.view_box.height()
+        if view.width() <= 0 or view.height() <= 0 or w <= 0 or h <= 0:
+            return
+        sx, sy = w / view.width(), h / view.height()
+
+        def to_px(x: float, y: float) -> tuple[float, float]:
+            return (x - view.left()) * sx, (view.bottom() - y) * sy  # y grows downwards on screen
+
+        metrics = QFontMetrics(self.point_labels[0].textItem.font())
+        bounds = QRectF(0, 0, w, h)
+        self._label_rects = {}
+        points = [to_px(*self._positions[key]) for key, _ in self._labelled]
+        # every labelled point, the star (always first when shown) with its ring a little larger
+        obstacles = [QRectF(px - r, py - r, 2 * r, 2 * r)
+                     for i, (px, py) in enumerate(points)
+                     for r in [12 if i == 0 and self._recommended is not None else 6]]
+        placed: list[QRectF] = []
+        for (key, text), item, (px, py) in zip(self._labelled, self.point_labels, points):
+            tw = metrics.horizontalAdvance(text) + 2 * LABEL_MARGIN_PX + 2
+            th = metrics.height() + 2 * LABEL_MARGIN_PX
+            best, best_cost = None, math.inf
+            for (dx, dy), anchor in _PLACES:
+                ax = px + dx * LABEL_GAP_PX - anchor[0] * tw
+                ay = py + dy * LABEL_GAP_PX - anchor[1] * th
+                rect = QRectF(ax, ay, tw, th)
+                cost = tw * th - _overlap(rect, bounds)  # the part outside the plot
+                for r in placed:
+                    if rect.intersects(r):
+                        cost += _overlap(rect, r)
+                for r in obstacles:
+                    if rect.intersects(r):
+                        cost += _overlap(rect, r)
+                if cost < best_cost:
+                    best, best_cost = (rect, anchor, dx, dy), cost
+                    if cost == 0:
+                        break
+            rect, anchor, dx, dy = best
+            placed.append(rect)
+            self._label_rects[key] = rect
+            if tuple(item.anchor) != anchor:
+                item.setAnchor(anchor)
+            x = view.left() + (px + dx * LABEL_GAP_PX) / sx
+            y = view.bottom() - (py + dy * LABEL_GAP_PX) / sy
+            item.setPos(x, y)
+
+    def _after_layout(self) -> None:
+        self._place_labels()
+
+    def _apply_fonts(self) -> None:
+        if not hasattr(self, "_label_rects"):
+            return  # still being built
+        for item in self.point_labels:
+            item.setFont(tick_font())
+        self._place_labels()
+
+    # -- colours ---------------------------------------------------------------------------
+    def _apply_colors(self, colors: ChartColors) -> None:
+        other = QColor(colors.other)
+        other.setAlpha(170)
+        error = QColor(colors.error_bar)
+        error.setAlpha(110)
+        pareto_error = QColor(colors.pareto)
+        pareto_error.setAlpha(140)
+        self.error_bars.setData(pen=pg.mkPen(error, width=1))
+        self.pareto_error_bars.setData(pen=pg.mkPen(pareto_error, width=1.2))
+        self.frontier.setPen(pg.mkPen(colors.pareto, width=2))
+        self.other_points.setBrush(pg.mkBrush(other))
+        self.other_points.setPen(pg.mkPen(colors.other_edge, width=0.8))
+        self.pareto_points.setBrush(pg.mkBrush(colors.pareto))
+        self.pareto_points.setPen(pg.mkPen(colors.background, width=1.2))
+        for star in (self.recommended_point, self._star_sample):
+            star.setBrush(pg.mkBrush(colors.recommended))
+            star.setPen(pg.mkPen(colors.text, width=1.2))
+        for ring in (self.selected_ring, self._ring_sample):
+            ring.setPen(pg.mkPen(colors.selected, width=2.5))
+        fill = QColor(colors.background)
+        fill.setAlpha(210)
+        for line, color in ((self.deadline_line, colors.deadline), (self.budget_line, colors.budget)):
+            line.setPen(pg.mkPen(color, width=2, style=self._dash))
+            line.label.setColor(color)
+            line.label.fill = pg.mkBrush(fill)
+            line.label.update()
+        for item in self.point_labels:
+            item.setColor(colors.text)
+            item.fill = self._label_fill()
+            item.update()
+        self._tooltips = {}
+        self.legend.update()
+
+    def _label_fill(self):
+        """A point label's background: the chart's, slightly see-through, so the label reads over the cloud."""
+        fill = QColor(self.colors.background)
+        fill.setAlpha(215)
+        return pg.mkBrush(fill)
+
     # -- helpers and slots ---------------------------------------------------------------
     def _tooltip_of(self, key: str) -> str:
         text = self._tooltips.get(key)
         if text is None:
-            text = self._tooltips[key] = _tooltip(self._candidates[key])
+            text = self._tooltips[key] = _tooltip(self._candidates[key], key == self._recommended)
         return text
 
     def _set_line(self, line: pg.InfiniteLine, value: float | None, f, text: str) -> None:
@@ -194,7 +376,13 @@ class CostTimeChart(ChartBase):
             self.candidateSelected.emit(key)
 
 
-def _plottable(c) -> bool:  # noqa: D103 - see CostTimeChart.set_estimate
+def _overlap(a: QRectF, b: QRectF) -> float:
+    r = a.intersected(b)
+    return max(0.0, r.width()) * max(0.0, r.height())
+
+
+def _plottable(c) -> bool:
+    """Fits and has finite, priced job time and cost ranges."""
     if not c.fits or c.cost is None or c.cost.cost_usd is None:
         return False
     h, u = c.cost.job_hours, c.cost.cost_usd
@@ -235,7 +423,7 @@ def _staircase(xs: np.ndarray, ys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.array(sx), np.array(sy)
 
 
-def _tooltip(c) -> str:
+def _tooltip(c, recommended: bool = False) -> str:
     h, u = c.cost.job_hours, c.cost.cost_usd
     name = short_gpu_name(c.gpu.name, c.gpu_count)
     rows = [("Parallelism", c.parallelism if c.gpu_count > 1 else "single GPU"),
@@ -243,12 +431,16 @@ def _tooltip(c) -> str:
             ("Cost", f"{fmt_usd(u.expected)} ({fmt_usd(u.low)} – {fmt_usd(u.high)})")]
     if finite(c.cost.usd_per_million_tokens):
         rows.append(("Per 1M tokens", fmt_usd(c.cost.usd_per_million_tokens)))
-    if c.cost.meets_deadline is False:
-        rows.append(("Deadline", "missed"))
-    if c.cost.within_budget is False:
-        rows.append(("Budget", "over"))
+    if c.cost.deadline_status:
+        rows.append(("Deadline", {"meets": "meets it", "likely": "likely meets it",
+                                  "at risk": "at risk"}.get(c.cost.deadline_status, c.cost.deadline_status)))
+    if c.cost.budget_status:
+        rows.append(("Budget", {"within": "within it", "likely": "likely within it",
+                                "over": "over"}.get(c.cost.budget_status, c.cost.budget_status)))
     if c.pareto:
         rows.append(("", "on the Pareto frontier"))
+    if recommended:
+        rows.append(("", f"{RECOMMENDED_MARK} recommended"))
     body = "".join(f"<tr><td>{html.escape(k)}</td><td>&nbsp;&nbsp;{html.escape(v)}</td></tr>"
                    for k, v in rows)
     return f"<b>{html.escape(name)}</b><table cellspacing='0'>{body}</table>"
@@ -256,11 +448,7 @@ def _tooltip(c) -> str:
 
 def _preview_widget(est):
     chart = CostTimeChart()
-    chart.set_estimate(est)
-    shown = set(chart.keys())
-    ranking = [c for c in est.ranking if c.key in shown]
-    if ranking:
-        chart.set_selected(ranking[0].key)
+    chart.show(est, est.decision.recommended_key if est.decision else None)
     chart.candidateSelected.connect(lambda key: print("selected", key))
     return chart
 

@@ -5,12 +5,20 @@ which stays distinguishable under the common colour-vision deficiencies; overhea
 because it is not a tensor. Status colours are always paired with a distinct marker shape
 or a text label, so colour is never the only cue.
 
-Only :func:`qcolor` touches Qt; the hex strings can be used anywhere (HTML, CSS).
+Two variants: light (the default, and always the PDF's) and dark, chosen by
+:func:`chart_colors`; :func:`is_dark_palette` decides from the application palette. The dark
+variant keeps the memory components (they stay apart on a dark background) and lightens the
+lines and text that would vanish on it.
+
+Only :func:`qcolor` and :func:`is_dark_palette` touch Qt; the hex strings can be used anywhere
+(HTML, CSS).
 """
 
 from __future__ import annotations
 
-from PySide6.QtGui import QColor
+from dataclasses import dataclass
+
+from PySide6.QtGui import QColor, QPalette
 
 #: Memory components in stacking order (bottom/left first); matches ``gpuadvisor.core.memory.COMPONENTS``.
 COMPONENT_ORDER: tuple[str, ...] = (
@@ -56,10 +64,13 @@ SELECTED_COLOR = "#000000"   # black ring around the selected point
 DEADLINE_COLOR = "#D55E00"   # vermillion
 BUDGET_COLOR = "#AA3377"     # purple (Tol)
 CAPACITY_COLOR = "#000000"   # the usable-memory marker
+RECOMMENDED_COLOR = "#F0B400"  # gold star (its outline is the text colour)
 TEXT_COLOR = "#222222"
 MUTED_TEXT_COLOR = "#555555"
 BACKGROUND_COLOR = "#FFFFFF"
 ERROR_BAR_COLOR = "#B8B8B8"
+TRACK_COLOR = "#EEEEEE"      # the VRAM chart's capacity track
+HIGHLIGHT_COLOR = "#D8E6F5"  # the band behind the selected row
 
 #: Colours for a few series on one chart (what-if curves), in order.
 SERIES_COLORS: tuple[str, ...] = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9")
@@ -70,8 +81,68 @@ NAMED_COLORS: dict[str, str] = {
     "fit": FIT_COLOR, "tight": TIGHT_COLOR, "no_fit": NO_FIT_COLOR, "pareto": PARETO_COLOR,
     "other": OTHER_COLOR, "selected": SELECTED_COLOR, "deadline": DEADLINE_COLOR, "budget": BUDGET_COLOR,
     "capacity": CAPACITY_COLOR, "text": TEXT_COLOR, "muted_text": MUTED_TEXT_COLOR,
-    "background": BACKGROUND_COLOR, "error_bar": ERROR_BAR_COLOR,
+    "background": BACKGROUND_COLOR, "error_bar": ERROR_BAR_COLOR, "recommended": RECOMMENDED_COLOR,
+    "track": TRACK_COLOR, "highlight": HIGHLIGHT_COLOR,
 }
+
+
+@dataclass(frozen=True, slots=True)
+class ChartColors:
+    """Every colour a chart draws with, for one background (``#rrggbb`` strings)."""
+
+    dark: bool
+    background: str
+    text: str
+    muted_text: str
+    capacity: str
+    track: str
+    highlight: str
+    selected: str
+    recommended: str
+    pareto: str
+    other: str
+    other_edge: str
+    error_bar: str
+    deadline: str
+    budget: str
+    fit: str
+    tight: str
+    no_fit: str
+    components: dict[str, str]
+    series: tuple[str, ...]
+
+    def verdict(self, verdict: str) -> str:
+        """The colour of a verdict (``fits``, ``tight`` or ``does not fit``)."""
+        return {"fits": self.fit, "tight": self.tight}.get(verdict, self.no_fit)
+
+
+LIGHT = ChartColors(
+    dark=False, background=BACKGROUND_COLOR, text=TEXT_COLOR, muted_text=MUTED_TEXT_COLOR,
+    capacity=CAPACITY_COLOR, track=TRACK_COLOR, highlight=HIGHLIGHT_COLOR, selected=SELECTED_COLOR,
+    recommended=RECOMMENDED_COLOR, pareto=PARETO_COLOR, other=OTHER_COLOR, other_edge="#7A7A7A",
+    error_bar=ERROR_BAR_COLOR, deadline=DEADLINE_COLOR, budget=BUDGET_COLOR, fit=FIT_COLOR,
+    tight=TIGHT_COLOR, no_fit=NO_FIT_COLOR, components=dict(COMPONENT_COLORS), series=SERIES_COLORS)
+
+#: Dark variant: the same hues where they read on #1E1F22, lighter ones where they would not
+#: (Okabe-Ito blue, Tol purple and dark green are too dark there; sky blue, pink and a light green
+#: take their place). Text and lines are light grey, never pure white (less glare).
+DARK = ChartColors(
+    dark=True, background="#1E1F22", text="#E6E6E6", muted_text="#A8A8A8",
+    capacity="#F2F2F2", track="#34363B", highlight="#2F4560", selected="#FFFFFF",
+    recommended=RECOMMENDED_COLOR, pareto="#56B4E9", other="#6E6E6E", other_edge="#9A9A9A",
+    error_bar="#4A4A4A", deadline="#FF7F3F", budget="#EE88CC", fit="#44BB66",
+    tight=TIGHT_COLOR, no_fit="#FF7F3F", components=dict(COMPONENT_COLORS),
+    series=("#56B4E9", "#FF7F3F", "#2CC290", "#EE88CC", "#E69F00", "#F0E442"))
+
+
+def chart_colors(dark: bool) -> ChartColors:
+    """The colours for a dark (``True``) or light background; the PDF always uses the light one."""
+    return DARK if dark else LIGHT
+
+
+def is_dark_palette(palette: QPalette) -> bool:
+    """True when the palette's window colour is dark (lightness below one half)."""
+    return palette.color(QPalette.ColorRole.Window).lightnessF() < 0.5
 
 
 def verdict_color(verdict: str) -> str:

@@ -30,6 +30,7 @@ class WhatIfCurve:
     gpu_id: str = ""
     limit_x: int | None = None  # the largest value that fits (Estimate.what_if); None: not known
     current_x: int | None = None  # the scenario's own value
+    recommended: bool = False  # this GPU's best setup is the estimate's recommendation
 
 
 def whatif_range(est, axis: str) -> tuple[int, int]:
@@ -58,6 +59,7 @@ def whatif_curves(est, gpu_ids, axis: str = "context", points: int = 48) -> list
     xs = curve_points(start, stop, points)
     best = est.best_per_gpu()
     now = current_value(est, axis)
+    recommended = est.decision.recommended_key if est.decision is not None else None
     curves = []
     for gpu_id in gpu_ids:
         c = best.get(gpu_id)
@@ -70,8 +72,37 @@ def whatif_curves(est, gpu_ids, axis: str = "context", points: int = 48) -> list
         label = short_gpu_name(c.gpu.name, c.gpu_count) + (f", {c.parallelism}" if c.gpu_count > 1 else "")
         curves.append(WhatIfCurve(label=label, xs=tuple(p[0] for p in pairs),
                                   ys_gib=tuple(p[1] for p in pairs), capacity_gib=c.capacity_gib,
-                                  gpu_id=gpu_id, limit_x=limit, current_x=now))
+                                  gpu_id=gpu_id, limit_x=limit, current_x=now, recommended=c.key == recommended))
     return curves
+
+
+def axis_label(est, axis: str) -> str:
+    """The x-axis title in the workload's own words (training: sequence and micro-batch;
+    inference: context per request and concurrent sequences)."""
+    training = est.scenario.workload.is_training
+    if axis == "context":
+        return "Sequence length (tokens)" if training else "Context per request (tokens)"
+    if axis == "batch":
+        return "Micro-batch per GPU" if training else "Concurrent sequences"
+    raise ValueError(f"axis must be one of {AXES}, not {axis!r}")
+
+
+def whatif_gpu_ids(est, selected_key: str | None = None, count: int = 4) -> list[str]:
+    """The GPUs worth drawing: the selected setup's GPU, then the recommended one, then the
+    decision's order (best GPU types first), ``count`` at most, without repeats."""
+    ids: list[str] = []
+    selected = est.candidate(selected_key) if selected_key else None
+    if selected is not None:
+        ids.append(selected.gpu.id)
+    recommended = est.recommended
+    if recommended is not None and recommended.gpu.id not in ids:
+        ids.append(recommended.gpu.id)
+    for gpu_id in est.best_per_gpu():
+        if len(ids) >= count:
+            break
+        if gpu_id not in ids:
+            ids.append(gpu_id)
+    return ids[:count]
 
 
 def default_gpu_ids(est, count: int = 4) -> list[str]:
