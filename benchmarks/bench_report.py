@@ -49,7 +49,7 @@ def main() -> None:
     from PySide6.QtCore import qInstallMessageHandler
 
     qInstallMessageHandler(lambda *_: None)  # the offscreen plugin's propagateSizeHints notices
-    from gpuadvisor.gui.report_pdf import chart_images, ensure_app, export_pdf
+    from gpuadvisor.views.report_pdf import chart_images, ensure_app, export_pdf
 
     t0 = time.perf_counter()
     ensure_app()

@@ -18,13 +18,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from gpuadvisor.core.estimation.calibration import engine_spreads  # noqa: E402
-from gpuadvisor.core.specs.engines import ENGINES  # noqa: E402
-from gpuadvisor.core.specs.hardware import load_gpu_catalog  # noqa: E402
-from gpuadvisor.core.specs.presets import load_model_catalog  # noqa: E402
-from gpuadvisor.validation import Predictor, load_measurements  # noqa: E402
-from gpuadvisor.validation.data import scenario_engine  # noqa: E402
-from gpuadvisor.validation.harness import out_of_sample  # noqa: E402
+from gpuadvisor.core.estimation.calibration import engine_spreads
+from gpuadvisor.core.specs.engines import ENGINES
+from gpuadvisor.core.specs.hardware import load_gpu_catalog
+from gpuadvisor.core.specs.presets import load_model_catalog
+from gpuadvisor.validation import Predictor, load_measurements
+from gpuadvisor.validation.data import scenario_engine
+from gpuadvisor.validation.harness import out_of_sample
 
 TIME_LIKE = ("train_step_time_s", "time_to_first_token_ms", "request_latency_s", "decode_ms_per_token")
 

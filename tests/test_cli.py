@@ -682,7 +682,7 @@ def test_every_view_prints_the_same_figures(capsys, tmp_path):
     from gpuadvisor.core.presentation.report import build_report, row_cells
     from gpuadvisor.core.presentation.serialize import candidate_to_dict
     from gpuadvisor.core import formatting, units
-    from gpuadvisor.gui.charts import labels
+    from gpuadvisor.views.charts import labels
     from gpuadvisor.storage.user_catalog_store import load_catalogs
 
     _, scenario_text, _ = run_main(capsys, "default-scenario")

@@ -48,7 +48,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     report = build_report(est, gpus.meta, datetime.date.today(), stale_after_months=settings.stale_price_months)
     _use_offscreen_qt_when_headless()
     try:
-        from ..gui.report_pdf import export_pdf  # Qt and pyqtgraph: only this command needs them
+        from ..views.report_pdf import export_pdf  # Qt and pyqtgraph: only this command needs them
     except ImportError as exc:
         raise InputError("report", f"needs PySide6 and pyqtgraph, which cannot be imported ({exc})") from None
     _quiet_offscreen_warnings()

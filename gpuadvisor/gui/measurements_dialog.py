@@ -40,7 +40,7 @@ from ..core.formats.smi_log import Finding, LogSummary, diagnose, parse_nvidia_s
 from ..core.formats.scenario import scenario_snapshot
 from ..storage import (StorageError, add_measurement, export_calibration, import_calibration,
                        load_measurements, merge_measurements, save_calibration)
-from .charts.palette import BACKGROUND_COLOR, FIT_COLOR, MUTED_TEXT_COLOR, OTHER_COLOR, PARETO_COLOR, TEXT_COLOR
+from ..views.charts.palette import BACKGROUND_COLOR, FIT_COLOR, MUTED_TEXT_COLOR, OTHER_COLOR, PARETO_COLOR, TEXT_COLOR
 from .state import AppState
 from .widgets import ERROR_STYLE, NumberField, hint
 

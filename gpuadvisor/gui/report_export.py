@@ -24,7 +24,7 @@ class ReportExport(QThread):
         self.args = (report, est, path, page_size, images)
 
     def run(self) -> None:
-        from .report_pdf import export_pdf
+        from ..views.report_pdf import export_pdf
 
         report, est, path, page_size, images = self.args
         try:

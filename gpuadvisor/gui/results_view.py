@@ -139,7 +139,7 @@ class ResultsView(QWidget):
     def create_charts(self) -> None:
         if self.charts_ready:
             return
-        from .charts import CostTimeChart, VramChart, WhatIfChart  # deferred: ~0.6 s of imports
+        from ..views.charts import CostTimeChart, VramChart, WhatIfChart  # deferred: ~0.6 s of imports
 
         self.vram_chart = VramChart()
         self.cost_chart = CostTimeChart()
@@ -167,7 +167,8 @@ class ResultsView(QWidget):
             old.deleteLater()
         self.chart_tabs.setCurrentIndex(0)
         self.chart_tabs.currentChanged.connect(self._on_chart_tab_changed)
-        self.vram_chart.gpuClicked.connect(self._on_gpu_clicked)
+        self.whatif_chart.set_axis(self.whatif_axis)
+        self.vram_chart.candidateSelected.connect(self.state.select)
         self.cost_chart.candidateSelected.connect(self.state.select)
         self.charts_ready = True
         if self.state.estimate is not None:
@@ -185,35 +186,12 @@ class ResultsView(QWidget):
         if index not in self._stale_charts:
             return
         self._stale_charts.discard(index)
-        if index == 0:
-            self.vram_chart.set_candidates(list(est.best_per_gpu().values()))
-        elif index == 1:
-            self.cost_chart.set_estimate(est)
-            self.cost_chart.set_selected(self.state.selected)
-        elif index == 2:
-            from .charts.whatif_data import whatif_curves
-            self.whatif_chart.set_curves(*self._whatif_input(est, whatif_curves))
+        chart = (self.vram_chart, self.cost_chart, self.whatif_chart)[index]
+        chart.show_estimate(est, self.state.selected)
 
     def _on_chart_tab_changed(self, index: int) -> None:
         if self.charts_ready and self.state.estimate is not None:
             self._draw_chart(index, self.state.estimate)
-
-    def _whatif_input(self, est: Estimate, whatif_curves):
-        # The selected candidate's GPU plus the best few GPU types in the decision's order.
-        ids: list[str] = []
-        selected = est.candidate(self.state.selected)
-        if selected is not None:
-            ids.append(selected.gpu.id)
-        for gid in est.best_per_gpu():
-            if len(ids) >= 4:
-                break
-            if gid not in ids:
-                ids.append(gid)
-        axis = self.whatif_axis
-        label = "Sequence length (tokens)" if est.scenario.workload.is_training else "Context per request (tokens)"
-        if axis == "batch":
-            label = "Micro-batch per GPU" if est.scenario.workload.is_training else "Concurrent sequences"
-        return label, whatif_curves(est, ids, axis)
 
     def set_whatif_axis(self, axis: str) -> None:
         self.whatif_axis = axis
@@ -221,9 +199,8 @@ class ResultsView(QWidget):
             self.whatif_axis_box.blockSignals(True)
             self.whatif_axis_box.setCurrentIndex(max(0, self.whatif_axis_box.findData(axis)))
             self.whatif_axis_box.blockSignals(False)
+            self.whatif_chart.set_axis(axis)
         self.chart_tabs.setCurrentIndex(2)
-        if self.state.estimate is not None:
-            self._update_charts(self.state.estimate)
 
     # --- estimate -> views -------------------------------------------------------------------
     def _on_estimate_changed(self, est: Estimate) -> None:
@@ -303,19 +280,11 @@ class ResultsView(QWidget):
             self._on_estimate_changed(self.state.estimate)
 
     # --- selection ---------------------------------------------------------------------------
-    def _on_gpu_clicked(self, gpu_id: str) -> None:
-        est = self.state.estimate
-        if est is None:
-            return
-        best = est.best_per_gpu().get(gpu_id)
-        if best is not None:
-            self.state.select(best.key)
-
     def _on_selection_changed(self, key: str) -> None:
         self.ranking.select_key(key)
         self.show_detail(key)
-        if self.charts_ready:
-            self.cost_chart.set_selected(key)
+        if self.charts_ready and self.state.estimate is not None:
+            self._update_charts(self.state.estimate)  # every chart marks the selected setup
 
     def key_of_row(self, row: int) -> str | None:
         """The candidate key shown in ``row`` of the ranking as displayed (None past the end)."""

@@ -106,7 +106,7 @@ class FileActions:
         import datetime
 
         from ..core.presentation.report import build_report
-        from .report_pdf import chart_images, check_target
+        from ..views.report_pdf import chart_images, check_target
 
         est = self.state.estimate
         if est is None:

@@ -16,7 +16,7 @@ from gpuadvisor.core.estimation.estimate import estimate
 from gpuadvisor.core.estimation.memory import COMPONENTS
 from gpuadvisor.core.formats.scenario import ModelSource
 from gpuadvisor.core.specs.workload import Hardware
-from gpuadvisor.gui.charts import (
+from gpuadvisor.views.charts import (
     AXIS_LABELS,
     CostTimeChart,
     VramChart,
@@ -25,9 +25,9 @@ from gpuadvisor.gui.charts import (
     default_gpu_ids,
     whatif_curves,
 )
-from gpuadvisor.gui.charts._base import ScaleAxis
-from gpuadvisor.gui.charts.labels import fmt_tick, short_gpu_name
-from gpuadvisor.gui.charts.palette import COMPONENT_COLORS, COMPONENT_LABELS, COMPONENT_ORDER, qcolor
+from gpuadvisor.views.charts._base import ScaleAxis
+from gpuadvisor.views.charts.labels import fmt_tick, short_gpu_name
+from gpuadvisor.views.charts.palette import COMPONENT_COLORS, COMPONENT_LABELS, COMPONENT_ORDER, qcolor
 
 WHATIF_GPUS = ["rtx-4090", "a100-40gb", "h100-sxm", "h200", "mi300x"]
 

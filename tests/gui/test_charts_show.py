@@ -12,19 +12,20 @@ from PySide6.QtCore import QPoint, QPointF, QRectF, Qt
 from PySide6.QtGui import QColor, QPalette, QWheelEvent
 from PySide6.QtWidgets import QApplication
 
-from gpuadvisor.cli import default_scenario, load_catalogs
-from gpuadvisor.core.estimate import estimate
-from gpuadvisor.core.scenario import ModelSource
-from gpuadvisor.core.workload import Hardware
-from gpuadvisor.gui.charts import CostTimeChart, VramChart, WhatIfChart
-from gpuadvisor.gui.charts.cost_time_chart import point_label
-from gpuadvisor.gui.charts.labels import short_gpu_name
-from gpuadvisor.gui.charts.palette import DARK, LIGHT, chart_colors, is_dark_palette
-from gpuadvisor.gui.charts.vram_chart import MIN_HEIGHT_PX, RECOMMENDED_MARK, row_pitch_px
-from gpuadvisor.gui.charts.whatif_chart import SERIES_STYLES
-from gpuadvisor.gui.charts.whatif_data import whatif_gpu_ids
+from gpuadvisor.core.formats.scenario import default_scenario
+from gpuadvisor.storage.user_catalog_store import load_catalogs
+from gpuadvisor.core.estimation.estimate import estimate
+from gpuadvisor.core.formats.scenario import ModelSource
+from gpuadvisor.core.specs.workload import Hardware
+from gpuadvisor.views.charts import CostTimeChart, VramChart, WhatIfChart
+from gpuadvisor.views.charts.cost_time_chart import point_label
+from gpuadvisor.views.charts.labels import short_gpu_name
+from gpuadvisor.views.charts.palette import DARK, LIGHT, chart_colors, is_dark_palette
+from gpuadvisor.views.charts.vram_chart import MIN_HEIGHT_PX, RECOMMENDED_MARK, row_pitch_px
+from gpuadvisor.views.charts.whatif_chart import SERIES_STYLES
+from gpuadvisor.views.charts.whatif_data import whatif_gpu_ids
 
-PDF_CHART_SIZE = (820, 460)  # gui/report_pdf.py: VRAM_CHART_SIZE and COST_CHART_SIZE
+PDF_CHART_SIZE = (820, 460)  # views/report_pdf.py: VRAM_CHART_SIZE and COST_CHART_SIZE
 
 
 @pytest.fixture(scope="module")
@@ -437,7 +438,7 @@ def test_charts_take_a_new_application_font(qtbot, qapp, est):
 
 
 def test_chart_benchmark_runs(qapp, capsys):
-    from gpuadvisor.gui.charts._bench import main
+    from gpuadvisor.views.charts._bench import main
 
     main(["--runs", "2", "--width", "600", "--height", "300"])
     lines = capsys.readouterr().out.splitlines()
@@ -448,14 +449,14 @@ def test_chart_benchmark_runs(qapp, capsys):
 def test_report_figure_one_names_every_bar(qtbot, est_limits):
     """The PDF's memory chart (a fresh chart, never shown on a screen) names every bar: as many
     lines of text left of the bars as there are bars, and no bar there."""
-    from gpuadvisor.gui.charts.palette import (
+    from gpuadvisor.views.charts.palette import (
         COMPONENT_COLORS,
         FIT_COLOR,
         NO_FIT_COLOR,
         TEXT_COLOR,
         TIGHT_COLOR,
     )
-    from gpuadvisor.gui.report_pdf import chart_images
+    from gpuadvisor.views.report_pdf import chart_images
 
     image = chart_images(est_limits, est_limits.decision.recommended_key)[0]
     text, weights = QColor(TEXT_COLOR), QColor(COMPONENT_COLORS["weights"])

@@ -27,8 +27,8 @@ from gpuadvisor.storage.user_catalog_store import load_catalogs
 from gpuadvisor.core.estimation.estimate import estimate
 from gpuadvisor.core.presentation.report import TABLE_HEADER, build_report, row_cells
 from gpuadvisor.core.formats.scenario import load_scenario, loads_scenario
-from gpuadvisor.gui import report_pdf
-from gpuadvisor.gui.report_pdf import export_pdf
+from gpuadvisor.views import report_pdf
+from gpuadvisor.views.report_pdf import export_pdf
 from gpuadvisor.storage import StorageError
 
 REPO = Path(__file__).resolve().parents[2]

@@ -42,13 +42,13 @@ from dataclasses import replace
 from datetime import date
 from typing import Any, NamedTuple
 
-from ..specs.engines import engine_for
+from ..specs.engines import SpeedConstants, engine_for
 from ..errors import InputError
 from .estimate import estimate, resolve_model
 from .results import CalibrationProfile as CalibrationProfile  # the profile types stay importable here
 from .results import Candidate, Estimate
 from .results import FactorFit as FactorFit
-from ..specs.hardware import GpuCatalog
+from ..specs.hardware import GpuCatalog, GpuSpec
 from ..formats.measurements import Measurement
 from ..specs.models import ModelSpec
 from .performance import PerformanceEstimate, inference_performance, training_performance
@@ -64,7 +64,7 @@ from .calibration_file import profile_from_dict as profile_from_dict
 from .calibration_file import profile_from_json as profile_from_json
 from .calibration_file import profile_to_dict as profile_to_dict
 from .calibration_file import profile_to_json as profile_to_json
-from ..specs.workload import RuntimeOverhead
+from ..specs.workload import RuntimeOverhead, Workload
 
 #: Lowest efficiency the search considers (below it the scenario, not the engine, is wrong).
 SEARCH_LOW = 0.01
@@ -495,7 +495,7 @@ _EFFICIENCY_BOUNDS = (0.05, 0.92)
 PRIOR_WEIGHT = 0.5
 
 
-def _speed_parameters(rows: Sequence[SpeedRow], constants) -> list[tuple[str, str, tuple[float, float]]]:
+def _speed_parameters(rows: Sequence[SpeedRow], constants: SpeedConstants) -> list[tuple[str, str, tuple[float, float]]]:
     """(group, name, bounds) of every parameter that some row depends on."""
     out: list[tuple[str, str, tuple[float, float]]] = []
     engines = {r.engine for r in rows}
@@ -522,30 +522,32 @@ def _speed_parameters(rows: Sequence[SpeedRow], constants) -> list[tuple[str, st
     return out
 
 
-def _get(constants, group: str, name: str) -> float:
+def _get(constants: SpeedConstants, group: str, name: str) -> float:
     if group.startswith("engine:"):
-        return getattr(constants.engines[group[7:]], name)
+        return float(getattr(constants.engines[group[7:]], name))
     if group.startswith("family:"):
-        return getattr(constants.families[group[7:]], name)
+        return float(getattr(constants.families[group[7:]], name))
     if name.startswith("cpu_kernel_s:"):
         return constants.cpu_kernel_s[name.split(":", 1)[1]]
-    return getattr(constants, name)
+    return float(getattr(constants, name))
 
 
-def _set(constants, group: str, name: str, value: float):
+def _set(constants: SpeedConstants, group: str, name: str, value: float) -> SpeedConstants:
+    # ``name`` is one of the float fields that _speed_parameters lists, chosen at run time.
+    change: dict[str, Any] = {name: value}
     if group.startswith("engine:"):
         engines = dict(constants.engines)
-        engines[group[7:]] = replace(engines[group[7:]], **{name: value})
+        engines[group[7:]] = replace(engines[group[7:]], **change)
         return replace(constants, engines=engines)
     if group.startswith("family:"):
         families = dict(constants.families)
-        families[group[7:]] = replace(families[group[7:]], **{name: value})
+        families[group[7:]] = replace(families[group[7:]], **change)
         return replace(constants, families=families)
     if name.startswith("cpu_kernel_s:"):
         cpu = dict(constants.cpu_kernel_s)
         cpu[name.split(":", 1)[1]] = value
         return replace(constants, cpu_kernel_s=cpu)
-    return replace(constants, **{name: value})
+    return replace(constants, **change)
 
 
 def _relevant(rows: Sequence[SpeedRow], group: str) -> list[SpeedRow]:
@@ -557,8 +559,8 @@ def _relevant(rows: Sequence[SpeedRow], group: str) -> list[SpeedRow]:
     return list(rows)
 
 
-def _log_errors(rows: Sequence[SpeedRow], constants) -> list[float]:
-    out = []
+def _log_errors(rows: Sequence[SpeedRow], constants: SpeedConstants) -> list[float]:
+    out: list[float] = []
     for r in rows:
         try:
             pred = r.predict(constants)
@@ -571,7 +573,7 @@ def _log_errors(rows: Sequence[SpeedRow], constants) -> list[float]:
     return out
 
 
-def speed_loss(rows: Sequence[SpeedRow], constants, prior=None) -> float:
+def speed_loss(rows: Sequence[SpeedRow], constants: SpeedConstants, prior: SpeedConstants | None = None) -> float:
     """Sum of absolute log errors over ``rows``, plus the pull of each parameter towards ``prior``."""
     loss = sum(abs(e) for e in _log_errors(rows, constants))
     if prior is not None:
@@ -580,7 +582,8 @@ def speed_loss(rows: Sequence[SpeedRow], constants, prior=None) -> float:
     return loss
 
 
-def fit_speed_constants(rows: Sequence[SpeedRow], start=None, sweeps: int = 2):
+def fit_speed_constants(rows: Sequence[SpeedRow], start: SpeedConstants | None = None,
+                        sweeps: int = 2) -> SpeedConstants:
     """The speed model's constants refitted over ``rows`` (a :class:`SpeedConstants`).
 
     Coordinate descent: each parameter in turn minimises the rows' summed absolute log error
@@ -600,7 +603,8 @@ def fit_speed_constants(rows: Sequence[SpeedRow], start=None, sweeps: int = 2):
                 continue
             p0 = _get(prior, group, name)
 
-            def loss(log_value: float, group=group, name=name, subset=subset, p0=p0) -> float:
+            def loss(log_value: float, group: str = group, name: str = name, subset: list[SpeedRow] = subset,
+                     p0: float = p0, constants: SpeedConstants = constants) -> float:
                 c = _set(constants, group, name, math.exp(log_value))
                 return (sum(abs(e) for e in _log_errors(subset, c))
                         + PRIOR_WEIGHT * (log_value - math.log(p0)) ** 2)
@@ -611,7 +615,7 @@ def fit_speed_constants(rows: Sequence[SpeedRow], start=None, sweeps: int = 2):
                                          f"{len({r.source for r in rows})} sources")
 
 
-def held_out_residuals(rows: Sequence[SpeedRow], start=None) -> list[tuple[SpeedRow, float]]:
+def held_out_residuals(rows: Sequence[SpeedRow], start: SpeedConstants | None = None) -> list[tuple[SpeedRow, float]]:
     """Leave-one-source-out: for each source, refit without its rows and predict them.
 
     Returns (row, measured / predicted) for every row (NaN when the row cannot be predicted)."""
@@ -630,7 +634,7 @@ def held_out_residuals(rows: Sequence[SpeedRow], start=None) -> list[tuple[Speed
     return out
 
 
-def _priors():
+def _priors() -> SpeedConstants:
     from ..specs.engines import PRIORS
     return PRIORS
 
@@ -673,8 +677,8 @@ def engine_spreads(ratios_by_engine: Mapping[str, Sequence[float]], kinds: Mappi
     return out
 
 
-def calibrate_spreads(residuals: Sequence[tuple[SpeedRow, float]], constants, coverage: float = 0.8,
-                      min_rows: int = 6, floor: float = 0.1):
+def calibrate_spreads(residuals: Sequence[tuple[SpeedRow, float]], constants: SpeedConstants, coverage: float = 0.8,
+                      min_rows: int = 6, floor: float = 0.1) -> SpeedConstants:
     """Constants whose engine spreads make low-high cover ``coverage`` of the held-out ratios.
 
     For each engine with at least ``min_rows`` residuals the range runs from the
@@ -696,7 +700,7 @@ SPEED_METRICS = ("tokens_per_s", "tokens_per_s_per_gpu", "tokens_per_s_per_user"
                  "time_to_first_token_s")
 
 
-def speed_row(row_id: str, source: str, model: ModelSpec, workload, gpu, measured: float, metric: str,
+def speed_row(row_id: str, source: str, model: ModelSpec, workload: Workload, gpu: GpuSpec, measured: float, metric: str,
               gpu_count: int = 1, parallelism: str = "none", gpus_per_node: int = 8) -> SpeedRow:
     """A :class:`SpeedRow` predicted by the real speed model.
 
@@ -712,7 +716,7 @@ def speed_row(row_id: str, source: str, model: ModelSpec, workload, gpu, measure
     mm = MemoryModel(model, workload, prefill_chunk_tokens=None if workload.is_training
                      else profile.prefill_chunk_tokens)
 
-    def predict(constants) -> float:
+    def predict(constants: SpeedConstants) -> float:
         engine = engine_for(workload.engine, workload.kind, constants)
         if workload.is_training:
             perf = training_performance(mm, gpu, gpu_count, parallelism, engine, gpus_per_node=gpus_per_node,

@@ -161,7 +161,11 @@ def decode_overhead(engine: EngineProfile, layers: int, family: KernelFamily | N
     return gpu, cpu
 
 
-def _inference_shape(mm: MemoryModel, k: SpeedConstants) -> tuple:
+#: (kernel family, matmul parameters, layers, d_q, linears per layer, CUDA graphs) of a workload.
+_InferenceShape = tuple[KernelFamily | None, float, int, int, int, bool]
+
+
+def _inference_shape(mm: MemoryModel, k: SpeedConstants) -> _InferenceShape:
     """(kernel family, matmul parameters, layers, d_q, linears per layer, CUDA graphs) of a workload."""
     m, w = mm.model, mm.workload
     return (kernel_family(w.quantization_family, w.weights, k), matmul_params(m), m.num_layers, m.q_dim,
@@ -182,10 +186,12 @@ def inference_performance(mm: MemoryModel, gpu: GpuSpec, gpu_count: int, paralle
     b = max(1, math.ceil(w.batch_size / replicas))
     e_bw = (bw_eff or engine.bandwidth_efficiency)
     # Model- and workload-only values, computed once per MemoryModel (a catalog has hundreds of setups).
+    shape: _InferenceShape
     if k is FITTED:
-        family, n_mm, L, d_q, linears, graphs = mm.cached("inference_shape", lambda: _inference_shape(mm, k))
+        shape = mm.cached("inference_shape", lambda: _inference_shape(mm, k))
     else:
-        family, n_mm, L, d_q, linears, graphs = _inference_shape(mm, k)
+        shape = _inference_shape(mm, k)
+    family, n_mm, L, d_q, linears, graphs = shape
     arch = gpu.architecture
     bw = gpu.memory_bandwidth_gb_s * 1e9 * k.bandwidth_ceiling.get(arch, 1.0)
     ceiling = (prefill_mfu or engine.prefill_mfu) * k.gemm_ceiling.get(arch, 0.75) / k.gemm_ceiling["ampere"]
@@ -214,7 +220,7 @@ def inference_performance(mm: MemoryModel, gpu: GpuSpec, gpu_count: int, paralle
     c_mean = w.prompt_tokens + w.output_tokens / 2
     kv_read = b * mm.kv_tokens_per_layer(int(c_mean)) * L * mm.kv_bytes_per_token_layer
     t_mem = (gemv_bytes if b <= gemv_max else gemm_bytes) / stream + kv_read / (stream * k.kv_bandwidth_factor)
-    e_dec = ceiling * b / (b + t_half) * (family.gemm_efficiency if b > gemv_max else 1.0)
+    e_dec = ceiling * b / (b + t_half) * (family.gemm_efficiency if family is not None and b > gemv_max else 1.0)
     t_comp = b * (2 * n_mm + 4 * L * d_q * c_mean) / (t * peak * 1e12 * e_dec)
     t_gpu_fixed, t_cpu = decode_overhead(engine, L, family, graphs, linears, k)
     t_comm = 0.0
@@ -239,7 +245,7 @@ def inference_performance(mm: MemoryModel, gpu: GpuSpec, gpu_count: int, paralle
         gemm_tokens = min(tokens, chunk) if chunk else tokens
         passes = max(1.0, tokens / gemm_tokens)
         e = ceiling * gemm_tokens / (gemm_tokens + t_half)
-        if gemm_tokens > gemv_max:
+        if family is not None and gemm_tokens > gemv_max:  # gemv_max is infinite without a family
             e *= family.gemm_efficiency
             read = gemm_bytes
         else:

@@ -34,7 +34,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import Mapping
+from collections.abc import Mapping
+from typing import TypedDict
 
 from ..errors import InputError
 
@@ -111,7 +112,7 @@ KERNEL_FAMILIES: Mapping[str, KernelFamily] = MappingProxyType({k.id: k for k in
 )})
 
 
-def kernel_family(family: str | None, weights: str, constants: "SpeedConstants | None" = None) -> KernelFamily | None:
+def kernel_family(family: str | None, weights: str, constants: SpeedConstants | None = None) -> KernelFamily | None:
     """The :class:`KernelFamily` that runs ``weights`` (None for 16/32-bit weights)."""
     if family is None:
         return None
@@ -153,7 +154,7 @@ class SpeedConstants:
     kv_bandwidth_factor: float = 0.7
     provenance: str = ""
 
-    def with_engines(self, **profiles: EngineProfile) -> "SpeedConstants":
+    def with_engines(self, **profiles: EngineProfile) -> SpeedConstants:
         engines = dict(self.engines)
         engines.update({p.id: p for p in profiles.values()})
         return replace(self, engines=engines)
@@ -209,8 +210,26 @@ PRIORS = SpeedConstants(engines=MappingProxyType({p.id: p for p in _PRIOR_PROFIL
                         cpu_kernel_s={"python": 12e-6, "cpp": 4e-6},
                         provenance="priors (docs/estimation.md): no row fitted")
 
+class _EngineFit(TypedDict, total=False):
+    """The :class:`EngineProfile` fields that a fit overrides."""
+
+    bandwidth_efficiency: float
+    prefill_mfu: float
+    layer_overhead_s: float
+    mfu: float
+    spread_low: float
+    spread_high: float
+    calibrated_on: str
+
+
+class _FamilyFit(TypedDict, total=False):
+    """The :class:`KernelFamily` fields that a fit overrides."""
+
+    gemv_efficiency: float
+
+
 # Values fitted by scripts/fit_engines.py from the priors (rounded), with the rows they rest on.
-_FITTED_ENGINES = {
+_FITTED_ENGINES: dict[str, _EngineFit] = {
     "tensorrt-llm": dict(bandwidth_efficiency=0.63, prefill_mfu=0.71, layer_overhead_s=840e-6, spread_low=0.36, spread_high=0.32,
                          calibrated_on="18 rows: INF-01..10, H200-01..07, F180-01..05, TRTB-01..04"),
     "vllm": dict(bandwidth_efficiency=0.64, spread_low=0.65, spread_high=0.63,
@@ -240,7 +259,7 @@ _FITTED_ENGINES = {
 #: least 15 speed rows (TensorRT-LLM, Transformers, AutoAWQ, FSDP), else pooled per kind (inference
 #: 0.35-1.63, training 0.75-1.63); each side at least 10%.
 SPREAD_PROVENANCE = "7%/93% quantiles of leave-one-source-out residuals, tests/data/validation, 2026-12-01"
-_FITTED_FAMILIES = {"mlc": dict(gemv_efficiency=1.0)}
+_FITTED_FAMILIES: dict[str, _FamilyFit] = {"mlc": dict(gemv_efficiency=1.0)}
 
 FITTED = replace(
     PRIORS,

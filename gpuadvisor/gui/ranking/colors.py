@@ -1,6 +1,6 @@
 """Colours of the ranking table that stay readable on the application's palette, light or dark.
 
-The status hues are the charts' (``gpuadvisor.gui.charts.palette``: fits, tight, does not fit).
+The status hues are the charts' (``gpuadvisor.views.charts.palette``: fits, tight, does not fit).
 On a given background each is moved towards black (light palette) or white (dark palette) until
 its contrast ratio reaches 4.5:1, the WCAG 2.1 minimum for normal text (success criterion 1.4.3;
 relative luminance and contrast ratio as defined there). The recommended row is tinted with a
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from PySide6.QtGui import QColor, QPalette
 
-from ..charts.palette import FIT_COLOR, NO_FIT_COLOR, TIGHT_COLOR
+from ...views.charts.palette import FIT_COLOR, NO_FIT_COLOR, TIGHT_COLOR
 
 #: The status words of the verdict, deadline and budget columns, and their tone.
 TONES = {"fits": "good", "tight": "caution", "does not fit": "bad", "meets": "good", "within": "good",

@@ -1,6 +1,6 @@
 """Preview a chart on its own.
 
-``python -m gpuadvisor.gui.charts.vram_chart [--png out.png] [--nothing-fits] [--deadline H] [--budget USD]
+``python -m gpuadvisor.views.charts.vram_chart [--png out.png] [--nothing-fits] [--deadline H] [--budget USD]
 [--width PX] [--height PX] [--dark]``
 """
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from PySide6.QtGui import QColor, QPalette
 
-#: Memory components in stacking order (bottom/left first); matches ``gpuadvisor.core.memory.COMPONENTS``.
+#: Memory components in stacking order (bottom/left first); matches ``gpuadvisor.core.estimation.memory.COMPONENTS``.
 COMPONENT_ORDER: tuple[str, ...] = (
     "weights", "gradients", "optimizer", "activations", "kv_cache", "adapters", "overhead")
 

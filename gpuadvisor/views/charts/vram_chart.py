@@ -480,6 +480,6 @@ def _nice_ceiling(value: float) -> float:
 
 
 if __name__ == "__main__":
-    from gpuadvisor.gui.charts._preview import preview
+    from gpuadvisor.views.charts._preview import preview
 
     preview(_preview_widget)

@@ -17,7 +17,7 @@ a temporary file in the target folder, flushed, then renamed over the target. An
 raises :class:`~gpuadvisor.storage.StorageError` naming the file, and leaves neither a partial
 PDF nor a temporary file behind.
 
-``python -m gpuadvisor.gui.report_pdf SCENARIO.json OUT.pdf`` previews a report.
+``python -m gpuadvisor.views.report_pdf SCENARIO.json OUT.pdf`` previews a report.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QMarginsF, QRectF, QS
 from PySide6.QtGui import (QAbstractTextDocumentLayout, QColor, QFont, QFontDatabase, QFontMetricsF, QImage,
                            QPageLayout, QPageSize, QPainter, QPalette, QPdfWriter, QTextBlockFormat, QTextCursor,
                            QTextDocument, QTextFormat, QTextTable)
-from PySide6.QtWidgets import QApplication, QWidget
+from PySide6.QtWidgets import QApplication
 
 from ..core.estimation.estimate import Estimate
 from ..core.presentation.report import Report
@@ -52,9 +52,7 @@ FONT_FAMILY = "DejaVu Sans"
 BODY_PT = 9.0
 FOOTER_PT = 7.0
 CHART_DPR = 3.0
-VRAM_CHART_SIZE = (820, 460)  # logical px; the height grows with the number of GPUs (below)
-VRAM_ROW_PX = 18
-VRAM_FRAME_PX = 120
+VRAM_CHART_SIZE = (820, 460)  # logical px; render_image grows the height until every GPU's row fits
 COST_CHART_SIZE = (820, 460)
 #: Space on the charts page for the heading and the two captions, in px.
 CHART_PAGE_TEXT_PX = 150
@@ -97,16 +95,6 @@ def report_font(point_size: float = BODY_PT) -> QFont:
 
 
 # -- charts --------------------------------------------------------------------------------------
-def _settle(widget: QWidget, width: int, height: int) -> None:
-    """Lay a chart out at a fixed size without showing it on a screen."""
-    widget.setAttribute(Qt.WidgetAttribute.WA_DontShowOnScreen, True)
-    widget.resize(width, height)
-    widget.show()
-    app = QApplication.instance()
-    for _ in range(2):  # the axes size themselves to their labels, then the plot follows
-        app.processEvents()
-
-
 def chart_images(est: Estimate, selected_key: str | None = None) -> tuple[QImage, QImage]:
     """(memory chart, cost-versus-time chart) as print-resolution images, as the window draws them.
 
@@ -114,20 +102,16 @@ def chart_images(est: Estimate, selected_key: str | None = None) -> tuple[QImage
     """
     from .charts import CostTimeChart, VramChart  # pyqtgraph: imported only when a report is made
 
-    best = list(est.best_per_gpu().values())
-    vram = VramChart()
-    cost = CostTimeChart()
+    vram = VramChart(dark=False)
+    cost = CostTimeChart(dark=False)
     try:
-        vram.set_candidates(best)
-        w, h = VRAM_CHART_SIZE
-        _settle(vram, w, max(h, VRAM_FRAME_PX + VRAM_ROW_PX * len(best)))
-        cost.set_estimate(est)
-        cost.set_selected(selected_key)
-        _settle(cost, *COST_CHART_SIZE)
-        images = (vram.render_image(dpr=CHART_DPR), cost.render_image(dpr=CHART_DPR))
+        # The same method the window calls: the ranking's order, the recommendation starred.
+        vram.show_estimate(est, selected_key)
+        cost.show_estimate(est, selected_key)
+        images = (vram.render_image(dpr=CHART_DPR, size=VRAM_CHART_SIZE),
+                  cost.render_image(dpr=CHART_DPR, size=COST_CHART_SIZE))
     finally:
         for chart in (vram, cost):
-            chart.hide()
             chart.deleteLater()
     # No alpha channel: the PDF then embeds one image per chart instead of an image and a mask.
     return images
@@ -462,7 +446,7 @@ def _main(argv: list[str] | None = None) -> int:
 
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 2:
-        print("usage: python -m gpuadvisor.gui.report_pdf SCENARIO.json OUT.pdf", file=sys.stderr)
+        print("usage: python -m gpuadvisor.views.report_pdf SCENARIO.json OUT.pdf", file=sys.stderr)
         return 2
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     gpus, models = load_catalogs()

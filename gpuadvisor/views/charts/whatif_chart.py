@@ -312,6 +312,6 @@ def _preview_widget(est):
 
 
 if __name__ == "__main__":
-    from gpuadvisor.gui.charts._preview import preview
+    from gpuadvisor.views.charts._preview import preview
 
     preview(_preview_widget)

@@ -1,6 +1,6 @@
 """Data for the what-if chart: memory per GPU as the context length or the batch size grows.
 
-Pure (no Qt): the numbers come from :func:`gpuadvisor.core.memory.memory_curve` on the
+Pure (no Qt): the numbers come from :func:`gpuadvisor.core.estimation.memory.memory_curve` on the
 estimate's own memory model, for each GPU's best setup (``Estimate.best_per_gpu``), and the
 largest value that fits from ``Estimate.what_if``. The chart only draws them.
 """

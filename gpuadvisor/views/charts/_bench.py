@@ -1,6 +1,6 @@
 """Time one chart redraw: ``show(est, recommended)`` plus the repaint, for each chart.
 
-``python -m gpuadvisor.gui.charts._bench [--width PX] [--height PX] [--runs N]``
+``python -m gpuadvisor.views.charts._bench [--width PX] [--height PX] [--runs N]``
 
 Alternates four estimates of the default scenario (batch size 2 to 5) so every redraw changes
 the data, as an input change does. Prints the median CPU time of the process (what the redraw
@@ -26,8 +26,9 @@ def main(argv: list[str] | None = None) -> None:
     from PySide6.QtCore import QEvent
     from PySide6.QtWidgets import QApplication
 
-    from gpuadvisor.cli import default_scenario, load_catalogs
-    from gpuadvisor.core.estimate import estimate
+    from gpuadvisor.core.formats.scenario import default_scenario
+    from gpuadvisor.storage.user_catalog_store import load_catalogs
+    from gpuadvisor.core.estimation.estimate import estimate
 
     from . import CostTimeChart, VramChart, WhatIfChart
 

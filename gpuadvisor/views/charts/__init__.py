@@ -5,7 +5,7 @@
 - :class:`WhatIfChart`: memory versus context length or batch size for a few GPUs;
   its data comes from :func:`whatif_curves` (pure, calls the core).
 
-The names are imported lazily (PEP 562) so that ``python -m gpuadvisor.gui.charts.vram_chart``
+The names are imported lazily (PEP 562) so that ``python -m gpuadvisor.views.charts.vram_chart``
 previews a chart without importing it twice.
 """
 
