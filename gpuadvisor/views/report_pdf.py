@@ -196,12 +196,14 @@ def report_html(report: Report, chart_width_px: float, chart_sizes: tuple[tuple[
 
     p.append("<h2>4. Charts</h2>")
     captions = (
-        "Memory per GPU for each GPU type's row of the table (catalog order, as in the app): coloured segments "
-        "are the memory components, the black tick is the usable capacity, the marker on the right the verdict.",
+        "Memory per GPU for each GPU type's row of the table, in the table's order (\u2605: the recommended "
+        "setup, outlined): coloured segments are the memory components, the black tick is the usable capacity, "
+        "the marker on the right the verdict.",
         "Job time against cost for every setup that fits and has a price (all GPU counts and splits). Blue: the "
         "cost/time frontier (nothing is both cheaper and faster); whiskers: the low\u2013high range; dashed lines: "
         "the deadline and the budget"
-        + ("; the ringed point (\u201cSelected\u201d) is the recommended setup." if r.recommended_key else "."))
+        + ("; the star is the recommended setup; the frontier's points are labelled GPU \u00d7 count."
+           if r.recommended_key else "; the frontier's points are labelled GPU \u00d7 count."))
     for n, ((name, caption), (w, h)) in enumerate(zip((("vram.png", captions[0]), ("cost-time.png", captions[1])),
                                                         chart_sizes), 1):
         height = round(chart_width_px * h / w)
