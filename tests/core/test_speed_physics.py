@@ -21,7 +21,7 @@ import math
 
 import pytest
 
-from gpuadvisor.core.estimation.calibration import (calibrate_spreads, fit_speed_constants, held_out_residuals,
+from gpuadvisor.core.estimation.speed_fit import (calibrate_spreads, fit_speed_constants, held_out_residuals,
                                          speed_row)
 from gpuadvisor.core.specs.engines import FITTED, KERNEL_FAMILIES, PRIORS, RANGE_LABEL, engine_for, kernel_family
 from gpuadvisor.core.errors import InputError

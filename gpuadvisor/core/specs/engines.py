@@ -24,7 +24,7 @@ module holds them, in three groups:
    the FP8 GEMM factor and the GEMM ceiling per GPU generation.
 
 ``FITTED`` holds the values in use. Its ``provenance`` says which rows they were fitted to;
-:func:`gpuadvisor.core.calibration.fit_speed_constants` refits them over any set of rows (the
+:func:`gpuadvisor.core.estimation.speed_fit.fit_speed_constants` refits them over any set of rows (the
 validation harness refits with each source held out). Values not fitted are documented priors
 (datasheet-level facts, kernel counts read from the engines' code, published kernel
 benchmarks); ``docs/estimation.md`` lists each with its source.
