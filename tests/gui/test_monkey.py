@@ -2,10 +2,11 @@
 choices and the catalog editor, typing good and bad values. After each settle: no exception
 (pytest-qt fails the test on one raised in a slot), no NaN or inf in any view, results greyed
 whenever an input is invalid, and the summary, the ranking's top row and a fresh estimate of the
-scenario on display name the same setup."""
+scenario on display name the same setup, as do its `estimate --json` and its PDF report."""
 
 from __future__ import annotations
 
+import datetime
 import math
 import random
 import re
@@ -15,10 +16,13 @@ from gui_helpers import retype, settle
 
 from gpuadvisor.core.estimation.estimate import estimate
 from gpuadvisor.core.errors import InputError
+from gpuadvisor.core.presentation.report import build_report
+from gpuadvisor.core.presentation.serialize import estimate_to_dict
 
 EDITS = int(__import__("os").environ.get("GPUADVISOR_MONKEY_EDITS", "1000"))
 NUMBERS = ["1", "2", "8", "64", "500", "2048", "1e8", "5e8", "2B", "100k", "0", "-3", "abc", "1e30", "", "7.5",
            "1e3", "4096", "12.5"]
+TODAY = datetime.date(2026, 11, 30)
 BAD = re.compile(r"\bnan\b|\binf\b", re.IGNORECASE)
 
 
@@ -128,6 +132,8 @@ def _check(w):
         raise AssertionError("the window shows results for a scenario the core rejects") from None
     key = fresh.decision.recommended_key
     assert est.decision.recommended_key == key
+    assert estimate_to_dict(fresh)["recommendation"]["recommended"] == key  # what `estimate --json` prints
+    assert build_report(fresh, w.state.gpus.meta, TODAY).recommended_key == key  # what the PDF recommends
     if key is not None:
         assert fresh.candidate(key).gpu.name in w.summary.text()
         assert w.results.key_of_row(0) == key
