@@ -55,7 +55,9 @@ from dataclasses import dataclass
 from .errors import InputError
 from .models import ModelSpec, lora_parameters, resolve_lora_targets
 from .units import GIB
-from .workload import (Hardware, RuntimeOverhead, Workload, bytes_per_element, weight_bytes_per_param)
+from .quant_types import gguf_weight_bytes
+from .workload import (Hardware, RuntimeOverhead, Workload, bytes_per_element, is_quantized_weights,
+                       weight_bytes_per_param)
 
 COMPONENTS = ("weights", "gradients", "optimizer", "activations", "kv_cache", "adapters", "overhead")
 DATA_PARALLEL = ("ddp", "zero1", "zero2", "zero3", "fsdp")
@@ -155,15 +157,21 @@ class MemoryModel:
         self.training = w.is_training
 
         # --- weights ----------------------------------------------------------------------
-        quantized = w.weights in ("int8", "int4", "nf4", "fp8")
-        block_bytes = weight_bytes_per_param(w.weights, h, w.double_quant)
-        if w.weights == "fp8" and w.is_training:
-            block_bytes = 3.0  # bf16 weights plus the cached fp8 copy (Transformer Engine)
-        other_bytes = 2.0 if quantized else bytes_per_element(w.weights)
-        self.block_weight_bytes = counts.blocks * block_bytes
-        self.embedding_bytes = counts.embedding * other_bytes
-        self.head_bytes = counts.lm_head * other_bytes
-        self.norm_bytes = counts.norms_and_other * other_bytes
+        quantized = is_quantized_weights(w.weights)
+        if w.is_gguf:
+            # llama.cpp's per-tensor recipe (quant_types.py): some tensors get more bits.
+            gguf = gguf_weight_bytes(m, w.weights)
+            self.block_weight_bytes, self.embedding_bytes = gguf.blocks, gguf.embedding
+            self.head_bytes, self.norm_bytes = gguf.lm_head, gguf.norms_and_other
+        else:
+            block_bytes = weight_bytes_per_param(w.weights, h, w.double_quant)
+            if w.weights == "fp8" and w.is_training:
+                block_bytes = 3.0  # bf16 weights plus the cached fp8 copy (Transformer Engine)
+            other_bytes = 2.0 if quantized else bytes_per_element(w.weights)
+            self.block_weight_bytes = counts.blocks * block_bytes
+            self.embedding_bytes = counts.embedding * other_bytes
+            self.head_bytes = counts.lm_head * other_bytes
+            self.norm_bytes = counts.norms_and_other * other_bytes
         self.weight_bytes = self.block_weight_bytes + self.embedding_bytes + self.head_bytes + self.norm_bytes
         # Dequantized copy of the largest projection while it runs (bitsandbytes, weight-only int4).
         shapes = m.linear_shapes()
@@ -229,10 +237,8 @@ class MemoryModel:
         self.logit_bytes_per_token = 0.0 if m.kind == "encoder" else m.vocab_size * (a + 4.0 + 4.0)
 
         # --- inference ----------------------------------------------------------------------
-        kv_elem = bytes_per_element(w.kv_precision)
-        if w.kv_precision == "int4":
-            kv_elem += 4.0 / 64  # group scales
-        self.kv_bytes_per_token_layer = 2.0 * d_kv * kv_elem if m.has_kv_cache else 0.0
+        kv_elem = w.kv_bytes_per_element
+        self.kv_bytes_per_token_layer = m.kv_elements_per_token_layer * kv_elem if m.has_kv_cache else 0.0
         self.inference_transient_per_token = a * (2 * h + d_q + 2 * d_kv + 3 * i * k_exp)
 
     def cached(self, name: str, compute):

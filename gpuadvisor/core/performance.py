@@ -36,7 +36,8 @@ from .engines import ARCH_MFU_FACTOR, EngineProfile
 from .hardware import GpuSpec
 from .memory import MemoryModel
 from .models import ModelSpec
-from .workload import Workload
+from .quant_types import is_gguf_type
+from .workload import Workload, is_quantized_weights
 
 #: Data-parallel traffic hidden behind compute (bucketed all-reduce during backward).
 DP_OVERLAP = 0.7
@@ -102,6 +103,8 @@ def compute_precision(gpu: GpuSpec, weights: str) -> tuple[str, float, str | Non
         return "fp32", gpu.fp32_tflops or gpu.fp16_dense_tflops / 8, None
     if weights == "bf16" and not gpu.supports_bf16:
         return "fp16", gpu.fp16_dense_tflops, f"{gpu.name} has no BF16: FP16 is used instead."
+    if is_gguf_type(weights):  # llama.cpp dequantizes to FP16 for its matrix multiplies
+        return "fp16", gpu.fp16_dense_tflops, None
     return ("bf16" if weights in ("bf16", "nf4", "int4", "int8") else weights), half, None
 
 
@@ -139,7 +142,7 @@ def inference_performance(mm: MemoryModel, gpu: GpuSpec, gpu_count: int, paralle
     replicas = n if parallelism == "ddp" else 1
     b = max(1, math.ceil(w.batch_size / replicas))
     e_bw = (bw_eff or engine.bandwidth_efficiency)
-    quantized = w.weights in ("int8", "int4", "nf4", "fp8")
+    quantized = is_quantized_weights(w.weights)
     e_w = e_bw * (engine.quantized_bandwidth_factor if quantized else 1.0)
     bw = gpu.memory_bandwidth_gb_s * 1e9
     e_pre = prefill_mfu or engine.prefill_mfu  # prefill of a pipeline keeps all stages busy (compute scales)
