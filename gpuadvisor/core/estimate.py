@@ -249,6 +249,8 @@ def estimate(scenario: Scenario, gpus: GpuCatalog, models: ModelCatalog,
                         f"({model.max_context:,}).")
     ids = gpu_ids or ([hw.gpu] if hw.gpu else None)
     selected = [gpus.get(i, "hardware.gpu" if not gpu_ids else "--gpu") for i in ids] if ids else list(gpus)
+    if hw.memory_gib is not None:  # a Mac's RAM size or a slice: capacity follows the platform's rule
+        selected = [g.with_memory_gib(hw.memory_gib) for g in selected]
     counts = (hw.gpu_count,) if hw.gpu_count else DEFAULT_GPU_COUNTS
     engine = engine_for(w.engine, w.kind)
     # Serving engines prefill in chunks, which bounds the transient activations.

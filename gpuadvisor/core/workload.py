@@ -231,8 +231,12 @@ class Hardware:
     gpu_count: int | None = None
     parallelism: str | None = None
     gpus_per_node: int = 8
+    # Memory fitted to the part, GiB (a Mac's RAM size, a MIG slice); None keeps the catalog's.
+    memory_gib: float | None = None
 
     def __post_init__(self) -> None:
+        if self.memory_gib is not None:
+            _positive_float("hardware.memory_gib", self.memory_gib, maximum=4096)
         if self.gpu is not None and (not isinstance(self.gpu, str) or not self.gpu):
             raise InputError("hardware.gpu", "must be a catalog id", self.gpu)
         if self.gpu_count is not None:
