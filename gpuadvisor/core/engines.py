@@ -40,6 +40,21 @@ class EngineProfile:
     mfu: float = 0.4
     spread: float = 0.2  # +/- relative uncertainty of the efficiency, for low/high ranges
     calibrated_on: str = ""
+    # Per-architecture values that replace layer_overhead_s and prefill_mfu (llama.cpp: Metal and
+    # CUDA kernels differ), as (architecture, value) pairs.
+    layer_overhead_by_arch: tuple[tuple[str, float], ...] = ()
+    prefill_mfu_by_arch: tuple[tuple[str, float], ...] = ()
+    #: Quantized prefill runs on the INT8 tensor-core peak (llama.cpp's MMQ kernels) where known.
+    int8_prefill: bool = False
+
+    def layer_overhead_for(self, architecture: str) -> float:
+        return dict(self.layer_overhead_by_arch).get(architecture, self.layer_overhead_s)
+
+    def prefill_mfu_for(self, architecture: str, quantized: bool) -> float:
+        table = dict(self.prefill_mfu_by_arch)
+        if quantized and self.int8_prefill and "int8" in table and architecture != "apple":
+            return table["int8"]
+        return table.get(architecture, self.prefill_mfu)
 
 
 # Values written by scripts/fit_engines.py (see docs/estimation.md, "Engine profiles").
@@ -50,9 +65,18 @@ ENGINES: dict[str, EngineProfile] = {p.id: p for p in (
     EngineProfile("vllm", "vLLM", "inference", bandwidth_efficiency=0.68, quantized_bandwidth_factor=0.60,
                   layer_overhead_s=60e-6, prefill_mfu=0.45, decode_mfu=0.45, prefill_chunk_tokens=8192,
                   spread=0.25, calibrated_on="assumed: TensorRT-LLM's fit less 10% (no vLLM row in the data)"),
-    EngineProfile("llama.cpp", "llama.cpp", "inference", bandwidth_efficiency=0.82,
-                  quantized_bandwidth_factor=0.63, layer_overhead_s=0.0, prefill_mfu=0.35, decode_mfu=0.3,
-                  prefill_chunk_tokens=2048, spread=0.2, calibrated_on="INF-12, INF-15"),
+    # llama.cpp: decode streams every weight once per token at about 92% of the bandwidth plus a
+    # fixed cost per layer and token (kernel launches and small ops): about 125 us on Metal and
+    # 40 us on CUDA. Prefill reaches about 70% of the Apple GPU's FP16 ALU peak, and about 27% of
+    # the INT8 tensor peak with quantized weights on NVIDIA (MMQ kernels). Fitted by hand to
+    # llama-bench rows of discussions #4167 (Metal) and #15013 (CUDA); see docs/estimation.md.
+    EngineProfile("llama.cpp", "llama.cpp", "inference", bandwidth_efficiency=0.92,
+                  quantized_bandwidth_factor=1.0, layer_overhead_s=40e-6, prefill_mfu=0.35, decode_mfu=0.3,
+                  prefill_chunk_tokens=512, spread=0.2,
+                  calibrated_on="llama.cpp discussions #4167 (Apple M1-M4, 2023 build) and #15013 "
+                                "(RTX 40/50, 2025 builds), LLaMA-2 7B pp512/tg128; INF-12",
+                  layer_overhead_by_arch=(("apple", 125e-6),),
+                  prefill_mfu_by_arch=(("apple", 0.70), ("int8", 0.27)), int8_prefill=True),
     EngineProfile("mlc-llm", "MLC LLM", "inference", bandwidth_efficiency=0.80, quantized_bandwidth_factor=0.96,
                   layer_overhead_s=0.0, prefill_mfu=0.4, decode_mfu=0.35, prefill_chunk_tokens=2048,
                   spread=0.2, calibrated_on="INF-18"),

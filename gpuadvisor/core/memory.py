@@ -79,6 +79,7 @@ class MemoryBreakdown:
     overhead: float
     logits: float = 0.0  # part of ``activations``: the loss buffer, reported for transparency
     gathered: float = 0.0  # part of ``weights``: ZeRO-3/FSDP layers gathered in flight
+    host: float = 0.0  # not on the GPU: weights and KV cache of layers kept in host RAM (gpu_layers)
 
     @property
     def model_states(self) -> float:
@@ -336,10 +337,26 @@ class MemoryModel:
             kv_layers = math.ceil(L / p)
             kv_heads_share = math.ceil(m.num_key_value_heads / t) / m.num_key_value_heads
             kv = b_gpu * self.kv_tokens_per_layer(s) * kv_layers * self.kv_bytes_per_token_layer * kv_heads_share
+        host = 0.0
+        share = self.gpu_layer_share
+        if share < 1.0 and not self.training:
+            # llama.cpp -ngl: the first layers, the embedding and the output head stay in host RAM
+            # with their KV cache; the GPU holds the offloaded layers' weights and cache.
+            gpu_weights = (self.block_weight_bytes + self.norm_bytes) * share / t
+            host = weights - gpu_weights + kv * (1.0 - share)
+            weights, kv = gpu_weights, kv * share
         tensors = weights + grads + optim + act + kv + adapters
         overhead = self.overhead.cuda_context_gib * GIB + self.overhead.fragmentation_for(self.training) * tensors
         return MemoryBreakdown(weights=weights, gradients=grads, optimizer=optim, activations=act, kv_cache=kv,
-                               adapters=adapters, overhead=overhead, logits=logits, gathered=gathered)
+                               adapters=adapters, overhead=overhead, logits=logits, gathered=gathered, host=host)
+
+    @property
+    def gpu_layer_share(self) -> float:
+        """Share of the layers on the GPU (``workload.gpu_layers`` of ``num_layers``; 1 when all)."""
+        g = self.workload.gpu_layers
+        if g is None or self.training or g >= self.layers:
+            return 1.0
+        return g / self.layers
 
     # ------------------------------------------------------------------------------------
     def max_batch(self, capacity_bytes: float, gpu_count: int = 1, parallelism: str = "none") -> int:

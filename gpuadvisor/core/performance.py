@@ -77,6 +77,7 @@ class PerformanceEstimate(NamedTuple):
     time_to_first_token_s: float | None = None
     communication_share: float = 0.0
     notes: tuple[str, ...] = ()
+    prefill_tokens_per_s: float | None = None  # prompt processing of one request (llama-bench "pp")
 
     def to_dict(self) -> dict:
         out = {"tokens_per_s": round(self.tokens_per_s.expected, 2), "tokens_per_s_range": self.tokens_per_s.to_dict(2),
@@ -89,6 +90,8 @@ class PerformanceEstimate(NamedTuple):
             out["tokens_per_s_per_user"] = round(self.tokens_per_s_per_user, 2)
         if self.time_to_first_token_s is not None:
             out["time_to_first_token_s"] = round(self.time_to_first_token_s, 4)
+        if self.prefill_tokens_per_s is not None:
+            out["prefill_tokens_per_s"] = round(self.prefill_tokens_per_s, 1)
         return out
 
 
@@ -145,7 +148,11 @@ def inference_performance(mm: MemoryModel, gpu: GpuSpec, gpu_count: int, paralle
     quantized = is_quantized_weights(w.weights)
     e_w = e_bw * (engine.quantized_bandwidth_factor if quantized else 1.0)
     bw = gpu.memory_bandwidth_gb_s * 1e9
-    e_pre = prefill_mfu or engine.prefill_mfu  # prefill of a pipeline keeps all stages busy (compute scales)
+    # prefill of a pipeline keeps all stages busy (compute scales)
+    e_pre = prefill_mfu or engine.prefill_mfu_for(gpu.architecture, quantized)
+    pre_peak = peak
+    if engine.int8_prefill and quantized and gpu.int8_dense_tops and gpu.architecture != "apple":
+        pre_peak = gpu.int8_dense_tops  # llama.cpp multiplies quantized weights on INT8 tensor cores
     n_mm = matmul_params(m)
     L, d_q = m.num_layers, m.q_dim
 
@@ -157,11 +164,27 @@ def inference_performance(mm: MemoryModel, gpu: GpuSpec, gpu_count: int, paralle
         weights = weights - expert_bytes * (1.0 - expert_share)
     c_mean = w.prompt_tokens + w.output_tokens / 2
     kv_read = b * mm.kv_tokens_per_layer(int(c_mean)) * L * mm.kv_bytes_per_token_layer
+    if not w.flash_attention and engine.id == "llama.cpp":
+        # Without flash attention the f32 scores are written and read back in every layer.
+        kv_read += b * L * m.num_attention_heads * mm.kv_tokens_per_layer(int(c_mean)) * 8.0
     mp = t * p  # GPUs that share one copy of the model
     t_mem = weights / (t * bw * e_w) + kv_read / (t * bw * e_bw)
+    # Partial offload (llama.cpp -ngl): the layers left in host RAM are read at host bandwidth, one
+    # after the other with the GPU's layers; prefill copies them over PCIe for each 512-token batch.
+    share = mm.gpu_layer_share
+    t_host = t_copy = 0.0
+    if share < 1.0:
+        host_bw = gpu.host_memory_bandwidth_gb_s * 1e9
+        host_weights = weights * (1.0 - share)
+        t_host = host_weights / (host_bw * e_w) + kv_read * (1.0 - share) / (host_bw * e_bw)
+        t_mem = t_mem * share + t_host
+        if not gpu.unified_memory:
+            t_copy = host_weights / (gpu.pcie_gb_s * 1e9)
+        notes.append(f"Partial offload: {L - round(share * L)} of {L} layers stay in host RAM and are read "
+                     "at host-memory bandwidth, which sets the speed.")
     flops_step = b * (2 * n_mm + 4 * L * d_q * c_mean)
     t_comp = flops_step / (t * peak * 1e12 * engine.decode_mfu)
-    t_fixed = L * engine.layer_overhead_s
+    t_fixed = L * engine.layer_overhead_for(gpu.architecture)
     if t > 1:
         bw_link, lat, _ = link(gpu, n, gpus_per_node)
         t_fixed += 2 * L * (lat + 2 * (t - 1) / t * b * m.hidden_size * 2 / (bw_link * 1e9))
@@ -170,9 +193,13 @@ def inference_performance(mm: MemoryModel, gpu: GpuSpec, gpu_count: int, paralle
     step = max(t_mem, t_comp) + t_fixed
     bound = max((t_mem, "memory"), (t_comp, "compute"), (t_fixed, "overhead"))[1]
 
+    chunk = engine.prefill_chunk_tokens or 0
+
     def prefill_time(tokens: float) -> float:
         flops = tokens * (2 * n_mm + 2 * L * d_q * w.prompt_tokens)
-        return max(flops / (mp * peak * 1e12 * e_pre), weights / (t * bw * e_w)) + t_fixed
+        copies = math.ceil(tokens / chunk) if chunk else 1
+        return (max(flops / (mp * pre_peak * 1e12 * e_pre), weights / (t * bw * e_w)) + t_fixed
+                + copies * t_copy)
 
     ttft = prefill_time(w.prompt_tokens)
     batch_time = prefill_time(b * w.prompt_tokens) + w.output_tokens * step
@@ -182,8 +209,11 @@ def inference_performance(mm: MemoryModel, gpu: GpuSpec, gpu_count: int, paralle
     aggregate = per_replica * replicas
     s = engine.spread
     rng = Range(aggregate * (1 - s), aggregate, aggregate * (1 + s / 2))
+    if t_host > max(t_mem - t_host, t_comp, t_fixed):
+        bound = "host memory"
     return PerformanceEstimate(tokens_per_s=rng, bound=bound, precision_used=prec, peak_tflops=peak,
-                               tokens_per_s_per_user=1.0 / step, time_to_first_token_s=ttft, notes=tuple(notes))
+                               tokens_per_s_per_user=1.0 / step, time_to_first_token_s=ttft, notes=tuple(notes),
+                               prefill_tokens_per_s=w.prompt_tokens / ttft)
 
 
 def training_flops_per_token(model: ModelSpec, workload: Workload, seq_len: int | None = None) -> float:
