@@ -162,8 +162,10 @@ class MemoryModel:
         if w.is_gguf:
             # llama.cpp's per-tensor recipe (quant_types.py): some tensors get more bits.
             gguf = gguf_weight_bytes(m, w.weights)
-            self.block_weight_bytes, self.embedding_bytes = gguf.blocks, gguf.embedding
-            self.head_bytes, self.norm_bytes = gguf.lm_head, gguf.norms_and_other
+            # A model read from a .gguf file: its exact bytes, split like the recipe splits them.
+            scale = m.file_weight_bytes / gguf.total if m.file_weight_bytes else 1.0
+            self.block_weight_bytes, self.embedding_bytes = gguf.blocks * scale, gguf.embedding * scale
+            self.head_bytes, self.norm_bytes = gguf.lm_head * scale, gguf.norms_and_other * scale
         else:
             block_bytes = weight_bytes_per_param(w.weights, h, w.double_quant)
             if w.weights == "fp8" and w.is_training:

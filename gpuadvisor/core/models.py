@@ -110,6 +110,9 @@ class ModelSpec:
     # experts of the expert width (n_shared_experts).
     dense_layers: int = 0
     shared_experts: int = 0
+    # A model read from a GGUF file: the exact bytes of its tensors and its llama.cpp type.
+    file_weight_bytes: int | None = None
+    file_type: str = ""
     id: str = ""
     family: str = ""
     published_params: int | None = None

@@ -10,7 +10,7 @@ included), so its bits per weight are ``8 x block_bytes / block_elements``::
     q8_0    32     34     8.5              iq4_xs  256    136    4.25
     q6_k    256    210    6.5625           q3_k    256    110    3.4375
     q5_k    256    176    5.5              q2_k    256    84     2.625
-    mxfp4   32     17     4.25             nvfp4   16     9      4.5
+    mxfp4   32     17     4.25             nvfp4   64     36     4.5
 
 A file "type" such as ``q4_k_m`` is a recipe, not one block type: llama.cpp's quantizer
 (``llama_tensor_get_type`` in ``src/llama-quant.cpp``) gives some tensors more bits. The rules
@@ -55,7 +55,7 @@ GGML_BLOCKS: dict[str, tuple[int, int]] = {
     "f32": (1, 4), "f16": (1, 2), "bf16": (1, 2), "q8_0": (32, 34), "q6_k": (256, 210),
     "q5_k": (256, 176), "q5_0": (32, 22), "q5_1": (32, 24), "q4_k": (256, 144), "q4_0": (32, 18),
     "q4_1": (32, 20), "q3_k": (256, 110), "q2_k": (256, 84), "iq4_xs": (256, 136), "iq4_nl": (32, 18),
-    "mxfp4": (32, 17), "nvfp4": (16, 9),
+    "mxfp4": (32, 17), "nvfp4": (64, 36),
 }
 
 #: GGUF file types accepted as ``workload.weights`` (llama.cpp ``--ftype`` names, lower case).
