@@ -120,8 +120,13 @@ def render_estimate(est: Estimate, show_all: bool = False) -> str:
     header = ["GPU", "setup", "verdict", "need/GPU", "capacity", "headroom", "weights", "grads", "optim", "activ",
               "kv", "adapt", "overhead", "max batch", "max ctx"]
     has_perf = any(c.performance is not None for c in chosen)
+    inference = has_perf and not w.is_training
+    has_host = any(c.memory.host for c in chosen)
+    if has_host:
+        header += ["host RAM"]
     if has_perf:
-        header += ["tokens/s", "job time", "cost", "$/1M tok", "deadline/budget", "bound"]
+        header += ["tokens/s"] + (["tok/s/user", "prompt tok/s"] if inference else []) + [
+            "job time", "cost", "$/1M tok", "deadline/budget", "bound"]
     rows = []
     calibrated = set(est.calibrated_gpus)
     for c in chosen:
@@ -132,6 +137,8 @@ def render_estimate(est: Estimate, show_all: bool = False) -> str:
                                     "overhead")]
         wi = est.what_if(c)
         row += [f"{wi.max_batch:,}", f"{wi.max_context:,}"]
+        if has_host:
+            row += [f"{c.memory.host / 2**30:.1f}"]  # layers kept in host RAM (workload.gpu_layers)
         if has_perf:
             d = {}
             if c.performance is not None:
@@ -141,7 +148,11 @@ def render_estimate(est: Estimate, show_all: bool = False) -> str:
             tps = d.get("tokens_per_s")
             per_m = d.get("usd_per_million_tokens")
             marks = {True: "ok", False: "NO", None: "-"}
-            row += [f"{tps:,.0f}" if tps else "-", _range(d.get("job_hours"), format_hours),
+            row += [f"{tps:,.0f}" if tps else "-"]
+            if inference:
+                user, prompt = d.get("tokens_per_s_per_user"), d.get("prefill_tokens_per_s")
+                row += [f"{user:,.1f}" if user else "-", f"{prompt:,.0f}" if prompt else "-"]
+            row += [_range(d.get("job_hours"), format_hours),
                     _range(d.get("cost_usd"), format_usd), format_usd(per_m) if per_m is not None else "-",
                     f"{marks[d.get('meets_deadline')]}/{marks[d.get('within_budget')]}" if d else "-",
                     str(d.get("bound") or "-")]
