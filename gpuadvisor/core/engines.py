@@ -48,13 +48,19 @@ class EngineProfile:
     int8_prefill: bool = False
 
     def layer_overhead_for(self, architecture: str) -> float:
-        return dict(self.layer_overhead_by_arch).get(architecture, self.layer_overhead_s)
+        """Fixed time per layer and decode step on this architecture, s."""
+        for arch, value in self.layer_overhead_by_arch:
+            if arch == architecture:
+                return value
+        return self.layer_overhead_s
 
-    def prefill_mfu_for(self, architecture: str, quantized: bool) -> float:
-        table = dict(self.prefill_mfu_by_arch)
-        if quantized and self.int8_prefill and "int8" in table and architecture != "apple":
-            return table["int8"]
-        return table.get(architecture, self.prefill_mfu)
+    def prefill_mfu_for(self, architecture: str, int8_peak: bool) -> float:
+        """Share of the prefill peak reached: the ``int8`` entry when prefill runs on the INT8 peak."""
+        key = "int8" if int8_peak else architecture
+        for arch, value in self.prefill_mfu_by_arch:
+            if arch == key:
+                return value
+        return self.prefill_mfu
 
 
 # Values written by scripts/fit_engines.py (see docs/estimation.md, "Engine profiles").

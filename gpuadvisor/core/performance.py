@@ -148,11 +148,11 @@ def inference_performance(mm: MemoryModel, gpu: GpuSpec, gpu_count: int, paralle
     quantized = is_quantized_weights(w.weights)
     e_w = e_bw * (engine.quantized_bandwidth_factor if quantized else 1.0)
     bw = gpu.memory_bandwidth_gb_s * 1e9
+    # llama.cpp multiplies quantized weights on INT8 tensor cores (MMQ) where the GPU has them.
+    int8 = bool(engine.int8_prefill and quantized and gpu.int8_dense_tops and gpu.architecture != "apple")
+    pre_peak = gpu.int8_dense_tops if int8 and gpu.int8_dense_tops else peak
     # prefill of a pipeline keeps all stages busy (compute scales)
-    e_pre = prefill_mfu or engine.prefill_mfu_for(gpu.architecture, quantized)
-    pre_peak = peak
-    if engine.int8_prefill and quantized and gpu.int8_dense_tops and gpu.architecture != "apple":
-        pre_peak = gpu.int8_dense_tops  # llama.cpp multiplies quantized weights on INT8 tensor cores
+    e_pre = prefill_mfu or engine.prefill_mfu_for(gpu.architecture, int8)
     n_mm = matmul_params(m)
     L, d_q = m.num_layers, m.q_dim
 
