@@ -52,10 +52,12 @@ PUBLISHED = {
     "DeepSeek-R1": 671_000_000_000,        # card: 671B main model (685B with the 14B MTP module)
     "DeepSeek-V2.5": 236_000_000_000,      # card: 236B total
     "gpt-oss-120b": 116_830_000_000,       # OpenAI model card: 116.83B total
+    "Qwen3-235B-A22B": 235_093_634_560,    # Hub safetensors total (card: 235B)
+    "phi-4": 14_659_507_200,               # Hub safetensors total (card: 14B, Hub 14.7B)
 }
 
 # Families of 2025-26 whose count must land within 0.5% of the published total (issue 16).
-FAMILIES_HALF_PERCENT = ("DeepSeek-R1", "DeepSeek-V2.5", "gpt-oss-120b")
+FAMILIES_HALF_PERCENT = ("DeepSeek-R1", "DeepSeek-V2.5", "gpt-oss-120b", "Qwen3-235B-A22B", "phi-4")
 
 # Published active parameters of the MoE fixtures (rounded by their authors).
 PUBLISHED_ACTIVE = {
@@ -65,6 +67,7 @@ PUBLISHED_ACTIVE = {
     "DeepSeek-R1": (37_000_000_000, 0.02),    # card: 37B activated
     "DeepSeek-V2.5": (21_000_000_000, 0.02),  # card: 21B activated
     "gpt-oss-120b": (5_130_000_000 + 201_088 * 2880, 0.01),  # card: 5.13B active without the embedding
+    "Qwen3-235B-A22B": (22_000_000_000, 0.01),  # card: 22B activated
 }
 
 DTYPE_BYTES = {"F32": 4, "F16": 2, "BF16": 2, "I32": 4, "U8": 1, "I8": 1, "I64": 8, "F8_E4M3": 1, "BOOL": 1}
