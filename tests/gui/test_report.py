@@ -154,7 +154,7 @@ def test_table_figures_match_the_cli_json(sample_pages, sample, sample_json):
     text = " ".join(sample_pages)
     best = {(w["gpu"], w["gpu_count"], w["parallelism"]) for w in sample_json["what_if"]}
     by_gpu = {c["gpu"]: c for c in sample_json["candidates"] if (c["gpu"], c["gpu_count"], c["parallelism"]) in best}
-    assert len(by_gpu) == len(report.table_rows) == 27
+    assert len(report.table_rows) == min(40, len(by_gpu))  # build_report shows at most 40 GPU types
     for gpu in ("h100-sxm", "rtx-4090", "mi300x", "a100-80gb", "l4", "b200"):
         cells = normalise_cells(row_cells(by_gpu[gpu]))
         assert find_row(text, cells), (gpu, cells)
@@ -207,7 +207,7 @@ def test_page_one_renders(sample_pdf, tmp_path):
 
 @needs_poppler
 def test_table_header_repeats_where_the_table_continues(qapp, catalogs, tmp_path):
-    """A long note pushes the 27-row table down so that it continues on page 2: that page starts
+    """A long note pushes the 40-row table down so that it continues on page 2: that page starts
     with the header row (``<thead>`` -> the QTextTable's header row, repeated by the layout)."""
     data = json.loads(SAMPLE.read_text(encoding="utf-8"))
     data["notes"] = ("A long note that pushes the comparison table down the first page, so that the table "
