@@ -13,12 +13,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from gpuadvisor.core.estimate import estimate  # noqa: E402
-from gpuadvisor.core.hardware import load_gpu_catalog  # noqa: E402
-from gpuadvisor.core.memory import MemoryModel  # noqa: E402
-from gpuadvisor.core.presets import load_model_catalog  # noqa: E402
-from gpuadvisor.core.scenario import ModelSource, Scenario  # noqa: E402
-from gpuadvisor.core.workload import Workload  # noqa: E402
+from gpuadvisor.core.estimation.estimate import estimate  # noqa: E402
+from gpuadvisor.core.specs.hardware import load_gpu_catalog  # noqa: E402
+from gpuadvisor.core.estimation.memory import MemoryModel  # noqa: E402
+from gpuadvisor.core.specs.presets import load_model_catalog  # noqa: E402
+from gpuadvisor.core.formats.scenario import ModelSource, Scenario  # noqa: E402
+from gpuadvisor.core.specs.workload import Workload  # noqa: E402
 
 
 def timeit(fn, repeat: int = 200) -> tuple[float, float]:
@@ -34,7 +34,7 @@ def timeit(fn, repeat: int = 200) -> tuple[float, float]:
 
 def main() -> None:
     gpus, models = load_gpu_catalog(), load_model_catalog()
-    from gpuadvisor.cli import default_scenario
+    from gpuadvisor.core.formats.scenario import default_scenario
 
     cases = {
         "the app's default: LoRA 8B, checkpointing (most setups fit)": default_scenario(),

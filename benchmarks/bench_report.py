@@ -23,10 +23,10 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from gpuadvisor.cli import load_catalogs  # noqa: E402
-from gpuadvisor.core.estimate import estimate  # noqa: E402
-from gpuadvisor.core.report import build_report  # noqa: E402
-from gpuadvisor.core.scenario import load_scenario  # noqa: E402
+from gpuadvisor.storage.user_catalog_store import load_catalogs  # noqa: E402
+from gpuadvisor.core.estimation.estimate import estimate  # noqa: E402
+from gpuadvisor.core.presentation.report import build_report  # noqa: E402
+from gpuadvisor.core.formats.scenario import load_scenario  # noqa: E402
 
 SCENARIO = REPO / "docs" / "examples" / "lora-llama-3.1-8b.json"
 AIM_S = 2.0

@@ -45,154 +45,37 @@ from typing import Sequence
 
 from . import __version__
 from .core.errors import InputError
-from .core.engines import engine_for
-from .core.estimate import Candidate, Estimate, estimate, resolve_model
-from .core.calibration import (CalibrationProfile, Comparison, EstimatePredictor, compare_measurements,
+from .core.specs.engines import engine_for
+from .core.estimation.estimate import Candidate, Estimate, estimate, resolve_model
+from .core.estimation.calibration import (CalibrationProfile, Comparison, EstimatePredictor, compare_measurements,
                                fit_calibration, profile_to_dict)
-from .core.catalog_exchange import FORMATS, export_text, import_file
-from .core.hardware import GpuCatalog
-from .core.presets import ModelCatalog
-from .core.measurements import (Finding, LogSummary, Measurement, diagnose, next_measurement_id,
+from .core.formats.catalog_exchange import FORMATS, export_text, import_file
+from .core.specs.hardware import GpuCatalog
+from .core.specs.presets import ModelCatalog
+from .core.formats.measurements import (Finding, LogSummary, Measurement, diagnose, next_measurement_id,
                                 parse_nvidia_smi_log)
-from .core.pricelists import (PriceImport, format_price, merge_price_imports, price_update_rows,
+from .core.formats.pricelists import (PriceImport, format_price, merge_price_imports, price_update_rows,
                               read_price_list)
-from .core.scenario import Scenario, ModelSource, dumps_scenario, load_scenario, scenario_snapshot
-from .core.serialize import estimate_to_dict, gpu_to_dict, model_to_dict
+from .core.formats.scenario import Scenario, ModelSource, default_scenario, dumps_scenario, load_scenario, scenario_snapshot
+from .core.presentation.text import calibration_lines, render_estimate, text_table
+from .core.presentation.serialize import estimate_to_dict, gpu_to_dict, model_to_dict
 from .core.units import format_count, format_hours, format_usd
-from .core.user_catalog import KINDS, build_catalogs, bundled_meta, bundled_rows, diff, merge
-from .core.workload import Workload
+from .core.formats.user_catalog import KINDS, build_catalogs, bundled_meta, bundled_rows, diff, merge
+from .core.specs.workload import Workload
 from .storage import (add_measurement, atomic_write_text, backup_path, calibration_file, export_calibration,
-                      import_calibration, load_calibration, load_effective_catalogs, load_measurements,
+                      import_calibration, load_calibration, load_effective_catalogs, load_measurements, load_settings,
                       load_user_catalog, merge_measurements, save_calibration, save_user_catalog,
                       user_catalog_file)
+from .storage.user_catalog_store import load_catalogs
 
 EXIT_INPUT = 2
 EXIT_REJECTED_ROWS = 1
 EXIT_NOTHING_FITTED = 1
 
 
-def default_scenario() -> Scenario:
-    """The scenario the app opens with: LoRA fine-tuning of Llama 3.1 8B, whole catalog."""
-    return Scenario(name="LoRA fine-tune of Llama 3.1 8B", model=ModelSource(preset="llama-3.1-8b"),
-                    workload=Workload(kind="lora", weights="bf16", batch_size=4, seq_len=2048, lora_rank=16,
-                                      gradient_checkpointing=True, train_tokens=100e6))
-
-
 def _warn(warnings: Sequence[str]) -> None:
     for warning in warnings:
         print(f"warning: {warning}", file=sys.stderr)
-
-
-def load_catalogs(use_user: bool = True) -> tuple[GpuCatalog, ModelCatalog]:
-    """The effective catalogs (bundled + the user's edits unless ``use_user`` is False).
-
-    Problems with the user's edits are printed to stderr as ``warning:`` lines.
-    """
-    gpus, models, warnings = load_effective_catalogs(use_user)
-    _warn(warnings)
-    return gpus, models
-
-
-def _table(rows: list[list[str]], header: list[str], right: set[int]) -> str:
-    widths = [max(len(str(r[i])) for r in rows + [header]) for i in range(len(header))]
-
-    def fmt(row: list[str]) -> str:
-        return "  ".join(str(c).rjust(w) if i in right else str(c).ljust(w)
-                         for i, (c, w) in enumerate(zip(row, widths))).rstrip()
-    return "\n".join([fmt(header), fmt(["-" * w for w in widths])] + [fmt(r) for r in rows])
-
-
-def _range(d: dict | None, fmt) -> str:
-    if not d:
-        return "-"
-    return f"{fmt(d['low'])}-{fmt(d['high'])}"
-
-
-def render_estimate(est: Estimate, show_all: bool = False) -> str:
-    """The human-readable comparison."""
-    m, w = est.model, est.scenario.workload
-    lines = [f"{est.scenario.name}",
-             f"Model: {m.name}, {format_count(m.parameters)} parameters"
-             + (f" ({format_count(m.active_parameters)} active)" if m.is_moe else "")
-             + f"; workload: {w.kind}, weights {w.weights}, batch {w.batch_size}, context {w.context_tokens:,} tokens",
-             ""]
-    chosen: list[Candidate] = list(est.candidates) if show_all else list(est.best_per_gpu().values())
-    header = ["GPU", "setup", "verdict", "need/GPU", "capacity", "headroom", "weights", "grads", "optim", "activ",
-              "kv", "adapt", "overhead", "max batch", "max ctx"]
-    has_perf = any(c.performance is not None for c in chosen)
-    inference = has_perf and not w.is_training
-    has_host = any(c.memory.host for c in chosen)
-    if has_host:
-        header += ["host RAM"]
-    if has_perf:
-        header += ["tokens/s"] + (["tok/s/user", "prompt tok/s"] if inference else []) + [
-            "job time", "cost", "$/1M tok", "deadline/budget", "bound"]
-    rows = []
-    calibrated = set(est.calibrated_gpus)
-    for c in chosen:
-        g = c.memory.gib()
-        row = [c.gpu.name + (" *" if c.gpu.id in calibrated else ""), f"{c.gpu_count}x {c.parallelism}", c.verdict, f"{g['device_total']:.1f}",
-               f"{c.capacity_gib:.1f}", f"{c.headroom_gib:+.1f}"] + [
-            f"{g[k]:.1f}" for k in ("weights", "gradients", "optimizer", "activations", "kv_cache", "adapters",
-                                    "overhead")]
-        wi = est.what_if(c)
-        row += [f"{wi.max_batch:,}", f"{wi.max_context:,}"]
-        if has_host:
-            row += [f"{c.memory.host / 2**30:.1f}"]  # layers kept in host RAM (workload.gpu_layers)
-        if has_perf:
-            d = {}
-            if c.performance is not None:
-                d.update(c.performance.to_dict())  # type: ignore[attr-defined]
-            if c.cost is not None:
-                d.update(c.cost.to_dict())  # type: ignore[attr-defined]
-            tps = d.get("tokens_per_s")
-            per_m = d.get("usd_per_million_tokens")
-            marks = {True: "ok", False: "NO", None: "-"}
-            row += [f"{tps:,.0f}" if tps else "-"]
-            if inference:
-                user, prompt = d.get("tokens_per_s_per_user"), d.get("prefill_tokens_per_s")
-                row += [f"{user:,.1f}" if user else "-", f"{prompt:,.0f}" if prompt else "-"]
-            row += [_range(d.get("job_hours"), format_hours),
-                    _range(d.get("cost_usd"), format_usd), format_usd(per_m) if per_m is not None else "-",
-                    f"{marks[d.get('meets_deadline')]}/{marks[d.get('within_budget')]}" if d else "-",
-                    str(d.get("bound") or "-")]
-        rows.append(row)
-    lines.append(_table(rows, header, right=set(range(3, len(header))) - {len(header) - 1, len(header) - 2}
-                        if has_perf else set(range(3, len(header)))))
-    lines.append("")
-    lines.append("Memory in GiB per GPU; need = device total (tensors + CUDA context + fragmentation). "
-                 "max batch / max ctx: the largest batch and the longest context that fit that setup.")
-    if not show_all:
-        lines.append("One row per GPU: its smallest fitting setup (use --all for every count and parallelism).")
-    lines += calibration_lines(est)
-    if est.ranking:
-        best = est.ranking[0]
-        lines.append(f"Cheapest setup that fits: {best.key}"
-                     + (f", {format_usd(best.cost.cost_usd.expected)} expected" if best.cost and best.cost.cost_usd
-                        else "") + f" (engine profile: {est.engine}).")
-    for advice in est.advice:
-        lines.append(f"Change: {advice}")
-    for warning in est.warnings:
-        lines.append(f"Warning: {warning}")
-    return "\n".join(lines)
-
-
-def calibration_lines(est: Estimate) -> list[str]:
-    """What the calibration did to this estimate, for the text output ([] when it was off)."""
-    profile = est.calibration
-    if profile is None:
-        return []
-    if not est.calibration_fits:
-        return [f"Calibration: on (profile of {profile.created}), but it holds no values for the engine "
-                f"{est.engine} that this scenario leaves to it: no figure changed."]
-    lines = [f"* Calibrated to your measurements (profile of {profile.created}); other GPUs use the engine "
-             f"profile {est.engine}:"]
-    for f in est.calibration_fits:
-        before = "-" if f.error_before_pct is None else f"{f.error_before_pct:.1f}%"
-        after = "-" if f.error_after_pct is None else f"{f.error_after_pct:.1f}%"
-        lines.append(f"  {f.gpu_id}: {f.factor_name} = {f.value:.4g} from {f.n_measurements} measurements "
-                     f"(median error {before} -> {after})")
-    return lines
 
 
 def saved_profile() -> CalibrationProfile:
@@ -229,7 +112,7 @@ def cmd_gpus(args: argparse.Namespace) -> int:
         rows.append([g.id, g.name, f"{g.memory_gib_usable:.1f}", f"{g.memory_bandwidth_gb_s:,.0f}",
                      f"{g.fp16_dense_tflops:,.1f}", f"{g.fp8_dense_tflops:,.1f}" if g.fp8_dense_tflops else "-",
                      f"{cloud.low:.2f}-{cloud.high:.2f}" if cloud else "-", g.price_as_of or "-"])
-    print(_table(rows, ["id", "name", "GiB", "GB/s", "FP16 TFLOPS", "FP8 TFLOPS", "$/GPU-h", "prices as of"],
+    print(text_table(rows, ["id", "name", "GiB", "GB/s", "FP16 TFLOPS", "FP8 TFLOPS", "$/GPU-h", "prices as of"],
                  right={2, 3, 4, 5}))
     print("\nTFLOPS are dense tensor-core figures (no sparsity).")
     return 0
@@ -243,7 +126,7 @@ def cmd_models(args: argparse.Namespace) -> int:
     rows = [[m.id, m.name, format_count(m.parameters),
              format_count(m.active_parameters) if m.is_moe else "", str(m.num_layers), str(m.hidden_size),
              f"{m.num_attention_heads}/{m.num_key_value_heads}", f"{m.max_context:,}"] for m in models]
-    print(_table(rows, ["id", "name", "params", "active", "layers", "hidden", "heads/kv", "context"],
+    print(text_table(rows, ["id", "name", "params", "active", "layers", "hidden", "heads/kv", "context"],
                  right={2, 3, 4, 5, 7}))
     return 0
 
@@ -275,13 +158,15 @@ def _quiet_offscreen_warnings() -> None:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from .core.report import build_report
+    from .core.presentation.report import build_report
 
     scenario = load_scenario(args.scenario)
     gpus, models = load_catalogs(not args.no_user_catalog)
     profile = saved_profile() if args.calibrated else None
     est = estimate(scenario, gpus, models, gpu_ids=args.gpu or None, calibration=profile)
-    report = build_report(est, gpus.meta, datetime.date.today())
+    settings, settings_warnings = load_settings()  # the stale-price age the user chose in the window
+    _warn(settings_warnings)
+    report = build_report(est, gpus.meta, datetime.date.today(), stale_after_months=settings.stale_price_months)
     _use_offscreen_qt_when_headless()
     try:
         from .gui.report_pdf import export_pdf  # Qt and pyqtgraph: only this command needs them
@@ -397,7 +282,7 @@ def _render_prices(merged: PriceImport, updates: list[tuple[str, dict[str, str]]
                          f"{format_price(spot.low)}-{format_price(spot.high)}" if spot else "-",
                          str(s.offers), ", ".join(s.providers), str(s.regions)])
         lines.append(f"Matched {len(rows)} catalog GPUs (USD per GPU-hour; the catalog takes on-demand prices):")
-        lines.append(_table(rows, ["GPU", "low", "median", "high", "spot", "offers", "providers", "regions"],
+        lines.append(text_table(rows, ["GPU", "low", "median", "high", "spot", "offers", "providers", "regions"],
                             right={1, 2, 3, 4, 5, 7}))
     else:
         lines.append("No GPU of the price list matched a catalog GPU.")
@@ -529,7 +414,7 @@ def _render_comparison(c: Comparison) -> list[str]:
         if calibrated:
             row += [_num(c.calibrated_memory_gib, 1), _pct(c.calibrated_memory_error_pct)]
         rows.append(row)
-    return [_table(rows, header, right=set(range(1, len(header)))),
+    return [text_table(rows, header, right=set(range(1, len(header)))),
             "error = estimate / measured - 1 (positive: the estimate is higher)."]
 
 
@@ -635,7 +520,7 @@ def cmd_measure_list(args: argparse.Namespace) -> int:
                      _num(c.measured_tokens_per_s), _num(c.estimated_tokens_per_s), _pct(c.tokens_error_pct),
                      _num(c.measured_memory_gib, 1), _num(c.estimated_memory_gib, 1), _pct(c.memory_error_pct),
                      m.note[:40]])
-    print(_table(rows, ["id", "date", "GPU", "engine", "kind", "model", "tok/s", "est.", "error",
+    print(text_table(rows, ["id", "date", "GPU", "engine", "kind", "model", "tok/s", "est.", "error",
                         "peak GiB", "est.", "error", "note"], right={6, 7, 8, 9, 10, 11}))
     print(f"\n{len(runs)} measurements in {loaded.path}. error = estimate / measured - 1.")
     problems = [f"  {c.measurement.id}: {c.problem}" for c in comparisons if c.problem]
@@ -677,7 +562,7 @@ def _render_profile(profile: CalibrationProfile) -> str:
                  "-" if f.error_before_pct is None else f"{f.error_before_pct:.1f}%",
                  "-" if f.error_after_pct is None else f"{f.error_after_pct:.1f}%", f.note]
                 for f in profile.fits]
-        lines.append(_table(rows, ["GPU", "engine", "factor", "value", "n", "error before", "after", "note"],
+        lines.append(text_table(rows, ["GPU", "engine", "factor", "value", "n", "error before", "after", "note"],
                             right={3, 4, 5, 6}))
         lines.append("error: median |estimate / measured - 1| over the measurements the factor rests on.")
     if profile.skipped:

@@ -14,8 +14,8 @@ import pytest
 
 from gpuadvisor import __version__
 from gpuadvisor.cli import main
-from gpuadvisor.core.hardware import load_gpu_catalog
-from gpuadvisor.core.scenario import loads_scenario
+from gpuadvisor.core.specs.hardware import load_gpu_catalog
+from gpuadvisor.core.formats.scenario import loads_scenario
 
 REPO = Path(__file__).resolve().parents[1]
 COMPONENTS = ("weights", "gradients", "optimizer", "activations", "kv_cache", "adapters", "overhead")
@@ -135,7 +135,7 @@ def test_table_mentions_every_gpu(capsys, tmp_path, gpu_catalog):
 def test_table_shows_7b_weights(capsys, tmp_path):
     code, out, _ = run_main(capsys, "estimate", write_scenario(tmp_path, INFERENCE_7B), "--gpu", "a100-80gb")
     assert code == 0
-    row = next(line for line in out.splitlines() if line.startswith("NVIDIA A100"))
+    row = next(line for line in out.splitlines() if line.lstrip("\u2605 ").startswith("NVIDIA A100"))
     assert "12.6" in row.split()  # 12.55 GiB shown with one decimal
 
 
@@ -297,7 +297,7 @@ def test_python_m_gpuadvisor_without_a_display_prints_a_comparison():
 # --- the user's catalog ----------------------------------------------------------------------
 
 def _save_user_edits(**kinds):
-    from gpuadvisor.core.user_catalog import KindEdits, UserCatalog
+    from gpuadvisor.core.formats.user_catalog import KindEdits, UserCatalog
     from gpuadvisor.storage import save_user_catalog
     return save_user_catalog(UserCatalog(**{k: KindEdits(**v) for k, v in kinds.items()}))
 
@@ -366,8 +366,8 @@ def test_catalog_export_writes_the_effective_table(capsys, tmp_path):
 
 
 def _import_file(tmp_path):
-    from gpuadvisor.core.catalog_exchange import export_text
-    from gpuadvisor.core.user_catalog import bundled_rows
+    from gpuadvisor.core.formats.catalog_exchange import export_text
+    from gpuadvisor.core.formats.user_catalog import bundled_rows
     rows = bundled_rows("gpus")
     h100 = next(r for r in rows if r["id"] == "h100-sxm")
     h100["tdp_w"] = "650"
@@ -400,7 +400,7 @@ def test_catalog_import_dry_run_changes_nothing(capsys, tmp_path):
 
 
 def test_catalog_import_applies_the_good_rows(capsys, tmp_path):
-    from gpuadvisor.core.user_catalog import loads
+    from gpuadvisor.core.formats.user_catalog import loads
     from gpuadvisor.storage import user_catalog_file
     _save_user_edits(models={"deleted": ("gpt2-xl",)})
     path, n = _import_file(tmp_path)
@@ -512,9 +512,9 @@ TRUE_BW_EFF = 0.55
 def _true_speed(data, bw_eff=TRUE_BW_EFF):
     from dataclasses import replace
 
-    from gpuadvisor.core.estimate import estimate
-    from gpuadvisor.core.presets import load_model_catalog
-    from gpuadvisor.core.scenario import Efficiency, scenario_from_dict
+    from gpuadvisor.core.estimation.estimate import estimate
+    from gpuadvisor.core.specs.presets import load_model_catalog
+    from gpuadvisor.core.formats.scenario import Efficiency, scenario_from_dict
     sc = scenario_from_dict(data)
     est = estimate(replace(sc, efficiency=Efficiency(bandwidth_efficiency=bw_eff)), load_gpu_catalog(),
                    load_model_catalog())
@@ -623,7 +623,7 @@ def test_calibrate_recovers_the_factor_and_estimate_applies_it(capsys, tmp_path)
 
 
 def test_calibrate_export_import_round_trip_and_malformed_profiles(capsys, tmp_path):
-    from gpuadvisor.core.calibration import CalibrationProfile, FactorFit, profile_to_json
+    from gpuadvisor.core.estimation.calibration import CalibrationProfile, FactorFit, profile_to_json
     from gpuadvisor.storage import calibration_file, load_calibration, save_calibration
     code, _, err = run_main(capsys, "calibrate", "--show")
     assert code == 2 and "no calibration profile is saved yet" in err
@@ -650,3 +650,25 @@ def test_calibrate_export_import_round_trip_and_malformed_profiles(capsys, tmp_p
     code, _, err = run_main(capsys, "calibrate", "--import", str(bad))
     assert code == 2 and _one_error_line(err).startswith("error: bad.json: is not valid JSON")
     assert load_calibration().value == profile  # a refused file changes nothing
+
+
+def test_headless_launcher_prints_the_same_table_as_estimate(capsys, tmp_path):
+    """``python -m gpuadvisor`` without a display prints the comparison the CLI prints."""
+    from gpuadvisor.views.terminal import print_comparison
+
+    _, scenario_text, _ = run_main(capsys, "default-scenario")
+    path = write_scenario(tmp_path, scenario_text)
+    assert print_comparison([]) == 0
+    headless = capsys.readouterr().out
+    code, cli_out, _ = run_main(capsys, "estimate", path)
+    assert code == 0
+    assert headless.startswith("LoRA fine-tune of Llama 3.1 8B\n")
+    assert headless.strip() == cli_out.strip()
+
+
+def test_headless_launcher_bad_file_is_one_line(capsys, tmp_path):
+    from gpuadvisor.views.terminal import print_comparison
+
+    assert print_comparison([str(tmp_path / "missing.json")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: ") and "\n" not in err

@@ -41,11 +41,11 @@ def install_excepthook(parent_getter) -> None:
 
 def build_window(scenario_path: str | None = None, deferred_charts: bool = True):
     """Create the state and the main window (a QApplication must exist)."""
-    from ..cli import default_scenario
+    from ..core.formats.scenario import default_scenario
     from ..core.errors import CatalogError, InputError
-    from ..core.hardware import load_gpu_catalog
-    from ..core.presets import load_model_catalog
-    from ..core.user_catalog import build_catalogs
+    from ..core.specs.hardware import load_gpu_catalog
+    from ..core.specs.presets import load_model_catalog
+    from ..core.formats.user_catalog import build_catalogs
     from ..storage.settings import load_settings
     from ..storage.user_catalog_store import load_user_catalog
     from .main_window import MainWindow
@@ -109,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
         print("gpuadvisor: no display found (DISPLAY/WAYLAND_DISPLAY unset), so the window cannot open.\n"
               "Showing the comparison in the terminal instead; set QT_QPA_PLATFORM=offscreen or run it on a "
               "desktop for the window. gpuadvisor-cli has the full command line.\n", file=sys.stderr)
-        from ..__main__ import print_comparison
+        from ..views.terminal import print_comparison
         return print_comparison(args)
     t0 = time.perf_counter()
     from PySide6.QtGui import QIcon

@@ -1,7 +1,7 @@
 """The catalog editor: the user's own GPUs, prices and model presets, stored safely.
 
 One window with a tab per catalog (GPUs, model presets). Each tab is a table over the full
-catalog rows as text (``column -> CSV text``, :mod:`gpuadvisor.core.user_catalog`), with:
+catalog rows as text (``column -> CSV text``, :mod:`gpuadvisor.core.formats.user_catalog`), with:
 
 * editors suited to each column (numbers with their unit, prices in USD, dates with a calendar,
   choices), sorting and a search box;
@@ -37,11 +37,11 @@ from PySide6.QtWidgets import (QComboBox, QDateEdit, QDialog, QDialogButtonBox, 
                                QPlainTextEdit, QSpinBox, QStyledItemDelegate, QTableView, QTabWidget,
                                QToolBar, QVBoxLayout, QWidget)
 
-from ..core import user_catalog as uc
-from ..core.catalog_exchange import ImportReport, export_text, import_file
+from ..core.formats import user_catalog as uc
+from ..core.formats.catalog_exchange import ImportReport, export_text, import_file
 from ..core.errors import CatalogError, InputError
-from ..core.hardware import KNOWN_ARCHITECTURES, GpuCatalog
-from ..core.presets import ModelCatalog
+from ..core.specs.hardware import KNOWN_ARCHITECTURES, GpuCatalog
+from ..core.specs.presets import ModelCatalog
 from ..storage import StorageError, atomic_write_text
 from ..storage.user_catalog_store import restore_user_catalog, save_user_catalog, user_catalog_backups
 
@@ -839,7 +839,7 @@ class CatalogEditor(QMainWindow):
     def import_price_lists(self, paths: list[str] | None = None, preview: bool = True,
                            provider: str | None = None):
         """Update cloud prices from gpuhunt or SkyPilot catalog files; returns the applied updates."""
-        from ..core.pricelists import merge_price_imports, price_update_rows, read_price_list
+        from ..core.formats.pricelists import merge_price_imports, price_update_rows, read_price_list
 
         model = self.models["gpus"]
         if paths is None:

@@ -30,14 +30,14 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QDialog, QFileDialog, QForm
                                QHeaderView, QLabel, QLineEdit, QPushButton, QSpinBox, QSplitter, QTableView,
                                QTextBrowser, QVBoxLayout, QWidget)
 
-from ..core.calibration import (CalibrationProfile, Comparison, EstimatePredictor, compare_measurements,
+from ..core.estimation.calibration import (CalibrationProfile, Comparison, EstimatePredictor, compare_measurements,
                                 fit_calibration)
-from ..core.engines import ENGINES, engine_for
+from ..core.specs.engines import ENGINES, engine_for
 from ..core.errors import InputError
-from ..core.estimate import resolve_model
-from ..core.measurements import (Finding, LogSummary, Measurement, diagnose, next_measurement_id,
+from ..core.estimation.estimate import resolve_model
+from ..core.formats.measurements import (Finding, LogSummary, Measurement, diagnose, next_measurement_id,
                                  parse_nvidia_smi_log)
-from ..core.scenario import scenario_snapshot
+from ..core.formats.scenario import scenario_snapshot
 from ..storage import (StorageError, add_measurement, export_calibration, import_calibration,
                        load_measurements, merge_measurements, save_calibration)
 from .charts.palette import BACKGROUND_COLOR, FIT_COLOR, MUTED_TEXT_COLOR, OTHER_COLOR, PARETO_COLOR, TEXT_COLOR
@@ -583,7 +583,8 @@ if __name__ == "__main__":  # preview with the default scenario and a few synthe
 
     from PySide6.QtWidgets import QApplication
 
-    from ..cli import default_scenario, load_catalogs
+    from ..core.formats.scenario import default_scenario
+    from ..storage.user_catalog_store import load_catalogs
 
     app = QApplication(sys.argv)
     gpus, models = load_catalogs()

@@ -36,8 +36,8 @@ from PySide6.QtGui import (QAbstractTextDocumentLayout, QColor, QFont, QFontData
                            QTextDocument, QTextFormat, QTextTable)
 from PySide6.QtWidgets import QApplication, QWidget
 
-from ..core.estimate import Estimate
-from ..core.report import Report
+from ..core.estimation.estimate import Estimate
+from ..core.presentation.report import Report
 from ..storage import StorageError, atomic_write_bytes
 from .charts.palette import (BACKGROUND_COLOR, FIT_COLOR, MUTED_TEXT_COLOR, NO_FIT_COLOR, TEXT_COLOR,
                              TIGHT_COLOR)
@@ -455,10 +455,10 @@ def export_pdf(report: Report, est: Estimate, path: str | os.PathLike[str], page
 def _main(argv: list[str] | None = None) -> int:
     import datetime
 
-    from ..cli import load_catalogs
-    from ..core.estimate import estimate
-    from ..core.report import build_report
-    from ..core.scenario import load_scenario
+    from ..storage.user_catalog_store import load_catalogs
+    from ..core.estimation.estimate import estimate
+    from ..core.presentation.report import build_report
+    from ..core.formats.scenario import load_scenario
 
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 2:

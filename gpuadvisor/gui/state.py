@@ -17,12 +17,14 @@ from pathlib import Path
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
-from ..core.calibration import CalibrationProfile
+from ..core.estimation.calibration import CalibrationProfile
 from ..core.errors import InputError
-from ..core.estimate import Estimate, estimate
-from ..core.hardware import GpuCatalog
-from ..core.presets import ModelCatalog
-from ..core.scenario import Scenario, load_scenario, save_scenario
+from ..core.estimation.estimate import Estimate, estimate
+from ..core.specs.hardware import GpuCatalog
+from ..core.specs.presets import ModelCatalog
+from ..core.formats.scenario import Scenario, load_scenario, save_scenario
+
+from .messages import user_message
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +41,9 @@ class AppState(QObject):
     pathChanged = Signal(str)  # "" for an unsaved scenario
     selectionChanged = Signal(str)  # candidate key, "" for none
     calibrationChanged = Signal()  # the profile or whether it is used changed
+    catalogsChanged = Signal(object, object)  # GpuCatalog, ModelCatalog (an edit or an import)
+    catalogWarningsChanged = Signal(object)  # tuple[str, ...]: rows left out of the comparison, and why
+    staleMonthsChanged = Signal(int)  # prices older than this many months are flagged
 
     def __init__(self, scenario: Scenario, gpus: GpuCatalog, models: ModelCatalog, parent: QObject | None = None):
         super().__init__(parent)
@@ -46,42 +51,91 @@ class AppState(QObject):
         self.scenario = scenario
         self.estimate: Estimate | None = None
         self.error = ""
+        self._input_error = self._compute_error = ""
         self.path: Path | None = None
         self.dirty = False
         self.selected = ""
         self.last_compute_ms = 0.0
         self.calibration: CalibrationProfile | None = None  # the user's profile (used only when enabled)
         self.calibration_enabled = False
+        self.catalog_warnings: tuple[str, ...] = ()
+        self.stale_months = 6
         self._timer = QTimer(self)
         self._timer.setSingleShot(True)
         self._timer.setInterval(DEBOUNCE_MS)
         self._timer.timeout.connect(self.recompute)
 
     # --- editing ------------------------------------------------------------------------
-    def set_scenario(self, scenario: Scenario, dirty: bool = True) -> None:
-        """Replace the scenario (from a page edit) and schedule a recompute."""
-        if scenario == self.scenario:
+    def set_scenario(self, scenario: Scenario, dirty: bool = True, force: bool = False) -> None:
+        """Replace the scenario (from a page edit) and schedule a recompute.
+
+        An unchanged scenario is not recomputed, unless ``force`` (a file chosen again may have new
+        content behind the same path) or an input error is showing (the valid input that follows it
+        must replace the stale results)."""
+        if scenario == self.scenario and not force and not self.error:
             return
+        changed = scenario != self.scenario
         self.scenario = scenario
-        self.scenarioChanged.emit(scenario)
-        if dirty:
-            self._set_dirty(True)
+        if changed:
+            self.scenarioChanged.emit(scenario)
+            if dirty:
+                self._set_dirty(True)
         self._timer.start()
 
     def set_error(self, message: str) -> None:
-        """A page reports an input it could not turn into a scenario (or clears it with "")."""
+        """A page reports an input it could not turn into a scenario (or clears it with "").
+
+        While an error shows, the results on display are stale: they belong to the last valid input.
+        A page's error outlives recomputes (of the last valid scenario); the core's error about the
+        scenario itself is cleared by the next successful estimate."""
+        self._input_error = message
+        self._publish_error()
+
+    def _set_compute_error(self, message: str) -> None:
+        self._compute_error = message
+        self._publish_error()
+
+    def _publish_error(self) -> None:
+        message = self._input_error or self._compute_error
         if message != self.error:
             self.error = message
             self.errorChanged.emit(message)
+
+    def discard_pending(self) -> None:
+        """Drop a scenario that was never computed (a half-typed value on the way to an invalid one):
+        the scenario goes back to the one whose results are on display."""
+        if self._timer.isActive() and self.estimate is not None:
+            self._timer.stop()
+            self.scenario = self.estimate.scenario
+
+    @property
+    def stale(self) -> bool:
+        """Whether the results on display no longer match the inputs (an input is invalid)."""
+        return bool(self.error)
 
     def select(self, key: str) -> None:
         if key != self.selected:
             self.selected = key
             self.selectionChanged.emit(key)
 
-    def set_catalogs(self, gpus: GpuCatalog, models: ModelCatalog) -> None:
+    def set_catalogs(self, gpus: GpuCatalog, models: ModelCatalog, warnings: tuple[str, ...] | list[str] = ()
+                     ) -> None:
+        """New effective catalogs (catalog editor, import): every view that lists GPUs or models
+        hears ``catalogsChanged``; rows left out (invalid) are said in ``catalogWarningsChanged``."""
         self.gpus, self.models = gpus, models
+        self.catalogsChanged.emit(gpus, models)
+        warnings = tuple(warnings)
+        if warnings != self.catalog_warnings:
+            self.catalog_warnings = warnings
+            self.catalogWarningsChanged.emit(warnings)
         self._timer.start()
+
+    def set_stale_months(self, months: int) -> None:
+        """Prices older than ``months`` are flagged (the one place this setting lives while the app runs)."""
+        months = int(months)
+        if months != self.stale_months:
+            self.stale_months = months
+            self.staleMonthsChanged.emit(months)
 
     def set_calibration(self, profile: CalibrationProfile | None, enabled: bool) -> None:
         """Hold the user's calibration profile and whether estimates use it; recompute if that changes."""
@@ -106,11 +160,11 @@ class AppState(QObject):
         try:
             result = estimate(self.scenario, self.gpus, self.models, calibration=self.active_calibration)
         except InputError as exc:
-            self.set_error(str(exc))
+            self._set_compute_error(user_message(exc))
             return
         self.last_compute_ms = (time.perf_counter() - t0) * 1000
         self.estimate = result
-        self.set_error("")
+        self._set_compute_error("")
         if result.candidate(self.selected) is None:
             self.select(result.ranking[0].key if result.ranking else "")
         self.estimateChanged.emit(result)

@@ -14,7 +14,7 @@ class NumberField(QWidget):
     """A line edit for a number (``7e9``, ``7B``, ``100k``) with its validation message under it.
 
     ``value()`` returns the number, ``None`` when empty and optional, or raises ``ValueError``.
-    ``edited`` fires on every change that parses; an invalid entry shows the message instead.
+    ``edited`` fires on every change; an invalid entry also shows the message under the field.
     """
 
     edited = Signal()
@@ -78,20 +78,15 @@ class NumberField(QWidget):
         self.edit.setProperty("invalid", bool(message))
         self.edit.setStyleSheet("border: 1px solid #b00020;" if message else "")
 
-    def is_valid(self) -> bool:
-        try:
-            self.value()
-        except ValueError:
-            return False
-        return True
-
     def _on_text_edited(self, _text: str) -> None:
+        # Every edit is reported, valid or not: while the text is invalid the page raises on
+        # ``value()`` and the window marks the results stale instead of keeping a half-typed value.
         try:
             self.value()
         except ValueError as exc:
             self.show_error(str(exc))
-            return
-        self.show_error("")
+        else:
+            self.show_error("")
         self.edited.emit()
 
 

@@ -31,7 +31,7 @@ from .paths import HOME_ENV, UserPaths, ensure_dir, user_paths
 from .settings import (MAX_RECENT_FILES, PAGE_SIZES, SETTINGS_FILENAME, Settings, add_recent_file,
                        decode_blob, encode_blob, existing_recent_files, load_settings,
                        remove_recent_file, save_settings, settings_file)
-from .user_catalog_store import (USER_CATALOG_FILENAME, UserCatalogLoad, load_effective_catalogs,
+from .user_catalog_store import (USER_CATALOG_FILENAME, UserCatalogLoad, load_catalogs, load_effective_catalogs,
                                  load_user_catalog, restore_user_catalog, save_user_catalog,
                                  user_catalog_backups, user_catalog_file)
 
@@ -44,7 +44,7 @@ __all__ = [
     "save_measurements",
     "add_recent_file", "atomic_write_bytes", "atomic_write_text", "backup_path", "configure_logging",
     "current_log_file", "decode_blob", "encode_blob", "ensure_dir", "existing_recent_files",
-    "load_effective_catalogs", "load_settings", "load_user_catalog", "log_exception", "remove_recent_file",
+    "load_catalogs", "load_effective_catalogs", "load_settings", "load_user_catalog", "log_exception", "remove_recent_file",
     "restore_user_catalog", "save_settings", "save_user_catalog", "set_aside", "settings_file",
     "shutdown_logging", "user_catalog_backups", "user_catalog_file", "user_paths",
 ]

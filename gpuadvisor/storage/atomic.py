@@ -8,7 +8,7 @@ one. With ``backup=True`` the previous content is first saved, the same way, as 
 Damaged files are never deleted: :func:`set_aside` renames them out of the way, with a date.
 
 References: the rename-over pattern of ``git``'s lockfiles and of ``save_scenario`` in
-``gpuadvisor.core.scenario``; ``fsync`` of the folder after the rename, as in SQLite's journal.
+``gpuadvisor.core.formats.scenario``; ``fsync`` of the folder after the rename, as in SQLite's journal.
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """The user's measured runs and calibration profile on disk, in the user data folder.
 
-* ``measurements.json``: every run the user recorded (:func:`gpuadvisor.core.measurements.measurements_to_json`),
+* ``measurements.json``: every run the user recorded (:func:`gpuadvisor.core.formats.measurements.measurements_to_json`),
   from the window or ``gpuadvisor-cli measure add``, whatever scenario it belongs to;
 * ``calibration.json``: the profile last fitted or imported
-  (:func:`gpuadvisor.core.calibration.profile_to_json`).
+  (:func:`gpuadvisor.core.estimation.calibration.profile_to_json`).
 
 Loading never fails and never loses the user's data, as for the user catalog
 (:mod:`gpuadvisor.storage.user_catalog_store`):
@@ -26,9 +26,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Generic, TypeVar
 
-from ..core.calibration import CalibrationProfile, profile_from_json, profile_to_json
+from ..core.estimation.calibration import CalibrationProfile, profile_from_json, profile_to_json
 from ..core.errors import InputError
-from ..core.measurements import Measurement, measurements_from_json, measurements_to_json, next_measurement_id
+from ..core.formats.measurements import Measurement, measurements_from_json, measurements_to_json, next_measurement_id
 from .atomic import atomic_write_text, backup_path, set_aside_and_say
 from .errors import StorageError, os_reason
 from .paths import UserPaths, ensure_dir, user_paths

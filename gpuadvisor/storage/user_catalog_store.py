@@ -1,7 +1,7 @@
 """The user's catalog edits on disk: ``user-catalog.json`` in the user data folder.
 
-The file holds :class:`~gpuadvisor.core.user_catalog.UserCatalog` as the versioned JSON of
-:func:`~gpuadvisor.core.user_catalog.dumps` (overrides of bundled rows, added rows, hidden ids).
+The file holds :class:`~gpuadvisor.core.formats.user_catalog.UserCatalog` as the versioned JSON of
+:func:`~gpuadvisor.core.formats.user_catalog.dumps` (overrides of bundled rows, added rows, hidden ids).
 Loading never fails and never loses the user's data:
 
 * a missing file is an empty catalog (no edits), silently;
@@ -20,14 +20,15 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import sys
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
 from ..core.errors import CatalogError
-from ..core.hardware import GpuCatalog, load_gpu_catalog
-from ..core.presets import ModelCatalog, load_model_catalog
-from ..core.user_catalog import UserCatalog, build_catalogs, dumps, loads
+from ..core.specs.hardware import GpuCatalog, load_gpu_catalog
+from ..core.specs.presets import ModelCatalog, load_model_catalog
+from ..core.formats.user_catalog import UserCatalog, build_catalogs, dumps, loads
 from .atomic import atomic_write_bytes, atomic_write_text, backup_path, set_aside_and_say
 from .errors import StorageError, os_reason
 from .paths import UserPaths, ensure_dir, user_paths
@@ -167,3 +168,15 @@ def load_effective_catalogs(use_user: bool = True, paths: UserPaths | None = Non
         return load_gpu_catalog(), load_model_catalog(), loaded.warnings + [
             f"Your catalog edits are not used: {exc}."]
     return gpus, models, loaded.warnings + warnings
+
+
+def load_catalogs(use_user: bool = True, paths: UserPaths | None = None) -> tuple[GpuCatalog, ModelCatalog]:
+    """The effective catalogs (bundled + the user's edits unless ``use_user`` is False).
+
+    For the command line and scripts: problems with the user's edits are printed to stderr as
+    ``warning:`` lines (the window shows :func:`load_effective_catalogs`' warnings itself).
+    """
+    gpus, models, warnings = load_effective_catalogs(use_user, paths)
+    for warning in warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    return gpus, models

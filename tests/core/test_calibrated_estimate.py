@@ -4,17 +4,17 @@ from dataclasses import replace
 
 import pytest
 
-import gpuadvisor.core.estimate as estimate_module
-from gpuadvisor.core.calibration import (CalibrationProfile, EstimatePredictor, FactorFit, apply_calibration,
+import gpuadvisor.core.estimation.estimate as estimate_module
+from gpuadvisor.core.estimation.calibration import (CalibrationProfile, EstimatePredictor, FactorFit, apply_calibration,
                                          calibrated_factors, compare_measurements)
-from gpuadvisor.core.estimate import estimate
-from gpuadvisor.core.hardware import load_gpu_catalog
-from gpuadvisor.core.measurements import Measurement
-from gpuadvisor.core.presets import load_model_catalog
-from gpuadvisor.core.scenario import Efficiency, ModelSource, Scenario, scenario_snapshot
-from gpuadvisor.core.serialize import estimate_to_dict
+from gpuadvisor.core.estimation.estimate import estimate
+from gpuadvisor.core.specs.hardware import load_gpu_catalog
+from gpuadvisor.core.formats.measurements import Measurement
+from gpuadvisor.core.specs.presets import load_model_catalog
+from gpuadvisor.core.formats.scenario import Efficiency, ModelSource, Scenario, scenario_snapshot
+from gpuadvisor.core.presentation.serialize import estimate_to_dict
 from gpuadvisor.core.units import GIB
-from gpuadvisor.core.workload import Hardware, RuntimeOverhead, Workload
+from gpuadvisor.core.specs.workload import Hardware, RuntimeOverhead, Workload
 
 
 @pytest.fixture(scope="module")

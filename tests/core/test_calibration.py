@@ -7,7 +7,7 @@ from datetime import date
 
 import pytest
 
-from gpuadvisor.core.calibration import (
+from gpuadvisor.core.estimation.calibration import (
     CalibrationProfile,
     EstimatePredictor,
     FactorFit,
@@ -22,13 +22,13 @@ from gpuadvisor.core.calibration import (
     profile_to_json,
 )
 from gpuadvisor.core.errors import InputError
-from gpuadvisor.core.estimate import estimate
-from gpuadvisor.core.hardware import load_gpu_catalog
-from gpuadvisor.core.measurements import Measurement
-from gpuadvisor.core.presets import load_model_catalog
-from gpuadvisor.core.scenario import Efficiency, ModelSource, Scenario, scenario_to_dict
+from gpuadvisor.core.estimation.estimate import estimate
+from gpuadvisor.core.specs.hardware import load_gpu_catalog
+from gpuadvisor.core.formats.measurements import Measurement
+from gpuadvisor.core.specs.presets import load_model_catalog
+from gpuadvisor.core.formats.scenario import Efficiency, ModelSource, Scenario, scenario_to_dict
 from gpuadvisor.core.units import GIB
-from gpuadvisor.core.workload import Hardware, RuntimeOverhead, Workload
+from gpuadvisor.core.specs.workload import Hardware, RuntimeOverhead, Workload
 
 TRUE_BW_EFF = 0.55
 TRUE_MFU = 0.33

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from gpuadvisor.core.catalog_exchange import ImportLine, ImportReport, export_text, import_file, import_text
+from gpuadvisor.core.formats.catalog_exchange import ImportLine, ImportReport, export_text, import_file, import_text
 from gpuadvisor.core.errors import CatalogError
-from gpuadvisor.core.user_catalog import KINDS, KindEdits, bundled_rows, columns, full_row, merge
+from gpuadvisor.core.formats.user_catalog import KINDS, KindEdits, bundled_rows, columns, full_row, merge
 
 CATALOG_DIR = Path(__file__).resolve().parents[2] / "catalogs"
 FORMATS = ("csv", "json")

@@ -3,8 +3,8 @@
 import pytest
 
 from gpuadvisor.core.errors import CatalogError
-from gpuadvisor.core.hardware import load_gpu_catalog
-from gpuadvisor.core.presets import load_model_catalog
+from gpuadvisor.core.specs.hardware import load_gpu_catalog
+from gpuadvisor.core.specs.presets import load_model_catalog
 
 REQUIRED_GPUS = ["rtx-4090", "rtx-a6000", "l40", "l40s", "a100-40gb", "a100-80gb", "a100-80gb-pcie", "h100-pcie",
                  "h100-sxm", "h200", "b200", "v100-16gb", "v100-32gb", "t4", "a10g", "l4", "a40", "rtx-3090",

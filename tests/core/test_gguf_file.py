@@ -7,11 +7,11 @@ import pytest
 from gguf import GGML_QUANT_SIZES, GGMLQuantizationType, GGUFWriter, LlamaFileType
 
 from gpuadvisor.core.errors import ModelConfigError
-from gpuadvisor.core.estimate import estimate
-from gpuadvisor.core.gguf_file import model_from_gguf, read_gguf
-from gpuadvisor.core.hardware import load_gpu_catalog
-from gpuadvisor.core.presets import load_model_catalog
-from gpuadvisor.core.scenario import load_scenario
+from gpuadvisor.core.estimation.estimate import estimate
+from gpuadvisor.core.formats.gguf_file import model_from_gguf, read_gguf
+from gpuadvisor.core.specs.hardware import load_gpu_catalog
+from gpuadvisor.core.specs.presets import load_model_catalog
+from gpuadvisor.core.formats.scenario import load_scenario
 
 Q = GGMLQuantizationType
 H, FF, LAYERS, VOCAB = 256, 512, 2, 1000

@@ -1,4 +1,4 @@
-"""Tests for gpuadvisor.core.hf_import: config.json mapping and safetensors header reading."""
+"""Tests for gpuadvisor.core.formats.hf_import: config.json mapping and safetensors header reading."""
 
 from __future__ import annotations
 
@@ -13,15 +13,15 @@ from typing import Any
 
 import pytest
 
-from gpuadvisor.core import hf_import
+from gpuadvisor.core.formats import hf_import
 from gpuadvisor.core.errors import ModelConfigError
-from gpuadvisor.core.hf_import import (
+from gpuadvisor.core.formats.hf_import import (
     SafetensorsSummary,
     model_from_hf_config,
     read_safetensors_header,
     summarize_safetensors,
 )
-from gpuadvisor.core.models import ModelSpec
+from gpuadvisor.core.specs.models import ModelSpec
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "hf"
 
@@ -142,8 +142,8 @@ def test_new_families_within_half_a_percent(name: str) -> None:
 
 @pytest.mark.parametrize("name, layers", [("DeepSeek-R1", 61), ("DeepSeek-V2.5", 60)])
 def test_mla_kv_cache_is_the_compressed_latent(name: str, layers: int) -> None:
-    from gpuadvisor.core.memory import MemoryModel
-    from gpuadvisor.core.workload import Workload
+    from gpuadvisor.core.estimation.memory import MemoryModel
+    from gpuadvisor.core.specs.workload import Workload
 
     spec = model_from_hf_config(DATA / name)
     assert spec.is_mla and spec.kv_elements_per_token_layer == 512 + 64

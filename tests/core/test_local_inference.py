@@ -14,18 +14,18 @@ import statistics
 
 import pytest
 
-from gpuadvisor.core.engines import ENGINES
+from gpuadvisor.core.specs.engines import ENGINES
 from gpuadvisor.core.errors import InputError
-from gpuadvisor.core.estimate import estimate
-from gpuadvisor.core.hardware import load_gpu_catalog, metal_working_set_share
-from gpuadvisor.core.memory import MemoryModel
-from gpuadvisor.core.performance import inference_performance
-from gpuadvisor.core.presets import load_model_catalog
-from gpuadvisor.core.quant_types import GGUF_WEIGHT_TYPES, bits_per_weight, gguf_weight_bytes
-from gpuadvisor.core.scenario import ModelSource, Scenario, scenario_from_dict
-from gpuadvisor.core.serialize import estimate_to_dict
+from gpuadvisor.core.estimation.estimate import estimate
+from gpuadvisor.core.specs.hardware import load_gpu_catalog, metal_working_set_share
+from gpuadvisor.core.estimation.memory import MemoryModel
+from gpuadvisor.core.estimation.performance import inference_performance
+from gpuadvisor.core.specs.presets import load_model_catalog
+from gpuadvisor.core.specs.quant_types import GGUF_WEIGHT_TYPES, bits_per_weight, gguf_weight_bytes
+from gpuadvisor.core.formats.scenario import ModelSource, Scenario, scenario_from_dict
+from gpuadvisor.core.presentation.serialize import estimate_to_dict
 from gpuadvisor.core.units import GIB
-from gpuadvisor.core.workload import Hardware, Workload
+from gpuadvisor.core.specs.workload import Hardware, Workload
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from gpuadvisor.core.errors import InputError
-from gpuadvisor.core.measurements import (
+from gpuadvisor.core.formats.measurements import (
     THRESHOLDS,
     GpuLogSummary,
     Measurement,
@@ -16,8 +16,8 @@ from gpuadvisor.core.measurements import (
     next_measurement_id,
     parse_nvidia_smi_log,
 )
-from gpuadvisor.core.scenario import ModelSource, Scenario, scenario_to_dict
-from gpuadvisor.core.workload import Hardware, Workload
+from gpuadvisor.core.formats.scenario import ModelSource, Scenario, scenario_to_dict
+from gpuadvisor.core.specs.workload import Hardware, Workload
 
 SNAPSHOT = scenario_to_dict(Scenario(model=ModelSource(preset="llama-3.1-8b"),
                                      workload=Workload(kind="inference", batch_size=8),

@@ -24,10 +24,10 @@ Sources
 
 import pytest
 
-from gpuadvisor.core.memory import MemoryModel
-from gpuadvisor.core.presets import load_model_catalog
+from gpuadvisor.core.estimation.memory import MemoryModel
+from gpuadvisor.core.specs.presets import load_model_catalog
 from gpuadvisor.core.units import GIB
-from gpuadvisor.core.workload import Workload, weight_bytes_per_param
+from gpuadvisor.core.specs.workload import Workload, weight_bytes_per_param
 
 
 @pytest.fixture(scope="module")

@@ -6,16 +6,16 @@ from datetime import date
 
 import pytest
 
-from gpuadvisor.core.catalog_io import read_catalog_file
+from gpuadvisor.core.specs.catalog_io import read_catalog_file
 from gpuadvisor.core.errors import InputError
-from gpuadvisor.core.hardware import (
+from gpuadvisor.core.specs.hardware import (
     GPU_REQUIRED_COLUMNS,
     GPU_SCHEMA_VERSIONS,
     GpuCatalog,
     bundled_catalog_dir,
     load_gpu_catalog,
 )
-from gpuadvisor.core.pricelists import (
+from gpuadvisor.core.formats.pricelists import (
     default_provider,
     explain_match,
     format_price,

@@ -11,9 +11,9 @@ from dataclasses import replace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpuadvisor.core.memory import COMPONENTS, MemoryModel, applicable_parallelisms
-from gpuadvisor.core.models import ModelSpec
-from gpuadvisor.core.workload import KV_PRECISIONS, OPTIMIZERS, Workload
+from gpuadvisor.core.estimation.memory import COMPONENTS, MemoryModel, applicable_parallelisms
+from gpuadvisor.core.specs.models import ModelSpec
+from gpuadvisor.core.specs.workload import KV_PRECISIONS, OPTIMIZERS, Workload
 
 SETTINGS = settings(max_examples=150, deadline=None, database=None)
 FIELDS = COMPONENTS + ("logits", "gathered")

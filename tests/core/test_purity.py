@@ -19,11 +19,13 @@ FORBIDDEN_INTERNAL = ("gpuadvisor.gui", "gpuadvisor.storage", "gpuadvisor.cli")
 
 
 def _core_modules():
-    names = ["gpuadvisor.core.estimate", "gpuadvisor.core.serialize", "gpuadvisor.core.scenario"]
-    if (CORE / "hf_import.py").exists():
-        names.append("gpuadvisor.core.hf_import")
-    names += sorted(f"gpuadvisor.core.{p.stem}" for p in CORE.glob("*.py")
-                    if p.stem != "__init__" and f"gpuadvisor.core.{p.stem}" not in names)
+    names = ["gpuadvisor.core.estimation.estimate", "gpuadvisor.core.presentation.serialize",
+             "gpuadvisor.core.formats.scenario", "gpuadvisor.core.formats.hf_import"]
+    for p in sorted(CORE.rglob("*.py")):
+        parts = p.relative_to(REPO).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        if name not in names:
+            names.append(name)
     return names
 
 
@@ -41,10 +43,9 @@ def test_importing_the_core_loads_no_gui_or_user_dir_modules():
 
 
 def test_brief_purity_command():
-    """The exact one-liner from the project brief (hf_import included when it exists)."""
-    mods = "gpuadvisor.core.estimate, gpuadvisor.core.serialize, gpuadvisor.core.scenario"
-    if (CORE / "hf_import.py").exists():
-        mods += ", gpuadvisor.core.hf_import"
+    """The one-liner: importing the estimate, its JSON form, scenarios and HF import loads no GUI module."""
+    mods = ("gpuadvisor.core.estimation.estimate, gpuadvisor.core.presentation.serialize, "
+            "gpuadvisor.core.formats.scenario, gpuadvisor.core.formats.hf_import")
     code = (f"import {mods}; import sys; bad=[m for m in sys.modules if m.split('.')[0] in "
             "('PySide6','pyqtgraph','platformdirs','shiboken6')]; print(bad); sys.exit(1 if bad else 0)")
     proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60)

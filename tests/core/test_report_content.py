@@ -11,15 +11,16 @@ from pathlib import Path
 import pytest
 
 from gpuadvisor import __version__
-from gpuadvisor.cli import load_catalogs
-from gpuadvisor.core.estimate import estimate
-from gpuadvisor.core.report import (NONE_MARK, TABLE_HEADER, Report, build_report, display_gpu_name,
+from gpuadvisor.storage.user_catalog_store import load_catalogs
+from gpuadvisor.core.estimation.estimate import estimate
+from gpuadvisor.core.presentation.report import (NONE_MARK, TABLE_HEADER, Report, build_report, display_gpu_name,
                                     fmt_deadline, fmt_flag, fmt_gib, fmt_hours, fmt_hours_range, fmt_rate,
                                     fmt_setup, fmt_share, fmt_signed_gib, fmt_usd, fmt_usd_per_mtok,
                                     fmt_usd_range, months_before, row_cells, table_order)
-from gpuadvisor.core.scenario import ModelSource, Scenario, load_scenario
-from gpuadvisor.core.serialize import candidate_to_dict
-from gpuadvisor.core.workload import Hardware, Workload
+from gpuadvisor.core.estimation.recommendation import LIKELY, SURE, tier
+from gpuadvisor.core.formats.scenario import ModelSource, Scenario, load_scenario
+from gpuadvisor.core.presentation.serialize import candidate_to_dict
+from gpuadvisor.core.specs.workload import Hardware, Workload
 
 SAMPLE = Path(__file__).resolve().parents[2] / "docs" / "examples" / "lora-llama-3.1-8b.json"
 TODAY = datetime.date(2026, 11, 29)
@@ -107,17 +108,24 @@ def test_rows_are_the_json_figures_in_table_order(sample):
     for row, c in zip(report.table_rows, ordered):
         assert row.cells == row_cells(candidate_to_dict(c))
         assert len(row.cells) == len(TABLE_HEADER)
-    costs = [c.cost.cost_usd.expected for c in ordered if c.fits and c.cost.cost_usd is not None]
-    assert costs == sorted(costs)
+    tiers = [tier(c) for c in ordered]
+    assert tiers == sorted(tiers)  # sure, then likely, then limits missed, then not fitting
+    for t in (SURE, LIKELY):
+        costs = [c.cost.cost_usd.expected for c in ordered if tier(c) == t and c.cost.cost_usd is not None]
+        assert costs == sorted(costs)
     fits = [c.fits for c in ordered]
     assert fits == sorted(fits, reverse=True)  # fitting rows first
 
 
 def test_recommendation_is_the_cheapest_workable_setup(sample):
     est, report = sample
-    workable = [c for c in est.ranking if c.cost.meets_deadline is not False and c.cost.within_budget is not False]
-    assert report.recommended_key == workable[0].key == "1x mi300x (none)"
-    assert report.recommendation.startswith("Recommended: 1 \u00d7 AMD Instinct MI300X")
+    sure = [c for c in est.candidates if tier(c) == SURE]
+    cheapest = min(sure, key=lambda c: (c.cost.cost_usd.expected, c.cost.job_hours.expected))
+    assert report.recommended_key == cheapest.key == est.decision.recommended_key == "2x mi300x (ddp)"
+    # Surely meets the 24 h deadline: even the slow end of its range does.
+    assert cheapest.cost.job_hours.high <= 24 and cheapest.cost.deadline_status == "meets"
+    assert report.recommendation.startswith("Recommended: 2 \u00d7 AMD Instinct MI300X")
+    assert report.table_rows[0].key == report.recommended_key and report.table_rows[0].recommended
     assert "24 h deadline" in report.recommendation and "$200 budget" in report.recommendation
     assert report.runner_up_key is not None and "mi300x" not in report.runner_up_key
     assert "Runner-up:" in report.recommendation and "ranks second because" in report.recommendation
@@ -209,7 +217,7 @@ def test_max_rows_limits_the_table(sample, cats):
 
 
 def test_report_states_whether_calibration_was_applied(cats, sample):
-    from gpuadvisor.core.calibration import CalibrationProfile, FactorFit
+    from gpuadvisor.core.estimation.calibration import CalibrationProfile, FactorFit
 
     _, report = sample
     assert report.calibration_lines == (

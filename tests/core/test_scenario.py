@@ -7,10 +7,10 @@ import os
 import pytest
 
 from gpuadvisor.core.errors import InputError, ScenarioError
-from gpuadvisor.core.scenario import (FORMAT_NAME, FORMAT_VERSION, Budget, ModelSource, Scenario,
+from gpuadvisor.core.formats.scenario import (FORMAT_NAME, FORMAT_VERSION, Budget, ModelSource, Scenario,
                                       dumps_scenario, load_scenario, loads_scenario, save_scenario,
                                       scenario_from_dict, scenario_to_dict)
-from gpuadvisor.core.workload import Hardware, RuntimeOverhead, Workload
+from gpuadvisor.core.specs.workload import Hardware, RuntimeOverhead, Workload
 
 MINIMAL = {"model": {"preset": "llama-2-7b"}}
 
@@ -244,7 +244,7 @@ def test_read_only_directory_raises_and_leaves_no_temp_file(tmp_path):
 
 def test_unwritable_directory_simulated(tmp_path, monkeypatch):
     """The read-only case where permissions cannot be enforced (root): creating the temporary file fails."""
-    import gpuadvisor.core.scenario as scenario_module
+    import gpuadvisor.core.formats.scenario as scenario_module
 
     def refuse(path, *args, **kwargs):
         raise PermissionError(13, "Permission denied", str(path))
@@ -444,8 +444,8 @@ def test_round_trip_with_list_lora_targets_from_python(tmp_path):
 # --- measured runs saved with the scenario -------------------------------------------------------
 
 def _run(i, **over):
-    from gpuadvisor.core.measurements import Measurement
-    from gpuadvisor.core.scenario import scenario_snapshot
+    from gpuadvisor.core.formats.measurements import Measurement
+    from gpuadvisor.core.formats.scenario import scenario_snapshot
 
     base = dict(id=f"m{i}", gpu_id="h100-sxm", kind="inference", model="llama-2-7b", engine="vllm", batch_size=8,
                 tokens_per_s=1400.0 + i, peak_memory_gib=60.5, source="nvidia-smi log", note="vLLM 0.6",

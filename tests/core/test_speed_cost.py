@@ -2,16 +2,16 @@
 
 import pytest
 
-from gpuadvisor.core.cost import buy_vs_rent
-from gpuadvisor.core.engines import engine_for
+from gpuadvisor.core.estimation.cost import buy_vs_rent
+from gpuadvisor.core.specs.engines import engine_for
 from gpuadvisor.core.errors import InputError
-from gpuadvisor.core.estimate import estimate
-from gpuadvisor.core.hardware import load_gpu_catalog
-from gpuadvisor.core.memory import MemoryModel
-from gpuadvisor.core.performance import inference_performance
-from gpuadvisor.core.presets import load_model_catalog
-from gpuadvisor.core.scenario import Budget, ModelSource, Scenario
-from gpuadvisor.core.workload import Hardware, Workload
+from gpuadvisor.core.estimation.estimate import estimate
+from gpuadvisor.core.specs.hardware import load_gpu_catalog
+from gpuadvisor.core.estimation.memory import MemoryModel
+from gpuadvisor.core.estimation.performance import inference_performance
+from gpuadvisor.core.specs.presets import load_model_catalog
+from gpuadvisor.core.formats.scenario import Budget, ModelSource, Scenario
+from gpuadvisor.core.specs.workload import Hardware, Workload
 
 
 @pytest.fixture(scope="module")
@@ -75,7 +75,7 @@ def test_moe_compute_uses_active_parameters(cats):
 
 
 def test_ranking_pareto_and_json_contract(cats):
-    from gpuadvisor.core.serialize import estimate_to_dict
+    from gpuadvisor.core.presentation.serialize import estimate_to_dict
     gpus, models = cats
     sc = Scenario(model=ModelSource(preset="llama-3.1-8b"),
                   workload=Workload(kind="lora", batch_size=2, train_tokens=1e8),

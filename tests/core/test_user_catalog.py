@@ -8,11 +8,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpuadvisor.core.errors import CatalogError
-from gpuadvisor.core.hardware import GpuSpec, load_gpu_catalog
-from gpuadvisor.core.models import ModelSpec
-from gpuadvisor.core.presets import load_model_catalog
-from gpuadvisor.core.report import months_before
-from gpuadvisor.core.user_catalog import (KINDS, KindEdits, MergedRow, UserCatalog, build_catalogs,
+from gpuadvisor.core.specs.hardware import GpuSpec, load_gpu_catalog
+from gpuadvisor.core.specs.models import ModelSpec
+from gpuadvisor.core.specs.presets import load_model_catalog
+from gpuadvisor.core.formats.user_catalog import months_before
+from gpuadvisor.core.formats.user_catalog import (KINDS, KindEdits, MergedRow, UserCatalog, build_catalogs,
                                           bundled_rows, columns, describe_error, diff, dumps, error_column,
                                           full_row, loads, merge, price_age_days, stale_price, validate_row)
 
@@ -84,7 +84,7 @@ GPU_RULES = [
     ("launch_year", "2031", "must not be after 2028"),
     ("launch_year", "1980", "must be >= 1990"),
     ("cloud_usd_per_hour_high", "5000", "must be at most 1000 USD per GPU-hour"),
-    ("cloud_usd_per_hour_expected", "0.5", "must lie between low and high"),
+    ("cloud_usd_per_hour_low", "900", "must not exceed the high price"),
     ("purchase_new_usd_low", "99999", "is above purchase_new_usd_high"),
     ("price_as_of", "30/06/2026", "must be an ISO date YYYY-MM-DD"),
     ("price_as_of", "2026-13-01", "must be an ISO date YYYY-MM-DD"),
@@ -93,6 +93,12 @@ GPU_RULES = [
     ("mig_instances", "-1", "must be >= 0"),
     ("source", "", "is required"),
 ]
+
+
+def test_a_quote_below_the_low_price_widens_the_range_instead_of_dropping_the_gpu():
+    """The user's own quote is a valid price: an expected price under 'low' extends the range to it."""
+    spec = validate_row("gpus", gpu(cloud_usd_per_hour_expected="0.5"), today=TODAY)
+    assert spec.cloud_usd_per_hour.expected == spec.cloud_usd_per_hour.low == 0.5
 
 
 @pytest.mark.parametrize("column, value, rule", GPU_RULES, ids=[f"{c}={v}" for c, v, _ in GPU_RULES])

@@ -1,49 +1,177 @@
-"""Estimates against published measurements (tests/data/calibration.csv; see docs/validation.md)."""
+"""The validation set (tests/data/validation) and its harness; targets from issue 14 (see docs/validation.md)."""
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
-from gpuadvisor.core.hardware import load_gpu_catalog
-from gpuadvisor.core.presets import load_model_catalog
-from gpuadvisor.validation import median_abs_error, run_memory_validation, run_speed_validation
+from gpuadvisor.core.specs.hardware import load_gpu_catalog
+from gpuadvisor.core.specs.presets import load_model_catalog
+from gpuadvisor.core.formats.scenario import scenario_from_dict
+from gpuadvisor.validation import (GROUPS, Predictor, ValidationDataError, in_sample, load_measurements,
+                                   load_sources, out_of_sample, scenario_dict, summary)
+from gpuadvisor.validation.data import DATA_DIR
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
-def memory_results():
-    return run_memory_validation(load_model_catalog())
+def sources():
+    return load_sources()
 
 
 @pytest.fixture(scope="module")
-def speed_results():
-    return run_speed_validation(load_model_catalog(), load_gpu_catalog())
+def rows(sources):
+    return load_measurements(sources=sources)
 
 
-def test_memory_median_error_at_most_10_percent(memory_results):
-    assert median_abs_error(memory_results) <= 0.10
+@pytest.fixture(scope="module")
+def predictor():
+    return Predictor(load_gpu_catalog(), load_model_catalog())
 
 
-def test_memory_bounds_on_the_right_side(memory_results):
-    """Out-of-memory rows estimate above the card, 'fits' rows within it."""
-    bounds = [r for r in memory_results if r.case.bound != "point"]
-    assert bounds and all(r.ok for r in bounds), [(r.case.case_id, r.estimate_bytes) for r in bounds if not r.ok]
+@pytest.fixture(scope="module")
+def oos(rows, predictor):
+    return out_of_sample(rows, predictor)
 
 
-@pytest.mark.parametrize("case_id", ["MEM-08", "MEM-10", "MEM-11", "MEM-14", "MEM-16", "MEM-18", "MEM-19",
-                                     "MEM-23", "MEM-25", "MEM-26", "MEM-27", "MEM-28", "MEM-29"])
-def test_each_well_specified_memory_row_within_10_percent(memory_results, case_id):
-    r = next(r for r in memory_results if r.case.case_id == case_id)
-    assert abs(r.error) <= 0.10, (case_id, r.error)
+@pytest.fixture(scope="module")
+def oos_summary(oos):
+    return summary(oos)
 
 
-def test_speed_median_error_at_most_20_percent(speed_results):
-    assert median_abs_error(speed_results) <= 0.20
+def test_every_scored_row_cites_its_source_and_quotes_the_figure(rows, sources):
+    for r in rows:
+        assert r.locator and r.quote and r.date_read, r.id
+        assert sources[r.source_id].citation, r.id
+        if r.scored:
+            assert r.fact("gpu") and (r.fact("model") or r.fact("architecture") or r.fact("params_b")), r.id
+        else:
+            assert r.why, r.id
 
 
-def test_every_calibration_row_is_covered(memory_results, speed_results):
+def test_the_set_is_large_and_diverse(rows, sources):
+    used = {r.source_id for r in rows}
+    assert used == set(sources), "every source has rows and every row a source"
+    assert len(sources) >= 20, len(sources)
+    assert len(rows) >= 120, len(rows)
+    for g in GROUPS:
+        assert any(r.scored and r.group == g for r in rows), g
+
+
+def test_the_former_calibration_rows_are_kept(rows):
     import csv
-    from pathlib import Path
-    from gpuadvisor.validation import EXCLUDED
-    path = Path(__file__).resolve().parents[1] / "data" / "calibration.csv"
-    with open(path, newline="", encoding="utf-8") as fh:
-        ids = {row["case_id"] for row in csv.DictReader(fh)}
-    covered = {r.case.case_id for r in memory_results} | {r.case.case_id for r in speed_results} | set(EXCLUDED)
-    assert ids == covered
+    with open(ROOT / "tests" / "data" / "calibration.csv", newline="", encoding="utf-8") as fh:
+        old = {row["case_id"]: float(row["value"].lstrip("<>=")) for row in csv.DictReader(fh)}
+    ours = {r.id: r.value for r in rows}
+    assert set(old) <= set(ours)
+    for cid, value in old.items():
+        assert ours[cid] == pytest.approx(value * (1000 if cid in ("MEM-23", "MEM-25") else 1)), cid
+
+
+def test_every_scored_row_is_a_valid_scenario(rows):
+    for r in rows:
+        if not r.scored:
+            continue
+        data, omitted = scenario_dict(r)
+        scenario_from_dict(data)  # raises a ScenarioError naming the field if not
+        assert all(isinstance(o, str) and o for o in omitted)
+
+
+def test_facts_without_a_scenario_key_are_listed_not_dropped_silently(rows):
+    quantized = next(r for r in rows if r.scored and r.fact("quantization") == "bnb")
+    data, omitted = scenario_dict(quantized, weight_choices=("bf16", "nf4", "int8", "int4", "fp16", "fp32", "fp8"))
+    assert "quantization" in data["workload"] or any(o.startswith("workload.quantization") for o in omitted)
+
+
+def test_a_broken_data_file_names_the_row_and_column(tmp_path):
+    shutil.copy(DATA_DIR / "sources.csv", tmp_path / "sources.csv")
+    text = (DATA_DIR / "measurements.csv").read_text(encoding="utf-8").splitlines()
+    header = text[1].split(",")
+    cells = next(iter(__import__("csv").reader([text[2]])))
+    cells[header.index("value")] = "lots"
+    import csv
+    import io
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\n").writerow(cells)
+    (tmp_path / "measurements.csv").write_text("\n".join(text[:2] + [buf.getvalue().strip()]) + "\n",
+                                               encoding="utf-8")
+    with pytest.raises(ValidationDataError, match=rf"row {cells[0]}: value must be a number"):
+        load_measurements(tmp_path)
+
+
+def test_summary_has_exactly_the_documented_shape(oos_summary, rows, sources):
+    assert set(oos_summary) == {"rows", "sources", "groups"}
+    assert oos_summary["rows"] == len(rows) and oos_summary["sources"] == len(sources)
+    assert set(oos_summary["groups"]) == set(GROUPS)
+    assert set(oos_summary["groups"]["bounds"]) == {"n", "right"}
+    for g in ("memory", "inference_speed", "training_speed"):
+        s = oos_summary["groups"][g]
+        assert set(s) == {"n", "median_abs_pct", "p80_abs_pct", "coverage"}
+        assert s["n"] > 0 and 0 <= s["coverage"] <= 1 and s["median_abs_pct"] <= s["p80_abs_pct"]
+
+
+def test_in_sample_with_the_shipped_profiles_runs(rows, predictor):
+    ins = in_sample(rows, predictor)
+    assert [c.row.id for c in ins] == [r.id for r in rows]
+    assert all(c.estimate is not None for c in ins if c.row.scored)
+
+
+def test_the_script_prints_the_json_summary():
+    out = subprocess.run([sys.executable, str(ROOT / "scripts" / "validate.py"), "--in-sample", "--json"],
+                         capture_output=True, text=True, check=True, timeout=120)
+    data = json.loads(out.stdout)
+    assert set(data["groups"]) == set(GROUPS)
+
+
+# --- issue 14's targets, out of sample (never weaken them; see docs/validation.md) ------------------
+MEDIAN_TARGETS = {"memory": 10.0, "inference_speed": 15.0, "training_speed": 15.0}
+COVERAGE_TARGET = 0.80
+#: Targets the current estimator misses, with the figure measured when the mark was set (strict: a pass
+#: turns the mark into a failure, so it is removed as soon as the physics meets the target).
+MISSES = {
+    ("median", "inference_speed"): "out-of-sample median 45.7% > 15% (233 rows, 2026-12-01)",
+    ("median", "training_speed"): "out-of-sample median 31.0% > 15% (233 rows, 2026-12-01)",
+    ("coverage", "memory"): "out-of-sample coverage 74% < 80% (233 rows, 2026-12-01)",
+    ("coverage", "inference_speed"): "out-of-sample coverage 26% < 80% (233 rows, 2026-12-01)",
+    ("coverage", "training_speed"): "out-of-sample coverage 18% < 80% (233 rows, 2026-12-01)",
+}
+
+
+def _groups(check):
+    return [pytest.param(g, marks=pytest.mark.xfail(strict=True, reason=MISSES[check, g]))
+            if (check, g) in MISSES else g for g in MEDIAN_TARGETS]
+
+
+@pytest.mark.parametrize("group", _groups("median"))
+def test_out_of_sample_median_error_within_target(oos_summary, group):
+    s = oos_summary["groups"][group]
+    assert s["median_abs_pct"] <= MEDIAN_TARGETS[group], s
+
+
+@pytest.mark.parametrize("group", _groups("coverage"))
+def test_out_of_sample_coverage_at_least_80_percent(oos_summary, group):
+    s = oos_summary["groups"][group]
+    assert s["coverage"] >= COVERAGE_TARGET, s
+
+
+def test_out_of_sample_bounds_all_right(oos_summary):
+    s = oos_summary["groups"]["bounds"]
+    assert s["n"] > 0 and s["right"] == s["n"], s
+
+
+def test_a_row_fed_to_the_cli_gives_the_harness_figure(tmp_path, rows, predictor):
+    """A row's scenario file, run through `gpuadvisor-cli estimate --json` as a user would, gives the same memory."""
+    out = subprocess.run([sys.executable, str(ROOT / "scripts" / "validate.py"), "--scenario", "LIT-19"],
+                         capture_output=True, text=True, check=True, timeout=120)
+    path = tmp_path / "LIT-19.json"
+    path.write_text(out.stdout, encoding="utf-8")
+    cli = subprocess.run([sys.executable, "-m", "gpuadvisor.cli", "estimate", "--json", "--no-user-catalog", str(path)],
+                         capture_output=True, text=True, check=True, timeout=120)
+    candidate = json.loads(cli.stdout)["candidates"][0]
+    row = next(r for r in rows if r.id == "LIT-19")
+    harness = predictor.compare(row)
+    assert candidate["memory_per_gpu_gib"]["tensors_total"] * 2**30 / 1e9 == pytest.approx(harness.estimate, rel=1e-3)

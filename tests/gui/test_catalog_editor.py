@@ -10,7 +10,7 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QDialog, QMessageBox
 
-from gpuadvisor.core import user_catalog as uc
+from gpuadvisor.core.formats import user_catalog as uc
 from gpuadvisor.gui import catalog_editor as ce
 from gpuadvisor.gui.app import build_window
 from gpuadvisor.gui.catalog_editor import INVALID_BRUSH, STALE_BRUSH
@@ -229,7 +229,7 @@ def test_export_round_trips_exactly(editor, tmp_path):
     for fmt in ("csv", "json"):
         path = editor.export_rows(str(tmp_path / f"gpus.{fmt}"), fmt)
         assert path is not None and path.exists()
-        from gpuadvisor.core.catalog_exchange import import_file
+        from gpuadvisor.core.formats.catalog_exchange import import_file
 
         report = import_file("gpus", path, editor.models["gpus"].snapshot())
         assert not report.added and not report.updated and not report.rejected

@@ -10,11 +10,12 @@ import numpy as np
 import pytest
 from PySide6.QtCore import QPointF, Qt
 
-from gpuadvisor.cli import default_scenario, load_catalogs
-from gpuadvisor.core.estimate import estimate
-from gpuadvisor.core.memory import COMPONENTS
-from gpuadvisor.core.scenario import ModelSource
-from gpuadvisor.core.workload import Hardware
+from gpuadvisor.core.formats.scenario import default_scenario
+from gpuadvisor.storage.user_catalog_store import load_catalogs
+from gpuadvisor.core.estimation.estimate import estimate
+from gpuadvisor.core.estimation.memory import COMPONENTS
+from gpuadvisor.core.formats.scenario import ModelSource
+from gpuadvisor.core.specs.workload import Hardware
 from gpuadvisor.gui.charts import (
     AXIS_LABELS,
     CostTimeChart,

@@ -9,10 +9,10 @@ from dataclasses import replace
 import pytest
 from PySide6.QtCore import Qt
 
-from gpuadvisor.core.estimate import estimate
-from gpuadvisor.core.measurements import Measurement
-from gpuadvisor.core.scenario import Efficiency, scenario_snapshot
-from gpuadvisor.core.workload import Hardware
+from gpuadvisor.core.estimation.estimate import estimate
+from gpuadvisor.core.formats.measurements import Measurement
+from gpuadvisor.core.formats.scenario import Efficiency, scenario_snapshot
+from gpuadvisor.core.specs.workload import Hardware
 from gpuadvisor.gui.app import build_window
 from gpuadvisor.gui.measurements_dialog import MeasurementsModel
 from gpuadvisor.storage import load_calibration, load_measurements, load_settings, save_measurements
@@ -21,16 +21,6 @@ TRUE_MFU = 0.30
 GPU = "a100-80gb"
 
 
-@pytest.fixture
-def window(qtbot):
-    w = build_window(deferred_charts=False)
-    w.show()
-    qtbot.waitExposed(w)
-    w.state.flush()
-    yield w
-    w.state.dirty = False  # never prompt while tearing down
-    w.close()
-    w.deleteLater()
 
 
 @pytest.fixture
@@ -192,7 +182,7 @@ def test_fit_calibration_and_apply_it_to_the_window(window, dialog, qtbot, tmp_p
 
 
 def test_calibration_setting_is_restored_at_start(qtbot):
-    from gpuadvisor.core.calibration import CalibrationProfile, FactorFit
+    from gpuadvisor.core.estimation.calibration import CalibrationProfile, FactorFit
     from gpuadvisor.storage import save_calibration, save_settings
     from gpuadvisor.storage.settings import Settings
 

@@ -8,34 +8,24 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QMessageBox
 
-from gpuadvisor.core.estimate import estimate
-from gpuadvisor.core.scenario import load_scenario
+from gpuadvisor.core.estimation.estimate import estimate
+from gpuadvisor.core.formats.scenario import load_scenario
 from gpuadvisor.gui.app import build_window
-from gpuadvisor.gui.ranking_table import ROLE_KEY
+from gui_helpers import settle
+from gpuadvisor.gui.ranking import ROLE_KEY
 
 
-@pytest.fixture
-def window(qtbot):
-    w = build_window(deferred_charts=False)
-    w.show()
-    qtbot.waitExposed(w)
-    w.state.flush()
-    yield w
-    w.state.dirty = False  # never prompt while tearing down (a modal dialog would wait forever)
-    w.close()
-    w.deleteLater()
-
-
-def settle(w):
-    w.state.flush()
 
 
 def test_window_shows_the_default_estimate(window):
     est = window.state.estimate
     assert est is not None and est.model.name == "Llama 3.1 8B"
     assert window.charts_ready
-    assert window.ranking_proxy.rowCount() == sum(1 for c in est.candidates if c.fits)
-    assert "Cheapest setup that fits" in window.summary.text()
+    # One row per GPU type that fits, in the decision's order: the recommendation first.
+    assert window.ranking_proxy.rowCount() == sum(1 for c in est.best_per_gpu().values() if c.fits)
+    assert window.results.key_of_row(0) == est.decision.recommended_key
+    assert "Recommended:" in window.summary.text()
+    assert est.recommended.gpu.name in window.summary.text()
 
 
 def _select_preset(w, preset_id):
@@ -69,12 +59,12 @@ def test_pick_preset_switch_to_qlora_change_batch(window, qtbot):
 
     # The views hold the core's numbers for this scenario.
     expected = estimate(w.state.scenario, w.state.gpus, w.state.models)
-    ranked = [c.key for c in expected.ranking]
+    rows = [c.key for c in expected.best_per_gpu().values() if c.fits]
     table = [w.ranking_proxy.index(r, 0).data(ROLE_KEY) for r in range(w.ranking_proxy.rowCount())]
-    assert table == ranked
+    assert table == rows
     best = expected.best_per_gpu()
     h100 = best["h100-sxm"].memory.gib()
-    chart = w.vram_chart
+    chart = w.results.vram_chart
     row = next(i for i in range(chart.row_count()) if chart.candidate_at(i).gpu.id == "h100-sxm")
     for name in ("weights", "activations", "adapters"):
         assert float(chart.segments[name].opts["width"][row]) == pytest.approx(h100[name], rel=1e-6)
@@ -233,9 +223,9 @@ def test_dataset_tokens_and_epochs_set_the_job_size(window, qtbot):
 
 def test_what_if_axis_switch_redraws_with_batch_on_x(window):
     w = window
-    w.whatif_axis_box.setCurrentIndex(w.whatif_axis_box.findData("batch"))
-    assert w.chart_tabs.currentIndex() == 2
-    curves = w.whatif_chart.shown_curves()
+    w.results.whatif_axis_box.setCurrentIndex(w.results.whatif_axis_box.findData("batch"))
+    assert w.results.chart_tabs.currentIndex() == 2
+    curves = w.results.whatif_chart.shown_curves()
     assert curves and all(c.xs[0] == 1 for c in curves)
     for c in curves:
         assert list(c.ys_gib) == sorted(c.ys_gib)
@@ -268,11 +258,18 @@ def test_export_report_to_a_folder_is_refused(window, tmp_path, monkeypatch):
     assert seen and "folder" in seen[0]
 
 
-def test_quantized_weights_for_lora_are_explained_not_silently_ignored(window):
+def test_quantized_weights_for_lora_follow_the_core_not_a_page_rule(window, qtbot):
+    """LoRA on an int8 base is a valid scenario: changing only the batch keeps the weights."""
     w = window
     assert w.state.scenario.workload.kind == "lora"
-    w.model_page.weights.setCurrentIndex(w.model_page.weights.findData("nf4"))
+    w.show_page(1)
+    w.model_page.weights.setCurrentIndex(w.model_page.weights.findData("int8"))
     settle(w)
-    assert w.state.scenario.workload.weights == "bf16"
-    assert w.model_page.weights.currentData() == "bf16"
-    assert "QLoRA" in w.model_page.summary.text()
+    assert w.state.scenario.workload.weights == "int8"
+    w.show_page(0)
+    w.workload_page.batch.selectAll()
+    qtbot.keyClicks(w.workload_page.batch, "8")
+    settle(w)
+    assert w.state.scenario.workload.batch_size == 8
+    assert w.state.scenario.workload.weights == "int8"
+    assert w.model_page.weights.currentData() == "int8"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuadvisor.core.hardware import bundled_catalog_dir, load_gpu_catalog
+from gpuadvisor.core.specs.hardware import bundled_catalog_dir, load_gpu_catalog
 from gpuadvisor.resources import icon_path, resources_dir
 from gpuadvisor.storage.paths import user_paths
 

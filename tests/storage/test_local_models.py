@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 from gguf import GGUFWriter
 
-from gpuadvisor.core.gguf_file import read_gguf
-from gpuadvisor.core.hf_import import model_from_hf_config
+from gpuadvisor.core.formats.gguf_file import read_gguf
+from gpuadvisor.core.formats.hf_import import model_from_hf_config
 from gpuadvisor.storage.local_models import (default_gguf_folders, hf_cache_dir, scan_gguf_folder,
                                              scan_hf_cache, scan_local_models)
 

@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from gpuadvisor.core.calibration import CalibrationProfile, FactorFit, profile_to_json
+from gpuadvisor.core.estimation.calibration import CalibrationProfile, FactorFit, profile_to_json
 from gpuadvisor.core.errors import InputError
-from gpuadvisor.core.measurements import Measurement
+from gpuadvisor.core.formats.measurements import Measurement
 from gpuadvisor.storage import (CALIBRATION_FILENAME, MEASUREMENTS_FILENAME, add_measurement, calibration_file,
                                 export_calibration, import_calibration, load_calibration, load_measurements,
                                 load_settings, measurements_file, merge_measurements, save_calibration,

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from gpuadvisor.core.errors import CatalogError
-from gpuadvisor.core.hardware import load_gpu_catalog
-from gpuadvisor.core.user_catalog import KindEdits, UserCatalog, dumps, loads
+from gpuadvisor.core.specs.hardware import load_gpu_catalog
+from gpuadvisor.core.formats.user_catalog import KindEdits, UserCatalog, dumps, loads
 from gpuadvisor.storage import (USER_CATALOG_FILENAME, StorageError, load_effective_catalogs,
                                 load_user_catalog, restore_user_catalog, save_user_catalog,
                                 user_catalog_backups, user_catalog_file, user_paths)

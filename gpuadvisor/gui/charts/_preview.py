@@ -17,10 +17,11 @@ def sample_estimate(nothing_fits: bool = False, deadline_hours: float | None = N
                     max_total_usd: float | None = None):
     """The app's default scenario (or Llama 3.1 405B full fine-tuning on one GPU, where nothing fits),
     optionally with a deadline and a total budget."""
-    from gpuadvisor.cli import default_scenario, load_catalogs
-    from gpuadvisor.core.estimate import estimate
-    from gpuadvisor.core.scenario import ModelSource
-    from gpuadvisor.core.workload import Hardware
+    from gpuadvisor.core.formats.scenario import default_scenario
+    from gpuadvisor.storage.user_catalog_store import load_catalogs
+    from gpuadvisor.core.estimation.estimate import estimate
+    from gpuadvisor.core.formats.scenario import ModelSource
+    from gpuadvisor.core.specs.workload import Hardware
 
     gpus, models = load_catalogs()
     scenario = default_scenario()

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from gpuadvisor.core.memory import curve_points, memory_curve
+from gpuadvisor.core.estimation.memory import curve_points, memory_curve
 
 from .labels import short_gpu_name
 

@@ -8,7 +8,7 @@ from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QComboBox, QFormLayout, QGroupBox, QVBoxLayout, QWidget
 
 from ...core.errors import InputError
-from ...core.scenario import Budget, Scenario
+from ...core.formats.scenario import Budget, Scenario
 from ..widgets import NumberField, hint
 
 PRICES = [("expected", "Expected (typical on-demand)"), ("low", "Low (cheapest marketplaces)"),

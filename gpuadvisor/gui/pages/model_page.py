@@ -11,8 +11,8 @@ from PySide6.QtWidgets import (QButtonGroup, QCheckBox, QComboBox, QFileDialog, 
                                QRadioButton, QSpinBox, QVBoxLayout, QWidget)
 
 from ...core.errors import InputError
-from ...core.presets import ModelCatalog
-from ...core.scenario import ModelSource, Scenario
+from ...core.specs.presets import ModelCatalog
+from ...core.formats.scenario import ModelSource, Scenario
 from ...core.units import format_count
 from ..widgets import NumberField, hint
 
@@ -35,9 +35,9 @@ class ModelPage(QWidget):
     def __init__(self, models: ModelCatalog, parent: QWidget | None = None):
         super().__init__(parent)
         self._filling = False
-        self._user_picked_weights = False
         self.models = models
         self.hf_path = ""
+        self.file_chosen = False
 
         self.source_preset = QRadioButton("A preset")
         self.source_hf = QRadioButton("A Hugging Face config.json or model folder")
@@ -263,6 +263,7 @@ class ModelPage(QWidget):
     def set_hf_path(self, path: str) -> None:
         """Use a config.json or model folder (also called by tests and drag-and-drop)."""
         self.hf_path = path
+        self.file_chosen = True  # the same path chosen again may have new content: always recompute
         self.hf_label.setText(path)
         self.source_hf.setChecked(True)
         self._on_input_changed()
@@ -274,7 +275,6 @@ class ModelPage(QWidget):
         self.edited.emit()
 
     def _on_weights_changed(self, *_args) -> None:
-        self._user_picked_weights = not self._filling
         self._on_input_changed()
 
     def show_notice(self, message: str) -> None:
@@ -313,18 +313,5 @@ class ModelPage(QWidget):
                 raise InputError("model.parameters", str(exc)) from None
             source = ModelSource(parameters=value)
         weights = self.weights.currentData()
-        kind = scenario.workload.kind
-        # Follow the workload: QLoRA needs a quantized base, full training a 16/32-bit one.
-        if (kind == "qlora" and weights not in ("nf4", "int4", "int8")) or \
-                (kind in ("full_finetune", "pretrain", "lora") and weights in ("nf4", "int4", "int8")):
-            chosen = weights
-            weights = scenario.workload.weights
-            self.weights.blockSignals(True)
-            self.weights.setCurrentIndex(max(0, self.weights.findData(weights)))
-            self.weights.blockSignals(False)
-            if self._user_picked_weights:
-                self.show_notice(f"{chosen.upper()} weights do not suit {kind.replace('_', ' ')}: kept "
-                                 f"{weights.upper()}. Choose QLoRA on the Workload page to train on a 4-bit base.")
-        self._user_picked_weights = False
         workload = replace(scenario.workload, weights=weights, kv_cache=self.kv.currentData() or None)
         return replace(scenario, model=source, workload=workload)

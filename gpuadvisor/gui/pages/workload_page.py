@@ -8,10 +8,10 @@ from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QFormLayout, QGroupBox, QLineEdit, QSpinBox, QVBoxLayout,
                                QWidget)
 
-from ...core.engines import ENGINES
-from ...core.hardware import GpuCatalog
-from ...core.scenario import Scenario
-from ...core.workload import Hardware
+from ...core.specs.engines import ENGINES
+from ...core.specs.hardware import GpuCatalog
+from ...core.formats.scenario import Scenario
+from ...core.specs.workload import Hardware, adapt_to_kind
 from ..widgets import NumberField, hint
 
 KINDS = [("inference", "Inference / serving"), ("lora", "LoRA fine-tuning"), ("qlora", "QLoRA fine-tuning"),
@@ -76,12 +76,12 @@ class WorkloadPage(QWidget):
                                           "with it.", 128)
         self.output = _spin(1, 10_000_000, "Tokens generated per request. Decoding is usually limited by memory "
                                           "bandwidth: every new token reads all the weights once.", 64)
-        self.requests = NumberField("10000", optional=True, minimum=1)
+        self.requests = NumberField("10000", optional=True, minimum=1, maximum=1e18)
         self.requests.setToolTip("How many requests the job serves (for job time and cost). Empty: 10,000.")
-        self.train_tokens = NumberField("1e8", optional=True, minimum=1)
+        self.train_tokens = NumberField("1e8", optional=True, minimum=1, maximum=1e18)
         self.train_tokens.setToolTip("Tokens to train on in total (dataset tokens x epochs), e.g. 5e8 or 500M. "
                                      "Empty: 100M.")
-        self.dataset_tokens = NumberField("e.g. 200M", optional=True, minimum=1)
+        self.dataset_tokens = NumberField("e.g. 200M", optional=True, minimum=1, maximum=1e18)
         self.dataset_tokens.setToolTip("Tokens in your dataset; with epochs, used when 'Tokens to train' is empty.")
         self.epochs = NumberField("1", optional=True, minimum=0.01, maximum=1e6)
         self.epochs.setToolTip("Passes over the dataset.")
@@ -101,9 +101,7 @@ class WorkloadPage(QWidget):
         self.custom_targets.setPlaceholderText("q_proj, v_proj, up_proj")
         self.custom_targets.setToolTip("Comma-separated module names, as in PEFT's target_modules.")
         self.gpu = QComboBox()
-        self.gpu.addItem("All GPUs of the catalog", "")
-        for g in gpus:
-            self.gpu.addItem(g.name, g.id)
+        self.set_gpus(gpus)
         self.gpu.setToolTip("Compare the whole catalog, or only one GPU model.")
         self.engine.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
         self.gpu.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
@@ -195,6 +193,22 @@ class WorkloadPage(QWidget):
             self._filling = False
         self._update_visibility()
 
+    def set_gpus(self, gpus: GpuCatalog) -> None:
+        """List the catalog's GPUs (at start and after every catalog edit), keeping the choice.
+
+        A chosen GPU that is no longer in the catalog stays listed as such, so the scenario is not
+        changed behind the user's back (the core then says that the GPU is unknown)."""
+        current = self.gpu.currentData() or ""
+        self.gpu.blockSignals(True)
+        self.gpu.clear()
+        self.gpu.addItem("All GPUs of the catalog", "")
+        for g in gpus:
+            self.gpu.addItem(g.name, g.id)
+        if current and self.gpu.findData(current) < 0:
+            self.gpu.addItem(f"{current} (not in the catalog)", current)
+        _select(self.gpu, current)
+        self.gpu.blockSignals(False)
+
     def _fill_engines(self, kind: str, current: str | None) -> None:
         wanted = "inference" if kind == "inference" else "training"
         self.engine.blockSignals(True)
@@ -240,11 +254,12 @@ class WorkloadPage(QWidget):
     def apply(self, scenario: Scenario) -> Scenario:
         """The scenario with this page's values; raises ValueError naming the field for bad input."""
         kind = self.kind.currentData()
-        weights = scenario.workload.weights
-        if kind == "qlora" and weights not in ("nf4", "int4", "int8"):
-            weights = "nf4"
-        elif kind in ("full_finetune", "pretrain", "lora") and weights in ("nf4", "int4", "int8"):
-            weights = "bf16"
+        # A new kind keeps only what still means the same (the core's rule): weights the kind cannot
+        # use are replaced, and the batch resets when it changes meaning (concurrent sequences <->
+        # micro-batch per GPU). The window then shows the adapted scenario on every page.
+        base = adapt_to_kind(scenario.workload, kind)
+        kind_changed = kind != scenario.workload.kind
+        batch = base.batch_size if kind_changed else self.batch.value()
         targets_key = self.lora_targets.currentData()
         if targets_key == "custom":
             names = tuple(t.strip() for t in self.custom_targets.text().split(",") if t.strip())
@@ -266,8 +281,8 @@ class WorkloadPage(QWidget):
             epochs = self.epochs.value() or 1.0
         except ValueError as exc:
             raise ValueError(f"Dataset tokens and epochs: {exc}") from None
-        workload = replace(scenario.workload, kind=kind, weights=weights, engine=self.engine.currentData() or None,
-                           batch_size=self.batch.value(), seq_len=self.seq_len.value(),
+        workload = replace(base, engine=self.engine.currentData() or None,
+                           batch_size=batch, seq_len=self.seq_len.value(),
                            prompt_tokens=self.prompt.value(), output_tokens=self.output.value(),
                            requests=requests, train_tokens=train_tokens, dataset_tokens=dataset_tokens,
                            epochs=float(epochs), optimizer=self.optimizer.currentData(),

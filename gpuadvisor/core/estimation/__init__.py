@@ -1,0 +1,1 @@
+"""The estimate itself: memory, speed, cost, advice and calibration against measurements."""

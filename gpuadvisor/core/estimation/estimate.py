@@ -1,0 +1,277 @@
+"""The one orchestrator: ``estimate(scenario, gpus, models) -> Estimate``.
+
+For every candidate (GPU x count x parallelism) it computes the per-GPU memory breakdown and
+the fit verdict; :mod:`gpuadvisor.core.estimation.performance` and :mod:`gpuadvisor.core.estimation.cost` add speed,
+job time and cost, and :mod:`gpuadvisor.core.estimation.advice` ranks candidates and proposes changes.
+
+Memory does not depend on which GPU runs the job (a card without FP8 or BF16 stores the same
+bytes), so each (count, parallelism) breakdown is computed once and shared by every GPU of
+the catalog: that is what keeps a whole-catalog comparison in the low milliseconds.
+
+Calibration (``estimate(..., calibration=profile)``, see :mod:`gpuadvisor.core.estimation.calibration` and
+``docs/measurements.md``): the profile's values for each GPU and the resolved engine are looked
+up once per GPU. An efficiency the scenario sets itself wins over the calibration, which wins
+over the engine profile; a fitted ``runtime_overhead_gib`` replaces the CUDA context and the
+fragmentation in a per-GPU copy of the breakdowns, unless the scenario sets its own ``overhead``.
+The GPUs and values actually used are recorded in :attr:`Estimate.calibration_fits`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, NamedTuple
+
+from . import advice as _advice
+from .recommendation import decide
+from .results import TIGHT_UTILIZATION, CalibrationProfile, Candidate, Change, Estimate, FactorFit, WhatIf
+from .cost import CostEstimate, buy_vs_rent, job_cost, job_tokens, price_range
+from ..specs.engines import engine_for
+from ..errors import InputError
+from ..specs.hardware import GpuCatalog, GpuSpec
+from .memory import MemoryBreakdown, MemoryModel, applicable_parallelisms, check_parallelism
+from ..specs.models import ModelSpec
+from .performance import (SPEED_GROUP, PerformanceEstimate, inference_performance, training_performance,
+                          training_prelude)
+from ..specs.presets import ModelCatalog
+from ..formats.scenario import Scenario
+from ..units import GIB
+from ..specs.workload import RuntimeOverhead
+
+
+DEFAULT_GPU_COUNTS = (1, 2, 4, 8)
+
+
+def calibration_lookup(profile: CalibrationProfile, engine: str, scenario: Scenario
+                       ) -> dict[str, tuple[FactorFit, ...]]:
+    """GPU id -> the profile's fits for ``engine`` that the scenario leaves to the calibration.
+
+    Efficiencies the scenario sets itself win; a fitted runtime overhead is used only while the
+    scenario keeps the default ``overhead``.
+    """
+    eff = scenario.efficiency
+    own_overhead = scenario.overhead != RuntimeOverhead()
+    out: dict[str, list[FactorFit]] = {}
+    for f in profile.fits:
+        if f.engine != engine:
+            continue
+        if f.factor_name == "runtime_overhead_gib":
+            if own_overhead:
+                continue
+        elif getattr(eff, f.factor_name, None) is not None:
+            continue
+        out.setdefault(f.gpu_id, []).append(f)
+    return {gpu_id: tuple(fits) for gpu_id, fits in out.items()}
+
+
+def resolve_model(scenario: Scenario, models: ModelCatalog) -> ModelSpec:
+    """The :class:`ModelSpec` the scenario names (preset, architecture, HF config or parameter count)."""
+    src = scenario.model
+    if src.preset is not None:
+        spec = models.get(src.preset)
+    elif src.architecture is not None:
+        arch = src.architecture_dict()
+        missing = [k for k in ("num_layers", "hidden_size", "num_attention_heads", "intermediate_size", "vocab_size")
+                   if k not in arch]
+        if missing:
+            raise InputError("model.architecture", f"missing {', '.join(missing)}")
+        arch.setdefault("num_key_value_heads", arch["num_attention_heads"])
+        try:
+            spec = ModelSpec(name=src.name or "custom model", **arch)
+        except TypeError as exc:
+            raise InputError("model.architecture", f"has a value of the wrong type ({exc})") from None
+    elif src.hf_config is not None:
+        from ..formats.hf_import import model_from_hf_config  # local import: only needed for this source
+        path = Path(src.hf_config).expanduser()
+        if not path.is_absolute() and scenario.base_dir:
+            path = Path(scenario.base_dir) / path
+        spec = model_from_hf_config(path)
+    elif src.gguf is not None:
+        from ..formats.gguf_file import model_from_gguf  # local import: reads the file header only
+        path = Path(src.gguf).expanduser()
+        if not path.is_absolute() and scenario.base_dir:
+            path = Path(scenario.base_dir) / path
+        spec = model_from_gguf(path)
+    else:
+        assert src.parameters is not None
+        spec = ModelSpec.from_parameter_count(int(src.parameters), name=src.name or "")
+    if src.name and spec.name != src.name:
+        spec = spec.with_name(src.name)
+    return spec
+
+
+def estimate(scenario: Scenario, gpus: GpuCatalog, models: ModelCatalog,
+             gpu_ids: list[str] | None = None, with_advice: bool = True, speed: bool = True,
+             _model: ModelSpec | None = None, calibration: CalibrationProfile | None = None) -> Estimate:
+    """Compare every candidate of the scenario (or of ``gpu_ids``) and return the :class:`Estimate`.
+
+    ``speed=False`` computes memory and fit only (no speed, cost, ranking or advice).
+    ``calibration`` applies a profile's values per GPU (see the module docstring).
+    """
+    model = _model or resolve_model(scenario, models)
+    w, hw = scenario.workload, scenario.hardware
+    warnings = list(scenario.warnings)
+    if model.architecture_assumed:
+        warnings.append("Only a parameter count was given: the architecture is assumed (Llama-like), so "
+                        "activation and KV-cache figures are approximate.")
+    if model.file_type and w.is_gguf and model.file_type != w.weights:
+        warnings.append(f"The GGUF file holds {model.file_type} weights; its own size is used, "
+                        f"while speed follows workload.weights {w.weights}.")
+    elif model.file_weight_bytes and not w.is_gguf:
+        warnings.append(f"The model is a GGUF file ({model.file_type or 'unknown type'}) but workload.weights is "
+                        f"{w.weights}: memory is computed for {w.weights}; set weights to the file's type.")
+    if w.context_tokens > model.max_context:
+        warnings.append(f"The context ({w.context_tokens:,} tokens) exceeds the model's maximum "
+                        f"({model.max_context:,}).")
+    ids = gpu_ids or ([hw.gpu] if hw.gpu else None)
+    selected = [gpus.get(i, "hardware.gpu" if not gpu_ids else "--gpu") for i in ids] if ids else list(gpus)
+    if hw.memory_gib is not None:  # a Mac's RAM size or a slice: capacity follows the platform's rule
+        selected = [g.with_memory_gib(hw.memory_gib) for g in selected]
+    counts = (hw.gpu_count,) if hw.gpu_count else DEFAULT_GPU_COUNTS
+    engine = engine_for(w.engine, w.kind)
+    # Serving engines prefill in chunks, which bounds the transient activations.
+    chunk = engine.prefill_chunk_tokens if not w.is_training else None
+    mm = MemoryModel(model, w, scenario.overhead, prefill_chunk_tokens=chunk)
+    setups: list[tuple[int, str, MemoryBreakdown, float]] = []  # (count, parallelism, breakdown, bytes/GPU)
+    for n in counts:
+        if hw.parallelism:
+            pars: tuple[str, ...] = (check_parallelism(model, w, n, hw.parallelism),)
+        else:
+            pars = applicable_parallelisms(model, w, n, hw.gpus_per_node)
+        for par in pars:
+            bd = mm.breakdown(n, par)
+            setups.append((n, par, bd, bd.device_total))
+    eff = scenario.efficiency
+    mfu, bw_eff, prefill_mfu = eff.mfu, eff.bandwidth_efficiency, eff.prefill_mfu
+    lookup = calibration_lookup(calibration, engine.id, scenario) if calibration is not None else None
+    applied: list[FactorFit] = []
+    rows = []
+    notes: list[str] = []
+    tokens = job_tokens(w)
+    training = w.is_training
+    for gpu in selected:
+        gpu_setups = setups
+        if lookup:
+            # Looked up once per GPU; without calibration the loop below is unchanged.
+            mfu, bw_eff, prefill_mfu = eff.mfu, eff.bandwidth_efficiency, eff.prefill_mfu
+            for f in lookup.get(gpu.id, ()):
+                if f.factor_name == "runtime_overhead_gib":
+                    # The breakdowns are shared by every GPU: this GPU gets its own copies.
+                    gpu_setups = [(n, par, bd2, bd2.device_total) for n, par, bd, _need in setups
+                                  for bd2 in (replace(bd, overhead=f.value * GIB),)]
+                elif f.factor_name == "mfu":
+                    if not w.is_training:
+                        continue
+                    mfu = f.value
+                elif w.is_training:
+                    continue  # bandwidth and prefill efficiencies only enter the inference model
+                elif f.factor_name == "bandwidth_efficiency":
+                    bw_eff = f.value
+                else:
+                    prefill_mfu = f.value
+                applied.append(f)
+        cap_bytes = gpu.memory_gib_usable * GIB
+        prices = price_range(gpu, scenario.budget)
+        buy = buy_vs_rent(gpu, scenario.budget, prices.expected if prices else None)
+        prelude = training_prelude(mm, gpu, engine, mfu) if training and speed else None
+        same_speed: dict[tuple[int, str], tuple] = {}
+        for n, par, bd, need in gpu_setups:
+            fits = need <= cap_bytes
+            perf = cost = None
+            if fits and speed:
+                # Setups whose speed model is identical (DDP and ZeRO-1/2 move the same gradient
+                # bytes; ZeRO-3 and FSDP the same gathers) share one computation.
+                group = (n, SPEED_GROUP.get(par, par) if training else par)
+                known = same_speed.get(group)
+                if known is not None:
+                    perf, cost = known
+                else:
+                    if training:
+                        perf = training_performance(mm, gpu, n, par, engine, mfu=mfu,
+                                                    gpus_per_node=hw.gpus_per_node, prelude=prelude)
+                    else:
+                        perf = inference_performance(mm, gpu, n, par, engine, bw_eff=bw_eff,
+                                                     prefill_mfu=prefill_mfu, gpus_per_node=hw.gpus_per_node)
+                    cost = job_cost(w, scenario.budget, gpu, n, perf.tokens_per_s, prices=prices, buy=buy,
+                                    tokens=tokens)
+                    same_speed[group] = (perf, cost)
+                    if perf.notes:
+                        notes.extend(perf.notes)
+            rows.append((gpu, n, par, bd, fits, need / cap_bytes, (cap_bytes - need) / GIB, perf, cost))
+    # Pareto frontier and the cheapest candidate that meets the deadline, before building candidates.
+    keys = [_advice.cost_hours(cost) if fits else None for (_, _, _, _, fits, _, _, _, cost) in rows]
+    front = _advice.pareto_indices(keys)
+    cheapest_meeting = min((k[0] for k, r in zip(keys, rows) if k is not None and k[0] != float("inf")
+                            and r[8].deadline_status != "at risk"), default=None)
+    # Positional arguments, in Candidate's field order: this runs hundreds of times per keystroke.
+    under, over = _advice.under_provisioned, _advice.over_provisioned
+    candidates = tuple(
+        Candidate(gpu, n, par, bd, gpu.memory_gib_usable, fits, headroom, util, perf.notes if perf else (), perf,
+                  cost, i in front, under(fits, util), over(fits, util, keys[i], cheapest_meeting))
+        for i, (gpu, n, par, bd, fits, util, headroom, perf, cost) in enumerate(rows))
+    result = Estimate(scenario=scenario, model=model, candidates=candidates, memory_model=mm,
+                      warnings=tuple(dict.fromkeys(warnings + group_gpu_notes(notes))), engine=engine.id,
+                      gpu_ids=tuple(g.id for g in selected) if ids else (), calibration=calibration,
+                      calibration_fits=tuple(applied))
+    return _finish(result, with_advice and speed, gpus, models)
+
+
+def group_gpu_notes(notes: list[str]) -> list[str]:
+    """Fold per-GPU notes of the same kind ("X has no BF16: ...") into one line naming every GPU."""
+    grouped: dict[str, list[str]] = {}
+    order: list[str] = []
+    for note in dict.fromkeys(notes):
+        gpu, sep, rest = note.partition(" has no ")
+        key = rest if sep else note
+        if key not in grouped:
+            grouped[key] = []
+            order.append(key)
+        if sep:
+            grouped[key].append(gpu)
+    out = []
+    for key in order:
+        gpus = grouped[key]
+        if not gpus:
+            out.append(key)
+            continue
+        what, _, consequence = key.partition(":")
+        names = ", ".join(g.replace("NVIDIA ", "") for g in gpus)
+        out.append(f"No {what.strip()} on {names}:{consequence}" if consequence else f"No {what} on {names}")
+    return out
+
+
+def _finish(est: Estimate, with_advice: bool, gpus: GpuCatalog, models: ModelCatalog) -> Estimate:
+    """Ranking, Pareto frontier, provisioning flags and (optionally) the cheapest changes."""
+    cands = est.candidates
+    ranking = _advice.rank(cands)
+    changes: list = []
+    hint = _advice.mig_hint(est)
+    workable = [c for c in ranking if c.cost is None or
+                c.cost.workable]
+    if with_advice and not workable:
+        for label, why, transform in _advice.remedies(est):
+            try:
+                any_gpu = "any GPU" in label
+                variant = estimate(transform(est.scenario), gpus, models,
+                                   gpu_ids=list(est.gpu_ids) if est.gpu_ids and not any_gpu else None,
+                                   with_advice=False, _model=est.model, calibration=est.calibration)
+            except InputError:
+                continue
+            ok = [c for c in variant.ranking if c.cost is None or
+                  c.cost.workable]
+            best = ok[0] if ok else None
+            changes.append(Change(
+                change=label, why=why, candidate=best.key if best else None,
+                memory_per_gpu_gib=best.memory.device_total / GIB if best else None,
+                job_hours=best.cost.job_hours.expected if best and best.cost else None,
+                cost_usd=best.cost.cost_usd.expected if best and best.cost and best.cost.cost_usd else None,
+                fits=best is not None))
+        changes.sort(key=lambda ch: (not ch.fits, ch.cost_usd if ch.cost_usd is not None else float("inf"),
+                                     ch.job_hours or float("inf")))
+    warnings = est.warnings + ((hint,) if hint else ())
+    if with_advice and not ranking:
+        warnings += ("Nothing fits: see the changes below.",)
+    elif with_advice and not workable:
+        warnings += ("Nothing meets the deadline and the budget: see the changes below.",)
+    return replace(est, ranking=ranking, advice=tuple(changes), warnings=warnings, decision=decide(cands),
+                   _memo={})

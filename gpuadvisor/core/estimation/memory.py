@@ -1,0 +1,440 @@
+"""Per-GPU memory: weights, gradients, optimizer states, activations, KV cache, adapters, overhead.
+
+Model states (Rajbhandari et al. 2020, ZeRO, section 3 and Figure 1). For ``T`` trainable
+parameters in mixed precision with AdamW: 2 bytes of 16-bit weights, 2 bytes of gradients and
+K = 12 bytes of optimizer state (fp32 master copy 4, first and second moments 4 + 4), i.e.
+16 bytes per parameter. Over ``N_d`` data-parallel GPUs::
+
+    DDP    (2 + 2 + K) T          ZeRO-1  (2 + 2) T + K T / N_d
+    ZeRO-2 2 T + (2 + K) T / N_d  ZeRO-3 / FSDP  (2 + 2 + K) T / N_d  (+ gathered layers in flight)
+
+8-bit AdamW keeps 2 bytes of moments (Dettmers et al. 2022, "8-bit Optimizers via Block-wise
+Quantization"); SGD with momentum 4; Adafactor keeps factored row and column second moments
+(Shazeer & Stern 2018). LoRA (Hu et al. 2021) trains ``rank x (in + out)`` parameters per
+targeted projection; the frozen base has no gradient or optimizer state.
+
+Activations (Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer
+Models", section 4): the bytes each layer keeps for the backward pass, counted tensor by tensor
+for a pre-norm block, per token::
+
+    norms      RMSNorm keeps its input upcast to fp32 (4h), LayerNorm its input (a h); a
+               trainable norm weight also keeps the normalized output (a h)
+    attention  the projection input (a h), q, k, v (a (d_q + 2 d_kv)), the attention output
+               (a d_q) and the o_proj input (a d_q); without FlashAttention (Dao et al. 2022) also
+               the softmax (4 + a bytes per score, a s scores per token and head)
+    MLP        the input (a h); gated: gate, activation, up and product (4 a i); plain: 2 a i
+
+with ``a`` the activation bytes (2 for 16-bit). A frozen linear layer keeps no input (PyTorch
+saves a matmul input only when its weight needs a gradient); bitsandbytes' 4-bit layers
+(QLoRA) keep it anyway. Each LoRA-targeted projection keeps its input and dropout mask.
+Gradient checkpointing keeps each layer's input (a h per token and layer) and recomputes one
+layer at a time. The loss keeps 16-bit logits, their fp32 log-probabilities and the fp32
+gradient: 10 bytes per vocabulary entry per token (encoders are assumed fine-tuned with a
+small classification head).
+
+Parallelism: tensor parallelism (Shoeybi et al. 2019, Megatron-LM) divides weights, gradients,
+optimizer state and, with sequence parallelism (Korthikanti et al. 2022), activations by the
+GPU count; KV heads are split when there are at least as many. Pipeline parallelism divides
+the layers; the first stage of a 1F1B schedule keeps ``p`` micro-batches of ``L/p`` layers,
+i.e. one micro-batch of the whole model (Narayanan et al. 2021).
+
+KV cache (inference): ``2 x layers x kv_heads x head_dim x bytes`` per token, grouped- and
+multi-query aware, with sliding-window layers holding at most ``window`` tokens (Pope et al.
+2022, "Efficiently Scaling Transformer Inference").
+
+Two totals: the **tensor total** (what ``torch.cuda.max_memory_allocated`` reports) and the
+**device total** (what ``nvidia-smi`` shows: the tensor total plus the CUDA context and the
+caching allocator's fragmentation).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ..errors import InputError
+from ..specs.models import ModelSpec, lora_parameters, resolve_lora_targets
+from ..specs.quant_types import gguf_weight_bytes
+from ..specs.workload import (Hardware, RuntimeOverhead, Workload, bytes_per_element, is_quantized_weights,
+                              weight_bytes_per_param)
+from ..units import GIB
+
+COMPONENTS = ("weights", "gradients", "optimizer", "activations", "kv_cache", "adapters", "overhead")
+DATA_PARALLEL = ("ddp", "zero1", "zero2", "zero3", "fsdp")
+INFERENCE_PARALLELISMS = ("ddp", "tensor", "pipeline")
+
+_OPTIMIZER_STATE_BYTES = {"adamw": 8.0, "adamw_8bit": 2.0, "sgd": 4.0, "adafactor": 0.0}
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryBreakdown:
+    """Per-GPU memory in bytes, one field per component (see the module docstring)."""
+
+    weights: float
+    gradients: float
+    optimizer: float
+    activations: float
+    kv_cache: float
+    adapters: float
+    overhead: float
+    logits: float = 0.0  # part of ``activations``: the loss buffer, reported for transparency
+    gathered: float = 0.0  # part of ``weights``: ZeRO-3/FSDP layers gathered in flight
+    host: float = 0.0  # not on the GPU: weights and KV cache of layers kept in host RAM (gpu_layers)
+
+    @property
+    def model_states(self) -> float:
+        """Sharded weights, gradients and optimizer state (the ZeRO paper's "model states")."""
+        return self.weights - self.gathered + self.gradients + self.optimizer + self.adapters
+
+    @property
+    def tensors_total(self) -> float:
+        """Bytes of live tensors at the peak (``torch.cuda.max_memory_allocated``)."""
+        return (self.weights + self.gradients + self.optimizer + self.activations + self.kv_cache
+                + self.adapters)
+
+    @property
+    def device_total(self) -> float:
+        """Bytes the card must hold (``nvidia-smi``): tensors plus context and fragmentation."""
+        return self.tensors_total + self.overhead
+
+    def gib(self) -> dict[str, float]:
+        """Every component and both totals in GiB."""
+        out = {name: getattr(self, name) / GIB for name in COMPONENTS}
+        out["tensors_total"] = self.tensors_total / GIB
+        out["device_total"] = self.device_total / GIB
+        return out
+
+
+def applicable_parallelisms(model: ModelSpec, workload: Workload, gpu_count: int,
+                            gpus_per_node: int = 8) -> tuple[str, ...]:
+    """Parallelisms that make sense for ``gpu_count`` GPUs ("none" for one GPU)."""
+    if gpu_count == 1:
+        return ("none",)
+    options: list[str] = ["ddp"]
+    if workload.is_training:
+        options += ["zero1", "zero2", "zero3", "fsdp"]
+    if model.num_attention_heads % gpu_count == 0 and gpu_count <= gpus_per_node:
+        options.append("tensor")
+    if gpu_count <= model.num_layers:
+        options.append("pipeline")
+    return tuple(options)
+
+
+def check_parallelism(model: ModelSpec, workload: Workload, gpu_count: int, parallelism: str) -> str:
+    """Validate a user-chosen parallelism for ``gpu_count`` GPUs; returns the normalized name."""
+    if gpu_count == 1:
+        return "none"
+    if not workload.is_training and parallelism not in INFERENCE_PARALLELISMS:
+        raise InputError("hardware.parallelism",
+                         "ZeRO and FSDP shard training state; for inference use ddp (replicas), tensor or pipeline",
+                         parallelism)
+    if parallelism == "tensor" and model.num_attention_heads % gpu_count:
+        raise InputError("hardware.parallelism",
+                         f"tensor parallelism needs the {model.num_attention_heads} attention heads to divide "
+                         f"evenly over {gpu_count} GPUs", parallelism)
+    if parallelism == "pipeline" and gpu_count > model.num_layers:
+        raise InputError("hardware.parallelism",
+                         f"pipeline parallelism needs at least one of the {model.num_layers} layers per GPU",
+                         parallelism)
+    return parallelism
+
+
+class MemoryModel:
+    """Precomputes what depends only on the model and workload; :meth:`breakdown` then prices a
+    GPU count, parallelism, batch and context in a few microseconds."""
+
+    def __init__(self, model: ModelSpec, workload: Workload, overhead: RuntimeOverhead | None = None,
+                 prefill_chunk_tokens: int | None = None) -> None:
+        self.model, self.workload = model, workload
+        self._cache: dict[str, object] = {}
+        self.overhead = overhead or RuntimeOverhead()
+        self.prefill_chunk_tokens = prefill_chunk_tokens
+        m, w = model, workload
+        counts = m.counts
+        self.layers = m.num_layers
+        h, a = m.hidden_size, w.activation_bytes
+        d_q, d_kv, i = m.q_dim, m.kv_dim, m.expert_intermediate_size
+        k_exp = m.experts_per_token
+        self.training = w.is_training
+
+        # --- weights ----------------------------------------------------------------------
+        quantized = is_quantized_weights(w.weights)
+        if w.is_gguf:
+            # llama.cpp's per-tensor recipe (quant_types.py): some tensors get more bits.
+            gguf = gguf_weight_bytes(m, w.weights)
+            # A model read from a .gguf file: its exact bytes, split like the recipe splits them.
+            scale = m.file_weight_bytes / gguf.total if m.file_weight_bytes else 1.0
+            self.block_weight_bytes, self.embedding_bytes = gguf.blocks * scale, gguf.embedding * scale
+            self.head_bytes, self.norm_bytes = gguf.lm_head * scale, gguf.norms_and_other * scale
+        else:
+            block_bytes = weight_bytes_per_param(w.weights, h, w.double_quant)
+            if w.weights == "fp8" and w.is_training:
+                block_bytes = 3.0  # bf16 weights plus the cached fp8 copy (Transformer Engine)
+            other_bytes = 2.0 if quantized else bytes_per_element(w.weights)
+            self.block_weight_bytes = counts.blocks * block_bytes
+            self.embedding_bytes = counts.embedding * other_bytes
+            self.head_bytes = counts.lm_head * other_bytes
+            self.norm_bytes = counts.norms_and_other * other_bytes
+        self.weight_bytes = self.block_weight_bytes + self.embedding_bytes + self.head_bytes + self.norm_bytes
+        # Dequantized copy of the largest projection while it runs (bitsandbytes, weight-only int4).
+        shapes = m.linear_shapes()
+        largest = max(a_ * b_ for a_, b_ in shapes.values())
+        self.dequant_buffer = largest * 2.0 if w.weights in ("int8", "int4", "nf4") else 0.0
+
+        # --- trainable state --------------------------------------------------------------
+        master = 4.0 if (w.master_weights and w.weights != "fp32") else 0.0
+        grad_bytes = 4.0 if w.weights == "fp32" else 2.0
+        states = _OPTIMIZER_STATE_BYTES[w.optimizer]
+        if w.trains_base:
+            trainable = counts.total
+            self.grad_bytes = trainable * grad_bytes
+            self.optim_bytes = trainable * (master + states)
+            if w.optimizer == "adafactor":
+                factored = sum((a_ + b_) * m.module_copies(n) for n, (a_, b_) in shapes.items()) * m.num_layers
+                self.optim_bytes += 4.0 * factored + 4.0 * (counts.total - counts.blocks)
+            self.adapter_params = 0
+            self.adapter_bytes = 0.0
+        elif w.uses_adapters:
+            self.targets = resolve_lora_targets(m, w.lora_targets)
+            self.adapter_params = lora_parameters(m, w.lora_rank, self.targets)
+            adapter_dtype = 4.0 if w.weights == "fp32" else 2.0
+            self.adapter_bytes = self.adapter_params * adapter_dtype
+            self.grad_bytes = self.adapter_params * adapter_dtype
+            # Adapters are small: AdamW moments in fp32, no separate master copy (QLoRA reference setup).
+            adapter_states = states if w.optimizer != "adafactor" else 4.0
+            self.optim_bytes = self.adapter_params * adapter_states
+        else:
+            self.adapter_params = 0
+            self.adapter_bytes = self.grad_bytes = self.optim_bytes = 0.0
+        if not w.uses_adapters:
+            self.targets = ()
+
+        # --- activations per token per layer (training) -----------------------------------
+        rms = m.norm == "rmsnorm"
+        dropout = m.position_embedding == "learned"  # GPT-2/BERT-era models train with dropout 0.1
+        norm_keep = (4.0 * h if rms and a < 4 else a * h)
+        if w.trains_base:
+            norm_keep += a * h  # normalized output, for the norm weight's gradient
+        keep_inputs = w.trains_base or w.kind == "qlora"
+        per_token = m.norms_per_layer * norm_keep
+        per_token += a * (d_q + 2 * d_kv) + a * d_q  # q, k, v and attention output
+        if keep_inputs:
+            per_token += a * h + a * d_q + a * h  # attention input, o_proj input, MLP input
+        mlp_gated = (4.0 if keep_inputs else 3.0) * a * i
+        mlp_plain = (2.0 if keep_inputs else 1.0) * a * i
+        per_token += k_exp * (mlp_gated if m.gated_mlp else mlp_plain)
+        if dropout:
+            per_token += 2 * h  # two residual dropout masks (1 byte each)
+        for target in self.targets:
+            fan_in = shapes[target][0]
+            copies = k_exp if target in ("gate_proj", "up_proj", "down_proj") else 1
+            extra = 0.0 if keep_inputs else a * fan_in  # frozen layers keep no input: LoRA's A needs it
+            if w.lora_dropout:
+                extra += (1.0 + a) * fan_in  # dropout mask and the dropped copy the adapter reads
+            per_token += copies * extra
+        self.act_per_token_layer = per_token
+        # Eager attention keeps the softmax: fp32 output plus the 16-bit copy (and dropout mask/output).
+        score_bytes = (4.0 + (a if a < 4 else 0.0)) + ((1.0 + a) if dropout else 0.0)
+        self.score_bytes = 0.0 if w.flash_attention else score_bytes * m.num_attention_heads
+        self.checkpoint_per_token_layer = a * h
+        self.logit_bytes_per_token = 0.0 if m.kind == "encoder" else m.vocab_size * (a + 4.0 + 4.0)
+
+        # --- inference ----------------------------------------------------------------------
+        kv_elem = w.kv_bytes_per_element
+        self.kv_bytes_per_token_layer = m.kv_elements_per_token_layer * kv_elem if m.has_kv_cache else 0.0
+        self.inference_transient_per_token = a * (2 * h + d_q + 2 * d_kv + 3 * i * k_exp)
+
+    def cached(self, name: str, compute):
+        """A value derived from the model and workload alone, computed once (speed model helpers)."""
+        try:
+            return self._cache[name]
+        except KeyError:
+            value = self._cache[name] = compute()
+            return value
+
+    # ------------------------------------------------------------------------------------
+    def kv_tokens_per_layer(self, context: int) -> float:
+        """Average tokens held per layer, with sliding-window layers capped at the window."""
+        m = self.model
+        if m.sliding_window is None or context <= m.sliding_window:
+            return float(context)
+        f = m.sliding_window_layer_fraction
+        return f * m.sliding_window + (1.0 - f) * context
+
+    def breakdown(self, gpu_count: int = 1, parallelism: str = "none", batch_size: int | None = None,
+                  context: int | None = None) -> MemoryBreakdown:
+        """Per-GPU memory for ``gpu_count`` GPUs combined by ``parallelism``.
+
+        ``batch_size`` defaults to the workload's; in inference it is the total number of
+        concurrent sequences (split over replicas with ``ddp``). ``context`` overrides the
+        sequence length (training) or the prompt length plus output (inference).
+        """
+        m, w = self.model, self.workload
+        n = max(1, gpu_count)
+        par = "none" if n == 1 else parallelism
+        b = w.batch_size if batch_size is None else batch_size
+        if context is None:
+            s = w.context_tokens
+            prompt = w.prompt_tokens
+        else:
+            s = context
+            prompt = max(1, context - w.output_tokens)
+        t = n if par == "tensor" else 1
+        p = n if par == "pipeline" else 1
+        d = n if par in DATA_PARALLEL else 1
+        L = self.layers
+
+        # Model-parallel share of the weights held by one GPU.
+        if p > 1:
+            stage_layers = math.ceil(L / p)
+            block_share = stage_layers / L
+            edge = max(self.embedding_bytes, self.head_bytes or self.embedding_bytes)
+            weights = self.block_weight_bytes * block_share + edge + self.norm_bytes * block_share
+            c = self.model.counts
+            edge_params = max(c.embedding, c.lm_head or c.embedding)
+            state_share = (c.blocks * block_share + edge_params + c.norms_and_other * block_share) / c.total
+            if self.workload.uses_adapters:
+                state_share = block_share  # LoRA adapters live only in the blocks
+        else:
+            weights = (self.block_weight_bytes + self.embedding_bytes + self.head_bytes) / t + self.norm_bytes
+            state_share = 1.0 / t
+        grads, optim = self.grad_bytes * state_share, self.optim_bytes * state_share
+        adapters = self.adapter_bytes * state_share
+        if par in ("zero1", "zero2", "zero3", "fsdp"):
+            optim /= d
+        if par in ("zero2", "zero3", "fsdp"):
+            grads /= d
+        if par in ("zero3", "fsdp"):
+            full = weights
+            weights = weights / d
+            adapters = adapters / d
+            # Layers gathered in flight: the one computing, the one prefetched, one reducing.
+            layer = self.block_weight_bytes / L
+            gathered = min(3 * layer, full - weights)
+            weights += gathered
+        else:
+            gathered = 0.0
+
+        if self.training:
+            tokens = b * s
+            if w.gradient_checkpointing:
+                act = (L * tokens * self.checkpoint_per_token_layer
+                       + tokens * (self.act_per_token_layer + self.score_bytes * s))
+            else:
+                act = L * tokens * (self.act_per_token_layer + self.score_bytes * s)
+            if p > 1:
+                act = act * math.ceil(L / p) * p / L
+            logits = tokens * self.logit_bytes_per_token / t
+            act = act / t + logits
+            act += self.dequant_buffer / t
+            kv = 0.0
+        else:
+            b_gpu = math.ceil(b / n) if par == "ddp" else b
+            chunk = b_gpu * prompt
+            if self.prefill_chunk_tokens:
+                chunk = min(chunk, self.prefill_chunk_tokens)
+            scores = 0.0 if w.flash_attention else b_gpu * m.num_attention_heads * prompt * prompt * 6.0
+            logits = (b_gpu * m.vocab_size * 4.0 if m.has_kv_cache else 0.0) / t
+            act = (chunk * self.inference_transient_per_token + scores) / t + logits + self.dequant_buffer / t
+            kv_layers = math.ceil(L / p)
+            kv_heads_share = math.ceil(m.num_key_value_heads / t) / m.num_key_value_heads
+            kv = b_gpu * self.kv_tokens_per_layer(s) * kv_layers * self.kv_bytes_per_token_layer * kv_heads_share
+        host = 0.0
+        share = self.gpu_layer_share
+        if share < 1.0 and not self.training:
+            # llama.cpp -ngl: the first layers, the embedding and the output head stay in host RAM
+            # with their KV cache; the GPU holds the offloaded layers' weights and cache.
+            gpu_weights = (self.block_weight_bytes + self.norm_bytes) * share / t
+            host = weights - gpu_weights + kv * (1.0 - share)
+            weights, kv = gpu_weights, kv * share
+        tensors = weights + grads + optim + act + kv + adapters
+        overhead = self.overhead.cuda_context_gib * GIB + self.overhead.fragmentation_for(self.training) * tensors
+        return MemoryBreakdown(weights=weights, gradients=grads, optimizer=optim, activations=act, kv_cache=kv,
+                               adapters=adapters, overhead=overhead, logits=logits, gathered=gathered, host=host)
+
+    @property
+    def gpu_layer_share(self) -> float:
+        """Share of the layers on the GPU (``workload.gpu_layers`` of ``num_layers``; 1 when all)."""
+        g = self.workload.gpu_layers
+        if g is None or self.training or g >= self.layers:
+            return 1.0
+        return g / self.layers
+
+    # ------------------------------------------------------------------------------------
+    def max_batch(self, capacity_bytes: float, gpu_count: int = 1, parallelism: str = "none") -> int:
+        """Largest batch (per-GPU micro-batch in training; total sequences in inference) that fits."""
+        one = self.breakdown(gpu_count, parallelism, batch_size=1).device_total
+        if one > capacity_bytes:
+            return 0
+        if not self.training and parallelism == "ddp" and gpu_count > 1:
+            per_replica = self._max_batch_linear(capacity_bytes, 1, "none", one)
+            return per_replica * gpu_count
+        return self._max_batch_linear(capacity_bytes, gpu_count, parallelism, one)
+
+    def _max_batch_linear(self, capacity: float, n: int, par: str, one: float) -> int:
+        two = self.breakdown(n, par, batch_size=2).device_total
+        slope = two - one
+        if slope <= 0:
+            return 1_000_000
+        best = 1 + int((capacity - one) // slope)
+        # Guard the closed form against rounding: step down until it really fits.
+        while best > 1 and self.breakdown(n, par, batch_size=best).device_total > capacity:
+            best -= 1
+        return min(best, 1_000_000)
+
+    def max_context(self, capacity_bytes: float, gpu_count: int = 1, parallelism: str = "none",
+                    limit: int = 10_000_000) -> int:
+        """Longest context (sequence length, or prompt + output) that fits; 0 if none does."""
+        floor = self.workload.output_tokens + 1 if not self.training else 1
+
+        def fits(ctx: int) -> bool:
+            return self.breakdown(gpu_count, parallelism, context=ctx).device_total <= capacity_bytes
+
+        if not fits(floor):
+            return 0
+        lo, hi = floor, max(floor + 1, 1024)
+        while hi < limit and fits(hi):
+            lo, hi = hi, hi * 2
+        if hi >= limit and fits(limit):
+            return limit
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if fits(mid):
+                lo = mid
+            else:
+                hi = mid
+        return lo
+
+
+def memory_curve(mm: MemoryModel, axis: str, values: list[int], gpu_count: int = 1,
+                 parallelism: str = "none") -> list[float]:
+    """Per-GPU device totals in GiB as ``axis`` ("context" or "batch") takes each of ``values``."""
+    if axis == "context":
+        return [mm.breakdown(gpu_count, parallelism, context=v).device_total / GIB for v in values]
+    if axis == "batch":
+        return [mm.breakdown(gpu_count, parallelism, batch_size=v).device_total / GIB for v in values]
+    raise InputError("what_if.axis", "must be context or batch", axis)
+
+
+def curve_points(start: int, stop: int, count: int = 48) -> list[int]:
+    """About ``count`` integers spread geometrically from ``start`` to ``stop`` (inclusive, no repeats)."""
+    start, stop = max(1, start), max(start + 1, stop)
+    ratio = (stop / start) ** (1 / max(1, count - 1))
+    out, x = [], float(start)
+    for _ in range(count):
+        v = int(round(x))
+        if not out or v > out[-1]:
+            out.append(v)
+        x *= ratio
+    if out[-1] != stop:
+        out.append(stop)
+    return out
+
+
+def memory_breakdown(model: ModelSpec, workload: Workload, hardware: Hardware | None = None,
+                     overhead: RuntimeOverhead | None = None) -> MemoryBreakdown:
+    """Convenience: the per-GPU breakdown for one hardware setting (count 1 by default)."""
+    hw = hardware or Hardware()
+    n = hw.gpu_count or 1
+    par = check_parallelism(model, workload, n, hw.parallelism or "ddp")
+    return MemoryModel(model, workload, overhead).breakdown(n, par)

@@ -1,0 +1,105 @@
+"""The decision: one best setup per GPU type, their order, and the recommended setup.
+
+Computed once per estimate (in :func:`gpuadvisor.core.estimate.estimate`) and shown verbatim by
+the window's summary and ranking, the CLI and the PDF report, so the three always name the same
+setup.
+
+Rules (each GPU type's setups and the GPU types themselves are ordered the same way):
+
+1. Setups that fit and **surely** meet the limits: even the slow end of the job-time range meets
+   the deadline and even the expensive end of the cost range stays within the budget
+   (``deadline_status == "meets"``, ``budget_status == "within"`` or no limit set). Cheapest
+   expected cost first, then shortest expected time, then fewer GPUs, then the simpler
+   parallelism (``PARALLELISM_ORDER``).
+2. Setups that fit and **likely** meet them (the expected value does, the range's far end does
+   not). Same order. A recommendation from this tier says so ("likely meets").
+3. Setups that fit but miss a limit, fastest first (closest to meeting a deadline).
+4. Setups that do not fit, closest to fitting first (lowest memory need per capacity).
+
+The recommendation is the first setup in tiers 1-2 over the whole catalog; the runner-up is the
+best setup of another GPU type in the same tiers. Unpriced setups sort after priced ones of
+their tier.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Iterable
+
+if TYPE_CHECKING:
+    from .results import Candidate
+
+#: Simpler ways to split the work win ties (same cost and time): no sharding before sharding.
+PARALLELISM_ORDER = ("none", "ddp", "zero1", "zero2", "fsdp", "zero3", "tensor", "pipeline")
+
+#: Tier names, in order.
+SURE, LIKELY, MISSED, NO_FIT = 0, 1, 2, 3
+TIER_WORDS = {SURE: "meets the limits", LIKELY: "likely meets the limits", MISSED: "misses a limit",
+              NO_FIT: "does not fit"}
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """Which setup to choose, and one best setup per GPU type in the order to show them."""
+
+    #: Candidate key of the recommended setup; None when nothing fits or nothing meets the limits.
+    recommended_key: str | None
+    #: The best setup of another GPU type that also meets (or likely meets) the limits.
+    runner_up_key: str | None
+    #: One candidate key per GPU type, best first (the rows of the ranking and the report table).
+    per_gpu_keys: tuple[str, ...]
+    #: "sure", "likely", "limits missed" or "nothing fits".
+    status: str
+
+    def to_dict(self) -> dict:
+        return {"recommended": self.recommended_key, "runner_up": self.runner_up_key, "status": self.status,
+                "per_gpu": list(self.per_gpu_keys)}
+
+
+def tier(c: "Candidate") -> int:
+    """The candidate's tier (see the module docstring)."""
+    if not c.fits:
+        return NO_FIT
+    cost = c.cost
+    if cost is None:
+        return SURE
+    if cost.deadline_status == "at risk" or cost.budget_status == "over" or cost.unpriced_under_budget:
+        return MISSED  # an unpriced GPU (a Mac, a rack-only part) cannot be shown to stay within a money limit
+    if cost.deadline_status == "likely" or cost.budget_status == "likely":
+        return LIKELY
+    return SURE
+
+
+def sort_key(c: "Candidate") -> tuple:
+    """Order within and across GPU types (smaller is better)."""
+    t = tier(c)
+    par = PARALLELISM_ORDER.index(c.parallelism) if c.parallelism in PARALLELISM_ORDER else len(PARALLELISM_ORDER)
+    if t == NO_FIT:
+        return (t, c.utilization, c.gpu_count, par, c.gpu.name)
+    cost = c.cost
+    usd = cost.cost_usd.expected if cost is not None and cost.cost_usd is not None else math.inf
+    hours = cost.job_hours.expected if cost is not None else math.inf
+    if t == MISSED:
+        return (t, hours, usd, c.gpu_count, par, c.gpu.name)
+    return (t, usd, hours, c.gpu_count, par, c.gpu.name)
+
+
+def decide(candidates: Iterable["Candidate"]) -> Decision:
+    """The decision over ``candidates`` (all setups of every GPU type compared)."""
+    best: dict[str, tuple[tuple, "Candidate"]] = {}
+    for c in candidates:
+        k = sort_key(c)
+        cur = best.get(c.gpu.id)
+        if cur is None or k < cur[0]:
+            best[c.gpu.id] = (k, c)
+    ordered = [c for _k, c in sorted(best.values(), key=lambda kc: kc[0])]
+    keys = tuple(c.key for c in ordered)
+    if not ordered or tier(ordered[0]) == NO_FIT:
+        return Decision(None, None, keys, "nothing fits")
+    first = ordered[0]
+    if tier(first) == MISSED:
+        return Decision(None, None, keys, "limits missed")
+    runner = next((c for c in ordered[1:] if tier(c) in (SURE, LIKELY)), None)
+    return Decision(first.key, runner.key if runner is not None else None, keys,
+                    "sure" if tier(first) == SURE else "likely")

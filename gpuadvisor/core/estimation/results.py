@@ -1,0 +1,232 @@
+"""The result types: what :func:`~gpuadvisor.core.estimation.estimate.estimate` returns and what it takes in.
+
+:class:`Estimate` holds every :class:`Candidate` (one GPU type x count x parallelism) of one scenario,
+the ranking and the :class:`Change` remedies of :mod:`~gpuadvisor.core.estimation.advice`, and the
+:class:`FactorFit` values of a :class:`CalibrationProfile` (:mod:`~gpuadvisor.core.estimation.calibration`)
+that were applied. Apart in their own module so that the estimate, the advice and the calibration
+all use them without importing each other in a circle.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+from ..formats.scenario import Scenario
+from ..specs.hardware import GpuSpec
+from ..specs.models import ModelSpec
+from ..specs.workload import RuntimeOverhead
+from ..units import GIB
+from .cost import CostEstimate
+from .memory import MemoryBreakdown, MemoryModel
+from .performance import PerformanceEstimate
+from .recommendation import Decision, decide
+
+#: Memory utilization above this is too tight for a long job (allocator spikes, longer samples).
+TIGHT_UTILIZATION = 0.95
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """One remedy and what it buys."""
+
+    change: str
+    why: str
+    candidate: str | None
+    memory_per_gpu_gib: float | None
+    job_hours: float | None
+    cost_usd: float | None
+    fits: bool
+
+    def to_dict(self) -> dict:
+        return {"change": self.change, "why": self.why, "candidate": self.candidate,
+                "memory_per_gpu_gib": None if self.memory_per_gpu_gib is None else round(self.memory_per_gpu_gib, 2),
+                "job_hours": None if self.job_hours is None else round(self.job_hours, 3),
+                "cost_usd": None if self.cost_usd is None else round(self.cost_usd, 2), "fits": self.fits}
+
+    def __str__(self) -> str:
+        if not self.fits or self.candidate is None:
+            return f"{self.change}: still does not fit any GPU considered."
+        parts = [f"{self.change} -> {self.candidate}", f"{self.memory_per_gpu_gib:.1f} GiB per GPU"]
+        if self.job_hours is not None:
+            parts.append(f"{self.job_hours:.1f} h")
+        if self.cost_usd is not None:
+            parts.append(f"${self.cost_usd:,.0f}")
+        return ", ".join(parts) + f" ({self.why})"
+
+
+@dataclass(frozen=True, slots=True)
+class FactorFit:
+    """One fitted factor for one GPU and engine, with the errors it leaves."""
+
+    gpu_id: str
+    engine: str
+    factor_name: str
+    value: float
+    n_measurements: int
+    error_before_pct: float | None  # median |predicted / measured - 1| with the engine profile
+    error_after_pct: float | None  # the same with the fitted value
+    measurement_ids: tuple[str, ...]
+    note: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class CalibrationProfile:
+    """Fitted factors per (GPU, engine), when they were fitted, and the measurements left out."""
+
+    fits: tuple[FactorFit, ...]
+    created: str  # ISO date
+    note: str = ""
+    skipped: tuple[tuple[str, str], ...] = ()  # (measurement id, why it was not used)
+
+    def fits_for(self, gpu_id: str, engine: str) -> tuple[FactorFit, ...]:
+        return tuple(f for f in self.fits if f.gpu_id == gpu_id and f.engine == engine)
+
+    def summary(self) -> str:
+        """A few lines of text for a dialog or the CLI."""
+        lines = [(f"Calibration of {self.created}: {len(self.fits)} factors fitted, "
+                 f"{len({m for m, _ in self.skipped})} measurements not used.")]
+        for f in self.fits:
+            before = "n/a" if f.error_before_pct is None else f"{f.error_before_pct:.1f}%"
+            after = "n/a" if f.error_after_pct is None else f"{f.error_after_pct:.1f}%"
+            lines.append(f"  {f.gpu_id} / {f.engine}: {f.factor_name} = {f.value:.4g} from "
+                         f"{f.n_measurements} measurements (median error {before} -> {after})"
+                         + (f"; {f.note}" if f.note else ""))
+        for mid, why in self.skipped:
+            lines.append(f"  {mid}: {why}")
+        return "\n".join(lines)
+
+
+class Candidate(NamedTuple):
+    """One way to run the scenario: ``gpu_count`` x ``gpu`` combined by ``parallelism``.
+
+    Immutable like the other results; a named tuple because a whole-catalog comparison builds
+    hundreds of them per keystroke and a frozen dataclass costs ten times more to construct.
+    """
+
+    gpu: GpuSpec
+    gpu_count: int
+    parallelism: str
+    memory: MemoryBreakdown
+    capacity_gib: float
+    fits: bool
+    headroom_gib: float
+    utilization: float
+    warnings: tuple[str, ...] = ()
+    performance: PerformanceEstimate | None = None  # None when it does not fit
+    cost: CostEstimate | None = None
+    pareto: bool = False
+    under_provisioned: bool = False
+    over_provisioned: bool = False
+
+    @property
+    def key(self) -> str:
+        return f"{self.gpu_count}x {self.gpu.id} ({self.parallelism})"
+
+    @property
+    def verdict(self) -> str:
+        """``fits``, ``tight`` (above 95% of capacity) or ``does not fit``."""
+        if not self.fits:
+            return "does not fit"
+        return "tight" if self.utilization > TIGHT_UTILIZATION else "fits"
+
+
+@dataclass(frozen=True, slots=True)
+class WhatIf:
+    """The largest batch and the longest context that fit on one GPU type at a given setup."""
+
+    gpu_id: str
+    gpu_count: int
+    parallelism: str
+    max_batch: int
+    max_context: int
+
+
+@dataclass(frozen=True, slots=True)
+class Estimate:
+    """Everything the views show for one scenario."""
+
+    scenario: Scenario
+    model: ModelSpec
+    candidates: tuple[Candidate, ...]
+    memory_model: MemoryModel
+    warnings: tuple[str, ...] = ()
+    ranking: tuple[Candidate, ...] = ()
+    advice: tuple[Change, ...] = ()
+    engine: str = ""
+    gpu_ids: tuple[str, ...] = ()  # the GPUs the comparison was restricted to (empty: whole catalog)
+    #: The calibration profile passed to :func:`estimate` (None: calibration off).
+    calibration: CalibrationProfile | None = None
+    #: The fitted values that were applied, per GPU (after the scenario's own settings won).
+    calibration_fits: tuple[FactorFit, ...] = ()
+    #: Which setup to choose and one best setup per GPU type, in order (see :mod:`.recommendation`).
+    decision: Decision | None = None
+    #: Filled on first use by :meth:`best_per_gpu` and :meth:`candidate` (the views ask for them
+    #: several times per update); not part of the value.
+    _memo: dict = field(default_factory=dict, compare=False, repr=False)
+
+    def best_per_gpu(self) -> dict[str, Candidate]:
+        """For each GPU type its best setup (see :mod:`.recommendation`), best GPU type first.
+
+        Returns a new dict each call (computed once per estimate)."""
+        best = self._memo.get("best")
+        if best is None:
+            decision = self.decision or decide(self.candidates)
+            best = {}
+            for key in decision.per_gpu_keys:
+                c = self.candidate(key)
+                if c is not None:
+                    best[c.gpu.id] = c
+            self._memo["best"] = best
+        return dict(best)
+
+    @property
+    def recommended(self) -> Candidate | None:
+        """The recommended setup (None when nothing fits or nothing meets the limits)."""
+        decision = self.decision or decide(self.candidates)
+        return self.candidate(decision.recommended_key) if decision.recommended_key else None
+
+    def candidate(self, key: str) -> Candidate | None:
+        """The candidate with this :attr:`Candidate.key`, or ``None``."""
+        index = self._memo.get("index")
+        if index is None:
+            index = self._memo["index"] = {c.key: c for c in self.candidates}
+        return index.get(key)
+
+    @property
+    def calibrated_gpus(self) -> tuple[str, ...]:
+        """Ids of the GPUs whose figures use calibrated values, in catalog order."""
+        return tuple(dict.fromkeys(f.gpu_id for f in self.calibration_fits))
+
+    def is_calibrated(self, gpu_id: str) -> bool:
+        """Whether this GPU's figures use calibrated values."""
+        return gpu_id in self.calibrated_gpus
+
+    def _memory_model_for(self, gpu_id: str) -> MemoryModel:
+        """The memory model with this GPU's calibrated runtime overhead (the shared one otherwise)."""
+        overhead = next((f.value for f in self.calibration_fits
+                         if f.gpu_id == gpu_id and f.factor_name == "runtime_overhead_gib"), None)
+        if overhead is None:
+            return self.memory_model
+        key = ("mm", overhead)
+        mm = self._memo.get(key)
+        if mm is None:
+            base = self.memory_model
+            mm = self._memo[key] = MemoryModel(base.model, base.workload, _calibrated_overhead(overhead),
+                                               prefill_chunk_tokens=base.prefill_chunk_tokens)
+        return mm
+
+    def what_if(self, candidate: Candidate) -> WhatIf:
+        """Largest batch and longest context that fit for this candidate's GPU and setup."""
+        cap = candidate.capacity_gib * GIB
+        mm = self._memory_model_for(candidate.gpu.id) if self.calibration_fits else self.memory_model
+        return WhatIf(gpu_id=candidate.gpu.id, gpu_count=candidate.gpu_count, parallelism=candidate.parallelism,
+                      max_batch=mm.max_batch(cap, candidate.gpu_count, candidate.parallelism),
+                      max_context=mm.max_context(cap, candidate.gpu_count, candidate.parallelism))
+
+
+def _calibrated_overhead(gib: float) -> RuntimeOverhead:
+    """A fitted runtime overhead as a scenario overhead (the context field holds at most 64 GiB)."""
+    return RuntimeOverhead(cuda_context_gib=min(gib, 64.0), fragmentation=0.0)
+
+

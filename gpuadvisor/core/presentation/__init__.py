@@ -1,0 +1,1 @@
+"""How results are shown: the report content and the JSON form of results."""

@@ -1,0 +1,112 @@
+"""The comparison as plain text: the table the CLI's ``estimate`` and the headless launcher print.
+
+Pure (no I/O): :func:`render_estimate` turns an :class:`~gpuadvisor.core.estimation.results.Estimate`
+into lines of text; figures are written by :mod:`gpuadvisor.core.formatting`, like everywhere else.
+"""
+
+from __future__ import annotations
+
+from ..estimation.results import Candidate, Estimate
+from ..units import format_count, format_hours, format_usd
+from .report import summary_line
+
+
+def text_table(rows: list[list[str]], header: list[str], right: set[int]) -> str:
+    """Rows as fixed-width columns under a header and a rule; columns in ``right`` align right."""
+    widths = [max(len(str(r[i])) for r in rows + [header]) for i in range(len(header))]
+
+    def fmt(row: list[str]) -> str:
+        return "  ".join(str(c).rjust(w) if i in right else str(c).ljust(w)
+                         for i, (c, w) in enumerate(zip(row, widths))).rstrip()
+    return "\n".join([fmt(header), fmt(["-" * w for w in widths])] + [fmt(r) for r in rows])
+
+
+def _range(d: dict | None, fmt) -> str:
+    if not d:
+        return "-"
+    return f"{fmt(d['low'])}-{fmt(d['high'])}"
+
+
+def render_estimate(est: Estimate, show_all: bool = False) -> str:
+    """The human-readable comparison."""
+    m, w = est.model, est.scenario.workload
+    lines = [f"{est.scenario.name}",
+             f"Model: {m.name}, {format_count(m.parameters)} parameters"
+             + (f" ({format_count(m.active_parameters)} active)" if m.is_moe else "")
+             + f"; workload: {w.kind}, weights {w.weights}, batch {w.batch_size}, context {w.context_tokens:,} tokens",
+             ""]
+    chosen: list[Candidate] = list(est.candidates) if show_all else list(est.best_per_gpu().values())
+    header = ["GPU", "setup", "verdict", "need/GPU", "capacity", "headroom", "weights", "grads", "optim", "activ",
+              "kv", "adapt", "overhead", "max batch", "max ctx"]
+    has_perf = any(c.performance is not None for c in chosen)
+    inference = has_perf and not w.is_training
+    has_host = any(c.memory.host for c in chosen)
+    if has_host:
+        header += ["host RAM"]
+    if has_perf:
+        header += ["tokens/s"] + (["tok/s/user", "prompt tok/s"] if inference else []) + [
+            "job time", "cost", "$/1M tok", "deadline/budget", "bound"]
+    rows = []
+    calibrated = set(est.calibrated_gpus)
+    for c in chosen:
+        g = c.memory.gib()
+        star = "\u2605 " if est.decision is not None and c.key == est.decision.recommended_key else ""
+        row = [star + c.gpu.name + (" *" if c.gpu.id in calibrated else ""), f"{c.gpu_count}x {c.parallelism}", c.verdict, f"{g['device_total']:.1f}",
+               f"{c.capacity_gib:.1f}", f"{c.headroom_gib:+.1f}"] + [
+            f"{g[k]:.1f}" for k in ("weights", "gradients", "optimizer", "activations", "kv_cache", "adapters",
+                                    "overhead")]
+        wi = est.what_if(c)
+        row += [f"{wi.max_batch:,}", f"{wi.max_context:,}"]
+        if has_host:
+            row += [f"{c.memory.host / 2**30:.1f}"]  # layers kept in host RAM (workload.gpu_layers)
+        if has_perf:
+            d = {}
+            if c.performance is not None:
+                d.update(c.performance.to_dict())  # type: ignore[attr-defined]
+            if c.cost is not None:
+                d.update(c.cost.to_dict())  # type: ignore[attr-defined]
+            tps = d.get("tokens_per_s")
+            per_m = d.get("usd_per_million_tokens")
+            marks = {"meets": "ok", "within": "ok", "likely": "likely", "at risk": "NO", "over": "NO", None: "-"}
+            row += [f"{tps:,.0f}" if tps else "-"]
+            if inference:
+                user, prompt = d.get("tokens_per_s_per_user"), d.get("prefill_tokens_per_s")
+                row += [f"{user:,.1f}" if user else "-", f"{prompt:,.0f}" if prompt else "-"]
+            row += [_range(d.get("job_hours"), format_hours),
+                    _range(d.get("cost_usd"), format_usd), format_usd(per_m) if per_m is not None else "-",
+                    f"{marks[d.get('deadline')]}/{marks[d.get('budget')]}" if d else "-",
+                    str(d.get("bound") or "-")]
+        rows.append(row)
+    lines.append(text_table(rows, header, right=set(range(3, len(header))) - {len(header) - 1, len(header) - 2}
+                        if has_perf else set(range(3, len(header)))))
+    lines.append("")
+    lines.append("Memory in GiB per GPU; need = device total (tensors + CUDA context + fragmentation). "
+                 "max batch / max ctx: the largest batch and the longest context that fit that setup.")
+    if not show_all:
+        lines.append("One row per GPU type: its best setup under the deadline and budget (use --all for every "
+                     "count and parallelism); \u2605 marks the recommendation.")
+    lines += calibration_lines(est)
+    lines.append(summary_line(est) + f" (engine profile: {est.engine})")
+    for advice in est.advice:
+        lines.append(f"Change: {advice}")
+    for warning in est.warnings:
+        lines.append(f"Warning: {warning}")
+    return "\n".join(lines)
+
+
+def calibration_lines(est: Estimate) -> list[str]:
+    """What the calibration did to this estimate, for the text output ([] when it was off)."""
+    profile = est.calibration
+    if profile is None:
+        return []
+    if not est.calibration_fits:
+        return [f"Calibration: on (profile of {profile.created}), but it holds no values for the engine "
+                f"{est.engine} that this scenario leaves to it: no figure changed."]
+    lines = [f"* Calibrated to your measurements (profile of {profile.created}); other GPUs use the engine "
+             f"profile {est.engine}:"]
+    for f in est.calibration_fits:
+        before = "-" if f.error_before_pct is None else f"{f.error_before_pct:.1f}%"
+        after = "-" if f.error_after_pct is None else f"{f.error_after_pct:.1f}%"
+        lines.append(f"  {f.gpu_id}: {f.factor_name} = {f.value:.4g} from {f.n_measurements} measurements "
+                     f"(median error {before} -> {after})")
+    return lines

@@ -1,0 +1,285 @@
+"""GPUs: the typed catalog row and the catalog loader.
+
+All tensor-core throughput figures are **dense** (no 2:4 structured sparsity); datasheets
+often print the sparse figure, which is twice as high and never reached by training or by
+dense inference kernels. ``memory_gib_usable`` is the capacity a program can allocate
+against, as ``nvidia-smi`` reports it (slightly below the marketed GB on some parts).
+
+References
+----------
+- NVIDIA A100, H100, H200, L40S, L4, A10, T4, V100 datasheets; NVIDIA Ada Lovelace and Hopper
+  architecture whitepapers; NVIDIA DGX B200 / HGX B200 datasheets; AMD Instinct MI300X
+  datasheet. Each catalog row cites its own source (see ``docs/catalog.md``).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from .catalog_io import CatalogMeta, RowReader, parse_rows, read_catalog_file, read_catalog_text
+from ..errors import CatalogError, InputError
+
+GPU_SCHEMA_VERSIONS = (1,)
+GPU_REQUIRED_COLUMNS = ("id", "name", "architecture", "memory_gib_usable", "memory_bandwidth_gb_s",
+                        "fp16_dense_tflops", "tdp_w", "source")
+
+#: Architectures whose tensor cores run FP8 (Ada, Hopper, Blackwell; AMD CDNA3).
+FP8_ARCHITECTURES = frozenset({"ada", "hopper", "blackwell", "cdna3", "cdna4"})
+KNOWN_ARCHITECTURES = frozenset({"pascal", "volta", "turing", "ampere", "ada", "hopper", "blackwell",
+                                 "cdna2", "cdna3", "cdna4", "rdna3", "apple", "other"})
+
+#: Where a part is used: servers in a data centre, or a laptop or desktop of one person.
+SEGMENTS = ("data_centre", "local")
+#: Host (CPU) memory bandwidth assumed when a row gives none, GB/s: dual-channel DDR5-5600 in a
+#: desktop or laptop (2 x 44.8), eight-channel DDR5-4800 in a server socket (8 x 38.4).
+DEFAULT_HOST_BANDWIDTH_GB_S = {"local": 89.6, "data_centre": 307.2}
+#: Name fragments of laptop, desktop and workstation parts.
+_LOCAL_NAMES = ("GeForce", "Radeon RX", "RTX A", "RTX PRO", "RTX 6000 Ada", "Apple")
+_MEMORY_OPTIONS = re.compile(r"Memory options \(GB\): ([0-9., ]+)")
+
+
+def metal_working_set_share(ram_gib: float) -> float:
+    """Share of a Mac's unified memory that Metal lets the GPU wire by default.
+
+    macOS reports it as ``recommendedMaxWorkingSetSize`` (llama.cpp prints it at start-up):
+    about two thirds of the RAM on Macs with 36 GB or less and three quarters above. Raise it
+    with ``sudo sysctl iogpu.wired_limit_mb=<MiB>`` (macOS 14 and later; resets on reboot).
+    """
+    return 2.0 / 3.0 if ram_gib <= 36 else 0.75
+
+
+#: Unidirectional PCIe x16 bandwidth per generation, GB/s.
+_PCIE_X16_GB_S = {3: 16.0, 4: 32.0, 5: 64.0, 6: 128.0}
+
+
+@dataclass(frozen=True, slots=True)
+class PriceRange:
+    """A low / expected / high price."""
+
+    low: float
+    expected: float
+    high: float
+
+
+@dataclass(frozen=True, slots=True)
+class GpuSpec:
+    """One GPU model, with units in the field names."""
+
+    id: str
+    name: str
+    vendor: str
+    architecture: str
+    memory_gib_usable: float
+    memory_bandwidth_gb_s: float
+    fp16_dense_tflops: float
+    tdp_w: float
+    memory_gb: float | None = None
+    memory_type: str = ""
+    form_factor: str = ""
+    launch_year: int | None = None
+    fp32_tflops: float | None = None
+    tf32_dense_tflops: float | None = None
+    bf16_dense_tflops: float | None = None
+    fp8_dense_tflops: float | None = None
+    int8_dense_tops: float | None = None
+    fp4_dense_tflops: float | None = None
+    nvlink_gb_s: float | None = None
+    pcie_gen: int | None = None
+    mig_instances: int = 0
+    purchase_new_usd: tuple[float, float] | None = None
+    purchase_used_usd: tuple[float, float] | None = None
+    cloud_usd_per_hour: PriceRange | None = None
+    price_as_of: str = ""
+    source: str = ""
+    notes: str = ""
+
+    @property
+    def segment(self) -> str:
+        """``local`` (laptops and desktops: Apple silicon, laptop parts, GeForce, Radeon RX and
+        workstation cards) or ``data_centre`` (everything else)."""
+        if self.form_factor in ("soc", "laptop") or any(part in self.name for part in _LOCAL_NAMES):
+            return "local"
+        return "data_centre"
+
+    @property
+    def unified_memory(self) -> bool:
+        """Whether the GPU shares the system RAM (Apple silicon)."""
+        return self.architecture == "apple"
+
+    @property
+    def memory_options_gib(self) -> tuple[float, ...]:
+        """The memory sizes the part ships with, from the row's "Memory options (GB): 16, 24, 32."
+        note (a Mac's RAM choices); empty when the row has none."""
+        found = _MEMORY_OPTIONS.search(self.notes)
+        if not found:
+            return ()
+        return tuple(float(v) for v in re.findall(r"\d+(?:\.\d+)?", found.group(1)))
+
+    @property
+    def host_memory_bandwidth_gb_s(self) -> float:
+        """Bandwidth of the memory that layers kept off the GPU are read from, GB/s (partial offload).
+
+        Apple silicon: the CPU cores reach about half the unified bandwidth (AnandTech's M1 Max
+        review measured about 200 of 400 GB/s); other parts: :data:`DEFAULT_HOST_BANDWIDTH_GB_S`."""
+        if self.unified_memory:
+            return self.memory_bandwidth_gb_s / 2
+        return DEFAULT_HOST_BANDWIDTH_GB_S[self.segment]
+
+    def capacity_gib(self, memory_gib: float) -> float:
+        """GPU-usable GiB of this part fitted with ``memory_gib`` of memory: the Metal working-set
+        share of it on unified-memory Macs, all of it otherwise (a MIG slice, a different board)."""
+        return memory_gib * metal_working_set_share(memory_gib) if self.unified_memory else memory_gib
+
+    def with_memory_gib(self, memory_gib: float) -> "GpuSpec":
+        """This part with ``memory_gib`` of memory (``hardware.memory_gib``)."""
+        from dataclasses import replace
+        return replace(self, memory_gib_usable=self.capacity_gib(memory_gib), memory_gb=memory_gib)
+
+    @property
+    def supports_fp8(self) -> bool:
+        return self.fp8_dense_tflops is not None and self.architecture in FP8_ARCHITECTURES
+
+    @property
+    def supports_bf16(self) -> bool:
+        return self.bf16_dense_tflops is not None
+
+    @property
+    def pcie_gb_s(self) -> float:
+        """Unidirectional PCIe x16 bandwidth in GB/s (about 2 GB/s per lane per generation step from gen 3)."""
+        return _PCIE_X16_GB_S.get(self.pcie_gen or 4, 32.0)
+
+    @property
+    def peer_gb_s(self) -> float:
+        """Unidirectional GPU-to-GPU bandwidth inside a server: NVLink (half the quoted bidirectional
+        figure) where the GPU has it, otherwise PCIe."""
+        if self.nvlink_gb_s:
+            return max(self.nvlink_gb_s / 2, self.pcie_gb_s)
+        return self.pcie_gb_s
+
+    def price_age_days(self, today: _dt.date) -> int | None:
+        """Days since the price as-of date (None if undated)."""
+        try:
+            return (today - _dt.date.fromisoformat(self.price_as_of)).days
+        except ValueError:
+            return None
+
+
+@dataclass(frozen=True, slots=True)
+class GpuCatalog:
+    """The GPUs, in catalog order, with the file's metadata."""
+
+    gpus: dict[str, GpuSpec]
+    meta: CatalogMeta
+
+    def get(self, gpu_id: str, field: str = "hardware.gpu") -> GpuSpec:
+        try:
+            return self.gpus[gpu_id]
+        except KeyError:
+            raise InputError(field, f"unknown GPU id; known ids: {', '.join(self.gpus)}", gpu_id) from None
+
+    def __iter__(self):
+        return iter(self.gpus.values())
+
+    def __len__(self) -> int:
+        return len(self.gpus)
+
+
+def _pair(r: RowReader, low: str, high: str) -> tuple[float, float] | None:
+    lo, hi = r.number(low, required=False), r.number(high, required=False)
+    if lo is None and hi is None:
+        return None
+    lo = lo if lo is not None else hi
+    hi = hi if hi is not None else lo
+    assert lo is not None and hi is not None
+    if lo > hi:
+        raise CatalogError(r.where(low), f"is above {high}", lo)
+    return (lo, hi)
+
+
+def parse_gpu_row(r: RowReader) -> GpuSpec:
+    """One catalog row -> :class:`GpuSpec` (raises CatalogError naming line and column)."""
+    gpu_id = r.text("id")
+    if gpu_id != gpu_id.strip().lower() or " " in gpu_id:
+        raise CatalogError(r.where("id"), "must be lowercase without spaces", gpu_id)
+    arch = r.text("architecture").lower()
+    if arch not in KNOWN_ARCHITECTURES:
+        raise CatalogError(r.where("architecture"), f"must be one of {', '.join(sorted(KNOWN_ARCHITECTURES))}",
+                           arch)
+    lo = r.number("cloud_usd_per_hour_low", required=False)
+    ex = r.number("cloud_usd_per_hour_expected", required=False)
+    hi = r.number("cloud_usd_per_hour_high", required=False)
+    cloud = None
+    if any(v is not None for v in (lo, ex, hi)):
+        values = [v for v in (lo, ex, hi) if v is not None]
+        ex = ex if ex is not None else sum(values) / len(values)
+        lo = lo if lo is not None else min(values)
+        hi = hi if hi is not None else max(values)
+        if lo > hi:
+            raise CatalogError(r.where("cloud_usd_per_hour_low"), "must not exceed the high price", lo)
+        # An expected price outside low-high is a real quote (the user's own deal, say): the range
+        # widens to include it rather than the GPU being dropped.
+        cloud = PriceRange(min(lo, ex), ex, max(hi, ex))
+    memory = r.number("memory_gib_usable")
+    assert memory is not None
+    if memory > 4096:
+        raise CatalogError(r.where("memory_gib_usable"), "is implausibly large (over 4096 GiB)", memory)
+    bandwidth = r.number("memory_bandwidth_gb_s")
+    assert bandwidth is not None
+    if bandwidth > 100_000:
+        raise CatalogError(r.where("memory_bandwidth_gb_s"), "is implausibly large (over 100 TB/s)", bandwidth)
+    fp16 = r.number("fp16_dense_tflops")
+    tdp = r.number("tdp_w")
+    assert fp16 is not None and tdp is not None
+    return GpuSpec(
+        id=gpu_id, name=r.text("name"), vendor=r.text("vendor", required=False) or "", architecture=arch,
+        memory_gib_usable=memory, memory_bandwidth_gb_s=bandwidth, fp16_dense_tflops=fp16, tdp_w=tdp,
+        memory_gb=r.number("memory_gb", required=False), memory_type=r.text("memory_type", required=False),
+        form_factor=r.text("form_factor", required=False),
+        launch_year=r.integer("launch_year", required=False, minimum=1990),
+        fp32_tflops=r.number("fp32_tflops", required=False),
+        tf32_dense_tflops=r.number("tf32_dense_tflops", required=False),
+        bf16_dense_tflops=r.number("bf16_dense_tflops", required=False),
+        fp8_dense_tflops=r.number("fp8_dense_tflops", required=False),
+        int8_dense_tops=r.number("int8_dense_tops", required=False),
+        fp4_dense_tflops=r.number("fp4_dense_tflops", required=False),
+        nvlink_gb_s=r.number("nvlink_gb_s", required=False),
+        pcie_gen=r.integer("pcie_gen", required=False, minimum=1),
+        mig_instances=r.integer("mig_instances", required=False, minimum=0) or 0,
+        purchase_new_usd=_pair(r, "purchase_new_usd_low", "purchase_new_usd_high"),
+        purchase_used_usd=_pair(r, "purchase_used_usd_low", "purchase_used_usd_high"),
+        cloud_usd_per_hour=cloud, price_as_of=r.text("price_as_of", required=False),
+        source=r.text("source"), notes=r.text("notes", required=False),
+    )
+
+
+def bundled_catalog_dir() -> Path:
+    """The read-only ``catalogs/`` folder shipped with the application.
+
+    Frozen (PyInstaller), it is under ``sys._MEIPASS`` (else next to the executable); from a
+    checkout, at the repository root.
+    """
+    here = Path(__file__).resolve()
+    frozen: tuple[Path, ...] = ()
+    if getattr(sys, "frozen", False):
+        frozen = (Path(getattr(sys, "_MEIPASS", None) or Path(sys.executable).resolve().parent) / "catalogs",)
+    for candidate in (*frozen, here.parents[3] / "catalogs", here.parents[2] / "catalogs"):
+        if candidate.is_dir():
+            return candidate
+    raise CatalogError("catalogs", "the bundled catalog folder is missing from this installation")
+
+
+def load_gpu_catalog(path: str | Path | None = None, text: str | None = None) -> GpuCatalog:
+    """Load a GPU catalog from ``path`` (default: the bundled one) or from ``text``."""
+    if text is not None:
+        meta, rows = read_catalog_text(text, "gpus.csv", "gpus", GPU_SCHEMA_VERSIONS, GPU_REQUIRED_COLUMNS)
+    else:
+        meta, rows = read_catalog_file(path or bundled_catalog_dir() / "gpus.csv", "gpus", GPU_SCHEMA_VERSIONS,
+                                       GPU_REQUIRED_COLUMNS)
+    gpus = parse_rows(meta, rows, parse_gpu_row, lambda g: g.id)
+    if not gpus:
+        raise CatalogError(meta.origin, "holds no GPU rows")
+    return GpuCatalog(gpus=gpus, meta=meta)

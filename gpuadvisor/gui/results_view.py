@@ -1,0 +1,349 @@
+"""The results side of the window: the answer, the charts, the ranking and the selected setup.
+
+Everything here displays the core's :class:`~gpuadvisor.core.estimation.results.Estimate`; the
+answer line is :func:`~gpuadvisor.core.presentation.report.summary_line`, the warnings are the
+report's :func:`~gpuadvisor.core.presentation.report.decision_warnings` and the detail panel's
+words come from :mod:`gpuadvisor.core.presentation.detail`, so the window, the CLI and the PDF
+say the same thing. Nothing here computes memory, speed, cost or the recommendation.
+"""
+
+from __future__ import annotations
+
+import datetime
+import html
+
+from PySide6.QtCore import QEvent, Qt, Signal
+from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSizePolicy, QSplitter, QTabWidget, QTextBrowser, \
+    QVBoxLayout, QWidget
+
+from ..core.estimation.results import Estimate
+from ..core.presentation import detail as _detail
+from ..core.presentation.report import change_lines, decision_warnings, summary_line
+from .ranking import ROLE_KEY, RankingTable
+from .state import AppState
+from .theme import colors
+
+CHART_NAMES = ("VRAM across GPUs", "Cost vs time", "What-if")
+
+
+class ResultsView(QWidget):
+    """Summary, banners, chart tabs, ranking table and detail panel, fed by :class:`AppState`."""
+
+    chartsCreated = Signal()
+
+    def __init__(self, state: AppState, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.state = state
+        self.charts_ready = False
+        self.vram_chart = self.cost_chart = self.whatif_chart = None
+        self.whatif_axis = "context"
+        self._stale_charts: set[int] = set()
+
+        # Always three lines (the job, the answer, the first warning), so the layout below never
+        # moves while the user types: a label that grows re-lays out and repaints the whole window.
+        self.summary = QLabel("Computing…")
+        self.summary.setWordWrap(False)
+        self.summary.setTextFormat(Qt.TextFormat.RichText)
+        self.summary.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.summary.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
+        self.summary.setMinimumWidth(1)  # long lines are clipped (the tooltip has them), never widen the window
+        self._fix_summary_height()
+        self.banner = QLabel()  # input errors: results are stale until the input is valid again
+        self.banner.setWordWrap(True)
+        self.banner.hide()
+        self.catalog_banner = QLabel()  # catalog rows left out of the comparison
+        self.catalog_banner.setWordWrap(True)
+        self.catalog_banner.hide()
+
+        self.chart_tabs = QTabWidget()
+        for name in CHART_NAMES:
+            placeholder = QLabel("Loading charts…")
+            placeholder.setAlignment(Qt.AlignmentFlag.AlignCenter)
+            self.chart_tabs.addTab(placeholder, name)
+        self.chart_tabs.setMinimumHeight(160)
+
+        self.ranking = RankingTable(stale_months=state.stale_months)
+        self.ranking.keySelected.connect(state.select)
+        self.table = self.ranking.view
+        self.ranking_model, self.ranking_proxy = self.ranking.model, self.ranking.proxy
+        # Header and three rows stay visible at the smallest window size.
+        self.table.setMinimumHeight(self.table.verticalHeader().defaultSectionSize() * 3
+                                    + self.table.horizontalHeader().sizeHint().height() + 6)
+        self.detail = QTextBrowser()
+        self.detail.setOpenLinks(False)
+        self.detail.setMinimumWidth(160)
+        self.detail.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOn)
+
+        table_box = QWidget()
+        tb = QVBoxLayout(table_box)
+        tb.setContentsMargins(0, 0, 0, 0)
+        tb.setSpacing(2)
+        self.ranking_title = QLabel("<b>Ranking</b>: one row per GPU type, its best setup; ★ recommended")
+        tb.addWidget(self.ranking_title)
+        tb.addWidget(self.ranking, 1)
+        self.bottom_split = QSplitter(Qt.Orientation.Horizontal)
+        self.bottom_split.addWidget(table_box)
+        self.bottom_split.addWidget(self.detail)
+        self.bottom_split.setStretchFactor(0, 3)
+        self.bottom_split.setStretchFactor(1, 1)
+        self.bottom_split.setCollapsible(0, False)
+
+        top = QWidget()
+        top_layout = QVBoxLayout(top)
+        top_layout.setContentsMargins(0, 0, 0, 0)
+        top_layout.addWidget(self.chart_tabs, 1)
+        self.split = QSplitter(Qt.Orientation.Vertical)
+        self.split.addWidget(top)
+        self.split.addWidget(self.bottom_split)
+        self.split.setStretchFactor(0, 3)
+        self.split.setStretchFactor(1, 2)
+        self.split.setCollapsible(1, False)
+
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.summary)
+        layout.addWidget(self.banner)
+        layout.addWidget(self.catalog_banner)
+        layout.addWidget(self.split, 1)
+        self._apply_colors()
+
+        state.estimateChanged.connect(self._on_estimate_changed)
+        state.errorChanged.connect(self._on_error_changed)
+        state.selectionChanged.connect(self._on_selection_changed)
+        state.catalogWarningsChanged.connect(self._on_catalog_warnings)
+        state.staleMonthsChanged.connect(self._on_stale_months)
+
+    # --- appearance ---------------------------------------------------------------------------
+    def _fix_summary_height(self) -> None:
+        margins = self.summary.contentsMargins()
+        self.summary.setFixedHeight(self.summary.fontMetrics().lineSpacing() * 3 + 4 + margins.top()
+                                    + margins.bottom())
+
+    def _apply_colors(self) -> None:
+        c = colors(self.palette())
+        self.banner.setStyleSheet(f"background: {c.banner_bg}; color: {c.banner_fg}; padding: 6px; "
+                                  "border-radius: 3px;")
+        self.catalog_banner.setStyleSheet(f"background: {c.notice_bg}; color: {c.notice_fg}; padding: 6px; "
+                                          "border-radius: 3px;")
+
+    def changeEvent(self, event) -> None:  # noqa: N802 - Qt override
+        if event.type() in (QEvent.Type.PaletteChange, QEvent.Type.FontChange):
+            self._apply_colors()
+            self._fix_summary_height()
+            if self.state.estimate is not None:
+                self._on_estimate_changed(self.state.estimate)
+        super().changeEvent(event)
+
+    # --- charts (created after the window shows: pyqtgraph is the slowest import) ---------------
+    def create_charts(self) -> None:
+        if self.charts_ready:
+            return
+        from .charts import CostTimeChart, VramChart, WhatIfChart  # deferred: ~0.6 s of imports
+
+        self.vram_chart = VramChart()
+        self.cost_chart = CostTimeChart()
+        self.whatif_chart = WhatIfChart()
+        whatif_box = QWidget()
+        box_layout = QVBoxLayout(whatif_box)
+        box_layout.setContentsMargins(0, 0, 0, 0)
+        row = QHBoxLayout()
+        row.addWidget(QLabel("Memory per GPU as"))
+        self.whatif_axis_box = QComboBox()
+        self.whatif_axis_box.addItem("the context length grows", "context")
+        self.whatif_axis_box.addItem("the batch (or concurrent users) grows", "batch")
+        self.whatif_axis_box.setToolTip("Where does each card stop fitting? The selected setup's GPU and the "
+                                        "cheapest ones that fit are drawn, each with its capacity.")
+        self.whatif_axis_box.currentIndexChanged.connect(
+            lambda _i: self.set_whatif_axis(self.whatif_axis_box.currentData()))
+        row.addWidget(self.whatif_axis_box)
+        row.addStretch(1)
+        box_layout.addLayout(row)
+        box_layout.addWidget(self.whatif_chart, 1)
+        for i, chart in enumerate((self.vram_chart, self.cost_chart, whatif_box)):
+            old = self.chart_tabs.widget(i)
+            self.chart_tabs.removeTab(i)
+            self.chart_tabs.insertTab(i, chart, CHART_NAMES[i])
+            old.deleteLater()
+        self.chart_tabs.setCurrentIndex(0)
+        self.chart_tabs.currentChanged.connect(self._on_chart_tab_changed)
+        self.vram_chart.gpuClicked.connect(self._on_gpu_clicked)
+        self.cost_chart.candidateSelected.connect(self.state.select)
+        self.charts_ready = True
+        if self.state.estimate is not None:
+            self._update_charts(self.state.estimate)
+        self.chartsCreated.emit()
+
+    def _update_charts(self, est: Estimate) -> None:
+        """Redraw the visible chart now; the hidden ones when their tab is opened."""
+        if not self.charts_ready:
+            return
+        self._stale_charts = {0, 1, 2}
+        self._draw_chart(self.chart_tabs.currentIndex(), est)
+
+    def _draw_chart(self, index: int, est: Estimate) -> None:
+        if index not in self._stale_charts:
+            return
+        self._stale_charts.discard(index)
+        if index == 0:
+            self.vram_chart.set_candidates(list(est.best_per_gpu().values()))
+        elif index == 1:
+            self.cost_chart.set_estimate(est)
+            self.cost_chart.set_selected(self.state.selected)
+        elif index == 2:
+            from .charts.whatif_data import whatif_curves
+            self.whatif_chart.set_curves(*self._whatif_input(est, whatif_curves))
+
+    def _on_chart_tab_changed(self, index: int) -> None:
+        if self.charts_ready and self.state.estimate is not None:
+            self._draw_chart(index, self.state.estimate)
+
+    def _whatif_input(self, est: Estimate, whatif_curves):
+        # The selected candidate's GPU plus the best few GPU types in the decision's order.
+        ids: list[str] = []
+        selected = est.candidate(self.state.selected)
+        if selected is not None:
+            ids.append(selected.gpu.id)
+        for gid in est.best_per_gpu():
+            if len(ids) >= 4:
+                break
+            if gid not in ids:
+                ids.append(gid)
+        axis = self.whatif_axis
+        label = "Sequence length (tokens)" if est.scenario.workload.is_training else "Context per request (tokens)"
+        if axis == "batch":
+            label = "Micro-batch per GPU" if est.scenario.workload.is_training else "Concurrent sequences"
+        return label, whatif_curves(est, ids, axis)
+
+    def set_whatif_axis(self, axis: str) -> None:
+        self.whatif_axis = axis
+        if self.charts_ready:
+            self.whatif_axis_box.blockSignals(True)
+            self.whatif_axis_box.setCurrentIndex(max(0, self.whatif_axis_box.findData(axis)))
+            self.whatif_axis_box.blockSignals(False)
+        self.chart_tabs.setCurrentIndex(2)
+        if self.state.estimate is not None:
+            self._update_charts(self.state.estimate)
+
+    # --- estimate -> views -------------------------------------------------------------------
+    def _on_estimate_changed(self, est: Estimate) -> None:
+        self._render_summary(est)
+        self.summary.setToolTip(self._summary_tooltip(est))
+        self.ranking.show(est, self.state.selected)
+        self._update_charts(est)
+        self.show_detail(self.state.selected)
+        self._set_stale(self.state.stale)
+
+    def warnings(self, est: Estimate) -> list[str]:
+        """The decision's warnings, as the report lists them (stale prices, assumed profiles, ...)."""
+        return decision_warnings(est, datetime.date.today(), self.state.stale_months)
+
+    def summary_html(self, est: Estimate) -> str:
+        c = colors(self.palette())
+        w = est.scenario.workload
+        head = (f"<b>{html.escape(est.model.name)}</b> · {w.kind.replace('_', ' ')} · weights {w.weights} · "
+                f"{'micro-batch' if w.is_training else 'concurrent sequences'} {w.batch_size} · "
+                f"{w.context_tokens:,} tokens")
+        answer = html.escape(summary_line(est))
+        if est.decision is not None and est.decision.recommended_key:
+            answer = "★ " + answer.replace("Recommended:", "<b>Recommended:</b>", 1)
+        else:
+            answer = f"<span style='color:{c.problem}'>{answer}</span>"
+        if est.calibration is not None:
+            n = len(est.calibrated_gpus)
+            answer += (f" <span style='color:{c.ok}'>Calibrated to your measurements on {n} GPU type"
+                       f"{'s' if n != 1 else ''}.</span>" if n else
+                       f" <span style='color:{c.ok}'>Calibration on (no values for this scenario's engine).</span>")
+        notes = ""
+        warnings = self.warnings(est)
+        if warnings:
+            more = f" (+{len(warnings) - 1} more: hover here)" if len(warnings) > 1 else ""
+            notes = f"<br><span style='color:{c.caution}'>⚠ {html.escape(warnings[0])}{more}</span>"
+        return f"{head}<br>{answer}{notes}"
+
+    def _summary_tooltip(self, est: Estimate) -> str:
+        warnings = self.warnings(est)
+        return "<br>".join(f"⚠ {html.escape(w)}" for w in warnings)
+
+    def _on_error_changed(self, message: str) -> None:
+        if message:
+            self.banner.setText(f"<b>Fix this input:</b> {html.escape(message)}<br>The results below are for the "
+                                "last valid input and are marked stale until it is fixed.")
+        self.banner.setVisible(bool(message))
+        self._set_stale(bool(message))
+
+    def _set_stale(self, stale: bool) -> None:
+        """Grey the results while an input is invalid: they belong to the last valid input."""
+        if getattr(self, "_stale", False) == stale:
+            return
+        self._stale = stale
+        for widget in (self.chart_tabs, self.table, self.detail):
+            widget.setEnabled(not stale)
+        self.ranking_title.setText("<b>Ranking</b>" + (" (stale: fix the input above)" if stale else
+                                                       ": one row per GPU type, its best setup; ★ recommended"))
+        if self.state.estimate is not None:
+            self._render_summary(self.state.estimate)
+
+    def _render_summary(self, est: Estimate) -> None:
+        if self.state.stale:
+            c = colors(self.palette())
+            self.summary.setText(f"<span style='color:{c.muted}'>Stale (an input is invalid): "
+                                 f"{html.escape(summary_line(est))}</span><br>"
+                                 f"<span style='color:{c.problem}'>Fix the input named above to update the "
+                                 "results.</span>")
+        else:
+            self.summary.setText(self.summary_html(est))
+
+    def _on_catalog_warnings(self, warnings) -> None:
+        if warnings:
+            shown = "<br>".join(html.escape(w) for w in list(warnings)[:3])
+            more = f"<br>(+{len(warnings) - 3} more)" if len(warnings) > 3 else ""
+            self.catalog_banner.setText(f"<b>Left out of the comparison (catalog rows with errors):</b><br>{shown}"
+                                        f"{more}<br>Fix them in Tools &gt; Catalog editor.")
+        self.catalog_banner.setVisible(bool(warnings))
+
+    def _on_stale_months(self, months: int) -> None:
+        self.ranking.set_stale_months(months)
+        if self.state.estimate is not None:
+            self._on_estimate_changed(self.state.estimate)
+
+    # --- selection ---------------------------------------------------------------------------
+    def _on_gpu_clicked(self, gpu_id: str) -> None:
+        est = self.state.estimate
+        if est is None:
+            return
+        best = est.best_per_gpu().get(gpu_id)
+        if best is not None:
+            self.state.select(best.key)
+
+    def _on_selection_changed(self, key: str) -> None:
+        self.ranking.select_key(key)
+        self.show_detail(key)
+        if self.charts_ready:
+            self.cost_chart.set_selected(key)
+
+    def key_of_row(self, row: int) -> str | None:
+        """The candidate key shown in ``row`` of the ranking as displayed (None past the end)."""
+        index = self.table.model().index(row, 0)
+        return index.data(ROLE_KEY) if index.isValid() else None
+
+    def show_detail(self, key: str) -> None:
+        est = self.state.estimate
+        if est is None:
+            self.detail.setHtml("")
+            return
+        c = colors(self.palette())
+        style = {_detail.TEXT: "", _detail.CAUTION: f" style='color:{c.caution}'",
+                 _detail.PROBLEM: f" style='color:{c.problem}'"}
+        parts = []
+        for kind, text in _detail.candidate_detail(est, key, datetime.date.today(), self.state.stale_months):
+            if kind == _detail.TITLE:
+                parts.append(f"<h3>{html.escape(text)}</h3>")
+            else:
+                parts.append(f"<p{style[kind]}>{html.escape(text)}</p>")
+        changes = change_lines(est)
+        if changes:
+            parts.append("<h4>Cheapest changes that make it work</h4><ul>")
+            parts += [f"<li>{html.escape(line)}</li>" for line in changes]
+            parts.append("</ul>")
+        self.detail.setHtml("".join(parts) or "<p>Select a setup in the table or a chart.</p>")
+

@@ -1,0 +1,395 @@
+"""The validation set: published measurements and their sources (``tests/data/validation``).
+
+``sources.csv`` names each source once (title, citation, kind, date read); ``measurements.csv``
+holds one row per published figure: where it is in the source, the figure quoted verbatim,
+what it measures, and every setup fact the source gives (engine, kernel family, batch,
+layout ...). ``docs/validation.md`` describes the columns. Loading checks every row and an
+error names the file, the row id and the column.
+
+:func:`scenario_dict` restates a row as a scenario in the same keys ``gpuadvisor-cli estimate
+--json`` reads. Facts the scenario format has no key for (yet) are left out and listed, so
+each comparison says what the estimate could not be told.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from ..core.formats.scenario import ARCHITECTURE_KEYS
+from ..core.specs.workload import Hardware, RuntimeOverhead, Workload
+
+#: Default location of the data files in a source checkout.
+DATA_DIR = Path(__file__).resolve().parents[2] / "tests" / "data" / "validation"
+SCHEMA_VERSION = 1
+
+GROUPS = ("memory", "bounds", "inference_speed", "training_speed")
+#: quantity -> (group(s) it may belong to, accepted units)
+QUANTITIES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "peak_memory": (("memory", "bounds"), ("GB", "GiB", "MiB", "MB")),
+    "model_states": (("memory",), ("GB", "GiB")),
+    "weights_memory": (("memory",), ("GB", "GiB", "MiB")),
+    "decode_tokens_per_s_per_user": (("inference_speed",), ("tokens/s",)),
+    "output_tokens_per_s": (("inference_speed",), ("tokens/s",)),
+    "decode_tokens_per_s": (("inference_speed",), ("tokens/s",)),
+    "prefill_tokens_per_s": (("inference_speed",), ("tokens/s",)),
+    "time_to_first_token_ms": (("inference_speed",), ("ms",)),
+    "request_latency_s": (("inference_speed",), ("s",)),
+    "decode_ms_per_token": (("inference_speed",), ("ms",)),
+    "train_tokens_per_s_per_gpu": (("training_speed",), ("tokens/s",)),
+    "train_tokens_per_s": (("training_speed",), ("tokens/s",)),
+    "train_tflops_per_gpu": (("training_speed",), ("TFLOP/s",)),
+    "train_mfu": (("training_speed",), ("%",)),
+    "train_gpu_hours": (("training_speed",), ("GPU-hours",)),
+    "train_step_time_s": (("training_speed",), ("s",)),
+}
+BOUNDS = ("point", "lower", "upper")
+BASES = ("tensors", "device", "model_states", "weights")
+UNIT_BYTES = {"GB": 1e9, "MB": 1e6, "GiB": 2.0**30, "MiB": 2.0**20}
+SOURCE_KINDS = ("paper", "model card", "framework table", "framework docs", "benchmark repository", "blog",
+                "discussion", "own measurement")
+
+SOURCE_COLUMNS = ("source_id", "title", "citation", "kind", "date_read", "notes")
+MEASUREMENT_COLUMNS = (
+    "id", "source_id", "locator", "quote", "date_read", "group", "quantity", "unit", "value", "bound", "basis",
+    "model", "model_name", "architecture", "params_b", "kind", "engine", "weights", "quantization",
+    "quant_group_size", "kv_cache", "optimizer", "optimizer_state_dtype", "master_weights", "micro_batch",
+    "global_batch", "seq_len", "prompt_tokens", "output_tokens", "grad_ckpt", "flash_attention", "lora_rank",
+    "lora_targets", "lora_dropout", "double_quant", "gpu", "gpu_count", "parallelism", "tp", "pp", "dp", "cp",
+    "offload", "cuda_graphs", "gemm_precision", "cuda_context_gib", "tokens_trained", "scale_to_params", "scored",
+    "why", "assumptions")
+
+#: Weight types the scenario may not know yet, and the nearest type it knows (used only as a fallback).
+WEIGHT_FALLBACK = {"q8_0": "int8", "q6_k": "int8", "q5_k_m": "int4", "q5_0": "int4", "q4_k_m": "int4",
+                   "q4_0": "int4", "q4_1": "int4", "q3_k_m": "int4", "q2_k": "int4", "iq4_xs": "int4", "mxfp4": "int4",
+                   "nvfp4": "int4"}
+
+#: Engines the core has no profile for, and the profiles whose physics is nearest (fallback only):
+#: (for inference, for training).
+ENGINE_FALLBACK = {"exllamav2": ("llama.cpp", None), "exllama": ("llama.cpp", None),
+                   "autoawq": ("transformers", None), "autogptq": ("transformers", None),
+                   "litgpt": ("transformers", "fsdp"), "sglang": ("vllm", None), "torchtitan": (None, "fsdp"),
+                   "nemo": (None, "megatron"), "deepspeed": (None, "megatron"), "torchtune": (None, "fsdp"),
+                   "unsloth": (None, "hf-trainer"), "axolotl": (None, "hf-trainer"), "metaseq": (None, "megatron"),
+                   "mosaic-composer": (None, "fsdp")}
+
+
+def fallback_engine(engine: str, kind: str) -> str | None:
+    """The core profile that stands in for ``engine`` for this workload kind (None: no stand-in)."""
+    pair = ENGINE_FALLBACK.get(engine)
+    if pair is None:
+        return None
+    return pair[0] if kind == "inference" else pair[1]
+
+
+class ValidationDataError(ValueError):
+    """A data file breaks the format: the message names the file, the row and the column."""
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    source_id: str
+    title: str
+    citation: str
+    kind: str
+    date_read: str
+    notes: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """One published figure with its setup. Empty cells are ``""``; numbers are parsed on use."""
+
+    id: str
+    source_id: str
+    locator: str
+    quote: str
+    date_read: str
+    group: str
+    quantity: str
+    unit: str
+    value: float
+    bound: str
+    basis: str
+    scored: bool
+    why: str
+    facts: tuple[tuple[str, str], ...]  # every other column, as written
+
+    def fact(self, name: str) -> str:
+        return dict(self.facts).get(name, "")
+
+    @property
+    def engine(self) -> str:
+        return self.fact("engine")
+
+    def describe(self) -> str:
+        """A short 'what was run' label for tables."""
+        f = dict(self.facts)
+        model = f.get("model_name") or f.get("model") or "?"
+        quant = f.get("weights", "")
+        if f.get("quantization"):
+            quant += f"/{f['quantization']}"
+        gpus = f"{f.get('gpu_count') or 1}x {f.get('gpu') or '?'}"
+        return f"{model}, {f.get('kind', '')}, {quant}, {f.get('engine', '')}, {gpus}"
+
+
+def _read(path: Path, columns: tuple[str, ...]) -> list[dict[str, str]]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ValidationDataError(f"{path.name}: cannot be read ({exc.strerror})") from None
+    lines = text.splitlines()
+    if not lines or not lines[0].startswith("#") or f"schema_version={SCHEMA_VERSION}" not in lines[0]:
+        raise ValidationDataError(f"{path.name}: first line must be '# ...; schema_version={SCHEMA_VERSION}'")
+    reader = csv.DictReader(lines[1:])
+    if tuple(reader.fieldnames or ()) != columns:
+        raise ValidationDataError(f"{path.name}: columns must be {', '.join(columns)}")
+    rows = []
+    for n, raw in enumerate(reader, start=3):
+        if None in raw or any(v is None for v in raw.values()):
+            raise ValidationDataError(f"{path.name} line {n}: wrong number of cells")
+        rows.append({k: v.strip() for k, v in raw.items()})
+    return rows
+
+
+def load_sources(data_dir: str | Path = DATA_DIR) -> dict[str, Source]:
+    """The sources by id, checked."""
+    path = Path(data_dir) / "sources.csv"
+    out: dict[str, Source] = {}
+    for raw in _read(path, SOURCE_COLUMNS):
+        sid = raw["source_id"]
+        where = f"{path.name} source {sid or '?'}"
+        if not sid or sid in out:
+            raise ValidationDataError(f"{where}: source_id must be present and unique")
+        for col in ("title", "citation", "date_read"):
+            if not raw[col]:
+                raise ValidationDataError(f"{where}: {col} is empty")
+        if raw["kind"] not in SOURCE_KINDS:
+            raise ValidationDataError(f"{where}: kind must be one of {', '.join(SOURCE_KINDS)}")
+        _check_date(raw["date_read"], f"{where}: date_read")
+        out[sid] = Source(**raw)
+    return out
+
+
+def _check_date(text: str, where: str) -> None:
+    import datetime as dt
+    try:
+        dt.date.fromisoformat(text)
+    except ValueError:
+        raise ValidationDataError(f"{where} must be a date (YYYY-MM-DD), got {text!r}") from None
+
+
+def _number(raw: dict[str, str], col: str, where: str, positive: bool = True) -> float | None:
+    text = raw[col]
+    if text == "":
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValidationDataError(f"{where}: {col} must be a number, got {text!r}") from None
+    if not math.isfinite(value) or value < 0 or (positive and value == 0):
+        raise ValidationDataError(f"{where}: {col} must be a number > 0, got {text!r}")
+    return value
+
+
+def load_measurements(data_dir: str | Path = DATA_DIR, sources: dict[str, Source] | None = None) -> list[Row]:
+    """Every measurement row, checked against the format and the sources."""
+    sources = load_sources(data_dir) if sources is None else sources
+    path = Path(data_dir) / "measurements.csv"
+    rows: list[Row] = []
+    seen: set[str] = set()
+    for raw in _read(path, MEASUREMENT_COLUMNS):
+        rid = raw["id"]
+        where = f"{path.name} row {rid or '?'}"
+        if not rid or rid in seen:
+            raise ValidationDataError(f"{where}: id must be present and unique")
+        seen.add(rid)
+        if raw["source_id"] not in sources:
+            raise ValidationDataError(f"{where}: source_id {raw['source_id']!r} is not in sources.csv")
+        groups, units = QUANTITIES.get(raw["quantity"], ((), ()))
+        if not groups:
+            raise ValidationDataError(f"{where}: quantity must be one of {', '.join(QUANTITIES)}")
+        if raw["group"] not in groups:
+            raise ValidationDataError(f"{where}: group must be {' or '.join(groups)} for {raw['quantity']}")
+        if raw["unit"] not in units:
+            raise ValidationDataError(f"{where}: unit must be one of {', '.join(units)} for {raw['quantity']}")
+        if raw["bound"] not in BOUNDS:
+            raise ValidationDataError(f"{where}: bound must be one of {', '.join(BOUNDS)}")
+        if (raw["group"] == "bounds") != (raw["bound"] != "point"):
+            raise ValidationDataError(f"{where}: group 'bounds' goes with bound lower/upper and only with them")
+        if raw["group"] in ("memory", "bounds") and raw["basis"] not in BASES:
+            raise ValidationDataError(f"{where}: basis must be one of {', '.join(BASES)} for memory rows")
+        value = _number(raw, "value", where)
+        if value is None:
+            raise ValidationDataError(f"{where}: value is empty")
+        if raw["scored"] not in ("yes", "no"):
+            raise ValidationDataError(f"{where}: scored must be yes or no")
+        scored = raw["scored"] == "yes"
+        if not scored and not raw["why"]:
+            raise ValidationDataError(f"{where}: an unscored row must say why")
+        for col in ("locator", "quote", "date_read"):
+            if not raw[col]:
+                raise ValidationDataError(f"{where}: {col} is empty (every row cites its figure)")
+        _check_date(raw["date_read"], f"{where}: date_read")
+        for col in ("params_b", "quant_group_size", "micro_batch", "global_batch", "seq_len", "prompt_tokens",
+                    "output_tokens", "lora_rank", "gpu_count", "tp", "pp", "dp", "cp", "tokens_trained",
+                    "scale_to_params"):
+            _number(raw, col, where)
+        _number(raw, "cuda_context_gib", where, positive=False)
+        for col in ("master_weights", "grad_ckpt", "flash_attention", "lora_dropout", "double_quant", "cuda_graphs"):
+            if raw[col] not in ("", "yes", "no"):
+                raise ValidationDataError(f"{where}: {col} must be yes, no or empty")
+        if raw["architecture"]:
+            try:
+                arch = json.loads(raw["architecture"])
+            except json.JSONDecodeError:
+                raise ValidationDataError(f"{where}: architecture must be a JSON object") from None
+            if not isinstance(arch, dict):
+                raise ValidationDataError(f"{where}: architecture must be a JSON object")
+        if scored:
+            if not raw["gpu"]:
+                raise ValidationDataError(f"{where}: a scored row needs the gpu (catalog id)")
+            if not (raw["model"] or raw["architecture"] or raw["params_b"]):
+                raise ValidationDataError(f"{where}: a scored row needs model, architecture or params_b")
+            if raw["quantity"] == "train_gpu_hours" and not raw["tokens_trained"]:
+                raise ValidationDataError(f"{where}: train_gpu_hours needs tokens_trained")
+        core = {"id", "source_id", "locator", "quote", "date_read", "group", "quantity", "unit", "value", "bound",
+                "basis", "scored", "why"}
+        facts = tuple((k, v) for k, v in raw.items() if k not in core)
+        rows.append(Row(rid, raw["source_id"], raw["locator"], raw["quote"], raw["date_read"], raw["group"],
+                        raw["quantity"], raw["unit"], value, raw["bound"], raw["basis"], scored, raw["why"], facts))
+    return rows
+
+
+# --- rows as scenarios -------------------------------------------------------------------------------
+def _known(cls: type) -> set[str]:
+    return {f.name for f in fields(cls) if f.init and f.name != "ignored_keys"}
+
+
+def _yes(text: str) -> bool:
+    return text == "yes"
+
+
+def scenario_dict(row: Row, weight_choices: tuple[str, ...] | None = None) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """(scenario in the JSON keys of ``docs/scenario.md``, setup facts the scenario could not carry).
+
+    ``weight_choices`` are the weight types the scenario accepts (default: the core's list); a
+    type it does not know (a GGUF type, say) falls back to the nearest known one, and says so.
+    """
+    from ..core.specs.workload import WEIGHT_PRECISIONS
+    f = dict(row.facts)
+    choices = weight_choices or WEIGHT_PRECISIONS
+    omitted: list[str] = []
+    model: dict[str, Any] = {}
+    if f["model"]:
+        model["preset"] = f["model"]
+    elif f["architecture"]:
+        arch = json.loads(f["architecture"])
+        dropped = [k for k in arch if k not in ARCHITECTURE_KEYS]
+        omitted += [f"model.architecture.{k}" for k in dropped]
+        model["architecture"] = {k: v for k, v in arch.items() if k in ARCHITECTURE_KEYS}
+    elif f["params_b"]:
+        model["parameters"] = float(f["params_b"]) * 1e9
+    if f["model_name"]:
+        model["name"] = f["model_name"]
+
+    workload: dict[str, Any] = {}
+    if f["kind"]:
+        workload["kind"] = f["kind"]
+    if f["engine"]:
+        engine = f["engine"]
+        stand_in = fallback_engine(engine, f["kind"] or "inference") if engine not in engine_choices() else None
+        if stand_in:
+            omitted.append(f"workload.engine={engine} (estimated as {stand_in})")
+            engine = stand_in
+        workload["engine"] = engine
+    weights = f["weights"]
+    if weights:
+        if weights not in choices and weights in WEIGHT_FALLBACK:
+            omitted.append(f"workload.weights={weights} (estimated as {WEIGHT_FALLBACK[weights]})")
+            weights = WEIGHT_FALLBACK[weights]
+        workload["weights"] = weights
+    text_keys = {"quantization": "quantization", "kv_cache": "kv_cache", "optimizer": "optimizer",
+                 "optimizer_state_dtype": "optimizer_state_dtype"}
+    for col, key in text_keys.items():
+        if f[col]:
+            workload[key] = f[col]
+    int_keys = {"micro_batch": "batch_size", "seq_len": "seq_len", "prompt_tokens": "prompt_tokens",
+                "output_tokens": "output_tokens", "lora_rank": "lora_rank"}
+    for col, key in int_keys.items():
+        if f[col]:
+            workload[key] = int(float(f[col]))
+    bool_keys = {"master_weights": "master_weights", "grad_ckpt": "gradient_checkpointing",
+                 "flash_attention": "flash_attention", "lora_dropout": "lora_dropout",
+                 "double_quant": "double_quant", "cuda_graphs": "cuda_graphs"}
+    for col, key in bool_keys.items():
+        if f[col]:
+            workload[key] = _yes(f[col])
+    if f["lora_targets"]:
+        targets = f["lora_targets"]
+        workload["lora_targets"] = targets if targets == "all_linear" else targets.split(";")
+    if f["tokens_trained"] and f["kind"] in ("pretrain", "full_finetune", "lora", "qlora"):
+        workload["train_tokens"] = float(f["tokens_trained"])
+    known = _known(Workload)
+    for key in list(workload):
+        if key not in known:
+            omitted.append(f"workload.{key}={_show(workload.pop(key))}")
+
+    hardware: dict[str, Any] = {}
+    if f["gpu"]:
+        hardware["gpu"] = f["gpu"]
+    hardware["gpu_count"] = int(float(f["gpu_count"])) if f["gpu_count"] else 1
+    if f["parallelism"]:
+        hardware["parallelism"] = f["parallelism"]
+    elif hardware["gpu_count"] > 1:
+        omitted.append("hardware.parallelism (not stated; the estimate tries each applicable one)")
+    known_hw = _known(Hardware)
+    for key in list(hardware):
+        if key not in known_hw:
+            omitted.append(f"hardware.{key}")
+            hardware.pop(key)
+    for col in ("tp", "pp", "dp", "cp"):
+        if f[col] and not (col == "tp" and f["parallelism"] == "tensor" and f[col] == f["gpu_count"]):
+            omitted.append(f"layout {col}={f[col]}")
+    for col in ("offload", "gemm_precision"):
+        if f[col]:
+            omitted.append(f"{col}={f[col]}")
+    if f["quant_group_size"]:
+        omitted.append(f"quant_group_size={f['quant_group_size']}")
+    if f["global_batch"]:
+        omitted.append(f"global_batch={f['global_batch']}")
+
+    scenario: dict[str, Any] = {"format": "gpuadvisor-scenario", "version": 1, "name": row.id, "model": model,
+                                "workload": workload, "hardware": hardware}
+    if f["cuda_context_gib"]:
+        if "cuda_context_gib" in _known(RuntimeOverhead):
+            scenario["overhead"] = {"cuda_context_gib": float(f["cuda_context_gib"])}
+    return scenario, tuple(omitted)
+
+
+def engine_choices() -> tuple[str, ...]:
+    from ..core.specs.engines import ENGINES
+    return tuple(ENGINES)
+
+
+def scenario_engine(row: Row) -> str:
+    """The engine profile the row's scenario runs with (after any fallback; default by kind)."""
+    from ..core.specs.engines import DEFAULT_INFERENCE_ENGINE, DEFAULT_PRETRAIN_ENGINE, DEFAULT_TRAINING_ENGINE
+    engine = row.engine
+    kind = row.fact("kind") or "inference"
+    if engine and engine not in engine_choices():
+        engine = fallback_engine(engine, kind) or engine
+    if engine:
+        return engine
+    return {"inference": DEFAULT_INFERENCE_ENGINE, "pretrain": DEFAULT_PRETRAIN_ENGINE}.get(kind,
+                                                                                         DEFAULT_TRAINING_ENGINE)
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)

@@ -1,0 +1,413 @@
+"""Estimates set against the validation rows, in sample and leave-one-source-out.
+
+Each scored row becomes a scenario (:func:`~gpuadvisor.validation.data.scenario_dict`), which
+:func:`gpuadvisor.core.estimation.estimate.estimate` answers for the row's GPU, GPU count and layout; the
+figure the source measured is compared with the same figure of the estimate:
+
+- memory (``basis``): ``tensors`` is ``torch.cuda.max_memory_allocated`` (the estimate's tensor
+  total), ``device`` an ``nvidia-smi`` reading (the device total: tensors, CUDA context and
+  fragmentation), ``model_states`` the ZeRO paper's analytic weights + gradients + optimizer;
+- bounds: an out-of-memory run (``lower``) must be estimated above the card, a run that fit
+  (``upper``) within it;
+- speed: decode tokens/s per user, aggregate output tokens/s, prefill tokens/s (prompt over
+  time to first token), training tokens/s (per GPU or in all), TFLOP/s per GPU (MFU x peak),
+  MFU, GPU-hours (turned into tokens/s per GPU with the tokens trained), step time.
+
+The error is ``estimate / measured - 1``. A row is *covered* when the measured figure lies in
+the estimate's low-high range (speed); the core gives memory as one figure, so a memory row is
+covered when it lies within the memory aim (10%) of it. A speed row the estimate calls "does
+not fit" gets no speed from the estimate itself; the run did happen, so its speed is computed
+with the core's speed functions all the same (memory is scored by the memory and bounds rows)
+and the row notes the verdict.
+
+Out of sample (:func:`out_of_sample`): for each source, the engine profiles' efficiency factors
+are refitted (:func:`fit_engines`) on the scored rows of every *other* source, then that
+source's rows are predicted. Factors start from the profile class defaults, not from the shipped
+values (which were fitted to these rows), so nothing of a held-out source leaks into its
+prediction; a factor no remaining row can move keeps its default.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import MISSING, dataclass, fields, replace
+
+from ..core.specs import engines as core_engines
+from ..core.specs.engines import EngineProfile
+from ..core.errors import InputError
+from ..core.estimation.estimate import Candidate, estimate, resolve_model
+from ..core.specs.hardware import GpuCatalog
+from ..core.specs.models import ModelSpec
+from ..core.estimation.performance import inference_performance, training_performance
+from ..core.specs.presets import ModelCatalog
+from ..core.formats.scenario import Scenario, scenario_from_dict
+from .data import GROUPS, UNIT_BYTES, Row, scenario_dict, scenario_engine
+
+#: The memory aim; a memory row within it of the estimate counts as covered.
+MEMORY_BAND = 0.10
+#: Efficiency factors the fit may move, per engine kind, with their search range.
+#: A factor the profile class does not have is skipped.
+FIT_FACTORS: dict[str, dict[str, tuple[float, float]]] = {
+    "inference": {"bandwidth_efficiency": (0.2, 1.0), "quantized_bandwidth_factor": (0.15, 1.5),
+                  "layer_overhead_s": (0.0, 2e-3), "prefill_mfu": (0.05, 0.9), "decode_mfu": (0.05, 0.9)},
+    "training": {"mfu": (0.05, 0.9)},
+}
+GOLDEN = (math.sqrt(5) - 1) / 2
+
+
+@dataclass(frozen=True, slots=True)
+class Comparison:
+    """One row set against its estimate, in the unit of ``unit`` (speed rows: higher is faster)."""
+
+    row: Row
+    measured: float
+    estimate: float | None  # None: no estimate (does not fit, or the scenario is refused)
+    low: float | None
+    high: float | None
+    unit: str
+    omitted: tuple[str, ...]
+    note: str = ""
+
+    @property
+    def error(self) -> float | None:
+        """estimate / measured - 1 (point rows); -1 when a speed row gets no speed."""
+        if self.row.bound != "point":
+            return None
+        if self.estimate is None:
+            return -1.0
+        return self.estimate / self.measured - 1.0
+
+    @property
+    def right(self) -> bool | None:
+        """Bounds rows: the estimate is on the right side of the card."""
+        if self.row.bound == "point" or self.estimate is None:
+            return None if self.row.bound == "point" else False
+        return self.estimate > self.measured if self.row.bound == "lower" else self.estimate <= self.measured
+
+    @property
+    def covered(self) -> bool:
+        if self.estimate is None or self.low is None or self.high is None:
+            return False
+        return self.low <= self.measured <= self.high
+
+
+# --- engine profiles for a fit ---------------------------------------------------------------------
+@contextmanager
+def engine_profiles(profiles: Mapping[str, EngineProfile] | None) -> Iterator[None]:
+    """Let :func:`estimate` use ``profiles`` (by engine id) instead of the shipped ones, inside the block."""
+    if not profiles:
+        yield
+        return
+    saved = {k: core_engines.ENGINES[k] for k in profiles if k in core_engines.ENGINES}
+    try:
+        core_engines.ENGINES.update(profiles)
+        yield
+    finally:
+        for k in profiles:
+            if k in saved:
+                core_engines.ENGINES[k] = saved[k]
+            else:
+                del core_engines.ENGINES[k]
+
+
+def _class_default(name: str) -> float:
+    f = next(f for f in fields(EngineProfile) if f.name == name)
+    return f.default if f.default is not MISSING else 0.0  # type: ignore[return-value]
+
+
+def factors_for(profile: EngineProfile) -> dict[str, tuple[float, float]]:
+    names = FIT_FACTORS["inference" if profile.kind == "inference" else "training"]
+    return {k: v for k, v in names.items() if hasattr(profile, k)}
+
+
+def prior_profile(profile: EngineProfile) -> EngineProfile:
+    """The profile with every fitted factor at the class default (what a fit starts from)."""
+    return replace(profile, **{k: _class_default(k) for k in factors_for(profile)})
+
+
+# --- prediction -----------------------------------------------------------------------------------
+class Predictor:
+    """Turns rows into scenarios once and answers them (with given engine profiles, for fits)."""
+
+    def __init__(self, gpus: GpuCatalog, models: ModelCatalog) -> None:
+        self.gpus, self.models = gpus, models
+        self._prepared: dict[str, tuple[Scenario, ModelSpec, tuple[str, ...]] | str] = {}
+
+    def prepare(self, row: Row) -> tuple[Scenario, ModelSpec, tuple[str, ...]] | str:
+        """(scenario, model, omitted facts), or the one-line reason the scenario is refused."""
+        if row.id not in self._prepared:
+            data, omitted = scenario_dict(row)
+            try:
+                sc = scenario_from_dict(data)
+                model = resolve_model(sc, self.models)
+                self._prepared[row.id] = (sc, model, omitted + tuple(sc.warnings))
+            except InputError as exc:
+                self._prepared[row.id] = f"scenario refused: {exc}"
+        return self._prepared[row.id]
+
+    def compare(self, row: Row, profiles: Mapping[str, EngineProfile] | None = None) -> Comparison:
+        prepared = self.prepare(row)
+        measured, unit = measured_value(row)
+        if isinstance(prepared, str):
+            return Comparison(row, measured, None, None, None, unit, (), prepared)
+        sc, model, omitted = prepared
+        speed = row.group in ("inference_speed", "training_speed")
+        try:
+            with engine_profiles(profiles):
+                est = estimate(sc, self.gpus, self.models, with_advice=False, speed=speed, _model=model)
+        except InputError as exc:
+            return Comparison(row, measured, None, None, None, unit, omitted, f"estimate refused: {exc}")
+        cand = _candidate(est.candidates, sc)
+        if cand is None:
+            return Comparison(row, measured, None, None, None, unit, omitted, "no candidate for this layout")
+        if not speed:
+            bd = cand.memory
+            value = {"tensors": bd.tensors_total, "device": bd.device_total, "model_states": bd.model_states,
+                     "weights": bd.weights - bd.gathered}[row.basis]
+            scale = row.fact("scale_to_params")
+            if scale:
+                value *= float(scale) / model.parameters
+            value /= UNIT_BYTES[row.unit]
+            return Comparison(row, measured, value, value * (1 - MEMORY_BAND), value * (1 + MEMORY_BAND), unit,
+                              omitted, "" if cand.fits else "estimate: does not fit")
+        perf, note = cand.performance, ""
+        if perf is None:
+            # The run happened, so it fitted: score the speed model on its own, and say so.
+            note = (f"estimate: does not fit ({cand.memory.device_total / 2**30:.1f} GiB needed of "
+                    f"{cand.capacity_gib:.1f})")
+            with engine_profiles(profiles):
+                perf = _speed_of(est.memory_model, cand, sc)
+        value = speed_value(row, perf, sc)
+        if value is None:
+            return Comparison(row, measured, None, None, None, unit, omitted, "the estimate gives no such figure")
+        rng = perf.tokens_per_s
+        lo, hi = (rng.low / rng.expected, rng.high / rng.expected) if rng.expected > 0 else (1.0, 1.0)
+        if row.quantity in ("train_step_time_s", "time_to_first_token_ms", "request_latency_s", "decode_ms_per_token"):
+            lo, hi = 1 / hi, 1 / lo  # the faster end is the shorter time
+        return Comparison(row, measured, value, value * lo, value * hi, unit, omitted, note)
+
+
+def _speed_of(mm, cand: Candidate, sc: Scenario):
+    """Speed of a candidate the estimate judged too big, through the core's public speed functions."""
+    w, eff, hw = sc.workload, sc.efficiency, sc.hardware
+    engine = core_engines.engine_for(w.engine, w.kind)
+    if w.is_training:
+        return training_performance(mm, cand.gpu, cand.gpu_count, cand.parallelism, engine, mfu=eff.mfu,
+                                    gpus_per_node=hw.gpus_per_node)
+    return inference_performance(mm, cand.gpu, cand.gpu_count, cand.parallelism, engine,
+                                 bw_eff=eff.bandwidth_efficiency, prefill_mfu=eff.prefill_mfu,
+                                 gpus_per_node=hw.gpus_per_node)
+
+
+def _candidate(candidates: Sequence[Candidate], sc: Scenario) -> Candidate | None:
+    hw = sc.hardware
+    found = [c for c in candidates if c.gpu.id == hw.gpu and c.gpu_count == hw.gpu_count]
+    if not found:
+        return None
+    # Without a stated layout, the estimate's fastest fitting one (what a user would pick).
+    fitting = [c for c in found if c.fits and c.performance is not None]
+    if fitting:
+        return max(fitting, key=lambda c: c.performance.tokens_per_s.expected)
+    return next((c for c in found if c.fits), found[0])
+
+
+def measured_value(row: Row) -> tuple[float, str]:
+    """The measured figure in the unit compared (GPU-hours become tokens/s per GPU)."""
+    if row.quantity == "train_gpu_hours":
+        return float(row.fact("tokens_trained")) / (row.value * 3600.0), "tokens/s per GPU"
+    unit = {"train_tokens_per_s_per_gpu": "tokens/s per GPU", "decode_tokens_per_s_per_user": "tokens/s per user",
+            "output_tokens_per_s": "output tokens/s", "prefill_tokens_per_s": "prefill tokens/s",
+            "decode_tokens_per_s": "decode tokens/s (all sequences)"}
+    return row.value, unit.get(row.quantity, row.unit)
+
+
+def speed_value(row: Row, perf, sc: Scenario) -> float | None:
+    """The estimate's figure for the row's quantity."""
+    w, n = sc.workload, sc.hardware.gpu_count or 1
+    q = row.quantity
+    if q in ("train_tokens_per_s_per_gpu", "train_gpu_hours"):
+        return perf.tokens_per_s.expected / n
+    if q == "train_tokens_per_s" or q == "output_tokens_per_s":
+        return perf.tokens_per_s.expected
+    if q == "train_tflops_per_gpu":
+        return perf.mfu * perf.peak_tflops if perf.mfu else None
+    if q == "train_mfu":
+        return perf.mfu * 100.0 if perf.mfu else None
+    if q == "train_step_time_s":
+        global_batch = float(row.fact("global_batch") or w.batch_size * n)
+        return global_batch * w.seq_len / perf.tokens_per_s.expected
+    if q == "decode_tokens_per_s_per_user":
+        return perf.tokens_per_s_per_user
+    if q == "decode_tokens_per_s":
+        return perf.tokens_per_s_per_user * w.batch_size if perf.tokens_per_s_per_user else None
+    if q == "decode_ms_per_token":
+        return 1000.0 / (perf.tokens_per_s_per_user * w.batch_size) if perf.tokens_per_s_per_user else None
+    if q == "request_latency_s":
+        return w.batch_size * w.output_tokens / perf.tokens_per_s.expected
+    if q == "time_to_first_token_ms":
+        return perf.time_to_first_token_s * 1000.0 if perf.time_to_first_token_s else None
+    if q == "prefill_tokens_per_s":
+        ttft = perf.time_to_first_token_s
+        return w.prompt_tokens / ttft if ttft else None
+    return None
+
+
+# --- fitting --------------------------------------------------------------------------------------
+def _loss(comparisons: Iterable[Comparison]) -> float:
+    """Mean absolute log error over rows that got an estimate (robust to a single outlier)."""
+    logs = [abs(math.log(c.estimate / c.measured)) for c in comparisons if c.estimate and c.estimate > 0]
+    return statistics.fmean(logs) if logs else 0.0
+
+
+def _golden(f, lo: float, hi: float, iterations: int) -> float:
+    a, b = lo, hi
+    c, d = b - GOLDEN * (b - a), a + GOLDEN * (b - a)
+    fc, fd = f(c), f(d)
+    for _ in range(iterations):
+        if fc <= fd:
+            b, d, fd = d, c, fc
+            c = b - GOLDEN * (b - a)
+            fc = f(c)
+        else:
+            a, c, fc = c, d, fd
+            d = a + GOLDEN * (b - a)
+            fd = f(d)
+    return (a + b) / 2
+
+
+def fit_engine(profile: EngineProfile, rows: Sequence[Row], predictor: Predictor, passes: int = 4,
+               iterations: int = 10) -> EngineProfile:
+    """Coordinate descent on the profile's free factors (golden section on each, in its range)
+    minimising the mean absolute log error over ``rows`` (speed rows run with this engine).
+
+    A factor the rows cannot move (same loss at both ends of its range and at its prior) keeps its
+    prior; the passes stop early once a whole pass improves the loss by less than 0.1%."""
+    current = prior_profile(profile)
+    if not rows:
+        return current
+    ranges = factors_for(profile)
+    cache: dict[tuple, float] = {}
+
+    def loss_with(name: str, value: float) -> float:
+        trial = replace(current, **{name: value})
+        key = tuple(getattr(trial, n) for n in ranges)
+        if key not in cache:
+            cache[key] = _loss(predictor.compare(r, {profile.id: trial}) for r in rows)
+        return cache[key]
+
+    frozen: set[str] = set()
+    best_loss = loss_with(next(iter(ranges)), getattr(current, next(iter(ranges))))
+    for _ in range(passes):
+        start_loss = best_loss
+        for name, (lo, hi) in ranges.items():
+            if name in frozen:
+                continue
+            now = getattr(current, name)
+            at_now, at_lo, at_hi = loss_with(name, now), loss_with(name, lo), loss_with(name, hi)
+            if abs(at_lo - at_hi) < 1e-4 and abs(at_now - at_lo) < 1e-4:
+                frozen.add(name)  # the rows cannot tell this factor: it keeps its prior
+                continue
+            best = _golden(lambda v: loss_with(name, v), lo, hi, iterations)
+            best_loss, value = min((loss_with(name, best), best), (at_now, now), (at_lo, lo), (at_hi, hi))
+            current = replace(current, **{name: value})
+        if start_loss - best_loss < 1e-3 * max(start_loss, 1e-9):
+            break
+    return current
+
+
+def speed_rows(rows: Iterable[Row]) -> list[Row]:
+    return [r for r in rows if r.scored and r.group in ("inference_speed", "training_speed")]
+
+
+def fit_engines(rows: Sequence[Row], predictor: Predictor,
+                engine_ids: Iterable[str] | None = None) -> dict[str, EngineProfile]:
+    """Profiles fitted to the scored speed ``rows`` (each engine on its own rows), by engine id.
+
+    Engines without rows get their prior (class defaults for the fitted factors)."""
+    ids = list(engine_ids) if engine_ids is not None else list(core_engines.ENGINES)
+    by_engine: dict[str, list[Row]] = {}
+    for r in speed_rows(rows):
+        by_engine.setdefault(scenario_engine(r), []).append(r)
+    return {e: fit_engine(core_engines.ENGINES[e], by_engine.get(e, []), predictor) for e in ids}
+
+
+# --- runs -----------------------------------------------------------------------------------------
+def in_sample(rows: Sequence[Row], predictor: Predictor, fitted: bool = False) -> list[Comparison]:
+    """Every row against the shipped profiles (or, with ``fitted``, profiles fitted to all rows)."""
+    profiles = fit_engines(rows, predictor) if fitted else None
+    return [predictor.compare(r, profiles) for r in rows]
+
+
+def out_of_sample(rows: Sequence[Row], predictor: Predictor) -> list[Comparison]:
+    """Leave-one-source-out: each source's rows predicted by profiles fitted without that source."""
+    scored = [r for r in rows if r.scored]
+    out: dict[str, Comparison] = {}
+    for source in dict.fromkeys(r.source_id for r in rows):
+        held = [r for r in rows if r.source_id == source]
+        rest = [r for r in scored if r.source_id != source]
+        engines = {scenario_engine(r) for r in held if r.group in ("inference_speed", "training_speed")}
+        profiles = fit_engines(rest, predictor, engines) if engines else None
+        for r in held:
+            out[r.id] = predictor.compare(r, profiles)
+    return [out[r.id] for r in rows]
+
+
+@dataclass(frozen=True, slots=True)
+class GroupStats:
+    n: int
+    median_abs_pct: float | None = None
+    p80_abs_pct: float | None = None
+    coverage: float | None = None
+    right: int | None = None
+
+    def to_dict(self, group: str) -> dict[str, float | int | None]:
+        if group == "bounds":
+            return {"n": self.n, "right": self.right}
+        return {"n": self.n, "median_abs_pct": self.median_abs_pct, "p80_abs_pct": self.p80_abs_pct,
+                "coverage": self.coverage}
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """Linear-interpolation percentile (q in 0..1), as numpy's default."""
+    xs = sorted(values)
+    pos = (len(xs) - 1) * q
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+
+
+def group_stats(comparisons: Sequence[Comparison]) -> dict[str, GroupStats]:
+    """Per group over the scored rows: median and 80th-percentile |error| in %, coverage; bounds right."""
+    out = {}
+    for g in GROUPS:
+        cs = [c for c in comparisons if c.row.scored and c.row.group == g]
+        if g == "bounds":
+            out[g] = GroupStats(len(cs), right=sum(1 for c in cs if c.right))
+            continue
+        errs = [abs(c.error) * 100.0 for c in cs if c.error is not None]
+        if not errs:
+            out[g] = GroupStats(0)
+            continue
+        out[g] = GroupStats(len(cs), round(statistics.median(errs), 2), round(percentile(errs, 0.8), 2),
+                            round(sum(c.covered for c in cs) / len(cs), 3))
+    return out
+
+
+def summary(comparisons: Sequence[Comparison]) -> dict:
+    """The ``--json`` object: rows and sources of the set, and each group's figures."""
+    stats = group_stats(comparisons)
+    return {"rows": len(comparisons), "sources": len({c.row.source_id for c in comparisons}),
+            "groups": {g: stats[g].to_dict(g) for g in GROUPS}}
+
+
+def per_source(comparisons: Sequence[Comparison]) -> dict[str, tuple[int, int, float | None]]:
+    """source -> (rows, scored rows, median |error| % of its scored point rows)."""
+    out = {}
+    for sid in dict.fromkeys(c.row.source_id for c in comparisons):
+        cs = [c for c in comparisons if c.row.source_id == sid]
+        errs = [abs(c.error) * 100 for c in cs if c.row.scored and c.error is not None]
+        out[sid] = (len(cs), sum(c.row.scored for c in cs), round(statistics.median(errs), 1) if errs else None)
+    return out

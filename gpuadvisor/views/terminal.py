@@ -1,0 +1,23 @@
+"""The comparison in a terminal: what ``python -m gpuadvisor`` prints when no display is found."""
+
+from __future__ import annotations
+
+import sys
+
+from ..core.errors import InputError
+from ..core.estimation.estimate import estimate
+from ..core.formats.scenario import default_scenario, load_scenario
+from ..core.presentation.text import render_estimate
+from ..storage.user_catalog_store import load_catalogs
+
+
+def print_comparison(args: list[str]) -> int:
+    """Print the comparison for a scenario file (or the default scenario) across the catalog."""
+    try:
+        scenario = load_scenario(args[0]) if args else default_scenario()
+        gpus, models = load_catalogs()
+        print(render_estimate(estimate(scenario, gpus, models)))
+    except InputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 0
