@@ -65,7 +65,8 @@ class CostEstimate(NamedTuple):
     @property
     def workable(self) -> bool:
         """Not ruled out by the deadline or the budget (a "likely" setup stays in, with a caveat)."""
-        return self.deadline_status != "at risk" and self.budget_status != "over"
+        return (self.deadline_status != "at risk" and self.budget_status != "over"
+                and not self.unpriced_under_budget)
 
     def to_dict(self) -> dict:
         return {"job_tokens": self.job_tokens, "job_hours": self.job_hours.to_dict(),

@@ -80,8 +80,8 @@ def sort_key(c: "Candidate") -> tuple:
     cost = c.cost
     usd = cost.cost_usd.expected if cost is not None and cost.cost_usd is not None else math.inf
     hours = cost.job_hours.expected if cost is not None else math.inf
-    if t == MISSED:
-        return (t, hours, usd, c.gpu_count, par, c.gpu.name)
+    if t == MISSED:  # closest first: priced setups over the limit before unpriced ones
+        return (t, cost is not None and cost.unpriced_under_budget, hours, usd, c.gpu_count, par, c.gpu.name)
     return (t, usd, hours, c.gpu_count, par, c.gpu.name)
 
 
