@@ -40,8 +40,9 @@ class EngineProfile:
     mfu: float = 0.4
     spread: float = 0.2  # +/- relative uncertainty of the efficiency, for low/high ranges
     calibrated_on: str = ""
-    # Per-architecture values that replace layer_overhead_s and prefill_mfu (llama.cpp: Metal and
-    # CUDA kernels differ), as (architecture, value) pairs.
+    # Per-architecture multipliers of layer_overhead_s and prefill_mfu (llama.cpp: Metal and CUDA
+    # kernels differ), as (architecture, factor) pairs; "int8" applies to prefill on the INT8 peak.
+    # Ratios, so a refit of the two base values moves every architecture with them.
     layer_overhead_by_arch: tuple[tuple[str, float], ...] = ()
     prefill_mfu_by_arch: tuple[tuple[str, float], ...] = ()
     #: Quantized prefill runs on the INT8 tensor-core peak (llama.cpp's MMQ kernels) where known.
@@ -49,17 +50,17 @@ class EngineProfile:
 
     def layer_overhead_for(self, architecture: str) -> float:
         """Fixed time per layer and decode step on this architecture, s."""
-        for arch, value in self.layer_overhead_by_arch:
+        for arch, factor in self.layer_overhead_by_arch:
             if arch == architecture:
-                return value
+                return self.layer_overhead_s * factor
         return self.layer_overhead_s
 
     def prefill_mfu_for(self, architecture: str, int8_peak: bool) -> float:
         """Share of the prefill peak reached: the ``int8`` entry when prefill runs on the INT8 peak."""
         key = "int8" if int8_peak else architecture
-        for arch, value in self.prefill_mfu_by_arch:
+        for arch, factor in self.prefill_mfu_by_arch:
             if arch == key:
-                return value
+                return min(1.0, self.prefill_mfu * factor)
         return self.prefill_mfu
 
 
@@ -81,8 +82,8 @@ ENGINES: dict[str, EngineProfile] = {p.id: p for p in (
                   prefill_chunk_tokens=512, spread=0.2,
                   calibrated_on="llama.cpp discussions #4167 (Apple M1-M4, 2023 build) and #15013 "
                                 "(RTX 40/50, 2025 builds), LLaMA-2 7B pp512/tg128; INF-12",
-                  layer_overhead_by_arch=(("apple", 125e-6),),
-                  prefill_mfu_by_arch=(("apple", 0.70), ("int8", 0.27)), int8_prefill=True),
+                  layer_overhead_by_arch=(("apple", 3.125),),  # 125 us on Metal
+                  prefill_mfu_by_arch=(("apple", 2.0), ("int8", 0.27 / 0.35)), int8_prefill=True),
     EngineProfile("mlc-llm", "MLC LLM", "inference", bandwidth_efficiency=0.80, quantized_bandwidth_factor=0.96,
                   layer_overhead_s=0.0, prefill_mfu=0.4, decode_mfu=0.35, prefill_chunk_tokens=2048,
                   spread=0.2, calibrated_on="INF-18"),
