@@ -222,7 +222,7 @@ def test_table_header_repeats_where_the_table_continues(qapp, catalogs, tmp_path
     assert not find_row(pages[0], last_row), "the table should continue on page 2"
     assert last_row[0] in pages[1]  # the last GPU's name (its wide cells may wrap in pdftotext's output)
     assert header in pages[0]
-    assert pages[1].startswith(header + " Need per"), pages[1][:200]
+    assert pages[1].startswith(header), pages[1][:200]  # the next header words may come out in another order
 
 
 # -- errors: never a partial PDF -------------------------------------------------------------------
