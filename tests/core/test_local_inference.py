@@ -204,3 +204,17 @@ def test_partial_offload_keeps_layers_in_host_ram_and_is_slower(cats):
                         hardware=Hardware(gpu="rtx-4090", gpu_count=1))
     cand = estimate_to_dict(estimate(scenario, gpus, models))["candidates"][0]
     assert cand["fits"] and cand["host_memory_gib"] > 15
+
+
+def test_summary_sentence_for_local_inference(cats):
+    from gpuadvisor.core.presentation.text import local_speed_line
+
+    scenario = scenario_from_dict({"model": {"preset": "llama-3.1-8b"},
+                                   "workload": {"kind": "inference", "weights": "q4_k_m", "engine": "llama.cpp",
+                                                "prompt_tokens": 4096, "output_tokens": 256},
+                                   "hardware": {"gpu": "apple-m4-max", "gpu_count": 1, "memory_gib": 64}})
+    c = estimate(scenario, *cats).candidates[0]
+    line = local_speed_line(c, 4096)
+    perf = c.performance
+    assert line.startswith("runs at ~") and "a 4k-token prompt in ~" in line
+    assert f"{4096 / perf.prefill_tokens_per_s:.1f} s" in line and "host RAM" not in line
