@@ -123,8 +123,9 @@ def test_import_csv_with_good_and_bad_rows():
         ImportLine(7, "neg-bw", "column memory_bandwidth_gb_s: must be > 0 (got '-100')"),
         ImportLine(8, None, "column id: is required"),
         ImportLine(9, "my-gpu", "column id: duplicates the row on line 3"),
-        ImportLine(10, "quantum-1", "column architecture: must be one of ada, ampere, blackwell, cdna2, "
-                                    "cdna3, cdna4, hopper, other, pascal, turing, volta (got 'quantum')"),
+        ImportLine(10, "quantum-1", "column architecture: must be one of ada, ampere, apple, blackwell, "
+                                    "cdna2, cdna3, cdna4, hopper, other, pascal, rdna3, turing, volta "
+                                    "(got 'quantum')"),
         ImportLine(11, "bad-date", "column price_as_of: must be an ISO date YYYY-MM-DD (got '30/06/2026')"),
         ImportLine(14, "too-many",
                    "has 11 cells but the header has 10 columns (a comma in an unquoted value?)"),

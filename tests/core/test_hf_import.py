@@ -49,13 +49,25 @@ PUBLISHED = {
     "starcoder": 15_500_000_000,           # card: 15.5B
     "mpt-7b": 6_700_000_000,               # card: 6.7B (rounded)
     "starcoder2-3b": 3_030_371_328,
+    "DeepSeek-R1": 671_000_000_000,        # card: 671B main model (685B with the 14B MTP module)
+    "DeepSeek-V2.5": 236_000_000_000,      # card: 236B total
+    "gpt-oss-120b": 116_830_000_000,       # OpenAI model card: 116.83B total
+    "Qwen3-235B-A22B": 235_093_634_560,    # Hub safetensors total (card: 235B)
+    "phi-4": 14_659_507_200,               # Hub safetensors total (card: 14B, Hub 14.7B)
 }
+
+# Families of 2025-26 whose count must land within 0.5% of the published total (issue 16).
+FAMILIES_HALF_PERCENT = ("DeepSeek-R1", "DeepSeek-V2.5", "gpt-oss-120b", "Qwen3-235B-A22B", "phi-4")
 
 # Published active parameters of the MoE fixtures (rounded by their authors).
 PUBLISHED_ACTIVE = {
     "Mixtral-8x7B-v0.1": (12_900_000_000, 0.01),
     "Qwen1.5-MoE-A2.7B": (2_700_000_000, 0.01),
     "Qwen3-30B-A3B": (3_300_000_000, 0.02),  # card rounds 3.35B down to 3.3B
+    "DeepSeek-R1": (37_000_000_000, 0.02),    # card: 37B activated
+    "DeepSeek-V2.5": (21_000_000_000, 0.02),  # card: 21B activated
+    "gpt-oss-120b": (5_130_000_000 + 201_088 * 2880, 0.01),  # card: 5.13B active without the embedding
+    "Qwen3-235B-A22B": (22_000_000_000, 0.01),  # card: 22B activated
 }
 
 DTYPE_BYTES = {"F32": 4, "F16": 2, "BF16": 2, "I32": 4, "U8": 1, "I8": 1, "I64": 8, "F8_E4M3": 1, "BOOL": 1}
@@ -120,6 +132,39 @@ def test_fixture_parameter_count_within_one_percent(name: str) -> None:
     published = PUBLISHED[name]
     assert abs(spec.parameters - published) / published <= 0.01, (name, spec.parameters, published)
     assert spec.published_params is None  # config.json only, no weights in the fixture folder
+
+
+@pytest.mark.parametrize("name", FAMILIES_HALF_PERCENT)
+def test_new_families_within_half_a_percent(name: str) -> None:
+    spec = model_from_hf_config(DATA / name)
+    assert abs(spec.parameters - PUBLISHED[name]) / PUBLISHED[name] <= 0.005, (name, spec.parameters)
+
+
+@pytest.mark.parametrize("name, layers", [("DeepSeek-R1", 61), ("DeepSeek-V2.5", 60)])
+def test_mla_kv_cache_is_the_compressed_latent(name: str, layers: int) -> None:
+    from gpuadvisor.core.estimation.memory import MemoryModel
+    from gpuadvisor.core.specs.workload import Workload
+
+    spec = model_from_hf_config(DATA / name)
+    assert spec.is_mla and spec.kv_elements_per_token_layer == 512 + 64
+    mm = MemoryModel(spec, Workload(kind="inference", weights="bf16", batch_size=1, prompt_tokens=1000,
+                                    output_tokens=24))
+    # (kv_lora_rank + qk_rope_head_dim) x layers x bytes per token: 70,272 bytes for V3 in bf16.
+    assert mm.breakdown().kv_cache == (512 + 64) * layers * 2 * 1024
+
+
+def test_deepseek_v3_exact_count_and_mtp_note() -> None:
+    spec = model_from_hf_config(DATA / "DeepSeek-R1")
+    assert spec.parameters == 671_026_419_200
+    assert spec.dense_layers == 3 and spec.shared_experts == 1 and spec.num_experts == 256
+    assert "multi-token-prediction" in spec.notes
+
+
+def test_gpt_oss_alternates_sliding_layers_and_counts_sinks() -> None:
+    spec = model_from_hf_config(DATA / "gpt-oss-120b")
+    assert spec.sliding_window == 128 and spec.sliding_window_layer_fraction == 0.5
+    assert spec.num_experts == 128 and spec.experts_per_token == 4 and spec.mlp_bias
+    assert spec.parameters == 116_829_156_672
 
 
 def test_every_fixture_folder_is_checked() -> None:

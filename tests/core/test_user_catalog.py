@@ -67,7 +67,7 @@ GPU_RULES = [
     ("id", "-h100", "must be a lowercase letter or digit followed by"),
     ("id", "", "is required"),
     ("name", "", "is required"),
-    ("architecture", "quantum", "must be one of ada, ampere, blackwell"),
+    ("architecture", "quantum", "must be one of ada, ampere, apple, blackwell"),
     ("memory_bandwidth_gb_s", "-100", "must be > 0"),
     ("memory_bandwidth_gb_s", "fast", "is not a number"),
     ("memory_gib_usable", "81", "must not exceed memory_gb (80)"),

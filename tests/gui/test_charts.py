@@ -40,7 +40,7 @@ def catalogs():
 
 @pytest.fixture(scope="module")
 def est(catalogs):
-    return estimate(default_scenario(), *catalogs)
+    return estimate(replace(default_scenario(), hardware=Hardware()), *catalogs)  # the whole catalog
 
 
 @pytest.fixture(scope="module")
@@ -122,7 +122,7 @@ def test_vram_bars_are_the_cores_numbers(qtbot, est):
     chart = _show(qtbot, VramChart())
     candidates = list(est.best_per_gpu().values())
     chart.set_candidates(candidates)
-    assert chart.row_count() == len(candidates) == 27
+    assert chart.row_count() == len(candidates) == len({c.gpu.id for c in est.candidates})
     assert chart.message() == ""
     for row, c in enumerate(candidates):
         gib = c.memory.gib()
@@ -315,8 +315,9 @@ def test_cost_time_click_selects_a_candidate(qtbot, est):
     x, y = chart.point_position(target.key)
     with qtbot.waitSignal(chart.candidateSelected, timeout=1000) as blocker:
         _click_view_point(qtbot, chart, x, y)
-    assert blocker.args == [target.key]
-    assert chart.selected_key() == target.key
+    # Setups with the same cost and time (fsdp and zero3, say) share a point: any of them is right.
+    assert chart.point_position(blocker.args[0]) == pytest.approx((x, y))
+    assert chart.selected_key() == blocker.args[0]
     ring_x, ring_y = chart.selected_ring.getData()
     assert (ring_x[0], ring_y[0]) == pytest.approx((x, y))
 

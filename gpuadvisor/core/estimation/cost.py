@@ -60,11 +60,13 @@ class CostEstimate(NamedTuple):
     buy: BuyVsRent | None
     deadline_status: str | None = None  # "meets", "likely" or "at risk" (None: no deadline)
     budget_status: str | None = None  # "within", "likely" or "over" (None: no budget or no price)
+    unpriced_under_budget: bool = False  # a money limit is set but this GPU has no price to check it
 
     @property
     def workable(self) -> bool:
         """Not ruled out by the deadline or the budget (a "likely" setup stays in, with a caveat)."""
-        return self.deadline_status != "at risk" and self.budget_status != "over"
+        return (self.deadline_status != "at risk" and self.budget_status != "over"
+                and not self.unpriced_under_budget)
 
     def to_dict(self) -> dict[str, Any]:
         return {"job_tokens": self.job_tokens, "job_hours": self.job_hours.to_dict(),
@@ -149,13 +151,15 @@ def job_cost(workload: Workload, budget: Budget, gpu: GpuSpec, gpu_count: int, t
             statuses = [s for s in (total, hourly) if s is not None]
             budget_st = ("over" if "over" in statuses else "likely" if "likely" in statuses else "within")
             within = budget_st == "within"
+    unpriced = (budget.max_total_usd is not None or budget.max_usd_per_hour is not None) and cost is None
     if buy is False:
         buy = buy_vs_rent(gpu, budget, prices.expected if prices else None)
     assert buy is None or isinstance(buy, BuyVsRent)
     return CostEstimate(job_tokens=tokens, job_hours=hours, gpu_hours=gpu_hours, cost_usd=cost,
                         usd_per_hour=per_hour, usd_per_million_tokens=per_million,
                         meets_deadline=None if deadline is None else deadline == "meets",
-                        within_budget=within, buy=buy, deadline_status=deadline, budget_status=budget_st)
+                        within_budget=within, buy=buy, deadline_status=deadline, budget_status=budget_st,
+                        unpriced_under_budget=unpriced)
 
 
 def limit_status(value: Range, limit: float | None, words: tuple[str, str, str]) -> str | None:

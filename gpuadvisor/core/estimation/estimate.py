@@ -90,6 +90,12 @@ def resolve_model(scenario: Scenario, models: ModelCatalog) -> ModelSpec:
         if not path.is_absolute() and scenario.base_dir:
             path = Path(scenario.base_dir) / path
         spec = model_from_hf_config(path)
+    elif src.gguf is not None:
+        from ..formats.gguf_file import model_from_gguf  # local import: reads the file header only
+        path = Path(src.gguf).expanduser()
+        if not path.is_absolute() and scenario.base_dir:
+            path = Path(scenario.base_dir) / path
+        spec = model_from_gguf(path)
     else:
         assert src.parameters is not None
         spec = ModelSpec.from_parameter_count(int(src.parameters), name=src.name or "")
@@ -112,11 +118,24 @@ def estimate(scenario: Scenario, gpus: GpuCatalog, models: ModelCatalog,
     if model.architecture_assumed:
         warnings.append("Only a parameter count was given: the architecture is assumed (Llama-like), so "
                         "activation and KV-cache figures are approximate.")
+    if model.file_type and w.is_gguf and model.file_type != w.weights:
+        warnings.append(f"The GGUF file holds {model.file_type} weights; its own size is used, "
+                        f"while speed follows workload.weights {w.weights}.")
+    elif model.file_weight_bytes and not w.is_gguf:
+        warnings.append(f"The model is a GGUF file ({model.file_type or 'unknown type'}) but workload.weights is "
+                        f"{w.weights}: memory is computed for {w.weights}; set weights to the file's type.")
     if w.context_tokens > model.max_context:
         warnings.append(f"The context ({w.context_tokens:,} tokens) exceeds the model's maximum "
                         f"({model.max_context:,}).")
     ids = gpu_ids or ([hw.gpu] if hw.gpu else None)
-    selected = [gpus.get(i, "hardware.gpu" if not gpu_ids else "--gpu") for i in ids] if ids else list(gpus)
+    if ids:
+        selected = [gpus.get(i, "hardware.gpu" if not gpu_ids else "--gpu") for i in ids]
+    else:
+        selected = [g for g in gpus if hw.segment is None or g.segment == hw.segment]
+        if not selected:
+            raise InputError("hardware.segment", "no GPU of the catalog is in this segment", hw.segment)
+    if hw.memory_gib is not None:  # a Mac's RAM size or a slice: capacity follows the platform's rule
+        selected = [g.with_memory_gib(hw.memory_gib) for g in selected]
     counts = (hw.gpu_count,) if hw.gpu_count else DEFAULT_GPU_COUNTS
     engine = engine_for(w.engine, w.kind)
     # Serving engines prefill in chunks, which bounds the transient activations.

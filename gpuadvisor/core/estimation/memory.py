@@ -56,8 +56,9 @@ from typing import Any
 
 from ..errors import InputError
 from ..specs.models import ModelSpec, lora_parameters, resolve_lora_targets
-from ..units import GIB
+from ..specs.quant_types import gguf_weight_bytes
 from ..specs.workload import (RuntimeOverhead, Workload, bytes_per_element, weight_bytes_per_param)
+from ..units import GIB
 
 COMPONENTS = ("weights", "gradients", "optimizer", "activations", "kv_cache", "adapters", "overhead")
 DATA_PARALLEL = ("ddp", "zero1", "zero2", "zero3", "fsdp")
@@ -93,6 +94,7 @@ class MemoryBreakdown:
     overhead: float
     logits: float = 0.0  # part of ``activations``: the loss buffer, reported for transparency
     gathered: float = 0.0  # part of ``weights``: ZeRO-3/FSDP layers gathered in flight
+    host: float = 0.0  # not on the GPU: weights and KV cache of layers kept in host RAM (gpu_layers)
 
     @property
     def model_states(self) -> float:
@@ -173,15 +175,24 @@ class MemoryModel:
         # --- weights ----------------------------------------------------------------------
         family = w.quantization_family
         quantized = family is not None
-        block_bytes = weight_bytes_per_param(w.weights, h, w.double_quant, w.quantization_family)
-        if w.weights == "fp8" and w.is_training:
-            block_bytes = 3.0  # bf16 weights plus the cached fp8 copy (Transformer Engine)
-        other_bytes = 2.0 if quantized else bytes_per_element(w.weights)
-        self.block_bytes_per_weight = block_bytes
-        self.block_weight_bytes = counts.blocks * block_bytes
-        self.embedding_bytes = counts.embedding * other_bytes
-        self.head_bytes = counts.lm_head * other_bytes
-        self.norm_bytes = counts.norms_and_other * other_bytes
+        if w.is_gguf:
+            # llama.cpp's per-tensor recipe (quant_types.py): some tensors get more bits.
+            gguf = gguf_weight_bytes(m, w.weights)
+            # A model read from a .gguf file: its exact bytes, split like the recipe splits them.
+            scale = m.file_weight_bytes / gguf.total if m.file_weight_bytes else 1.0
+            self.block_weight_bytes, self.embedding_bytes = gguf.blocks * scale, gguf.embedding * scale
+            self.head_bytes, self.norm_bytes = gguf.lm_head * scale, gguf.norms_and_other * scale
+            self.block_bytes_per_weight = self.block_weight_bytes / max(counts.blocks, 1)
+        else:
+            block_bytes = weight_bytes_per_param(w.weights, h, w.double_quant, w.quantization_family)
+            if w.weights == "fp8" and w.is_training:
+                block_bytes = 3.0  # bf16 weights plus the cached fp8 copy (Transformer Engine)
+            other_bytes = 2.0 if quantized else bytes_per_element(w.weights)
+            self.block_bytes_per_weight = block_bytes
+            self.block_weight_bytes = counts.blocks * block_bytes
+            self.embedding_bytes = counts.embedding * other_bytes
+            self.head_bytes = counts.lm_head * other_bytes
+            self.norm_bytes = counts.norms_and_other * other_bytes
         self.weight_bytes = self.block_weight_bytes + self.embedding_bytes + self.head_bytes + self.norm_bytes
         # Dequantized copy of the largest projection while it runs (bitsandbytes, weight-only int4).
         shapes = m.linear_shapes()
@@ -275,10 +286,10 @@ class MemoryModel:
         # --- inference ----------------------------------------------------------------------
         self.full_prompt_logits = (w.engine in FULL_LOGIT_ENGINES) and not w.is_training
         self.logit_bytes_inference = (a + 4.0) if self.full_prompt_logits else 4.0
-        kv_elem = bytes_per_element(w.kv_precision)
-        if w.kv_precision == "int4":
-            kv_elem += 4.0 / 64  # group scales
-        self.kv_bytes_per_token_layer = 2.0 * d_kv * kv_elem if m.has_kv_cache else 0.0
+        # KV cache per token and layer: the model's elements (latent attention stores its compressed
+        # latent) times the element size (llama.cpp's cache types, or the KV precision).
+        kv_elem = w.kv_bytes_per_element
+        self.kv_bytes_per_token_layer = m.kv_elements_per_token_layer * kv_elem if m.has_kv_cache else 0.0
         self.inference_transient_per_token = a * (2 * h + d_q + 2 * d_kv + 3 * i * k_exp)
 
     def cached(self, name: str, compute: Callable[[], Any]) -> Any:
@@ -379,10 +390,26 @@ class MemoryModel:
             kv_layers = math.ceil(L / p)
             kv_heads_share = math.ceil(m.num_key_value_heads / t) / m.num_key_value_heads
             kv = b_gpu * self.kv_tokens_per_layer(s) * kv_layers * self.kv_bytes_per_token_layer * kv_heads_share
+        host = 0.0
+        share = self.gpu_layer_share
+        if share < 1.0 and not self.training:
+            # llama.cpp -ngl: the first layers, the embedding and the output head stay in host RAM
+            # with their KV cache; the GPU holds the offloaded layers' weights and cache.
+            gpu_weights = (self.block_weight_bytes + self.norm_bytes) * share / t
+            host = weights - gpu_weights + kv * (1.0 - share)
+            weights, kv = gpu_weights, kv * share
         tensors = weights + grads + optim + act + kv + adapters
         overhead = self.overhead.cuda_context_gib * GIB + self.overhead.fragmentation_for(self.training) * tensors
         return MemoryBreakdown(weights=weights, gradients=grads, optimizer=optim, activations=act, kv_cache=kv,
-                               adapters=adapters, overhead=overhead, logits=logits, gathered=gathered)
+                               adapters=adapters, overhead=overhead, logits=logits, gathered=gathered, host=host)
+
+    @property
+    def gpu_layer_share(self) -> float:
+        """Share of the layers on the GPU (``workload.gpu_layers`` of ``num_layers``; 1 when all)."""
+        g = self.workload.gpu_layers
+        if g is None or self.training or g >= self.layers:
+            return 1.0
+        return g / self.layers
 
     # ------------------------------------------------------------------------------------
     def max_batch(self, capacity_bytes: float, gpu_count: int = 1, parallelism: str = "none") -> int:

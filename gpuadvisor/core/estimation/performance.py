@@ -39,11 +39,12 @@ from __future__ import annotations
 import math
 from typing import Any, NamedTuple
 
-from ..specs.engines import FITTED, EngineProfile, KernelFamily, SpeedConstants, kernel_family
+from ..specs.engines import FITTED, LLAMA_CPP, EngineProfile, KernelFamily, LlamaCppModel, SpeedConstants, kernel_family
 from ..specs.hardware import GpuSpec
 from .memory import MemoryModel
 from ..specs.models import ModelSpec
-from ..specs.workload import Workload
+from ..specs.quant_types import is_gguf_type
+from ..specs.workload import Workload, is_quantized_weights
 
 #: Share of data-parallel traffic that overlap can hide at most: the rest (the last bucket, the
 #: first gather, synchronisation) stays exposed even when compute is long.
@@ -86,6 +87,7 @@ class PerformanceEstimate(NamedTuple):
     time_to_first_token_s: float | None = None
     communication_share: float = 0.0
     notes: tuple[str, ...] = ()
+    prefill_tokens_per_s: float | None = None  # prompt processing of one request (llama-bench "pp")
 
     def to_dict(self) -> dict[str, Any]:
         out = {"tokens_per_s": round(self.tokens_per_s.expected, 2), "tokens_per_s_range": self.tokens_per_s.to_dict(2),
@@ -98,6 +100,8 @@ class PerformanceEstimate(NamedTuple):
             out["tokens_per_s_per_user"] = round(self.tokens_per_s_per_user, 2)
         if self.time_to_first_token_s is not None:
             out["time_to_first_token_s"] = round(self.time_to_first_token_s, 4)
+        if self.prefill_tokens_per_s is not None:
+            out["prefill_tokens_per_s"] = round(self.prefill_tokens_per_s, 1)
         return out
 
 
@@ -112,6 +116,8 @@ def compute_precision(gpu: GpuSpec, weights: str) -> tuple[str, float, str | Non
         return "fp32", gpu.fp32_tflops or gpu.fp16_dense_tflops / 8, None
     if weights == "bf16" and not gpu.supports_bf16:
         return "fp16", gpu.fp16_dense_tflops, f"{gpu.name} has no BF16: FP16 is used instead."
+    if is_gguf_type(weights):  # llama.cpp dequantizes to FP16 for its matrix multiplies
+        return "fp16", gpu.fp16_dense_tflops, None
     return ("bf16" if weights in ("bf16", "nf4", "int4", "int8") else weights), half, None
 
 
@@ -176,6 +182,9 @@ def inference_performance(mm: MemoryModel, gpu: GpuSpec, gpu_count: int, paralle
                           engine: EngineProfile, bw_eff: float | None = None, prefill_mfu: float | None = None,
                           gpus_per_node: int = 8, constants: SpeedConstants | None = None) -> PerformanceEstimate:
     """Serving speed of one candidate (see the module docstring)."""
+    if engine.id == "llama.cpp":
+        return llamacpp_performance(mm, gpu, gpu_count, parallelism, engine, bw_eff=bw_eff,
+                                    prefill_mfu=prefill_mfu, gpus_per_node=gpus_per_node)
     k = constants or FITTED
     m, w = mm.model, mm.workload
     prec, peak, notes = _precision(gpu, w.weights)
@@ -261,7 +270,82 @@ def inference_performance(mm: MemoryModel, gpu: GpuSpec, gpu_count: int, paralle
     aggregate = per_replica * replicas
     rng = Range(aggregate * (1 - engine.spread_low), aggregate, aggregate * (1 + engine.spread_high))
     return PerformanceEstimate(tokens_per_s=rng, bound=bound, precision_used=prec, peak_tflops=peak,
-                               tokens_per_s_per_user=1.0 / step, time_to_first_token_s=ttft, notes=tuple(notes))
+                               tokens_per_s_per_user=1.0 / step, time_to_first_token_s=ttft, notes=tuple(notes),
+                               prefill_tokens_per_s=w.prompt_tokens / ttft)
+
+
+def llamacpp_performance(mm: MemoryModel, gpu: GpuSpec, gpu_count: int, parallelism: str,
+                         engine: EngineProfile, bw_eff: float | None = None, prefill_mfu: float | None = None,
+                         gpus_per_node: int = 8, model: LlamaCppModel = LLAMA_CPP) -> PerformanceEstimate:
+    """llama.cpp: token generation (tg, bandwidth-bound) and prompt processing (pp, compute-bound)
+    modelled apart (:class:`~gpuadvisor.core.specs.engines.LlamaCppModel`), with partial offload
+    (``workload.gpu_layers``): the layers left in host RAM are read at host-memory bandwidth and,
+    on a discrete GPU, copied over PCIe for each prompt batch. The range is the engine's fitted
+    80% range (``spread_low``/``spread_high``)."""
+    m, w = mm.model, mm.workload
+    prec, peak, notes = _precision(gpu, w.weights)
+    n = gpu_count
+    t = n if parallelism == "tensor" else 1
+    p = n if parallelism == "pipeline" else 1
+    replicas = n if parallelism == "ddp" else 1
+    b = max(1, math.ceil(w.batch_size / replicas))
+    e_w = bw_eff or model.bandwidth_efficiency
+    bw = gpu.memory_bandwidth_gb_s * 1e9
+    quantized = is_quantized_weights(w.weights)
+    # Quantized weights multiply on INT8 tensor cores (MMQ) where the GPU has them.
+    int8 = bool(quantized and gpu.int8_dense_tops and gpu.architecture != "apple")
+    pre_peak = gpu.int8_dense_tops if int8 and gpu.int8_dense_tops else peak
+    e_pre = prefill_mfu or model.prefill_mfu_for(gpu.architecture, int8)
+    n_mm = matmul_params(m)
+    L, d_q = m.num_layers, m.q_dim
+    weights = mm.weight_bytes
+    if m.is_moe:  # only the experts some token of the batch uses are read
+        expert_share = 1.0 - (1.0 - m.experts_per_token / m.num_experts) ** b
+        expert_bytes = mm.block_weight_bytes * (m.counts.mlp / max(m.counts.blocks, 1))
+        weights = weights - expert_bytes * (1.0 - expert_share)
+    c_mean = w.prompt_tokens + w.output_tokens / 2
+    kv_read = b * mm.kv_tokens_per_layer(int(c_mean)) * L * mm.kv_bytes_per_token_layer
+    if not w.flash_attention:  # the f32 scores are written and read back in every layer
+        kv_read += b * L * m.num_attention_heads * mm.kv_tokens_per_layer(int(c_mean)) * 8.0
+    mp = t * p  # GPUs that share one copy of the model
+    t_mem = (weights + kv_read) / (t * bw * e_w)
+    share = mm.gpu_layer_share
+    t_host = t_copy = 0.0
+    if share < 1.0:
+        host_bw = gpu.host_memory_bandwidth_gb_s * 1e9
+        host_weights = weights * (1.0 - share)
+        t_host = (host_weights + kv_read * (1.0 - share)) / (host_bw * e_w)
+        t_mem = t_mem * share + t_host
+        if not gpu.unified_memory:
+            t_copy = host_weights / (gpu.pcie_gb_s * 1e9)
+        notes.append(f"Partial offload: {L - round(share * L)} of {L} layers stay in host RAM and are read "
+                     "at host-memory bandwidth, which sets the speed.")
+    t_comp = b * (2 * n_mm + 4 * L * d_q * c_mean) / (t * peak * 1e12 * model.decode_mfu)
+    t_fixed = L * model.layer_overhead_for(gpu.architecture)
+    if t > 1:
+        bw_link, lat, _ = link(gpu, n, gpus_per_node)
+        t_fixed += 2 * L * (lat + 2 * (t - 1) / t * b * m.hidden_size * 2 / (bw_link * 1e9))
+    if p > 1:
+        t_fixed += (p - 1) * PCIE_LATENCY_S
+    step = max(t_mem, t_comp) + t_fixed
+    bound = max((t_mem, "memory"), (t_comp, "compute"), (t_fixed, "overhead"))[1]
+    if t_host > max(t_mem - t_host, t_comp, t_fixed):
+        bound = "host memory"
+    chunk = model.prefill_chunk_tokens
+
+    def prefill_time(tokens: float) -> float:
+        flops = tokens * (2 * n_mm + 2 * L * d_q * w.prompt_tokens)
+        copies = math.ceil(tokens / chunk) if chunk else 1
+        return (max(flops / (mp * pre_peak * 1e12 * e_pre), weights / (t * bw * e_w)) + t_fixed
+                + copies * t_copy)
+
+    ttft = prefill_time(w.prompt_tokens)
+    batch_time = prefill_time(b * w.prompt_tokens) + w.output_tokens * step
+    aggregate = b * w.output_tokens / batch_time * replicas
+    rng = Range(aggregate * (1 - engine.spread_low), aggregate, aggregate * (1 + engine.spread_high))
+    return PerformanceEstimate(tokens_per_s=rng, bound=bound, precision_used=prec, peak_tflops=peak,
+                               tokens_per_s_per_user=1.0 / step, time_to_first_token_s=ttft, notes=tuple(notes),
+                               prefill_tokens_per_s=w.prompt_tokens / ttft)
 
 
 def training_flops_per_token(model: ModelSpec, workload: Workload, seq_len: int | None = None) -> float:

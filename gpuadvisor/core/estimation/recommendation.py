@@ -44,8 +44,8 @@ def tier(c: Candidate) -> int:
     cost = c.cost
     if cost is None:
         return SURE
-    if cost.deadline_status == "at risk" or cost.budget_status == "over":
-        return MISSED
+    if cost.deadline_status == "at risk" or cost.budget_status == "over" or cost.unpriced_under_budget:
+        return MISSED  # an unpriced GPU (a Mac, a rack-only part) cannot be shown to stay within a money limit
     if cost.deadline_status == "likely" or cost.budget_status == "likely":
         return LIKELY
     return SURE
@@ -60,8 +60,8 @@ def sort_key(c: Candidate) -> tuple[object, ...]:
     cost = c.cost
     usd = cost.cost_usd.expected if cost is not None and cost.cost_usd is not None else math.inf
     hours = cost.job_hours.expected if cost is not None else math.inf
-    if t == MISSED:
-        return (t, hours, usd, c.gpu_count, par, c.gpu.name)
+    if t == MISSED:  # closest first: priced setups over the limit before unpriced ones
+        return (t, cost is not None and cost.unpriced_under_budget, hours, usd, c.gpu_count, par, c.gpu.name)
     return (t, usd, hours, c.gpu_count, par, c.gpu.name)
 
 

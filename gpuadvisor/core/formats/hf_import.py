@@ -418,6 +418,7 @@ SUPPORTED_MODEL_TYPES = (
     "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gemma", "gemma2",
     "gemma3_text", "phi3", "phi", "gpt2", "gptj", "gpt_neox", "falcon", "refinedwebmodel", "refinedweb",
     "bert", "roberta", "xlm-roberta", "gpt_bigcode", "mpt", "starcoder2",
+    "deepseek_v2", "deepseek_v3", "kimi_k2", "gpt_oss",
 )
 
 
@@ -774,6 +775,62 @@ def _generic(r: _Reader) -> _Arch:
     return arch
 
 
+def _deepseek(r: _Reader) -> _Arch:
+    """DeepSeek-V2/V3 (and Kimi K2, which reuses deepseek_v3): latent attention, shared experts,
+    dense first layers; the multi-token-prediction module is reported, not counted."""
+    kw = _decoder(r, tied=False)
+    heads = kw["num_attention_heads"]
+    kw.update(num_key_value_heads=heads, head_dim=None,
+              kv_lora_rank=r.integer("kv_lora_rank"), q_lora_rank=r.opt_int("q_lora_rank"),
+              qk_rope_head_dim=r.integer("qk_rope_head_dim"), qk_nope_head_dim=r.integer("qk_nope_head_dim"),
+              v_head_dim=r.integer("v_head_dim"))
+    notes = [f"Multi-head latent attention: the KV cache holds kv_lora_rank + qk_rope_head_dim = "
+             f"{kw['kv_lora_rank']} + {kw['qk_rope_head_dim']} values per token and layer."]
+    experts = r.opt_int("n_routed_experts", minimum=0) or 1
+    if experts > 1:
+        layers = kw["num_layers"]
+        dense = min(layers, r.opt_int("first_k_dense_replace", minimum=0) or 0)
+        kw.update(num_experts=experts, experts_per_token=r.integer("num_experts_per_tok", default=min(2, experts)),
+                  moe_intermediate_size=r.integer("moe_intermediate_size"),
+                  shared_experts=r.opt_int("n_shared_experts", minimum=0) or 0, dense_layers=dense)
+        if (r.opt_int("moe_layer_freq") or 1) > 1:
+            notes.append("moe_layer_freq > 1 is not modelled: every layer after the dense ones is counted as MoE.")
+        if r.text("topk_method", "") == "noaux_tc":
+            kw["extra_params"] = (layers - dense) * experts  # e_score_correction_bias of each router
+            notes.append("extra_params = the routers' expert-bias vectors (noaux_tc routing).")
+        notes.append(f"{dense} dense layer(s) first (first_k_dense_replace), then {kw['shared_experts']} shared "
+                     f"and {experts} routed experts per layer.")
+    mtp = r.opt_int("num_nextn_predict_layers", minimum=0) or 0
+    if mtp:
+        h = kw["hidden_size"]
+        i = kw.get("moe_intermediate_size") or kw["intermediate_size"]
+        per = _deepseek_layer_params(kw) + 2 * h * h + 3 * h  # a full layer, eh_proj and its norms
+        notes.append(f"The checkpoint also stores {mtp} multi-token-prediction layer(s) (about {per * mtp / 1e9:.1f}B "
+                     f"parameters with width {i}, plus copies of the embedding and head); they are not counted, as "
+                     "inference without speculative decoding never runs them.")
+    return _Arch(kw, notes)
+
+
+def _deepseek_layer_params(kw: dict[str, Any]) -> int:
+    spec = ModelSpec(name="layer", **{**kw, "num_layers": 1, "dense_layers": 0, "extra_params": 0,
+                                      "vocab_size": 1, "tied_embeddings": True})
+    return int(spec.counts.attention + spec.counts.mlp + 2 * kw["hidden_size"])
+
+
+def _gpt_oss(r: _Reader) -> _Arch:
+    """gpt-oss: biased attention with learned sinks, alternating sliding-window layers, biased experts."""
+    kw = _decoder(r, tied=False)
+    kw.update(attention_bias=True, attention_out_bias=True, mlp_bias=True)
+    _sliding(r, kw)
+    _experts(r, kw, "num_local_experts", "num_experts")
+    layers, heads = kw["num_layers"], kw["num_attention_heads"]
+    # Learned attention sinks (one per head) and the router bias (one per expert), in every layer.
+    kw["extra_params"] = layers * (heads + kw.get("num_experts", 1))
+    return _Arch(kw, ["extra_params = attention sinks (one per head) and router biases per layer.",
+                      "The experts are stored in MXFP4 (workload weights mxfp4); attention, router, embedding "
+                      "and head stay in 16 bit."])
+
+
 _BUILDERS: dict[str, Any] = {
     "llama": _llama, "mistral": _llama, "mixtral": _llama,
     "qwen2": _qwen2, "qwen2_moe": _qwen2_moe, "qwen3": _qwen3, "qwen3_moe": _qwen3,
@@ -785,6 +842,7 @@ _BUILDERS: dict[str, Any] = {
     "refinedweb": lambda r: _falcon(r, "refinedweb"),
     "bert": _bert, "roberta": _bert, "xlm-roberta": _bert,
     "mpt": _mpt, "starcoder2": _starcoder2,
+    "deepseek_v2": _deepseek, "deepseek_v3": _deepseek, "kimi_k2": _deepseek, "gpt_oss": _gpt_oss,
 }
 
 

@@ -44,15 +44,17 @@ class ModelSource:
     hf_config: str | None = None
     parameters: float | None = None
     name: str | None = None
+    gguf: str | None = None  # a .gguf file (the first shard of a split set)
 
     def __post_init__(self) -> None:
-        for key in ("preset", "hf_config", "name"):
+        for key in ("preset", "hf_config", "name", "gguf"):
             value = getattr(self, key)
             if value is not None and (not isinstance(value, str) or not value.strip()):
                 raise ScenarioError(f"model.{key}", "must be non-empty text", value)
-        given = [k for k in ("preset", "architecture", "hf_config", "parameters") if getattr(self, k) is not None]
+        given = [k for k in ("preset", "architecture", "hf_config", "gguf", "parameters")
+                 if getattr(self, k) is not None]
         if len(given) != 1:
-            raise ScenarioError("model", "give exactly one of preset, architecture, hf_config or parameters"
+            raise ScenarioError("model", "give exactly one of preset, architecture, hf_config, gguf or parameters"
                                 + (f" (got {', '.join(given)})" if given else ""))
         if self.parameters is not None and (isinstance(self.parameters, bool) or
                                             not isinstance(self.parameters, (int, float)) or
@@ -274,6 +276,8 @@ def scenario_to_dict(scenario: Scenario) -> dict[str, Any]:
         model["architecture"] = src.architecture_dict()
     elif src.hf_config is not None:
         model["hf_config"] = src.hf_config
+    elif src.gguf is not None:
+        model["gguf"] = src.gguf
     else:
         model["parameters"] = src.parameters
     if src.name:
@@ -324,7 +328,9 @@ def save_scenario(scenario: Scenario, path: str | os.PathLike[str]) -> None:
 
 
 def default_scenario() -> Scenario:
-    """The scenario the app opens with: LoRA fine-tuning of Llama 3.1 8B, whole catalog."""
+    """The scenario the app opens with: LoRA fine-tuning of Llama 3.1 8B on the data-centre GPUs
+    (the Workload page's GPU choice switches to laptops and desktops or the whole catalog)."""
     return Scenario(name="LoRA fine-tune of Llama 3.1 8B", model=ModelSource(preset="llama-3.1-8b"),
                     workload=Workload(kind="lora", weights="bf16", batch_size=4, seq_len=2048, lora_rank=16,
-                                      gradient_checkpointing=True, train_tokens=100e6))
+                                      gradient_checkpointing=True, train_tokens=100e6),
+                    hardware=Hardware(segment="data_centre"))

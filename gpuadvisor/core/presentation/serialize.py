@@ -44,6 +44,9 @@ def gpu_to_dict(gpu: GpuSpec) -> dict[str, Any]:
         "purchase_new_usd": list(gpu.purchase_new_usd) if gpu.purchase_new_usd else None,
         "purchase_used_usd": list(gpu.purchase_used_usd) if gpu.purchase_used_usd else None,
         "price_as_of": gpu.price_as_of or None, "source": gpu.source,
+        "segment": gpu.segment, "unified_memory": gpu.unified_memory,
+        "memory_options_gib": list(gpu.memory_options_gib),
+        "host_memory_bandwidth_gb_s": gpu.host_memory_bandwidth_gb_s,
     }
 
 
@@ -56,6 +59,8 @@ def candidate_to_dict(c: Candidate, calibrated: bool | None = None) -> dict[str,
         "headroom_gib": _r(c.headroom_gib), "memory_utilization": _r(c.utilization, 4),
         "memory_per_gpu_gib": mem, "logits_gib": _r(c.memory.logits / 2**30),
     }
+    if c.memory.host:
+        out["host_memory_gib"] = _r(c.memory.host / 2**30)  # layers kept in host RAM (gpu_layers)
     if c.performance is not None:
         out.update(c.performance.to_dict())
     if c.cost is not None:

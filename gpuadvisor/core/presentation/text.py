@@ -37,8 +37,13 @@ def render_estimate(est: Estimate, show_all: bool = False) -> str:
     header = ["GPU", "setup", "verdict", "need/GPU", "capacity", "headroom", "weights", "grads", "optim", "activ",
               "kv", "adapt", "overhead", "max batch", "max ctx"]
     has_perf = any(c.performance is not None for c in chosen)
+    inference = has_perf and not w.is_training
+    has_host = any(c.memory.host for c in chosen)
+    if has_host:
+        header += ["host RAM"]
     if has_perf:
-        header += ["tokens/s", "job time", "cost", "$/1M tok", "deadline/budget", "bound"]
+        header += ["tokens/s"] + (["tok/s/user", "prompt tok/s"] if inference else []) + [
+            "job time", "cost", "$/1M tok", "deadline/budget", "bound"]
     rows = []
     calibrated = set(est.calibrated_gpus)
     for c in chosen:
@@ -50,6 +55,8 @@ def render_estimate(est: Estimate, show_all: bool = False) -> str:
                                     "overhead")]
         wi = est.what_if(c)
         row += [f"{wi.max_batch:,}", f"{wi.max_context:,}"]
+        if has_host:
+            row += [f"{c.memory.host / 2**30:.1f}"]  # layers kept in host RAM (workload.gpu_layers)
         if has_perf:
             d: dict[str, Any] = {}
             if c.performance is not None:
@@ -60,7 +67,11 @@ def render_estimate(est: Estimate, show_all: bool = False) -> str:
             per_m = d.get("usd_per_million_tokens")
             marks = {"meets": "ok", "within": "ok", "likely": "likely", "at risk": "NO", "over": "NO", None: "-"}
             hours, cost = d.get("job_hours") or {}, d.get("cost_usd") or {}
-            row += [fmt_rate(tps) if tps else "-", fmt_hours_range(hours.get("low"), hours.get("high")),
+            row += [fmt_rate(tps) if tps else "-"]
+            if inference:
+                user, prompt = d.get("tokens_per_s_per_user"), d.get("prefill_tokens_per_s")
+                row += [fmt_rate(user) if user else "-", fmt_rate(prompt) if prompt else "-"]
+            row += [fmt_hours_range(hours.get("low"), hours.get("high")),
                     fmt_usd_range(cost.get("low"), cost.get("high")),
                     fmt_usd_per_mtok(per_m) if per_m is not None else "-",
                     f"{marks[d.get('deadline')]}/{marks[d.get('budget')]}" if d else "-",
@@ -102,3 +113,21 @@ def calibration_lines(est: Estimate) -> list[str]:
         lines.append(f"  {f.gpu_id}: {f.factor_name} = {f.value:.4g} from {f.n_measurements} measurements "
                      f"(median error {before} -> {after})")
     return lines
+
+
+def local_speed_line(c: Candidate, prompt_tokens: int) -> str | None:
+    """The local-inference sentence for a summary: "runs at ~42 tokens/s, a 4k-token prompt in ~7.0 s".
+
+    Generation speed is one user's decode rate; the prompt time is ``prompt_tokens`` over the
+    prompt-processing rate. Host RAM is named when layers stay off the GPU. ``None`` for a
+    training candidate or one without a speed.
+    """
+    perf = c.performance
+    if perf is None or perf.tokens_per_s_per_user is None or not perf.prefill_tokens_per_s:
+        return None
+    prompt_s = prompt_tokens / perf.prefill_tokens_per_s
+    size = f"{prompt_tokens / 1000:.0f}k" if prompt_tokens >= 1000 else f"{prompt_tokens}"
+    line = f"runs at ~{fmt_rate(perf.tokens_per_s_per_user)} tokens/s, a {size}-token prompt in ~{prompt_s:.1f} s"
+    if c.memory.host:
+        line += f", with {c.memory.host / 2**30:.1f} GiB of the model in host RAM"
+    return line

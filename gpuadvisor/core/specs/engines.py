@@ -60,6 +60,28 @@ class EngineProfile:
     spread_low: float = 0.2  # the 80% range is expected x (1 - spread_low) .. expected x (1 + spread_high)
     spread_high: float = 0.2
     calibrated_on: str = ""
+    # Per-architecture multipliers of layer_overhead_s and prefill_mfu (llama.cpp: Metal and CUDA
+    # kernels differ), as (architecture, factor) pairs; "int8" applies to prefill on the INT8 peak.
+    # Ratios, so a refit of the two base values moves every architecture with them.
+    layer_overhead_by_arch: tuple[tuple[str, float], ...] = ()
+    prefill_mfu_by_arch: tuple[tuple[str, float], ...] = ()
+    #: Quantized prefill runs on the INT8 tensor-core peak (llama.cpp's MMQ kernels) where known.
+    int8_prefill: bool = False
+
+    def layer_overhead_for(self, architecture: str) -> float:
+        """Fixed time per layer and decode step on this architecture, s."""
+        for arch, factor in self.layer_overhead_by_arch:
+            if arch == architecture:
+                return self.layer_overhead_s * factor
+        return self.layer_overhead_s
+
+    def prefill_mfu_for(self, architecture: str, int8_peak: bool) -> float:
+        """Share of the prefill peak reached: the ``int8`` entry when prefill runs on the INT8 peak."""
+        key = "int8" if int8_peak else architecture
+        for arch, factor in self.prefill_mfu_by_arch:
+            if arch == key:
+                return min(1.0, self.prefill_mfu * factor)
+        return self.prefill_mfu
 
     @property
     def spread(self) -> float:
@@ -79,6 +101,38 @@ class KernelFamily:
     dequant_bytes_per_weight: float  # beyond that: bytes per weight to write and read a 16-bit copy
     gemm_efficiency: float  # share of 16-bit tensor throughput its GEMM reaches (prefill, large batches)
     source: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class LlamaCppModel:
+    """llama.cpp's own speed model: prompt processing (pp) and token generation (tg) apart.
+
+    Generation streams every weight once per token at ``bandwidth_efficiency`` of the memory
+    bandwidth (GGUF blocks included: the MMVQ kernels read them at the same rate as 16-bit
+    weights) plus a fixed cost per layer and token (kernel launches and small ops); prompt
+    processing reaches ``prefill_mfu`` of the FP16 peak, or of the INT8 tensor peak when quantized
+    weights run on llama.cpp's MMQ kernels (NVIDIA). Fitted by hand to llama-bench rows of LLaMA-2
+    7B pp512/tg128 in llama.cpp discussions #4167 (Apple M1-M4, Metal) and #15013 (RTX 40/50,
+    CUDA); see docs/estimation.md, "llama.cpp".
+    """
+
+    bandwidth_efficiency: float = 0.92
+    layer_overhead_s: float = 40e-6  # CUDA
+    layer_overhead_by_arch: tuple[tuple[str, float], ...] = (("apple", 3.125),)  # 125 us on Metal
+    prefill_mfu: float = 0.35
+    prefill_mfu_by_arch: tuple[tuple[str, float], ...] = (("apple", 2.0), ("int8", 0.27 / 0.35))
+    decode_mfu: float = 0.3
+    prefill_chunk_tokens: int = 512  # llama.cpp's default batch (-b / -ub 512)
+
+    def layer_overhead_for(self, architecture: str) -> float:
+        return self.layer_overhead_s * dict(self.layer_overhead_by_arch).get(architecture, 1.0)
+
+    def prefill_mfu_for(self, architecture: str, int8_peak: bool) -> float:
+        factor = dict(self.prefill_mfu_by_arch).get("int8" if int8_peak else architecture, 1.0)
+        return min(1.0, self.prefill_mfu * factor)
+
+
+LLAMA_CPP = LlamaCppModel()
 
 
 #: Kernel families (``workload.quantization``). ``bnb`` with 8-bit weights is LLM.int8 (``bnb-int8``).

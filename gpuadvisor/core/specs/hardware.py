@@ -15,6 +15,7 @@ References
 from __future__ import annotations
 
 import datetime as _dt
+import re
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -30,7 +31,26 @@ GPU_REQUIRED_COLUMNS = ("id", "name", "architecture", "memory_gib_usable", "memo
 #: Architectures whose tensor cores run FP8 (Ada, Hopper, Blackwell; AMD CDNA3).
 FP8_ARCHITECTURES = frozenset({"ada", "hopper", "blackwell", "cdna3", "cdna4"})
 KNOWN_ARCHITECTURES = frozenset({"pascal", "volta", "turing", "ampere", "ada", "hopper", "blackwell",
-                                 "cdna2", "cdna3", "cdna4", "other"})
+                                 "cdna2", "cdna3", "cdna4", "rdna3", "apple", "other"})
+
+#: Where a part is used: servers in a data centre, or a laptop or desktop of one person.
+SEGMENTS = ("data_centre", "local")
+#: Host (CPU) memory bandwidth assumed when a row gives none, GB/s: dual-channel DDR5-5600 in a
+#: desktop or laptop (2 x 44.8), eight-channel DDR5-4800 in a server socket (8 x 38.4).
+DEFAULT_HOST_BANDWIDTH_GB_S = {"local": 89.6, "data_centre": 307.2}
+#: Name fragments of laptop, desktop and workstation parts.
+_LOCAL_NAMES = ("GeForce", "Radeon RX", "RTX A", "RTX PRO", "RTX 6000 Ada", "Apple")
+_MEMORY_OPTIONS = re.compile(r"Memory options \(GB\): ([0-9., ]+)")
+
+
+def metal_working_set_share(ram_gib: float) -> float:
+    """Share of a Mac's unified memory that Metal lets the GPU wire by default.
+
+    macOS reports it as ``recommendedMaxWorkingSetSize`` (llama.cpp prints it at start-up):
+    about two thirds of the RAM on Macs with 36 GB or less and three quarters above. Raise it
+    with ``sudo sysctl iogpu.wired_limit_mb=<MiB>`` (macOS 14 and later; resets on reboot).
+    """
+    return 2.0 / 3.0 if ram_gib <= 36 else 0.75
 
 
 #: Unidirectional PCIe x16 bandwidth per generation, GB/s.
@@ -77,6 +97,48 @@ class GpuSpec:
     price_as_of: str = ""
     source: str = ""
     notes: str = ""
+
+    @property
+    def segment(self) -> str:
+        """``local`` (laptops and desktops: Apple silicon, laptop parts, GeForce, Radeon RX and
+        workstation cards) or ``data_centre`` (everything else)."""
+        if self.form_factor in ("soc", "laptop") or any(part in self.name for part in _LOCAL_NAMES):
+            return "local"
+        return "data_centre"
+
+    @property
+    def unified_memory(self) -> bool:
+        """Whether the GPU shares the system RAM (Apple silicon)."""
+        return self.architecture == "apple"
+
+    @property
+    def memory_options_gib(self) -> tuple[float, ...]:
+        """The memory sizes the part ships with, from the row's "Memory options (GB): 16, 24, 32."
+        note (a Mac's RAM choices); empty when the row has none."""
+        found = _MEMORY_OPTIONS.search(self.notes)
+        if not found:
+            return ()
+        return tuple(float(v) for v in re.findall(r"\d+(?:\.\d+)?", found.group(1)))
+
+    @property
+    def host_memory_bandwidth_gb_s(self) -> float:
+        """Bandwidth of the memory that layers kept off the GPU are read from, GB/s (partial offload).
+
+        Apple silicon: the CPU cores reach about half the unified bandwidth (AnandTech's M1 Max
+        review measured about 200 of 400 GB/s); other parts: :data:`DEFAULT_HOST_BANDWIDTH_GB_S`."""
+        if self.unified_memory:
+            return self.memory_bandwidth_gb_s / 2
+        return DEFAULT_HOST_BANDWIDTH_GB_S[self.segment]
+
+    def capacity_gib(self, memory_gib: float) -> float:
+        """GPU-usable GiB of this part fitted with ``memory_gib`` of memory: the Metal working-set
+        share of it on unified-memory Macs, all of it otherwise (a MIG slice, a different board)."""
+        return memory_gib * metal_working_set_share(memory_gib) if self.unified_memory else memory_gib
+
+    def with_memory_gib(self, memory_gib: float) -> GpuSpec:
+        """This part with ``memory_gib`` of memory (``hardware.memory_gib``)."""
+        from dataclasses import replace
+        return replace(self, memory_gib_usable=self.capacity_gib(memory_gib), memory_gb=memory_gib)
 
     @property
     def supports_fp8(self) -> bool:

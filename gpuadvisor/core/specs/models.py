@@ -100,6 +100,19 @@ class ModelSpec:
     attention_out_bias: bool = False
     mlp_bias: bool = False
     extra_params: int = 0
+    # Multi-head latent attention (DeepSeek-V2/V3, Kimi K2): low-rank query and key/value.
+    kv_lora_rank: int | None = None
+    q_lora_rank: int | None = None
+    qk_rope_head_dim: int | None = None
+    qk_nope_head_dim: int | None = None
+    v_head_dim: int | None = None
+    # Mixture of experts: leading dense layers (first_k_dense_replace) and always-active shared
+    # experts of the expert width (n_shared_experts).
+    dense_layers: int = 0
+    shared_experts: int = 0
+    # A model read from a GGUF file: the exact bytes of its tensors and its llama.cpp type.
+    file_weight_bytes: int | None = None
+    file_type: str = ""
     id: str = ""
     family: str = ""
     published_params: int | None = None
@@ -113,10 +126,20 @@ class ModelSpec:
                      "intermediate_size", "vocab_size", "num_experts", "experts_per_token", "max_context",
                      "norms_per_layer"):
             _require_positive_int(f"model.architecture.{name}", getattr(self, name), allow_zero=name == "norms_per_layer")
-        for name in ("head_dim", "moe_intermediate_size", "sliding_window"):
+        for name in ("head_dim", "moe_intermediate_size", "sliding_window", "kv_lora_rank", "q_lora_rank",
+                     "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim"):
             value = getattr(self, name)
             if value is not None:
                 _require_positive_int(f"model.architecture.{name}", value)
+        for name in ("dense_layers", "shared_experts"):
+            _require_positive_int(f"model.architecture.{name}", getattr(self, name), allow_zero=True)
+        if self.dense_layers > self.num_layers:
+            raise InputError("model.architecture.dense_layers", f"cannot exceed num_layers ({self.num_layers})",
+                             self.dense_layers)
+        if self.kv_lora_rank is not None and (self.qk_rope_head_dim is None or self.qk_nope_head_dim is None
+                                              or self.v_head_dim is None):
+            raise InputError("model.architecture.kv_lora_rank",
+                             "latent attention also needs qk_rope_head_dim, qk_nope_head_dim and v_head_dim")
         if self.extra_params < 0 or not isinstance(self.extra_params, int):
             raise InputError("model.architecture.extra_params", "must be a whole number >= 0", self.extra_params)
         if self.num_attention_heads % self.num_key_value_heads:
@@ -144,8 +167,26 @@ class ModelSpec:
         return self.head_dim if self.head_dim is not None else self.hidden_size // self.num_attention_heads
 
     @property
+    def is_mla(self) -> bool:
+        """Multi-head latent attention (the KV cache holds a compressed latent per token)."""
+        return self.kv_lora_rank is not None
+
+    @property
     def q_dim(self) -> int:
+        if self.is_mla:
+            assert self.qk_nope_head_dim is not None and self.qk_rope_head_dim is not None
+            return self.num_attention_heads * (self.qk_nope_head_dim + self.qk_rope_head_dim)
         return self.num_attention_heads * self.head_dim_
+
+    @property
+    def kv_elements_per_token_layer(self) -> int:
+        """KV-cache elements one token keeps in one layer: keys and values (2 x kv_heads x head_dim),
+        or with latent attention the compressed latent and the shared rotary key
+        (kv_lora_rank + qk_rope_head_dim; DeepSeek-V2 paper, section 2.1)."""
+        if self.is_mla:
+            assert self.kv_lora_rank is not None and self.qk_rope_head_dim is not None
+            return self.kv_lora_rank + self.qk_rope_head_dim
+        return 2 * self.kv_dim
 
     @property
     def kv_dim(self) -> int:
@@ -180,13 +221,32 @@ class ModelSpec:
         """Parameters one token passes through (experts_per_token of num_experts)."""
         return self.counts.active
 
+    def attention_shapes(self) -> dict[str, tuple[int, int]]:
+        """(in_features, out_features) of the attention projections of one block.
+
+        With latent attention: q_proj is the query down-projection (or the full query without
+        q_lora_rank), k_proj the joint key/value down-projection (kv_a_proj_with_mqa), v_proj the
+        key/value up-projection (kv_b_proj) and o_proj the output."""
+        h = self.hidden_size
+        if self.is_mla:
+            assert (self.kv_lora_rank is not None and self.qk_rope_head_dim is not None
+                    and self.qk_nope_head_dim is not None and self.v_head_dim is not None)
+            heads, v_dim = self.num_attention_heads, self.num_attention_heads * self.v_head_dim
+            shapes = {"q_proj": (h, self.q_lora_rank or self.q_dim),
+                      "k_proj": (h, self.kv_lora_rank + self.qk_rope_head_dim),
+                      "v_proj": (self.kv_lora_rank, heads * (self.qk_nope_head_dim + self.v_head_dim)),
+                      "o_proj": (v_dim, h)}
+            if self.q_lora_rank:
+                shapes["q_b_proj"] = (self.q_lora_rank, self.q_dim)
+            return shapes
+        return {"q_proj": (h, self.q_dim), "k_proj": (h, self.kv_dim), "v_proj": (h, self.kv_dim),
+                "o_proj": (self.q_dim, h)}
+
     def linear_shapes(self) -> dict[str, tuple[int, int]]:
         """(in_features, out_features) of each projection of one block, by canonical name."""
         h, i = self.hidden_size, self.expert_intermediate_size
-        shapes = {
-            "q_proj": (h, self.q_dim), "k_proj": (h, self.kv_dim), "v_proj": (h, self.kv_dim),
-            "o_proj": (self.q_dim, h), "up_proj": (h, i), "down_proj": (i, h),
-        }
+        shapes = {k: v for k, v in self.attention_shapes().items() if k != "q_b_proj"}
+        shapes.update({"up_proj": (h, i), "down_proj": (i, h)})
         if self.gated_mlp:
             shapes["gate_proj"] = (h, i)
         return shapes
@@ -233,9 +293,13 @@ class ModelSpec:
 def _count_parameters(m: ModelSpec) -> ParameterCounts:
     h = m.hidden_size
     d_q, d_kv = m.num_attention_heads * m.head_dim_, m.num_key_value_heads * m.head_dim_
-    attn = h * d_q + 2 * h * d_kv + d_q * h
-    if m.attention_bias:
-        attn += d_q + 2 * d_kv
+    if m.is_mla:
+        # Projections plus the RMSNorms on the query and key/value latents.
+        attn = sum(a * b for a, b in m.attention_shapes().values()) + (m.q_lora_rank or 0) + (m.kv_lora_rank or 0)
+    else:
+        attn = h * d_q + 2 * h * d_kv + d_q * h
+        if m.attention_bias:
+            attn += d_q + 2 * d_kv
     if m.attention_out_bias:
         attn += h
     i = m.expert_intermediate_size
@@ -249,10 +313,13 @@ def _count_parameters(m: ModelSpec) -> ParameterCounts:
     lm_head = 0 if m.tied_embeddings else m.vocab_size * h
     final_norm = norm_width
     attention_total = m.num_layers * attn
-    mlp_total = m.num_layers * (m.num_experts * expert + router)
+    moe_layers = m.num_layers - m.dense_layers if m.is_moe else m.num_layers
+    dense_mlp = (3 if m.gated_mlp else 2) * h * m.intermediate_size  # leading dense layers' MLP
+    mlp_total = moe_layers * ((m.num_experts + m.shared_experts) * expert + router) + (
+        m.num_layers - moe_layers) * dense_mlp
     other = m.num_layers * norms + final_norm + m.extra_params
     total = embedding + lm_head + attention_total + mlp_total + other
-    inactive = m.num_layers * (m.num_experts - m.experts_per_token) * expert
+    inactive = moe_layers * (m.num_experts - m.experts_per_token) * expert
     return ParameterCounts(embedding=embedding, lm_head=lm_head, attention=attention_total, mlp=mlp_total,
                            norms_and_other=other, total=total, active=total - inactive)
 

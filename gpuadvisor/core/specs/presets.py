@@ -63,6 +63,11 @@ def parse_model_row(r: RowReader) -> ModelSpec:
         norms_per_layer=r.integer("norms_per_layer", required=False, minimum=0) or 2,
         attention_bias=r.boolean("attention_bias"), attention_out_bias=r.boolean("attention_out_bias"),
         mlp_bias=r.boolean("mlp_bias"), extra_params=r.integer("extra_params", required=False, minimum=0) or 0,
+        kv_lora_rank=opt_int("kv_lora_rank"), q_lora_rank=opt_int("q_lora_rank"),
+        qk_rope_head_dim=opt_int("qk_rope_head_dim"), qk_nope_head_dim=opt_int("qk_nope_head_dim"),
+        v_head_dim=opt_int("v_head_dim"),
+        dense_layers=r.integer("dense_layers", required=False, minimum=0) or 0,
+        shared_experts=r.integer("shared_experts", required=False, minimum=0) or 0,
         published_params=opt_int("published_params"), source=r.text("source"),
         notes=r.text("notes", required=False),
     )

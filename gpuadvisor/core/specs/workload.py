@@ -44,10 +44,11 @@ import math
 from dataclasses import dataclass, field, replace
 
 from ..errors import InputError
+from .quant_types import GGUF_WEIGHT_TYPES, KV_CACHE_DTYPES, bytes_per_weight, is_gguf_type
 
 WORKLOAD_KINDS = ("inference", "lora", "qlora", "full_finetune", "pretrain")
 TRAINING_KINDS = ("lora", "qlora", "full_finetune", "pretrain")
-WEIGHT_PRECISIONS = ("fp32", "bf16", "fp16", "fp8", "int8", "int4", "nf4")
+WEIGHT_PRECISIONS = ("fp32", "bf16", "fp16", "fp8", "int8", "int4", "nf4") + GGUF_WEIGHT_TYPES
 KV_PRECISIONS = ("fp32", "bf16", "fp16", "fp8", "int8", "int4")
 OPTIMIZERS = ("adamw", "adamw_8bit", "sgd", "adafactor")
 PARALLELISMS = ("ddp", "zero1", "zero2", "zero3", "fsdp", "tensor", "pipeline")
@@ -117,7 +118,14 @@ def weight_bytes_per_param(precision: str, in_features: int = 4096, double_quant
         return 0.5 + 4.0 / 128
     if precision == "nf4":
         return 0.5 + (1.0 / 64 + 4.0 / (64 * 256) if double_quant else 4.0 / 64)
+    if is_gguf_type(precision):
+        return bytes_per_weight({"q5_k_m": "q5_k", "q4_k_m": "q4_k", "q3_k_m": "q3_k"}.get(precision, precision))
     return _BYTES[precision]
+
+
+def is_quantized_weights(precision: str) -> bool:
+    """Weights stored below 16 bits (integer, FP8 or a GGUF type): read through dequantizing kernels."""
+    return precision in ("int8", "int4", "nf4", "fp8") or is_gguf_type(precision)
 
 
 def _positive_int(name: str, value: object, minimum: int = 1, maximum: int | None = None) -> None:
@@ -172,6 +180,9 @@ class Workload:
     quantization: str | None = None
     optimizer_state_dtype: str = "fp32"
     cuda_graphs: bool | None = None
+    # llama.cpp (local inference): KV-cache type and layers offloaded to the GPU (None: all).
+    kv_cache_dtype: str | None = None
+    gpu_layers: int | None = None
     # Job size (used by the speed and cost estimates).
     train_tokens: float | None = None
     dataset_tokens: float | None = None
@@ -189,6 +200,7 @@ class Workload:
         _positive_int("workload.prompt_tokens", self.prompt_tokens, maximum=100_000_000)
         _positive_int("workload.output_tokens", self.output_tokens, maximum=100_000_000)
         _choice("workload.optimizer", self.optimizer, OPTIMIZERS)
+        self._check_local_keys()
         _positive_int("workload.lora_rank", self.lora_rank, maximum=65536)
         for name in ("gradient_checkpointing", "flash_attention", "lora_dropout", "master_weights", "double_quant"):
             if not isinstance(getattr(self, name), bool):
@@ -253,6 +265,38 @@ class Workload:
                                  "megatron" if self.kind == "pretrain" else "hf-trainer")
         return engine in CUDA_GRAPH_ENGINES
 
+    def _check_local_keys(self) -> None:
+        """The llama.cpp keys: GGUF weight types, kv_cache_dtype and gpu_layers."""
+        if is_gguf_type(self.weights) and self.kind != "inference":
+            raise InputError("workload.weights", "GGUF types are llama.cpp inference formats; for training "
+                             "use bf16, fp16 or fp8 (qlora: nf4, int4 or int8)", self.weights)
+        if self.kv_cache_dtype is not None:
+            _choice("workload.kv_cache_dtype", self.kv_cache_dtype, KV_CACHE_DTYPES)
+            if self.kv_cache is not None:
+                raise InputError("workload.kv_cache_dtype", "give either kv_cache or kv_cache_dtype, not both",
+                                 self.kv_cache_dtype)
+            if self.kv_cache_dtype not in ("f32", "f16", "bf16") and not self.flash_attention:
+                raise InputError("workload.kv_cache_dtype", "a quantized V cache needs flash attention in "
+                                 "llama.cpp; set flash_attention to true or use f16", self.kv_cache_dtype)
+        if self.gpu_layers is not None:
+            _positive_int("workload.gpu_layers", self.gpu_layers, minimum=0, maximum=10_000)
+            if self.kind != "inference":
+                raise InputError("workload.gpu_layers", "partial offload is for inference only", self.gpu_layers)
+
+    @property
+    def is_gguf(self) -> bool:
+        """Whether the weights are a llama.cpp GGUF type."""
+        return is_gguf_type(self.weights)
+
+    @property
+    def kv_bytes_per_element(self) -> float:
+        """Bytes of one KV-cache element: kv_cache_dtype (llama.cpp types) or kv_precision."""
+        if self.kv_cache_dtype is not None:
+            return bytes_per_weight(self.kv_cache_dtype)
+        if self.kv_precision == "int4":
+            return 0.5 + 4.0 / 64  # group scales
+        return _BYTES[self.kv_precision]
+
     @property
     def is_training(self) -> bool:
         return self.kind in TRAINING_KINDS
@@ -271,6 +315,10 @@ class Workload:
         """KV-cache precision: as given, else the weights' 16/32-bit type, else bf16."""
         if self.kv_cache is not None:
             return self.kv_cache
+        if self.kv_cache_dtype is not None:
+            return {"f32": "fp32", "f16": "fp16", "bf16": "bf16", "q8_0": "int8"}.get(self.kv_cache_dtype, "int4")
+        if is_gguf_type(self.weights):
+            return "fp16"  # llama.cpp's default cache type
         return self.weights if self.weights in ("fp32", "bf16", "fp16") else "bf16"
 
     @property
@@ -284,6 +332,10 @@ class Workload:
         return self.seq_len if self.is_training else self.prompt_tokens + self.output_tokens
 
 
+#: Parts of the catalog (``GpuSpec.segment``) a comparison can be limited to.
+SEGMENTS = ("data_centre", "local")
+
+
 @dataclass(frozen=True, slots=True)
 class Hardware:
     """Which GPUs and how they are combined. ``gpu=None`` compares the whole catalog;
@@ -293,8 +345,17 @@ class Hardware:
     gpu_count: int | None = None
     parallelism: str | None = None
     gpus_per_node: int = 8
+    # Memory fitted to the part, GiB (a Mac's RAM size, a MIG slice); None keeps the catalog's.
+    memory_gib: float | None = None
+    # Which part of the catalog to compare when no GPU is chosen: "data_centre" (rented or bought
+    # for a cluster), "local" (laptops and desktops: Apple silicon, GeForce, Radeon) or None for all.
+    segment: str | None = None
 
     def __post_init__(self) -> None:
+        if self.segment is not None:
+            _choice("hardware.segment", self.segment, SEGMENTS)
+        if self.memory_gib is not None:
+            _positive_float("hardware.memory_gib", self.memory_gib, maximum=4096)
         if self.gpu is not None and (not isinstance(self.gpu, str) or not self.gpu):
             raise InputError("hardware.gpu", "must be a catalog id", self.gpu)
         if self.gpu_count is not None:

@@ -11,7 +11,7 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QFormLayout, QGroupBox, QLi
 from ...core.specs.engines import ENGINES
 from ...core.specs.hardware import GpuCatalog
 from ...core.formats.scenario import Scenario
-from ...core.specs.workload import Hardware, adapt_to_kind
+from ...core.specs.workload import adapt_to_kind
 from ..widgets import NumberField, hint
 
 KINDS = [("inference", "Inference / serving"), ("lora", "LoRA fine-tuning"), ("qlora", "QLoRA fine-tuning"),
@@ -25,6 +25,12 @@ PARALLELISMS = [("", "Let the advisor choose"), ("ddp", "Data parallel (DDP)"), 
                 ("pipeline", "Pipeline parallel")]
 COUNTS = [(0, "Let the advisor choose (1, 2, 4, 8)"), (1, "1"), (2, "2"), (4, "4"), (8, "8"), (16, "16 (2 nodes)"),
           (32, "32 (4 nodes)"), (64, "64 (8 nodes)")]
+
+
+#: The GPU choice's groups before the single GPUs: the value is "segment:<name>" or "" (whole catalog).
+SEGMENT_DATA_CENTRE, SEGMENT_LOCAL = "segment:data_centre", "segment:local"
+GPU_GROUPS = [(SEGMENT_DATA_CENTRE, "All data-centre GPUs"), (SEGMENT_LOCAL, "All laptop & desktop GPUs"),
+              ("", "The whole catalog")]
 
 
 def _combo(items, tooltip: str) -> QComboBox:
@@ -102,7 +108,9 @@ class WorkloadPage(QWidget):
         self.custom_targets.setToolTip("Comma-separated module names, as in PEFT's target_modules.")
         self.gpu = QComboBox()
         self.set_gpus(gpus)
-        self.gpu.setToolTip("Compare the whole catalog, or only one GPU model.")
+        self.gpu.setToolTip("Compare the data-centre GPUs (rented or bought for a cluster), the laptop and "
+                            "desktop GPUs (Apple silicon, GeForce, Radeon: will it run on my machine?), the whole "
+                            "catalog, or one GPU model.")
         self.engine.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
         self.gpu.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
         self.count = _combo(COUNTS, "How many GPUs work on the job. When one card is not enough, 4-8 GPUs with "
@@ -186,7 +194,7 @@ class WorkloadPage(QWidget):
             else:
                 _select(self.lora_targets, "custom")
                 self.custom_targets.setText(", ".join(t.strip() for t in targets.split(",")))
-            _select(self.gpu, hw.gpu or "")
+            _select(self.gpu, hw.gpu or (f"segment:{hw.segment}" if hw.segment else ""))
             _select(self.count, hw.gpu_count or 0)
             _select(self.parallelism, hw.parallelism or "")
         finally:
@@ -198,12 +206,17 @@ class WorkloadPage(QWidget):
 
         A chosen GPU that is no longer in the catalog stays listed as such, so the scenario is not
         changed behind the user's back (the core then says that the GPU is unknown)."""
-        current = self.gpu.currentData() or ""
+        current = self.gpu.currentData()
+        current = SEGMENT_DATA_CENTRE if current is None else current
         self.gpu.blockSignals(True)
         self.gpu.clear()
-        self.gpu.addItem("All GPUs of the catalog", "")
-        for g in gpus:
-            self.gpu.addItem(g.name, g.id)
+        for value, label in GPU_GROUPS:
+            self.gpu.addItem(label, value)
+        self.gpu.insertSeparator(self.gpu.count())
+        for local in (False, True):  # data-centre parts first, then laptops and desktops
+            for g in gpus:
+                if (g.segment == "local") == local:
+                    self.gpu.addItem(f"{g.name}" + ("  (laptop/desktop)" if local else ""), g.id)
         if current and self.gpu.findData(current) < 0:
             self.gpu.addItem(f"{current} (not in the catalog)", current)
         _select(self.gpu, current)
@@ -289,7 +302,9 @@ class WorkloadPage(QWidget):
                            gradient_checkpointing=self.checkpointing.isChecked(),
                            flash_attention=self.flash.isChecked(), lora_rank=self.lora_rank.value(),
                            lora_targets=targets)
-        hardware = Hardware(gpu=self.gpu.currentData() or None, gpu_count=self.count.currentData() or None,
-                            parallelism=self.parallelism.currentData() or None,
-                            gpus_per_node=scenario.hardware.gpus_per_node)
+        choice = self.gpu.currentData() or ""
+        segment = choice.removeprefix("segment:") if choice.startswith("segment:") else None
+        gpu = None if segment or not choice else choice
+        hardware = replace(scenario.hardware, gpu=gpu, segment=segment, gpu_count=self.count.currentData() or None,
+                           parallelism=self.parallelism.currentData() or None)
         return replace(scenario, workload=workload, hardware=hardware)

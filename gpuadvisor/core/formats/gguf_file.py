@@ -1,0 +1,211 @@
+"""Read a GGUF model file's header: architecture, shapes and every tensor's type, never the weights.
+
+A GGUF file (llama.cpp's format, ``docs/gguf.md`` of github.com/ggml-org/ggml) opens with the
+magic ``GGUF``, a version, the tensor and key counts, then key/value metadata (``general.architecture``,
+``<arch>.block_count``, ``<arch>.embedding_length``, ...) and one record per tensor: name, shape,
+GGML type and data offset. The data follows, aligned. The ``gguf`` package (the llama.cpp project's
+own reader, on PyPI) parses the header and maps the file without reading the data.
+
+From the tensor records::
+
+    parameters   = sum over tensors of the product of the shape
+    weight bytes = sum over tensors of elements / block_elements x block_bytes   (quant_types.py)
+
+Split files (``name-00001-of-00003.gguf``) are read together: all shards must sit in the same
+folder. Every problem (missing, truncated or foreign file, a missing shard or metadata key) raises
+:class:`~gpuadvisor.core.errors.ModelConfigError` naming the file by its base name.
+
+References
+----------
+- GGUF specification, github.com/ggml-org/ggml ``docs/gguf.md``.
+- ``gguf`` Python package (``gguf-py`` in github.com/ggml-org/llama.cpp): ``GGUFReader``,
+  ``GGML_QUANT_SIZES``, ``LlamaFileType``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError, ModelConfigError
+from ..specs.models import ModelSpec
+
+GGUF_FIELD = "model.gguf"
+_SPLIT = re.compile(r"^(?P<stem>.*)-(?P<index>\d{5})-of-(?P<count>\d{5})\.gguf$", re.IGNORECASE)
+
+
+@dataclass(frozen=True, slots=True)
+class GgufSummary:
+    """What the headers of one GGUF model (all its shards) say."""
+
+    name: str
+    architecture: str
+    file_type: str  # llama.cpp recipe, lower case ("q4_k_m"), or "" when the file does not say
+    metadata: dict[str, Any]
+    parameters: int
+    weight_bytes: int
+    tensors: int
+    files: int
+    by_type: tuple[tuple[str, int, int], ...]  # (GGML type, parameters, bytes), largest first
+    tensor_shapes: dict[str, tuple[int, ...]]
+
+
+def shard_paths(path: Path) -> list[Path]:
+    """The files of a model: ``path`` alone, or every shard of a ``-00001-of-0000N.gguf`` set."""
+    match = _SPLIT.match(path.name)
+    if not match:
+        return [path]
+    count = int(match.group("count"))
+    stem = match.group("stem")
+    files = [path.with_name(f"{stem}-{i:05d}-of-{count:05d}.gguf") for i in range(1, count + 1)]
+    missing = [f.name for f in files if not f.is_file()]
+    if missing:
+        raise ModelConfigError(GGUF_FIELD, f"{path.name} is shard {int(match.group('index'))} of {count}; "
+                               f"missing {', '.join(missing)} (all shards must be in the same folder)")
+    return files
+
+
+def read_gguf(path: str | os.PathLike[str]) -> GgufSummary:
+    """Summarize a ``.gguf`` file (or split set) from its headers."""
+    target = Path(os.fspath(path)).expanduser()
+    if not target.is_file():
+        raise ModelConfigError(GGUF_FIELD, f"no such file: '{target.name}'")
+    metadata: dict[str, Any] = {}
+    by_type: dict[str, list[int]] = {}
+    shapes: dict[str, tuple[int, ...]] = {}
+    parameters = weight_bytes = tensors = 0
+    files = shard_paths(target)
+    for file in files:
+        fields, records = _read_one(file)
+        for key, value in fields.items():
+            metadata.setdefault(key, value)
+        for name, type_name, shape, elements, size in records:
+            parameters += elements
+            weight_bytes += size
+            tensors += 1
+            entry = by_type.setdefault(type_name, [0, 0])
+            entry[0] += elements
+            entry[1] += size
+            shapes[name] = shape
+    arch = metadata.get("general.architecture")
+    if not isinstance(arch, str) or not arch:
+        raise ModelConfigError(GGUF_FIELD, f"{target.name} has no general.architecture; it is not a model file")
+    return GgufSummary(
+        name=str(metadata.get("general.name") or _SPLIT.sub(r"\g<stem>", target.name).removesuffix(".gguf")),
+        architecture=arch, file_type=_file_type(metadata.get("general.file_type")), metadata=metadata,
+        parameters=parameters, weight_bytes=weight_bytes, tensors=tensors, files=len(files),
+        by_type=tuple(sorted(((t, p, b) for t, (p, b) in by_type.items()), key=lambda e: -e[2])),
+        tensor_shapes=shapes)
+
+
+def _read_one(file: Path) -> tuple[dict[str, Any], list[tuple[str, str, tuple[int, ...], int, int]]]:
+    """(metadata, [(tensor, GGML type, shape, elements, bytes)]) of one file, checked against its size."""
+    name = file.name
+    try:
+        size = file.stat().st_size
+        with file.open("rb") as stream:
+            magic = stream.read(4)
+    except OSError as exc:
+        raise ModelConfigError(GGUF_FIELD, f"cannot read {name}: {exc.strerror or exc}") from None
+    if magic != b"GGUF":
+        raise ModelConfigError(GGUF_FIELD, f"{name} is not a GGUF file (it does not start with 'GGUF')")
+    try:
+        from gguf import GGUFReader  # the llama.cpp project's reader; imported only when needed
+        reader = GGUFReader(file, "r")
+        fields = {key: _value(field) for key, field in reader.fields.items() if not key.startswith("GGUF.")}
+        records = []
+        end = 0
+        for t in reader.tensors:
+            shape = tuple(int(d) for d in t.shape)
+            records.append((t.name, t.tensor_type.name.lower(), shape, int(t.n_elements), int(t.n_bytes)))
+            end = max(end, int(t.data_offset) + int(t.n_bytes))
+    except ModelConfigError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - any parser failure means a damaged file
+        raise ModelConfigError(GGUF_FIELD, f"{name} is truncated or damaged; its header cannot be read "
+                               f"({type(exc).__name__})") from None
+    if end > size:
+        raise ModelConfigError(GGUF_FIELD, f"{name} is truncated: its tensors end at byte {end:,} but the file "
+                               f"has {size:,} bytes")
+    return fields, records
+
+
+def _value(field: Any) -> Any:
+    """A metadata value as a plain Python value; long arrays (the vocabulary) become their length."""
+    from gguf import GGUFValueType
+    if field.types and field.types[0] == GGUFValueType.ARRAY:
+        return len(field.data)
+    value = field.contents()
+    return value.item() if hasattr(value, "item") else value
+
+
+def _file_type(value: Any) -> str:
+    if not isinstance(value, int):
+        return ""
+    from gguf import LlamaFileType
+    try:
+        name = LlamaFileType(value).name.lower()
+    except ValueError:
+        return ""
+    name = name.removeprefix("mostly_").removeprefix("all_")
+    return {"mxfp4_moe": "mxfp4"}.get(name, name)
+
+
+def model_from_gguf(path: str | os.PathLike[str]) -> ModelSpec:
+    """A :class:`ModelSpec` from a GGUF file's metadata, with the exact parameter count and weight bytes."""
+    s = read_gguf(path)
+    md, arch = s.metadata, s.architecture
+
+    def key(name: str, default: Any = None, required: bool = True) -> Any:
+        value = md.get(f"{arch}.{name}")
+        if isinstance(value, list):  # per-layer values (head_count_kv in some models): take the largest
+            value = max(value) if value else None
+        if value is None:
+            if required and default is None:
+                raise ModelConfigError(GGUF_FIELD, f"{Path(path).name} has no {arch}.{name} in its metadata")
+            return default
+        return value
+
+    hidden = key("embedding_length")
+    heads = key("attention.head_count")
+    vocab = md.get(f"{arch}.vocab_size") or md.get("tokenizer.ggml.tokens") or _vocab_from(s, hidden)
+    experts = key("expert_count", 1, required=False) or 1
+    kwargs: dict[str, Any] = dict(
+        name=s.name, num_layers=key("block_count"), hidden_size=hidden, num_attention_heads=heads,
+        num_key_value_heads=key("attention.head_count_kv", heads, required=False) or heads,
+        head_dim=key("attention.key_length", None, required=False),
+        intermediate_size=key("feed_forward_length", None, required=False) or key(
+            "expert_feed_forward_length", 4 * hidden, required=False),
+        vocab_size=int(vocab), max_context=key("context_length", 4096, required=False),
+        tied_embeddings="output.weight" not in s.tensor_shapes,
+        num_experts=experts, experts_per_token=key("expert_used_count", 1, required=False) or 1,
+        family=arch, published_params=s.parameters,
+        source=f"GGUF file {Path(path).name} ({s.files} file{'s' if s.files > 1 else ''}, {s.tensors} tensors)",
+        notes=(f"Counted from the GGUF tensor records: {s.parameters:,} parameters in {s.weight_bytes:,} bytes "
+               f"({', '.join(f'{t} {b / 2**30:.2f} GiB' for t, _, b in s.by_type[:4])})."),
+        file_weight_bytes=s.weight_bytes, file_type=s.file_type,
+    )
+    if experts > 1:
+        kwargs["moe_intermediate_size"] = key("expert_feed_forward_length", None, required=False)
+    window = key("attention.sliding_window", None, required=False)
+    if window and window < kwargs["max_context"]:
+        kwargs["sliding_window"] = window
+    if kwargs["head_dim"] is None and hidden % heads:
+        kwargs["head_dim"] = hidden // heads
+    if kwargs["num_attention_heads"] % kwargs["num_key_value_heads"]:
+        kwargs["num_key_value_heads"] = heads
+    try:
+        return ModelSpec(**kwargs)
+    except InputError as exc:
+        raise ModelConfigError(GGUF_FIELD, f"{Path(path).name} describes an architecture gpuadvisor cannot "
+                               f"use: {exc}") from None
+
+
+def _vocab_from(s: GgufSummary, hidden: int) -> int:
+    shape = s.tensor_shapes.get("token_embd.weight")
+    if shape and len(shape) == 2:
+        return shape[1] if shape[0] == hidden else shape[0]
+    raise ModelConfigError(GGUF_FIELD, f"{s.name}: no vocabulary size (tokenizer.ggml.tokens or token_embd.weight)")
