@@ -126,7 +126,7 @@ def render_estimate(est: Estimate, show_all: bool = False) -> str:
     calibrated = set(est.calibrated_gpus)
     for c in chosen:
         g = c.memory.gib()
-        row = [c.gpu.name + (" *" if c.gpu.id in calibrated else ""), f"{c.gpu_count}x {c.parallelism}", c.verdict, f"{g['device_total']:.1f}",
+        row = [c.gpu.name + (" *" if c.gpu.id in calibrated else ""), "single GPU" if c.gpu_count == 1 else f"{c.gpu_count}x {c.parallelism}", c.verdict, f"{g['device_total']:.1f}",
                f"{c.capacity_gib:.1f}", f"{c.headroom_gib:+.1f}"] + [
             f"{g[k]:.1f}" for k in ("weights", "gradients", "optimizer", "activations", "kv_cache", "adapters",
                                     "overhead")]
@@ -317,14 +317,15 @@ def cmd_catalog_import(args: argparse.Namespace) -> int:
     loaded = load_user_catalog()
     rows, warnings = merge(args.kind, loaded.catalog.edits(args.kind))
     _warn(loaded.warnings + warnings)
-    report = import_file(args.kind, args.file, [r.row for r in rows], fmt=args.format)
+    before = [r.row for r in rows]
+    report = import_file(args.kind, args.file, before, fmt=args.format)
     saved = _save_rows(loaded, args.kind, report.rows, report.changed, args.dry_run)
     if args.json:
         data = report.to_dict()
         data.update(dry_run=args.dry_run, saved=str(saved) if saved else None)
         print(json.dumps(data, indent=2))
     else:
-        print(report.summary())
+        print(report.details(before))
         _say_saved(saved, args.dry_run)
     return EXIT_REJECTED_ROWS if report.rejected else 0
 
@@ -454,13 +455,13 @@ def _read_smi_log(path: str, columns: str | None) -> LogSummary:
     try:
         text = p.read_bytes().decode("utf-8-sig")
     except FileNotFoundError:
-        raise InputError(p.name, "file not found") from None
+        raise InputError(path, "file not found") from None
     except UnicodeDecodeError:
-        raise InputError(p.name, "is not UTF-8 text (is it an nvidia-smi CSV log?)") from None
+        raise InputError(path, "is not UTF-8 text (is it an nvidia-smi CSV log?)") from None
     cols = [c.strip() for c in columns.split(",")] if columns else None
-    summary = parse_nvidia_smi_log(text, cols, origin=p.name).summary()
+    summary = parse_nvidia_smi_log(text, cols, origin=path).summary()
     if not summary.gpus:
-        raise InputError(p.name, "holds no valid nvidia-smi samples"
+        raise InputError(path, "holds no valid nvidia-smi samples"
                          + (f" (first bad line {summary.bad_lines[0][0]}: {summary.bad_lines[0][1]})"
                             if summary.bad_lines else ""))
     return summary
@@ -571,12 +572,12 @@ def cmd_measure_add(args: argparse.Namespace) -> int:
     if args.no_scenario_update:
         scenario_note = "not added to the scenario file (--no-scenario-update)"
     elif scenario.warnings:
-        scenario_note = (f"not added to {Path(args.scenario).name}: it holds keys this version does not know, "
+        scenario_note = (f"not added to {args.scenario}: it holds keys this version does not know, "
                          "which rewriting the file would drop")
     else:
         updated = replace(scenario, measurements=tuple(merge_measurements(scenario.measurements, [m])))
         atomic_write_text(args.scenario, dumps_scenario(updated))
-        scenario_note = f"added to {Path(args.scenario).name}"
+        scenario_note = f"added to {args.scenario}"
     profile = load_calibration()
     _warn(profile.warnings)
     (comparison,) = compare_measurements([m], EstimatePredictor(gpus, models), profile.value)
@@ -829,13 +830,25 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def error_line(exc: InputError, typed_paths: Sequence[str]) -> str:
+    """The error's one line, naming a file as the user typed its path: the core names files by
+    their base name, which is ambiguous when the path has folders in it."""
+    text = str(exc)
+    for path in typed_paths:
+        if (isinstance(path, str) and path != exc.field and Path(path).name == exc.field
+                and text.startswith(exc.field + ":")):
+            return f"{path}{text[len(exc.field):]}"
+    return text
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
         return int(args.func(args))
     except InputError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        typed = [v for value in vars(args).values() for v in (value if isinstance(value, list) else [value])]
+        print(f"error: {error_line(exc, typed)}", file=sys.stderr)
         return EXIT_INPUT
     except OSError as exc:
         print(f"error: {exc.strerror or exc}: {getattr(exc, 'filename', '') or ''}".rstrip(": "), file=sys.stderr)
