@@ -753,13 +753,8 @@ class MainWindow(QMainWindow):
         self._fill_recent_menu()
 
     def on_about(self) -> None:
-        gm, mm = self.state.gpus.meta, self.state.models.meta
-        QMessageBox.about(self, "About gpuadvisor",
-                          f"<h3>gpuadvisor {__version__}</h3><p>Will it fit, how fast, and what will it cost: "
-                          f"GPU sizing for AI workloads, offline.</p>"
-                          f"<p>GPU catalog: schema {gm.schema_version}, updated {gm.updated}, {len(self.state.gpus)} "
-                          f"GPUs.<br>Model presets: schema {mm.schema_version}, updated {mm.updated}, "
-                          f"{len(self.state.models)} models.</p><p>Formulas and sources: docs/estimation.md.</p>")
+        from .about_dialog import show_about
+        show_about(self, self.state.gpus, self.state.models)
 
     # --- measurements and calibration ---------------------------------------------------------
     def _init_calibration(self) -> None:
