@@ -1,34 +1,54 @@
+# SPDX-License-Identifier: MIT
 """``python -m gpuadvisor`` and the ``gpuadvisor`` launcher: the desktop window.
 
-Without a display (a headless Linux machine), the comparison of the scenario (or the default
-one) is printed in the terminal instead.
+``--help`` and ``--version`` answer without a display. Without a display (a headless Linux
+machine), the comparison of the scenario (or the default one) is printed in the terminal instead.
 """
 
 from __future__ import annotations
 
+import argparse
 import sys
 
 
-def print_comparison(args: list[str]) -> int:
+def build_parser() -> argparse.ArgumentParser:
+    """The window's command line (also the source of its manual page)."""
+    from . import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="gpuadvisor",
+        description="Open the gpuadvisor window: will a model fit on a GPU, how fast will it run and what "
+                    "will it cost, across a whole GPU catalog, offline. Without a display, the comparison "
+                    "is printed in the terminal instead.",
+        epilog="The command line, for scripts and reports: gpuadvisor-cli --help. User files live in the "
+               "platform's user folders; set GPUADVISOR_HOME to keep them all in one folder.")
+    parser.add_argument("scenario", nargs="?", metavar="SCENARIO.json",
+                        help="a scenario file to open (default: the last one opened, else the default scenario)")
+    parser.add_argument("-V", "--version", action="version", version=f"gpuadvisor {__version__}")
+    return parser
+
+
+def print_comparison(scenario_path: str | None) -> int:
     """Print the comparison for a scenario file (or the default scenario) across the catalog."""
-    from .cli import default_scenario, load_catalogs, render_estimate
+    from .cli import default_scenario, error_line, load_catalogs, render_estimate
     from .core.errors import InputError
     from .core.estimate import estimate
     from .core.scenario import load_scenario
 
     try:
-        scenario = load_scenario(args[0]) if args else default_scenario()
+        scenario = load_scenario(scenario_path) if scenario_path else default_scenario()
         gpus, models = load_catalogs()
         print(render_estimate(estimate(scenario, gpus, models)))
     except InputError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {error_line(exc, [scenario_path] if scenario_path else [])}", file=sys.stderr)
         return 2
     return 0
 
 
 def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
     from .gui.app import main as gui_main
-    return gui_main(argv)
+    return gui_main(args.scenario)
 
 
 if __name__ == "__main__":

@@ -652,7 +652,34 @@ def test_calibrate_export_import_round_trip_and_malformed_profiles(capsys, tmp_p
     assert load_calibration().value == profile  # a refused file changes nothing
 
 
-# --- paths as typed, old -> new on import, single GPU ------------------------------------------
+# --- paths as typed, old -> new on import, single GPU; the window's command line ------------------
+
+def _headless_env():
+    import os
+    return {k: v for k, v in os.environ.items() if k not in ("QT_QPA_PLATFORM", "DISPLAY", "WAYLAND_DISPLAY")}
+
+
+@pytest.mark.parametrize("flag", ["--help", "-h"])
+def test_python_m_gpuadvisor_help_without_a_display(flag):
+    proc = subprocess.run([sys.executable, "-m", "gpuadvisor", flag], cwd=REPO, capture_output=True, text=True,
+                          timeout=60, env=_headless_env())
+    assert proc.returncode == 0 and proc.stderr == ""
+    assert proc.stdout.startswith("usage: gpuadvisor [-h] [-V] [SCENARIO.json]")
+
+
+def test_python_m_gpuadvisor_version_without_a_display():
+    proc = subprocess.run([sys.executable, "-m", "gpuadvisor", "--version"], cwd=REPO, capture_output=True,
+                          text=True, timeout=60, env=_headless_env())
+    assert proc.returncode == 0 and proc.stdout == f"gpuadvisor {__version__}\n"
+
+
+def test_window_command_names_a_missing_scenario_as_typed(tmp_path):
+    typed = str(tmp_path / "folder" / "nope.json")
+    proc = subprocess.run([sys.executable, "-m", "gpuadvisor", typed], cwd=REPO, capture_output=True, text=True,
+                          timeout=60, env=_headless_env())
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.splitlines()[-1] == f"error: {typed}: file not found"
+
 
 def test_cli_names_a_missing_file_as_typed(capsys, tmp_path):
     typed = str(tmp_path / "nope.json")
