@@ -409,6 +409,12 @@ def notices_text(folder: Path, version: str) -> str:
                 f"In this bundle: {', '.join(c.files)}"]
         for label, text in c.texts:
             out += ["", f"--- {label} ---", "", text.rstrip()]
+    shipped = sorted(p for p in (folder / "_internal").rglob("*")
+                     if p.is_file() and LICENSE_FILE_NAME.search(p.name) and p.suffix in ("", ".txt", ".md"))
+    if shipped:
+        out += ["", RULE, "License files shipped inside the bundle's packages (also in place, next to what they cover)"]
+        for path in shipped:
+            out += ["", f"--- {path.relative_to(folder).as_posix()} ---", "", _read(path).rstrip()]
     return "\n".join(out) + "\n"
 
 
