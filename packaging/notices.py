@@ -195,20 +195,16 @@ def python_components(folder: Path) -> list[Component]:
 
 def _archive_names(folder: Path) -> set[str]:
     """Top-level module names in the executable's archive (PYZ), from PyInstaller's table of contents."""
+    from PyInstaller.archive.readers import CArchiveReader
+
     exe = folder / APP
-    try:
-        from PyInstaller.archive.readers import CArchiveReader, ZlibArchiveReader
-    except ImportError:
+    if not exe.is_file():  # Windows (gpuadvisor.exe): its packages are loose .pyc files, found on disk
         return set()
+    carchive = CArchiveReader(str(exe))
     names: set[str] = set()
-    try:
-        carchive = CArchiveReader(str(exe))
-        for entry in carchive.toc:
-            if entry.endswith("PYZ.pyz") or entry == "PYZ-00.pyz" or entry.endswith(".pyz"):
-                pyz = ZlibArchiveReader(str(exe), carchive.toc[entry][0])
-                names |= {name.split(".")[0] for name in pyz.toc}
-    except Exception:  # noqa: BLE001 - a layout PyInstaller changed: fall back to "not found"
-        return set()
+    for entry in carchive.toc:
+        if entry.endswith(".pyz"):
+            names |= {name.split(".")[0] for name in carchive.open_embedded_archive(entry).toc}
     return names
 
 

@@ -181,7 +181,9 @@ def test_license_notices_readme_and_desktop_files_are_in_the_folder(dist):
     notices = (folder / "THIRD-PARTY-NOTICES").read_text(encoding="utf-8")
     for needle in ("GNU LESSER GENERAL PUBLIC LICENSE", "Version 3, 29 June 2007", "How to replace the Qt libraries",
                    "Python Software Foundation", "numpy (Python package)", "OpenBLAS", "libgfortran",
-                   "pandas (Python package)", "pyqtgraph (Python package)", "ICU"):
+                   "pandas (Python package)", "pyqtgraph (Python package)", "ICU",
+                   "platformdirs (Python package)", "python-dateutil (Python package)",
+                   "colorama (Python package)", "CC-BY license - applies to CET color map data"):
         assert needle in notices, needle
     readme = (folder / "README.md").read_text(encoding="utf-8")
     assert "gpuadvisor-cli" in readme and ".venv" not in readme and "make " not in readme
