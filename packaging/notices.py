@@ -229,7 +229,7 @@ def python_runtime(folder: Path) -> Component:
             raise SystemExit("error: cannot find the Python license (LICENSE.txt or " f"{doc})")
         text = _read(doc)
     texts = [("LICENSE.txt", text)]
-    return Component("Python", version, "PSF-2.0", f"CPython {version} ({sys.base_prefix})",
+    return Component("Python", version, "PSF-2.0", f"CPython {version}, the build's Python",
                      ["_internal/libpython*", "_internal/base_library.zip", "_internal/python3*/lib-dynload/*"],
                      texts, ["Copyright (c) 2001 Python Software Foundation; All Rights Reserved"])
 
