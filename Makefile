@@ -1,39 +1,43 @@
 # Two commands for a fresh machine (Debian, Python 3.11):  make run   and   make test
-# Both create .venv from pyproject.toml when it is missing or older than pyproject.toml.
+# Both make .venv usable first (scripts/venv.sh): it checks the Debian packages they need
+# (installing them as root), rebuilds a .venv that cannot run pip, and installs from
+# pyproject.toml what they need: `run` the runtime dependencies only, `test` the test and
+# packaging extras too. The first run downloads the packages from PyPI.
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-STAMP := $(VENV)/.installed
+export PYTHON
 
 .PHONY: run test system-deps validate bench dist clean
 
-$(STAMP): pyproject.toml
-	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test,packaging]'
-	@touch $(STAMP)
-
-run: $(STAMP)
+run:
+	@bash scripts/venv.sh runtime
 	$(PY) -m gpuadvisor
 
 system-deps:
-	@bash scripts/install-system-deps.sh
+	@bash scripts/install-system-deps.sh --test
 
-test: system-deps $(STAMP)
+# As root with GPUADVISOR_TEST_DEB_INSTALL=1 (set by .ci/run), the packaging test also installs
+# the built .deb on this machine with dpkg and purges it again; without it that one test skips.
+test:
+	@bash scripts/venv.sh test
 	QT_QPA_PLATFORM=offscreen $(PY) -m pytest
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/ruff check gpuadvisor tests benchmarks scripts packaging
 	$(VENV)/bin/mypy
 
-validate: $(STAMP)
+validate:
+	@bash scripts/venv.sh runtime
 	$(PY) scripts/validate.py
 
-bench: $(STAMP)
+bench:
+	@bash scripts/venv.sh runtime
 	$(PY) benchmarks/bench_estimate.py
 
 # The standalone app (docs/packaging.md): dist/gpuadvisor/, its .tar.gz and, on Debian, a .deb.
-dist: $(STAMP)
-	@$(PY) -c "import PyInstaller" 2>/dev/null || $(PY) -m pip install --quiet -e '.[test,packaging]'
+# Lists catalog prices older than six months as a warning.
+dist:
+	@bash scripts/venv.sh test
 	$(PY) packaging/build.py
 
 clean:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Read the dynamic dependencies of ELF files (Linux shared libraries and executables), in pure Python.
 
 The PyInstaller spec uses it to drop libraries that nothing in the bundle loads any more once
@@ -8,6 +9,13 @@ Only 64-bit little-endian ELF (x86_64, aarch64) is read; for anything else :func
 returns ``None``. The section headers are used (``strip`` keeps them): ``SHT_DYNAMIC`` for
 ``DT_NEEDED`` / ``DT_SONAME`` and ``SHT_GNU_verneed`` for the symbol versions required from
 each library (``GLIBC_2.34`` and so on).
+
+:func:`drop_build_runpaths` removes ``DT_RUNPATH``/``DT_RPATH`` entries that point at the build
+machine (a locally built Python's ``lib`` folder): the bundle never needs them, and on another
+machine they would make the loader search a folder that a stranger could create. ``$ORIGIN``
+entries (the Qt libraries finding each other) are kept. Like ``chrpath -d``: the entry is
+taken out of the dynamic array and the array closed with ``DT_NULL``; when some ``$ORIGIN``
+entries remain, the string is rewritten in place, shorter, padded with NULs.
 
 References: the System V ABI (ELF-64 object file format) and the LSB "Symbol Versioning" chapter.
 """
@@ -26,6 +34,8 @@ SHT_DYNAMIC = 6
 SHT_GNU_VERNEED = 0x6FFFFFFE
 DT_NEEDED = 1
 DT_SONAME = 14
+DT_RPATH = 15
+DT_RUNPATH = 29
 
 
 @dataclass(frozen=True)
@@ -36,6 +46,8 @@ class ElfInfo:
     soname: str | None
     #: library soname -> symbol versions required from it, e.g. {"libc.so.6": ("GLIBC_2.34",)}
     version_needs: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    #: DT_RUNPATH and DT_RPATH strings, as stored ("$ORIGIN/../lib:/opt/x")
+    runpaths: tuple[str, ...] = ()
 
 
 def is_elf(path: str | os.PathLike[str]) -> bool:
@@ -75,6 +87,7 @@ def read_elf(path: str | os.PathLike[str]) -> ElfInfo | None:
         return data[sh[4]:sh[4] + sh[5]]
 
     needed: list[str] = []
+    runpaths: list[str] = []
     soname = None
     version_needs: dict[str, tuple[str, ...]] = {}
     for sh in sections:
@@ -89,6 +102,8 @@ def read_elf(path: str | os.PathLike[str]) -> ElfInfo | None:
                     needed.append(_cstr(strtab, val))
                 elif tag == DT_SONAME:
                     soname = _cstr(strtab, val)
+                elif tag in (DT_RPATH, DT_RUNPATH):
+                    runpaths.append(_cstr(strtab, val))
         elif sh_type == SHT_GNU_VERNEED and sh_link < len(sections):
             strtab = section_bytes(sh_link)
             off = sh_offset
@@ -104,4 +119,52 @@ def read_elf(path: str | os.PathLike[str]) -> ElfInfo | None:
                 if nxt == 0:
                     break
                 off += nxt
-    return ElfInfo(tuple(needed), soname, version_needs)
+    return ElfInfo(tuple(needed), soname, version_needs, tuple(runpaths))
+
+
+def _is_origin(entry: str) -> bool:
+    return entry.startswith(("$ORIGIN", "${ORIGIN}"))
+
+
+def drop_build_runpaths(path: str | os.PathLike[str]) -> tuple[str, ...]:
+    """Remove the search-path entries of ``path`` that are not ``$ORIGIN``-relative; return the
+    entries removed (empty when there was nothing to do or the file is not 64-bit LE ELF)."""
+    with open(path, "rb") as fh:
+        data = bytearray(fh.read())
+    if len(data) < 64 or data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1:
+        return ()
+    shoff, = struct.unpack_from("<Q", data, 0x28)
+    shentsize, shnum = struct.unpack_from("<HH", data, 0x3A)
+    if shoff == 0 or shnum == 0 or shoff + shnum * shentsize > len(data):
+        return ()
+    sections = [_SHDR.unpack_from(data, shoff + i * shentsize) for i in range(shnum)]
+    removed: list[str] = []
+    for sh in sections:
+        if sh[1] != SHT_DYNAMIC or sh[6] >= len(sections):
+            continue
+        str_off = sections[sh[6]][4]
+        start, size = sh[4], sh[5]
+        entries = [_DYN.unpack_from(data, off) for off in range(start, start + size - _DYN.size + 1, _DYN.size)]
+        kept = []
+        for tag, val in entries:
+            if tag in (DT_RPATH, DT_RUNPATH):
+                text = _cstr(data, str_off + val)
+                parts = text.split(":")
+                keep = [p for p in parts if _is_origin(p)]
+                removed += [p for p in parts if not _is_origin(p)]
+                if not keep:
+                    continue
+                if len(keep) < len(parts):
+                    new = ":".join(keep).encode()
+                    pos = str_off + val
+                    data[pos:pos + len(text.encode())] = new + b"\0" * (len(text.encode()) - len(new))
+            kept.append((tag, val))
+            if tag == 0:
+                break
+        kept += [(0, 0)] * (len(entries) - len(kept))
+        for i, (tag, val) in enumerate(kept):
+            _DYN.pack_into(data, start + i * _DYN.size, tag, val)
+    if removed:
+        with open(path, "r+b") as fh:
+            fh.write(data)
+    return tuple(removed)

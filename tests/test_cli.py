@@ -497,7 +497,7 @@ def test_prices_import_of_an_unusable_file_exits_2(capsys, tmp_path):
     bad = tmp_path / "gcp.csv"
     bad.write_text("a,b,c\n1,2,3\n", encoding="utf-8")
     code, out, err = run_main(capsys, "prices", "import", str(good), str(bad))
-    assert code == 2 and out == "" and _one_error_line(err).startswith("error: gcp.csv")
+    assert code == 2 and out == "" and _one_error_line(err).startswith(f"error: {bad}: ")
     assert not user_catalog_file().exists()
 
 
@@ -649,7 +649,7 @@ def test_calibrate_export_import_round_trip_and_malformed_profiles(capsys, tmp_p
                                     "mfu, prefill_mfu, runtime_overhead_gib (got 'speed')")
     bad.write_text("{not json", encoding="utf-8")
     code, _, err = run_main(capsys, "calibrate", "--import", str(bad))
-    assert code == 2 and _one_error_line(err).startswith("error: bad.json: is not valid JSON")
+    assert code == 2 and _one_error_line(err).startswith(f"error: {bad}: is not valid JSON")
     assert load_calibration().value == profile  # a refused file changes nothing
 
 
@@ -740,3 +740,54 @@ def test_report_uses_the_stale_price_age_set_in_the_window(capsys, tmp_path):
     assert ("Stale prices" in report_text("default.pdf")) == bool(stale_at_6)  # 6 months: the default
     save_settings(Settings(stale_price_months=240))
     assert "Stale prices" not in report_text("patient.pdf")
+# --- paths as typed, old -> new on import, single GPU; the window's command line ------------------
+
+def _headless_env():
+    import os
+    return {k: v for k, v in os.environ.items() if k not in ("QT_QPA_PLATFORM", "DISPLAY", "WAYLAND_DISPLAY")}
+
+
+@pytest.mark.parametrize("flag", ["--help", "-h"])
+def test_python_m_gpuadvisor_help_without_a_display(flag):
+    proc = subprocess.run([sys.executable, "-m", "gpuadvisor", flag], cwd=REPO, capture_output=True, text=True,
+                          timeout=60, env=_headless_env())
+    assert proc.returncode == 0 and proc.stderr == ""
+    assert proc.stdout.startswith("usage: gpuadvisor [-h] [-V] [SCENARIO.json]")
+
+
+def test_python_m_gpuadvisor_version_without_a_display():
+    proc = subprocess.run([sys.executable, "-m", "gpuadvisor", "--version"], cwd=REPO, capture_output=True,
+                          text=True, timeout=60, env=_headless_env())
+    assert proc.returncode == 0 and proc.stdout == f"gpuadvisor {__version__}\n"
+
+
+def test_window_command_names_a_missing_scenario_as_typed(tmp_path):
+    typed = str(tmp_path / "folder" / "nope.json")
+    proc = subprocess.run([sys.executable, "-m", "gpuadvisor", typed], cwd=REPO, capture_output=True, text=True,
+                          timeout=60, env=_headless_env())
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.splitlines()[-1] == f"error: {typed}: file not found"
+
+
+def test_cli_names_a_missing_file_as_typed(capsys, tmp_path):
+    typed = str(tmp_path / "nope.json")
+    code, _, err = run_main(capsys, "estimate", typed)
+    assert code == 2 and _one_error_line(err) == f"error: {typed}: file not found"
+    code, _, err = run_main(capsys, "measure", "diagnose", str(tmp_path / "no-log.csv"))
+    assert code == 2 and _one_error_line(err) == f"error: {tmp_path / 'no-log.csv'}: file not found"
+
+
+def test_catalog_import_dry_run_spells_out_old_and_new_values(capsys, tmp_path):
+    path, _ = _import_file(tmp_path)
+    old_tdp = next(g for g in load_gpu_catalog() if g.id == "h100-sxm").tdp_w
+    code, out, _ = run_main(capsys, "catalog", "import", "gpus", str(path), "--dry-run")
+    assert code == 1
+    assert "Values that change:" in out
+    assert f"  h100-sxm: tdp_w: {old_tdp:g} -> 650" in out
+
+
+def test_table_says_single_gpu_like_the_window(capsys, tmp_path):
+    data = dict(LORA_8B, hardware={"gpu_count": 1})
+    code, out, err = run_main(capsys, "estimate", write_scenario(tmp_path, data))
+    assert code == 0, err
+    assert "single GPU" in out and "1x none" not in out

@@ -53,14 +53,15 @@ def cmd_catalog_import(args: argparse.Namespace) -> int:
     loaded = load_user_catalog()
     rows, warnings = merge(args.kind, loaded.catalog.edits(args.kind))
     _warn(loaded.warnings + warnings)
-    report = import_file(args.kind, args.file, [r.row for r in rows], fmt=args.format)
+    before = [r.row for r in rows]
+    report = import_file(args.kind, args.file, before, fmt=args.format)
     saved = _save_rows(loaded, args.kind, report.rows, report.changed, args.dry_run)
     if args.json:
         data = report.to_dict()
         data.update(dry_run=args.dry_run, saved=str(saved) if saved else None)
         print(json.dumps(data, indent=2))
     else:
-        print(report.summary())
+        print(report.details(before))
         _say_saved(saved, args.dry_run)
     return EXIT_REJECTED_ROWS if report.rejected else 0
 

@@ -37,13 +37,13 @@ def _read_smi_log(path: str, columns: str | None) -> LogSummary:
     try:
         text = p.read_bytes().decode("utf-8-sig")
     except FileNotFoundError:
-        raise InputError(p.name, "file not found") from None
+        raise InputError(path, "file not found") from None
     except UnicodeDecodeError:
-        raise InputError(p.name, "is not UTF-8 text (is it an nvidia-smi CSV log?)") from None
+        raise InputError(path, "is not UTF-8 text (is it an nvidia-smi CSV log?)") from None
     cols = [c.strip() for c in columns.split(",")] if columns else None
-    summary = parse_nvidia_smi_log(text, cols, origin=p.name).summary()
+    summary = parse_nvidia_smi_log(text, cols, origin=path).summary()
     if not summary.gpus:
-        raise InputError(p.name, "holds no valid nvidia-smi samples"
+        raise InputError(path, "holds no valid nvidia-smi samples"
                          + (f" (first bad line {summary.bad_lines[0][0]}: {summary.bad_lines[0][1]})"
                             if summary.bad_lines else ""))
     return summary
@@ -154,12 +154,12 @@ def cmd_measure_add(args: argparse.Namespace) -> int:
     if args.no_scenario_update:
         scenario_note = "not added to the scenario file (--no-scenario-update)"
     elif scenario.warnings:
-        scenario_note = (f"not added to {Path(args.scenario).name}: it holds keys this version does not know, "
+        scenario_note = (f"not added to {args.scenario}: it holds keys this version does not know, "
                          "which rewriting the file would drop")
     else:
         updated = replace(scenario, measurements=tuple(merge_measurements(scenario.measurements, [m])))
         atomic_write_text(args.scenario, dumps_scenario(updated))
-        scenario_note = f"added to {Path(args.scenario).name}"
+        scenario_note = f"added to {args.scenario}"
     profile = load_calibration()
     _warn(profile.warnings)
     (comparison,) = compare_measurements([m], EstimatePredictor(gpus, models), profile.value)

@@ -7,7 +7,7 @@ import sys
 from collections.abc import Sequence
 
 from .. import __version__
-from ..core.errors import InputError
+from ..core.errors import InputError, error_line
 from ..core.formats.catalog_exchange import FORMATS
 from ..core.formats.user_catalog import KINDS
 from .catalog import cmd_catalog_export, cmd_catalog_import, cmd_prices_import
@@ -139,7 +139,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args))
     except InputError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        typed = [v for value in vars(args).values() for v in (value if isinstance(value, list) else [value])]
+        print(f"error: {error_line(exc, typed)}", file=sys.stderr)
         return EXIT_INPUT
     except OSError as exc:
         print(f"error: {exc.strerror or exc}: {getattr(exc, 'filename', '') or ''}".rstrip(": "), file=sys.stderr)

@@ -29,3 +29,14 @@ class ScenarioError(InputError):
 
 class ModelConfigError(InputError):
     """A Hugging Face config.json or safetensors folder cannot be turned into a model."""
+
+
+def error_line(exc: InputError, typed_paths: list[object] | tuple[object, ...] = ()) -> str:
+    """The error's one line, naming a file as the user typed its path: the core names files by
+    their base name, which is ambiguous when the path has folders in it."""
+    text = str(exc)
+    for path in typed_paths:
+        if (isinstance(path, str) and path != exc.field and path.replace("\\", "/").rsplit("/", 1)[-1] == exc.field
+                and text.startswith(exc.field + ":")):
+            return f"{path}{text[len(exc.field):]}"
+    return text

@@ -1,4 +1,11 @@
-"""The application: QApplication, error dialog and log, settings, the main window."""
+# SPDX-License-Identifier: MIT
+"""The application: QApplication, error dialog and log, settings, the main window.
+
+On Linux, Qt picks its platform plugin from ``QT_QPA_PLATFORM``, else X11 (xcb). A Wayland
+session without XWayland has no X display, so :func:`choose_platform` switches to the ``wayland``
+plugin when it and its system libraries are present, and otherwise says what to install
+instead of letting Qt abort with a message about xcb.
+"""
 
 from __future__ import annotations
 
@@ -76,8 +83,10 @@ def build_window(scenario_path: str | None = None, deferred_charts: bool = True)
         try:
             state.open(target)
         except InputError as exc:
+            from ..core.errors import error_line
             log.warning("could not reopen %s: %s", target, exc)
-            window.statusBar().showMessage(f"Could not open the last scenario: {exc}", 10000)
+            what = "the scenario" if scenario_path else "the last scenario"
+            window.statusBar().showMessage(f"Could not open {what}: {error_line(exc, [target])}", 10000)
     for w in warnings:
         window.statusBar().showMessage(w, 10000)
     # The start-up objects (Qt wrappers, catalogs, numpy, pyqtgraph) live for the whole session;
@@ -99,18 +108,56 @@ def seconds_since_process_start() -> float | None:
         return None
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = list(sys.argv[1:] if argv is None else argv)
-    if args and args[0] in ("--version", "-V"):
-        from .. import __version__
-        print(f"gpuadvisor {__version__}")
-        return 0
+WAYLAND_LIBS = ("wayland-client", "wayland-cursor", "wayland-egl")
+
+
+def wayland_plugin_present() -> bool:
+    """Whether Qt's ``wayland`` platform plugin is installed next to this Qt."""
+    from PySide6.QtCore import QLibraryInfo
+
+    platforms = os.path.join(QLibraryInfo.path(QLibraryInfo.LibraryPath.PluginsPath), "platforms")
+    try:
+        return any(name.startswith("libqwayland") for name in os.listdir(platforms))
+    except OSError:
+        return False
+
+
+def choose_platform(environ=os.environ, plugin_present=wayland_plugin_present,
+                    find_library=None) -> str | None:
+    """Set ``QT_QPA_PLATFORM=wayland`` for a Wayland session without X display; return an error
+    message (what to install) when that cannot work, else ``None``."""
+    if (environ.get("QT_QPA_PLATFORM") or not sys.platform.startswith("linux") or environ.get("DISPLAY")
+            or not environ.get("WAYLAND_DISPLAY")):
+        return None
+    if find_library is None:
+        from ctypes.util import find_library
+    if not plugin_present():
+        return ("gpuadvisor: this is a Wayland session without XWayland (WAYLAND_DISPLAY is set, DISPLAY is "
+                "not), and this Qt has no wayland platform plugin. Install XWayland (Debian/Ubuntu: "
+                "sudo apt install xwayland; Fedora: sudo dnf install xorg-x11-server-Xwayland) and log in "
+                "again, or use gpuadvisor-cli.")
+    missing = [name for name in WAYLAND_LIBS if not find_library(name)]
+    if missing:
+        packages = " ".join(f"lib{name}{'1' if name == 'wayland-egl' else '0'}" for name in missing)
+        return (f"gpuadvisor: this is a Wayland session without XWayland, and Qt's wayland plugin needs "
+                f"{', '.join('lib' + m for m in missing)}. Install them (Debian/Ubuntu: sudo apt install "
+                f"{packages}) or XWayland (sudo apt install xwayland).")
+    environ["QT_QPA_PLATFORM"] = "wayland"
+    return None
+
+
+def main(scenario_path: str | None = None) -> int:
+    """Open the window on ``scenario_path`` (``python -m gpuadvisor`` parses the command line)."""
     if not has_display():
         print("gpuadvisor: no display found (DISPLAY/WAYLAND_DISPLAY unset), so the window cannot open.\n"
               "Showing the comparison in the terminal instead; set QT_QPA_PLATFORM=offscreen or run it on a "
               "desktop for the window. gpuadvisor-cli has the full command line.\n", file=sys.stderr)
         from ..views.terminal import print_comparison
-        return print_comparison(args)
+        return print_comparison([scenario_path] if scenario_path else [])
+    problem = choose_platform()
+    if problem:
+        print(problem, file=sys.stderr)
+        return 1
     t0 = time.perf_counter()
     from PySide6.QtGui import QIcon
     from PySide6.QtWidgets import QApplication
@@ -127,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
         app.setWindowIcon(QIcon(str(icon)))
     window = None
     install_excepthook(lambda: window)
-    window = build_window(args[0] if args and not args[0].startswith("-") else None)
+    window = build_window(scenario_path)
     window.show()
     if os.environ.get("GPUADVISOR_STARTUP_TIMING"):
         from PySide6.QtCore import QTimer

@@ -18,7 +18,6 @@ from PySide6.QtGui import QAction, QActionGroup, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import (QApplication, QHBoxLayout, QMainWindow, QMessageBox,
                                QPushButton, QScrollArea, QSplitter, QTabWidget, QVBoxLayout, QWidget)
 
-from .. import __version__
 from ..core.errors import InputError
 from ..core.estimation.results import Estimate
 from ..core.formats.scenario import Scenario
@@ -364,13 +363,8 @@ class MainWindow(FileActions, ToolWindows, QMainWindow):
         self.next_button.setEnabled(index < len(self.pages) - 1)
 
     def on_about(self) -> None:
-        gm, mm = self.state.gpus.meta, self.state.models.meta
-        QMessageBox.about(self, "About gpuadvisor",
-                          f"<h3>gpuadvisor {__version__}</h3><p>Will it fit, how fast, and what will it cost: "
-                          f"GPU sizing for AI workloads, offline.</p>"
-                          f"<p>GPU catalog: schema {gm.schema_version}, updated {gm.updated}, {len(self.state.gpus)} "
-                          f"GPUs.<br>Model presets: schema {mm.schema_version}, updated {mm.updated}, "
-                          f"{len(self.state.models)} models.</p><p>Formulas and sources: docs/estimation.md.</p>")
+        from .about_dialog import show_about
+        show_about(self, self.state.gpus, self.state.models)
 
     # --- layout persistence ------------------------------------------------------------------
     def _restore_layout(self) -> None:

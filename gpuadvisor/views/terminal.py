@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from ..core.errors import InputError
+from ..core.errors import InputError, error_line
 from ..core.estimation.estimate import estimate
 from ..core.formats.scenario import default_scenario, load_scenario
 from ..core.presentation.text import render_estimate
@@ -18,6 +18,6 @@ def print_comparison(args: list[str]) -> int:
         gpus, models = load_catalogs()
         print(render_estimate(estimate(scenario, gpus, models)))
     except InputError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {error_line(exc, args)}", file=sys.stderr)
         return 2
     return 0

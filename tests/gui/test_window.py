@@ -196,12 +196,21 @@ def test_unexpected_errors_reach_a_dialog_and_the_log(qtbot, monkeypatch):
     shutdown_logging()
 
 
-def test_about_box_names_version_and_catalogs(window, monkeypatch):
+def test_about_box_names_version_catalogs_license_and_notices(window, qtbot):
     from gpuadvisor import __version__
-    seen = []
-    monkeypatch.setattr(QMessageBox, "about", lambda parent, title, text: seen.append(text))
+    from gpuadvisor.gui.about_dialog import AboutDialog
+
     window.on_about()
-    assert __version__ in seen[0] and "GPU catalog" in seen[0] and "2026-11-29" in seen[0]
+    dialog = window.findChild(AboutDialog)
+    assert dialog is not None and dialog.isVisible()
+    about = dialog.tabs.widget(0).text()
+    assert __version__ in about and "GPU catalog" in about and "MIT License" in about
+    assert [dialog.tabs.tabText(i) for i in range(dialog.tabs.count())] == \
+        ["About", "License", "Third-party notices"]
+    assert dialog.license_view.toPlainText().startswith("MIT License")
+    notices = dialog.notices_view.toPlainText()
+    assert "PySide6" in notices and "Lesser General Public License" in notices
+    dialog.reject()
 
 
 def test_dataset_tokens_and_epochs_set_the_job_size(window, qtbot):

@@ -130,6 +130,20 @@ class ImportReport:
         lines += [f"Warning: {w}" for w in self.warnings]
         return "\n".join(lines)
 
+    def details(self, before: list[dict[str, str]]) -> str:
+        """:meth:`summary` with every changed value spelled out (``tdp_w: 450 -> 460``), given the
+        rows as they were before the import: what applying it changes, not only which rows."""
+        old = {r.get("id"): r for r in before}
+        new = {r.get("id"): r for r in self.rows}
+        lines = [self.summary()]
+        if self.updated:
+            lines += ["", "Values that change:"]
+            for item in self.updated:
+                was, now = old.get(item.id, {}), new.get(item.id, {})
+                changes = [f"{c}: {was.get(c) or '(empty)'} -> {now.get(c) or '(empty)'}" for c in item.columns]
+                lines.append(f"  {item.id}: " + "; ".join(changes))
+        return "\n".join(lines)
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: counts are the list lengths; ``rows`` is left out."""
         def lines(items: list[ImportLine], key: str | None = None) -> list[dict[str, Any]]:

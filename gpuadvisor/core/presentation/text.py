@@ -49,7 +49,8 @@ def render_estimate(est: Estimate, show_all: bool = False) -> str:
     for c in chosen:
         g = c.memory.gib()
         star = "\u2605 " if est.decision is not None and c.key == est.decision.recommended_key else ""
-        row = [star + c.gpu.name + (" *" if c.gpu.id in calibrated else ""), f"{c.gpu_count}x {c.parallelism}", c.verdict,
+        row = [star + c.gpu.name + (" *" if c.gpu.id in calibrated else ""),
+               "single GPU" if c.gpu_count == 1 else f"{c.gpu_count}x {c.parallelism}", c.verdict,
                fmt_gib(g["device_total"]), fmt_gib(c.capacity_gib), fmt_signed_gib(c.headroom_gib)] + [
             fmt_gib(g[k]) for k in ("weights", "gradients", "optimizer", "activations", "kv_cache", "adapters",
                                     "overhead")]

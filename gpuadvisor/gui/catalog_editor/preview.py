@@ -34,14 +34,5 @@ class PreviewDialog(QDialog):
 
 def import_details(report: ImportReport, before: list[dict[str, str]]) -> str:
     """The import report with every changed value spelled out (``tdp_w: 450 -> 460``), so the
-    user sees what Apply would change, not only which rows."""
-    old = {r.get("id"): r for r in before}
-    new = {r.get("id"): r for r in report.rows}
-    lines = [report.summary()]
-    if report.updated:
-        lines += ["", "Values that change:"]
-        for item in report.updated:
-            was, now = old.get(item.id, {}), new.get(item.id, {})
-            changes = [f"{c}: {was.get(c) or '(empty)'} -> {now.get(c) or '(empty)'}" for c in item.columns]
-            lines.append(f"  {item.id}: " + "; ".join(changes))
-    return "\n".join(lines)
+    user sees what Apply would change, not only which rows (the core's wording, shared with the CLI)."""
+    return report.details(before)
