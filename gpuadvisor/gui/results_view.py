@@ -212,8 +212,13 @@ class ResultsView(QWidget):
         self._set_stale(self.state.stale)
 
     def warnings(self, est: Estimate) -> list[str]:
-        """The decision's warnings, as the report lists them (stale prices, assumed profiles, ...)."""
-        return decision_warnings(est, datetime.date.today(), self.state.stale_months)
+        """The decision's warnings, as the report lists them (stale prices, assumed profiles, ...);
+        worked out once per estimate and stale-price age."""
+        cached = getattr(self, "_warnings_for", None)
+        if cached is None or cached[0] is not est or cached[1] != self.state.stale_months:
+            self._warnings_for = (est, self.state.stale_months,
+                                  decision_warnings(est, datetime.date.today(), self.state.stale_months))
+        return self._warnings_for[2]
 
     def summary_html(self, est: Estimate) -> str:
         c = colors(self.palette())

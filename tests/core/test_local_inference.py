@@ -207,7 +207,7 @@ def test_partial_offload_keeps_layers_in_host_ram_and_is_slower(cats):
 
 
 def test_summary_sentence_for_local_inference(cats):
-    from gpuadvisor.core.presentation.text import local_speed_line
+    from gpuadvisor.core.presentation.wording import local_speed_line
 
     scenario = scenario_from_dict({"model": {"preset": "llama-3.1-8b"},
                                    "workload": {"kind": "inference", "weights": "q4_k_m", "engine": "llama.cpp",

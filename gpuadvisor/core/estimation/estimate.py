@@ -158,15 +158,18 @@ def estimate(scenario: Scenario, gpus: GpuCatalog, models: ModelCatalog,
     notes: list[str] = []
     tokens = job_tokens(w)
     training = w.is_training
+    single_only = [(n, par, bd, need) for n, par, bd, need in setups if n == 1]
     for gpu in selected:
-        gpu_setups = setups
+        # A Mac's GPU is one chip sharing the machine's memory: it is not combined with others
+        # unless the scenario asks for a count.
+        gpu_setups = single_only if gpu.unified_memory and not hw.gpu_count else setups
         if lookup:
             # Looked up once per GPU; without calibration the loop below is unchanged.
             mfu, bw_eff, prefill_mfu = eff.mfu, eff.bandwidth_efficiency, eff.prefill_mfu
             for f in lookup.get(gpu.id, ()):
                 if f.factor_name == "runtime_overhead_gib":
                     # The breakdowns are shared by every GPU: this GPU gets its own copies.
-                    gpu_setups = [(n, par, bd2, bd2.device_total) for n, par, bd, _need in setups
+                    gpu_setups = [(n, par, bd2, bd2.device_total) for n, par, bd, _need in gpu_setups
                                   for bd2 in (replace(bd, overhead=f.value * GIB),)]
                 elif f.factor_name == "mfu":
                     if not w.is_training:

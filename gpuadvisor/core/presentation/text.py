@@ -114,21 +114,3 @@ def calibration_lines(est: Estimate) -> list[str]:
         lines.append(f"  {f.gpu_id}: {f.factor_name} = {f.value:.4g} from {f.n_measurements} measurements "
                      f"(median error {before} -> {after})")
     return lines
-
-
-def local_speed_line(c: Candidate, prompt_tokens: int) -> str | None:
-    """The local-inference sentence for a summary: "runs at ~42 tokens/s, a 4k-token prompt in ~7.0 s".
-
-    Generation speed is one user's decode rate; the prompt time is ``prompt_tokens`` over the
-    prompt-processing rate. Host RAM is named when layers stay off the GPU. ``None`` for a
-    training candidate or one without a speed.
-    """
-    perf = c.performance
-    if perf is None or perf.tokens_per_s_per_user is None or not perf.prefill_tokens_per_s:
-        return None
-    prompt_s = prompt_tokens / perf.prefill_tokens_per_s
-    size = f"{prompt_tokens / 1000:.0f}k" if prompt_tokens >= 1000 else f"{prompt_tokens}"
-    line = f"runs at ~{fmt_rate(perf.tokens_per_s_per_user)} tokens/s, a {size}-token prompt in ~{prompt_s:.1f} s"
-    if c.memory.host:
-        line += f", with {c.memory.host / 2**30:.1f} GiB of the model in host RAM"
-    return line

@@ -11,7 +11,7 @@ import math
 
 from ..estimation.results import Candidate, Estimate
 from ..specs.engines import ENGINES
-from ..formatting import (TIMES, fmt_count, fmt_deadline, fmt_gib, fmt_hours, fmt_hours_range, fmt_share, fmt_signed_gib, fmt_usd, fmt_usd_per_hour, fmt_usd_range)
+from ..formatting import (TIMES, fmt_count, fmt_deadline, fmt_gib, fmt_hours, fmt_hours_range, fmt_rate, fmt_share, fmt_signed_gib, fmt_usd, fmt_usd_per_hour, fmt_usd_range)
 from .serialize import candidate_to_dict
 
 
@@ -312,6 +312,10 @@ def summary_line(est: Estimate) -> str:
             if cost.cost_usd is not None:
                 figures.append(f"about {fmt_usd(cost.cost_usd.expected)}")
         text = f"Recommended: {setup_name(rec)}" + (": " + ", ".join(figures) if figures else "")
+        speed = local_speed_line(rec, est.scenario.workload.prompt_tokens) if not est.scenario.workload.is_training \
+            else None
+        if speed:
+            text += f"; {speed}"
         if limits:
             text += f"; {'likely ' if likely else ''}{limits}"
             if likely:
@@ -340,3 +344,21 @@ def calibration_note(est: Estimate) -> str:
     if not n:
         return "Calibration on (no values for this scenario's engine)."
     return f"Calibrated to your measurements on {n} GPU type{'s' if n != 1 else ''}."
+
+
+def local_speed_line(c: Candidate, prompt_tokens: int) -> str | None:
+    """The local-inference sentence for a summary: "runs at ~42 tokens/s, a 4k-token prompt in ~7.0 s".
+
+    Generation speed is one user's decode rate; the prompt time is ``prompt_tokens`` over the
+    prompt-processing rate. Host RAM is named when layers stay off the GPU. ``None`` for a
+    training candidate or one without a speed.
+    """
+    perf = c.performance
+    if perf is None or perf.tokens_per_s_per_user is None or not perf.prefill_tokens_per_s:
+        return None
+    prompt_s = prompt_tokens / perf.prefill_tokens_per_s
+    size = f"{prompt_tokens / 1000:.0f}k" if prompt_tokens >= 1000 else f"{prompt_tokens}"
+    line = f"runs at ~{fmt_rate(perf.tokens_per_s_per_user)} tokens/s, a {size}-token prompt in ~{prompt_s:.1f} s"
+    if c.memory.host:
+        line += f", with {c.memory.host / 2**30:.1f} GiB of the model in host RAM"
+    return line
