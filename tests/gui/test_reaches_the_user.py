@@ -253,3 +253,25 @@ print(json.dumps({"rows": rows, "summary": on_screen(w.summary), "table": on_scr
         assert got["summary"] and got["table"], (size, scale, got)
         assert got["rows"] >= 3, (size, scale, got)
         assert got["window"][1] <= got["screen"][1], (size, scale, got)
+
+
+def test_a_mac_is_compared_with_the_memory_it_has(window, qtbot):
+    """Laptops & desktops: choosing Apple M3 Max offers its RAM sizes; 64 GB gives the GPU less than 64 GiB."""
+    w = window
+    w.show_page(0)
+    gpu = w.workload_page.gpu
+    gpu.setCurrentIndex(gpu.findData("apple-m3-max"))
+    settle(w)
+    memory = w.workload_page.mac_memory
+    assert memory.isVisibleTo(w) and memory.count() >= 2
+    memory.setCurrentIndex(memory.findData(64.0))
+    settle(w)
+    assert w.state.scenario.hardware.memory_gib == 64.0
+    c = w.state.estimate.candidates[0]
+    assert c.gpu.id == "apple-m3-max" and 40 < c.capacity_gib < 64
+    assert {x.gpu_count for x in w.state.estimate.candidates} == {1}  # one chip, never combined
+    gpu.setCurrentIndex(gpu.findData("segment:local"))
+    settle(w)
+    assert not memory.isVisibleTo(w) and w.state.scenario.hardware.segment == "local"
+    assert w.state.scenario.hardware.memory_gib is None
+    assert {c.gpu.segment for c in w.state.estimate.candidates} == {"local"}

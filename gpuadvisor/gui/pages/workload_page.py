@@ -113,6 +113,12 @@ class WorkloadPage(QWidget):
                             "catalog, or one GPU model.")
         self.engine.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
         self.gpu.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.gpus = gpus
+        self.mac_memory = QComboBox()
+        self.mac_memory.setToolTip("The memory of your Mac: the GPU shares it with macOS, and Metal lets it use "
+                                   "about two thirds (36 GB or less) or three quarters of it by default. "
+                                   "'sudo sysctl iogpu.wired_limit_mb=<MiB>' raises the limit until the next "
+                                   "restart.")
         self.count = _combo(COUNTS, "How many GPUs work on the job. When one card is not enough, 4-8 GPUs with "
                                     "NVLink usually beat a single bigger card.")
         self.parallelism = _combo(PARALLELISMS, "How the GPUs share the work. DDP replicates everything; ZeRO and "
@@ -145,8 +151,10 @@ class WorkloadPage(QWidget):
 
         hw = QFormLayout()
         hw.addRow("GPU", self.gpu)
+        hw.addRow("Mac memory", self.mac_memory)
         hw.addRow("GPU count", self.count)
         hw.addRow("Parallelism", self.parallelism)
+        self.form_hw = hw
         hw_box = QGroupBox("GPUs")
         hw_box.setLayout(hw)
 
@@ -157,7 +165,8 @@ class WorkloadPage(QWidget):
         layout.addWidget(hint("Every change updates the results at once. Hover over a field for what it changes."))
         layout.addStretch(1)
 
-        for w in (self.kind, self.engine, self.optimizer, self.lora_targets, self.gpu, self.count, self.parallelism):
+        for w in (self.kind, self.engine, self.optimizer, self.lora_targets, self.gpu, self.count, self.parallelism,
+                  self.mac_memory):
             w.currentIndexChanged.connect(self._on_input_changed)
         for w in (self.batch, self.seq_len, self.prompt, self.output, self.lora_rank):
             w.valueChanged.connect(self._on_input_changed)
@@ -195,6 +204,7 @@ class WorkloadPage(QWidget):
                 _select(self.lora_targets, "custom")
                 self.custom_targets.setText(", ".join(t.strip() for t in targets.split(",")))
             _select(self.gpu, hw.gpu or (f"segment:{hw.segment}" if hw.segment else ""))
+            self._fill_mac_memory(hw.memory_gib)
             _select(self.count, hw.gpu_count or 0)
             _select(self.parallelism, hw.parallelism or "")
         finally:
@@ -206,6 +216,7 @@ class WorkloadPage(QWidget):
 
         A chosen GPU that is no longer in the catalog stays listed as such, so the scenario is not
         changed behind the user's back (the core then says that the GPU is unknown)."""
+        self.gpus = gpus
         current = self.gpu.currentData()
         current = SEGMENT_DATA_CENTRE if current is None else current
         self.gpu.blockSignals(True)
@@ -221,6 +232,26 @@ class WorkloadPage(QWidget):
             self.gpu.addItem(f"{current} (not in the catalog)", current)
         _select(self.gpu, current)
         self.gpu.blockSignals(False)
+
+    def _chosen_mac(self):
+        """The chosen GPU when it is Apple silicon (its memory is picked here), else None."""
+        gpu_id = self.gpu.currentData() or ""
+        if gpu_id.startswith("segment:") or not gpu_id or gpu_id not in self.gpus.gpus:
+            return None
+        spec = self.gpus.gpus[gpu_id]
+        return spec if spec.unified_memory and spec.memory_options_gib else None
+
+    def _fill_mac_memory(self, memory_gib: float | None) -> None:
+        """The memory sizes the chosen Mac ships with, each with what its GPU may use."""
+        mac = self._chosen_mac()
+        self.mac_memory.blockSignals(True)
+        self.mac_memory.clear()
+        if mac is not None:
+            for size in mac.memory_options_gib:
+                self.mac_memory.addItem(f"{size:g} GB (GPU may use {mac.capacity_gib(size):.1f} GiB)", size)
+            _select(self.mac_memory, memory_gib if memory_gib is not None else mac.memory_gb)
+        self.mac_memory.blockSignals(False)
+        self.form_hw.setRowVisible(self.mac_memory, mac is not None)
 
     def _fill_engines(self, kind: str, current: str | None) -> None:
         wanted = "inference" if kind == "inference" else "training"
@@ -261,6 +292,8 @@ class WorkloadPage(QWidget):
             return
         if self.sender() is self.kind:
             self._fill_engines(self.kind.currentData(), None)
+        if self.sender() is self.gpu:
+            self._fill_mac_memory(None)
         self._update_visibility()
         self.edited.emit()
 
@@ -305,6 +338,10 @@ class WorkloadPage(QWidget):
         choice = self.gpu.currentData() or ""
         segment = choice.removeprefix("segment:") if choice.startswith("segment:") else None
         gpu = None if segment or not choice else choice
+        if self._chosen_mac() is not None:
+            memory = self.mac_memory.currentData()
+        else:  # a memory size set in the scenario file for this GPU (a MIG slice, say) stays
+            memory = scenario.hardware.memory_gib if gpu and gpu == scenario.hardware.gpu else None
         hardware = replace(scenario.hardware, gpu=gpu, segment=segment, gpu_count=self.count.currentData() or None,
-                           parallelism=self.parallelism.currentData() or None)
+                           parallelism=self.parallelism.currentData() or None, memory_gib=memory)
         return replace(scenario, workload=workload, hardware=hardware)
