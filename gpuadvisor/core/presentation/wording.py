@@ -130,7 +130,9 @@ def scenario_lines(est: Estimate) -> list[tuple[str, str]]:
     if est.gpu_ids:
         gpus = f"{len(est.gpu_ids)} selected GPU type{'s' if len(est.gpu_ids) != 1 else ''}"
     else:
-        gpus = f"the whole catalog ({len(est.best_per_gpu())} GPU types)"
+        part = {"data_centre": "the data-centre GPUs of the catalog", "local": "the laptop and desktop GPUs of "
+                "the catalog"}.get(hw.segment or "", "the whole catalog")
+        gpus = f"{part} ({len(est.best_per_gpu())} GPU types)"
     counts = (f"{hw.gpu_count} GPU{'s' if hw.gpu_count != 1 else ''}" if hw.gpu_count
               else "1, 2, 4 and 8 GPUs")
     pars = hw.parallelism or "every applicable split"
