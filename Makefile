@@ -24,6 +24,7 @@ test:
 	QT_QPA_PLATFORM=offscreen $(PY) -m pytest
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/ruff check gpuadvisor tests benchmarks scripts packaging
+	$(VENV)/bin/ruff format --check gpuadvisor tests benchmarks scripts packaging
 	$(VENV)/bin/mypy
 
 validate:

@@ -14,10 +14,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from gpuadvisor.core.estimation.estimate import estimate
-from gpuadvisor.core.specs.hardware import load_gpu_catalog
 from gpuadvisor.core.estimation.memory import MemoryModel
-from gpuadvisor.core.specs.presets import load_model_catalog
 from gpuadvisor.core.formats.scenario import ModelSource, Scenario
+from gpuadvisor.core.specs.hardware import load_gpu_catalog
+from gpuadvisor.core.specs.presets import load_model_catalog
 from gpuadvisor.core.specs.workload import Workload
 
 
@@ -38,11 +38,15 @@ def main() -> None:
 
     cases = {
         "the app's default: LoRA 8B, checkpointing (most setups fit)": default_scenario(),
-        "full fine-tune 8B (memory + speed + cost, all candidates)":
-            Scenario(model=ModelSource(preset="llama-3.1-8b"), workload=Workload(kind="full_finetune", batch_size=2)),
-        "LoRA 8B": Scenario(model=ModelSource(preset="llama-3.1-8b"), workload=Workload(kind="lora", batch_size=4)),
-        "inference 70B": Scenario(model=ModelSource(preset="llama-3.1-70b"),
-                                  workload=Workload(kind="inference", batch_size=16)),
+        "full fine-tune 8B (memory + speed + cost, all candidates)": Scenario(
+            model=ModelSource(preset="llama-3.1-8b"), workload=Workload(kind="full_finetune", batch_size=2)
+        ),
+        "LoRA 8B": Scenario(
+            model=ModelSource(preset="llama-3.1-8b"), workload=Workload(kind="lora", batch_size=4)
+        ),
+        "inference 70B": Scenario(
+            model=ModelSource(preset="llama-3.1-70b"), workload=Workload(kind="inference", batch_size=16)
+        ),
     }
     print(f"{len(gpus)} GPUs, counts 1/2/4/8, every applicable parallelism")
     for name, sc in cases.items():
@@ -50,15 +54,21 @@ def main() -> None:
         med, p90 = timeit(lambda sc=sc: estimate(sc, gpus, models, with_advice=False))
         print(f"{name:58s} {len(est.candidates):4d} candidates  median {med:6.2f} ms  p90 {p90:6.2f} ms")
         med, p90 = timeit(lambda sc=sc: estimate(sc, gpus, models, speed=False))
-        print(f"{'  memory and fit only':58s} {len(est.candidates):4d} candidates  median {med:6.2f} ms  p90 {p90:6.2f} ms")
+        print(
+            f"{'  memory and fit only':58s} {len(est.candidates):4d} candidates  median {med:6.2f} ms  p90 {p90:6.2f} ms"
+        )
     sc = cases["full fine-tune 8B (memory + speed + cost, all candidates)"]
     mm = MemoryModel(models.get("llama-3.1-8b"), sc.workload)
     med, _ = timeit(lambda: mm.breakdown(8, "zero3"), repeat=2000)
     print(f"{'one memory breakdown':58s}       median {med * 1000:6.1f} us")
-    big = Scenario(model=ModelSource(preset="llama-3.1-405b"), workload=Workload(kind="full_finetune"),
-                   )
+    big = Scenario(
+        model=ModelSource(preset="llama-3.1-405b"),
+        workload=Workload(kind="full_finetune"),
+    )
     med, p90 = timeit(lambda: estimate(big, gpus, models), repeat=20)
-    print(f"{'405B full fine-tune incl. advice (nothing fits 8 GPUs)':58s}       median {med:6.2f} ms  p90 {p90:6.2f} ms")
+    print(
+        f"{'405B full fine-tune incl. advice (nothing fits 8 GPUs)':58s}       median {med:6.2f} ms  p90 {p90:6.2f} ms"
+    )
 
 
 if __name__ == "__main__":

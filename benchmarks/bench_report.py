@@ -23,10 +23,10 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from gpuadvisor.storage.user_catalog_store import load_catalogs  # noqa: E402
 from gpuadvisor.core.estimation.estimate import estimate  # noqa: E402
-from gpuadvisor.core.presentation.report import build_report  # noqa: E402
 from gpuadvisor.core.formats.scenario import load_scenario  # noqa: E402
+from gpuadvisor.core.presentation.report import build_report  # noqa: E402
+from gpuadvisor.storage.user_catalog_store import load_catalogs  # noqa: E402
 
 SCENARIO = REPO / "docs" / "examples" / "lora-llama-3.1-8b.json"
 AIM_S = 2.0
@@ -72,8 +72,10 @@ def main() -> None:
     print(f"scenario: {SCENARIO.name} ({len(gpus)} GPUs, {len(est.candidates)} candidates)")
     print(f"QApplication start                 {startup:6.3f} s")
     print(f"first export (imports, font cache)  {first:6.3f} s")
-    print(f"export_pdf, median of {args.repeat}           {export:6.3f} s   "
-          f"({stats.pages} pages, {size / 1024:,.0f} KiB; aim < {AIM_S:g} s: {'met' if export < AIM_S else 'NOT met'})")
+    print(
+        f"export_pdf, median of {args.repeat}           {export:6.3f} s   "
+        f"({stats.pages} pages, {size / 1024:,.0f} KiB; aim < {AIM_S:g} s: {'met' if export < AIM_S else 'NOT met'})"
+    )
     print(f"  build_report (pure core)          {pure * 1000:6.1f} ms")
     print(f"  chart_images (2 charts at 3x)     {charts:6.3f} s")
 

@@ -35,9 +35,11 @@ def main() -> None:
     w.resize(1600, 1000)
     w.show()
     app.processEvents()
-    for label, change in (("batch size", lambda i: w.workload_page.batch.setValue(2 + i % 6)),
-                          ("workload kind", lambda i: w.workload_page.kind.setCurrentIndex(i % 5)),
-                          ("model preset", lambda i: w.model_page.preset_list.setCurrentRow(3 + i % 8))):
+    for label, change in (
+        ("batch size", lambda i: w.workload_page.batch.setValue(2 + i % 6)),
+        ("workload kind", lambda i: w.workload_page.kind.setCurrentIndex(i % 5)),
+        ("model preset", lambda i: w.model_page.preset_list.setCurrentRow(3 + i % 8)),
+    ):
         samples, cpu, core = [], [], []
         for i in range(n):
             change(i)
@@ -47,9 +49,11 @@ def main() -> None:
             samples.append((time.perf_counter() - t0) * 1000)
             cpu.append((time.process_time() - c0) * 1000)
             core.append(w.state.last_compute_ms)
-        print(f"{label:14s}: update (estimate + redraw) median {statistics.median(samples):6.1f} ms, "
-              f"p90 {sorted(samples)[int(0.9 * n)]:6.1f} ms (CPU median {statistics.median(cpu):5.1f} ms); "
-              f"of which estimate median {statistics.median(core):5.1f} ms")
+        print(
+            f"{label:14s}: update (estimate + redraw) median {statistics.median(samples):6.1f} ms, "
+            f"p90 {sorted(samples)[int(0.9 * n)]:6.1f} ms (CPU median {statistics.median(cpu):5.1f} ms); "
+            f"of which estimate median {statistics.median(core):5.1f} ms"
+        )
     w.state.dirty = False
     w.close()
 

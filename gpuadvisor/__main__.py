@@ -19,12 +19,17 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="gpuadvisor",
         description="Open the gpuadvisor window: will a model fit on a GPU, how fast will it run and what "
-                    "will it cost, across a whole GPU catalog, offline. Without a display, the comparison "
-                    "is printed in the terminal instead.",
+        "will it cost, across a whole GPU catalog, offline. Without a display, the comparison "
+        "is printed in the terminal instead.",
         epilog="The command line, for scripts and reports: gpuadvisor-cli --help. User files live in the "
-               "platform's user folders; set GPUADVISOR_HOME to keep them all in one folder.")
-    parser.add_argument("scenario", nargs="?", metavar="SCENARIO.json",
-                        help="a scenario file to open (default: the last one opened, else the default scenario)")
+        "platform's user folders; set GPUADVISOR_HOME to keep them all in one folder.",
+    )
+    parser.add_argument(
+        "scenario",
+        nargs="?",
+        metavar="SCENARIO.json",
+        help="a scenario file to open (default: the last one opened, else the default scenario)",
+    )
     parser.add_argument("-V", "--version", action="version", version=f"gpuadvisor {__version__}")
     return parser
 
@@ -32,6 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
     from .gui.app import main as gui_main
+
     return gui_main(args.scenario)
 
 

@@ -67,12 +67,39 @@ STALE_PRICE_DAYS = 183
 # the bundled files need and the bundle lacks belongs to one of these. libc6's floor is computed
 # from the symbol versions the bundle needs.
 DEB_DEPENDS = (
-    "libstdc++6", "libgcc-s1", "libglib2.0-0", "libdbus-1-3", "libfontconfig1", "libfreetype6",
-    "libegl1", "libgl1", "libx11-6", "libx11-xcb1", "libxcb1", "libxcb-cursor0", "libxcb-glx0",
-    "libxcb-icccm4", "libxcb-image0", "libxcb-keysyms1", "libxcb-randr0", "libxcb-render0",
-    "libxcb-render-util0", "libxcb-shape0", "libxcb-shm0", "libxcb-sync1", "libxcb-util1",
-    "libxcb-xfixes0", "libxcb-xkb1", "libxkbcommon0", "libxkbcommon-x11-0",
-    "zlib1g", "libbz2-1.0", "liblzma5", "libzstd1", "libffi8", "libuuid1",
+    "libstdc++6",
+    "libgcc-s1",
+    "libglib2.0-0",
+    "libdbus-1-3",
+    "libfontconfig1",
+    "libfreetype6",
+    "libegl1",
+    "libgl1",
+    "libx11-6",
+    "libx11-xcb1",
+    "libxcb1",
+    "libxcb-cursor0",
+    "libxcb-glx0",
+    "libxcb-icccm4",
+    "libxcb-image0",
+    "libxcb-keysyms1",
+    "libxcb-randr0",
+    "libxcb-render0",
+    "libxcb-render-util0",
+    "libxcb-shape0",
+    "libxcb-shm0",
+    "libxcb-sync1",
+    "libxcb-util1",
+    "libxcb-xfixes0",
+    "libxcb-xkb1",
+    "libxkbcommon0",
+    "libxkbcommon-x11-0",
+    "zlib1g",
+    "libbz2-1.0",
+    "liblzma5",
+    "libzstd1",
+    "libffi8",
+    "libuuid1",
     # without any font Qt draws empty boxes and writes text-less PDFs, silently
     "fonts-dejavu-core | fonts-liberation2 | fonts-freefont-ttf",
 )
@@ -127,8 +154,10 @@ def ensure_pyinstaller() -> None:
     try:
         import PyInstaller  # noqa: F401
     except ImportError:
-        raise SystemExit("error: PyInstaller is not installed in this Python; run `make dist`, or "
-                         f"`{sys.executable} -m pip install -e '.[packaging]'`") from None
+        raise SystemExit(
+            "error: PyInstaller is not installed in this Python; run `make dist`, or "
+            f"`{sys.executable} -m pip install -e '.[packaging]'`"
+        ) from None
 
 
 def make_icons(out: Path) -> None:
@@ -138,8 +167,19 @@ def make_icons(out: Path) -> None:
 
 def run_pyinstaller(dist: Path, work: Path, icons: Path) -> Path:
     env = dict(os.environ, GPUADVISOR_ICON_DIR=str(icons))
-    cmd = [sys.executable, "-m", "PyInstaller", "--noconfirm", "--log-level", "WARN",
-           "--distpath", str(dist), "--workpath", str(work / "pyinstaller"), str(HERE / "gpuadvisor.spec")]
+    cmd = [
+        sys.executable,
+        "-m",
+        "PyInstaller",
+        "--noconfirm",
+        "--log-level",
+        "WARN",
+        "--distpath",
+        str(dist),
+        "--workpath",
+        str(work / "pyinstaller"),
+        str(HERE / "gpuadvisor.spec"),
+    ]
     subprocess.run(cmd, check=True, env=env, cwd=ROOT)
     folder = dist / APP
     cli = folder / "gpuadvisor-cli"
@@ -162,7 +202,12 @@ def drop_build_runpaths(folder: Path) -> int:
     elfdeps = _load_sibling("elfdeps")
     changed = 0
     for path in folder.rglob("*"):
-        if path.is_file() and not path.is_symlink() and elfdeps.is_elf(path) and elfdeps.drop_build_runpaths(path):
+        if (
+            path.is_file()
+            and not path.is_symlink()
+            and elfdeps.is_elf(path)
+            and elfdeps.drop_build_runpaths(path)
+        ):
             changed += 1
     return changed
 
@@ -211,7 +256,9 @@ def finish_folder(folder: Path, icons: Path) -> None:
         install_share(folder / "share", icons)
         _normalise_modes(folder)
     notices = _load_sibling("notices")
-    (folder / "THIRD-PARTY-NOTICES").write_text(notices.notices_text(folder, read_version()), encoding="utf-8")
+    (folder / "THIRD-PARTY-NOTICES").write_text(
+        notices.notices_text(folder, read_version()), encoding="utf-8"
+    )
 
 
 def stale_prices(today: datetime.date, catalog: Path = ROOT / "catalogs" / "gpus.csv") -> list[str]:
@@ -231,8 +278,10 @@ def stale_prices(today: datetime.date, catalog: Path = ROOT / "catalogs" / "gpus
 
 def _gzip(data: bytes, target: Path) -> None:
     """Reproducible gzip -9n: no name, no time stamp."""
-    with open(target, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=9, mtime=0,
-                                                  filename="") as gz:
+    with (
+        open(target, "wb") as raw,
+        gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=9, mtime=0, filename="") as gz,
+    ):
         gz.write(data)
 
 
@@ -252,8 +301,12 @@ def make_tarball(folder: Path, out: Path, top: str) -> Path:
     with tarfile.open(tmp, "w:gz", compresslevel=6) as tar:
         tar.add(folder, arcname=top, recursive=False, filter=_tar_filter)
         for path in sorted(folder.rglob("*")):
-            tar.add(path, arcname=f"{top}/{path.relative_to(folder).as_posix()}", recursive=False,
-                    filter=_tar_filter)
+            tar.add(
+                path,
+                arcname=f"{top}/{path.relative_to(folder).as_posix()}",
+                recursive=False,
+                filter=_tar_filter,
+            )
     tmp.replace(out)
     return out
 
@@ -268,7 +321,7 @@ def glibc_floor(folder: Path) -> str:
         if path.is_symlink() or not path.is_file() or not elfdeps.is_elf(path):
             continue
         info = elfdeps.read_elf(path)
-        for versions in (info.version_needs.values() if info else ()):
+        for versions in info.version_needs.values() if info else ():
             for v in versions:
                 m = re.fullmatch(r"GLIBC_(\d+)\.(\d+)(?:\.\d+)?", v)
                 if m:
@@ -295,8 +348,10 @@ def _changelog(version: str) -> str:
     text = (HERE / "debian-changelog").read_text(encoding="utf-8")
     m = re.match(rf"{APP} \(([^)]+)\)", text)
     if not m or m[1] != version:
-        raise SystemExit(f"error: packaging/debian-changelog starts with version {m[1] if m else '?'}, the package "
-                         f"is {version}: add an entry for this release at its top")
+        raise SystemExit(
+            f"error: packaging/debian-changelog starts with version {m[1] if m else '?'}, the package "
+            f"is {version}: add an entry for this release at its top"
+        )
     return text
 
 
@@ -313,8 +368,12 @@ def make_deb(folder: Path, out_dir: Path, version: str, icons: Path, work: Path,
     lib = stage / INSTALL_DIR
     # share/ and the README go to /usr/share; LICENSE and the notices stay next to the executables,
     # where Help > About reads them
-    shutil.copytree(folder, lib, symlinks=True, ignore=lambda d, names: ["share", "README.md"]
-                    if Path(d) == folder else [])
+    shutil.copytree(
+        folder,
+        lib,
+        symlinks=True,
+        ignore=lambda d, names: ["share", "README.md"] if Path(d) == folder else [],
+    )
     (stage / "usr" / "bin").mkdir(parents=True)
     for name in EXECUTABLES:  # the bootloader resolves its own path, so a symlink is enough
         (stage / "usr" / "bin" / name).symlink_to(f"../lib/{APP}/{name}")
@@ -324,7 +383,9 @@ def make_deb(folder: Path, out_dir: Path, version: str, icons: Path, work: Path,
     doc.mkdir(parents=True)
     shutil.copy(HERE / "README.user.md", doc / "README.md")
     notices = _load_sibling("notices")
-    (doc / "copyright").write_text(notices.dep5_copyright_text(folder, version, INSTALL_DIR), encoding="utf-8")
+    (doc / "copyright").write_text(
+        notices.dep5_copyright_text(folder, version, INSTALL_DIR), encoding="utf-8"
+    )
     _gzip(_changelog(dversion).encode("utf-8"), doc / "changelog.Debian.gz")
     _gzip((folder / "THIRD-PARTY-NOTICES").read_bytes(), doc / "THIRD-PARTY-NOTICES.gz")
     man = share / "man" / "man1"
@@ -351,13 +412,18 @@ def make_deb(folder: Path, out_dir: Path, version: str, icons: Path, work: Path,
         f"Depends: {depends}\n"
         "Section: science\n"
         "Priority: optional\n"
-        f"Description: {SUMMARY}\n{description}\n", encoding="utf-8")
+        f"Description: {SUMMARY}\n{description}\n",
+        encoding="utf-8",
+    )
     control.parent.chmod(0o755)
     control.chmod(0o644)
     out = out_dir / f"{APP}_{dversion}_{arch}.deb"
     level = {"zstd": "9", "xz": "6", "gzip": "6"}[compression]
-    subprocess.run(["dpkg-deb", f"-Z{compression}", f"-z{level}", "--root-owner-group", "--build", str(stage),
-                    str(out)], check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(
+        ["dpkg-deb", f"-Z{compression}", f"-z{level}", "--root-owner-group", "--build", str(stage), str(out)],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
     shutil.rmtree(stage)
     return out
 
@@ -368,9 +434,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--work", type=Path, default=ROOT / "build", help="work folder (default build/)")
     parser.add_argument("--no-tar", action="store_true", help="do not make the .tar.gz")
     parser.add_argument("--no-deb", action="store_true", help="do not make the .deb")
-    parser.add_argument("--deb-compression", choices=("zstd", "xz", "gzip"), default="xz",
-                        help="xz (default; the only choice lintian on Debian 12 accepts besides gzip); "
-                             "zstd: faster and larger, unpacks on Debian 12+ and Ubuntu 22.04+")
+    parser.add_argument(
+        "--deb-compression",
+        choices=("zstd", "xz", "gzip"),
+        default="xz",
+        help="xz (default; the only choice lintian on Debian 12 accepts besides gzip); "
+        "zstd: faster and larger, unpacks on Debian 12+ and Ubuntu 22.04+",
+    )
     args = parser.parse_args(argv)
     ensure_pyinstaller()
     dist, work = args.dist.resolve(), args.work.resolve()
@@ -399,8 +469,10 @@ def main(argv: list[str] | None = None) -> int:
         log("the .tar.gz and .deb are Linux-only; see docs/packaging.md for Windows and macOS installers")
     stale = stale_prices(datetime.date.today())
     if stale:
-        log(f"warning: {len(stale)} GPU prices in catalogs/gpus.csv are older than six months: "
-            f"{', '.join(stale)}; refresh them (docs/catalog.md, 'Prices')")
+        log(
+            f"warning: {len(stale)} GPU prices in catalogs/gpus.csv are older than six months: "
+            f"{', '.join(stale)}; refresh them (docs/catalog.md, 'Prices')"
+        )
     log(f"done in {time.perf_counter() - t0:.0f} s")
     return 0
 

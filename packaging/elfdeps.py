@@ -60,7 +60,7 @@ def is_elf(path: str | os.PathLike[str]) -> bool:
 
 def _cstr(blob: bytes, offset: int) -> str:
     end = blob.find(b"\0", offset)
-    return blob[offset:end if end >= 0 else len(blob)].decode("utf-8", "replace")
+    return blob[offset : end if end >= 0 else len(blob)].decode("utf-8", "replace")
 
 
 def read_elf(path: str | os.PathLike[str]) -> ElfInfo | None:
@@ -76,7 +76,7 @@ def read_elf(path: str | os.PathLike[str]) -> ElfInfo | None:
     # e_ident: magic, class 2 (64-bit), data 1 (little-endian)
     if len(data) < 64 or data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1:
         return None
-    shoff, = struct.unpack_from("<Q", data, 0x28)
+    (shoff,) = struct.unpack_from("<Q", data, 0x28)
     shentsize, shnum = struct.unpack_from("<HH", data, 0x3A)
     if shoff == 0 or shnum == 0 or shentsize < _SHDR.size or shoff + shnum * shentsize > len(data):
         return None
@@ -84,7 +84,7 @@ def read_elf(path: str | os.PathLike[str]) -> ElfInfo | None:
 
     def section_bytes(index: int) -> bytes:
         sh = sections[index]
-        return data[sh[4]:sh[4] + sh[5]]
+        return data[sh[4] : sh[4] + sh[5]]
 
     needed: list[str] = []
     runpaths: list[str] = []
@@ -133,7 +133,7 @@ def drop_build_runpaths(path: str | os.PathLike[str]) -> tuple[str, ...]:
         data = bytearray(fh.read())
     if len(data) < 64 or data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1:
         return ()
-    shoff, = struct.unpack_from("<Q", data, 0x28)
+    (shoff,) = struct.unpack_from("<Q", data, 0x28)
     shentsize, shnum = struct.unpack_from("<HH", data, 0x3A)
     if shoff == 0 or shnum == 0 or shoff + shnum * shentsize > len(data):
         return ()
@@ -144,7 +144,9 @@ def drop_build_runpaths(path: str | os.PathLike[str]) -> tuple[str, ...]:
             continue
         str_off = sections[sh[6]][4]
         start, size = sh[4], sh[5]
-        entries = [_DYN.unpack_from(data, off) for off in range(start, start + size - _DYN.size + 1, _DYN.size)]
+        entries = [
+            _DYN.unpack_from(data, off) for off in range(start, start + size - _DYN.size + 1, _DYN.size)
+        ]
         kept = []
         for tag, val in entries:
             if tag in (DT_RPATH, DT_RUNPATH):
@@ -157,7 +159,7 @@ def drop_build_runpaths(path: str | os.PathLike[str]) -> tuple[str, ...]:
                 if len(keep) < len(parts):
                     new = ":".join(keep).encode()
                     pos = str_off + val
-                    data[pos:pos + len(text.encode())] = new + b"\0" * (len(text.encode()) - len(new))
+                    data[pos : pos + len(text.encode())] = new + b"\0" * (len(text.encode()) - len(new))
             kept.append((tag, val))
             if tag == 0:
                 break

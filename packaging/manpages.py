@@ -21,9 +21,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 ENVIRONMENT = (
-    ("GPUADVISOR_HOME", "Keep every user file (settings, log, catalog edits, measurements) in this folder "
-                        "instead of the platform's user folders (portable mode)."),
-    ("QT_QPA_PLATFORM", "The Qt platform plugin: xcb (X11, the default), wayland, or offscreen (no display)."),
+    (
+        "GPUADVISOR_HOME",
+        "Keep every user file (settings, log, catalog edits, measurements) in this folder "
+        "instead of the platform's user folders (portable mode).",
+    ),
+    (
+        "QT_QPA_PLATFORM",
+        "The Qt platform plugin: xcb (X11, the default), wayland, or offscreen (no display).",
+    ),
 )
 FILES = (
     ("~/.config/gpuadvisor/", "settings, catalog edits and measurements"),
@@ -46,8 +52,11 @@ def _option_lines(parser: argparse.ArgumentParser) -> list[str]:
         if action.option_strings:
             metavar = ""
             if action.nargs != 0:
-                metavar = " " + (action.metavar or action.dest.upper()) if not action.choices else \
-                    " {" + ",".join(str(c) for c in action.choices) + "}"
+                metavar = (
+                    " " + (action.metavar or action.dest.upper())
+                    if not action.choices
+                    else " {" + ",".join(str(c) for c in action.choices) + "}"
+                )
             label = ", ".join(f"\\fB{esc(o)}\\fR{esc(metavar)}" for o in action.option_strings)
         else:
             label = f"\\fI{esc(action.metavar or action.dest)}\\fR"
@@ -64,13 +73,21 @@ def _subcommands(parser: argparse.ArgumentParser):
                 yield name, helps.get(name, ""), sub
 
 
-def page(parser: argparse.ArgumentParser, name: str, summary: str, see_also: str, date: str,
-         version: str) -> str:
+def page(
+    parser: argparse.ArgumentParser, name: str, summary: str, see_also: str, date: str, version: str
+) -> str:
     """A whole man(7) page for ``parser``."""
-    out = [f'.TH {esc(name.upper())} 1 "{date}" "gpuadvisor {version}" "User Commands"',
-           ".SH NAME", f"{esc(name)} \\- {esc(summary)}",
-           ".SH SYNOPSIS", ".nf", esc(parser.format_usage().replace("usage: ", "").strip()), ".fi",
-           ".SH DESCRIPTION", esc(parser.description or summary)]
+    out = [
+        f'.TH {esc(name.upper())} 1 "{date}" "gpuadvisor {version}" "User Commands"',
+        ".SH NAME",
+        f"{esc(name)} \\- {esc(summary)}",
+        ".SH SYNOPSIS",
+        ".nf",
+        esc(parser.format_usage().replace("usage: ", "").strip()),
+        ".fi",
+        ".SH DESCRIPTION",
+        esc(parser.description or summary),
+    ]
     options = _option_lines(parser)
     if options:
         out += [".SH OPTIONS", *options]
@@ -78,12 +95,24 @@ def page(parser: argparse.ArgumentParser, name: str, summary: str, see_also: str
     if subs:
         out.append(".SH COMMANDS")
         for sub_name, sub_help, sub in subs:
-            out += [".SS " + esc(f"{name} {sub_name}"), esc(sub_help or sub.description or ""),
-                    ".PP", ".nf", esc(sub.format_usage().replace("usage: ", "").strip()), ".fi"]
+            out += [
+                ".SS " + esc(f"{name} {sub_name}"),
+                esc(sub_help or sub.description or ""),
+                ".PP",
+                ".nf",
+                esc(sub.format_usage().replace("usage: ", "").strip()),
+                ".fi",
+            ]
             nested = list(_subcommands(sub))
             for nested_name, nested_help, nested_parser in nested:
-                out += [".TP", f"\\fB{esc(nested_name)}\\fR", esc(nested_help or ""), ".nf",
-                        esc(nested_parser.format_usage().replace("usage: ", "").strip()), ".fi"]
+                out += [
+                    ".TP",
+                    f"\\fB{esc(nested_name)}\\fR",
+                    esc(nested_help or ""),
+                    ".nf",
+                    esc(nested_parser.format_usage().replace("usage: ", "").strip()),
+                    ".fi",
+                ]
                 out += _option_lines(nested_parser)
             if not nested:
                 out += _option_lines(sub)
@@ -106,15 +135,29 @@ def write_pages(out_dir: Path) -> list[Path]:
     from gpuadvisor.cli import build_parser as cli_parser
 
     # SOURCE_DATE_EPOCH keeps the pages reproducible (the date printed in their footer).
-    date = datetime.datetime.fromtimestamp(int(os.environ.get("SOURCE_DATE_EPOCH", "0")) or
-                                           datetime.datetime.now().timestamp(), datetime.timezone.utc)
+    date = datetime.datetime.fromtimestamp(
+        int(os.environ.get("SOURCE_DATE_EPOCH", "0")) or datetime.datetime.now().timestamp(),
+        datetime.UTC,
+    )
     day = date.strftime("%Y-%m-%d")
     out_dir.mkdir(parents=True, exist_ok=True)
     pages = {
-        "gpuadvisor": page(window_parser(), "gpuadvisor", "will a model fit on a GPU, how fast, at what cost "
-                           "(desktop window)", "\\fBgpuadvisor\\-cli\\fR(1)", day, __version__),
-        "gpuadvisor-cli": page(cli_parser(), "gpuadvisor-cli", "GPU sizing for AI workloads from the command line",
-                               "\\fBgpuadvisor\\fR(1)", day, __version__),
+        "gpuadvisor": page(
+            window_parser(),
+            "gpuadvisor",
+            "will a model fit on a GPU, how fast, at what cost (desktop window)",
+            "\\fBgpuadvisor\\-cli\\fR(1)",
+            day,
+            __version__,
+        ),
+        "gpuadvisor-cli": page(
+            cli_parser(),
+            "gpuadvisor-cli",
+            "GPU sizing for AI workloads from the command line",
+            "\\fBgpuadvisor\\fR(1)",
+            day,
+            __version__,
+        ),
     }
     written = []
     for name, text in pages.items():

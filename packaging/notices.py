@@ -41,9 +41,16 @@ LICENSE_FILE_NAME = re.compile(r"(LICEN[CS]E|COPYING|NOTICE|AUTHORS)", re.IGNORE
 #: the bundle's own files: PyInstaller's bootloader and our executables
 OWN = re.compile(r"^(gpuadvisor|gpuadvisor-cli)$")
 #: Debian names of the SPDX identifiers that appear in the metadata (DEP-5 short names)
-DEBIAN_NAMES = {"MIT": "Expat", "BSD-3-Clause": "BSD-3-clause", "BSD-2-Clause": "BSD-2-clause",
-                "Apache-2.0": "Apache-2.0", "PSF-2.0": "PSF-2.0", "LGPL-3.0-only": "LGPL-3",
-                "GPL-3.0-only": "GPL-3", "BSD License": "BSD-3-clause"}
+DEBIAN_NAMES = {
+    "MIT": "Expat",
+    "BSD-3-Clause": "BSD-3-clause",
+    "BSD-2-Clause": "BSD-2-clause",
+    "Apache-2.0": "Apache-2.0",
+    "PSF-2.0": "PSF-2.0",
+    "LGPL-3.0-only": "LGPL-3",
+    "GPL-3.0-only": "GPL-3",
+    "BSD License": "BSD-3-clause",
+}
 COMMON = {"Apache-2.0": "Apache-2.0", "LGPL-3": "LGPL-3", "GPL-3": "GPL-3"}
 RULE = "=" * 100
 
@@ -92,7 +99,9 @@ def _read(path: Path) -> str:
 def common_license(name: str) -> str:
     path = COMMON_LICENSES / name
     if not path.exists():
-        raise SystemExit(f"error: {path} is missing (Debian's base-files provides it); cannot write the notices")
+        raise SystemExit(
+            f"error: {path} is missing (Debian's base-files provides it); cannot write the notices"
+        )
     return _read(path)
 
 
@@ -101,12 +110,17 @@ def _copyright_lines(texts: list[tuple[str, str]]) -> list[str]:
     for _label, text in texts:
         for line in text.splitlines():
             line = line.strip()
-            if re.match(r"^(Copyright|\(c\)|©)", line, re.IGNORECASE) and len(line) < 160 and line not in found:
+            if (
+                re.match(r"^(Copyright|\(c\)|©)", line, re.IGNORECASE)
+                and len(line) < 160
+                and line not in found
+            ):
                 found.append(line)
     return found[:12]
 
 
 # --- Python distributions -----------------------------------------------------------------------
+
 
 def runtime_closure(root: str = APP) -> list[metadata.Distribution]:
     """``root``'s installed runtime dependencies, recursively (no extras), sorted by name."""
@@ -145,7 +159,9 @@ def distribution_license(dist: metadata.Distribution) -> str:
     meta = dist.metadata
     if meta.get("License-Expression"):
         return meta["License-Expression"]
-    classifiers = [c.split(" :: ")[-1] for c in meta.get_all("Classifier") or () if c.startswith("License ::")]
+    classifiers = [
+        c.split(" :: ")[-1] for c in meta.get_all("Classifier") or () if c.startswith("License ::")
+    ]
     if classifiers:
         return " AND ".join(classifiers)
     return (meta.get("License") or "see the license text").strip().splitlines()[0]
@@ -188,8 +204,17 @@ def python_components(folder: Path) -> list[Component]:
             continue  # the Qt section covers them
         if not globs and not _in_archive(folder, top_levels(dist)):
             continue  # a dependency the app never imports, so PyInstaller left it out
-        out.append(Component(f"{name} (Python package)", dist.version, distribution_license(dist),
-                             "PyPI wheel", globs, texts, _copyright_lines(texts)))
+        out.append(
+            Component(
+                f"{name} (Python package)",
+                dist.version,
+                distribution_license(dist),
+                "PyPI wheel",
+                globs,
+                texts,
+                _copyright_lines(texts),
+            )
+        )
     return out
 
 
@@ -226,15 +251,22 @@ def python_runtime(folder: Path) -> Component:
         pkg = f"python{sys.version_info.major}.{sys.version_info.minor}"
         doc = Path("/usr/share/doc") / pkg / "copyright"
         if not doc.exists():
-            raise SystemExit("error: cannot find the Python license (LICENSE.txt or " f"{doc})")
+            raise SystemExit(f"error: cannot find the Python license (LICENSE.txt or {doc})")
         text = _read(doc)
     texts = [("LICENSE.txt", text)]
-    return Component("Python", version, "PSF-2.0", f"CPython {version}, the build's Python",
-                     ["_internal/libpython*", "_internal/base_library.zip", "_internal/python3*/lib-dynload/*"],
-                     texts, ["Copyright (c) 2001 Python Software Foundation; All Rights Reserved"])
+    return Component(
+        "Python",
+        version,
+        "PSF-2.0",
+        f"CPython {version}, the build's Python",
+        ["_internal/libpython*", "_internal/base_library.zip", "_internal/python3*/lib-dynload/*"],
+        texts,
+        ["Copyright (c) 2001 Python Software Foundation; All Rights Reserved"],
+    )
 
 
 # --- shared libraries copied from the system ----------------------------------------------------
+
 
 def _ldconfig() -> dict[str, str]:
     try:
@@ -251,9 +283,15 @@ def _ldconfig() -> dict[str, str]:
 
 def debian_package(path: str) -> str | None:
     for candidate in (path, str(Path(path).resolve())):
-        for variant in (candidate, candidate.replace("/usr/lib/", "/lib/", 1), candidate.replace("/lib/", "/usr/lib/", 1)):
+        for variant in (
+            candidate,
+            candidate.replace("/usr/lib/", "/lib/", 1),
+            candidate.replace("/lib/", "/usr/lib/", 1),
+        ):
             try:
-                out = subprocess.run(["dpkg", "-S", variant], capture_output=True, text=True, check=True).stdout
+                out = subprocess.run(
+                    ["dpkg", "-S", variant], capture_output=True, text=True, check=True
+                ).stdout
             except (OSError, subprocess.CalledProcessError):
                 continue
             return out.split(":", 1)[0].strip()
@@ -262,8 +300,9 @@ def debian_package(path: str) -> str | None:
 
 def package_version(pkg: str) -> str:
     try:
-        return subprocess.run(["dpkg-query", "-W", "-f=${Version}", pkg], capture_output=True, text=True,
-                              check=True).stdout.strip()
+        return subprocess.run(
+            ["dpkg-query", "-W", "-f=${Version}", pkg], capture_output=True, text=True, check=True
+        ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
 
@@ -271,8 +310,11 @@ def package_version(pkg: str) -> str:
 def library_components(folder: Path, covered: list[str]) -> list[Component]:
     """The bundle's shared libraries that no Python distribution or Python itself provides."""
     internal = folder / "_internal"
-    libs = sorted(p for p in internal.iterdir() if re.search(r"\.so(\.\d+)*$", p.name) and not p.is_symlink()
-                  and not p.name.startswith("libpython"))
+    libs = sorted(
+        p
+        for p in internal.iterdir()
+        if re.search(r"\.so(\.\d+)*$", p.name) and not p.is_symlink() and not p.name.startswith("libpython")
+    )
     covered_names = {Path(g).parts[1] for g in covered if len(Path(g).parts) > 1}
     index = _ldconfig()
     by_pkg: dict[str, Component] = {}
@@ -290,8 +332,15 @@ def library_components(folder: Path, covered: list[str]) -> list[Component]:
             texts = [(f"/usr/share/doc/{pkg}/copyright", _read(doc))] if doc.exists() else []
             if not texts:
                 raise SystemExit(f"error: {doc} is missing; cannot state the license of {lib.name}")
-            by_pkg[pkg] = Component(f"{pkg} (Debian package)", package_version(pkg), dep5_license(texts[0][1]),
-                                    f"Debian package {pkg}", [], texts, dep5_copyright(texts[0][1]))
+            by_pkg[pkg] = Component(
+                f"{pkg} (Debian package)",
+                package_version(pkg),
+                dep5_license(texts[0][1]),
+                f"Debian package {pkg}",
+                [],
+                texts,
+                dep5_copyright(texts[0][1]),
+            )
         by_pkg[pkg].files.append(f"_internal/{lib.name}*")
     if missing:
         raise SystemExit(f"error: no Debian package found for bundled libraries: {', '.join(missing)}")
@@ -343,39 +392,72 @@ def icu_component(folder: Path) -> Component | None:
     version = libs[0].name.split(".so.")[-1]
     texts = []
     for doc in sorted(Path("/usr/share/doc").glob("libicu[0-9]*/copyright")):
-        texts.append((f"the ICU license as Debian's {doc.parent.name} states it (same license for ICU {version})",
-                      _read(doc)))
+        texts.append(
+            (
+                f"the ICU license as Debian's {doc.parent.name} states it (same license for ICU {version})",
+                _read(doc),
+            )
+        )
         break
     if not texts:
-        texts.append(("ICU license", "ICU is licensed under the Unicode License (Unicode-DFS-2016 and ICU "
-                      "license); the text: https://github.com/unicode-org/icu/blob/release-"
-                      f"{version}-1/LICENSE\n"))
-    return Component("ICU (International Components for Unicode), loaded by Qt", version,
-                     "Unicode-DFS-2016 AND ICU", "bundled in the PySide6-Essentials wheel",
-                     ["_internal/PySide6/Qt/lib/libicu*"], texts,
-                     ["Copyright (C) 2016 and later: Unicode, Inc. and others."])
+        texts.append(
+            (
+                "ICU license",
+                "ICU is licensed under the Unicode License (Unicode-DFS-2016 and ICU "
+                "license); the text: https://github.com/unicode-org/icu/blob/release-"
+                f"{version}-1/LICENSE\n",
+            )
+        )
+    return Component(
+        "ICU (International Components for Unicode), loaded by Qt",
+        version,
+        "Unicode-DFS-2016 AND ICU",
+        "bundled in the PySide6-Essentials wheel",
+        ["_internal/PySide6/Qt/lib/libicu*"],
+        texts,
+        ["Copyright (C) 2016 and later: Unicode, Inc. and others."],
+    )
 
 
 # --- Qt ------------------------------------------------------------------------------------------
+
 
 def qt_component(folder: Path) -> Component:
     pyside = metadata.version("PySide6-Essentials")
     qt = pyside  # PySide6 x.y.z wraps Qt x.y.z
     qt_series = ".".join(qt.split(".")[:2])
     lib_dir = "_internal/PySide6/Qt/lib"
-    notice = QT_NOTICE.format(qt=qt, pyside=pyside, qt_series=qt_series, lib_dir=lib_dir,
-                              bind_dir="_internal/PySide6 and _internal/shiboken6",
-                              plugin_dir="_internal/PySide6/Qt/plugins")
-    return Component("Qt and Qt for Python (PySide6, shiboken6)", pyside, "LGPL-3.0-only",
-                     "PyPI wheels PySide6-Essentials and shiboken6",
-                     ["_internal/PySide6/*", "_internal/shiboken6/*", "_internal/libQt6*",
-                      "_internal/libpyside6*", "_internal/libshiboken6*"],
-                     [("notice", notice + "\n"), ("GNU Lesser General Public License version 3", common_license("LGPL-3")),
-                      ("GNU General Public License version 3", common_license("GPL-3"))],
-                     ["Copyright (C) The Qt Company Ltd. and other contributors."])
+    notice = QT_NOTICE.format(
+        qt=qt,
+        pyside=pyside,
+        qt_series=qt_series,
+        lib_dir=lib_dir,
+        bind_dir="_internal/PySide6 and _internal/shiboken6",
+        plugin_dir="_internal/PySide6/Qt/plugins",
+    )
+    return Component(
+        "Qt and Qt for Python (PySide6, shiboken6)",
+        pyside,
+        "LGPL-3.0-only",
+        "PyPI wheels PySide6-Essentials and shiboken6",
+        [
+            "_internal/PySide6/*",
+            "_internal/shiboken6/*",
+            "_internal/libQt6*",
+            "_internal/libpyside6*",
+            "_internal/libshiboken6*",
+        ],
+        [
+            ("notice", notice + "\n"),
+            ("GNU Lesser General Public License version 3", common_license("LGPL-3")),
+            ("GNU General Public License version 3", common_license("GPL-3")),
+        ],
+        ["Copyright (C) The Qt Company Ltd. and other contributors."],
+    )
 
 
 # --- output --------------------------------------------------------------------------------------
+
 
 def components(folder: Path) -> list[Component]:
     found = [qt_component(folder)]
@@ -391,24 +473,39 @@ def components(folder: Path) -> list[Component]:
 
 def notices_text(folder: Path, version: str) -> str:
     comps = components(folder)
-    out = [f"gpuadvisor {version}: third-party notices",
-           "",
-           "gpuadvisor itself is distributed under the MIT License (the file LICENSE next to this one).",
-           "This standalone build also contains the following works, each under its own license. The",
-           "list was generated from the build's Python packages (their metadata and license files) and",
-           "the Debian packages its shared libraries were copied from.",
-           "",
-           "Contents:"]
+    out = [
+        f"gpuadvisor {version}: third-party notices",
+        "",
+        "gpuadvisor itself is distributed under the MIT License (the file LICENSE next to this one).",
+        "This standalone build also contains the following works, each under its own license. The",
+        "list was generated from the build's Python packages (their metadata and license files) and",
+        "the Debian packages its shared libraries were copied from.",
+        "",
+        "Contents:",
+    ]
     out += [f"  - {c.title} {c.version}: {c.license}" for c in comps]
     for c in comps:
-        out += ["", RULE, f"{c.title} {c.version}", f"License: {c.license}", f"Origin: {c.origin}",
-                f"In this bundle: {', '.join(c.files)}"]
+        out += [
+            "",
+            RULE,
+            f"{c.title} {c.version}",
+            f"License: {c.license}",
+            f"Origin: {c.origin}",
+            f"In this bundle: {', '.join(c.files)}",
+        ]
         for label, text in c.texts:
             out += ["", f"--- {label} ---", "", text.rstrip()]
-    shipped = sorted(p for p in (folder / "_internal").rglob("*")
-                     if p.is_file() and LICENSE_FILE_NAME.search(p.name) and p.suffix in ("", ".txt", ".md"))
+    shipped = sorted(
+        p
+        for p in (folder / "_internal").rglob("*")
+        if p.is_file() and LICENSE_FILE_NAME.search(p.name) and p.suffix in ("", ".txt", ".md")
+    )
     if shipped:
-        out += ["", RULE, "License files shipped inside the bundle's packages (also in place, next to what they cover)"]
+        out += [
+            "",
+            RULE,
+            "License files shipped inside the bundle's packages (also in place, next to what they cover)",
+        ]
         for path in shipped:
             out += ["", f"--- {path.relative_to(folder).as_posix()} ---", "", _read(path).rstrip()]
     return "\n".join(out) + "\n"
@@ -432,8 +529,10 @@ def _without_gpl3_text(text: str) -> str:
     end = text.find(GPL3_END, m.start()) if m else -1
     if not m or end < 0:
         return text
-    return (text[:m.start()] + "The GNU General Public License version 3: on Debian systems, its complete "
-            "text is in /usr/share/common-licenses/GPL-3.\n" + text[end + len(GPL3_END):])
+    return (
+        text[: m.start()] + "The GNU General Public License version 3: on Debian systems, its complete "
+        "text is in /usr/share/common-licenses/GPL-3.\n" + text[end + len(GPL3_END) :]
+    )
 
 
 APACHE_START = re.compile(r"^\s*Apache License\s*\n\s*Version 2\.0, January 2004", re.MULTILINE)
@@ -448,9 +547,15 @@ def _without_apache_text(text: str) -> str:
     if end_terms < 0:
         return text
     tail = text.find("limitations under the License.", end_terms)
-    end = tail + len("limitations under the License.") if tail >= 0 else end_terms + len("END OF TERMS AND CONDITIONS")
-    return (text[:m.start()] + "The Apache License, Version 2.0: on Debian systems, its complete text is in "
-            "/usr/share/common-licenses/Apache-2.0.\n" + text[end:])
+    end = (
+        tail + len("limitations under the License.")
+        if tail >= 0
+        else end_terms + len("END OF TERMS AND CONDITIONS")
+    )
+    return (
+        text[: m.start()] + "The Apache License, Version 2.0: on Debian systems, its complete text is in "
+        "/usr/share/common-licenses/Apache-2.0.\n" + text[end:]
+    )
 
 
 def _license_name(c: Component) -> str:
@@ -462,11 +567,17 @@ def _license_name(c: Component) -> str:
 
 def _license_body(c: Component, name: str) -> str:
     if name in COMMON:
-        body = (f"On Debian systems, the complete text of this license can be found in "
-                f"/usr/share/common-licenses/{COMMON[name]}.")
+        body = (
+            f"On Debian systems, the complete text of this license can be found in "
+            f"/usr/share/common-licenses/{COMMON[name]}."
+        )
         if name == "LGPL-3":
-            body = c.texts[0][1].rstrip() + "\n\n" + body.replace("this license", "the LGPL version 3") + \
-                "\nThe GNU General Public License version 3, which it extends: /usr/share/common-licenses/GPL-3."
+            body = (
+                c.texts[0][1].rstrip()
+                + "\n\n"
+                + body.replace("this license", "the LGPL version 3")
+                + "\nThe GNU General Public License version 3, which it extends: /usr/share/common-licenses/GPL-3."
+            )
         return body
     texts = [_without_apache_text(_without_gpl3_text(t)) for _label, t in c.texts] or [c.license]
     prefix = "" if name in DEBIAN_NAMES.values() else f"SPDX: {c.license}\n\n"
@@ -491,17 +602,21 @@ def dep5_copyright_text(folder: Path, version: str, prefix: str) -> str:
         bodies.setdefault(name, _license_body(c, name))
         copyright_lines = c.copyright or [f"The {c.title.split(' (')[0]} authors"]
         if c.files:
-            files_paras.append(f"Files: {' '.join(f'{prefix}/{g}' for g in c.files)}\n"
-                               "Copyright: " + "\n ".join(copyright_lines) + f"\nLicense: {name}")
+            files_paras.append(
+                f"Files: {' '.join(f'{prefix}/{g}' for g in c.files)}\n"
+                "Copyright: " + "\n ".join(copyright_lines) + f"\nLicense: {name}"
+            )
         if c.origin == "PyPI wheel" or c.title == "Python":
             archive_only.append((c, name, copyright_lines))
     exe_names = ["Expat"] + sorted({n for _c, n, _l in archive_only} - {"Expat"})
     exe_copyright = ["2026 The gpuadvisor developers"] + [line for _c, _n, ls in archive_only for line in ls]
-    exe_para = (f"Files: {prefix}/{APP} {prefix}/{APP}-cli\n"
-                "Copyright: " + "\n ".join(dict.fromkeys(exe_copyright)) + "\n"
-                f"License: {' and '.join(exe_names)}\n"
-                "Comment: The executable holds, in its archive, the compiled Python modules of gpuadvisor, of\n"
-                " the Python standard library and of the Python packages listed in this file.")
+    exe_para = (
+        f"Files: {prefix}/{APP} {prefix}/{APP}-cli\n"
+        "Copyright: " + "\n ".join(dict.fromkeys(exe_copyright)) + "\n"
+        f"License: {' and '.join(exe_names)}\n"
+        "Comment: The executable holds, in its archive, the compiled Python modules of gpuadvisor, of\n"
+        " the Python standard library and of the Python packages listed in this file."
+    )
     paras = [
         "Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/\n"
         f"Upstream-Name: {APP}\n"

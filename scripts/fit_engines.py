@@ -39,10 +39,16 @@ def main() -> None:
             continue
         before = _loss(predictor.compare(r) for r in own)
         after = _loss(predictor.compare(r, {engine_id: profile}) for r in own)
-        print(f"{'':13s} fitted  " + ", ".join(f"{n}={getattr(profile, n):.4g}" for n in names)
-              + f"  (mean |log error| {after:.3f})")
-        print(f"{'':13s} shipped " + ", ".join(f"{n}={getattr(shipped, n):.4g}" for n in names)
-              + f"  (mean |log error| {before:.3f})")
+        print(
+            f"{'':13s} fitted  "
+            + ", ".join(f"{n}={getattr(profile, n):.4g}" for n in names)
+            + f"  (mean |log error| {after:.3f})"
+        )
+        print(
+            f"{'':13s} shipped "
+            + ", ".join(f"{n}={getattr(shipped, n):.4g}" for n in names)
+            + f"  (mean |log error| {before:.3f})"
+        )
 
 
 if __name__ == "__main__":

@@ -42,8 +42,10 @@ def main() -> None:
     kinds = {eid: p.kind for eid, p in ENGINES.items()}
     for eid, (low, high) in engine_spreads(ratios, kinds).items():
         shipped = ENGINES[eid]
-        print(f"{eid:13s} rows {len(ratios.get(eid, [])):3d}  spread_low={low:.2f} spread_high={high:.2f}"
-              f"   (shipped {shipped.spread_low:.2f} / {shipped.spread_high:.2f})")
+        print(
+            f"{eid:13s} rows {len(ratios.get(eid, [])):3d}  spread_low={low:.2f} spread_high={high:.2f}"
+            f"   (shipped {shipped.spread_low:.2f} / {shipped.spread_high:.2f})"
+        )
 
 
 if __name__ == "__main__":

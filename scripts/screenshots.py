@@ -31,9 +31,18 @@ def main() -> int:
     window.show()
     OUT.mkdir(parents=True, exist_ok=True)
     shots: list[tuple[str, callable]] = [
-        ("01-workload-vram.png", lambda: (window.page_tabs.setCurrentIndex(0), window.results.chart_tabs.setCurrentIndex(0))),
-        ("02-model-cost-time.png", lambda: (window.page_tabs.setCurrentIndex(1), window.results.chart_tabs.setCurrentIndex(1))),
-        ("03-budget-what-if.png", lambda: (window.page_tabs.setCurrentIndex(2), window.results.chart_tabs.setCurrentIndex(2))),
+        (
+            "01-workload-vram.png",
+            lambda: (window.page_tabs.setCurrentIndex(0), window.results.chart_tabs.setCurrentIndex(0)),
+        ),
+        (
+            "02-model-cost-time.png",
+            lambda: (window.page_tabs.setCurrentIndex(1), window.results.chart_tabs.setCurrentIndex(1)),
+        ),
+        (
+            "03-budget-what-if.png",
+            lambda: (window.page_tabs.setCurrentIndex(2), window.results.chart_tabs.setCurrentIndex(2)),
+        ),
         ("04-catalog-editor.png", lambda: _edit_catalog(window)),
         ("05-measurements.png", lambda: _record_runs(window)),
     ]
@@ -51,6 +60,7 @@ def main() -> int:
             target.grab().save(str(OUT / name))
             print(OUT / name)
             take(i + 1)
+
         QTimer.singleShot(300, grab)
 
     QTimer.singleShot(500, take)
@@ -84,7 +94,10 @@ def _record_runs(window) -> None:
     dialog.resize(1300, 820)
     dialog.gpu_box.setCurrentIndex(dialog.gpu_box.findData("a100-80gb"))
     dialog.count_spin.setValue(1)
-    for tokens_s, memory, note in (("2450", "33.1", "first run, nvidia-smi peak"), ("2610", "32.8", "second run")):
+    for tokens_s, memory, note in (
+        ("2450", "33.1", "first run, nvidia-smi peak"),
+        ("2610", "32.8", "second run"),
+    ):
         dialog.throughput.edit.setText(tokens_s)
         dialog.memory.edit.setText(memory)
         dialog.note.setText(note)

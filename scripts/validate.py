@@ -26,13 +26,23 @@ sys.path.insert(0, str(ROOT))
 
 from gpuadvisor.core.specs.hardware import load_gpu_catalog  # noqa: E402
 from gpuadvisor.core.specs.presets import load_model_catalog  # noqa: E402
-from gpuadvisor.validation import (Predictor, ValidationDataError, in_sample, load_measurements,  # noqa: E402
-                                   load_sources, out_of_sample, scenario_dict, summary)
+from gpuadvisor.validation import (  # noqa: E402
+    Predictor,
+    ValidationDataError,
+    in_sample,
+    load_measurements,
+    load_sources,
+    out_of_sample,
+    scenario_dict,
+    summary,
+)
 from gpuadvisor.validation.report import markdown, text_summary  # noqa: E402
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--out-of-sample", action="store_true", help="leave one source out (the default)")
     mode.add_argument("--in-sample", action="store_true", help="the shipped engine profiles on every row")
@@ -57,7 +67,8 @@ def main() -> int:
             return 2
         data, omitted = scenario_dict(row)
         data["notes"] = f"Validation row {row.id} ({row.source_id}, {row.locator})" + (
-            "; not in the scenario: " + "; ".join(omitted) if omitted else "")
+            "; not in the scenario: " + "; ".join(omitted) if omitted else ""
+        )
         print(json.dumps(data, indent=2))
         return 0
     predictor = Predictor(load_gpu_catalog(), load_model_catalog())
@@ -67,7 +78,11 @@ def main() -> int:
     if args.json:
         print(json.dumps(summary(results)))
     else:
-        title = "in sample (shipped engine profiles)" if args.in_sample else "out of sample (leave one source out)"
+        title = (
+            "in sample (shipped engine profiles)"
+            if args.in_sample
+            else "out of sample (leave one source out)"
+        )
         print(text_summary(results, f"{len(rows)} rows from {len(sources)} sources; {title}"))
         if args.rows:
             print()
@@ -75,8 +90,10 @@ def main() -> int:
                 err = f"{c.error:+.1%}" if c.error is not None else ("right" if c.right else "-")
                 est = "-" if c.estimate is None else f"{c.estimate:,.4g}"
                 flag = "" if c.row.scored else "  (unscored)"
-                print(f"  {c.row.id:10s} {c.row.group:16s} measured {c.measured:>10,.4g}  estimate {est:>10s}  "
-                      f"{err:>8s} {'in range' if c.covered else ''}{flag} {c.note}")
+                print(
+                    f"  {c.row.id:10s} {c.row.group:16s} measured {c.measured:>10,.4g}  estimate {est:>10s}  "
+                    f"{err:>8s} {'in range' if c.covered else ''}{flag} {c.note}"
+                )
         print(f"\n({seconds:.1f} s)")
     if args.write:
         oos = results if not args.in_sample else out_of_sample(rows, predictor)

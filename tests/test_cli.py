@@ -15,8 +15,8 @@ import pytest
 
 from gpuadvisor import __version__
 from gpuadvisor.cli import main
-from gpuadvisor.core.specs.hardware import load_gpu_catalog
 from gpuadvisor.core.formats.scenario import loads_scenario
+from gpuadvisor.core.specs.hardware import load_gpu_catalog
 
 REPO = Path(__file__).resolve().parents[1]
 COMPONENTS = ("weights", "gradients", "optimizer", "activations", "kv_cache", "adapters", "overhead")
@@ -51,24 +51,36 @@ def run_subprocess(*args, timeout=60):
 
 
 INFERENCE_7B = {"model": {"preset": "llama-2-7b"}, "workload": {"kind": "inference", "weights": "fp16"}}
-LORA_8B = {"model": {"preset": "llama-3.1-8b"}, "workload": {"kind": "lora", "batch_size": 2, "seq_len": 1024}}
+LORA_8B = {
+    "model": {"preset": "llama-3.1-8b"},
+    "workload": {"kind": "lora", "batch_size": 2, "seq_len": 1024},
+}
 
 
 # --- estimate --json -----------------------------------------------------------------------
 
-@pytest.mark.parametrize("data", [INFERENCE_7B, LORA_8B,
-                                  {"model": {"preset": "mixtral-8x7b"},
-                                   "workload": {"kind": "pretrain", "weights": "bf16"}},
-                                  {"model": {"preset": "llama-2-13b"},
-                                   "workload": {"kind": "qlora", "weights": "nf4"}}],
-                         ids=["inference", "lora", "pretrain-moe", "qlora"])
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        INFERENCE_7B,
+        LORA_8B,
+        {"model": {"preset": "mixtral-8x7b"}, "workload": {"kind": "pretrain", "weights": "bf16"}},
+        {"model": {"preset": "llama-2-13b"}, "workload": {"kind": "qlora", "weights": "nf4"}},
+    ],
+    ids=["inference", "lora", "pretrain-moe", "qlora"],
+)
 def test_estimate_json_contract(capsys, tmp_path, data):
     out = run_json(capsys, tmp_path, data)
     model = out["model"]
     assert model["name"] and model["parameters"] > 0 and 0 < model["active_parameters"] <= model["parameters"]
     assert out["candidates"]
     for c in out["candidates"]:
-        assert isinstance(c["gpu"], str) and isinstance(c["gpu_count"], int) and isinstance(c["parallelism"], str)
+        assert (
+            isinstance(c["gpu"], str)
+            and isinstance(c["gpu_count"], int)
+            and isinstance(c["parallelism"], str)
+        )
         assert isinstance(c["fits"], bool)
         assert c["capacity_gib"] > 0
         mem = c["memory_per_gpu_gib"]
@@ -109,9 +121,14 @@ def test_gpu_count_one_gives_only_single_gpu(capsys, tmp_path, gpu_catalog):
 
 
 def test_hardware_gpu_selects_one_gpu(capsys, tmp_path):
-    out = run_json(capsys, tmp_path, dict(INFERENCE_7B, hardware={"gpu": "l40s", "gpu_count": 2,
-                                                                  "parallelism": "tensor"}))
-    assert [(c["gpu"], c["gpu_count"], c["parallelism"]) for c in out["candidates"]] == [("l40s", 2, "tensor")]
+    out = run_json(
+        capsys,
+        tmp_path,
+        dict(INFERENCE_7B, hardware={"gpu": "l40s", "gpu_count": 2, "parallelism": "tensor"}),
+    )
+    assert [(c["gpu"], c["gpu_count"], c["parallelism"]) for c in out["candidates"]] == [
+        ("l40s", 2, "tensor")
+    ]
 
 
 def test_7b_fp16_inference_weights(capsys, tmp_path):
@@ -126,6 +143,7 @@ def test_7b_fp16_inference_weights(capsys, tmp_path):
 
 
 # --- human output --------------------------------------------------------------------------
+
 
 def test_table_mentions_every_gpu(capsys, tmp_path, gpu_catalog):
     code, out, err = run_main(capsys, "estimate", write_scenario(tmp_path, LORA_8B))
@@ -151,12 +169,14 @@ def test_all_flag_shows_every_setup(capsys, tmp_path):
 
 
 def test_unknown_keys_are_reported_as_warnings(capsys, tmp_path):
-    code, out, _ = run_main(capsys, "estimate", write_scenario(tmp_path, dict(INFERENCE_7B, colour="red")),
-                            "--gpu", "t4")
+    code, out, _ = run_main(
+        capsys, "estimate", write_scenario(tmp_path, dict(INFERENCE_7B, colour="red")), "--gpu", "t4"
+    )
     assert code == 0 and "Warning: ignored unknown key: colour" in out
 
 
 # --- errors --------------------------------------------------------------------------------
+
 
 def _one_error_line(err):
     lines = err.strip().splitlines()
@@ -172,26 +192,37 @@ def test_unknown_gpu_id(capsys, tmp_path):
     assert "rtx-9999" in _one_error_line(err)
 
 
-@pytest.mark.parametrize("text, needle", [
-    ('{"model": {"preset": "llama-2-7b"}, "workload": {"batch_size": -1}}', "workload.batch_size"),
-    ('{"model": {"preset": "llama-2-7b"},,}', "line 1"),
-    ('', "is empty"),
-    ('[1, 2]', "scenario"),
-    ('{"model": {"preset": "no-such-model"}}', "model.preset"),
-    ('{"model": {"architecture": {"num_layers": 2}}}', "model.architecture"),
-    ('{"model": {"preset": "llama-2-7b"}, "hardware": {"gpu": "nope"}}', "hardware.gpu"),
-    ('{"model": {"preset": "llama-2-7b"}, "hardware": {"gpu_count": 3, "parallelism": "tensor"}}',
-     "hardware.parallelism"),
-    ('{"model": {"preset": "llama-2-7b"}, "hardware": {"gpu_count": 2, "parallelism": "zero3"}}',
-     "hardware.parallelism"),
-    ('{"model": {"preset": "llama-2-7b"}, "workload": {"kind": "lora", "lora_targets": ["nope"]}}',
-     "workload.lora_targets"),
-    ('{"model": {"hf_config": "missing/config.json"}}', "config.json"),
-    ('{"model": {"preset": ["llama-2-7b"]}}', "model.preset"),
-    ('{"model": {"hf_config": 5}}', "model.hf_config"),
-    ('{"model": {"preset": "llama-2-7b"}, "workload": {"kind": "lora", "lora_targets": 5}}',
-     "workload.lora_targets"),
-])
+@pytest.mark.parametrize(
+    "text, needle",
+    [
+        ('{"model": {"preset": "llama-2-7b"}, "workload": {"batch_size": -1}}', "workload.batch_size"),
+        ('{"model": {"preset": "llama-2-7b"},,}', "line 1"),
+        ("", "is empty"),
+        ("[1, 2]", "scenario"),
+        ('{"model": {"preset": "no-such-model"}}', "model.preset"),
+        ('{"model": {"architecture": {"num_layers": 2}}}', "model.architecture"),
+        ('{"model": {"preset": "llama-2-7b"}, "hardware": {"gpu": "nope"}}', "hardware.gpu"),
+        (
+            '{"model": {"preset": "llama-2-7b"}, "hardware": {"gpu_count": 3, "parallelism": "tensor"}}',
+            "hardware.parallelism",
+        ),
+        (
+            '{"model": {"preset": "llama-2-7b"}, "hardware": {"gpu_count": 2, "parallelism": "zero3"}}',
+            "hardware.parallelism",
+        ),
+        (
+            '{"model": {"preset": "llama-2-7b"}, "workload": {"kind": "lora", "lora_targets": ["nope"]}}',
+            "workload.lora_targets",
+        ),
+        ('{"model": {"hf_config": "missing/config.json"}}', "config.json"),
+        ('{"model": {"preset": ["llama-2-7b"]}}', "model.preset"),
+        ('{"model": {"hf_config": 5}}', "model.hf_config"),
+        (
+            '{"model": {"preset": "llama-2-7b"}, "workload": {"kind": "lora", "lora_targets": 5}}',
+            "workload.lora_targets",
+        ),
+    ],
+)
 def test_bad_scenarios_exit_2_with_one_line(capsys, tmp_path, text, needle):
     code, out, err = run_main(capsys, "estimate", write_scenario(tmp_path, text))
     assert code == 2 and out == ""
@@ -219,12 +250,15 @@ def test_subprocess_unknown_gpu_no_traceback(tmp_path):
 
 
 def test_subprocess_estimate_json(tmp_path):
-    proc = run_subprocess("-m", "gpuadvisor.cli", "estimate", write_scenario(tmp_path, INFERENCE_7B), "--json")
+    proc = run_subprocess(
+        "-m", "gpuadvisor.cli", "estimate", write_scenario(tmp_path, INFERENCE_7B), "--json"
+    )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["candidates"]
 
 
 # --- listings, version, default scenario ---------------------------------------------------
+
 
 @pytest.mark.parametrize("command", ["gpus", "models"])
 def test_listings_plain(capsys, command):
@@ -284,12 +318,15 @@ def test_usage_errors_exit_2(capsys, argv):
 
 # --- python -m gpuadvisor ------------------------------------------------------------------
 
+
 def test_python_m_gpuadvisor_without_a_display_prints_a_comparison():
     """On a headless machine the run command cannot open a window: it says so and prints the comparison."""
     import os
+
     env = {k: v for k, v in os.environ.items() if k not in ("QT_QPA_PLATFORM", "DISPLAY", "WAYLAND_DISPLAY")}
-    proc = subprocess.run([sys.executable, "-m", "gpuadvisor"], cwd=REPO, capture_output=True, text=True,
-                          timeout=60, env=env)
+    proc = subprocess.run(
+        [sys.executable, "-m", "gpuadvisor"], cwd=REPO, capture_output=True, text=True, timeout=60, env=env
+    )
     assert proc.returncode == 0, proc.stderr
     assert "Traceback" not in proc.stderr
     assert "no display" in proc.stderr
@@ -299,9 +336,11 @@ def test_python_m_gpuadvisor_without_a_display_prints_a_comparison():
 
 # --- the user's catalog ----------------------------------------------------------------------
 
+
 def _save_user_edits(**kinds):
     from gpuadvisor.core.formats.user_catalog import KindEdits, UserCatalog
     from gpuadvisor.storage import save_user_catalog
+
     return save_user_catalog(UserCatalog(**{k: KindEdits(**v) for k, v in kinds.items()}))
 
 
@@ -312,9 +351,10 @@ def _gpu_json(capsys, *argv):
 
 
 def test_listings_use_the_user_catalog_unless_told_not_to(capsys):
-    _save_user_edits(gpus={"overrides": {"h100-sxm": {"name": "My H100", "tdp_w": "650"}},
-                           "deleted": ("t4",)},
-                     models={"overrides": {"gpt2-xl": {"name": "My GPT-2"}}})
+    _save_user_edits(
+        gpus={"overrides": {"h100-sxm": {"name": "My H100", "tdp_w": "650"}}, "deleted": ("t4",)},
+        models={"overrides": {"gpt2-xl": {"name": "My GPT-2"}}},
+    )
     edited = _gpu_json(capsys, "gpus", "--json")
     assert edited["h100-sxm"]["tdp_w"] == 650 and "t4" not in edited
     for argv in (["--no-user-catalog", "gpus", "--json"], ["gpus", "--json", "--no-user-catalog"]):
@@ -338,6 +378,7 @@ def test_estimate_uses_the_user_catalog_unless_told_not_to(capsys, tmp_path):
 
 def test_problems_with_the_user_catalog_are_warned_once(capsys, tmp_path):
     from gpuadvisor.storage import user_catalog_file
+
     path = user_catalog_file()
     path.parent.mkdir(parents=True)
     path.write_text("{truncated", encoding="utf-8")
@@ -359,18 +400,25 @@ def test_catalog_export_writes_the_effective_table(capsys, tmp_path):
     _save_user_edits(gpus={"overrides": {"h100-sxm": {"tdp_w": "650"}}})
     out_json = tmp_path / "gpus.json"
     code, out, _ = run_main(capsys, "catalog", "export", "gpus", "-o", str(out_json), "--json")
-    assert code == 0 and json.loads(out) == {"kind": "gpus", "file": str(out_json), "format": "json",
-                                             "rows": len(load_gpu_catalog()), "user_edits": True}
+    assert code == 0 and json.loads(out) == {
+        "kind": "gpus",
+        "file": str(out_json),
+        "format": "json",
+        "rows": len(load_gpu_catalog()),
+        "user_edits": True,
+    }
     rows = {r["id"]: r for r in json.loads(out_json.read_text(encoding="utf-8"))["rows"]}
     assert rows["h100-sxm"]["tdp_w"] == "650"
-    code, _, _ = run_main(capsys, "catalog", "export", "gpus", "-o", str(out_csv), "--format", "json",
-                          "--no-user-catalog")
+    code, _, _ = run_main(
+        capsys, "catalog", "export", "gpus", "-o", str(out_csv), "--format", "json", "--no-user-catalog"
+    )
     assert code == 0 and json.loads(out_csv.read_text(encoding="utf-8"))["rows"][0]["id"] == "rtx-4090"
 
 
 def _import_file(tmp_path):
     from gpuadvisor.core.formats.catalog_exchange import export_text
     from gpuadvisor.core.formats.user_catalog import bundled_rows
+
     rows = bundled_rows("gpus")
     h100 = next(r for r in rows if r["id"] == "h100-sxm")
     h100["tdp_w"] = "650"
@@ -383,6 +431,7 @@ def _import_file(tmp_path):
 
 def test_catalog_import_dry_run_changes_nothing(capsys, tmp_path):
     from gpuadvisor.storage import user_catalog_file
+
     path, n = _import_file(tmp_path)
     code, out, err = run_main(capsys, "catalog", "import", "gpus", str(path), "--dry-run")
     assert code == 1  # one row rejected
@@ -397,14 +446,16 @@ def test_catalog_import_dry_run_changes_nothing(capsys, tmp_path):
     assert code == 1 and data["dry_run"] is True and data["saved"] is None
     h100_line = [g.id for g in load_gpu_catalog()].index("h100-sxm") + 3  # after metadata and header
     assert data["updated"] == [{"line": h100_line, "id": "h100-sxm", "columns": ["tdp_w"]}]
-    assert data["rejected"] == [{"line": n + 2, "id": "broken",
-                                 "reason": "column tdp_w: must be > 0 (got '-1')"}]
+    assert data["rejected"] == [
+        {"line": n + 2, "id": "broken", "reason": "column tdp_w: must be > 0 (got '-1')"}
+    ]
     assert saved.read_bytes() == before and not saved.with_name(saved.name + ".bak").exists()
 
 
 def test_catalog_import_applies_the_good_rows(capsys, tmp_path):
     from gpuadvisor.core.formats.user_catalog import loads
     from gpuadvisor.storage import user_catalog_file
+
     _save_user_edits(models={"deleted": ("gpt2-xl",)})
     path, n = _import_file(tmp_path)
     code, out, _ = run_main(capsys, "catalog", "import", "gpus", str(path))
@@ -419,13 +470,17 @@ def test_catalog_import_applies_the_good_rows(capsys, tmp_path):
     assert "Nothing to change" in out
 
 
-@pytest.mark.parametrize("content, needle", [
-    ("id;name\n1;2\n", "import.csv: line 1: is missing required column(s)"),
-    ("# catalog=models; schema_version=1; updated=x\nid\n", "import.csv: line 1: is a 'models' catalog"),
-    ("", "import.csv: is empty"),
-])
+@pytest.mark.parametrize(
+    "content, needle",
+    [
+        ("id;name\n1;2\n", "import.csv: line 1: is missing required column(s)"),
+        ("# catalog=models; schema_version=1; updated=x\nid\n", "import.csv: line 1: is a 'models' catalog"),
+        ("", "import.csv: is empty"),
+    ],
+)
 def test_catalog_import_of_an_unusable_file_exits_2(capsys, tmp_path, content, needle):
     from gpuadvisor.storage import user_catalog_file
+
     path = tmp_path / "import.csv"
     path.write_text(content, encoding="utf-8")
     code, out, err = run_main(capsys, "catalog", "import", "gpus", str(path))
@@ -446,19 +501,23 @@ def test_catalog_export_into_a_missing_folder_exits_2(capsys, tmp_path):
 
 # --- prices import ----------------------------------------------------------------------------------
 
-GPUHUNT_HEADER = "instance_name,location,price,cpu,memory,gpu_count,gpu_name,gpu_memory,spot,disk_size,gpu_vendor,flags"
+GPUHUNT_HEADER = (
+    "instance_name,location,price,cpu,memory,gpu_count,gpu_name,gpu_memory,spot,disk_size,gpu_vendor,flags"
+)
 
 
 def _gpuhunt_file(tmp_path, name="aws.csv"):
-    rows = [GPUHUNT_HEADER,
-            "p5.48xlarge,us-east-1,98.32,192,2048,8,H100,80,False,,nvidia,",
-            "p5.48xlarge,us-west-2,80.00,192,2048,8,H100,80,False,,nvidia,",
-            "p5.48xlarge,us-west-2,40.00,192,2048,8,H100,80,True,,nvidia,",
-            "p4d.24xlarge,us-east-1,32.77,96,1152,8,A100,40,False,,nvidia,",
-            "p2.xlarge,us-east-1,0.90,4,61,1,K80,12,False,,nvidia,",
-            "p2.8xlarge,us-east-1,7.20,32,488,8,K80,12,False,,nvidia,",
-            "g4dn.xlarge,us-east-1,,4,16,1,T4,16,False,,nvidia,",
-            "c5.large,us-east-1,0.085,2,4,0,,,False,,,"]
+    rows = [
+        GPUHUNT_HEADER,
+        "p5.48xlarge,us-east-1,98.32,192,2048,8,H100,80,False,,nvidia,",
+        "p5.48xlarge,us-west-2,80.00,192,2048,8,H100,80,False,,nvidia,",
+        "p5.48xlarge,us-west-2,40.00,192,2048,8,H100,80,True,,nvidia,",
+        "p4d.24xlarge,us-east-1,32.77,96,1152,8,A100,40,False,,nvidia,",
+        "p2.xlarge,us-east-1,0.90,4,61,1,K80,12,False,,nvidia,",
+        "p2.8xlarge,us-east-1,7.20,32,488,8,K80,12,False,,nvidia,",
+        "g4dn.xlarge,us-east-1,,4,16,1,T4,16,False,,nvidia,",
+        "c5.large,us-east-1,0.085,2,4,0,,,False,,,",
+    ]
     path = tmp_path / name
     path.write_text("\n".join(rows) + "\n", encoding="utf-8")
     return path
@@ -466,6 +525,7 @@ def _gpuhunt_file(tmp_path, name="aws.csv"):
 
 def test_prices_import_dry_run_changes_nothing(capsys, tmp_path):
     from gpuadvisor.storage import user_catalog_file
+
     path = _gpuhunt_file(tmp_path)
     code, out, err = run_main(capsys, "prices", "import", str(path), "--dry-run")
     assert code == 1, err  # one line rejected (no price)
@@ -495,6 +555,7 @@ def test_prices_import_updates_the_user_catalog(capsys, tmp_path):
 
 def test_prices_import_of_an_unusable_file_exits_2(capsys, tmp_path):
     from gpuadvisor.storage import user_catalog_file
+
     good = _gpuhunt_file(tmp_path)
     bad = tmp_path / "gcp.csv"
     bad.write_text("a,b,c\n1,2,3\n", encoding="utf-8")
@@ -505,10 +566,17 @@ def test_prices_import_of_an_unusable_file_exits_2(capsys, tmp_path):
 
 # --- measured runs and calibration -----------------------------------------------------------------
 
-INFERENCE_RUN = {"model": {"preset": "llama-3.1-8b"},
-                 "workload": {"kind": "inference", "batch_size": 8, "prompt_tokens": 512, "output_tokens": 256,
-                              "engine": "vllm"},
-                 "hardware": {"gpu": "h100-sxm", "gpu_count": 1}}
+INFERENCE_RUN = {
+    "model": {"preset": "llama-3.1-8b"},
+    "workload": {
+        "kind": "inference",
+        "batch_size": 8,
+        "prompt_tokens": 512,
+        "output_tokens": 256,
+        "engine": "vllm",
+    },
+    "hardware": {"gpu": "h100-sxm", "gpu_count": 1},
+}
 TRUE_BW_EFF = 0.55
 
 
@@ -516,18 +584,26 @@ def _true_speed(data, bw_eff=TRUE_BW_EFF):
     from dataclasses import replace
 
     from gpuadvisor.core.estimation.estimate import estimate
-    from gpuadvisor.core.specs.presets import load_model_catalog
     from gpuadvisor.core.formats.scenario import Efficiency, scenario_from_dict
+    from gpuadvisor.core.specs.presets import load_model_catalog
+
     sc = scenario_from_dict(data)
-    est = estimate(replace(sc, efficiency=Efficiency(bandwidth_efficiency=bw_eff)), load_gpu_catalog(),
-                   load_model_catalog())
+    est = estimate(
+        replace(sc, efficiency=Efficiency(bandwidth_efficiency=bw_eff)),
+        load_gpu_catalog(),
+        load_model_catalog(),
+    )
     return est.candidates[0].performance.tokens_per_s.expected
 
 
 def _smi_log(tmp_path, used_mib=76000, util=45):
-    lines = ["timestamp, name, memory.used [MiB], memory.total [MiB], utilization.gpu [%], utilization.memory [%]"]
-    lines += [f"2026/11/20 10:00:{s:02d}.000, NVIDIA H100 80GB HBM3, {used_mib} MiB, 81559 MiB, {util} %, 88 %"
-              for s in range(20)]
+    lines = [
+        "timestamp, name, memory.used [MiB], memory.total [MiB], utilization.gpu [%], utilization.memory [%]"
+    ]
+    lines += [
+        f"2026/11/20 10:00:{s:02d}.000, NVIDIA H100 80GB HBM3, {used_mib} MiB, 81559 MiB, {util} %, 88 %"
+        for s in range(20)
+    ]
     path = tmp_path / "gpu-log.csv"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
@@ -535,21 +611,46 @@ def _smi_log(tmp_path, used_mib=76000, util=45):
 
 def test_measure_add_list_and_the_scenario_file(capsys, tmp_path):
     from gpuadvisor.storage import load_measurements
+
     scenario = write_scenario(tmp_path, INFERENCE_RUN)
     measured = _true_speed(INFERENCE_RUN)
-    code, out, err = run_main(capsys, "measure", "add", scenario, "--gpu", "h100-sxm",
-                              "--tokens-per-s", f"{measured:.3f}", "--peak-memory-gib", "70", "--note", "vLLM 0.6")
+    code, out, err = run_main(
+        capsys,
+        "measure",
+        "add",
+        scenario,
+        "--gpu",
+        "h100-sxm",
+        "--tokens-per-s",
+        f"{measured:.3f}",
+        "--peak-memory-gib",
+        "70",
+        "--note",
+        "vLLM 0.6",
+    )
     assert code == 0, err
     assert out.startswith("Recorded m1: 1x h100-sxm, vllm, inference of llama-3.1-8b (batch 8)")
     tps = next(line for line in out.splitlines() if line.startswith("tokens/s"))
     assert f"{measured:,.0f}" in tps and "+" in tps.split()[-1]  # the profile is faster than the run
     (m,) = load_measurements().value
-    assert m.tokens_per_s == pytest.approx(measured, rel=1e-6) and m.source == "typed" and m.note == "vLLM 0.6"
+    assert (
+        m.tokens_per_s == pytest.approx(measured, rel=1e-6) and m.source == "typed" and m.note == "vLLM 0.6"
+    )
     assert m.scenario["workload"]["batch_size"] == 8
     assert [r.id for r in loads_scenario(Path(scenario).read_text()).measurements] == ["m1"]  # saved with it
 
-    code, out, _ = run_main(capsys, "measure", "add", scenario, "--gpu", "h100-sxm", "--smi-log",
-                            str(_smi_log(tmp_path)), "--json", "--no-scenario-update")
+    code, out, _ = run_main(
+        capsys,
+        "measure",
+        "add",
+        scenario,
+        "--gpu",
+        "h100-sxm",
+        "--smi-log",
+        str(_smi_log(tmp_path)),
+        "--json",
+        "--no-scenario-update",
+    )
     data = json.loads(out)
     assert code == 0 and data["measurement"]["id"] == "m2" and data["scenario_updated"] is False
     assert data["measurement"]["source"] == "nvidia-smi log"
@@ -565,14 +666,21 @@ def test_measure_add_list_and_the_scenario_file(capsys, tmp_path):
     assert [r["id"] for r in runs] == ["m1", "m2"] and runs[0]["comparison"]["tokens_per_s"]["error_pct"] > 0
 
 
-@pytest.mark.parametrize("extra, needle", [
-    (["--tokens-per-s", "-5"], "error: --tokens-per-s: must be a number > 0 (got -5.0)"),
-    ([], "error: measurement: give at least one of --tokens-per-s, --seconds-per-step"),
-    (["--seconds-per-step", "2"], "error: --tokens-per-step: is needed to turn seconds_per_step into tokens/s"),
-    (["--tokens-per-s", "5", "--engine", "fsdp"], "error: --engine: is a training engine"),
-])
+@pytest.mark.parametrize(
+    "extra, needle",
+    [
+        (["--tokens-per-s", "-5"], "error: --tokens-per-s: must be a number > 0 (got -5.0)"),
+        ([], "error: measurement: give at least one of --tokens-per-s, --seconds-per-step"),
+        (
+            ["--seconds-per-step", "2"],
+            "error: --tokens-per-step: is needed to turn seconds_per_step into tokens/s",
+        ),
+        (["--tokens-per-s", "5", "--engine", "fsdp"], "error: --engine: is a training engine"),
+    ],
+)
 def test_measure_add_bad_input_exits_2(capsys, tmp_path, extra, needle):
     from gpuadvisor.storage import measurements_file
+
     scenario = write_scenario(tmp_path, INFERENCE_RUN)
     code, out, err = run_main(capsys, "measure", "add", scenario, "--gpu", "h100-sxm", *extra)
     assert code == 2 and out == "" and _one_error_line(err).startswith(needle)
@@ -594,21 +702,27 @@ def test_measure_diagnose(capsys, tmp_path):
 
 def test_calibrate_recovers_the_factor_and_estimate_applies_it(capsys, tmp_path):
     from gpuadvisor.storage import calibration_file
+
     code, _, err = run_main(capsys, "estimate", write_scenario(tmp_path, INFERENCE_RUN), "--calibrated")
     assert code == 2 and "no calibration profile is saved yet" in _one_error_line(err)
     for batch in (1, 4, 16):
         data = json.loads(json.dumps(INFERENCE_RUN))
         data["workload"]["batch_size"] = batch
         scenario = write_scenario(tmp_path, data, f"b{batch}.json")
-        code, _, err = run_main(capsys, "measure", "add", scenario, "--gpu", "h100-sxm",
-                                "--tokens-per-s", str(_true_speed(data)))
+        code, _, err = run_main(
+            capsys, "measure", "add", scenario, "--gpu", "h100-sxm", "--tokens-per-s", str(_true_speed(data))
+        )
         assert code == 0, err
     code, out, _ = run_main(capsys, "calibrate", "--json")
     profile = json.loads(out)
     (fit,) = profile["fits"]
     assert code == 0 and profile["saved"] == str(calibration_file())
     assert (fit["gpu_id"], fit["engine"], fit["factor_name"], fit["n_measurements"]) == (
-        "h100-sxm", "vllm", "bandwidth_efficiency", 3)
+        "h100-sxm",
+        "vllm",
+        "bandwidth_efficiency",
+        3,
+    )
     assert fit["value"] == pytest.approx(TRUE_BW_EFF, rel=0.01)
     assert fit["error_after_pct"] < 1 < fit["error_before_pct"]
     code, out, _ = run_main(capsys, "calibrate")
@@ -628,12 +742,16 @@ def test_calibrate_recovers_the_factor_and_estimate_applies_it(capsys, tmp_path)
 def test_calibrate_export_import_round_trip_and_malformed_profiles(capsys, tmp_path):
     from gpuadvisor.core.estimation.calibration import CalibrationProfile, FactorFit, profile_to_json
     from gpuadvisor.storage import calibration_file, load_calibration, save_calibration
+
     code, _, err = run_main(capsys, "calibrate", "--show")
     assert code == 2 and "no calibration profile is saved yet" in err
     code, out, _ = run_main(capsys, "calibrate")  # no measurements: nothing fitted, nothing saved
     assert code == 1 and "No factor could be fitted" in out and not calibration_file().exists()
-    profile = CalibrationProfile(fits=(FactorFit("a100-80gb", "hf-trainer", "mfu", 0.33, 5, 24.0, 1.1,
-                                                 ("m1", "m2")),), created="2026-11-30", note="lab")
+    profile = CalibrationProfile(
+        fits=(FactorFit("a100-80gb", "hf-trainer", "mfu", 0.33, 5, 24.0, 1.1, ("m1", "m2")),),
+        created="2026-11-30",
+        note="lab",
+    )
     save_calibration(profile)
     exported = tmp_path / "shared.json"
     code, out, _ = run_main(capsys, "calibrate", "--show", "--export", str(exported))
@@ -647,8 +765,10 @@ def test_calibrate_export_import_round_trip_and_malformed_profiles(capsys, tmp_p
     bad.write_text(profile_to_json(profile).replace('"mfu"', '"speed"'), encoding="utf-8")
     code, out, err = run_main(capsys, "calibrate", "--import", str(bad))
     assert code == 2 and out == ""
-    assert _one_error_line(err) == ("error: bad.json: fits[0].factor_name: must be one of bandwidth_efficiency, "
-                                    "mfu, prefill_mfu, runtime_overhead_gib (got 'speed')")
+    assert _one_error_line(err) == (
+        "error: bad.json: fits[0].factor_name: must be one of bandwidth_efficiency, "
+        "mfu, prefill_mfu, runtime_overhead_gib (got 'speed')"
+    )
     bad.write_text("{not json", encoding="utf-8")
     code, _, err = run_main(capsys, "calibrate", "--import", str(bad))
     assert code == 2 and _one_error_line(err).startswith(f"error: {bad}: is not valid JSON")
@@ -679,13 +799,13 @@ def test_headless_launcher_bad_file_is_one_line(capsys, tmp_path):
 
 def test_every_view_prints_the_same_figures(capsys, tmp_path):
     """The CLI table, the report content and the chart labels write one candidate's figures alike."""
+    from gpuadvisor.core import formatting, units
     from gpuadvisor.core.estimation.estimate import estimate
     from gpuadvisor.core.formats.scenario import default_scenario
     from gpuadvisor.core.presentation.report import build_report, row_cells
     from gpuadvisor.core.presentation.serialize import candidate_to_dict
-    from gpuadvisor.core import formatting, units
-    from gpuadvisor.views.charts import labels
     from gpuadvisor.storage.user_catalog_store import load_catalogs
+    from gpuadvisor.views.charts import labels
 
     _, scenario_text, _ = run_main(capsys, "default-scenario")
     code, cli_out, _ = run_main(capsys, "estimate", write_scenario(tmp_path, scenario_text))
@@ -698,7 +818,9 @@ def test_every_view_prints_the_same_figures(capsys, tmp_path):
         if c.cost is None or c.cost.cost_usd is None:
             continue
         cells = row_cells(candidate_to_dict(c))
-        (cli_row,) = [line for line in cli_out.splitlines() if line.lstrip("\u2605 ").startswith(c.gpu.name + "  ")]
+        (cli_row,) = [
+            line for line in cli_out.splitlines() if line.lstrip("\u2605 ").startswith(c.gpu.name + "  ")
+        ]
         h, u = c.cost.job_hours, c.cost.cost_usd
         # the report's table cells appear verbatim in the CLI row
         for cell in (cells[3], cells[4], cells[5], cells[6], cells[7], cells[8], cells[9]):
@@ -708,12 +830,16 @@ def test_every_view_prints_the_same_figures(capsys, tmp_path):
             assert labels.fmt_hours(hours) == units.format_hours(hours) == formatting.fmt_hours(hours)
         for usd in (u.low, u.expected, u.high):
             assert labels.fmt_usd(usd) == units.format_usd(usd) == formatting.fmt_usd(usd)
-        assert cells[7] == f"{formatting.fmt_hours(h.low).split()[0]}\u2013{formatting.fmt_hours(h.high)}" \
+        assert (
+            cells[7] == f"{formatting.fmt_hours(h.low).split()[0]}\u2013{formatting.fmt_hours(h.high)}"
             or formatting.fmt_hours(h.low).split()[-1] != formatting.fmt_hours(h.high).split()[-1]
+        )
         assert labels.short_gpu_name(c.gpu.name) == cells[0] == formatting.display_gpu_name(c.gpu.name)
         checked += 1
     assert checked >= 10
-    assert report.table_rows and all(r.cells[0] == formatting.display_gpu_name(r.cells[0]) for r in report.table_rows)
+    assert report.table_rows and all(
+        r.cells[0] == formatting.display_gpu_name(r.cells[0]) for r in report.table_rows
+    )
 
 
 @pytest.mark.skipif(shutil.which("pdftotext") is None, reason="poppler-utils (pdftotext) is not installed")
@@ -737,36 +863,59 @@ def test_report_uses_the_stale_price_age_set_in_the_window(capsys, tmp_path):
     from gpuadvisor.storage.user_catalog_store import load_catalogs
 
     gpus, models = load_catalogs()
-    stale_at_6 = build_report(estimate(default_scenario(), gpus, models), gpus.meta, datetime.date.today(),
-                              stale_after_months=6).stale_price_gpus
+    stale_at_6 = build_report(
+        estimate(default_scenario(), gpus, models), gpus.meta, datetime.date.today(), stale_after_months=6
+    ).stale_price_gpus
     assert ("Stale prices" in report_text("default.pdf")) == bool(stale_at_6)  # 6 months: the default
     save_settings(Settings(stale_price_months=240))
     assert "Stale prices" not in report_text("patient.pdf")
+
+
 # --- paths as typed, old -> new on import, single GPU; the window's command line ------------------
+
 
 def _headless_env():
     import os
+
     return {k: v for k, v in os.environ.items() if k not in ("QT_QPA_PLATFORM", "DISPLAY", "WAYLAND_DISPLAY")}
 
 
 @pytest.mark.parametrize("flag", ["--help", "-h"])
 def test_python_m_gpuadvisor_help_without_a_display(flag):
-    proc = subprocess.run([sys.executable, "-m", "gpuadvisor", flag], cwd=REPO, capture_output=True, text=True,
-                          timeout=60, env=_headless_env())
+    proc = subprocess.run(
+        [sys.executable, "-m", "gpuadvisor", flag],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=_headless_env(),
+    )
     assert proc.returncode == 0 and proc.stderr == ""
     assert proc.stdout.startswith("usage: gpuadvisor [-h] [-V] [SCENARIO.json]")
 
 
 def test_python_m_gpuadvisor_version_without_a_display():
-    proc = subprocess.run([sys.executable, "-m", "gpuadvisor", "--version"], cwd=REPO, capture_output=True,
-                          text=True, timeout=60, env=_headless_env())
+    proc = subprocess.run(
+        [sys.executable, "-m", "gpuadvisor", "--version"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=_headless_env(),
+    )
     assert proc.returncode == 0 and proc.stdout == f"gpuadvisor {__version__}\n"
 
 
 def test_window_command_names_a_missing_scenario_as_typed(tmp_path):
     typed = str(tmp_path / "folder" / "nope.json")
-    proc = subprocess.run([sys.executable, "-m", "gpuadvisor", typed], cwd=REPO, capture_output=True, text=True,
-                          timeout=60, env=_headless_env())
+    proc = subprocess.run(
+        [sys.executable, "-m", "gpuadvisor", typed],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=_headless_env(),
+    )
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert proc.stderr.splitlines()[-1] == f"error: {typed}: file not found"
 

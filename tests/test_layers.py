@@ -72,8 +72,11 @@ def _edges(graph, collapse):
 def test_no_circle_between_files(graph):
     """Every import counts, TYPE_CHECKING and function-local ones included."""
     edges = _edges(graph, lambda m: m if m.startswith("gpuadvisor") else None)
-    circles = [g for g in _strongly_connected(set(edges) | {m for v in edges.values() for m in v}, edges)
-               if len(g) > 1]
+    circles = [
+        g
+        for g in _strongly_connected(set(edges) | {m for v in edges.values() for m in v}, edges)
+        if len(g) > 1
+    ]
     assert circles == []
 
 
@@ -86,7 +89,7 @@ def test_no_circle_between_the_parts_of_a_package(graph, package):
         parts = module.split(".")
         if not module.startswith(package + ".") or len(parts) <= depth:
             return None
-        return ".".join(parts[:depth + 1])
+        return ".".join(parts[: depth + 1])
 
     edges = _edges(graph, child)
     nodes = set(edges) | {m for v in edges.values() for m in v}

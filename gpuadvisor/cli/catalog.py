@@ -9,12 +9,16 @@ from pathlib import Path
 
 from ..core.errors import InputError
 from ..core.formats.catalog_exchange import export_text, import_file
-from ..core.formats.pricelists import (PriceImport, format_price, merge_price_imports, price_update_rows,
-                                       read_price_list)
-from ..core.presentation.text import text_table
+from ..core.formats.pricelists import (
+    PriceImport,
+    format_price,
+    merge_price_imports,
+    price_update_rows,
+    read_price_list,
+)
 from ..core.formats.user_catalog import build_catalogs, bundled_meta, bundled_rows, diff, merge
-from ..storage import (atomic_write_text, backup_path, load_user_catalog, save_user_catalog,
-                       user_catalog_file)
+from ..core.presentation.text import text_table
+from ..storage import atomic_write_text, backup_path, load_user_catalog, save_user_catalog, user_catalog_file
 from .common import EXIT_REJECTED_ROWS, _warn
 
 
@@ -39,8 +43,18 @@ def cmd_catalog_export(args: argparse.Namespace) -> int:
     updated = datetime.date.today().isoformat() if edited else bundled_meta(args.kind).updated
     path = atomic_write_text(args.output, export_text(args.kind, rows, fmt, updated))
     if args.json:
-        print(json.dumps({"kind": args.kind, "file": str(path), "format": fmt, "rows": len(rows),
-                          "user_edits": edited}, indent=2))
+        print(
+            json.dumps(
+                {
+                    "kind": args.kind,
+                    "file": str(path),
+                    "format": fmt,
+                    "rows": len(rows),
+                    "user_edits": edited,
+                },
+                indent=2,
+            )
+        )
     else:
         print(f"{path}: {len(rows)} {args.kind} rows ({fmt}{', with your edits' if edited else ''})")
     return 0
@@ -48,8 +62,9 @@ def cmd_catalog_export(args: argparse.Namespace) -> int:
 
 def cmd_catalog_import(args: argparse.Namespace) -> int:
     if args.no_user_catalog:
-        raise InputError("--no-user-catalog",
-                         "cannot be used with catalog import, which changes your user catalog")
+        raise InputError(
+            "--no-user-catalog", "cannot be used with catalog import, which changes your user catalog"
+        )
     loaded = load_user_catalog()
     rows, warnings = merge(args.kind, loaded.catalog.edits(args.kind))
     _warn(loaded.warnings + warnings)
@@ -85,46 +100,86 @@ def _say_saved(saved: Path | None, dry_run: bool) -> None:
 
 # --- prices import ------------------------------------------------------------------------------
 
+
 def _stats_dict(stats) -> dict | None:
     if stats is None:
         return None
-    return {"low": round(stats.low, 4), "median": round(stats.median, 4), "high": round(stats.high, 4),
-            "count": stats.count}
-
-
-def _prices_to_dict(merged: PriceImport, files: list[str], updates: list[tuple[str, dict[str, str]]],
-                    dry_run: bool, saved) -> dict:
     return {
-        "files": files, "provider": merged.provider, "format": merged.format, "as_of": merged.as_of,
-        "rows_read": merged.rows_read, "skipped_no_gpu": merged.skipped_no_gpu,
-        "matched": [{"gpu": s.gpu_id, "on_demand": _stats_dict(s.on_demand), "spot": _stats_dict(s.spot),
-                     "offers": s.offers, "providers": list(s.providers), "regions": s.regions,
-                     "names": list(s.names)} for s in merged.prices.values()],
-        "unmatched": [{"name": name, "rows": count, "reason": merged.unmatched_reasons.get(name, "")}
-                      for name, count in sorted(merged.unmatched.items())],
+        "low": round(stats.low, 4),
+        "median": round(stats.median, 4),
+        "high": round(stats.high, 4),
+        "count": stats.count,
+    }
+
+
+def _prices_to_dict(
+    merged: PriceImport, files: list[str], updates: list[tuple[str, dict[str, str]]], dry_run: bool, saved
+) -> dict:
+    return {
+        "files": files,
+        "provider": merged.provider,
+        "format": merged.format,
+        "as_of": merged.as_of,
+        "rows_read": merged.rows_read,
+        "skipped_no_gpu": merged.skipped_no_gpu,
+        "matched": [
+            {
+                "gpu": s.gpu_id,
+                "on_demand": _stats_dict(s.on_demand),
+                "spot": _stats_dict(s.spot),
+                "offers": s.offers,
+                "providers": list(s.providers),
+                "regions": s.regions,
+                "names": list(s.names),
+            }
+            for s in merged.prices.values()
+        ],
+        "unmatched": [
+            {"name": name, "rows": count, "reason": merged.unmatched_reasons.get(name, "")}
+            for name, count in sorted(merged.unmatched.items())
+        ],
         "assumptions": [{"name": name, "assumption": note} for name, note in merged.assumptions.items()],
         "rejected": [{"line": line, "reason": why} for line, why in merged.rejected],
         "updated": [{"gpu": gpu_id, "columns": cells} for gpu_id, cells in updates],
-        "dry_run": dry_run, "saved": str(saved) if saved else None,
+        "dry_run": dry_run,
+        "saved": str(saved) if saved else None,
     }
 
 
 def _render_prices(merged: PriceImport, updates: list[tuple[str, dict[str, str]]]) -> str:
-    lines = [f"{merged.origin}: {merged.format} price list{'s' if ',' in merged.origin else ''} from "
-             f"{merged.provider}, as of {merged.as_of}: {merged.rows_read} rows read, {len(merged.offers)} offers, "
-             f"{merged.skipped_no_gpu} rows without GPUs skipped.", ""]
+    lines = [
+        f"{merged.origin}: {merged.format} price list{'s' if ',' in merged.origin else ''} from "
+        f"{merged.provider}, as of {merged.as_of}: {merged.rows_read} rows read, {len(merged.offers)} offers, "
+        f"{merged.skipped_no_gpu} rows without GPUs skipped.",
+        "",
+    ]
     if merged.prices:
         rows = []
         for s in merged.prices.values():
             od = s.on_demand
             spot = s.spot
-            rows.append([s.gpu_id, format_price(od.low) if od else "-", format_price(od.median) if od else "-",
-                         format_price(od.high) if od else "-",
-                         f"{format_price(spot.low)}-{format_price(spot.high)}" if spot else "-",
-                         str(s.offers), ", ".join(s.providers), str(s.regions)])
-        lines.append(f"Matched {len(rows)} catalog GPUs (USD per GPU-hour; the catalog takes on-demand prices):")
-        lines.append(text_table(rows, ["GPU", "low", "median", "high", "spot", "offers", "providers", "regions"],
-                            right={1, 2, 3, 4, 5, 7}))
+            rows.append(
+                [
+                    s.gpu_id,
+                    format_price(od.low) if od else "-",
+                    format_price(od.median) if od else "-",
+                    format_price(od.high) if od else "-",
+                    f"{format_price(spot.low)}-{format_price(spot.high)}" if spot else "-",
+                    str(s.offers),
+                    ", ".join(s.providers),
+                    str(s.regions),
+                ]
+            )
+        lines.append(
+            f"Matched {len(rows)} catalog GPUs (USD per GPU-hour; the catalog takes on-demand prices):"
+        )
+        lines.append(
+            text_table(
+                rows,
+                ["GPU", "low", "median", "high", "spot", "offers", "providers", "regions"],
+                right={1, 2, 3, 4, 5, 7},
+            )
+        )
     else:
         lines.append("No GPU of the price list matched a catalog GPU.")
     for note in merged.assumptions.values():
@@ -150,8 +205,9 @@ def _render_prices(merged: PriceImport, updates: list[tuple[str, dict[str, str]]
 
 def cmd_prices_import(args: argparse.Namespace) -> int:
     if args.no_user_catalog:
-        raise InputError("--no-user-catalog",
-                         "cannot be used with prices import, which changes your user catalog")
+        raise InputError(
+            "--no-user-catalog", "cannot be used with prices import, which changes your user catalog"
+        )
     loaded = load_user_catalog()
     merged_rows, warnings = merge("gpus", loaded.catalog.edits("gpus"))
     try:

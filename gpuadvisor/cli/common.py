@@ -9,7 +9,6 @@ from ..core.errors import InputError
 from ..core.estimation.calibration import CalibrationProfile
 from ..storage import load_calibration
 
-
 EXIT_INPUT = 2
 EXIT_REJECTED_ROWS = 1
 EXIT_NOTHING_FITTED = 1
@@ -25,7 +24,10 @@ def saved_profile() -> CalibrationProfile:
     loaded = load_calibration()
     _warn(loaded.warnings)
     if loaded.value is None:
-        raise InputError("--calibrated", "no calibration profile is saved yet: record runs with "
-                                         "'gpuadvisor-cli measure add', then fit one with 'gpuadvisor-cli "
-                                         "calibrate' (or import one with 'gpuadvisor-cli calibrate --import FILE')")
+        raise InputError(
+            "--calibrated",
+            "no calibration profile is saved yet: record runs with "
+            "'gpuadvisor-cli measure add', then fit one with 'gpuadvisor-cli "
+            "calibrate' (or import one with 'gpuadvisor-cli calibrate --import FILE')",
+        )
     return loaded.value

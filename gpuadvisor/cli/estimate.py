@@ -8,9 +8,9 @@ import sys
 
 from ..core.estimation.estimate import estimate
 from ..core.formats.scenario import default_scenario, dumps_scenario, load_scenario
-from ..core.presentation.text import render_estimate, text_table
-from ..core.presentation.serialize import estimate_to_dict, gpu_to_dict, model_to_dict
 from ..core.formatting import fmt_count
+from ..core.presentation.serialize import estimate_to_dict, gpu_to_dict, model_to_dict
+from ..core.presentation.text import render_estimate, text_table
 from ..storage.user_catalog_store import load_catalogs
 from .common import saved_profile
 
@@ -35,11 +35,25 @@ def cmd_gpus(args: argparse.Namespace) -> int:
     rows = []
     for g in gpus:
         cloud = g.cloud_usd_per_hour
-        rows.append([g.id, g.name, f"{g.memory_gib_usable:.1f}", f"{g.memory_bandwidth_gb_s:,.0f}",
-                     f"{g.fp16_dense_tflops:,.1f}", f"{g.fp8_dense_tflops:,.1f}" if g.fp8_dense_tflops else "-",
-                     f"{cloud.low:.2f}-{cloud.high:.2f}" if cloud else "-", g.price_as_of or "-"])
-    print(text_table(rows, ["id", "name", "GiB", "GB/s", "FP16 TFLOPS", "FP8 TFLOPS", "$/GPU-h", "prices as of"],
-                 right={2, 3, 4, 5}))
+        rows.append(
+            [
+                g.id,
+                g.name,
+                f"{g.memory_gib_usable:.1f}",
+                f"{g.memory_bandwidth_gb_s:,.0f}",
+                f"{g.fp16_dense_tflops:,.1f}",
+                f"{g.fp8_dense_tflops:,.1f}" if g.fp8_dense_tflops else "-",
+                f"{cloud.low:.2f}-{cloud.high:.2f}" if cloud else "-",
+                g.price_as_of or "-",
+            ]
+        )
+    print(
+        text_table(
+            rows,
+            ["id", "name", "GiB", "GB/s", "FP16 TFLOPS", "FP8 TFLOPS", "$/GPU-h", "prices as of"],
+            right={2, 3, 4, 5},
+        )
+    )
     print("\nTFLOPS are dense tensor-core figures (no sparsity).")
     return 0
 
@@ -47,13 +61,32 @@ def cmd_gpus(args: argparse.Namespace) -> int:
 def cmd_models(args: argparse.Namespace) -> int:
     _, models = load_catalogs(not args.no_user_catalog)
     if args.json:
-        print(json.dumps({"updated": models.meta.updated, "models": [model_to_dict(m) for m in models]}, indent=2))
+        print(
+            json.dumps(
+                {"updated": models.meta.updated, "models": [model_to_dict(m) for m in models]}, indent=2
+            )
+        )
         return 0
-    rows = [[m.id, m.name, fmt_count(m.parameters),
-             fmt_count(m.active_parameters) if m.is_moe else "", str(m.num_layers), str(m.hidden_size),
-             f"{m.num_attention_heads}/{m.num_key_value_heads}", f"{m.max_context:,}"] for m in models]
-    print(text_table(rows, ["id", "name", "params", "active", "layers", "hidden", "heads/kv", "context"],
-                 right={2, 3, 4, 5, 7}))
+    rows = [
+        [
+            m.id,
+            m.name,
+            fmt_count(m.parameters),
+            fmt_count(m.active_parameters) if m.is_moe else "",
+            str(m.num_layers),
+            str(m.hidden_size),
+            f"{m.num_attention_heads}/{m.num_key_value_heads}",
+            f"{m.max_context:,}",
+        ]
+        for m in models
+    ]
+    print(
+        text_table(
+            rows,
+            ["id", "name", "params", "active", "layers", "hidden", "heads/kv", "context"],
+            right={2, 3, 4, 5, 7},
+        )
+    )
     return 0
 
 

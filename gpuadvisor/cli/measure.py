@@ -9,27 +9,45 @@ from dataclasses import replace
 from pathlib import Path
 
 from ..core.errors import InputError
-from ..core.specs.engines import engine_for
+from ..core.estimation.calibration import (
+    CalibrationProfile,
+    Comparison,
+    EstimatePredictor,
+    compare_measurements,
+    fit_calibration,
+    profile_to_dict,
+)
 from ..core.estimation.estimate import resolve_model
-from ..core.estimation.calibration import (CalibrationProfile, Comparison, EstimatePredictor, compare_measurements,
-                                           fit_calibration, profile_to_dict)
-from ..core.specs.presets import ModelCatalog
 from ..core.formats.measurements import Measurement, next_measurement_id
-from ..core.formats.smi_log import Finding, LogSummary, diagnose, parse_nvidia_smi_log
 from ..core.formats.scenario import Scenario, dumps_scenario, load_scenario, scenario_snapshot
+from ..core.formats.smi_log import Finding, LogSummary, diagnose, parse_nvidia_smi_log
 from ..core.presentation.text import text_table
+from ..core.specs.engines import engine_for
+from ..core.specs.presets import ModelCatalog
 from ..core.specs.workload import Workload
-from ..storage import (add_measurement, atomic_write_text, calibration_file, export_calibration,
-                       import_calibration, load_calibration, load_measurements, merge_measurements, save_calibration)
+from ..storage import (
+    add_measurement,
+    atomic_write_text,
+    calibration_file,
+    export_calibration,
+    import_calibration,
+    load_calibration,
+    load_measurements,
+    merge_measurements,
+    save_calibration,
+)
 from ..storage.user_catalog_store import load_catalogs
 from .common import EXIT_NOTHING_FITTED, _warn
 
-
-_MEASURE_OPTIONS = {"measurement.tokens_per_s": "--tokens-per-s",
-                    "measurement.seconds_per_step": "--seconds-per-step",
-                    "measurement.tokens_per_step": "--tokens-per-step",
-                    "measurement.peak_memory_gib": "--peak-memory-gib", "measurement.num_gpus": "--count",
-                    "measurement.engine": "--engine", "measurement.note": "--note"}
+_MEASURE_OPTIONS = {
+    "measurement.tokens_per_s": "--tokens-per-s",
+    "measurement.seconds_per_step": "--seconds-per-step",
+    "measurement.tokens_per_step": "--tokens-per-step",
+    "measurement.peak_memory_gib": "--peak-memory-gib",
+    "measurement.num_gpus": "--count",
+    "measurement.engine": "--engine",
+    "measurement.note": "--note",
+}
 
 
 def _read_smi_log(path: str, columns: str | None) -> LogSummary:
@@ -43,15 +61,26 @@ def _read_smi_log(path: str, columns: str | None) -> LogSummary:
     cols = [c.strip() for c in columns.split(",")] if columns else None
     summary = parse_nvidia_smi_log(text, cols, origin=path).summary()
     if not summary.gpus:
-        raise InputError(path, "holds no valid nvidia-smi samples"
-                         + (f" (first bad line {summary.bad_lines[0][0]}: {summary.bad_lines[0][1]})"
-                            if summary.bad_lines else ""))
+        raise InputError(
+            path,
+            "holds no valid nvidia-smi samples"
+            + (
+                f" (first bad line {summary.bad_lines[0][0]}: {summary.bad_lines[0][1]})"
+                if summary.bad_lines
+                else ""
+            ),
+        )
     return summary
 
 
 def _finding_dict(f: Finding) -> dict:
-    return {"severity": f.severity, "title": f.title, "gpu": f.gpu or None,
-            "numbers": {k: round(v, 4) for k, v in f.numbers}, "advice": list(f.advice)}
+    return {
+        "severity": f.severity,
+        "title": f.title,
+        "gpu": f.gpu or None,
+        "numbers": {k: round(v, 4) for k, v in f.numbers},
+        "advice": list(f.advice),
+    }
 
 
 def _render_findings(findings: list[Finding]) -> list[str]:
@@ -72,15 +101,24 @@ def _num(value: float | None, digits: int = 0) -> str:
 
 def _comparison_dict(c: Comparison) -> dict:
     r = lambda v, d=3: None if v is None else round(v, d)  # noqa: E731
-    return {"measurement": c.measurement.id, "tokens_per_s": {
-                "measured": r(c.measured_tokens_per_s, 2), "estimated": r(c.estimated_tokens_per_s, 2),
-                "error_pct": r(c.tokens_error_pct, 2), "calibrated": r(c.calibrated_tokens_per_s, 2),
-                "calibrated_error_pct": r(c.calibrated_tokens_error_pct, 2)},
-            "peak_memory_gib": {
-                "measured": r(c.measured_memory_gib), "estimated": r(c.estimated_memory_gib),
-                "error_pct": r(c.memory_error_pct, 2), "calibrated": r(c.calibrated_memory_gib),
-                "calibrated_error_pct": r(c.calibrated_memory_error_pct, 2)},
-            "problem": c.problem or None}
+    return {
+        "measurement": c.measurement.id,
+        "tokens_per_s": {
+            "measured": r(c.measured_tokens_per_s, 2),
+            "estimated": r(c.estimated_tokens_per_s, 2),
+            "error_pct": r(c.tokens_error_pct, 2),
+            "calibrated": r(c.calibrated_tokens_per_s, 2),
+            "calibrated_error_pct": r(c.calibrated_tokens_error_pct, 2),
+        },
+        "peak_memory_gib": {
+            "measured": r(c.measured_memory_gib),
+            "estimated": r(c.estimated_memory_gib),
+            "error_pct": r(c.memory_error_pct, 2),
+            "calibrated": r(c.calibrated_memory_gib),
+            "calibrated_error_pct": r(c.calibrated_memory_error_pct, 2),
+        },
+        "problem": c.problem or None,
+    }
 
 
 def _render_comparison(c: Comparison) -> list[str]:
@@ -91,18 +129,30 @@ def _render_comparison(c: Comparison) -> list[str]:
     header = ["", "measured", "estimate", "error"] + (["calibrated", "error"] if calibrated else [])
     rows = []
     if c.measured_tokens_per_s is not None:
-        row = ["tokens/s", _num(c.measured_tokens_per_s), _num(c.estimated_tokens_per_s), _pct(c.tokens_error_pct)]
+        row = [
+            "tokens/s",
+            _num(c.measured_tokens_per_s),
+            _num(c.estimated_tokens_per_s),
+            _pct(c.tokens_error_pct),
+        ]
         if calibrated:
             row += [_num(c.calibrated_tokens_per_s), _pct(c.calibrated_tokens_error_pct)]
         rows.append(row)
     if c.measured_memory_gib is not None:
         label = "peak GiB/GPU" + (" (tensors)" if not m.memory_is_device_total else "")
-        row = [label, _num(c.measured_memory_gib, 1), _num(c.estimated_memory_gib, 1), _pct(c.memory_error_pct)]
+        row = [
+            label,
+            _num(c.measured_memory_gib, 1),
+            _num(c.estimated_memory_gib, 1),
+            _pct(c.memory_error_pct),
+        ]
         if calibrated:
             row += [_num(c.calibrated_memory_gib, 1), _pct(c.calibrated_memory_error_pct)]
         rows.append(row)
-    return [text_table(rows, header, right=set(range(1, len(header)))),
-            "error = estimate / measured - 1 (positive: the estimate is higher)."]
+    return [
+        text_table(rows, header, right=set(range(1, len(header)))),
+        "error = estimate / measured - 1 (positive: the estimate is higher).",
+    ]
 
 
 def _model_label(scenario: Scenario, models: ModelCatalog) -> str:
@@ -133,29 +183,45 @@ def cmd_measure_add(args: argparse.Namespace) -> int:
         top = max(smi.gpus, key=lambda g: g.peak_memory_mib)
         peak, source = top.peak_memory_gib, "nvidia-smi log"
         where = f"peak of {top.samples} nvidia-smi samples in {smi.origin}" + (
-            f", GPU {top.gpu} of {len(smi.gpus)}" if len(smi.gpus) > 1 else "")
+            f", GPU {top.gpu} of {len(smi.gpus)}" if len(smi.gpus) > 1 else ""
+        )
         note = f"{note}; {where}" if note else where
     try:
         m = Measurement(
-            id=next_measurement_id(merge_measurements(stored.value, scenario.measurements)), gpu_id=args.gpu,
-            kind=w.kind, model=_model_label(scenario, models), engine=args.engine or w.engine, num_gpus=count,
-            batch_size=w.batch_size, seq_len=w.seq_len if w.is_training else w.context_tokens,
-            peak_memory_gib=peak, tokens_per_s=args.tokens_per_s, seconds_per_step=args.seconds_per_step,
-            tokens_per_step=args.tokens_per_step, source=source, note=note,
-            measured_on=datetime.date.today().isoformat(), scenario=scenario_snapshot(scenario))
+            id=next_measurement_id(merge_measurements(stored.value, scenario.measurements)),
+            gpu_id=args.gpu,
+            kind=w.kind,
+            model=_model_label(scenario, models),
+            engine=args.engine or w.engine,
+            num_gpus=count,
+            batch_size=w.batch_size,
+            seq_len=w.seq_len if w.is_training else w.context_tokens,
+            peak_memory_gib=peak,
+            tokens_per_s=args.tokens_per_s,
+            seconds_per_step=args.seconds_per_step,
+            tokens_per_step=args.tokens_per_step,
+            source=source,
+            note=note,
+            measured_on=datetime.date.today().isoformat(),
+            scenario=scenario_snapshot(scenario),
+        )
     except InputError as exc:
         option = _MEASURE_OPTIONS.get(exc.field, exc.field)
         if exc.field == "measurement":
-            raise InputError("measurement", "give at least one of --tokens-per-s, --seconds-per-step, "
-                                            "--peak-memory-gib or --smi-log") from None
+            raise InputError(
+                "measurement",
+                "give at least one of --tokens-per-s, --seconds-per-step, --peak-memory-gib or --smi-log",
+            ) from None
         raise InputError(option, exc.reason, exc.value) from None
     m, saved = add_measurement(m)
     scenario_note = ""
     if args.no_scenario_update:
         scenario_note = "not added to the scenario file (--no-scenario-update)"
     elif scenario.warnings:
-        scenario_note = (f"not added to {args.scenario}: it holds keys this version does not know, "
-                         "which rewriting the file would drop")
+        scenario_note = (
+            f"not added to {args.scenario}: it holds keys this version does not know, "
+            "which rewriting the file would drop"
+        )
     else:
         updated = replace(scenario, measurements=tuple(merge_measurements(scenario.measurements, [m])))
         atomic_write_text(args.scenario, dumps_scenario(updated))
@@ -164,14 +230,24 @@ def cmd_measure_add(args: argparse.Namespace) -> int:
     _warn(profile.warnings)
     (comparison,) = compare_measurements([m], EstimatePredictor(gpus, models), profile.value)
     if args.json:
-        print(json.dumps({"measurement": {k: v for k, v in m.to_dict().items() if k != "scenario"},
-                          "saved": str(saved), "scenario_updated": scenario_note.startswith("added"),
-                          "comparison": _comparison_dict(comparison),
-                          "findings": [_finding_dict(f) for f in findings]}, indent=2))
+        print(
+            json.dumps(
+                {
+                    "measurement": {k: v for k, v in m.to_dict().items() if k != "scenario"},
+                    "saved": str(saved),
+                    "scenario_updated": scenario_note.startswith("added"),
+                    "comparison": _comparison_dict(comparison),
+                    "findings": [_finding_dict(f) for f in findings],
+                },
+                indent=2,
+            )
+        )
         return 0
     engine = m.engine or _engine_id(w)
-    print(f"Recorded {m.id}: {m.num_gpus}x {m.gpu_id}, {engine}, {m.kind} of {m.model} (batch {m.batch_size}); "
-          f"saved in {saved}; {scenario_note}.")
+    print(
+        f"Recorded {m.id}: {m.num_gpus}x {m.gpu_id}, {engine}, {m.kind} of {m.model} (batch {m.batch_size}); "
+        f"saved in {saved}; {scenario_note}."
+    )
     print("")
     print("\n".join(_render_comparison(comparison)))
     if findings:
@@ -195,20 +271,61 @@ def cmd_measure_list(args: argparse.Namespace) -> int:
     _warn(profile.warnings)
     comparisons = compare_measurements(runs, EstimatePredictor(gpus, models), profile.value)
     if args.json:
-        print(json.dumps({"file": str(loaded.path), "measurements": [
-            {**m.to_dict(), "comparison": _comparison_dict(c)} for m, c in zip(runs, comparisons)]}, indent=2))
+        print(
+            json.dumps(
+                {
+                    "file": str(loaded.path),
+                    "measurements": [
+                        {**m.to_dict(), "comparison": _comparison_dict(c)} for m, c in zip(runs, comparisons)
+                    ],
+                },
+                indent=2,
+            )
+        )
         return 0
     if not runs:
         print(f"No measurements recorded yet ({loaded.path}); add one with 'gpuadvisor-cli measure add'.")
         return 0
     rows = []
     for m, c in zip(runs, comparisons):
-        rows.append([m.id, m.measured_on or "-", f"{m.num_gpus}x {m.gpu_id}", m.engine or "-", m.kind, m.model,
-                     _num(c.measured_tokens_per_s), _num(c.estimated_tokens_per_s), _pct(c.tokens_error_pct),
-                     _num(c.measured_memory_gib, 1), _num(c.estimated_memory_gib, 1), _pct(c.memory_error_pct),
-                     m.note[:40]])
-    print(text_table(rows, ["id", "date", "GPU", "engine", "kind", "model", "tok/s", "est.", "error",
-                        "peak GiB", "est.", "error", "note"], right={6, 7, 8, 9, 10, 11}))
+        rows.append(
+            [
+                m.id,
+                m.measured_on or "-",
+                f"{m.num_gpus}x {m.gpu_id}",
+                m.engine or "-",
+                m.kind,
+                m.model,
+                _num(c.measured_tokens_per_s),
+                _num(c.estimated_tokens_per_s),
+                _pct(c.tokens_error_pct),
+                _num(c.measured_memory_gib, 1),
+                _num(c.estimated_memory_gib, 1),
+                _pct(c.memory_error_pct),
+                m.note[:40],
+            ]
+        )
+    print(
+        text_table(
+            rows,
+            [
+                "id",
+                "date",
+                "GPU",
+                "engine",
+                "kind",
+                "model",
+                "tok/s",
+                "est.",
+                "error",
+                "peak GiB",
+                "est.",
+                "error",
+                "note",
+            ],
+            right={6, 7, 8, 9, 10, 11},
+        )
+    )
     print(f"\n{len(runs)} measurements in {loaded.path}. error = estimate / measured - 1.")
     problems = [f"  {c.measurement.id}: {c.problem}" for c in comparisons if c.problem]
     if problems:
@@ -220,20 +337,41 @@ def cmd_measure_diagnose(args: argparse.Namespace) -> int:
     summary = _read_smi_log(args.log, args.smi_columns)
     findings = diagnose(summary)
     if args.json:
-        print(json.dumps({"file": summary.origin, "gpus": [
-            {"gpu": g.gpu, "name": g.name, "samples": g.samples, "duration_s": g.duration_s,
-             "peak_memory_gib": round(g.peak_memory_gib, 3), "memory_total_mib": g.memory_total_mib,
-             "peak_memory_fraction": None if g.peak_memory_fraction is None else round(g.peak_memory_fraction, 4),
-             "median_gpu_util_pct": g.median_gpu_util_pct, "p95_gpu_util_pct": g.p95_gpu_util_pct,
-             "mean_memory_util_pct": g.mean_memory_util_pct} for g in summary.gpus],
-            "bad_lines": [{"line": n, "reason": why} for n, why in summary.bad_lines],
-            "findings": [_finding_dict(f) for f in findings]}, indent=2))
+        print(
+            json.dumps(
+                {
+                    "file": summary.origin,
+                    "gpus": [
+                        {
+                            "gpu": g.gpu,
+                            "name": g.name,
+                            "samples": g.samples,
+                            "duration_s": g.duration_s,
+                            "peak_memory_gib": round(g.peak_memory_gib, 3),
+                            "memory_total_mib": g.memory_total_mib,
+                            "peak_memory_fraction": None
+                            if g.peak_memory_fraction is None
+                            else round(g.peak_memory_fraction, 4),
+                            "median_gpu_util_pct": g.median_gpu_util_pct,
+                            "p95_gpu_util_pct": g.p95_gpu_util_pct,
+                            "mean_memory_util_pct": g.mean_memory_util_pct,
+                        }
+                        for g in summary.gpus
+                    ],
+                    "bad_lines": [{"line": n, "reason": why} for n, why in summary.bad_lines],
+                    "findings": [_finding_dict(f) for f in findings],
+                },
+                indent=2,
+            )
+        )
         return 0
     for g in summary.gpus:
         share = f" ({g.peak_memory_fraction:.0%} of VRAM)" if g.peak_memory_fraction is not None else ""
         util = f"{g.median_gpu_util_pct:.0f}%" if g.median_gpu_util_pct is not None else "n/a"
-        print(f"GPU {g.gpu} {g.name}: {g.samples} samples, peak {g.peak_memory_gib:.1f} GiB{share}, "
-              f"median utilization {util}")
+        print(
+            f"GPU {g.gpu} {g.name}: {g.samples} samples, peak {g.peak_memory_gib:.1f} GiB{share}, "
+            f"median utilization {util}"
+        )
     print("")
     print("\n".join(_render_findings(findings)))
     return 0
@@ -241,16 +379,34 @@ def cmd_measure_diagnose(args: argparse.Namespace) -> int:
 
 # --- calibration ---------------------------------------------------------------------------------
 
+
 def _render_profile(profile: CalibrationProfile) -> str:
-    lines = [f"Calibration profile of {profile.created}"
-             + (f" ({profile.note})" if profile.note else "") + f": {len(profile.fits)} factors."]
+    lines = [
+        f"Calibration profile of {profile.created}"
+        + (f" ({profile.note})" if profile.note else "")
+        + f": {len(profile.fits)} factors."
+    ]
     if profile.fits:
-        rows = [[f.gpu_id, f.engine, f.factor_name, f"{f.value:.4g}", str(f.n_measurements),
-                 "-" if f.error_before_pct is None else f"{f.error_before_pct:.1f}%",
-                 "-" if f.error_after_pct is None else f"{f.error_after_pct:.1f}%", f.note]
-                for f in profile.fits]
-        lines.append(text_table(rows, ["GPU", "engine", "factor", "value", "n", "error before", "after", "note"],
-                            right={3, 4, 5, 6}))
+        rows = [
+            [
+                f.gpu_id,
+                f.engine,
+                f.factor_name,
+                f"{f.value:.4g}",
+                str(f.n_measurements),
+                "-" if f.error_before_pct is None else f"{f.error_before_pct:.1f}%",
+                "-" if f.error_after_pct is None else f"{f.error_after_pct:.1f}%",
+                f.note,
+            ]
+            for f in profile.fits
+        ]
+        lines.append(
+            text_table(
+                rows,
+                ["GPU", "engine", "factor", "value", "n", "error before", "after", "note"],
+                right={3, 4, 5, 6},
+            )
+        )
         lines.append("error: median |estimate / measured - 1| over the measurements the factor rests on.")
     if profile.skipped:
         lines.append("Measurements not used:")
@@ -280,15 +436,25 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
             status = EXIT_NOTHING_FITTED
     exported = export_calibration(profile, args.export) if args.export else None
     if args.json:
-        print(json.dumps({**profile_to_dict(profile), "saved": str(saved) if saved else None,
-                          "exported": str(exported) if exported else None}, indent=2))
+        print(
+            json.dumps(
+                {
+                    **profile_to_dict(profile),
+                    "saved": str(saved) if saved else None,
+                    "exported": str(exported) if exported else None,
+                },
+                indent=2,
+            )
+        )
         return status
     print(_render_profile(profile))
     if args.import_file:
         print(f"Imported {args.import_file} as {saved}.")
     elif saved:
-        print(f"Saved to {saved}; apply it with 'gpuadvisor-cli estimate --calibrated' or the window's "
-              "Tools > Measurements & calibration.")
+        print(
+            f"Saved to {saved}; apply it with 'gpuadvisor-cli estimate --calibrated' or the window's "
+            "Tools > Measurements & calibration."
+        )
     elif status:
         print("No factor could be fitted (see above); the saved profile was left as it was.")
     if exported:

@@ -45,7 +45,9 @@ def cmd_report(args: argparse.Namespace) -> int:
     est = estimate(scenario, gpus, models, gpu_ids=args.gpu or None, calibration=profile)
     settings, settings_warnings = load_settings()  # the stale-price age the user chose in the window
     _warn(settings_warnings)
-    report = build_report(est, gpus.meta, datetime.date.today(), stale_after_months=settings.stale_price_months)
+    report = build_report(
+        est, gpus.meta, datetime.date.today(), stale_after_months=settings.stale_price_months
+    )
     _use_offscreen_qt_when_headless()
     try:
         from ..views.report_pdf import export_pdf  # Qt and pyqtgraph: only this command needs them

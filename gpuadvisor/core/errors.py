@@ -36,7 +36,11 @@ def error_line(exc: InputError, typed_paths: list[object] | tuple[object, ...] =
     their base name, which is ambiguous when the path has folders in it."""
     text = str(exc)
     for path in typed_paths:
-        if (isinstance(path, str) and path != exc.field and path.replace("\\", "/").rsplit("/", 1)[-1] == exc.field
-                and text.startswith(exc.field + ":")):
-            return f"{path}{text[len(exc.field):]}"
+        if (
+            isinstance(path, str)
+            and path != exc.field
+            and path.replace("\\", "/").rsplit("/", 1)[-1] == exc.field
+            and text.startswith(exc.field + ":")
+        ):
+            return f"{path}{text[len(exc.field) :]}"
     return text

@@ -208,7 +208,7 @@ def plain_gpu_name(name: str) -> str:
     short = name.strip()
     for prefix in NAME_PREFIXES:
         if short.startswith(prefix) and len(short) > len(prefix):
-            short = short[len(prefix):]
+            short = short[len(prefix) :]
     return short
 
 
@@ -222,10 +222,10 @@ def display_gpu_name(name: str, max_chars: int = MAX_NAME_CHARS) -> str:
     """
     short = plain_gpu_name(name)
     if len(short) > max_chars and short.endswith(")") and " (" in short:
-        short = short[:short.rindex(" (")]
+        short = short[: short.rindex(" (")]
     if len(short) > max_chars:
         cut = short[:max_chars]
-        cut = cut[:cut.rindex(" ")] if " " in cut else cut
+        cut = cut[: cut.rindex(" ")] if " " in cut else cut
         short = cut.rstrip(" ,;-(") + "\u2026"
     return short
 

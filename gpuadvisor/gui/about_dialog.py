@@ -15,16 +15,33 @@ from importlib import metadata
 from pathlib import Path
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import (QDialog, QDialogButtonBox, QLabel, QPlainTextEdit, QTabWidget, QVBoxLayout,
-                               QWidget)
+from PySide6.QtWidgets import (
+    QDialog,
+    QDialogButtonBox,
+    QLabel,
+    QPlainTextEdit,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
 
 from .. import __version__
 
 LICENSE_FILE = "LICENSE"
 NOTICES_FILE = "THIRD-PARTY-NOTICES"
 #: The distributions the window runs on, for the summary shown from a checkout.
-RUNTIME_DISTRIBUTIONS = ("PySide6-Essentials", "shiboken6", "pyqtgraph", "numpy", "pandas", "python-dateutil",
-                         "six", "tzdata", "platformdirs", "colorama")
+RUNTIME_DISTRIBUTIONS = (
+    "PySide6-Essentials",
+    "shiboken6",
+    "pyqtgraph",
+    "numpy",
+    "pandas",
+    "python-dateutil",
+    "six",
+    "tzdata",
+    "platformdirs",
+    "colorama",
+)
 
 
 def legal_dir() -> Path:
@@ -49,7 +66,9 @@ def _distribution_license(dist: metadata.Distribution) -> str:
     expression = meta.get("License-Expression")
     if expression:
         return expression
-    classifiers = [c.split(" :: ")[-1] for c in meta.get_all("Classifier") or () if c.startswith("License ::")]
+    classifiers = [
+        c.split(" :: ")[-1] for c in meta.get_all("Classifier") or () if c.startswith("License ::")
+    ]
     if classifiers:
         return ", ".join(classifiers)
     text = (meta.get("License") or "").strip()
@@ -74,10 +93,12 @@ def notices_text(folder: Path | None = None) -> str:
     try:
         return path.read_text(encoding="utf-8")
     except OSError:
-        return ("This copy runs from source, so no THIRD-PARTY-NOTICES file was generated "
-                "(packaging/notices.py writes it into every standalone build). The packages it uses:\n\n"
-                + installed_summary()
-                + "\n\nQt and PySide6 are licensed under the GNU Lesser General Public License version 3.")
+        return (
+            "This copy runs from source, so no THIRD-PARTY-NOTICES file was generated "
+            "(packaging/notices.py writes it into every standalone build). The packages it uses:\n\n"
+            + installed_summary()
+            + "\n\nQt and PySide6 are licensed under the GNU Lesser General Public License version 3."
+        )
 
 
 class AboutDialog(QDialog):
@@ -94,7 +115,8 @@ class AboutDialog(QDialog):
             f"<p>{'<br>'.join(catalog_lines)}</p><p>Formulas and sources: docs/estimation.md.</p>"
             "<p>Copyright (c) 2026 The gpuadvisor developers. Distributed under the MIT License. "
             "The standalone app bundles Qt and PySide6 under the GNU LGPL version 3, and other "
-            "packages under their own licenses: see the tabs.</p>")
+            "packages under their own licenses: see the tabs.</p>"
+        )
         about.setWordWrap(True)
         about.setAlignment(Qt.AlignmentFlag.AlignTop)
         about.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -119,8 +141,10 @@ class AboutDialog(QDialog):
 def show_about(parent: QWidget, gpus, models) -> AboutDialog:
     """Open the About dialog (window-modal, returns at once) for the catalogs in use."""
     gm, mm = gpus.meta, models.meta
-    lines = [f"GPU catalog: schema {gm.schema_version}, updated {gm.updated}, {len(gpus)} GPUs.",
-             f"Model presets: schema {mm.schema_version}, updated {mm.updated}, {len(models)} models."]
+    lines = [
+        f"GPU catalog: schema {gm.schema_version}, updated {gm.updated}, {len(gpus)} GPUs.",
+        f"Model presets: schema {mm.schema_version}, updated {mm.updated}, {len(models)} models.",
+    ]
     dialog = AboutDialog(lines, parent)
     dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
     dialog.open()
@@ -134,7 +158,11 @@ if __name__ == "__main__":
     from ..core.presets import load_model_catalog
 
     app = QApplication(sys.argv)
-    dialog = AboutDialog([f"GPU catalog: {len(load_gpu_catalog())} GPUs.",
-                          f"Model presets: {len(load_model_catalog())} models."])
+    dialog = AboutDialog(
+        [
+            f"GPU catalog: {len(load_gpu_catalog())} GPUs.",
+            f"Model presets: {len(load_model_catalog())} models.",
+        ]
+    )
     dialog.show()
     sys.exit(app.exec())

@@ -48,11 +48,11 @@ def install_excepthook(parent_getter) -> None:
 
 def build_window(scenario_path: str | None = None, deferred_charts: bool = True):
     """Create the state and the main window (a QApplication must exist)."""
-    from ..core.formats.scenario import default_scenario
     from ..core.errors import CatalogError, InputError
+    from ..core.formats.scenario import default_scenario
+    from ..core.formats.user_catalog import build_catalogs
     from ..core.specs.hardware import load_gpu_catalog
     from ..core.specs.presets import load_model_catalog
-    from ..core.formats.user_catalog import build_catalogs
     from ..storage.settings import load_settings
     from ..storage.user_catalog_store import load_user_catalog
     from .main_window import MainWindow
@@ -74,16 +74,24 @@ def build_window(scenario_path: str | None = None, deferred_charts: bool = True)
     for w in catalog_warnings:
         log.warning(w)
     state = AppState(default_scenario(), gpus, models)
-    window = MainWindow(state, settings=settings, default_scenario=default_scenario(),
-                        deferred_charts=deferred_charts, user_catalog=loaded.catalog,
-                        catalog_warnings=catalog_warnings, catalog_set_aside=loaded.set_aside is not None)
-    target = scenario_path or (settings.last_scenario if settings.last_scenario and
-                               os.path.exists(settings.last_scenario) else None)
+    window = MainWindow(
+        state,
+        settings=settings,
+        default_scenario=default_scenario(),
+        deferred_charts=deferred_charts,
+        user_catalog=loaded.catalog,
+        catalog_warnings=catalog_warnings,
+        catalog_set_aside=loaded.set_aside is not None,
+    )
+    target = scenario_path or (
+        settings.last_scenario if settings.last_scenario and os.path.exists(settings.last_scenario) else None
+    )
     if target:
         try:
             state.open(target)
         except InputError as exc:
             from ..core.errors import error_line
+
             log.warning("could not reopen %s: %s", target, exc)
             what = "the scenario" if scenario_path else "the last scenario"
             window.statusBar().showMessage(f"Could not open {what}: {error_line(exc, [target])}", 10000)
@@ -122,26 +130,35 @@ def wayland_plugin_present() -> bool:
         return False
 
 
-def choose_platform(environ=os.environ, plugin_present=wayland_plugin_present,
-                    find_library=None) -> str | None:
+def choose_platform(
+    environ=os.environ, plugin_present=wayland_plugin_present, find_library=None
+) -> str | None:
     """Set ``QT_QPA_PLATFORM=wayland`` for a Wayland session without X display; return an error
     message (what to install) when that cannot work, else ``None``."""
-    if (environ.get("QT_QPA_PLATFORM") or not sys.platform.startswith("linux") or environ.get("DISPLAY")
-            or not environ.get("WAYLAND_DISPLAY")):
+    if (
+        environ.get("QT_QPA_PLATFORM")
+        or not sys.platform.startswith("linux")
+        or environ.get("DISPLAY")
+        or not environ.get("WAYLAND_DISPLAY")
+    ):
         return None
     if find_library is None:
         from ctypes.util import find_library
     if not plugin_present():
-        return ("gpuadvisor: this is a Wayland session without XWayland (WAYLAND_DISPLAY is set, DISPLAY is "
-                "not), and this Qt has no wayland platform plugin. Install XWayland (Debian/Ubuntu: "
-                "sudo apt install xwayland; Fedora: sudo dnf install xorg-x11-server-Xwayland) and log in "
-                "again, or use gpuadvisor-cli.")
+        return (
+            "gpuadvisor: this is a Wayland session without XWayland (WAYLAND_DISPLAY is set, DISPLAY is "
+            "not), and this Qt has no wayland platform plugin. Install XWayland (Debian/Ubuntu: "
+            "sudo apt install xwayland; Fedora: sudo dnf install xorg-x11-server-Xwayland) and log in "
+            "again, or use gpuadvisor-cli."
+        )
     missing = [name for name in WAYLAND_LIBS if not find_library(name)]
     if missing:
         packages = " ".join(f"lib{name}{'1' if name == 'wayland-egl' else '0'}" for name in missing)
-        return (f"gpuadvisor: this is a Wayland session without XWayland, and Qt's wayland plugin needs "
-                f"{', '.join('lib' + m for m in missing)}. Install them (Debian/Ubuntu: sudo apt install "
-                f"{packages}) or XWayland (sudo apt install xwayland).")
+        return (
+            f"gpuadvisor: this is a Wayland session without XWayland, and Qt's wayland plugin needs "
+            f"{', '.join('lib' + m for m in missing)}. Install them (Debian/Ubuntu: sudo apt install "
+            f"{packages}) or XWayland (sudo apt install xwayland)."
+        )
     environ["QT_QPA_PLATFORM"] = "wayland"
     return None
 
@@ -149,10 +166,14 @@ def choose_platform(environ=os.environ, plugin_present=wayland_plugin_present,
 def main(scenario_path: str | None = None) -> int:
     """Open the window on ``scenario_path`` (``python -m gpuadvisor`` parses the command line)."""
     if not has_display():
-        print("gpuadvisor: no display found (DISPLAY/WAYLAND_DISPLAY unset), so the window cannot open.\n"
-              "Showing the comparison in the terminal instead; set QT_QPA_PLATFORM=offscreen or run it on a "
-              "desktop for the window. gpuadvisor-cli has the full command line.\n", file=sys.stderr)
+        print(
+            "gpuadvisor: no display found (DISPLAY/WAYLAND_DISPLAY unset), so the window cannot open.\n"
+            "Showing the comparison in the terminal instead; set QT_QPA_PLATFORM=offscreen or run it on a "
+            "desktop for the window. gpuadvisor-cli has the full command line.\n",
+            file=sys.stderr,
+        )
         from ..views.terminal import print_comparison
+
         return print_comparison([scenario_path] if scenario_path else [])
     problem = choose_platform()
     if problem:
@@ -177,9 +198,8 @@ def main(scenario_path: str | None = None) -> int:
     window = build_window(scenario_path)
     window.show()
     if os.environ.get("GPUADVISOR_STARTUP_TIMING"):
-        from PySide6.QtCore import QTimer
+        from PySide6.QtCore import QEventLoop, QTimer
 
-        from PySide6.QtCore import QEventLoop
         app.processEvents(QEventLoop.ProcessEventsFlag.ExcludeUserInputEvents)
         shown = time.perf_counter() - t0
         since_start = seconds_since_process_start()
@@ -188,12 +208,15 @@ def main(scenario_path: str | None = None) -> int:
             if not window.charts_ready:
                 QTimer.singleShot(20, report)
                 return
-            print(f"window shown after {shown:.3f} s in-process; charts ready after "
-                  f"{time.perf_counter() - t0:.3f} s; window shown {since_start or 0:.2f} s after process start",
-                  flush=True)
+            print(
+                f"window shown after {shown:.3f} s in-process; charts ready after "
+                f"{time.perf_counter() - t0:.3f} s; window shown {since_start or 0:.2f} s after process start",
+                flush=True,
+            )
             if os.environ.get("GPUADVISOR_STARTUP_TIMING") == "exit":
                 window.state.dirty = False
                 window.close()
                 app.quit()
+
         QTimer.singleShot(0, report)
     return app.exec()

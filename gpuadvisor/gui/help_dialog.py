@@ -15,7 +15,9 @@ def guide_text() -> str:
     try:
         return path.read_text(encoding="utf-8")
     except OSError:
-        return "# gpuadvisor help\n\nThe user guide is missing from this installation (resources/help/guide.md)."
+        return (
+            "# gpuadvisor help\n\nThe user guide is missing from this installation (resources/help/guide.md)."
+        )
 
 
 class HelpDialog(QDialog):

@@ -15,22 +15,32 @@ import logging
 
 from PySide6.QtCore import QByteArray, Qt, QTimer
 from PySide6.QtGui import QAction, QActionGroup, QGuiApplication, QKeySequence
-from PySide6.QtWidgets import (QApplication, QHBoxLayout, QMainWindow, QMessageBox,
-                               QPushButton, QScrollArea, QSplitter, QTabWidget, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QApplication,
+    QHBoxLayout,
+    QMainWindow,
+    QMessageBox,
+    QPushButton,
+    QScrollArea,
+    QSplitter,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
 
 from ..core.errors import InputError
 from ..core.estimation.results import Estimate
 from ..core.formats.scenario import Scenario
 from ..core.presentation.wording import model_line
+from .messages import user_message
 from .pages.budget_page import BudgetPage
 from .pages.model_page import ModelPage
 from .pages.workload_page import WorkloadPage
-from .messages import user_message
-from .window_files import FileActions
-from .window_tools import ToolWindows
 from .results_view import ResultsView
 from .state import AppState
 from .theme import APPEARANCES, apply_appearance
+from .window_files import FileActions
+from .window_tools import ToolWindows
 
 log = logging.getLogger(__name__)
 MAX_RECENT = 10
@@ -39,9 +49,16 @@ MAX_RECENT = 10
 class MainWindow(FileActions, ToolWindows, QMainWindow):
     """The application window."""
 
-    def __init__(self, state: AppState, settings=None, default_scenario: Scenario | None = None,
-                 deferred_charts: bool = True, user_catalog=None, catalog_warnings=(),
-                 catalog_set_aside: bool = False):
+    def __init__(
+        self,
+        state: AppState,
+        settings=None,
+        default_scenario: Scenario | None = None,
+        deferred_charts: bool = True,
+        user_catalog=None,
+        catalog_warnings=(),
+        catalog_set_aside: bool = False,
+    ):
         super().__init__()
         self.state = state
         self.settings = settings
@@ -73,8 +90,12 @@ class MainWindow(FileActions, ToolWindows, QMainWindow):
             page.edited.connect(self._on_page_edited)
         self.back_button = QPushButton("Back")
         self.next_button = QPushButton("Next")
-        self.back_button.clicked.connect(lambda: self.page_tabs.setCurrentIndex(self.page_tabs.currentIndex() - 1))
-        self.next_button.clicked.connect(lambda: self.page_tabs.setCurrentIndex(self.page_tabs.currentIndex() + 1))
+        self.back_button.clicked.connect(
+            lambda: self.page_tabs.setCurrentIndex(self.page_tabs.currentIndex() - 1)
+        )
+        self.next_button.clicked.connect(
+            lambda: self.page_tabs.setCurrentIndex(self.page_tabs.currentIndex() + 1)
+        )
         self.page_tabs.currentChanged.connect(self._on_page_changed)
         left = QWidget()
         left_layout = QVBoxLayout(left)
@@ -128,10 +149,17 @@ class MainWindow(FileActions, ToolWindows, QMainWindow):
         self.statusBar().showMessage(self.catalog_warnings[0], 15000)
         if not self._catalog_notice:
             return
-        box = QMessageBox(QMessageBox.Icon.Warning, "Your catalog edits were set aside",
-                          "\n\n".join(self._catalog_notice), QMessageBox.StandardButton.Ok, self)
-        box.setInformativeText("The bundled catalog is in use. Tools > Catalog editor > Restore backup… brings "
-                               "back a saved copy of your edits.")
+        box = QMessageBox(
+            QMessageBox.Icon.Warning,
+            "Your catalog edits were set aside",
+            "\n\n".join(self._catalog_notice),
+            QMessageBox.StandardButton.Ok,
+            self,
+        )
+        box.setInformativeText(
+            "The bundled catalog is in use. Tools > Catalog editor > Restore backup… brings "
+            "back a saved copy of your edits."
+        )
         box.setModal(False)
         box.show()
         self.catalog_warning_box = box
@@ -178,7 +206,9 @@ class MainWindow(FileActions, ToolWindows, QMainWindow):
 
     def _on_estimate_changed(self, est: Estimate) -> None:
         self.model_page.show_model(model_line(est))
-        self.statusBar().showMessage(f"{len(est.candidates)} setups compared in {self.state.last_compute_ms:.0f} ms")
+        self.statusBar().showMessage(
+            f"{len(est.candidates)} setups compared in {self.state.last_compute_ms:.0f} ms"
+        )
 
     def _on_error_changed(self, message: str) -> None:
         if message:
@@ -201,10 +231,13 @@ class MainWindow(FileActions, ToolWindows, QMainWindow):
         self.open_action = self._action(file_menu, "&Open…", QKeySequence.StandardKey.Open, self.on_open)
         self.recent_menu = file_menu.addMenu("Open &recent")
         self.save_action = self._action(file_menu, "&Save", QKeySequence.StandardKey.Save, self.on_save)
-        self.save_as_action = self._action(file_menu, "Save &as…", QKeySequence.StandardKey.SaveAs, self.on_save_as)
+        self.save_as_action = self._action(
+            file_menu, "Save &as…", QKeySequence.StandardKey.SaveAs, self.on_save_as
+        )
         file_menu.addSeparator()
-        self.report_action = self._action(file_menu, "Export &report (PDF)…", QKeySequence("Ctrl+P"),
-                                          self.on_export_report)
+        self.report_action = self._action(
+            file_menu, "Export &report (PDF)…", QKeySequence("Ctrl+P"), self.on_export_report
+        )
         size_menu = file_menu.addMenu("Report page si&ze")
         self.page_size_actions = {}
         group = QActionGroup(self)
@@ -215,28 +248,48 @@ class MainWindow(FileActions, ToolWindows, QMainWindow):
             action.triggered.connect(lambda _=False, sz=size: self._set_page_size(sz))
             group.addAction(action)
             self.page_size_actions[size] = action
-        self.export_action = self._action(file_menu, "&Export comparison (JSON)…", QKeySequence("Ctrl+E"),
-                                          self.on_export_json)
-        self.export_csv_action = self._action(file_menu, "Export ranking (&CSV)…", QKeySequence(),
-                                              lambda: self.results.ranking.export_csv_dialog())
+        self.export_action = self._action(
+            file_menu, "&Export comparison (JSON)…", QKeySequence("Ctrl+E"), self.on_export_json
+        )
+        self.export_csv_action = self._action(
+            file_menu,
+            "Export ranking (&CSV)…",
+            QKeySequence(),
+            lambda: self.results.ranking.export_csv_dialog(),
+        )
         file_menu.addSeparator()
         self._action(file_menu, "&Quit", QKeySequence.StandardKey.Quit, self.close)
         view = self.menuBar().addMenu("&View")
         for i, page in enumerate(self.pages):
-            self._action(view, f"Page {i + 1}: {page.title}", QKeySequence(f"Alt+{i + 1}"),
-                         lambda _=False, n=i: self.show_page(n))
+            self._action(
+                view,
+                f"Page {i + 1}: {page.title}",
+                QKeySequence(f"Alt+{i + 1}"),
+                lambda _=False, n=i: self.show_page(n),
+            )
         view.addSeparator()
         self.panel_actions = {}
-        for name, text, key in (("pages", "Show the &wizard pages", "Ctrl+Shift+W"),
-                                ("charts", "Show the c&harts", "Ctrl+Shift+H"),
-                                ("detail", "Show the &details panel", "Ctrl+Shift+D")):
-            action = self._action(view, text, QKeySequence(key), lambda on, n=name: self.set_panel_visible(n, on))
+        for name, text, key in (
+            ("pages", "Show the &wizard pages", "Ctrl+Shift+W"),
+            ("charts", "Show the c&harts", "Ctrl+Shift+H"),
+            ("detail", "Show the &details panel", "Ctrl+Shift+D"),
+        ):
+            action = self._action(
+                view, text, QKeySequence(key), lambda on, n=name: self.set_panel_visible(n, on)
+            )
             action.setCheckable(True)
             action.setChecked(True)
             self.panel_actions[name] = action
         view.addSeparator()
-        self._action(view, "What-if over &context length", QKeySequence("Ctrl+1"), lambda: self.set_whatif_axis("context"))
-        self._action(view, "What-if over &batch size", QKeySequence("Ctrl+2"), lambda: self.set_whatif_axis("batch"))
+        self._action(
+            view,
+            "What-if over &context length",
+            QKeySequence("Ctrl+1"),
+            lambda: self.set_whatif_axis("context"),
+        )
+        self._action(
+            view, "What-if over &batch size", QKeySequence("Ctrl+2"), lambda: self.set_whatif_axis("batch")
+        )
         appearance = view.addMenu("&Appearance")
         group = QActionGroup(self)
         self.appearance_actions = {}
@@ -249,11 +302,16 @@ class MainWindow(FileActions, ToolWindows, QMainWindow):
             group.addAction(action)
             self.appearance_actions[mode] = action
         self.tools_menu = self.menuBar().addMenu("&Tools")
-        self.catalog_action = self._action(self.tools_menu, "&Catalog editor…", QKeySequence("Ctrl+K"),
-                                           self.open_catalog_editor)
-        self.catalog_action.setStatusTip("Edit GPUs, prices and model presets; edits are saved and used at once")
+        self.catalog_action = self._action(
+            self.tools_menu, "&Catalog editor…", QKeySequence("Ctrl+K"), self.open_catalog_editor
+        )
+        self.catalog_action.setStatusTip(
+            "Edit GPUs, prices and model presets; edits are saved and used at once"
+        )
         help_menu = self.menuBar().addMenu("&Help")
-        self.help_action = self._action(help_menu, "gpuadvisor &help", QKeySequence(Qt.Key.Key_F1), self.open_help)
+        self.help_action = self._action(
+            help_menu, "gpuadvisor &help", QKeySequence(Qt.Key.Key_F1), self.open_help
+        )
         self._action(help_menu, "&About gpuadvisor", QKeySequence(), self.on_about)
         self._fill_recent_menu()
 
@@ -266,15 +324,22 @@ class MainWindow(FileActions, ToolWindows, QMainWindow):
 
     def set_panel_visible(self, name: str, visible: bool) -> None:
         """Show or hide the wizard pages, the charts or the details panel (a small screen needs room)."""
-        widget = {"pages": self.left_panel, "charts": self.results.chart_tabs.parentWidget(),
-                  "detail": self.results.detail}[name]
+        widget = {
+            "pages": self.left_panel,
+            "charts": self.results.chart_tabs.parentWidget(),
+            "detail": self.results.detail,
+        }[name]
         widget.setVisible(visible)
         action = self.panel_actions.get(name)
         if action is not None and action.isChecked() != visible:
             action.setChecked(visible)
 
     def _appearance(self) -> str:
-        mode = (getattr(self.settings, "extra", {}) or {}).get("appearance", "system") if self.settings else "system"
+        mode = (
+            (getattr(self.settings, "extra", {}) or {}).get("appearance", "system")
+            if self.settings
+            else "system"
+        )
         return mode if mode in dict(APPEARANCES) else "system"
 
     def set_appearance(self, mode: str) -> None:
@@ -364,6 +429,7 @@ class MainWindow(FileActions, ToolWindows, QMainWindow):
 
     def on_about(self) -> None:
         from .about_dialog import show_about
+
         show_about(self, self.state.gpus, self.state.models)
 
     # --- layout persistence ------------------------------------------------------------------
@@ -408,6 +474,7 @@ class MainWindow(FileActions, ToolWindows, QMainWindow):
         self.layout_into_settings()
         if self.settings is not None:
             from ..storage.settings import save_settings
+
             try:
                 save_settings(self.settings)
             except InputError as exc:

@@ -26,21 +26,56 @@ from dataclasses import replace
 from pathlib import Path
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt
-from PySide6.QtWidgets import (QCheckBox, QComboBox, QDialog, QFileDialog, QFormLayout, QGroupBox, QHBoxLayout,
-                               QHeaderView, QLabel, QLineEdit, QPushButton, QSpinBox, QSplitter, QTableView,
-                               QTextBrowser, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QDialog,
+    QFileDialog,
+    QFormLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QSpinBox,
+    QSplitter,
+    QTableView,
+    QTextBrowser,
+    QVBoxLayout,
+    QWidget,
+)
 
-from ..core.estimation.calibration import (CalibrationProfile, Comparison, EstimatePredictor, compare_measurements,
-                                fit_calibration)
-from ..core.specs.engines import ENGINES, engine_for
 from ..core.errors import InputError
+from ..core.estimation.calibration import (
+    CalibrationProfile,
+    Comparison,
+    EstimatePredictor,
+    compare_measurements,
+    fit_calibration,
+)
 from ..core.estimation.estimate import resolve_model
 from ..core.formats.measurements import Measurement, next_measurement_id
-from ..core.formats.smi_log import Finding, LogSummary, diagnose, parse_nvidia_smi_log
 from ..core.formats.scenario import scenario_snapshot
-from ..storage import (StorageError, add_measurement, export_calibration, import_calibration,
-                       load_measurements, merge_measurements, save_calibration)
-from ..views.charts.palette import BACKGROUND_COLOR, FIT_COLOR, MUTED_TEXT_COLOR, OTHER_COLOR, PARETO_COLOR, TEXT_COLOR
+from ..core.formats.smi_log import Finding, LogSummary, diagnose, parse_nvidia_smi_log
+from ..core.specs.engines import ENGINES, engine_for
+from ..storage import (
+    StorageError,
+    add_measurement,
+    export_calibration,
+    import_calibration,
+    load_measurements,
+    merge_measurements,
+    save_calibration,
+)
+from ..views.charts.palette import (
+    BACKGROUND_COLOR,
+    FIT_COLOR,
+    MUTED_TEXT_COLOR,
+    OTHER_COLOR,
+    PARETO_COLOR,
+    TEXT_COLOR,
+)
 from .state import AppState
 from .widgets import ERROR_STYLE, NumberField, hint
 
@@ -76,8 +111,21 @@ class MeasurementsModel(_TextTable):
     COL_ID, COL_GPU, COL_ENGINE, COL_MODEL = range(4)
     COL_TPS, COL_EST_TPS, COL_ERR_TPS, COL_CAL_TPS, COL_CAL_ERR_TPS = range(4, 9)
     COL_MEM, COL_EST_MEM, COL_ERR_MEM, COL_NOTE = range(9, 13)
-    HEADERS = ("Id", "GPU", "Engine", "Model", "Measured tok/s", "Estimated tok/s", "Error",
-               "Calibrated tok/s", "Error (cal.)", "Measured GiB", "Estimated GiB", "Error", "Note")
+    HEADERS = (
+        "Id",
+        "GPU",
+        "Engine",
+        "Model",
+        "Measured tok/s",
+        "Estimated tok/s",
+        "Error",
+        "Calibrated tok/s",
+        "Error (cal.)",
+        "Measured GiB",
+        "Estimated GiB",
+        "Error",
+        "Note",
+    )
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -95,12 +143,18 @@ class MeasurementsModel(_TextTable):
         c = self.rows[row]
         m = c.measurement
         values = {
-            self.COL_ID: m.id, self.COL_GPU: f"{m.num_gpus}× {m.gpu_id}", self.COL_ENGINE: m.engine or "",
+            self.COL_ID: m.id,
+            self.COL_GPU: f"{m.num_gpus}× {m.gpu_id}",
+            self.COL_ENGINE: m.engine or "",
             self.COL_MODEL: f"{m.model}, {m.kind.replace('_', ' ')}, batch {m.batch_size}",
-            self.COL_TPS: _num(c.measured_tokens_per_s), self.COL_EST_TPS: _num(c.estimated_tokens_per_s),
-            self.COL_ERR_TPS: _pct(c.tokens_error_pct), self.COL_CAL_TPS: _num(c.calibrated_tokens_per_s),
-            self.COL_CAL_ERR_TPS: _pct(c.calibrated_tokens_error_pct), self.COL_MEM: _num(c.measured_memory_gib, 1),
-            self.COL_EST_MEM: _num(c.estimated_memory_gib, 1), self.COL_ERR_MEM: _pct(c.memory_error_pct),
+            self.COL_TPS: _num(c.measured_tokens_per_s),
+            self.COL_EST_TPS: _num(c.estimated_tokens_per_s),
+            self.COL_ERR_TPS: _pct(c.tokens_error_pct),
+            self.COL_CAL_TPS: _num(c.calibrated_tokens_per_s),
+            self.COL_CAL_ERR_TPS: _pct(c.calibrated_tokens_error_pct),
+            self.COL_MEM: _num(c.measured_memory_gib, 1),
+            self.COL_EST_MEM: _num(c.estimated_memory_gib, 1),
+            self.COL_ERR_MEM: _pct(c.memory_error_pct),
             self.COL_NOTE: c.problem or m.note,
         }
         return values[col]
@@ -115,8 +169,11 @@ class MeasurementsModel(_TextTable):
         if role == Qt.ItemDataRole.ToolTipRole:
             c = self.rows[index.row()]
             m = c.measurement
-            return (f"{m.id}: measured {m.measured_on or 'undated'}, memory from {m.source}"
-                    + (f"\n{c.problem}" if c.problem else "") + (f"\n{m.note}" if m.note else ""))
+            return (
+                f"{m.id}: measured {m.measured_on or 'undated'}, memory from {m.source}"
+                + (f"\n{c.problem}" if c.problem else "")
+                + (f"\n{m.note}" if m.note else "")
+            )
         return None
 
 
@@ -143,7 +200,15 @@ class FactorsModel(_TextTable):
         before = "n/a" if f.error_before_pct is None else f"{f.error_before_pct:.1f}%"
         after = "n/a" if f.error_after_pct is None else f"{f.error_after_pct:.1f}%"
         value = f"{f.value:.2f} GiB" if f.factor_name == "runtime_overhead_gib" else f"{f.value:.3f}"
-        return (f.gpu_id, f.engine, f.factor_name, value, str(f.n_measurements), f"{before} → {after}", f.note)[col]
+        return (
+            f.gpu_id,
+            f.engine,
+            f.factor_name,
+            value,
+            str(f.n_measurements),
+            f"{before} → {after}",
+            f.note,
+        )[col]
 
     def data(self, index, role=Qt.ItemDataRole.DisplayRole):
         if not index.isValid() or self.profile is None:
@@ -179,13 +244,15 @@ class MeasurementsDialog(QDialog):
         self.throughput_unit = QComboBox()
         self.throughput_unit.addItem("tokens/s (all GPUs)", "tokens_per_s")
         self.throughput_unit.addItem("seconds per step", "seconds_per_step")
-        self.tokens_per_step = NumberField("default: batch × sequence × GPUs (training)", optional=True,
-                                           minimum=1e-9)
+        self.tokens_per_step = NumberField(
+            "default: batch × sequence × GPUs (training)", optional=True, minimum=1e-9
+        )
         self.memory = NumberField("GiB per GPU, e.g. 71.2", optional=True, minimum=1e-9, maximum=4096)
         self.memory_source = QComboBox()
         self.memory_source.addItem("typed: what nvidia-smi showed", "typed")
-        self.memory_source.addItem("torch.cuda.max_memory_allocated (tensors only)",
-                                   "torch.cuda.max_memory_allocated")
+        self.memory_source.addItem(
+            "torch.cuda.max_memory_allocated (tensors only)", "torch.cuda.max_memory_allocated"
+        )
         self.memory_source.addItem("nvidia-smi log (loaded)", "nvidia-smi log")
         self.load_log_button = QPushButton("Load nvidia-smi log…")
         self.load_log_button.clicked.connect(self.on_load_log)
@@ -220,8 +287,12 @@ class MeasurementsDialog(QDialog):
         rb.addWidget(self.record_button, 0, Qt.AlignmentFlag.AlignRight)
         rb.addWidget(QLabel("<b>nvidia-smi diagnosis</b>"))
         rb.addWidget(self.findings_view)
-        rb.addWidget(hint("Log with: nvidia-smi --query-gpu=timestamp,name,memory.used,memory.total,"
-                          "utilization.gpu,utilization.memory --format=csv -l 1 > gpu-log.csv"))
+        rb.addWidget(
+            hint(
+                "Log with: nvidia-smi --query-gpu=timestamp,name,memory.used,memory.total,"
+                "utilization.gpu,utilization.memory --format=csv -l 1 > gpu-log.csv"
+            )
+        )
 
         # --- estimate vs measured chart --------------------------------------------------------
         import pyqtgraph as pg  # deferred: the window opens on demand
@@ -237,12 +308,19 @@ class MeasurementsDialog(QDialog):
         self.plot.setLabel("left", "Estimated tokens/s")
         self.plot.showGrid(x=True, y=True, alpha=0.2)
         self.plot.addLegend(offset=(10, 10), labelTextColor=TEXT_COLOR)
-        self.identity_line = self.plot.plot([], [], pen=pg.mkPen(OTHER_COLOR, width=1, style=Qt.PenStyle.DashLine),
-                                            name="estimate = measured")
-        self.estimate_points = pg.ScatterPlotItem(size=9, symbol="o", pen=pg.mkPen(PARETO_COLOR),
-                                                  brush=pg.mkBrush(PARETO_COLOR), name="estimate")
-        self.calibrated_points = pg.ScatterPlotItem(size=10, symbol="t", pen=pg.mkPen(FIT_COLOR),
-                                                    brush=pg.mkBrush(FIT_COLOR), name="calibrated estimate")
+        self.identity_line = self.plot.plot(
+            [], [], pen=pg.mkPen(OTHER_COLOR, width=1, style=Qt.PenStyle.DashLine), name="estimate = measured"
+        )
+        self.estimate_points = pg.ScatterPlotItem(
+            size=9, symbol="o", pen=pg.mkPen(PARETO_COLOR), brush=pg.mkBrush(PARETO_COLOR), name="estimate"
+        )
+        self.calibrated_points = pg.ScatterPlotItem(
+            size=10,
+            symbol="t",
+            pen=pg.mkPen(FIT_COLOR),
+            brush=pg.mkBrush(FIT_COLOR),
+            name="calibrated estimate",
+        )
         self.plot.addItem(self.estimate_points)
         self.plot.addItem(self.calibrated_points)
 
@@ -264,16 +342,20 @@ class MeasurementsDialog(QDialog):
 
         # --- calibration --------------------------------------------------------------------------
         self.fit_button = QPushButton("Fit calibration")
-        self.fit_button.setToolTip("Fit per GPU and engine: bandwidth efficiency (inference), MFU (training) and "
-                                   "runtime memory overhead, from the recorded runs")
+        self.fit_button.setToolTip(
+            "Fit per GPU and engine: bandwidth efficiency (inference), MFU (training) and "
+            "runtime memory overhead, from the recorded runs"
+        )
         self.fit_button.clicked.connect(self.on_fit)
         self.export_button = QPushButton("Export profile…")
         self.export_button.clicked.connect(self.on_export)
         self.import_button = QPushButton("Import profile…")
         self.import_button.clicked.connect(self.on_import)
         self.use_calibration = QCheckBox("Use calibration in estimates")
-        self.use_calibration.setToolTip("Apply the fitted factors to the GPUs and engines they were fitted on. "
-                                        "Efficiencies the scenario sets itself still win.")
+        self.use_calibration.setToolTip(
+            "Apply the fitted factors to the GPUs and engines they were fitted on. "
+            "Efficiencies the scenario sets itself still win."
+        )
         self.use_calibration.toggled.connect(self._on_use_calibration_toggled)
         self.factors = FactorsModel(self)
         self.factors_table = QTableView()
@@ -340,8 +422,9 @@ class MeasurementsDialog(QDialog):
         self.message.setStyleSheet(ERROR_STYLE if error else OK_STYLE)
 
     def on_load_log(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Load an nvidia-smi log", str(Path.home()),
-                                              "CSV logs (*.csv *.txt);;All files (*)")
+        path, _ = QFileDialog.getOpenFileName(
+            self, "Load an nvidia-smi log", str(Path.home()), "CSV logs (*.csv *.txt);;All files (*)"
+        )
         if path:
             self.load_smi_log(path)
 
@@ -370,27 +453,37 @@ class MeasurementsDialog(QDialog):
         if len(summary.gpus) > 1 and self.count_spin.value() == 1:
             self.count_spin.setValue(len(summary.gpus))
         self.findings_view.setHtml(self.findings_html())
-        self._show(f"{p.name}: {len(summary.gpus)} GPU{'s' if len(summary.gpus) != 1 else ''}, peak "
-                   f"{top.peak_memory_gib:.1f} GiB per GPU over {top.samples} samples.")
+        self._show(
+            f"{p.name}: {len(summary.gpus)} GPU{'s' if len(summary.gpus) != 1 else ''}, peak "
+            f"{top.peak_memory_gib:.1f} GiB per GPU over {top.samples} samples."
+        )
         return True
 
     def findings_html(self) -> str:
         parts = []
         for f in self.findings:
             color = SEVERITY_COLORS.get(f.severity, MUTED_TEXT_COLOR)
-            parts.append(f"<p style='margin:2px 0'><b style='color:{color}'>{html.escape(f.severity)}</b> "
-                         f"{html.escape(f.text().split('] ', 1)[-1])}</p>")
+            parts.append(
+                f"<p style='margin:2px 0'><b style='color:{color}'>{html.escape(f.severity)}</b> "
+                f"{html.escape(f.text().split('] ', 1)[-1])}</p>"
+            )
             if f.advice:
-                parts.append("<ul style='margin:0'>" + "".join(f"<li>{html.escape(a)}</li>" for a in f.advice)
-                             + "</ul>")
+                parts.append(
+                    "<ul style='margin:0'>"
+                    + "".join(f"<li>{html.escape(a)}</li>" for a in f.advice)
+                    + "</ul>"
+                )
         return "".join(parts)
 
     def build_measurement(self) -> Measurement:
         """The run the form describes (raises InputError naming the field)."""
         sc = self.state.scenario
         w = sc.workload
-        fields = (("throughput", self.throughput), ("tokens per step", self.tokens_per_step),
-                  ("peak memory", self.memory))
+        fields = (
+            ("throughput", self.throughput),
+            ("tokens per step", self.tokens_per_step),
+            ("peak memory", self.memory),
+        )
         values: dict[str, float | None] = {}
         for name, box in fields:
             try:
@@ -409,18 +502,32 @@ class MeasurementsDialog(QDialog):
         except InputError:
             model = sc.model.name or "custom model"
         stored = merge_measurements(load_measurements().value, sc.measurements)
-        names = {"measurement.tokens_per_s": "throughput", "measurement.seconds_per_step": "throughput",
-                 "measurement.tokens_per_step": "tokens per step", "measurement.peak_memory_gib": "peak memory",
-                 "measurement": "measurement"}
+        names = {
+            "measurement.tokens_per_s": "throughput",
+            "measurement.seconds_per_step": "throughput",
+            "measurement.tokens_per_step": "tokens per step",
+            "measurement.peak_memory_gib": "peak memory",
+            "measurement": "measurement",
+        }
         try:
             return Measurement(
-                id=next_measurement_id(stored), gpu_id=self.gpu_box.currentData(), kind=w.kind, model=model,
-                engine=self.engine_box.currentData(), num_gpus=self.count_spin.value(), batch_size=w.batch_size,
-                seq_len=w.seq_len if w.is_training else w.context_tokens, peak_memory_gib=values["peak memory"],
+                id=next_measurement_id(stored),
+                gpu_id=self.gpu_box.currentData(),
+                kind=w.kind,
+                model=model,
+                engine=self.engine_box.currentData(),
+                num_gpus=self.count_spin.value(),
+                batch_size=w.batch_size,
+                seq_len=w.seq_len if w.is_training else w.context_tokens,
+                peak_memory_gib=values["peak memory"],
                 tokens_per_s=speed if unit == "tokens_per_s" else None,
                 seconds_per_step=speed if unit == "seconds_per_step" else None,
-                tokens_per_step=values["tokens per step"], source=source, note=note,
-                measured_on=datetime.date.today().isoformat(), scenario=scenario_snapshot(sc))
+                tokens_per_step=values["tokens per step"],
+                source=source,
+                note=note,
+                measured_on=datetime.date.today().isoformat(),
+                scenario=scenario_snapshot(sc),
+            )
         except InputError as exc:
             if exc.field == "measurement":
                 raise InputError("measurement", "give the throughput, the peak memory or both") from None
@@ -463,10 +570,16 @@ class MeasurementsDialog(QDialog):
         self._update_chart()
 
     def _update_chart(self) -> None:
-        pts = [(c.measured_tokens_per_s, c.estimated_tokens_per_s) for c in self.comparisons
-               if c.measured_tokens_per_s and c.estimated_tokens_per_s]
-        cal = [(c.measured_tokens_per_s, c.calibrated_tokens_per_s) for c in self.comparisons
-               if c.measured_tokens_per_s and c.calibrated_tokens_per_s]
+        pts = [
+            (c.measured_tokens_per_s, c.estimated_tokens_per_s)
+            for c in self.comparisons
+            if c.measured_tokens_per_s and c.estimated_tokens_per_s
+        ]
+        cal = [
+            (c.measured_tokens_per_s, c.calibrated_tokens_per_s)
+            for c in self.comparisons
+            if c.measured_tokens_per_s and c.calibrated_tokens_per_s
+        ]
         self.estimate_points.setData([x for x, _ in pts], [y for _, y in pts])
         self.calibrated_points.setData([x for x, _ in cal], [y for _, y in cal])
         values = [v for p in pts + cal for v in p]
@@ -480,9 +593,11 @@ class MeasurementsDialog(QDialog):
 
     def chart_points(self) -> tuple[list[tuple[float, float]], list[tuple[float, float]]]:
         """(estimate points, calibrated points) as drawn: (measured, estimated) tokens/s."""
+
         def pairs(item) -> list[tuple[float, float]]:
             x, y = item.getData()
             return [(float(a), float(b)) for a, b in zip(x, y)]
+
         return pairs(self.estimate_points), pairs(self.calibrated_points)
 
     def on_fit(self) -> CalibrationProfile | None:
@@ -493,8 +608,10 @@ class MeasurementsDialog(QDialog):
         profile = fit_calibration(self.runs, EstimatePredictor(self.state.gpus, self.state.models))
         if not profile.fits:
             why = "; ".join(f"{mid}: {reason}" for mid, reason in profile.skipped[:3])
-            self._show("No factor could be fitted; the previous profile is kept." + (f" {why}" if why else ""),
-                       error=True)
+            self._show(
+                "No factor could be fitted; the previous profile is kept." + (f" {why}" if why else ""),
+                error=True,
+            )
             return None
         try:
             path = save_calibration(profile)
@@ -504,19 +621,28 @@ class MeasurementsDialog(QDialog):
         self.state.set_calibration(profile, self.state.calibration_enabled)
         self.refresh()
         skipped = len({m for m, _ in profile.skipped})
-        self._show(f"Fitted {len(profile.fits)} factor{'s' if len(profile.fits) != 1 else ''}"
-                   + (f", saved as {path.name} in your data folder" if path else "")
-                   + (f"; {skipped} runs not used (see the tooltip of the factors table)" if skipped else "")
-                   + ("" if self.state.calibration_enabled else
-                      ". Tick “Use calibration in estimates” to apply them."))
+        self._show(
+            f"Fitted {len(profile.fits)} factor{'s' if len(profile.fits) != 1 else ''}"
+            + (f", saved as {path.name} in your data folder" if path else "")
+            + (f"; {skipped} runs not used (see the tooltip of the factors table)" if skipped else "")
+            + (
+                ""
+                if self.state.calibration_enabled
+                else ". Tick “Use calibration in estimates” to apply them."
+            )
+        )
         return profile
 
     def on_export(self) -> None:
         if self.state.calibration is None:
             self._show("There is no calibration profile to export yet: fit or import one.", error=True)
             return
-        path, _ = QFileDialog.getSaveFileName(self, "Export calibration profile",
-                                              str(Path.home() / "gpuadvisor-calibration.json"), "JSON (*.json)")
+        path, _ = QFileDialog.getSaveFileName(
+            self,
+            "Export calibration profile",
+            str(Path.home() / "gpuadvisor-calibration.json"),
+            "JSON (*.json)",
+        )
         if path:
             self.export_profile_to(path)
 
@@ -533,8 +659,9 @@ class MeasurementsDialog(QDialog):
         return True
 
     def on_import(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Import calibration profile", str(Path.home()),
-                                              "JSON (*.json);;All files (*)")
+        path, _ = QFileDialog.getOpenFileName(
+            self, "Import calibration profile", str(Path.home()), "JSON (*.json);;All files (*)"
+        )
         if path:
             self.import_profile_from(path)
 
@@ -547,8 +674,10 @@ class MeasurementsDialog(QDialog):
             return False
         self.state.set_calibration(profile, self.state.calibration_enabled)
         self.refresh()
-        self._show(f"Imported {Path(path).name}: {len(profile.fits)} factors, saved as {Path(saved).name} in your "
-                   "data folder.")
+        self._show(
+            f"Imported {Path(path).name}: {len(profile.fits)} factors, saved as {Path(saved).name} in your "
+            "data folder."
+        )
         return True
 
     def _on_use_calibration_toggled(self, on: bool) -> None:

@@ -62,8 +62,13 @@ def user_message(exc: Exception) -> str:
         if where is not None:
             page, label = where
             value = exc.value
-            shown = (f" (you entered {value:g})" if isinstance(value, float) else
-                     f" (you entered {value})" if isinstance(value, (int, str)) and value != "" else "")
+            shown = (
+                f" (you entered {value:g})"
+                if isinstance(value, float)
+                else f" (you entered {value})"
+                if isinstance(value, (int, str)) and value != ""
+                else ""
+            )
             return f"{label} ({page} page): {exc.reason}{shown}"
         if exc.field.startswith(("model.hf_config", "model")):
             return f"Model (Model page): {exc.reason}"

@@ -33,5 +33,3 @@ class ReportExport(QThread):
             self.failed.emit(str(exc))
             return
         self.succeeded.emit(str(path), stats.pages, stats.seconds)
-
-

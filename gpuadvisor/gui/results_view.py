@@ -13,8 +13,17 @@ import datetime
 import html
 
 from PySide6.QtCore import QEvent, Qt, Signal
-from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSizePolicy, QSplitter, QTabWidget, QTextBrowser, \
-    QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QComboBox,
+    QHBoxLayout,
+    QLabel,
+    QSizePolicy,
+    QSplitter,
+    QTabWidget,
+    QTextBrowser,
+    QVBoxLayout,
+    QWidget,
+)
 
 from ..core.estimation.results import Estimate
 from ..core.presentation import detail as _detail
@@ -47,7 +56,9 @@ class ResultsView(QWidget):
         self.summary.setTextFormat(Qt.TextFormat.RichText)
         self.summary.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.summary.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
-        self.summary.setMinimumWidth(1)  # long lines are clipped (the tooltip has them), never widen the window
+        self.summary.setMinimumWidth(
+            1
+        )  # long lines are clipped (the tooltip has them), never widen the window
         self._fix_summary_height()
         self.banner = QLabel()  # input errors: results are stale until the input is valid again
         self.banner.setWordWrap(True)
@@ -68,8 +79,11 @@ class ResultsView(QWidget):
         self.table = self.ranking.view
         self.ranking_model, self.ranking_proxy = self.ranking.model, self.ranking.proxy
         # Header and three rows stay visible at the smallest window size.
-        self.table.setMinimumHeight(self.table.verticalHeader().defaultSectionSize() * 3
-                                    + self.table.horizontalHeader().sizeHint().height() + 6)
+        self.table.setMinimumHeight(
+            self.table.verticalHeader().defaultSectionSize() * 3
+            + self.table.horizontalHeader().sizeHint().height()
+            + 6
+        )
         self.detail = QTextBrowser()
         self.detail.setOpenLinks(False)
         self.detail.setMinimumWidth(160)
@@ -117,15 +131,18 @@ class ResultsView(QWidget):
     # --- appearance ---------------------------------------------------------------------------
     def _fix_summary_height(self) -> None:
         margins = self.summary.contentsMargins()
-        self.summary.setFixedHeight(self.summary.fontMetrics().lineSpacing() * 3 + 4 + margins.top()
-                                    + margins.bottom())
+        self.summary.setFixedHeight(
+            self.summary.fontMetrics().lineSpacing() * 3 + 4 + margins.top() + margins.bottom()
+        )
 
     def _apply_colors(self) -> None:
         c = colors(self.palette())
-        self.banner.setStyleSheet(f"background: {c.banner_bg}; color: {c.banner_fg}; padding: 6px; "
-                                  "border-radius: 3px;")
-        self.catalog_banner.setStyleSheet(f"background: {c.notice_bg}; color: {c.notice_fg}; padding: 6px; "
-                                          "border-radius: 3px;")
+        self.banner.setStyleSheet(
+            f"background: {c.banner_bg}; color: {c.banner_fg}; padding: 6px; border-radius: 3px;"
+        )
+        self.catalog_banner.setStyleSheet(
+            f"background: {c.notice_bg}; color: {c.notice_fg}; padding: 6px; border-radius: 3px;"
+        )
 
     def changeEvent(self, event) -> None:
         if event.type() in (QEvent.Type.PaletteChange, QEvent.Type.FontChange):
@@ -152,10 +169,13 @@ class ResultsView(QWidget):
         self.whatif_axis_box = QComboBox()
         self.whatif_axis_box.addItem("the context length grows", "context")
         self.whatif_axis_box.addItem("the batch (or concurrent users) grows", "batch")
-        self.whatif_axis_box.setToolTip("Where does each card stop fitting? The selected setup's GPU and the "
-                                        "cheapest ones that fit are drawn, each with its capacity.")
+        self.whatif_axis_box.setToolTip(
+            "Where does each card stop fitting? The selected setup's GPU and the "
+            "cheapest ones that fit are drawn, each with its capacity."
+        )
         self.whatif_axis_box.currentIndexChanged.connect(
-            lambda _i: self.set_whatif_axis(self.whatif_axis_box.currentData()))
+            lambda _i: self.set_whatif_axis(self.whatif_axis_box.currentData())
+        )
         row.addWidget(self.whatif_axis_box)
         row.addStretch(1)
         box_layout.addLayout(row)
@@ -216,8 +236,11 @@ class ResultsView(QWidget):
         worked out once per estimate and stale-price age."""
         cached = getattr(self, "_warnings_for", None)
         if cached is None or cached[0] is not est or cached[1] != self.state.stale_months:
-            self._warnings_for = (est, self.state.stale_months,
-                                  decision_warnings(est, datetime.date.today(), self.state.stale_months))
+            self._warnings_for = (
+                est,
+                self.state.stale_months,
+                decision_warnings(est, datetime.date.today(), self.state.stale_months),
+            )
         return self._warnings_for[2]
 
     def summary_html(self, est: Estimate) -> str:
@@ -244,8 +267,10 @@ class ResultsView(QWidget):
 
     def _on_error_changed(self, message: str) -> None:
         if message:
-            self.banner.setText(f"<b>Fix this input:</b> {html.escape(message)}<br>The results below are for the "
-                                "last valid input and are marked stale until it is fixed.")
+            self.banner.setText(
+                f"<b>Fix this input:</b> {html.escape(message)}<br>The results below are for the "
+                "last valid input and are marked stale until it is fixed."
+            )
         self.banner.setVisible(bool(message))
         self._set_stale(bool(message))
 
@@ -256,18 +281,26 @@ class ResultsView(QWidget):
         self._stale = stale
         for widget in (self.chart_tabs, self.table, self.detail):
             widget.setEnabled(not stale)
-        self.ranking_title.setText("<b>Ranking</b>" + (" (stale: fix the input above)" if stale else
-                                                       ": one row per GPU type, its best setup; ★ recommended"))
+        self.ranking_title.setText(
+            "<b>Ranking</b>"
+            + (
+                " (stale: fix the input above)"
+                if stale
+                else ": one row per GPU type, its best setup; ★ recommended"
+            )
+        )
         if self.state.estimate is not None:
             self._render_summary(self.state.estimate)
 
     def _render_summary(self, est: Estimate) -> None:
         if self.state.stale:
             c = colors(self.palette())
-            self.summary.setText(f"<span style='color:{c.muted}'>Stale (an input is invalid): "
-                                 f"{html.escape(summary_line(est))}</span><br>"
-                                 f"<span style='color:{c.problem}'>Fix the input named above to update the "
-                                 "results.</span>")
+            self.summary.setText(
+                f"<span style='color:{c.muted}'>Stale (an input is invalid): "
+                f"{html.escape(summary_line(est))}</span><br>"
+                f"<span style='color:{c.problem}'>Fix the input named above to update the "
+                "results.</span>"
+            )
         else:
             self.summary.setText(self.summary_html(est))
 
@@ -275,8 +308,10 @@ class ResultsView(QWidget):
         if warnings:
             shown = "<br>".join(html.escape(w) for w in list(warnings)[:3])
             more = f"<br>(+{len(warnings) - 3} more)" if len(warnings) > 3 else ""
-            self.catalog_banner.setText(f"<b>Left out of the comparison (catalog rows with errors):</b><br>{shown}"
-                                        f"{more}<br>Fix them in Tools &gt; Catalog editor.")
+            self.catalog_banner.setText(
+                f"<b>Left out of the comparison (catalog rows with errors):</b><br>{shown}"
+                f"{more}<br>Fix them in Tools &gt; Catalog editor."
+            )
         self.catalog_banner.setVisible(bool(warnings))
 
     def _on_stale_months(self, months: int) -> None:
@@ -302,8 +337,11 @@ class ResultsView(QWidget):
             self.detail.setHtml("")
             return
         c = colors(self.palette())
-        style = {_detail.TEXT: "", _detail.CAUTION: f" style='color:{c.caution}'",
-                 _detail.PROBLEM: f" style='color:{c.problem}'"}
+        style = {
+            _detail.TEXT: "",
+            _detail.CAUTION: f" style='color:{c.caution}'",
+            _detail.PROBLEM: f" style='color:{c.problem}'",
+        }
         parts = []
         for kind, text in _detail.candidate_detail(est, key, datetime.date.today(), self.state.stale_months):
             if kind == _detail.TITLE:
@@ -316,4 +354,3 @@ class ResultsView(QWidget):
             parts += [f"<li>{html.escape(line)}</li>" for line in changes]
             parts.append("</ul>")
         self.detail.setHtml("".join(parts) or "<p>Select a setup in the table or a chart.</p>")
-

@@ -17,13 +17,12 @@ from pathlib import Path
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
-from ..core.estimation.calibration import CalibrationProfile
 from ..core.errors import InputError
+from ..core.estimation.calibration import CalibrationProfile
 from ..core.estimation.estimate import Estimate, estimate
+from ..core.formats.scenario import Scenario, load_scenario, save_scenario
 from ..core.specs.hardware import GpuCatalog
 from ..core.specs.presets import ModelCatalog
-from ..core.formats.scenario import Scenario, load_scenario, save_scenario
-
 from .messages import user_message
 
 log = logging.getLogger(__name__)
@@ -45,7 +44,9 @@ class AppState(QObject):
     catalogWarningsChanged = Signal(object)  # tuple[str, ...]: rows left out of the comparison, and why
     staleMonthsChanged = Signal(int)  # prices older than this many months are flagged
 
-    def __init__(self, scenario: Scenario, gpus: GpuCatalog, models: ModelCatalog, parent: QObject | None = None):
+    def __init__(
+        self, scenario: Scenario, gpus: GpuCatalog, models: ModelCatalog, parent: QObject | None = None
+    ):
         super().__init__(parent)
         self.gpus, self.models = gpus, models
         self.scenario = scenario
@@ -118,8 +119,9 @@ class AppState(QObject):
             self.selected = key
             self.selectionChanged.emit(key)
 
-    def set_catalogs(self, gpus: GpuCatalog, models: ModelCatalog, warnings: tuple[str, ...] | list[str] = ()
-                     ) -> None:
+    def set_catalogs(
+        self, gpus: GpuCatalog, models: ModelCatalog, warnings: tuple[str, ...] | list[str] = ()
+    ) -> None:
         """New effective catalogs (catalog editor, import): every view that lists GPUs or models
         hears ``catalogsChanged``; rows left out (invalid) are said in ``catalogWarningsChanged``."""
         self.gpus, self.models = gpus, models

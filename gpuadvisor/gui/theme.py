@@ -30,10 +30,26 @@ class Colors:
     muted: str
 
 
-LIGHT = Colors(ok="#117733", caution="#8a5300", problem="#8a0015", banner_bg="#fde8ea", banner_fg="#8a0015",
-               notice_bg="#fff4d6", notice_fg="#5c3b00", muted="#555555")
-DARK = Colors(ok="#7fd69b", caution="#f2c46d", problem="#ff8f9c", banner_bg="#4a1f26", banner_fg="#ffd7dc",
-              notice_bg="#3f3416", notice_fg="#f7e3b0", muted="#b8b8b8")
+LIGHT = Colors(
+    ok="#117733",
+    caution="#8a5300",
+    problem="#8a0015",
+    banner_bg="#fde8ea",
+    banner_fg="#8a0015",
+    notice_bg="#fff4d6",
+    notice_fg="#5c3b00",
+    muted="#555555",
+)
+DARK = Colors(
+    ok="#7fd69b",
+    caution="#f2c46d",
+    problem="#ff8f9c",
+    banner_bg="#4a1f26",
+    banner_fg="#ffd7dc",
+    notice_bg="#3f3416",
+    notice_fg="#f7e3b0",
+    muted="#b8b8b8",
+)
 
 
 def is_dark(palette: QPalette | None = None) -> bool:
@@ -51,13 +67,22 @@ def dark_palette() -> QPalette:
     p = QPalette()
     base, window, text, mid = QColor("#1e1f22"), QColor("#2b2d31"), QColor("#e6e6e6"), QColor("#3c3f45")
     roles = {
-        QPalette.ColorRole.Window: window, QPalette.ColorRole.WindowText: text, QPalette.ColorRole.Base: base,
-        QPalette.ColorRole.AlternateBase: QColor("#26282c"), QPalette.ColorRole.ToolTipBase: window,
-        QPalette.ColorRole.ToolTipText: text, QPalette.ColorRole.Text: text, QPalette.ColorRole.Button: mid,
-        QPalette.ColorRole.ButtonText: text, QPalette.ColorRole.BrightText: QColor("#ff6b6b"),
-        QPalette.ColorRole.Link: QColor("#7ab7ff"), QPalette.ColorRole.Highlight: QColor("#3d6fb4"),
-        QPalette.ColorRole.HighlightedText: QColor("#ffffff"), QPalette.ColorRole.PlaceholderText: QColor("#8c8c8c"),
-        QPalette.ColorRole.Mid: QColor("#50535a"), QPalette.ColorRole.Dark: QColor("#17181a"),
+        QPalette.ColorRole.Window: window,
+        QPalette.ColorRole.WindowText: text,
+        QPalette.ColorRole.Base: base,
+        QPalette.ColorRole.AlternateBase: QColor("#26282c"),
+        QPalette.ColorRole.ToolTipBase: window,
+        QPalette.ColorRole.ToolTipText: text,
+        QPalette.ColorRole.Text: text,
+        QPalette.ColorRole.Button: mid,
+        QPalette.ColorRole.ButtonText: text,
+        QPalette.ColorRole.BrightText: QColor("#ff6b6b"),
+        QPalette.ColorRole.Link: QColor("#7ab7ff"),
+        QPalette.ColorRole.Highlight: QColor("#3d6fb4"),
+        QPalette.ColorRole.HighlightedText: QColor("#ffffff"),
+        QPalette.ColorRole.PlaceholderText: QColor("#8c8c8c"),
+        QPalette.ColorRole.Mid: QColor("#50535a"),
+        QPalette.ColorRole.Dark: QColor("#17181a"),
         QPalette.ColorRole.Light: QColor("#4a4d54"),
     }
     for role, color in roles.items():

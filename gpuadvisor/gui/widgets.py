@@ -19,8 +19,15 @@ class NumberField(QWidget):
 
     edited = Signal()
 
-    def __init__(self, placeholder: str = "", optional: bool = False, minimum: float | None = None,
-                 maximum: float | None = None, integer: bool = False, parent: QWidget | None = None):
+    def __init__(
+        self,
+        placeholder: str = "",
+        optional: bool = False,
+        minimum: float | None = None,
+        maximum: float | None = None,
+        integer: bool = False,
+        parent: QWidget | None = None,
+    ):
         super().__init__(parent)
         self.optional, self.minimum, self.maximum, self.integer = optional, minimum, maximum, integer
         self.edit = QLineEdit(self)
@@ -63,7 +70,9 @@ class NumberField(QWidget):
         if value is None:
             text = ""
         elif abs(value) >= 1e6:
-            scale, suffix = next((sc, sf) for sc, sf in ((1e12, "T"), (1e9, "B"), (1e6, "M")) if abs(value) >= sc)
+            scale, suffix = next(
+                (sc, sf) for sc, sf in ((1e12, "T"), (1e9, "B"), (1e6, "M")) if abs(value) >= sc
+            )
             text = f"{value / scale:.6g}{suffix}"
         elif self.integer or float(value).is_integer():
             text = f"{int(value):d}"

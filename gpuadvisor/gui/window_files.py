@@ -27,9 +27,15 @@ class FileActions:
         """Ask about unsaved changes; False means the user cancelled."""
         if not self.state.dirty:
             return True
-        answer = QMessageBox.question(self, "Unsaved changes", "The scenario has unsaved changes. Save them first?",
-                                      QMessageBox.StandardButton.Save | QMessageBox.StandardButton.Discard
-                                      | QMessageBox.StandardButton.Cancel, QMessageBox.StandardButton.Save)
+        answer = QMessageBox.question(
+            self,
+            "Unsaved changes",
+            "The scenario has unsaved changes. Save them first?",
+            QMessageBox.StandardButton.Save
+            | QMessageBox.StandardButton.Discard
+            | QMessageBox.StandardButton.Cancel,
+            QMessageBox.StandardButton.Save,
+        )
         if answer == QMessageBox.StandardButton.Cancel:
             return False
         if answer == QMessageBox.StandardButton.Save:
@@ -112,16 +118,21 @@ class FileActions:
         if est is None:
             return None
         if self.state.error:
-            QMessageBox.warning(self, "Cannot export the report", "An input is invalid, so the results on display "
-                                f"are stale:\n\n{self.state.error}\n\nFix it, then export again.")
+            QMessageBox.warning(
+                self,
+                "Cannot export the report",
+                "An input is invalid, so the results on display "
+                f"are stale:\n\n{self.state.error}\n\nFix it, then export again.",
+            )
             return None
         try:
             check_target(path)
         except InputError as exc:
             QMessageBox.warning(self, "Cannot export the report", str(exc))
             return None
-        report = build_report(est, self.state.gpus.meta, datetime.date.today(),
-                              stale_after_months=self.state.stale_months)
+        report = build_report(
+            est, self.state.gpus.meta, datetime.date.today(), stale_after_months=self.state.stale_months
+        )
         images = chart_images(est, report.recommended_key)  # widgets: GUI thread
         job = ReportExport(report, est, path, self._page_size(), images, self)
         job.succeeded.connect(self._on_report_written)
@@ -134,7 +145,9 @@ class FileActions:
         return job
 
     def _on_report_written(self, path: str, pages: int, seconds: float) -> None:
-        self.statusBar().showMessage(f"Report written: {Path(path).name}, {pages} pages in {seconds:.1f} s", 8000)
+        self.statusBar().showMessage(
+            f"Report written: {Path(path).name}, {pages} pages in {seconds:.1f} s", 8000
+        )
 
     def on_export_json(self) -> None:
         self.state.flush()
@@ -144,6 +157,7 @@ class FileActions:
         if not path:
             return
         from ..storage.atomic import atomic_write_text
+
         try:
             atomic_write_text(Path(path), json.dumps(estimate_to_dict(self.state.estimate), indent=2) + "\n")
         except InputError as exc:
@@ -161,6 +175,7 @@ class FileActions:
         if self.settings is None:
             return
         from ..storage.settings import add_recent_file
+
         self.settings = add_recent_file(self.settings, path)
         self.settings.last_scenario = str(Path(path).resolve())
         self._fill_recent_menu()
@@ -179,4 +194,5 @@ class FileActions:
         if self.settings is None:
             return []
         from ..storage.settings import existing_recent_files
+
         return list(existing_recent_files(self.settings))

@@ -26,9 +26,13 @@ class ToolWindows:
 
             months = self._stale_months()
             self.catalog_editor = CatalogEditor(
-                self.user_catalog or UserCatalog.empty(), parent=self, stale_months=months,
-                on_stale_months=self._set_stale_months, startup_warnings=self._catalog_notice,
-                current_gpus=lambda: self.state.gpus)
+                self.user_catalog or UserCatalog.empty(),
+                parent=self,
+                stale_months=months,
+                on_stale_months=self._set_stale_months,
+                startup_warnings=self._catalog_notice,
+                current_gpus=lambda: self.state.gpus,
+            )
             self.catalog_editor.catalogsChanged.connect(self._on_catalogs_edited)
         self.catalog_editor.show()
         self.catalog_editor.raise_()
@@ -78,10 +82,12 @@ class ToolWindows:
             menu = self.tools_menu = self.menuBar().addMenu("&Tools")
         else:
             menu.addSeparator()
-        self.measurements_action = self._action(menu, "&Measurements && calibration…", QKeySequence(),
-                                                self.open_measurements)
-        self.measurements_action.setStatusTip("Record measured runs, compare them with the estimate and "
-                                              "calibrate the estimate to them")
+        self.measurements_action = self._action(
+            menu, "&Measurements && calibration…", QKeySequence(), self.open_measurements
+        )
+        self.measurements_action.setStatusTip(
+            "Record measured runs, compare them with the estimate and calibrate the estimate to them"
+        )
         self.measurements_dialog = None
         self.calibration_label = QLabel()
         self.calibration_label.setStyleSheet("color: #117733; padding: 0 6px;")
@@ -94,6 +100,7 @@ class ToolWindows:
         """Show the Measurements & calibration window (created on first use) and return it."""
         if self.measurements_dialog is None:
             from .measurements_dialog import MeasurementsDialog
+
             self.measurements_dialog = MeasurementsDialog(self.state, parent=self)
         self.measurements_dialog.show()
         self.measurements_dialog.raise_()
@@ -103,6 +110,7 @@ class ToolWindows:
     def _on_calibration_changed(self) -> None:
         if self.settings is not None and self.settings.calibration_enabled != self.state.calibration_enabled:
             from ..storage.settings import save_settings
+
             self.settings.calibration_enabled = self.state.calibration_enabled
             try:
                 save_settings(self.settings)

@@ -100,8 +100,9 @@ def _backup(p: Path) -> None:
     try:
         _write_replace(bak, old, mode)
     except OSError as exc:
-        raise StorageError(p.name, f"cannot back up {p.name} to {bak.name}: {os_reason(exc)}",
-                           path=p) from exc
+        raise StorageError(
+            p.name, f"cannot back up {p.name} to {bak.name}: {os_reason(exc)}", path=p
+        ) from exc
 
 
 def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, backup: bool = False) -> Path:
@@ -123,15 +124,17 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, backup: bool =
     return p
 
 
-def atomic_write_text(path: str | os.PathLike[str], text: str, backup: bool = False,
-                      encoding: str = "utf-8") -> Path:
+def atomic_write_text(
+    path: str | os.PathLike[str], text: str, backup: bool = False, encoding: str = "utf-8"
+) -> Path:
     """:func:`atomic_write_bytes` for text (UTF-8 unless told; line endings are written as given)."""
     p = Path(path)
     try:
         data = text.encode(encoding)
     except UnicodeEncodeError as exc:
-        raise StorageError(p.name, f"cannot write {p.name}: the text cannot be encoded as {encoding} "
-                           f"({exc.reason})", path=p) from exc
+        raise StorageError(
+            p.name, f"cannot write {p.name}: the text cannot be encoded as {encoding} ({exc.reason})", path=p
+        ) from exc
     return atomic_write_bytes(p, data, backup=backup)
 
 

@@ -25,9 +25,9 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from collections.abc import Iterable
 
 _SPLIT = re.compile(r"-(\d{5})-of-(\d{5})\.gguf$", re.IGNORECASE)
 _OLLAMA_MODEL = "application/vnd.ollama.image.model"
@@ -63,9 +63,16 @@ def default_gguf_folders(env: dict[str, str] | None = None) -> list[tuple[str, P
     """(origin, folder) of LM Studio's and Ollama's model folders that exist on this computer."""
     env = dict(os.environ) if env is None else env
     home = Path.home()
-    candidates = [("lm-studio", home / ".lmstudio" / "models"), ("lm-studio", home / ".cache" / "lm-studio" / "models"),
-                  ("ollama", Path(env["OLLAMA_MODELS"]).expanduser() if env.get("OLLAMA_MODELS")
-                   else home / ".ollama" / "models")]
+    candidates = [
+        ("lm-studio", home / ".lmstudio" / "models"),
+        ("lm-studio", home / ".cache" / "lm-studio" / "models"),
+        (
+            "ollama",
+            Path(env["OLLAMA_MODELS"]).expanduser()
+            if env.get("OLLAMA_MODELS")
+            else home / ".ollama" / "models",
+        ),
+    ]
     return [(origin, folder) for origin, folder in candidates if folder.is_dir()]
 
 
@@ -76,7 +83,7 @@ def scan_hf_cache(cache: Path | None = None) -> list[LocalModel]:
     for repo in _listdir(cache):
         if not repo.name.startswith("models--") or not repo.is_dir():
             continue
-        name = repo.name[len("models--"):].replace("--", "/")
+        name = repo.name[len("models--") :].replace("--", "/")
         snapshot = _snapshot(repo)
         if snapshot is None:
             continue
@@ -84,8 +91,9 @@ def scan_hf_cache(cache: Path | None = None) -> list[LocalModel]:
         if (snapshot / "config.json").is_file():
             found.append(LocalModel(name, "huggingface", snapshot, size, {"hf_config": str(snapshot)}))
         for gguf in _gguf_files(snapshot):
-            found.append(LocalModel(f"{name}/{gguf.name}", "huggingface", gguf, _size_of(gguf),
-                                    {"gguf": str(gguf)}))
+            found.append(
+                LocalModel(f"{name}/{gguf.name}", "huggingface", gguf, _size_of(gguf), {"gguf": str(gguf)})
+            )
     return sorted(found, key=lambda m: m.name.lower())
 
 
@@ -93,13 +101,22 @@ def scan_gguf_folder(folder: Path, origin: str = "folder") -> list[LocalModel]:
     """``.gguf`` files under ``folder`` (split sets once, by their first shard); Ollama's store by manifest."""
     if origin == "ollama" or (folder / "manifests").is_dir() and (folder / "blobs").is_dir():
         return _scan_ollama(folder)
-    found = [LocalModel(f.stem if not _SPLIT.search(f.name) else _SPLIT.sub("", f.name), origin, f,
-                        _split_size(f), {"gguf": str(f)}) for f in _gguf_files(folder)]
+    found = [
+        LocalModel(
+            f.stem if not _SPLIT.search(f.name) else _SPLIT.sub("", f.name),
+            origin,
+            f,
+            _split_size(f),
+            {"gguf": str(f)},
+        )
+        for f in _gguf_files(folder)
+    ]
     return sorted(found, key=lambda m: m.name.lower())
 
 
-def scan_local_models(extra_folders: Iterable[str | Path] = (), include_defaults: bool = True,
-                      env: dict[str, str] | None = None) -> list[LocalModel]:
+def scan_local_models(
+    extra_folders: Iterable[str | Path] = (), include_defaults: bool = True, env: dict[str, str] | None = None
+) -> list[LocalModel]:
     """Everything found: the Hugging Face cache, the default GGUF folders and ``extra_folders``."""
     found = scan_hf_cache(hf_cache_dir(env))
     folders = default_gguf_folders(env) if include_defaults else []
@@ -163,8 +180,14 @@ def _scan_ollama(folder: Path) -> list[LocalModel]:
             except (OSError, ValueError):
                 continue
             layers = data.get("layers") if isinstance(data, dict) else None
-            model = next((layer for layer in layers or () if isinstance(layer, dict)
-                          and layer.get("mediaType") == _OLLAMA_MODEL), None)
+            model = next(
+                (
+                    layer
+                    for layer in layers or ()
+                    if isinstance(layer, dict) and layer.get("mediaType") == _OLLAMA_MODEL
+                ),
+                None,
+            )
             digest = model.get("digest") if model else None
             if not isinstance(digest, str) or ":" not in digest:
                 continue
@@ -184,7 +207,7 @@ def _split_size(first: Path) -> int:
     if not split:
         return _size_of(first)
     count = int(split.group(2))
-    stem = first.name[:split.start()]
+    stem = first.name[: split.start()]
     return sum(_size_of(first.with_name(f"{stem}-{i:05d}-of-{count:05d}.gguf")) for i in range(1, count + 1))
 
 

@@ -76,7 +76,8 @@ def configure_logging(paths: UserPaths | None = None, level: int = logging.INFO)
     try:
         ensure_dir(log_file.parent, "log folder")
         handler: logging.Handler = logging.handlers.RotatingFileHandler(
-            log_file, maxBytes=LOG_MAX_BYTES, backupCount=LOG_BACKUP_COUNT, encoding="utf-8")
+            log_file, maxBytes=LOG_MAX_BYTES, backupCount=LOG_BACKUP_COUNT, encoding="utf-8"
+        )
     except StorageError as exc:
         problem = str(exc)
     except OSError as exc:
@@ -84,6 +85,7 @@ def configure_logging(paths: UserPaths | None = None, level: int = logging.INFO)
     else:
         _install(handler, level)
         from .. import __version__
+
         log.info("gpuadvisor %s, Python %s, %s", __version__, platform.python_version(), platform.platform())
         return log_file
     fallback = logging.StreamHandler(sys.stderr) if sys.stderr is not None else logging.NullHandler()
@@ -94,11 +96,10 @@ def configure_logging(paths: UserPaths | None = None, level: int = logging.INFO)
 
 def _one_paragraph(text: str) -> str:
     text = " ".join(text.split())
-    return text if len(text) <= _MAX_MESSAGE_CHARS else text[:_MAX_MESSAGE_CHARS - 3] + "..."
+    return text if len(text) <= _MAX_MESSAGE_CHARS else text[: _MAX_MESSAGE_CHARS - 3] + "..."
 
 
-def log_exception(exc_type: type[BaseException], exc: BaseException | None,
-                  tb: TracebackType | None) -> str:
+def log_exception(exc_type: type[BaseException], exc: BaseException | None, tb: TracebackType | None) -> str:
     """Log the traceback at ERROR and return a one-paragraph message for the user (no traceback).
 
     The message names the error and says where the details are: the log file, or the error
@@ -112,6 +113,9 @@ def log_exception(exc_type: type[BaseException], exc: BaseException | None,
         detail = _one_paragraph(str(exc))
         what = f"{exc_type.__name__}: {detail}" if detail else exc_type.__name__
     log_file = current_log_file()
-    where = (f"The details were written to the log file {log_file}; please include it if you report "
-             "the problem." if log_file is not None else "The details were written to the error output.")
+    where = (
+        f"The details were written to the log file {log_file}; please include it if you report the problem."
+        if log_file is not None
+        else "The details were written to the error output."
+    )
     return f"Something went wrong ({what}). {where}"

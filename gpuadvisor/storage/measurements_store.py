@@ -26,10 +26,15 @@ from datetime import datetime
 from pathlib import Path
 from typing import Generic, TypeVar
 
+from ..core.errors import InputError
 from ..core.estimation.calibration import profile_from_json, profile_to_json
 from ..core.estimation.results import CalibrationProfile
-from ..core.errors import InputError
-from ..core.formats.measurements import Measurement, measurements_from_json, measurements_to_json, next_measurement_id
+from ..core.formats.measurements import (
+    Measurement,
+    measurements_from_json,
+    measurements_to_json,
+    next_measurement_id,
+)
 from .atomic import atomic_write_text, backup_path, set_aside_and_say
 from .errors import StorageError, os_reason
 from .paths import UserPaths, ensure_dir, user_paths
@@ -108,10 +113,15 @@ def _load(path: Path, what: str, empty: T, parse: Callable[[str, str], T]) -> Lo
 
 # --- measurements ---------------------------------------------------------------------------------
 
+
 def load_measurements(paths: UserPaths | None = None) -> Loaded[list[Measurement]]:
     """The user's measured runs; never raises (a damaged file is set aside with a warning)."""
-    return _load(measurements_file(paths), "measurements", [],
-                 lambda text, origin: measurements_from_json(text, origin))
+    return _load(
+        measurements_file(paths),
+        "measurements",
+        [],
+        lambda text, origin: measurements_from_json(text, origin),
+    )
 
 
 def save_measurements(measurements: Sequence[Measurement], paths: UserPaths | None = None) -> Path:
@@ -150,10 +160,15 @@ def add_measurement(measurement: Measurement, paths: UserPaths | None = None) ->
 
 # --- calibration profile --------------------------------------------------------------------------
 
+
 def load_calibration(paths: UserPaths | None = None) -> Loaded[CalibrationProfile | None]:
     """The saved calibration profile, or None; never raises (a damaged file is set aside)."""
-    return _load(calibration_file(paths), "calibration profile", None,
-                 lambda text, origin: profile_from_json(text, origin))
+    return _load(
+        calibration_file(paths),
+        "calibration profile",
+        None,
+        lambda text, origin: profile_from_json(text, origin),
+    )
 
 
 def save_calibration(profile: CalibrationProfile, paths: UserPaths | None = None) -> Path:
@@ -178,8 +193,9 @@ def read_profile(path: str | os.PathLike[str]) -> CalibrationProfile:
     return profile_from_json(text, p.name)
 
 
-def import_calibration(path: str | os.PathLike[str], paths: UserPaths | None = None
-                       ) -> tuple[CalibrationProfile, Path]:
+def import_calibration(
+    path: str | os.PathLike[str], paths: UserPaths | None = None
+) -> tuple[CalibrationProfile, Path]:
     """Check a profile file and make it the saved profile; return it and where it was saved."""
     profile = read_profile(path)
     return profile, save_calibration(profile, paths)

@@ -54,8 +54,12 @@ def user_paths() -> UserPaths:
     """
     home = _home_from_env()
     if home is not None:
-        return UserPaths(config_dir=home / "config", data_dir=home / "data",
-                         log_dir=home / "logs", cache_dir=home / "cache")
+        return UserPaths(
+            config_dir=home / "config",
+            data_dir=home / "data",
+            log_dir=home / "logs",
+            cache_dir=home / "cache",
+        )
     return UserPaths(
         config_dir=platformdirs.user_config_path(APP_NAME, False),
         data_dir=platformdirs.user_data_path(APP_NAME, False),
@@ -84,8 +88,11 @@ def ensure_dir(path: str | os.PathLike[str], what: str | None = None) -> Path:
     except OSError as exc:
         blocker = _blocking_file(p)
         if blocker is not None:
-            reason = ("a file with that name is in the way" if blocker == p
-                      else f"{blocker} is a file, not a folder")
+            reason = (
+                "a file with that name is in the way"
+                if blocker == p
+                else f"{blocker} is a file, not a folder"
+            )
         else:
             reason = os_reason(exc)
         raise StorageError(what or p.name, f"cannot create the folder {p}: {reason}", path=p) from exc

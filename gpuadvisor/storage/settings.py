@@ -21,10 +21,10 @@ import binascii
 import copy
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeGuard
-from collections.abc import Callable
 
 from .atomic import atomic_write_text, set_aside
 from .errors import StorageError, os_reason
@@ -199,8 +199,9 @@ def settings_to_dict(settings: Settings) -> dict[str, Any]:
         try:
             out[key] = check(value)
         except _Bad as exc:
-            raise StorageError(key, f"cannot save the setting {key}: it {exc} (got {_shown(value)})",
-                               value) from None
+            raise StorageError(
+                key, f"cannot save the setting {key}: it {exc} (got {_shown(value)})", value
+            ) from None
     if not isinstance(settings.extra, dict):
         raise StorageError("extra", "cannot save the settings: extra must be a dict")
     for key, value in settings.extra.items():
@@ -257,8 +258,9 @@ def load_settings(paths: UserPaths | None = None) -> tuple[Settings, list[str]]:
     except FileNotFoundError:
         return Settings(), []
     except OSError as exc:  # unreadable (permissions, a folder of that name): leave it where it is
-        return Settings(), [f"Settings file {path} cannot be read ({os_reason(exc)}); "
-                            "using the default settings."]
+        return Settings(), [
+            f"Settings file {path} cannot be read ({os_reason(exc)}); using the default settings."
+        ]
     if data is None:
         warnings = [f"Settings file {path} {problem}; using the default settings."]
         _keep_aside(path, warnings)

@@ -26,9 +26,9 @@ from datetime import datetime
 from pathlib import Path
 
 from ..core.errors import CatalogError
+from ..core.formats.user_catalog import UserCatalog, build_catalogs, dumps, loads
 from ..core.specs.hardware import GpuCatalog, load_gpu_catalog
 from ..core.specs.presets import ModelCatalog, load_model_catalog
-from ..core.formats.user_catalog import UserCatalog, build_catalogs, dumps, loads
 from .atomic import atomic_write_bytes, atomic_write_text, backup_path, set_aside_and_say
 from .errors import StorageError, os_reason
 from .paths import UserPaths, ensure_dir, user_paths
@@ -70,8 +70,10 @@ def _backup_note(path: Path) -> str:
         stamp = datetime.fromtimestamp(bak.stat().st_mtime).strftime("%Y-%m-%d %H:%M")
     except OSError:
         stamp = "earlier"
-    return (f" The previous version (saved {stamp}) is in {bak} and can be restored "
-            "(catalog editor: Restore backup).")
+    return (
+        f" The previous version (saved {stamp}) is in {bak} and can be restored "
+        "(catalog editor: Restore backup)."
+    )
 
 
 def load_user_catalog(paths: UserPaths | None = None) -> UserCatalogLoad:
@@ -94,8 +96,9 @@ def load_user_catalog(paths: UserPaths | None = None) -> UserCatalogLoad:
         except CatalogError as exc:
             problem = str(exc).removeprefix(f"{path.name}: ")
             tag = "unsupported" if exc.field.endswith("schema_version") else "corrupt"
-    warning = (f"Your catalog edits in {path} could not be loaded: {problem}. "
-               "The bundled catalogs are used instead.")
+    warning = (
+        f"Your catalog edits in {path} could not be loaded: {problem}. The bundled catalogs are used instead."
+    )
     kept, note = set_aside_and_say(path, tag)
     warning += note
     warning += _backup_note(path)
@@ -118,8 +121,7 @@ def user_catalog_backups(paths: UserPaths | None = None) -> list[Path]:
     """The ``.bak`` copy and the set-aside copies of the user catalog, newest first."""
     path = user_catalog_file(paths)
     try:
-        candidates = [p for p in path.parent.iterdir()
-                      if p.name.startswith(path.name + ".") and p.is_file()]
+        candidates = [p for p in path.parent.iterdir() if p.name.startswith(path.name + ".") and p.is_file()]
     except OSError:
         return []
 
@@ -128,6 +130,7 @@ def user_catalog_backups(paths: UserPaths | None = None) -> list[Path]:
             return p.stat().st_mtime
         except OSError:
             return 0.0
+
     return sorted(candidates, key=lambda p: (mtime(p), p.name), reverse=True)
 
 
@@ -151,8 +154,9 @@ def restore_user_catalog(source: str | os.PathLike[str], paths: UserPaths | None
     return UserCatalogLoad(catalog, [], None, target)
 
 
-def load_effective_catalogs(use_user: bool = True, paths: UserPaths | None = None
-                            ) -> tuple[GpuCatalog, ModelCatalog, list[str]]:
+def load_effective_catalogs(
+    use_user: bool = True, paths: UserPaths | None = None
+) -> tuple[GpuCatalog, ModelCatalog, list[str]]:
     """The catalogs to estimate with: bundled plus the user's edits, and warnings to show once.
 
     With ``use_user=False`` the bundled catalogs alone, without warnings. Never fails because of
@@ -165,8 +169,11 @@ def load_effective_catalogs(use_user: bool = True, paths: UserPaths | None = Non
     try:
         gpus, models, warnings = build_catalogs(loaded.catalog)
     except CatalogError as exc:
-        return load_gpu_catalog(), load_model_catalog(), loaded.warnings + [
-            f"Your catalog edits are not used: {exc}."]
+        return (
+            load_gpu_catalog(),
+            load_model_catalog(),
+            loaded.warnings + [f"Your catalog edits are not used: {exc}."],
+        )
     return gpus, models, loaded.warnings + warnings
 
 

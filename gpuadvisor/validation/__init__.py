@@ -6,10 +6,44 @@
 - :mod:`.report`: the text ``scripts/validate.py`` prints and ``docs/validation.md``.
 """
 
-from .data import DATA_DIR, GROUPS, Row, Source, ValidationDataError, load_measurements, load_sources, scenario_dict
-from .harness import (Comparison, Predictor, fit_engine, fit_engines, group_stats, in_sample, out_of_sample,
-                      per_source, summary)
+from .data import (
+    DATA_DIR,
+    GROUPS,
+    Row,
+    Source,
+    ValidationDataError,
+    load_measurements,
+    load_sources,
+    scenario_dict,
+)
+from .harness import (
+    Comparison,
+    Predictor,
+    fit_engine,
+    fit_engines,
+    group_stats,
+    in_sample,
+    out_of_sample,
+    per_source,
+    summary,
+)
 
-__all__ = ["DATA_DIR", "GROUPS", "Comparison", "Predictor", "Row", "Source", "ValidationDataError", "fit_engine",
-           "fit_engines", "group_stats", "in_sample", "load_measurements", "load_sources", "out_of_sample",
-           "per_source", "scenario_dict", "summary"]
+__all__ = [
+    "DATA_DIR",
+    "GROUPS",
+    "Comparison",
+    "Predictor",
+    "Row",
+    "Source",
+    "ValidationDataError",
+    "fit_engine",
+    "fit_engines",
+    "group_stats",
+    "in_sample",
+    "load_measurements",
+    "load_sources",
+    "out_of_sample",
+    "per_source",
+    "scenario_dict",
+    "summary",
+]

@@ -50,32 +50,106 @@ QUANTITIES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 BOUNDS = ("point", "lower", "upper")
 BASES = ("tensors", "device", "model_states", "weights")
 UNIT_BYTES = {"GB": 1e9, "MB": 1e6, "GiB": 2.0**30, "MiB": 2.0**20}
-SOURCE_KINDS = ("paper", "model card", "framework table", "framework docs", "benchmark repository", "blog",
-                "discussion", "own measurement")
+SOURCE_KINDS = (
+    "paper",
+    "model card",
+    "framework table",
+    "framework docs",
+    "benchmark repository",
+    "blog",
+    "discussion",
+    "own measurement",
+)
 
 SOURCE_COLUMNS = ("source_id", "title", "citation", "kind", "date_read", "notes")
 MEASUREMENT_COLUMNS = (
-    "id", "source_id", "locator", "quote", "date_read", "group", "quantity", "unit", "value", "bound", "basis",
-    "model", "model_name", "architecture", "params_b", "kind", "engine", "weights", "quantization",
-    "quant_group_size", "kv_cache", "optimizer", "optimizer_state_dtype", "master_weights", "micro_batch",
-    "global_batch", "seq_len", "prompt_tokens", "output_tokens", "grad_ckpt", "flash_attention", "lora_rank",
-    "lora_targets", "lora_dropout", "double_quant", "gpu", "gpu_count", "parallelism", "tp", "pp", "dp", "cp",
-    "offload", "cuda_graphs", "gemm_precision", "cuda_context_gib", "tokens_trained", "scale_to_params", "scored",
-    "why", "assumptions")
+    "id",
+    "source_id",
+    "locator",
+    "quote",
+    "date_read",
+    "group",
+    "quantity",
+    "unit",
+    "value",
+    "bound",
+    "basis",
+    "model",
+    "model_name",
+    "architecture",
+    "params_b",
+    "kind",
+    "engine",
+    "weights",
+    "quantization",
+    "quant_group_size",
+    "kv_cache",
+    "optimizer",
+    "optimizer_state_dtype",
+    "master_weights",
+    "micro_batch",
+    "global_batch",
+    "seq_len",
+    "prompt_tokens",
+    "output_tokens",
+    "grad_ckpt",
+    "flash_attention",
+    "lora_rank",
+    "lora_targets",
+    "lora_dropout",
+    "double_quant",
+    "gpu",
+    "gpu_count",
+    "parallelism",
+    "tp",
+    "pp",
+    "dp",
+    "cp",
+    "offload",
+    "cuda_graphs",
+    "gemm_precision",
+    "cuda_context_gib",
+    "tokens_trained",
+    "scale_to_params",
+    "scored",
+    "why",
+    "assumptions",
+)
 
 #: Weight types the scenario may not know yet, and the nearest type it knows (used only as a fallback).
-WEIGHT_FALLBACK = {"q8_0": "int8", "q6_k": "int8", "q5_k_m": "int4", "q5_0": "int4", "q4_k_m": "int4",
-                   "q4_0": "int4", "q4_1": "int4", "q3_k_m": "int4", "q2_k": "int4", "iq4_xs": "int4", "mxfp4": "int4",
-                   "nvfp4": "int4"}
+WEIGHT_FALLBACK = {
+    "q8_0": "int8",
+    "q6_k": "int8",
+    "q5_k_m": "int4",
+    "q5_0": "int4",
+    "q4_k_m": "int4",
+    "q4_0": "int4",
+    "q4_1": "int4",
+    "q3_k_m": "int4",
+    "q2_k": "int4",
+    "iq4_xs": "int4",
+    "mxfp4": "int4",
+    "nvfp4": "int4",
+}
 
 #: Engines the core has no profile for, and the profiles whose physics is nearest (fallback only):
 #: (for inference, for training).
-ENGINE_FALLBACK = {"exllamav2": ("llama.cpp", None), "exllama": ("llama.cpp", None),
-                   "autoawq": ("transformers", None), "autogptq": ("transformers", None),
-                   "litgpt": ("transformers", "fsdp"), "sglang": ("vllm", None), "torchtitan": (None, "fsdp"),
-                   "nemo": (None, "megatron"), "deepspeed": (None, "megatron"), "torchtune": (None, "fsdp"),
-                   "unsloth": (None, "hf-trainer"), "axolotl": (None, "hf-trainer"), "metaseq": (None, "megatron"),
-                   "mosaic-composer": (None, "fsdp")}
+ENGINE_FALLBACK = {
+    "exllamav2": ("llama.cpp", None),
+    "exllama": ("llama.cpp", None),
+    "autoawq": ("transformers", None),
+    "autogptq": ("transformers", None),
+    "litgpt": ("transformers", "fsdp"),
+    "sglang": ("vllm", None),
+    "torchtitan": (None, "fsdp"),
+    "nemo": (None, "megatron"),
+    "deepspeed": (None, "megatron"),
+    "torchtune": (None, "fsdp"),
+    "unsloth": (None, "hf-trainer"),
+    "axolotl": (None, "hf-trainer"),
+    "metaseq": (None, "megatron"),
+    "mosaic-composer": (None, "fsdp"),
+}
 
 
 def fallback_engine(engine: str, kind: str) -> str | None:
@@ -177,6 +251,7 @@ def load_sources(data_dir: str | Path = DATA_DIR) -> dict[str, Source]:
 
 def _check_date(text: str, where: str) -> None:
     import datetime as dt
+
     try:
         dt.date.fromisoformat(text)
     except ValueError:
@@ -216,11 +291,15 @@ def load_measurements(data_dir: str | Path = DATA_DIR, sources: dict[str, Source
         if raw["group"] not in groups:
             raise ValidationDataError(f"{where}: group must be {' or '.join(groups)} for {raw['quantity']}")
         if raw["unit"] not in units:
-            raise ValidationDataError(f"{where}: unit must be one of {', '.join(units)} for {raw['quantity']}")
+            raise ValidationDataError(
+                f"{where}: unit must be one of {', '.join(units)} for {raw['quantity']}"
+            )
         if raw["bound"] not in BOUNDS:
             raise ValidationDataError(f"{where}: bound must be one of {', '.join(BOUNDS)}")
         if (raw["group"] == "bounds") != (raw["bound"] != "point"):
-            raise ValidationDataError(f"{where}: group 'bounds' goes with bound lower/upper and only with them")
+            raise ValidationDataError(
+                f"{where}: group 'bounds' goes with bound lower/upper and only with them"
+            )
         if raw["group"] in ("memory", "bounds") and raw["basis"] not in BASES:
             raise ValidationDataError(f"{where}: basis must be one of {', '.join(BASES)} for memory rows")
         value = _number(raw, "value", where)
@@ -235,12 +314,33 @@ def load_measurements(data_dir: str | Path = DATA_DIR, sources: dict[str, Source
             if not raw[col]:
                 raise ValidationDataError(f"{where}: {col} is empty (every row cites its figure)")
         _check_date(raw["date_read"], f"{where}: date_read")
-        for col in ("params_b", "quant_group_size", "micro_batch", "global_batch", "seq_len", "prompt_tokens",
-                    "output_tokens", "lora_rank", "gpu_count", "tp", "pp", "dp", "cp", "tokens_trained",
-                    "scale_to_params"):
+        for col in (
+            "params_b",
+            "quant_group_size",
+            "micro_batch",
+            "global_batch",
+            "seq_len",
+            "prompt_tokens",
+            "output_tokens",
+            "lora_rank",
+            "gpu_count",
+            "tp",
+            "pp",
+            "dp",
+            "cp",
+            "tokens_trained",
+            "scale_to_params",
+        ):
             _number(raw, col, where)
         _number(raw, "cuda_context_gib", where, positive=False)
-        for col in ("master_weights", "grad_ckpt", "flash_attention", "lora_dropout", "double_quant", "cuda_graphs"):
+        for col in (
+            "master_weights",
+            "grad_ckpt",
+            "flash_attention",
+            "lora_dropout",
+            "double_quant",
+            "cuda_graphs",
+        ):
             if raw[col] not in ("", "yes", "no"):
                 raise ValidationDataError(f"{where}: {col} must be yes, no or empty")
         if raw["architecture"]:
@@ -257,11 +357,40 @@ def load_measurements(data_dir: str | Path = DATA_DIR, sources: dict[str, Source
                 raise ValidationDataError(f"{where}: a scored row needs model, architecture or params_b")
             if raw["quantity"] == "train_gpu_hours" and not raw["tokens_trained"]:
                 raise ValidationDataError(f"{where}: train_gpu_hours needs tokens_trained")
-        core = {"id", "source_id", "locator", "quote", "date_read", "group", "quantity", "unit", "value", "bound",
-                "basis", "scored", "why"}
+        core = {
+            "id",
+            "source_id",
+            "locator",
+            "quote",
+            "date_read",
+            "group",
+            "quantity",
+            "unit",
+            "value",
+            "bound",
+            "basis",
+            "scored",
+            "why",
+        }
         facts = tuple((k, v) for k, v in raw.items() if k not in core)
-        rows.append(Row(rid, raw["source_id"], raw["locator"], raw["quote"], raw["date_read"], raw["group"],
-                        raw["quantity"], raw["unit"], value, raw["bound"], raw["basis"], scored, raw["why"], facts))
+        rows.append(
+            Row(
+                rid,
+                raw["source_id"],
+                raw["locator"],
+                raw["quote"],
+                raw["date_read"],
+                raw["group"],
+                raw["quantity"],
+                raw["unit"],
+                value,
+                raw["bound"],
+                raw["basis"],
+                scored,
+                raw["why"],
+                facts,
+            )
+        )
     return rows
 
 
@@ -274,13 +403,16 @@ def _yes(text: str) -> bool:
     return text == "yes"
 
 
-def scenario_dict(row: Row, weight_choices: tuple[str, ...] | None = None) -> tuple[dict[str, Any], tuple[str, ...]]:
+def scenario_dict(
+    row: Row, weight_choices: tuple[str, ...] | None = None
+) -> tuple[dict[str, Any], tuple[str, ...]]:
     """(scenario in the JSON keys of ``docs/scenario.md``, setup facts the scenario could not carry).
 
     ``weight_choices`` are the weight types the scenario accepts (default: the core's list); a
     type it does not know (a GGUF type, say) falls back to the nearest known one, and says so.
     """
     from ..core.specs.workload import WEIGHT_PRECISIONS
+
     f = dict(row.facts)
     choices = weight_choices or WEIGHT_PRECISIONS
     omitted: list[str] = []
@@ -302,7 +434,9 @@ def scenario_dict(row: Row, weight_choices: tuple[str, ...] | None = None) -> tu
         workload["kind"] = f["kind"]
     if f["engine"]:
         engine = f["engine"]
-        stand_in = fallback_engine(engine, f["kind"] or "inference") if engine not in engine_choices() else None
+        stand_in = (
+            fallback_engine(engine, f["kind"] or "inference") if engine not in engine_choices() else None
+        )
         if stand_in:
             omitted.append(f"workload.engine={engine} (estimated as {stand_in})")
             engine = stand_in
@@ -313,19 +447,33 @@ def scenario_dict(row: Row, weight_choices: tuple[str, ...] | None = None) -> tu
             omitted.append(f"workload.weights={weights} (estimated as {WEIGHT_FALLBACK[weights]})")
             weights = WEIGHT_FALLBACK[weights]
         workload["weights"] = weights
-    text_keys = {"quantization": "quantization", "kv_cache": "kv_cache", "optimizer": "optimizer",
-                 "optimizer_state_dtype": "optimizer_state_dtype"}
+    text_keys = {
+        "quantization": "quantization",
+        "kv_cache": "kv_cache",
+        "optimizer": "optimizer",
+        "optimizer_state_dtype": "optimizer_state_dtype",
+    }
     for col, key in text_keys.items():
         if f[col]:
             workload[key] = f[col]
-    int_keys = {"micro_batch": "batch_size", "seq_len": "seq_len", "prompt_tokens": "prompt_tokens",
-                "output_tokens": "output_tokens", "lora_rank": "lora_rank"}
+    int_keys = {
+        "micro_batch": "batch_size",
+        "seq_len": "seq_len",
+        "prompt_tokens": "prompt_tokens",
+        "output_tokens": "output_tokens",
+        "lora_rank": "lora_rank",
+    }
     for col, key in int_keys.items():
         if f[col]:
             workload[key] = int(float(f[col]))
-    bool_keys = {"master_weights": "master_weights", "grad_ckpt": "gradient_checkpointing",
-                 "flash_attention": "flash_attention", "lora_dropout": "lora_dropout",
-                 "double_quant": "double_quant", "cuda_graphs": "cuda_graphs"}
+    bool_keys = {
+        "master_weights": "master_weights",
+        "grad_ckpt": "gradient_checkpointing",
+        "flash_attention": "flash_attention",
+        "lora_dropout": "lora_dropout",
+        "double_quant": "double_quant",
+        "cuda_graphs": "cuda_graphs",
+    }
     for col, key in bool_keys.items():
         if f[col]:
             workload[key] = _yes(f[col])
@@ -363,8 +511,14 @@ def scenario_dict(row: Row, weight_choices: tuple[str, ...] | None = None) -> tu
     if f["global_batch"]:
         omitted.append(f"global_batch={f['global_batch']}")
 
-    scenario: dict[str, Any] = {"format": "gpuadvisor-scenario", "version": 1, "name": row.id, "model": model,
-                                "workload": workload, "hardware": hardware}
+    scenario: dict[str, Any] = {
+        "format": "gpuadvisor-scenario",
+        "version": 1,
+        "name": row.id,
+        "model": model,
+        "workload": workload,
+        "hardware": hardware,
+    }
     if f["cuda_context_gib"]:
         if "cuda_context_gib" in _known(RuntimeOverhead):
             scenario["overhead"] = {"cuda_context_gib": float(f["cuda_context_gib"])}
@@ -373,20 +527,27 @@ def scenario_dict(row: Row, weight_choices: tuple[str, ...] | None = None) -> tu
 
 def engine_choices() -> tuple[str, ...]:
     from ..core.specs.engines import ENGINES
+
     return tuple(ENGINES)
 
 
 def scenario_engine(row: Row) -> str:
     """The engine profile the row's scenario runs with (after any fallback; default by kind)."""
-    from ..core.specs.engines import DEFAULT_INFERENCE_ENGINE, DEFAULT_PRETRAIN_ENGINE, DEFAULT_TRAINING_ENGINE
+    from ..core.specs.engines import (
+        DEFAULT_INFERENCE_ENGINE,
+        DEFAULT_PRETRAIN_ENGINE,
+        DEFAULT_TRAINING_ENGINE,
+    )
+
     engine = row.engine
     kind = row.fact("kind") or "inference"
     if engine and engine not in engine_choices():
         engine = fallback_engine(engine, kind) or engine
     if engine:
         return engine
-    return {"inference": DEFAULT_INFERENCE_ENGINE, "pretrain": DEFAULT_PRETRAIN_ENGINE}.get(kind,
-                                                                                         DEFAULT_TRAINING_ENGINE)
+    return {"inference": DEFAULT_INFERENCE_ENGINE, "pretrain": DEFAULT_PRETRAIN_ENGINE}.get(
+        kind, DEFAULT_TRAINING_ENGINE
+    )
 
 
 def _show(value: Any) -> str:

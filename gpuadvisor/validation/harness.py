@@ -35,15 +35,15 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import MISSING, dataclass, fields, replace
 
-from ..core.specs import engines as core_engines
-from ..core.specs.engines import EngineProfile
 from ..core.errors import InputError
 from ..core.estimation.estimate import Candidate, estimate, resolve_model
+from ..core.estimation.performance import inference_performance, training_performance
+from ..core.formats.scenario import Scenario, scenario_from_dict
+from ..core.specs import engines as core_engines
+from ..core.specs.engines import EngineProfile
 from ..core.specs.hardware import GpuCatalog
 from ..core.specs.models import ModelSpec
-from ..core.estimation.performance import inference_performance, training_performance
 from ..core.specs.presets import ModelCatalog
-from ..core.formats.scenario import Scenario, scenario_from_dict
 from .data import GROUPS, UNIT_BYTES, Row, scenario_dict, scenario_engine
 
 #: The memory aim; a memory row within it of the estimate counts as covered.
@@ -51,8 +51,13 @@ MEMORY_BAND = 0.10
 #: Efficiency factors the fit may move, per engine kind, with their search range.
 #: A factor the profile class does not have is skipped.
 FIT_FACTORS: dict[str, dict[str, tuple[float, float]]] = {
-    "inference": {"bandwidth_efficiency": (0.2, 1.0), "quantized_bandwidth_factor": (0.15, 1.5),
-                  "layer_overhead_s": (0.0, 2e-3), "prefill_mfu": (0.05, 0.9), "decode_mfu": (0.05, 0.9)},
+    "inference": {
+        "bandwidth_efficiency": (0.2, 1.0),
+        "quantized_bandwidth_factor": (0.15, 1.5),
+        "layer_overhead_s": (0.0, 2e-3),
+        "prefill_mfu": (0.05, 0.9),
+        "decode_mfu": (0.05, 0.9),
+    },
     "training": {"mfu": (0.05, 0.9)},
 }
 GOLDEN = (math.sqrt(5) - 1) / 2
@@ -127,8 +132,10 @@ def prior_profile(profile: EngineProfile) -> EngineProfile:
     """The profile with every fitted factor at its documented prior (``core.engines.PRIORS``; the
     class default for an engine without one): what a fit starts from."""
     prior = core_engines.PRIORS.engines.get(profile.id)
-    return replace(profile, **{k: getattr(prior, k) if prior is not None else _class_default(k)
-                               for k in factors_for(profile)})
+    return replace(
+        profile,
+        **{k: getattr(prior, k) if prior is not None else _class_default(k) for k in factors_for(profile)},
+    )
 
 
 # --- prediction -----------------------------------------------------------------------------------
@@ -168,27 +175,48 @@ class Predictor:
             return Comparison(row, measured, None, None, None, unit, omitted, "no candidate for this layout")
         if not speed:
             bd = cand.memory
-            value = {"tensors": bd.tensors_total, "device": bd.device_total, "model_states": bd.model_states,
-                     "weights": bd.weights - bd.gathered}[row.basis]
+            value = {
+                "tensors": bd.tensors_total,
+                "device": bd.device_total,
+                "model_states": bd.model_states,
+                "weights": bd.weights - bd.gathered,
+            }[row.basis]
             scale = row.fact("scale_to_params")
             if scale:
                 value *= float(scale) / model.parameters
             value /= UNIT_BYTES[row.unit]
-            return Comparison(row, measured, value, value * (1 - MEMORY_BAND), value * (1 + MEMORY_BAND), unit,
-                              omitted, "" if cand.fits else "estimate: does not fit")
+            return Comparison(
+                row,
+                measured,
+                value,
+                value * (1 - MEMORY_BAND),
+                value * (1 + MEMORY_BAND),
+                unit,
+                omitted,
+                "" if cand.fits else "estimate: does not fit",
+            )
         perf, note = cand.performance, ""
         if perf is None:
             # The run happened, so it fitted: score the speed model on its own, and say so.
-            note = (f"estimate: does not fit ({cand.memory.device_total / 2**30:.1f} GiB needed of "
-                    f"{cand.capacity_gib:.1f})")
+            note = (
+                f"estimate: does not fit ({cand.memory.device_total / 2**30:.1f} GiB needed of "
+                f"{cand.capacity_gib:.1f})"
+            )
             with engine_profiles(profiles):
                 perf = _speed_of(est.memory_model, cand, sc)
         value = speed_value(row, perf, sc)
         if value is None:
-            return Comparison(row, measured, None, None, None, unit, omitted, "the estimate gives no such figure")
+            return Comparison(
+                row, measured, None, None, None, unit, omitted, "the estimate gives no such figure"
+            )
         rng = perf.tokens_per_s
         lo, hi = (rng.low / rng.expected, rng.high / rng.expected) if rng.expected > 0 else (1.0, 1.0)
-        if row.quantity in ("train_step_time_s", "time_to_first_token_ms", "request_latency_s", "decode_ms_per_token"):
+        if row.quantity in (
+            "train_step_time_s",
+            "time_to_first_token_ms",
+            "request_latency_s",
+            "decode_ms_per_token",
+        ):
             lo, hi = 1 / hi, 1 / lo  # the faster end is the shorter time
         return Comparison(row, measured, value, value * lo, value * hi, unit, omitted, note)
 
@@ -198,11 +226,25 @@ def _speed_of(mm, cand: Candidate, sc: Scenario):
     w, eff, hw = sc.workload, sc.efficiency, sc.hardware
     engine = core_engines.engine_for(w.engine, w.kind)
     if w.is_training:
-        return training_performance(mm, cand.gpu, cand.gpu_count, cand.parallelism, engine, mfu=eff.mfu,
-                                    gpus_per_node=hw.gpus_per_node)
-    return inference_performance(mm, cand.gpu, cand.gpu_count, cand.parallelism, engine,
-                                 bw_eff=eff.bandwidth_efficiency, prefill_mfu=eff.prefill_mfu,
-                                 gpus_per_node=hw.gpus_per_node)
+        return training_performance(
+            mm,
+            cand.gpu,
+            cand.gpu_count,
+            cand.parallelism,
+            engine,
+            mfu=eff.mfu,
+            gpus_per_node=hw.gpus_per_node,
+        )
+    return inference_performance(
+        mm,
+        cand.gpu,
+        cand.gpu_count,
+        cand.parallelism,
+        engine,
+        bw_eff=eff.bandwidth_efficiency,
+        prefill_mfu=eff.prefill_mfu,
+        gpus_per_node=hw.gpus_per_node,
+    )
 
 
 def _candidate(candidates: Sequence[Candidate], sc: Scenario) -> Candidate | None:
@@ -221,9 +263,13 @@ def measured_value(row: Row) -> tuple[float, str]:
     """The measured figure in the unit compared (GPU-hours become tokens/s per GPU)."""
     if row.quantity == "train_gpu_hours":
         return float(row.fact("tokens_trained")) / (row.value * 3600.0), "tokens/s per GPU"
-    unit = {"train_tokens_per_s_per_gpu": "tokens/s per GPU", "decode_tokens_per_s_per_user": "tokens/s per user",
-            "output_tokens_per_s": "output tokens/s", "prefill_tokens_per_s": "prefill tokens/s",
-            "decode_tokens_per_s": "decode tokens/s (all sequences)"}
+    unit = {
+        "train_tokens_per_s_per_gpu": "tokens/s per GPU",
+        "decode_tokens_per_s_per_user": "tokens/s per user",
+        "output_tokens_per_s": "output tokens/s",
+        "prefill_tokens_per_s": "prefill tokens/s",
+        "decode_tokens_per_s": "decode tokens/s (all sequences)",
+    }
     return row.value, unit.get(row.quantity, row.unit)
 
 
@@ -281,8 +327,9 @@ def _golden(f, lo: float, hi: float, iterations: int) -> float:
     return (a + b) / 2
 
 
-def fit_engine(profile: EngineProfile, rows: Sequence[Row], predictor: Predictor, passes: int = 4,
-               iterations: int = 10) -> EngineProfile:
+def fit_engine(
+    profile: EngineProfile, rows: Sequence[Row], predictor: Predictor, passes: int = 4, iterations: int = 10
+) -> EngineProfile:
     """Coordinate descent on the profile's free factors (golden section on each, in its range)
     minimising the mean absolute log error over ``rows`` (speed rows run with this engine).
 
@@ -325,8 +372,9 @@ def speed_rows(rows: Iterable[Row]) -> list[Row]:
     return [r for r in rows if r.scored and r.group in ("inference_speed", "training_speed")]
 
 
-def fit_engines(rows: Sequence[Row], predictor: Predictor,
-                engine_ids: Iterable[str] | None = None) -> dict[str, EngineProfile]:
+def fit_engines(
+    rows: Sequence[Row], predictor: Predictor, engine_ids: Iterable[str] | None = None
+) -> dict[str, EngineProfile]:
     """Profiles fitted to the scored speed ``rows`` (each engine on its own rows), by engine id.
 
     Engines without rows get their prior (class defaults for the fitted factors)."""
@@ -369,8 +417,12 @@ class GroupStats:
     def to_dict(self, group: str) -> dict[str, float | int | None]:
         if group == "bounds":
             return {"n": self.n, "right": self.right}
-        return {"n": self.n, "median_abs_pct": self.median_abs_pct, "p80_abs_pct": self.p80_abs_pct,
-                "coverage": self.coverage}
+        return {
+            "n": self.n,
+            "median_abs_pct": self.median_abs_pct,
+            "p80_abs_pct": self.p80_abs_pct,
+            "coverage": self.coverage,
+        }
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -394,16 +446,23 @@ def group_stats(comparisons: Sequence[Comparison]) -> dict[str, GroupStats]:
         if not errs:
             out[g] = GroupStats(0)
             continue
-        out[g] = GroupStats(len(cs), round(statistics.median(errs), 2), round(percentile(errs, 0.8), 2),
-                            round(sum(c.covered for c in cs) / len(cs), 3))
+        out[g] = GroupStats(
+            len(cs),
+            round(statistics.median(errs), 2),
+            round(percentile(errs, 0.8), 2),
+            round(sum(c.covered for c in cs) / len(cs), 3),
+        )
     return out
 
 
 def summary(comparisons: Sequence[Comparison]) -> dict:
     """The ``--json`` object: rows and sources of the set, and each group's figures."""
     stats = group_stats(comparisons)
-    return {"rows": len(comparisons), "sources": len({c.row.source_id for c in comparisons}),
-            "groups": {g: stats[g].to_dict(g) for g in GROUPS}}
+    return {
+        "rows": len(comparisons),
+        "sources": len({c.row.source_id for c in comparisons}),
+        "groups": {g: stats[g].to_dict(g) for g in GROUPS},
+    }
 
 
 def per_source(comparisons: Sequence[Comparison]) -> dict[str, tuple[int, int, float | None]]:
@@ -412,5 +471,9 @@ def per_source(comparisons: Sequence[Comparison]) -> dict[str, tuple[int, int, f
     for sid in dict.fromkeys(c.row.source_id for c in comparisons):
         cs = [c for c in comparisons if c.row.source_id == sid]
         errs = [abs(c.error) * 100 for c in cs if c.row.scored and c.error is not None]
-        out[sid] = (len(cs), sum(c.row.scored for c in cs), round(statistics.median(errs), 1) if errs else None)
+        out[sid] = (
+            len(cs),
+            sum(c.row.scored for c in cs),
+            round(statistics.median(errs), 1) if errs else None,
+        )
     return out

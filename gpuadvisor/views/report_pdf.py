@@ -31,16 +31,37 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QMarginsF, QRectF, QSizeF, Qt, QUrl
-from PySide6.QtGui import (QAbstractTextDocumentLayout, QColor, QFont, QFontDatabase, QFontMetricsF, QImage,
-                           QPageLayout, QPageSize, QPainter, QPalette, QPdfWriter, QTextBlockFormat, QTextCursor,
-                           QTextDocument, QTextFormat, QTextTable)
+from PySide6.QtGui import (
+    QAbstractTextDocumentLayout,
+    QColor,
+    QFont,
+    QFontDatabase,
+    QFontMetricsF,
+    QImage,
+    QPageLayout,
+    QPageSize,
+    QPainter,
+    QPalette,
+    QPdfWriter,
+    QTextBlockFormat,
+    QTextCursor,
+    QTextDocument,
+    QTextFormat,
+    QTextTable,
+)
 from PySide6.QtWidgets import QApplication
 
 from ..core.estimation.estimate import Estimate
 from ..core.presentation.report import Report
 from ..storage import StorageError, atomic_write_bytes
-from .charts.palette import (BACKGROUND_COLOR, FIT_COLOR, MUTED_TEXT_COLOR, NO_FIT_COLOR, TEXT_COLOR,
-                             TIGHT_COLOR)
+from .charts.palette import (
+    BACKGROUND_COLOR,
+    FIT_COLOR,
+    MUTED_TEXT_COLOR,
+    NO_FIT_COLOR,
+    TEXT_COLOR,
+    TIGHT_COLOR,
+)
 
 PAGE_SIZES = {"A4": QPageSize.PageSizeId.A4, "Letter": QPageSize.PageSizeId.Letter}
 MARGINS_MM = (12.0, 14.0, 12.0, 12.0)  # left, top, right, bottom
@@ -108,8 +129,10 @@ def chart_images(est: Estimate, selected_key: str | None = None) -> tuple[QImage
         # The same method the window calls: the ranking's order, the recommendation starred.
         vram.show_estimate(est, selected_key)
         cost.show_estimate(est, selected_key)
-        images = (vram.render_image(dpr=CHART_DPR, size=VRAM_CHART_SIZE),
-                  cost.render_image(dpr=CHART_DPR, size=COST_CHART_SIZE))
+        images = (
+            vram.render_image(dpr=CHART_DPR, size=VRAM_CHART_SIZE),
+            cost.render_image(dpr=CHART_DPR, size=COST_CHART_SIZE),
+        )
     finally:
         for chart in (vram, cost):
             chart.deleteLater()
@@ -128,8 +151,12 @@ HEADER_LINE_CHARS = 9
 RECOMMENDED_MARK = "\u2605"  # a black star after the recommended GPU's name
 
 
-def report_html(report: Report, chart_width_px: float, chart_sizes: tuple[tuple[int, int], ...],
-                table_pt: float = TABLE_PT_STEPS[0]) -> str:
+def report_html(
+    report: Report,
+    chart_width_px: float,
+    chart_sizes: tuple[tuple[int, int], ...],
+    table_pt: float = TABLE_PT_STEPS[0],
+) -> str:
     """The report body as HTML for ``QTextDocument`` (images named ``vram.png`` and ``cost-time.png``).
 
     Body cells of the comparison table never wrap, so no row can be split by a page break.
@@ -139,34 +166,46 @@ def report_html(report: Report, chart_width_px: float, chart_sizes: tuple[tuple[
     muted = MUTED_TEXT_COLOR
     p.append(f"<h1 style='font-size:17pt; margin-bottom:2px'>{_e(r.title)}</h1>")
     p.append(f"<p style='font-size:11pt; margin-top:0'><b>{_e(r.scenario_name)}</b></p>")
-    meta = [f"Made {_e(r.date)} with gpuadvisor {_e(r.app_version)}",
-            f"GPU catalog: {_e(r.catalog_version)}",
-            "Prices as of " + (_e(", ".join(r.price_as_of)) if r.price_as_of else "(no dates)")]
+    meta = [
+        f"Made {_e(r.date)} with gpuadvisor {_e(r.app_version)}",
+        f"GPU catalog: {_e(r.catalog_version)}",
+        "Prices as of " + (_e(", ".join(r.price_as_of)) if r.price_as_of else "(no dates)"),
+    ]
     p.append(f"<p style='color:{muted}; font-size:8pt'>{' &middot; '.join(meta)}</p>")
     if r.scenario_notes:
         p.append(f"<p style='color:{muted}; font-size:8pt'>Notes: {_e(r.scenario_notes)}</p>")
 
     p.append("<h2>1. Recommendation</h2>")
-    p.append("<table width='100%' cellspacing='0' cellpadding='6' "
-             f"style='background-color:{RECOMMENDED_BG}; border-style:none'><tr><td>{_e(r.recommendation)}</td>"
-             "</tr></table>")
+    p.append(
+        "<table width='100%' cellspacing='0' cellpadding='6' "
+        f"style='background-color:{RECOMMENDED_BG}; border-style:none'><tr><td>{_e(r.recommendation)}</td>"
+        "</tr></table>"
+    )
     if r.changes:
-        p.append("<p style='margin-bottom:2px'><b>Changes that make it work</b> (cheapest first; each re-estimated "
-                 "on the whole comparison):</p>")
+        p.append(
+            "<p style='margin-bottom:2px'><b>Changes that make it work</b> (cheapest first; each re-estimated "
+            "on the whole comparison):</p>"
+        )
         p.append("<ul>" + "".join(f"<li>{_e(c)}</li>" for c in r.changes) + "</ul>")
     if r.warnings:
-        p.append(f"<p style='color:{NO_FIT_COLOR}'><b>{len(r.warnings)} warning{'s' if len(r.warnings) != 1 else ''}"
-                 "</b> to read before deciding: see section 6.</p>")
+        p.append(
+            f"<p style='color:{NO_FIT_COLOR}'><b>{len(r.warnings)} warning{'s' if len(r.warnings) != 1 else ''}"
+            "</b> to read before deciding: see section 6.</p>"
+        )
 
     p.append("<h2>2. The scenario in plain words</h2>")
     p.append("<table cellspacing='0' cellpadding='2'>")
     for label, text in r.scenario_lines:
-        p.append(f"<tr><td style='color:{muted}; padding-right:10px' nowrap>{_e(label)}</td><td>{_e(text)}</td></tr>")
+        p.append(
+            f"<tr><td style='color:{muted}; padding-right:10px' nowrap>{_e(label)}</td><td>{_e(text)}</td></tr>"
+        )
     p.append("</table>")
 
     p.append("<h2>3. Comparison, one row per GPU type</h2>")
-    p.append(f"<table width='100%' cellspacing='0' cellpadding='2' border='1' "
-             f"style='border-collapse:collapse; border-color:{RULE_COLOR}; font-size:{table_pt}pt'>")
+    p.append(
+        f"<table width='100%' cellspacing='0' cellpadding='2' border='1' "
+        f"style='border-collapse:collapse; border-color:{RULE_COLOR}; font-size:{table_pt}pt'>"
+    )
     p.append(f"<thead><tr style='background-color:{HEADER_BG}'>")
     for i, head in enumerate(r.table_header):
         align = "left" if i < 3 else "right"
@@ -202,30 +241,46 @@ def report_html(report: Report, chart_width_px: float, chart_sizes: tuple[tuple[
         "Job time against cost for every setup that fits and has a price (all GPU counts and splits). Blue: the "
         "cost/time frontier (nothing is both cheaper and faster); whiskers: the low\u2013high range; dashed lines: "
         "the deadline and the budget"
-        + ("; the star is the recommended setup; the frontier's points are labelled GPU \u00d7 count."
-           if r.recommended_key else "; the frontier's points are labelled GPU \u00d7 count."))
-    for n, ((name, caption), (w, h)) in enumerate(zip((("vram.png", captions[0]), ("cost-time.png", captions[1])),
-                                                        chart_sizes), 1):
+        + (
+            "; the star is the recommended setup; the frontier's points are labelled GPU \u00d7 count."
+            if r.recommended_key
+            else "; the frontier's points are labelled GPU \u00d7 count."
+        ),
+    )
+    for n, ((name, caption), (w, h)) in enumerate(
+        zip((("vram.png", captions[0]), ("cost-time.png", captions[1])), chart_sizes), 1
+    ):
         height = round(chart_width_px * h / w)
         # The caption is an <h4> above its chart, so keep_headings_with_next() keeps the two together.
-        p.append(f"<h4 style='color:{muted}; font-size:7.5pt; font-weight:normal; margin-top:8px; "
-                 f"margin-bottom:2px'><b>Figure {n}.</b> {_e(caption)}</h4>")
-        p.append(f"<p align='center' style='margin-top:0'><img src='{name}' width='{round(chart_width_px)}' "
-                 f"height='{height}'></p>")
+        p.append(
+            f"<h4 style='color:{muted}; font-size:7.5pt; font-weight:normal; margin-top:8px; "
+            f"margin-bottom:2px'><b>Figure {n}.</b> {_e(caption)}</h4>"
+        )
+        p.append(
+            f"<p align='center' style='margin-top:0'><img src='{name}' width='{round(chart_width_px)}' "
+            f"height='{height}'></p>"
+        )
 
     p.append("<h2>5. Rent or buy</h2>")
     p.append(f"<p style='font-size:8pt'>{_e(r.rent_buy_settings)}</p>")
     if r.rent_buy_rows:
-        p.append(f"<table width='100%' cellspacing='0' cellpadding='3' border='1' "
-                 f"style='border-collapse:collapse; border-color:{RULE_COLOR}; font-size:8pt'>")
+        p.append(
+            f"<table width='100%' cellspacing='0' cellpadding='3' border='1' "
+            f"style='border-collapse:collapse; border-color:{RULE_COLOR}; font-size:8pt'>"
+        )
         p.append(f"<thead><tr style='background-color:{HEADER_BG}'>")
         for i, head in enumerate(r.rent_buy_header):
             p.append(f"<th align='{'left' if i == 0 else 'right'}' style='font-size:8pt'>{_e(head)}</th>")
         p.append("</tr></thead><tbody>")
         for row in r.rent_buy_rows:
-            p.append("<tr>" + "".join(
-                f"<td align='{'left' if i == 0 else 'right'}' style='font-size:8pt; white-space:nowrap'>{_e(c)}</td>"
-                for i, c in enumerate(row.cells)) + "</tr>")
+            p.append(
+                "<tr>"
+                + "".join(
+                    f"<td align='{'left' if i == 0 else 'right'}' style='font-size:8pt; white-space:nowrap'>{_e(c)}</td>"
+                    for i, c in enumerate(row.cells)
+                )
+                + "</tr>"
+            )
         p.append("</tbody></table>")
     p.append("<ul>" + "".join(f"<li>{_e(f)}</li>" for f in r.rent_buy_findings) + "</ul>")
 
@@ -240,37 +295,52 @@ def report_html(report: Report, chart_width_px: float, chart_sizes: tuple[tuple[
     p.append(f"<h3>Engine profile: {_e(r.engine_name)}</h3>")
     p.append("<table cellspacing='0' cellpadding='2'>")
     for label, value in r.engine_factors:
-        p.append(f"<tr><td style='color:{muted}; padding-right:10px'>{_e(label)}</td><td>{_e(value)}</td></tr>")
-    fitted = ("an assumption, not a fit to measurements: "
-              + r.engine_calibrated_on.removeprefix("assumed:").strip() if r.engine_assumed
-              else "fitted on the published measurements " + r.engine_calibrated_on
-              + " (tests/data/calibration.csv; see docs/validation.md)")
-    p.append(f"<tr><td style='color:{muted}; padding-right:10px'>Where the factors come from</td>"
-             f"<td>{_e(fitted)}</td></tr></table>")
+        p.append(
+            f"<tr><td style='color:{muted}; padding-right:10px'>{_e(label)}</td><td>{_e(value)}</td></tr>"
+        )
+    fitted = (
+        "an assumption, not a fit to measurements: " + r.engine_calibrated_on.removeprefix("assumed:").strip()
+        if r.engine_assumed
+        else "fitted on the published measurements "
+        + r.engine_calibrated_on
+        + " (tests/data/calibration.csv; see docs/validation.md)"
+    )
+    p.append(
+        f"<tr><td style='color:{muted}; padding-right:10px'>Where the factors come from</td>"
+        f"<td>{_e(fitted)}</td></tr></table>"
+    )
     if r.calibration_lines:
         p.append("<h3>Calibration to your measurements</h3>")
         p.append("<ul>" + "".join(f"<li>{_e(line)}</li>" for line in r.calibration_lines) + "</ul>")
     p.append("<h3>Catalog sources of the GPUs shown</h3>")
-    p.append(f"<p style='font-size:7.5pt'>{_e(r.catalog_version)}. Figures are dense datasheet values; prices are "
-             "indicative. Price sources: " + "; ".join(f"[P{i}] {_e(s)}" for i, s in enumerate(r.price_sources, 1))
-             + "</p>")
+    p.append(
+        f"<p style='font-size:7.5pt'>{_e(r.catalog_version)}. Figures are dense datasheet values; prices are "
+        "indicative. Price sources: "
+        + "; ".join(f"[P{i}] {_e(s)}" for i, s in enumerate(r.price_sources, 1))
+        + "</p>"
+    )
     for s in r.sources:  # paragraphs, not a table: a long entry may continue on the next page
         price = f"prices {s.price_as_of}" + (f" [P{s.price_ref}]" if s.price_ref else "")
-        p.append(f"<p style='font-size:7pt; margin-top:0; margin-bottom:2px'><b>{_e(s.gpu_name)}</b>: "
-                 f"{_e(s.spec_source)}; {_e(price)}</p>")
+        p.append(
+            f"<p style='font-size:7pt; margin-top:0; margin-bottom:2px'><b>{_e(s.gpu_name)}</b>: "
+            f"{_e(s.spec_source)}; {_e(price)}</p>"
+        )
     return "\n".join(p)
 
 
 def _stylesheet() -> str:
-    return (f"body {{ color:{TEXT_COLOR}; }} "
-            "h1 { font-size:17pt; } h2 { font-size:12pt; margin-top:14px; margin-bottom:4px; } "
-            "h3 { font-size:9.5pt; margin-top:8px; margin-bottom:2px; } "
-            "th { font-weight:bold; } li { margin-bottom:2px; }")
+    return (
+        f"body {{ color:{TEXT_COLOR}; }} "
+        "h1 { font-size:17pt; } h2 { font-size:12pt; margin-top:14px; margin-bottom:4px; } "
+        "h3 { font-size:9.5pt; margin-top:8px; margin-bottom:2px; } "
+        "th { font-weight:bold; } li { margin-bottom:2px; }"
+    )
 
 
 # -- the PDF ---------------------------------------------------------------------------------------
-def render_pdf_bytes(report: Report, est: Estimate, page_size: str = "A4",
-                     images: tuple[QImage, QImage] | None = None) -> tuple[bytes, int]:
+def render_pdf_bytes(
+    report: Report, est: Estimate, page_size: str = "A4", images: tuple[QImage, QImage] | None = None
+) -> tuple[bytes, int]:
     """The report as PDF bytes and its page count (no file is touched).
 
     ``images`` are the two chart images from :func:`chart_images`. Drawing them needs widgets,
@@ -306,7 +376,9 @@ def render_pdf_bytes(report: Report, est: Estimate, page_size: str = "A4",
     doc.setDocumentMargin(0)
     doc.addResource(QTextDocument.ResourceType.ImageResource, QUrl("vram.png"), vram_img)
     doc.addResource(QTextDocument.ResourceType.ImageResource, QUrl("cost-time.png"), cost_img)
-    sizes = tuple((round(img.width() / CHART_DPR), round(img.height() / CHART_DPR)) for img in (vram_img, cost_img))
+    sizes = tuple(
+        (round(img.width() / CHART_DPR), round(img.height() / CHART_DPR)) for img in (vram_img, cost_img)
+    )
     # Both charts and their captions share one page.
     chart_w = min(body_w, (page_h - CHART_PAGE_TEXT_PX) / sum(h / w for w, h in sizes))
     doc.setPageSize(QSizeF(body_w, page_h))
@@ -346,8 +418,11 @@ def render_pdf_bytes(report: Report, est: Estimate, page_size: str = "A4",
 def comparison_table_width(doc: QTextDocument) -> float:
     """Laid-out width of the document's widest table (the comparison table), in px."""
     layout = doc.documentLayout()
-    widths = [layout.frameBoundingRect(frame).width() for frame in doc.rootFrame().childFrames()
-              if isinstance(frame, QTextTable)]
+    widths = [
+        layout.frameBoundingRect(frame).width()
+        for frame in doc.rootFrame().childFrames()
+        if isinstance(frame, QTextTable)
+    ]
     return max(widths, default=0.0)
 
 
@@ -390,8 +465,16 @@ def keep_headings_with_next(doc: QTextDocument, page_h: float, max_passes: int =
     return moved
 
 
-def _draw_footer(painter: QPainter, report: Report, page: int, pages: int, width: float, height: float,
-                 font: QFont, metrics: QFontMetricsF) -> None:
+def _draw_footer(
+    painter: QPainter,
+    report: Report,
+    page: int,
+    pages: int,
+    width: float,
+    height: float,
+    font: QFont,
+    metrics: QFontMetricsF,
+) -> None:
     top = height - FOOTER_PX + 8
     painter.save()
     painter.setPen(QColor(RULE_COLOR))
@@ -405,7 +488,9 @@ def _draw_footer(painter: QPainter, report: Report, page: int, pages: int, width
     room = width - right_w - 20 - metrics.horizontalAdvance(prefix + suffix)
     name = metrics.elidedText(report.scenario_name, Qt.TextElideMode.ElideRight, max(room, 40))
     rect = QRectF(0, top + 3, width, FOOTER_PX - 11)
-    painter.drawText(rect, int(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter), prefix + name + suffix)
+    painter.drawText(
+        rect, int(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter), prefix + name + suffix
+    )
     painter.drawText(rect, int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter), right)
     painter.restore()
 
@@ -414,15 +499,23 @@ def check_target(path: str | os.PathLike[str]) -> Path:
     """The output path, or StorageError when it is a folder or its folder does not exist."""
     target = Path(path)
     if target.is_dir():
-        raise StorageError(target.name, f"cannot write {target.name}: it is a folder, not a file", path=target)
+        raise StorageError(
+            target.name, f"cannot write {target.name}: it is a folder, not a file", path=target
+        )
     if not target.parent.is_dir():
-        raise StorageError(target.name, f"cannot write {target.name}: the folder {target.parent} does not exist",
-                           path=target)
+        raise StorageError(
+            target.name, f"cannot write {target.name}: the folder {target.parent} does not exist", path=target
+        )
     return target
 
 
-def export_pdf(report: Report, est: Estimate, path: str | os.PathLike[str], page_size: str = "A4",
-               images: tuple[QImage, QImage] | None = None) -> ReportStats:
+def export_pdf(
+    report: Report,
+    est: Estimate,
+    path: str | os.PathLike[str],
+    page_size: str = "A4",
+    images: tuple[QImage, QImage] | None = None,
+) -> ReportStats:
     """Write the report to ``path`` as a PDF (``page_size`` ``"A4"`` or ``"Letter"``) and return its stats.
 
     The file appears whole or not at all. Raises :class:`StorageError` naming the file when the
@@ -441,10 +534,10 @@ def export_pdf(report: Report, est: Estimate, path: str | os.PathLike[str], page
 def _main(argv: list[str] | None = None) -> int:
     import datetime
 
-    from ..storage.user_catalog_store import load_catalogs
     from ..core.estimation.estimate import estimate
-    from ..core.presentation.report import build_report
     from ..core.formats.scenario import load_scenario
+    from ..core.presentation.report import build_report
+    from ..storage.user_catalog_store import load_catalogs
 
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 2:

@@ -7,6 +7,7 @@ from datetime import date
 
 import pytest
 
+from gpuadvisor.core.errors import InputError
 from gpuadvisor.core.estimation.calibration import (
     CalibrationProfile,
     EstimatePredictor,
@@ -21,14 +22,13 @@ from gpuadvisor.core.estimation.calibration import (
     profile_to_dict,
     profile_to_json,
 )
-from gpuadvisor.core.errors import InputError
 from gpuadvisor.core.estimation.estimate import estimate
-from gpuadvisor.core.specs.hardware import load_gpu_catalog
 from gpuadvisor.core.formats.measurements import Measurement
-from gpuadvisor.core.specs.presets import load_model_catalog
 from gpuadvisor.core.formats.scenario import Efficiency, ModelSource, Scenario, scenario_to_dict
-from gpuadvisor.core.units import GIB
+from gpuadvisor.core.specs.hardware import load_gpu_catalog
+from gpuadvisor.core.specs.presets import load_model_catalog
 from gpuadvisor.core.specs.workload import Hardware, RuntimeOverhead, Workload
+from gpuadvisor.core.units import GIB
 
 TRUE_BW_EFF = 0.55
 TRUE_MFU = 0.33
@@ -47,17 +47,27 @@ def predictor(cats):
 
 
 def inference_scenario(batch):
-    return Scenario(model=ModelSource(preset="llama-3.1-8b"),
-                    workload=Workload(kind="inference", batch_size=batch, prompt_tokens=512,
-                                      output_tokens=256, engine="vllm"),
-                    hardware=Hardware(gpu="h100-sxm", gpu_count=1))
+    return Scenario(
+        model=ModelSource(preset="llama-3.1-8b"),
+        workload=Workload(
+            kind="inference", batch_size=batch, prompt_tokens=512, output_tokens=256, engine="vllm"
+        ),
+        hardware=Hardware(gpu="h100-sxm", gpu_count=1),
+    )
 
 
 def training_scenario(batch, n):
-    return Scenario(model=ModelSource(preset="qwen3-1.7b"),
-                    workload=Workload(kind="full_finetune", batch_size=batch, seq_len=2048,
-                                      engine="hf-trainer", gradient_checkpointing=True),
-                    hardware=Hardware(gpu="a100-80gb", gpu_count=n, parallelism="ddp" if n > 1 else None))
+    return Scenario(
+        model=ModelSource(preset="qwen3-1.7b"),
+        workload=Workload(
+            kind="full_finetune",
+            batch_size=batch,
+            seq_len=2048,
+            engine="hf-trainer",
+            gradient_checkpointing=True,
+        ),
+        hardware=Hardware(gpu="a100-80gb", gpu_count=n, parallelism="ddp" if n > 1 else None),
+    )
 
 
 def run(cats, scenario, efficiency):
@@ -78,19 +88,38 @@ def synthetic(cats):
         sc = inference_scenario(batch)
         cand = run(cats, sc, Efficiency(bandwidth_efficiency=TRUE_BW_EFF))
         tokens_per_s = cand.performance.tokens_per_s.expected * (1 + rng.uniform(-NOISE, NOISE))
-        out.append(Measurement(
-            id=f"inf{i}", gpu_id="h100-sxm", kind="inference", model="llama-3.1-8b", engine="vllm",
-            batch_size=batch, tokens_per_s=tokens_per_s,
-            peak_memory_gib=cand.memory.tensors_total / GIB + TRUE_OVERHEAD_GIB + rng.uniform(-0.1, 0.1),
-            source="nvidia-smi log", measured_on="2026-11-20", scenario=scenario_to_dict(sc)))
+        out.append(
+            Measurement(
+                id=f"inf{i}",
+                gpu_id="h100-sxm",
+                kind="inference",
+                model="llama-3.1-8b",
+                engine="vllm",
+                batch_size=batch,
+                tokens_per_s=tokens_per_s,
+                peak_memory_gib=cand.memory.tensors_total / GIB + TRUE_OVERHEAD_GIB + rng.uniform(-0.1, 0.1),
+                source="nvidia-smi log",
+                measured_on="2026-11-20",
+                scenario=scenario_to_dict(sc),
+            )
+        )
     for i, (batch, n) in enumerate(((2, 1), (4, 1), (8, 1), (4, 2), (8, 2))):
         sc = training_scenario(batch, n)
         cand = run(cats, sc, Efficiency(mfu=TRUE_MFU))
         tokens_per_s = cand.performance.tokens_per_s.expected * (1 + rng.uniform(-NOISE, NOISE))
-        out.append(Measurement(
-            id=f"trn{i}", gpu_id="a100-80gb", kind="full_finetune", model="qwen3-1.7b", num_gpus=n,
-            batch_size=batch, seq_len=2048, seconds_per_step=batch * 2048 * n / tokens_per_s,
-            scenario=scenario_to_dict(sc)))
+        out.append(
+            Measurement(
+                id=f"trn{i}",
+                gpu_id="a100-80gb",
+                kind="full_finetune",
+                model="qwen3-1.7b",
+                num_gpus=n,
+                batch_size=batch,
+                seq_len=2048,
+                seconds_per_step=batch * 2048 * n / tokens_per_s,
+                scenario=scenario_to_dict(sc),
+            )
+        )
     return out
 
 
@@ -169,8 +198,15 @@ def test_measurements_that_cannot_be_used_are_listed(synthetic, predictor):
     good = synthetic[0]
     no_snapshot = replace(good, id="x1", scenario=None)
     unknown_gpu = replace(good, id="x2", gpu_id="k80")
-    wrong_kind = Measurement(id="x3", gpu_id="h100-sxm", kind="lora", model="llama-3.1-8b",
-                             tokens_per_s=100.0, engine="hf-trainer", scenario=good.scenario)
+    wrong_kind = Measurement(
+        id="x3",
+        gpu_id="h100-sxm",
+        kind="lora",
+        model="llama-3.1-8b",
+        tokens_per_s=100.0,
+        engine="hf-trainer",
+        scenario=good.scenario,
+    )
     wrong_engine = replace(good, id="x4", engine="megatron")
     tensors_only = replace(good, id="x5", tokens_per_s=None, source="torch.cuda.max_memory_allocated")
     ms = [good, no_snapshot, unknown_gpu, wrong_kind, wrong_engine, tensors_only]
@@ -193,10 +229,12 @@ def test_engine_resolution(synthetic):
 
 def proportional(k):
     """A stand-in predictor: tokens/s = k x factor, tensors 10 GiB, device 11 GiB."""
+
     def predict(m, factors):
         value = factors.get("bandwidth_efficiency", factors.get("mfu", 0.5))
         device = 10.0 + factors.get("runtime_overhead_gib", 1.0)
         return Prediction(tokens_per_s=k * value, tensors_gib=10.0, device_gib=device)
+
     return predict
 
 
@@ -239,6 +277,7 @@ def test_golden_section():
 
 # --- the profile file ------------------------------------------------------------------------------------
 
+
 def test_profile_json_round_trip(profile):
     text = profile_to_json(profile)
     doc = json.loads(text)
@@ -248,9 +287,16 @@ def test_profile_json_round_trip(profile):
     assert profile_from_json(profile_to_json(skipped)) == skipped
 
 
-FIT = {"gpu_id": "h100-sxm", "engine": "vllm", "factor_name": "bandwidth_efficiency", "value": 0.6,
-       "n_measurements": 3, "error_before_pct": 12.0, "error_after_pct": 1.0,
-       "measurement_ids": ["a", "b", "c"]}
+FIT = {
+    "gpu_id": "h100-sxm",
+    "engine": "vllm",
+    "factor_name": "bandwidth_efficiency",
+    "value": 0.6,
+    "n_measurements": 3,
+    "error_before_pct": 12.0,
+    "error_after_pct": 1.0,
+    "measurement_ids": ["a", "b", "c"],
+}
 
 
 def doc(**changes):
@@ -263,33 +309,42 @@ def fit_doc(**changes):
     return doc(fits=[dict(FIT, **changes)])
 
 
-@pytest.mark.parametrize("text, field, reason", [
-    ("{", "cal.json", "is not valid JSON"),
-    ("[]", "cal.json", "must be a JSON object"),
-    (doc(format="gpuadvisor-scenario"), "cal.json: format", "is not a gpuadvisor calibration profile"),
-    (doc(schema_version=2), "cal.json: schema_version", "version 2 is not supported"),
-    (doc(schema_version=True), "cal.json: schema_version", "must be a whole number"),
-    (doc(created="yesterday"), "cal.json: created", "ISO date"),
-    (doc(extra=1), "cal.json", "unknown key(s) extra"),
-    (json.dumps({"format": "gpuadvisor-calibration", "schema_version": 1, "created": "2026-11-30"}),
-     "cal.json", "missing key(s) fits"),
-    (doc(fits={}), "cal.json: fits", "must be a list"),
-    (doc(fits=[FIT, FIT]), "cal.json: fits[1]", "duplicates fits[0]"),
-    (fit_doc(value=1.2), "cal.json: fits[0].value", "must be in (0, 1] for bandwidth_efficiency"),
-    (fit_doc(value=0), "cal.json: fits[0].value", "must be in (0, 1]"),
-    (fit_doc(factor_name="mfu", value=-0.1), "cal.json: fits[0].value", "must be in (0, 1] for mfu"),
-    (fit_doc(factor_name="runtime_overhead_gib", value=250.0), "cal.json: fits[0].value", "[0, 200] GiB"),
-    (fit_doc(factor_name="runtime_overhead_gib", value=-1.0), "cal.json: fits[0].value", "[0, 200] GiB"),
-    (fit_doc(value="0.6"), "cal.json: fits[0].value", "must be a number"),
-    (fit_doc(factor_name="decode_mfu"), "cal.json: fits[0].factor_name", "must be one of"),
-    (fit_doc(n_measurements="3"), "cal.json: fits[0].n_measurements", "whole number"),
-    (fit_doc(measurement_ids="a,b"), "cal.json: fits[0].measurement_ids", "must be a list"),
-    (fit_doc(error_after_pct=-1), "cal.json: fits[0].error_after_pct", ">= 0 or null"),
-    (fit_doc(gpu_id=""), "cal.json: fits[0].gpu_id", "non-empty text"),
-    (doc(fits=[{k: v for k, v in FIT.items() if k != "engine"}]), "cal.json: fits[0]",
-     "missing key(s) engine"),
-    (doc(skipped=[{"measurement": "m1"}]), "cal.json: skipped[0]", "missing key(s) reason"),
-])
+@pytest.mark.parametrize(
+    "text, field, reason",
+    [
+        ("{", "cal.json", "is not valid JSON"),
+        ("[]", "cal.json", "must be a JSON object"),
+        (doc(format="gpuadvisor-scenario"), "cal.json: format", "is not a gpuadvisor calibration profile"),
+        (doc(schema_version=2), "cal.json: schema_version", "version 2 is not supported"),
+        (doc(schema_version=True), "cal.json: schema_version", "must be a whole number"),
+        (doc(created="yesterday"), "cal.json: created", "ISO date"),
+        (doc(extra=1), "cal.json", "unknown key(s) extra"),
+        (
+            json.dumps({"format": "gpuadvisor-calibration", "schema_version": 1, "created": "2026-11-30"}),
+            "cal.json",
+            "missing key(s) fits",
+        ),
+        (doc(fits={}), "cal.json: fits", "must be a list"),
+        (doc(fits=[FIT, FIT]), "cal.json: fits[1]", "duplicates fits[0]"),
+        (fit_doc(value=1.2), "cal.json: fits[0].value", "must be in (0, 1] for bandwidth_efficiency"),
+        (fit_doc(value=0), "cal.json: fits[0].value", "must be in (0, 1]"),
+        (fit_doc(factor_name="mfu", value=-0.1), "cal.json: fits[0].value", "must be in (0, 1] for mfu"),
+        (fit_doc(factor_name="runtime_overhead_gib", value=250.0), "cal.json: fits[0].value", "[0, 200] GiB"),
+        (fit_doc(factor_name="runtime_overhead_gib", value=-1.0), "cal.json: fits[0].value", "[0, 200] GiB"),
+        (fit_doc(value="0.6"), "cal.json: fits[0].value", "must be a number"),
+        (fit_doc(factor_name="decode_mfu"), "cal.json: fits[0].factor_name", "must be one of"),
+        (fit_doc(n_measurements="3"), "cal.json: fits[0].n_measurements", "whole number"),
+        (fit_doc(measurement_ids="a,b"), "cal.json: fits[0].measurement_ids", "must be a list"),
+        (fit_doc(error_after_pct=-1), "cal.json: fits[0].error_after_pct", ">= 0 or null"),
+        (fit_doc(gpu_id=""), "cal.json: fits[0].gpu_id", "non-empty text"),
+        (
+            doc(fits=[{k: v for k, v in FIT.items() if k != "engine"}]),
+            "cal.json: fits[0]",
+            "missing key(s) engine",
+        ),
+        (doc(skipped=[{"measurement": "m1"}]), "cal.json: skipped[0]", "missing key(s) reason"),
+    ],
+)
 def test_malformed_profiles_are_rejected_precisely(text, field, reason):
     with pytest.raises(InputError) as exc:
         profile_from_json(text, origin="cal.json")

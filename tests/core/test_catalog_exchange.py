@@ -6,9 +6,23 @@ from pathlib import Path
 
 import pytest
 
-from gpuadvisor.core.formats.catalog_exchange import ImportLine, ImportReport, export_text, import_file, import_text
 from gpuadvisor.core.errors import CatalogError
-from gpuadvisor.core.formats.user_catalog import bundled_meta, KINDS, KindEdits, bundled_rows, columns, full_row, merge
+from gpuadvisor.core.formats.catalog_exchange import (
+    ImportLine,
+    ImportReport,
+    export_text,
+    import_file,
+    import_text,
+)
+from gpuadvisor.core.formats.user_catalog import (
+    KINDS,
+    KindEdits,
+    bundled_meta,
+    bundled_rows,
+    columns,
+    full_row,
+    merge,
+)
 
 CATALOG_DIR = Path(__file__).resolve().parents[2] / "catalogs"
 FORMATS = ("csv", "json")
@@ -20,6 +34,7 @@ def merged_table(kind):
 
 
 # --- export and round trips --------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_csv_export_of_the_bundle_is_the_bundled_file(kind):
@@ -76,13 +91,24 @@ def test_csv_lines_of_the_export_are_physical_lines():
 
 # --- a CSV with good and bad rows --------------------------------------------------------------
 
-HEADER = ["id", "name", "architecture", "memory_gib_usable", "memory_bandwidth_gb_s", "fp16_dense_tflops",
-          "tdp_w", "source", "price_as_of", "shop_url"]
+HEADER = [
+    "id",
+    "name",
+    "architecture",
+    "memory_gib_usable",
+    "memory_bandwidth_gb_s",
+    "fp16_dense_tflops",
+    "tdp_w",
+    "source",
+    "price_as_of",
+    "shop_url",
+]
 
 
 def _csv_line(values):
     import csv
     import io
+
     out = io.StringIO()
     csv.writer(out, lineterminator="\n").writerow(values)
     return out.getvalue()
@@ -90,23 +116,33 @@ def _csv_line(values):
 
 def mixed_csv():
     h100 = next(r for r in bundled_rows("gpus") if r["id"] == "h100-sxm")
-    good = ["my-gpu", "My GPU\n(second line of the name)", "ada", "24", "1000", "100", "300", "me",
-            "2026-06-30", "http://x"]
+    good = [
+        "my-gpu",
+        "My GPU\n(second line of the name)",
+        "ada",
+        "24",
+        "1000",
+        "100",
+        "300",
+        "me",
+        "2026-06-30",
+        "http://x",
+    ]
     t4 = next(r for r in bundled_rows("gpus") if r["id"] == "t4")
     lines = [
         "# catalog=gpus; schema_version=1; updated=2026-11-29\n",  # 1
-        _csv_line(HEADER),                                          # 2
-        _csv_line(good),                                            # 3-4 (a quoted newline)
-        "\n",                                                       # 5 blank
-        _csv_line(["bad-number", "B", "ada", "24", "1000", "100", "lots", "me", "", ""]),          # 6
-        _csv_line(["neg-bw", "N", "ada", "24", "-100", "100", "300", "me", "", ""]),               # 7
-        _csv_line(["", "No id", "ada", "24", "1000", "100", "300", "me", "", ""]),                 # 8
-        _csv_line(["my-gpu", "Again", "ada", "24", "1000", "100", "300", "me", "", ""]),           # 9
-        _csv_line(["quantum-1", "Q", "quantum", "24", "1000", "100", "300", "me", "", ""]),        # 10
-        _csv_line(["bad-date", "D", "ada", "24", "1000", "100", "300", "me", "30/06/2026", ""]),   # 11
+        _csv_line(HEADER),  # 2
+        _csv_line(good),  # 3-4 (a quoted newline)
+        "\n",  # 5 blank
+        _csv_line(["bad-number", "B", "ada", "24", "1000", "100", "lots", "me", "", ""]),  # 6
+        _csv_line(["neg-bw", "N", "ada", "24", "-100", "100", "300", "me", "", ""]),  # 7
+        _csv_line(["", "No id", "ada", "24", "1000", "100", "300", "me", "", ""]),  # 8
+        _csv_line(["my-gpu", "Again", "ada", "24", "1000", "100", "300", "me", "", ""]),  # 9
+        _csv_line(["quantum-1", "Q", "quantum", "24", "1000", "100", "300", "me", "", ""]),  # 10
+        _csv_line(["bad-date", "D", "ada", "24", "1000", "100", "300", "me", "30/06/2026", ""]),  # 11
         _csv_line([h100[c] for c in HEADER[:6]] + ["650", h100["source"], h100["price_as_of"], ""]),  # 12
-        _csv_line([t4[c] for c in HEADER[:9]] + [""]),             # 13 unchanged
-        "too-many,a,ada,24,1000,100,300,me,,,extra\n",             # 14
+        _csv_line([t4[c] for c in HEADER[:9]] + [""]),  # 13 unchanged
+        "too-many,a,ada,24,1000,100,300,me,,,extra\n",  # 14
     ]
     return "".join(lines)
 
@@ -124,12 +160,17 @@ def test_import_csv_with_good_and_bad_rows():
         ImportLine(7, "neg-bw", "column memory_bandwidth_gb_s: must be > 0 (got '-100')"),
         ImportLine(8, None, "column id: is required"),
         ImportLine(9, "my-gpu", "column id: duplicates the row on line 3"),
-        ImportLine(10, "quantum-1", "column architecture: must be one of ada, ampere, apple, blackwell, "
-                                    "cdna2, cdna3, cdna4, hopper, other, pascal, rdna3, turing, volta "
-                                    "(got 'quantum')"),
+        ImportLine(
+            10,
+            "quantum-1",
+            "column architecture: must be one of ada, ampere, apple, blackwell, "
+            "cdna2, cdna3, cdna4, hopper, other, pascal, rdna3, turing, volta "
+            "(got 'quantum')",
+        ),
         ImportLine(11, "bad-date", "column price_as_of: must be an ISO date YYYY-MM-DD (got '30/06/2026')"),
-        ImportLine(14, "too-many",
-                   "has 11 cells but the header has 10 columns (a comma in an unquoted value?)"),
+        ImportLine(
+            14, "too-many", "has 11 cells but the header has 10 columns (a comma in an unquoted value?)"
+        ),
     ]
     assert report.warnings == ["mine.csv: column(s) shop_url are not gpus catalog columns and were ignored"]
     ids = [r["id"] for r in report.rows]
@@ -165,25 +206,34 @@ def test_windows_line_endings_and_a_bom_keep_the_line_numbers(tmp_path):
 
 def test_text_is_kept_exactly():
     row = full_row("gpus", next(r for r in bundled_rows("gpus") if r["id"] == "h100-sxm"))
-    row.update(id="na-gpu", name="NA", notes="NULL, \"n/a\"; 0.50", cloud_usd_per_hour_low="0.50")
+    row.update(id="na-gpu", name="NA", notes='NULL, "n/a"; 0.50', cloud_usd_per_hour_low="0.50")
     report = import_text("gpus", export_text("gpus", [row], "csv", "x"), [])
     assert report.rows == [row]
 
 
-@pytest.mark.parametrize("text, message", [
-    ("# catalog=models; schema_version=1; updated=x\nid\n",
-     "f.csv: line 1: is a 'models' catalog, expected 'gpus'"),
-    ("# catalog=gpus; schema_version=9; updated=x\nid\n",
-     "f.csv: line 1: schema_version 9 is not supported by this version of gpuadvisor (supported: 1)"),
-    ("# catalog=gpus; updated=x\nid\n", "f.csv: line 1: schema_version is missing or not a whole number"),
-    ("id,name,architecture,memory_gib_usable,memory_bandwidth_gb_s,source\nx,y,ada,1,1,z\n",
-     "f.csv: line 1: is missing required column(s) fp16_dense_tflops, tdp_w"),
-    ("id;name;tdp_w\nx;y;1\n", "f.csv: line 1: is missing required column(s) id, name, architecture"),
-    ("id,id,name\n", "f.csv: line 1: has column(s) id more than once"),
-    ("", "f.csv: is empty"),
-    ("\n\n", "f.csv: is empty"),
-    ("id,\x00name\n", "f.csv: is not a text file (binary content)"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        (
+            "# catalog=models; schema_version=1; updated=x\nid\n",
+            "f.csv: line 1: is a 'models' catalog, expected 'gpus'",
+        ),
+        (
+            "# catalog=gpus; schema_version=9; updated=x\nid\n",
+            "f.csv: line 1: schema_version 9 is not supported by this version of gpuadvisor (supported: 1)",
+        ),
+        ("# catalog=gpus; updated=x\nid\n", "f.csv: line 1: schema_version is missing or not a whole number"),
+        (
+            "id,name,architecture,memory_gib_usable,memory_bandwidth_gb_s,source\nx,y,ada,1,1,z\n",
+            "f.csv: line 1: is missing required column(s) fp16_dense_tflops, tdp_w",
+        ),
+        ("id;name;tdp_w\nx;y;1\n", "f.csv: line 1: is missing required column(s) id, name, architecture"),
+        ("id,id,name\n", "f.csv: line 1: has column(s) id more than once"),
+        ("", "f.csv: is empty"),
+        ("\n\n", "f.csv: is empty"),
+        ("id,\x00name\n", "f.csv: is not a text file (binary content)"),
+    ],
+)
 def test_unusable_csv_files_raise(text, message):
     with pytest.raises(CatalogError) as info:
         import_text("gpus", text, [], "csv", "f.csv")
@@ -197,32 +247,43 @@ def test_semicolon_files_get_a_hint():
 
 # --- JSON --------------------------------------------------------------------------------------
 
+
 def test_import_json_list_with_numbers_and_partial_updates():
-    text = ('[\n'
-            '  {"id": "h100-sxm", "tdp_w": 650},\n'
-            '  {"id": "new-gpu", "name": "New", "architecture": "ada", "memory_gib_usable": 24,\n'
-            '   "memory_bandwidth_gb_s": 1000.5, "fp16_dense_tflops": 100, "tdp_w": 300, "source": "me",\n'
-            '   "mig_instances": null, "colour": "red"},\n'
-            '  "not a row",\n'
-            '  {"id": "bad", "tdp_w": [1]}\n'
-            ']\n')
+    text = (
+        "[\n"
+        '  {"id": "h100-sxm", "tdp_w": 650},\n'
+        '  {"id": "new-gpu", "name": "New", "architecture": "ada", "memory_gib_usable": 24,\n'
+        '   "memory_bandwidth_gb_s": 1000.5, "fp16_dense_tflops": 100, "tdp_w": 300, "source": "me",\n'
+        '   "mig_instances": null, "colour": "red"},\n'
+        '  "not a row",\n'
+        '  {"id": "bad", "tdp_w": [1]}\n'
+        "]\n"
+    )
     current = merged_table("gpus")
     report = import_text("gpus", text, current, origin="rows.json")
     assert report.updated == [ImportLine(2, "h100-sxm", columns=("tdp_w",))]
     assert report.added == [ImportLine(3, "new-gpu")]
-    assert report.rejected == [ImportLine(6, None, "must be an object of column -> value"),
-                               ImportLine(7, "bad", "column tdp_w: must be text or a number")]
+    assert report.rejected == [
+        ImportLine(6, None, "must be an object of column -> value"),
+        ImportLine(7, "bad", "column tdp_w: must be text or a number"),
+    ]
     assert report.warnings == ["rows.json: key(s) colour are not gpus catalog columns and were ignored"]
     assert report.rows[-1]["memory_bandwidth_gb_s"] == "1000.5" and report.rows[-1]["mig_instances"] == ""
 
 
-@pytest.mark.parametrize("text, message", [
-    ('{"catalog": "models", "rows": []}', "r.json: catalog: is a 'models' catalog, expected 'gpus'"),
-    ('{"catalog": "gpus", "schema_version": 3, "rows": []}', "r.json: schema_version: 3 is not supported"),
-    ('{"catalog": "gpus"}', "r.json: rows: is required"),
-    ('{"catalog": "gpus", "rows": [\n  {"id": "x"},\n', "r.json: line 3, column 1: is not valid JSON"),
-    ('"rows"', "r.json: must hold an object with \"rows\" or a list of row objects"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ('{"catalog": "models", "rows": []}', "r.json: catalog: is a 'models' catalog, expected 'gpus'"),
+        (
+            '{"catalog": "gpus", "schema_version": 3, "rows": []}',
+            "r.json: schema_version: 3 is not supported",
+        ),
+        ('{"catalog": "gpus"}', "r.json: rows: is required"),
+        ('{"catalog": "gpus", "rows": [\n  {"id": "x"},\n', "r.json: line 3, column 1: is not valid JSON"),
+        ('"rows"', 'r.json: must hold an object with "rows" or a list of row objects'),
+    ],
+)
 def test_unusable_json_files_raise(text, message):
     with pytest.raises(CatalogError) as info:
         import_text("gpus", text, [], "json", "r.json")
@@ -237,6 +298,7 @@ def test_json_rows_key_found_after_other_keys():
 
 # --- files -------------------------------------------------------------------------------------
 
+
 def test_import_file_detects_the_format_and_names_the_file(tmp_path):
     table = merged_table("models")
     for name, fmt in (("a.json", "json"), ("b.csv", "csv"), ("c.txt", "json"), ("d", "csv")):
@@ -246,13 +308,18 @@ def test_import_file_detects_the_format_and_names_the_file(tmp_path):
         assert len(report.unchanged) == len(table) and report.origin == name
 
 
-@pytest.mark.parametrize("content, message", [
-    (None, "nope.csv: file not found"),
-    (b"", "nope.csv: is empty"),
-    (b"\x89PNG\r\n\x1a\n\x00\x00", "nope.csv: is not a text file (binary content)"),
-    (b"id,name\n\xe9t\xe9,x\n",
-     "nope.csv: is not UTF-8 text (undecodable byte at offset 8); save it as 'CSV UTF-8'"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (None, "nope.csv: file not found"),
+        (b"", "nope.csv: is empty"),
+        (b"\x89PNG\r\n\x1a\n\x00\x00", "nope.csv: is not a text file (binary content)"),
+        (
+            b"id,name\n\xe9t\xe9,x\n",
+            "nope.csv: is not UTF-8 text (undecodable byte at offset 8); save it as 'CSV UTF-8'",
+        ),
+    ],
+)
 def test_import_file_errors(tmp_path, content, message):
     path = tmp_path / "nope.csv"
     if content is not None:
@@ -264,6 +331,7 @@ def test_import_file_errors(tmp_path, content, message):
 
 def test_summary_of_a_clean_import():
     report = ImportReport(kind="gpus", origin="f.csv", added=[ImportLine(3, "a")], warnings=["w"])
-    assert report.summary() == ("f.csv: 1 added, 0 updated, 0 unchanged, 0 rejected\n"
-                                "Added:\n  line 3 (id a)\nWarning: w")
+    assert report.summary() == (
+        "f.csv: 1 added, 0 updated, 0 unchanged, 0 rejected\nAdded:\n  line 3 (id a)\nWarning: w"
+    )
     assert report.to_dict()["added"] == [{"line": 3, "id": "a"}]

@@ -6,13 +6,51 @@ from gpuadvisor.core.errors import CatalogError
 from gpuadvisor.core.specs.hardware import load_gpu_catalog
 from gpuadvisor.core.specs.presets import load_model_catalog
 
-REQUIRED_GPUS = ["rtx-4090", "rtx-a6000", "l40", "l40s", "a100-40gb", "a100-80gb", "a100-80gb-pcie", "h100-pcie",
-                 "h100-sxm", "h200", "b200", "v100-16gb", "v100-32gb", "t4", "a10g", "l4", "a40", "rtx-3090",
-                 "rtx-5090", "h100-nvl", "mi300x"]
-REQUIRED_MODELS = ["gpt2-xl", "llama-3.1-8b", "llama-2-13b", "qwen3-32b", "llama-3.1-70b", "llama-2-7b",
-                   "llama-2-70b", "llama-3.1-405b", "llama-3.2-1b", "llama-3.2-3b", "mistral-7b", "mixtral-8x7b",
-                   "gemma-2-9b", "gemma-2-27b", "phi-3-mini", "falcon-7b", "gpt-j-6b", "tinyllama-1.1b",
-                   "bert-large", "qwen3-8b"]
+REQUIRED_GPUS = [
+    "rtx-4090",
+    "rtx-a6000",
+    "l40",
+    "l40s",
+    "a100-40gb",
+    "a100-80gb",
+    "a100-80gb-pcie",
+    "h100-pcie",
+    "h100-sxm",
+    "h200",
+    "b200",
+    "v100-16gb",
+    "v100-32gb",
+    "t4",
+    "a10g",
+    "l4",
+    "a40",
+    "rtx-3090",
+    "rtx-5090",
+    "h100-nvl",
+    "mi300x",
+]
+REQUIRED_MODELS = [
+    "gpt2-xl",
+    "llama-3.1-8b",
+    "llama-2-13b",
+    "qwen3-32b",
+    "llama-3.1-70b",
+    "llama-2-7b",
+    "llama-2-70b",
+    "llama-3.1-405b",
+    "llama-3.2-1b",
+    "llama-3.2-3b",
+    "mistral-7b",
+    "mixtral-8x7b",
+    "gemma-2-9b",
+    "gemma-2-27b",
+    "phi-3-mini",
+    "falcon-7b",
+    "gpt-j-6b",
+    "tinyllama-1.1b",
+    "bert-large",
+    "qwen3-8b",
+]
 
 
 @pytest.fixture(scope="module")
@@ -38,10 +76,17 @@ def test_every_gpu_row_is_sourced_and_dated(gpus):
         assert g.cloud_usd_per_hour is None or g.price_as_of, g.id
 
 
-@pytest.mark.parametrize("gpu_id, memory_gib, bandwidth, fp16_dense", [
-    ("a100-80gb", 80, 2039, 312), ("a100-40gb", 40, 1555, 312), ("h100-sxm", 79.6, 3350, 989),
-    ("h200", 140.4, 4800, 989.4), ("rtx-4090", 24, 1008, 165.2), ("l40s", 45, 864, 362.05),
-])
+@pytest.mark.parametrize(
+    "gpu_id, memory_gib, bandwidth, fp16_dense",
+    [
+        ("a100-80gb", 80, 2039, 312),
+        ("a100-40gb", 40, 1555, 312),
+        ("h100-sxm", 79.6, 3350, 989),
+        ("h200", 140.4, 4800, 989.4),
+        ("rtx-4090", 24, 1008, 165.2),
+        ("l40s", 45, 864, 362.05),
+    ],
+)
 def test_datasheet_figures(gpus, gpu_id, memory_gib, bandwidth, fp16_dense):
     """Figures from the NVIDIA datasheets (dense tensor TFLOPS; see docs/catalog.md)."""
     g = gpus.get(gpu_id)
@@ -77,10 +122,15 @@ def test_every_preset_matches_its_published_parameter_count(models):
         assert m.parameters == pytest.approx(m.published_params, rel=0.01), m.id
 
 
-@pytest.mark.parametrize("model_id, params, active", [
-    ("llama-2-7b", 6_738_415_616, None), ("llama-3.1-8b", 8_030_261_248, None),
-    ("mixtral-8x7b", 46_702_792_704, 12.9e9), ("gpt2-xl", 1_557_611_200, None),
-])
+@pytest.mark.parametrize(
+    "model_id, params, active",
+    [
+        ("llama-2-7b", 6_738_415_616, None),
+        ("llama-3.1-8b", 8_030_261_248, None),
+        ("mixtral-8x7b", 46_702_792_704, 12.9e9),
+        ("gpt2-xl", 1_557_611_200, None),
+    ],
+)
 def test_known_parameter_counts(models, model_id, params, active):
     m = models.get(model_id)
     assert m.parameters == pytest.approx(params, rel=0.001)
@@ -99,29 +149,38 @@ BAD_GPU_ROWS = [
 
 @pytest.mark.parametrize("row, column", BAD_GPU_ROWS)
 def test_bad_gpu_rows_name_line_and_column(row, column):
-    text = ("# catalog=gpus; schema_version=1; updated=2026-01-01\n"
-            "id,name,vendor,architecture,memory_gib_usable,memory_bandwidth_gb_s,fp16_dense_tflops,tdp_w,source\n"
-            + row + "\n")
+    text = (
+        "# catalog=gpus; schema_version=1; updated=2026-01-01\n"
+        "id,name,vendor,architecture,memory_gib_usable,memory_bandwidth_gb_s,fp16_dense_tflops,tdp_w,source\n"
+        + row
+        + "\n"
+    )
     with pytest.raises(CatalogError) as info:
         load_gpu_catalog(text=text)
     assert "line 3" in str(info.value) and column in str(info.value)
 
 
-@pytest.mark.parametrize("text, message", [
-    ("", "empty"), ("id,name\n", "metadata line"),
-    ("# catalog=gpus; schema_version=9\nid\n", "schema_version 9 is not supported"),
-    ("# catalog=models; schema_version=1\nid\n", "expected 'gpus'"),
-    ("# catalog=gpus; schema_version=1\nid,name\nx,y\n", "missing column"),
-    ("# catalog=gpus; schema_version=1\n\x00\x01", "binary"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("", "empty"),
+        ("id,name\n", "metadata line"),
+        ("# catalog=gpus; schema_version=9\nid\n", "schema_version 9 is not supported"),
+        ("# catalog=models; schema_version=1\nid\n", "expected 'gpus'"),
+        ("# catalog=gpus; schema_version=1\nid,name\nx,y\n", "missing column"),
+        ("# catalog=gpus; schema_version=1\n\x00\x01", "binary"),
+    ],
+)
 def test_corrupt_catalogs_give_clear_errors(text, message):
     with pytest.raises(CatalogError, match=message):
         load_gpu_catalog(text=text)
 
 
 def test_duplicate_ids_rejected():
-    header = ("# catalog=gpus; schema_version=1\n"
-              "id,name,vendor,architecture,memory_gib_usable,memory_bandwidth_gb_s,fp16_dense_tflops,tdp_w,source\n")
+    header = (
+        "# catalog=gpus; schema_version=1\n"
+        "id,name,vendor,architecture,memory_gib_usable,memory_bandwidth_gb_s,fp16_dense_tflops,tdp_w,source\n"
+    )
     row = "x,X,nvidia,ampere,80,2039,312,400,src\n"
     with pytest.raises(CatalogError, match="duplicates"):
         load_gpu_catalog(text=header + row + row)

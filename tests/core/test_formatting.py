@@ -5,24 +5,53 @@ import math
 import pytest
 
 from gpuadvisor.core import units
-from gpuadvisor.core.formatting import (NONE_MARK, display_gpu_name, fmt_count, fmt_gib, fmt_gib_unit, fmt_hours,
-                                        fmt_hours_range, fmt_share, fmt_usd, fmt_usd_per_hour, fmt_usd_per_mtok,
-                                        fmt_usd_range, short_gpu_name)
 from gpuadvisor.core.estimation.results import Change
+from gpuadvisor.core.formatting import (
+    NONE_MARK,
+    display_gpu_name,
+    fmt_count,
+    fmt_gib,
+    fmt_gib_unit,
+    fmt_hours,
+    fmt_hours_range,
+    fmt_share,
+    fmt_usd,
+    fmt_usd_per_hour,
+    fmt_usd_per_mtok,
+    fmt_usd_range,
+    short_gpu_name,
+)
 
 
-@pytest.mark.parametrize("hours, text", [
-    (10 / 3600, "10 s"), (0.5, "30 min"), (1.5, "1.5 h"), (50, "50.0 h"), (71.9, "71.9 h"), (91.2, "3.8 days"),
-    (24 * 5000, "5,000 days"),
-])
+@pytest.mark.parametrize(
+    "hours, text",
+    [
+        (10 / 3600, "10 s"),
+        (0.5, "30 min"),
+        (1.5, "1.5 h"),
+        (50, "50.0 h"),
+        (71.9, "71.9 h"),
+        (91.2, "3.8 days"),
+        (24 * 5000, "5,000 days"),
+    ],
+)
 def test_durations(hours, text):
     assert fmt_hours(hours) == text
 
 
-@pytest.mark.parametrize("usd, text", [
-    (0.583, "$0.58"), (9.994, "$9.99"), (9.999, "$10"), (42.5, "$43"), (41.0, "$41"), (1234.4, "$1,234"), (2.5e6, "$2.50M"),
-    (-3.456, "-$3.46"),
-])
+@pytest.mark.parametrize(
+    "usd, text",
+    [
+        (0.583, "$0.58"),
+        (9.994, "$9.99"),
+        (9.999, "$10"),
+        (42.5, "$43"),
+        (41.0, "$41"),
+        (1234.4, "$1,234"),
+        (2.5e6, "$2.50M"),
+        (-3.456, "-$3.46"),
+    ],
+)
 def test_money_rounds_halves_up(usd, text):
     assert fmt_usd(usd) == text
 
@@ -45,15 +74,34 @@ def test_money_variants_keep_cents():
 
 @pytest.mark.parametrize("bad", [None, math.nan, math.inf, -math.inf])
 def test_missing_or_non_finite_values_never_print_nan(bad):
-    for fmt in (fmt_hours, fmt_usd, fmt_gib, fmt_gib_unit, fmt_count, fmt_share, fmt_usd_per_hour, fmt_usd_per_mtok):
+    for fmt in (
+        fmt_hours,
+        fmt_usd,
+        fmt_gib,
+        fmt_gib_unit,
+        fmt_count,
+        fmt_share,
+        fmt_usd_per_hour,
+        fmt_usd_per_mtok,
+    ):
         assert fmt(bad) == NONE_MARK
     assert fmt_hours_range(bad, 2.0) == NONE_MARK
     assert fmt_usd_range(1.0, bad) == "no price"
 
 
 def test_counts_and_memory():
-    assert [fmt_count(n) for n in (6.74e9, 336e6, 100e3, 512, 1.2e12)] == ["6.74B", "336M", "100k", "512", "1.2T"]
-    assert fmt_gib(1234.56) == "1,234.6" and fmt_gib_unit(32.71) == "32.7 GiB" and fmt_gib_unit(7.481, 2) == "7.48 GiB"
+    assert [fmt_count(n) for n in (6.74e9, 336e6, 100e3, 512, 1.2e12)] == [
+        "6.74B",
+        "336M",
+        "100k",
+        "512",
+        "1.2T",
+    ]
+    assert (
+        fmt_gib(1234.56) == "1,234.6"
+        and fmt_gib_unit(32.71) == "32.7 GiB"
+        and fmt_gib_unit(7.481, 2) == "7.48 GiB"
+    )
 
 
 def test_gpu_names_one_rule_for_table_and_charts():
@@ -73,6 +121,13 @@ def test_the_windows_names_are_the_same_rules():
 
 
 def test_advice_lines_use_the_rules():
-    change = Change(change="QLoRA", why="4-bit base", candidate="1x h100-sxm (none)", memory_per_gpu_gib=12.345,
-                    job_hours=1.5, cost_usd=42.5, fits=True)
+    change = Change(
+        change="QLoRA",
+        why="4-bit base",
+        candidate="1x h100-sxm (none)",
+        memory_per_gpu_gib=12.345,
+        job_hours=1.5,
+        cost_usd=42.5,
+        fits=True,
+    )
     assert str(change) == "QLoRA -> 1x h100-sxm (none), 12.3 GiB per GPU, 1.5 h, $43 (4-bit base)"

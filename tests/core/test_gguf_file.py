@@ -9,9 +9,9 @@ from gguf import GGML_QUANT_SIZES, GGMLQuantizationType, GGUFWriter, LlamaFileTy
 from gpuadvisor.core.errors import ModelConfigError
 from gpuadvisor.core.estimation.estimate import estimate
 from gpuadvisor.core.formats.gguf_file import model_from_gguf, read_gguf
+from gpuadvisor.core.formats.scenario import load_scenario
 from gpuadvisor.core.specs.hardware import load_gpu_catalog
 from gpuadvisor.core.specs.presets import load_model_catalog
-from gpuadvisor.core.formats.scenario import load_scenario
 
 Q = GGMLQuantizationType
 H, FF, LAYERS, VOCAB = 256, 512, 2, 1000
@@ -74,7 +74,10 @@ def test_exact_parameter_count_and_weight_bytes(gguf_path):
     assert s.parameters == PARAMS and s.weight_bytes == BYTES
     assert s.architecture == "llama" and s.file_type == "q4_k_m" and s.name == "tiny test model"
     assert {t: (p, b) for t, p, b in s.by_type} == {
-        "q4_k": (Q4K, Q4K * 144 // 256), "q6_k": (Q6K, Q6K * 210 // 256), "f32": (F32, F32 * 4)}
+        "q4_k": (Q4K, Q4K * 144 // 256),
+        "q6_k": (Q6K, Q6K * 210 // 256),
+        "f32": (F32, F32 * 4),
+    }
 
 
 def test_model_from_gguf_reads_the_shapes(gguf_path):
@@ -118,9 +121,16 @@ def test_split_files_are_read_together(tmp_path):
 
 def test_a_gguf_file_is_a_model_source_in_a_scenario(gguf_path, tmp_path):
     scenario_file = tmp_path / "s.json"
-    scenario_file.write_text(json.dumps({
-        "model": {"gguf": gguf_path.name}, "workload": {"kind": "inference", "weights": "q4_k_m"},
-        "hardware": {"gpu": "apple-m1", "gpu_count": 1}}), encoding="utf-8")
+    scenario_file.write_text(
+        json.dumps(
+            {
+                "model": {"gguf": gguf_path.name},
+                "workload": {"kind": "inference", "weights": "q4_k_m"},
+                "hardware": {"gpu": "apple-m1", "gpu_count": 1},
+            }
+        ),
+        encoding="utf-8",
+    )
     est = estimate(load_scenario(scenario_file), load_gpu_catalog(), load_model_catalog())
     assert est.memory_model.weight_bytes == pytest.approx(BYTES)
     assert est.model.published_params == PARAMS

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from gpuadvisor.core.formats import hf_import
 from gpuadvisor.core.errors import ModelConfigError
+from gpuadvisor.core.formats import hf_import
 from gpuadvisor.core.formats.hf_import import (
     SafetensorsSummary,
     model_from_hf_config,
@@ -34,26 +34,26 @@ PUBLISHED = {
     "Mixtral-8x7B-v0.1": 46_702_792_704,
     "Qwen2-7B": 7_615_616_512,
     "Qwen3-8B": 8_190_735_360,
-    "Qwen3-30B-A3B": 30_500_000_000,       # card: 30.5B total
-    "Qwen1.5-MoE-A2.7B": 14_300_000_000,   # card: 14.3B total
+    "Qwen3-30B-A3B": 30_500_000_000,  # card: 30.5B total
+    "Qwen1.5-MoE-A2.7B": 14_300_000_000,  # card: 14.3B total
     "gemma-2-9b": 9_241_705_984,
     "gemma-3-1b-pt": 999_885_952,
     "Phi-3-mini-4k-instruct": 3_821_079_552,
     "phi-2": 2_779_683_840,
     "gpt2-xl": 1_557_611_200,
-    "gpt-j-6b": 6_053_381_344,             # model card (0.04% above the HF module count)
+    "gpt-j-6b": 6_053_381_344,  # model card (0.04% above the HF module count)
     "pythia-1.4b": 1_414_647_808,
     "gpt-neox-20b": 20_554_567_680,
-    "falcon-7b": 6_921_720_704,            # unique count; the Hub's 7.22B stores the tied head twice
-    "bert-large-uncased": 335_141_888,     # BertModel; the Hub checkpoint with its MLM head is ~336M
-    "starcoder": 15_500_000_000,           # card: 15.5B
-    "mpt-7b": 6_700_000_000,               # card: 6.7B (rounded)
+    "falcon-7b": 6_921_720_704,  # unique count; the Hub's 7.22B stores the tied head twice
+    "bert-large-uncased": 335_141_888,  # BertModel; the Hub checkpoint with its MLM head is ~336M
+    "starcoder": 15_500_000_000,  # card: 15.5B
+    "mpt-7b": 6_700_000_000,  # card: 6.7B (rounded)
     "starcoder2-3b": 3_030_371_328,
-    "DeepSeek-R1": 671_000_000_000,        # card: 671B main model (685B with the 14B MTP module)
-    "DeepSeek-V2.5": 236_000_000_000,      # card: 236B total
-    "gpt-oss-120b": 116_830_000_000,       # OpenAI model card: 116.83B total
-    "Qwen3-235B-A22B": 235_093_634_560,    # Hub safetensors total (card: 235B)
-    "phi-4": 14_659_507_200,               # Hub safetensors total (card: 14B, Hub 14.7B)
+    "DeepSeek-R1": 671_000_000_000,  # card: 671B main model (685B with the 14B MTP module)
+    "DeepSeek-V2.5": 236_000_000_000,  # card: 236B total
+    "gpt-oss-120b": 116_830_000_000,  # OpenAI model card: 116.83B total
+    "Qwen3-235B-A22B": 235_093_634_560,  # Hub safetensors total (card: 235B)
+    "phi-4": 14_659_507_200,  # Hub safetensors total (card: 14B, Hub 14.7B)
 }
 
 # Families of 2025-26 whose count must land within 0.5% of the published total (issue 16).
@@ -64,7 +64,7 @@ PUBLISHED_ACTIVE = {
     "Mixtral-8x7B-v0.1": (12_900_000_000, 0.01),
     "Qwen1.5-MoE-A2.7B": (2_700_000_000, 0.01),
     "Qwen3-30B-A3B": (3_300_000_000, 0.02),  # card rounds 3.35B down to 3.3B
-    "DeepSeek-R1": (37_000_000_000, 0.02),    # card: 37B activated
+    "DeepSeek-R1": (37_000_000_000, 0.02),  # card: 37B activated
     "DeepSeek-V2.5": (21_000_000_000, 0.02),  # card: 21B activated
     "gpt-oss-120b": (5_130_000_000 + 201_088 * 2880, 0.01),  # card: 5.13B active without the embedding
     "Qwen3-235B-A22B": (22_000_000_000, 0.01),  # card: 22B activated
@@ -73,8 +73,9 @@ PUBLISHED_ACTIVE = {
 DTYPE_BYTES = {"F32": 4, "F16": 2, "BF16": 2, "I32": 4, "U8": 1, "I8": 1, "I64": 8, "F8_E4M3": 1, "BOOL": 1}
 
 
-def write_safetensors(path: Path, tensors: dict[str, tuple[str, tuple[int, ...]]],
-                      metadata: dict[str, str] | None = None) -> int:
+def write_safetensors(
+    path: Path, tensors: dict[str, tuple[str, tuple[int, ...]]], metadata: dict[str, str] | None = None
+) -> int:
     """Write a real safetensors file (zeroed data); returns the data size in bytes."""
     header: dict[str, Any] = {}
     offset = 0
@@ -98,8 +99,14 @@ def write_config(folder: Path, config: dict[str, Any]) -> Path:
 
 
 TINY_LLAMA = {
-    "model_type": "llama", "hidden_size": 16, "intermediate_size": 40, "num_attention_heads": 4,
-    "num_key_value_heads": 2, "num_hidden_layers": 2, "vocab_size": 100, "max_position_embeddings": 64,
+    "model_type": "llama",
+    "hidden_size": 16,
+    "intermediate_size": 40,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "num_hidden_layers": 2,
+    "vocab_size": 100,
+    "max_position_embeddings": 64,
     "tie_word_embeddings": False,
 }
 
@@ -109,17 +116,26 @@ def llama_tensors(config: dict[str, Any], dtype: str = "BF16") -> dict[str, tupl
     h, i, v = config["hidden_size"], config["intermediate_size"], config["vocab_size"]
     head = h // config["num_attention_heads"]
     kv = config["num_key_value_heads"] * head
-    tensors = {"model.embed_tokens.weight": (dtype, (v, h)), "model.norm.weight": (dtype, (h,)),
-               "lm_head.weight": (dtype, (v, h))}
+    tensors = {
+        "model.embed_tokens.weight": (dtype, (v, h)),
+        "model.norm.weight": (dtype, (h,)),
+        "lm_head.weight": (dtype, (v, h)),
+    }
     for n in range(config["num_hidden_layers"]):
         p = f"model.layers.{n}."
-        tensors.update({
-            p + "self_attn.q_proj.weight": (dtype, (h, h)), p + "self_attn.k_proj.weight": (dtype, (kv, h)),
-            p + "self_attn.v_proj.weight": (dtype, (kv, h)), p + "self_attn.o_proj.weight": (dtype, (h, h)),
-            p + "mlp.gate_proj.weight": (dtype, (i, h)), p + "mlp.up_proj.weight": (dtype, (i, h)),
-            p + "mlp.down_proj.weight": (dtype, (h, i)), p + "input_layernorm.weight": (dtype, (h,)),
-            p + "post_attention_layernorm.weight": (dtype, (h,)),
-        })
+        tensors.update(
+            {
+                p + "self_attn.q_proj.weight": (dtype, (h, h)),
+                p + "self_attn.k_proj.weight": (dtype, (kv, h)),
+                p + "self_attn.v_proj.weight": (dtype, (kv, h)),
+                p + "self_attn.o_proj.weight": (dtype, (h, h)),
+                p + "mlp.gate_proj.weight": (dtype, (i, h)),
+                p + "mlp.up_proj.weight": (dtype, (i, h)),
+                p + "mlp.down_proj.weight": (dtype, (h, i)),
+                p + "input_layernorm.weight": (dtype, (h,)),
+                p + "post_attention_layernorm.weight": (dtype, (h,)),
+            }
+        )
     return tensors
 
 
@@ -147,8 +163,9 @@ def test_mla_kv_cache_is_the_compressed_latent(name: str, layers: int) -> None:
 
     spec = model_from_hf_config(DATA / name)
     assert spec.is_mla and spec.kv_elements_per_token_layer == 512 + 64
-    mm = MemoryModel(spec, Workload(kind="inference", weights="bf16", batch_size=1, prompt_tokens=1000,
-                                    output_tokens=24))
+    mm = MemoryModel(
+        spec, Workload(kind="inference", weights="bf16", batch_size=1, prompt_tokens=1000, output_tokens=24)
+    )
     # (kv_lora_rank + qk_rope_head_dim) x layers x bytes per token: 70,272 bytes for V3 in bf16.
     assert mm.breakdown().kv_cache == (512 + 64) * layers * 2 * 1024
 
@@ -179,15 +196,29 @@ def test_moe_active_parameters(name: str) -> None:
     assert spec.active_parameters < spec.parameters
 
 
-@pytest.mark.parametrize("name, exact", [
-    ("Llama-2-7b-hf", 6_738_415_616), ("Meta-Llama-3.1-8B", 8_030_261_248),
-    ("Mistral-7B-v0.1", 7_241_732_096),
-    ("Mixtral-8x7B-v0.1", 46_702_792_704), ("Qwen2-7B", 7_615_616_512), ("Qwen3-8B", 8_190_735_360),
-    ("gemma-2-9b", 9_241_705_984), ("Phi-3-mini-4k-instruct", 3_821_079_552), ("gpt2-xl", 1_557_611_200),
-    ("gpt-j-6b", 6_050_882_784), ("falcon-7b", 6_921_720_704), ("bert-large-uncased", 335_141_888),
-    ("starcoder", 15_517_456_384), ("gpt-neox-20b", 20_554_567_680), ("pythia-1.4b", 1_414_647_808),
-    ("gemma-3-1b-pt", 999_885_952), ("Qwen3-30B-A3B", 30_532_122_624), ("mpt-7b", 6_649_286_656),
-])
+@pytest.mark.parametrize(
+    "name, exact",
+    [
+        ("Llama-2-7b-hf", 6_738_415_616),
+        ("Meta-Llama-3.1-8B", 8_030_261_248),
+        ("Mistral-7B-v0.1", 7_241_732_096),
+        ("Mixtral-8x7B-v0.1", 46_702_792_704),
+        ("Qwen2-7B", 7_615_616_512),
+        ("Qwen3-8B", 8_190_735_360),
+        ("gemma-2-9b", 9_241_705_984),
+        ("Phi-3-mini-4k-instruct", 3_821_079_552),
+        ("gpt2-xl", 1_557_611_200),
+        ("gpt-j-6b", 6_050_882_784),
+        ("falcon-7b", 6_921_720_704),
+        ("bert-large-uncased", 335_141_888),
+        ("starcoder", 15_517_456_384),
+        ("gpt-neox-20b", 20_554_567_680),
+        ("pythia-1.4b", 1_414_647_808),
+        ("gemma-3-1b-pt", 999_885_952),
+        ("Qwen3-30B-A3B", 30_532_122_624),
+        ("mpt-7b", 6_649_286_656),
+    ],
+)
 def test_fixture_exact_module_count(name: str, exact: int) -> None:
     """The count of the Hugging Face module built from these shapes, to the parameter."""
     assert model_from_hf_config(DATA / name / "config.json").parameters == exact
@@ -363,9 +394,17 @@ def test_starcoder2_mapping() -> None:
 # Variants written in the test
 # ----------------------------------------------------------------------------------------------
 FALCON_7B_NEW_STYLE = {
-    "alibi": False, "architectures": ["FalconForCausalLM"], "bias": False, "hidden_size": 4544,
-    "model_type": "falcon", "multi_query": True, "new_decoder_architecture": False,
-    "num_attention_heads": 71, "num_hidden_layers": 32, "parallel_attn": True, "vocab_size": 65024,
+    "alibi": False,
+    "architectures": ["FalconForCausalLM"],
+    "bias": False,
+    "hidden_size": 4544,
+    "model_type": "falcon",
+    "multi_query": True,
+    "new_decoder_architecture": False,
+    "num_attention_heads": 71,
+    "num_hidden_layers": 32,
+    "parallel_attn": True,
+    "vocab_size": 65024,
 }
 
 
@@ -377,21 +416,48 @@ def test_falcon_new_style_config_matches_old_style(tmp_path: Path) -> None:
 
 
 def test_falcon_new_decoder_architecture(tmp_path: Path) -> None:
-    config = {"model_type": "falcon", "hidden_size": 8192, "num_attention_heads": 128, "num_kv_heads": 8,
-              "num_hidden_layers": 60, "new_decoder_architecture": True, "parallel_attn": True,
-              "bias": False, "alibi": False, "vocab_size": 65024}
+    config = {
+        "model_type": "falcon",
+        "hidden_size": 8192,
+        "num_attention_heads": 128,
+        "num_kv_heads": 8,
+        "num_hidden_layers": 60,
+        "new_decoder_architecture": True,
+        "parallel_attn": True,
+        "bias": False,
+        "alibi": False,
+        "vocab_size": 65024,
+    }
     spec = model_from_hf_config(write_config(tmp_path / "falcon-40b", config))
     assert spec.num_key_value_heads == 8 and spec.norms_per_layer == 2
-    old = {"model_type": "RefinedWeb", "hidden_size": 8192, "n_head": 128, "n_head_kv": 8, "n_layer": 60,
-           "parallel_attn": True, "bias": False, "alibi": False, "vocab_size": 65024}
+    old = {
+        "model_type": "RefinedWeb",
+        "hidden_size": 8192,
+        "n_head": 128,
+        "n_head_kv": 8,
+        "n_layer": 60,
+        "parallel_attn": True,
+        "bias": False,
+        "alibi": False,
+        "vocab_size": 65024,
+    }
     old_spec = model_from_hf_config(write_config(tmp_path / "falcon-40b-rw", old))
     assert old_spec.parameters == spec.parameters
     assert (old_spec.num_key_value_heads, old_spec.norms_per_layer) == (8, 2)
 
 
 def test_falcon_alibi_sequential_with_biases(tmp_path: Path) -> None:
-    config = {"model_type": "falcon", "hidden_size": 2048, "num_attention_heads": 32, "num_hidden_layers": 24,
-              "alibi": True, "bias": True, "multi_query": False, "parallel_attn": False, "vocab_size": 50304}
+    config = {
+        "model_type": "falcon",
+        "hidden_size": 2048,
+        "num_attention_heads": 32,
+        "num_hidden_layers": 24,
+        "alibi": True,
+        "bias": True,
+        "multi_query": False,
+        "parallel_attn": False,
+        "vocab_size": 50304,
+    }
     spec = model_from_hf_config(write_config(tmp_path / "falcon-rw-1b", config))
     assert spec.position_embedding == "alibi"
     assert spec.num_key_value_heads == 32 and spec.norms_per_layer == 2
@@ -399,8 +465,15 @@ def test_falcon_alibi_sequential_with_biases(tmp_path: Path) -> None:
 
 
 def test_gpt_bigcode_without_multi_query(tmp_path: Path) -> None:
-    config = {"model_type": "gpt_bigcode", "n_embd": 64, "n_head": 4, "n_layer": 2, "n_positions": 128,
-              "vocab_size": 100, "multi_query": False}
+    config = {
+        "model_type": "gpt_bigcode",
+        "n_embd": 64,
+        "n_head": 4,
+        "n_layer": 2,
+        "n_positions": 128,
+        "vocab_size": 100,
+        "multi_query": False,
+    }
     assert model_from_hf_config(write_config(tmp_path / "m", config)).num_key_value_heads == 4
 
 
@@ -445,11 +518,13 @@ def test_config_file_path_and_names(tmp_path: Path) -> None:
     assert by_file.parameters == by_folder.parameters
     for value in (by_file.name, by_file.source, by_file.notes):
         assert str(tmp_path) not in value
-    named = model_from_hf_config(write_config(tmp_path / "x",
-                                              dict(TINY_LLAMA, _name_or_path="/abs/dir/org/Fancy-1B/")))
+    named = model_from_hf_config(
+        write_config(tmp_path / "x", dict(TINY_LLAMA, _name_or_path="/abs/dir/org/Fancy-1B/"))
+    )
     assert named.name == "Fancy-1B"
-    windows = model_from_hf_config(write_config(tmp_path / "y",
-                                                dict(TINY_LLAMA, _name_or_path="C:\\m\\Win-2B")))
+    windows = model_from_hf_config(
+        write_config(tmp_path / "y", dict(TINY_LLAMA, _name_or_path="C:\\m\\Win-2B"))
+    )
     assert windows.name == "Win-2B"
     empty = model_from_hf_config(write_config(tmp_path / "z", dict(TINY_LLAMA, _name_or_path="")))
     assert empty.name == "z"
@@ -468,8 +543,16 @@ def test_unknown_model_type_with_llama_keys_is_read_generically(tmp_path: Path) 
 
 
 def test_unknown_moe_with_shared_experts(tmp_path: Path) -> None:
-    config = dict(TINY_LLAMA, model_type="somemoe", n_routed_experts=4, num_experts_per_tok=2,
-                  moe_intermediate_size=8, n_shared_experts=1, kv_lora_rank=16, first_k_dense_replace=1)
+    config = dict(
+        TINY_LLAMA,
+        model_type="somemoe",
+        n_routed_experts=4,
+        num_experts_per_tok=2,
+        moe_intermediate_size=8,
+        n_shared_experts=1,
+        kv_lora_rank=16,
+        first_k_dense_replace=1,
+    )
     spec = model_from_hf_config(write_config(tmp_path / "m", config))
     assert (spec.num_experts, spec.experts_per_token, spec.moe_intermediate_size) == (4, 2, 8)
     assert spec.extra_params == 2 * 3 * 16 * 8
@@ -477,11 +560,19 @@ def test_unknown_moe_with_shared_experts(tmp_path: Path) -> None:
 
 
 def test_text_config_of_multimodal_gemma3(tmp_path: Path) -> None:
-    config = {"architectures": ["Gemma3ForConditionalGeneration"], "model_type": "gemma3",
-              "text_config": {"hidden_size": 2560, "intermediate_size": 10240, "model_type": "gemma3_text",
-                              "num_hidden_layers": 34, "sliding_window": 1024,
-                              "rope_scaling": {"factor": 8.0, "rope_type": "linear"}},
-              "vision_config": {"hidden_size": 1152, "model_type": "siglip_vision_model"}}
+    config = {
+        "architectures": ["Gemma3ForConditionalGeneration"],
+        "model_type": "gemma3",
+        "text_config": {
+            "hidden_size": 2560,
+            "intermediate_size": 10240,
+            "model_type": "gemma3_text",
+            "num_hidden_layers": 34,
+            "sliding_window": 1024,
+            "rope_scaling": {"factor": 8.0, "rope_type": "linear"},
+        },
+        "vision_config": {"hidden_size": 1152, "model_type": "siglip_vision_model"},
+    }
     spec = model_from_hf_config(write_config(tmp_path / "gemma-3-4b-pt", config))
     # Gemma 3 report: 4B has 675M embedding and 3,209M non-embedding parameters (plus a 417M vision encoder).
     assert abs(spec.parameters - spec.counts.embedding - 3_209_000_000) / 3_209_000_000 <= 0.01
@@ -525,8 +616,9 @@ def test_malformed_json(tmp_path: Path) -> None:
         model_from_hf_config(path)
 
 
-@pytest.mark.parametrize("text, kind", [("[1, 2]", "a list"), ('"llama"', "a string"), ("42", "a number"),
-                                        ("null", "null")])
+@pytest.mark.parametrize(
+    "text, kind", [("[1, 2]", "a list"), ('"llama"', "a string"), ("42", "a number"), ("null", "null")]
+)
 def test_non_object_json(tmp_path: Path, text: str, kind: str) -> None:
     path = tmp_path / "config.json"
     path.write_text(text)
@@ -554,8 +646,11 @@ def test_unknown_model_type_with_missing_keys(tmp_path: Path) -> None:
 
 
 def test_no_model_type_and_no_keys(tmp_path: Path) -> None:
-    with pytest.raises(ModelConfigError, match="no model_type given; missing num_hidden_layers, hidden_size, "
-                                               "num_attention_heads, intermediate_size, vocab_size"):
+    with pytest.raises(
+        ModelConfigError,
+        match="no model_type given; missing num_hidden_layers, hidden_size, "
+        "num_attention_heads, intermediate_size, vocab_size",
+    ):
         model_from_hf_config(write_config(tmp_path / "m", {"foo": 1}))
 
 
@@ -572,15 +667,18 @@ def test_string_where_an_integer_is_expected(tmp_path: Path) -> None:
     assert info.value.value == "4096"
 
 
-@pytest.mark.parametrize("key, value, message", [
-    ("num_hidden_layers", True, "key 'num_hidden_layers' must be a whole number"),
-    ("num_hidden_layers", 0, "key 'num_hidden_layers' must be >= 1"),
-    ("vocab_size", -5, "key 'vocab_size' must be >= 1"),
-    ("intermediate_size", 40.5, "key 'intermediate_size' must be a whole number"),
-    ("num_key_value_heads", [2], "key 'num_key_value_heads' must be a whole number"),
-    ("tie_word_embeddings", "false", "key 'tie_word_embeddings' must be true or false"),
-    ("model_type", 7, "key 'model_type' must be a string"),
-])
+@pytest.mark.parametrize(
+    "key, value, message",
+    [
+        ("num_hidden_layers", True, "key 'num_hidden_layers' must be a whole number"),
+        ("num_hidden_layers", 0, "key 'num_hidden_layers' must be >= 1"),
+        ("vocab_size", -5, "key 'vocab_size' must be >= 1"),
+        ("intermediate_size", 40.5, "key 'intermediate_size' must be a whole number"),
+        ("num_key_value_heads", [2], "key 'num_key_value_heads' must be a whole number"),
+        ("tie_word_embeddings", "false", "key 'tie_word_embeddings' must be true or false"),
+        ("model_type", 7, "key 'model_type' must be a string"),
+    ],
+)
 def test_mistyped_values(tmp_path: Path, key: str, value: object, message: str) -> None:
     with pytest.raises(ModelConfigError, match=message):
         model_from_hf_config(write_config(tmp_path / "m", dict(TINY_LLAMA, **{key: value})))
@@ -590,8 +688,9 @@ def test_inconsistent_architecture_is_a_model_config_error(tmp_path: Path) -> No
     with pytest.raises(ModelConfigError, match="num_key_value_heads"):
         model_from_hf_config(write_config(tmp_path / "m", dict(TINY_LLAMA, num_key_value_heads=3)))
     with pytest.raises(ModelConfigError, match="experts_per_token"):
-        model_from_hf_config(write_config(tmp_path / "n", dict(TINY_LLAMA, num_local_experts=2,
-                                                                num_experts_per_tok=4)))
+        model_from_hf_config(
+            write_config(tmp_path / "n", dict(TINY_LLAMA, num_local_experts=2, num_experts_per_tok=4))
+        )
 
 
 def test_mpt_bad_attn_config(tmp_path: Path) -> None:
@@ -611,13 +710,38 @@ def test_bad_path_types() -> None:
         model_from_hf_config("")
 
 
-WRONG_VALUES: list[object] = ["12", "", None, True, False, -1, 0, 2.5, float("nan"), [], {}, [1, 2], {"a": 1},
-                              10**30]
+WRONG_VALUES: list[object] = [
+    "12",
+    "",
+    None,
+    True,
+    False,
+    -1,
+    0,
+    2.5,
+    float("nan"),
+    [],
+    {},
+    [1, 2],
+    {"a": 1},
+    10**30,
+]
 
 
-@pytest.mark.parametrize("fixture", ["Meta-Llama-3.1-8B", "gpt2-xl", "falcon-7b", "mpt-7b",
-                                     "bert-large-uncased", "gemma-2-9b", "Qwen1.5-MoE-A2.7B", "gpt-j-6b",
-                                     "starcoder"])
+@pytest.mark.parametrize(
+    "fixture",
+    [
+        "Meta-Llama-3.1-8B",
+        "gpt2-xl",
+        "falcon-7b",
+        "mpt-7b",
+        "bert-large-uncased",
+        "gemma-2-9b",
+        "Qwen1.5-MoE-A2.7B",
+        "gpt-j-6b",
+        "starcoder",
+    ],
+)
 def test_any_wrong_value_gives_a_model_or_a_model_config_error(tmp_path: Path, fixture: str) -> None:
     """Replacing any key of a real config by any JSON value never raises another exception type."""
     base = json.loads((DATA / fixture / "config.json").read_text())
@@ -637,14 +761,22 @@ def test_any_wrong_value_gives_a_model_or_a_model_config_error(tmp_path: Path, f
 # ----------------------------------------------------------------------------------------------
 def test_read_header_and_summary_of_one_file(tmp_path: Path) -> None:
     path = tmp_path / "model.safetensors"
-    size = write_safetensors(path, {"a": ("F16", (3, 4)), "b": ("BF16", (5,)), "c": ("F32", (2, 2)),
-                                    "scalar": ("F32", ())}, metadata={"format": "pt"})
+    size = write_safetensors(
+        path,
+        {"a": ("F16", (3, 4)), "b": ("BF16", (5,)), "c": ("F32", (2, 2)), "scalar": ("F32", ())},
+        metadata={"format": "pt"},
+    )
     header = read_safetensors_header(path)
     assert header["a"] == {"dtype": "F16", "shape": [3, 4], "data_offsets": [0, 24]}
     assert header["__metadata__"] == {"format": "pt"}
     summary = summarize_safetensors(path)
-    assert summary == SafetensorsSummary(parameters=12 + 5 + 4 + 1, dtypes={"BF16": 5, "F16": 12, "F32": 5},
-                                         files=1, bytes_on_disk=size, tensors=4)
+    assert summary == SafetensorsSummary(
+        parameters=12 + 5 + 4 + 1,
+        dtypes={"BF16": 5, "F16": 12, "F32": 5},
+        files=1,
+        bytes_on_disk=size,
+        tensors=4,
+    )
     assert summary.bytes_on_disk == 24 + 10 + 16 + 4
 
 
@@ -658,15 +790,23 @@ def test_header_is_read_without_the_data(tmp_path: Path) -> None:
 
 
 def test_sharded_folder_uses_the_index(tmp_path: Path) -> None:
-    write_safetensors(tmp_path / "model-00001-of-00002.safetensors",
-                      {"x": ("BF16", (4, 4)), "y": ("BF16", (4,))})
+    write_safetensors(
+        tmp_path / "model-00001-of-00002.safetensors", {"x": ("BF16", (4, 4)), "y": ("BF16", (4,))}
+    )
     write_safetensors(tmp_path / "model-00002-of-00002.safetensors", {"z": ("BF16", (8, 2))})
     # Not in the index (Mistral repos ship such a duplicate): must not be counted.
-    write_safetensors(tmp_path / "consolidated.safetensors", {"x": ("BF16", (4, 4)), "y": ("BF16", (4,)),
-                                                             "z": ("BF16", (8, 2))})
-    index = {"metadata": {"total_size": 72},
-             "weight_map": {"x": "model-00001-of-00002.safetensors", "y": "model-00001-of-00002.safetensors",
-                            "z": "model-00002-of-00002.safetensors"}}
+    write_safetensors(
+        tmp_path / "consolidated.safetensors",
+        {"x": ("BF16", (4, 4)), "y": ("BF16", (4,)), "z": ("BF16", (8, 2))},
+    )
+    index = {
+        "metadata": {"total_size": 72},
+        "weight_map": {
+            "x": "model-00001-of-00002.safetensors",
+            "y": "model-00001-of-00002.safetensors",
+            "z": "model-00002-of-00002.safetensors",
+        },
+    }
     (tmp_path / "model.safetensors.index.json").write_text(json.dumps(index))
     summary = summarize_safetensors(tmp_path)
     assert (summary.parameters, summary.files, summary.bytes_on_disk) == (36, 2, 72)
@@ -682,10 +822,16 @@ def test_folder_without_index_reads_every_file(tmp_path: Path) -> None:
 
 def test_buffers_are_not_parameters(tmp_path: Path) -> None:
     path = tmp_path / "model.safetensors"
-    write_safetensors(path, {"h.0.attn.bias": ("F32", (1, 1, 8, 8)), "h.0.attn.c_attn.bias": ("F32", (12,)),
-                             "h.0.attn.c_attn.weight": ("F32", (4, 12)),
-                             "embeddings.position_ids": ("I64", (1, 16)),
-                             "layers.0.rotary_emb.inv_freq": ("F32", (2,))})
+    write_safetensors(
+        path,
+        {
+            "h.0.attn.bias": ("F32", (1, 1, 8, 8)),
+            "h.0.attn.c_attn.bias": ("F32", (12,)),
+            "h.0.attn.c_attn.weight": ("F32", (4, 12)),
+            "embeddings.position_ids": ("I64", (1, 16)),
+            "layers.0.rotary_emb.inv_freq": ("F32", (2,)),
+        },
+    )
     summary = summarize_safetensors(path)
     assert summary.parameters == 12 + 48 and summary.buffers == 64 + 16 + 2
     assert summary.dtypes == {"F32": 60}
@@ -711,15 +857,21 @@ def test_index_naming_a_missing_shard(tmp_path: Path) -> None:
         summarize_safetensors(tmp_path)
 
 
-@pytest.mark.parametrize("index, message", [
-    ("{not json", "model.safetensors.index.json is not valid JSON"),
-    ("[]", "must hold a JSON object"),
-    ('{"metadata": {}}', "has no weight_map object"),
-    ('{"weight_map": {"x": 5}}', "weight_map entry 'x' must name a shard file"),
-    ('{"weight_map": {"x": "../other/model.safetensors"}}', "must be a file name inside the model folder"),
-    ('{"weight_map": {"x": "/etc/model.safetensors"}}', "must be a file name inside the model folder"),
-    ('{"weight_map": {}}', "lists no shards"),
-])
+@pytest.mark.parametrize(
+    "index, message",
+    [
+        ("{not json", "model.safetensors.index.json is not valid JSON"),
+        ("[]", "must hold a JSON object"),
+        ('{"metadata": {}}', "has no weight_map object"),
+        ('{"weight_map": {"x": 5}}', "weight_map entry 'x' must name a shard file"),
+        (
+            '{"weight_map": {"x": "../other/model.safetensors"}}',
+            "must be a file name inside the model folder",
+        ),
+        ('{"weight_map": {"x": "/etc/model.safetensors"}}', "must be a file name inside the model folder"),
+        ('{"weight_map": {}}', "lists no shards"),
+    ],
+)
 def test_bad_index(tmp_path: Path, index: str, message: str) -> None:
     (tmp_path / "model.safetensors.index.json").write_text(index)
     with pytest.raises(ModelConfigError, match=message):
@@ -759,16 +911,19 @@ def test_header_length_over_the_limit(tmp_path: Path) -> None:
         read_safetensors_header(path)
 
 
-@pytest.mark.parametrize("content, message", [
-    (b"", "too short to be a safetensors file"),
-    (b"abc", "too short to be a safetensors file"),
-    (struct.pack("<Q", 0), "empty header"),
-    (b"\xde\xad\xbe\xef\x01\x02\x03\x04garbage", "the file is corrupt or not a safetensors file"),
-    (struct.pack("<Q", 6) + b"\xff\xfe\xfd{}}", "not UTF-8"),
-    (struct.pack("<Q", 7) + b"not json", "not valid JSON"),
-    (struct.pack("<Q", 2) + b"[]", "must be a JSON object, not a list"),
-    (b"PK\x03\x04" + bytes(60), "not a safetensors file"),  # a zip (.bin) file
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (b"", "too short to be a safetensors file"),
+        (b"abc", "too short to be a safetensors file"),
+        (struct.pack("<Q", 0), "empty header"),
+        (b"\xde\xad\xbe\xef\x01\x02\x03\x04garbage", "the file is corrupt or not a safetensors file"),
+        (struct.pack("<Q", 6) + b"\xff\xfe\xfd{}}", "not UTF-8"),
+        (struct.pack("<Q", 7) + b"not json", "not valid JSON"),
+        (struct.pack("<Q", 2) + b"[]", "must be a JSON object, not a list"),
+        (b"PK\x03\x04" + bytes(60), "not a safetensors file"),  # a zip (.bin) file
+    ],
+)
 def test_garbage_files(tmp_path: Path, content: bytes, message: str) -> None:
     path = tmp_path / "model.safetensors"
     path.write_bytes(content)
@@ -776,17 +931,22 @@ def test_garbage_files(tmp_path: Path, content: bytes, message: str) -> None:
         summarize_safetensors(path)
 
 
-@pytest.mark.parametrize("entry, message", [
-    ([1, 2], "tensor 'w' must be a JSON object"),
-    ({"shape": [2], "data_offsets": [0, 4]}, "tensor 'w' has no dtype"),
-    ({"dtype": "F16", "shape": ["2"], "data_offsets": [0, 4]}, "needs a shape made of whole numbers"),
-    ({"dtype": "F16", "shape": [-2], "data_offsets": [0, 4]}, "needs a shape made of whole numbers"),
-    ({"dtype": "F16", "shape": [2], "data_offsets": [4, 0]}, "needs data_offsets"),
-    ({"dtype": "F16", "shape": [2], "data_offsets": [0]}, "needs data_offsets"),
-    ({"dtype": "F16", "shape": [2]}, "needs data_offsets"),
-    ({"dtype": "F16", "shape": [3], "data_offsets": [0, 4]},
-     r"shape \[3\] of F16 \(6 bytes\) but data_offsets span 4"),
-])
+@pytest.mark.parametrize(
+    "entry, message",
+    [
+        ([1, 2], "tensor 'w' must be a JSON object"),
+        ({"shape": [2], "data_offsets": [0, 4]}, "tensor 'w' has no dtype"),
+        ({"dtype": "F16", "shape": ["2"], "data_offsets": [0, 4]}, "needs a shape made of whole numbers"),
+        ({"dtype": "F16", "shape": [-2], "data_offsets": [0, 4]}, "needs a shape made of whole numbers"),
+        ({"dtype": "F16", "shape": [2], "data_offsets": [4, 0]}, "needs data_offsets"),
+        ({"dtype": "F16", "shape": [2], "data_offsets": [0]}, "needs data_offsets"),
+        ({"dtype": "F16", "shape": [2]}, "needs data_offsets"),
+        (
+            {"dtype": "F16", "shape": [3], "data_offsets": [0, 4]},
+            r"shape \[3\] of F16 \(6 bytes\) but data_offsets span 4",
+        ),
+    ],
+)
 def test_bad_tensor_entries(tmp_path: Path, entry: object, message: str) -> None:
     path = tmp_path / "model.safetensors"
     raw = json.dumps({"w": entry}).encode()
@@ -844,7 +1004,7 @@ def test_folder_with_shards_and_mixed_dtypes(tmp_path: Path) -> None:
     tensors = llama_tensors(TINY_LLAMA)
     names = sorted(tensors)
     first = {n: tensors[n] for n in names[: len(names) // 2]}
-    second = {n: ("F32", tensors[n][1]) for n in names[len(names) // 2:]}
+    second = {n: ("F32", tensors[n][1]) for n in names[len(names) // 2 :]}
     write_safetensors(folder / "model-00001-of-00002.safetensors", first)
     write_safetensors(folder / "model-00002-of-00002.safetensors", second)
     weight_map = {n: "model-00001-of-00002.safetensors" for n in first}
@@ -864,14 +1024,19 @@ def test_real_config_with_matching_headers(tmp_path: Path) -> None:
     tensors = llama_tensors(config, dtype="F16")
     names = sorted(tensors)
     header_only = {}
-    for shard, part in (("model-00001-of-00002.safetensors", names[:150]),
-                        ("model-00002-of-00002.safetensors", names[150:])):
+    for shard, part in (
+        ("model-00001-of-00002.safetensors", names[:150]),
+        ("model-00002-of-00002.safetensors", names[150:]),
+    ):
         header: dict[str, Any] = {}
         offset = 0
         for name in part:
             size = math.prod(tensors[name][1]) * 2
-            header[name] = {"dtype": "F16", "shape": list(tensors[name][1]),
-                            "data_offsets": [offset, offset + size]}
+            header[name] = {
+                "dtype": "F16",
+                "shape": list(tensors[name][1]),
+                "data_offsets": [offset, offset + size],
+            }
             offset += size
         raw = json.dumps(header).encode()
         with (folder / shard).open("wb") as stream:  # sparse file: no 13 GB written

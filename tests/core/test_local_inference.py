@@ -14,18 +14,18 @@ import statistics
 
 import pytest
 
-from gpuadvisor.core.specs.engines import ENGINES
 from gpuadvisor.core.errors import InputError
 from gpuadvisor.core.estimation.estimate import estimate
-from gpuadvisor.core.specs.hardware import load_gpu_catalog, metal_working_set_share
 from gpuadvisor.core.estimation.memory import MemoryModel
 from gpuadvisor.core.estimation.performance import inference_performance
-from gpuadvisor.core.specs.presets import load_model_catalog
-from gpuadvisor.core.specs.quant_types import GGUF_WEIGHT_TYPES, bits_per_weight, gguf_weight_bytes
 from gpuadvisor.core.formats.scenario import ModelSource, Scenario, scenario_from_dict
 from gpuadvisor.core.presentation.serialize import estimate_to_dict
-from gpuadvisor.core.units import GIB
+from gpuadvisor.core.specs.engines import ENGINES
+from gpuadvisor.core.specs.hardware import load_gpu_catalog, metal_working_set_share
+from gpuadvisor.core.specs.presets import load_model_catalog
+from gpuadvisor.core.specs.quant_types import GGUF_WEIGHT_TYPES, bits_per_weight, gguf_weight_bytes
 from gpuadvisor.core.specs.workload import Hardware, Workload
+from gpuadvisor.core.units import GIB
 
 
 @pytest.fixture(scope="module")
@@ -39,9 +39,23 @@ def llama2(cats):
 
 
 # -- GGUF weight types ----------------------------------------------------------------------------
-@pytest.mark.parametrize("block_type, bits", [
-    ("q8_0", 8.5), ("q6_k", 6.5625), ("q5_k", 5.5), ("q5_0", 5.5), ("q4_k", 4.5), ("q4_0", 4.5),
-    ("q3_k", 3.4375), ("q2_k", 2.625), ("iq4_xs", 4.25), ("mxfp4", 4.25), ("nvfp4", 4.5), ("f16", 16)])
+@pytest.mark.parametrize(
+    "block_type, bits",
+    [
+        ("q8_0", 8.5),
+        ("q6_k", 6.5625),
+        ("q5_k", 5.5),
+        ("q5_0", 5.5),
+        ("q4_k", 4.5),
+        ("q4_0", 4.5),
+        ("q3_k", 3.4375),
+        ("q2_k", 2.625),
+        ("iq4_xs", 4.25),
+        ("mxfp4", 4.25),
+        ("nvfp4", 4.5),
+        ("f16", 16),
+    ],
+)
 def test_bits_per_weight_of_the_block_types(block_type, bits):
     assert bits_per_weight(block_type) == pytest.approx(bits)
 
@@ -63,8 +77,15 @@ def test_every_gguf_type_is_a_workload_weight_and_sizes_in_bits_order(llama2):
     sizes = {r: gguf_weight_bytes(llama2, r).total for r in GGUF_WEIGHT_TYPES}
     for recipe in GGUF_WEIGHT_TYPES:
         Workload(kind="inference", weights=recipe)
-    assert sizes["q2_k"] < sizes["q3_k_m"] < sizes["q4_0"] < sizes["q4_k_m"] < sizes["q5_k_m"] < sizes["q6_k"] \
+    assert (
+        sizes["q2_k"]
+        < sizes["q3_k_m"]
+        < sizes["q4_0"]
+        < sizes["q4_k_m"]
+        < sizes["q5_k_m"]
+        < sizes["q6_k"]
         < sizes["q8_0"]
+    )
     mm = MemoryModel(llama2, Workload(kind="inference", weights="q4_k_m"))
     assert mm.weight_bytes == pytest.approx(sizes["q4_k_m"])
 
@@ -85,12 +106,15 @@ def test_kv_cache_dtype_q8_0_stores_8_5_bits(llama2):
     assert q8.kv_bytes_per_token_layer == pytest.approx(f16.kv_bytes_per_token_layer * 8.5 / 16)
 
 
-@pytest.mark.parametrize("kwargs, field", [
-    (dict(kv_cache_dtype="q4_0", flash_attention=False), "workload.kv_cache_dtype"),
-    (dict(kv_cache_dtype="q8_0", kv_cache="fp8"), "workload.kv_cache_dtype"),
-    (dict(kv_cache_dtype="q3_k"), "workload.kv_cache_dtype"),
-    (dict(gpu_layers=-1), "workload.gpu_layers"),
-])
+@pytest.mark.parametrize(
+    "kwargs, field",
+    [
+        (dict(kv_cache_dtype="q4_0", flash_attention=False), "workload.kv_cache_dtype"),
+        (dict(kv_cache_dtype="q8_0", kv_cache="fp8"), "workload.kv_cache_dtype"),
+        (dict(kv_cache_dtype="q3_k"), "workload.kv_cache_dtype"),
+        (dict(gpu_layers=-1), "workload.gpu_layers"),
+    ],
+)
 def test_bad_local_keys_name_their_field(kwargs, field):
     with pytest.raises(InputError) as err:
         Workload(kind="inference", weights="q4_k_m", **kwargs)
@@ -99,9 +123,13 @@ def test_bad_local_keys_name_their_field(kwargs, field):
 
 # -- Apple silicon memory -------------------------------------------------------------------------------
 def test_m3_max_with_64_gib_gets_metal_s_default_share(cats):
-    scenario = scenario_from_dict({"model": {"preset": "llama-3.1-8b"},
-                                   "workload": {"kind": "inference", "weights": "q4_k_m"},
-                                   "hardware": {"gpu": "apple-m3-max", "memory_gib": 64}})
+    scenario = scenario_from_dict(
+        {
+            "model": {"preset": "llama-3.1-8b"},
+            "workload": {"kind": "inference", "weights": "q4_k_m"},
+            "hardware": {"gpu": "apple-m3-max", "memory_gib": 64},
+        }
+    )
     est = estimate(scenario, *cats)
     capacity = est.candidates[0].capacity_gib
     assert capacity < 64 and capacity == pytest.approx(64 * 0.75)
@@ -109,8 +137,11 @@ def test_m3_max_with_64_gib_gets_metal_s_default_share(cats):
 
 
 def test_memory_gib_sets_the_whole_memory_of_a_discrete_part(cats):
-    scenario = Scenario(model=ModelSource(preset="llama-3.1-8b"), workload=Workload(kind="inference"),
-                        hardware=Hardware(gpu="h100-sxm", gpu_count=1, memory_gib=20))
+    scenario = Scenario(
+        model=ModelSource(preset="llama-3.1-8b"),
+        workload=Workload(kind="inference"),
+        hardware=Hardware(gpu="h100-sxm", gpu_count=1, memory_gib=20),
+    )
     assert estimate(scenario, *cats).candidates[0].capacity_gib == 20
 
 
@@ -120,8 +151,23 @@ def test_apple_rows_list_their_memory_sizes_and_are_local(cats):
     assert m3.memory_options_gib == (48, 64, 128) and m3.unified_memory and m3.segment == "local"
     assert gpus.get("b300").segment == "data_centre" and gpus.get("rtx-4090-laptop").segment == "local"
     ids = {g.id for g in gpus}
-    for chip in ("m1", "m1-pro", "m1-max", "m1-ultra", "m2", "m2-pro", "m2-max", "m2-ultra", "m3", "m3-pro",
-                 "m3-max", "m3-ultra", "m4", "m4-pro", "m4-max"):
+    for chip in (
+        "m1",
+        "m1-pro",
+        "m1-max",
+        "m1-ultra",
+        "m2",
+        "m2-pro",
+        "m2-max",
+        "m2-ultra",
+        "m3",
+        "m3-pro",
+        "m3-max",
+        "m3-ultra",
+        "m4",
+        "m4-pro",
+        "m4-max",
+    ):
         assert f"apple-{chip}" in ids
         gpu = gpus.get(f"apple-{chip}")
         assert gpu.memory_gb in gpu.memory_options_gib
@@ -131,14 +177,23 @@ def test_apple_rows_list_their_memory_sizes_and_are_local(cats):
 # -- llama.cpp speed -------------------------------------------------------------------------------------
 #: (GPU, weights, pp512 t/s or None, tg128 t/s) for LLaMA-2 7B; sources in the module docstring.
 PUBLISHED = [
-    ("apple-m1", "q4_0", None, 14.15), ("apple-m2", "q4_0", 179.57, 21.91), ("apple-m2", "fp16", 201.34, 6.72),
-    ("apple-m4", "q4_0", 221.29, 24.11), ("apple-m3-pro", "q4_0", 341.67, 30.74),
-    ("apple-m4-pro", "q4_0", 439.78, 50.74), ("apple-m4-pro", "fp16", 464.48, 17.18),
-    ("apple-m3-max", "q4_0", 759.70, 66.31), ("apple-m4-max", "q4_0", 885.68, 83.06),
-    ("apple-m4-max", "q8_0", None, 54.05), ("apple-m4-max", "fp16", 922.83, 31.64),
-    ("apple-m2-ultra", "q4_0", 1238.48, 94.27), ("apple-m2-ultra", "fp16", 1401.85, 41.02),
-    ("rtx-5080", "q4_0", 8297.36, 181.99), ("rtx-4070-ti-super", "q4_0", 6924.53, 132.26),
-    ("rtx-5070", "q4_0", 5184.75, 127.54), ("rtx-5070-ti", "q4_0", 6952.38, 176.85),
+    ("apple-m1", "q4_0", None, 14.15),
+    ("apple-m2", "q4_0", 179.57, 21.91),
+    ("apple-m2", "fp16", 201.34, 6.72),
+    ("apple-m4", "q4_0", 221.29, 24.11),
+    ("apple-m3-pro", "q4_0", 341.67, 30.74),
+    ("apple-m4-pro", "q4_0", 439.78, 50.74),
+    ("apple-m4-pro", "fp16", 464.48, 17.18),
+    ("apple-m3-max", "q4_0", 759.70, 66.31),
+    ("apple-m4-max", "q4_0", 885.68, 83.06),
+    ("apple-m4-max", "q8_0", None, 54.05),
+    ("apple-m4-max", "fp16", 922.83, 31.64),
+    ("apple-m2-ultra", "q4_0", 1238.48, 94.27),
+    ("apple-m2-ultra", "fp16", 1401.85, 41.02),
+    ("rtx-5080", "q4_0", 8297.36, 181.99),
+    ("rtx-4070-ti-super", "q4_0", 6924.53, 132.26),
+    ("rtx-5070", "q4_0", 5184.75, 127.54),
+    ("rtx-5070-ti", "q4_0", 6952.38, 176.85),
 ]
 
 
@@ -173,10 +228,19 @@ def test_prompt_processing_is_compute_bound_and_generation_bandwidth_bound(cats,
 
 
 def test_every_inference_candidate_reports_prefill_speed(cats):
-    scenario = scenario_from_dict({"model": {"preset": "llama-3.1-8b"},
-                                   "workload": {"kind": "inference", "weights": "q4_k_m", "engine": "llama.cpp",
-                                                "prompt_tokens": 4096, "output_tokens": 256},
-                                   "hardware": {"gpu_count": 1}})
+    scenario = scenario_from_dict(
+        {
+            "model": {"preset": "llama-3.1-8b"},
+            "workload": {
+                "kind": "inference",
+                "weights": "q4_k_m",
+                "engine": "llama.cpp",
+                "prompt_tokens": 4096,
+                "output_tokens": 256,
+            },
+            "hardware": {"gpu_count": 1},
+        }
+    )
     data = estimate_to_dict(estimate(scenario, *cats))
     fitting = [c for c in data["candidates"] if c["fits"]]
     assert fitting and all(c["prefill_tokens_per_s"] > c["tokens_per_s_per_user"] for c in fitting)
@@ -186,22 +250,34 @@ def test_partial_offload_keeps_layers_in_host_ram_and_is_slower(cats):
     gpus, models = cats
     model = models.get("llama-3.1-70b")
     gpu = gpus.get("rtx-4090")
-    full = Workload(kind="inference", weights="q4_k_m", engine="llama.cpp", prompt_tokens=512, output_tokens=128)
-    part = Workload(kind="inference", weights="q4_k_m", engine="llama.cpp", prompt_tokens=512, output_tokens=128,
-                    gpu_layers=40)
+    full = Workload(
+        kind="inference", weights="q4_k_m", engine="llama.cpp", prompt_tokens=512, output_tokens=128
+    )
+    part = Workload(
+        kind="inference",
+        weights="q4_k_m",
+        engine="llama.cpp",
+        prompt_tokens=512,
+        output_tokens=128,
+        gpu_layers=40,
+    )
     mm_full, mm_part = MemoryModel(model, full), MemoryModel(model, part)
     bd_full, bd_part = mm_full.breakdown(), mm_part.breakdown()
     assert bd_full.host == 0 and bd_part.host > 0
     assert bd_part.weights + bd_part.host + bd_part.kv_cache == pytest.approx(
-        bd_full.weights + bd_full.kv_cache, rel=1e-9)
+        bd_full.weights + bd_full.kv_cache, rel=1e-9
+    )
     assert bd_part.weights == pytest.approx((mm_full.block_weight_bytes + mm_full.norm_bytes) * 40 / 80)
     engine = ENGINES["llama.cpp"]
     fast = inference_performance(mm_full, gpus.get("h100-sxm"), 1, "none", engine)
     slow = inference_performance(mm_part, gpu, 1, "none", engine)
     # 40 of 80 layers (about 20 GB) from dual-channel DDR5 at ~90 GB/s: a few tokens per second at most.
     assert slow.tokens_per_s_per_user < 5 < fast.tokens_per_s_per_user
-    scenario = Scenario(model=ModelSource(preset="llama-3.1-70b"), workload=part,
-                        hardware=Hardware(gpu="rtx-4090", gpu_count=1))
+    scenario = Scenario(
+        model=ModelSource(preset="llama-3.1-70b"),
+        workload=part,
+        hardware=Hardware(gpu="rtx-4090", gpu_count=1),
+    )
     cand = estimate_to_dict(estimate(scenario, gpus, models))["candidates"][0]
     assert cand["fits"] and cand["host_memory_gib"] > 15
 
@@ -209,10 +285,19 @@ def test_partial_offload_keeps_layers_in_host_ram_and_is_slower(cats):
 def test_summary_sentence_for_local_inference(cats):
     from gpuadvisor.core.presentation.wording import local_speed_line
 
-    scenario = scenario_from_dict({"model": {"preset": "llama-3.1-8b"},
-                                   "workload": {"kind": "inference", "weights": "q4_k_m", "engine": "llama.cpp",
-                                                "prompt_tokens": 4096, "output_tokens": 256},
-                                   "hardware": {"gpu": "apple-m4-max", "gpu_count": 1, "memory_gib": 64}})
+    scenario = scenario_from_dict(
+        {
+            "model": {"preset": "llama-3.1-8b"},
+            "workload": {
+                "kind": "inference",
+                "weights": "q4_k_m",
+                "engine": "llama.cpp",
+                "prompt_tokens": 4096,
+                "output_tokens": 256,
+            },
+            "hardware": {"gpu": "apple-m4-max", "gpu_count": 1, "memory_gib": 64},
+        }
+    )
     c = estimate(scenario, *cats).candidates[0]
     line = local_speed_line(c, 4096)
     perf = c.performance

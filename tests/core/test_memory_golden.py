@@ -26,8 +26,8 @@ import pytest
 
 from gpuadvisor.core.estimation.memory import MemoryModel
 from gpuadvisor.core.specs.presets import load_model_catalog
-from gpuadvisor.core.units import GIB
 from gpuadvisor.core.specs.workload import Workload, weight_bytes_per_param
+from gpuadvisor.core.units import GIB
 
 
 @pytest.fixture(scope="module")
@@ -41,6 +41,7 @@ def llama2(models):
 
 
 # --- weights ---------------------------------------------------------------------------------
+
 
 def test_7b_fp16_inference_weights(llama2):
     """Seed: 2 bytes per parameter, 7B -> ~14 GB; Llama 2 7B exactly 6,738,415,616 x 2 = 13.48e9 bytes."""
@@ -72,8 +73,9 @@ def test_mixed_precision_adamw_is_16_bytes_per_parameter(llama2):
     assert 16 * 7e9 == pytest.approx(112e9)  # the seed's "~112 GB for 7B"
 
 
-@pytest.mark.parametrize("parallelism, paper_gb", [("ddp", 120.0), ("zero1", 31.4), ("zero2", 16.6),
-                                                   ("zero3", 1.9), ("fsdp", 1.9)])
+@pytest.mark.parametrize(
+    "parallelism, paper_gb", [("ddp", 120.0), ("zero1", 31.4), ("zero2", 16.6), ("zero3", 1.9), ("fsdp", 1.9)]
+)
 def test_zero_paper_figure_1(llama2, parallelism, paper_gb):
     """ZeRO Fig. 1: per-GPU model states of a 7.5B model on 64 GPUs (scaled per parameter)."""
     mm = MemoryModel(llama2, Workload(kind="pretrain", weights="fp16", optimizer="adamw"))
@@ -81,12 +83,16 @@ def test_zero_paper_figure_1(llama2, parallelism, paper_gb):
     assert per_param * 7.5e9 / 1e9 == pytest.approx(paper_gb, rel=0.015)
 
 
-@pytest.mark.parametrize("parallelism, per_param", [("ddp", 16.0), ("zero1", 4 + 12 / 64),
-                                                    ("zero2", 2 + 14 / 64), ("zero3", 16 / 64)])
+@pytest.mark.parametrize(
+    "parallelism, per_param",
+    [("ddp", 16.0), ("zero1", 4 + 12 / 64), ("zero2", 2 + 14 / 64), ("zero3", 16 / 64)],
+)
 def test_zero_formulas_exact(llama2, parallelism, per_param):
     """ZeRO section 5: (2+2+K), (2+2)+K/N_d, 2+(2+K)/N_d, (2+2+K)/N_d with K = 12, N_d = 64."""
     mm = MemoryModel(llama2, Workload(kind="pretrain", weights="fp16"))
-    assert mm.breakdown(64, parallelism).model_states / llama2.parameters == pytest.approx(per_param, rel=1e-12)
+    assert mm.breakdown(64, parallelism).model_states / llama2.parameters == pytest.approx(
+        per_param, rel=1e-12
+    )
 
 
 def test_zero3_weights_include_layers_in_flight(llama2):
@@ -99,9 +105,12 @@ def test_zero3_weights_include_layers_in_flight(llama2):
 
 # --- KV cache --------------------------------------------------------------------------------
 
+
 def _kv_per_token(model, kv_cache=None, weights="bf16"):
     mm = MemoryModel(model, Workload(kind="inference", weights=weights, kv_cache=kv_cache, output_tokens=256))
-    return (mm.breakdown(batch_size=1, context=3072).kv_cache - mm.breakdown(batch_size=1, context=2048).kv_cache) / 1024
+    return (
+        mm.breakdown(batch_size=1, context=3072).kv_cache - mm.breakdown(batch_size=1, context=2048).kv_cache
+    ) / 1024
 
 
 def test_llama2_7b_kv_cache_per_token(llama2):
@@ -120,8 +129,12 @@ def test_kv_cache_precision_scales(llama2, kv_cache, ratio):
 
 
 def test_kv_cache_scales_with_batch(llama2):
-    mm = MemoryModel(llama2, Workload(kind="inference", weights="bf16", prompt_tokens=1024, output_tokens=1024))
-    assert mm.breakdown(batch_size=8).kv_cache == 8 * mm.breakdown(batch_size=1).kv_cache == 8 * 2048 * 524_288
+    mm = MemoryModel(
+        llama2, Workload(kind="inference", weights="bf16", prompt_tokens=1024, output_tokens=1024)
+    )
+    assert (
+        mm.breakdown(batch_size=8).kv_cache == 8 * mm.breakdown(batch_size=1).kv_cache == 8 * 2048 * 524_288
+    )
 
 
 def test_mistral_sliding_window_caps_kv_cache(models):
@@ -139,6 +152,7 @@ def test_mistral_sliding_window_caps_kv_cache(models):
 
 
 # --- mixture of experts and quantization --------------------------------------------------------
+
 
 def test_moe_memory_counts_all_experts(models):
     """Mixtral 8x7B: 46.7B parameters stored (all 8 experts), 12.9B active (2 per token)."""
@@ -163,6 +177,7 @@ def test_nf4_model_weights(llama2):
 
 
 # --- parallelism ---------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("n", [2, 4])
 def test_tensor_parallel_splits_weights(llama2, n):
@@ -191,12 +206,15 @@ def test_ddp_inference_keeps_full_weights_and_splits_sequences(llama2):
 
 # --- activations -----------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("kind, weights", [("pretrain", "bf16"), ("full_finetune", "bf16"), ("lora", "bf16"),
-                                           ("qlora", "nf4")])
+
+@pytest.mark.parametrize(
+    "kind, weights", [("pretrain", "bf16"), ("full_finetune", "bf16"), ("lora", "bf16"), ("qlora", "nf4")]
+)
 def test_gradient_checkpointing_reduces_activations(llama2, kind, weights):
     plain = MemoryModel(llama2, Workload(kind=kind, weights=weights, batch_size=4, seq_len=2048)).breakdown()
-    ckpt = MemoryModel(llama2, Workload(kind=kind, weights=weights, batch_size=4, seq_len=2048,
-                                        gradient_checkpointing=True)).breakdown()
+    ckpt = MemoryModel(
+        llama2, Workload(kind=kind, weights=weights, batch_size=4, seq_len=2048, gradient_checkpointing=True)
+    ).breakdown()
     assert ckpt.activations < plain.activations / 2
     assert (ckpt.weights, ckpt.gradients, ckpt.optimizer) == (plain.weights, plain.gradients, plain.optimizer)
 
@@ -207,6 +225,7 @@ def test_eager_attention_adds_quadratic_activations(llama2, kind, weights):
         def act(flash):
             wl = Workload(kind=kind, weights=weights, batch_size=1, seq_len=seq, flash_attention=flash)
             return MemoryModel(llama2, wl).breakdown().activations
+
         return act(False) - act(True)
 
     e1, e2, e4 = extra(1024), extra(2048), extra(4096)
@@ -217,9 +236,11 @@ def test_eager_attention_adds_quadratic_activations(llama2, kind, weights):
 def test_eager_attention_inference_scores_quadratic_in_prompt(llama2):
     def extra(prompt):
         def act(flash):
-            wl = Workload(kind="inference", weights="bf16", prompt_tokens=prompt, output_tokens=1,
-                          flash_attention=flash)
+            wl = Workload(
+                kind="inference", weights="bf16", prompt_tokens=prompt, output_tokens=1, flash_attention=flash
+            )
             return MemoryModel(llama2, wl).breakdown().activations
+
         return act(False) - act(True)
 
     assert extra(2048) == pytest.approx(4 * extra(1024))
@@ -235,17 +256,29 @@ def test_training_activations_linear_in_batch(llama2):
 
 WHAT_IF = [
     ("llama-2-7b", Workload(kind="inference", weights="bf16"), 80, 1, "none"),
-    ("llama-3.1-8b", Workload(kind="lora", weights="bf16", seq_len=2048, gradient_checkpointing=True), 80, 1, "none"),
+    (
+        "llama-3.1-8b",
+        Workload(kind="lora", weights="bf16", seq_len=2048, gradient_checkpointing=True),
+        80,
+        1,
+        "none",
+    ),
     ("llama-3.1-8b", Workload(kind="qlora", weights="nf4", seq_len=1024), 24, 1, "none"),
     ("llama-2-13b", Workload(kind="inference", weights="bf16"), 40, 2, "tensor"),
     ("llama-2-7b", Workload(kind="inference", weights="bf16"), 24, 4, "ddp"),
-    ("llama-2-7b", Workload(kind="full_finetune", weights="bf16", seq_len=1024, gradient_checkpointing=True),
-     80, 8, "zero3"),
+    (
+        "llama-2-7b",
+        Workload(kind="full_finetune", weights="bf16", seq_len=1024, gradient_checkpointing=True),
+        80,
+        8,
+        "zero3",
+    ),
 ]
 
 
-@pytest.mark.parametrize("model_id, workload, gib, n, par", WHAT_IF, ids=[f"{w[0]}-{w[1].kind}-{w[3]}x{w[4]}"
-                                                                          for w in WHAT_IF])
+@pytest.mark.parametrize(
+    "model_id, workload, gib, n, par", WHAT_IF, ids=[f"{w[0]}-{w[1].kind}-{w[3]}x{w[4]}" for w in WHAT_IF]
+)
 def test_max_batch_fits_and_one_more_does_not(models, model_id, workload, gib, n, par):
     mm = MemoryModel(models.get(model_id), workload)
     cap = gib * GIB
@@ -259,8 +292,9 @@ def test_max_batch_fits_and_one_more_does_not(models, model_id, workload, gib, n
         assert mm.breakdown(n, par, batch_size=best + 1).device_total > cap
 
 
-@pytest.mark.parametrize("model_id, workload, gib, n, par", WHAT_IF, ids=[f"{w[0]}-{w[1].kind}-{w[3]}x{w[4]}"
-                                                                          for w in WHAT_IF])
+@pytest.mark.parametrize(
+    "model_id, workload, gib, n, par", WHAT_IF, ids=[f"{w[0]}-{w[1].kind}-{w[3]}x{w[4]}" for w in WHAT_IF]
+)
 def test_max_context_fits_and_one_more_does_not(models, model_id, workload, gib, n, par):
     mm = MemoryModel(models.get(model_id), workload)
     cap = gib * GIB
@@ -288,7 +322,6 @@ def test_pipeline_training_state_follows_the_stage_parameters(models):
     five = MemoryModel(replace(llama3, num_layers=5), workload).breakdown(4, "pipeline")
     six = MemoryModel(replace(llama3, num_layers=6), workload).breakdown(4, "pipeline")
     assert six.device_total >= five.device_total * (1 - 1e-6)
-
 
 
 def test_pipeline_lora_adapters_follow_the_stage_layers(models):

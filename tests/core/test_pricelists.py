@@ -6,15 +6,7 @@ from datetime import date
 
 import pytest
 
-from gpuadvisor.core.specs.catalog_io import read_catalog_file
 from gpuadvisor.core.errors import InputError
-from gpuadvisor.core.specs.hardware import (
-    GPU_REQUIRED_COLUMNS,
-    GPU_SCHEMA_VERSIONS,
-    GpuCatalog,
-    bundled_catalog_dir,
-    load_gpu_catalog,
-)
 from gpuadvisor.core.formats.pricelists import (
     default_provider,
     explain_match,
@@ -26,10 +18,19 @@ from gpuadvisor.core.formats.pricelists import (
     price_update_rows,
     read_price_list,
 )
+from gpuadvisor.core.specs.catalog_io import read_catalog_file
+from gpuadvisor.core.specs.hardware import (
+    GPU_REQUIRED_COLUMNS,
+    GPU_SCHEMA_VERSIONS,
+    GpuCatalog,
+    bundled_catalog_dir,
+    load_gpu_catalog,
+)
 
 DAY = date(2026, 11, 30)
-GPUHUNT_HEADER = ("instance_name,location,price,cpu,memory,gpu_count,gpu_name,gpu_memory,spot,disk_size,"
-                  "gpu_vendor,flags")
+GPUHUNT_HEADER = (
+    "instance_name,location,price,cpu,memory,gpu_count,gpu_name,gpu_memory,spot,disk_size,gpu_vendor,flags"
+)
 
 
 def gh(instance, location, price, gpu_count, gpu_name, gpu_memory, spot="false"):
@@ -38,24 +39,24 @@ def gh(instance, location, price, gpu_count, gpu_name, gpu_memory, spot="false")
 
 
 AWS_LINES = [
-    GPUHUNT_HEADER,                                                   # line 1
-    gh("p4d.24xlarge", "us-east-1", "32.7726", 8, "A100", 40.0),      # 2: 8 GPUs, 4.0966 per GPU
-    gh("p4de.24xlarge", "us-east-1", "40.9657", 8, "A100", 80.0),     # 3: memory picks the 80 GB part
+    GPUHUNT_HEADER,  # line 1
+    gh("p4d.24xlarge", "us-east-1", "32.7726", 8, "A100", 40.0),  # 2: 8 GPUs, 4.0966 per GPU
+    gh("p4de.24xlarge", "us-east-1", "40.9657", 8, "A100", 80.0),  # 3: memory picks the 80 GB part
     gh("p4d.24xlarge", "us-west-2", "11.5", 8, "A100", 40.0, "true"),  # 4: spot
-    gh("g5.xlarge", "us-east-1", "1.006", 1, "A10G", 24.0),           # 5
-    gh("g5.xlarge", "us-east-2", "", 1, "A10G", 24.0),                # 6: no price
-    "m5.large,us-east-1,0.096,2,8,0,,,false,20,,",                    # 7: CPU instance
-    gh("p2.xlarge", "us-east-1", "0.9", 1, "K80", 12.0),              # 8: not in the catalog
-    gh("g4dn.xlarge", "us-east-1", "0.526", 1, "T4", 16.0),           # 9
-    gh("g4dn.2xlarge", "us-east-1", "abc", 1, "T4", 16.0),            # 10: not a number
-    gh("g4dn.4xlarge", "us-east-1", "1.2", 0, "T4", 16.0),            # 11: zero GPUs
-    gh("g4dn.8xlarge", "us-east-1", "-2.0", 1, "T4", 16.0),           # 12: negative price
-    gh("p5.48xlarge", "us-east-1", "98.32", 8, "H100", 80.0),         # 13: 12.29 per GPU
-    gh("p2.8xlarge", "us-east-1", "7.2", 8, "K80", 12.0),             # 14: K80 again
+    gh("g5.xlarge", "us-east-1", "1.006", 1, "A10G", 24.0),  # 5
+    gh("g5.xlarge", "us-east-2", "", 1, "A10G", 24.0),  # 6: no price
+    "m5.large,us-east-1,0.096,2,8,0,,,false,20,,",  # 7: CPU instance
+    gh("p2.xlarge", "us-east-1", "0.9", 1, "K80", 12.0),  # 8: not in the catalog
+    gh("g4dn.xlarge", "us-east-1", "0.526", 1, "T4", 16.0),  # 9
+    gh("g4dn.2xlarge", "us-east-1", "abc", 1, "T4", 16.0),  # 10: not a number
+    gh("g4dn.4xlarge", "us-east-1", "1.2", 0, "T4", 16.0),  # 11: zero GPUs
+    gh("g4dn.8xlarge", "us-east-1", "-2.0", 1, "T4", 16.0),  # 12: negative price
+    gh("p5.48xlarge", "us-east-1", "98.32", 8, "H100", 80.0),  # 13: 12.29 per GPU
+    gh("p2.8xlarge", "us-east-1", "7.2", 8, "K80", 12.0),  # 14: K80 again
     gh("g5.12xlarge", "us-east-1", "5.672", 4, "A10G", 24.0, "yes"),  # 15: spot spelled yes
-    gh("g4dn.xlarge", "us-east-1", "0.2", 1, "T4", 16.0, "maybe"),    # 16: bad spot flag
-    "",                                                               # 17: blank line, ignored
-    gh("g6.xlarge", "us-east-1", "0.805", -1, "L4", 24.0),            # 18: negative GPU count
+    gh("g4dn.xlarge", "us-east-1", "0.2", 1, "T4", 16.0, "maybe"),  # 16: bad spot flag
+    "",  # 17: blank line, ignored
+    gh("g6.xlarge", "us-east-1", "0.805", -1, "L4", 24.0),  # 18: negative GPU count
 ]
 
 LAMBDA_LINES = [
@@ -65,28 +66,34 @@ LAMBDA_LINES = [
     gh("gpu_1x_a6000", "us-west-1", "0.80", 1, "RTXA6000", 48.0),
     gh("gpu_1x_a10", "us-west-1", "0.75", 1, "A10", 24.0),
     gh("gpu_1x_rtx6000", "us-west-1", "0.50", 1, "RTX6000", 24.0),  # Quadro RTX 6000: not the A6000
-    gh("gpu_1x_a10_slice", "us-west-1", "0.20", 1, "A10", 4.0),     # a 4 GiB slice, not a GPU
+    gh("gpu_1x_a10_slice", "us-west-1", "0.20", 1, "A10", 4.0),  # a 4 GiB slice, not a GPU
 ]
 
-GPUINFO_A100 = ("\"{'Gpus': [{'Name': 'A100', 'Manufacturer': 'NVIDIA', 'Count': 8.0, "
-                "'MemoryInfo': {'SizeInMiB': 81920}}], 'TotalGpuMemoryInMiB': 655360}\"")
-GPUINFO_V100 = ("\"{'Gpus': [{'Name': 'V100', 'Manufacturer': 'NVIDIA', 'Count': 1, "
-                "'MemoryInfo': {'SizeInMiB': 32768}}], 'TotalGpuMemoryInMiB': 32768}\"")
+GPUINFO_A100 = (
+    "\"{'Gpus': [{'Name': 'A100', 'Manufacturer': 'NVIDIA', 'Count': 8.0, "
+    "'MemoryInfo': {'SizeInMiB': 81920}}], 'TotalGpuMemoryInMiB': 655360}\""
+)
+GPUINFO_V100 = (
+    "\"{'Gpus': [{'Name': 'V100', 'Manufacturer': 'NVIDIA', 'Count': 1, "
+    "'MemoryInfo': {'SizeInMiB': 32768}}], 'TotalGpuMemoryInMiB': 32768}\""
+)
 SKYPILOT_LINES = [
-    ("InstanceType,vCPUs,MemoryGiB,AcceleratorName,AcceleratorCount,GpuInfo,Region,AvailabilityZone,Price,"
-     "SpotPrice"),
-    f"a2-ultragpu-8g,96,1360,A100-80GB,8,{GPUINFO_A100},us-central1,us-central1-a,40.22,16.0",   # 2
+    (
+        "InstanceType,vCPUs,MemoryGiB,AcceleratorName,AcceleratorCount,GpuInfo,Region,AvailabilityZone,Price,"
+        "SpotPrice"
+    ),
+    f"a2-ultragpu-8g,96,1360,A100-80GB,8,{GPUINFO_A100},us-central1,us-central1-a,40.22,16.0",  # 2
     f"a2-ultragpu-8g,96,1360,A100-80GB,8,{GPUINFO_A100},us-central1,us-central1-c,40.22,16.0",  # 3: same
-    "a2-highgpu-1g,12,85,A100,1,,us-central1,us-central1-a,3.67,1.1",                            # 4
-    "g2-standard-4,4,16,L4,1,,us-central1,us-central1-a,0.70,",                                  # 5: no spot
-    "n1-standard-4,4,15,,,,us-central1,us-central1-a,0.19,0.04",                                 # 6: CPU only
+    "a2-highgpu-1g,12,85,A100,1,,us-central1,us-central1-a,3.67,1.1",  # 4
+    "g2-standard-4,4,16,L4,1,,us-central1,us-central1-a,0.70,",  # 5: no spot
+    "n1-standard-4,4,15,,,,us-central1,us-central1-a,0.19,0.04",  # 6: CPU only
     f"p3.2xlarge,8,61,V100,1,{GPUINFO_V100},us-east1,us-east1-b,3.06,0.92",  # 7: 32 GB by MiB
     "g-l40-2,16,128,L40,2,,europe-west4,europe-west4-a,2.00,",  # 8: 1.00 per GPU
     "g-l40s-1,8,64,L40S,1,{not a dict,europe-west4,europe-west4-a,1.50,",  # 9: bad GpuInfo ignored
-    "bad-count,8,64,L4,-1,,us-central1,us-central1-a,0.70,",                                     # 10
-    "no-price,8,64,L4,1,,us-central1,us-central1-a,,",                                           # 11
-    "spot-only,8,64,T4,1,,us-central1,us-central1-a,,0.11",                                      # 12
-    "bad-spot,8,64,T4,1,,us-central1,us-central1-a,0.35,cheap",                                  # 13
+    "bad-count,8,64,L4,-1,,us-central1,us-central1-a,0.70,",  # 10
+    "no-price,8,64,L4,1,,us-central1,us-central1-a,,",  # 11
+    "spot-only,8,64,T4,1,,us-central1,us-central1-a,,0.11",  # 12
+    "bad-spot,8,64,T4,1,,us-central1,us-central1-a,0.35,cheap",  # 13
 ]
 
 
@@ -103,8 +110,11 @@ def write(path, lines):
 
 @pytest.fixture
 def files(tmp_path):
-    return (write(tmp_path / "aws.csv", AWS_LINES), write(tmp_path / "lambdalabs.csv", LAMBDA_LINES),
-            write(tmp_path / "gcp" / "vms.csv", SKYPILOT_LINES))
+    return (
+        write(tmp_path / "aws.csv", AWS_LINES),
+        write(tmp_path / "lambdalabs.csv", LAMBDA_LINES),
+        write(tmp_path / "gcp" / "vms.csv", SKYPILOT_LINES),
+    )
 
 
 def test_gpuhunt_file(files, catalog):
@@ -170,9 +180,11 @@ def test_skypilot_file(files, catalog):
 
 
 def test_skypilot_columns_in_another_order_with_gpuinfo_spelling(catalog):
-    text = ("Region,Price,AcceleratorCount,GPUInfo,AcceleratorName,InstanceType,SpotPrice,vCPUs\n"
-            "eastus,27.197,8,\"{'Gpus': [{'Name': 'A100', 'MemoryInfo': {'SizeInMiB': 40960}}]}\",A100,"
-            "nd96asr,,96\n")
+    text = (
+        "Region,Price,AcceleratorCount,GPUInfo,AcceleratorName,InstanceType,SpotPrice,vCPUs\n"
+        "eastus,27.197,8,\"{'Gpus': [{'Name': 'A100', 'MemoryInfo': {'SizeInMiB': 40960}}]}\",A100,"
+        "nd96asr,,96\n"
+    )
     imp = parse_price_list(text, catalog, "azure", as_of=DAY)
     assert imp.prices["a100-40gb"].on_demand.median == pytest.approx(27.197 / 8)
     assert imp.assumptions["A100"].startswith("'A100' gives no form factor")
@@ -203,50 +215,53 @@ def test_default_provider():
     assert default_provider("catalogs/v6/aws/vms.csv") == "aws"
 
 
-@pytest.mark.parametrize("name, memory, expected", [
-    ("A100-80GB", None, "a100-80gb"),
-    ("A100 PCIe", None, "a100-40gb-pcie"),
-    ("A100 PCIe", 80, "a100-80gb-pcie"),
-    ("A100_SXM4", None, "a100-40gb"),
-    ("A100-SXM4-80GB", None, "a100-80gb"),
-    ("A100", 81920, "a100-80gb"),  # MiB
-    ("A100", 40, "a100-40gb"),
-    ("A100", None, "a100-40gb"),  # documented default
-    ("NVIDIA A100 80GB PCIe", 81920, "a100-80gb-pcie"),
-    ("H100 SXM5", None, "h100-sxm"),
-    ("H100-80GB-HBM3", None, "h100-sxm"),
-    ("NVIDIA H100 80GB HBM3", 81559, "h100-sxm"),
-    ("H100 PCIe", None, "h100-pcie"),
-    ("H100 NVL", None, "h100-nvl"),
-    ("H100", 94, "h100-nvl"),
-    ("H100-MEGA", 80, "h100-sxm"),
-    ("RTXA6000", None, "rtx-a6000"),
-    ("RTX_A6000", None, "rtx-a6000"),
-    ("NVIDIA RTX A6000", 49140, "rtx-a6000"),
-    ("RTX 4090", None, "rtx-4090"),
-    ("NVIDIA GeForce RTX 4090", 24564, "rtx-4090"),
-    ("RTX6000Ada", None, "rtx-6000-ada"),
-    ("NVIDIA RTX 6000 Ada Generation", None, "rtx-6000-ada"),
-    ("L40S", None, "l40s"),
-    ("L40", None, "l40"),
-    ("L4", None, "l4"),
-    ("A10G", None, "a10g"),
-    ("A10", None, "a10"),
-    ("T4", None, "t4"),
-    ("Tesla T4", 15360, "t4"),
-    ("V100-32GB", None, "v100-32gb"),
-    ("V100", None, "v100-16gb"),
-    ("Tesla V100-SXM2-16GB", 16160, "v100-16gb"),
-    ("MI300X", None, "mi300x"),
-    ("AMD Instinct MI300X", 196592, "mi300x"),
-    ("NVIDIA GH200 480GB", 97871, "gh200"),  # 480GB counts the CPU's memory
-    ("K80", None, None),
-    ("RTX6000", None, None),  # Quadro RTX 6000 (Turing)
-    ("H200 NVL", None, None),  # the catalog's H200 is SXM
-    ("A100", 20, None),  # a MIG slice, not an A100 variant
-    ("tpu-v3-8", None, None),
-    ("L40SX", None, None),
-])
+@pytest.mark.parametrize(
+    "name, memory, expected",
+    [
+        ("A100-80GB", None, "a100-80gb"),
+        ("A100 PCIe", None, "a100-40gb-pcie"),
+        ("A100 PCIe", 80, "a100-80gb-pcie"),
+        ("A100_SXM4", None, "a100-40gb"),
+        ("A100-SXM4-80GB", None, "a100-80gb"),
+        ("A100", 81920, "a100-80gb"),  # MiB
+        ("A100", 40, "a100-40gb"),
+        ("A100", None, "a100-40gb"),  # documented default
+        ("NVIDIA A100 80GB PCIe", 81920, "a100-80gb-pcie"),
+        ("H100 SXM5", None, "h100-sxm"),
+        ("H100-80GB-HBM3", None, "h100-sxm"),
+        ("NVIDIA H100 80GB HBM3", 81559, "h100-sxm"),
+        ("H100 PCIe", None, "h100-pcie"),
+        ("H100 NVL", None, "h100-nvl"),
+        ("H100", 94, "h100-nvl"),
+        ("H100-MEGA", 80, "h100-sxm"),
+        ("RTXA6000", None, "rtx-a6000"),
+        ("RTX_A6000", None, "rtx-a6000"),
+        ("NVIDIA RTX A6000", 49140, "rtx-a6000"),
+        ("RTX 4090", None, "rtx-4090"),
+        ("NVIDIA GeForce RTX 4090", 24564, "rtx-4090"),
+        ("RTX6000Ada", None, "rtx-6000-ada"),
+        ("NVIDIA RTX 6000 Ada Generation", None, "rtx-6000-ada"),
+        ("L40S", None, "l40s"),
+        ("L40", None, "l40"),
+        ("L4", None, "l4"),
+        ("A10G", None, "a10g"),
+        ("A10", None, "a10"),
+        ("T4", None, "t4"),
+        ("Tesla T4", 15360, "t4"),
+        ("V100-32GB", None, "v100-32gb"),
+        ("V100", None, "v100-16gb"),
+        ("Tesla V100-SXM2-16GB", 16160, "v100-16gb"),
+        ("MI300X", None, "mi300x"),
+        ("AMD Instinct MI300X", 196592, "mi300x"),
+        ("NVIDIA GH200 480GB", 97871, "gh200"),  # 480GB counts the CPU's memory
+        ("K80", None, None),
+        ("RTX6000", None, None),  # Quadro RTX 6000 (Turing)
+        ("H200 NVL", None, None),  # the catalog's H200 is SXM
+        ("A100", 20, None),  # a MIG slice, not an A100 variant
+        ("tpu-v3-8", None, None),
+        ("L40SX", None, None),
+    ],
+)
 def test_match_gpu(catalog, name, memory, expected):
     assert match_gpu(name, memory, catalog) == expected
 
@@ -258,8 +273,9 @@ def test_match_never_confuses_neighbours(catalog):
 
 
 def test_match_with_a_smaller_catalog(catalog):
-    small = GpuCatalog(gpus={k: v for k, v in catalog.gpus.items() if k not in ("a10g", "h100-nvl")},
-                       meta=catalog.meta)
+    small = GpuCatalog(
+        gpus={k: v for k, v in catalog.gpus.items() if k not in ("a10g", "h100-nvl")}, meta=catalog.meta
+    )
     assert match_gpu("A10G", None, small) is None  # never the A10
     assert match_gpu("H100 NVL", None, small) is None  # never the PCIe H100
     assert "no such H100 row" in explain_match("H100 NVL", None, small).note
@@ -292,8 +308,9 @@ def test_merge_several_providers(files, catalog):
         merge_price_imports([])
 
 
-@pytest.mark.parametrize("usd, text", [(1.5, "1.5"), (2.0, "2"), (0.123456, "0.1235"), (12.29, "12.29"),
-                                       (0.00002, "2e-05")])
+@pytest.mark.parametrize(
+    "usd, text", [(1.5, "1.5"), (2.0, "2"), (0.123456, "0.1235"), (12.29, "12.29"), (0.00002, "2e-05")]
+)
 def test_format_price(usd, text):
     assert format_price(usd) == text
 
@@ -306,8 +323,9 @@ def test_source_clause_replaced_not_stacked():
 
 
 def _catalog_rows():
-    meta, rows = read_catalog_file(bundled_catalog_dir() / "gpus.csv", "gpus", GPU_SCHEMA_VERSIONS,
-                                   GPU_REQUIRED_COLUMNS)
+    meta, rows = read_catalog_file(
+        bundled_catalog_dir() / "gpus.csv", "gpus", GPU_SCHEMA_VERSIONS, GPU_REQUIRED_COLUMNS
+    )
     return meta, [row for _, row in rows]
 
 
@@ -325,8 +343,13 @@ def test_price_update_rows_apply_to_a_loadable_catalog(files, catalog):
     assert a100["cloud_usd_per_hour_high"] == "4.0966"
     assert a100["price_as_of"] == "2026-11-30"
     assert a100["source"].endswith("; Prices from aws, gcp, lambdalabs price lists imported 2026-11-30")
-    assert set(a100) == {"cloud_usd_per_hour_low", "cloud_usd_per_hour_expected", "cloud_usd_per_hour_high",
-                         "price_as_of", "source"}
+    assert set(a100) == {
+        "cloud_usd_per_hour_low",
+        "cloud_usd_per_hour_expected",
+        "cloud_usd_per_hour_high",
+        "price_as_of",
+        "source",
+    }
     # Applying the updates gives a catalog the loader accepts, with the new prices.
     header = list(rows[0])
     out = io.StringIO()
@@ -343,8 +366,9 @@ def test_price_update_rows_apply_to_a_loadable_catalog(files, catalog):
 
 
 def test_spot_only_gpu_gets_no_update_and_as_of_argument(catalog):
-    text = "\n".join([GPUHUNT_HEADER, gh("x", "r", "0.1", 1, "T4", 16, "true"),
-                      gh("y", "r", "1.0", 1, "L4", 24)])
+    text = "\n".join(
+        [GPUHUNT_HEADER, gh("x", "r", "0.1", 1, "T4", 16, "true"), gh("y", "r", "1.0", 1, "L4", 24)]
+    )
     imp = parse_price_list(text, catalog, "vast", as_of=DAY)
     _, rows = _catalog_rows()
     updates = dict(price_update_rows(imp, rows, as_of=date(2026, 12, 1)))

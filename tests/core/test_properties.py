@@ -75,7 +75,9 @@ def workloads(draw, kinds=tuple(WEIGHTS_FOR_KIND)):
         gradient_checkpointing=checkpointing,
         flash_attention=flash,
         lora_rank=draw(st.integers(1, 256)),
-        lora_targets="all_linear" if all_linear else tuple(t for k, t in enumerate(SAFE_TARGETS) if mask >> k & 1),
+        lora_targets="all_linear"
+        if all_linear
+        else tuple(t for k, t in enumerate(SAFE_TARGETS) if mask >> k & 1),
         lora_dropout=dropout,
         master_weights=master,
         double_quant=double_quant,
@@ -117,8 +119,15 @@ def test_every_component_finite_and_non_negative(model, workload):
 
 
 @SETTINGS
-@given(model_specs(), workloads(), st.integers(1, 64), st.integers(1, 64), st.integers(1, 65536),
-       st.integers(1, 65536), st.sampled_from([1, 2, 4, 8]))
+@given(
+    model_specs(),
+    workloads(),
+    st.integers(1, 64),
+    st.integers(1, 64),
+    st.integers(1, 65536),
+    st.integers(1, 65536),
+    st.sampled_from([1, 2, 4, 8]),
+)
 def test_memory_non_decreasing_in_batch_and_context(model, workload, b1, b2, c1, c2, n):
     mm = MemoryModel(model, workload)
     b_lo, b_hi = sorted((b1, b2))
@@ -139,7 +148,9 @@ def test_memory_non_decreasing_in_parameters(model, workload, more_layers, more_
     small = MemoryModel(model, workload)
     deeper = MemoryModel(replace(model, num_layers=model.num_layers + more_layers), workload)
     wider = MemoryModel(replace(model, num_experts=model.num_experts + more_experts), workload)
-    assert deeper.model.parameters > small.model.parameters and wider.model.parameters > small.model.parameters
+    assert (
+        deeper.model.parameters > small.model.parameters and wider.model.parameters > small.model.parameters
+    )
     assert_not_smaller(small.breakdown(), wider.breakdown())
     for count, par in setups(small, (n,)):
         if par == "pipeline":
@@ -160,8 +171,15 @@ def test_zero_stages_never_increase_memory(model, workload, n):
 
 
 def test_reported_logits_are_the_per_gpu_share_in_training():
-    model = ModelSpec(name="m", num_layers=4, hidden_size=256, num_attention_heads=4, num_key_value_heads=4,
-                      intermediate_size=512, vocab_size=32000)
+    model = ModelSpec(
+        name="m",
+        num_layers=4,
+        hidden_size=256,
+        num_attention_heads=4,
+        num_key_value_heads=4,
+        intermediate_size=512,
+        vocab_size=32000,
+    )
     mm = MemoryModel(model, Workload(kind="pretrain", weights="bf16", seq_len=512))
     one, two = mm.breakdown(), mm.breakdown(2, "tensor")
     assert two.logits == one.logits / 2
@@ -169,8 +187,16 @@ def test_reported_logits_are_the_per_gpu_share_in_training():
 
 
 def test_reported_logits_are_the_per_gpu_share_in_inference():
-    model = ModelSpec(name="m", num_layers=1, hidden_size=32, num_attention_heads=2, num_key_value_heads=1,
-                      intermediate_size=16, vocab_size=1000, gated_mlp=False)
+    model = ModelSpec(
+        name="m",
+        num_layers=1,
+        hidden_size=32,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        intermediate_size=16,
+        vocab_size=1000,
+        gated_mlp=False,
+    )
     mm = MemoryModel(model, Workload(kind="inference", weights="fp32", prompt_tokens=1, output_tokens=1))
     one, two = mm.breakdown(), mm.breakdown(2, "tensor")
     assert two.logits == one.logits / 2

@@ -19,8 +19,12 @@ FORBIDDEN_INTERNAL = ("gpuadvisor.gui", "gpuadvisor.storage", "gpuadvisor.cli")
 
 
 def _core_modules():
-    names = ["gpuadvisor.core.estimation.estimate", "gpuadvisor.core.presentation.serialize",
-             "gpuadvisor.core.formats.scenario", "gpuadvisor.core.formats.hf_import"]
+    names = [
+        "gpuadvisor.core.estimation.estimate",
+        "gpuadvisor.core.presentation.serialize",
+        "gpuadvisor.core.formats.scenario",
+        "gpuadvisor.core.formats.hf_import",
+    ]
     for p in sorted(CORE.rglob("*.py")):
         parts = p.relative_to(REPO).with_suffix("").parts
         name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
@@ -30,13 +34,15 @@ def _core_modules():
 
 
 def test_importing_the_core_loads_no_gui_or_user_dir_modules():
-    code = ("import importlib, sys\n"
-            f"for name in {_core_modules()!r}:\n"
-            "    importlib.import_module(name)\n"
-            f"bad = sorted(m for m in sys.modules if m.split('.')[0] in {FORBIDDEN_EXTERNAL!r}\n"
-            f"             or m.startswith({FORBIDDEN_INTERNAL!r}))\n"
-            "print(bad)\n"
-            "sys.exit(1 if bad else 0)\n")
+    code = (
+        "import importlib, sys\n"
+        f"for name in {_core_modules()!r}:\n"
+        "    importlib.import_module(name)\n"
+        f"bad = sorted(m for m in sys.modules if m.split('.')[0] in {FORBIDDEN_EXTERNAL!r}\n"
+        f"             or m.startswith({FORBIDDEN_INTERNAL!r}))\n"
+        "print(bad)\n"
+        "sys.exit(1 if bad else 0)\n"
+    )
     proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.strip() == "[]"
@@ -44,10 +50,14 @@ def test_importing_the_core_loads_no_gui_or_user_dir_modules():
 
 def test_brief_purity_command():
     """The one-liner: importing the estimate, its JSON form, scenarios and HF import loads no GUI module."""
-    mods = ("gpuadvisor.core.estimation.estimate, gpuadvisor.core.presentation.serialize, "
-            "gpuadvisor.core.formats.scenario, gpuadvisor.core.formats.hf_import")
-    code = (f"import {mods}; import sys; bad=[m for m in sys.modules if m.split('.')[0] in "
-            "('PySide6','pyqtgraph','platformdirs','shiboken6')]; print(bad); sys.exit(1 if bad else 0)")
+    mods = (
+        "gpuadvisor.core.estimation.estimate, gpuadvisor.core.presentation.serialize, "
+        "gpuadvisor.core.formats.scenario, gpuadvisor.core.formats.hf_import"
+    )
+    code = (
+        f"import {mods}; import sys; bad=[m for m in sys.modules if m.split('.')[0] in "
+        "('PySide6','pyqtgraph','platformdirs','shiboken6')]; print(bad); sys.exit(1 if bad else 0)"
+    )
     proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
@@ -62,7 +72,7 @@ def _imports(path: Path):
                 yield alias.name, node.lineno
         elif isinstance(node, ast.ImportFrom):
             if node.level:
-                base = package[:len(package) - (node.level - 1)]
+                base = package[: len(package) - (node.level - 1)]
                 module = ".".join(base + ([node.module] if node.module else []))
             else:
                 module = node.module or ""
@@ -73,7 +83,9 @@ def _imports(path: Path):
 
 def _is_forbidden(module: str) -> bool:
     top = module.split(".")[0]
-    return top in FORBIDDEN_EXTERNAL or any(module == f or module.startswith(f + ".") for f in FORBIDDEN_INTERNAL)
+    return top in FORBIDDEN_EXTERNAL or any(
+        module == f or module.startswith(f + ".") for f in FORBIDDEN_INTERNAL
+    )
 
 
 CORE_FILES = sorted(CORE.rglob("*.py"))
@@ -92,14 +104,18 @@ def test_core_source_imports_nothing_forbidden(path):
 def test_static_check_detects_forbidden_imports(tmp_path):
     """The checker itself: it must flag every form of a forbidden import."""
     sample = tmp_path / "sample.py"
-    sample.write_text("import PySide6.QtCore\nfrom pyqtgraph import PlotWidget\nimport platformdirs as pd\n"
-                      "from .. import cli\nfrom ..gui import window\nfrom gpuadvisor.storage import x\n"
-                      "def f():\n    import shiboken6\n", encoding="utf-8")
+    sample.write_text(
+        "import PySide6.QtCore\nfrom pyqtgraph import PlotWidget\nimport platformdirs as pd\n"
+        "from .. import cli\nfrom ..gui import window\nfrom gpuadvisor.storage import x\n"
+        "def f():\n    import shiboken6\n",
+        encoding="utf-8",
+    )
     flagged = {line for m, line in _imports(sample) if _is_forbidden(m)}
     assert flagged == {1, 2, 3, 4, 5, 6, 8}
     clean = tmp_path / "clean.py"
-    clean.write_text("import json\nfrom . import units\nfrom .errors import InputError\nimport numpy\n",
-                     encoding="utf-8")
+    clean.write_text(
+        "import json\nfrom . import units\nfrom .errors import InputError\nimport numpy\n", encoding="utf-8"
+    )
     assert not [m for m, _ in _imports(clean) if _is_forbidden(m)]
 
 

@@ -10,19 +10,29 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gpuadvisor.core.estimation.estimate import estimate
+from gpuadvisor.core.estimation.recommendation import LIKELY, MISSED, NO_FIT, SURE, tier
+from gpuadvisor.core.formats.scenario import Budget, ModelSource, Scenario
+from gpuadvisor.core.presentation.report import build_report
+from gpuadvisor.core.presentation.serialize import estimate_to_dict
+from gpuadvisor.core.presentation.wording import summary_line
 from gpuadvisor.core.specs.hardware import load_gpu_catalog
 from gpuadvisor.core.specs.presets import load_model_catalog
-from gpuadvisor.core.estimation.recommendation import LIKELY, MISSED, NO_FIT, SURE, tier
-from gpuadvisor.core.presentation.report import build_report
-from gpuadvisor.core.presentation.wording import summary_line
-from gpuadvisor.core.formats.scenario import Budget, ModelSource, Scenario
-from gpuadvisor.core.presentation.serialize import estimate_to_dict
 from gpuadvisor.core.specs.workload import Workload
 
 TODAY = datetime.date(2026, 11, 30)
-DEFAULT = Scenario(name="LoRA fine-tune of Llama 3.1 8B", model=ModelSource(preset="llama-3.1-8b"),
-                   workload=Workload(kind="lora", weights="bf16", batch_size=4, seq_len=2048, lora_rank=16,
-                                     gradient_checkpointing=True, train_tokens=100e6))
+DEFAULT = Scenario(
+    name="LoRA fine-tune of Llama 3.1 8B",
+    model=ModelSource(preset="llama-3.1-8b"),
+    workload=Workload(
+        kind="lora",
+        weights="bf16",
+        batch_size=4,
+        seq_len=2048,
+        lora_rank=16,
+        gradient_checkpointing=True,
+        train_tokens=100e6,
+    ),
+)
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +53,10 @@ def _names_same_setup(est, gpus) -> str | None:
         return None
     rec = est.candidate(decision.recommended_key)
     assert line.startswith("Recommended: ") and rec.gpu.name in line
-    assert report.recommendation.startswith("Recommended: ") and rec.gpu.name in report.recommendation.split(".")[0]
+    assert (
+        report.recommendation.startswith("Recommended: ")
+        and rec.gpu.name in report.recommendation.split(".")[0]
+    )
     # The recommended setup is always a row of the report's table, and its first one.
     assert report.table_rows[0].key == rec.key and report.table_rows[0].recommended
     assert [r.recommended for r in report.table_rows].count(True) == 1
@@ -101,16 +114,31 @@ def test_no_duplicate_rows_per_gpu_and_tiers_in_order(cats):
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(kind=st.sampled_from(["inference", "lora", "qlora", "full_finetune"]),
-       batch=st.integers(1, 64), seq=st.sampled_from([512, 2048, 8192]),
-       deadline=st.one_of(st.none(), st.floats(0.05, 500)),
-       cap=st.one_of(st.none(), st.floats(1, 5000)),
-       preset=st.sampled_from(["llama-3.1-8b", "llama-2-7b", "llama-3.1-70b"]))
+@given(
+    kind=st.sampled_from(["inference", "lora", "qlora", "full_finetune"]),
+    batch=st.integers(1, 64),
+    seq=st.sampled_from([512, 2048, 8192]),
+    deadline=st.one_of(st.none(), st.floats(0.05, 500)),
+    cap=st.one_of(st.none(), st.floats(1, 5000)),
+    preset=st.sampled_from(["llama-3.1-8b", "llama-2-7b", "llama-3.1-70b"]),
+)
 def test_every_output_names_the_same_setup(cats, kind, batch, seq, deadline, cap, preset):
     weights = "nf4" if kind == "qlora" else "bf16"
-    w = Workload(kind=kind, weights=weights, batch_size=batch, seq_len=seq, train_tokens=50e6,
-                 prompt_tokens=min(seq, 1024), output_tokens=256, requests=1000)
-    scenario = Scenario(name="random", model=ModelSource(preset=preset), workload=w,
-                        budget=Budget(deadline_hours=deadline, max_total_usd=cap))
+    w = Workload(
+        kind=kind,
+        weights=weights,
+        batch_size=batch,
+        seq_len=seq,
+        train_tokens=50e6,
+        prompt_tokens=min(seq, 1024),
+        output_tokens=256,
+        requests=1000,
+    )
+    scenario = Scenario(
+        name="random",
+        model=ModelSource(preset=preset),
+        workload=w,
+        budget=Budget(deadline_hours=deadline, max_total_usd=cap),
+    )
     est = estimate(scenario, *cats)
     _names_same_setup(est, cats[0])

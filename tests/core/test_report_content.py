@@ -11,19 +11,31 @@ from pathlib import Path
 import pytest
 
 from gpuadvisor import __version__
-from gpuadvisor.storage.user_catalog_store import load_catalogs
 from gpuadvisor.core.estimation.estimate import estimate
-from gpuadvisor.core.presentation.report import TABLE_HEADER, Report, build_report, row_cells, table_order
-from gpuadvisor.core.formatting import (NONE_MARK, display_gpu_name,
-                                    fmt_deadline, fmt_flag, fmt_gib, fmt_hours, fmt_hours_range, fmt_rate,
-                                    fmt_setup, fmt_share, fmt_signed_gib, fmt_usd, fmt_usd_per_mtok,
-                                    fmt_usd_range)
-from gpuadvisor.core.formats.user_catalog import months_before
 from gpuadvisor.core.estimation.recommendation import LIKELY, SURE, sort_key, tier
 from gpuadvisor.core.formats.scenario import ModelSource, Scenario, load_scenario
+from gpuadvisor.core.formats.user_catalog import months_before
+from gpuadvisor.core.formatting import (
+    NONE_MARK,
+    display_gpu_name,
+    fmt_deadline,
+    fmt_flag,
+    fmt_gib,
+    fmt_hours,
+    fmt_hours_range,
+    fmt_rate,
+    fmt_setup,
+    fmt_share,
+    fmt_signed_gib,
+    fmt_usd,
+    fmt_usd_per_mtok,
+    fmt_usd_range,
+)
+from gpuadvisor.core.presentation.report import TABLE_HEADER, Report, build_report, row_cells, table_order
 from gpuadvisor.core.presentation.serialize import candidate_to_dict
-from gpuadvisor.core.specs.workload import Hardware, Workload
 from gpuadvisor.core.specs.engines import ENGINES
+from gpuadvisor.core.specs.workload import Hardware, Workload
+from gpuadvisor.storage.user_catalog_store import load_catalogs
 
 SAMPLE = Path(__file__).resolve().parents[2] / "docs" / "examples" / "lora-llama-3.1-8b.json"
 TODAY = datetime.date(2026, 11, 29)
@@ -41,17 +53,37 @@ def sample(cats):
 
 
 # -- formatting rules --------------------------------------------------------------------------------
-@pytest.mark.parametrize("fn, value, text", [
-    (fmt_gib, 32.71, "32.7"), (fmt_gib, 1234.56, "1,234.6"), (fmt_gib, None, NONE_MARK),
-    (fmt_signed_gib, 7.3, "+7.3"), (fmt_signed_gib, -12.04, "-12.0"), (fmt_signed_gib, -0.01, "+0.0"),
-    (fmt_rate, 6152.4, "6,152"), (fmt_rate, 42.46, "42.5"), (fmt_rate, 3.141, "3.14"),
-    (fmt_hours, 0.5, "30 min"), (fmt_hours, 20.46, "20.5 h"), (fmt_hours, 91.2, "3.8 days"),
-    (fmt_usd, 41.0, "$41"), (fmt_usd, 0.583, "$0.58"), (fmt_usd, 1234.4, "$1,234"), (fmt_usd, 2.5e6, "$2.50M"),
-    (fmt_usd_per_mtok, 0.1284, "$0.13"), (fmt_usd_per_mtok, 0.0042, "$0.0042"),
-    (fmt_share, 0.3, "30%"), (fmt_share, 0.045, "4.5%"), (fmt_share, 0.0012, "0.1%"),
-    (fmt_flag, True, "yes"), (fmt_flag, False, "no"), (fmt_flag, None, NONE_MARK),
-    (fmt_deadline, 24, "24 h"), (fmt_deadline, 100, "100 h (4.2 days)"),
-])
+@pytest.mark.parametrize(
+    "fn, value, text",
+    [
+        (fmt_gib, 32.71, "32.7"),
+        (fmt_gib, 1234.56, "1,234.6"),
+        (fmt_gib, None, NONE_MARK),
+        (fmt_signed_gib, 7.3, "+7.3"),
+        (fmt_signed_gib, -12.04, "-12.0"),
+        (fmt_signed_gib, -0.01, "+0.0"),
+        (fmt_rate, 6152.4, "6,152"),
+        (fmt_rate, 42.46, "42.5"),
+        (fmt_rate, 3.141, "3.14"),
+        (fmt_hours, 0.5, "30 min"),
+        (fmt_hours, 20.46, "20.5 h"),
+        (fmt_hours, 91.2, "3.8 days"),
+        (fmt_usd, 41.0, "$41"),
+        (fmt_usd, 0.583, "$0.58"),
+        (fmt_usd, 1234.4, "$1,234"),
+        (fmt_usd, 2.5e6, "$2.50M"),
+        (fmt_usd_per_mtok, 0.1284, "$0.13"),
+        (fmt_usd_per_mtok, 0.0042, "$0.0042"),
+        (fmt_share, 0.3, "30%"),
+        (fmt_share, 0.045, "4.5%"),
+        (fmt_share, 0.0012, "0.1%"),
+        (fmt_flag, True, "yes"),
+        (fmt_flag, False, "no"),
+        (fmt_flag, None, NONE_MARK),
+        (fmt_deadline, 24, "24 h"),
+        (fmt_deadline, 100, "100 h (4.2 days)"),
+    ],
+)
 def test_format_rules(fn, value, text):
     assert fn(value) == text
 
@@ -127,8 +159,11 @@ def test_recommendation_is_the_cheapest_workable_setup(sample):
     assert report.recommended_key == cheapest.key == est.decision.recommended_key
     # Surely meets the 24 h deadline: even the slow end of its range does.
     assert cheapest.cost.job_hours.high <= 24 and cheapest.cost.deadline_status == "meets"
-    assert report.recommendation.startswith("Recommended: " + ("1 \u00d7 " if cheapest.gpu_count == 1 else
-                                                               f"{cheapest.gpu_count} \u00d7 ") + cheapest.gpu.name)
+    assert report.recommendation.startswith(
+        "Recommended: "
+        + ("1 \u00d7 " if cheapest.gpu_count == 1 else f"{cheapest.gpu_count} \u00d7 ")
+        + cheapest.gpu.name
+    )
     assert report.table_rows[0].key == report.recommended_key and report.table_rows[0].recommended
     assert "24 h deadline" in report.recommendation and "$200 budget" in report.recommendation
     assert report.runner_up_key is not None and "gh200" not in report.runner_up_key
@@ -150,8 +185,10 @@ def test_scenario_in_plain_words(sample):
 
 
 def test_moe_and_inference_in_plain_words(cats):
-    sc = Scenario(model=ModelSource(preset="mixtral-8x7b"),
-                  workload=Workload(kind="inference", weights="fp8", batch_size=8, requests=1000))
+    sc = Scenario(
+        model=ModelSource(preset="mixtral-8x7b"),
+        workload=Workload(kind="inference", weights="fp8", batch_size=8, requests=1000),
+    )
     est = estimate(sc, *cats)
     report = build_report(est, cats[0].meta, TODAY)
     words = dict(report.scenario_lines)
@@ -172,8 +209,10 @@ def test_rent_versus_buy(cats, sample):
     cells = report.rent_buy_rows[0].cells
     assert cells[1] == fmt_usd(d["purchase_usd"], 0) and cells[4] == f"${d['rent_usd_per_gpu_hour']:.2f}"
     assert cells[5] == fmt_share(d["break_even_utilization"])
-    assert any(f.startswith("The rule: buying pays back for continuous use") and "break-even ranges from" in f
-               for f in report.rent_buy_findings)
+    assert any(
+        f.startswith("The rule: buying pays back for continuous use") and "break-even ranges from" in f
+        for f in report.rent_buy_findings
+    )
     one = estimate(replace(est.scenario, hardware=replace(est.scenario.hardware, gpu="mi300x")), *cats)
     alone = build_report(one, cats[0].meta, TODAY)
     assert any("This job alone keeps" in f for f in alone.rent_buy_findings)
@@ -206,8 +245,11 @@ def test_calibration_warnings(cats, sample):
 
 
 def test_nothing_fits_gives_the_cheapest_change(cats):
-    sc = Scenario(model=ModelSource(preset="llama-3.1-405b"), workload=Workload(kind="full_finetune"),
-                  hardware=Hardware(gpu_count=1))
+    sc = Scenario(
+        model=ModelSource(preset="llama-3.1-405b"),
+        workload=Workload(kind="full_finetune"),
+        hardware=Hardware(gpu_count=1),
+    )
     report = build_report(estimate(sc, *cats), cats[0].meta, TODAY)
     assert report.recommendation.startswith("Nothing fits on any GPU compared. The cheapest change")
     assert report.recommended_key is None and report.changes
@@ -232,20 +274,37 @@ def test_report_states_whether_calibration_was_applied(cats, sample):
     _, report = sample
     assert report.calibration_lines == (
         "Calibration to your own measurements: off. Speed and memory come from the engine profile and the "
-        "catalog alone.",)
+        "catalog alone.",
+    )
     est = sample[0]
-    fit = FactorFit(gpu_id="a100-80gb", engine=est.engine, factor_name="mfu", value=0.31, n_measurements=5,
-                    error_before_pct=24.6, error_after_pct=1.2, measurement_ids=("m1", "m2", "m3", "m4", "m5"))
+    fit = FactorFit(
+        gpu_id="a100-80gb",
+        engine=est.engine,
+        factor_name="mfu",
+        value=0.31,
+        n_measurements=5,
+        error_before_pct=24.6,
+        error_after_pct=1.2,
+        measurement_ids=("m1", "m2", "m3", "m4", "m5"),
+    )
     other = replace(fit, gpu_id="h100-sxm", engine="vllm", factor_name="bandwidth_efficiency")
     profile = CalibrationProfile(fits=(fit, other), created="2026-11-30")
     on = build_report(estimate(est.scenario, *cats, calibration=profile), cats[0].meta, TODAY)
     head, line = on.calibration_lines
-    assert head.startswith("Calibration to your own measurements: on (profile of 2026-11-30). Applied to 1 GPU "
-                           "type: A100 SXM4 80 GB")
+    assert head.startswith(
+        "Calibration to your own measurements: on (profile of 2026-11-30). Applied to 1 GPU "
+        "type: A100 SXM4 80 GB"
+    )
     assert "H100" not in head  # the vLLM value does not apply to a training engine
-    assert line == (f"A100 SXM4 80 GB with {est.engine}: MFU 0.310, fitted on 5 measurements (median error "
-                    "24.6% with the engine profile, 1.2% after calibration).")
-    unused = build_report(estimate(est.scenario, *cats, calibration=CalibrationProfile((other,), "2026-11-30")),
-                          cats[0].meta, TODAY)
-    assert unused.calibration_lines[0].startswith("Calibration to your own measurements: on (profile of "
-                                                  "2026-11-30), but it holds no values")
+    assert line == (
+        f"A100 SXM4 80 GB with {est.engine}: MFU 0.310, fitted on 5 measurements (median error "
+        "24.6% with the engine profile, 1.2% after calibration)."
+    )
+    unused = build_report(
+        estimate(est.scenario, *cats, calibration=CalibrationProfile((other,), "2026-11-30")),
+        cats[0].meta,
+        TODAY,
+    )
+    assert unused.calibration_lines[0].startswith(
+        "Calibration to your own measurements: on (profile of 2026-11-30), but it holds no values"
+    )

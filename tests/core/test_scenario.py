@@ -7,16 +7,36 @@ import os
 import pytest
 
 from gpuadvisor.core.errors import InputError, ScenarioError
-from gpuadvisor.core.formats.scenario import (FORMAT_NAME, FORMAT_VERSION, Budget, ModelSource, Scenario,
-                                      dumps_scenario, load_scenario, loads_scenario, save_scenario,
-                                      scenario_from_dict, scenario_to_dict)
+from gpuadvisor.core.formats.scenario import (
+    FORMAT_NAME,
+    FORMAT_VERSION,
+    Budget,
+    ModelSource,
+    Scenario,
+    dumps_scenario,
+    load_scenario,
+    loads_scenario,
+    save_scenario,
+    scenario_from_dict,
+    scenario_to_dict,
+)
 from gpuadvisor.core.specs.workload import Hardware, RuntimeOverhead, Workload
 
 MINIMAL = {"model": {"preset": "llama-2-7b"}}
 
-ARCHITECTURE = {"num_layers": 32, "hidden_size": 4096, "num_attention_heads": 32, "num_key_value_heads": 8,
-                "intermediate_size": 14336, "vocab_size": 32000, "gated_mlp": True, "tied_embeddings": False,
-                "num_experts": 8, "experts_per_token": 2, "head_dim": 128}
+ARCHITECTURE = {
+    "num_layers": 32,
+    "hidden_size": 4096,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 8,
+    "intermediate_size": 14336,
+    "vocab_size": 32000,
+    "gated_mlp": True,
+    "tied_embeddings": False,
+    "num_experts": 8,
+    "experts_per_token": 2,
+    "head_dim": 128,
+}
 
 
 def _with(**sections):
@@ -33,6 +53,7 @@ def _write(tmp_path, data, name="scenario.json"):
 
 
 # --- minimal file and defaults -----------------------------------------------------------
+
 
 def test_minimal_file_loads_with_defaults(tmp_path):
     s = load_scenario(_write(tmp_path, MINIMAL))
@@ -65,14 +86,18 @@ def test_null_section_means_defaults():
 
 # --- every documented key ----------------------------------------------------------------
 
-@pytest.mark.parametrize("model", [
-    {"preset": "llama-2-7b"},
-    {"architecture": ARCHITECTURE},
-    {"hf_config": "tests/data/hf/Llama-2-7b-hf/config.json"},
-    {"parameters": 7e9},
-    {"parameters": 7_000_000_000},
-    {"preset": "mistral-7b", "name": "My Mistral"},
-])
+
+@pytest.mark.parametrize(
+    "model",
+    [
+        {"preset": "llama-2-7b"},
+        {"architecture": ARCHITECTURE},
+        {"hf_config": "tests/data/hf/Llama-2-7b-hf/config.json"},
+        {"parameters": 7e9},
+        {"parameters": 7_000_000_000},
+        {"preset": "mistral-7b", "name": "My Mistral"},
+    ],
+)
 def test_model_sources_accepted(model):
     s = scenario_from_dict({"model": model})
     assert s.warnings == ()
@@ -105,13 +130,27 @@ def test_workload_kind_and_weights_accepted(kind, weights):
     assert s.warnings == ()
 
 
-@pytest.mark.parametrize("key, value", [
-    ("kv_cache", "fp8"), ("kv_cache", "int4"), ("kv_cache", None), ("batch_size", 8), ("seq_len", 4096),
-    ("prompt_tokens", 3000), ("output_tokens", 500), ("optimizer", "adamw"), ("optimizer", "adamw_8bit"),
-    ("optimizer", "sgd"), ("optimizer", "adafactor"), ("gradient_checkpointing", True),
-    ("flash_attention", False), ("lora_rank", 64), ("lora_targets", ["q_proj", "v_proj"]),
-    ("lora_targets", "all_linear"),
-])
+@pytest.mark.parametrize(
+    "key, value",
+    [
+        ("kv_cache", "fp8"),
+        ("kv_cache", "int4"),
+        ("kv_cache", None),
+        ("batch_size", 8),
+        ("seq_len", 4096),
+        ("prompt_tokens", 3000),
+        ("output_tokens", 500),
+        ("optimizer", "adamw"),
+        ("optimizer", "adamw_8bit"),
+        ("optimizer", "sgd"),
+        ("optimizer", "adafactor"),
+        ("gradient_checkpointing", True),
+        ("flash_attention", False),
+        ("lora_rank", 64),
+        ("lora_targets", ["q_proj", "v_proj"]),
+        ("lora_targets", "all_linear"),
+    ],
+)
 def test_workload_keys_accepted(key, value):
     s = scenario_from_dict(_with(workload={"kind": "lora", key: value}))
     got = getattr(s.workload, key)
@@ -130,35 +169,54 @@ def test_hardware_keys_accepted(parallelism):
     assert s.hardware == Hardware(gpu="a100-80gb", gpu_count=4, parallelism=parallelism)
 
 
-@pytest.mark.parametrize("key, value", [
-    ("max_usd_per_hour", 10.0), ("max_total_usd", 5000), ("deadline_hours", 48), ("price", "low"),
-    ("price", "high"), ("price", 2.5), ("purchase", "used"), ("ownership_months", 24), ("utilization", 0.9),
-    ("electricity_usd_per_kwh", 0.0), ("pue", 1.0),
-])
+@pytest.mark.parametrize(
+    "key, value",
+    [
+        ("max_usd_per_hour", 10.0),
+        ("max_total_usd", 5000),
+        ("deadline_hours", 48),
+        ("price", "low"),
+        ("price", "high"),
+        ("price", 2.5),
+        ("purchase", "used"),
+        ("ownership_months", 24),
+        ("utilization", 0.9),
+        ("electricity_usd_per_kwh", 0.0),
+        ("pue", 1.0),
+    ],
+)
 def test_budget_keys_accepted(key, value):
     s = scenario_from_dict(_with(budget={key: value}))
     assert getattr(s.budget, key) == value
 
 
 def test_overhead_and_efficiency_keys_accepted():
-    s = scenario_from_dict(_with(overhead={"cuda_context_gib": 1.0, "fragmentation": 0.1},
-                                 efficiency={"bandwidth_efficiency": 0.8, "mfu": 0.4, "prefill_mfu": 0.5}))
+    s = scenario_from_dict(
+        _with(
+            overhead={"cuda_context_gib": 1.0, "fragmentation": 0.1},
+            efficiency={"bandwidth_efficiency": 0.8, "mfu": 0.4, "prefill_mfu": 0.5},
+        )
+    )
     assert s.overhead == RuntimeOverhead(cuda_context_gib=1.0, fragmentation=0.1)
     assert (s.efficiency.bandwidth_efficiency, s.efficiency.mfu, s.efficiency.prefill_mfu) == (0.8, 0.4, 0.5)
 
 
 # --- unknown keys --------------------------------------------------------------------------
 
-@pytest.mark.parametrize("data, listed", [
-    (_with(colour="blue"), "colour"),
-    (_with(workload={"batch_size": 2, "turbo": True}), "workload.turbo"),
-    (_with(hardware={"rack": 3}), "hardware.rack"),
-    (_with(budget={"currency": "EUR"}), "budget.currency"),
-    (_with(overhead={"swap": 1}), "overhead.swap"),
-    (_with(efficiency={"magic": 1}), "efficiency.magic"),
-    ({"model": {"preset": "llama-2-7b", "revision": "main"}}, "model.revision"),
-    ({"model": {"architecture": dict(ARCHITECTURE, rope_theta=1e6)}}, "model.architecture.rope_theta"),
-])
+
+@pytest.mark.parametrize(
+    "data, listed",
+    [
+        (_with(colour="blue"), "colour"),
+        (_with(workload={"batch_size": 2, "turbo": True}), "workload.turbo"),
+        (_with(hardware={"rack": 3}), "hardware.rack"),
+        (_with(budget={"currency": "EUR"}), "budget.currency"),
+        (_with(overhead={"swap": 1}), "overhead.swap"),
+        (_with(efficiency={"magic": 1}), "efficiency.magic"),
+        ({"model": {"preset": "llama-2-7b", "revision": "main"}}, "model.revision"),
+        ({"model": {"architecture": dict(ARCHITECTURE, rope_theta=1e6)}}, "model.architecture.rope_theta"),
+    ],
+)
 def test_unknown_keys_are_ignored_and_listed(data, listed):
     s = scenario_from_dict(data)
     assert len(s.warnings) == 1
@@ -181,19 +239,36 @@ def test_warnings_do_not_affect_equality():
 
 ROUND_TRIP = [
     Scenario(model=ModelSource(preset="llama-2-7b")),
-    Scenario(model=ModelSource(preset="llama-3.1-8b", name="Mine"), name="LoRA run", notes="ünïcødé ✓",
-             workload=Workload(kind="lora", weights="bf16", batch_size=4, seq_len=4096, lora_rank=32,
-                               lora_targets=("q_proj", "v_proj"), gradient_checkpointing=True, train_tokens=1e8),
-             hardware=Hardware(gpu="h100-sxm", gpu_count=8, parallelism="fsdp"),
-             budget=Budget(max_usd_per_hour=40.0, price=3.5, purchase="used", utilization=0.8)),
-    Scenario(model=ModelSource(architecture=tuple(ARCHITECTURE.items())),
-             workload=Workload(kind="qlora", weights="nf4", optimizer="adamw_8bit", flash_attention=False),
-             overhead=RuntimeOverhead(cuda_context_gib=0.4, fragmentation=0.1)),
-    Scenario(model=ModelSource(parameters=13e9), workload=Workload(kind="pretrain", weights="fp8",
-                                                                   optimizer="adafactor", seq_len=8192)),
-    Scenario(model=ModelSource(hf_config="config.json"), workload=Workload(kind="inference", weights="int4",
-                                                                           kv_cache="fp8", prompt_tokens=7,
-                                                                           output_tokens=9)),
+    Scenario(
+        model=ModelSource(preset="llama-3.1-8b", name="Mine"),
+        name="LoRA run",
+        notes="ünïcødé ✓",
+        workload=Workload(
+            kind="lora",
+            weights="bf16",
+            batch_size=4,
+            seq_len=4096,
+            lora_rank=32,
+            lora_targets=("q_proj", "v_proj"),
+            gradient_checkpointing=True,
+            train_tokens=1e8,
+        ),
+        hardware=Hardware(gpu="h100-sxm", gpu_count=8, parallelism="fsdp"),
+        budget=Budget(max_usd_per_hour=40.0, price=3.5, purchase="used", utilization=0.8),
+    ),
+    Scenario(
+        model=ModelSource(architecture=tuple(ARCHITECTURE.items())),
+        workload=Workload(kind="qlora", weights="nf4", optimizer="adamw_8bit", flash_attention=False),
+        overhead=RuntimeOverhead(cuda_context_gib=0.4, fragmentation=0.1),
+    ),
+    Scenario(
+        model=ModelSource(parameters=13e9),
+        workload=Workload(kind="pretrain", weights="fp8", optimizer="adafactor", seq_len=8192),
+    ),
+    Scenario(
+        model=ModelSource(hf_config="config.json"),
+        workload=Workload(kind="inference", weights="int4", kv_cache="fp8", prompt_tokens=7, output_tokens=9),
+    ),
 ]
 
 
@@ -218,6 +293,7 @@ def test_saved_file_documents_itself(tmp_path):
 
 
 # --- atomic saving -------------------------------------------------------------------------
+
 
 def test_existing_file_is_replaced_whole(tmp_path):
     path = tmp_path / "s.json"
@@ -342,13 +418,16 @@ def test_scenario_error_is_an_input_error():
         scenario_from_dict(_with(workload={"batch_size": 0}))
 
 
-@pytest.mark.parametrize("model, got", [
-    ({"preset": "llama-2-7b", "parameters": 7e9}, "preset, parameters"),
-    ({"preset": "llama-2-7b", "architecture": ARCHITECTURE}, "preset, architecture"),
-    ({"hf_config": "c.json", "parameters": 7e9}, "hf_config, parameters"),
-    ({}, None),
-    ({"name": "only a name"}, None),
-])
+@pytest.mark.parametrize(
+    "model, got",
+    [
+        ({"preset": "llama-2-7b", "parameters": 7e9}, "preset, parameters"),
+        ({"preset": "llama-2-7b", "architecture": ARCHITECTURE}, "preset, architecture"),
+        ({"hf_config": "c.json", "parameters": 7e9}, "hf_config, parameters"),
+        ({}, None),
+        ({"name": "only a name"}, None),
+    ],
+)
 def test_exactly_one_model_source(model, got):
     with pytest.raises(ScenarioError) as info:
         scenario_from_dict({"model": model})
@@ -363,11 +442,14 @@ def test_no_model_section_at_all():
         scenario_from_dict({"workload": {"batch_size": 1}})
 
 
-@pytest.mark.parametrize("text, expected", [
-    ('{"model": {"preset": "llama-2-7b"},,}', "line 1, column 36"),
-    ('{\n  "model": {\n    "preset": "llama-2-7b"\n  \n', "line 5, column 1"),
-    ('{\n  "model": {"preset": \'x\'}\n}', "line 2, column 23"),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ('{"model": {"preset": "llama-2-7b"},,}', "line 1, column 36"),
+        ('{\n  "model": {\n    "preset": "llama-2-7b"\n  \n', "line 5, column 1"),
+        ('{\n  "model": {"preset": \'x\'}\n}', "line 2, column 23"),
+    ],
+)
 def test_malformed_json_names_line_and_column(tmp_path, text, expected):
     with pytest.raises(ScenarioError) as info:
         load_scenario(_write(tmp_path, text, "broken.json"))
@@ -406,18 +488,27 @@ def test_directory_instead_of_file(tmp_path):
         load_scenario(tmp_path)
 
 
-@pytest.mark.parametrize("text", ['{"model": {"parameters": NaN}}', '{"model": {"parameters": Infinity}}',
-                                  '{"model": {"preset": "llama-2-7b"}, "budget": {"utilization": NaN}}'])
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"model": {"parameters": NaN}}',
+        '{"model": {"parameters": Infinity}}',
+        '{"model": {"preset": "llama-2-7b"}, "budget": {"utilization": NaN}}',
+    ],
+)
 def test_non_finite_numbers_rejected(text):
     with pytest.raises(ScenarioError):
         loads_scenario(text)
 
 
-@pytest.mark.parametrize("model, field", [
-    ({"preset": ["llama-2-7b"]}, "model.preset"),
-    ({"hf_config": 5}, "model.hf_config"),
-    ({"preset": "llama-2-7b", "name": 5}, "model.name"),
-])
+@pytest.mark.parametrize(
+    "model, field",
+    [
+        ({"preset": ["llama-2-7b"]}, "model.preset"),
+        ({"hf_config": 5}, "model.hf_config"),
+        ({"preset": "llama-2-7b", "name": 5}, "model.name"),
+    ],
+)
 def test_model_source_values_must_be_text(model, field):
     with pytest.raises(ScenarioError) as info:
         scenario_from_dict({"model": model})
@@ -433,8 +524,10 @@ def test_lora_targets_must_be_a_list_or_text(targets):
 
 def test_round_trip_with_list_lora_targets_from_python(tmp_path):
     """Regression: a list given from Python is stored as a tuple (equal after loading, hashable)."""
-    scenario = Scenario(model=ModelSource(preset="llama-2-7b"),
-                        workload=Workload(kind="lora", lora_targets=["q_proj", "v_proj"]))
+    scenario = Scenario(
+        model=ModelSource(preset="llama-2-7b"),
+        workload=Workload(kind="lora", lora_targets=["q_proj", "v_proj"]),
+    )
     path = tmp_path / "s.json"
     save_scenario(scenario, path)
     assert load_scenario(path) == scenario
@@ -443,13 +536,25 @@ def test_round_trip_with_list_lora_targets_from_python(tmp_path):
 
 # --- measured runs saved with the scenario -------------------------------------------------------
 
+
 def _run(i, **over):
     from gpuadvisor.core.formats.measurements import Measurement
     from gpuadvisor.core.formats.scenario import scenario_snapshot
 
-    base = dict(id=f"m{i}", gpu_id="h100-sxm", kind="inference", model="llama-2-7b", engine="vllm", batch_size=8,
-                tokens_per_s=1400.0 + i, peak_memory_gib=60.5, source="nvidia-smi log", note="vLLM 0.6",
-                measured_on="2026-11-20", scenario=scenario_snapshot(scenario_from_dict(MINIMAL)))
+    base = dict(
+        id=f"m{i}",
+        gpu_id="h100-sxm",
+        kind="inference",
+        model="llama-2-7b",
+        engine="vllm",
+        batch_size=8,
+        tokens_per_s=1400.0 + i,
+        peak_memory_gib=60.5,
+        source="nvidia-smi log",
+        note="vLLM 0.6",
+        measured_on="2026-11-20",
+        scenario=scenario_snapshot(scenario_from_dict(MINIMAL)),
+    )
     base.update(over)
     return Measurement(**base)
 
@@ -457,8 +562,10 @@ def _run(i, **over):
 def test_measurements_round_trip(tmp_path):
     from dataclasses import replace
 
-    s = replace(scenario_from_dict(MINIMAL), measurements=(_run(1), _run(2, tokens_per_s=None,
-                                                                        seconds_per_step=2.0, tokens_per_step=512.0)))
+    s = replace(
+        scenario_from_dict(MINIMAL),
+        measurements=(_run(1), _run(2, tokens_per_s=None, seconds_per_step=2.0, tokens_per_step=512.0)),
+    )
     path = tmp_path / "with-runs.json"
     save_scenario(s, path)
     data = json.loads(path.read_text(encoding="utf-8"))
@@ -467,7 +574,9 @@ def test_measurements_round_trip(tmp_path):
     back = load_scenario(path)
     assert back == s and back.measurements[1].throughput_tokens_per_s == 256.0
     assert back.measurements[0].scenario_fingerprint == s.measurements[0].scenario_fingerprint
-    assert "measurements" not in scenario_to_dict(scenario_from_dict(MINIMAL))  # older files stay as they were
+    assert "measurements" not in scenario_to_dict(
+        scenario_from_dict(MINIMAL)
+    )  # older files stay as they were
 
 
 def test_files_without_measurements_still_load():
@@ -475,15 +584,18 @@ def test_files_without_measurements_still_load():
     assert s.measurements == () and s.warnings == ()
 
 
-@pytest.mark.parametrize("entries, field, needle", [
-    ("not a list", "measurements", "must be a list"),
-    ([{"only_id": True}], "measurements[0]", "is missing gpu_id, kind, model"),
-    ([None], "measurements[0]", "must be a JSON object"),
-    (["ok", "ok", {"tokens_per_s": -1}], "measurements[2].tokens_per_s", "must be a number > 0"),
-    (["ok", {"tokens_per_sec": 5}], "measurements[1]", "unknown key(s) tokens_per_sec"),
-    (["ok", {"batch_size": "8"}], "measurements[1].batch_size", "whole number"),
-    (["ok", {"id": "m1"}], "measurements[1].id", "duplicates measurements[0]"),
-])
+@pytest.mark.parametrize(
+    "entries, field, needle",
+    [
+        ("not a list", "measurements", "must be a list"),
+        ([{"only_id": True}], "measurements[0]", "is missing gpu_id, kind, model"),
+        ([None], "measurements[0]", "must be a JSON object"),
+        (["ok", "ok", {"tokens_per_s": -1}], "measurements[2].tokens_per_s", "must be a number > 0"),
+        (["ok", {"tokens_per_sec": 5}], "measurements[1]", "unknown key(s) tokens_per_sec"),
+        (["ok", {"batch_size": "8"}], "measurements[1].batch_size", "whole number"),
+        (["ok", {"id": "m1"}], "measurements[1].id", "duplicates measurements[0]"),
+    ],
+)
 def test_bad_measurements_name_the_entry(entries, field, needle):
     def entry(i, e):
         good = {k: v for k, v in _run(i + 1).to_dict().items() if k != "scenario_fingerprint"}

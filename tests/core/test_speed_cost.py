@@ -2,15 +2,15 @@
 
 import pytest
 
-from gpuadvisor.core.estimation.cost import buy_vs_rent
-from gpuadvisor.core.specs.engines import engine_for
 from gpuadvisor.core.errors import InputError
+from gpuadvisor.core.estimation.cost import buy_vs_rent
 from gpuadvisor.core.estimation.estimate import estimate
-from gpuadvisor.core.specs.hardware import load_gpu_catalog
 from gpuadvisor.core.estimation.memory import MemoryModel
 from gpuadvisor.core.estimation.performance import inference_performance
-from gpuadvisor.core.specs.presets import load_model_catalog
 from gpuadvisor.core.formats.scenario import Budget, ModelSource, Scenario
+from gpuadvisor.core.specs.engines import engine_for
+from gpuadvisor.core.specs.hardware import load_gpu_catalog
+from gpuadvisor.core.specs.presets import load_model_catalog
 from gpuadvisor.core.specs.workload import Hardware, Workload
 
 
@@ -33,10 +33,14 @@ def test_a100_beats_rtx_4090_at_batch_1_decode(cats):
 def test_h100_job_cheaper_than_a100_for_30b_plus_training(cats):
     """Seed: for 30B+ training the H100's speed outweighs its higher hourly price."""
     gpus, models = cats
-    sc = Scenario(model=ModelSource(preset="qwen3-32b"),
-                  workload=Workload(kind="full_finetune", batch_size=1, gradient_checkpointing=True,
-                                    train_tokens=1e9, engine="fsdp"),
-                  hardware=Hardware(gpu_count=8, parallelism="fsdp"), budget=Budget(price="expected"))
+    sc = Scenario(
+        model=ModelSource(preset="qwen3-32b"),
+        workload=Workload(
+            kind="full_finetune", batch_size=1, gradient_checkpointing=True, train_tokens=1e9, engine="fsdp"
+        ),
+        hardware=Hardware(gpu_count=8, parallelism="fsdp"),
+        budget=Budget(price="expected"),
+    )
     est = estimate(sc, gpus, models, gpu_ids=["a100-80gb", "h100-sxm"])
     by = {c.gpu.id: c for c in est.candidates}
     assert by["a100-80gb"].fits and by["h100-sxm"].fits
@@ -56,8 +60,11 @@ def test_renting_beats_buying_at_low_utilization(cats):
 
 def test_fp8_falls_back_on_ampere(cats):
     gpus, models = cats
-    sc = Scenario(model=ModelSource(preset="llama-3.1-8b"), workload=Workload(kind="inference", weights="fp8"),
-                  hardware=Hardware(gpu_count=1))
+    sc = Scenario(
+        model=ModelSource(preset="llama-3.1-8b"),
+        workload=Workload(kind="inference", weights="fp8"),
+        hardware=Hardware(gpu_count=1),
+    )
     est = estimate(sc, gpus, models, gpu_ids=["a100-80gb", "h100-sxm"])
     by = {c.gpu.id: c for c in est.candidates}
     assert by["a100-80gb"].performance.precision_used == "bf16"
@@ -70,16 +77,21 @@ def test_moe_compute_uses_active_parameters(cats):
     wl = Workload(kind="inference", batch_size=1)
     eng = engine_for("vllm", "inference")
     mix = inference_performance(MemoryModel(models.get("mixtral-8x7b"), wl), gpus.get("h200"), 1, "none", eng)
-    dense = inference_performance(MemoryModel(models.get("llama-3.1-70b"), wl), gpus.get("h200"), 2, "tensor", eng)
+    dense = inference_performance(
+        MemoryModel(models.get("llama-3.1-70b"), wl), gpus.get("h200"), 2, "tensor", eng
+    )
     assert mix.tokens_per_s_per_user > dense.tokens_per_s_per_user
 
 
 def test_ranking_pareto_and_json_contract(cats):
     from gpuadvisor.core.presentation.serialize import estimate_to_dict
+
     gpus, models = cats
-    sc = Scenario(model=ModelSource(preset="llama-3.1-8b"),
-                  workload=Workload(kind="lora", batch_size=2, train_tokens=1e8),
-                  budget=Budget(deadline_hours=24))
+    sc = Scenario(
+        model=ModelSource(preset="llama-3.1-8b"),
+        workload=Workload(kind="lora", batch_size=2, train_tokens=1e8),
+        budget=Budget(deadline_hours=24),
+    )
     est = estimate(sc, gpus, models)
     assert est.ranking and all(c.fits for c in est.ranking)
     costs = [c.cost.cost_usd.expected for c in est.ranking if c.cost.cost_usd]
@@ -88,8 +100,17 @@ def test_ranking_pareto_and_json_contract(cats):
     fitting = [c for c in data["candidates"] if c["fits"]]
     assert any(c["pareto"] for c in fitting)
     for c in fitting:
-        for key in ("tokens_per_s", "bound", "job_hours", "gpu_hours", "cost_usd", "usd_per_million_tokens",
-                    "meets_deadline", "within_budget", "pareto"):
+        for key in (
+            "tokens_per_s",
+            "bound",
+            "job_hours",
+            "gpu_hours",
+            "cost_usd",
+            "usd_per_million_tokens",
+            "meets_deadline",
+            "within_budget",
+            "pareto",
+        ):
             assert key in c
         assert c["job_hours"]["low"] <= c["job_hours"]["expected"] <= c["job_hours"]["high"]
     assert "ranking" in data
@@ -97,9 +118,11 @@ def test_ranking_pareto_and_json_contract(cats):
 
 def test_advice_when_nothing_fits(cats):
     gpus, models = cats
-    sc = Scenario(model=ModelSource(preset="llama-2-7b"),
-                  workload=Workload(kind="full_finetune", batch_size=4),
-                  hardware=Hardware(gpu="rtx-4090", gpu_count=1))
+    sc = Scenario(
+        model=ModelSource(preset="llama-2-7b"),
+        workload=Workload(kind="full_finetune", batch_size=4),
+        hardware=Hardware(gpu="rtx-4090", gpu_count=1),
+    )
     est = estimate(sc, gpus, models)
     assert not est.ranking
     working = [a for a in est.advice if a.fits]

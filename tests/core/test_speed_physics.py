@@ -21,16 +21,27 @@ import math
 
 import pytest
 
-from gpuadvisor.core.estimation.speed_fit import (calibrate_spreads, fit_speed_constants, held_out_residuals,
-                                         speed_row)
-from gpuadvisor.core.specs.engines import FITTED, KERNEL_FAMILIES, PRIORS, RANGE_LABEL, engine_for, kernel_family
 from gpuadvisor.core.errors import InputError
-from gpuadvisor.core.specs.hardware import load_gpu_catalog
 from gpuadvisor.core.estimation.memory import MemoryModel
-from gpuadvisor.core.specs.models import ModelSpec
 from gpuadvisor.core.estimation.performance import inference_performance, training_performance
-from gpuadvisor.core.specs.presets import load_model_catalog
+from gpuadvisor.core.estimation.speed_fit import (
+    calibrate_spreads,
+    fit_speed_constants,
+    held_out_residuals,
+    speed_row,
+)
 from gpuadvisor.core.formats.scenario import ScenarioError, scenario_from_dict, scenario_to_dict
+from gpuadvisor.core.specs.engines import (
+    FITTED,
+    KERNEL_FAMILIES,
+    PRIORS,
+    RANGE_LABEL,
+    engine_for,
+    kernel_family,
+)
+from gpuadvisor.core.specs.hardware import load_gpu_catalog
+from gpuadvisor.core.specs.models import ModelSpec
+from gpuadvisor.core.specs.presets import load_model_catalog
 from gpuadvisor.core.specs.workload import QUANTIZATIONS, Workload, weight_bytes_per_param
 
 
@@ -57,26 +68,53 @@ def training(model, gpu, n=1, parallelism="none", **kw):
 
 
 # --- scenario keys -------------------------------------------------------------------------------
-@pytest.mark.parametrize("family, weights", [
-    ("awq", "int4"), ("gptq", "int8"), ("marlin", "int4"), ("exllama", "int4"), ("bnb", "nf4"), ("bnb", "int8"),
-    ("gguf", "int4"), ("gguf", "fp16"), ("fp8", "fp8"), ("torchao", "int4"), ("hqq", "int4")])
+@pytest.mark.parametrize(
+    "family, weights",
+    [
+        ("awq", "int4"),
+        ("gptq", "int8"),
+        ("marlin", "int4"),
+        ("exllama", "int4"),
+        ("bnb", "nf4"),
+        ("bnb", "int8"),
+        ("gguf", "int4"),
+        ("gguf", "fp16"),
+        ("fp8", "fp8"),
+        ("torchao", "int4"),
+        ("hqq", "int4"),
+    ],
+)
 def test_every_quantization_family_is_a_scenario_key(family, weights):
-    sc = scenario_from_dict({"model": {"preset": "llama-2-7b"},
-                             "workload": {"weights": weights, "quantization": family, "engine": "transformers"}})
+    sc = scenario_from_dict(
+        {
+            "model": {"preset": "llama-2-7b"},
+            "workload": {"weights": weights, "quantization": family, "engine": "transformers"},
+        }
+    )
     assert sc.workload.quantization == family
     assert scenario_from_dict(scenario_to_dict(sc)).workload == sc.workload
     assert set(QUANTIZATIONS) == {"awq", "gptq", "marlin", "exllama", "bnb", "gguf", "fp8", "torchao", "hqq"}
 
 
-@pytest.mark.parametrize("workload, field, words", [
-    ({"weights": "bf16", "quantization": "awq"}, "workload.quantization", "needs quantized weights"),
-    ({"weights": "int4", "quantization": "awq4"}, "workload.quantization", "must be one of awq, gptq"),
-    ({"weights": "nf4", "quantization": "awq"}, "workload.quantization", "awq runs int4 weights, not nf4"),
-    ({"kind": "qlora", "weights": "int4", "quantization": "marlin"}, "workload.quantization",
-     "training on a quantized base uses bnb, hqq or torchao"),
-    ({"optimizer_state_dtype": "fp16"}, "workload.optimizer_state_dtype", "must be one of fp32, bf16"),
-    ({"cuda_graphs": "yes"}, "workload.cuda_graphs", "must be true or false"),
-])
+@pytest.mark.parametrize(
+    "workload, field, words",
+    [
+        ({"weights": "bf16", "quantization": "awq"}, "workload.quantization", "needs quantized weights"),
+        ({"weights": "int4", "quantization": "awq4"}, "workload.quantization", "must be one of awq, gptq"),
+        (
+            {"weights": "nf4", "quantization": "awq"},
+            "workload.quantization",
+            "awq runs int4 weights, not nf4",
+        ),
+        (
+            {"kind": "qlora", "weights": "int4", "quantization": "marlin"},
+            "workload.quantization",
+            "training on a quantized base uses bnb, hqq or torchao",
+        ),
+        ({"optimizer_state_dtype": "fp16"}, "workload.optimizer_state_dtype", "must be one of fp32, bf16"),
+        ({"cuda_graphs": "yes"}, "workload.cuda_graphs", "must be true or false"),
+    ],
+)
 def test_bad_keys_name_the_field(workload, field, words):
     with pytest.raises(ScenarioError) as info:
         scenario_from_dict({"model": {"preset": "llama-2-7b"}, "workload": workload})
@@ -84,11 +122,20 @@ def test_bad_keys_name_the_field(workload, field, words):
     assert message.startswith(field + ":") and words in message and "\n" not in message
 
 
-@pytest.mark.parametrize("weights, engine, kind, family", [
-    ("int4", "vllm", "inference", "marlin"), ("int4", "tensorrt-llm", "inference", "awq"),
-    ("int4", "llama.cpp", "inference", "gguf"), ("int4", "transformers", "inference", "exllama"),
-    ("nf4", "transformers", "inference", "bnb"), ("int8", "transformers", "inference", "bnb"),
-    ("nf4", None, "qlora", "bnb"), ("fp8", "vllm", "inference", "fp8"), ("bf16", "vllm", "inference", None)])
+@pytest.mark.parametrize(
+    "weights, engine, kind, family",
+    [
+        ("int4", "vllm", "inference", "marlin"),
+        ("int4", "tensorrt-llm", "inference", "awq"),
+        ("int4", "llama.cpp", "inference", "gguf"),
+        ("int4", "transformers", "inference", "exllama"),
+        ("nf4", "transformers", "inference", "bnb"),
+        ("int8", "transformers", "inference", "bnb"),
+        ("nf4", None, "qlora", "bnb"),
+        ("fp8", "vllm", "inference", "fp8"),
+        ("bf16", "vllm", "inference", None),
+    ],
+)
 def test_quantization_defaults_by_engine_and_weights(weights, engine, kind, family):
     assert Workload(kind=kind, weights=weights, engine=engine).quantization_family == family
 
@@ -101,10 +148,21 @@ def test_cuda_graph_defaults_by_engine():
 
 
 # --- bits per weight ------------------------------------------------------------------------------
-@pytest.mark.parametrize("family, weights, bits", [
-    ("marlin", "int4", 4.125), ("awq", "int4", 4 + 20 / 128), ("gptq", "int4", 4 + 20 / 128),
-    ("exllama", "int4", 4 + 20 / 128), ("torchao", "int4", 4.25), ("hqq", "int4", 4.5), ("gguf", "int4", 4.5),
-    ("gguf", "int8", 8.5), ("gptq", "int8", 8 + 20 / 128), ("bnb", "int4", 4 + 8 / 64 + 32 / (64 * 256))])
+@pytest.mark.parametrize(
+    "family, weights, bits",
+    [
+        ("marlin", "int4", 4.125),
+        ("awq", "int4", 4 + 20 / 128),
+        ("gptq", "int4", 4 + 20 / 128),
+        ("exllama", "int4", 4 + 20 / 128),
+        ("torchao", "int4", 4.25),
+        ("hqq", "int4", 4.5),
+        ("gguf", "int4", 4.5),
+        ("gguf", "int8", 8.5),
+        ("gptq", "int8", 8 + 20 / 128),
+        ("bnb", "int4", 4 + 8 / 64 + 32 / (64 * 256)),
+    ],
+)
 def test_bits_per_weight_include_each_familys_constants(family, weights, bits):
     assert weight_bytes_per_param(weights, 4096, True, family) * 8 == pytest.approx(bits, rel=1e-9)
 
@@ -136,9 +194,19 @@ def test_pure_bf16_training_keeps_no_master_copy(models):
 
 # --- activations per framework ----------------------------------------------------------------------
 def _gpt(h=2048, layers=24):
-    return ModelSpec(name="GPT", num_layers=layers, hidden_size=h, num_attention_heads=16,
-                     num_key_value_heads=16, intermediate_size=4 * h, vocab_size=50304, gated_mlp=False,
-                     tied_embeddings=True, position_embedding="learned", norm="layernorm")
+    return ModelSpec(
+        name="GPT",
+        num_layers=layers,
+        hidden_size=h,
+        num_attention_heads=16,
+        num_key_value_heads=16,
+        intermediate_size=4 * h,
+        vocab_size=50304,
+        gated_mlp=False,
+        tied_embeddings=True,
+        position_embedding="learned",
+        norm="layernorm",
+    )
 
 
 def test_fused_gpt_layer_keeps_korthikantis_34_s_b_h():
@@ -175,7 +243,8 @@ def test_bnb_nf4_decodes_slower_than_awq_at_batch_1(models, gpus, graphs, margin
 def test_llm_int8_is_slower_than_16_bit(models, gpus):
     m, gpu = models.get("llama-2-13b"), gpus.get("a100-80gb")
     assert decode(m, gpu, weights="int8", quantization="bnb", engine="transformers") < decode(
-        m, gpu, weights="bf16", engine="transformers")
+        m, gpu, weights="bf16", engine="transformers"
+    )
 
 
 @pytest.mark.parametrize("family", ["marlin", "awq", "exllama"])
@@ -218,8 +287,12 @@ def test_prefill_efficiency_grows_with_tokens_per_gemm(models, gpus):
 # --- training efficiency ----------------------------------------------------------------------------
 def test_training_mfu_grows_with_gemm_size(models, gpus):
     gpu = gpus.get("a100-80gb")
-    small = training(models.get("tinyllama-1.1b"), gpu, kind="pretrain", engine="fsdp", batch_size=1, seq_len=512)
-    large = training(models.get("llama-2-13b"), gpu, kind="pretrain", engine="fsdp", batch_size=4, seq_len=4096)
+    small = training(
+        models.get("tinyllama-1.1b"), gpu, kind="pretrain", engine="fsdp", batch_size=1, seq_len=512
+    )
+    large = training(
+        models.get("llama-2-13b"), gpu, kind="pretrain", engine="fsdp", batch_size=4, seq_len=4096
+    )
     assert small.mfu < large.mfu
 
 
@@ -256,13 +329,22 @@ def _rows(models, gpus, truth):
     """Rows measured on a stack whose bandwidth efficiency is ``truth`` (the real estimator
     under known constants): the fit must recover it."""
     engine = FITTED.engines["tensorrt-llm"]
-    true_constants = FITTED.with_engines(e=type(engine)(**{**{f: getattr(engine, f) for f in engine.__slots__},
-                                                          "bandwidth_efficiency": truth}))
+    true_constants = FITTED.with_engines(
+        e=type(engine)(**{**{f: getattr(engine, f) for f in engine.__slots__}, "bandwidth_efficiency": truth})
+    )
     rows = []
-    for i, (preset, gpu) in enumerate([("llama-2-7b", "a100-80gb"), ("llama-2-13b", "h100-sxm"),
-                                       ("llama-3.1-8b", "l40s"), ("mistral-7b", "a100-40gb")]):
+    for i, (preset, gpu) in enumerate(
+        [
+            ("llama-2-7b", "a100-80gb"),
+            ("llama-2-13b", "h100-sxm"),
+            ("llama-3.1-8b", "l40s"),
+            ("mistral-7b", "a100-40gb"),
+        ]
+    ):
         w = Workload(kind="inference", engine="tensorrt-llm", prompt_tokens=64, output_tokens=64)
-        probe = speed_row(f"R{i}", f"src{i % 2}", models.get(preset), w, gpus.get(gpu), 1.0, "tokens_per_s_per_user")
+        probe = speed_row(
+            f"R{i}", f"src{i % 2}", models.get(preset), w, gpus.get(gpu), 1.0, "tokens_per_s_per_user"
+        )
         rows.append(probe._replace(measured=probe.predict(true_constants)))
     return rows
 

@@ -8,13 +8,29 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpuadvisor.core.errors import CatalogError
+from gpuadvisor.core.formats.user_catalog import (
+    KINDS,
+    KindEdits,
+    MergedRow,
+    UserCatalog,
+    build_catalogs,
+    bundled_rows,
+    columns,
+    describe_error,
+    diff,
+    dumps,
+    error_column,
+    full_row,
+    loads,
+    merge,
+    months_before,
+    price_age_days,
+    stale_price,
+    validate_row,
+)
 from gpuadvisor.core.specs.hardware import GpuSpec, load_gpu_catalog
 from gpuadvisor.core.specs.models import ModelSpec
 from gpuadvisor.core.specs.presets import load_model_catalog
-from gpuadvisor.core.formats.user_catalog import months_before
-from gpuadvisor.core.formats.user_catalog import (KINDS, KindEdits, MergedRow, UserCatalog, build_catalogs,
-                                          bundled_rows, columns, describe_error, diff, dumps, error_column,
-                                          full_row, loads, merge, price_age_days, stale_price, validate_row)
 
 TODAY = dt.date(2026, 11, 29)
 CATALOG_DIR = __import__("pathlib").Path(__file__).resolve().parents[2] / "catalogs"
@@ -33,6 +49,7 @@ def model(model_id="llama-2-7b", **changes):
 
 
 # --- bundled rows -------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_columns_are_the_bundled_header(kind):
@@ -143,8 +160,16 @@ def test_error_location_with_and_without_a_line():
 
 
 def test_validation_strips_spaces_and_fills_missing_columns():
-    row = {"id": " my-gpu ", "name": "Mine", "architecture": "ada", "memory_gib_usable": "24",
-           "memory_bandwidth_gb_s": " 1000", "fp16_dense_tflops": "100", "tdp_w": "300", "source": "me"}
+    row = {
+        "id": " my-gpu ",
+        "name": "Mine",
+        "architecture": "ada",
+        "memory_gib_usable": "24",
+        "memory_bandwidth_gb_s": " 1000",
+        "fp16_dense_tflops": "100",
+        "tdp_w": "300",
+        "source": "me",
+    }
     spec = validate_row("gpus", row, today=TODAY)
     assert isinstance(spec, GpuSpec) and spec.id == "my-gpu" and spec.memory_bandwidth_gb_s == 1000
     assert isinstance(validate_row("models", model(), today=TODAY), ModelSpec)
@@ -156,6 +181,7 @@ def test_price_date_one_day_ahead_is_accepted():
 
 # --- merge ---------------------------------------------------------------------------------------
 
+
 def test_merge_without_edits_is_the_bundle():
     rows, warnings = merge("gpus", KindEdits())
     assert warnings == []
@@ -166,8 +192,9 @@ def test_merge_without_edits_is_the_bundle():
 def test_merge_applies_overrides_deletions_and_additions():
     mine = full_row("gpus", gpu(id="my-gpu", name="Mine"))
     same_name = {"name": gpu("a100-80gb")["name"]}
-    edits = KindEdits(overrides={"h100-sxm": {"tdp_w": "650"}, "a100-80gb": same_name}, added=(mine,),
-                      deleted=("t4",))
+    edits = KindEdits(
+        overrides={"h100-sxm": {"tdp_w": "650"}, "a100-80gb": same_name}, added=(mine,), deleted=("t4",)
+    )
     rows, warnings = merge("gpus", edits)
     assert warnings == []
     by_id = {r.id: r for r in rows}
@@ -184,8 +211,10 @@ def test_merge_warns_about_stale_edits_and_never_raises():
     bundle = [r for r in bundled_rows("gpus") if r["id"] != "t4"]
     edits = KindEdits(overrides={"t4": {"tdp_w": "60"}, "l4": {"colour": "red", "id": "l4x"}})
     rows, warnings = merge("gpus", edits, bundled=bundle)
-    assert ("gpus: your changes to 't4' (tdp_w) are not applied: the bundled catalog no longer has that id"
-            in warnings)
+    assert (
+        "gpus: your changes to 't4' (tdp_w) are not applied: the bundled catalog no longer has that id"
+        in warnings
+    )
     assert "gpus: a change to 'l4' in unknown column 'colour' is ignored" in warnings
     assert "gpus: a change of the id of 'l4' is ignored (ids cannot be renamed)" in warnings
     assert [r.row for r in rows] == bundle
@@ -204,6 +233,7 @@ def test_an_added_id_that_the_bundle_now_has_wins_and_becomes_an_override():
 
 # --- diff ----------------------------------------------------------------------------------------
 
+
 def test_diff_of_the_bundle_is_empty():
     assert diff("gpus", bundled_rows("gpus")).is_empty
     assert diff("models", bundled_rows("models")).is_empty
@@ -220,10 +250,13 @@ def test_diff_is_minimal():
     assert [r["id"] for r in edits.added] == ["zz-new"] and len(edits.added[0]) == len(columns("gpus"))
 
 
-@pytest.mark.parametrize("rows, message", [
-    ([{"id": ""}], r"rows\[0\].id: is required"),
-    ([{"id": "a"}, {"id": "b"}, {"id": "a"}], r"rows\[2\].id: duplicates rows\[0\]"),
-])
+@pytest.mark.parametrize(
+    "rows, message",
+    [
+        ([{"id": ""}], r"rows\[0\].id: is required"),
+        ([{"id": "a"}, {"id": "b"}, {"id": "a"}], r"rows\[2\].id: duplicates rows\[0\]"),
+    ],
+)
 def test_diff_rejects_missing_and_duplicate_ids(rows, message):
     with pytest.raises(CatalogError, match=message):
         diff("gpus", rows)
@@ -276,6 +309,7 @@ def test_merge_of_diff_gives_the_table_back(rows):
 
 # --- the effective catalogs --------------------------------------------------------------------
 
+
 def test_build_without_edits_is_the_bundled_catalogs():
     gpus, models, warnings = build_catalogs(UserCatalog.empty())
     assert warnings == []
@@ -286,15 +320,18 @@ def test_build_without_edits_is_the_bundled_catalogs():
 def test_build_applies_edits_and_skips_a_bad_row_with_a_warning():
     mine = full_row("gpus", gpu(id="my-gpu", name="Mine"))
     broken = full_row("gpus", gpu(id="broken", tdp_w="-5"))
-    user = UserCatalog(gpus=KindEdits(overrides={"h100-sxm": {"tdp_w": "650"}}, added=(mine, broken),
-                                      deleted=("t4",)),
-                       models=KindEdits(overrides={"llama-2-7b": {"num_layers": "zero"}}))
+    user = UserCatalog(
+        gpus=KindEdits(overrides={"h100-sxm": {"tdp_w": "650"}}, added=(mine, broken), deleted=("t4",)),
+        models=KindEdits(overrides={"llama-2-7b": {"num_layers": "zero"}}),
+    )
     gpus, models, warnings = build_catalogs(user)
     assert gpus.gpus["h100-sxm"].tdp_w == 650 and "my-gpu" in gpus.gpus
     assert "t4" not in gpus.gpus and "broken" not in gpus.gpus
     assert "llama-2-7b" not in models.models and len(models) == len(bundled_rows("models")) - 1
-    assert warnings == ["gpus: row broken skipped: column tdp_w: must be > 0 (got '-5')",
-                        "models: row llama-2-7b skipped: column num_layers: is not a number (got 'zero')"]
+    assert warnings == [
+        "gpus: row broken skipped: column tdp_w: must be > 0 (got '-5')",
+        "models: row llama-2-7b skipped: column num_layers: is not a number (got 'zero')",
+    ]
     assert gpus.meta.origin == "bundled catalog + user edits (4 changed rows)"
     assert models.meta.origin == "bundled catalog + user edits (1 changed row)"
     assert gpus.meta.updated == load_gpu_catalog().meta.updated
@@ -316,22 +353,30 @@ def test_user_catalog_helpers():
 
 # --- the JSON file -------------------------------------------------------------------------------
 
+
 def test_dumps_loads_round_trip_exactly():
-    edits = KindEdits(overrides={"h100-sxm": {"tdp_w": "650.0", "notes": "a, \"quoted\"\nline"}},
-                      added=(full_row("gpus", {"id": "x", "name": "Ünïcode"}),), deleted=("t4",))
+    edits = KindEdits(
+        overrides={"h100-sxm": {"tdp_w": "650.0", "notes": 'a, "quoted"\nline'}},
+        added=(full_row("gpus", {"id": "x", "name": "Ünïcode"}),),
+        deleted=("t4",),
+    )
     user = UserCatalog(gpus=edits, saved="2026-11-29T10:00:00+00:00")
     text = dumps(user)
     data = json.loads(text)
     assert data["format"] == "gpuadvisor-user-catalog" and data["schema_version"] == 1
-    assert data["gpus"]["overrides"] == {"h100-sxm": {"tdp_w": "650.0", "notes": "a, \"quoted\"\nline"}}
+    assert data["gpus"]["overrides"] == {"h100-sxm": {"tdp_w": "650.0", "notes": 'a, "quoted"\nline'}}
     assert loads(text) == user and loads(text.encode("utf-8")) == user
     assert dumps(loads(text)) == text
 
 
 def _file(**changes):
-    data = {"format": "gpuadvisor-user-catalog", "schema_version": 1, "saved": "",
-            "gpus": {"overrides": {}, "added": [], "deleted": []}, "models": {"overrides": {}, "added": [],
-                                                                               "deleted": []}}
+    data = {
+        "format": "gpuadvisor-user-catalog",
+        "schema_version": 1,
+        "saved": "",
+        "gpus": {"overrides": {}, "added": [], "deleted": []},
+        "models": {"overrides": {}, "added": [], "deleted": []},
+    }
     data.update(changes)
     return json.dumps(data)
 
@@ -340,27 +385,38 @@ BAD_FILES = [
     ("", "mine.json: is empty"),
     ("  \n", "mine.json: is empty"),
     (b"\xff\xfe\x00\x01garbage", "mine.json: is not UTF-8 text (undecodable byte at offset 0)"),
-    ("{\"format\": \x00}", "mine.json: contains binary data"),
-    ('{"format": "gpuadvisor-user-catalog",\n "gpus": {"overr',
-     "mine.json: line 2, column 11: is not valid JSON"),
+    ('{"format": \x00}', "mine.json: contains binary data"),
+    (
+        '{"format": "gpuadvisor-user-catalog",\n "gpus": {"overr',
+        "mine.json: line 2, column 11: is not valid JSON",
+    ),
     ("[1, 2]", "mine.json: must hold a JSON object, not a list"),
     ('"text"', "mine.json: must hold a JSON object, not text"),
     (_file(format="something-else"), "mine.json: format: must be 'gpuadvisor-user-catalog'"),
-    (_file(schema_version=2), "mine.json: schema_version: 2 is not supported by this version of gpuadvisor "
-                              "(written by a newer gpuadvisor?); supported: 1"),
+    (
+        _file(schema_version=2),
+        "mine.json: schema_version: 2 is not supported by this version of gpuadvisor "
+        "(written by a newer gpuadvisor?); supported: 1",
+    ),
     (_file(schema_version="1"), "mine.json: schema_version: must be a whole number (supported: 1)"),
     (_file(saved=5), "mine.json: saved: must be a string"),
     (_file(colour="red"), "mine.json: colour: is not a known key"),
     (_file(gpus=[]), "mine.json: gpus: must be an object with overrides, added and deleted, not a list"),
     (_file(gpus={"overides": {}}), "mine.json: gpus.overides: is not a known key"),
-    (_file(gpus={"overrides": {"h100-sxm": {"tdp_w": 700}}}),
-     "mine.json: gpus.overrides.h100-sxm.tdp_w: must be a string (the CSV text), not a number (got 700)"),
-    (_file(gpus={"overrides": {"h100-sxm": ["tdp_w"]}}),
-     "mine.json: gpus.overrides.h100-sxm: must be an object of column -> text, not a list"),
+    (
+        _file(gpus={"overrides": {"h100-sxm": {"tdp_w": 700}}}),
+        "mine.json: gpus.overrides.h100-sxm.tdp_w: must be a string (the CSV text), not a number (got 700)",
+    ),
+    (
+        _file(gpus={"overrides": {"h100-sxm": ["tdp_w"]}}),
+        "mine.json: gpus.overrides.h100-sxm: must be an object of column -> text, not a list",
+    ),
     (_file(gpus={"overrides": []}), "mine.json: gpus.overrides: must be an object of id -> changed columns"),
     (_file(models={"added": {}}), "mine.json: models.added: must be a list of rows, not an object"),
-    (_file(models={"added": [{"id": "x", "num_layers": None}]}),
-     "mine.json: models.added[0].num_layers: must be a string (the CSV text), not null"),
+    (
+        _file(models={"added": [{"id": "x", "num_layers": None}]}),
+        "mine.json: models.added[0].num_layers: must be a string (the CSV text), not null",
+    ),
     (_file(models={"deleted": "gpt2-xl"}), "mine.json: models.deleted: must be a list of ids, not text"),
     (_file(models={"deleted": [1]}), "mine.json: models.deleted[0]: must be a string (an id), not a number"),
 ]
@@ -378,6 +434,7 @@ def test_loads_accepts_missing_kinds_and_a_bom():
 
 
 # --- stale prices --------------------------------------------------------------------------------
+
 
 def test_stale_price_uses_the_report_rule():
     cutoff = months_before(TODAY, 6)

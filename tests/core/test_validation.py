@@ -8,11 +8,20 @@ from pathlib import Path
 
 import pytest
 
+from gpuadvisor.core.formats.scenario import scenario_from_dict
 from gpuadvisor.core.specs.hardware import load_gpu_catalog
 from gpuadvisor.core.specs.presets import load_model_catalog
-from gpuadvisor.core.formats.scenario import scenario_from_dict
-from gpuadvisor.validation import (GROUPS, Predictor, ValidationDataError, in_sample, load_measurements,
-                                   load_sources, out_of_sample, scenario_dict, summary)
+from gpuadvisor.validation import (
+    GROUPS,
+    Predictor,
+    ValidationDataError,
+    in_sample,
+    load_measurements,
+    load_sources,
+    out_of_sample,
+    scenario_dict,
+    summary,
+)
 from gpuadvisor.validation.data import DATA_DIR
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -64,6 +73,7 @@ def test_the_set_is_large_and_diverse(rows, sources):
 
 def test_the_former_calibration_rows_are_kept(rows):
     import csv
+
     with open(ROOT / "tests" / "data" / "calibration.csv", newline="", encoding="utf-8") as fh:
         old = {row["case_id"]: float(row["value"].lstrip("<>=")) for row in csv.DictReader(fh)}
     ours = {r.id: r.value for r in rows}
@@ -83,7 +93,9 @@ def test_every_scored_row_is_a_valid_scenario(rows):
 
 def test_facts_without_a_scenario_key_are_listed_not_dropped_silently(rows):
     quantized = next(r for r in rows if r.scored and r.fact("quantization") == "bnb")
-    data, omitted = scenario_dict(quantized, weight_choices=("bf16", "nf4", "int8", "int4", "fp16", "fp32", "fp8"))
+    data, omitted = scenario_dict(
+        quantized, weight_choices=("bf16", "nf4", "int8", "int4", "fp16", "fp32", "fp8")
+    )
     assert "quantization" in data["workload"] or any(o.startswith("workload.quantization") for o in omitted)
 
 
@@ -95,10 +107,12 @@ def test_a_broken_data_file_names_the_row_and_column(tmp_path):
     cells[header.index("value")] = "lots"
     import csv
     import io
+
     buf = io.StringIO()
     csv.writer(buf, lineterminator="\n").writerow(cells)
-    (tmp_path / "measurements.csv").write_text("\n".join(text[:2] + [buf.getvalue().strip()]) + "\n",
-                                               encoding="utf-8")
+    (tmp_path / "measurements.csv").write_text(
+        "\n".join(text[:2] + [buf.getvalue().strip()]) + "\n", encoding="utf-8"
+    )
     with pytest.raises(ValidationDataError, match=rf"row {cells[0]}: value must be a number"):
         load_measurements(tmp_path)
 
@@ -121,8 +135,13 @@ def test_in_sample_with_the_shipped_profiles_runs(rows, predictor):
 
 
 def test_the_script_prints_the_json_summary():
-    out = subprocess.run([sys.executable, str(ROOT / "scripts" / "validate.py"), "--in-sample", "--json"],
-                         capture_output=True, text=True, check=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "validate.py"), "--in-sample", "--json"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
     data = json.loads(out.stdout)
     assert set(data["groups"]) == set(GROUPS)
 
@@ -140,8 +159,12 @@ MISSES = {
 
 
 def _groups(check):
-    return [pytest.param(g, marks=pytest.mark.xfail(strict=True, reason=MISSES[check, g]))
-            if (check, g) in MISSES else g for g in MEDIAN_TARGETS]
+    return [
+        pytest.param(g, marks=pytest.mark.xfail(strict=True, reason=MISSES[check, g]))
+        if (check, g) in MISSES
+        else g
+        for g in MEDIAN_TARGETS
+    ]
 
 
 @pytest.mark.parametrize("group", _groups("median"))

@@ -5,10 +5,16 @@ import pytest
 from gpuadvisor.core.estimation.estimate import estimate
 from gpuadvisor.core.formats.scenario import ModelSource, Scenario, default_scenario
 from gpuadvisor.core.formatting import fmt_hours, fmt_hours_range, fmt_usd, fmt_usd_range
+from gpuadvisor.core.presentation.detail import TITLE, candidate_detail
 from gpuadvisor.core.presentation.report import row_cells
 from gpuadvisor.core.presentation.serialize import candidate_to_dict
-from gpuadvisor.core.presentation.detail import TITLE, candidate_detail
-from gpuadvisor.core.presentation.wording import calibration_note, model_line, setup_name, summary_line, workload_line
+from gpuadvisor.core.presentation.wording import (
+    calibration_note,
+    model_line,
+    setup_name,
+    summary_line,
+    workload_line,
+)
 from gpuadvisor.core.specs.hardware import load_gpu_catalog
 from gpuadvisor.core.specs.presets import load_model_catalog
 from gpuadvisor.core.specs.workload import Workload
@@ -28,9 +34,11 @@ def test_summary_names_the_recommended_setup_with_its_time_and_cost(est):
     rec = est.recommended
     line = summary_line(est)
     assert rec is not None and rec.key == est.decision.recommended_key
-    assert line.startswith(f"Recommended: {setup_name(rec)}: {fmt_hours(rec.cost.job_hours.expected)} "
-                           f"({fmt_hours_range(rec.cost.job_hours.low, rec.cost.job_hours.high)}), about "
-                           f"{fmt_usd(rec.cost.cost_usd.expected)}")
+    assert line.startswith(
+        f"Recommended: {setup_name(rec)}: {fmt_hours(rec.cost.job_hours.expected)} "
+        f"({fmt_hours_range(rec.cost.job_hours.low, rec.cost.job_hours.high)}), about "
+        f"{fmt_usd(rec.cost.cost_usd.expected)}"
+    )
     assert model_line(est).startswith("Llama 3.1 8B: ") and "parameters, 32 layers" in model_line(est)
     assert workload_line(est) == "lora · weights bf16 · micro-batch 4 · 2,048 tokens"
     assert calibration_note(est) == ""

@@ -20,6 +20,7 @@ def test_notices_come_from_the_file_when_there_is_one(tmp_path):
 
 def test_notices_from_a_checkout_list_the_installed_packages(tmp_path):
     from importlib import metadata
+
     text = notices_text(tmp_path)
     pyside = metadata.distribution("PySide6-Essentials")
     assert f"{pyside.metadata['Name']} {pyside.version}: LGPL-3.0-only" in text
@@ -41,8 +42,14 @@ def _absent():
     return False
 
 
-@pytest.mark.parametrize("env", [{"DISPLAY": ":0", "WAYLAND_DISPLAY": "wayland-0"}, {"DISPLAY": ":0"},
-                                 {"QT_QPA_PLATFORM": "offscreen", "WAYLAND_DISPLAY": "wayland-0"}])
+@pytest.mark.parametrize(
+    "env",
+    [
+        {"DISPLAY": ":0", "WAYLAND_DISPLAY": "wayland-0"},
+        {"DISPLAY": ":0"},
+        {"QT_QPA_PLATFORM": "offscreen", "WAYLAND_DISPLAY": "wayland-0"},
+    ],
+)
 def test_x11_or_an_explicit_platform_is_left_alone(env):
     before = dict(env)
     assert choose_platform(env, _absent, lambda name: None) is None

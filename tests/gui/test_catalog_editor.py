@@ -97,8 +97,10 @@ def test_edit_undo_redo_save_restart_and_find_the_edit(window, editor, qtbot):
         ed2 = again.open_catalog_editor()
         m2 = ed2.models["gpus"]
         assert m2.rows[_row(m2, "h100-sxm")]["cloud_usd_per_hour_expected"] == "6.5"
-        assert m2.data(m2.index(_row(m2, "h100-sxm"), m2.columns.index("cloud_usd_per_hour_expected")),
-                       Qt.ItemDataRole.ToolTipRole).startswith("Bundled value:")
+        assert m2.data(
+            m2.index(_row(m2, "h100-sxm"), m2.columns.index("cloud_usd_per_hour_expected")),
+            Qt.ItemDataRole.ToolTipRole,
+        ).startswith("Bundled value:")
     finally:
         _close(again)
 
@@ -190,16 +192,23 @@ def test_reset_row_and_reset_all_with_confirmation(window, editor, monkeypatch):
     assert gpus.status(_row(gpus, "a100-80gb")) == "modified"
 
 
-def test_import_csv_with_good_and_bad_rows_shows_report_and_is_undoable(window, editor, tmp_path,
-                                                                        accept_dialogs):
+def test_import_csv_with_good_and_bad_rows_shows_report_and_is_undoable(
+    window, editor, tmp_path, accept_dialogs
+):
     header = ",".join(uc.columns("gpus"))
     base = {r["id"]: r for r in uc.bundled_rows("gpus")}
 
     def line(row):
         return ",".join('"' + row.get(c, "").replace('"', '""') + '"' for c in uc.columns("gpus"))
 
-    good_new = dict(base["l40s"], id="l40s-quote", name="L40S (our quote)", cloud_usd_per_hour_expected="0.95",
-                    cloud_usd_per_hour_low="0.9", cloud_usd_per_hour_high="1.0")
+    good_new = dict(
+        base["l40s"],
+        id="l40s-quote",
+        name="L40S (our quote)",
+        cloud_usd_per_hour_expected="0.95",
+        cloud_usd_per_hour_low="0.9",
+        cloud_usd_per_hour_high="1.0",
+    )
     updated = dict(base["a10"], tdp_w="140") if "a10" in base else dict(base["l4"], tdp_w="70")
     bad = dict(base["t4"] if "t4" in base else base["l4"], id="broken-gpu", memory_bandwidth_gb_s="fast")
     path = tmp_path / "quotes.csv"
@@ -262,7 +271,8 @@ def test_price_list_import_previews_applies_and_undoes(window, editor, tmp_path,
         "gpu_1x_h100_pcie,us-west-1,2.49,26,200,1,H100 PCIe,80,false,,nvidia,\n"
         "gpu_1x_a10,us-west-1,0.75,30,200,1,A10,24,false,,nvidia,\n"
         "gpu_1x_k80,us-west-1,0.10,4,16,1,K80,12,false,,nvidia,\n"
-        "broken,us-west-1,,4,16,1,A10,24,false,,nvidia,\n")
+        "broken,us-west-1,,4,16,1,A10,24,false,,nvidia,\n"
+    )
     gpus = editor.models["gpus"]
     updates = editor.import_price_lists([str(path)])
     editor.flush()
@@ -318,20 +328,26 @@ def test_model_presets_tab_edits_reach_the_model_page(window, editor):
     editor.flush()
     new_id = models.rows[-1]["id"]
     assert new_id == "llama-3.1-8b-copy"
-    ids = [window.model_page.preset_list.item(i).data(Qt.ItemDataRole.UserRole)
-           for i in range(window.model_page.preset_list.count())]
+    ids = [
+        window.model_page.preset_list.item(i).data(Qt.ItemDataRole.UserRole)
+        for i in range(window.model_page.preset_list.count())
+    ]
     assert new_id in ids
 
 
-@pytest.mark.parametrize("content", [
-    b'{"format": "gpuadvisor-user-catalog", "schema_version": 1, "gpus": {"overri',  # truncated
-    b'{"format": "gpuadvisor-user-catalog", "schema_version": 99, "gpus": {}, "models": {}}',  # unknown version
-    b'{"format": "gpuadvisor-user-catalog", "schema_version": 1, "saved": "", "gpus": {"overrides": '
-    b'{"h100-sxm": {"tdp_w": 700}}, "added": [], "deleted": []}, "models": {"overrides": {}, "added": [], '
-    b'"deleted": []}}',  # wrong type
-    b"",  # empty
-    b"\x00\x01\x02\xff\xfe binary",  # binary
-], ids=["truncated", "unknown-version", "wrong-types", "empty", "binary"])
+@pytest.mark.parametrize(
+    "content",
+    [
+        b'{"format": "gpuadvisor-user-catalog", "schema_version": 1, "gpus": {"overri',  # truncated
+        b'{"format": "gpuadvisor-user-catalog", "schema_version": 99, "gpus": {}, "models": {}}',  # unknown version
+        b'{"format": "gpuadvisor-user-catalog", "schema_version": 1, "saved": "", "gpus": {"overrides": '
+        b'{"h100-sxm": {"tdp_w": 700}}, "added": [], "deleted": []}, "models": {"overrides": {}, "added": [], '
+        b'"deleted": []}}',  # wrong type
+        b"",  # empty
+        b"\x00\x01\x02\xff\xfe binary",  # binary
+    ],
+    ids=["truncated", "unknown-version", "wrong-types", "empty", "binary"],
+)
 def test_damaged_user_catalog_never_crashes_and_is_kept(qtbot, content):
     path = user_catalog_file()
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -10,12 +10,11 @@ import numpy as np
 import pytest
 from PySide6.QtCore import QPointF, Qt
 
-from gpuadvisor.core.formats.scenario import default_scenario
-from gpuadvisor.storage.user_catalog_store import load_catalogs
 from gpuadvisor.core.estimation.estimate import estimate
 from gpuadvisor.core.estimation.memory import COMPONENTS
-from gpuadvisor.core.formats.scenario import ModelSource
+from gpuadvisor.core.formats.scenario import ModelSource, default_scenario
 from gpuadvisor.core.specs.workload import Hardware
+from gpuadvisor.storage.user_catalog_store import load_catalogs
 from gpuadvisor.views.charts import (
     AXIS_LABELS,
     CostTimeChart,
@@ -52,8 +51,12 @@ def est_budget(catalogs):
 @pytest.fixture(scope="module")
 def est_nothing_fits(catalogs):
     s = default_scenario()
-    s = replace(s, model=ModelSource(preset="llama-3.1-405b"),
-                workload=replace(s.workload, kind="full_finetune"), hardware=Hardware(gpu_count=1))
+    s = replace(
+        s,
+        model=ModelSource(preset="llama-3.1-405b"),
+        workload=replace(s.workload, kind="full_finetune"),
+        hardware=Hardware(gpu_count=1),
+    )
     return estimate(s, *catalogs, with_advice=False)
 
 
@@ -68,8 +71,9 @@ def _show(qtbot, widget, width=820, height=560):
 def _colours(widget) -> int:
     image = widget.grab().toImage()
     step = 3
-    return len({image.pixel(x, y) for x in range(0, image.width(), step)
-                for y in range(0, image.height(), step)})
+    return len(
+        {image.pixel(x, y) for x in range(0, image.width(), step) for y in range(0, image.height(), step)}
+    )
 
 
 def _finite_arrays(*arrays) -> bool:
@@ -92,12 +96,15 @@ def test_palette_has_seven_distinct_components_in_core_order():
         qcolor("no-such-colour")
 
 
-@pytest.mark.parametrize("name, count, expected", [
-    ("NVIDIA H100 SXM5 80 GB", 2, "H100 SXM5 80 GB ×2"),
-    ("NVIDIA GeForce RTX 4090", 1, "RTX 4090"),
-    ("NVIDIA Tesla V100 SXM2 16 GB", 4, "V100 SXM2 16 GB ×4"),
-    ("AMD Instinct MI300X", 8, "AMD Instinct MI300X ×8"),
-])
+@pytest.mark.parametrize(
+    "name, count, expected",
+    [
+        ("NVIDIA H100 SXM5 80 GB", 2, "H100 SXM5 80 GB ×2"),
+        ("NVIDIA GeForce RTX 4090", 1, "RTX 4090"),
+        ("NVIDIA Tesla V100 SXM2 16 GB", 4, "V100 SXM2 16 GB ×4"),
+        ("AMD Instinct MI300X", 8, "AMD Instinct MI300X ×8"),
+    ],
+)
 def test_short_gpu_names(name, count, expected):
     assert short_gpu_name(name, count) == expected
 
@@ -155,6 +162,7 @@ def test_vram_has_room_for_every_name(qtbot, est):
 def test_vram_items_are_updated_in_place(qtbot, est, est_nothing_fits):
     chart = _show(qtbot, VramChart())
     items_before = list(chart.plot_item.items)
+
     def identities():
         return [id(chart.segments[n]) for n in COMPONENT_ORDER] + [id(chart.capacity), id(chart.track)]
 
@@ -293,10 +301,21 @@ def test_cost_time_deadline_and_budget_lines(qtbot, est, est_budget):
 
 def test_cost_time_items_are_updated_in_place(qtbot, est, est_budget, est_nothing_fits):
     chart = _show(qtbot, CostTimeChart())
+
     def identities():
-        return [id(x) for x in (chart.error_bars, chart.pareto_error_bars, chart.frontier, chart.other_points,
-                                chart.pareto_points, chart.selected_ring, chart.deadline_line,
-                                chart.budget_line)]
+        return [
+            id(x)
+            for x in (
+                chart.error_bars,
+                chart.pareto_error_bars,
+                chart.frontier,
+                chart.other_points,
+                chart.pareto_points,
+                chart.selected_ring,
+                chart.deadline_line,
+                chart.budget_line,
+            )
+        ]
 
     items = identities()
     before = list(chart.plot_item.items)
@@ -399,13 +418,15 @@ def test_whatif_chart_draws_the_curves(qtbot, est):
     lx, ly = chart.limits.getData()
     assert list(lx) == pytest.approx([math.log10(c.limit_x) for c in crossing])
     assert list(ly) == pytest.approx([c.capacity_gib for c in crossing])
-    assert chart.legend_labels()[:len(curves)] == [
-        f"\u2605 {c.label} (recommended)" if c.recommended else c.label for c in curves]
+    assert chart.legend_labels()[: len(curves)] == [
+        f"\u2605 {c.label} (recommended)" if c.recommended else c.label for c in curves
+    ]
     assert _colours(chart) > 8
 
 
 def test_whatif_pool_is_reused(qtbot, est):
     chart = _show(qtbot, WhatIfChart())
+
     def identities():
         return [id(x) for x in (*chart.curves, *chart.over_curves, *chart.capacity_lines, chart.limits)]
 
@@ -425,8 +446,9 @@ def test_whatif_too_many_curves_and_bad_points(qtbot, est):
     ids = list(est.best_per_gpu())[:9]
     chart.set_curves("Context", whatif_curves(est, ids, "context", points=12))
     assert len(chart.shown_curves()) == 6
-    nan = WhatIfCurve(label="bad", xs=(1.0, 2.0, 3.0), ys_gib=(1.0, float("nan"), float("inf")),
-                      capacity_gib=2.0)
+    nan = WhatIfCurve(
+        label="bad", xs=(1.0, 2.0, 3.0), ys_gib=(1.0, float("nan"), float("inf")), capacity_gib=2.0
+    )
     chart.set_curves("Batch size", [nan])
     x, y = chart.curves[0].getData()
     assert _finite_arrays(x, y) and list(y) == [1.0]

@@ -12,11 +12,10 @@ from PySide6.QtCore import QPoint, QPointF, QRectF, Qt
 from PySide6.QtGui import QColor, QPalette, QWheelEvent
 from PySide6.QtWidgets import QApplication
 
-from gpuadvisor.core.formats.scenario import default_scenario
-from gpuadvisor.storage.user_catalog_store import load_catalogs
 from gpuadvisor.core.estimation.estimate import estimate
-from gpuadvisor.core.formats.scenario import ModelSource
+from gpuadvisor.core.formats.scenario import ModelSource, default_scenario
 from gpuadvisor.core.specs.workload import Hardware
+from gpuadvisor.storage.user_catalog_store import load_catalogs
 from gpuadvisor.views.charts import CostTimeChart, VramChart, WhatIfChart
 from gpuadvisor.views.charts.cost_time_chart import point_label
 from gpuadvisor.views.charts.labels import short_gpu_name
@@ -47,8 +46,12 @@ def est_limits(catalogs):
 @pytest.fixture(scope="module")
 def est_nothing_fits(catalogs):
     s = default_scenario()
-    s = replace(s, model=ModelSource(preset="llama-3.1-405b"),
-                workload=replace(s.workload, kind="full_finetune"), hardware=Hardware(gpu_count=1))
+    s = replace(
+        s,
+        model=ModelSource(preset="llama-3.1-405b"),
+        workload=replace(s.workload, kind="full_finetune"),
+        hardware=Hardware(gpu_count=1),
+    )
     return estimate(s, *catalogs, with_advice=False)
 
 
@@ -180,9 +183,16 @@ def test_vram_fits_a_laptop_height_and_scrolls(qtbot, est):
     # the mouse wheel over the chart scrolls too (and never zooms)
     chart.scroll_bar.setValue(0)
     centre = chart.plot.viewport().rect().center()
-    wheel = QWheelEvent(QPointF(centre), QPointF(chart.plot.viewport().mapToGlobal(centre)), QPoint(0, 0),
-                        QPoint(0, -120), Qt.MouseButton.NoButton, Qt.KeyboardModifier.NoModifier,
-                        Qt.ScrollPhase.NoScrollPhase, False)
+    wheel = QWheelEvent(
+        QPointF(centre),
+        QPointF(chart.plot.viewport().mapToGlobal(centre)),
+        QPoint(0, 0),
+        QPoint(0, -120),
+        Qt.MouseButton.NoButton,
+        Qt.KeyboardModifier.NoModifier,
+        Qt.ScrollPhase.NoScrollPhase,
+        False,
+    )
     QApplication.sendEvent(chart.plot.viewport(), wheel)
     assert chart.scroll_bar.value() == 3
     assert chart.visible_rows()[0] == 3
@@ -273,7 +283,7 @@ def test_cost_time_labels_do_not_overlap(qtbot, est, est_limits):
         plot = QRectF(0, 0, chart.view_box.width(), chart.view_box.height())
         for i, a in enumerate(rects):
             assert plot.adjusted(-2, -2, 2, 2).contains(a)
-            for b in rects[i + 1:]:
+            for b in rects[i + 1 :]:
                 overlap = a.intersected(b)
                 assert overlap.width() * overlap.height() < 0.15 * a.width() * a.height()
         chart.close()
@@ -345,8 +355,12 @@ def dark_app(qapp):
     """The application switched to a dark palette for one test, then back."""
     before = QPalette(qapp.palette())
     dark = QPalette(before)
-    for role, colour in ((QPalette.ColorRole.Window, "#202124"), (QPalette.ColorRole.WindowText, "#E8E8E8"),
-                         (QPalette.ColorRole.Base, "#181818"), (QPalette.ColorRole.Text, "#E8E8E8")):
+    for role, colour in (
+        (QPalette.ColorRole.Window, "#202124"),
+        (QPalette.ColorRole.WindowText, "#E8E8E8"),
+        (QPalette.ColorRole.Base, "#181818"),
+        (QPalette.ColorRole.Text, "#E8E8E8"),
+    ):
         dark.setColor(role, QColor(colour))
     yield lambda: qapp.setPalette(dark)
     qapp.setPalette(before)
@@ -409,6 +423,7 @@ def test_chart_fonts_follow_the_application_font(qtbot, qapp, est):
 def test_vram_legend_names_the_recommendation_only_when_there_is_one(qtbot, est, est_nothing_fits):
     chart = VramChart()
     qtbot.addWidget(chart)
+
     def entries():
         return [label.text for _, label in chart.legend.items]
 
@@ -431,8 +446,10 @@ def test_charts_take_a_new_application_font(qtbot, qapp, est):
     big.setPointSizeF(before.pointSizeF() * 1.5)
     try:
         qapp.setFont(big)
-        qtbot.waitUntil(lambda: chart.y_axis.style["tickFont"].pointSizeF() == pytest.approx(big.pointSizeF()),
-                        timeout=2000)
+        qtbot.waitUntil(
+            lambda: chart.y_axis.style["tickFont"].pointSizeF() == pytest.approx(big.pointSizeF()),
+            timeout=2000,
+        )
         assert chart.y_axis.fixedWidth > width_before
         assert chart.row_labels()[0].startswith(RECOMMENDED_MARK)
     finally:
@@ -465,20 +482,27 @@ def test_report_figure_one_names_every_bar(qtbot, est_limits):
 
     def near(pixel: int, colour: QColor, tolerance: int) -> bool:
         c = QColor(pixel)
-        return (abs(c.red() - colour.red()) + abs(c.green() - colour.green())
-                + abs(c.blue() - colour.blue())) <= tolerance
+        return (
+            abs(c.red() - colour.red()) + abs(c.green() - colour.green()) + abs(c.blue() - colour.blue())
+        ) <= tolerance
 
     # the rows: from the first to the last verdict marker in the column right of the bars
     width, height = image.width(), image.height()
     marks = [QColor(c) for c in (FIT_COLOR, TIGHT_COLOR, NO_FIT_COLOR)]
-    marker_lines = [y for y in range(0, height, 2)
-                    if any(near(image.pixel(x, y), m, 30) for x in range(int(width * 0.9), width, 3) for m in marks)]
+    marker_lines = [
+        y
+        for y in range(0, height, 2)
+        if any(near(image.pixel(x, y), m, 30) for x in range(int(width * 0.9), width, 3) for m in marks)
+    ]
     top, bottom = min(marker_lines), max(marker_lines)
     # where the bars start (the first bar's weights segment), and no bar left of that
     bars_x = min(x for x in range(width) if near(image.pixel(x, top), weights, 6))
     assert bars_x > width * 0.1  # room for the names
-    assert not any(near(image.pixel(x, y), weights, 6)
-                   for y in range(top, bottom, 3) for x in range(int(width * 0.02), bars_x - 3, 3))
+    assert not any(
+        near(image.pixel(x, y), weights, 6)
+        for y in range(top, bottom, 3)
+        for x in range(int(width * 0.02), bars_x - 3, 3)
+    )
     # lines of text just left of the bars (names are right-aligned there): one per bar
     names = range(int(bars_x - width * 0.04), int(bars_x - width * 0.012))
     inked = [any(near(image.pixel(x, y), text, 60) for x in names) for y in range(top - 10, bottom + 10)]

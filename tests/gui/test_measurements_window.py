@@ -21,8 +21,6 @@ TRUE_MFU = 0.30
 GPU = "a100-80gb"
 
 
-
-
 @pytest.fixture
 def dialog(window, qtbot):
     d = window.open_measurements()
@@ -90,9 +88,13 @@ def test_bad_input_is_named_and_nothing_is_recorded(dialog, qtbot):
 
 
 def test_load_an_nvidia_smi_log_shows_the_diagnosis(dialog, tmp_path):
-    lines = ["timestamp, name, memory.used [MiB], memory.total [MiB], utilization.gpu [%], utilization.memory [%]"]
-    lines += [f"2026/11/20 10:00:{s:02d}.000, NVIDIA A100-SXM4-80GB, 30000 MiB, 81920 MiB, 35 %, 20 %"
-              for s in range(15)]
+    lines = [
+        "timestamp, name, memory.used [MiB], memory.total [MiB], utilization.gpu [%], utilization.memory [%]"
+    ]
+    lines += [
+        f"2026/11/20 10:00:{s:02d}.000, NVIDIA A100-SXM4-80GB, 30000 MiB, 81920 MiB, 35 %, 20 %"
+        for s in range(15)
+    ]
     log = tmp_path / "gpu-log.csv"
     log.write_text("\n".join(lines) + "\n", encoding="utf-8")
     assert dialog.load_smi_log(log)
@@ -110,14 +112,26 @@ def synthetic_runs(state):
     """Runs of the current scenario on one A100 at a known MFU (what the hardware 'really' reached)."""
     runs = []
     for i, batch in enumerate((2, 4, 8), start=1):
-        sc = replace(state.scenario, workload=replace(state.scenario.workload, batch_size=batch),
-                     hardware=Hardware(gpu=GPU, gpu_count=1))
-        truth = estimate(replace(sc, efficiency=Efficiency(mfu=TRUE_MFU)), state.gpus, state.models,
-                         with_advice=False).candidates[0]
-        runs.append(Measurement(id=f"m{i}", gpu_id=GPU, kind=sc.workload.kind, model="llama-3.1-8b",
-                                batch_size=batch, seq_len=sc.workload.seq_len,
-                                tokens_per_s=truth.performance.tokens_per_s.expected,
-                                scenario=scenario_snapshot(sc)))
+        sc = replace(
+            state.scenario,
+            workload=replace(state.scenario.workload, batch_size=batch),
+            hardware=Hardware(gpu=GPU, gpu_count=1),
+        )
+        truth = estimate(
+            replace(sc, efficiency=Efficiency(mfu=TRUE_MFU)), state.gpus, state.models, with_advice=False
+        ).candidates[0]
+        runs.append(
+            Measurement(
+                id=f"m{i}",
+                gpu_id=GPU,
+                kind=sc.workload.kind,
+                model="llama-3.1-8b",
+                batch_size=batch,
+                seq_len=sc.workload.seq_len,
+                tokens_per_s=truth.performance.tokens_per_s.expected,
+                scenario=scenario_snapshot(sc),
+            )
+        )
     return runs
 
 
@@ -138,7 +152,9 @@ def test_fit_calibration_and_apply_it_to_the_window(window, dialog, qtbot, tmp_p
     assert fit.value == pytest.approx(TRUE_MFU, rel=0.01)
     assert load_calibration().value == profile  # saved in the user data folder
     assert dialog.factors.rowCount() == 1
-    assert dialog.factors.text(0, 2) == "mfu" and float(dialog.factors.text(0, 3)) == pytest.approx(TRUE_MFU, abs=2e-3)
+    assert dialog.factors.text(0, 2) == "mfu" and float(dialog.factors.text(0, 3)) == pytest.approx(
+        TRUE_MFU, abs=2e-3
+    )
     assert "→" in dialog.factors.text(0, 5)
     points, calibrated = dialog.chart_points()  # measured points and the calibrated estimate on y = x
     assert len(points) == 3 and len(calibrated) == 3
@@ -173,10 +189,15 @@ def test_fit_calibration_and_apply_it_to_the_window(window, dialog, qtbot, tmp_p
     out = tmp_path / "profile.json"
     assert dialog.export_profile_to(out)
     bad = tmp_path / "bad.json"
-    bad.write_text(out.read_text(encoding="utf-8").replace('"n_measurements": 3', '"n_measurements": 0'),
-                   encoding="utf-8")
+    bad.write_text(
+        out.read_text(encoding="utf-8").replace('"n_measurements": 3', '"n_measurements": 0'),
+        encoding="utf-8",
+    )
     assert not dialog.import_profile_from(bad)
-    assert dialog.message.text() == "Not imported: bad.json: fits[0].n_measurements: must be a whole number >= 1 (got 0)"
+    assert (
+        dialog.message.text()
+        == "Not imported: bad.json: fits[0].n_measurements: must be a whole number >= 1 (got 0)"
+    )
     assert state.calibration == profile
     assert dialog.import_profile_from(out) and state.calibration == profile
 
@@ -186,8 +207,9 @@ def test_calibration_setting_is_restored_at_start(qtbot):
     from gpuadvisor.storage import save_calibration, save_settings
     from gpuadvisor.storage.settings import Settings
 
-    save_calibration(CalibrationProfile((FactorFit(GPU, "hf-trainer", "mfu", 0.2, 3, 30.0, 1.0, ("m1",)),),
-                                        "2026-11-30"))
+    save_calibration(
+        CalibrationProfile((FactorFit(GPU, "hf-trainer", "mfu", 0.2, 3, 30.0, 1.0, ("m1",)),), "2026-11-30")
+    )
     save_settings(Settings(calibration_enabled=True))
     w = build_window(deferred_charts=False)
     qtbot.addWidget(w)

@@ -14,14 +14,33 @@ import re
 import pytest
 from gui_helpers import retype, settle
 
-from gpuadvisor.core.estimation.estimate import estimate
 from gpuadvisor.core.errors import InputError
+from gpuadvisor.core.estimation.estimate import estimate
 from gpuadvisor.core.presentation.report import build_report
 from gpuadvisor.core.presentation.serialize import estimate_to_dict
 
 EDITS = int(__import__("os").environ.get("GPUADVISOR_MONKEY_EDITS", "1000"))
-NUMBERS = ["1", "2", "8", "64", "500", "2048", "1e8", "5e8", "2B", "100k", "0", "-3", "abc", "1e30", "", "7.5",
-           "1e3", "4096", "12.5"]
+NUMBERS = [
+    "1",
+    "2",
+    "8",
+    "64",
+    "500",
+    "2048",
+    "1e8",
+    "5e8",
+    "2B",
+    "100k",
+    "0",
+    "-3",
+    "abc",
+    "1e30",
+    "",
+    "7.5",
+    "1e3",
+    "4096",
+    "12.5",
+]
 TODAY = datetime.date(2026, 11, 30)
 BAD = re.compile(r"\bnan\b|\binf\b", re.IGNORECASE)
 
@@ -50,7 +69,11 @@ def _edit(rng, w, qtbot):
         _pick_combo(rng, rng.choice([wp.gpu, wp.count, wp.parallelism, wp.optimizer, wp.engine]))
     elif roll < 0.44:
         w.show_page(0)
-        retype(qtbot, rng.choice([wp.seq_len, wp.prompt, wp.output]), str(rng.choice([128, 512, 2048, 8192, 32768])))
+        retype(
+            qtbot,
+            rng.choice([wp.seq_len, wp.prompt, wp.output]),
+            str(rng.choice([128, 512, 2048, 8192, 32768])),
+        )
     elif roll < 0.48:
         w.show_page(0)
         rng.choice([wp.checkpointing, wp.flash]).click()
@@ -79,7 +102,9 @@ def _edit(rng, w, qtbot):
         model = editor.models["gpus"]
         row = rng.randrange(len(model.rows))
         column = rng.choice(["cloud_usd_per_hour_expected", "cloud_usd_per_hour_low", "memory_gib_usable"])
-        model.setData(model.index(row, model.columns.index(column)), rng.choice(["0.5", "2", "9", "-1", "x", "80"]))
+        model.setData(
+            model.index(row, model.columns.index(column)), rng.choice(["0.5", "2", "9", "-1", "x", "80"])
+        )
         editor.flush()
     else:
         editor = w.open_catalog_editor()

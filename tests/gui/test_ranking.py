@@ -20,14 +20,13 @@ from PySide6.QtCore import QPoint, Qt
 from PySide6.QtGui import QAction, QColor, QContextMenuEvent, QKeySequence, QPalette
 from PySide6.QtWidgets import QApplication, QLineEdit, QVBoxLayout, QWidget
 
-
 from gpuadvisor.core.estimation.estimate import estimate
-from gpuadvisor.core.specs.hardware import load_gpu_catalog
-from gpuadvisor.core.specs.presets import load_model_catalog
 from gpuadvisor.core.estimation.recommendation import sort_key
+from gpuadvisor.core.formats.scenario import Budget, ModelSource, default_scenario
 from gpuadvisor.core.formatting import fmt_usd
 from gpuadvisor.core.presentation.wording import change_lines, summary_line
-from gpuadvisor.core.formats.scenario import Budget, ModelSource, default_scenario
+from gpuadvisor.core.specs.hardware import load_gpu_catalog
+from gpuadvisor.core.specs.presets import load_model_catalog
 from gpuadvisor.gui.ranking import (
     COL_BUDGET,
     COL_COST,
@@ -74,7 +73,9 @@ def broke(cats):
 @pytest.fixture(scope="module")
 def nothing_fits(cats):
     s = default_scenario()
-    s = replace(s, model=ModelSource(preset="llama-3.1-405b"), workload=replace(s.workload, kind="full_finetune"))
+    s = replace(
+        s, model=ModelSource(preset="llama-3.1-405b"), workload=replace(s.workload, kind="full_finetune")
+    )
     return estimate(s, *cats)
 
 
@@ -121,8 +122,9 @@ def menu_click(qtbot, t: RankingTable, row: int, action) -> None:
     point = row_point(t, row)
     qtbot.mouseClick(viewport, Qt.MouseButton.RightButton, pos=point)
     # The window system follows a right-click with a context-menu event; QTest's click does not.
-    QApplication.sendEvent(viewport, QContextMenuEvent(QContextMenuEvent.Reason.Mouse, point,
-                                                       viewport.mapToGlobal(point)))
+    QApplication.sendEvent(
+        viewport, QContextMenuEvent(QContextMenuEvent.Reason.Mouse, point, viewport.mapToGlobal(point))
+    )
     qtbot.waitUntil(t.menu.isVisible)
     assert action in t.menu.actions() and action.isEnabled()
     qtbot.mouseClick(t.menu, Qt.MouseButton.LeftButton, pos=t.menu.actionGeometry(action).center())
@@ -152,8 +154,9 @@ def test_one_row_per_gpu_type_in_decision_order(table, plain):
     # The expected cost is a column of its own, the core's number; no deadline or budget set.
     assert cell(table, 0, COL_COST) == fmt_usd(rec.cost.cost_usd.expected)
     assert cell(table, 0, COL_DEADLINE) == cell(table, 0, COL_BUDGET) == "—"
-    assert cell(table, 0, COL_SETUP) == ("single GPU" if rec.gpu_count == 1 else f"{rec.gpu_count} × "
-                                         f"{rec.parallelism}")
+    assert cell(table, 0, COL_SETUP) == (
+        "single GPU" if rec.gpu_count == 1 else f"{rec.gpu_count} × {rec.parallelism}"
+    )
     # The pick mark is the first column shown, then the GPU.
     header = table.view.horizontalHeader()
     assert header.logicalIndex(0) == COL_PICK and header.logicalIndex(1) == COL_GPU
@@ -199,7 +202,9 @@ def test_expand_checkbox_shows_every_setup_in_the_same_order(qtbot, table, deadl
     expected = [c.key for c in sorted(deadline.candidates, key=sort_key) if c.fits]
     assert keys(table) == expected and len(expected) > len(deadline.best_per_gpu())
     assert cell(table, 0, COL_PICK) == RECOMMENDED_MARK
-    assert table.selected_key() == deadline.decision.recommended_key  # the selection follows the setup, not the row number
+    assert (
+        table.selected_key() == deadline.decision.recommended_key
+    )  # the selection follows the setup, not the row number
     click_box(qtbot, table.expand_box)
     assert not table.is_expanded() and len(keys(table)) == len(deadline.best_per_gpu())
     table.set_expanded(True)
@@ -207,15 +212,22 @@ def test_expand_checkbox_shows_every_setup_in_the_same_order(qtbot, table, deadl
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(kind=st.sampled_from(["inference", "lora", "qlora", "full_finetune"]), batch=st.integers(1, 32),
-       deadline_h=st.one_of(st.none(), st.floats(0.1, 100)), cap=st.one_of(st.none(), st.floats(1, 2000)),
-       expanded=st.booleans())
+@given(
+    kind=st.sampled_from(["inference", "lora", "qlora", "full_finetune"]),
+    batch=st.integers(1, 32),
+    deadline_h=st.one_of(st.none(), st.floats(0.1, 100)),
+    cap=st.one_of(st.none(), st.floats(1, 2000)),
+    expanded=st.booleans(),
+)
 def test_top_row_is_the_core_recommendation(table, cats, kind, batch, deadline_h, cap, expanded):
     """For random scenarios the first row is the recommended setup, starred; one row per GPU type."""
-    w = replace(default_scenario().workload, kind=kind, weights="nf4" if kind == "qlora" else "bf16",
-                batch_size=batch)
-    est = estimate(replace(default_scenario(), workload=w,
-                           budget=Budget(deadline_hours=deadline_h, max_total_usd=cap)), *cats)
+    w = replace(
+        default_scenario().workload, kind=kind, weights="nf4" if kind == "qlora" else "bf16", batch_size=batch
+    )
+    est = estimate(
+        replace(default_scenario(), workload=w, budget=Budget(deadline_hours=deadline_h, max_total_usd=cap)),
+        *cats,
+    )
     table.set_expanded(expanded)
     table.show(est, None)
     rec = est.decision.recommended_key
@@ -313,8 +325,9 @@ def test_export_from_the_menu_and_a_clear_error(qtbot, table, deadline, tmp_path
         table.export_csv(tmp_path / "no-such-folder" / "ranking.csv")
     assert str(info.value).startswith("cannot write ranking.csv:") and "\n" not in str(info.value)
     warned = []
-    monkeypatch.setattr(QFileDialog, "getSaveFileName",
-                        lambda *a, **k: (str(tmp_path / "no-such-folder" / "r.csv"), ""))
+    monkeypatch.setattr(
+        QFileDialog, "getSaveFileName", lambda *a, **k: (str(tmp_path / "no-such-folder" / "r.csv"), "")
+    )
     monkeypatch.setattr(QMessageBox, "warning", lambda parent, title, text: warned.append(text))
     assert table.export_csv_dialog() is None
     assert warned == ["Could not export the table: cannot write r.csv: No such file or directory"]
@@ -325,8 +338,12 @@ def _painted_text_pixels(t: RankingTable) -> int:
     """Pixels of the viewport that differ from its background (text drawn on it)."""
     image = t.view.viewport().grab().toImage()
     base = t.view.palette().color(QPalette.ColorRole.Base).rgb()
-    return sum(1 for y in range(0, image.height(), 2) for x in range(0, image.width(), 2)
-               if image.pixel(x, y) != base)
+    return sum(
+        1
+        for y in range(0, image.height(), 2)
+        for x in range(0, image.width(), 2)
+        if image.pixel(x, y) != base
+    )
 
 
 def test_nothing_fits_paints_why_and_the_cheapest_fixes(qtbot, table, nothing_fits):
@@ -422,8 +439,11 @@ def test_stale_prices_follow_the_age_set_from_outside(table, plain):
     table.model.today = dt.date(2031, 1, 1)
     table.show(plain, None)
     table.set_stale_months(6)
-    priced = {c.gpu.name for c in plain.candidates
-              if c.gpu.cloud_usd_per_hour or c.gpu.purchase_new_usd or c.gpu.purchase_used_usd}
+    priced = {
+        c.gpu.name
+        for c in plain.candidates
+        if c.gpu.cloud_usd_per_hour or c.gpu.purchase_new_usd or c.gpu.purchase_used_usd
+    }
     stale = [cell(table, r, COL_PRICE_DATE).endswith("(stale)") for r in range(table.proxy.rowCount())]
     assert stale.count(True) == len(priced)  # a GPU without any price has nothing to date
     table.set_stale_months(1200)
@@ -432,11 +452,17 @@ def test_stale_prices_follow_the_age_set_from_outside(table, plain):
 
 def _dark_palette() -> QPalette:
     p = QPalette()
-    for role, color in ((QPalette.ColorRole.Window, "#2b2b2b"), (QPalette.ColorRole.Base, "#1e1e1e"),
-                        (QPalette.ColorRole.AlternateBase, "#262626"), (QPalette.ColorRole.Text, "#e6e6e6"),
-                        (QPalette.ColorRole.WindowText, "#e6e6e6"), (QPalette.ColorRole.Button, "#333333"),
-                        (QPalette.ColorRole.ButtonText, "#e6e6e6"), (QPalette.ColorRole.Highlight, "#3d7cc9"),
-                        (QPalette.ColorRole.HighlightedText, "#ffffff")):
+    for role, color in (
+        (QPalette.ColorRole.Window, "#2b2b2b"),
+        (QPalette.ColorRole.Base, "#1e1e1e"),
+        (QPalette.ColorRole.AlternateBase, "#262626"),
+        (QPalette.ColorRole.Text, "#e6e6e6"),
+        (QPalette.ColorRole.WindowText, "#e6e6e6"),
+        (QPalette.ColorRole.Button, "#333333"),
+        (QPalette.ColorRole.ButtonText, "#e6e6e6"),
+        (QPalette.ColorRole.Highlight, "#3d7cc9"),
+        (QPalette.ColorRole.HighlightedText, "#ffffff"),
+    ):
         p.setColor(role, QColor(color))
     return p
 
@@ -459,8 +485,11 @@ def test_colours_are_readable_on_light_and_dark_palettes(qtbot, table, broke, da
     image = table.view.viewport().grab().toImage()
     rect = table.view.visualRect(table.proxy.index(0, COL_BUDGET))
     ratio = image.devicePixelRatio()
-    seen = {image.pixelColor(int(x * ratio), int(y * ratio)).name() for x in range(rect.left(), rect.right())
-            for y in range(rect.top(), rect.bottom())}
+    seen = {
+        image.pixelColor(int(x * ratio), int(y * ratio)).name()
+        for x in range(rect.left(), rect.right())
+        for y in range(rect.top(), rect.bottom())
+    }
     assert colors.tones["bad"].name() in seen
     assert (base.lightness() < 100) == dark
 

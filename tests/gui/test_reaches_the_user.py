@@ -15,8 +15,8 @@ from PySide6.QtWidgets import QApplication
 
 from gpuadvisor.core.estimation.estimate import estimate
 from gpuadvisor.core.presentation.report import build_report
-from gpuadvisor.core.presentation.wording import summary_line
 from gpuadvisor.core.presentation.serialize import estimate_to_dict
+from gpuadvisor.core.presentation.wording import summary_line
 from gpuadvisor.gui.theme import DARK, colors, is_dark
 
 TODAY = datetime.date(2026, 11, 30)
@@ -76,11 +76,22 @@ def test_a_fixed_config_json_chosen_again_recomputes(window, qtbot, tmp_path):
     settle(w)
     assert w.state.error and "Model" in w.state.error
     assert not w.results.table.isEnabled()  # stale results are greyed, not presented as an answer
-    config.write_text(json.dumps({
-        "model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidden_size": 2048,
-        "intermediate_size": 8192, "num_attention_heads": 32, "num_key_value_heads": 8,
-        "num_hidden_layers": 16, "vocab_size": 128256, "max_position_embeddings": 8192,
-        "tie_word_embeddings": True}))
+    config.write_text(
+        json.dumps(
+            {
+                "model_type": "llama",
+                "architectures": ["LlamaForCausalLM"],
+                "hidden_size": 2048,
+                "intermediate_size": 8192,
+                "num_attention_heads": 32,
+                "num_key_value_heads": 8,
+                "num_hidden_layers": 16,
+                "vocab_size": 128256,
+                "max_position_embeddings": 8192,
+                "tie_word_embeddings": True,
+            }
+        )
+    )
     w.model_page.set_hf_path(str(config))  # the same path, chosen again
     settle(w)
     assert w.state.error == "" and w.results.table.isEnabled()
@@ -112,7 +123,9 @@ def test_an_own_quote_below_the_low_price_keeps_the_gpu(window):
     model = editor.models["gpus"]
     row = next(i for i, r in enumerate(model.rows) if r["id"] == "h100-sxm")
     low = float(model.rows[row]["cloud_usd_per_hour_low"])
-    assert model.setData(model.index(row, model.columns.index("cloud_usd_per_hour_expected")), f"{low / 2:.2f}")
+    assert model.setData(
+        model.index(row, model.columns.index("cloud_usd_per_hour_expected")), f"{low / 2:.2f}"
+    )
     editor.flush()
     settle(w)
     assert len(w.state.estimate.candidates) == n  # no GPU silently vanished
@@ -199,7 +212,9 @@ def test_dark_appearance_recolours_the_window(window):
         assert is_dark(app.palette()) and colors(w.results.palette()) is DARK
         w.state.set_error("Tokens to train (Workload page): must be at most 1e+18")
         assert DARK.banner_bg in w.results.banner.styleSheet()
-        assert DARK.caution in w.results.summary_html(w.state.estimate) or not w.results.warnings(w.state.estimate)
+        assert DARK.caution in w.results.summary_html(w.state.estimate) or not w.results.warnings(
+            w.state.estimate
+        )
     finally:
         w.state.set_error("")
         app.setPalette(old_palette)
@@ -214,7 +229,7 @@ def test_every_line_of_the_summary_is_the_cores(window):
 def test_laptop_screens_show_the_answer_and_three_ranking_rows(tmp_path):
     """On a real X server (Xvfb) at laptop sizes and 150% scaling, maximized: the answer and at
     least three ranking rows are on screen without scrolling the window."""
-    script = r'''
+    script = r"""
 import json, os, sys
 from PySide6.QtWidgets import QApplication
 from gpuadvisor.gui.app import build_window
@@ -234,19 +249,30 @@ rows = sum(1 for i in range(table.model().rowCount())
            <= table.viewport().height())
 print(json.dumps({"rows": rows, "summary": on_screen(w.summary), "table": on_screen(table),
                   "window": [w.width(), w.height()], "screen": [screen.width(), screen.height()]}))
-'''
+"""
     (tmp_path / "probe.py").write_text(script)
     import shutil
 
     import pytest
+
     if shutil.which("xvfb-run") is None:
         pytest.skip("xvfb-run is not installed (scripts/install-system-deps.sh installs it)")
-    for size, scale in (("1366x768", "1"), ("1280x800", "1"), ("1280x720", "1"), ("1366x768", "1.25"),
-                        ("1600x1000", "1.5")):
+    for size, scale in (
+        ("1366x768", "1"),
+        ("1280x800", "1"),
+        ("1280x720", "1"),
+        ("1366x768", "1.25"),
+        ("1600x1000", "1.5"),
+    ):
         env = {k: v for k, v in __import__("os").environ.items() if k != "QT_QPA_PLATFORM"}
         env.update(QT_QPA_PLATFORM="xcb", QT_SCALE_FACTOR=scale, GPUADVISOR_HOME=str(tmp_path / "home"))
-        out = subprocess.run(["xvfb-run", "-a", "-s", f"-screen 0 {size}x24", sys.executable,
-                              str(tmp_path / "probe.py")], capture_output=True, text=True, timeout=120, env=env)
+        out = subprocess.run(
+            ["xvfb-run", "-a", "-s", f"-screen 0 {size}x24", sys.executable, str(tmp_path / "probe.py")],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=env,
+        )
         line = [x for x in out.stdout.splitlines() if x.startswith("{")]
         assert line, (size, scale, out.stdout[-500:], out.stderr[-2000:])
         got = json.loads(line[-1])

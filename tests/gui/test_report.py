@@ -23,23 +23,37 @@ import pytest
 from PySide6.QtGui import QFontDatabase, QImage
 
 from gpuadvisor import __version__
-from gpuadvisor.storage.user_catalog_store import load_catalogs
 from gpuadvisor.core.estimation.estimate import estimate
-from gpuadvisor.core.presentation.report import TABLE_HEADER, build_report, row_cells
 from gpuadvisor.core.formats.scenario import load_scenario, loads_scenario
+from gpuadvisor.core.presentation.report import TABLE_HEADER, build_report, row_cells
+from gpuadvisor.storage import StorageError
+from gpuadvisor.storage.user_catalog_store import load_catalogs
 from gpuadvisor.views import report_pdf
 from gpuadvisor.views.report_pdf import export_pdf
-from gpuadvisor.storage import StorageError
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE = REPO / "docs" / "examples" / "lora-llama-3.1-8b.json"
 TODAY = datetime.date(2026, 11, 29)
 POPPLER = all(shutil.which(t) for t in ("pdftotext", "pdfinfo", "pdffonts", "pdftoppm"))
-needs_poppler = pytest.mark.skipif(not POPPLER, reason="poppler-utils (pdftotext, pdfinfo, pdffonts, pdftoppm) "
-                                   "is not installed; `make test` installs it")
+needs_poppler = pytest.mark.skipif(
+    not POPPLER,
+    reason="poppler-utils (pdftotext, pdfinfo, pdffonts, pdftoppm) is not installed; `make test` installs it",
+)
 #: A row pinned to literal values (sample scenario, bundled catalog of 2026-11-29).
-H100_ROW = ("H100 SXM5 80 GB", "1 GPU", "fits", "32.7", "79.7", "+46.9", "7,747", "11.0\u201323.9 h",
-            "$20\u2013$165", "$0.09", "yes", "yes")
+H100_ROW = (
+    "H100 SXM5 80 GB",
+    "1 GPU",
+    "fits",
+    "32.7",
+    "79.7",
+    "+46.9",
+    "7,747",
+    "11.0\u201323.9 h",
+    "$20\u2013$165",
+    "$0.09",
+    "yes",
+    "yes",
+)
 
 
 # -- helpers -------------------------------------------------------------------------------------
@@ -55,7 +69,9 @@ def normalise(text: str) -> str:
 
 def page_texts(pdf: Path) -> list[str]:
     pages = int(re.search(r"Pages:\s+(\d+)", run("pdfinfo", str(pdf))).group(1))
-    return [normalise(run("pdftotext", "-f", str(i), "-l", str(i), str(pdf), "-")) for i in range(1, pages + 1)]
+    return [
+        normalise(run("pdftotext", "-f", str(i), "-l", str(i), str(pdf), "-")) for i in range(1, pages + 1)
+    ]
 
 
 def find_row(text: str, cells: tuple[str, ...], reach: int = 40) -> bool:
@@ -132,8 +148,14 @@ def test_text_holds_scenario_model_and_sections(sample_pages, sample):
     text = " ".join(sample_pages)
     assert normalise(report.scenario_name) in text
     assert "Llama 3.1 8B" in text
-    for heading in ("1. Recommendation", "2. The scenario in plain words", "3. Comparison", "4. Charts",
-                    "5. Rent or buy", "6. Assumptions, method and warnings"):
+    for heading in (
+        "1. Recommendation",
+        "2. The scenario in plain words",
+        "3. Comparison",
+        "4. Charts",
+        "5. Rent or buy",
+        "6. Assumptions, method and warnings",
+    ):
         assert heading in text
     assert normalise(report.recommendation) in text
     assert "Outside the calibrated range" in text  # hf-trainer's profile is an assumption
@@ -153,7 +175,9 @@ def test_table_figures_match_the_cli_json(sample_pages, sample, sample_json):
     _, report = sample
     text = " ".join(sample_pages)
     best = {(w["gpu"], w["gpu_count"], w["parallelism"]) for w in sample_json["what_if"]}
-    by_gpu = {c["gpu"]: c for c in sample_json["candidates"] if (c["gpu"], c["gpu_count"], c["parallelism"]) in best}
+    by_gpu = {
+        c["gpu"]: c for c in sample_json["candidates"] if (c["gpu"], c["gpu_count"], c["parallelism"]) in best
+    }
     assert len(report.table_rows) == min(40, len(by_gpu))  # build_report shows at most 40 GPU types
     for gpu in ("h100-sxm", "a100-40gb", "mi300x", "a100-80gb", "l4", "b200"):
         cells = normalise_cells(row_cells(by_gpu[gpu]))
@@ -200,8 +224,12 @@ def test_page_one_renders(sample_pdf, tmp_path):
     run("pdftoppm", "-r", "30", "-f", "1", "-l", "1", "-png", "-singlefile", str(sample_pdf[0]), str(out))
     image = QImage(str(out) + ".png")
     assert not image.isNull()
-    inked = sum(1 for y in range(0, image.height(), 3) for x in range(0, image.width(), 3)
-                if image.pixelColor(x, y).lightness() < 200)
+    inked = sum(
+        1
+        for y in range(0, image.height(), 3)
+        for x in range(0, image.width(), 3)
+        if image.pixelColor(x, y).lightness() < 200
+    )
     assert inked > 200  # text and table, not a blank page
 
 
@@ -210,15 +238,19 @@ def test_table_header_repeats_where_the_table_continues(qapp, catalogs, tmp_path
     """A long note pushes the 40-row table down so that it continues on page 2: that page starts
     with the header row (``<thead>`` -> the QTextTable's header row, repeated by the layout)."""
     data = json.loads(SAMPLE.read_text(encoding="utf-8"))
-    data["notes"] = ("A long note that pushes the comparison table down the first page, so that the table "
-                     "must continue on the second page. ") * 8
+    data["notes"] = (
+        "A long note that pushes the comparison table down the first page, so that the table "
+        "must continue on the second page. "
+    ) * 8
     est = estimate(loads_scenario(json.dumps(data)), *catalogs)
     report = build_report(est, catalogs[0].meta, TODAY)
     path = tmp_path / "long.pdf"
     export_pdf(report, est, path)
     pages = page_texts(path)
     header = normalise(" ".join(TABLE_HEADER[:3]))
-    last_row = normalise_cells(report.table_rows[-1].cells)[:6]  # pdftotext may reorder the wide cells after these
+    last_row = normalise_cells(report.table_rows[-1].cells)[
+        :6
+    ]  # pdftotext may reorder the wide cells after these
     assert not find_row(pages[0], last_row), "the table should continue on page 2"
     assert last_row[0] in pages[1]  # the last GPU's name (its wide cells may wrap in pdftotext's output)
     assert header in pages[0]
@@ -286,15 +318,31 @@ def test_bad_page_size(qapp, sample, tmp_path):
 # -- the command line ------------------------------------------------------------------------------
 def _cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k not in ("QT_QPA_PLATFORM", "DISPLAY", "WAYLAND_DISPLAY")}
-    return subprocess.run([sys.executable, "-m", "gpuadvisor.cli", *args], cwd=REPO, capture_output=True,
-                          text=True, timeout=timeout, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "gpuadvisor.cli", *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+    )
 
 
 def test_cli_report_end_to_end_letter(tmp_path):
     """Headless (no DISPLAY, no QT_QPA_PLATFORM): the CLI picks the offscreen platform itself."""
     out = tmp_path / "report.pdf"
-    proc = _cli("report", str(SAMPLE), "-o", str(out), "--page-size", "Letter", "--gpu", "h100-sxm",
-                "--gpu", "a100-80gb")
+    proc = _cli(
+        "report",
+        str(SAMPLE),
+        "-o",
+        str(out),
+        "--page-size",
+        "Letter",
+        "--gpu",
+        "h100-sxm",
+        "--gpu",
+        "a100-80gb",
+    )
     assert proc.returncode == 0, proc.stderr
     assert out.read_bytes().startswith(b"%PDF-")
     assert re.fullmatch(rf"{re.escape(str(out))}: \d+ pages in \d+\.\d s\n", proc.stdout), proc.stdout
@@ -324,8 +372,10 @@ def test_cli_report_unwritable_target_is_one_line(tmp_path):
 
 
 def test_other_commands_stay_qt_free():
-    code = ("import sys; from gpuadvisor.cli import main; main(['gpus', '--json']) ; "
-            "sys.stderr.write(str(sorted(m for m in sys.modules if m.startswith(('PySide6', 'pyqtgraph')))))")
+    code = (
+        "import sys; from gpuadvisor.cli import main; main(['gpus', '--json']) ; "
+        "sys.stderr.write(str(sorted(m for m in sys.modules if m.startswith(('PySide6', 'pyqtgraph')))))"
+    )
     proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0
     assert proc.stderr == "[]"

@@ -5,15 +5,13 @@ from __future__ import annotations
 import json
 
 import pytest
+from gui_helpers import settle
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QMessageBox
 
 from gpuadvisor.core.estimation.estimate import estimate
 from gpuadvisor.core.formats.scenario import load_scenario
-from gui_helpers import settle
 from gpuadvisor.gui.ranking import ROLE_KEY
-
-
 
 
 def test_window_shows_the_default_estimate(window):
@@ -97,10 +95,14 @@ def test_invalid_budget_is_reported_and_keeps_the_last_estimate(window, qtbot):
 
 def test_open_and_save_a_scenario(window, tmp_path, monkeypatch):
     w = window
-    data = {"format": "gpuadvisor-scenario", "version": 1, "name": "serve 70B",
-            "model": {"preset": "llama-3.1-70b"},
-            "workload": {"kind": "inference", "batch_size": 8, "prompt_tokens": 1000, "output_tokens": 200},
-            "budget": {"deadline_hours": 12}}
+    data = {
+        "format": "gpuadvisor-scenario",
+        "version": 1,
+        "name": "serve 70B",
+        "model": {"preset": "llama-3.1-70b"},
+        "workload": {"kind": "inference", "batch_size": 8, "prompt_tokens": 1000, "output_tokens": 200},
+        "budget": {"deadline_hours": 12},
+    }
     path = tmp_path / "serve.json"
     path.write_text(json.dumps(data))
     assert w.open_path(str(path))
@@ -134,7 +136,9 @@ def test_unsaved_changes_prompt_on_close(window, monkeypatch, qtbot):
     w.workload_page.batch.setValue(3)
     assert w.state.dirty
     asked = []
-    monkeypatch.setattr(QMessageBox, "question", lambda *a, **k: (asked.append(1), QMessageBox.StandardButton.Cancel)[1])
+    monkeypatch.setattr(
+        QMessageBox, "question", lambda *a, **k: (asked.append(1), QMessageBox.StandardButton.Cancel)[1]
+    )
     assert not w.close()
     assert asked and w.isVisible()
     monkeypatch.setattr(QMessageBox, "question", lambda *a, **k: QMessageBox.StandardButton.Discard)
@@ -144,6 +148,7 @@ def test_unsaved_changes_prompt_on_close(window, monkeypatch, qtbot):
 def test_close_persists_layout_and_recent_files(window, tmp_path):
     from gpuadvisor.storage.paths import user_paths
     from gpuadvisor.storage.settings import load_settings
+
     w = window
     path = tmp_path / "a.json"
     w._save_to(path)
@@ -205,8 +210,11 @@ def test_about_box_names_version_catalogs_license_and_notices(window, qtbot):
     assert dialog is not None and dialog.isVisible()
     about = dialog.tabs.widget(0).text()
     assert __version__ in about and "GPU catalog" in about and "MIT License" in about
-    assert [dialog.tabs.tabText(i) for i in range(dialog.tabs.count())] == \
-        ["About", "License", "Third-party notices"]
+    assert [dialog.tabs.tabText(i) for i in range(dialog.tabs.count())] == [
+        "About",
+        "License",
+        "Third-party notices",
+    ]
     assert dialog.license_view.toPlainText().startswith("MIT License")
     notices = dialog.notices_view.toPlainText()
     assert "PySide6" in notices and "Lesser General Public License" in notices
@@ -242,6 +250,7 @@ def test_what_if_axis_switch_redraws_with_batch_on_x(window):
 def test_export_report_from_the_window(window, qtbot, tmp_path):
     import shutil
     import subprocess
+
     w = window
     w.page_size_actions["Letter"].trigger()
     out = tmp_path / "report.pdf"

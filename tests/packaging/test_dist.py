@@ -30,9 +30,12 @@ import pytest
 
 from gpuadvisor import __version__
 
-pytestmark = [pytest.mark.packaging,
-              pytest.mark.skipif(not sys.platform.startswith("linux"),
-                                 reason="the packaging test builds and runs the Linux bundle")]
+pytestmark = [
+    pytest.mark.packaging,
+    pytest.mark.skipif(
+        not sys.platform.startswith("linux"), reason="the packaging test builds and runs the Linux bundle"
+    ),
+]
 
 ROOT = Path(__file__).resolve().parents[2]
 SCENARIO = ROOT / "docs" / "examples" / "lora-llama-3.1-8b.json"
@@ -46,9 +49,10 @@ AIM_FOLDER_MB = 185
 MAX_TARBALL_MB = 120
 MAX_DEB_MB = 120
 # glibc's own libraries: provided by libc6, whose minimum version the control file states
-GLIBC_SONAMES = re.compile(r"^(libc|libm|libdl|libpthread|librt|libutil|libresolv|libanl)\.so\.\d+$"
-                           r"|^ld-linux")
-
+GLIBC_SONAMES = re.compile(
+    r"^(libc|libm|libdl|libpthread|librt|libutil|libresolv|libanl)\.so\.\d+$"
+    r"|^ld-linux"
+)
 
 
 def _load(name: str, path: Path):
@@ -81,26 +85,37 @@ def dist(tmp_path_factory) -> Dist:
     out = tmp_path_factory.mktemp("dist")
     work = tmp_path_factory.mktemp("work")
     t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, str(ROOT / "packaging" / "build.py"), "--dist", str(out), "--work",
-                           str(work)], cwd=ROOT, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S,
-                          check=False)
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "packaging" / "build.py"), "--dist", str(out), "--work", str(work)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=BUILD_TIMEOUT_S,
+        check=False,
+    )
     seconds = time.perf_counter() - t0
     if proc.returncode != 0:
-        pytest.fail(f"packaging/build.py failed ({proc.returncode}):\n"
-                    f"{proc.stdout[-6000:]}\n{proc.stderr[-6000:]}")
+        pytest.fail(
+            f"packaging/build.py failed ({proc.returncode}):\n{proc.stdout[-6000:]}\n{proc.stderr[-6000:]}"
+        )
     debs = sorted(out.glob("*.deb"))
     tarball = out / f"gpuadvisor-{__version__}-linux-{os.uname().machine}.tar.gz"
     result = Dist(folder=out / "gpuadvisor", tarball=tarball, deb=debs[0] if debs else None, seconds=seconds)
-    print(f"\nbuild {seconds:.0f} s; folder {_mb(result.folder):.0f} MB; tar.gz {_mb(result.tarball):.1f} MB"
-          + (f"; deb {_mb(result.deb):.1f} MB" if result.deb else ""))
+    print(
+        f"\nbuild {seconds:.0f} s; folder {_mb(result.folder):.0f} MB; tar.gz {_mb(result.tarball):.1f} MB"
+        + (f"; deb {_mb(result.deb):.1f} MB" if result.deb else "")
+    )
     return result
 
 
 def _env(tmp_path: Path, portable: bool = True, **extra: str) -> dict[str, str]:
     """A clean environment: no display, user folders under tmp_path, nothing of the test's Python."""
     dropped = ("DISPLAY", "WAYLAND_DISPLAY", "GPUADVISOR_HOME", "GPUADVISOR_STARTUP_TIMING")
-    env = {k: v for k, v in os.environ.items()
-           if k not in dropped and not k.startswith(("PYTHON", "XDG_", "QT_"))}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in dropped and not k.startswith(("PYTHON", "XDG_", "QT_"))
+    }
     env["HOME"] = str(tmp_path / "home")
     runtime = tmp_path / "runtime"
     runtime.mkdir(mode=0o700, exist_ok=True)
@@ -112,10 +127,12 @@ def _env(tmp_path: Path, portable: bool = True, **extra: str) -> dict[str, str]:
 
 
 def _run(cmd: list[str], env: dict[str, str], **kwargs) -> subprocess.CompletedProcess:
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT_S, check=False,
-                          **kwargs)
-    assert proc.returncode == 0, \
+    proc = subprocess.run(
+        cmd, env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT_S, check=False, **kwargs
+    )
+    assert proc.returncode == 0, (
         f"{cmd} exited {proc.returncode}:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    )
     return proc
 
 
@@ -134,8 +151,9 @@ def _drop_volatile(value):
 
 
 def _pdf_text(path: Path) -> str:
-    text = subprocess.run(["pdftotext", "-layout", str(path), "-"], capture_output=True, text=True,
-                          check=True).stdout
+    text = subprocess.run(
+        ["pdftotext", "-layout", str(path), "-"], capture_output=True, text=True, check=True
+    ).stdout
     text = unicodedata.normalize("NFKC", text)
     for day in (datetime.date.today(), datetime.date.today() - datetime.timedelta(days=1)):
         text = text.replace(day.isoformat(), "<today>")  # a run across midnight
@@ -144,20 +162,36 @@ def _pdf_text(path: Path) -> str:
 
 # --- the folder and the archive ------------------------------------------------------------------
 
+
 def test_folder_has_both_executables_the_data_and_no_dropped_parts(dist):
     folder = dist.folder
     for name in ("gpuadvisor", "gpuadvisor-cli"):
         assert os.access(folder / name, os.X_OK), name
     internal = folder / "_internal"
-    for rel in ("catalogs/gpus.csv", "catalogs/models.csv", "resources/icons/gpuadvisor.svg",
-                "PySide6/Qt/plugins/platforms/libqxcb.so", "PySide6/Qt/plugins/platforms/libqoffscreen.so",
-                "PySide6/Qt/plugins/platforms/libqminimal.so", "PySide6/Qt/plugins/imageformats/libqsvg.so",
-                "PySide6/QtOpenGL.abi3.so", "PySide6/QtOpenGLWidgets.abi3.so"):
+    for rel in (
+        "catalogs/gpus.csv",
+        "catalogs/models.csv",
+        "resources/icons/gpuadvisor.svg",
+        "PySide6/Qt/plugins/platforms/libqxcb.so",
+        "PySide6/Qt/plugins/platforms/libqoffscreen.so",
+        "PySide6/Qt/plugins/platforms/libqminimal.so",
+        "PySide6/Qt/plugins/imageformats/libqsvg.so",
+        "PySide6/QtOpenGL.abi3.so",
+        "PySide6/QtOpenGLWidgets.abi3.so",
+    ):
         assert (internal / rel).exists(), rel
     names = {p.name for p in internal.rglob("*")}
     assert not (internal / "PySide6" / "Qt" / "translations").exists()
-    for dropped in ("libqwayland.so", "libqgtk3.so", "libqjpeg.so", "libQt6Network.so.6", "QtNetwork.abi3.so",
-                    "libQt6WaylandClient.so.6", "libX11.so.6", "libstdc++.so.6"):
+    for dropped in (
+        "libqwayland.so",
+        "libqgtk3.so",
+        "libqjpeg.so",
+        "libQt6Network.so.6",
+        "QtNetwork.abi3.so",
+        "libQt6WaylandClient.so.6",
+        "libX11.so.6",
+        "libstdc++.so.6",
+    ):
         assert dropped not in names, dropped
     assert (internal / "pandas").is_dir()  # the catalog editor's and the CLI's import/export need it
     assert not [p for p in internal.rglob("*") if p.name in ("tests", "tkinter", "pytest")]
@@ -179,18 +213,33 @@ def test_license_notices_readme_and_desktop_files_are_in_the_folder(dist):
     folder = dist.folder
     assert (folder / "LICENSE").read_text(encoding="utf-8").startswith("MIT License")
     notices = (folder / "THIRD-PARTY-NOTICES").read_text(encoding="utf-8")
-    for needle in ("GNU LESSER GENERAL PUBLIC LICENSE", "Version 3, 29 June 2007", "How to replace the Qt libraries",
-                   "Python Software Foundation", "numpy (Python package)", "OpenBLAS", "libgfortran",
-                   "pandas (Python package)", "pyqtgraph (Python package)", "ICU",
-                   "platformdirs (Python package)", "python-dateutil (Python package)",
-                   "colorama (Python package)", "CC-BY license - applies to CET color map data"):
+    for needle in (
+        "GNU LESSER GENERAL PUBLIC LICENSE",
+        "Version 3, 29 June 2007",
+        "How to replace the Qt libraries",
+        "Python Software Foundation",
+        "numpy (Python package)",
+        "OpenBLAS",
+        "libgfortran",
+        "pandas (Python package)",
+        "pyqtgraph (Python package)",
+        "ICU",
+        "platformdirs (Python package)",
+        "python-dateutil (Python package)",
+        "colorama (Python package)",
+        "CC-BY license - applies to CET color map data",
+    ):
         assert needle in notices, needle
     readme = (folder / "README.md").read_text(encoding="utf-8")
     assert "gpuadvisor-cli" in readme and ".venv" not in readme and "make " not in readme
     assert (folder / "share" / "applications" / "gpuadvisor.desktop").exists()
     assert (folder / "share" / "icons" / "hicolor" / "scalable" / "apps" / "gpuadvisor.svg").exists()
-    found = subprocess.run(["find", str(folder), "-iname", "*licen*", "-o", "-iname", "*notice*"],
-                           capture_output=True, text=True, check=True).stdout.split()
+    found = subprocess.run(
+        ["find", str(folder), "-iname", "*licen*", "-o", "-iname", "*notice*"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
     assert {str(folder / "LICENSE"), str(folder / "THIRD-PARTY-NOTICES")} <= set(found)
 
 
@@ -213,18 +262,26 @@ def test_every_library_the_bundle_needs_is_bundled_or_left_to_the_system_on_purp
     missing = {}
     for path in files:
         info = elfdeps.read_elf(path)
-        for needed in (info.needed if info else ()):
-            if needed not in bundled and not GLIBC_SONAMES.match(needed) \
-                    and not re.match(r"lib(E?GL|OpenGL|GLX)\.so", needed):
+        for needed in info.needed if info else ():
+            if (
+                needed not in bundled
+                and not GLIBC_SONAMES.match(needed)
+                and not re.match(r"lib(E?GL|OpenGL|GLX)\.so", needed)
+            ):
                 missing.setdefault(needed, path.name)
     system = {name for name in missing if _system_library_allowed(name)}
     assert set(missing) == system, {k: v for k, v in missing.items() if k not in system}
 
 
 def _system_library_allowed(soname: str) -> bool:
-    return bool(re.match(r"^(libX11(-xcb)?|libxcb(-[a-z-]+)?|libxkbcommon(-x11)?|libfontconfig|libfreetype"
-                         r"|lib(glib|gobject|gio|gmodule|gthread)-2\.0|libdbus-1|libstdc\+\+|libgcc_s"
-                         r"|libz|libbz2|liblzma|libzstd|libffi|libuuid)\.so", soname))
+    return bool(
+        re.match(
+            r"^(libX11(-xcb)?|libxcb(-[a-z-]+)?|libxkbcommon(-x11)?|libfontconfig|libfreetype"
+            r"|lib(glib|gobject|gio|gmodule|gthread)-2\.0|libdbus-1|libstdc\+\+|libgcc_s"
+            r"|libz|libbz2|liblzma|libzstd|libffi|libuuid)\.so",
+            soname,
+        )
+    )
 
 
 def test_tarball_holds_the_folder_under_a_versioned_name(dist):
@@ -234,10 +291,16 @@ def test_tarball_holds_the_folder_under_a_versioned_name(dist):
     top = f"gpuadvisor-{__version__}"
     with tarfile.open(dist.tarball) as tar:
         members = {m.name: m for m in tar.getmembers()}
-    expected = {f"{top}/gpuadvisor", f"{top}/gpuadvisor-cli", f"{top}/_internal/catalogs/gpus.csv",
-                f"{top}/LICENSE", f"{top}/THIRD-PARTY-NOTICES", f"{top}/README.md",
-                f"{top}/share/applications/gpuadvisor.desktop",
-                f"{top}/share/icons/hicolor/scalable/apps/gpuadvisor.svg"}
+    expected = {
+        f"{top}/gpuadvisor",
+        f"{top}/gpuadvisor-cli",
+        f"{top}/_internal/catalogs/gpus.csv",
+        f"{top}/LICENSE",
+        f"{top}/THIRD-PARTY-NOTICES",
+        f"{top}/README.md",
+        f"{top}/share/applications/gpuadvisor.desktop",
+        f"{top}/share/icons/hicolor/scalable/apps/gpuadvisor.svg",
+    }
     assert expected <= set(members)
     assert all(m.name == top or m.name.startswith(top + "/") for m in members.values())
     assert members[f"{top}/gpuadvisor-cli"].mode & 0o111
@@ -245,6 +308,7 @@ def test_tarball_holds_the_folder_under_a_versioned_name(dist):
 
 
 # --- the executables against the source --------------------------------------------------------------
+
 
 def test_version_prints_without_a_display(dist, tmp_path):
     for name in ("gpuadvisor", "gpuadvisor-cli"):
@@ -255,8 +319,9 @@ def test_version_prints_without_a_display(dist, tmp_path):
 def test_cli_estimate_json_equals_the_source_run(dist, tmp_path):
     env = _env(tmp_path)
     frozen = _run([str(dist.folder / "gpuadvisor-cli"), "estimate", str(SCENARIO), "--json"], env)
-    source = _run([sys.executable, "-m", "gpuadvisor.cli", "estimate", str(SCENARIO), "--json"], env,
-                  cwd=ROOT)
+    source = _run(
+        [sys.executable, "-m", "gpuadvisor.cli", "estimate", str(SCENARIO), "--json"], env, cwd=ROOT
+    )
     assert _drop_volatile(json.loads(frozen.stdout)) == _drop_volatile(json.loads(source.stdout))
 
 
@@ -268,14 +333,44 @@ def test_catalog_export_and_import_work_frozen_and_match_the_source(dist, tmp_pa
     for fmt in ("csv", "json"):
         frozen_file, source_file = tmp_path / f"frozen.{fmt}", tmp_path / f"source.{fmt}"
         _run([cli, "catalog", "export", "gpus", "-o", str(frozen_file), "--format", fmt], env)
-        _run([sys.executable, "-m", "gpuadvisor.cli", "catalog", "export", "gpus", "-o", str(source_file),
-              "--format", fmt], env, cwd=ROOT)
+        _run(
+            [
+                sys.executable,
+                "-m",
+                "gpuadvisor.cli",
+                "catalog",
+                "export",
+                "gpus",
+                "-o",
+                str(source_file),
+                "--format",
+                fmt,
+            ],
+            env,
+            cwd=ROOT,
+        )
         assert frozen_file.read_bytes() == source_file.read_bytes()
         frozen = _run([cli, "catalog", "import", "gpus", str(frozen_file), "--dry-run", "--json"], env)
-        source = _run([sys.executable, "-m", "gpuadvisor.cli", "catalog", "import", "gpus", str(frozen_file),
-                       "--dry-run", "--json"], env, cwd=ROOT)
+        source = _run(
+            [
+                sys.executable,
+                "-m",
+                "gpuadvisor.cli",
+                "catalog",
+                "import",
+                "gpus",
+                str(frozen_file),
+                "--dry-run",
+                "--json",
+            ],
+            env,
+            cwd=ROOT,
+        )
         assert json.loads(frozen.stdout) == json.loads(source.stdout)
-        assert "0 rejected" in _run([cli, "catalog", "import", "gpus", str(frozen_file), "--dry-run"], env).stdout
+        assert (
+            "0 rejected"
+            in _run([cli, "catalog", "import", "gpus", str(frozen_file), "--dry-run"], env).stdout
+        )
 
 
 def test_pdf_report_text_equals_the_source_run(dist, tmp_path):
@@ -284,8 +379,11 @@ def test_pdf_report_text_equals_the_source_run(dist, tmp_path):
     env = _env(tmp_path)
     frozen_pdf, source_pdf = tmp_path / "frozen.pdf", tmp_path / "source.pdf"
     _run([str(dist.folder / "gpuadvisor-cli"), "report", str(SCENARIO), "-o", str(frozen_pdf)], env)
-    _run([sys.executable, "-m", "gpuadvisor.cli", "report", str(SCENARIO), "-o", str(source_pdf)], env,
-         cwd=ROOT)
+    _run(
+        [sys.executable, "-m", "gpuadvisor.cli", "report", str(SCENARIO), "-o", str(source_pdf)],
+        env,
+        cwd=ROOT,
+    )
     data = frozen_pdf.read_bytes()
     assert data.startswith(b"%PDF-") and b"%%EOF" in data[-64:]
     frozen_text = _pdf_text(frozen_pdf)
@@ -295,13 +393,23 @@ def test_pdf_report_text_equals_the_source_run(dist, tmp_path):
 
 # --- the window -----------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("portable", [True, False], ids=["GPUADVISOR_HOME", "platformdirs"])
 def test_window_starts_and_writes_only_user_folders(dist, tmp_path, portable):
     before = _snapshot(dist.folder)
-    xdg = {"XDG_CONFIG_HOME": str(tmp_path / "xdg-config"), "XDG_STATE_HOME": str(tmp_path / "xdg-state"),
-           "XDG_DATA_HOME": str(tmp_path / "xdg-data"), "XDG_CACHE_HOME": str(tmp_path / "xdg-cache")}
-    env = _env(tmp_path, portable=portable, QT_QPA_PLATFORM="offscreen", GPUADVISOR_STARTUP_TIMING="exit",
-               **({} if portable else xdg))
+    xdg = {
+        "XDG_CONFIG_HOME": str(tmp_path / "xdg-config"),
+        "XDG_STATE_HOME": str(tmp_path / "xdg-state"),
+        "XDG_DATA_HOME": str(tmp_path / "xdg-data"),
+        "XDG_CACHE_HOME": str(tmp_path / "xdg-cache"),
+    }
+    env = _env(
+        tmp_path,
+        portable=portable,
+        QT_QPA_PLATFORM="offscreen",
+        GPUADVISOR_STARTUP_TIMING="exit",
+        **({} if portable else xdg),
+    )
     proc = _run([str(dist.folder / "gpuadvisor")], env)
     assert "window shown" in proc.stdout, proc.stdout + proc.stderr
     if portable:
@@ -319,8 +427,9 @@ def test_window_stays_up_after_the_charts_are_drawn(dist, tmp_path):
     out = tmp_path / "stdout.txt"
     env = _env(tmp_path, QT_QPA_PLATFORM="offscreen", GPUADVISOR_STARTUP_TIMING="1")
     with open(out, "w", encoding="utf-8") as fh:
-        proc = subprocess.Popen([str(dist.folder / "gpuadvisor")], env=env, stdout=fh,
-                                stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(
+            [str(dist.folder / "gpuadvisor")], env=env, stdout=fh, stderr=subprocess.STDOUT
+        )
     try:
         deadline = time.monotonic() + RUN_TIMEOUT_S
         while "window shown" not in out.read_text(encoding="utf-8"):
@@ -350,6 +459,7 @@ def test_window_on_x11_with_the_system_xcb_libraries(dist, tmp_path):
 
 # --- the .deb -----------------------------------------------------------------------------------------
 
+
 def _deb(dist: Dist) -> Path:
     if dist.deb is None:
         pytest.skip("no .deb was built (dpkg-deb is missing: not a Debian system)")
@@ -357,8 +467,9 @@ def _deb(dist: Dist) -> Path:
 
 
 def _control(deb: Path) -> dict[str, str]:
-    text = subprocess.run(["dpkg-deb", "--field", str(deb)], capture_output=True, text=True,
-                          check=True).stdout
+    text = subprocess.run(
+        ["dpkg-deb", "--field", str(deb)], capture_output=True, text=True, check=True
+    ).stdout
     fields, key = {}, None
     for line in text.splitlines():
         if line.startswith(" ") and key:
@@ -383,20 +494,29 @@ def test_deb_metadata_and_contents(dist):
     assert fields["Maintainer"] and fields["Description"]
     assert int(fields["Installed-Size"]) > 50_000
     assert re.search(r"libc6 \(>= 2\.\d+\)", fields["Depends"])
-    contents = subprocess.run(["dpkg-deb", "--contents", str(deb)], capture_output=True, text=True,
-                              check=True).stdout
+    contents = subprocess.run(
+        ["dpkg-deb", "--contents", str(deb)], capture_output=True, text=True, check=True
+    ).stdout
     paths = {line.split()[5].removeprefix(".") for line in contents.splitlines()}
-    for expected in ("/usr/lib/gpuadvisor/gpuadvisor", "/usr/lib/gpuadvisor/gpuadvisor-cli",
-                     "/usr/lib/gpuadvisor/_internal/catalogs/gpus.csv",
-                     "/usr/lib/gpuadvisor/LICENSE", "/usr/lib/gpuadvisor/THIRD-PARTY-NOTICES",
-                     "/usr/bin/gpuadvisor", "/usr/bin/gpuadvisor-cli",
-                     "/usr/share/applications/gpuadvisor.desktop",
-                     "/usr/share/icons/hicolor/scalable/apps/gpuadvisor.svg",
-                     "/usr/share/icons/hicolor/256x256/apps/gpuadvisor.png",
-                     "/usr/share/metainfo/org.gpuadvisor.gpuadvisor.metainfo.xml",
-                     "/usr/share/doc/gpuadvisor/copyright", "/usr/share/doc/gpuadvisor/changelog.Debian.gz",
-                     "/usr/share/doc/gpuadvisor/README.md", "/usr/share/doc/gpuadvisor/THIRD-PARTY-NOTICES.gz",
-                     "/usr/share/man/man1/gpuadvisor.1.gz", "/usr/share/man/man1/gpuadvisor-cli.1.gz"):
+    for expected in (
+        "/usr/lib/gpuadvisor/gpuadvisor",
+        "/usr/lib/gpuadvisor/gpuadvisor-cli",
+        "/usr/lib/gpuadvisor/_internal/catalogs/gpus.csv",
+        "/usr/lib/gpuadvisor/LICENSE",
+        "/usr/lib/gpuadvisor/THIRD-PARTY-NOTICES",
+        "/usr/bin/gpuadvisor",
+        "/usr/bin/gpuadvisor-cli",
+        "/usr/share/applications/gpuadvisor.desktop",
+        "/usr/share/icons/hicolor/scalable/apps/gpuadvisor.svg",
+        "/usr/share/icons/hicolor/256x256/apps/gpuadvisor.png",
+        "/usr/share/metainfo/org.gpuadvisor.gpuadvisor.metainfo.xml",
+        "/usr/share/doc/gpuadvisor/copyright",
+        "/usr/share/doc/gpuadvisor/changelog.Debian.gz",
+        "/usr/share/doc/gpuadvisor/README.md",
+        "/usr/share/doc/gpuadvisor/THIRD-PARTY-NOTICES.gz",
+        "/usr/share/man/man1/gpuadvisor.1.gz",
+        "/usr/share/man/man1/gpuadvisor-cli.1.gz",
+    ):
         assert expected in paths, expected
     assert "-> ../lib/gpuadvisor/gpuadvisor-cli" in contents
     assert not any(p.startswith("/opt") for p in paths)
@@ -427,8 +547,12 @@ def test_deb_depends_cover_every_library_left_to_the_system(dist):
     for soname in sorted(needed):
         path = located.get(soname)
         assert path, f"{soname} is needed by the bundle and not installed here"
-        candidates = {path, path.replace("/lib/", "/usr/lib/", 1) if not path.startswith("/usr/") else
-                      path.removeprefix("/usr")}
+        candidates = {
+            path,
+            path.replace("/lib/", "/usr/lib/", 1)
+            if not path.startswith("/usr/")
+            else path.removeprefix("/usr"),
+        }
         owner = None
         for candidate in candidates:
             q = subprocess.run(["dpkg", "-S", candidate], capture_output=True, text=True, check=False)
@@ -466,12 +590,17 @@ def test_deb_copyright_is_machine_readable_and_names_every_bundled_work(dist, tm
     doc = tmp_path / "x" / "usr" / "share" / "doc" / "gpuadvisor"
     text = (doc / "copyright").read_text(encoding="utf-8")
     assert text.startswith("Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/")
-    for needle in ("Files: *\nCopyright: 2026 The gpuadvisor developers\nLicense: Expat",
-                   "License: LGPL-3", "License: PSF-2.0", "usr/lib/gpuadvisor/_internal/numpy/*",
-                   "usr/lib/gpuadvisor/_internal/PySide6/*"):
+    for needle in (
+        "Files: *\nCopyright: 2026 The gpuadvisor developers\nLicense: Expat",
+        "License: LGPL-3",
+        "License: PSF-2.0",
+        "usr/lib/gpuadvisor/_internal/numpy/*",
+        "usr/lib/gpuadvisor/_internal/PySide6/*",
+    ):
         assert needle in text, needle
     assert "Version 3, 29 June 2007" not in text  # full GPL texts are referenced, not copied (lintian)
     import gzip
+
     changelog = gzip.decompress((doc / "changelog.Debian.gz").read_bytes()).decode("utf-8")
     assert changelog.startswith(f"gpuadvisor ({dist_build.deb_version(__version__)})")
     man = tmp_path / "x" / "usr" / "share" / "man" / "man1"
@@ -483,8 +612,13 @@ def test_lintian_reports_no_errors(dist):
     deb = _deb(dist)
     if not shutil.which("lintian"):
         pytest.skip("lintian is not installed (scripts/install-system-deps.sh installs it)")
-    proc = subprocess.run(["lintian", "--allow-root", "--no-tag-display-limit", str(deb)], capture_output=True,
-                          text=True, timeout=600, check=False)
+    proc = subprocess.run(
+        ["lintian", "--allow-root", "--no-tag-display-limit", str(deb)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
     errors = [line for line in proc.stdout.splitlines() if line.startswith("E:")]
     print(proc.stdout)
     assert not errors and proc.returncode == 0, proc.stdout + proc.stderr
@@ -492,8 +626,9 @@ def test_lintian_reports_no_errors(dist):
 
 def _package_status(name: str) -> str:
     """dpkg's state of a package: "installed", "config-files", ... or "" when dpkg does not know it."""
-    q = subprocess.run(["dpkg-query", "-W", "-f=${Status}", name], capture_output=True, text=True,
-                       check=False)
+    q = subprocess.run(
+        ["dpkg-query", "-W", "-f=${Status}", name], capture_output=True, text=True, check=False
+    )
     words = q.stdout.split()
     return "" if q.returncode != 0 or not words or words[-1] == "not-installed" else words[-1]
 
@@ -501,7 +636,9 @@ def _package_status(name: str) -> str:
 def test_deb_installs_runs_and_purges_cleanly(dist, tmp_path):
     deb = _deb(dist)
     if os.environ.get("GPUADVISOR_TEST_DEB_INSTALL") != "1":
-        pytest.skip("installs the .deb on this machine: opt in with GPUADVISOR_TEST_DEB_INSTALL=1 (.ci/run does)")
+        pytest.skip(
+            "installs the .deb on this machine: opt in with GPUADVISOR_TEST_DEB_INSTALL=1 (.ci/run does)"
+        )
     if os.geteuid() != 0 or not shutil.which("dpkg"):
         pytest.skip("installing the .deb needs root and dpkg")
     if _package_status("gpuadvisor"):
@@ -527,16 +664,26 @@ def test_deb_installs_runs_and_purges_cleanly(dist, tmp_path):
             assert proc.stdout.strip() == f"gpuadvisor {__version__}"
         proc = _run(["/usr/bin/gpuadvisor-cli", "estimate", str(SCENARIO), "--json"], env)
         assert json.loads(proc.stdout)["candidates"]
-        listed = subprocess.run(["dpkg", "-L", "gpuadvisor"], capture_output=True, text=True,
-                                check=True).stdout
+        listed = subprocess.run(
+            ["dpkg", "-L", "gpuadvisor"], capture_output=True, text=True, check=True
+        ).stdout
         assert "/usr/share/applications/gpuadvisor.desktop" in listed
     finally:
-        purged = subprocess.run(["dpkg", "--purge", "gpuadvisor"], capture_output=True, text=True,
-                                check=False)
+        purged = subprocess.run(
+            ["dpkg", "--purge", "gpuadvisor"], capture_output=True, text=True, check=False
+        )
     assert purged.returncode == 0, purged.stdout + purged.stderr
-    left = [p for p in ("/usr/lib/gpuadvisor", "/usr/bin/gpuadvisor", "/usr/bin/gpuadvisor-cli",
-                        "/usr/share/applications/gpuadvisor.desktop",
-                        "/usr/share/icons/hicolor/scalable/apps/gpuadvisor.svg", "/usr/share/doc/gpuadvisor")
-            if os.path.lexists(p)]
+    left = [
+        p
+        for p in (
+            "/usr/lib/gpuadvisor",
+            "/usr/bin/gpuadvisor",
+            "/usr/bin/gpuadvisor-cli",
+            "/usr/share/applications/gpuadvisor.desktop",
+            "/usr/share/icons/hicolor/scalable/apps/gpuadvisor.svg",
+            "/usr/share/doc/gpuadvisor",
+        )
+        if os.path.lexists(p)
+    ]
     assert not left, f"left behind after purge: {left}"
     assert _package_status("gpuadvisor") == "", "dpkg still knows the package after --purge"

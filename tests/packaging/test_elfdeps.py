@@ -15,7 +15,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-_spec = importlib.util.spec_from_file_location("gpuadvisor_packaging_elfdeps_unit", ROOT / "packaging" / "elfdeps.py")
+_spec = importlib.util.spec_from_file_location(
+    "gpuadvisor_packaging_elfdeps_unit", ROOT / "packaging" / "elfdeps.py"
+)
 elfdeps = importlib.util.module_from_spec(_spec)
 sys.modules[_spec.name] = elfdeps  # dataclasses look their module up there
 _spec.loader.exec_module(elfdeps)
@@ -45,10 +47,14 @@ def test_drop_build_runpaths_removes_the_entry_and_the_module_still_loads(tmp_pa
     assert after.runpaths == () and after.needed == before.needed and after.soname == before.soname
     assert elfdeps.drop_build_runpaths(copy) == ()  # nothing left to do
     name = source.name.split(".")[0]
-    code = (f"import importlib.machinery, importlib.util; loader = importlib.machinery.ExtensionFileLoader("
-            f"{name!r}, {str(copy)!r}); spec = importlib.util.spec_from_loader({name!r}, loader); "
-            f"importlib.util.module_from_spec(spec); print('ok')")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
+    code = (
+        f"import importlib.machinery, importlib.util; loader = importlib.machinery.ExtensionFileLoader("
+        f"{name!r}, {str(copy)!r}); spec = importlib.util.spec_from_loader({name!r}, loader); "
+        f"importlib.util.module_from_spec(spec); print('ok')"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
     assert proc.stdout.strip() == "ok", proc.stderr
 
 

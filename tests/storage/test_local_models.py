@@ -9,8 +9,13 @@ from gguf import GGUFWriter
 
 from gpuadvisor.core.formats.gguf_file import read_gguf
 from gpuadvisor.core.formats.hf_import import model_from_hf_config
-from gpuadvisor.storage.local_models import (default_gguf_folders, hf_cache_dir, scan_gguf_folder,
-                                             scan_hf_cache, scan_local_models)
+from gpuadvisor.storage.local_models import (
+    default_gguf_folders,
+    hf_cache_dir,
+    scan_gguf_folder,
+    scan_hf_cache,
+    scan_local_models,
+)
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "hf"
 
@@ -55,7 +60,9 @@ def test_hf_cache_entries_load_as_hf_config_sources(tmp_path):
     found = {m.name: m for m in scan_hf_cache(cache)}
     assert set(found) == {"Qwen/Qwen3-8B", "someone/tiny-GGUF/tiny-Q4_K_M.gguf"}
     qwen = found["Qwen/Qwen3-8B"]
-    assert qwen.source == {"hf_config": str(snapshot)} and qwen.format == "safetensors" and qwen.size_bytes > 0
+    assert (
+        qwen.source == {"hf_config": str(snapshot)} and qwen.format == "safetensors" and qwen.size_bytes > 0
+    )
     assert model_from_hf_config(qwen.source["hf_config"]).num_layers == 36
     tiny = found["someone/tiny-GGUF/tiny-Q4_K_M.gguf"]
     assert read_gguf(tiny.source["gguf"]).architecture == "llama"
@@ -79,9 +86,17 @@ def test_ollama_store_is_read_through_its_manifests(tmp_path):
     _gguf(blob)
     manifest = store / "manifests" / "registry.ollama.ai" / "library" / "llama3.2" / "3b"
     manifest.parent.mkdir(parents=True)
-    manifest.write_text(json.dumps({"layers": [
-        {"mediaType": "application/vnd.ollama.image.template", "digest": "sha256:" + "cd" * 32},
-        {"mediaType": "application/vnd.ollama.image.model", "digest": "sha256:" + "ab" * 32}]}), encoding="utf-8")
+    manifest.write_text(
+        json.dumps(
+            {
+                "layers": [
+                    {"mediaType": "application/vnd.ollama.image.template", "digest": "sha256:" + "cd" * 32},
+                    {"mediaType": "application/vnd.ollama.image.model", "digest": "sha256:" + "ab" * 32},
+                ]
+            }
+        ),
+        encoding="utf-8",
+    )
     found = scan_gguf_folder(store, "ollama")
     assert [(m.name, m.origin) for m in found] == [("llama3.2:3b", "ollama")]
     assert read_gguf(found[0].source["gguf"]).tensors == 2

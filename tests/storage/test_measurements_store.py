@@ -5,27 +5,60 @@ from pathlib import Path
 
 import pytest
 
-from gpuadvisor.core.estimation.calibration import CalibrationProfile, FactorFit, profile_to_json
 from gpuadvisor.core.errors import InputError
+from gpuadvisor.core.estimation.calibration import CalibrationProfile, FactorFit, profile_to_json
 from gpuadvisor.core.formats.measurements import Measurement
-from gpuadvisor.storage import (CALIBRATION_FILENAME, MEASUREMENTS_FILENAME, add_measurement, calibration_file,
-                                export_calibration, import_calibration, load_calibration, load_measurements,
-                                load_settings, measurements_file, merge_measurements, save_calibration,
-                                save_measurements, save_settings, user_paths)
+from gpuadvisor.storage import (
+    CALIBRATION_FILENAME,
+    MEASUREMENTS_FILENAME,
+    add_measurement,
+    calibration_file,
+    export_calibration,
+    import_calibration,
+    load_calibration,
+    load_measurements,
+    load_settings,
+    measurements_file,
+    merge_measurements,
+    save_calibration,
+    save_measurements,
+    save_settings,
+    user_paths,
+)
 from gpuadvisor.storage.settings import Settings
 
 
 def run(i, **over):
-    data = dict(id=f"m{i}", gpu_id="h100-sxm", kind="inference", model="llama-3.1-8b", engine="vllm",
-                tokens_per_s=1000.0 + i, peak_memory_gib=40.0, measured_on="2026-11-20")
+    data = dict(
+        id=f"m{i}",
+        gpu_id="h100-sxm",
+        kind="inference",
+        model="llama-3.1-8b",
+        engine="vllm",
+        tokens_per_s=1000.0 + i,
+        peak_memory_gib=40.0,
+        measured_on="2026-11-20",
+    )
     data.update(over)
     return Measurement(**data)
 
 
-PROFILE = CalibrationProfile(fits=(FactorFit(gpu_id="h100-sxm", engine="vllm", factor_name="bandwidth_efficiency",
-                                             value=0.55, n_measurements=3, error_before_pct=21.0,
-                                             error_after_pct=1.4, measurement_ids=("m1", "m2", "m3")),),
-                             created="2026-11-30", note="test")
+PROFILE = CalibrationProfile(
+    fits=(
+        FactorFit(
+            gpu_id="h100-sxm",
+            engine="vllm",
+            factor_name="bandwidth_efficiency",
+            value=0.55,
+            n_measurements=3,
+            error_before_pct=21.0,
+            error_after_pct=1.4,
+            measurement_ids=("m1", "m2", "m3"),
+        ),
+    ),
+    created="2026-11-30",
+    note="test",
+)
 
 
 def test_files_live_in_the_data_folder():
@@ -64,13 +97,18 @@ def test_merge_measurements():
     assert [m.id for m in merged] == ["m1", "m2", "m3", "m7"] and merged[2].note == "elsewhere"
 
 
-@pytest.mark.parametrize("content, needle", [
-    (b"\xff\xfe not text", "is not UTF-8 text"),
-    (b'{"format": "gpuadvisor-measurements", "schema_version": 1, "measurements": [{"id": "m1"}]}',
-     "measurements[0]: is missing gpu_id"),
-    (b"{ truncated", "is not valid JSON"),
-    (b'{"format": "gpuadvisor-measurements", "schema_version": 9, "measurements": []}', "schema_version"),
-])
+@pytest.mark.parametrize(
+    "content, needle",
+    [
+        (b"\xff\xfe not text", "is not UTF-8 text"),
+        (
+            b'{"format": "gpuadvisor-measurements", "schema_version": 1, "measurements": [{"id": "m1"}]}',
+            "measurements[0]: is missing gpu_id",
+        ),
+        (b"{ truncated", "is not valid JSON"),
+        (b'{"format": "gpuadvisor-measurements", "schema_version": 9, "measurements": []}', "schema_version"),
+    ],
+)
 def test_a_damaged_measurements_file_is_set_aside(content, needle):
     save_measurements([run(1)])
     save_measurements([run(1), run(2)])  # the .bak now holds a good copy
@@ -121,4 +159,6 @@ def test_calibration_enabled_setting_defaults_off_and_round_trips():
     path = Path(user_paths().config_dir) / "settings.json"
     path.write_text(json.dumps({"calibration_enabled": "yes"}), encoding="utf-8")
     settings, warnings = load_settings()
-    assert settings.calibration_enabled is False and "calibration_enabled: must be true or false" in warnings[0]
+    assert (
+        settings.calibration_enabled is False and "calibration_enabled: must be true or false" in warnings[0]
+    )

@@ -18,11 +18,29 @@ import platformdirs
 import pytest
 
 from gpuadvisor.core.errors import InputError
-from gpuadvisor.storage import (MAX_RECENT_FILES, Settings, StorageError, UserPaths, add_recent_file,
-                                atomic_write_bytes, atomic_write_text, configure_logging,
-                                current_log_file, decode_blob, encode_blob, ensure_dir,
-                                existing_recent_files, load_settings, log_exception, remove_recent_file,
-                                save_settings, set_aside, settings_file, shutdown_logging, user_paths)
+from gpuadvisor.storage import (
+    MAX_RECENT_FILES,
+    Settings,
+    StorageError,
+    UserPaths,
+    add_recent_file,
+    atomic_write_bytes,
+    atomic_write_text,
+    configure_logging,
+    current_log_file,
+    decode_blob,
+    encode_blob,
+    ensure_dir,
+    existing_recent_files,
+    load_settings,
+    log_exception,
+    remove_recent_file,
+    save_settings,
+    set_aside,
+    settings_file,
+    shutdown_logging,
+    user_paths,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 STORAGE = REPO / "gpuadvisor" / "storage"
@@ -41,8 +59,9 @@ def test_gpuadvisor_home_redirects_every_folder(tmp_path, monkeypatch):
     home = tmp_path / "portable"
     monkeypatch.setenv("GPUADVISOR_HOME", str(home))
     paths = user_paths()
-    assert paths == UserPaths(config_dir=home / "config", data_dir=home / "data",
-                              log_dir=home / "logs", cache_dir=home / "cache")
+    assert paths == UserPaths(
+        config_dir=home / "config", data_dir=home / "data", log_dir=home / "logs", cache_dir=home / "cache"
+    )
     assert paths.portable
     assert settings_file() == home / "config" / "settings.json"
 
@@ -61,8 +80,12 @@ def test_platformdirs_when_home_unset_or_empty(tmp_path, monkeypatch, value):
         monkeypatch.delenv("GPUADVISOR_HOME")
     else:
         monkeypatch.setenv("GPUADVISOR_HOME", value)
-    for var, sub in (("XDG_CONFIG_HOME", "cfg"), ("XDG_DATA_HOME", "dat"),
-                     ("XDG_STATE_HOME", "state"), ("XDG_CACHE_HOME", "cch")):
+    for var, sub in (
+        ("XDG_CONFIG_HOME", "cfg"),
+        ("XDG_DATA_HOME", "dat"),
+        ("XDG_STATE_HOME", "state"),
+        ("XDG_CACHE_HOME", "cch"),
+    ):
         monkeypatch.setenv(var, str(tmp_path / sub))
     paths = user_paths()
     assert not paths.portable
@@ -99,19 +122,22 @@ def test_user_paths_creates_nothing(tmp_path):
 
 def test_importing_storage_creates_nothing_and_loads_no_qt(tmp_path):
     home = tmp_path / "fresh-home"
-    code = ("import sys, importlib\n"
-            "for m in ('paths', 'atomic', 'settings', 'logs', 'errors'):\n"
-            "    importlib.import_module('gpuadvisor.storage.' + m)\n"
-            "import gpuadvisor.storage as s\n"
-            "s.user_paths(); s.load_settings()\n"
-            "qt = ('PySide6', 'shiboken6', 'pyqtgraph')\n"
-            "bad = sorted(m for m in sys.modules if m.split('.')[0] in qt\n"
-            "             or m.startswith('gpuadvisor.gui'))\n"
-            "print(bad)\n"
-            "sys.exit(1 if bad else 0)\n")
+    code = (
+        "import sys, importlib\n"
+        "for m in ('paths', 'atomic', 'settings', 'logs', 'errors'):\n"
+        "    importlib.import_module('gpuadvisor.storage.' + m)\n"
+        "import gpuadvisor.storage as s\n"
+        "s.user_paths(); s.load_settings()\n"
+        "qt = ('PySide6', 'shiboken6', 'pyqtgraph')\n"
+        "bad = sorted(m for m in sys.modules if m.split('.')[0] in qt\n"
+        "             or m.startswith('gpuadvisor.gui'))\n"
+        "print(bad)\n"
+        "sys.exit(1 if bad else 0)\n"
+    )
     env = dict(os.environ, GPUADVISOR_HOME=str(home), HOME=str(tmp_path / "h"))
-    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True,
-                          timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True, timeout=60
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.strip() == "[]"
     assert not home.exists() and not (tmp_path / "h").exists()
@@ -119,11 +145,17 @@ def test_importing_storage_creates_nothing_and_loads_no_qt(tmp_path):
 
 def test_storage_sources_never_import_qt_or_gui():
     import ast
+
     for path in STORAGE.glob("*.py"):
         tree = ast.parse(path.read_text(encoding="utf-8"))
         for node in ast.walk(tree):
-            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
-                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else []
+            )
             for name in names:
                 assert name.split(".")[0] not in ("PySide6", "shiboken6", "pyqtgraph"), (path.name, name)
                 assert not name.startswith(("gui", "gpuadvisor.gui")), (path.name, name)
@@ -160,6 +192,7 @@ def test_ensure_dir_reports_a_file_in_the_way(tmp_path):
 def test_ensure_dir_reports_permission_denied(tmp_path, monkeypatch):
     def denied(self, *args, **kwargs):
         raise PermissionError(errno.EACCES, "Permission denied", str(self))
+
     monkeypatch.setattr(Path, "mkdir", denied)
     with pytest.raises(StorageError, match="Permission denied"):
         ensure_dir(tmp_path / "nope")
@@ -202,6 +235,7 @@ def test_failed_replace_leaves_the_original_intact(tmp_path, monkeypatch):
 
     def failing_replace(src, dst):
         raise OSError(errno.EIO, "Input/output error")
+
     monkeypatch.setattr(os, "replace", failing_replace)
     with pytest.raises(StorageError) as info:
         atomic_write_text(target, "new content")
@@ -220,6 +254,7 @@ def test_failed_replace_after_backup_leaves_the_original_intact(tmp_path, monkey
         if Path(dst) == target:
             raise PermissionError(errno.EACCES, "Permission denied")
         real_replace(src, dst)
+
     monkeypatch.setattr(os, "replace", replace_fails_for_target)
     with pytest.raises(StorageError, match="cannot write settings.json: Permission denied"):
         atomic_write_text(target, "new", backup=True)
@@ -234,6 +269,7 @@ def test_disk_full_while_writing(tmp_path, monkeypatch):
 
     def no_space(fd):
         raise OSError(errno.ENOSPC, "No space left on device")
+
     monkeypatch.setattr(os, "fsync", no_space)
     with pytest.raises(StorageError, match="cannot write settings.json: No space left on device"):
         atomic_write_text(target, "x" * 100_000)
@@ -250,6 +286,7 @@ def test_cannot_create_the_temp_file(tmp_path, monkeypatch):
         if str(path).endswith(".tmp"):
             raise PermissionError(errno.EACCES, "Permission denied")
         return real_open(path, *args, **kwargs)
+
     monkeypatch.setattr(os, "open", deny_tmp)
     with pytest.raises(StorageError, match="Permission denied"):
         atomic_write_text(target, "new", backup=True)
@@ -263,6 +300,7 @@ def test_interrupt_between_write_and_replace_cleans_up_and_propagates(tmp_path, 
 
     def interrupted(src, dst):
         raise KeyboardInterrupt
+
     monkeypatch.setattr(os, "replace", interrupted)
     with pytest.raises(KeyboardInterrupt):
         atomic_write_text(target, "new")
@@ -274,12 +312,20 @@ def test_process_killed_between_write_and_replace(tmp_path):
     """A real crash: the process dies after the temp file is written; the old settings survive."""
     home = Path(os.environ["GPUADVISOR_HOME"])
     save_settings(Settings(page_size="Letter"))
-    code = ("import os\n"
-            "import gpuadvisor.storage as s\n"
-            "os.replace = lambda src, dst: os._exit(3)\n"
-            "s.save_settings(s.Settings(page_size='A4', stale_price_months=99))\n")
-    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=dict(os.environ), capture_output=True,
-                          text=True, timeout=60)
+    code = (
+        "import os\n"
+        "import gpuadvisor.storage as s\n"
+        "os.replace = lambda src, dst: os._exit(3)\n"
+        "s.save_settings(s.Settings(page_size='A4', stale_price_months=99))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=REPO,
+        env=dict(os.environ),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 3, proc.stderr
     config = home / "config"
     assert len(_temp_files(config)) == 1  # the orphan a real crash leaves; it is harmless
@@ -325,10 +371,15 @@ def test_missing_settings_give_defaults_without_warning():
 
 def test_settings_round_trip(tmp_path):
     recent = tmp_path / "a.gpuadvisor.json"
-    original = Settings(window_geometry=encode_blob(b"\x01\xd9\xd0\xcb\x00geometry"),
-                        window_state=encode_blob(b"state"), splitter_sizes={"main": [300, 700]},
-                        recent_files=[str(recent)], last_scenario=str(recent), page_size="Letter",
-                        stale_price_months=12)
+    original = Settings(
+        window_geometry=encode_blob(b"\x01\xd9\xd0\xcb\x00geometry"),
+        window_state=encode_blob(b"state"),
+        splitter_sizes={"main": [300, 700]},
+        recent_files=[str(recent)],
+        last_scenario=str(recent),
+        page_size="Letter",
+        stale_price_months=12,
+    )
     path = save_settings(original)
     assert path == Path(os.environ["GPUADVISOR_HOME"]) / "config" / "settings.json"
     data = json.loads(path.read_text(encoding="utf-8"))
@@ -354,8 +405,12 @@ def test_explicit_paths_are_used(tmp_path):
 def test_unknown_keys_are_kept_and_written_back():
     path = settings_file()
     path.parent.mkdir(parents=True)
-    path.write_text(json.dumps({"version": 7, "page_size": "Letter",
-                                "future_feature": {"theme": "dark", "sizes": [1, 2]}}), encoding="utf-8")
+    path.write_text(
+        json.dumps(
+            {"version": 7, "page_size": "Letter", "future_feature": {"theme": "dark", "sizes": [1, 2]}}
+        ),
+        encoding="utf-8",
+    )
     settings, warnings = load_settings()
     assert warnings == []
     assert settings.page_size == "Letter"
@@ -401,8 +456,14 @@ def test_corrupt_settings_give_defaults_a_warning_and_are_set_aside(content):
 def test_one_bad_key_is_dropped_by_name_and_the_rest_kept():
     path = settings_file()
     path.parent.mkdir(parents=True)
-    content = json.dumps({"page_size": "Letter", "stale_price_months": True,
-                          "splitter_sizes": {"main": [1, -2]}, "window_state": "!!not base64!!"})
+    content = json.dumps(
+        {
+            "page_size": "Letter",
+            "stale_price_months": True,
+            "splitter_sizes": {"main": [1, -2]},
+            "window_state": "!!not base64!!",
+        }
+    )
     path.write_text(content, encoding="utf-8")
     settings, warnings = load_settings()
     assert settings.page_size == "Letter"
@@ -561,8 +622,11 @@ def test_log_exception_logs_the_traceback_and_returns_a_short_message(clean_logg
 
 
 def test_storage_error_is_an_input_error_with_a_plain_message(tmp_path):
-    error = StorageError("settings.json", "cannot write settings.json: No space left on device",
-                         path=tmp_path / "settings.json")
+    error = StorageError(
+        "settings.json",
+        "cannot write settings.json: No space left on device",
+        path=tmp_path / "settings.json",
+    )
     assert isinstance(error, InputError) and isinstance(error, ValueError)
     assert str(error) == "cannot write settings.json: No space left on device"
     assert error.field == "settings.json" and error.path == tmp_path / "settings.json"

@@ -8,15 +8,24 @@ from pathlib import Path
 import pytest
 
 from gpuadvisor.core.errors import CatalogError
-from gpuadvisor.core.specs.hardware import load_gpu_catalog
 from gpuadvisor.core.formats.user_catalog import KindEdits, UserCatalog, dumps, loads
-from gpuadvisor.storage import (USER_CATALOG_FILENAME, StorageError, load_effective_catalogs,
-                                load_user_catalog, restore_user_catalog, save_user_catalog,
-                                user_catalog_backups, user_catalog_file, user_paths)
+from gpuadvisor.core.specs.hardware import load_gpu_catalog
+from gpuadvisor.storage import (
+    USER_CATALOG_FILENAME,
+    StorageError,
+    load_effective_catalogs,
+    load_user_catalog,
+    restore_user_catalog,
+    save_user_catalog,
+    user_catalog_backups,
+    user_catalog_file,
+    user_paths,
+)
 
 EDIT_A = UserCatalog(gpus=KindEdits(overrides={"h100-sxm": {"tdp_w": "650"}}))
-EDIT_B = UserCatalog(gpus=KindEdits(deleted=("t4",)),
-                     models=KindEdits(overrides={"gpt2-xl": {"name": "GPT-2"}}))
+EDIT_B = UserCatalog(
+    gpus=KindEdits(deleted=("t4",)), models=KindEdits(overrides={"gpt2-xl": {"name": "GPT-2"}})
+)
 
 
 def _others(folder: Path, keep: Path) -> list[str]:
@@ -51,14 +60,31 @@ def test_save_and_load_round_trip():
 
 
 CORRUPT = [
-    ("truncated", b'{"format": "gpuadvisor-user-catalog", "schema_version": 1, "gpus": {"overr',
-     "could not be loaded: line 1, column 69: is not valid JSON", "corrupt"),
-    ("newer", json.dumps({"format": "gpuadvisor-user-catalog", "schema_version": 7}).encode(),
-     "schema_version: 7 is not supported by this version of gpuadvisor (written by a newer gpuadvisor?); "
-     "supported: 1", "unsupported"),
-    ("wrong-types", json.dumps({"format": "gpuadvisor-user-catalog", "schema_version": 1,
-                                "gpus": {"overrides": {"h100-sxm": {"tdp_w": 700}}}}).encode(),
-     "gpus.overrides.h100-sxm.tdp_w: must be a string (the CSV text), not a number (got 700)", "corrupt"),
+    (
+        "truncated",
+        b'{"format": "gpuadvisor-user-catalog", "schema_version": 1, "gpus": {"overr',
+        "could not be loaded: line 1, column 69: is not valid JSON",
+        "corrupt",
+    ),
+    (
+        "newer",
+        json.dumps({"format": "gpuadvisor-user-catalog", "schema_version": 7}).encode(),
+        "schema_version: 7 is not supported by this version of gpuadvisor (written by a newer gpuadvisor?); "
+        "supported: 1",
+        "unsupported",
+    ),
+    (
+        "wrong-types",
+        json.dumps(
+            {
+                "format": "gpuadvisor-user-catalog",
+                "schema_version": 1,
+                "gpus": {"overrides": {"h100-sxm": {"tdp_w": 700}}},
+            }
+        ).encode(),
+        "gpus.overrides.h100-sxm.tdp_w: must be a string (the CSV text), not a number (got 700)",
+        "corrupt",
+    ),
     ("empty", b"", "could not be loaded: is empty.", "corrupt"),
     ("binary", bytes(range(256)), "is not UTF-8 text", "corrupt"),
     ("nul", b'{"format": \x00\x00}', "contains binary data", "corrupt"),
@@ -120,6 +146,7 @@ def test_a_file_that_cannot_be_moved_is_left_in_place(monkeypatch):
 
     def refuse(src, dst):
         raise PermissionError(errno.EACCES, "Permission denied")
+
     monkeypatch.setattr("gpuadvisor.storage.atomic.os.rename", refuse)
     loaded = load_user_catalog()
     assert "could not be moved aside" in loaded.warnings[0] and loaded.set_aside is None
@@ -144,6 +171,7 @@ def test_a_save_interrupted_before_the_replace_leaves_the_old_file(monkeypatch, 
         if fail_on == "any" or Path(dst) == path:
             raise OSError(errno.EIO, "Input/output error")
         real_replace(src, dst)
+
     monkeypatch.setattr("gpuadvisor.storage.atomic.os.replace", failing_replace)
     with pytest.raises(StorageError, match=r"user-catalog.json(.bak)?: Input/output error"):
         save_user_catalog(EDIT_B)
@@ -224,5 +252,7 @@ def test_effective_catalogs_survive_a_damaged_file_and_bad_edits():
     save_user_catalog(UserCatalog(gpus=KindEdits(deleted=tuple(load_gpu_catalog().gpus))))
     gpus, _, warnings = load_effective_catalogs()
     assert len(gpus) == len(load_gpu_catalog())
-    assert warnings == ["Your catalog edits are not used: user catalog: leaves no valid GPU row (restore a "
-                        "backup or reset the GPU catalog)."]
+    assert warnings == [
+        "Your catalog edits are not used: user catalog: leaves no valid GPU row (restore a "
+        "backup or reset the GPU catalog)."
+    ]

@@ -14,9 +14,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
-from collections.abc import Callable
 
 from .results import Change as Change  # a remedy's result type, kept importable here
 
@@ -62,15 +62,20 @@ def under_provisioned(fits: bool, utilization: float) -> bool:
     return (not fits) or utilization > 0.95
 
 
-def over_provisioned(fits: bool, utilization: float, key: tuple[float, float] | None,
-                     cheapest_meeting: float | None) -> bool:
+def over_provisioned(
+    fits: bool, utilization: float, key: tuple[float, float] | None, cheapest_meeting: float | None
+) -> bool:
     """Fits with under half the memory used, or something at under half the cost meets the same deadline."""
     if not fits:
         return False
     if utilization < 0.5:
         return True
-    return (key is not None and cheapest_meeting is not None and key[0] != float("inf")
-            and cheapest_meeting < 0.5 * key[0])
+    return (
+        key is not None
+        and cheapest_meeting is not None
+        and key[0] != float("inf")
+        and cheapest_meeting < 0.5 * key[0]
+    )
 
 
 def remedies(est: Estimate) -> list[tuple[str, str, Transform]]:
@@ -82,49 +87,111 @@ def remedies(est: Estimate) -> list[tuple[str, str, Transform]]:
         return lambda s: replace(s, workload=replace(s.workload, **kw))
 
     if w.kind in ("full_finetune", "pretrain"):
-        out.append(("LoRA instead of full fine-tuning", "no gradients or optimizer state for the frozen base",
-                    wl(kind="lora")))
+        out.append(
+            (
+                "LoRA instead of full fine-tuning",
+                "no gradients or optimizer state for the frozen base",
+                wl(kind="lora"),
+            )
+        )
         if w.optimizer == "adamw":
-            out.append(("8-bit AdamW", "optimizer moments take 2 instead of 8 bytes per parameter",
-                        wl(optimizer="adamw_8bit")))
+            out.append(
+                (
+                    "8-bit AdamW",
+                    "optimizer moments take 2 instead of 8 bytes per parameter",
+                    wl(optimizer="adamw_8bit"),
+                )
+            )
     if w.kind in ("full_finetune", "lora"):
-        out.append(("QLoRA (NF4 base)", "the frozen base takes about 0.52 instead of 2 bytes per parameter",
-                    wl(kind="qlora", weights="nf4")))
+        out.append(
+            (
+                "QLoRA (NF4 base)",
+                "the frozen base takes about 0.52 instead of 2 bytes per parameter",
+                wl(kind="qlora", weights="nf4"),
+            )
+        )
     if w.is_training and not w.gradient_checkpointing:
-        out.append(("gradient checkpointing", "keeps one tensor per layer and recomputes the rest (~+33% compute)",
-                    wl(gradient_checkpointing=True)))
+        out.append(
+            (
+                "gradient checkpointing",
+                "keeps one tensor per layer and recomputes the rest (~+33% compute)",
+                wl(gradient_checkpointing=True),
+            )
+        )
     if w.is_training and w.batch_size > 1:
-        out.append((f"micro-batch 1 with {w.batch_size}x gradient accumulation", "activations scale with the "
-                    "micro-batch; the optimizer sees the same global batch", wl(batch_size=1)))
+        out.append(
+            (
+                f"micro-batch 1 with {w.batch_size}x gradient accumulation",
+                "activations scale with the micro-batch; the optimizer sees the same global batch",
+                wl(batch_size=1),
+            )
+        )
     if w.is_training and est.scenario.hardware.parallelism in (None, "ddp"):
-        out.append(("ZeRO-3 / FSDP", "shards weights, gradients and optimizer state over the GPUs",
-                    lambda s: replace(s, hardware=replace(s.hardware, parallelism="zero3", gpu_count=None))))
+        out.append(
+            (
+                "ZeRO-3 / FSDP",
+                "shards weights, gradients and optimizer state over the GPUs",
+                lambda s: replace(s, hardware=replace(s.hardware, parallelism="zero3", gpu_count=None)),
+            )
+        )
     if w.is_training:
         savers = {"gradient_checkpointing": True, "batch_size": 1}
         if w.kind in ("full_finetune", "lora"):
-            out.append(("QLoRA + gradient checkpointing + micro-batch 1", "every memory saver at once",
-                        wl(kind="qlora", weights="nf4", **savers)))
+            out.append(
+                (
+                    "QLoRA + gradient checkpointing + micro-batch 1",
+                    "every memory saver at once",
+                    wl(kind="qlora", weights="nf4", **savers),
+                )
+            )
         if w.kind in ("full_finetune", "pretrain"):
-            out.append(("LoRA + gradient checkpointing + micro-batch 1", "adapters only, activations minimal",
-                        wl(kind="lora", **savers)))
+            out.append(
+                (
+                    "LoRA + gradient checkpointing + micro-batch 1",
+                    "adapters only, activations minimal",
+                    wl(kind="lora", **savers),
+                )
+            )
     if not w.is_training:
         if w.weights in ("fp32", "bf16", "fp16", "fp8") and w.kv_precision in ("fp32", "bf16", "fp16"):
-            out.append(("INT4 weights + FP8 KV cache", "both savers at once", wl(weights="int4", kv_cache="fp8")))
+            out.append(
+                ("INT4 weights + FP8 KV cache", "both savers at once", wl(weights="int4", kv_cache="fp8"))
+            )
         if w.weights in ("fp32", "bf16", "fp16"):
-            out.append(("FP8 weights", "1 byte per weight; full speed on Ada, Hopper and Blackwell",
-                        wl(weights="fp8")))
+            out.append(
+                (
+                    "FP8 weights",
+                    "1 byte per weight; full speed on Ada, Hopper and Blackwell",
+                    wl(weights="fp8"),
+                )
+            )
             out.append(("INT4 weights (AWQ/GPTQ)", "about 0.53 bytes per weight", wl(weights="int4")))
         if w.kv_precision in ("fp32", "bf16", "fp16"):
             out.append(("FP8 KV cache", "halves the KV cache", wl(kv_cache="fp8")))
         if w.batch_size > 1:
-            out.append((f"{max(1, w.batch_size // 2)} concurrent sequences", "the KV cache scales with them",
-                        wl(batch_size=max(1, w.batch_size // 2))))
+            out.append(
+                (
+                    f"{max(1, w.batch_size // 2)} concurrent sequences",
+                    "the KV cache scales with them",
+                    wl(batch_size=max(1, w.batch_size // 2)),
+                )
+            )
     if est.scenario.hardware.gpu_count and est.scenario.hardware.gpu_count < 8:
-        out.append(("up to 8 GPUs", "more GPUs share the model (tensor parallelism or ZeRO-3 over NVLink)",
-                    lambda s: replace(s, hardware=replace(s.hardware, gpu_count=None, parallelism=None))))
+        out.append(
+            (
+                "up to 8 GPUs",
+                "more GPUs share the model (tensor parallelism or ZeRO-3 over NVLink)",
+                lambda s: replace(s, hardware=replace(s.hardware, gpu_count=None, parallelism=None)),
+            )
+        )
     if est.scenario.hardware.gpu:
-        out.append(("any GPU of the catalog", "a larger card may hold it alone",
-                    lambda s: replace(s, hardware=replace(s.hardware, gpu=None))))
+        out.append(
+            (
+                "any GPU of the catalog",
+                "a larger card may hold it alone",
+                lambda s: replace(s, hardware=replace(s.hardware, gpu=None)),
+            )
+        )
     return out
 
 
@@ -133,7 +200,13 @@ def mig_hint(est: Estimate) -> str | None:
     if est.scenario.workload.is_training:
         return None
     for c in est.candidates:
-        if c.gpu_count == 1 and c.gpu.mig_instances >= 7 and c.memory.device_total <= c.capacity_gib * 2**30 / 7:
-            return (f"Needs {c.memory.device_total / 2**30:.1f} GiB: a 1/7 MIG slice of a {c.gpu.name} "
-                    f"({c.capacity_gib / 7:.1f} GiB) is enough; share the card.")
+        if (
+            c.gpu_count == 1
+            and c.gpu.mig_instances >= 7
+            and c.memory.device_total <= c.capacity_gib * 2**30 / 7
+        ):
+            return (
+                f"Needs {c.memory.device_total / 2**30:.1f} GiB: a 1/7 MIG slice of a {c.gpu.name} "
+                f"({c.capacity_gib / 7:.1f} GiB) is enough; share the card."
+            )
     return None

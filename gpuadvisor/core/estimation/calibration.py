@@ -42,20 +42,18 @@ from dataclasses import replace
 from datetime import date
 from typing import Any, NamedTuple
 
-from ..specs.engines import engine_for
 from ..errors import InputError
-from .estimate import estimate, resolve_model
-from .results import CalibrationProfile as CalibrationProfile  # the profile types stay importable here
-from .results import Candidate, Estimate
-from .results import FactorFit as FactorFit
-from ..specs.hardware import GpuCatalog
 from ..formats.measurements import Measurement
-from ..specs.models import ModelSpec
-from .performance import PerformanceEstimate, inference_performance, training_performance
-from ..specs.presets import ModelCatalog
 from ..formats.scenario import Scenario, scenario_from_dict
+from ..specs.engines import engine_for
+from ..specs.hardware import GpuCatalog
+from ..specs.models import ModelSpec
+from ..specs.presets import ModelCatalog
+from ..specs.workload import RuntimeOverhead
 from ..units import GIB
-from .calibration_file import EFFICIENCY_FACTORS as EFFICIENCY_FACTORS  # the profile's names, kept importable here
+from .calibration_file import (
+    EFFICIENCY_FACTORS as EFFICIENCY_FACTORS,
+)  # the profile's names, kept importable here
 from .calibration_file import FACTOR_NAMES as FACTOR_NAMES
 from .calibration_file import OVERHEAD_RANGE_GIB as OVERHEAD_RANGE_GIB
 from .calibration_file import PROFILE_FORMAT as PROFILE_FORMAT
@@ -64,7 +62,11 @@ from .calibration_file import profile_from_dict as profile_from_dict
 from .calibration_file import profile_from_json as profile_from_json
 from .calibration_file import profile_to_dict as profile_to_dict
 from .calibration_file import profile_to_json as profile_to_json
-from ..specs.workload import RuntimeOverhead
+from .estimate import estimate, resolve_model
+from .performance import PerformanceEstimate, inference_performance, training_performance
+from .results import CalibrationProfile as CalibrationProfile  # the profile types stay importable here
+from .results import Candidate, Estimate
+from .results import FactorFit as FactorFit
 
 #: Lowest efficiency the search considers (below it the scenario, not the engine, is wrong).
 SEARCH_LOW = 0.01
@@ -117,13 +119,17 @@ class EstimatePredictor:
     def scenario_for(self, m: Measurement) -> Scenario:
         """The scenario that reproduces the measured run (raises InputError if it cannot)."""
         if m.scenario is None:
-            raise InputError(f"measurement {m.id}", "has no scenario snapshot, so the estimate cannot be "
-                                                    "recomputed for it")
+            raise InputError(
+                f"measurement {m.id}", "has no scenario snapshot, so the estimate cannot be recomputed for it"
+            )
         sc = scenario_from_dict(m.scenario)
         w = sc.workload
         if w.kind != m.kind:
-            raise InputError(f"measurement {m.id}.kind",
-                             f"is {m.kind} but the scenario snapshot is a {w.kind} workload", m.kind)
+            raise InputError(
+                f"measurement {m.id}.kind",
+                f"is {m.kind} but the scenario snapshot is a {w.kind} workload",
+                m.kind,
+            )
         changes: dict[str, Any] = {"batch_size": m.batch_size}
         if m.engine:
             changes["engine"] = m.engine
@@ -165,11 +171,25 @@ def _performance(est: Estimate, cand: Candidate, sc: Scenario) -> PerformanceEst
     w, eff = sc.workload, sc.efficiency
     engine = engine_for(w.engine, w.kind)
     if w.is_training:
-        return training_performance(est.memory_model, cand.gpu, cand.gpu_count, cand.parallelism, engine,
-                                    mfu=eff.mfu, gpus_per_node=sc.hardware.gpus_per_node)
-    return inference_performance(est.memory_model, cand.gpu, cand.gpu_count, cand.parallelism, engine,
-                                 bw_eff=eff.bandwidth_efficiency, prefill_mfu=eff.prefill_mfu,
-                                 gpus_per_node=sc.hardware.gpus_per_node)
+        return training_performance(
+            est.memory_model,
+            cand.gpu,
+            cand.gpu_count,
+            cand.parallelism,
+            engine,
+            mfu=eff.mfu,
+            gpus_per_node=sc.hardware.gpus_per_node,
+        )
+    return inference_performance(
+        est.memory_model,
+        cand.gpu,
+        cand.gpu_count,
+        cand.parallelism,
+        engine,
+        bw_eff=eff.bandwidth_efficiency,
+        prefill_mfu=eff.prefill_mfu,
+        gpus_per_node=sc.hardware.gpus_per_node,
+    )
 
 
 def _median_error_pct(predicted: Sequence[float | None], measured: Sequence[float]) -> float | None:
@@ -178,8 +198,9 @@ def _median_error_pct(predicted: Sequence[float | None], measured: Sequence[floa
     return statistics.median(errors) if errors else None
 
 
-def golden_section_min(f: Callable[[float], float], lo: float, hi: float, tol: float = 1e-6,
-                       max_iter: int = 200) -> float:
+def golden_section_min(
+    f: Callable[[float], float], lo: float, hi: float, tol: float = 1e-6, max_iter: int = 200
+) -> float:
     """The x in [lo, hi] minimising a unimodal ``f`` (golden-section search)."""
     inv_phi = (math.sqrt(5.0) - 1.0) / 2.0
     a, b = lo, hi
@@ -199,8 +220,9 @@ def golden_section_min(f: Callable[[float], float], lo: float, hi: float, tol: f
     return (a + b) / 2.0
 
 
-def _fit_speed(gpu_id: str, engine: str, group: list[Measurement], predictor: Predictor,
-               skipped: list[tuple[str, str]]) -> FactorFit | None:
+def _fit_speed(
+    gpu_id: str, engine: str, group: list[Measurement], predictor: Predictor, skipped: list[tuple[str, str]]
+) -> FactorFit | None:
     name = speed_factor(group[0].kind)
     obs: list[tuple[Measurement, float, float]] = []
     for m in group:
@@ -232,9 +254,16 @@ def _fit_speed(gpu_id: str, engine: str, group: list[Measurement], predictor: Pr
     moves = [h / lo_ for lo_, h in zip(low, high, strict=True) if lo_ and h]
     if not moves or max(moves) < MIN_SENSITIVITY:
         for m, _, _ in obs:
-            skipped.append((m.id, (f"the estimated speed hardly depends on {name} for this run (it is "
-                                  f"compute-, overhead- or communication-bound), so {name} cannot be "
-                                  "fitted from it")))
+            skipped.append(
+                (
+                    m.id,
+                    (
+                        f"the estimated speed hardly depends on {name} for this run (it is "
+                        f"compute-, overhead- or communication-bound), so {name} cannot be "
+                        "fitted from it"
+                    ),
+                )
+            )
         return None
     # A coarse scan of ln(f) guards the golden-section search against a local minimum.
     a, b = math.log(SEARCH_LOW), 0.0
@@ -247,26 +276,42 @@ def _fit_speed(gpu_id: str, engine: str, group: list[Measurement], predictor: Pr
     note = ""
     if value >= 0.999:
         value = 1.0  # the search stops a hair inside its bracket
-        note = ("at the upper bound 1.0: the runs are faster than the estimate allows even at full "
-                "efficiency; check the scenario snapshots (precision, batch, GPU count)")
+        note = (
+            "at the upper bound 1.0: the runs are faster than the estimate allows even at full "
+            "efficiency; check the scenario snapshots (precision, batch, GPU count)"
+        )
     elif value <= SEARCH_LOW * 1.01:
         value = SEARCH_LOW
         note = "at the lower bound: the runs are far slower than the estimate; check the scenario snapshots"
-    return FactorFit(gpu_id=gpu_id, engine=engine, factor_name=name, value=round(value, 6),
-                     n_measurements=len(obs),
-                     error_before_pct=_median_error_pct([p for _, _, p in obs], observed),
-                     error_after_pct=_median_error_pct(predicted(value), observed),
-                     measurement_ids=tuple(m.id for m, _, _ in obs), note=note)
+    return FactorFit(
+        gpu_id=gpu_id,
+        engine=engine,
+        factor_name=name,
+        value=round(value, 6),
+        n_measurements=len(obs),
+        error_before_pct=_median_error_pct([p for _, _, p in obs], observed),
+        error_after_pct=_median_error_pct(predicted(value), observed),
+        measurement_ids=tuple(m.id for m, _, _ in obs),
+        note=note,
+    )
 
 
-def _fit_overhead(gpu_id: str, engine: str, group: list[Measurement], predictor: Predictor,
-                  skipped: list[tuple[str, str]]) -> FactorFit | None:
+def _fit_overhead(
+    gpu_id: str, engine: str, group: list[Measurement], predictor: Predictor, skipped: list[tuple[str, str]]
+) -> FactorFit | None:
     obs: list[tuple[Measurement, float, float, float | None]] = []
     for m in group:
         if not m.memory_is_device_total:
-            skipped.append((m.id, ("torch.cuda.max_memory_allocated counts tensors only; the runtime "
-                                  "overhead (CUDA context, fragmentation) needs an nvidia-smi or typed "
-                                  "device reading")))
+            skipped.append(
+                (
+                    m.id,
+                    (
+                        "torch.cuda.max_memory_allocated counts tensors only; the runtime "
+                        "overhead (CUDA context, fragmentation) needs an nvidia-smi or typed "
+                        "device reading"
+                    ),
+                )
+            )
             continue
         try:
             base = predictor(m, {})
@@ -284,23 +329,43 @@ def _fit_overhead(gpu_id: str, engine: str, group: list[Measurement], predictor:
     value = max(0.0, residual)
     note = ""
     if residual < 0:
-        note = (f"the runs used {-residual:.2f} GiB less than the estimated tensors: the memory model "
-                "overestimates here; overhead clamped to 0")
+        note = (
+            f"the runs used {-residual:.2f} GiB less than the estimated tensors: the memory model "
+            "overestimates here; overhead clamped to 0"
+        )
     if value > OVERHEAD_RANGE_GIB[1]:
         for m, _, _, _ in obs:
-            skipped.append((m.id, (f"measured memory exceeds the estimated tensors by {value:.0f} GiB: the "
-                                  "scenario snapshot does not describe this run")))
+            skipped.append(
+                (
+                    m.id,
+                    (
+                        f"measured memory exceeds the estimated tensors by {value:.0f} GiB: the "
+                        "scenario snapshot does not describe this run"
+                    ),
+                )
+            )
         return None
     measured = [y for _, y, _, _ in obs]
-    return FactorFit(gpu_id=gpu_id, engine=engine, factor_name="runtime_overhead_gib", value=round(value, 4),
-                     n_measurements=len(obs),
-                     error_before_pct=_median_error_pct([d for *_, d in obs], measured),
-                     error_after_pct=_median_error_pct([t + value for _, _, t, _ in obs], measured),
-                     measurement_ids=tuple(m.id for m, *_ in obs), note=note)
+    return FactorFit(
+        gpu_id=gpu_id,
+        engine=engine,
+        factor_name="runtime_overhead_gib",
+        value=round(value, 4),
+        n_measurements=len(obs),
+        error_before_pct=_median_error_pct([d for *_, d in obs], measured),
+        error_after_pct=_median_error_pct([t + value for _, _, t, _ in obs], measured),
+        measurement_ids=tuple(m.id for m, *_ in obs),
+        note=note,
+    )
 
 
-def fit_calibration(measurements: Sequence[Measurement], predictor: Predictor | None = None, *,
-                    created: date | None = None, note: str = "") -> CalibrationProfile:
+def fit_calibration(
+    measurements: Sequence[Measurement],
+    predictor: Predictor | None = None,
+    *,
+    created: date | None = None,
+    note: str = "",
+) -> CalibrationProfile:
     """Fit a :class:`CalibrationProfile` to measurements (see the module docstring for the method).
 
     ``predictor`` defaults to :class:`EstimatePredictor` over the bundled catalogs. Measurements
@@ -310,13 +375,21 @@ def fit_calibration(measurements: Sequence[Measurement], predictor: Predictor | 
     if predictor is None:
         from ..specs.hardware import load_gpu_catalog
         from ..specs.presets import load_model_catalog
+
         predictor = EstimatePredictor(load_gpu_catalog(), load_model_catalog())
     skipped: list[tuple[str, str]] = []
     groups: dict[tuple[str, str], list[Measurement]] = {}
     for m in measurements:
         if m.scenario is None:
-            skipped.append((m.id, ("has no scenario snapshot: record the scenario with the measurement to "
-                                  "use it for calibration")))
+            skipped.append(
+                (
+                    m.id,
+                    (
+                        "has no scenario snapshot: record the scenario with the measurement to "
+                        "use it for calibration"
+                    ),
+                )
+            )
             continue
         try:
             engine = measurement_engine(m)
@@ -328,12 +401,18 @@ def fit_calibration(measurements: Sequence[Measurement], predictor: Predictor | 
     for (gpu_id, engine), group in groups.items():
         speed = [m for m in group if m.throughput_tokens_per_s is not None]
         memory = [m for m in group if m.peak_memory_gib is not None]
-        for fit in (_fit_speed(gpu_id, engine, speed, predictor, skipped) if speed else None,
-                    _fit_overhead(gpu_id, engine, memory, predictor, skipped) if memory else None):
+        for fit in (
+            _fit_speed(gpu_id, engine, speed, predictor, skipped) if speed else None,
+            _fit_overhead(gpu_id, engine, memory, predictor, skipped) if memory else None,
+        ):
             if fit is not None:
                 fits.append(fit)
-    return CalibrationProfile(fits=tuple(fits), created=(created or date.today()).isoformat(), note=note,
-                              skipped=tuple(dict.fromkeys(skipped)))
+    return CalibrationProfile(
+        fits=tuple(fits),
+        created=(created or date.today()).isoformat(),
+        note=note,
+        skipped=tuple(dict.fromkeys(skipped)),
+    )
 
 
 def efficiency_for(profile: CalibrationProfile | None, gpu_id: str, engine: str | None) -> dict[str, float]:
@@ -357,8 +436,10 @@ def apply_calibration(scenario: Scenario, profile: CalibrationProfile, gpu_id: s
     """
     gpu = gpu_id or scenario.hardware.gpu
     if gpu is None:
-        raise InputError("hardware.gpu", "calibration is per GPU: choose one GPU, or apply the values per "
-                                         "candidate inside the comparison")
+        raise InputError(
+            "hardware.gpu",
+            "calibration is per GPU: choose one GPU, or apply the values per candidate inside the comparison",
+        )
     w = scenario.workload
     values = efficiency_for(profile, gpu, engine_for(w.engine, w.kind).id)
     if not values:
@@ -369,14 +450,17 @@ def apply_calibration(scenario: Scenario, profile: CalibrationProfile, gpu_id: s
     if "runtime_overhead_gib" in values and scenario.overhead == RuntimeOverhead():
         overhead = values["runtime_overhead_gib"]
         if overhead > MAX_CONTEXT_GIB:
-            raise InputError("calibration.runtime_overhead_gib",
-                             f"is above the {MAX_CONTEXT_GIB:g} GiB a scenario's overhead.cuda_context_gib "
-                             "accepts", overhead)
+            raise InputError(
+                "calibration.runtime_overhead_gib",
+                f"is above the {MAX_CONTEXT_GIB:g} GiB a scenario's overhead.cuda_context_gib accepts",
+                overhead,
+            )
         out = replace(out, overhead=RuntimeOverhead(cuda_context_gib=overhead, fragmentation=0.0))
     return out
 
 
 # --- estimate versus measurement -------------------------------------------------------------------------
+
 
 def _error_pct(estimated: float | None, measured: float | None) -> float | None:
     if estimated is None or measured is None or measured <= 0:
@@ -433,15 +517,24 @@ def calibrated_factors(profile: CalibrationProfile | None, m: Measurement) -> di
     raw_efficiency = snap.get("efficiency")
     eff: dict[str, Any] = raw_efficiency if isinstance(raw_efficiency, dict) else {}
     overhead = snap.get("overhead")
-    own_overhead = isinstance(overhead, dict) and overhead and (
-        overhead.get("cuda_context_gib", 0.6) != RuntimeOverhead().cuda_context_gib
-        or overhead.get("fragmentation") is not None)
-    return {k: v for k, v in values.items()
-            if not (k == "runtime_overhead_gib" and own_overhead) and eff.get(k) is None}
+    own_overhead = (
+        isinstance(overhead, dict)
+        and overhead
+        and (
+            overhead.get("cuda_context_gib", 0.6) != RuntimeOverhead().cuda_context_gib
+            or overhead.get("fragmentation") is not None
+        )
+    )
+    return {
+        k: v
+        for k, v in values.items()
+        if not (k == "runtime_overhead_gib" and own_overhead) and eff.get(k) is None
+    }
 
 
-def compare_measurements(measurements: Sequence[Measurement], predictor: Predictor,
-                         profile: CalibrationProfile | None = None) -> list[Comparison]:
+def compare_measurements(
+    measurements: Sequence[Measurement], predictor: Predictor, profile: CalibrationProfile | None = None
+) -> list[Comparison]:
     """Each measurement beside its estimate and, with ``profile``, its calibrated estimate."""
     out = []
     for m in measurements:
@@ -460,8 +553,15 @@ def compare_measurements(measurements: Sequence[Measurement], predictor: Predict
                 return None
             return p.device_gib if m.memory_is_device_total else p.tensors_gib
 
-        out.append(Comparison(
-            m, tps, base.tokens_per_s if tps is not None else None,
-            cal.tokens_per_s if cal is not None and tps is not None else None,
-            mem, memory(base), memory(cal)))
+        out.append(
+            Comparison(
+                m,
+                tps,
+                base.tokens_per_s if tps is not None else None,
+                cal.tokens_per_s if cal is not None and tps is not None else None,
+                mem,
+                memory(base),
+                memory(cal),
+            )
+        )
     return out

@@ -23,8 +23,16 @@ FACTOR_NAMES = EFFICIENCY_FACTORS + ("runtime_overhead_gib",)
 OVERHEAD_RANGE_GIB = (0.0, 200.0)
 
 
-_FIT_KEYS = ("gpu_id", "engine", "factor_name", "value", "n_measurements", "error_before_pct",
-             "error_after_pct", "measurement_ids")
+_FIT_KEYS = (
+    "gpu_id",
+    "engine",
+    "factor_name",
+    "value",
+    "n_measurements",
+    "error_before_pct",
+    "error_after_pct",
+    "measurement_ids",
+)
 _FIT_OPTIONAL = ("note",)
 _PROFILE_KEYS = ("format", "schema_version", "created", "fits")
 _PROFILE_OPTIONAL = ("note", "skipped")
@@ -33,12 +41,24 @@ _PROFILE_OPTIONAL = ("note", "skipped")
 def profile_to_dict(profile: CalibrationProfile) -> dict[str, Any]:
     """The JSON-ready, versioned form of a profile."""
     return {
-        "format": PROFILE_FORMAT, "schema_version": PROFILE_SCHEMA_VERSION, "created": profile.created,
+        "format": PROFILE_FORMAT,
+        "schema_version": PROFILE_SCHEMA_VERSION,
+        "created": profile.created,
         "note": profile.note,
-        "fits": [{"gpu_id": f.gpu_id, "engine": f.engine, "factor_name": f.factor_name, "value": f.value,
-                  "n_measurements": f.n_measurements, "error_before_pct": f.error_before_pct,
-                  "error_after_pct": f.error_after_pct, "measurement_ids": list(f.measurement_ids),
-                  "note": f.note} for f in profile.fits],
+        "fits": [
+            {
+                "gpu_id": f.gpu_id,
+                "engine": f.engine,
+                "factor_name": f.factor_name,
+                "value": f.value,
+                "n_measurements": f.n_measurements,
+                "error_before_pct": f.error_before_pct,
+                "error_after_pct": f.error_after_pct,
+                "measurement_ids": list(f.measurement_ids),
+                "note": f.note,
+            }
+            for f in profile.fits
+        ],
         "skipped": [{"measurement": mid, "reason": why} for mid, why in profile.skipped],
     }
 
@@ -79,8 +99,9 @@ def _fit_from_dict(data: Any, where: str) -> FactorFit:
     if name == "runtime_overhead_gib":
         lo, hi = OVERHEAD_RANGE_GIB
         if not lo <= value <= hi:
-            raise InputError(f"{where}.value", f"must be in [{lo:g}, {hi:g}] GiB for runtime_overhead_gib",
-                             value)
+            raise InputError(
+                f"{where}.value", f"must be in [{lo:g}, {hi:g}] GiB for runtime_overhead_gib", value
+            )
     elif not 0 < value <= 1:
         raise InputError(f"{where}.value", f"must be in (0, 1] for {name}", value)
     n = data["n_measurements"]
@@ -98,10 +119,17 @@ def _fit_from_dict(data: Any, where: str) -> FactorFit:
     note = data.get("note", "")
     if not isinstance(note, str):
         raise InputError(f"{where}.note", "must be text", note)
-    return FactorFit(gpu_id=_text(data["gpu_id"], f"{where}.gpu_id"),
-                     engine=_text(data["engine"], f"{where}.engine"), factor_name=name, value=float(value),
-                     n_measurements=n, error_before_pct=errors[0], error_after_pct=errors[1],
-                     measurement_ids=tuple(ids), note=note)
+    return FactorFit(
+        gpu_id=_text(data["gpu_id"], f"{where}.gpu_id"),
+        engine=_text(data["engine"], f"{where}.engine"),
+        factor_name=name,
+        value=float(value),
+        n_measurements=n,
+        error_before_pct=errors[0],
+        error_after_pct=errors[1],
+        measurement_ids=tuple(ids),
+        note=note,
+    )
 
 
 def profile_from_dict(data: Any, origin: str = "calibration profile") -> CalibrationProfile:
@@ -110,16 +138,21 @@ def profile_from_dict(data: Any, origin: str = "calibration profile") -> Calibra
     if not isinstance(data, dict):
         raise InputError(origin, "must be a JSON object at the top level", type(data).__name__)
     if data.get("format") != PROFILE_FORMAT:
-        raise InputError(f"{origin}: format",
-                         f"is not a gpuadvisor calibration profile (expected '{PROFILE_FORMAT}')",
-                         data.get("format"))
+        raise InputError(
+            f"{origin}: format",
+            f"is not a gpuadvisor calibration profile (expected '{PROFILE_FORMAT}')",
+            data.get("format"),
+        )
     version = data.get("schema_version")
     if isinstance(version, bool) or not isinstance(version, int):
         raise InputError(f"{origin}: schema_version", "must be a whole number", version)
     if version != PROFILE_SCHEMA_VERSION:
-        raise InputError(f"{origin}: schema_version",
-                         f"version {version} is not supported by this version of gpuadvisor "
-                         f"(supported: {PROFILE_SCHEMA_VERSION})", version)
+        raise InputError(
+            f"{origin}: schema_version",
+            f"version {version} is not supported by this version of gpuadvisor "
+            f"(supported: {PROFILE_SCHEMA_VERSION})",
+            version,
+        )
     _keys(data, origin, _PROFILE_KEYS, _PROFILE_OPTIONAL)
     created = data["created"]
     try:
@@ -150,8 +183,9 @@ def profile_from_dict(data: Any, origin: str = "calibration profile") -> Calibra
         if not isinstance(item, dict):
             raise InputError(where, "must be a JSON object", type(item).__name__)
         _keys(item, where, ("measurement", "reason"), ())
-        skipped.append((_text(item["measurement"], f"{where}.measurement"),
-                        _text(item["reason"], f"{where}.reason")))
+        skipped.append(
+            (_text(item["measurement"], f"{where}.measurement"), _text(item["reason"], f"{where}.reason"))
+        )
     return CalibrationProfile(fits=tuple(fits), created=created, note=note, skipped=tuple(skipped))
 
 
@@ -160,6 +194,7 @@ def profile_from_json(text: str, origin: str = "calibration profile") -> Calibra
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise InputError(origin, f"is not valid JSON: {exc.msg} at line {exc.lineno}, "
-                                 f"column {exc.colno}") from None
+        raise InputError(
+            origin, f"is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"
+        ) from None
     return profile_from_dict(data, origin)

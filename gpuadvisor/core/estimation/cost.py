@@ -21,10 +21,10 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from ..specs.hardware import GpuSpec
-from .performance import Range
 from ..formats.scenario import Budget
+from ..specs.hardware import GpuSpec
 from ..specs.workload import Workload
+from .performance import Range
 
 HOURS_PER_MONTH = 730.0
 LOAD_FACTOR = 0.7  # average board power under load as a share of TDP
@@ -41,11 +41,16 @@ class BuyVsRent(NamedTuple):
     buy_is_cheaper: bool
 
     def to_dict(self) -> dict[str, Any]:
-        return {"purchase_usd": round(self.purchase_usd, 2), "power_usd_per_hour": round(self.power_usd_per_hour, 4),
-                "owned_usd_per_gpu_hour": round(self.owned_usd_per_hour, 4),
-                "rent_usd_per_gpu_hour": round(self.rent_usd_per_hour, 4),
-                "break_even_utilization": None if self.break_even_utilization is None
-                else round(self.break_even_utilization, 4), "buy_is_cheaper": self.buy_is_cheaper}
+        return {
+            "purchase_usd": round(self.purchase_usd, 2),
+            "power_usd_per_hour": round(self.power_usd_per_hour, 4),
+            "owned_usd_per_gpu_hour": round(self.owned_usd_per_hour, 4),
+            "rent_usd_per_gpu_hour": round(self.rent_usd_per_hour, 4),
+            "break_even_utilization": None
+            if self.break_even_utilization is None
+            else round(self.break_even_utilization, 4),
+            "buy_is_cheaper": self.buy_is_cheaper,
+        }
 
 
 class CostEstimate(NamedTuple):
@@ -65,19 +70,28 @@ class CostEstimate(NamedTuple):
     @property
     def workable(self) -> bool:
         """Not ruled out by the deadline or the budget (a "likely" setup stays in, with a caveat)."""
-        return (self.deadline_status != "at risk" and self.budget_status != "over"
-                and not self.unpriced_under_budget)
+        return (
+            self.deadline_status != "at risk"
+            and self.budget_status != "over"
+            and not self.unpriced_under_budget
+        )
 
     def to_dict(self) -> dict[str, Any]:
-        return {"job_tokens": self.job_tokens, "job_hours": self.job_hours.to_dict(),
-                "gpu_hours": self.gpu_hours.to_dict(),
-                "cost_usd": None if self.cost_usd is None else self.cost_usd.to_dict(2),
-                "usd_per_hour": None if self.usd_per_hour is None else round(self.usd_per_hour, 4),
-                "usd_per_million_tokens": None if self.usd_per_million_tokens is None
-                else round(self.usd_per_million_tokens, 4),
-                "meets_deadline": self.meets_deadline, "within_budget": self.within_budget,
-                "deadline": self.deadline_status, "budget": self.budget_status,
-                "buy_vs_rent": None if self.buy is None else self.buy.to_dict()}
+        return {
+            "job_tokens": self.job_tokens,
+            "job_hours": self.job_hours.to_dict(),
+            "gpu_hours": self.gpu_hours.to_dict(),
+            "cost_usd": None if self.cost_usd is None else self.cost_usd.to_dict(2),
+            "usd_per_hour": None if self.usd_per_hour is None else round(self.usd_per_hour, 4),
+            "usd_per_million_tokens": None
+            if self.usd_per_million_tokens is None
+            else round(self.usd_per_million_tokens, 4),
+            "meets_deadline": self.meets_deadline,
+            "within_budget": self.within_budget,
+            "deadline": self.deadline_status,
+            "budget": self.budget_status,
+            "buy_vs_rent": None if self.buy is None else self.buy.to_dict(),
+        }
 
 
 def job_tokens(workload: Workload) -> float:
@@ -113,14 +127,26 @@ def buy_vs_rent(gpu: GpuSpec, budget: Budget, rent_per_hour: float | None) -> Bu
     owned = purchase / (hours * budget.utilization) + power
     margin = rent_per_hour - power
     break_even = purchase / (margin * hours) if margin > 0 else None
-    return BuyVsRent(purchase_usd=purchase, power_usd_per_hour=power, owned_usd_per_hour=owned,
-                     rent_usd_per_hour=rent_per_hour, break_even_utilization=break_even,
-                     buy_is_cheaper=owned < rent_per_hour)
+    return BuyVsRent(
+        purchase_usd=purchase,
+        power_usd_per_hour=power,
+        owned_usd_per_hour=owned,
+        rent_usd_per_hour=rent_per_hour,
+        break_even_utilization=break_even,
+        buy_is_cheaper=owned < rent_per_hour,
+    )
 
 
-def job_cost(workload: Workload, budget: Budget, gpu: GpuSpec, gpu_count: int, tokens_per_s: Range,
-             prices: Range | None | bool = False, buy: BuyVsRent | None | bool = False,
-             tokens: float | None = None) -> CostEstimate:
+def job_cost(
+    workload: Workload,
+    budget: Budget,
+    gpu: GpuSpec,
+    gpu_count: int,
+    tokens_per_s: Range,
+    prices: Range | None | bool = False,
+    buy: BuyVsRent | None | bool = False,
+    tokens: float | None = None,
+) -> CostEstimate:
     """Time, GPU-hours and cost of the job on one candidate.
 
     ``prices`` and ``buy`` depend only on the GPU and the budget: callers comparing many setups
@@ -130,15 +156,20 @@ def job_cost(workload: Workload, budget: Budget, gpu: GpuSpec, gpu_count: int, t
     """
     if tokens is None:
         tokens = job_tokens(workload)
-    hours = Range(tokens / tokens_per_s.high / 3600, tokens / tokens_per_s.expected / 3600,
-                  tokens / tokens_per_s.low / 3600)
+    hours = Range(
+        tokens / tokens_per_s.high / 3600,
+        tokens / tokens_per_s.expected / 3600,
+        tokens / tokens_per_s.low / 3600,
+    )
     gpu_hours = hours.scaled(gpu_count)
     if prices is False:
         prices = price_range(gpu, budget)
     assert prices is None or isinstance(prices, Range)
     cost = per_million = per_hour = None
     if prices is not None:
-        cost = Range(gpu_hours.low * prices.low, gpu_hours.expected * prices.expected, gpu_hours.high * prices.high)
+        cost = Range(
+            gpu_hours.low * prices.low, gpu_hours.expected * prices.expected, gpu_hours.high * prices.high
+        )
         per_million = cost.expected / tokens * 1e6
         per_hour = prices.expected * gpu_count
     deadline = limit_status(hours, budget.deadline_hours, ("meets", "likely", "at risk"))
@@ -146,20 +177,32 @@ def job_cost(workload: Workload, budget: Budget, gpu: GpuSpec, gpu_count: int, t
     if budget.max_total_usd is not None or budget.max_usd_per_hour is not None:
         if cost is not None and per_hour is not None:
             total = limit_status(cost, budget.max_total_usd, ("within", "likely", "over"))
-            hourly = None if budget.max_usd_per_hour is None else (
-                "within" if per_hour <= budget.max_usd_per_hour else "over")
+            hourly = (
+                None
+                if budget.max_usd_per_hour is None
+                else ("within" if per_hour <= budget.max_usd_per_hour else "over")
+            )
             statuses = [s for s in (total, hourly) if s is not None]
-            budget_st = ("over" if "over" in statuses else "likely" if "likely" in statuses else "within")
+            budget_st = "over" if "over" in statuses else "likely" if "likely" in statuses else "within"
             within = budget_st == "within"
     unpriced = (budget.max_total_usd is not None or budget.max_usd_per_hour is not None) and cost is None
     if buy is False:
         buy = buy_vs_rent(gpu, budget, prices.expected if prices else None)
     assert buy is None or isinstance(buy, BuyVsRent)
-    return CostEstimate(job_tokens=tokens, job_hours=hours, gpu_hours=gpu_hours, cost_usd=cost,
-                        usd_per_hour=per_hour, usd_per_million_tokens=per_million,
-                        meets_deadline=None if deadline is None else deadline == "meets",
-                        within_budget=within, buy=buy, deadline_status=deadline, budget_status=budget_st,
-                        unpriced_under_budget=unpriced)
+    return CostEstimate(
+        job_tokens=tokens,
+        job_hours=hours,
+        gpu_hours=gpu_hours,
+        cost_usd=cost,
+        usd_per_hour=per_hour,
+        usd_per_million_tokens=per_million,
+        meets_deadline=None if deadline is None else deadline == "meets",
+        within_budget=within,
+        buy=buy,
+        deadline_status=deadline,
+        budget_status=budget_st,
+        unpriced_under_budget=unpriced,
+    )
 
 
 def limit_status(value: Range, limit: float | None, words: tuple[str, str, str]) -> str | None:

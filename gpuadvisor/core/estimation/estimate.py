@@ -22,32 +22,31 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from ..errors import InputError
+from ..formats.scenario import Scenario
+from ..specs.engines import engine_for
+from ..specs.hardware import GpuCatalog
+from ..specs.models import ModelSpec
+from ..specs.presets import ModelCatalog
+from ..specs.workload import RuntimeOverhead
+from ..units import GIB
 from . import advice as _advice
+from .cost import buy_vs_rent, job_cost, job_tokens, price_range
+from .memory import MemoryBreakdown, MemoryModel, applicable_parallelisms, check_parallelism
+from .performance import SPEED_GROUP, inference_performance, training_performance, training_prelude
+from .recommendation import decide
 from .results import TIGHT_UTILIZATION as TIGHT_UTILIZATION  # the result types stay importable here
 from .results import CalibrationProfile, Change, FactorFit
 from .results import Candidate as Candidate
 from .results import Estimate as Estimate
 from .results import WhatIf as WhatIf
-from .recommendation import decide
-from .cost import buy_vs_rent, job_cost, job_tokens, price_range
-from ..specs.engines import engine_for
-from ..errors import InputError
-from ..specs.hardware import GpuCatalog
-from .memory import MemoryBreakdown, MemoryModel, applicable_parallelisms, check_parallelism
-from ..specs.models import ModelSpec
-from .performance import (SPEED_GROUP, inference_performance, training_performance,
-                          training_prelude)
-from ..specs.presets import ModelCatalog
-from ..formats.scenario import Scenario
-from ..units import GIB
-from ..specs.workload import RuntimeOverhead
-
 
 DEFAULT_GPU_COUNTS = (1, 2, 4, 8)
 
 
-def calibration_lookup(profile: CalibrationProfile, engine: str, scenario: Scenario
-                       ) -> dict[str, tuple[FactorFit, ...]]:
+def calibration_lookup(
+    profile: CalibrationProfile, engine: str, scenario: Scenario
+) -> dict[str, tuple[FactorFit, ...]]:
     """GPU id -> the profile's fits for ``engine`` that the scenario leaves to the calibration.
 
     Efficiencies the scenario sets itself win; a fitted runtime overhead is used only while the
@@ -75,8 +74,11 @@ def resolve_model(scenario: Scenario, models: ModelCatalog) -> ModelSpec:
         spec = models.get(src.preset)
     elif src.architecture is not None:
         arch = src.architecture_dict()
-        missing = [k for k in ("num_layers", "hidden_size", "num_attention_heads", "intermediate_size", "vocab_size")
-                   if k not in arch]
+        missing = [
+            k
+            for k in ("num_layers", "hidden_size", "num_attention_heads", "intermediate_size", "vocab_size")
+            if k not in arch
+        ]
         if missing:
             raise InputError("model.architecture", f"missing {', '.join(missing)}")
         arch.setdefault("num_key_value_heads", arch["num_attention_heads"])
@@ -86,12 +88,14 @@ def resolve_model(scenario: Scenario, models: ModelCatalog) -> ModelSpec:
             raise InputError("model.architecture", f"has a value of the wrong type ({exc})") from None
     elif src.hf_config is not None:
         from ..formats.hf_import import model_from_hf_config  # local import: only needed for this source
+
         path = Path(src.hf_config).expanduser()
         if not path.is_absolute() and scenario.base_dir:
             path = Path(scenario.base_dir) / path
         spec = model_from_hf_config(path)
     elif src.gguf is not None:
         from ..formats.gguf_file import model_from_gguf  # local import: reads the file header only
+
         path = Path(src.gguf).expanduser()
         if not path.is_absolute() and scenario.base_dir:
             path = Path(scenario.base_dir) / path
@@ -104,9 +108,16 @@ def resolve_model(scenario: Scenario, models: ModelCatalog) -> ModelSpec:
     return spec
 
 
-def estimate(scenario: Scenario, gpus: GpuCatalog, models: ModelCatalog,
-             gpu_ids: list[str] | None = None, with_advice: bool = True, speed: bool = True,
-             _model: ModelSpec | None = None, calibration: CalibrationProfile | None = None) -> Estimate:
+def estimate(
+    scenario: Scenario,
+    gpus: GpuCatalog,
+    models: ModelCatalog,
+    gpu_ids: list[str] | None = None,
+    with_advice: bool = True,
+    speed: bool = True,
+    _model: ModelSpec | None = None,
+    calibration: CalibrationProfile | None = None,
+) -> Estimate:
     """Compare every candidate of the scenario (or of ``gpu_ids``) and return the :class:`Estimate`.
 
     ``speed=False`` computes memory and fit only (no speed, cost, ranking or advice).
@@ -116,17 +127,24 @@ def estimate(scenario: Scenario, gpus: GpuCatalog, models: ModelCatalog,
     w, hw = scenario.workload, scenario.hardware
     warnings = list(scenario.warnings)
     if model.architecture_assumed:
-        warnings.append("Only a parameter count was given: the architecture is assumed (Llama-like), so "
-                        "activation and KV-cache figures are approximate.")
+        warnings.append(
+            "Only a parameter count was given: the architecture is assumed (Llama-like), so "
+            "activation and KV-cache figures are approximate."
+        )
     if model.file_type and w.is_gguf and model.file_type != w.weights:
-        warnings.append(f"The GGUF file holds {model.file_type} weights; its own size is used, "
-                        f"while speed follows workload.weights {w.weights}.")
+        warnings.append(
+            f"The GGUF file holds {model.file_type} weights; its own size is used, "
+            f"while speed follows workload.weights {w.weights}."
+        )
     elif model.file_weight_bytes and not w.is_gguf:
-        warnings.append(f"The model is a GGUF file ({model.file_type or 'unknown type'}) but workload.weights is "
-                        f"{w.weights}: memory is computed for {w.weights}; set weights to the file's type.")
+        warnings.append(
+            f"The model is a GGUF file ({model.file_type or 'unknown type'}) but workload.weights is "
+            f"{w.weights}: memory is computed for {w.weights}; set weights to the file's type."
+        )
     if w.context_tokens > model.max_context:
-        warnings.append(f"The context ({w.context_tokens:,} tokens) exceeds the model's maximum "
-                        f"({model.max_context:,}).")
+        warnings.append(
+            f"The context ({w.context_tokens:,} tokens) exceeds the model's maximum ({model.max_context:,})."
+        )
     ids = gpu_ids or ([hw.gpu] if hw.gpu else None)
     if ids:
         selected = [gpus.get(i, "hardware.gpu" if not gpu_ids else "--gpu") for i in ids]
@@ -169,8 +187,11 @@ def estimate(scenario: Scenario, gpus: GpuCatalog, models: ModelCatalog,
             for f in lookup.get(gpu.id, ()):
                 if f.factor_name == "runtime_overhead_gib":
                     # The breakdowns are shared by every GPU: this GPU gets its own copies.
-                    gpu_setups = [(n, par, bd2, bd2.device_total) for n, par, bd, _need in gpu_setups
-                                  for bd2 in (replace(bd, overhead=f.value * GIB),)]
+                    gpu_setups = [
+                        (n, par, bd2, bd2.device_total)
+                        for n, par, bd, _need in gpu_setups
+                        for bd2 in (replace(bd, overhead=f.value * GIB),)
+                    ]
                 elif f.factor_name == "mfu":
                     if not w.is_training:
                         continue
@@ -199,13 +220,23 @@ def estimate(scenario: Scenario, gpus: GpuCatalog, models: ModelCatalog,
                     perf, cost = known
                 else:
                     if training:
-                        perf = training_performance(mm, gpu, n, par, engine, mfu=mfu,
-                                                    gpus_per_node=hw.gpus_per_node, prelude=prelude)
+                        perf = training_performance(
+                            mm, gpu, n, par, engine, mfu=mfu, gpus_per_node=hw.gpus_per_node, prelude=prelude
+                        )
                     else:
-                        perf = inference_performance(mm, gpu, n, par, engine, bw_eff=bw_eff,
-                                                     prefill_mfu=prefill_mfu, gpus_per_node=hw.gpus_per_node)
-                    cost = job_cost(w, scenario.budget, gpu, n, perf.tokens_per_s, prices=prices, buy=buy,
-                                    tokens=tokens)
+                        perf = inference_performance(
+                            mm,
+                            gpu,
+                            n,
+                            par,
+                            engine,
+                            bw_eff=bw_eff,
+                            prefill_mfu=prefill_mfu,
+                            gpus_per_node=hw.gpus_per_node,
+                        )
+                    cost = job_cost(
+                        w, scenario.budget, gpu, n, perf.tokens_per_s, prices=prices, buy=buy, tokens=tokens
+                    )
                     same_speed[group] = (perf, cost)
                     if perf.notes:
                         notes.extend(perf.notes)
@@ -213,18 +244,46 @@ def estimate(scenario: Scenario, gpus: GpuCatalog, models: ModelCatalog,
     # Pareto frontier and the cheapest candidate that meets the deadline, before building candidates.
     keys = [_advice.cost_hours(cost) if fits else None for (_, _, _, _, fits, _, _, _, cost) in rows]
     front = _advice.pareto_indices(keys)
-    cheapest_meeting = min((k[0] for k, r in zip(keys, rows) if k is not None and k[0] != float("inf")
-                            and (r[8] is None or r[8].deadline_status != "at risk")), default=None)
+    cheapest_meeting = min(
+        (
+            k[0]
+            for k, r in zip(keys, rows)
+            if k is not None and k[0] != float("inf") and (r[8] is None or r[8].deadline_status != "at risk")
+        ),
+        default=None,
+    )
     # Positional arguments, in Candidate's field order: this runs hundreds of times per keystroke.
     under, over = _advice.under_provisioned, _advice.over_provisioned
     candidates = tuple(
-        Candidate(gpu, n, par, bd, gpu.memory_gib_usable, fits, headroom, util, perf.notes if perf else (), perf,
-                  cost, i in front, under(fits, util), over(fits, util, keys[i], cheapest_meeting))
-        for i, (gpu, n, par, bd, fits, util, headroom, perf, cost) in enumerate(rows))
-    result = Estimate(scenario=scenario, model=model, candidates=candidates, memory_model=mm,
-                      warnings=tuple(dict.fromkeys(warnings + group_gpu_notes(notes))), engine=engine.id,
-                      gpu_ids=tuple(g.id for g in selected) if ids else (), calibration=calibration,
-                      calibration_fits=tuple(applied))
+        Candidate(
+            gpu,
+            n,
+            par,
+            bd,
+            gpu.memory_gib_usable,
+            fits,
+            headroom,
+            util,
+            perf.notes if perf else (),
+            perf,
+            cost,
+            i in front,
+            under(fits, util),
+            over(fits, util, keys[i], cheapest_meeting),
+        )
+        for i, (gpu, n, par, bd, fits, util, headroom, perf, cost) in enumerate(rows)
+    )
+    result = Estimate(
+        scenario=scenario,
+        model=model,
+        candidates=candidates,
+        memory_model=mm,
+        warnings=tuple(dict.fromkeys(warnings + group_gpu_notes(notes))),
+        engine=engine.id,
+        gpu_ids=tuple(g.id for g in selected) if ids else (),
+        calibration=calibration,
+        calibration_fits=tuple(applied),
+    )
     return _finish(result, with_advice and speed, gpus, models)
 
 
@@ -258,32 +317,49 @@ def _finish(est: Estimate, with_advice: bool, gpus: GpuCatalog, models: ModelCat
     ranking = _advice.rank(cands)
     changes: list[Change] = []
     hint = _advice.mig_hint(est)
-    workable = [c for c in ranking if c.cost is None or
-                c.cost.workable]
+    workable = [c for c in ranking if c.cost is None or c.cost.workable]
     if with_advice and not workable:
         for label, why, transform in _advice.remedies(est):
             try:
                 any_gpu = "any GPU" in label
-                variant = estimate(transform(est.scenario), gpus, models,
-                                   gpu_ids=list(est.gpu_ids) if est.gpu_ids and not any_gpu else None,
-                                   with_advice=False, _model=est.model, calibration=est.calibration)
+                variant = estimate(
+                    transform(est.scenario),
+                    gpus,
+                    models,
+                    gpu_ids=list(est.gpu_ids) if est.gpu_ids and not any_gpu else None,
+                    with_advice=False,
+                    _model=est.model,
+                    calibration=est.calibration,
+                )
             except InputError:
                 continue
-            ok = [c for c in variant.ranking if c.cost is None or
-                  c.cost.workable]
+            ok = [c for c in variant.ranking if c.cost is None or c.cost.workable]
             best = ok[0] if ok else None
-            changes.append(Change(
-                change=label, why=why, candidate=best.key if best else None,
-                memory_per_gpu_gib=best.memory.device_total / GIB if best else None,
-                job_hours=best.cost.job_hours.expected if best and best.cost else None,
-                cost_usd=best.cost.cost_usd.expected if best and best.cost and best.cost.cost_usd else None,
-                fits=best is not None))
-        changes.sort(key=lambda ch: (not ch.fits, ch.cost_usd if ch.cost_usd is not None else float("inf"),
-                                     ch.job_hours or float("inf")))
+            changes.append(
+                Change(
+                    change=label,
+                    why=why,
+                    candidate=best.key if best else None,
+                    memory_per_gpu_gib=best.memory.device_total / GIB if best else None,
+                    job_hours=best.cost.job_hours.expected if best and best.cost else None,
+                    cost_usd=best.cost.cost_usd.expected
+                    if best and best.cost and best.cost.cost_usd
+                    else None,
+                    fits=best is not None,
+                )
+            )
+        changes.sort(
+            key=lambda ch: (
+                not ch.fits,
+                ch.cost_usd if ch.cost_usd is not None else float("inf"),
+                ch.job_hours or float("inf"),
+            )
+        )
     warnings = est.warnings + ((hint,) if hint else ())
     if with_advice and not ranking:
         warnings += ("Nothing fits: see the changes below.",)
     elif with_advice and not workable:
         warnings += ("Nothing meets the deadline and the budget: see the changes below.",)
-    return replace(est, ranking=ranking, advice=tuple(changes), warnings=warnings, decision=decide(cands),
-                   _memo={})
+    return replace(
+        est, ranking=ranking, advice=tuple(changes), warnings=warnings, decision=decide(cands), _memo={}
+    )

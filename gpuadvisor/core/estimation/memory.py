@@ -57,7 +57,7 @@ from typing import Any
 from ..errors import InputError
 from ..specs.models import ModelSpec, lora_parameters, resolve_lora_targets
 from ..specs.quant_types import gguf_weight_bytes
-from ..specs.workload import (RuntimeOverhead, Workload, bytes_per_element, weight_bytes_per_param)
+from ..specs.workload import RuntimeOverhead, Workload, bytes_per_element, weight_bytes_per_param
 from ..units import GIB
 
 COMPONENTS = ("weights", "gradients", "optimizer", "activations", "kv_cache", "adapters", "overhead")
@@ -104,8 +104,9 @@ class MemoryBreakdown:
     @property
     def tensors_total(self) -> float:
         """Bytes of live tensors at the peak (``torch.cuda.max_memory_allocated``)."""
-        return (self.weights + self.gradients + self.optimizer + self.activations + self.kv_cache
-                + self.adapters)
+        return (
+            self.weights + self.gradients + self.optimizer + self.activations + self.kv_cache + self.adapters
+        )
 
     @property
     def device_total(self) -> float:
@@ -120,8 +121,9 @@ class MemoryBreakdown:
         return out
 
 
-def applicable_parallelisms(model: ModelSpec, workload: Workload, gpu_count: int,
-                            gpus_per_node: int = 8) -> tuple[str, ...]:
+def applicable_parallelisms(
+    model: ModelSpec, workload: Workload, gpu_count: int, gpus_per_node: int = 8
+) -> tuple[str, ...]:
     """Parallelisms that make sense for ``gpu_count`` GPUs ("none" for one GPU)."""
     if gpu_count == 1:
         return ("none",)
@@ -140,17 +142,24 @@ def check_parallelism(model: ModelSpec, workload: Workload, gpu_count: int, para
     if gpu_count == 1:
         return "none"
     if not workload.is_training and parallelism not in INFERENCE_PARALLELISMS:
-        raise InputError("hardware.parallelism",
-                         "ZeRO and FSDP shard training state; for inference use ddp (replicas), tensor or pipeline",
-                         parallelism)
+        raise InputError(
+            "hardware.parallelism",
+            "ZeRO and FSDP shard training state; for inference use ddp (replicas), tensor or pipeline",
+            parallelism,
+        )
     if parallelism == "tensor" and model.num_attention_heads % gpu_count:
-        raise InputError("hardware.parallelism",
-                         f"tensor parallelism needs the {model.num_attention_heads} attention heads to divide "
-                         f"evenly over {gpu_count} GPUs", parallelism)
+        raise InputError(
+            "hardware.parallelism",
+            f"tensor parallelism needs the {model.num_attention_heads} attention heads to divide "
+            f"evenly over {gpu_count} GPUs",
+            parallelism,
+        )
     if parallelism == "pipeline" and gpu_count > model.num_layers:
-        raise InputError("hardware.parallelism",
-                         f"pipeline parallelism needs at least one of the {model.num_layers} layers per GPU",
-                         parallelism)
+        raise InputError(
+            "hardware.parallelism",
+            f"pipeline parallelism needs at least one of the {model.num_layers} layers per GPU",
+            parallelism,
+        )
     return parallelism
 
 
@@ -158,8 +167,13 @@ class MemoryModel:
     """Precomputes what depends only on the model and workload; :meth:`breakdown` then prices a
     GPU count, parallelism, batch and context in a few microseconds."""
 
-    def __init__(self, model: ModelSpec, workload: Workload, overhead: RuntimeOverhead | None = None,
-                 prefill_chunk_tokens: int | None = None) -> None:
+    def __init__(
+        self,
+        model: ModelSpec,
+        workload: Workload,
+        overhead: RuntimeOverhead | None = None,
+        prefill_chunk_tokens: int | None = None,
+    ) -> None:
         self.model, self.workload = model, workload
         self._cache: dict[str, object] = {}
         self.overhead = overhead or RuntimeOverhead()
@@ -214,7 +228,9 @@ class MemoryModel:
             self.grad_bytes = trainable * grad_bytes
             self.optim_bytes = trainable * (master + states)
             if w.optimizer == "adafactor":
-                factored = sum((a_ + b_) * m.module_copies(n) for n, (a_, b_) in shapes.items()) * m.num_layers
+                factored = (
+                    sum((a_ + b_) * m.module_copies(n) for n, (a_, b_) in shapes.items()) * m.num_layers
+                )
                 self.optim_bytes += factored_bytes * (factored + counts.total - counts.blocks)
             self.adapter_params = 0
             self.adapter_bytes = 0.0
@@ -250,7 +266,7 @@ class MemoryModel:
             # Eager PyTorch modules (Hugging Face, LitGPT, llm-foundry): an RMSNorm upcasts its input
             # to fp32 (4h, kept by pow and mul); a trainable norm weight also keeps the normalized
             # 16-bit tensor (a h); the next linear keeps the norm's output (a h).
-            norm_keep = (4.0 * h if rms and a < 4 else a * h)
+            norm_keep = 4.0 * h if rms and a < 4 else a * h
             if w.trains_base:
                 norm_keep += a * h  # normalized output, for the norm weight's gradient
             per_token = m.norms_per_layer * norm_keep
@@ -309,8 +325,13 @@ class MemoryModel:
         f = m.sliding_window_layer_fraction
         return f * m.sliding_window + (1.0 - f) * context
 
-    def breakdown(self, gpu_count: int = 1, parallelism: str = "none", batch_size: int | None = None,
-                  context: int | None = None) -> MemoryBreakdown:
+    def breakdown(
+        self,
+        gpu_count: int = 1,
+        parallelism: str = "none",
+        batch_size: int | None = None,
+        context: int | None = None,
+    ) -> MemoryBreakdown:
         """Per-GPU memory for ``gpu_count`` GPUs combined by ``parallelism``.
 
         ``batch_size`` defaults to the workload's; in inference it is the total number of
@@ -366,8 +387,9 @@ class MemoryModel:
         if self.training:
             tokens = b * s
             if w.gradient_checkpointing:
-                act = (L * tokens * self.checkpoint_per_token_layer
-                       + tokens * (self.act_per_token_layer + self.score_bytes * s))
+                act = L * tokens * self.checkpoint_per_token_layer + tokens * (
+                    self.act_per_token_layer + self.score_bytes * s
+                )
             else:
                 act = L * tokens * (self.act_per_token_layer + self.score_bytes * s)
             if p > 1:
@@ -389,7 +411,13 @@ class MemoryModel:
             act = (chunk * self.inference_transient_per_token + scores) / t + logits + self.dequant_buffer / t
             kv_layers = math.ceil(L / p)
             kv_heads_share = math.ceil(m.num_key_value_heads / t) / m.num_key_value_heads
-            kv = b_gpu * self.kv_tokens_per_layer(s) * kv_layers * self.kv_bytes_per_token_layer * kv_heads_share
+            kv = (
+                b_gpu
+                * self.kv_tokens_per_layer(s)
+                * kv_layers
+                * self.kv_bytes_per_token_layer
+                * kv_heads_share
+            )
         host = 0.0
         share = self.gpu_layer_share
         if share < 1.0 and not self.training:
@@ -399,9 +427,21 @@ class MemoryModel:
             host = weights - gpu_weights + kv * (1.0 - share)
             weights, kv = gpu_weights, kv * share
         tensors = weights + grads + optim + act + kv + adapters
-        overhead = self.overhead.cuda_context_gib * GIB + self.overhead.fragmentation_for(self.training) * tensors
-        return MemoryBreakdown(weights=weights, gradients=grads, optimizer=optim, activations=act, kv_cache=kv,
-                               adapters=adapters, overhead=overhead, logits=logits, gathered=gathered, host=host)
+        overhead = (
+            self.overhead.cuda_context_gib * GIB + self.overhead.fragmentation_for(self.training) * tensors
+        )
+        return MemoryBreakdown(
+            weights=weights,
+            gradients=grads,
+            optimizer=optim,
+            activations=act,
+            kv_cache=kv,
+            adapters=adapters,
+            overhead=overhead,
+            logits=logits,
+            gathered=gathered,
+            host=host,
+        )
 
     @property
     def gpu_layer_share(self) -> float:
@@ -433,8 +473,9 @@ class MemoryModel:
             best -= 1
         return min(best, 1_000_000)
 
-    def max_context(self, capacity_bytes: float, gpu_count: int = 1, parallelism: str = "none",
-                    limit: int = 10_000_000) -> int:
+    def max_context(
+        self, capacity_bytes: float, gpu_count: int = 1, parallelism: str = "none", limit: int = 10_000_000
+    ) -> int:
         """Longest context (sequence length, or prompt + output) that fits; 0 if none does."""
         floor = self.workload.output_tokens + 1 if not self.training else 1
 
@@ -457,8 +498,9 @@ class MemoryModel:
         return lo
 
 
-def memory_curve(mm: MemoryModel, axis: str, values: list[int], gpu_count: int = 1,
-                 parallelism: str = "none") -> list[float]:
+def memory_curve(
+    mm: MemoryModel, axis: str, values: list[int], gpu_count: int = 1, parallelism: str = "none"
+) -> list[float]:
     """Per-GPU device totals in GiB as ``axis`` ("context" or "batch") takes each of ``values``."""
     if axis == "context":
         return [mm.breakdown(gpu_count, parallelism, context=v).device_total / GIB for v in values]

@@ -39,12 +39,20 @@ from __future__ import annotations
 import math
 from typing import Any, NamedTuple
 
-from ..specs.engines import FITTED, LLAMA_CPP, EngineProfile, KernelFamily, LlamaCppModel, SpeedConstants, kernel_family
+from ..specs.engines import (
+    FITTED,
+    LLAMA_CPP,
+    EngineProfile,
+    KernelFamily,
+    LlamaCppModel,
+    SpeedConstants,
+    kernel_family,
+)
 from ..specs.hardware import GpuSpec
-from .memory import MemoryModel
 from ..specs.models import ModelSpec
 from ..specs.quant_types import is_gguf_type
 from ..specs.workload import Workload, is_quantized_weights
+from .memory import MemoryModel
 
 #: Share of data-parallel traffic that overlap can hide at most: the rest (the last bucket, the
 #: first gather, synchronisation) stays exposed even when compute is long.
@@ -71,8 +79,11 @@ class Range(NamedTuple):
         return Range(self.low * factor, self.expected * factor, self.high * factor)
 
     def to_dict(self, digits: int = 4) -> dict[str, float]:
-        return {"low": round(self.low, digits), "expected": round(self.expected, digits),
-                "high": round(self.high, digits)}
+        return {
+            "low": round(self.low, digits),
+            "expected": round(self.expected, digits),
+            "high": round(self.high, digits),
+        }
 
 
 class PerformanceEstimate(NamedTuple):
@@ -90,10 +101,14 @@ class PerformanceEstimate(NamedTuple):
     prefill_tokens_per_s: float | None = None  # prompt processing of one request (llama-bench "pp")
 
     def to_dict(self) -> dict[str, Any]:
-        out = {"tokens_per_s": round(self.tokens_per_s.expected, 2), "tokens_per_s_range": self.tokens_per_s.to_dict(2),
-               "bound": self.bound, "compute_precision": self.precision_used,
-               "peak_tflops": round(self.peak_tflops, 1),
-               "communication_share": round(self.communication_share, 4)}
+        out = {
+            "tokens_per_s": round(self.tokens_per_s.expected, 2),
+            "tokens_per_s_range": self.tokens_per_s.to_dict(2),
+            "bound": self.bound,
+            "compute_precision": self.precision_used,
+            "peak_tflops": round(self.peak_tflops, 1),
+            "communication_share": round(self.communication_share, 4),
+        }
         if self.mfu is not None:
             out["mfu"] = round(self.mfu, 4)
         if self.tokens_per_s_per_user is not None:
@@ -151,8 +166,14 @@ def gemm_efficiency(tokens: float, ceiling: float, constants: SpeedConstants) ->
     return ceiling * tokens / (tokens + constants.gemm_tokens_half)
 
 
-def decode_overhead(engine: EngineProfile, layers: int, family: KernelFamily | None, cuda_graphs: bool,
-                    linears_per_layer: int, constants: SpeedConstants) -> tuple[float, float]:
+def decode_overhead(
+    engine: EngineProfile,
+    layers: int,
+    family: KernelFamily | None,
+    cuda_graphs: bool,
+    linears_per_layer: int,
+    constants: SpeedConstants,
+) -> tuple[float, float]:
     """(GPU-side fixed time, CPU launch time) of one forward step, in seconds.
 
     Every kernel costs ``gpu_kernel_s`` on the GPU even inside a CUDA graph; without graphs the
@@ -174,17 +195,39 @@ _InferenceShape = tuple[KernelFamily | None, float, int, int, int, bool]
 def _inference_shape(mm: MemoryModel, k: SpeedConstants) -> _InferenceShape:
     """(kernel family, matmul parameters, layers, d_q, linears per layer, CUDA graphs) of a workload."""
     m, w = mm.model, mm.workload
-    return (kernel_family(w.quantization_family, w.weights, k), matmul_params(m), m.num_layers, m.q_dim,
-            len(m.linear_shapes()), w.uses_cuda_graphs)
+    return (
+        kernel_family(w.quantization_family, w.weights, k),
+        matmul_params(m),
+        m.num_layers,
+        m.q_dim,
+        len(m.linear_shapes()),
+        w.uses_cuda_graphs,
+    )
 
 
-def inference_performance(mm: MemoryModel, gpu: GpuSpec, gpu_count: int, parallelism: str,
-                          engine: EngineProfile, bw_eff: float | None = None, prefill_mfu: float | None = None,
-                          gpus_per_node: int = 8, constants: SpeedConstants | None = None) -> PerformanceEstimate:
+def inference_performance(
+    mm: MemoryModel,
+    gpu: GpuSpec,
+    gpu_count: int,
+    parallelism: str,
+    engine: EngineProfile,
+    bw_eff: float | None = None,
+    prefill_mfu: float | None = None,
+    gpus_per_node: int = 8,
+    constants: SpeedConstants | None = None,
+) -> PerformanceEstimate:
     """Serving speed of one candidate (see the module docstring)."""
     if engine.id == "llama.cpp":
-        return llamacpp_performance(mm, gpu, gpu_count, parallelism, engine, bw_eff=bw_eff,
-                                    prefill_mfu=prefill_mfu, gpus_per_node=gpus_per_node)
+        return llamacpp_performance(
+            mm,
+            gpu,
+            gpu_count,
+            parallelism,
+            engine,
+            bw_eff=bw_eff,
+            prefill_mfu=prefill_mfu,
+            gpus_per_node=gpus_per_node,
+        )
     k = constants or FITTED
     m, w = mm.model, mm.workload
     prec, peak, notes = _precision(gpu, w.weights)
@@ -193,7 +236,7 @@ def inference_performance(mm: MemoryModel, gpu: GpuSpec, gpu_count: int, paralle
     p = n if parallelism == "pipeline" else 1
     replicas = n if parallelism == "ddp" else 1
     b = max(1, math.ceil(w.batch_size / replicas))
-    e_bw = (bw_eff or engine.bandwidth_efficiency)
+    e_bw = bw_eff or engine.bandwidth_efficiency
     # Model- and workload-only values, computed once per MemoryModel (a catalog has hundreds of setups).
     shape: _InferenceShape
     if k is FITTED:
@@ -228,8 +271,12 @@ def inference_performance(mm: MemoryModel, gpu: GpuSpec, gpu_count: int, paralle
 
     c_mean = w.prompt_tokens + w.output_tokens / 2
     kv_read = b * mm.kv_tokens_per_layer(int(c_mean)) * L * mm.kv_bytes_per_token_layer
-    t_mem = (gemv_bytes if b <= gemv_max else gemm_bytes) / stream + kv_read / (stream * k.kv_bandwidth_factor)
-    e_dec = ceiling * b / (b + t_half) * (family.gemm_efficiency if family is not None and b > gemv_max else 1.0)
+    t_mem = (gemv_bytes if b <= gemv_max else gemm_bytes) / stream + kv_read / (
+        stream * k.kv_bandwidth_factor
+    )
+    e_dec = (
+        ceiling * b / (b + t_half) * (family.gemm_efficiency if family is not None and b > gemv_max else 1.0)
+    )
     t_comp = b * (2 * n_mm + 4 * L * d_q * c_mean) / (t * peak * 1e12 * e_dec)
     t_gpu_fixed, t_cpu = decode_overhead(engine, L, family, graphs, linears, k)
     t_comm = 0.0
@@ -240,10 +287,14 @@ def inference_performance(mm: MemoryModel, gpu: GpuSpec, gpu_count: int, paralle
         t_comm += (p - 1) * PCIE_LATENCY_S
     t_gpu = max(t_mem, t_comp) + t_gpu_fixed + t_comm
     step = max(t_gpu, t_cpu)
-    bound = max((t_mem, "memory"), (t_comp, "compute"), (t_gpu_fixed + t_comm, "overhead"), (t_cpu, "overhead"))[1]
+    bound = max(
+        (t_mem, "memory"), (t_comp, "compute"), (t_gpu_fixed + t_comm, "overhead"), (t_cpu, "overhead")
+    )[1]
     if t_cpu > t_gpu:
-        notes.append(f"{engine.name} without CUDA graphs is bound by launching kernels at this batch "
-                     "(about {:.0f}% of each decode step).".format(100 * (1 - t_gpu / t_cpu)))
+        notes.append(
+            f"{engine.name} without CUDA graphs is bound by launching kernels at this batch "
+            "(about {:.0f}% of each decode step).".format(100 * (1 - t_gpu / t_cpu))
+        )
 
     chunk = engine.prefill_chunk_tokens
     fixed = t_gpu_fixed + t_comm
@@ -269,14 +320,29 @@ def inference_performance(mm: MemoryModel, gpu: GpuSpec, gpu_count: int, paralle
     per_replica = b * w.output_tokens / batch_time
     aggregate = per_replica * replicas
     rng = Range(aggregate * (1 - engine.spread_low), aggregate, aggregate * (1 + engine.spread_high))
-    return PerformanceEstimate(tokens_per_s=rng, bound=bound, precision_used=prec, peak_tflops=peak,
-                               tokens_per_s_per_user=1.0 / step, time_to_first_token_s=ttft, notes=tuple(notes),
-                               prefill_tokens_per_s=w.prompt_tokens / ttft)
+    return PerformanceEstimate(
+        tokens_per_s=rng,
+        bound=bound,
+        precision_used=prec,
+        peak_tflops=peak,
+        tokens_per_s_per_user=1.0 / step,
+        time_to_first_token_s=ttft,
+        notes=tuple(notes),
+        prefill_tokens_per_s=w.prompt_tokens / ttft,
+    )
 
 
-def llamacpp_performance(mm: MemoryModel, gpu: GpuSpec, gpu_count: int, parallelism: str,
-                         engine: EngineProfile, bw_eff: float | None = None, prefill_mfu: float | None = None,
-                         gpus_per_node: int = 8, model: LlamaCppModel = LLAMA_CPP) -> PerformanceEstimate:
+def llamacpp_performance(
+    mm: MemoryModel,
+    gpu: GpuSpec,
+    gpu_count: int,
+    parallelism: str,
+    engine: EngineProfile,
+    bw_eff: float | None = None,
+    prefill_mfu: float | None = None,
+    gpus_per_node: int = 8,
+    model: LlamaCppModel = LLAMA_CPP,
+) -> PerformanceEstimate:
     """llama.cpp: token generation (tg, bandwidth-bound) and prompt processing (pp, compute-bound)
     modelled apart (:class:`~gpuadvisor.core.specs.engines.LlamaCppModel`), with partial offload
     (``workload.gpu_layers``): the layers left in host RAM are read at host-memory bandwidth and,
@@ -318,8 +384,10 @@ def llamacpp_performance(mm: MemoryModel, gpu: GpuSpec, gpu_count: int, parallel
         t_mem = t_mem * share + t_host
         if not gpu.unified_memory:
             t_copy = host_weights / (gpu.pcie_gb_s * 1e9)
-        notes.append(f"Partial offload: {L - round(share * L)} of {L} layers stay in host RAM and are read "
-                     "at host-memory bandwidth, which sets the speed.")
+        notes.append(
+            f"Partial offload: {L - round(share * L)} of {L} layers stay in host RAM and are read "
+            "at host-memory bandwidth, which sets the speed."
+        )
     t_comp = b * (2 * n_mm + 4 * L * d_q * c_mean) / (t * peak * 1e12 * model.decode_mfu)
     t_fixed = L * model.layer_overhead_for(gpu.architecture)
     if t > 1:
@@ -336,16 +404,24 @@ def llamacpp_performance(mm: MemoryModel, gpu: GpuSpec, gpu_count: int, parallel
     def prefill_time(tokens: float) -> float:
         flops = tokens * (2 * n_mm + 2 * L * d_q * w.prompt_tokens)
         copies = math.ceil(tokens / chunk) if chunk else 1
-        return (max(flops / (mp * pre_peak * 1e12 * e_pre), weights / (t * bw * e_w)) + t_fixed
-                + copies * t_copy)
+        return (
+            max(flops / (mp * pre_peak * 1e12 * e_pre), weights / (t * bw * e_w)) + t_fixed + copies * t_copy
+        )
 
     ttft = prefill_time(w.prompt_tokens)
     batch_time = prefill_time(b * w.prompt_tokens) + w.output_tokens * step
     aggregate = b * w.output_tokens / batch_time * replicas
     rng = Range(aggregate * (1 - engine.spread_low), aggregate, aggregate * (1 + engine.spread_high))
-    return PerformanceEstimate(tokens_per_s=rng, bound=bound, precision_used=prec, peak_tflops=peak,
-                               tokens_per_s_per_user=1.0 / step, time_to_first_token_s=ttft, notes=tuple(notes),
-                               prefill_tokens_per_s=w.prompt_tokens / ttft)
+    return PerformanceEstimate(
+        tokens_per_s=rng,
+        bound=bound,
+        precision_used=prec,
+        peak_tflops=peak,
+        tokens_per_s_per_user=1.0 / step,
+        time_to_first_token_s=ttft,
+        notes=tuple(notes),
+        prefill_tokens_per_s=w.prompt_tokens / ttft,
+    )
 
 
 def training_flops_per_token(model: ModelSpec, workload: Workload, seq_len: int | None = None) -> float:
@@ -368,8 +444,9 @@ class TrainingPrelude(NamedTuple):
     notes: tuple[str, ...]
 
 
-def training_token_time(mm: MemoryModel, gpu: GpuSpec, engine: EngineProfile, constants: SpeedConstants,
-                        width_divisor: int = 1) -> tuple[float, dict[str, float]]:
+def training_token_time(
+    mm: MemoryModel, gpu: GpuSpec, engine: EngineProfile, constants: SpeedConstants, width_divisor: int = 1
+) -> tuple[float, dict[str, float]]:
     """Seconds one GPU spends per trained token, and its parts (see the module docstring).
 
     ``width_divisor`` is the tensor-parallel degree: each rank multiplies ``h / t`` wide matrices."""
@@ -383,16 +460,25 @@ def training_token_time(mm: MemoryModel, gpu: GpuSpec, engine: EngineProfile, co
         passes += 1.0
     tokens_mb = w.batch_size * w.seq_len
     width = m.hidden_size / width_divisor
-    e_gemm = (engine.mfu * arch_ceiling * tokens_mb / (tokens_mb + k.gemm_tokens_half)
-              * width / (width + k.gemm_width_half))
+    e_gemm = (
+        engine.mfu
+        * arch_ceiling
+        * tokens_mb
+        / (tokens_mb + k.gemm_tokens_half)
+        * width
+        / (width + k.gemm_width_half)
+    )
     if prec == "fp8":
         e_gemm *= k.fp8_gemm_factor
     gemm = passes * 2 * matmul_params(m) / (peak * 1e12 * e_gemm)
-    e_attn = k.attention_efficiency_by_arch.get(gpu.architecture,
-                                               k.attention_efficiency * arch_ceiling / k.gemm_ceiling["ampere"])
+    e_attn = k.attention_efficiency_by_arch.get(
+        gpu.architecture, k.attention_efficiency * arch_ceiling / k.gemm_ceiling["ampere"]
+    )
     attn = passes * 2 * m.num_layers * m.q_dim * w.seq_len / (half * 1e12 * e_attn)
     bw = gpu.memory_bandwidth_gb_s * 1e9 * k.elementwise_bandwidth_efficiency
-    elem_passes = passes / 3.0 if w.trains_base else passes / 2.0 * 0.8  # frozen bases skip weight-grad kernels
+    elem_passes = (
+        passes / 3.0 if w.trains_base else passes / 2.0 * 0.8
+    )  # frozen bases skip weight-grad kernels
     elem = elem_passes * engine.elementwise_bytes_per_h * m.hidden_size / width_divisor * m.num_layers / bw
     dequant = 0.0
     family = kernel_family(w.quantization_family, w.weights, k) if w.kind == "qlora" else None
@@ -406,12 +492,23 @@ def training_token_time(mm: MemoryModel, gpu: GpuSpec, engine: EngineProfile, co
     gpu_fixed = kernels * k.gpu_kernel_s / tokens_mb
     cpu = kernels * k.cpu_kernel_s.get(engine.runtime, 4e-6) / tokens_mb
     busy = gemm + attn + elem + dequant + gpu_fixed
-    return max(busy, cpu), {"gemm": gemm, "attention": attn, "elementwise": elem, "dequantization": dequant,
-                             "overhead": gpu_fixed, "launch": cpu}
+    return max(busy, cpu), {
+        "gemm": gemm,
+        "attention": attn,
+        "elementwise": elem,
+        "dequantization": dequant,
+        "overhead": gpu_fixed,
+        "launch": cpu,
+    }
 
 
-def training_prelude(mm: MemoryModel, gpu: GpuSpec, engine: EngineProfile,
-                     mfu: float | None = None, constants: SpeedConstants | None = None) -> TrainingPrelude:
+def training_prelude(
+    mm: MemoryModel,
+    gpu: GpuSpec,
+    engine: EngineProfile,
+    mfu: float | None = None,
+    constants: SpeedConstants | None = None,
+) -> TrainingPrelude:
     """Precision, peak, MFU and FLOPs per token of training on ``gpu``: the same for every count and
     parallelism, so a whole-catalog comparison computes it once per GPU.
 
@@ -426,15 +523,24 @@ def training_prelude(mm: MemoryModel, gpu: GpuSpec, engine: EngineProfile,
         seconds, parts = training_token_time(mm, gpu, engine, constants or FITTED)
         base_mfu = flops_token / (peak * 1e12 * seconds)
         if parts["dequantization"] > 0.15 * seconds:
-            notes.append("QLoRA dequantizes the 4-bit base in every matmul "
-                         f"(about {100 * parts['dequantization'] / seconds:.0f}% of the step).")
+            notes.append(
+                "QLoRA dequantizes the 4-bit base in every matmul "
+                f"(about {100 * parts['dequantization'] / seconds:.0f}% of the step)."
+            )
     return TrainingPrelude(prec, peak, base_mfu, flops_token, tuple(notes))
 
 
-def training_performance(mm: MemoryModel, gpu: GpuSpec, gpu_count: int, parallelism: str,
-                         engine: EngineProfile, mfu: float | None = None,
-                         gpus_per_node: int = 8, prelude: TrainingPrelude | None = None,
-                         constants: SpeedConstants | None = None) -> PerformanceEstimate:
+def training_performance(
+    mm: MemoryModel,
+    gpu: GpuSpec,
+    gpu_count: int,
+    parallelism: str,
+    engine: EngineProfile,
+    mfu: float | None = None,
+    gpus_per_node: int = 8,
+    prelude: TrainingPrelude | None = None,
+    constants: SpeedConstants | None = None,
+) -> PerformanceEstimate:
     """Training tokens/s of one candidate (see the module docstring).
 
     ``prelude`` is :func:`training_prelude` for this GPU, engine and ``mfu``, passed in by callers
@@ -442,7 +548,12 @@ def training_performance(mm: MemoryModel, gpu: GpuSpec, gpu_count: int, parallel
     m, w = mm.model, mm.workload
     if prelude is None:
         prelude = training_prelude(mm, gpu, engine, mfu, constants)
-    prec, peak, base_mfu, flops_token = prelude.precision, prelude.peak_tflops, prelude.mfu, prelude.flops_per_token
+    prec, peak, base_mfu, flops_token = (
+        prelude.precision,
+        prelude.peak_tflops,
+        prelude.mfu,
+        prelude.flops_per_token,
+    )
     notes = list(prelude.notes)
     n = gpu_count
     tokens_step = w.batch_size * w.seq_len * n  # one micro-batch per GPU (data-parallel) per step
@@ -485,5 +596,12 @@ def training_performance(mm: MemoryModel, gpu: GpuSpec, gpu_count: int, parallel
     rng = Range(tps * (1 - engine.spread_low), tps, tps * (1 + engine.spread_high))
     if n > gpus_per_node:
         notes.append(f"{n} GPUs span {math.ceil(n / gpus_per_node)} nodes: gradients cross the network.")
-    return PerformanceEstimate(tokens_per_s=rng, bound=bound, precision_used=prec, peak_tflops=peak,
-                               mfu=achieved_mfu, communication_share=share, notes=tuple(notes))
+    return PerformanceEstimate(
+        tokens_per_s=rng,
+        bound=bound,
+        precision_used=prec,
+        peak_tflops=peak,
+        mfu=achieved_mfu,
+        communication_share=share,
+        notes=tuple(notes),
+    )

@@ -33,8 +33,12 @@ PARALLELISM_ORDER = ("none", "ddp", "zero1", "zero2", "fsdp", "zero3", "tensor",
 
 #: Tier names, in order.
 SURE, LIKELY, MISSED, NO_FIT = 0, 1, 2, 3
-TIER_WORDS = {SURE: "meets the limits", LIKELY: "likely meets the limits", MISSED: "misses a limit",
-              NO_FIT: "does not fit"}
+TIER_WORDS = {
+    SURE: "meets the limits",
+    LIKELY: "likely meets the limits",
+    MISSED: "misses a limit",
+    NO_FIT: "does not fit",
+}
 
 
 def tier(c: Candidate) -> int:
@@ -45,7 +49,9 @@ def tier(c: Candidate) -> int:
     if cost is None:
         return SURE
     if cost.deadline_status == "at risk" or cost.budget_status == "over" or cost.unpriced_under_budget:
-        return MISSED  # an unpriced GPU (a Mac, a rack-only part) cannot be shown to stay within a money limit
+        return (
+            MISSED  # an unpriced GPU (a Mac, a rack-only part) cannot be shown to stay within a money limit
+        )
     if cost.deadline_status == "likely" or cost.budget_status == "likely":
         return LIKELY
     return SURE
@@ -54,7 +60,11 @@ def tier(c: Candidate) -> int:
 def sort_key(c: Candidate) -> tuple[object, ...]:
     """Order within and across GPU types (smaller is better)."""
     t = tier(c)
-    par = PARALLELISM_ORDER.index(c.parallelism) if c.parallelism in PARALLELISM_ORDER else len(PARALLELISM_ORDER)
+    par = (
+        PARALLELISM_ORDER.index(c.parallelism)
+        if c.parallelism in PARALLELISM_ORDER
+        else len(PARALLELISM_ORDER)
+    )
     if t == NO_FIT:
         return (t, c.utilization, c.gpu_count, par, c.gpu.name)
     cost = c.cost
@@ -81,5 +91,9 @@ def decide(candidates: Iterable[Candidate]) -> Decision:
     if tier(first) == MISSED:
         return Decision(None, None, keys, "limits missed")
     runner = next((c for c in ordered[1:] if tier(c) in (SURE, LIKELY)), None)
-    return Decision(first.key, runner.key if runner is not None else None, keys,
-                    "sure" if tier(first) == SURE else "likely")
+    return Decision(
+        first.key,
+        runner.key if runner is not None else None,
+        keys,
+        "sure" if tier(first) == SURE else "likely",
+    )

@@ -39,10 +39,17 @@ class Change:
     fits: bool
 
     def to_dict(self) -> dict[str, Any]:
-        return {"change": self.change, "why": self.why, "candidate": self.candidate,
-                "memory_per_gpu_gib": None if self.memory_per_gpu_gib is None else round(self.memory_per_gpu_gib, 2),
-                "job_hours": None if self.job_hours is None else round(self.job_hours, 3),
-                "cost_usd": None if self.cost_usd is None else round(self.cost_usd, 2), "fits": self.fits}
+        return {
+            "change": self.change,
+            "why": self.why,
+            "candidate": self.candidate,
+            "memory_per_gpu_gib": None
+            if self.memory_per_gpu_gib is None
+            else round(self.memory_per_gpu_gib, 2),
+            "job_hours": None if self.job_hours is None else round(self.job_hours, 3),
+            "cost_usd": None if self.cost_usd is None else round(self.cost_usd, 2),
+            "fits": self.fits,
+        }
 
     def __str__(self) -> str:
         if not self.fits or self.candidate is None:
@@ -84,14 +91,20 @@ class CalibrationProfile:
 
     def summary(self) -> str:
         """A few lines of text for a dialog or the CLI."""
-        lines = [(f"Calibration of {self.created}: {len(self.fits)} factors fitted, "
-                 f"{len({m for m, _ in self.skipped})} measurements not used.")]
+        lines = [
+            (
+                f"Calibration of {self.created}: {len(self.fits)} factors fitted, "
+                f"{len({m for m, _ in self.skipped})} measurements not used."
+            )
+        ]
         for f in self.fits:
             before = "n/a" if f.error_before_pct is None else f"{f.error_before_pct:.1f}%"
             after = "n/a" if f.error_after_pct is None else f"{f.error_after_pct:.1f}%"
-            lines.append(f"  {f.gpu_id} / {f.engine}: {f.factor_name} = {f.value:.4g} from "
-                         f"{f.n_measurements} measurements (median error {before} -> {after})"
-                         + (f"; {f.note}" if f.note else ""))
+            lines.append(
+                f"  {f.gpu_id} / {f.engine}: {f.factor_name} = {f.value:.4g} from "
+                f"{f.n_measurements} measurements (median error {before} -> {after})"
+                + (f"; {f.note}" if f.note else "")
+            )
         for mid, why in self.skipped:
             lines.append(f"  {mid}: {why}")
         return "\n".join(lines)
@@ -156,8 +169,12 @@ class Decision:
     status: str
 
     def to_dict(self) -> dict[str, Any]:
-        return {"recommended": self.recommended_key, "runner_up": self.runner_up_key, "status": self.status,
-                "per_gpu": list(self.per_gpu_keys)}
+        return {
+            "recommended": self.recommended_key,
+            "runner_up": self.runner_up_key,
+            "status": self.status,
+            "per_gpu": list(self.per_gpu_keys),
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,29 +242,41 @@ class Estimate:
 
     def _memory_model_for(self, gpu_id: str) -> MemoryModel:
         """The memory model with this GPU's calibrated runtime overhead (the shared one otherwise)."""
-        overhead = next((f.value for f in self.calibration_fits
-                         if f.gpu_id == gpu_id and f.factor_name == "runtime_overhead_gib"), None)
+        overhead = next(
+            (
+                f.value
+                for f in self.calibration_fits
+                if f.gpu_id == gpu_id and f.factor_name == "runtime_overhead_gib"
+            ),
+            None,
+        )
         if overhead is None:
             return self.memory_model
         key = ("mm", overhead)
         mm = self._memo.get(key)
         if mm is None:
             base = self.memory_model
-            mm = self._memo[key] = MemoryModel(base.model, base.workload, _calibrated_overhead(overhead),
-                                               prefill_chunk_tokens=base.prefill_chunk_tokens)
+            mm = self._memo[key] = MemoryModel(
+                base.model,
+                base.workload,
+                _calibrated_overhead(overhead),
+                prefill_chunk_tokens=base.prefill_chunk_tokens,
+            )
         return mm
 
     def what_if(self, candidate: Candidate) -> WhatIf:
         """Largest batch and longest context that fit for this candidate's GPU and setup."""
         cap = candidate.capacity_gib * GIB
         mm = self._memory_model_for(candidate.gpu.id) if self.calibration_fits else self.memory_model
-        return WhatIf(gpu_id=candidate.gpu.id, gpu_count=candidate.gpu_count, parallelism=candidate.parallelism,
-                      max_batch=mm.max_batch(cap, candidate.gpu_count, candidate.parallelism),
-                      max_context=mm.max_context(cap, candidate.gpu_count, candidate.parallelism))
+        return WhatIf(
+            gpu_id=candidate.gpu.id,
+            gpu_count=candidate.gpu_count,
+            parallelism=candidate.parallelism,
+            max_batch=mm.max_batch(cap, candidate.gpu_count, candidate.parallelism),
+            max_context=mm.max_context(cap, candidate.gpu_count, candidate.parallelism),
+        )
 
 
 def _calibrated_overhead(gib: float) -> RuntimeOverhead:
     """A fitted runtime overhead as a scenario overhead (the context field holds at most 64 GiB)."""
     return RuntimeOverhead(cuda_context_gib=min(gib, 64.0), fragmentation=0.0)
-
-

@@ -23,6 +23,7 @@ from ..specs.workload import Workload
 from .calibration import golden_section_min
 from .performance import inference_performance, training_performance
 
+
 class SpeedRow(NamedTuple):
     """One published speed measurement, ready to be predicted under any set of constants.
 
@@ -44,7 +45,9 @@ _EFFICIENCY_BOUNDS = (0.05, 0.92)
 PRIOR_WEIGHT = 0.5
 
 
-def _speed_parameters(rows: Sequence[SpeedRow], constants: SpeedConstants) -> list[tuple[str, str, tuple[float, float]]]:
+def _speed_parameters(
+    rows: Sequence[SpeedRow], constants: SpeedConstants
+) -> list[tuple[str, str, tuple[float, float]]]:
     """(group, name, bounds) of every parameter that some row depends on."""
     out: list[tuple[str, str, tuple[float, float]]] = []
     engines = {r.engine for r in rows}
@@ -60,8 +63,11 @@ def _speed_parameters(rows: Sequence[SpeedRow], constants: SpeedConstants) -> li
     for fid in sorted({r.family for r in rows if r.family}):
         if fid in constants.families:
             out.append((f"family:{fid}", "gemv_efficiency", (0.1, 1.0)))
-    if any(constants.engines[e].runtime == "python" and constants.engines[e].kind == "inference"
-           for e in engines if e in constants.engines):
+    if any(
+        constants.engines[e].runtime == "python" and constants.engines[e].kind == "inference"
+        for e in engines
+        if e in constants.engines
+    ):
         out.append(("global", "cpu_kernel_s:python", (2e-6, 80e-6)))
     if any(constants.engines[e].kind == "inference" for e in engines if e in constants.engines):
         out.append(("global", "gpu_kernel_s", (0.3e-6, 10e-6)))
@@ -122,7 +128,9 @@ def _log_errors(rows: Sequence[SpeedRow], constants: SpeedConstants) -> list[flo
     return out
 
 
-def speed_loss(rows: Sequence[SpeedRow], constants: SpeedConstants, prior: SpeedConstants | None = None) -> float:
+def speed_loss(
+    rows: Sequence[SpeedRow], constants: SpeedConstants, prior: SpeedConstants | None = None
+) -> float:
     """Sum of absolute log errors over ``rows``, plus the pull of each parameter towards ``prior``."""
     loss = sum(abs(e) for e in _log_errors(rows, constants))
     if prior is not None:
@@ -131,8 +139,9 @@ def speed_loss(rows: Sequence[SpeedRow], constants: SpeedConstants, prior: Speed
     return loss
 
 
-def fit_speed_constants(rows: Sequence[SpeedRow], start: SpeedConstants | None = None,
-                        sweeps: int = 2) -> SpeedConstants:
+def fit_speed_constants(
+    rows: Sequence[SpeedRow], start: SpeedConstants | None = None, sweeps: int = 2
+) -> SpeedConstants:
     """The speed model's constants refitted over ``rows`` (a :class:`SpeedConstants`).
 
     Coordinate descent: each parameter in turn minimises the rows' summed absolute log error
@@ -152,19 +161,30 @@ def fit_speed_constants(rows: Sequence[SpeedRow], start: SpeedConstants | None =
                 continue
             p0 = _get(prior, group, name)
 
-            def loss(log_value: float, group: str = group, name: str = name, subset: list[SpeedRow] = subset,
-                     p0: float = p0, constants: SpeedConstants = constants) -> float:
+            def loss(
+                log_value: float,
+                group: str = group,
+                name: str = name,
+                subset: list[SpeedRow] = subset,
+                p0: float = p0,
+                constants: SpeedConstants = constants,
+            ) -> float:
                 c = _set(constants, group, name, math.exp(log_value))
-                return (sum(abs(e) for e in _log_errors(subset, c))
-                        + PRIOR_WEIGHT * (log_value - math.log(p0)) ** 2)
+                return (
+                    sum(abs(e) for e in _log_errors(subset, c))
+                    + PRIOR_WEIGHT * (log_value - math.log(p0)) ** 2
+                )
 
             best = golden_section_min(loss, math.log(lo), math.log(hi), tol=1e-3)
             constants = _set(constants, group, name, math.exp(best))
-    return replace(constants, provenance=f"fitted over {len(rows)} rows from "
-                                         f"{len({r.source for r in rows})} sources")
+    return replace(
+        constants, provenance=f"fitted over {len(rows)} rows from {len({r.source for r in rows})} sources"
+    )
 
 
-def held_out_residuals(rows: Sequence[SpeedRow], start: SpeedConstants | None = None) -> list[tuple[SpeedRow, float]]:
+def held_out_residuals(
+    rows: Sequence[SpeedRow], start: SpeedConstants | None = None
+) -> list[tuple[SpeedRow, float]]:
     """Leave-one-source-out: for each source, refit without its rows and predict them.
 
     Returns (row, measured / predicted) for every row (NaN when the row cannot be predicted)."""
@@ -185,6 +205,7 @@ def held_out_residuals(rows: Sequence[SpeedRow], start: SpeedConstants | None = 
 
 def _priors() -> SpeedConstants:
     from ..specs.engines import PRIORS
+
     return PRIORS
 
 
@@ -198,8 +219,9 @@ def _quantile(values: Sequence[float], q: float) -> float:
     return v[i] + (v[j] - v[i]) * (pos - i)
 
 
-def spread_from_ratios(ratios: Sequence[float], low_quantile: float, high_quantile: float,
-                       floor: float = 0.1) -> tuple[float, float]:
+def spread_from_ratios(
+    ratios: Sequence[float], low_quantile: float, high_quantile: float, floor: float = 0.1
+) -> tuple[float, float]:
     """(spread_low, spread_high) whose range holds the ``low_quantile`` .. ``high_quantile`` share of
     ``ratios`` (measured / estimate): ``1 - q_low`` and ``q_high - 1``, each at least ``floor``."""
     low = max(floor, 1.0 - _quantile(ratios, low_quantile))
@@ -207,9 +229,14 @@ def spread_from_ratios(ratios: Sequence[float], low_quantile: float, high_quanti
     return min(round(low, 2), 0.9), round(high, 2)
 
 
-def engine_spreads(ratios_by_engine: Mapping[str, Sequence[float]], kinds: Mapping[str, str],
-                   low_quantile: float = 0.07, high_quantile: float = 0.93, min_rows: int = 15,
-                   floor: float = 0.1) -> dict[str, tuple[float, float]]:
+def engine_spreads(
+    ratios_by_engine: Mapping[str, Sequence[float]],
+    kinds: Mapping[str, str],
+    low_quantile: float = 0.07,
+    high_quantile: float = 0.93,
+    min_rows: int = 15,
+    floor: float = 0.1,
+) -> dict[str, tuple[float, float]]:
     """Each engine's (spread_low, spread_high) from held-out ratios measured / estimate.
 
     An engine with at least ``min_rows`` ratios gets its own quantiles; the others get the quantiles
@@ -226,8 +253,13 @@ def engine_spreads(ratios_by_engine: Mapping[str, Sequence[float]], kinds: Mappi
     return out
 
 
-def calibrate_spreads(residuals: Sequence[tuple[SpeedRow, float]], constants: SpeedConstants, coverage: float = 0.8,
-                      min_rows: int = 6, floor: float = 0.1) -> SpeedConstants:
+def calibrate_spreads(
+    residuals: Sequence[tuple[SpeedRow, float]],
+    constants: SpeedConstants,
+    coverage: float = 0.8,
+    min_rows: int = 6,
+    floor: float = 0.1,
+) -> SpeedConstants:
     """Constants whose engine spreads make low-high cover ``coverage`` of the held-out ratios.
 
     For each engine with at least ``min_rows`` residuals the range runs from the
@@ -245,12 +277,27 @@ def calibrate_spreads(residuals: Sequence[tuple[SpeedRow, float]], constants: Sp
     return replace(constants, engines=engines)
 
 
-SPEED_METRICS = ("tokens_per_s", "tokens_per_s_per_gpu", "tokens_per_s_per_user", "tflops_per_gpu",
-                 "time_to_first_token_s")
+SPEED_METRICS = (
+    "tokens_per_s",
+    "tokens_per_s_per_gpu",
+    "tokens_per_s_per_user",
+    "tflops_per_gpu",
+    "time_to_first_token_s",
+)
 
 
-def speed_row(row_id: str, source: str, model: ModelSpec, workload: Workload, gpu: GpuSpec, measured: float, metric: str,
-              gpu_count: int = 1, parallelism: str = "none", gpus_per_node: int = 8) -> SpeedRow:
+def speed_row(
+    row_id: str,
+    source: str,
+    model: ModelSpec,
+    workload: Workload,
+    gpu: GpuSpec,
+    measured: float,
+    metric: str,
+    gpu_count: int = 1,
+    parallelism: str = "none",
+    gpus_per_node: int = 8,
+) -> SpeedRow:
     """A :class:`SpeedRow` predicted by the real speed model.
 
     ``metric``: ``tokens_per_s`` (aggregate over the GPUs), ``tokens_per_s_per_gpu``,
@@ -262,17 +309,20 @@ def speed_row(row_id: str, source: str, model: ModelSpec, workload: Workload, gp
     if metric not in SPEED_METRICS:
         raise InputError("metric", f"must be one of {', '.join(SPEED_METRICS)}", metric)
     profile = engine_for(workload.engine, workload.kind)
-    mm = MemoryModel(model, workload, prefill_chunk_tokens=None if workload.is_training
-                     else profile.prefill_chunk_tokens)
+    mm = MemoryModel(
+        model, workload, prefill_chunk_tokens=None if workload.is_training else profile.prefill_chunk_tokens
+    )
 
     def predict(constants: SpeedConstants) -> float:
         engine = engine_for(workload.engine, workload.kind, constants)
         if workload.is_training:
-            perf = training_performance(mm, gpu, gpu_count, parallelism, engine, gpus_per_node=gpus_per_node,
-                                        constants=constants)
+            perf = training_performance(
+                mm, gpu, gpu_count, parallelism, engine, gpus_per_node=gpus_per_node, constants=constants
+            )
         else:
-            perf = inference_performance(mm, gpu, gpu_count, parallelism, engine, gpus_per_node=gpus_per_node,
-                                         constants=constants)
+            perf = inference_performance(
+                mm, gpu, gpu_count, parallelism, engine, gpus_per_node=gpus_per_node, constants=constants
+            )
         if metric == "tokens_per_s":
             return perf.tokens_per_s.expected
         if metric == "tokens_per_s_per_gpu":
@@ -283,6 +333,11 @@ def speed_row(row_id: str, source: str, model: ModelSpec, workload: Workload, gp
             return perf.time_to_first_token_s or float("nan")
         return (perf.mfu or 0.0) * perf.peak_tflops
 
-    return SpeedRow(source=source, engine=profile.id, family=workload.quantization_family
-                    if not workload.is_training or workload.kind == "qlora" else None,
-                    measured=measured, predict=predict, row_id=row_id)
+    return SpeedRow(
+        source=source,
+        engine=profile.id,
+        family=workload.quantization_family if not workload.is_training or workload.kind == "qlora" else None,
+        measured=measured,
+        predict=predict,
+        row_id=row_id,
+    )

@@ -33,16 +33,16 @@ import io
 import json
 import os
 import warnings as _warnings
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from collections.abc import Mapping, Sequence
 
-from ..specs.catalog_io import parse_meta
 from ..errors import CatalogError
+from ..specs.catalog_io import parse_meta
 from ..specs.hardware import GPU_REQUIRED_COLUMNS
 from ..specs.presets import MODEL_REQUIRED_COLUMNS
-from .user_catalog import check_kind, bundled_meta, columns, describe_error, full_row, validate_row
+from .user_catalog import bundled_meta, check_kind, columns, describe_error, full_row, validate_row
 
 FORMATS = ("csv", "json")
 _JSON_WS = " \t\n\r"
@@ -116,8 +116,10 @@ class ImportReport:
 
     def summary(self) -> str:
         """Readable multi-line text: the counts, then each rejected, updated and added row, then warnings."""
-        lines = [f"{self.origin}: {len(self.added)} added, {len(self.updated)} updated, "
-                 f"{len(self.unchanged)} unchanged, {len(self.rejected)} rejected"]
+        lines = [
+            f"{self.origin}: {len(self.added)} added, {len(self.updated)} updated, "
+            f"{len(self.unchanged)} unchanged, {len(self.rejected)} rejected"
+        ]
         if self.rejected:
             lines.append("Rejected:")
             lines += [f"  {r.label()}: {r.reason}" for r in self.rejected]
@@ -140,12 +142,15 @@ class ImportReport:
             lines += ["", "Values that change:"]
             for item in self.updated:
                 was, now = old.get(item.id, {}), new.get(item.id, {})
-                changes = [f"{c}: {was.get(c) or '(empty)'} -> {now.get(c) or '(empty)'}" for c in item.columns]
+                changes = [
+                    f"{c}: {was.get(c) or '(empty)'} -> {now.get(c) or '(empty)'}" for c in item.columns
+                ]
                 lines.append(f"  {item.id}: " + "; ".join(changes))
         return "\n".join(lines)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: counts are the list lengths; ``rows`` is left out."""
+
         def lines(items: list[ImportLine], key: str | None = None) -> list[dict[str, Any]]:
             out = []
             for item in items:
@@ -156,9 +161,16 @@ class ImportReport:
                     d["columns"] = list(item.columns)
                 out.append(d)
             return out
-        return {"kind": self.kind, "file": self.origin, "added": lines(self.added),
-                "updated": lines(self.updated, "columns"), "unchanged": lines(self.unchanged),
-                "rejected": lines(self.rejected, "reason"), "warnings": list(self.warnings)}
+
+        return {
+            "kind": self.kind,
+            "file": self.origin,
+            "added": lines(self.added),
+            "updated": lines(self.updated, "columns"),
+            "unchanged": lines(self.unchanged),
+            "rejected": lines(self.rejected, "reason"),
+            "warnings": list(self.warnings),
+        }
 
 
 # --- reading CSV ----------------------------------------------------------------------------------
@@ -168,9 +180,11 @@ def _check_meta_line(kind: str, line: str, origin: str) -> None:
         raise CatalogError(f"{origin}: line 1", f"is a '{meta.kind}' catalog, expected '{kind}'")
     supported = (bundled_meta(kind).schema_version,)
     if meta.schema_version not in supported:
-        raise CatalogError(f"{origin}: line 1",
-                           f"schema_version {meta.schema_version} is not supported by this version of "
-                           f"gpuadvisor (supported: {', '.join(map(str, supported))})")
+        raise CatalogError(
+            f"{origin}: line 1",
+            f"schema_version {meta.schema_version} is not supported by this version of "
+            f"gpuadvisor (supported: {', '.join(map(str, supported))})",
+        )
 
 
 def _blank(cells: Sequence[str]) -> bool:
@@ -202,48 +216,72 @@ def _csv_records(kind: str, text: str, origin: str, report: ImportReport) -> lis
             else:
                 starts.append((start, len(record)))
     except csv.Error as exc:
-        raise CatalogError(f"{origin}: line {reader.line_num + offset}",
-                           f"is not valid CSV ({exc})") from None
+        raise CatalogError(
+            f"{origin}: line {reader.line_num + offset}", f"is not valid CSV ({exc})"
+        ) from None
     if header is None:
         raise CatalogError(origin, "has no header row (and no rows)")
     repeated = sorted({c for c in header if header.count(c) > 1 and c})
     if repeated:
-        raise CatalogError(f"{origin}: line {header_line}",
-                           f"has column(s) {', '.join(repeated)} more than once")
+        raise CatalogError(
+            f"{origin}: line {header_line}", f"has column(s) {', '.join(repeated)} more than once"
+        )
     missing = [c for c in required_columns(kind) if c not in header]
     if missing:
-        hint = ("; the file looks semicolon-separated: save it as comma-separated CSV"
-                if len(header) == 1 and ";" in header[0] else "")
-        raise CatalogError(f"{origin}: line {header_line}",
-                           f"is missing required column(s) {', '.join(missing)}{hint}")
+        hint = (
+            "; the file looks semicolon-separated: save it as comma-separated CSV"
+            if len(header) == 1 and ";" in header[0]
+            else ""
+        )
+        raise CatalogError(
+            f"{origin}: line {header_line}", f"is missing required column(s) {', '.join(missing)}{hint}"
+        )
     known = set(columns(kind))
     unknown = [c for c in header if c not in known]
     if unknown:
-        report.warnings.append(f"{origin}: column(s) {', '.join(c or '(unnamed)' for c in unknown)} are not "
-                               f"{kind} catalog columns and were ignored")
+        report.warnings.append(
+            f"{origin}: column(s) {', '.join(c or '(unnamed)' for c in unknown)} are not "
+            f"{kind} catalog columns and were ignored"
+        )
     # Pass 2 (pandas): the values, as text exactly as written.
     import pandas as pd
 
     with _warnings.catch_warnings(record=True) as caught:
         _warnings.simplefilter("always")
         try:
-            frame = pd.read_csv(io.StringIO(body), dtype=str, keep_default_na=False, na_filter=False,
-                                usecols=range(len(header)), index_col=False, skip_blank_lines=True)
+            frame = pd.read_csv(
+                io.StringIO(body),
+                dtype=str,
+                keep_default_na=False,
+                na_filter=False,
+                usecols=range(len(header)),
+                index_col=False,
+                skip_blank_lines=True,
+            )
         except (pd.errors.ParserError, pd.errors.EmptyDataError, ValueError) as exc:
             raise CatalogError(origin, f"is not valid CSV ({' '.join(str(exc).split())})") from None
     report.warnings += [f"{origin}: {w.message}" for w in caught]
-    values = [[("" if v is None else str(v)) for v in row]
-              for row in frame.itertuples(index=False, name=None)]
+    values = [
+        [("" if v is None else str(v)) for v in row] for row in frame.itertuples(index=False, name=None)
+    ]
     values = [row for row in values if not _blank(row)]
     if len(values) != len(starts):
-        raise CatalogError(origin, f"could not be read consistently ({len(values)} rows by one reader, "
-                                   f"{len(starts)} by another); save it again as plain comma-separated CSV")
+        raise CatalogError(
+            origin,
+            f"could not be read consistently ({len(values)} rows by one reader, "
+            f"{len(starts)} by another); save it again as plain comma-separated CSV",
+        )
     out = []
     for (line, cells), row in zip(starts, values):
         if cells > len(header):
-            report.rejected.append(ImportLine(line, row[header.index("id")].strip() or None,
-                                              f"has {cells} cells but the header has {len(header)} columns "
-                                              "(a comma in an unquoted value?)"))
+            report.rejected.append(
+                ImportLine(
+                    line,
+                    row[header.index("id")].strip() or None,
+                    f"has {cells} cells but the header has {len(header)} columns "
+                    "(a comma in an unquoted value?)",
+                )
+            )
             continue
         out.append((line, {c: v.strip() for c, v in zip(header, row) if c in known}))
     return out
@@ -299,14 +337,16 @@ def _cell(value: object) -> str | None:
     return None
 
 
-def _json_records(kind: str, text: str, origin: str, report: ImportReport
-                  ) -> list[tuple[int, dict[str, str]]]:
+def _json_records(
+    kind: str, text: str, origin: str, report: ImportReport
+) -> list[tuple[int, dict[str, str]]]:
     """(physical line, row) for every row object; bad rows go to ``report.rejected``."""
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise CatalogError(f"{origin}: line {exc.lineno}, column {exc.colno}",
-                           f"is not valid JSON ({exc.msg})") from None
+        raise CatalogError(
+            f"{origin}: line {exc.lineno}, column {exc.colno}", f"is not valid JSON ({exc.msg})"
+        ) from None
     except (ValueError, RecursionError) as exc:
         raise CatalogError(origin, f"is not valid JSON ({type(exc).__name__})") from None
     if isinstance(data, dict):
@@ -314,16 +354,18 @@ def _json_records(kind: str, text: str, origin: str, report: ImportReport
             raise CatalogError(f"{origin}: catalog", f"is a {data['catalog']!r} catalog, expected {kind!r}")
         version = bundled_meta(kind).schema_version
         if "schema_version" in data and data["schema_version"] != version:
-            raise CatalogError(f"{origin}: schema_version",
-                               f"{data['schema_version']!r} is not supported by this version of gpuadvisor "
-                               f"(supported: {version})")
+            raise CatalogError(
+                f"{origin}: schema_version",
+                f"{data['schema_version']!r} is not supported by this version of gpuadvisor "
+                f"(supported: {version})",
+            )
         items = data.get("rows")
         if not isinstance(items, list):
             raise CatalogError(f"{origin}: rows", "is required: a list of row objects (column -> value)")
     elif isinstance(data, list):
         items = data
     else:
-        raise CatalogError(origin, "must hold an object with \"rows\" or a list of row objects")
+        raise CatalogError(origin, 'must hold an object with "rows" or a list of row objects')
     offsets = _row_offsets(text, isinstance(data, dict))
     known = set(columns(kind))
     unknown: dict[str, None] = {}
@@ -352,8 +394,9 @@ def _json_records(kind: str, text: str, origin: str, report: ImportReport
             continue
         out.append((line, row))
     if unknown:
-        report.warnings.append(f"{origin}: key(s) {', '.join(unknown)} are not {kind} catalog columns and "
-                               "were ignored")
+        report.warnings.append(
+            f"{origin}: key(s) {', '.join(unknown)} are not {kind} catalog columns and were ignored"
+        )
     return out
 
 
@@ -363,8 +406,13 @@ def _sniff(text: str) -> str:
     return "json" if stripped[:1] in ("{", "[") else "csv"
 
 
-def import_text(kind: str, text: str, current_rows: Sequence[Mapping[str, str]], fmt: str | None = None,
-                origin: str = "imported file") -> ImportReport:
+def import_text(
+    kind: str,
+    text: str,
+    current_rows: Sequence[Mapping[str, str]],
+    fmt: str | None = None,
+    origin: str = "imported file",
+) -> ImportReport:
     """Import catalog rows from ``text`` (``fmt`` ``"csv"``, ``"json"`` or None to detect) into a copy of
     ``current_rows`` (not changed). Raises :class:`CatalogError` for a file that is unusable as a
     whole; every row-level problem becomes an entry of ``ImportReport.rejected``."""
@@ -390,8 +438,9 @@ def import_text(kind: str, text: str, current_rows: Sequence[Mapping[str, str]],
             report.rejected.append(ImportLine(line, None, "column id: is required"))
             continue
         if row_id in seen:
-            report.rejected.append(ImportLine(line, row_id,
-                                              f"column id: duplicates the row on line {seen[row_id]}"))
+            report.rejected.append(
+                ImportLine(line, row_id, f"column id: duplicates the row on line {seen[row_id]}")
+            )
             continue
         seen[row_id] = line
         current = table[index[row_id]] if row_id in index else None
@@ -417,8 +466,9 @@ def import_text(kind: str, text: str, current_rows: Sequence[Mapping[str, str]],
     return report
 
 
-def import_file(kind: str, path: str | os.PathLike[str], current_rows: Sequence[Mapping[str, str]],
-                fmt: str | None = None) -> ImportReport:
+def import_file(
+    kind: str, path: str | os.PathLike[str], current_rows: Sequence[Mapping[str, str]], fmt: str | None = None
+) -> ImportReport:
     """:func:`import_text` for a file: UTF-8 text; the format from ``fmt``, else the suffix, else the content.
 
     Also raises :class:`CatalogError` for a missing, unreadable, binary or non-UTF-8 file.
@@ -440,8 +490,9 @@ def import_file(kind: str, path: str | os.PathLike[str], current_rows: Sequence[
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise CatalogError(origin, f"is not UTF-8 text (undecodable byte at offset {exc.start}); "
-                                   "save it as 'CSV UTF-8'") from None
+        raise CatalogError(
+            origin, f"is not UTF-8 text (undecodable byte at offset {exc.start}); save it as 'CSV UTF-8'"
+        ) from None
     if fmt is None:
         suffix = p.suffix.lower()
         fmt = {".json": "json", ".csv": "csv"}.get(suffix)

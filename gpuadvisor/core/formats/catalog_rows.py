@@ -10,14 +10,19 @@ from __future__ import annotations
 
 import datetime as _dt
 import re
+from collections.abc import Mapping
 from functools import cache
 from types import MappingProxyType
-from collections.abc import Mapping
 
-from ..specs.catalog_io import CatalogMeta, RowReader, read_catalog_file
 from ..errors import CatalogError
-from ..specs.hardware import (GPU_REQUIRED_COLUMNS, GPU_SCHEMA_VERSIONS, GpuSpec, bundled_catalog_dir,
-                              parse_gpu_row)
+from ..specs.catalog_io import CatalogMeta, RowReader, read_catalog_file
+from ..specs.hardware import (
+    GPU_REQUIRED_COLUMNS,
+    GPU_SCHEMA_VERSIONS,
+    GpuSpec,
+    bundled_catalog_dir,
+    parse_gpu_row,
+)
 from ..specs.models import ModelSpec
 from ..specs.presets import MODEL_REQUIRED_COLUMNS, MODEL_SCHEMA_VERSIONS, parse_model_row
 
@@ -34,8 +39,11 @@ _DATE_PATTERN = re.compile(r"\d{4}-\d{2}-\d{2}\Z")
 #: of FP16 on Blackwell); the limits leave one more factor of 2 for sparse figures typed by mistake
 #: to be caught while nothing real is rejected.
 GPU_RATIO_LIMITS: tuple[tuple[str, float], ...] = (
-    ("tf32_dense_tflops", 1.0), ("bf16_dense_tflops", 2.0), ("fp8_dense_tflops", 4.0),
-    ("int8_dense_tops", 8.0), ("fp4_dense_tflops", 8.0),
+    ("tf32_dense_tflops", 1.0),
+    ("bf16_dense_tflops", 2.0),
+    ("fp8_dense_tflops", 4.0),
+    ("int8_dense_tops", 8.0),
+    ("fp4_dense_tflops", 8.0),
 )
 TDP_W_RANGE = (5.0, 5000.0)
 MAX_CLOUD_USD_PER_HOUR = 1000.0
@@ -43,12 +51,19 @@ MAX_PCIE_GEN = 7
 #: A model's parameter count computed from its shapes must be within this factor of published_params.
 PUBLISHED_PARAMS_FACTOR = 1.5
 MODEL_MAXIMA: tuple[tuple[str, int], ...] = (
-    ("num_layers", 2000), ("hidden_size", 262_144), ("vocab_size", 4_000_000), ("max_context", 100_000_000),
+    ("num_layers", 2000),
+    ("hidden_size", 262_144),
+    ("vocab_size", 4_000_000),
+    ("max_context", 100_000_000),
 )
 
 CLOUD_COLUMNS = ("cloud_usd_per_hour_low", "cloud_usd_per_hour_expected", "cloud_usd_per_hour_high")
-PRICE_COLUMNS = CLOUD_COLUMNS + ("purchase_new_usd_low", "purchase_new_usd_high", "purchase_used_usd_low",
-                                   "purchase_used_usd_high")
+PRICE_COLUMNS = CLOUD_COLUMNS + (
+    "purchase_new_usd_low",
+    "purchase_new_usd_high",
+    "purchase_used_usd_low",
+    "purchase_used_usd_high",
+)
 
 
 def check_kind(kind: str) -> None:
@@ -140,8 +155,9 @@ def _check_date(r: RowReader, column: str, today: _dt.date) -> None:
     except ValueError:
         raise CatalogError(r.where(column), "must be an ISO date YYYY-MM-DD", value) from None
     if day > today + _dt.timedelta(days=1):
-        raise CatalogError(r.where(column), f"must not be in the future (today is {today.isoformat()})",
-                           value)
+        raise CatalogError(
+            r.where(column), f"must not be in the future (today is {today.isoformat()})", value
+        )
 
 
 def _check_gpu(r: RowReader, spec: GpuSpec, today: _dt.date) -> None:
@@ -149,21 +165,26 @@ def _check_gpu(r: RowReader, spec: GpuSpec, today: _dt.date) -> None:
     if not low <= spec.tdp_w <= high:
         raise CatalogError(r.where("tdp_w"), f"must be between {low:g} and {high:g} W", r.row.get("tdp_w"))
     if spec.memory_gb is not None and spec.memory_gib_usable > spec.memory_gb * 1.001:
-        raise CatalogError(r.where("memory_gib_usable"),
-                           f"must not exceed memory_gb ({spec.memory_gb:g}): usable GiB are at most the "
-                           "marketed GB",
-                           r.row.get("memory_gib_usable"))
+        raise CatalogError(
+            r.where("memory_gib_usable"),
+            f"must not exceed memory_gb ({spec.memory_gb:g}): usable GiB are at most the marketed GB",
+            r.row.get("memory_gib_usable"),
+        )
     for column, limit in GPU_RATIO_LIMITS:
         value = getattr(spec, column)
         if value is not None and value > spec.fp16_dense_tflops * limit:
-            raise CatalogError(r.where(column),
-                               f"must be at most {limit:g}x fp16_dense_tflops ({spec.fp16_dense_tflops:g}); "
-                               "is it a sparse figure?", r.row.get(column))
+            raise CatalogError(
+                r.where(column),
+                f"must be at most {limit:g}x fp16_dense_tflops ({spec.fp16_dense_tflops:g}); "
+                "is it a sparse figure?",
+                r.row.get(column),
+            )
     if spec.pcie_gen is not None and spec.pcie_gen > MAX_PCIE_GEN:
         raise CatalogError(r.where("pcie_gen"), f"must be 1 to {MAX_PCIE_GEN}", r.row.get("pcie_gen"))
     if spec.launch_year is not None and spec.launch_year > today.year + 2:
-        raise CatalogError(r.where("launch_year"), f"must not be after {today.year + 2}",
-                           r.row.get("launch_year"))
+        raise CatalogError(
+            r.where("launch_year"), f"must not be after {today.year + 2}", r.row.get("launch_year")
+        )
     for column in CLOUD_COLUMNS:
         value = _number(r, column)
         if value is not None and value > MAX_CLOUD_USD_PER_HOUR:
@@ -180,18 +201,30 @@ def _check_model(r: RowReader, spec: ModelSpec) -> None:
     if published is not None:
         computed = spec.parameters
         if not published / PUBLISHED_PARAMS_FACTOR <= computed <= published * PUBLISHED_PARAMS_FACTOR:
-            raise CatalogError(r.where("published_params"),
-                               f"must be within {PUBLISHED_PARAMS_FACTOR:g}x of the count computed from the "
-                               f"architecture columns ({computed:,}); check num_layers, hidden_size and "
-                               "intermediate_size", r.row.get("published_params"))
+            raise CatalogError(
+                r.where("published_params"),
+                f"must be within {PUBLISHED_PARAMS_FACTOR:g}x of the count computed from the "
+                f"architecture columns ({computed:,}); check num_layers, hidden_size and "
+                "intermediate_size",
+                r.row.get("published_params"),
+            )
     active = r.integer("published_active_params", required=False)
     if active is not None and published is not None and active > published:
-        raise CatalogError(r.where("published_active_params"), "must not exceed published_params",
-                           r.row.get("published_active_params"))
+        raise CatalogError(
+            r.where("published_active_params"),
+            "must not exceed published_params",
+            r.row.get("published_active_params"),
+        )
 
 
-def validate_row(kind: str, row: Mapping[str, str], origin: str = "user catalog", line: int | None = None, *,
-                 today: _dt.date | None = None) -> GpuSpec | ModelSpec:
+def validate_row(
+    kind: str,
+    row: Mapping[str, str],
+    origin: str = "user catalog",
+    line: int | None = None,
+    *,
+    today: _dt.date | None = None,
+) -> GpuSpec | ModelSpec:
     """Parse one row (``column -> CSV text``) into a :class:`GpuSpec` or :class:`ModelSpec`.
 
     Values are stripped of surrounding spaces first; missing columns count as empty. Raises

@@ -63,8 +63,11 @@ def shard_paths(path: Path) -> list[Path]:
     files = [path.with_name(f"{stem}-{i:05d}-of-{count:05d}.gguf") for i in range(1, count + 1)]
     missing = [f.name for f in files if not f.is_file()]
     if missing:
-        raise ModelConfigError(GGUF_FIELD, f"{path.name} is shard {int(match.group('index'))} of {count}; "
-                               f"missing {', '.join(missing)} (all shards must be in the same folder)")
+        raise ModelConfigError(
+            GGUF_FIELD,
+            f"{path.name} is shard {int(match.group('index'))} of {count}; "
+            f"missing {', '.join(missing)} (all shards must be in the same folder)",
+        )
     return files
 
 
@@ -92,13 +95,21 @@ def read_gguf(path: str | os.PathLike[str]) -> GgufSummary:
             shapes[name] = shape
     arch = metadata.get("general.architecture")
     if not isinstance(arch, str) or not arch:
-        raise ModelConfigError(GGUF_FIELD, f"{target.name} has no general.architecture; it is not a model file")
+        raise ModelConfigError(
+            GGUF_FIELD, f"{target.name} has no general.architecture; it is not a model file"
+        )
     return GgufSummary(
         name=str(metadata.get("general.name") or _SPLIT.sub(r"\g<stem>", target.name).removesuffix(".gguf")),
-        architecture=arch, file_type=_file_type(metadata.get("general.file_type")), metadata=metadata,
-        parameters=parameters, weight_bytes=weight_bytes, tensors=tensors, files=len(files),
+        architecture=arch,
+        file_type=_file_type(metadata.get("general.file_type")),
+        metadata=metadata,
+        parameters=parameters,
+        weight_bytes=weight_bytes,
+        tensors=tensors,
+        files=len(files),
         by_type=tuple(sorted(((t, p, b) for t, (p, b) in by_type.items()), key=lambda e: -e[2])),
-        tensor_shapes=shapes)
+        tensor_shapes=shapes,
+    )
 
 
 def _read_one(file: Path) -> tuple[dict[str, Any], list[tuple[str, str, tuple[int, ...], int, int]]]:
@@ -114,6 +125,7 @@ def _read_one(file: Path) -> tuple[dict[str, Any], list[tuple[str, str, tuple[in
         raise ModelConfigError(GGUF_FIELD, f"{name} is not a GGUF file (it does not start with 'GGUF')")
     try:
         from gguf import GGUFReader  # the llama.cpp project's reader; imported only when needed
+
         reader = GGUFReader(file, "r")
         fields = {key: _value(field) for key, field in reader.fields.items() if not key.startswith("GGUF.")}
         records = []
@@ -125,17 +137,21 @@ def _read_one(file: Path) -> tuple[dict[str, Any], list[tuple[str, str, tuple[in
     except ModelConfigError:
         raise
     except Exception as exc:  # noqa: BLE001 - any parser failure means a damaged file
-        raise ModelConfigError(GGUF_FIELD, f"{name} is truncated or damaged; its header cannot be read "
-                               f"({type(exc).__name__})") from None
+        raise ModelConfigError(
+            GGUF_FIELD, f"{name} is truncated or damaged; its header cannot be read ({type(exc).__name__})"
+        ) from None
     if end > size:
-        raise ModelConfigError(GGUF_FIELD, f"{name} is truncated: its tensors end at byte {end:,} but the file "
-                               f"has {size:,} bytes")
+        raise ModelConfigError(
+            GGUF_FIELD,
+            f"{name} is truncated: its tensors end at byte {end:,} but the file has {size:,} bytes",
+        )
     return fields, records
 
 
 def _value(field: Any) -> Any:
     """A metadata value as a plain Python value; long arrays (the vocabulary) become their length."""
     from gguf import GGUFValueType
+
     if field.types and field.types[0] == GGUFValueType.ARRAY:
         return len(field.data)
     value = field.contents()
@@ -146,6 +162,7 @@ def _file_type(value: Any) -> str:
     if not isinstance(value, int):
         return ""
     from gguf import LlamaFileType
+
     try:
         name = LlamaFileType(value).name.lower()
     except ValueError:
@@ -174,19 +191,28 @@ def model_from_gguf(path: str | os.PathLike[str]) -> ModelSpec:
     vocab = md.get(f"{arch}.vocab_size") or md.get("tokenizer.ggml.tokens") or _vocab_from(s, hidden)
     experts = key("expert_count", 1, required=False) or 1
     kwargs: dict[str, Any] = dict(
-        name=s.name, num_layers=key("block_count"), hidden_size=hidden, num_attention_heads=heads,
+        name=s.name,
+        num_layers=key("block_count"),
+        hidden_size=hidden,
+        num_attention_heads=heads,
         num_key_value_heads=key("attention.head_count_kv", heads, required=False) or heads,
         head_dim=key("attention.key_length", None, required=False),
-        intermediate_size=key("feed_forward_length", None, required=False) or key(
-            "expert_feed_forward_length", 4 * hidden, required=False),
-        vocab_size=int(vocab), max_context=key("context_length", 4096, required=False),
+        intermediate_size=key("feed_forward_length", None, required=False)
+        or key("expert_feed_forward_length", 4 * hidden, required=False),
+        vocab_size=int(vocab),
+        max_context=key("context_length", 4096, required=False),
         tied_embeddings="output.weight" not in s.tensor_shapes,
-        num_experts=experts, experts_per_token=key("expert_used_count", 1, required=False) or 1,
-        family=arch, published_params=s.parameters,
+        num_experts=experts,
+        experts_per_token=key("expert_used_count", 1, required=False) or 1,
+        family=arch,
+        published_params=s.parameters,
         source=f"GGUF file {Path(path).name} ({s.files} file{'s' if s.files > 1 else ''}, {s.tensors} tensors)",
-        notes=(f"Counted from the GGUF tensor records: {s.parameters:,} parameters in {s.weight_bytes:,} bytes "
-               f"({', '.join(f'{t} {b / 2**30:.2f} GiB' for t, _, b in s.by_type[:4])})."),
-        file_weight_bytes=s.weight_bytes, file_type=s.file_type,
+        notes=(
+            f"Counted from the GGUF tensor records: {s.parameters:,} parameters in {s.weight_bytes:,} bytes "
+            f"({', '.join(f'{t} {b / 2**30:.2f} GiB' for t, _, b in s.by_type[:4])})."
+        ),
+        file_weight_bytes=s.weight_bytes,
+        file_type=s.file_type,
     )
     if experts > 1:
         kwargs["moe_intermediate_size"] = key("expert_feed_forward_length", None, required=False)
@@ -200,12 +226,15 @@ def model_from_gguf(path: str | os.PathLike[str]) -> ModelSpec:
     try:
         return ModelSpec(**kwargs)
     except InputError as exc:
-        raise ModelConfigError(GGUF_FIELD, f"{Path(path).name} describes an architecture gpuadvisor cannot "
-                               f"use: {exc}") from None
+        raise ModelConfigError(
+            GGUF_FIELD, f"{Path(path).name} describes an architecture gpuadvisor cannot use: {exc}"
+        ) from None
 
 
 def _vocab_from(s: GgufSummary, hidden: int) -> int:
     shape = s.tensor_shapes.get("token_embd.weight")
     if shape and len(shape) == 2:
         return shape[1] if shape[0] == hidden else shape[0]
-    raise ModelConfigError(GGUF_FIELD, f"{s.name}: no vocabulary size (tokenizer.ggml.tokens or token_embd.weight)")
+    raise ModelConfigError(
+        GGUF_FIELD, f"{s.name}: no vocabulary size (tokenizer.ggml.tokens or token_embd.weight)"
+    )

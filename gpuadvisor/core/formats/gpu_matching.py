@@ -23,10 +23,30 @@ MEMORY_TOLERANCE = 0.15
 SLICE_FRACTION = 0.75
 
 # Words that name the vendor or product line, never the chip.
-_NOISE_WORDS = frozenset({"nvidia", "tesla", "geforce", "amd", "instinct", "gpu", "accelerator", "generation",
-                          "edition", "workstation", "blackwell"})
-_FORM_TOKENS = {"pcie": "pcie", "nvl": "nvl", "sxm": "sxm", "sxm2": "sxm", "sxm3": "sxm", "sxm4": "sxm",
-                "sxm5": "sxm"}
+_NOISE_WORDS = frozenset(
+    {
+        "nvidia",
+        "tesla",
+        "geforce",
+        "amd",
+        "instinct",
+        "gpu",
+        "accelerator",
+        "generation",
+        "edition",
+        "workstation",
+        "blackwell",
+    }
+)
+_FORM_TOKENS = {
+    "pcie": "pcie",
+    "nvl": "nvl",
+    "sxm": "sxm",
+    "sxm2": "sxm",
+    "sxm3": "sxm",
+    "sxm4": "sxm",
+    "sxm5": "sxm",
+}
 # Tokens that rule out the PCIe variant: H100 PCIe has HBM2e; "mega" is GCP's A3 Mega (SXM).
 _NOT_PCIE_TOKENS = frozenset({"hbm3", "hbm3e", "mega"})
 _MEMORY_RE = re.compile(r"(?<![a-z0-9.])(\d+(?:\.\d+)?)\s*(?:gib|gb|g)(?![a-z0-9])")
@@ -34,16 +54,36 @@ _GLUED_FORM_RE = re.compile(r"^(?P<stem>[a-z]+\d+)(?P<form>sxm\d?|pcie|nvl)$")
 
 # Compact spelling (after the steps above) -> catalog id, or a family name in _FAMILIES.
 _STEMS: dict[str, str] = {
-    "rtx4090": "rtx-4090", "4090": "rtx-4090", "rtx3090": "rtx-3090", "3090": "rtx-3090",
-    "rtx5090": "rtx-5090", "5090": "rtx-5090",
-    "rtxa6000": "rtx-a6000", "a6000": "rtx-a6000",
-    "rtx6000ada": "rtx-6000-ada", "6000ada": "rtx-6000-ada", "rtxa6000ada": "rtx-6000-ada",
+    "rtx4090": "rtx-4090",
+    "4090": "rtx-4090",
+    "rtx3090": "rtx-3090",
+    "3090": "rtx-3090",
+    "rtx5090": "rtx-5090",
+    "5090": "rtx-5090",
+    "rtxa6000": "rtx-a6000",
+    "a6000": "rtx-a6000",
+    "rtx6000ada": "rtx-6000-ada",
+    "6000ada": "rtx-6000-ada",
+    "rtxa6000ada": "rtx-6000-ada",
     "a6000ada": "rtx-6000-ada",
-    "rtxpro6000": "rtx-pro-6000", "pro6000": "rtx-pro-6000",
-    "t4": "t4", "t4g": "t4", "a10": "a10", "a10g": "a10g", "a40": "a40",
-    "l4": "l4", "l40": "l40", "l40s": "l40s",
-    "v100": "family:v100", "a100": "family:a100", "h100": "family:h100",
-    "h200": "h200", "gh200": "gh200", "b200": "b200", "mi300x": "mi300x", "mi325x": "mi325x",
+    "rtxpro6000": "rtx-pro-6000",
+    "pro6000": "rtx-pro-6000",
+    "t4": "t4",
+    "t4g": "t4",
+    "a10": "a10",
+    "a10g": "a10g",
+    "a40": "a40",
+    "l4": "l4",
+    "l40": "l40",
+    "l40s": "l40s",
+    "v100": "family:v100",
+    "a100": "family:a100",
+    "h100": "family:h100",
+    "h200": "h200",
+    "gh200": "gh200",
+    "b200": "b200",
+    "mi300x": "mi300x",
+    "mi325x": "mi325x",
 }
 # Family -> catalog ids in order of preference when memory and form factor leave a choice.
 _FAMILIES: dict[str, tuple[str, ...]] = {
@@ -131,12 +171,17 @@ def explain_match(name: str, memory_gib: float | None, catalog: GpuCatalog) -> G
         if gpu is None:
             return GpuMatch(None, f"'{shown}' is {target}, which this catalog does not hold")
         if forms and gpu.form_factor and gpu.form_factor not in forms:
-            return GpuMatch(None, f"'{shown}' is marked {marked}; the catalog's {target} is "
-                                  f"{gpu.form_factor.upper()}")
+            return GpuMatch(
+                None, f"'{shown}' is marked {marked}; the catalog's {target} is {gpu.form_factor.upper()}"
+            )
         sliced = memory is not None and memory < SLICE_FRACTION * gpu.memory_gib_usable
         if sliced and stem not in _IGNORE_NAME_MEMORY:
-            return GpuMatch(None, f"'{shown}' with {memory:g} GiB is a slice of {target} "
-                                  f"({gpu.memory_gib_usable:g} GiB), not a whole GPU", by_memory=True)
+            return GpuMatch(
+                None,
+                f"'{shown}' with {memory:g} GiB is a slice of {target} "
+                f"({gpu.memory_gib_usable:g} GiB), not a whole GPU",
+                by_memory=True,
+            )
         return GpuMatch(target)
     family = target.split(":", 1)[1]
     candidates = [catalog.gpus[i] for i in _FAMILIES[family] if i in catalog.gpus]
@@ -145,23 +190,29 @@ def explain_match(name: str, memory_gib: float | None, catalog: GpuCatalog) -> G
     if forms:
         candidates = [g for g in candidates if g.form_factor in forms]
         if not candidates:
-            return GpuMatch(None, f"'{shown}' is marked {marked}; the catalog has no such "
-                                  f"{family.upper()} row")
+            return GpuMatch(
+                None, f"'{shown}' is marked {marked}; the catalog has no such {family.upper()} row"
+            )
     if not_pcie:
         candidates = [g for g in candidates if g.form_factor != "pcie"] or candidates
     if memory is not None:
         gaps = [(_relative_gap(memory, (g.memory_gb, g.memory_gib_usable)), g) for g in candidates]
         best = min(gap for gap, _ in gaps)
         if best > MEMORY_TOLERANCE:
-            return GpuMatch(None, f"'{shown}' with {memory:g} GiB matches no {family.upper()} row "
-                                  "of the catalog", by_memory=True)
+            return GpuMatch(
+                None,
+                f"'{shown}' with {memory:g} GiB matches no {family.upper()} row of the catalog",
+                by_memory=True,
+            )
         candidates = [g for gap, g in gaps if gap <= best + 1e-9]
     note = ""
     if len(candidates) > 1:
-        missing = [what for what, absent in (("memory", memory is None), ("form factor", not forms))
-                   if absent]
-        reason = (_DEFAULT_REASONS[family] if memory is None
-                  else "the SXM part is assumed without a form factor")
+        missing = [
+            what for what, absent in (("memory", memory is None), ("form factor", not forms)) if absent
+        ]
+        reason = (
+            _DEFAULT_REASONS[family] if memory is None else "the SXM part is assumed without a form factor"
+        )
         note = f"'{shown}' gives no {' or '.join(missing)}: assumed {candidates[0].id} ({reason})"
     return GpuMatch(candidates[0].id, note)
 

@@ -53,11 +53,27 @@ MAX_CONFIG_BYTES = 50_000_000
 
 #: Bits per element of the safetensors dtypes.
 _DTYPE_BITS: dict[str, int] = {
-    "BOOL": 8, "U8": 8, "I8": 8, "F8_E5M2": 8, "F8_E4M3": 8, "F8_E8M0": 8, "E8M0": 8,
-    "I16": 16, "U16": 16, "F16": 16, "BF16": 16,
-    "I32": 32, "U32": 32, "F32": 32,
-    "I64": 64, "U64": 64, "F64": 64, "C64": 64,
-    "F4": 4, "F6_E2M3": 6, "F6_E3M2": 6,
+    "BOOL": 8,
+    "U8": 8,
+    "I8": 8,
+    "F8_E5M2": 8,
+    "F8_E4M3": 8,
+    "F8_E8M0": 8,
+    "E8M0": 8,
+    "I16": 16,
+    "U16": 16,
+    "F16": 16,
+    "BF16": 16,
+    "I32": 32,
+    "U32": 32,
+    "F32": 32,
+    "I64": 64,
+    "U64": 64,
+    "F64": 64,
+    "C64": 64,
+    "F4": 4,
+    "F6_E2M3": 6,
+    "F6_E3M2": 6,
 }
 #: Integer storage: either real buffers (position ids) or packed low-bit weights (GPTQ, AWQ, bitsandbytes).
 _INTEGER_DTYPES = frozenset({"BOOL", "U8", "I8", "I16", "U16", "I32", "U32", "I64", "U64"})
@@ -128,9 +144,15 @@ def summarize_safetensors(path: str | os.PathLike[str]) -> SafetensorsSummary:
             parameters += count
             dtypes[dtype] = dtypes.get(dtype, 0) + count
             shapes[name] = shape
-    return SafetensorsSummary(parameters=parameters, dtypes=dict(sorted(dtypes.items())), files=len(files),
-                              bytes_on_disk=data_bytes, buffers=buffers, tensors=tensors,
-                              tensor_shapes=shapes)
+    return SafetensorsSummary(
+        parameters=parameters,
+        dtypes=dict(sorted(dtypes.items())),
+        files=len(files),
+        bytes_on_disk=data_bytes,
+        buffers=buffers,
+        tensors=tensors,
+        tensor_shapes=shapes,
+    )
 
 
 def _read_header(path: Path) -> tuple[dict[str, Any], int]:
@@ -141,40 +163,56 @@ def _read_header(path: Path) -> tuple[dict[str, Any], int]:
         with path.open("rb") as stream:
             prefix = stream.read(8)
             if len(prefix) < 8:
-                raise ModelConfigError(SAFETENSORS_FIELD, f"{name} is too short to be a safetensors file "
-                                       f"({size} bytes; the header length alone takes 8)")
+                raise ModelConfigError(
+                    SAFETENSORS_FIELD,
+                    f"{name} is too short to be a safetensors file "
+                    f"({size} bytes; the header length alone takes 8)",
+                )
             (length,) = struct.unpack("<Q", prefix)
             if length == 0:
-                raise ModelConfigError(SAFETENSORS_FIELD, f"{name} declares an empty header; "
-                                       "it is not a valid safetensors file")
+                raise ModelConfigError(
+                    SAFETENSORS_FIELD, f"{name} declares an empty header; it is not a valid safetensors file"
+                )
             if length > MAX_HEADER_BYTES:
-                raise ModelConfigError(SAFETENSORS_FIELD, f"{name} declares a {length:,}-byte header, "
-                                       f"more than the {MAX_HEADER_BYTES:,}-byte limit; the file is "
-                                       "corrupt or not a safetensors file")
+                raise ModelConfigError(
+                    SAFETENSORS_FIELD,
+                    f"{name} declares a {length:,}-byte header, "
+                    f"more than the {MAX_HEADER_BYTES:,}-byte limit; the file is "
+                    "corrupt or not a safetensors file",
+                )
             if 8 + length > size:
-                raise ModelConfigError(SAFETENSORS_FIELD, f"{name} declares a {length:,}-byte header but "
-                                       f"only {size - 8:,} bytes follow the length field; the file is "
-                                       "truncated or not a safetensors file")
+                raise ModelConfigError(
+                    SAFETENSORS_FIELD,
+                    f"{name} declares a {length:,}-byte header but "
+                    f"only {size - 8:,} bytes follow the length field; the file is "
+                    "truncated or not a safetensors file",
+                )
             raw = stream.read(length)
     except OSError as exc:
         raise ModelConfigError(SAFETENSORS_FIELD, f"cannot read {name}: {exc.strerror or exc}") from None
     if len(raw) < length:
-        raise ModelConfigError(SAFETENSORS_FIELD, f"{name} ended inside its {length:,}-byte header; "
-                               "the file is truncated")
+        raise ModelConfigError(
+            SAFETENSORS_FIELD, f"{name} ended inside its {length:,}-byte header; the file is truncated"
+        )
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
-        raise ModelConfigError(SAFETENSORS_FIELD, f"the header of {name} is not UTF-8 text; the file is "
-                               "corrupt or not a safetensors file") from None
+        raise ModelConfigError(
+            SAFETENSORS_FIELD,
+            f"the header of {name} is not UTF-8 text; the file is corrupt or not a safetensors file",
+        ) from None
     try:
         header = json.loads(text)
     except (ValueError, RecursionError) as exc:
         detail = f": {exc.msg} at character {exc.pos}" if isinstance(exc, json.JSONDecodeError) else ""
-        raise ModelConfigError(SAFETENSORS_FIELD, f"the header of {name} is not valid JSON{detail}; the "
-                               "file is corrupt or not a safetensors file") from None
+        raise ModelConfigError(
+            SAFETENSORS_FIELD,
+            f"the header of {name} is not valid JSON{detail}; the file is corrupt or not a safetensors file",
+        ) from None
     if not isinstance(header, dict):
-        raise ModelConfigError(SAFETENSORS_FIELD, f"the header of {name} must be a JSON object, "
-                               f"not {_json_kind(header)}")
+        raise ModelConfigError(
+            SAFETENSORS_FIELD, f"the header of {name} must be a JSON object, not {_json_kind(header)}"
+        )
     return header, size - 8 - length
 
 
@@ -190,21 +228,32 @@ def _tensor_entry(file: str, name: str, entry: object, available: int) -> tuple[
     if not isinstance(shape, list) or not all(_is_int(d) and d >= 0 for d in shape):
         raise ModelConfigError(SAFETENSORS_FIELD, f"{where} needs a shape made of whole numbers >= 0", shape)
     offsets = entry.get("data_offsets")
-    if (not isinstance(offsets, list) or len(offsets) != 2 or not all(_is_int(o) for o in offsets)
-            or not 0 <= offsets[0] <= offsets[1]):
-        raise ModelConfigError(SAFETENSORS_FIELD, f"{where} needs data_offsets [begin, end] with "
-                               "0 <= begin <= end", offsets)
+    if (
+        not isinstance(offsets, list)
+        or len(offsets) != 2
+        or not all(_is_int(o) for o in offsets)
+        or not 0 <= offsets[0] <= offsets[1]
+    ):
+        raise ModelConfigError(
+            SAFETENSORS_FIELD, f"{where} needs data_offsets [begin, end] with 0 <= begin <= end", offsets
+        )
     begin, end = offsets
     if end > available:
-        raise ModelConfigError(SAFETENSORS_FIELD, f"{where} ends at byte {end:,} of the data but the file "
-                               f"holds only {available:,} data bytes; the file is truncated")
+        raise ModelConfigError(
+            SAFETENSORS_FIELD,
+            f"{where} ends at byte {end:,} of the data but the file "
+            f"holds only {available:,} data bytes; the file is truncated",
+        )
     bits = _DTYPE_BITS.get(dtype)
     count = math.prod(shape)
     if bits is not None and bits % 8 == 0:  # sub-byte dtypes: packing not checked
         expected = count * bits // 8
         if expected != end - begin:
-            raise ModelConfigError(SAFETENSORS_FIELD, f"{where} has shape {shape} of {dtype} "
-                                   f"({expected:,} bytes) but data_offsets span {end - begin:,} bytes")
+            raise ModelConfigError(
+                SAFETENSORS_FIELD,
+                f"{where} has shape {shape} of {dtype} "
+                f"({expected:,} bytes) but data_offsets span {end - begin:,} bytes",
+            )
     return dtype, tuple(shape), end - begin
 
 
@@ -223,12 +272,14 @@ def _shard_files(folder: Path) -> list[Path]:
         if not indexes:
             files = sorted(p for p in folder.glob("*.safetensors") if p.is_file())
             if not files:
-                raise ModelConfigError(SAFETENSORS_FIELD,
-                                       f"folder '{folder.name}' holds no .safetensors files")
+                raise ModelConfigError(
+                    SAFETENSORS_FIELD, f"folder '{folder.name}' holds no .safetensors files"
+                )
             return files
     except OSError as exc:
-        raise ModelConfigError(SAFETENSORS_FIELD, f"cannot list folder '{folder.name}': "
-                               f"{exc.strerror or exc}") from None
+        raise ModelConfigError(
+            SAFETENSORS_FIELD, f"cannot list folder '{folder.name}': {exc.strerror or exc}"
+        ) from None
     preferred = [p for p in indexes if p.name == "model.safetensors.index.json"]
     names: set[str] = set()
     for index in preferred or indexes:
@@ -237,8 +288,11 @@ def _shard_files(folder: Path) -> list[Path]:
     for shard in sorted(names):
         path = folder / shard
         if not path.is_file():
-            raise ModelConfigError(SAFETENSORS_FIELD, f"the index lists shard '{shard}' but folder "
-                                   f"'{folder.name}' has no such file (incomplete download?)")
+            raise ModelConfigError(
+                SAFETENSORS_FIELD,
+                f"the index lists shard '{shard}' but folder "
+                f"'{folder.name}' has no such file (incomplete download?)",
+            )
         files.append(path)
     if not files:
         raise ModelConfigError(SAFETENSORS_FIELD, f"the safetensors index in '{folder.name}' lists no shards")
@@ -253,12 +307,15 @@ def _index_shards(index: Path) -> set[str]:
     shards: set[str] = set()
     for tensor, shard in weight_map.items():
         if not isinstance(shard, str) or not shard:
-            raise ModelConfigError(SAFETENSORS_FIELD,
-                                   f"{index.name}: weight_map entry '{tensor}' must name a shard file", shard)
+            raise ModelConfigError(
+                SAFETENSORS_FIELD, f"{index.name}: weight_map entry '{tensor}' must name a shard file", shard
+            )
         parts = Path(shard).parts
         if Path(shard).is_absolute() or ".." in parts or len(parts) != 1:
-            raise ModelConfigError(SAFETENSORS_FIELD, f"{index.name}: shard '{shard}' must be a file name "
-                                   "inside the model folder")
+            raise ModelConfigError(
+                SAFETENSORS_FIELD,
+                f"{index.name}: shard '{shard}' must be a file name inside the model folder",
+            )
         shards.add(shard)
     return shards
 
@@ -300,8 +357,12 @@ class _Reader:
         value = self.data.get(key)
         if value is None:
             return default
-        if (isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
-                or value <= 0):
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or not math.isfinite(value)
+            or value <= 0
+        ):
             raise self.error(f"key '{key}' must be a number > 0", value)
         return float(value)
 
@@ -390,35 +451,67 @@ def model_from_hf_config(path: str | os.PathLike[str]) -> ModelSpec:
     quant_method, quant_bits = _quantization(quant)
     if quant:
         desc = quant_method or "unknown method"
-        notes.append(f"Quantized checkpoint ({desc}{f', {quant_bits}-bit' if quant_bits else ''}); "
-                     "the parameter count is the unquantized architecture's.")
+        notes.append(
+            f"Quantized checkpoint ({desc}{f', {quant_bits}-bit' if quant_bits else ''}); "
+            "the parameter count is the unquantized architecture's."
+        )
 
     published: int | None = None
     if folder is not None and _has_safetensors(folder):
         try:
             summary = summarize_safetensors(folder)
         except ModelConfigError as exc:
-            raise ModelConfigError(exc.field, f"{exc.reason} (import config.json alone to skip the weights)",
-                                   exc.value) from None
+            raise ModelConfigError(
+                exc.field, f"{exc.reason} (import config.json alone to skip the weights)", exc.value
+            ) from None
         published, note = _published_from_headers(summary, kwargs, bool(quant), quant_method, quant_bits)
         notes.append(note)
 
-    kwargs.update(name=name, family=model_type or "unknown",
-                  source=f"Hugging Face config.json ({model_type or 'no model_type'})",
-                  published_params=published, notes=" ".join(notes))
+    kwargs.update(
+        name=name,
+        family=model_type or "unknown",
+        source=f"Hugging Face config.json ({model_type or 'no model_type'})",
+        published_params=published,
+        notes=" ".join(notes),
+    )
     try:
         return ModelSpec(**kwargs)
     except InputError as exc:
-        raise ModelConfigError(CONFIG_FIELD, f"{config_path.name} describes an architecture gpuadvisor "
-                               f"cannot use: {exc}") from None
+        raise ModelConfigError(
+            CONFIG_FIELD, f"{config_path.name} describes an architecture gpuadvisor cannot use: {exc}"
+        ) from None
 
 
 #: model_type values with a dedicated mapping (lower case).
 SUPPORTED_MODEL_TYPES = (
-    "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gemma", "gemma2",
-    "gemma3_text", "phi3", "phi", "gpt2", "gptj", "gpt_neox", "falcon", "refinedwebmodel", "refinedweb",
-    "bert", "roberta", "xlm-roberta", "gpt_bigcode", "mpt", "starcoder2",
-    "deepseek_v2", "deepseek_v3", "kimi_k2", "gpt_oss",
+    "llama",
+    "mistral",
+    "mixtral",
+    "qwen2",
+    "qwen2_moe",
+    "qwen3",
+    "qwen3_moe",
+    "gemma",
+    "gemma2",
+    "gemma3_text",
+    "phi3",
+    "phi",
+    "gpt2",
+    "gptj",
+    "gpt_neox",
+    "falcon",
+    "refinedwebmodel",
+    "refinedweb",
+    "bert",
+    "roberta",
+    "xlm-roberta",
+    "gpt_bigcode",
+    "mpt",
+    "starcoder2",
+    "deepseek_v2",
+    "deepseek_v3",
+    "kimi_k2",
+    "gpt_oss",
 )
 
 
@@ -435,8 +528,10 @@ def _build(data: dict[str, Any], where: str, model_type: str) -> _Arch:
             inner_type = inner
         else:
             inner_type = "gemma3_text" if kind == "gemma3" else ""
-        notes.append(f"Read the language model from text_config ({inner_type or 'no model_type'}); "
-                     "the vision/audio encoder is not counted.")
+        notes.append(
+            f"Read the language model from text_config ({inner_type or 'no model_type'}); "
+            "the vision/audio encoder is not counted."
+        )
         data, where, kind = text_config, f"{where} text_config", inner_type.lower()
     r = _Reader(data, where)
     label = f"model_type '{model_type}'" if model_type else "no model_type"
@@ -445,10 +540,15 @@ def _build(data: dict[str, Any], where: str, model_type: str) -> _Arch:
         arch = _generic(r)
         if r.missing:
             what = f"unsupported model_type '{model_type}'" if model_type else "no model_type given"
-            raise ModelConfigError(CONFIG_FIELD, f"{where}: {what}; missing {', '.join(r.missing)} "
-                                   "— enter the architecture by hand")
-        arch.notes.insert(0, f"{label} has no dedicated mapping; read as a Llama-style decoder "
-                             "(gated MLP, RMSNorm, RoPE); check the result.")
+            raise ModelConfigError(
+                CONFIG_FIELD,
+                f"{where}: {what}; missing {', '.join(r.missing)} — enter the architecture by hand",
+            )
+        arch.notes.insert(
+            0,
+            f"{label} has no dedicated mapping; read as a Llama-style decoder "
+            "(gated MLP, RMSNorm, RoPE); check the result.",
+        )
     else:
         arch = builder(r)
         if r.missing:
@@ -475,12 +575,13 @@ def _decoder(r: _Reader, *, tied: bool, max_default: int = 4096) -> dict[str, An
         vocab_size=r.integer("vocab_size"),
         tied_embeddings=r.flag("tie_word_embeddings", tied),
         max_context=r.integer("max_position_embeddings", default=max_default),
-        gated_mlp=True, norm="rmsnorm", position_embedding="rope",
+        gated_mlp=True,
+        norm="rmsnorm",
+        position_embedding="rope",
     )
 
 
-def _sliding(r: _Reader, kw: dict[str, Any], *, enabled_default: bool = True,
-             fraction: float = 1.0) -> None:
+def _sliding(r: _Reader, kw: dict[str, Any], *, enabled_default: bool = True, fraction: float = 1.0) -> None:
     """Set sliding_window (and the share of layers using it) when the config enables one."""
     window = r.opt_int("sliding_window", minimum=0)
     if not window or not r.flag("use_sliding_window", enabled_default):
@@ -532,8 +633,10 @@ def _qwen2_moe(r: _Reader) -> _Arch:
             h = kw["hidden_size"]
             # Shared expert (gated MLP) and its sigmoid gate (h -> 1) run for every token.
             kw["extra_params"] = kw["num_layers"] * (3 * h * shared + h)
-            arch.notes.append(f"extra_params = the always-active shared expert (width {shared}) and its "
-                              "gate in every layer.")
+            arch.notes.append(
+                f"extra_params = the always-active shared expert (width {shared}) and its "
+                "gate in every layer."
+            )
         arch.notes.extend(_mixed_moe_note(r, kw))
     return arch
 
@@ -543,8 +646,10 @@ def _mixed_moe_note(r: _Reader, kw: dict[str, Any]) -> list[str]:
     step = r.opt_int("decoder_sparse_step") or 1
     first_dense = r.opt_int("first_k_dense_replace", minimum=0) or 0
     if (isinstance(only, list) and only) or step > 1 or first_dense:
-        return ["Some layers use a dense MLP instead of experts (mlp_only_layers, decoder_sparse_step or "
-                "first_k_dense_replace); they are counted as MoE layers, so the totals are approximate."]
+        return [
+            "Some layers use a dense MLP instead of experts (mlp_only_layers, decoder_sparse_step or "
+            "first_k_dense_replace); they are counted as MoE layers, so the totals are approximate."
+        ]
     return []
 
 
@@ -581,8 +686,13 @@ def _gemma2(r: _Reader) -> _Arch:
 
 def _gemma3_text(r: _Reader) -> _Arch:
     # Nested text_config blocks omit the Gemma3TextConfig defaults, so fill those in.
-    for key, value in (("num_attention_heads", 8), ("num_key_value_heads", 4), ("head_dim", 256),
-                       ("vocab_size", 262_208), ("max_position_embeddings", 131_072)):
+    for key, value in (
+        ("num_attention_heads", 8),
+        ("num_key_value_heads", 4),
+        ("head_dim", 256),
+        ("vocab_size", 262_208),
+        ("max_position_embeddings", 131_072),
+    ):
         if not r.has(key):
             r.data = {**r.data, key: r.default(key, value)}
     arch = _gemma(r)
@@ -603,8 +713,10 @@ def _phi3(r: _Reader) -> _Arch:
     notes = []
     window = r.opt_int("sliding_window", minimum=0)
     if window and window < kw["max_context"]:
-        notes.append(f"config.json sets sliding_window {window}; not applied, so the KV cache is sized for "
-                     "the full context (engines often ignore Phi-3's window; conservative).")
+        notes.append(
+            f"config.json sets sliding_window {window}; not applied, so the KV cache is sized for "
+            "the full context (engines often ignore Phi-3's window; conservative)."
+        )
     return _Arch(kw, notes)
 
 
@@ -615,10 +727,22 @@ def _phi(r: _Reader) -> _Arch:
     extra = 0 if kw["tied_embeddings"] else kw["vocab_size"]  # lm_head bias
     if r.flag("qk_layernorm", False):
         extra += kw["num_layers"] * 2 * 2 * head_dim
-    kw.update(gated_mlp=False, norm="layernorm", norms_per_layer=1, attention_bias=True,
-              attention_out_bias=True, mlp_bias=True, extra_params=extra)
-    return _Arch(kw, ["Parallel attention and MLP with one LayerNorm per block; extra_params = lm_head bias"
-                      + (" and q/k LayerNorms." if r.flag("qk_layernorm", False) else ".")])
+    kw.update(
+        gated_mlp=False,
+        norm="layernorm",
+        norms_per_layer=1,
+        attention_bias=True,
+        attention_out_bias=True,
+        mlp_bias=True,
+        extra_params=extra,
+    )
+    return _Arch(
+        kw,
+        [
+            "Parallel attention and MLP with one LayerNorm per block; extra_params = lm_head bias"
+            + (" and q/k LayerNorms." if r.flag("qk_layernorm", False) else ".")
+        ],
+    )
 
 
 def _gpt2(r: _Reader) -> _Arch:
@@ -631,8 +755,12 @@ def _gpt2(r: _Reader) -> _Arch:
         vocab_size=r.integer("vocab_size"),
         max_context=r.integer("n_positions", "n_ctx", "max_position_embeddings", default=1024),
         tied_embeddings=r.flag("tie_word_embeddings", True),
-        gated_mlp=False, norm="layernorm", position_embedding="learned",
-        attention_bias=True, attention_out_bias=True, mlp_bias=True,
+        gated_mlp=False,
+        norm="layernorm",
+        position_embedding="learned",
+        attention_bias=True,
+        attention_out_bias=True,
+        mlp_bias=True,
     )
     kw["num_key_value_heads"] = kw["num_attention_heads"]
     return _Arch(kw)
@@ -653,15 +781,26 @@ def _gptj(r: _Reader) -> _Arch:
     heads = r.integer("n_head", "num_attention_heads")
     tied = r.flag("tie_word_embeddings", False)
     kw = dict(
-        num_layers=r.integer("n_layer", "num_hidden_layers"), hidden_size=h, num_attention_heads=heads,
-        num_key_value_heads=heads, intermediate_size=r.integer("n_inner", default=4 * h), vocab_size=vocab,
-        max_context=r.integer("n_positions", "max_position_embeddings", default=2048), tied_embeddings=tied,
-        gated_mlp=False, norm="layernorm", norms_per_layer=1, position_embedding="rope",
-        attention_bias=False, attention_out_bias=False, mlp_bias=True,
+        num_layers=r.integer("n_layer", "num_hidden_layers"),
+        hidden_size=h,
+        num_attention_heads=heads,
+        num_key_value_heads=heads,
+        intermediate_size=r.integer("n_inner", default=4 * h),
+        vocab_size=vocab,
+        max_context=r.integer("n_positions", "max_position_embeddings", default=2048),
+        tied_embeddings=tied,
+        gated_mlp=False,
+        norm="layernorm",
+        norms_per_layer=1,
+        position_embedding="rope",
+        attention_bias=False,
+        attention_out_bias=False,
+        mlp_bias=True,
         extra_params=0 if tied else vocab,
     )
-    return _Arch(kw, ["Parallel attention and MLP with one LayerNorm per block; "
-                      "extra_params = lm_head bias."])
+    return _Arch(
+        kw, ["Parallel attention and MLP with one LayerNorm per block; extra_params = lm_head bias."]
+    )
 
 
 def _gpt_neox(r: _Reader) -> _Arch:
@@ -686,12 +825,21 @@ def _falcon(r: _Reader, model_type: str) -> _Arch:
         norms = r.integer("num_ln_in_parallel_attn", default=2 if new_arch else 1)
     bias = r.flag("bias", False)
     kw = dict(
-        num_layers=r.integer("num_hidden_layers", "n_layer"), hidden_size=h, num_attention_heads=heads,
-        num_key_value_heads=kv, intermediate_size=r.integer("ffn_hidden_size", default=4 * h),
-        vocab_size=r.integer("vocab_size"), max_context=r.integer("max_position_embeddings", default=2048),
-        tied_embeddings=r.flag("tie_word_embeddings", True), gated_mlp=False, norm="layernorm",
-        norms_per_layer=norms, position_embedding="alibi" if r.flag("alibi", False) else "rope",
-        attention_bias=bias, attention_out_bias=bias, mlp_bias=bias,
+        num_layers=r.integer("num_hidden_layers", "n_layer"),
+        hidden_size=h,
+        num_attention_heads=heads,
+        num_key_value_heads=kv,
+        intermediate_size=r.integer("ffn_hidden_size", default=4 * h),
+        vocab_size=r.integer("vocab_size"),
+        max_context=r.integer("max_position_embeddings", default=2048),
+        tied_embeddings=r.flag("tie_word_embeddings", True),
+        gated_mlp=False,
+        norm="layernorm",
+        norms_per_layer=norms,
+        position_embedding="alibi" if r.flag("alibi", False) else "rope",
+        attention_bias=bias,
+        attention_out_bias=bias,
+        mlp_bias=bias,
     )
     return _Arch(kw)
 
@@ -701,17 +849,32 @@ def _bert(r: _Reader) -> _Arch:
     heads = r.integer("num_attention_heads")
     type_vocab = r.integer("type_vocab_size", default=2, minimum=0)
     kw = dict(
-        kind="encoder", num_layers=r.integer("num_hidden_layers"), hidden_size=h, num_attention_heads=heads,
-        num_key_value_heads=heads, intermediate_size=r.integer("intermediate_size", default=4 * h),
-        vocab_size=r.integer("vocab_size"), max_context=r.integer("max_position_embeddings", default=512),
-        tied_embeddings=True, gated_mlp=False, norm="layernorm", position_embedding="learned",
-        attention_bias=True, attention_out_bias=True, mlp_bias=True,
+        kind="encoder",
+        num_layers=r.integer("num_hidden_layers"),
+        hidden_size=h,
+        num_attention_heads=heads,
+        num_key_value_heads=heads,
+        intermediate_size=r.integer("intermediate_size", default=4 * h),
+        vocab_size=r.integer("vocab_size"),
+        max_context=r.integer("max_position_embeddings", default=512),
+        tied_embeddings=True,
+        gated_mlp=False,
+        norm="layernorm",
+        position_embedding="learned",
+        attention_bias=True,
+        attention_out_bias=True,
+        mlp_bias=True,
         # Token-type embeddings and the pooler dense layer; the formula's final norm stands for the
         # embedding LayerNorm (BERT is post-LN and has no final norm).
         extra_params=type_vocab * h + h * h + h,
     )
-    return _Arch(kw, ["Counts the encoder with its pooler (BertModel); extra_params = token-type "
-                      "embeddings + pooler. A masked-LM head would add about h*h + vocab more."])
+    return _Arch(
+        kw,
+        [
+            "Counts the encoder with its pooler (BertModel); extra_params = token-type "
+            "embeddings + pooler. A masked-LM head would add about h*h + vocab more."
+        ],
+    )
 
 
 def _mpt(r: _Reader) -> _Arch:
@@ -731,15 +894,21 @@ def _mpt(r: _Reader) -> _Arch:
     alibi = attn.flag("alibi", True)
     learned = r.flag("learned_pos_emb", True)
     kw = dict(
-        num_layers=r.integer("n_layers", "num_hidden_layers"), hidden_size=h, num_attention_heads=heads,
-        num_key_value_heads=kv, intermediate_size=width, vocab_size=r.integer("vocab_size"),
+        num_layers=r.integer("n_layers", "num_hidden_layers"),
+        hidden_size=h,
+        num_attention_heads=heads,
+        num_key_value_heads=kv,
+        intermediate_size=width,
+        vocab_size=r.integer("vocab_size"),
         max_context=r.integer("max_seq_len", "max_position_embeddings", default=2048),
         tied_embeddings=r.flag("tie_word_embeddings", True),
         gated_mlp=ffn.text("ffn_type", "mptmlp") == "mptglu",
         # Bias-free LayerNorms hold h weights, which is what the formula counts for "rmsnorm".
         norm="rmsnorm" if no_bias else "layernorm",
         position_embedding="alibi" if alibi else ("learned" if learned else "none"),
-        attention_bias=not no_bias, attention_out_bias=not no_bias, mlp_bias=not no_bias,
+        attention_bias=not no_bias,
+        attention_out_bias=not no_bias,
+        mlp_bias=not no_bias,
     )
     notes = []
     if no_bias:
@@ -768,8 +937,10 @@ def _generic(r: _Reader) -> _Arch:
     if kw.get("num_experts", 1) > 1:
         arch.notes.extend(_mixed_moe_note(r, kw))
     if r.has("kv_lora_rank"):
-        arch.notes.append("Multi-head latent attention (kv_lora_rank) is not modelled; attention size and "
-                          "KV cache are approximate.")
+        arch.notes.append(
+            "Multi-head latent attention (kv_lora_rank) is not modelled; attention size and "
+            "KV cache are approximate."
+        )
     if not r.has("tie_word_embeddings"):
         arch.notes.append("tie_word_embeddings not set; assumed an untied output head.")
     return arch
@@ -780,40 +951,66 @@ def _deepseek(r: _Reader) -> _Arch:
     dense first layers; the multi-token-prediction module is reported, not counted."""
     kw = _decoder(r, tied=False)
     heads = kw["num_attention_heads"]
-    kw.update(num_key_value_heads=heads, head_dim=None,
-              kv_lora_rank=r.integer("kv_lora_rank"), q_lora_rank=r.opt_int("q_lora_rank"),
-              qk_rope_head_dim=r.integer("qk_rope_head_dim"), qk_nope_head_dim=r.integer("qk_nope_head_dim"),
-              v_head_dim=r.integer("v_head_dim"))
-    notes = [f"Multi-head latent attention: the KV cache holds kv_lora_rank + qk_rope_head_dim = "
-             f"{kw['kv_lora_rank']} + {kw['qk_rope_head_dim']} values per token and layer."]
+    kw.update(
+        num_key_value_heads=heads,
+        head_dim=None,
+        kv_lora_rank=r.integer("kv_lora_rank"),
+        q_lora_rank=r.opt_int("q_lora_rank"),
+        qk_rope_head_dim=r.integer("qk_rope_head_dim"),
+        qk_nope_head_dim=r.integer("qk_nope_head_dim"),
+        v_head_dim=r.integer("v_head_dim"),
+    )
+    notes = [
+        f"Multi-head latent attention: the KV cache holds kv_lora_rank + qk_rope_head_dim = "
+        f"{kw['kv_lora_rank']} + {kw['qk_rope_head_dim']} values per token and layer."
+    ]
     experts = r.opt_int("n_routed_experts", minimum=0) or 1
     if experts > 1:
         layers = kw["num_layers"]
         dense = min(layers, r.opt_int("first_k_dense_replace", minimum=0) or 0)
-        kw.update(num_experts=experts, experts_per_token=r.integer("num_experts_per_tok", default=min(2, experts)),
-                  moe_intermediate_size=r.integer("moe_intermediate_size"),
-                  shared_experts=r.opt_int("n_shared_experts", minimum=0) or 0, dense_layers=dense)
+        kw.update(
+            num_experts=experts,
+            experts_per_token=r.integer("num_experts_per_tok", default=min(2, experts)),
+            moe_intermediate_size=r.integer("moe_intermediate_size"),
+            shared_experts=r.opt_int("n_shared_experts", minimum=0) or 0,
+            dense_layers=dense,
+        )
         if (r.opt_int("moe_layer_freq") or 1) > 1:
-            notes.append("moe_layer_freq > 1 is not modelled: every layer after the dense ones is counted as MoE.")
+            notes.append(
+                "moe_layer_freq > 1 is not modelled: every layer after the dense ones is counted as MoE."
+            )
         if r.text("topk_method", "") == "noaux_tc":
             kw["extra_params"] = (layers - dense) * experts  # e_score_correction_bias of each router
             notes.append("extra_params = the routers' expert-bias vectors (noaux_tc routing).")
-        notes.append(f"{dense} dense layer(s) first (first_k_dense_replace), then {kw['shared_experts']} shared "
-                     f"and {experts} routed experts per layer.")
+        notes.append(
+            f"{dense} dense layer(s) first (first_k_dense_replace), then {kw['shared_experts']} shared "
+            f"and {experts} routed experts per layer."
+        )
     mtp = r.opt_int("num_nextn_predict_layers", minimum=0) or 0
     if mtp:
         h = kw["hidden_size"]
         i = kw.get("moe_intermediate_size") or kw["intermediate_size"]
         per = _deepseek_layer_params(kw) + 2 * h * h + 3 * h  # a full layer, eh_proj and its norms
-        notes.append(f"The checkpoint also stores {mtp} multi-token-prediction layer(s) (about {per * mtp / 1e9:.1f}B "
-                     f"parameters with width {i}, plus copies of the embedding and head); they are not counted, as "
-                     "inference without speculative decoding never runs them.")
+        notes.append(
+            f"The checkpoint also stores {mtp} multi-token-prediction layer(s) (about {per * mtp / 1e9:.1f}B "
+            f"parameters with width {i}, plus copies of the embedding and head); they are not counted, as "
+            "inference without speculative decoding never runs them."
+        )
     return _Arch(kw, notes)
 
 
 def _deepseek_layer_params(kw: dict[str, Any]) -> int:
-    spec = ModelSpec(name="layer", **{**kw, "num_layers": 1, "dense_layers": 0, "extra_params": 0,
-                                      "vocab_size": 1, "tied_embeddings": True})
+    spec = ModelSpec(
+        name="layer",
+        **{
+            **kw,
+            "num_layers": 1,
+            "dense_layers": 0,
+            "extra_params": 0,
+            "vocab_size": 1,
+            "tied_embeddings": True,
+        },
+    )
     return int(spec.counts.attention + spec.counts.mlp + 2 * kw["hidden_size"])
 
 
@@ -826,23 +1023,45 @@ def _gpt_oss(r: _Reader) -> _Arch:
     layers, heads = kw["num_layers"], kw["num_attention_heads"]
     # Learned attention sinks (one per head) and the router bias (one per expert), in every layer.
     kw["extra_params"] = layers * (heads + kw.get("num_experts", 1))
-    return _Arch(kw, ["extra_params = attention sinks (one per head) and router biases per layer.",
-                      "The experts are stored in MXFP4 (workload weights mxfp4); attention, router, embedding "
-                      "and head stay in 16 bit."])
+    return _Arch(
+        kw,
+        [
+            "extra_params = attention sinks (one per head) and router biases per layer.",
+            "The experts are stored in MXFP4 (workload weights mxfp4); attention, router, embedding "
+            "and head stay in 16 bit.",
+        ],
+    )
 
 
 _BUILDERS: dict[str, Any] = {
-    "llama": _llama, "mistral": _llama, "mixtral": _llama,
-    "qwen2": _qwen2, "qwen2_moe": _qwen2_moe, "qwen3": _qwen3, "qwen3_moe": _qwen3,
-    "gemma": _gemma, "gemma2": _gemma2, "gemma3_text": _gemma3_text,
-    "phi3": _phi3, "phi": _phi,
-    "gpt2": _gpt2, "gptj": _gptj, "gpt_neox": _gpt_neox, "gpt_bigcode": _gpt_bigcode,
+    "llama": _llama,
+    "mistral": _llama,
+    "mixtral": _llama,
+    "qwen2": _qwen2,
+    "qwen2_moe": _qwen2_moe,
+    "qwen3": _qwen3,
+    "qwen3_moe": _qwen3,
+    "gemma": _gemma,
+    "gemma2": _gemma2,
+    "gemma3_text": _gemma3_text,
+    "phi3": _phi3,
+    "phi": _phi,
+    "gpt2": _gpt2,
+    "gptj": _gptj,
+    "gpt_neox": _gpt_neox,
+    "gpt_bigcode": _gpt_bigcode,
     "falcon": lambda r: _falcon(r, "falcon"),
     "refinedwebmodel": lambda r: _falcon(r, "refinedwebmodel"),
     "refinedweb": lambda r: _falcon(r, "refinedweb"),
-    "bert": _bert, "roberta": _bert, "xlm-roberta": _bert,
-    "mpt": _mpt, "starcoder2": _starcoder2,
-    "deepseek_v2": _deepseek, "deepseek_v3": _deepseek, "kimi_k2": _deepseek, "gpt_oss": _gpt_oss,
+    "bert": _bert,
+    "roberta": _bert,
+    "xlm-roberta": _bert,
+    "mpt": _mpt,
+    "starcoder2": _starcoder2,
+    "deepseek_v2": _deepseek,
+    "deepseek_v3": _deepseek,
+    "kimi_k2": _deepseek,
+    "gpt_oss": _gpt_oss,
 }
 
 
@@ -850,7 +1069,8 @@ _BUILDERS: dict[str, Any] = {
 def _has_safetensors(folder: Path) -> bool:
     try:
         return any(p.is_file() for p in folder.glob("*.safetensors")) or any(
-            p.is_file() for p in folder.glob("*.safetensors.index.json"))
+            p.is_file() for p in folder.glob("*.safetensors.index.json")
+        )
     except OSError:
         return False
 
@@ -868,21 +1088,29 @@ def _quantization(quant: dict[str, Any]) -> tuple[str, int | None]:
     return method, bits
 
 
-def _published_from_headers(summary: SafetensorsSummary, kw: dict[str, Any], quantized: bool,
-                            method: str, bits: int | None) -> tuple[int | None, str]:
+def _published_from_headers(
+    summary: SafetensorsSummary, kw: dict[str, Any], quantized: bool, method: str, bits: int | None
+) -> tuple[int | None, str]:
     dtypes = ", ".join(f"{d} {n:,}" if len(summary.dtypes) > 1 else d for d, n in summary.dtypes.items())
     files = f"{summary.files} file{'s' if summary.files != 1 else ''}"
     packed = sum(n for d, n in summary.dtypes.items() if d in _INTEGER_DTYPES)
     if packed and (quantized or packed > summary.parameters // 100):
-        note = (f"safetensors: {summary.parameters:,} stored elements ({dtypes}) in {files}; the weights are "
-                f"stored as quantized integers{f' ({method})' if method else ''}, so the stored count is not "
-                "taken as the parameter count and published_params is left empty.")
+        note = (
+            f"safetensors: {summary.parameters:,} stored elements ({dtypes}) in {files}; the weights are "
+            f"stored as quantized integers{f' ({method})' if method else ''}, so the stored count is not "
+            "taken as the parameter count and published_params is left empty."
+        )
         if bits and bits < 8:  # several weights packed into each stored integer
             per = {d: _DTYPE_BITS.get(d, 8) for d in summary.dtypes if d in _INTEGER_DTYPES}
-            estimate = summary.parameters - packed + sum(
-                n * per[d] // bits for d, n in summary.dtypes.items() if d in per)
-            note += (f" Unpacked at {bits} bits that is about {estimate:,} values "
-                     "(scales and zero points included).")
+            estimate = (
+                summary.parameters
+                - packed
+                + sum(n * per[d] // bits for d, n in summary.dtypes.items() if d in per)
+            )
+            note += (
+                f" Unpacked at {bits} bits that is about {estimate:,} values "
+                "(scales and zero points included)."
+            )
         return None, note
     count = summary.parameters
     extra = ""
@@ -906,8 +1134,9 @@ def _fspath(path: object, field_name: str) -> str:
     try:
         text = os.fspath(path)  # type: ignore[call-overload]
     except TypeError:
-        raise ModelConfigError(field_name, "path must be a string or path-like object",
-                               type(path).__name__) from None
+        raise ModelConfigError(
+            field_name, "path must be a string or path-like object", type(path).__name__
+        ) from None
     if isinstance(text, bytes):
         text = os.fsdecode(text)
     if not text or "\x00" in text:
@@ -919,8 +1148,9 @@ def _load_json_object(path: Path, field_name: str) -> dict[str, Any]:
     name = path.name
     try:
         if path.stat().st_size > MAX_CONFIG_BYTES:
-            raise ModelConfigError(field_name, f"{name} is larger than {MAX_CONFIG_BYTES:,} bytes; "
-                                   "it is not a model config")
+            raise ModelConfigError(
+                field_name, f"{name} is larger than {MAX_CONFIG_BYTES:,} bytes; it is not a model config"
+            )
         raw = path.read_bytes()
     except OSError as exc:
         raise ModelConfigError(field_name, f"cannot read {name}: {exc.strerror or exc}") from None
@@ -931,8 +1161,9 @@ def _load_json_object(path: Path, field_name: str) -> dict[str, Any]:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ModelConfigError(field_name, f"{name} is not valid JSON: {exc.msg} at line {exc.lineno} "
-                               f"column {exc.colno}") from None
+        raise ModelConfigError(
+            field_name, f"{name} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+        ) from None
     except (ValueError, RecursionError):
         raise ModelConfigError(field_name, f"{name} is not valid JSON") from None
     if not isinstance(data, dict):

@@ -55,7 +55,12 @@ def _whole(name: str, value: object, optional: bool = False) -> None:
 def _positive(name: str, value: object, maximum: float | None = None) -> None:
     if value is None:
         return
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not math.isfinite(value)
+        or value <= 0
+    ):
         raise InputError(f"measurement.{name}", "must be a number > 0", value)
     if maximum is not None and value > maximum:
         raise InputError(f"measurement.{name}", f"must be at most {maximum:g}", value)
@@ -101,26 +106,36 @@ class Measurement:
         if not isinstance(self.note, str):
             raise InputError("measurement.note", "must be text", self.note)
         if not isinstance(self.measured_on, str):
-            raise InputError("measurement.measured_on", "must be an ISO date (YYYY-MM-DD) or empty",
-                             self.measured_on)
+            raise InputError(
+                "measurement.measured_on", "must be an ISO date (YYYY-MM-DD) or empty", self.measured_on
+            )
         if self.measured_on:
             try:
                 date.fromisoformat(self.measured_on)
             except ValueError:
-                raise InputError("measurement.measured_on", "must be an ISO date (YYYY-MM-DD)",
-                                 self.measured_on) from None
+                raise InputError(
+                    "measurement.measured_on", "must be an ISO date (YYYY-MM-DD)", self.measured_on
+                ) from None
         if self.peak_memory_gib is None and self.tokens_per_s is None and self.seconds_per_step is None:
-            raise InputError("measurement",
-                             "give at least one of peak_memory_gib, tokens_per_s or seconds_per_step")
-        if self.seconds_per_step is not None and self.tokens_per_step is None and (
-                self.kind not in TRAINING_KINDS or self.seq_len is None):
-            raise InputError("measurement.tokens_per_step",
-                             "is needed to turn seconds_per_step into tokens/s "
-                             "(for training, seq_len also does)")
+            raise InputError(
+                "measurement", "give at least one of peak_memory_gib, tokens_per_s or seconds_per_step"
+            )
+        if (
+            self.seconds_per_step is not None
+            and self.tokens_per_step is None
+            and (self.kind not in TRAINING_KINDS or self.seq_len is None)
+        ):
+            raise InputError(
+                "measurement.tokens_per_step",
+                "is needed to turn seconds_per_step into tokens/s (for training, seq_len also does)",
+            )
         if self.scenario is not None:
             if not isinstance(self.scenario, dict):
-                raise InputError("measurement.scenario", "must be a scenario object (scenario_to_dict form)",
-                                 type(self.scenario).__name__)
+                raise InputError(
+                    "measurement.scenario",
+                    "must be a scenario object (scenario_to_dict form)",
+                    type(self.scenario).__name__,
+                )
             # A private deep copy: the caller's dict can change without changing the measurement.
             try:
                 copy = json.loads(json.dumps(self.scenario, allow_nan=False))
@@ -169,8 +184,9 @@ class Measurement:
         known = {f.name for f in fields(cls)}
         unknown = sorted(k for k in data if k not in known and k != "scenario_fingerprint")
         if unknown:
-            raise InputError(where, f"has unknown key(s) {', '.join(unknown)}; "
-                                    f"known keys: {', '.join(sorted(known))}")
+            raise InputError(
+                where, f"has unknown key(s) {', '.join(unknown)}; known keys: {', '.join(sorted(known))}"
+            )
         missing = [k for k in ("id", "gpu_id", "kind", "model") if k not in data]
         if missing:
             raise InputError(where, f"is missing {', '.join(missing)}")
@@ -190,8 +206,11 @@ def next_measurement_id(measurements: Sequence[Measurement]) -> str:
 
 def measurements_to_json(measurements: Sequence[Measurement]) -> str:
     """A versioned JSON document holding the measurements."""
-    doc = {"format": MEASUREMENTS_FORMAT, "schema_version": MEASUREMENTS_SCHEMA_VERSION,
-           "measurements": [m.to_dict() for m in measurements]}
+    doc = {
+        "format": MEASUREMENTS_FORMAT,
+        "schema_version": MEASUREMENTS_SCHEMA_VERSION,
+        "measurements": [m.to_dict() for m in measurements],
+    }
     return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
 
 
@@ -201,17 +220,24 @@ def measurements_from_json(text: str, origin: str = "measurements file") -> list
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise InputError(origin, f"is not valid JSON: {exc.msg} at line {exc.lineno}, "
-                                 f"column {exc.colno}") from None
+        raise InputError(
+            origin, f"is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"
+        ) from None
     if not isinstance(doc, dict):
         raise InputError(origin, "must be a JSON object at the top level", type(doc).__name__)
     if doc.get("format") != MEASUREMENTS_FORMAT:
-        raise InputError(f"{origin}: format", f"is not a gpuadvisor measurements file (expected "
-                                              f"'{MEASUREMENTS_FORMAT}')", doc.get("format"))
+        raise InputError(
+            f"{origin}: format",
+            f"is not a gpuadvisor measurements file (expected '{MEASUREMENTS_FORMAT}')",
+            doc.get("format"),
+        )
     version = doc.get("schema_version")
     if version != MEASUREMENTS_SCHEMA_VERSION or isinstance(version, bool):
-        raise InputError(f"{origin}: schema_version", f"is not supported by this version of gpuadvisor "
-                                                      f"(supported: {MEASUREMENTS_SCHEMA_VERSION})", version)
+        raise InputError(
+            f"{origin}: schema_version",
+            f"is not supported by this version of gpuadvisor (supported: {MEASUREMENTS_SCHEMA_VERSION})",
+            version,
+        )
     unknown = sorted(k for k in doc if k not in ("format", "schema_version", "measurements"))
     if unknown:
         raise InputError(origin, f"has unknown key(s) {', '.join(unknown)}")
@@ -223,8 +249,9 @@ def measurements_from_json(text: str, origin: str = "measurements file") -> list
     for i, item in enumerate(items):
         m = Measurement.from_dict(item, where=f"{origin}: measurements[{i}]")
         if m.id in seen:
-            raise InputError(f"{origin}: measurements[{i}].id", f"duplicates measurements[{seen[m.id]}]",
-                             m.id)
+            raise InputError(
+                f"{origin}: measurements[{i}].id", f"duplicates measurements[{seen[m.id]}]", m.id
+            )
         seen[m.id] = i
         out.append(m)
     return out

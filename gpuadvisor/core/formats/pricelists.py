@@ -55,14 +55,27 @@ from ..specs.hardware import GpuCatalog
 from .gpu_matching import MIB_THRESHOLD as MIB_THRESHOLD  # matching rules, kept importable here
 from .gpu_matching import GpuMatch as GpuMatch
 from .gpu_matching import explain_match as explain_match
-from .gpu_matching import match_gpu as match_gpu
 from .gpu_matching import gib_from_gib_or_mib
+from .gpu_matching import match_gpu as match_gpu
 
 GPUHUNT_REQUIRED = ("instance_name", "price", "gpu_count", "gpu_name")
-GPUHUNT_COLUMNS = ("instance_name", "location", "price", "cpu", "memory", "gpu_count", "gpu_name",
-                   "gpu_memory", "spot", "disk_size", "gpu_vendor", "flags")
+GPUHUNT_COLUMNS = (
+    "instance_name",
+    "location",
+    "price",
+    "cpu",
+    "memory",
+    "gpu_count",
+    "gpu_name",
+    "gpu_memory",
+    "spot",
+    "disk_size",
+    "gpu_vendor",
+    "flags",
+)
 SKYPILOT_REQUIRED = ("InstanceType", "AcceleratorName", "AcceleratorCount", "Price")
 SKYPILOT_OPTIONAL = ("SpotPrice", "Region", "AvailabilityZone", "GpuInfo", "vCPUs", "MemoryGiB")
+
 
 class PriceOffer(NamedTuple):
     """One priced offer of one catalog GPU."""
@@ -119,19 +132,27 @@ class PriceImport:
 
     def summary(self) -> str:
         """A few lines of text for a preview dialog or the CLI."""
-        lines = [(f"{self.origin}: {self.format} price list from {self.provider}, as of {self.as_of}: "
-                 f"{self.rows_read} rows read, {len(self.offers)} offers for {len(self.prices)} catalog "
-                 "GPUs, "
-                 f"{self.skipped_no_gpu} rows without GPUs skipped, {len(self.rejected)} rows rejected, "
-                 f"{len(self.unmatched)} GPU names unmatched.")]
+        lines = [
+            (
+                f"{self.origin}: {self.format} price list from {self.provider}, as of {self.as_of}: "
+                f"{self.rows_read} rows read, {len(self.offers)} offers for {len(self.prices)} catalog "
+                "GPUs, "
+                f"{self.skipped_no_gpu} rows without GPUs skipped, {len(self.rejected)} rows rejected, "
+                f"{len(self.unmatched)} GPU names unmatched."
+            )
+        ]
         for gpu_id, s in self.prices.items():
             parts = []
             for label, stats in (("on-demand", s.on_demand), ("spot", s.spot)):
                 if stats is not None:
-                    parts.append(f"{label} ${stats.low:.2f}-${stats.high:.2f} (median ${stats.median:.2f}, "
-                                 f"{stats.count} offers)")
-            lines.append(f"  {gpu_id}: {'; '.join(parts)} per GPU-hour from {', '.join(s.providers)} "
-                         f"in {s.regions} regions")
+                    parts.append(
+                        f"{label} ${stats.low:.2f}-${stats.high:.2f} (median ${stats.median:.2f}, "
+                        f"{stats.count} offers)"
+                    )
+            lines.append(
+                f"  {gpu_id}: {'; '.join(parts)} per GPU-hour from {', '.join(s.providers)} "
+                f"in {s.regions} regions"
+            )
         for note in self.assumptions.values():
             lines.append(f"  Assumed: {note}")
         if self.unmatched:
@@ -150,8 +171,9 @@ def _stats(values: list[float]) -> PriceStats | None:
     return PriceStats(min(values), statistics.median(values), max(values), len(values))
 
 
-def summarise_offers(offers: Iterable[PriceOffer], as_of: str,
-                     names: Mapping[str, Iterable[str]] | None = None) -> dict[str, GpuPriceSummary]:
+def summarise_offers(
+    offers: Iterable[PriceOffer], as_of: str, names: Mapping[str, Iterable[str]] | None = None
+) -> dict[str, GpuPriceSummary]:
     """Per-GPU price summaries from offers (duplicate offers counted once), in first-seen order."""
     unique: dict[tuple[object, ...], PriceOffer] = {}
     for o in offers:
@@ -165,10 +187,15 @@ def summarise_offers(offers: Iterable[PriceOffer], as_of: str,
         providers = tuple(dict.fromkeys(o.provider for o in group))
         regions = len({(o.provider, o.region) for o in group if o.region})
         out[gpu_id] = GpuPriceSummary(
-            gpu_id=gpu_id, on_demand=_stats([o.usd_per_gpu_hour for o in group if not o.spot]),
-            spot=_stats([o.usd_per_gpu_hour for o in group if o.spot]), offers=len(group),
-            providers=providers, regions=regions, as_of=as_of,
-            names=tuple(dict.fromkeys((names or {}).get(gpu_id, ()))))
+            gpu_id=gpu_id,
+            on_demand=_stats([o.usd_per_gpu_hour for o in group if not o.spot]),
+            spot=_stats([o.usd_per_gpu_hour for o in group if o.spot]),
+            offers=len(group),
+            providers=providers,
+            regions=regions,
+            as_of=as_of,
+            names=tuple(dict.fromkeys((names or {}).get(gpu_id, ()))),
+        )
     return out
 
 
@@ -262,8 +289,9 @@ def detect_format(header: Sequence[str]) -> str | None:
     return None
 
 
-def parse_price_list(text: str, catalog: GpuCatalog, provider: str, origin: str = "price list",
-                     as_of: date | None = None) -> PriceImport:
+def parse_price_list(
+    text: str, catalog: GpuCatalog, provider: str, origin: str = "price list", as_of: date | None = None
+) -> PriceImport:
     """Read price-list CSV text (gpuhunt or SkyPilot, detected from the header).
 
     Bad rows are skipped and listed in ``rejected`` with their physical line number; a file
@@ -283,9 +311,12 @@ def parse_price_list(text: str, catalog: GpuCatalog, provider: str, origin: str 
     fmt = detect_format(header)
     if fmt is None:
         skypilot = ", ".join(SKYPILOT_REQUIRED + SKYPILOT_OPTIONAL)
-        raise InputError(origin, f"is neither a gpuhunt catalog (columns {', '.join(GPUHUNT_COLUMNS)}) nor "
-                                 f"a SkyPilot catalog (columns {skypilot}); its header starts",
-                         ",".join(header[:6]))
+        raise InputError(
+            origin,
+            f"is neither a gpuhunt catalog (columns {', '.join(GPUHUNT_COLUMNS)}) nor "
+            f"a SkyPilot catalog (columns {skypilot}); its header starts",
+            ",".join(header[:6]),
+        )
     lower = [h.lower() for h in header]
     offers: list[PriceOffer] = []
     unmatched: dict[str, int] = {}
@@ -326,12 +357,23 @@ def parse_price_list(text: str, catalog: GpuCatalog, provider: str, origin: str 
             assumptions.setdefault(name, match.note)
         names.setdefault(match.gpu_id, []).append(name)
         for usd, spot in prices:
-            offers.append(PriceOffer(match.gpu_id, provider, instance, region, usd / count, spot, count,
-                                     line))
-    return PriceImport(provider=provider, format=fmt, origin=origin, as_of=day, rows_read=rows,
-                       prices=summarise_offers(offers, day, names), unmatched=unmatched, rejected=rejected,
-                       skipped_no_gpu=skipped, offers=tuple(offers), assumptions=assumptions,
-                       unmatched_reasons=unmatched_reasons)
+            offers.append(
+                PriceOffer(match.gpu_id, provider, instance, region, usd / count, spot, count, line)
+            )
+    return PriceImport(
+        provider=provider,
+        format=fmt,
+        origin=origin,
+        as_of=day,
+        rows_read=rows,
+        prices=summarise_offers(offers, day, names),
+        unmatched=unmatched,
+        rejected=rejected,
+        skipped_no_gpu=skipped,
+        offers=tuple(offers),
+        assumptions=assumptions,
+        unmatched_reasons=unmatched_reasons,
+    )
 
 
 _Parsed = tuple[str, float, float | None, str, str, list[tuple[float, bool]]]
@@ -355,8 +397,9 @@ def _gpuhunt_row(row: Mapping[str, str]) -> _Parsed | None:
 def _skypilot_row(row: Mapping[str, str]) -> _Parsed | None:
     """As :func:`_gpuhunt_row` for a SkyPilot ``vms.csv`` row (on-demand and spot in one row)."""
     name = (row.get("acceleratorname") or "").strip()
-    count = _gpu_fields(name, _number(row, "acceleratorcount", "AcceleratorCount"), "AcceleratorName",
-                        "AcceleratorCount")
+    count = _gpu_fields(
+        name, _number(row, "acceleratorcount", "AcceleratorCount"), "AcceleratorName", "AcceleratorCount"
+    )
     if count is None:
         return None
     price = _price(row, "price", "Price")
@@ -380,8 +423,9 @@ def default_provider(path: str | os.PathLike[str]) -> str:
     return stem
 
 
-def read_price_list(path: str | os.PathLike[str], catalog: GpuCatalog, provider: str | None = None,
-                    as_of: date | None = None) -> PriceImport:
+def read_price_list(
+    path: str | os.PathLike[str], catalog: GpuCatalog, provider: str | None = None, as_of: date | None = None
+) -> PriceImport:
     """Read a price-list file; errors name the file (by its name only)."""
     p = Path(path)
     try:
@@ -422,12 +466,17 @@ def merge_price_imports(imports: Sequence[PriceImport]) -> PriceImport:
     return PriceImport(
         provider=", ".join(dict.fromkeys(p.strip() for imp in imports for p in imp.provider.split(","))),
         format=formats.pop() if len(formats) == 1 else "merged",
-        origin=", ".join(imp.origin for imp in imports), as_of=as_of,
-        rows_read=sum(imp.rows_read for imp in imports), prices=summarise_offers(offers, as_of, names),
+        origin=", ".join(imp.origin for imp in imports),
+        as_of=as_of,
+        rows_read=sum(imp.rows_read for imp in imports),
+        prices=summarise_offers(offers, as_of, names),
         unmatched=unmatched,
         rejected=[(line, f"{imp.origin}: {why}") for imp in imports for line, why in imp.rejected],
-        skipped_no_gpu=sum(imp.skipped_no_gpu for imp in imports), offers=offers, assumptions=assumptions,
-        unmatched_reasons=reasons)
+        skipped_no_gpu=sum(imp.skipped_no_gpu for imp in imports),
+        offers=offers,
+        assumptions=assumptions,
+        unmatched_reasons=reasons,
+    )
 
 
 def format_price(usd: float) -> str:
@@ -447,8 +496,11 @@ def price_source_text(existing: str, providers: Sequence[str], as_of: str) -> st
     return f"{base}; {clause}" if base else clause
 
 
-def price_update_rows(imports: PriceImport | Sequence[PriceImport], catalog_rows: Sequence[Mapping[str, str]],
-                      as_of: date | None = None) -> list[tuple[str, dict[str, str]]]:
+def price_update_rows(
+    imports: PriceImport | Sequence[PriceImport],
+    catalog_rows: Sequence[Mapping[str, str]],
+    as_of: date | None = None,
+) -> list[tuple[str, dict[str, str]]]:
     """The cell updates that put imported on-demand prices into GPU catalog rows.
 
     For every row whose ``id`` has on-demand offers: ``cloud_usd_per_hour_low`` = minimum,
@@ -467,11 +519,16 @@ def price_update_rows(imports: PriceImport | Sequence[PriceImport], catalog_rows
             continue
         od = summary.on_demand
         providers = sorted({o.provider for o in merged.offers if o.gpu_id == gpu_id and not o.spot})
-        out.append((gpu_id, {
-            "cloud_usd_per_hour_low": format_price(od.low),
-            "cloud_usd_per_hour_expected": format_price(od.median),
-            "cloud_usd_per_hour_high": format_price(od.high),
-            "price_as_of": day,
-            "source": price_source_text(row.get("source") or "", providers, day),
-        }))
+        out.append(
+            (
+                gpu_id,
+                {
+                    "cloud_usd_per_hour_low": format_price(od.low),
+                    "cloud_usd_per_hour_expected": format_price(od.median),
+                    "cloud_usd_per_hour_high": format_price(od.high),
+                    "price_as_of": day,
+                    "source": price_source_text(row.get("source") or "", providers, day),
+                },
+            )
+        )
     return out

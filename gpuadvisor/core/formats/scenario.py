@@ -21,16 +21,36 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError, ScenarioError
-from .measurements import Measurement
 from ..specs.workload import Hardware, RuntimeOverhead, Workload
+from .measurements import Measurement
 
 FORMAT_NAME = "gpuadvisor-scenario"
 FORMAT_VERSION = 1
-ARCHITECTURE_KEYS = ("num_layers", "hidden_size", "num_attention_heads", "num_key_value_heads",
-                     "intermediate_size", "vocab_size", "gated_mlp", "tied_embeddings", "num_experts",
-                     "experts_per_token", "head_dim", "moe_intermediate_size", "max_context", "sliding_window",
-                     "sliding_window_layer_fraction", "kind", "position_embedding", "norm", "norms_per_layer",
-                     "attention_bias", "attention_out_bias", "mlp_bias", "extra_params")
+ARCHITECTURE_KEYS = (
+    "num_layers",
+    "hidden_size",
+    "num_attention_heads",
+    "num_key_value_heads",
+    "intermediate_size",
+    "vocab_size",
+    "gated_mlp",
+    "tied_embeddings",
+    "num_experts",
+    "experts_per_token",
+    "head_dim",
+    "moe_intermediate_size",
+    "max_context",
+    "sliding_window",
+    "sliding_window_layer_fraction",
+    "kind",
+    "position_embedding",
+    "norm",
+    "norms_per_layer",
+    "attention_bias",
+    "attention_out_bias",
+    "mlp_bias",
+    "extra_params",
+)
 PRICE_CHOICES = ("low", "expected", "high")
 
 
@@ -51,15 +71,26 @@ class ModelSource:
             value = getattr(self, key)
             if value is not None and (not isinstance(value, str) or not value.strip()):
                 raise ScenarioError(f"model.{key}", "must be non-empty text", value)
-        given = [k for k in ("preset", "architecture", "hf_config", "gguf", "parameters")
-                 if getattr(self, k) is not None]
+        given = [
+            k
+            for k in ("preset", "architecture", "hf_config", "gguf", "parameters")
+            if getattr(self, k) is not None
+        ]
         if len(given) != 1:
-            raise ScenarioError("model", "give exactly one of preset, architecture, hf_config, gguf or parameters"
-                                + (f" (got {', '.join(given)})" if given else ""))
-        if self.parameters is not None and (isinstance(self.parameters, bool) or
-                                            not isinstance(self.parameters, (int, float)) or
-                                            not math.isfinite(self.parameters) or self.parameters < 1e6):
-            raise ScenarioError("model.parameters", "must be a parameter count >= 1e6 (e.g. 7e9)", self.parameters)
+            raise ScenarioError(
+                "model",
+                "give exactly one of preset, architecture, hf_config, gguf or parameters"
+                + (f" (got {', '.join(given)})" if given else ""),
+            )
+        if self.parameters is not None and (
+            isinstance(self.parameters, bool)
+            or not isinstance(self.parameters, (int, float))
+            or not math.isfinite(self.parameters)
+            or self.parameters < 1e6
+        ):
+            raise ScenarioError(
+                "model.parameters", "must be a parameter count >= 1e6 (e.g. 7e9)", self.parameters
+            )
 
     def architecture_dict(self) -> dict[str, Any]:
         return dict(self.architecture or ())
@@ -86,15 +117,18 @@ class Budget:
                 _require_number(f"budget.{name}", value, positive=True)
         if isinstance(self.price, str):
             if self.price not in PRICE_CHOICES:
-                raise ScenarioError("budget.price", "must be low, expected, high or a price in USD per GPU-hour",
-                                    self.price)
+                raise ScenarioError(
+                    "budget.price", "must be low, expected, high or a price in USD per GPU-hour", self.price
+                )
         else:
             _require_number("budget.price", self.price, positive=True)
         if self.purchase not in ("new", "used"):
             raise ScenarioError("budget.purchase", "must be new or used", self.purchase)
         _require_number("budget.ownership_months", self.ownership_months, positive=True, maximum=240)
         _require_number("budget.utilization", self.utilization, positive=True, maximum=1.0)
-        _require_number("budget.electricity_usd_per_kwh", self.electricity_usd_per_kwh, positive=False, maximum=10)
+        _require_number(
+            "budget.electricity_usd_per_kwh", self.electricity_usd_per_kwh, positive=False, maximum=10
+        )
         _require_number("budget.pue", self.pue, positive=True, maximum=5)
         if self.pue < 1.0:
             raise ScenarioError("budget.pue", "must be at least 1.0 (facility power / IT power)", self.pue)
@@ -133,15 +167,26 @@ class Scenario:
 
 
 def _require_number(name: str, value: object, positive: bool = True, maximum: float | None = None) -> None:
-    if (isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0
-            or (positive and value == 0)):
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not math.isfinite(value)
+        or value < 0
+        or (positive and value == 0)
+    ):
         raise ScenarioError(name, "must be a number " + ("> 0" if positive else ">= 0"), value)
     if maximum is not None and value > maximum:
         raise ScenarioError(name, f"must be at most {maximum:g}", value)
 
 
-def _take(section: dict[str, Any], cls: type, prefix: str, unknown: list[str],
-          rename: dict[str, str] | None = None, tuple_fields: tuple[str, ...] = ()) -> Any:
+def _take(
+    section: dict[str, Any],
+    cls: type,
+    prefix: str,
+    unknown: list[str],
+    rename: dict[str, str] | None = None,
+    tuple_fields: tuple[str, ...] = (),
+) -> Any:
     names = {f.name for f in fields(cls) if f.init and not f.name.startswith("_")}
     names.discard("ignored_keys")
     kwargs: dict[str, Any] = {}
@@ -181,14 +226,27 @@ def scenario_from_dict(data: Any, base_dir: str | None = None) -> Scenario:
     if not isinstance(version, int) or isinstance(version, bool) or version < 1:
         raise ScenarioError("version", "must be a whole number >= 1", version)
     if version > FORMAT_VERSION:
-        unknown.append(f"version {version} is newer than this gpuadvisor understands ({FORMAT_VERSION}); "
-                       "values it does not know are ignored")
+        unknown.append(
+            f"version {version} is newer than this gpuadvisor understands ({FORMAT_VERSION}); "
+            "values it does not know are ignored"
+        )
     fmt = data.get("format", FORMAT_NAME)
     if fmt != FORMAT_NAME:
         raise ScenarioError("format", f"is not a gpuadvisor scenario (expected '{FORMAT_NAME}')", fmt)
     for key in data:
-        if key not in ("format", "version", "name", "notes", "model", "workload", "hardware", "budget",
-                       "overhead", "efficiency", "measurements"):
+        if key not in (
+            "format",
+            "version",
+            "name",
+            "notes",
+            "model",
+            "workload",
+            "hardware",
+            "budget",
+            "overhead",
+            "efficiency",
+            "measurements",
+        ):
             unknown.append(key)
 
     model_data = _section(data, "model")
@@ -202,8 +260,9 @@ def scenario_from_dict(data: Any, base_dir: str | None = None) -> Scenario:
         model_data = dict(model_data)
         model_data["architecture"] = tuple((k, v) for k, v in arch.items() if k in ARCHITECTURE_KEYS)
     model = _take(model_data, ModelSource, "model", unknown)
-    workload = _take(_section(data, "workload"), Workload, "workload", unknown,
-                     tuple_fields=("lora_targets",))
+    workload = _take(
+        _section(data, "workload"), Workload, "workload", unknown, tuple_fields=("lora_targets",)
+    )
     hardware = _take(_section(data, "hardware"), Hardware, "hardware", unknown)
     budget = _take(_section(data, "budget"), Budget, "budget", unknown)
     overhead = _take(_section(data, "overhead"), RuntimeOverhead, "overhead", unknown)
@@ -216,9 +275,19 @@ def scenario_from_dict(data: Any, base_dir: str | None = None) -> Scenario:
         raise ScenarioError("notes", "must be text", notes)
     measurements = _measurements(data.get("measurements"))
     warnings = tuple(f"ignored unknown key: {k}" if " " not in k else k for k in unknown)
-    return Scenario(model=model, workload=workload, hardware=hardware, budget=budget, overhead=overhead,
-                    efficiency=efficiency, name=name, notes=notes, measurements=measurements,
-                    warnings=warnings, base_dir=base_dir)
+    return Scenario(
+        model=model,
+        workload=workload,
+        hardware=hardware,
+        budget=budget,
+        overhead=overhead,
+        efficiency=efficiency,
+        name=name,
+        notes=notes,
+        measurements=measurements,
+        warnings=warnings,
+        base_dir=base_dir,
+    )
 
 
 def _measurements(items: Any) -> tuple[Measurement, ...]:
@@ -262,7 +331,9 @@ def loads_scenario(text: str, origin: str = "scenario", base_dir: str | None = N
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ScenarioError(origin, f"is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}") from None
+        raise ScenarioError(
+            origin, f"is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"
+        ) from None
     return scenario_from_dict(data, base_dir=base_dir)
 
 
@@ -287,9 +358,15 @@ def scenario_to_dict(scenario: Scenario) -> dict[str, Any]:
     if isinstance(workload.get("lora_targets"), tuple):
         workload["lora_targets"] = list(workload["lora_targets"])
     out = {
-        "format": FORMAT_NAME, "version": FORMAT_VERSION, "name": scenario.name, "notes": scenario.notes,
-        "model": model, "workload": workload, "hardware": asdict(scenario.hardware),
-        "budget": asdict(scenario.budget), "overhead": asdict(scenario.overhead),
+        "format": FORMAT_NAME,
+        "version": FORMAT_VERSION,
+        "name": scenario.name,
+        "notes": scenario.notes,
+        "model": model,
+        "workload": workload,
+        "hardware": asdict(scenario.hardware),
+        "budget": asdict(scenario.budget),
+        "overhead": asdict(scenario.overhead),
         "efficiency": asdict(scenario.efficiency),
     }
     if scenario.measurements:  # left out when empty, so files without measurements stay as they were
@@ -330,7 +407,17 @@ def save_scenario(scenario: Scenario, path: str | os.PathLike[str]) -> None:
 def default_scenario() -> Scenario:
     """The scenario the app opens with: LoRA fine-tuning of Llama 3.1 8B on the data-centre GPUs
     (the Workload page's GPU choice switches to laptops and desktops or the whole catalog)."""
-    return Scenario(name="LoRA fine-tune of Llama 3.1 8B", model=ModelSource(preset="llama-3.1-8b"),
-                    workload=Workload(kind="lora", weights="bf16", batch_size=4, seq_len=2048, lora_rank=16,
-                                      gradient_checkpointing=True, train_tokens=100e6),
-                    hardware=Hardware(segment="data_centre"))
+    return Scenario(
+        name="LoRA fine-tune of Llama 3.1 8B",
+        model=ModelSource(preset="llama-3.1-8b"),
+        workload=Workload(
+            kind="lora",
+            weights="bf16",
+            batch_size=4,
+            seq_len=2048,
+            lora_rank=16,
+            gradient_checkpointing=True,
+            train_tokens=100e6,
+        ),
+        hardware=Hardware(segment="data_centre"),
+    )

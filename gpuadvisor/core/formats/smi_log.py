@@ -29,8 +29,14 @@ from typing import Any, NamedTuple
 from ..errors import InputError
 from .measurements import Measurement
 
-SMI_DEFAULT_COLUMNS = ("timestamp", "name", "memory.used", "memory.total", "utilization.gpu",
-                       "utilization.memory")
+SMI_DEFAULT_COLUMNS = (
+    "timestamp",
+    "name",
+    "memory.used",
+    "memory.total",
+    "utilization.gpu",
+    "utilization.memory",
+)
 _SMI_TIME_FORMATS = ("%Y/%m/%d %H:%M:%S.%f", "%Y/%m/%d %H:%M:%S")
 _NOT_AVAILABLE = ("[n/a]", "n/a", "[not supported]", "[unknown error]", "")
 
@@ -94,8 +100,11 @@ class SmiLog:
     bad_lines: tuple[tuple[int, str], ...]
 
     def summary(self) -> LogSummary:
-        return LogSummary(origin=self.origin, gpus=tuple(summarize_series(s) for s in self.gpus.values()),
-                          bad_lines=self.bad_lines)
+        return LogSummary(
+            origin=self.origin,
+            gpus=tuple(summarize_series(s) for s in self.gpus.values()),
+            bad_lines=self.bad_lines,
+        )
 
 
 def _mean(values: Sequence[float]) -> float | None:
@@ -117,12 +126,17 @@ def summarize_series(s: GpuSeries) -> GpuLogSummary:
     mem_util = [u for u in s.memory_util_pct if u is not None]
     times = [t for t in s.seconds if t is not None]
     return GpuLogSummary(
-        gpu=s.gpu, name=s.name, samples=len(s.memory_used_mib),
+        gpu=s.gpu,
+        name=s.name,
+        samples=len(s.memory_used_mib),
         duration_s=(max(times) - min(times)) if len(times) > 1 else (0.0 if times else None),
         peak_memory_mib=max(s.memory_used_mib) if s.memory_used_mib else 0.0,
-        memory_total_mib=s.memory_total_mib, mean_gpu_util_pct=_mean(util),
+        memory_total_mib=s.memory_total_mib,
+        mean_gpu_util_pct=_mean(util),
         median_gpu_util_pct=statistics.median(util) if util else None,
-        p95_gpu_util_pct=_percentile(util, 95), mean_memory_util_pct=_mean(mem_util))
+        p95_gpu_util_pct=_percentile(util, 95),
+        mean_memory_util_pct=_mean(mem_util),
+    )
 
 
 def _column_name(cell: str) -> str:
@@ -153,12 +167,14 @@ def _smi_time(raw: str) -> datetime:
     try:
         return datetime.fromisoformat(text)
     except ValueError:
-        raise ValueError(f"timestamp is not a date and time ({text!r}; "
-                         "expected e.g. 2026/11/20 10:00:01.123)") from None
+        raise ValueError(
+            f"timestamp is not a date and time ({text!r}; expected e.g. 2026/11/20 10:00:01.123)"
+        ) from None
 
 
-def parse_nvidia_smi_log(text: str, columns: Sequence[str] | None = None,
-                         origin: str = "nvidia-smi log") -> SmiLog:
+def parse_nvidia_smi_log(
+    text: str, columns: Sequence[str] | None = None, origin: str = "nvidia-smi log"
+) -> SmiLog:
     """Parse an ``nvidia-smi --query-gpu=... --format=csv`` log.
 
     With ``--format=csv,noheader[,nounits]`` pass the ``--query-gpu`` field list as ``columns``.
@@ -177,11 +193,13 @@ def parse_nvidia_smi_log(text: str, columns: Sequence[str] | None = None,
             raise InputError(origin, "is empty")
         cols = tuple(_column_name(c) for c in rows[start])
         if "memory.used" not in cols:
-            raise InputError(f"{origin}: line {start + 1}",
-                             "is not an nvidia-smi --query-gpu CSV header; expected columns like "
-                             "'timestamp, name, memory.used [MiB], memory.total [MiB], utilization.gpu [%], "
-                             "utilization.memory [%]' (for --format=csv,noheader pass the column list)",
-                             ",".join(rows[start])[:80])
+            raise InputError(
+                f"{origin}: line {start + 1}",
+                "is not an nvidia-smi --query-gpu CSV header; expected columns like "
+                "'timestamp, name, memory.used [MiB], memory.total [MiB], utilization.gpu [%], "
+                "utilization.memory [%]' (for --format=csv,noheader pass the column list)",
+                ",".join(rows[start])[:80],
+            )
         start += 1
     else:
         cols = tuple(_column_name(c) for c in columns)
@@ -214,10 +232,16 @@ def parse_nvidia_smi_log(text: str, columns: Sequence[str] | None = None,
             if used is None:
                 raise ValueError("memory.used is not available (N/A)")
             total = _smi_number(row["memory.total"], "MiB", "memory.total") if "memory.total" in row else None
-            util = _smi_number(row["utilization.gpu"], "%", "utilization.gpu", 100) \
-                if "utilization.gpu" in row else None
-            mutil = _smi_number(row["utilization.memory"], "%", "utilization.memory", 100) \
-                if "utilization.memory" in row else None
+            util = (
+                _smi_number(row["utilization.gpu"], "%", "utilization.gpu", 100)
+                if "utilization.gpu" in row
+                else None
+            )
+            mutil = (
+                _smi_number(row["utilization.memory"], "%", "utilization.memory", 100)
+                if "utilization.memory" in row
+                else None
+            )
             stamp = _smi_time(row["timestamp"]) if "timestamp" in row else None
             if total is not None and used > total * 1.001:
                 raise ValueError(f"memory.used ({used:g} MiB) exceeds memory.total ({total:g} MiB)")
@@ -232,18 +256,35 @@ def parse_nvidia_smi_log(text: str, columns: Sequence[str] | None = None,
             key = str(block_slot)
         if stamp is not None and first_time is None:
             first_time = stamp
-        s = series.setdefault(key, {"name": row.get("name", "").strip(), "seconds": [], "used": [],
-                                    "total": None, "util": [], "mutil": []})
+        s = series.setdefault(
+            key,
+            {
+                "name": row.get("name", "").strip(),
+                "seconds": [],
+                "used": [],
+                "total": None,
+                "util": [],
+                "mutil": [],
+            },
+        )
         s["seconds"].append((stamp - first_time).total_seconds() if stamp and first_time else None)
         s["used"].append(used)
         s["util"].append(util)
         s["mutil"].append(mutil)
         if total is not None:
             s["total"] = max(total, s["total"] or 0.0)
-    gpus = {key: GpuSeries(gpu=key, name=s["name"], seconds=tuple(s["seconds"]),
-                           memory_used_mib=tuple(s["used"]), memory_total_mib=s["total"],
-                           gpu_util_pct=tuple(s["util"]), memory_util_pct=tuple(s["mutil"]))
-            for key, s in series.items()}
+    gpus = {
+        key: GpuSeries(
+            gpu=key,
+            name=s["name"],
+            seconds=tuple(s["seconds"]),
+            memory_used_mib=tuple(s["used"]),
+            memory_total_mib=s["total"],
+            gpu_util_pct=tuple(s["util"]),
+            memory_util_pct=tuple(s["mutil"]),
+        )
+        for key, s in series.items()
+    }
     return SmiLog(origin=origin, columns=cols, gpus=gpus, bad_lines=tuple(bad))
 
 
@@ -257,17 +298,29 @@ class Threshold(NamedTuple):
 
 _SEED = "seed article, 'GPU Performance Monitoring and Optimization'"
 #: Every threshold :func:`diagnose` uses. Memory fractions are peak memory.used over memory.total.
-THRESHOLDS: Mapping[str, Threshold] = MappingProxyType({
-    "gpu_util_target": Threshold(80.0, "%", f"{_SEED}: GPU utilization target above 80%"),
-    "memory_target_low": Threshold(0.85, "fraction of VRAM", f"{_SEED}: memory use target 85 to 95% of VRAM"),
-    "memory_target_high": Threshold(0.95, "fraction of VRAM",
-                                    f"{_SEED}: memory use target 85 to 95% of VRAM; above it the estimate's "
-                                    "'tight' verdict (TIGHT_UTILIZATION) applies too"),
-    "min_samples": Threshold(10.0, "samples", "gpuadvisor: fewer samples say little about a steady state"),
-    "uneven_util": Threshold(20.0, "percentage points",
-                             "gpuadvisor: spread of median utilization between GPUs"),
-    "uneven_memory": Threshold(0.15, "fraction of VRAM", "gpuadvisor: spread of peak memory between GPUs"),
-})
+THRESHOLDS: Mapping[str, Threshold] = MappingProxyType(
+    {
+        "gpu_util_target": Threshold(80.0, "%", f"{_SEED}: GPU utilization target above 80%"),
+        "memory_target_low": Threshold(
+            0.85, "fraction of VRAM", f"{_SEED}: memory use target 85 to 95% of VRAM"
+        ),
+        "memory_target_high": Threshold(
+            0.95,
+            "fraction of VRAM",
+            f"{_SEED}: memory use target 85 to 95% of VRAM; above it the estimate's "
+            "'tight' verdict (TIGHT_UTILIZATION) applies too",
+        ),
+        "min_samples": Threshold(
+            10.0, "samples", "gpuadvisor: fewer samples say little about a steady state"
+        ),
+        "uneven_util": Threshold(
+            20.0, "percentage points", "gpuadvisor: spread of median utilization between GPUs"
+        ),
+        "uneven_memory": Threshold(
+            0.15, "fraction of VRAM", "gpuadvisor: spread of peak memory between GPUs"
+        ),
+    }
+)
 
 SEVERITIES = ("ok", "info", "warning")
 
@@ -299,56 +352,116 @@ def _diagnose_gpu(g: GpuLogSummary, label: str) -> list[Finding]:
     mem = g.peak_memory_fraction
     target, low, high = _t("gpu_util_target"), _t("memory_target_low"), _t("memory_target_high")
     if g.samples < _t("min_samples"):
-        out.append(Finding("info", f"Only {g.samples} samples: log a few minutes of the steady state "
-                                   "(nvidia-smi ... -l 1) before drawing conclusions",
-                           (("samples", float(g.samples)),), gpu=label))
+        out.append(
+            Finding(
+                "info",
+                f"Only {g.samples} samples: log a few minutes of the steady state "
+                "(nvidia-smi ... -l 1) before drawing conclusions",
+                (("samples", float(g.samples)),),
+                gpu=label,
+            )
+        )
     if util is None or mem is None:
         missing = [c for c, v in (("utilization.gpu", util), ("memory.total", mem)) if v is None]
-        out.append(Finding("info", f"The log has no {' or '.join(missing)}: add it to --query-gpu for a "
-                                   "diagnosis", gpu=label))
+        out.append(
+            Finding(
+                "info",
+                f"The log has no {' or '.join(missing)}: add it to --query-gpu for a diagnosis",
+                gpu=label,
+            )
+        )
         return out
-    nums = [("median_gpu_util_pct", util), ("peak_memory_pct_of_vram", mem * 100),
-            ("peak_memory_gib", g.peak_memory_gib)]
+    nums = [
+        ("median_gpu_util_pct", util),
+        ("peak_memory_pct_of_vram", mem * 100),
+        ("peak_memory_gib", g.peak_memory_gib),
+    ]
     if g.mean_memory_util_pct is not None:
         nums.append(("mean_memory_controller_util_pct", g.mean_memory_util_pct))
     numbers = tuple(nums)
     busy = util >= target
     if busy:
-        out.append(Finding("ok", f"GPU busy: median utilization {util:.0f}% (target above {target:.0f}%)",
-                           numbers, gpu=label))
+        out.append(
+            Finding(
+                "ok",
+                f"GPU busy: median utilization {util:.0f}% (target above {target:.0f}%)",
+                numbers,
+                gpu=label,
+            )
+        )
     elif mem >= low:
-        out.append(Finding(
-            "warning", "Low utilization with high memory use: likely memory-bandwidth saturation", numbers,
-            (("Decode and other memory-bound kernels wait on memory, not compute: fewer bytes per token help "
-             "(FP8/int8/int4 weights, an FP8 KV cache)."),
-             "Use fused kernels (FlashAttention) and a serving engine with continuous batching.",
-             "Check the batch is not so large that the allocator thrashes or activations are recomputed.",
-             "A GPU with more memory bandwidth (HBM3/HBM3e) speeds up memory-bound work."), gpu=label))
+        out.append(
+            Finding(
+                "warning",
+                "Low utilization with high memory use: likely memory-bandwidth saturation",
+                numbers,
+                (
+                    (
+                        "Decode and other memory-bound kernels wait on memory, not compute: fewer bytes per token help "
+                        "(FP8/int8/int4 weights, an FP8 KV cache)."
+                    ),
+                    "Use fused kernels (FlashAttention) and a serving engine with continuous batching.",
+                    "Check the batch is not so large that the allocator thrashes or activations are recomputed.",
+                    "A GPU with more memory bandwidth (HBM3/HBM3e) speeds up memory-bound work.",
+                ),
+                gpu=label,
+            )
+        )
     else:
-        out.append(Finding(
-            "warning", "Low utilization with low memory use: CPU or data-pipeline bottleneck", numbers,
-            ("Raise DataLoader num_workers and set pin_memory=True with non_blocking copies.",
-             "Tokenize and pack the dataset ahead of time instead of on the fly.",
-             "Prefetch batches (prefetch_factor) and check CPU usage while the job runs.",
-             "A larger batch amortizes per-step overhead once the input pipeline keeps up."), gpu=label))
+        out.append(
+            Finding(
+                "warning",
+                "Low utilization with low memory use: CPU or data-pipeline bottleneck",
+                numbers,
+                (
+                    "Raise DataLoader num_workers and set pin_memory=True with non_blocking copies.",
+                    "Tokenize and pack the dataset ahead of time instead of on the fly.",
+                    "Prefetch batches (prefetch_factor) and check CPU usage while the job runs.",
+                    "A larger batch amortizes per-step overhead once the input pipeline keeps up.",
+                ),
+                gpu=label,
+            )
+        )
     if mem > high:
-        out.append(Finding(
-            "warning", f"Memory above {high:.0%} of VRAM: risk of out-of-memory errors and fragmentation",
-            numbers,
-            (("Leave headroom for longer sequences and allocator spikes: lower the micro-batch and use "
-             "gradient accumulation."),
-             ("Enable gradient checkpointing, or set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to "
-             "reduce fragmentation.")), gpu=label))
+        out.append(
+            Finding(
+                "warning",
+                f"Memory above {high:.0%} of VRAM: risk of out-of-memory errors and fragmentation",
+                numbers,
+                (
+                    (
+                        "Leave headroom for longer sequences and allocator spikes: lower the micro-batch and use "
+                        "gradient accumulation."
+                    ),
+                    (
+                        "Enable gradient checkpointing, or set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to "
+                        "reduce fragmentation."
+                    ),
+                ),
+                gpu=label,
+            )
+        )
     elif mem >= low:
         out.append(Finding("ok", f"Memory use in the {low:.0%}-{high:.0%} target band", numbers, gpu=label))
     elif busy:
-        out.append(Finding(
-            "info", f"Memory well below the {low:.0%} target: room for a larger batch or a smaller GPU",
-            numbers,
-            ((f"Raise the batch size until peak memory reaches {low:.0%}-{high:.0%} of VRAM for more "
-             "throughput."),
-             (f"Or move to a cheaper GPU with at least {g.peak_memory_gib / high:.0f} GiB "
-             f"(peak {g.peak_memory_gib:.1f} GiB at {high:.0%}).")), gpu=label))
+        out.append(
+            Finding(
+                "info",
+                f"Memory well below the {low:.0%} target: room for a larger batch or a smaller GPU",
+                numbers,
+                (
+                    (
+                        f"Raise the batch size until peak memory reaches {low:.0%}-{high:.0%} of VRAM for more "
+                        "throughput."
+                    ),
+                    (
+                        f"Or move to a cheaper GPU with at least {g.peak_memory_gib / high:.0f} GiB "
+                        f"(peak {g.peak_memory_gib:.1f} GiB at {high:.0%})."
+                    ),
+                ),
+                gpu=label,
+            )
+        )
     return out
 
 
@@ -365,25 +478,60 @@ def diagnose(summary: LogSummary | GpuLogSummary) -> list[Finding]:
     util_spread = max(utils) - min(utils) if len(utils) > 1 else 0.0
     mem_spread = max(mems) - min(mems) if len(mems) > 1 else 0.0
     if util_spread > _t("uneven_util") or mem_spread > _t("uneven_memory"):
-        out.append(Finding(
-            "info", "Uneven load across GPUs",
-            (("util_spread_pct_points", util_spread), ("peak_memory_spread_pct_points", mem_spread * 100)),
-            ("Balance pipeline stages (layers per GPU) and keep logging and evaluation off rank 0.",
-             "Check that every data-parallel rank gets the same amount of data.")))
+        out.append(
+            Finding(
+                "info",
+                "Uneven load across GPUs",
+                (
+                    ("util_spread_pct_points", util_spread),
+                    ("peak_memory_spread_pct_points", mem_spread * 100),
+                ),
+                (
+                    "Balance pipeline stages (layers per GPU) and keep logging and evaluation off rank 0.",
+                    "Check that every data-parallel rank gets the same amount of data.",
+                ),
+            )
+        )
     if isinstance(summary, LogSummary) and summary.bad_lines:
-        out.append(Finding("info", f"{len(summary.bad_lines)} log lines could not be read and were skipped "
-                                   f"(first: line {summary.bad_lines[0][0]}: {summary.bad_lines[0][1]})",
-                           (("bad_lines", float(len(summary.bad_lines))),)))
+        out.append(
+            Finding(
+                "info",
+                f"{len(summary.bad_lines)} log lines could not be read and were skipped "
+                f"(first: line {summary.bad_lines[0][0]}: {summary.bad_lines[0][1]})",
+                (("bad_lines", float(len(summary.bad_lines))),),
+            )
+        )
     return out
 
 
-def measurement_from_log(gpu: GpuLogSummary, *, id: str, gpu_id: str, kind: str, model: str,
-                         engine: str | None = None, num_gpus: int = 1, batch_size: int = 1,
-                         seq_len: int | None = None, scenario: dict[str, Any] | None = None,
-                         measured_on: str = "", note: str = "") -> Measurement:
+def measurement_from_log(
+    gpu: GpuLogSummary,
+    *,
+    id: str,
+    gpu_id: str,
+    kind: str,
+    model: str,
+    engine: str | None = None,
+    num_gpus: int = 1,
+    batch_size: int = 1,
+    seq_len: int | None = None,
+    scenario: dict[str, Any] | None = None,
+    measured_on: str = "",
+    note: str = "",
+) -> Measurement:
     """A memory measurement from one GPU of a log: the peak ``memory.used`` (a device total)."""
-    return Measurement(id=id, gpu_id=gpu_id, kind=kind, model=model, engine=engine, num_gpus=num_gpus,
-                       batch_size=batch_size, seq_len=seq_len, peak_memory_gib=gpu.peak_memory_gib,
-                       source="nvidia-smi log", measured_on=measured_on, scenario=scenario,
-                       note=note or f"peak of {gpu.samples} nvidia-smi samples "
-                                    f"({gpu.name or 'GPU ' + gpu.gpu})")
+    return Measurement(
+        id=id,
+        gpu_id=gpu_id,
+        kind=kind,
+        model=model,
+        engine=engine,
+        num_gpus=num_gpus,
+        batch_size=batch_size,
+        seq_len=seq_len,
+        peak_memory_gib=gpu.peak_memory_gib,
+        source="nvidia-smi log",
+        measured_on=measured_on,
+        scenario=scenario,
+        note=note or f"peak of {gpu.samples} nvidia-smi samples ({gpu.name or 'GPU ' + gpu.gpu})",
+    )

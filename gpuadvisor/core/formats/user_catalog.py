@@ -33,14 +33,14 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from types import MappingProxyType
 from typing import Any, Literal
-from collections.abc import Mapping, Sequence
 
-from ..specs.catalog_io import CatalogMeta
 from ..errors import CatalogError
+from ..specs.catalog_io import CatalogMeta
 from ..specs.hardware import GpuCatalog, GpuSpec
 from ..specs.presets import ModelCatalog
 
@@ -56,8 +56,8 @@ from .catalog_rows import PRICE_COLUMNS as PRICE_COLUMNS
 from .catalog_rows import PUBLISHED_PARAMS_FACTOR as PUBLISHED_PARAMS_FACTOR
 from .catalog_rows import TDP_W_RANGE as TDP_W_RANGE
 from .catalog_rows import bundled_meta as bundled_meta
-from .catalog_rows import bundled_table
 from .catalog_rows import bundled_rows as bundled_rows
+from .catalog_rows import bundled_table
 from .catalog_rows import check_kind as check_kind
 from .catalog_rows import columns as columns
 from .catalog_rows import describe_error as describe_error
@@ -88,8 +88,9 @@ class KindEdits:
     deleted: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "overrides", MappingProxyType(
-            {str(k): _frozen_row(v) for k, v in self.overrides.items()}))
+        object.__setattr__(
+            self, "overrides", MappingProxyType({str(k): _frozen_row(v) for k, v in self.overrides.items()})
+        )
         object.__setattr__(self, "added", tuple(_frozen_row(r) for r in self.added))
         object.__setattr__(self, "deleted", tuple(dict.fromkeys(self.deleted)))
 
@@ -100,8 +101,11 @@ class KindEdits:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready dicts and lists."""
-        return {"overrides": {k: dict(v) for k, v in self.overrides.items()},
-                "added": [dict(r) for r in self.added], "deleted": list(self.deleted)}
+        return {
+            "overrides": {k: dict(v) for k, v in self.overrides.items()},
+            "added": [dict(r) for r in self.added],
+            "deleted": list(self.deleted),
+        }
 
 
 @dataclass(frozen=True)
@@ -160,8 +164,9 @@ def _changed(row: Mapping[str, str], base: Mapping[str, str], cols: Sequence[str
     return frozenset(c for c in cols if row.get(c, "") != base.get(c, ""))
 
 
-def merge(kind: str, edits: KindEdits, bundled: Sequence[Mapping[str, str]] | None = None
-          ) -> tuple[list[MergedRow], list[str]]:
+def merge(
+    kind: str, edits: KindEdits, bundled: Sequence[Mapping[str, str]] | None = None
+) -> tuple[list[MergedRow], list[str]]:
     """Apply ``edits`` to the bundled rows (default: :func:`bundled_rows`); return rows and warnings.
 
     Order: bundled rows in bundle order with their overrides, minus deleted ids, then added rows
@@ -180,8 +185,10 @@ def merge(kind: str, edits: KindEdits, bundled: Sequence[Mapping[str, str]] | No
     for added in edits.added:
         unknown = sorted(set(added) - set(cols))
         if unknown:
-            warnings.append(f"{kind}: your row {added.get('id', '')!r} has unknown column(s) "
-                            f"{', '.join(unknown)}; they are ignored")
+            warnings.append(
+                f"{kind}: your row {added.get('id', '')!r} has unknown column(s) "
+                f"{', '.join(unknown)}; they are ignored"
+            )
         if added.get("id", "") in base_ids and added.get("id", "") not in added_by_id:
             added_by_id[added["id"]] = added
     deleted = set(edits.deleted)
@@ -190,11 +197,14 @@ def merge(kind: str, edits: KindEdits, bundled: Sequence[Mapping[str, str]] | No
         row_id = base["id"]
         override = edits.overrides.get(row_id)
         if row_id in added_by_id:
-            warnings.append(f"{kind}: the bundled catalog now has {row_id!r}, which you added yourself; "
-                            "your row is used")
+            warnings.append(
+                f"{kind}: the bundled catalog now has {row_id!r}, which you added yourself; your row is used"
+            )
             if override:
-                warnings.append(f"{kind}: your changes to the bundled row {row_id!r} are ignored "
-                                "because you also added a row with that id")
+                warnings.append(
+                    f"{kind}: your changes to the bundled row {row_id!r} are ignored "
+                    "because you also added a row with that id"
+                )
             row = full_row(kind, added_by_id[row_id])
         elif row_id in deleted:
             continue
@@ -202,19 +212,29 @@ def merge(kind: str, edits: KindEdits, bundled: Sequence[Mapping[str, str]] | No
             row = dict(base)
             for column, value in (override or {}).items():
                 if column == "id":
-                    warnings.append(f"{kind}: a change of the id of {row_id!r} is ignored "
-                                    "(ids cannot be renamed)")
+                    warnings.append(
+                        f"{kind}: a change of the id of {row_id!r} is ignored (ids cannot be renamed)"
+                    )
                 elif column not in row:
                     warnings.append(f"{kind}: a change to {row_id!r} in unknown column {column!r} is ignored")
                 else:
                     row[column] = value
         changed = _changed(row, base, cols)
-        out.append(MergedRow(id=row_id, row=row, status="modified" if changed else "bundled", changed=changed,
-                             bundled=dict(base)))
+        out.append(
+            MergedRow(
+                id=row_id,
+                row=row,
+                status="modified" if changed else "bundled",
+                changed=changed,
+                bundled=dict(base),
+            )
+        )
     for row_id, override in edits.overrides.items():
         if row_id not in base_ids:
-            warnings.append(f"{kind}: your changes to {row_id!r} ({', '.join(override) or 'no columns'}) are "
-                            "not applied: the bundled catalog no longer has that id")
+            warnings.append(
+                f"{kind}: your changes to {row_id!r} ({', '.join(override) or 'no columns'}) are "
+                "not applied: the bundled catalog no longer has that id"
+            )
     for added in edits.added:
         row_id = added.get("id", "")
         if row_id in base_ids and added_by_id.get(row_id) is added:
@@ -224,8 +244,9 @@ def merge(kind: str, edits: KindEdits, bundled: Sequence[Mapping[str, str]] | No
     return out, warnings
 
 
-def diff(kind: str, rows: Sequence[Mapping[str, str]], bundled: Sequence[Mapping[str, str]] | None = None
-         ) -> KindEdits:
+def diff(
+    kind: str, rows: Sequence[Mapping[str, str]], bundled: Sequence[Mapping[str, str]] | None = None
+) -> KindEdits:
     """The minimal edits that turn the bundled rows into ``rows`` (the editor's full table).
 
     A row equal to its bundled row gives no override; a bundled id missing from ``rows`` is
@@ -300,8 +321,11 @@ def _validated(kind: str, edits: KindEdits, warnings: list[str]) -> tuple[dict[s
         items[spec.id] = spec
     base = bundled_meta(kind)
     changed = changed_row_count(kind, edits)
-    origin = base.origin if edits.is_empty else (
-        f"bundled catalog + user edits ({changed} changed row{'s' if changed != 1 else ''})")
+    origin = (
+        base.origin
+        if edits.is_empty
+        else (f"bundled catalog + user edits ({changed} changed row{'s' if changed != 1 else ''})")
+    )
     meta = CatalogMeta(kind=kind, schema_version=base.schema_version, updated=base.updated, origin=origin)
     return items, meta
 
@@ -318,16 +342,22 @@ def build_catalogs(user: UserCatalog) -> tuple[GpuCatalog, ModelCatalog, list[st
     gpus, gpu_meta = _validated("gpus", user.gpus, warnings)
     models, model_meta = _validated("models", user.models, warnings)
     if not gpus:
-        raise CatalogError("user catalog",
-                           "leaves no valid GPU row (restore a backup or reset the GPU catalog)")
+        raise CatalogError(
+            "user catalog", "leaves no valid GPU row (restore a backup or reset the GPU catalog)"
+        )
     return GpuCatalog(gpus=gpus, meta=gpu_meta), ModelCatalog(models=models, meta=model_meta), warnings
 
 
 # --- the JSON file ------------------------------------------------------------------------------
 def dumps(user: UserCatalog) -> str:
     """The user catalog as versioned JSON text (UTF-8, indented, ending with a newline)."""
-    data = {"format": USER_CATALOG_FORMAT, "schema_version": USER_CATALOG_SCHEMA_VERSION, "saved": user.saved,
-            "gpus": user.gpus.to_dict(), "models": user.models.to_dict()}
+    data = {
+        "format": USER_CATALOG_FORMAT,
+        "schema_version": USER_CATALOG_SCHEMA_VERSION,
+        "saved": user.saved,
+        "gpus": user.gpus.to_dict(),
+        "models": user.models.to_dict(),
+    }
     return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
 
@@ -338,29 +368,38 @@ def _json_kind(value: object) -> str:
 
 def _string_row(origin: str, path: str, value: object) -> dict[str, str]:
     if not isinstance(value, dict):
-        raise CatalogError(f"{origin}: {path}",
-                           f"must be an object of column -> text, not {_json_kind(value)}")
+        raise CatalogError(
+            f"{origin}: {path}", f"must be an object of column -> text, not {_json_kind(value)}"
+        )
     for column, cell in value.items():
         if not isinstance(cell, str):
-            raise CatalogError(f"{origin}: {path}.{column}",
-                               f"must be a string (the CSV text), not {_json_kind(cell)}", cell)
+            raise CatalogError(
+                f"{origin}: {path}.{column}", f"must be a string (the CSV text), not {_json_kind(cell)}", cell
+            )
     return dict(value)
 
 
 def _kind_from_json(origin: str, kind: str, value: object) -> KindEdits:
     if not isinstance(value, dict):
-        raise CatalogError(f"{origin}: {kind}", f"must be an object with overrides, added and deleted, "
-                                                f"not {_json_kind(value)}")
+        raise CatalogError(
+            f"{origin}: {kind}",
+            f"must be an object with overrides, added and deleted, not {_json_kind(value)}",
+        )
     unknown = sorted(set(value) - {"overrides", "added", "deleted"})
     if unknown:
-        raise CatalogError(f"{origin}: {kind}.{unknown[0]}", "is not a known key (expected overrides, added, "
-                                                             "deleted)")
+        raise CatalogError(
+            f"{origin}: {kind}.{unknown[0]}", "is not a known key (expected overrides, added, deleted)"
+        )
     overrides = value.get("overrides", {})
     if not isinstance(overrides, dict):
-        raise CatalogError(f"{origin}: {kind}.overrides", f"must be an object of id -> changed columns, "
-                                                          f"not {_json_kind(overrides)}")
-    clean_overrides = {row_id: _string_row(origin, f"{kind}.overrides.{row_id}", cells)
-                       for row_id, cells in overrides.items()}
+        raise CatalogError(
+            f"{origin}: {kind}.overrides",
+            f"must be an object of id -> changed columns, not {_json_kind(overrides)}",
+        )
+    clean_overrides = {
+        row_id: _string_row(origin, f"{kind}.overrides.{row_id}", cells)
+        for row_id, cells in overrides.items()
+    }
     added = value.get("added", [])
     if not isinstance(added, list):
         raise CatalogError(f"{origin}: {kind}.added", f"must be a list of rows, not {_json_kind(added)}")
@@ -370,8 +409,11 @@ def _kind_from_json(origin: str, kind: str, value: object) -> KindEdits:
         raise CatalogError(f"{origin}: {kind}.deleted", f"must be a list of ids, not {_json_kind(deleted)}")
     for i, row_id in enumerate(deleted):
         if not isinstance(row_id, str):
-            raise CatalogError(f"{origin}: {kind}.deleted[{i}]",
-                               f"must be a string (an id), not {_json_kind(row_id)}", row_id)
+            raise CatalogError(
+                f"{origin}: {kind}.deleted[{i}]",
+                f"must be a string (an id), not {_json_kind(row_id)}",
+                row_id,
+            )
     return KindEdits(overrides=clean_overrides, added=tuple(clean_added), deleted=tuple(deleted))
 
 
@@ -387,8 +429,9 @@ def loads(text: str | bytes, origin: str = "user catalog") -> UserCatalog:
         try:
             text = bytes(text).decode("utf-8-sig")
         except UnicodeDecodeError as exc:
-            raise CatalogError(origin,
-                               f"is not UTF-8 text (undecodable byte at offset {exc.start})") from None
+            raise CatalogError(
+                origin, f"is not UTF-8 text (undecodable byte at offset {exc.start})"
+            ) from None
     text = text.removeprefix("\ufeff")
     if not text.strip():
         raise CatalogError(origin, "is empty")
@@ -397,35 +440,48 @@ def loads(text: str | bytes, origin: str = "user catalog") -> UserCatalog:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise CatalogError(f"{origin}: line {exc.lineno}, column {exc.colno}",
-                           f"is not valid JSON ({exc.msg}); the file may be truncated") from None
+        raise CatalogError(
+            f"{origin}: line {exc.lineno}, column {exc.colno}",
+            f"is not valid JSON ({exc.msg}); the file may be truncated",
+        ) from None
     except (ValueError, RecursionError) as exc:
         raise CatalogError(origin, f"is not valid JSON ({type(exc).__name__})") from None
     if not isinstance(data, dict):
         raise CatalogError(origin, f"must hold a JSON object, not {_json_kind(data)}")
     if data.get("format") != USER_CATALOG_FORMAT:
-        raise CatalogError(f"{origin}: format", f"must be {USER_CATALOG_FORMAT!r} (this is not a gpuadvisor "
-                                                "user catalog file)", data.get("format"))
+        raise CatalogError(
+            f"{origin}: format",
+            f"must be {USER_CATALOG_FORMAT!r} (this is not a gpuadvisor user catalog file)",
+            data.get("format"),
+        )
     version = data.get("schema_version")
     supported = ", ".join(map(str, USER_CATALOG_SCHEMA_VERSIONS))
     if not isinstance(version, int) or isinstance(version, bool):
-        raise CatalogError(f"{origin}: schema_version", f"must be a whole number (supported: {supported})",
-                           version)
+        raise CatalogError(
+            f"{origin}: schema_version", f"must be a whole number (supported: {supported})", version
+        )
     if version not in USER_CATALOG_SCHEMA_VERSIONS:
         newer = " (written by a newer gpuadvisor?)" if version > USER_CATALOG_SCHEMA_VERSION else ""
-        raise CatalogError(f"{origin}: schema_version",
-                           f"{version} is not supported by this version of gpuadvisor{newer}; "
-                           f"supported: {supported}")
+        raise CatalogError(
+            f"{origin}: schema_version",
+            f"{version} is not supported by this version of gpuadvisor{newer}; supported: {supported}",
+        )
     unknown = sorted(set(data) - {"format", "schema_version", "saved", *KINDS})
     if unknown:
-        raise CatalogError(f"{origin}: {unknown[0]}",
-                           "is not a known key (expected format, schema_version, saved, gpus, models)")
+        raise CatalogError(
+            f"{origin}: {unknown[0]}",
+            "is not a known key (expected format, schema_version, saved, gpus, models)",
+        )
     saved = data.get("saved", "")
     if not isinstance(saved, str):
-        raise CatalogError(f"{origin}: saved",
-                           f"must be a string (an ISO timestamp), not {_json_kind(saved)}", saved)
-    return UserCatalog(gpus=_kind_from_json(origin, "gpus", data.get("gpus", {})),
-                       models=_kind_from_json(origin, "models", data.get("models", {})), saved=saved)
+        raise CatalogError(
+            f"{origin}: saved", f"must be a string (an ISO timestamp), not {_json_kind(saved)}", saved
+        )
+    return UserCatalog(
+        gpus=_kind_from_json(origin, "gpus", data.get("gpus", {})),
+        models=_kind_from_json(origin, "models", data.get("models", {})),
+        saved=saved,
+    )
 
 
 # --- price age ------------------------------------------------------------------------------------

@@ -12,14 +12,28 @@ import datetime as _dt
 from ..estimation.recommendation import TIER_WORDS, tier
 from ..estimation.results import Estimate
 from ..formats.user_catalog import stale_price
-from ..formatting import (DASH, TIMES, fmt_gib, fmt_hours, fmt_hours_range, fmt_rate, fmt_share, fmt_signed_gib,
-                          fmt_usd, fmt_usd_per_hour, fmt_usd_per_mtok, fmt_usd_range)
+from ..formatting import (
+    DASH,
+    TIMES,
+    fmt_gib,
+    fmt_hours,
+    fmt_hours_range,
+    fmt_rate,
+    fmt_share,
+    fmt_signed_gib,
+    fmt_usd,
+    fmt_usd_per_hour,
+    fmt_usd_per_mtok,
+    fmt_usd_range,
+)
 
 #: Line kinds: a heading, plain text, a caution (amber) and a problem (red).
 TITLE, TEXT, CAUTION, PROBLEM = "title", "text", "caution", "problem"
 
 
-def candidate_detail(est: Estimate, key: str, today: _dt.date, stale_months: int = 6) -> list[tuple[str, str]]:
+def candidate_detail(
+    est: Estimate, key: str, today: _dt.date, stale_months: int = 6
+) -> list[tuple[str, str]]:
     """What to say about the candidate ``key`` ([] when there is no such candidate)."""
     c = est.candidate(key)
     if c is None:
@@ -35,49 +49,98 @@ def candidate_detail(est: Estimate, key: str, today: _dt.date, stale_months: int
     name = c.gpu.name if c.gpu_count == 1 else f"{c.gpu_count} {TIMES} {c.gpu.name}"
     out.append((TITLE, f"{mark}{name} ({setup})"))
     d = c.memory.gib()
-    out.append((TEXT, f"{c.verdict.capitalize()}: {fmt_gib(d['device_total'])} of {fmt_gib(c.capacity_gib)} GiB per "
-                      f"GPU ({fmt_share(c.utilization)}), headroom {fmt_signed_gib(c.headroom_gib)} GiB. "
-                      f"{TIER_WORDS[tier(c)].capitalize()}."))
+    out.append(
+        (
+            TEXT,
+            f"{c.verdict.capitalize()}: {fmt_gib(d['device_total'])} of {fmt_gib(c.capacity_gib)} GiB per "
+            f"GPU ({fmt_share(c.utilization)}), headroom {fmt_signed_gib(c.headroom_gib)} GiB. "
+            f"{TIER_WORDS[tier(c)].capitalize()}.",
+        )
+    )
     wi = est.what_if(c)
-    out.append((TEXT, f"Largest batch that fits: {wi.max_batch:,}; longest context: {wi.max_context:,} tokens."))
+    out.append(
+        (TEXT, f"Largest batch that fits: {wi.max_batch:,}; longest context: {wi.max_context:,} tokens.")
+    )
     p, cost = c.performance, c.cost
     if p is not None and cost is not None:
-        text = (f"{fmt_rate(p.tokens_per_s.expected)} tokens/s ({p.bound}-bound, {p.precision_used}); job "
-                f"{fmt_hours(cost.job_hours.expected)} ({fmt_hours_range(cost.job_hours.low, cost.job_hours.high)})")
+        text = (
+            f"{fmt_rate(p.tokens_per_s.expected)} tokens/s ({p.bound}-bound, {p.precision_used}); job "
+            f"{fmt_hours(cost.job_hours.expected)} ({fmt_hours_range(cost.job_hours.low, cost.job_hours.high)})"
+        )
         if cost.cost_usd is not None:
-            text += (f", about {fmt_usd(cost.cost_usd.expected)} "
-                     f"({fmt_usd_range(cost.cost_usd.low, cost.cost_usd.high)}, "
-                     f"{fmt_usd_per_mtok(cost.usd_per_million_tokens)} per 1M tokens)")
+            text += (
+                f", about {fmt_usd(cost.cost_usd.expected)} "
+                f"({fmt_usd_range(cost.cost_usd.low, cost.cost_usd.high)}, "
+                f"{fmt_usd_per_mtok(cost.usd_per_million_tokens)} per 1M tokens)"
+            )
         out.append((TEXT, text + "."))
         b = est.scenario.budget
         if cost.deadline_status == "likely" and b.deadline_hours is not None:
-            out.append((CAUTION, f"Likely meets the {fmt_hours(b.deadline_hours)} deadline: the slow end of the "
-                                 f"range ({fmt_hours(cost.job_hours.high)}) does not."))
+            out.append(
+                (
+                    CAUTION,
+                    f"Likely meets the {fmt_hours(b.deadline_hours)} deadline: the slow end of the "
+                    f"range ({fmt_hours(cost.job_hours.high)}) does not.",
+                )
+            )
         elif cost.deadline_status == "at risk" and b.deadline_hours is not None:
-            out.append((PROBLEM, f"Misses the {fmt_hours(b.deadline_hours)} deadline (expected "
-                                 f"{fmt_hours(cost.job_hours.expected)})."))
+            out.append(
+                (
+                    PROBLEM,
+                    f"Misses the {fmt_hours(b.deadline_hours)} deadline (expected "
+                    f"{fmt_hours(cost.job_hours.expected)}).",
+                )
+            )
         if cost.budget_status == "likely":
             out.append((CAUTION, "Likely within the budget: the expensive end of the range is not."))
         elif cost.budget_status == "over":
             out.append((PROBLEM, "Over the budget."))
         if p.time_to_first_token_s is not None:
-            out.append((TEXT, f"Time to first token {p.time_to_first_token_s * 1000:,.0f} ms; "
-                              f"{fmt_rate(p.tokens_per_s_per_user or 0)} tokens/s per user."))
+            out.append(
+                (
+                    TEXT,
+                    f"Time to first token {p.time_to_first_token_s * 1000:,.0f} ms; "
+                    f"{fmt_rate(p.tokens_per_s_per_user or 0)} tokens/s per user.",
+                )
+            )
         if cost.buy is not None:
             buy = cost.buy
             verdict = "buying is cheaper" if buy.buy_is_cheaper else "renting is cheaper"
-            be = (f"; break-even at {fmt_share(buy.break_even_utilization)} utilization"
-                  if buy.break_even_utilization is not None else "")
-            out.append((TEXT, f"Buy vs rent (per GPU-hour of use): owned {fmt_usd_per_hour(buy.owned_usd_per_hour)}, "
-                              f"rented {fmt_usd_per_hour(buy.rent_usd_per_hour)}: {verdict}{be}."))
+            be = (
+                f"; break-even at {fmt_share(buy.break_even_utilization)} utilization"
+                if buy.break_even_utilization is not None
+                else ""
+            )
+            out.append(
+                (
+                    TEXT,
+                    f"Buy vs rent (per GPU-hour of use): owned {fmt_usd_per_hour(buy.owned_usd_per_hour)}, "
+                    f"rented {fmt_usd_per_hour(buy.rent_usd_per_hour)}: {verdict}{be}.",
+                )
+            )
     if cost is not None and cost.cost_usd is not None and stale_price(c.gpu, today, stale_months):
         when = f"dated {c.gpu.price_as_of}" if c.gpu.price_as_of else "undated"
-        out.append((CAUTION, f"The prices of this GPU are {when}, older than {stale_months} months: check them in "
-                             "Tools > Catalog editor."))
+        out.append(
+            (
+                CAUTION,
+                f"The prices of this GPU are {when}, older than {stale_months} months: check them in "
+                "Tools > Catalog editor.",
+            )
+        )
     if c.under_provisioned and c.fits:
-        out.append((PROBLEM, "Under-provisioned: no room left for longer samples or allocator spikes (the target "
-                             f"is 85{DASH}95% of VRAM)."))
+        out.append(
+            (
+                PROBLEM,
+                "Under-provisioned: no room left for longer samples or allocator spikes (the target "
+                f"is 85{DASH}95% of VRAM).",
+            )
+        )
     if c.over_provisioned:
-        out.append((CAUTION, "Over-provisioned: most of the memory stays idle, or a much cheaper setup meets the "
-                             "same deadline."))
+        out.append(
+            (
+                CAUTION,
+                "Over-provisioned: most of the memory stays idle, or a much cheaper setup meets the "
+                "same deadline.",
+            )
+        )
     return out

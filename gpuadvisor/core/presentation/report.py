@@ -37,26 +37,57 @@ from dataclasses import dataclass
 from typing import Any
 
 from ... import __version__
-from ..formats.user_catalog import months_before
-from ..specs.catalog_io import CatalogMeta
 from ..estimation.cost import HOURS_PER_MONTH, LOAD_FACTOR
-from ..specs.engines import ENGINES, FITTED, RANGE_LABEL, EngineProfile, kernel_family
 from ..estimation.results import Candidate, Estimate
+from ..formats.user_catalog import months_before
+from ..formatting import (
+    DASH,
+    NONE_MARK,
+    display_gpu_name,
+    fmt_gib,
+    fmt_hours,
+    fmt_hours_range,
+    fmt_rate,
+    fmt_setup,
+    fmt_share,
+    fmt_signed_gib,
+    fmt_status,
+    fmt_usd,
+    fmt_usd_per_hour,
+    fmt_usd_per_mtok,
+    fmt_usd_range,
+    plain_gpu_name,
+)
+from ..specs.catalog_io import CatalogMeta
+from ..specs.engines import ENGINES, FITTED, RANGE_LABEL, EngineProfile, kernel_family
 from ..specs.hardware import GpuSpec
 from .serialize import candidate_to_dict
 from .wording import change_lines, recommendation_text, scenario_lines, setup_name
-from ..formatting import (DASH, NONE_MARK, display_gpu_name, fmt_gib, fmt_status,
-                          fmt_hours, fmt_hours_range, fmt_rate, fmt_setup, fmt_share, fmt_signed_gib, fmt_usd,
-                          fmt_usd_per_hour, fmt_usd_per_mtok, fmt_usd_range, plain_gpu_name)
-
 
 TABLE_HEADER: tuple[str, ...] = (
-    "GPU", "Setup", "Verdict", "Need per GPU (GiB)", "Capacity (GiB)", "Headroom (GiB)",
-    "Tokens per s", "Job time", "Cost", "$ per 1M tokens", "Meets deadline", "Within budget")
+    "GPU",
+    "Setup",
+    "Verdict",
+    "Need per GPU (GiB)",
+    "Capacity (GiB)",
+    "Headroom (GiB)",
+    "Tokens per s",
+    "Job time",
+    "Cost",
+    "$ per 1M tokens",
+    "Meets deadline",
+    "Within budget",
+)
 
 RENT_BUY_HEADER: tuple[str, ...] = (
-    "GPU", "Purchase price", "Power per hour", "Owned, per GPU-hour", "Rented, per GPU-hour",
-    "Break-even utilization", "Cheaper at your utilization")
+    "GPU",
+    "Purchase price",
+    "Power per hour",
+    "Owned, per GPU-hour",
+    "Rented, per GPU-hour",
+    "Break-even utilization",
+    "Cheaper at your utilization",
+)
 
 #: Where the price part of a catalog source starts (``catalogs/gpus.csv`` convention).
 PRICE_SOURCE_MARK = "Prices:"
@@ -169,20 +200,43 @@ def rent_buy_cells(gpu: GpuSpec, b: dict[str, Any], utilization: float) -> tuple
         be_text = f"never (needs {fmt_share(be)})"
     else:
         be_text = fmt_share(be)
-    return (plain_gpu_name(gpu.name), fmt_usd(b["purchase_usd"], 0), fmt_usd_per_hour(b["power_usd_per_hour"]),
-            fmt_usd_per_hour(b["owned_usd_per_gpu_hour"]), fmt_usd_per_hour(b["rent_usd_per_gpu_hour"]),
-            be_text, f"buy ({fmt_share(utilization)})" if b["buy_is_cheaper"] else "rent")
+    return (
+        plain_gpu_name(gpu.name),
+        fmt_usd(b["purchase_usd"], 0),
+        fmt_usd_per_hour(b["power_usd_per_hour"]),
+        fmt_usd_per_hour(b["owned_usd_per_gpu_hour"]),
+        fmt_usd_per_hour(b["rent_usd_per_gpu_hour"]),
+        be_text,
+        f"buy ({fmt_share(utilization)})" if b["buy_is_cheaper"] else "rent",
+    )
 
 
-def _rent_buy(est: Estimate, table: list[Candidate], rec: Candidate | None, runner: Candidate | None
-              ) -> tuple[list[RentBuyRow], list[str]]:
+def _break_even(c: Candidate) -> float:
+    """The candidate's break-even utilization for buying (inf when it has none)."""
+    buy = c.cost.buy if c.cost is not None else None
+    return (
+        buy.break_even_utilization if buy is not None and buy.break_even_utilization is not None else math.inf
+    )
+
+
+def _purchase(c: Candidate) -> float:
+    """The candidate's purchase price per GPU (inf when it has none)."""
+    buy = c.cost.buy if c.cost is not None else None
+    return buy.purchase_usd if buy is not None else math.inf
+
+
+def _rent_buy(
+    est: Estimate, table: list[Candidate], rec: Candidate | None, runner: Candidate | None
+) -> tuple[list[RentBuyRow], list[str]]:
     b = est.scenario.budget
     with_buy = [c for c in table if c.fits and c.cost is not None and c.cost.buy is not None]
     chosen: list[Candidate] = []
-    picks = [rec, runner,
-             min(with_buy, key=lambda c: c.cost.buy.break_even_utilization  # type: ignore[union-attr]
-                 if c.cost.buy.break_even_utilization is not None else math.inf, default=None),  # type: ignore
-             min(with_buy, key=lambda c: c.cost.buy.purchase_usd, default=None)]  # type: ignore[union-attr]
+    picks = [
+        rec,
+        runner,
+        min(with_buy, key=_break_even, default=None),
+        min(with_buy, key=_purchase, default=None),
+    ]
     for c in picks:
         if c is None or c.cost is None or c.cost.buy is None:
             continue
@@ -197,12 +251,19 @@ def _rent_buy(est: Estimate, table: list[Candidate], rec: Candidate | None, runn
     rows = []
     for c in chosen:
         d = candidate_to_dict(c)["buy_vs_rent"]
-        rows.append(RentBuyRow(gpu_id=c.gpu.id, cells=rent_buy_cells(c.gpu, d, b.utilization),
-                               buy_is_cheaper=d["buy_is_cheaper"]))
+        rows.append(
+            RentBuyRow(
+                gpu_id=c.gpu.id,
+                cells=rent_buy_cells(c.gpu, d, b.utilization),
+                buy_is_cheaper=d["buy_is_cheaper"],
+            )
+        )
     findings = []
     if not rows:
-        findings.append("No GPU that fits has both a purchase price and a rental price in the catalog, so owning "
-                        "and renting cannot be compared.")
+        findings.append(
+            "No GPU that fits has both a purchase price and a rental price in the catalog, so owning "
+            "and renting cannot be compared."
+        )
         return rows, findings
     buy = [plain_gpu_name(c.gpu.name) for c in chosen if c.cost.buy.buy_is_cheaper]  # type: ignore[union-attr]
     rent = [plain_gpu_name(c.gpu.name) for c in chosen if not c.cost.buy.buy_is_cheaper]  # type: ignore
@@ -215,14 +276,19 @@ def _rent_buy(est: Estimate, table: list[Candidate], rec: Candidate | None, runn
     else:
         verdict += f"renting is cheaper for every GPU shown ({', '.join(rent)})."
     findings.append(verdict)
-    rule = ("The rule: buying pays back for continuous use (serving around the clock, a training queue that "
-            "never empties) and renting wins for sporadic jobs. Precisely, buying wins only when the cards stay "
-            "busy above their break-even utilization for the whole ownership period.")
-    evens = sorted((c.cost.buy.break_even_utilization, plain_gpu_name(c.gpu.name))  # type: ignore[union-attr]
-                   for c in chosen if c.cost.buy.break_even_utilization is not None)  # type: ignore[union-attr]
+    rule = (
+        "The rule: buying pays back for continuous use (serving around the clock, a training queue that "
+        "never empties) and renting wins for sporadic jobs. Precisely, buying wins only when the cards stay "
+        "busy above their break-even utilization for the whole ownership period."
+    )
+    evens = sorted(
+        (_break_even(c), plain_gpu_name(c.gpu.name)) for c in chosen if math.isfinite(_break_even(c))
+    )
     if len(evens) >= 2:
-        rule += (f" Here break-even ranges from {fmt_share(evens[0][0])} ({evens[0][1]}) to "
-                 f"{fmt_share(evens[-1][0])} ({evens[-1][1]}) of the {months}.")
+        rule += (
+            f" Here break-even ranges from {fmt_share(evens[0][0])} ({evens[0][1]}) to "
+            f"{fmt_share(evens[-1][0])} ({evens[-1][1]}) of the {months}."
+        )
     elif evens:
         rule += f" Here break-even is {fmt_share(evens[0][0])} ({evens[0][1]}) of the {months}."
     findings.append(rule)
@@ -231,11 +297,15 @@ def _rent_buy(est: Estimate, table: list[Candidate], rec: Candidate | None, runn
         life = b.ownership_months * HOURS_PER_MONTH
         share = ref.cost.gpu_hours.expected / ref.gpu_count / life
         be = ref.cost.buy.break_even_utilization
-        text = (f"This job alone keeps {setup_name(ref)} busy for {fmt_hours(ref.cost.job_hours.expected)}: "
-                f"{fmt_share(share)} of one GPU's {months}.")
+        text = (
+            f"This job alone keeps {setup_name(ref)} busy for {fmt_hours(ref.cost.job_hours.expected)}: "
+            f"{fmt_share(share)} of one GPU's {months}."
+        )
         if be is not None and share < be:
-            text += (f" That is below the {fmt_share(be)} break-even, so the job by itself does not justify a "
-                     "purchase; buy only if other work will keep the cards busy afterwards.")
+            text += (
+                f" That is below the {fmt_share(be)} break-even, so the job by itself does not justify a "
+                "purchase; buy only if other work will keep the cards busy afterwards."
+            )
         elif be is not None:
             text += " That alone is above break-even: buying pays back on this job."
         findings.append(text)
@@ -256,8 +326,12 @@ def _engine(est: Estimate) -> tuple[str, tuple[tuple[str, str], ...], str, bool]
         arch = sorted({c.gpu.architecture for c in est.candidates})
         scale = ", ".join(f"{a} {FITTED.gemm_ceiling.get(a, 0.75):g}" for a in arch)
         factors.append(("GEMM ceiling by GPU generation", scale + " of the datasheet peak"))
-        factors.append(("Non-GEMM traffic", f"{e.elementwise_bytes_per_h:g} bytes per token, layer and unit of "
-                                            "hidden size"))
+        factors.append(
+            (
+                "Non-GEMM traffic",
+                f"{e.elementwise_bytes_per_h:g} bytes per token, layer and unit of hidden size",
+            )
+        )
         mfus = [c.performance.mfu for c in est.candidates if c.performance and c.performance.mfu]
         if mfus:
             factors.append(("Resulting MFU", f"{min(mfus):.2f}{DASH}{max(mfus):.2f} across the candidates"))
@@ -270,19 +344,35 @@ def _engine(est: Estimate) -> tuple[str, tuple[tuple[str, str], ...], str, bool]
             pre = f"{eff.prefill_mfu:.2f} (set by the scenario; profile {e.prefill_mfu:.2f})"
         w = est.scenario.workload
         family = kernel_family(w.quantization_family, w.weights)
-        factors += [("Memory bandwidth efficiency (decode)", bw),
-                    ("Kernels per layer and step", f"{e.kernels_per_layer:g} ("
-                     + ("CUDA graphs" if w.uses_cuda_graphs else f"launched from {e.runtime}: "
-                                                                 f"{e.layer_overhead_s * 1e6:.0f} µs per layer")
-                     + ")"),
-                    ("GEMM efficiency ceiling (prefill, large batches)", pre)]
+        factors += [
+            ("Memory bandwidth efficiency (decode)", bw),
+            (
+                "Kernels per layer and step",
+                f"{e.kernels_per_layer:g} ("
+                + (
+                    "CUDA graphs"
+                    if w.uses_cuda_graphs
+                    else f"launched from {e.runtime}: {e.layer_overhead_s * 1e6:.0f} µs per layer"
+                )
+                + ")",
+            ),
+            ("GEMM efficiency ceiling (prefill, large batches)", pre),
+        ]
         if family is not None:
-            factors.append(("Quantization kernels", f"{family.name}: {family.gemv_efficiency:.2f} of the "
-                                                    f"bandwidth efficiency at batch 1"))
+            factors.append(
+                (
+                    "Quantization kernels",
+                    f"{family.name}: {family.gemv_efficiency:.2f} of the bandwidth efficiency at batch 1",
+                )
+            )
         if e.prefill_chunk_tokens:
             factors.append(("Prefill chunk", f"{e.prefill_chunk_tokens:,} tokens"))
-    factors.append((f"Uncertainty ({RANGE_LABEL})", f"{DASH}{e.spread_low * 100:.0f}% / +{e.spread_high * 100:.0f}% "
-                                                    "on speed"))
+    factors.append(
+        (
+            f"Uncertainty ({RANGE_LABEL})",
+            f"{DASH}{e.spread_low * 100:.0f}% / +{e.spread_high * 100:.0f}% on speed",
+        )
+    )
     assumed = e.calibrated_on.lower().startswith("assumed")
     return f"{e.name} ({e.id})", tuple(factors), e.calibrated_on, assumed
 
@@ -305,7 +395,8 @@ def _method(est: Estimate) -> list[str]:
             "frozen base), +F with gradient checkpointing, where F = 2 \u00d7 matmul parameters + 2 \u00d7 layers "
             "\u00d7 attention width \u00d7 sequence length. Step time = FLOPs / (GPUs \u00d7 dense peak \u00d7 MFU) + "
             "exposed communication (ring all-reduce, ZeRO-3/FSDP all-gathers, 70% hidden behind the backward pass; "
-            "NVLink, PCIe or 400 Gb/s between nodes at 75% efficiency).")
+            "NVLink, PCIe or 400 Gb/s between nodes at 75% efficiency)."
+        )
     else:
         lines.append(
             "Inference speed: prefill is compute-bound (2 \u00d7 active parameters + attention FLOPs per prompt "
@@ -313,26 +404,35 @@ def _method(est: Estimate) -> list[str]:
             "of the memory time (weights, at the quantization kernels' efficiency, and KV cache over bandwidth "
             "\u00d7 efficiency) and the compute time, plus a few microseconds per kernel; without CUDA graphs the "
             "step takes at least the time to launch its kernels. Tokens/s = batch \u00d7 output tokens / (prefill "
-            "+ output tokens \u00d7 step time).")
+            "+ output tokens \u00d7 step time)."
+        )
     lines.append(
         f"Job time = job tokens / tokens per second (low\u2013high: the {RANGE_LABEL}, which held 8 in 10 published "
         "measurements that the engine profile was not fitted to). Cost = GPU-hours "
         "\u00d7 price per GPU-hour; the low cost pairs the fastest time with the lowest catalog price, the high cost "
-        "the slowest time with the highest price. $ per 1M tokens uses the expected cost.")
+        "the slowest time with the highest price. $ per 1M tokens uses the expected cost."
+    )
     lines.append(
         f"Owning: cost per used GPU-hour = purchase price / (months \u00d7 {HOURS_PER_MONTH:g} h \u00d7 utilization) "
         f"+ power, with power = TDP \u00d7 {LOAD_FACTOR:g} (average load) \u00d7 PUE \u00d7 electricity price. "
         f"Break-even utilization = purchase / ((rent \u2212 power) \u00d7 months \u00d7 {HOURS_PER_MONTH:g} h). "
-        "Resale value, hosting space, networking and staff are not counted.")
+        "Resale value, hosting space, networking and staff are not counted."
+    )
     if b.price != "expected" and isinstance(b.price, str):
         lines.append(f"Prices: the scenario asks for the catalog's {b.price} price as the expected figure.")
-    lines.append("Full formulas and references: docs/estimation.md; published measurements the speed model was "
-                 "checked against: docs/validation.md.")
+    lines.append(
+        "Full formulas and references: docs/estimation.md; published measurements the speed model was "
+        "checked against: docs/validation.md."
+    )
     return lines
 
 
-FACTOR_WORDS = {"bandwidth_efficiency": "memory bandwidth efficiency", "mfu": "MFU",
-                "prefill_mfu": "prefill MFU", "runtime_overhead_gib": "runtime memory overhead"}
+FACTOR_WORDS = {
+    "bandwidth_efficiency": "memory bandwidth efficiency",
+    "mfu": "MFU",
+    "prefill_mfu": "prefill MFU",
+    "runtime_overhead_gib": "runtime memory overhead",
+}
 
 
 def _factor_value(name: str, value: float) -> str:
@@ -347,23 +447,31 @@ def _calibration(est: Estimate) -> list[str]:
     """Whether calibration to the user's measurements was applied, to which GPUs, and the values."""
     profile = est.calibration
     if profile is None:
-        return ["Calibration to your own measurements: off. Speed and memory come from the engine profile "
-                "and the catalog alone."]
+        return [
+            "Calibration to your own measurements: off. Speed and memory come from the engine profile "
+            "and the catalog alone."
+        ]
     head = f"Calibration to your own measurements: on (profile of {profile.created})"
     if not est.calibration_fits:
-        return [head + f", but it holds no values for the engine {est.engine} that this scenario leaves to "
-                "the calibration, so no figure was changed."]
+        return [
+            head + f", but it holds no values for the engine {est.engine} that this scenario leaves to "
+            "the calibration, so no figure was changed."
+        ]
     names = {c.gpu.id: plain_gpu_name(c.gpu.name) for c in est.candidates}
     gpus = [names.get(g, g) for g in est.calibrated_gpus]
-    lines = [head + f". Applied to {len(gpus)} GPU type{'s' if len(gpus) != 1 else ''}: {', '.join(gpus)}; "
-             "the other GPUs use the engine profile. Efficiencies the scenario sets itself are kept."]
+    lines = [
+        head + f". Applied to {len(gpus)} GPU type{'s' if len(gpus) != 1 else ''}: {', '.join(gpus)}; "
+        "the other GPUs use the engine profile. Efficiencies the scenario sets itself are kept."
+    ]
     for f in est.calibration_fits:
         factor = FACTOR_WORDS.get(f.factor_name, f.factor_name)
-        lines.append(f"{names.get(f.gpu_id, f.gpu_id)} with {f.engine}: {factor} "
-                     f"{_factor_value(f.factor_name, f.value)}, fitted on {f.n_measurements} measurement"
-                     f"{'s' if f.n_measurements != 1 else ''} (median error {_error_pct(f.error_before_pct)} "
-                     f"with the engine profile, {_error_pct(f.error_after_pct)} after calibration)."
-                     + (f" {f.note[:1].upper()}{f.note[1:]}." if f.note else ""))
+        lines.append(
+            f"{names.get(f.gpu_id, f.gpu_id)} with {f.engine}: {factor} "
+            f"{_factor_value(f.factor_name, f.value)}, fitted on {f.n_measurements} measurement"
+            f"{'s' if f.n_measurements != 1 else ''} (median error {_error_pct(f.error_before_pct)} "
+            f"with the engine profile, {_error_pct(f.error_after_pct)} after calibration)."
+            + (f" {f.note[:1].upper()}{f.note[1:]}." if f.note else "")
+        )
     return lines
 
 
@@ -379,24 +487,39 @@ def _sources(table: list[Candidate]) -> tuple[list[SourceEntry], list[str]]:
             if price not in price_sources:
                 price_sources.append(price)
             ref = price_sources.index(price) + 1
-        entries.append(SourceEntry(gpu_name=c.gpu.name, spec_source=spec or c.gpu.source,
-                                   price_as_of=c.gpu.price_as_of or "undated", price_ref=ref))
+        entries.append(
+            SourceEntry(
+                gpu_name=c.gpu.name,
+                spec_source=spec or c.gpu.source,
+                price_as_of=c.gpu.price_as_of or "undated",
+                price_ref=ref,
+            )
+        )
     return entries, price_sources
 
 
-def decision_warnings(est: Estimate, today: _dt.date, stale_after_months: int = 6,
-                      changes_where: str = "below") -> list[str]:
+def decision_warnings(
+    est: Estimate, today: _dt.date, stale_after_months: int = 6, changes_where: str = "below"
+) -> list[str]:
     """The warnings a decision needs (the core's, stale or undated prices of the compared GPUs,
     an assumed engine profile or architecture, overridden efficiencies): the report's section
     and the window's summary show the same list. ``changes_where`` says where the changes are."""
     engine_label, _factors, calibrated_on, assumed = _engine(est)
-    return _warnings(est, table_order(est), today, stale_after_months, engine_label, calibrated_on, assumed,
-                     changes_where)[0]
+    return _warnings(
+        est, table_order(est), today, stale_after_months, engine_label, calibrated_on, assumed, changes_where
+    )[0]
 
 
-def _warnings(est: Estimate, table: list[Candidate], today: _dt.date, stale_after_months: int,
-              engine_label: str, calibrated_on: str, engine_assumed: bool, changes_where: str = "in section 1"
-              ) -> tuple[list[str], list[str]]:
+def _warnings(
+    est: Estimate,
+    table: list[Candidate],
+    today: _dt.date,
+    stale_after_months: int,
+    engine_label: str,
+    calibrated_on: str,
+    engine_assumed: bool,
+    changes_where: str = "in section 1",
+) -> tuple[list[str], list[str]]:
     # The core's warnings point at the CLI's "changes below"; in the report they are in section 1.
     out = [w.replace("see the changes below", f"see the changes {changes_where}") for w in est.warnings]
     cutoff = months_before(today, stale_after_months)
@@ -414,39 +537,62 @@ def _warnings(est: Estimate, table: list[Candidate], today: _dt.date, stale_afte
             stale.append(f"{plain_gpu_name(c.gpu.name)} ({as_of.isoformat()})")
             stale_ids.append(c.gpu.id)
     if stale:
-        out.append(f"Stale prices: {len(stale)} GPU{'s' if len(stale) != 1 else ''} carry prices older than "
-                   f"{stale_after_months} months (before {cutoff.isoformat()}): {', '.join(stale)}. "
-                   "Get current quotes before ordering.")
+        out.append(
+            f"Stale prices: {len(stale)} GPU{'s' if len(stale) != 1 else ''} carry prices older than "
+            f"{stale_after_months} months (before {cutoff.isoformat()}): {', '.join(stale)}. "
+            "Get current quotes before ordering."
+        )
     if undated:
         out.append(f"Undated prices: {', '.join(undated)}. Get current quotes before ordering.")
-    unpriced = [plain_gpu_name(c.gpu.name) for c in table if c.fits and c.cost is not None and c.cost.cost_usd is None]
+    unpriced = [
+        plain_gpu_name(c.gpu.name) for c in table if c.fits and c.cost is not None and c.cost.cost_usd is None
+    ]
     if unpriced:
         out.append(f"No rental price in the catalog for {', '.join(unpriced)}: their cost is not shown.")
     w = est.scenario.workload
     if w.weights == "fp8":
-        fallback = [plain_gpu_name(c.gpu.name) for c in table
-                    if c.performance is not None and c.performance.precision_used != "fp8"]
+        fallback = [
+            plain_gpu_name(c.gpu.name)
+            for c in table
+            if c.performance is not None and c.performance.precision_used != "fp8"
+        ]
         if fallback and not any("FP8" in x and "No" in x for x in est.warnings):
-            out.append(f"FP8 fallback: {', '.join(fallback)} have no FP8 tensor cores; FP8 weights run there at "
-                       "FP16/BF16 speed.")
+            out.append(
+                f"FP8 fallback: {', '.join(fallback)} have no FP8 tensor cores; FP8 weights run there at "
+                "FP16/BF16 speed."
+            )
     if engine_assumed:
-        out.append(f"Outside the calibrated range: the engine profile {engine_label} is an assumption "
-                   f"({calibrated_on.removeprefix('assumed:').strip()}), not a fit to measurements. Speed, job time "
-                   f"and cost may be off by more than the {RANGE_LABEL} shows.")
+        out.append(
+            f"Outside the calibrated range: the engine profile {engine_label} is an assumption "
+            f"({calibrated_on.removeprefix('assumed:').strip()}), not a fit to measurements. Speed, job time "
+            f"and cost may be off by more than the {RANGE_LABEL} shows."
+        )
     if est.model.architecture_assumed:
-        out.append("Outside the calibrated range: the model's architecture is assumed from its parameter count, "
-                   "so memory (activations, KV cache) and speed are approximate.")
+        out.append(
+            "Outside the calibrated range: the model's architecture is assumed from its parameter count, "
+            "so memory (activations, KV cache) and speed are approximate."
+        )
     eff = est.scenario.efficiency
-    overrides = [f"{k} {v:g}" for k, v in (("bandwidth efficiency", eff.bandwidth_efficiency), ("MFU", eff.mfu),
-                                            ("prefill MFU", eff.prefill_mfu)) if v is not None]
+    overrides = [
+        f"{k} {v:g}"
+        for k, v in (
+            ("bandwidth efficiency", eff.bandwidth_efficiency),
+            ("MFU", eff.mfu),
+            ("prefill MFU", eff.prefill_mfu),
+        )
+        if v is not None
+    ]
     if overrides:
-        out.append(f"The scenario overrides the engine profile's efficiency ({', '.join(overrides)}): speed figures "
-                   "rest on those values, not on the calibration.")
+        out.append(
+            f"The scenario overrides the engine profile's efficiency ({', '.join(overrides)}): speed figures "
+            "rest on those values, not on the calibration."
+        )
     return list(dict.fromkeys(out)), stale_ids
 
 
-def build_report(est: Estimate, catalog_meta: CatalogMeta, today: _dt.date, stale_after_months: int = 6,
-                 max_rows: int = 40) -> Report:
+def build_report(
+    est: Estimate, catalog_meta: CatalogMeta, today: _dt.date, stale_after_months: int = 6, max_rows: int = 40
+) -> Report:
     """The report's content for ``est`` (computed against the GPU catalog described by ``catalog_meta``).
 
     ``today`` dates the report and decides which prices are stale (as-of date more than
@@ -463,47 +609,85 @@ def build_report(est: Estimate, catalog_meta: CatalogMeta, today: _dt.date, stal
     rows = []
     for c in table:
         d = candidate_to_dict(c)
-        rows.append(TableRow(gpu_id=c.gpu.id, key=c.key, cells=row_cells(d), fits=c.fits, verdict=c.verdict,
-                             recommended=rec is not None and c.key == rec.key))
-    notes = ["One row per GPU type: its best setup under the deadline and budget. Rows that surely meet them "
-             "(even the slow or expensive end of the range) come first, by expected cost; then those that likely "
-             "meet them (yes/likely/no in the last two columns); then those that miss a limit, fastest first; "
-             "then the ones that do not fit, closest to fitting first. The recommended setup is the first row."]
+        rows.append(
+            TableRow(
+                gpu_id=c.gpu.id,
+                key=c.key,
+                cells=row_cells(d),
+                fits=c.fits,
+                verdict=c.verdict,
+                recommended=rec is not None and c.key == rec.key,
+            )
+        )
+    notes = [
+        "One row per GPU type: its best setup under the deadline and budget. Rows that surely meet them "
+        "(even the slow or expensive end of the range) come first, by expected cost; then those that likely "
+        "meet them (yes/likely/no in the last two columns); then those that miss a limit, fastest first; "
+        "then the ones that do not fit, closest to fitting first. The recommended setup is the first row."
+    ]
     if rec is not None and not any(r.recommended for r in rows):
-        notes.append(f"The recommended setup ({setup_name(rec)}) uses more GPUs than the smallest one that fits on "
-                     "that GPU type, so it is not a row of this table; its figures are in the recommendation.")
-    notes.append("Setup: number of GPUs \u00d7 how the work is split (ddp: a full copy per GPU; zero1/2/3, fsdp: "
-                 "sharded state; tensor: each layer split; pipeline: layers in stages). Need per GPU: the device "
-                 "total (tensors + CUDA context + fragmentation). Tokens/s: aggregate over the setup's GPUs"
-                 + (" (trained tokens)." if est.scenario.workload.is_training else " (output tokens).")
-                 + f" Job time and cost: the {RANGE_LABEL} (low\u2013high). \u2014: no deadline, budget or price to "
-                 "check against.")
+        notes.append(
+            f"The recommended setup ({setup_name(rec)}) uses more GPUs than the smallest one that fits on "
+            "that GPU type, so it is not a row of this table; its figures are in the recommendation."
+        )
+    notes.append(
+        "Setup: number of GPUs \u00d7 how the work is split (ddp: a full copy per GPU; zero1/2/3, fsdp: "
+        "sharded state; tensor: each layer split; pipeline: layers in stages). Need per GPU: the device "
+        "total (tensors + CUDA context + fragmentation). Tokens/s: aggregate over the setup's GPUs"
+        + (" (trained tokens)." if est.scenario.workload.is_training else " (output tokens).")
+        + f" Job time and cost: the {RANGE_LABEL} (low\u2013high). \u2014: no deadline, budget or price to "
+        "check against."
+    )
     if len(ordered) > len(table):
         left = len(ordered) - len(table)
-        notes.append(f"{left} more GPU type{'s' if left != 1 else ''} left out (the table is limited to "
-                     f"{max_rows} rows); `gpuadvisor-cli estimate` lists them all.")
+        notes.append(
+            f"{left} more GPU type{'s' if left != 1 else ''} left out (the table is limited to "
+            f"{max_rows} rows); `gpuadvisor-cli estimate` lists them all."
+        )
     rent_rows, findings = _rent_buy(est, table, rec, runner)
     b = est.scenario.budget
-    settings = (f"{b.purchase.capitalize()} purchase price (mean of the catalog's low and high), "
-                f"{b.ownership_months:g} months of ownership at {fmt_share(b.utilization)} utilization, electricity "
-                f"{fmt_usd_per_hour(b.electricity_usd_per_kwh)} per kWh, PUE {b.pue:g}. Rent is the expected price "
-                "per GPU-hour.")
+    settings = (
+        f"{b.purchase.capitalize()} purchase price (mean of the catalog's low and high), "
+        f"{b.ownership_months:g} months of ownership at {fmt_share(b.utilization)} utilization, electricity "
+        f"{fmt_usd_per_hour(b.electricity_usd_per_kwh)} per kWh, PUE {b.pue:g}. Rent is the expected price "
+        "per GPU-hour."
+    )
     engine_label, factors, calibrated_on, assumed = _engine(est)
-    warnings, stale_ids = _warnings(est, table, today, stale_after_months, engine_label, calibrated_on, assumed)
+    warnings, stale_ids = _warnings(
+        est, table, today, stale_after_months, engine_label, calibrated_on, assumed
+    )
     sources, price_sources = _sources(table)
     as_of = tuple(sorted({c.gpu.price_as_of for c in table if c.gpu.price_as_of}))
     meta = catalog_meta
     return Report(
-        title="GPU comparison report", scenario_name=est.scenario.name, date=today.isoformat(),
+        title="GPU comparison report",
+        scenario_name=est.scenario.name,
+        date=today.isoformat(),
         app_version=__version__,
         catalog_version=f"{meta.origin}, schema {meta.schema_version}, updated {meta.updated or 'undated'}",
-        catalog_updated=meta.updated, price_as_of=as_of, scenario_lines=tuple(scenario_lines(est)),
-        scenario_notes=est.scenario.notes, recommendation=text, changes=tuple(change_lines(est)),
-        recommended_key=rec.key if rec is not None else None, runner_up_key=runner.key if runner else None,
-        table_header=TABLE_HEADER, table_rows=tuple(rows), table_notes=tuple(notes),
-        rent_buy_header=RENT_BUY_HEADER, rent_buy_rows=tuple(rent_rows), rent_buy_settings=settings,
-        rent_buy_findings=tuple(findings), method_lines=tuple(_method(est)), engine_name=engine_label,
-        engine_factors=factors, engine_calibrated_on=calibrated_on, engine_assumed=assumed,
-        sources=tuple(sources), price_sources=tuple(price_sources), warnings=tuple(warnings),
-        stale_price_gpus=tuple(stale_ids), calibration_lines=tuple(_calibration(est)),
+        catalog_updated=meta.updated,
+        price_as_of=as_of,
+        scenario_lines=tuple(scenario_lines(est)),
+        scenario_notes=est.scenario.notes,
+        recommendation=text,
+        changes=tuple(change_lines(est)),
+        recommended_key=rec.key if rec is not None else None,
+        runner_up_key=runner.key if runner else None,
+        table_header=TABLE_HEADER,
+        table_rows=tuple(rows),
+        table_notes=tuple(notes),
+        rent_buy_header=RENT_BUY_HEADER,
+        rent_buy_rows=tuple(rent_rows),
+        rent_buy_settings=settings,
+        rent_buy_findings=tuple(findings),
+        method_lines=tuple(_method(est)),
+        engine_name=engine_label,
+        engine_factors=factors,
+        engine_calibrated_on=calibrated_on,
+        engine_assumed=assumed,
+        sources=tuple(sources),
+        price_sources=tuple(price_sources),
+        warnings=tuple(warnings),
+        stale_price_gpus=tuple(stale_ids),
+        calibration_lines=tuple(_calibration(est)),
     )

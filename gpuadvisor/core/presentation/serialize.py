@@ -19,32 +19,56 @@ def _r(x: float, digits: int = 3) -> float:
 
 def model_to_dict(model: ModelSpec) -> dict[str, Any]:
     return {
-        "id": model.id or None, "name": model.name, "parameters": model.parameters,
-        "active_parameters": model.active_parameters, "published_parameters": model.published_params,
-        "num_layers": model.num_layers, "hidden_size": model.hidden_size,
-        "num_attention_heads": model.num_attention_heads, "num_key_value_heads": model.num_key_value_heads,
-        "head_dim": model.head_dim_, "intermediate_size": model.intermediate_size, "vocab_size": model.vocab_size,
-        "num_experts": model.num_experts, "experts_per_token": model.experts_per_token,
-        "max_context": model.max_context, "sliding_window": model.sliding_window,
-        "architecture_assumed": model.architecture_assumed, "source": model.source,
+        "id": model.id or None,
+        "name": model.name,
+        "parameters": model.parameters,
+        "active_parameters": model.active_parameters,
+        "published_parameters": model.published_params,
+        "num_layers": model.num_layers,
+        "hidden_size": model.hidden_size,
+        "num_attention_heads": model.num_attention_heads,
+        "num_key_value_heads": model.num_key_value_heads,
+        "head_dim": model.head_dim_,
+        "intermediate_size": model.intermediate_size,
+        "vocab_size": model.vocab_size,
+        "num_experts": model.num_experts,
+        "experts_per_token": model.experts_per_token,
+        "max_context": model.max_context,
+        "sliding_window": model.sliding_window,
+        "architecture_assumed": model.architecture_assumed,
+        "source": model.source,
     }
 
 
 def gpu_to_dict(gpu: GpuSpec) -> dict[str, Any]:
     cloud = gpu.cloud_usd_per_hour
     return {
-        "id": gpu.id, "name": gpu.name, "vendor": gpu.vendor, "architecture": gpu.architecture,
-        "memory_gib": gpu.memory_gib_usable, "memory_gb": gpu.memory_gb, "memory_type": gpu.memory_type,
-        "memory_bandwidth_gb_s": gpu.memory_bandwidth_gb_s, "fp16_dense_tflops": gpu.fp16_dense_tflops,
-        "bf16_dense_tflops": gpu.bf16_dense_tflops, "fp8_dense_tflops": gpu.fp8_dense_tflops,
-        "int8_dense_tops": gpu.int8_dense_tops, "fp4_dense_tflops": gpu.fp4_dense_tflops, "tdp_w": gpu.tdp_w,
-        "nvlink_gb_s": gpu.nvlink_gb_s, "pcie_gen": gpu.pcie_gen, "mig_instances": gpu.mig_instances,
-        "cloud_usd_per_hour": None if cloud is None else {"low": cloud.low, "expected": cloud.expected,
-                                                           "high": cloud.high},
+        "id": gpu.id,
+        "name": gpu.name,
+        "vendor": gpu.vendor,
+        "architecture": gpu.architecture,
+        "memory_gib": gpu.memory_gib_usable,
+        "memory_gb": gpu.memory_gb,
+        "memory_type": gpu.memory_type,
+        "memory_bandwidth_gb_s": gpu.memory_bandwidth_gb_s,
+        "fp16_dense_tflops": gpu.fp16_dense_tflops,
+        "bf16_dense_tflops": gpu.bf16_dense_tflops,
+        "fp8_dense_tflops": gpu.fp8_dense_tflops,
+        "int8_dense_tops": gpu.int8_dense_tops,
+        "fp4_dense_tflops": gpu.fp4_dense_tflops,
+        "tdp_w": gpu.tdp_w,
+        "nvlink_gb_s": gpu.nvlink_gb_s,
+        "pcie_gen": gpu.pcie_gen,
+        "mig_instances": gpu.mig_instances,
+        "cloud_usd_per_hour": None
+        if cloud is None
+        else {"low": cloud.low, "expected": cloud.expected, "high": cloud.high},
         "purchase_new_usd": list(gpu.purchase_new_usd) if gpu.purchase_new_usd else None,
         "purchase_used_usd": list(gpu.purchase_used_usd) if gpu.purchase_used_usd else None,
-        "price_as_of": gpu.price_as_of or None, "source": gpu.source,
-        "segment": gpu.segment, "unified_memory": gpu.unified_memory,
+        "price_as_of": gpu.price_as_of or None,
+        "source": gpu.source,
+        "segment": gpu.segment,
+        "unified_memory": gpu.unified_memory,
         "memory_options_gib": list(gpu.memory_options_gib),
         "host_memory_bandwidth_gb_s": gpu.host_memory_bandwidth_gb_s,
     }
@@ -54,10 +78,17 @@ def candidate_to_dict(c: Candidate, calibrated: bool | None = None) -> dict[str,
     """One candidate; ``calibrated`` (when given) adds whether its GPU used calibrated values."""
     mem = {k: _r(v) for k, v in c.memory.gib().items()}
     out: dict[str, Any] = {
-        "gpu": c.gpu.id, "gpu_name": c.gpu.name, "gpu_count": c.gpu_count, "parallelism": c.parallelism,
-        "fits": c.fits, "verdict": c.verdict, "capacity_gib": _r(c.capacity_gib),
-        "headroom_gib": _r(c.headroom_gib), "memory_utilization": _r(c.utilization, 4),
-        "memory_per_gpu_gib": mem, "logits_gib": _r(c.memory.logits / 2**30),
+        "gpu": c.gpu.id,
+        "gpu_name": c.gpu.name,
+        "gpu_count": c.gpu_count,
+        "parallelism": c.parallelism,
+        "fits": c.fits,
+        "verdict": c.verdict,
+        "capacity_gib": _r(c.capacity_gib),
+        "headroom_gib": _r(c.headroom_gib),
+        "memory_utilization": _r(c.utilization, 4),
+        "memory_per_gpu_gib": mem,
+        "logits_gib": _r(c.memory.logits / 2**30),
     }
     if c.memory.host:
         out["host_memory_gib"] = _r(c.memory.host / 2**30)  # layers kept in host RAM (gpu_layers)
@@ -65,8 +96,9 @@ def candidate_to_dict(c: Candidate, calibrated: bool | None = None) -> dict[str,
         out.update(c.performance.to_dict())
     if c.cost is not None:
         out.update(c.cost.to_dict())
-    out.update({"pareto": c.pareto, "under_provisioned": c.under_provisioned,
-                "over_provisioned": c.over_provisioned})
+    out.update(
+        {"pareto": c.pareto, "under_provisioned": c.under_provisioned, "over_provisioned": c.over_provisioned}
+    )
     if calibrated is not None:
         out["calibrated"] = calibrated
     if c.warnings:
@@ -80,9 +112,18 @@ def calibration_to_dict(est: Estimate) -> dict[str, Any]:
         "enabled": est.calibration is not None,
         "created": est.calibration.created if est.calibration is not None else None,
         "gpus": list(est.calibrated_gpus),
-        "factors": [{"gpu": f.gpu_id, "engine": f.engine, "factor": f.factor_name, "value": f.value,
-                     "n_measurements": f.n_measurements, "error_before_pct": f.error_before_pct,
-                     "error_after_pct": f.error_after_pct} for f in est.calibration_fits],
+        "factors": [
+            {
+                "gpu": f.gpu_id,
+                "engine": f.engine,
+                "factor": f.factor_name,
+                "value": f.value,
+                "n_measurements": f.n_measurements,
+                "error_before_pct": f.error_before_pct,
+                "error_after_pct": f.error_after_pct,
+            }
+            for f in est.calibration_fits
+        ],
     }
 
 
@@ -92,15 +133,28 @@ def estimate_to_dict(est: Estimate) -> dict[str, Any]:
     out: dict[str, Any] = {
         "scenario": est.scenario.name,
         "model": model_to_dict(est.model),
-        "workload": {"kind": w.kind, "weights": w.weights, "kv_cache": w.kv_precision, "batch_size": w.batch_size,
-                     "context_tokens": w.context_tokens},
+        "workload": {
+            "kind": w.kind,
+            "weights": w.weights,
+            "kv_cache": w.kv_precision,
+            "batch_size": w.batch_size,
+            "context_tokens": w.context_tokens,
+        },
         "candidates": [candidate_to_dict(c, calibrated=c.gpu.id in calibrated) for c in est.candidates],
         "warnings": list(est.warnings),
     }
-    out["what_if"] = [{"gpu": c.gpu.id, "gpu_count": c.gpu_count, "parallelism": c.parallelism,
-                       "max_batch": wi.max_batch, "max_context": wi.max_context,
-                       **({"max_concurrent_requests": wi.max_batch} if not w.is_training else {})}
-                      for c in est.best_per_gpu().values() for wi in (est.what_if(c),)]
+    out["what_if"] = [
+        {
+            "gpu": c.gpu.id,
+            "gpu_count": c.gpu_count,
+            "parallelism": c.parallelism,
+            "max_batch": wi.max_batch,
+            "max_context": wi.max_context,
+            **({"max_concurrent_requests": wi.max_batch} if not w.is_training else {}),
+        }
+        for c in est.best_per_gpu().values()
+        for wi in (est.what_if(c),)
+    ]
     if est.decision is not None:
         out["recommendation"] = est.decision.to_dict()
     if est.ranking:

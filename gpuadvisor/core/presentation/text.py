@@ -9,8 +9,15 @@ from __future__ import annotations
 from typing import Any
 
 from ..estimation.results import Candidate, Estimate
-from ..formatting import (fmt_count, fmt_gib, fmt_hours_range, fmt_rate, fmt_signed_gib, fmt_usd_per_mtok,
-                          fmt_usd_range)
+from ..formatting import (
+    fmt_count,
+    fmt_gib,
+    fmt_hours_range,
+    fmt_rate,
+    fmt_signed_gib,
+    fmt_usd_per_mtok,
+    fmt_usd_range,
+)
 from ..specs.engines import RANGE_LABEL
 from .wording import summary_line
 
@@ -20,40 +27,68 @@ def text_table(rows: list[list[str]], header: list[str], right: set[int]) -> str
     widths = [max(len(str(r[i])) for r in rows + [header]) for i in range(len(header))]
 
     def fmt(row: list[str]) -> str:
-        return "  ".join(str(c).rjust(w) if i in right else str(c).ljust(w)
-                         for i, (c, w) in enumerate(zip(row, widths))).rstrip()
+        return "  ".join(
+            str(c).rjust(w) if i in right else str(c).ljust(w) for i, (c, w) in enumerate(zip(row, widths))
+        ).rstrip()
+
     return "\n".join([fmt(header), fmt(["-" * w for w in widths])] + [fmt(r) for r in rows])
 
 
 def render_estimate(est: Estimate, show_all: bool = False) -> str:
     """The human-readable comparison."""
     m, w = est.model, est.scenario.workload
-    lines = [f"{est.scenario.name}",
-             f"Model: {m.name}, {fmt_count(m.parameters)} parameters"
-             + (f" ({fmt_count(m.active_parameters)} active)" if m.is_moe else "")
-             + f"; workload: {w.kind}, weights {w.weights}, batch {w.batch_size}, context {w.context_tokens:,} tokens",
-             ""]
+    lines = [
+        f"{est.scenario.name}",
+        f"Model: {m.name}, {fmt_count(m.parameters)} parameters"
+        + (f" ({fmt_count(m.active_parameters)} active)" if m.is_moe else "")
+        + f"; workload: {w.kind}, weights {w.weights}, batch {w.batch_size}, context {w.context_tokens:,} tokens",
+        "",
+    ]
     chosen: list[Candidate] = list(est.candidates) if show_all else list(est.best_per_gpu().values())
-    header = ["GPU", "setup", "verdict", "need/GPU", "capacity", "headroom", "weights", "grads", "optim", "activ",
-              "kv", "adapt", "overhead", "max batch", "max ctx"]
+    header = [
+        "GPU",
+        "setup",
+        "verdict",
+        "need/GPU",
+        "capacity",
+        "headroom",
+        "weights",
+        "grads",
+        "optim",
+        "activ",
+        "kv",
+        "adapt",
+        "overhead",
+        "max batch",
+        "max ctx",
+    ]
     has_perf = any(c.performance is not None for c in chosen)
     inference = has_perf and not w.is_training
     has_host = any(c.memory.host for c in chosen)
     if has_host:
         header += ["host RAM"]
     if has_perf:
-        header += ["tokens/s"] + (["tok/s/user", "prompt tok/s"] if inference else []) + [
-            "job time", "cost", "$/1M tok", "deadline/budget", "bound"]
+        header += (
+            ["tokens/s"]
+            + (["tok/s/user", "prompt tok/s"] if inference else [])
+            + ["job time", "cost", "$/1M tok", "deadline/budget", "bound"]
+        )
     rows = []
     calibrated = set(est.calibrated_gpus)
     for c in chosen:
         g = c.memory.gib()
         star = "\u2605 " if est.decision is not None and c.key == est.decision.recommended_key else ""
-        row = [star + c.gpu.name + (" *" if c.gpu.id in calibrated else ""),
-               "single GPU" if c.gpu_count == 1 else f"{c.gpu_count}x {c.parallelism}", c.verdict,
-               fmt_gib(g["device_total"]), fmt_gib(c.capacity_gib), fmt_signed_gib(c.headroom_gib)] + [
-            fmt_gib(g[k]) for k in ("weights", "gradients", "optimizer", "activations", "kv_cache", "adapters",
-                                    "overhead")]
+        row = [
+            star + c.gpu.name + (" *" if c.gpu.id in calibrated else ""),
+            "single GPU" if c.gpu_count == 1 else f"{c.gpu_count}x {c.parallelism}",
+            c.verdict,
+            fmt_gib(g["device_total"]),
+            fmt_gib(c.capacity_gib),
+            fmt_signed_gib(c.headroom_gib),
+        ] + [
+            fmt_gib(g[k])
+            for k in ("weights", "gradients", "optimizer", "activations", "kv_cache", "adapters", "overhead")
+        ]
         wi = est.what_if(c)
         row += [f"{wi.max_batch:,}", f"{wi.max_context:,}"]
         if has_host:
@@ -66,29 +101,51 @@ def render_estimate(est: Estimate, show_all: bool = False) -> str:
                 d.update(c.cost.to_dict())
             tps = d.get("tokens_per_s")
             per_m = d.get("usd_per_million_tokens")
-            marks = {"meets": "ok", "within": "ok", "likely": "likely", "at risk": "NO", "over": "NO", None: "-"}
+            marks = {
+                "meets": "ok",
+                "within": "ok",
+                "likely": "likely",
+                "at risk": "NO",
+                "over": "NO",
+                None: "-",
+            }
             hours, cost = d.get("job_hours") or {}, d.get("cost_usd") or {}
             row += [fmt_rate(tps) if tps else "-"]
             if inference:
                 user, prompt = d.get("tokens_per_s_per_user"), d.get("prefill_tokens_per_s")
                 row += [fmt_rate(user) if user else "-", fmt_rate(prompt) if prompt else "-"]
-            row += [fmt_hours_range(hours.get("low"), hours.get("high")),
-                    fmt_usd_range(cost.get("low"), cost.get("high")),
-                    fmt_usd_per_mtok(per_m) if per_m is not None else "-",
-                    f"{marks[d.get('deadline')]}/{marks[d.get('budget')]}" if d else "-",
-                    str(d.get("bound") or "-")]
+            row += [
+                fmt_hours_range(hours.get("low"), hours.get("high")),
+                fmt_usd_range(cost.get("low"), cost.get("high")),
+                fmt_usd_per_mtok(per_m) if per_m is not None else "-",
+                f"{marks[d.get('deadline')]}/{marks[d.get('budget')]}" if d else "-",
+                str(d.get("bound") or "-"),
+            ]
         rows.append(row)
-    lines.append(text_table(rows, header, right=set(range(3, len(header))) - {len(header) - 1, len(header) - 2}
-                        if has_perf else set(range(3, len(header)))))
+    lines.append(
+        text_table(
+            rows,
+            header,
+            right=set(range(3, len(header))) - {len(header) - 1, len(header) - 2}
+            if has_perf
+            else set(range(3, len(header))),
+        )
+    )
     lines.append("")
-    lines.append("Memory in GiB per GPU; need = device total (tensors + CUDA context + fragmentation). "
-                 "max batch / max ctx: the largest batch and the longest context that fit that setup.")
+    lines.append(
+        "Memory in GiB per GPU; need = device total (tensors + CUDA context + fragmentation). "
+        "max batch / max ctx: the largest batch and the longest context that fit that setup."
+    )
     if has_perf:
-        lines.append(f"job time, cost: the {RANGE_LABEL} (low-high; it held 8 in 10 published measurements the "
-                     "speed model was not fitted to).")
+        lines.append(
+            f"job time, cost: the {RANGE_LABEL} (low-high; it held 8 in 10 published measurements the "
+            "speed model was not fitted to)."
+        )
     if not show_all:
-        lines.append("One row per GPU type: its best setup under the deadline and budget (use --all for every "
-                     "count and parallelism); \u2605 marks the recommendation.")
+        lines.append(
+            "One row per GPU type: its best setup under the deadline and budget (use --all for every "
+            "count and parallelism); \u2605 marks the recommendation."
+        )
     lines += calibration_lines(est)
     lines.append(summary_line(est) + f" (engine profile: {est.engine})")
     for advice in est.advice:
@@ -104,13 +161,19 @@ def calibration_lines(est: Estimate) -> list[str]:
     if profile is None:
         return []
     if not est.calibration_fits:
-        return [f"Calibration: on (profile of {profile.created}), but it holds no values for the engine "
-                f"{est.engine} that this scenario leaves to it: no figure changed."]
-    lines = [f"* Calibrated to your measurements (profile of {profile.created}); other GPUs use the engine "
-             f"profile {est.engine}:"]
+        return [
+            f"Calibration: on (profile of {profile.created}), but it holds no values for the engine "
+            f"{est.engine} that this scenario leaves to it: no figure changed."
+        ]
+    lines = [
+        f"* Calibrated to your measurements (profile of {profile.created}); other GPUs use the engine "
+        f"profile {est.engine}:"
+    ]
     for f in est.calibration_fits:
         before = "-" if f.error_before_pct is None else f"{f.error_before_pct:.1f}%"
         after = "-" if f.error_after_pct is None else f"{f.error_after_pct:.1f}%"
-        lines.append(f"  {f.gpu_id}: {f.factor_name} = {f.value:.4g} from {f.n_measurements} measurements "
-                     f"(median error {before} -> {after})")
+        lines.append(
+            f"  {f.gpu_id}: {f.factor_name} = {f.value:.4g} from {f.n_measurements} measurements "
+            f"(median error {before} -> {after})"
+        )
     return lines

@@ -10,22 +10,50 @@ from __future__ import annotations
 import math
 
 from ..estimation.results import Candidate, Estimate
+from ..formatting import (
+    TIMES,
+    fmt_count,
+    fmt_deadline,
+    fmt_gib,
+    fmt_hours,
+    fmt_hours_range,
+    fmt_rate,
+    fmt_share,
+    fmt_signed_gib,
+    fmt_usd,
+    fmt_usd_per_hour,
+    fmt_usd_range,
+)
 from ..specs.engines import ENGINES
-from ..formatting import (TIMES, fmt_count, fmt_deadline, fmt_gib, fmt_hours, fmt_hours_range, fmt_rate, fmt_share, fmt_signed_gib, fmt_usd, fmt_usd_per_hour, fmt_usd_range)
 from .serialize import candidate_to_dict
 
-
-KIND_WORDS = {"inference": "Inference (serving requests)", "lora": "LoRA fine-tuning (adapters on a frozen base)",
-              "qlora": "QLoRA fine-tuning (adapters on a 4-bit base)", "full_finetune": "Full fine-tuning",
-              "pretrain": "Pre-training"}
-OPTIMIZER_WORDS = {"adamw": "AdamW", "adamw_8bit": "8-bit AdamW", "sgd": "SGD with momentum",
-                   "adafactor": "Adafactor"}
-PARALLELISM_WORDS = {"none": "one GPU", "ddp": "data parallel (a full copy per GPU)",
-                     "zero1": "ZeRO-1 (optimizer state sharded)", "zero2": "ZeRO-2 (optimizer state and gradients "
-                     "sharded)", "zero3": "ZeRO-3 (everything sharded)", "fsdp": "FSDP (everything sharded)",
-                     "tensor": "tensor parallel (each layer split)", "pipeline": "pipeline (layers in stages)"}
+KIND_WORDS = {
+    "inference": "Inference (serving requests)",
+    "lora": "LoRA fine-tuning (adapters on a frozen base)",
+    "qlora": "QLoRA fine-tuning (adapters on a 4-bit base)",
+    "full_finetune": "Full fine-tuning",
+    "pretrain": "Pre-training",
+}
+OPTIMIZER_WORDS = {
+    "adamw": "AdamW",
+    "adamw_8bit": "8-bit AdamW",
+    "sgd": "SGD with momentum",
+    "adafactor": "Adafactor",
+}
+PARALLELISM_WORDS = {
+    "none": "one GPU",
+    "ddp": "data parallel (a full copy per GPU)",
+    "zero1": "ZeRO-1 (optimizer state sharded)",
+    "zero2": "ZeRO-2 (optimizer state and gradients sharded)",
+    "zero3": "ZeRO-3 (everything sharded)",
+    "fsdp": "FSDP (everything sharded)",
+    "tensor": "tensor parallel (each layer split)",
+    "pipeline": "pipeline (layers in stages)",
+}
 #: A runner-up within this share of the recommended cost is called a tie on cost.
 NEAR_TIE = 0.05
+
+
 def is_workable(c: Candidate) -> bool:
     """Fits and is not ruled out by the deadline or the budget (a "likely" setup stays in)."""
     return c.fits and (c.cost is None or c.cost.workable)
@@ -37,8 +65,11 @@ def cost_of(c: Candidate) -> float:
 
 def setup_name(c: Candidate) -> str:
     """``1 × NVIDIA H100 SXM5 80 GB`` or ``2 × NVIDIA L4 (tensor)``."""
-    return (f"1 {TIMES} {c.gpu.name}" if c.gpu_count == 1
-            else f"{c.gpu_count} {TIMES} {c.gpu.name} ({c.parallelism})")
+    return (
+        f"1 {TIMES} {c.gpu.name}"
+        if c.gpu_count == 1
+        else f"{c.gpu_count} {TIMES} {c.gpu.name} ({c.parallelism})"
+    )
 
 
 def key_name(key: str | None, names: dict[str, str]) -> str:
@@ -78,15 +109,22 @@ def scenario_lines(est: Estimate) -> list[tuple[str, str]]:
     s, m, w, b = est.scenario, est.model, est.scenario.workload, est.scenario.budget
     model = f"{m.name}, {fmt_count(m.parameters)} parameters"
     if m.is_moe:
-        model += (f" ({fmt_count(m.active_parameters)} active per token: {m.experts_per_token} of "
-                  f"{m.num_experts} experts)")
+        model += (
+            f" ({fmt_count(m.active_parameters)} active per token: {m.experts_per_token} of "
+            f"{m.num_experts} experts)"
+        )
     if m.architecture_assumed:
         model += "; architecture assumed from the parameter count (Llama-like)"
     lines = [("Model", model)]
     kind = KIND_WORDS.get(w.kind, w.kind)
     if w.uses_adapters:
-        targets = ("all linear layers" if w.lora_targets == "all_linear"
-                   else ", ".join(w.lora_targets) if not isinstance(w.lora_targets, str) else w.lora_targets)
+        targets = (
+            "all linear layers"
+            if w.lora_targets == "all_linear"
+            else ", ".join(w.lora_targets)
+            if not isinstance(w.lora_targets, str)
+            else w.lora_targets
+        )
         kind += f", rank {w.lora_rank} on {targets}"
     lines.append(("Workload", kind))
     if w.is_training:
@@ -96,32 +134,51 @@ def scenario_lines(est: Estimate) -> list[tuple[str, str]]:
             opt += " with an fp32 master copy"
         prec += f"; optimizer {opt}"
         lines.append(("Precision", prec))
-        extras = [f"gradient checkpointing {'on' if w.gradient_checkpointing else 'off'}",
-                  f"FlashAttention {'on' if w.flash_attention else 'off'}"]
-        lines.append(("Batch and sequence", f"{w.batch_size:,} sequences of {w.seq_len:,} tokens per GPU "
-                      f"(micro-batch); {', '.join(extras)}"))
+        extras = [
+            f"gradient checkpointing {'on' if w.gradient_checkpointing else 'off'}",
+            f"FlashAttention {'on' if w.flash_attention else 'off'}",
+        ]
+        lines.append(
+            (
+                "Batch and sequence",
+                f"{w.batch_size:,} sequences of {w.seq_len:,} tokens per GPU "
+                f"(micro-batch); {', '.join(extras)}",
+            )
+        )
         if w.train_tokens:
             job = f"{fmt_count(w.train_tokens)} tokens to train"
         elif w.dataset_tokens:
-            job = (f"{fmt_count(w.dataset_tokens)} tokens {TIMES} {w.epochs:g} epochs = "
-                   f"{fmt_count(w.dataset_tokens * w.epochs)} tokens to train")
+            job = (
+                f"{fmt_count(w.dataset_tokens)} tokens {TIMES} {w.epochs:g} epochs = "
+                f"{fmt_count(w.dataset_tokens * w.epochs)} tokens to train"
+            )
         else:
             job = "100M tokens to train (default: the scenario gives no job size)"
     else:
         lines.append(("Precision", f"weights {w.weights}, KV cache {w.kv_precision}"))
-        lines.append(("Batch and sequence", f"{w.batch_size:,} concurrent requests, each a {w.prompt_tokens:,}-token "
-                      f"prompt and {w.output_tokens:,} output tokens"))
+        lines.append(
+            (
+                "Batch and sequence",
+                f"{w.batch_size:,} concurrent requests, each a {w.prompt_tokens:,}-token "
+                f"prompt and {w.output_tokens:,} output tokens",
+            )
+        )
         requests = w.requests or 10_000
-        job = (f"{fmt_count(requests)} requests to serve ({fmt_count(requests * w.output_tokens)} output tokens)"
-               + ("" if w.requests else " (default: the scenario gives no job size)"))
+        job = (
+            f"{fmt_count(requests)} requests to serve ({fmt_count(requests * w.output_tokens)} output tokens)"
+            + ("" if w.requests else " (default: the scenario gives no job size)")
+        )
     lines.append(("Job size", job))
     limits = []
     if b.max_total_usd is not None:
         limits.append(f"at most {fmt_usd(b.max_total_usd)} for the whole job")
     if b.max_usd_per_hour is not None:
         limits.append(f"at most {fmt_usd_per_hour(b.max_usd_per_hour)} per hour for all GPUs together")
-    price = (f"the catalog's {b.price} cloud price per GPU-hour" if isinstance(b.price, str)
-             else f"{fmt_usd_per_hour(b.price)} per GPU-hour (the scenario's own price)")
+    price = (
+        f"the catalog's {b.price} cloud price per GPU-hour"
+        if isinstance(b.price, str)
+        else f"{fmt_usd_per_hour(b.price)} per GPU-hour (the scenario's own price)"
+    )
     lines.append(("Budget", ("; ".join(limits) if limits else "no limit set") + f"; priced at {price}"))
     lines.append(("Deadline", fmt_deadline(b.deadline_hours) if b.deadline_hours is not None else "none set"))
     engine = ENGINES.get(est.engine)
@@ -130,15 +187,21 @@ def scenario_lines(est: Estimate) -> list[tuple[str, str]]:
     if est.gpu_ids:
         gpus = f"{len(est.gpu_ids)} selected GPU type{'s' if len(est.gpu_ids) != 1 else ''}"
     else:
-        part = {"data_centre": "the data-centre GPUs of the catalog", "local": "the laptop and desktop GPUs of "
-                "the catalog"}.get(hw.segment or "", "the whole catalog")
+        part = {
+            "data_centre": "the data-centre GPUs of the catalog",
+            "local": "the laptop and desktop GPUs of the catalog",
+        }.get(hw.segment or "", "the whole catalog")
         gpus = f"{part} ({len(est.best_per_gpu())} GPU types)"
-    counts = (f"{hw.gpu_count} GPU{'s' if hw.gpu_count != 1 else ''}" if hw.gpu_count
-              else "1, 2, 4 and 8 GPUs")
+    counts = f"{hw.gpu_count} GPU{'s' if hw.gpu_count != 1 else ''}" if hw.gpu_count else "1, 2, 4 and 8 GPUs"
     pars = hw.parallelism or "every applicable split"
     lines.append(("GPUs compared", f"{gpus}; {counts} per setup; {pars}; {hw.gpus_per_node} GPUs per node"))
-    lines.append(("Ownership", f"{b.purchase} cards kept {b.ownership_months:g} months at {fmt_share(b.utilization)} "
-                  f"utilization; electricity {fmt_usd_per_hour(b.electricity_usd_per_kwh)} per kWh, PUE {b.pue:g}"))
+    lines.append(
+        (
+            "Ownership",
+            f"{b.purchase} cards kept {b.ownership_months:g} months at {fmt_share(b.utilization)} "
+            f"utilization; electricity {fmt_usd_per_hour(b.electricity_usd_per_kwh)} per kWh, PUE {b.pue:g}",
+        )
+    )
     return lines
 
 
@@ -169,8 +232,10 @@ def figures_phrase(c: Candidate) -> str:
 
 def memory_phrase(c: Candidate) -> str:
     d = candidate_to_dict(c)
-    return (f"{fmt_gib(d['memory_per_gpu_gib']['device_total'])} GiB needed of {fmt_gib(d['capacity_gib'])} GiB "
-            f"per GPU ({fmt_signed_gib(d['headroom_gib'])} GiB headroom)")
+    return (
+        f"{fmt_gib(d['memory_per_gpu_gib']['device_total'])} GiB needed of {fmt_gib(d['capacity_gib'])} GiB "
+        f"per GPU ({fmt_signed_gib(d['headroom_gib'])} GiB headroom)"
+    )
 
 
 def why_lost(rec: Candidate, other: Candidate) -> str:
@@ -190,8 +255,10 @@ def why_lost(rec: Candidate, other: Candidate) -> str:
         if oh > rh * 1.02:
             reasons.append(f"it is slower ({fmt_hours(oh)} against {fmt_hours(rh)})")
         elif oh < rh * 0.98:
-            reasons.append(f"even though it finishes sooner ({fmt_hours(oh)} against {fmt_hours(rh)}); "
-                           "choose it if time matters more than cost")
+            reasons.append(
+                f"even though it finishes sooner ({fmt_hours(oh)} against {fmt_hours(rh)}); "
+                "choose it if time matters more than cost"
+            )
     if other.headroom_gib < rec.headroom_gib and other.verdict == "tight":
         reasons.append(f"and it leaves only {fmt_signed_gib(other.headroom_gib)} GiB of memory headroom")
     if not reasons:
@@ -207,11 +274,15 @@ def likely_caveat(est: Estimate, c: Candidate) -> str:
     b, cost = est.scenario.budget, c.cost
     out = []
     if cost is not None and cost.deadline_status == "likely" and b.deadline_hours is not None:
-        out.append(f"its job time ({fmt_hours_range(cost.job_hours.low, cost.job_hours.high)}) may exceed the "
-                   f"{fmt_deadline(b.deadline_hours)} deadline at the slow end of the range")
+        out.append(
+            f"its job time ({fmt_hours_range(cost.job_hours.low, cost.job_hours.high)}) may exceed the "
+            f"{fmt_deadline(b.deadline_hours)} deadline at the slow end of the range"
+        )
     if cost is not None and cost.budget_status == "likely" and cost.cost_usd is not None:
-        out.append(f"its cost ({fmt_usd_range(cost.cost_usd.low, cost.cost_usd.high)}) may exceed the budget at "
-                   "the expensive end of the range")
+        out.append(
+            f"its cost ({fmt_usd_range(cost.cost_usd.low, cost.cost_usd.high)}) may exceed the budget at "
+            "the expensive end of the range"
+        )
     return ("Not certain: " + " and ".join(out) + ".") if out else ""
 
 
@@ -223,41 +294,59 @@ def recommendation_text(est: Estimate) -> tuple[str, Candidate | None, Candidate
         working = [a for a in est.advice if a.fits]
         if working:
             a = working[0]
-            text = (f"Nothing fits on any GPU compared. The cheapest change that makes it fit: {a.change} "
-                    f"({a.why}), which runs on {key_name(a.candidate, names)} with "
-                    f"{fmt_gib(round(a.memory_per_gpu_gib or 0.0, 2))} GiB per GPU"
-                    + (f", about {fmt_hours(a.job_hours)}" if a.job_hours is not None else "")
-                    + (f" for about {fmt_usd(a.cost_usd)}" if a.cost_usd is not None else "")
-                    + "." + (" Other changes that work are listed below." if len(working) > 1 else ""))
+            text = (
+                f"Nothing fits on any GPU compared. The cheapest change that makes it fit: {a.change} "
+                f"({a.why}), which runs on {key_name(a.candidate, names)} with "
+                f"{fmt_gib(round(a.memory_per_gpu_gib or 0.0, 2))} GiB per GPU"
+                + (f", about {fmt_hours(a.job_hours)}" if a.job_hours is not None else "")
+                + (f" for about {fmt_usd(a.cost_usd)}" if a.cost_usd is not None else "")
+                + "."
+                + (" Other changes that work are listed below." if len(working) > 1 else "")
+            )
         else:
-            text = ("Nothing fits on any GPU compared, and no standard change (QLoRA, checkpointing, smaller "
-                    "batches, sharding, quantization, more GPUs) makes it fit. A larger GPU or a smaller model "
-                    "is needed.")
+            text = (
+                "Nothing fits on any GPU compared, and no standard change (QLoRA, checkpointing, smaller "
+                "batches, sharding, quantization, more GPUs) makes it fit. A larger GPU or a smaller model "
+                "is needed."
+            )
         return text, None, None
     decision = est.decision
     rec = est.recommended
     if rec is None:
         cheapest = ranking[0]
-        fastest = min((c for c in ranking if c.cost is not None), key=lambda c: c.cost.job_hours.expected if c.cost is not None else math.inf,
-                      default=None)
-        text = (f"No setup {limits or 'meets the limits'}. The cheapest that fits is {setup_name(cheapest)}: "
-                f"{figures_phrase(cheapest)}.")
+        fastest = min(
+            (c for c in ranking if c.cost is not None),
+            key=lambda c: c.cost.job_hours.expected if c.cost is not None else math.inf,
+            default=None,
+        )
+        text = (
+            f"No setup {limits or 'meets the limits'}. The cheapest that fits is {setup_name(cheapest)}: "
+            f"{figures_phrase(cheapest)}."
+        )
         if fastest is not None and fastest.key != cheapest.key:
             text += f" The fastest is {setup_name(fastest)}: {figures_phrase(fastest)}."
         names = {c.gpu.id: c.gpu.name for c in est.candidates}
         working = [a for a in est.advice if a.fits]
         if working:
             a = working[0]
-            text += (f" The cheapest change that meets them: {a.change} ({a.why}), on "
-                     f"{key_name(a.candidate, names)}"
-                     + (f", about {fmt_usd(a.cost_usd)}" if a.cost_usd is not None else "")
-                     + ". The changes are listed below.")
+            text += (
+                f" The cheapest change that meets them: {a.change} ({a.why}), on "
+                f"{key_name(a.candidate, names)}"
+                + (f", about {fmt_usd(a.cost_usd)}" if a.cost_usd is not None else "")
+                + ". The changes are listed below."
+            )
         else:
             text += " No standard change meets them either: relax the deadline or the budget."
         return text, None, None
-    what = "the cheapest setup that fits" if math.isfinite(cost_of(rec)) else "the fastest-ranked setup that fits"
+    what = (
+        "the cheapest setup that fits"
+        if math.isfinite(cost_of(rec))
+        else "the fastest-ranked setup that fits"
+    )
     likely = decision is not None and decision.status == "likely"
-    text = f"Recommended: {setup_name(rec)}, {what}" + (f" and {'likely ' if likely else ''}{limits}" if limits else "")
+    text = f"Recommended: {setup_name(rec)}, {what}" + (
+        f" and {'likely ' if likely else ''}{limits}" if limits else ""
+    )
     text += ". " + f"It costs {figures_phrase(rec)}; {memory_phrase(rec)}."
     if likely:
         text += " " + likely_caveat(est, rec)
@@ -265,12 +354,16 @@ def recommendation_text(est: Estimate) -> tuple[str, Candidate | None, Candidate
         text += " Memory is tight (above 95% of capacity): a longer sample or an allocator spike may not fit."
         roomy = [c for c in est.best_per_gpu().values() if c.verdict == "fits" and is_workable(c)]
         if roomy:
-            text += (f" The cheapest setup with room to spare is {setup_name(roomy[0])}: {figures_phrase(roomy[0])}; "
-                     f"{memory_phrase(roomy[0])}.")
+            text += (
+                f" The cheapest setup with room to spare is {setup_name(roomy[0])}: {figures_phrase(roomy[0])}; "
+                f"{memory_phrase(roomy[0])}."
+            )
     runner = est.candidate(decision.runner_up_key) if decision and decision.runner_up_key else None
     if runner is not None:
         text += f" Runner-up: {setup_name(runner)} at {figures_phrase(runner)}; it ranks second because {why_lost(rec, runner)}"
-    cheaper = [c for c in ranking if math.isfinite(cost_of(c)) and cost_of(c) < cost_of(rec) and not is_workable(c)]
+    cheaper = [
+        c for c in ranking if math.isfinite(cost_of(c)) and cost_of(c) < cost_of(rec) and not is_workable(c)
+    ]
     if cheaper:
         c = cheaper[0]
         missed = []
@@ -278,7 +371,7 @@ def recommendation_text(est: Estimate) -> tuple[str, Candidate | None, Candidate
             missed.append("the deadline")
         if c.cost is not None and c.cost.budget_status == "over":
             missed.append("the budget")
-        text += (f" A cheaper setup misses {' and '.join(missed) or 'a limit'}: {setup_name(c)} at {figures_phrase(c)}.")
+        text += f" A cheaper setup misses {' and '.join(missed) or 'a limit'}: {setup_name(c)} at {figures_phrase(c)}."
     return text, rec, runner
 
 
@@ -286,17 +379,21 @@ def recommendation_text(est: Estimate) -> tuple[str, Candidate | None, Candidate
 def model_line(est: Estimate) -> str:
     """``Llama 3.1 8B: 8.03B parameters, 32 layers, context up to 131,072 tokens.``"""
     m = est.model
-    return (f"{m.name}: {fmt_count(m.parameters)} parameters"
-            + (f", {fmt_count(m.active_parameters)} active per token" if m.is_moe else "")
-            + f", {m.num_layers} layers, context up to {m.max_context:,} tokens.")
+    return (
+        f"{m.name}: {fmt_count(m.parameters)} parameters"
+        + (f", {fmt_count(m.active_parameters)} active per token" if m.is_moe else "")
+        + f", {m.num_layers} layers, context up to {m.max_context:,} tokens."
+    )
 
 
 def workload_line(est: Estimate) -> str:
     """``lora · weights bf16 · micro-batch 4 · 2,048 tokens`` (the model name goes in front)."""
     w = est.scenario.workload
-    return (f"{w.kind.replace('_', ' ')} · weights {w.weights} · "
-            f"{'micro-batch' if w.is_training else 'concurrent sequences'} {w.batch_size} · "
-            f"{w.context_tokens:,} tokens")
+    return (
+        f"{w.kind.replace('_', ' ')} · weights {w.weights} · "
+        f"{'micro-batch' if w.is_training else 'concurrent sequences'} {w.batch_size} · "
+        f"{w.context_tokens:,} tokens"
+    )
 
 
 def summary_line(est: Estimate) -> str:
@@ -309,13 +406,18 @@ def summary_line(est: Estimate) -> str:
         cost = rec.cost
         figures = []
         if cost is not None:
-            figures.append(f"{fmt_hours(cost.job_hours.expected)} "
-                           f"({fmt_hours_range(cost.job_hours.low, cost.job_hours.high)})")
+            figures.append(
+                f"{fmt_hours(cost.job_hours.expected)} "
+                f"({fmt_hours_range(cost.job_hours.low, cost.job_hours.high)})"
+            )
             if cost.cost_usd is not None:
                 figures.append(f"about {fmt_usd(cost.cost_usd.expected)}")
         text = f"Recommended: {setup_name(rec)}" + (": " + ", ".join(figures) if figures else "")
-        speed = local_speed_line(rec, est.scenario.workload.prompt_tokens) if not est.scenario.workload.is_training \
+        speed = (
+            local_speed_line(rec, est.scenario.workload.prompt_tokens)
+            if not est.scenario.workload.is_training
             else None
+        )
         if speed:
             text += f"; {speed}"
         if limits:
@@ -325,8 +427,11 @@ def summary_line(est: Estimate) -> str:
         return text + "."
     names = {c.gpu.id: c.gpu.name for c in est.candidates}
     working = [a for a in est.advice if a.fits]
-    fix = (f" Cheapest change: {working[0].change}, on {key_name(working[0].candidate, names)}."
-           if working else "")
+    fix = (
+        f" Cheapest change: {working[0].change}, on {key_name(working[0].candidate, names)}."
+        if working
+        else ""
+    )
     if not est.ranking:
         return "Nothing fits on any GPU compared." + (fix or " No standard change makes it fit.")
     closest = next(iter(est.best_per_gpu().values()))
@@ -334,7 +439,8 @@ def summary_line(est: Estimate) -> str:
     when = ""
     if cost is not None:
         when = f" ({fmt_hours(cost.job_hours.expected)}" + (
-            f", about {fmt_usd(cost.cost_usd.expected)})" if cost.cost_usd is not None else ")")
+            f", about {fmt_usd(cost.cost_usd.expected)})" if cost.cost_usd is not None else ")"
+        )
     return f"No setup {limits or 'meets the limits'}; closest: {setup_name(closest)}{when}." + fix
 
 

@@ -17,10 +17,10 @@ from __future__ import annotations
 import csv
 import io
 import os
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
-from collections.abc import Callable, Iterable
 
 from ..errors import CatalogError
 
@@ -40,8 +40,9 @@ class CatalogMeta:
 def parse_meta(line: str, origin: str) -> CatalogMeta:
     """Parse ``# catalog=gpus; schema_version=1; updated=...``."""
     if not line.startswith("#"):
-        raise CatalogError(f"{origin}: line 1", "must be the metadata line '# catalog=...; schema_version=...'",
-                           line[:60])
+        raise CatalogError(
+            f"{origin}: line 1", "must be the metadata line '# catalog=...; schema_version=...'", line[:60]
+        )
     pairs = {}
     for part in line.lstrip("#").split(";"):
         if "=" in part:
@@ -50,14 +51,19 @@ def parse_meta(line: str, origin: str) -> CatalogMeta:
     try:
         version = int(pairs.get("schema_version", ""))
     except ValueError:
-        raise CatalogError(f"{origin}: line 1", "schema_version is missing or not a whole number",
-                           pairs.get("schema_version")) from None
-    return CatalogMeta(kind=pairs.get("catalog", ""), schema_version=version, updated=pairs.get("updated", ""),
-                       origin=origin)
+        raise CatalogError(
+            f"{origin}: line 1",
+            "schema_version is missing or not a whole number",
+            pairs.get("schema_version"),
+        ) from None
+    return CatalogMeta(
+        kind=pairs.get("catalog", ""), schema_version=version, updated=pairs.get("updated", ""), origin=origin
+    )
 
 
-def read_catalog_text(text: str, origin: str, kind: str, supported_versions: Iterable[int],
-                      required_columns: Iterable[str]) -> tuple[CatalogMeta, list[tuple[int, dict[str, str]]]]:
+def read_catalog_text(
+    text: str, origin: str, kind: str, supported_versions: Iterable[int], required_columns: Iterable[str]
+) -> tuple[CatalogMeta, list[tuple[int, dict[str, str]]]]:
     """Split catalog text into its metadata and ``(line number, row)`` pairs, checking the header."""
     if "\x00" in text:
         raise CatalogError(origin, "is not a text CSV file (binary content)")
@@ -69,9 +75,11 @@ def read_catalog_text(text: str, origin: str, kind: str, supported_versions: Ite
         raise CatalogError(f"{origin}: line 1", f"is a '{meta.kind}' catalog, expected '{kind}'")
     supported = tuple(supported_versions)
     if meta.schema_version not in supported:
-        raise CatalogError(f"{origin}: line 1",
-                           f"schema_version {meta.schema_version} is not supported by this version of gpuadvisor "
-                           f"(supported: {', '.join(map(str, supported))})")
+        raise CatalogError(
+            f"{origin}: line 1",
+            f"schema_version {meta.schema_version} is not supported by this version of gpuadvisor "
+            f"(supported: {', '.join(map(str, supported))})",
+        )
     reader = csv.DictReader(io.StringIO("\n".join(lines[1:])))
     header = reader.fieldnames or []
     missing = [c for c in required_columns if c not in header]
@@ -88,8 +96,12 @@ def read_catalog_text(text: str, origin: str, kind: str, supported_versions: Ite
     return meta, rows
 
 
-def read_catalog_file(path: str | os.PathLike[str], kind: str, supported_versions: Iterable[int],
-                      required_columns: Iterable[str]) -> tuple[CatalogMeta, list[tuple[int, dict[str, str]]]]:
+def read_catalog_file(
+    path: str | os.PathLike[str],
+    kind: str,
+    supported_versions: Iterable[int],
+    required_columns: Iterable[str],
+) -> tuple[CatalogMeta, list[tuple[int, dict[str, str]]]]:
     """Read a catalog file from disk; errors name the file (by its name only) and line."""
     p = Path(path)
     origin = p.name
@@ -121,8 +133,9 @@ class RowReader:
             raise CatalogError(self.where(column), "is required")
         return value
 
-    def number(self, column: str, required: bool = True, positive: bool = True,
-               minimum: float | None = None) -> float | None:
+    def number(
+        self, column: str, required: bool = True, positive: bool = True, minimum: float | None = None
+    ) -> float | None:
         value = self.row.get(column, "")
         if not value:
             if required:
@@ -159,8 +172,12 @@ class RowReader:
         raise CatalogError(self.where(column), "must be true or false", self.row.get(column))
 
 
-def parse_rows(meta: CatalogMeta, rows: list[tuple[int, dict[str, str]]],
-               parse: Callable[[RowReader], T], id_of: Callable[[T], str]) -> dict[str, T]:
+def parse_rows(
+    meta: CatalogMeta,
+    rows: list[tuple[int, dict[str, str]]],
+    parse: Callable[[RowReader], T],
+    id_of: Callable[[T], str],
+) -> dict[str, T]:
     """Parse every row with ``parse`` and check that ids are unique."""
     out: dict[str, T] = {}
     for line, row in rows:

@@ -32,9 +32,9 @@ benchmarks); ``docs/estimation.md`` lists each with its source.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from collections.abc import Mapping
 from typing import TypedDict
 
 from ..errors import InputError
@@ -95,7 +95,9 @@ class KernelFamily:
 
     id: str
     name: str
-    gemv_efficiency: float  # share of the engine's 16-bit bandwidth efficiency its batch-1 weight stream reaches
+    gemv_efficiency: (
+        float  # share of the engine's 16-bit bandwidth efficiency its batch-1 weight stream reaches
+    )
     extra_kernels_per_linear: float  # launches added per quantized linear layer and step
     gemv_max_tokens: int  # tokens per GEMM up to which the GEMV/fused kernel runs
     dequant_bytes_per_weight: float  # beyond that: bytes per weight to write and read a 16-bit copy
@@ -136,37 +138,132 @@ LLAMA_CPP = LlamaCppModel()
 
 
 #: Kernel families (``workload.quantization``). ``bnb`` with 8-bit weights is LLM.int8 (``bnb-int8``).
-KERNEL_FAMILIES: Mapping[str, KernelFamily] = MappingProxyType({k.id: k for k in (
-    KernelFamily("marlin", "Marlin (vLLM)", 0.95, 0.0, 64, 0.0, 0.90,
-                 "Frantar et al. 2024 (MARLIN): near-ideal 3.9x over FP16 up to batch 16-32"),
-    KernelFamily("awq", "AWQ (GEMV at batch 1, GEMM beyond)", 0.90, 0.0, 8, 0.0, 0.60,
-                 "Lin et al. 2023 (AWQ), TinyChat kernels; AutoAWQ: GEMV for batch 1, GEMM slower than FP16 at large batch"),
-    KernelFamily("exllama", "ExLlama(v2) GPTQ kernels", 0.95, 0.0, 32, 4.0, 1.00,
-                 "turboderp/exllamav2: reconstructs an FP16 matrix for larger batches and runs cuBLAS"),
-    KernelFamily("gptq", "GPTQ (AutoGPTQ CUDA/Triton kernels)", 0.70, 0.0, 32, 4.0, 0.90,
-                 "Frantar et al. 2022 (GPTQ) kernels: about 3x over FP16 at batch 1 on A100, reconstruct beyond"),
-    KernelFamily("bnb", "bitsandbytes 4-bit (NF4/FP4)", 0.45, 3.0, 1, 4.5, 0.95,
-                 "Dettmers et al. 2023 (QLoRA); bitsandbytes gemv_4bit at batch 1, a full FP16 dequantization "
-                 "per matmul otherwise"),
-    KernelFamily("bnb-int8", "bitsandbytes LLM.int8 (outlier decomposition)", 0.40, 8.0, 1, 1.0, 0.45,
-                 "Dettmers et al. 2022 (LLM.int8): int8 matmul plus an FP16 matmul of the outlier columns, "
-                 "activations quantized per row on the fly; slower than FP16"),
-    KernelFamily("gguf", "llama.cpp GGUF", 0.75, 0.0, 32, 4.0, 1.0,
-                 "llama.cpp: MMVQ kernels for small batches; beyond, the weights are dequantized to FP16 and "
-                 "multiplied with cuBLAS"),
-    KernelFamily("fp8", "FP8 (W8A8 tensor cores)", 0.65, 0.5, 1, 0.0, 1.00,
-                 "FP8 weights and activations: an FP8 GEMM padded to a tile at batch 1, not a GEMV; dynamic "
-                 "activation scales add a small kernel"),
-    KernelFamily("mlc", "MLC LLM q4f16 (TVM-generated)", 0.90, 0.0, 8, 0.0, 0.60,
-                 "mlc-ai/mlc-llm: group-32 symmetric int4 with fp16 scales, kernels tuned per GPU"),
-    KernelFamily("torchao", "torchao int4 weight-only (tinygemm)", 0.62, 0.0, 8, 0.0, 0.35,
-                 "pytorch-labs/gpt-fast README: Llama-2-7B on A100, int4 862.69 GB/s vs bf16 1397.31 GB/s"),
-    KernelFamily("hqq", "HQQ (torchao tinygemm backend)", 0.60, 0.5, 8, 0.0, 0.35,
-                 "mobiusml/hqq: inference through the torchao int4 kernel"),
-)})
+KERNEL_FAMILIES: Mapping[str, KernelFamily] = MappingProxyType(
+    {
+        k.id: k
+        for k in (
+            KernelFamily(
+                "marlin",
+                "Marlin (vLLM)",
+                0.95,
+                0.0,
+                64,
+                0.0,
+                0.90,
+                "Frantar et al. 2024 (MARLIN): near-ideal 3.9x over FP16 up to batch 16-32",
+            ),
+            KernelFamily(
+                "awq",
+                "AWQ (GEMV at batch 1, GEMM beyond)",
+                0.90,
+                0.0,
+                8,
+                0.0,
+                0.60,
+                "Lin et al. 2023 (AWQ), TinyChat kernels; AutoAWQ: GEMV for batch 1, GEMM slower than FP16 at large batch",
+            ),
+            KernelFamily(
+                "exllama",
+                "ExLlama(v2) GPTQ kernels",
+                0.95,
+                0.0,
+                32,
+                4.0,
+                1.00,
+                "turboderp/exllamav2: reconstructs an FP16 matrix for larger batches and runs cuBLAS",
+            ),
+            KernelFamily(
+                "gptq",
+                "GPTQ (AutoGPTQ CUDA/Triton kernels)",
+                0.70,
+                0.0,
+                32,
+                4.0,
+                0.90,
+                "Frantar et al. 2022 (GPTQ) kernels: about 3x over FP16 at batch 1 on A100, reconstruct beyond",
+            ),
+            KernelFamily(
+                "bnb",
+                "bitsandbytes 4-bit (NF4/FP4)",
+                0.45,
+                3.0,
+                1,
+                4.5,
+                0.95,
+                "Dettmers et al. 2023 (QLoRA); bitsandbytes gemv_4bit at batch 1, a full FP16 dequantization "
+                "per matmul otherwise",
+            ),
+            KernelFamily(
+                "bnb-int8",
+                "bitsandbytes LLM.int8 (outlier decomposition)",
+                0.40,
+                8.0,
+                1,
+                1.0,
+                0.45,
+                "Dettmers et al. 2022 (LLM.int8): int8 matmul plus an FP16 matmul of the outlier columns, "
+                "activations quantized per row on the fly; slower than FP16",
+            ),
+            KernelFamily(
+                "gguf",
+                "llama.cpp GGUF",
+                0.75,
+                0.0,
+                32,
+                4.0,
+                1.0,
+                "llama.cpp: MMVQ kernels for small batches; beyond, the weights are dequantized to FP16 and "
+                "multiplied with cuBLAS",
+            ),
+            KernelFamily(
+                "fp8",
+                "FP8 (W8A8 tensor cores)",
+                0.65,
+                0.5,
+                1,
+                0.0,
+                1.00,
+                "FP8 weights and activations: an FP8 GEMM padded to a tile at batch 1, not a GEMV; dynamic "
+                "activation scales add a small kernel",
+            ),
+            KernelFamily(
+                "mlc",
+                "MLC LLM q4f16 (TVM-generated)",
+                0.90,
+                0.0,
+                8,
+                0.0,
+                0.60,
+                "mlc-ai/mlc-llm: group-32 symmetric int4 with fp16 scales, kernels tuned per GPU",
+            ),
+            KernelFamily(
+                "torchao",
+                "torchao int4 weight-only (tinygemm)",
+                0.62,
+                0.0,
+                8,
+                0.0,
+                0.35,
+                "pytorch-labs/gpt-fast README: Llama-2-7B on A100, int4 862.69 GB/s vs bf16 1397.31 GB/s",
+            ),
+            KernelFamily(
+                "hqq",
+                "HQQ (torchao tinygemm backend)",
+                0.60,
+                0.5,
+                8,
+                0.0,
+                0.35,
+                "mobiusml/hqq: inference through the torchao int4 kernel",
+            ),
+        )
+    }
+)
 
 
-def kernel_family(family: str | None, weights: str, constants: SpeedConstants | None = None) -> KernelFamily | None:
+def kernel_family(
+    family: str | None, weights: str, constants: SpeedConstants | None = None
+) -> KernelFamily | None:
     """The :class:`KernelFamily` that runs ``weights`` (None for 16/32-bit weights)."""
     if family is None:
         return None
@@ -218,9 +315,21 @@ class SpeedConstants:
 #: datasheet peak (boost clock). A100 about 290 of 312 TFLOPS; H100 SXM about 750-800 of 989
 #: (the datasheet clock is not held under load); MI300X well below its 1,307 TFLOPS. The values
 #: for other generations are assumptions. See docs/estimation.md.
-GEMM_CEILING: Mapping[str, float] = MappingProxyType({
-    "ampere": 0.90, "hopper": 0.78, "blackwell": 0.75, "ada": 0.85, "volta": 0.85, "turing": 0.80,
-    "cdna2": 0.60, "cdna3": 0.50, "cdna4": 0.50, "pascal": 0.80, "other": 0.75})
+GEMM_CEILING: Mapping[str, float] = MappingProxyType(
+    {
+        "ampere": 0.90,
+        "hopper": 0.78,
+        "blackwell": 0.75,
+        "ada": 0.85,
+        "volta": 0.85,
+        "turing": 0.80,
+        "cdna2": 0.60,
+        "cdna3": 0.50,
+        "cdna4": 0.50,
+        "pascal": 0.80,
+        "other": 0.75,
+    }
+)
 
 #: Streaming bandwidth reached as a share of the datasheet figure, relative to NVIDIA HBM parts
 #: (whose engines' bandwidth efficiencies are fitted). AMD CDNA parts reach a smaller share of their
@@ -234,35 +343,136 @@ ARCH_MFU_FACTOR = {k: round(v / GEMM_CEILING["ampere"], 3) for k, v in GEMM_CEIL
 # suggest before any row is fitted (docs/estimation.md, "Priors"). The fit starts from them and
 # pulls towards them, so an engine without rows keeps its prior.
 _PRIOR_PROFILES = (
-    EngineProfile("tensorrt-llm", "TensorRT-LLM", "inference", bandwidth_efficiency=0.80, prefill_mfu=0.70,
-                  kernels_per_layer=9, runtime="cpp", layer_overhead_s=36e-6, prefill_chunk_tokens=8192),
-    EngineProfile("vllm", "vLLM", "inference", bandwidth_efficiency=0.76, prefill_mfu=0.62,
-                  kernels_per_layer=10, runtime="python", layer_overhead_s=120e-6, prefill_chunk_tokens=8192),
-    EngineProfile("llama.cpp", "llama.cpp", "inference", bandwidth_efficiency=0.80, prefill_mfu=0.80,
-                  kernels_per_layer=22, runtime="cpp", layer_overhead_s=88e-6, prefill_chunk_tokens=2048),
-    EngineProfile("mlc-llm", "MLC LLM", "inference", bandwidth_efficiency=0.80, prefill_mfu=0.5,
-                  kernels_per_layer=10, runtime="cpp", layer_overhead_s=40e-6, prefill_chunk_tokens=2048),
-    EngineProfile("transformers", "Hugging Face Transformers / eager PyTorch", "inference",
-                  bandwidth_efficiency=0.75, prefill_mfu=0.55, kernels_per_layer=42, runtime="python", layer_overhead_s=504e-6),
-    EngineProfile("sglang", "SGLang", "inference", bandwidth_efficiency=0.76, prefill_mfu=0.62,
-                  kernels_per_layer=10, runtime="python", layer_overhead_s=120e-6, prefill_chunk_tokens=8192),
-    EngineProfile("autoawq", "AutoAWQ (fused modules)", "inference", bandwidth_efficiency=0.75, prefill_mfu=0.55,
-                  kernels_per_layer=10, runtime="python", layer_overhead_s=120e-6),
-    EngineProfile("exllamav2", "ExLlamaV2", "inference", bandwidth_efficiency=0.75, prefill_mfu=0.55,
-                  kernels_per_layer=12, runtime="cpp", layer_overhead_s=48e-6, prefill_chunk_tokens=2048),
-    EngineProfile("megatron", "Megatron-LM / large-scale custom stacks", "training", mfu=0.80,
-                  elementwise_bytes_per_h=120.0, kernels_per_layer=30, runtime="python"),
-    EngineProfile("fsdp", "PyTorch FSDP (llm-foundry, lit-gpt)", "training", mfu=0.85,
-                  elementwise_bytes_per_h=250.0, kernels_per_layer=60, runtime="python"),
-    EngineProfile("hf-trainer", "Hugging Face Trainer / PEFT", "training", mfu=0.75,
-                  elementwise_bytes_per_h=500.0, kernels_per_layer=80, runtime="python"),
-    EngineProfile("torchtune", "torchtune (torch.compile)", "training", mfu=0.80,
-                  elementwise_bytes_per_h=150.0, kernels_per_layer=30, runtime="python"),
+    EngineProfile(
+        "tensorrt-llm",
+        "TensorRT-LLM",
+        "inference",
+        bandwidth_efficiency=0.80,
+        prefill_mfu=0.70,
+        kernels_per_layer=9,
+        runtime="cpp",
+        layer_overhead_s=36e-6,
+        prefill_chunk_tokens=8192,
+    ),
+    EngineProfile(
+        "vllm",
+        "vLLM",
+        "inference",
+        bandwidth_efficiency=0.76,
+        prefill_mfu=0.62,
+        kernels_per_layer=10,
+        runtime="python",
+        layer_overhead_s=120e-6,
+        prefill_chunk_tokens=8192,
+    ),
+    EngineProfile(
+        "llama.cpp",
+        "llama.cpp",
+        "inference",
+        bandwidth_efficiency=0.80,
+        prefill_mfu=0.80,
+        kernels_per_layer=22,
+        runtime="cpp",
+        layer_overhead_s=88e-6,
+        prefill_chunk_tokens=2048,
+    ),
+    EngineProfile(
+        "mlc-llm",
+        "MLC LLM",
+        "inference",
+        bandwidth_efficiency=0.80,
+        prefill_mfu=0.5,
+        kernels_per_layer=10,
+        runtime="cpp",
+        layer_overhead_s=40e-6,
+        prefill_chunk_tokens=2048,
+    ),
+    EngineProfile(
+        "transformers",
+        "Hugging Face Transformers / eager PyTorch",
+        "inference",
+        bandwidth_efficiency=0.75,
+        prefill_mfu=0.55,
+        kernels_per_layer=42,
+        runtime="python",
+        layer_overhead_s=504e-6,
+    ),
+    EngineProfile(
+        "sglang",
+        "SGLang",
+        "inference",
+        bandwidth_efficiency=0.76,
+        prefill_mfu=0.62,
+        kernels_per_layer=10,
+        runtime="python",
+        layer_overhead_s=120e-6,
+        prefill_chunk_tokens=8192,
+    ),
+    EngineProfile(
+        "autoawq",
+        "AutoAWQ (fused modules)",
+        "inference",
+        bandwidth_efficiency=0.75,
+        prefill_mfu=0.55,
+        kernels_per_layer=10,
+        runtime="python",
+        layer_overhead_s=120e-6,
+    ),
+    EngineProfile(
+        "exllamav2",
+        "ExLlamaV2",
+        "inference",
+        bandwidth_efficiency=0.75,
+        prefill_mfu=0.55,
+        kernels_per_layer=12,
+        runtime="cpp",
+        layer_overhead_s=48e-6,
+        prefill_chunk_tokens=2048,
+    ),
+    EngineProfile(
+        "megatron",
+        "Megatron-LM / large-scale custom stacks",
+        "training",
+        mfu=0.80,
+        elementwise_bytes_per_h=120.0,
+        kernels_per_layer=30,
+        runtime="python",
+    ),
+    EngineProfile(
+        "fsdp",
+        "PyTorch FSDP (llm-foundry, lit-gpt)",
+        "training",
+        mfu=0.85,
+        elementwise_bytes_per_h=250.0,
+        kernels_per_layer=60,
+        runtime="python",
+    ),
+    EngineProfile(
+        "hf-trainer",
+        "Hugging Face Trainer / PEFT",
+        "training",
+        mfu=0.75,
+        elementwise_bytes_per_h=500.0,
+        kernels_per_layer=80,
+        runtime="python",
+    ),
+    EngineProfile(
+        "torchtune",
+        "torchtune (torch.compile)",
+        "training",
+        mfu=0.80,
+        elementwise_bytes_per_h=150.0,
+        kernels_per_layer=30,
+        runtime="python",
+    ),
 )
 
-PRIORS = SpeedConstants(engines=MappingProxyType({p.id: p for p in _PRIOR_PROFILES}),
-                        cpu_kernel_s={"python": 12e-6, "cpp": 4e-6},
-                        provenance="priors (docs/estimation.md): no row fitted")
+PRIORS = SpeedConstants(
+    engines=MappingProxyType({p.id: p for p in _PRIOR_PROFILES}),
+    cpu_kernel_s={"python": 12e-6, "cpp": 4e-6},
+    provenance="priors (docs/estimation.md): no row fitted",
+)
+
 
 class _EngineFit(TypedDict, total=False):
     """The :class:`EngineProfile` fields that a fit overrides."""
@@ -284,28 +494,81 @@ class _FamilyFit(TypedDict, total=False):
 
 # Values fitted by scripts/fit_engines.py from the priors (rounded), with the rows they rest on.
 _FITTED_ENGINES: dict[str, _EngineFit] = {
-    "tensorrt-llm": dict(bandwidth_efficiency=0.63, prefill_mfu=0.71, layer_overhead_s=840e-6, spread_low=0.36, spread_high=0.32,
-                         calibrated_on="18 rows: INF-01..10, H200-01..07, F180-01..05, TRTB-01..04"),
-    "vllm": dict(bandwidth_efficiency=0.64, spread_low=0.65, spread_high=0.63,
-                 calibrated_on="10 rows: MI300-01..10 (MI300X only)"),
-    "llama.cpp": dict(bandwidth_efficiency=0.92, prefill_mfu=0.73, layer_overhead_s=0.0, spread_low=0.65, spread_high=0.63,
-                      calibrated_on="6 rows: INF-12, INF-15, LCPP-01..04"),
-    "mlc-llm": dict(bandwidth_efficiency=0.92, spread_low=0.65, spread_high=0.63,
-                    calibrated_on="1 row: INF-18 (decode only; prefill is the prior)"),
-    "transformers": dict(bandwidth_efficiency=0.70, prefill_mfu=0.32, layer_overhead_s=1200e-6, spread_low=0.52, spread_high=0.73,
-                         calibrated_on="16 rows: INF-21, INT8-01..08, LIT-16..34"),
-    "megatron": dict(mfu=0.71, spread_low=0.25, spread_high=0.63,
-                     calibrated_on="6 rows: TRN-01, TRN-03, TRN-12, TRN-18, MEG1-01, MEG1-02"),
-    "fsdp": dict(mfu=0.85, spread_low=0.26, spread_high=0.21,
-                 calibrated_on="28 rows: TRN-20, TRN-24, TRN-26, LF-01..19, TT-01..06"),
-    "hf-trainer": dict(spread_low=0.25, spread_high=0.63,
-                       calibrated_on="assumed: prior (eager modules; no Trainer throughput row in the data)"),
-    "sglang": dict(spread_low=0.65, spread_high=0.63, calibrated_on="assumed: prior (vLLM-like: CUDA graphs)"),
-    "autoawq": dict(bandwidth_efficiency=0.86, prefill_mfu=0.19, layer_overhead_s=87e-6, spread_low=0.77, spread_high=0.45,
-                    calibrated_on="25 rows: AWQ-01..38 (one source)"),
-    "exllamav2": dict(bandwidth_efficiency=0.92, prefill_mfu=0.21, layer_overhead_s=67e-6, spread_low=0.65, spread_high=0.63,
-                      calibrated_on="5 rows: EXL-01..07 (one source)"),
-    "torchtune": dict(mfu=0.90, spread_low=0.25, spread_high=0.63, calibrated_on="4 rows: TUNE-04..10 (one source)"),
+    "tensorrt-llm": dict(
+        bandwidth_efficiency=0.63,
+        prefill_mfu=0.71,
+        layer_overhead_s=840e-6,
+        spread_low=0.36,
+        spread_high=0.32,
+        calibrated_on="18 rows: INF-01..10, H200-01..07, F180-01..05, TRTB-01..04",
+    ),
+    "vllm": dict(
+        bandwidth_efficiency=0.64,
+        spread_low=0.65,
+        spread_high=0.63,
+        calibrated_on="10 rows: MI300-01..10 (MI300X only)",
+    ),
+    "llama.cpp": dict(
+        bandwidth_efficiency=0.92,
+        prefill_mfu=0.73,
+        layer_overhead_s=0.0,
+        spread_low=0.65,
+        spread_high=0.63,
+        calibrated_on="6 rows: INF-12, INF-15, LCPP-01..04",
+    ),
+    "mlc-llm": dict(
+        bandwidth_efficiency=0.92,
+        spread_low=0.65,
+        spread_high=0.63,
+        calibrated_on="1 row: INF-18 (decode only; prefill is the prior)",
+    ),
+    "transformers": dict(
+        bandwidth_efficiency=0.70,
+        prefill_mfu=0.32,
+        layer_overhead_s=1200e-6,
+        spread_low=0.52,
+        spread_high=0.73,
+        calibrated_on="16 rows: INF-21, INT8-01..08, LIT-16..34",
+    ),
+    "megatron": dict(
+        mfu=0.71,
+        spread_low=0.25,
+        spread_high=0.63,
+        calibrated_on="6 rows: TRN-01, TRN-03, TRN-12, TRN-18, MEG1-01, MEG1-02",
+    ),
+    "fsdp": dict(
+        mfu=0.85,
+        spread_low=0.26,
+        spread_high=0.21,
+        calibrated_on="28 rows: TRN-20, TRN-24, TRN-26, LF-01..19, TT-01..06",
+    ),
+    "hf-trainer": dict(
+        spread_low=0.25,
+        spread_high=0.63,
+        calibrated_on="assumed: prior (eager modules; no Trainer throughput row in the data)",
+    ),
+    "sglang": dict(
+        spread_low=0.65, spread_high=0.63, calibrated_on="assumed: prior (vLLM-like: CUDA graphs)"
+    ),
+    "autoawq": dict(
+        bandwidth_efficiency=0.86,
+        prefill_mfu=0.19,
+        layer_overhead_s=87e-6,
+        spread_low=0.77,
+        spread_high=0.45,
+        calibrated_on="25 rows: AWQ-01..38 (one source)",
+    ),
+    "exllamav2": dict(
+        bandwidth_efficiency=0.92,
+        prefill_mfu=0.21,
+        layer_overhead_s=67e-6,
+        spread_low=0.65,
+        spread_high=0.63,
+        calibrated_on="5 rows: EXL-01..07 (one source)",
+    ),
+    "torchtune": dict(
+        mfu=0.90, spread_low=0.25, spread_high=0.63, calibrated_on="4 rows: TUNE-04..10 (one source)"
+    ),
 }
 #: How the 80% ranges above were set (scripts/fit_spreads.py): the 7% and 93% quantiles of measured / estimate over the
 #: leave-one-source-out residuals of tests/data/validation (2026-12-01; a slightly wider interval
@@ -318,10 +581,13 @@ _FITTED_FAMILIES: dict[str, _FamilyFit] = {"mlc": dict(gemv_efficiency=1.0)}
 FITTED = replace(
     PRIORS,
     engines={p.id: replace(p, **_FITTED_ENGINES.get(p.id, {})) for p in _PRIOR_PROFILES},
-    families=MappingProxyType({f.id: replace(f, **_FITTED_FAMILIES.get(f.id, {})) for f in KERNEL_FAMILIES.values()}),
+    families=MappingProxyType(
+        {f.id: replace(f, **_FITTED_FAMILIES.get(f.id, {})) for f in KERNEL_FAMILIES.values()}
+    ),
     provenance="engine factors: scripts/fit_engines.py over the 119 scored speed rows of tests/data/validation "
-               "(2026-12-01; bandwidth efficiencies capped at 0.92, what streaming kernels reach); launch time "
-               "per layer of eager engines fitted with them; 80% ranges: " + SPREAD_PROVENANCE)
+    "(2026-12-01; bandwidth efficiencies capped at 0.92, what streaming kernels reach); launch time "
+    "per layer of eager engines fitted with them; 80% ranges: " + SPREAD_PROVENANCE,
+)
 
 #: The engine profiles in use (``FITTED.engines``; a validation harness may swap entries for a refit).
 ENGINES: dict[str, EngineProfile] = FITTED.engines  # type: ignore[assignment]
@@ -335,7 +601,8 @@ def engine_for(engine_id: str | None, kind: str, constants: SpeedConstants | Non
     """The profile named ``engine_id``, or the default one for the workload kind."""
     if engine_id is None:
         engine_id = {"inference": DEFAULT_INFERENCE_ENGINE, "pretrain": DEFAULT_PRETRAIN_ENGINE}.get(
-            kind, DEFAULT_TRAINING_ENGINE)
+            kind, DEFAULT_TRAINING_ENGINE
+        )
     engines = (constants or FITTED).engines
     profile = engines.get(engine_id)
     if profile is None:
@@ -343,5 +610,7 @@ def engine_for(engine_id: str | None, kind: str, constants: SpeedConstants | Non
     wanted = "inference" if kind == "inference" else "training"
     if profile.kind != wanted:
         names = ", ".join(p.id for p in engines.values() if p.kind == wanted)
-        raise InputError("workload.engine", f"is a {profile.kind} engine; for {kind} use one of {names}", engine_id)
+        raise InputError(
+            "workload.engine", f"is a {profile.kind} engine; for {kind} use one of {names}", engine_id
+        )
     return profile

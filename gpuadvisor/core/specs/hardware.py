@@ -21,17 +21,40 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from .catalog_io import CatalogMeta, RowReader, parse_rows, read_catalog_file, read_catalog_text
 from ..errors import CatalogError, InputError
+from .catalog_io import CatalogMeta, RowReader, parse_rows, read_catalog_file, read_catalog_text
 
 GPU_SCHEMA_VERSIONS = (1,)
-GPU_REQUIRED_COLUMNS = ("id", "name", "architecture", "memory_gib_usable", "memory_bandwidth_gb_s",
-                        "fp16_dense_tflops", "tdp_w", "source")
+GPU_REQUIRED_COLUMNS = (
+    "id",
+    "name",
+    "architecture",
+    "memory_gib_usable",
+    "memory_bandwidth_gb_s",
+    "fp16_dense_tflops",
+    "tdp_w",
+    "source",
+)
 
 #: Architectures whose tensor cores run FP8 (Ada, Hopper, Blackwell; AMD CDNA3).
 FP8_ARCHITECTURES = frozenset({"ada", "hopper", "blackwell", "cdna3", "cdna4"})
-KNOWN_ARCHITECTURES = frozenset({"pascal", "volta", "turing", "ampere", "ada", "hopper", "blackwell",
-                                 "cdna2", "cdna3", "cdna4", "rdna3", "apple", "other"})
+KNOWN_ARCHITECTURES = frozenset(
+    {
+        "pascal",
+        "volta",
+        "turing",
+        "ampere",
+        "ada",
+        "hopper",
+        "blackwell",
+        "cdna2",
+        "cdna3",
+        "cdna4",
+        "rdna3",
+        "apple",
+        "other",
+    }
+)
 
 #: Where a part is used: servers in a data centre, or a laptop or desktop of one person.
 SEGMENTS = ("data_centre", "local")
@@ -138,6 +161,7 @@ class GpuSpec:
     def with_memory_gib(self, memory_gib: float) -> GpuSpec:
         """This part with ``memory_gib`` of memory (``hardware.memory_gib``)."""
         from dataclasses import replace
+
         return replace(self, memory_gib_usable=self.capacity_gib(memory_gib), memory_gb=memory_gib)
 
     @property
@@ -208,8 +232,9 @@ def parse_gpu_row(r: RowReader) -> GpuSpec:
         raise CatalogError(r.where("id"), "must be lowercase without spaces", gpu_id)
     arch = r.text("architecture").lower()
     if arch not in KNOWN_ARCHITECTURES:
-        raise CatalogError(r.where("architecture"), f"must be one of {', '.join(sorted(KNOWN_ARCHITECTURES))}",
-                           arch)
+        raise CatalogError(
+            r.where("architecture"), f"must be one of {', '.join(sorted(KNOWN_ARCHITECTURES))}", arch
+        )
     lo = r.number("cloud_usd_per_hour_low", required=False)
     ex = r.number("cloud_usd_per_hour_expected", required=False)
     hi = r.number("cloud_usd_per_hour_high", required=False)
@@ -231,14 +256,23 @@ def parse_gpu_row(r: RowReader) -> GpuSpec:
     bandwidth = r.number("memory_bandwidth_gb_s")
     assert bandwidth is not None
     if bandwidth > 100_000:
-        raise CatalogError(r.where("memory_bandwidth_gb_s"), "is implausibly large (over 100 TB/s)", bandwidth)
+        raise CatalogError(
+            r.where("memory_bandwidth_gb_s"), "is implausibly large (over 100 TB/s)", bandwidth
+        )
     fp16 = r.number("fp16_dense_tflops")
     tdp = r.number("tdp_w")
     assert fp16 is not None and tdp is not None
     return GpuSpec(
-        id=gpu_id, name=r.text("name"), vendor=r.text("vendor", required=False) or "", architecture=arch,
-        memory_gib_usable=memory, memory_bandwidth_gb_s=bandwidth, fp16_dense_tflops=fp16, tdp_w=tdp,
-        memory_gb=r.number("memory_gb", required=False), memory_type=r.text("memory_type", required=False),
+        id=gpu_id,
+        name=r.text("name"),
+        vendor=r.text("vendor", required=False) or "",
+        architecture=arch,
+        memory_gib_usable=memory,
+        memory_bandwidth_gb_s=bandwidth,
+        fp16_dense_tflops=fp16,
+        tdp_w=tdp,
+        memory_gb=r.number("memory_gb", required=False),
+        memory_type=r.text("memory_type", required=False),
         form_factor=r.text("form_factor", required=False),
         launch_year=r.integer("launch_year", required=False, minimum=1990),
         fp32_tflops=r.number("fp32_tflops", required=False),
@@ -252,8 +286,10 @@ def parse_gpu_row(r: RowReader) -> GpuSpec:
         mig_instances=r.integer("mig_instances", required=False, minimum=0) or 0,
         purchase_new_usd=_pair(r, "purchase_new_usd_low", "purchase_new_usd_high"),
         purchase_used_usd=_pair(r, "purchase_used_usd_low", "purchase_used_usd_high"),
-        cloud_usd_per_hour=cloud, price_as_of=r.text("price_as_of", required=False),
-        source=r.text("source"), notes=r.text("notes", required=False),
+        cloud_usd_per_hour=cloud,
+        price_as_of=r.text("price_as_of", required=False),
+        source=r.text("source"),
+        notes=r.text("notes", required=False),
     )
 
 
@@ -278,8 +314,9 @@ def load_gpu_catalog(path: str | Path | None = None, text: str | None = None) ->
     if text is not None:
         meta, rows = read_catalog_text(text, "gpus.csv", "gpus", GPU_SCHEMA_VERSIONS, GPU_REQUIRED_COLUMNS)
     else:
-        meta, rows = read_catalog_file(path or bundled_catalog_dir() / "gpus.csv", "gpus", GPU_SCHEMA_VERSIONS,
-                                       GPU_REQUIRED_COLUMNS)
+        meta, rows = read_catalog_file(
+            path or bundled_catalog_dir() / "gpus.csv", "gpus", GPU_SCHEMA_VERSIONS, GPU_REQUIRED_COLUMNS
+        )
     gpus = parse_rows(meta, rows, parse_gpu_row, lambda g: g.id)
     if not gpus:
         raise CatalogError(meta.origin, "holds no GPU rows")

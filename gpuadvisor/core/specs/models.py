@@ -41,16 +41,37 @@ CANONICAL_LINEAR_MODULES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj",
 
 #: Other names used by model families for the same projections (PEFT ``target_modules`` spellings).
 LINEAR_MODULE_ALIASES: dict[str, tuple[str, ...]] = {
-    "query": ("q_proj",), "key": ("k_proj",), "value": ("v_proj",),
-    "q": ("q_proj",), "k": ("k_proj",), "v": ("v_proj",), "o": ("o_proj",),
-    "wq": ("q_proj",), "wk": ("k_proj",), "wv": ("v_proj",), "wo": ("o_proj",),
-    "qkv_proj": ("q_proj", "k_proj", "v_proj"), "query_key_value": ("q_proj", "k_proj", "v_proj"),
-    "c_attn": ("q_proj", "k_proj", "v_proj"), "Wqkv": ("q_proj", "k_proj", "v_proj"),
-    "out_proj": ("o_proj",), "dense": ("o_proj",), "c_proj": ("o_proj", "down_proj"),
-    "gate_up_proj": ("gate_proj", "up_proj"), "w1": ("gate_proj",), "w3": ("up_proj",), "w2": ("down_proj",),
-    "fc1": ("up_proj",), "fc2": ("down_proj",), "fc_in": ("up_proj",), "fc_out": ("down_proj",),
-    "c_fc": ("up_proj",), "dense_h_to_4h": ("up_proj",), "dense_4h_to_h": ("down_proj",),
-    "intermediate.dense": ("up_proj",), "output.dense": ("down_proj",),
+    "query": ("q_proj",),
+    "key": ("k_proj",),
+    "value": ("v_proj",),
+    "q": ("q_proj",),
+    "k": ("k_proj",),
+    "v": ("v_proj",),
+    "o": ("o_proj",),
+    "wq": ("q_proj",),
+    "wk": ("k_proj",),
+    "wv": ("v_proj",),
+    "wo": ("o_proj",),
+    "qkv_proj": ("q_proj", "k_proj", "v_proj"),
+    "query_key_value": ("q_proj", "k_proj", "v_proj"),
+    "c_attn": ("q_proj", "k_proj", "v_proj"),
+    "Wqkv": ("q_proj", "k_proj", "v_proj"),
+    "out_proj": ("o_proj",),
+    "dense": ("o_proj",),
+    "c_proj": ("o_proj", "down_proj"),
+    "gate_up_proj": ("gate_proj", "up_proj"),
+    "w1": ("gate_proj",),
+    "w3": ("up_proj",),
+    "w2": ("down_proj",),
+    "fc1": ("up_proj",),
+    "fc2": ("down_proj",),
+    "fc_in": ("up_proj",),
+    "fc_out": ("down_proj",),
+    "c_fc": ("up_proj",),
+    "dense_h_to_4h": ("up_proj",),
+    "dense_4h_to_h": ("down_proj",),
+    "intermediate.dense": ("up_proj",),
+    "output.dense": ("down_proj",),
 }
 
 
@@ -122,39 +143,76 @@ class ModelSpec:
     _counts: ParameterCounts | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        for name in ("num_layers", "hidden_size", "num_attention_heads", "num_key_value_heads",
-                     "intermediate_size", "vocab_size", "num_experts", "experts_per_token", "max_context",
-                     "norms_per_layer"):
-            _require_positive_int(f"model.architecture.{name}", getattr(self, name), allow_zero=name == "norms_per_layer")
-        for name in ("head_dim", "moe_intermediate_size", "sliding_window", "kv_lora_rank", "q_lora_rank",
-                     "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim"):
+        for name in (
+            "num_layers",
+            "hidden_size",
+            "num_attention_heads",
+            "num_key_value_heads",
+            "intermediate_size",
+            "vocab_size",
+            "num_experts",
+            "experts_per_token",
+            "max_context",
+            "norms_per_layer",
+        ):
+            _require_positive_int(
+                f"model.architecture.{name}", getattr(self, name), allow_zero=name == "norms_per_layer"
+            )
+        for name in (
+            "head_dim",
+            "moe_intermediate_size",
+            "sliding_window",
+            "kv_lora_rank",
+            "q_lora_rank",
+            "qk_rope_head_dim",
+            "qk_nope_head_dim",
+            "v_head_dim",
+        ):
             value = getattr(self, name)
             if value is not None:
                 _require_positive_int(f"model.architecture.{name}", value)
         for name in ("dense_layers", "shared_experts"):
             _require_positive_int(f"model.architecture.{name}", getattr(self, name), allow_zero=True)
         if self.dense_layers > self.num_layers:
-            raise InputError("model.architecture.dense_layers", f"cannot exceed num_layers ({self.num_layers})",
-                             self.dense_layers)
-        if self.kv_lora_rank is not None and (self.qk_rope_head_dim is None or self.qk_nope_head_dim is None
-                                              or self.v_head_dim is None):
-            raise InputError("model.architecture.kv_lora_rank",
-                             "latent attention also needs qk_rope_head_dim, qk_nope_head_dim and v_head_dim")
+            raise InputError(
+                "model.architecture.dense_layers",
+                f"cannot exceed num_layers ({self.num_layers})",
+                self.dense_layers,
+            )
+        if self.kv_lora_rank is not None and (
+            self.qk_rope_head_dim is None or self.qk_nope_head_dim is None or self.v_head_dim is None
+        ):
+            raise InputError(
+                "model.architecture.kv_lora_rank",
+                "latent attention also needs qk_rope_head_dim, qk_nope_head_dim and v_head_dim",
+            )
         if self.extra_params < 0 or not isinstance(self.extra_params, int):
-            raise InputError("model.architecture.extra_params", "must be a whole number >= 0", self.extra_params)
+            raise InputError(
+                "model.architecture.extra_params", "must be a whole number >= 0", self.extra_params
+            )
         if self.num_attention_heads % self.num_key_value_heads:
-            raise InputError("model.architecture.num_key_value_heads",
-                             f"must divide num_attention_heads ({self.num_attention_heads})",
-                             self.num_key_value_heads)
+            raise InputError(
+                "model.architecture.num_key_value_heads",
+                f"must divide num_attention_heads ({self.num_attention_heads})",
+                self.num_key_value_heads,
+            )
         if self.head_dim is None and self.hidden_size % self.num_attention_heads:
-            raise InputError("model.architecture.head_dim",
-                             "is required when hidden_size is not a multiple of num_attention_heads")
+            raise InputError(
+                "model.architecture.head_dim",
+                "is required when hidden_size is not a multiple of num_attention_heads",
+            )
         if self.experts_per_token > self.num_experts:
-            raise InputError("model.architecture.experts_per_token",
-                             f"cannot exceed num_experts ({self.num_experts})", self.experts_per_token)
+            raise InputError(
+                "model.architecture.experts_per_token",
+                f"cannot exceed num_experts ({self.num_experts})",
+                self.experts_per_token,
+            )
         if not 0.0 < self.sliding_window_layer_fraction <= 1.0:
-            raise InputError("model.architecture.sliding_window_layer_fraction", "must be in (0, 1]",
-                             self.sliding_window_layer_fraction)
+            raise InputError(
+                "model.architecture.sliding_window_layer_fraction",
+                "must be in (0, 1]",
+                self.sliding_window_layer_fraction,
+            )
         _require_choice("model.architecture.kind", self.kind, MODEL_KINDS)
         _require_choice("model.architecture.position_embedding", self.position_embedding, POSITION_KINDS)
         _require_choice("model.architecture.norm", self.norm, NORM_KINDS)
@@ -229,18 +287,28 @@ class ModelSpec:
         key/value up-projection (kv_b_proj) and o_proj the output."""
         h = self.hidden_size
         if self.is_mla:
-            assert (self.kv_lora_rank is not None and self.qk_rope_head_dim is not None
-                    and self.qk_nope_head_dim is not None and self.v_head_dim is not None)
+            assert (
+                self.kv_lora_rank is not None
+                and self.qk_rope_head_dim is not None
+                and self.qk_nope_head_dim is not None
+                and self.v_head_dim is not None
+            )
             heads, v_dim = self.num_attention_heads, self.num_attention_heads * self.v_head_dim
-            shapes = {"q_proj": (h, self.q_lora_rank or self.q_dim),
-                      "k_proj": (h, self.kv_lora_rank + self.qk_rope_head_dim),
-                      "v_proj": (self.kv_lora_rank, heads * (self.qk_nope_head_dim + self.v_head_dim)),
-                      "o_proj": (v_dim, h)}
+            shapes = {
+                "q_proj": (h, self.q_lora_rank or self.q_dim),
+                "k_proj": (h, self.kv_lora_rank + self.qk_rope_head_dim),
+                "v_proj": (self.kv_lora_rank, heads * (self.qk_nope_head_dim + self.v_head_dim)),
+                "o_proj": (v_dim, h),
+            }
             if self.q_lora_rank:
                 shapes["q_b_proj"] = (self.q_lora_rank, self.q_dim)
             return shapes
-        return {"q_proj": (h, self.q_dim), "k_proj": (h, self.kv_dim), "v_proj": (h, self.kv_dim),
-                "o_proj": (self.q_dim, h)}
+        return {
+            "q_proj": (h, self.q_dim),
+            "k_proj": (h, self.kv_dim),
+            "v_proj": (h, self.kv_dim),
+            "o_proj": (self.q_dim, h),
+        }
 
     def linear_shapes(self) -> dict[str, tuple[int, int]]:
         """(in_features, out_features) of each projection of one block, by canonical name."""
@@ -277,16 +345,28 @@ class ModelSpec:
             h_real = (-b + math.sqrt(b * b + 4 * a * target)) / (2 * a)
             hidden = max(128, int(round(h_real / 128)) * 128)
             heads = hidden // 128
-            candidates.append(cls(
-                name=name or f"custom {target / 1e9:.3g}B", num_layers=layers, hidden_size=hidden,
-                num_attention_heads=heads, num_key_value_heads=math.gcd(heads, 8),
-                intermediate_size=max(256, int(round(hidden * 3.5 / 256)) * 256), vocab_size=vocab,
-                gated_mlp=True, tied_embeddings=False, max_context=8192, architecture_assumed=True,
-                published_params=int(target),
-                notes="Architecture assumed from the parameter count (Llama-like shapes)."))
+            candidates.append(
+                cls(
+                    name=name or f"custom {target / 1e9:.3g}B",
+                    num_layers=layers,
+                    hidden_size=hidden,
+                    num_attention_heads=heads,
+                    num_key_value_heads=math.gcd(heads, 8),
+                    intermediate_size=max(256, int(round(hidden * 3.5 / 256)) * 256),
+                    vocab_size=vocab,
+                    gated_mlp=True,
+                    tied_embeddings=False,
+                    max_context=8192,
+                    architecture_assumed=True,
+                    published_params=int(target),
+                    notes="Architecture assumed from the parameter count (Llama-like shapes).",
+                )
+            )
         close = [c for c in candidates if abs(c.parameters - target) <= 0.03 * target] or candidates
-        best = min(close, key=lambda c: (abs(math.log(c.hidden_size / c.num_layers / 128)),
-                                         abs(c.parameters - target)))
+        best = min(
+            close,
+            key=lambda c: (abs(math.log(c.hidden_size / c.num_layers / 128)), abs(c.parameters - target)),
+        )
         return best
 
 
@@ -295,7 +375,11 @@ def _count_parameters(m: ModelSpec) -> ParameterCounts:
     d_q, d_kv = m.num_attention_heads * m.head_dim_, m.num_key_value_heads * m.head_dim_
     if m.is_mla:
         # Projections plus the RMSNorms on the query and key/value latents.
-        attn = sum(a * b for a, b in m.attention_shapes().values()) + (m.q_lora_rank or 0) + (m.kv_lora_rank or 0)
+        attn = (
+            sum(a * b for a, b in m.attention_shapes().values())
+            + (m.q_lora_rank or 0)
+            + (m.kv_lora_rank or 0)
+        )
     else:
         attn = h * d_q + 2 * h * d_kv + d_q * h
         if m.attention_bias:
@@ -315,13 +399,22 @@ def _count_parameters(m: ModelSpec) -> ParameterCounts:
     attention_total = m.num_layers * attn
     moe_layers = m.num_layers - m.dense_layers if m.is_moe else m.num_layers
     dense_mlp = (3 if m.gated_mlp else 2) * h * m.intermediate_size  # leading dense layers' MLP
-    mlp_total = moe_layers * ((m.num_experts + m.shared_experts) * expert + router) + (
-        m.num_layers - moe_layers) * dense_mlp
+    mlp_total = (
+        moe_layers * ((m.num_experts + m.shared_experts) * expert + router)
+        + (m.num_layers - moe_layers) * dense_mlp
+    )
     other = m.num_layers * norms + final_norm + m.extra_params
     total = embedding + lm_head + attention_total + mlp_total + other
     inactive = moe_layers * (m.num_experts - m.experts_per_token) * expert
-    return ParameterCounts(embedding=embedding, lm_head=lm_head, attention=attention_total, mlp=mlp_total,
-                           norms_and_other=other, total=total, active=total - inactive)
+    return ParameterCounts(
+        embedding=embedding,
+        lm_head=lm_head,
+        attention=attention_total,
+        mlp=mlp_total,
+        norms_and_other=other,
+        total=total,
+        active=total - inactive,
+    )
 
 
 def _require_positive_int(field_name: str, value: object, allow_zero: bool = False) -> None:
@@ -346,8 +439,9 @@ def resolve_lora_targets(model: ModelSpec, targets: tuple[str, ...] | str) -> tu
         names = (target,) if target in CANONICAL_LINEAR_MODULES else LINEAR_MODULE_ALIASES.get(target)
         if names is None:
             known = ", ".join(CANONICAL_LINEAR_MODULES + tuple(LINEAR_MODULE_ALIASES))
-            raise InputError("workload.lora_targets", f"unknown module name; use all_linear or one of {known}",
-                             target)
+            raise InputError(
+                "workload.lora_targets", f"unknown module name; use all_linear or one of {known}", target
+            )
         for name in names:
             if name in available and name not in resolved:
                 resolved.append(name)

@@ -52,20 +52,54 @@ from .models import ModelSpec
 
 #: (weights per block, bytes per block) of each GGML block type.
 GGML_BLOCKS: dict[str, tuple[int, int]] = {
-    "f32": (1, 4), "f16": (1, 2), "bf16": (1, 2), "q8_0": (32, 34), "q6_k": (256, 210),
-    "q5_k": (256, 176), "q5_0": (32, 22), "q5_1": (32, 24), "q4_k": (256, 144), "q4_0": (32, 18),
-    "q4_1": (32, 20), "q3_k": (256, 110), "q2_k": (256, 84), "iq4_xs": (256, 136), "iq4_nl": (32, 18),
-    "mxfp4": (32, 17), "nvfp4": (64, 36),
+    "f32": (1, 4),
+    "f16": (1, 2),
+    "bf16": (1, 2),
+    "q8_0": (32, 34),
+    "q6_k": (256, 210),
+    "q5_k": (256, 176),
+    "q5_0": (32, 22),
+    "q5_1": (32, 24),
+    "q4_k": (256, 144),
+    "q4_0": (32, 18),
+    "q4_1": (32, 20),
+    "q3_k": (256, 110),
+    "q2_k": (256, 84),
+    "iq4_xs": (256, 136),
+    "iq4_nl": (32, 18),
+    "mxfp4": (32, 17),
+    "nvfp4": (64, 36),
 }
 
 #: GGUF file types accepted as ``workload.weights`` (llama.cpp ``--ftype`` names, lower case).
-GGUF_WEIGHT_TYPES = ("q8_0", "q6_k", "q5_k_m", "q5_0", "q4_k_m", "q4_0", "q3_k_m", "q2_k", "iq4_xs",
-                     "mxfp4", "nvfp4")
+GGUF_WEIGHT_TYPES = (
+    "q8_0",
+    "q6_k",
+    "q5_k_m",
+    "q5_0",
+    "q4_k_m",
+    "q4_0",
+    "q3_k_m",
+    "q2_k",
+    "iq4_xs",
+    "mxfp4",
+    "nvfp4",
+)
 
 #: Base block type of each recipe (what a tensor gets when no rule gives it more bits).
-_BASE = {"q8_0": "q8_0", "q6_k": "q6_k", "q5_k_m": "q5_k", "q5_0": "q5_0", "q4_k_m": "q4_k",
-         "q4_0": "q4_0", "q3_k_m": "q3_k", "q2_k": "q2_k", "iq4_xs": "iq4_xs", "mxfp4": "mxfp4",
-         "nvfp4": "nvfp4"}
+_BASE = {
+    "q8_0": "q8_0",
+    "q6_k": "q6_k",
+    "q5_k_m": "q5_k",
+    "q5_0": "q5_0",
+    "q4_k_m": "q4_k",
+    "q4_0": "q4_0",
+    "q3_k_m": "q3_k",
+    "q2_k": "q2_k",
+    "iq4_xs": "iq4_xs",
+    "mxfp4": "mxfp4",
+    "nvfp4": "nvfp4",
+}
 
 #: KV-cache types of llama.cpp (``--cache-type-k/-v``), bytes per element with block scales.
 KV_CACHE_DTYPES = ("f32", "f16", "bf16", "q8_0", "q5_1", "q5_0", "q4_1", "q4_0", "iq4_nl")
@@ -116,7 +150,11 @@ def tensor_type(recipe: str, role: str, layer: int, model: ModelSpec) -> str:
             return "q4_k"
     if recipe == "q2_k" and role in ("attn_v", "ffn_down", "attn_output"):
         return "q3_k"
-    if recipe == "iq4_xs" and role == "attn_v" and model.num_attention_heads // model.num_key_value_heads >= 4:
+    if (
+        recipe == "iq4_xs"
+        and role == "attn_v"
+        and model.num_attention_heads // model.num_key_value_heads >= 4
+    ):
         return "q5_k"
     return base
 
@@ -187,10 +225,12 @@ def gguf_weight_bytes(model: ModelSpec, recipe: str) -> GgufWeightBytes:
         add(head_type, counts.lm_head)
     add("f32", counts.norms_and_other)
     return GgufWeightBytes(
-        blocks=blocks, embedding=counts.embedding * bytes_per_weight(embd_type),
+        blocks=blocks,
+        embedding=counts.embedding * bytes_per_weight(embd_type),
         lm_head=counts.lm_head * bytes_per_weight(head_type),
         norms_and_other=counts.norms_and_other * 4.0,
-        types=tuple(sorted(per_type.items(), key=lambda kv: -kv[1])))
+        types=tuple(sorted(per_type.items(), key=lambda kv: -kv[1])),
+    )
 
 
 def kv_bytes_per_element(dtype: str) -> float:

@@ -57,13 +57,25 @@ QUANTIZATIONS = ("awq", "gptq", "marlin", "exllama", "bnb", "gguf", "fp8", "torc
 OPTIMIZER_STATE_DTYPES = ("fp32", "bf16")
 #: Weight precisions each kernel family can run (other weights values, e.g. llama.cpp types, go to gguf).
 QUANTIZATION_WEIGHTS = {
-    "awq": ("int4",), "gptq": ("int4", "int8"), "marlin": ("int4", "int8"), "exllama": ("int4",),
-    "bnb": ("nf4", "int4", "int8"), "fp8": ("fp8",), "torchao": ("int4", "int8", "fp8", "nf4"),
+    "awq": ("int4",),
+    "gptq": ("int4", "int8"),
+    "marlin": ("int4", "int8"),
+    "exllama": ("int4",),
+    "bnb": ("nf4", "int4", "int8"),
+    "fp8": ("fp8",),
+    "torchao": ("int4", "int8", "fp8", "nf4"),
     "hqq": ("int4", "int8"),
 }
 #: Group size and bits of constants per group (scale + zero) of the group-wise families.
-_GROUP = {"mlc": (32, 16.0), "awq": (128, 20.0), "gptq": (128, 20.0), "exllama": (128, 20.0), "marlin": (128, 16.0),
-          "torchao": (128, 32.0), "hqq": (64, 32.0)}
+_GROUP = {
+    "mlc": (32, 16.0),
+    "awq": (128, 20.0),
+    "gptq": (128, 20.0),
+    "exllama": (128, 20.0),
+    "marlin": (128, 16.0),
+    "torchao": (128, 32.0),
+    "hqq": (64, 32.0),
+}
 #: llama.cpp block formats chosen for the generic weights values (bytes per weight, block constants included).
 _GGUF_BYTES = {"int4": 18 / 32, "int8": 34 / 32, "fp8": 34 / 32}
 #: Engines that capture the decode step in CUDA graphs (or run a compiled graph) by default.
@@ -98,12 +110,20 @@ def default_quantization(weights: str, engine: str | None, kind: str) -> str | N
         return "gguf"
     if weights == "int8":
         return "bnb" if engine == "transformers" else "gptq"
-    return {"vllm": "marlin", "sglang": "marlin", "tensorrt-llm": "awq", "mlc-llm": "mlc", "transformers": "exllama",
-            "autoawq": "awq", "exllamav2": "exllama"}.get(engine, "gptq")
+    return {
+        "vllm": "marlin",
+        "sglang": "marlin",
+        "tensorrt-llm": "awq",
+        "mlc-llm": "mlc",
+        "transformers": "exllama",
+        "autoawq": "awq",
+        "exllamav2": "exllama",
+    }.get(engine, "gptq")
 
 
-def weight_bytes_per_param(precision: str, in_features: int = 4096, double_quant: bool = True,
-                           quantization: str | None = None) -> float:
+def weight_bytes_per_param(
+    precision: str, in_features: int = 4096, double_quant: bool = True, quantization: str | None = None
+) -> float:
     """Bytes of one quantized-block weight including its quantization constants."""
     if quantization == "gguf" and precision in _GGUF_BYTES:
         return _GGUF_BYTES[precision]
@@ -119,7 +139,9 @@ def weight_bytes_per_param(precision: str, in_features: int = 4096, double_quant
     if precision == "nf4":
         return 0.5 + (1.0 / 64 + 4.0 / (64 * 256) if double_quant else 4.0 / 64)
     if is_gguf_type(precision):
-        return bytes_per_weight({"q5_k_m": "q5_k", "q4_k_m": "q4_k", "q3_k_m": "q3_k"}.get(precision, precision))
+        return bytes_per_weight(
+            {"q5_k_m": "q5_k", "q4_k_m": "q4_k", "q3_k_m": "q3_k"}.get(precision, precision)
+        )
     return _BYTES[precision]
 
 
@@ -136,8 +158,13 @@ def _positive_int(name: str, value: object, minimum: int = 1, maximum: int | Non
 
 
 def _positive_float(name: str, value: object, allow_zero: bool = False, maximum: float | None = None) -> None:
-    if (isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0
-            or (value == 0 and not allow_zero)):
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not math.isfinite(value)
+        or value < 0
+        or (value == 0 and not allow_zero)
+    ):
         raise InputError(name, "must be a number " + (">= 0" if allow_zero else "> 0"), value)
     if maximum is not None and value > maximum:
         raise InputError(name, f"must be at most {maximum:g}", value)
@@ -202,50 +229,75 @@ class Workload:
         _choice("workload.optimizer", self.optimizer, OPTIMIZERS)
         self._check_local_keys()
         _positive_int("workload.lora_rank", self.lora_rank, maximum=65536)
-        for name in ("gradient_checkpointing", "flash_attention", "lora_dropout", "master_weights", "double_quant"):
+        for name in (
+            "gradient_checkpointing",
+            "flash_attention",
+            "lora_dropout",
+            "master_weights",
+            "double_quant",
+        ):
             if not isinstance(getattr(self, name), bool):
                 raise InputError(f"workload.{name}", "must be true or false", getattr(self, name))
         if not isinstance(self.lora_targets, (str, tuple, list)):
-            raise InputError("workload.lora_targets", "must be 'all_linear' or a list of module names",
-                             self.lora_targets)
+            raise InputError(
+                "workload.lora_targets", "must be 'all_linear' or a list of module names", self.lora_targets
+            )
         if isinstance(self.lora_targets, list):
             object.__setattr__(self, "lora_targets", tuple(self.lora_targets))
         if not isinstance(self.lora_targets, str):
             if not self.lora_targets or not all(isinstance(t, str) and t for t in self.lora_targets):
-                raise InputError("workload.lora_targets", "must be 'all_linear' or a non-empty list of module names",
-                                 self.lora_targets)
+                raise InputError(
+                    "workload.lora_targets",
+                    "must be 'all_linear' or a non-empty list of module names",
+                    self.lora_targets,
+                )
         for name in ("train_tokens", "dataset_tokens", "requests"):
             value = getattr(self, name)
             if value is not None:
                 _positive_float(f"workload.{name}", value, maximum=1e18)
         _positive_float("workload.epochs", self.epochs, maximum=1e6)
         if self.kind in ("full_finetune", "pretrain") and self.weights in QUANTIZED:
-            raise InputError("workload.weights",
-                             f"{self.kind} trains every weight and needs fp32, bf16, fp16 or fp8; "
-                             "to train on a quantized base use kind qlora", self.weights)
+            raise InputError(
+                "workload.weights",
+                f"{self.kind} trains every weight and needs fp32, bf16, fp16 or fp8; "
+                "to train on a quantized base use kind qlora",
+                self.weights,
+            )
         if self.kind == "qlora" and self.weights not in QUANTIZED:
-            raise InputError("workload.weights", "qlora needs a quantized base: nf4, int4 or int8", self.weights)
+            raise InputError(
+                "workload.weights", "qlora needs a quantized base: nf4, int4 or int8", self.weights
+            )
         _choice("workload.optimizer_state_dtype", self.optimizer_state_dtype, OPTIMIZER_STATE_DTYPES)
         if self.cuda_graphs is not None and not isinstance(self.cuda_graphs, bool):
             raise InputError("workload.cuda_graphs", "must be true or false", self.cuda_graphs)
         if self.quantization is not None:
             _choice("workload.quantization", self.quantization, QUANTIZATIONS)
             if self.weights in ("fp32", "bf16", "fp16") and self.quantization != "gguf":
-                raise InputError("workload.quantization",
-                                 f"needs quantized weights (int4, int8, nf4, fp8 or a GGUF type); "
-                                 f"the weights are {self.weights}", self.quantization)
+                raise InputError(
+                    "workload.quantization",
+                    f"needs quantized weights (int4, int8, nf4, fp8 or a GGUF type); "
+                    f"the weights are {self.weights}",
+                    self.quantization,
+                )
             allowed = QUANTIZATION_WEIGHTS.get(self.quantization)
             if allowed is not None and self.weights not in allowed:
-                raise InputError("workload.quantization",
-                                 f"{self.quantization} runs {' or '.join(allowed)} weights, not {self.weights}",
-                                 self.quantization)
+                raise InputError(
+                    "workload.quantization",
+                    f"{self.quantization} runs {' or '.join(allowed)} weights, not {self.weights}",
+                    self.quantization,
+                )
             if self.quantization == "gguf" and self.weights == "nf4":
-                raise InputError("workload.quantization", "gguf has no nf4 type; use a GGUF type or int4",
-                                 self.quantization)
+                raise InputError(
+                    "workload.quantization",
+                    "gguf has no nf4 type; use a GGUF type or int4",
+                    self.quantization,
+                )
             if self.kind in TRAINING_KINDS and self.quantization not in ("bnb", "hqq", "torchao", "fp8"):
-                raise InputError("workload.quantization",
-                                 f"training on a quantized base uses bnb, hqq or torchao, not {self.quantization}",
-                                 self.quantization)
+                raise InputError(
+                    "workload.quantization",
+                    f"training on a quantized base uses bnb, hqq or torchao, not {self.quantization}",
+                    self.quantization,
+                )
 
     @property
     def quantization_family(self) -> str | None:
@@ -261,27 +313,41 @@ class Workload:
         """Whether the decode step is captured in CUDA graphs: as given, else the engine's default."""
         if self.cuda_graphs is not None:
             return self.cuda_graphs
-        engine = self.engine or ("vllm" if self.kind == "inference" else
-                                 "megatron" if self.kind == "pretrain" else "hf-trainer")
+        engine = self.engine or (
+            "vllm" if self.kind == "inference" else "megatron" if self.kind == "pretrain" else "hf-trainer"
+        )
         return engine in CUDA_GRAPH_ENGINES
 
     def _check_local_keys(self) -> None:
         """The llama.cpp keys: GGUF weight types, kv_cache_dtype and gpu_layers."""
         if is_gguf_type(self.weights) and self.kind != "inference":
-            raise InputError("workload.weights", "GGUF types are llama.cpp inference formats; for training "
-                             "use bf16, fp16 or fp8 (qlora: nf4, int4 or int8)", self.weights)
+            raise InputError(
+                "workload.weights",
+                "GGUF types are llama.cpp inference formats; for training "
+                "use bf16, fp16 or fp8 (qlora: nf4, int4 or int8)",
+                self.weights,
+            )
         if self.kv_cache_dtype is not None:
             _choice("workload.kv_cache_dtype", self.kv_cache_dtype, KV_CACHE_DTYPES)
             if self.kv_cache is not None:
-                raise InputError("workload.kv_cache_dtype", "give either kv_cache or kv_cache_dtype, not both",
-                                 self.kv_cache_dtype)
+                raise InputError(
+                    "workload.kv_cache_dtype",
+                    "give either kv_cache or kv_cache_dtype, not both",
+                    self.kv_cache_dtype,
+                )
             if self.kv_cache_dtype not in ("f32", "f16", "bf16") and not self.flash_attention:
-                raise InputError("workload.kv_cache_dtype", "a quantized V cache needs flash attention in "
-                                 "llama.cpp; set flash_attention to true or use f16", self.kv_cache_dtype)
+                raise InputError(
+                    "workload.kv_cache_dtype",
+                    "a quantized V cache needs flash attention in "
+                    "llama.cpp; set flash_attention to true or use f16",
+                    self.kv_cache_dtype,
+                )
         if self.gpu_layers is not None:
             _positive_int("workload.gpu_layers", self.gpu_layers, minimum=0, maximum=10_000)
             if self.kind != "inference":
-                raise InputError("workload.gpu_layers", "partial offload is for inference only", self.gpu_layers)
+                raise InputError(
+                    "workload.gpu_layers", "partial offload is for inference only", self.gpu_layers
+                )
 
     @property
     def is_gguf(self) -> bool:
@@ -316,7 +382,9 @@ class Workload:
         if self.kv_cache is not None:
             return self.kv_cache
         if self.kv_cache_dtype is not None:
-            return {"f32": "fp32", "f16": "fp16", "bf16": "bf16", "q8_0": "int8"}.get(self.kv_cache_dtype, "int4")
+            return {"f32": "fp32", "f16": "fp16", "bf16": "bf16", "q8_0": "int8"}.get(
+                self.kv_cache_dtype, "int4"
+            )
         if is_gguf_type(self.weights):
             return "fp16"  # llama.cpp's default cache type
         return self.weights if self.weights in ("fp32", "bf16", "fp16") else "bf16"

@@ -29,5 +29,12 @@ from .delegates import NumberEditor
 from .editor import CatalogEditor
 from .preview import PreviewDialog, import_details
 
-__all__ = ["INVALID_BRUSH", "STALE_BRUSH", "CatalogEditor", "NumberEditor", "PreviewDialog", "column_label",
-           "import_details"]
+__all__ = [
+    "INVALID_BRUSH",
+    "STALE_BRUSH",
+    "CatalogEditor",
+    "NumberEditor",
+    "PreviewDialog",
+    "column_label",
+    "import_details",
+]

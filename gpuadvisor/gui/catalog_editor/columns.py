@@ -24,15 +24,38 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "position_embedding": ("rope", "learned", "alibi", "none"),
     "norm": ("rmsnorm", "layernorm"),
 }
-BOOLEAN_COLUMNS = frozenset({"gated_mlp", "tied_embeddings", "attention_bias", "attention_out_bias", "mlp_bias"})
+BOOLEAN_COLUMNS = frozenset(
+    {"gated_mlp", "tied_embeddings", "attention_bias", "attention_out_bias", "mlp_bias"}
+)
 #: Only these choices are enforced (the others are suggestions): the core rejects anything else.
 STRICT_CHOICES = frozenset({"architecture", "kind"})
 DATE_COLUMNS = frozenset({"price_as_of"})
 TEXT_COLUMNS = frozenset({"id", "name", "family", "hf_model_type", "source", "notes"})
-_WORDS = {"gib": "GiB", "gb": "GB", "usd": "USD", "tflops": "TFLOPS", "tops": "TOPS", "fp32": "FP32",
-          "tf32": "TF32", "fp16": "FP16", "bf16": "BF16", "fp8": "FP8", "int8": "INT8", "fp4": "FP4",
-          "tdp": "TDP", "nvlink": "NVLink", "pcie": "PCIe", "mig": "MIG", "id": "Id", "hf": "HF",
-          "moe": "MoE", "mlp": "MLP", "kv": "KV", "mlp_bias": "MLP bias"}
+_WORDS = {
+    "gib": "GiB",
+    "gb": "GB",
+    "usd": "USD",
+    "tflops": "TFLOPS",
+    "tops": "TOPS",
+    "fp32": "FP32",
+    "tf32": "TF32",
+    "fp16": "FP16",
+    "bf16": "BF16",
+    "fp8": "FP8",
+    "int8": "INT8",
+    "fp4": "FP4",
+    "tdp": "TDP",
+    "nvlink": "NVLink",
+    "pcie": "PCIe",
+    "mig": "MIG",
+    "id": "Id",
+    "hf": "HF",
+    "moe": "MoE",
+    "mlp": "MLP",
+    "kv": "KV",
+    "mlp_bias": "MLP bias",
+}
+
 
 def column_unit(column: str) -> str:
     """The unit a numeric column is stored in (``""`` for plain counts and text)."""
@@ -40,8 +63,15 @@ def column_unit(column: str) -> str:
         return "USD per GPU-hour"
     if column.startswith("purchase_") and "_usd" in column:
         return "USD"
-    for suffix, unit in (("_gb_s", "GB/s"), ("_gib_usable", "GiB"), ("_gib", "GiB"), ("_gb", "GB"),
-                         ("_tflops", "TFLOPS"), ("_tops", "TOPS"), ("_w", "W")):
+    for suffix, unit in (
+        ("_gb_s", "GB/s"),
+        ("_gib_usable", "GiB"),
+        ("_gib", "GiB"),
+        ("_gb", "GB"),
+        ("_tflops", "TFLOPS"),
+        ("_tops", "TOPS"),
+        ("_w", "W"),
+    ):
         if column.endswith(suffix):
             return unit
     return ""
@@ -54,8 +84,11 @@ def column_label(column: str) -> str:
     for suffix in ("_usd_per_hour", "_gb_s", "_tflops", "_tops", "_gib", "_gb", "_w", "_usd"):
         if suffix in name and unit:
             name = name.replace(suffix, "")
-    name = name.replace("cloud", "cloud price").replace("purchase_new", "purchase new") \
+    name = (
+        name.replace("cloud", "cloud price")
+        .replace("purchase_new", "purchase new")
         .replace("purchase_used", "purchase used")
+    )
     words = [_WORDS.get(w, w) for w in name.split("_") if w]
     text = " ".join(words)
     text = text[:1].upper() + text[1:]
@@ -63,8 +96,12 @@ def column_label(column: str) -> str:
 
 
 def is_numeric(column: str) -> bool:
-    return column not in TEXT_COLUMNS and column not in DATE_COLUMNS and column not in CHOICES \
+    return (
+        column not in TEXT_COLUMNS
+        and column not in DATE_COLUMNS
+        and column not in CHOICES
         and column not in BOOLEAN_COLUMNS
+    )
 
 
 def number_or_none(text: str) -> float | None:

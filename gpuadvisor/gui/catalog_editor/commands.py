@@ -37,8 +37,14 @@ class SetCellCommand(QUndoCommand):
 class RowsCommand(QUndoCommand):
     """Any change of the rows as a whole (add, duplicate, delete, import, reset, restore)."""
 
-    def __init__(self, model: EditableRows, before: list[dict[str, str]], after: list[dict[str, str]],
-                 text: str, parent: QUndoCommand | None = None) -> None:
+    def __init__(
+        self,
+        model: EditableRows,
+        before: list[dict[str, str]],
+        after: list[dict[str, str]],
+        text: str,
+        parent: QUndoCommand | None = None,
+    ) -> None:
         super().__init__(text, parent)
         self.model, self.before, self.after = model, before, after
 

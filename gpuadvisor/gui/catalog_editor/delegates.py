@@ -3,10 +3,25 @@
 from __future__ import annotations
 
 from PySide6.QtCore import QDate, QSortFilterProxyModel, Qt
-from PySide6.QtWidgets import (QComboBox, QDateEdit, QHBoxLayout,
-                               QLabel, QLineEdit, QStyledItemDelegate, QWidget)
+from PySide6.QtWidgets import (
+    QComboBox,
+    QDateEdit,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QStyledItemDelegate,
+    QWidget,
+)
 
-from .columns import BOOLEAN_COLUMNS, CHOICES, DATE_COLUMNS, ROLE_SORT, STRICT_CHOICES, column_unit, is_numeric
+from .columns import (
+    BOOLEAN_COLUMNS,
+    CHOICES,
+    DATE_COLUMNS,
+    ROLE_SORT,
+    STRICT_CHOICES,
+    column_unit,
+    is_numeric,
+)
 from .model import CatalogModel
 
 

@@ -6,24 +6,35 @@ import datetime as _dt
 import html
 import logging
 import re
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 
-from PySide6.QtCore import (Qt, QTimer,
-                            Signal)
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QKeySequence, QUndoStack
-from PySide6.QtWidgets import (QDialog, QFileDialog, QHBoxLayout,
-                               QHeaderView, QInputDialog, QLabel, QLineEdit, QMainWindow, QMessageBox,
-                               QSpinBox, QTableView, QTabWidget,
-                               QToolBar, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QDialog,
+    QFileDialog,
+    QHBoxLayout,
+    QHeaderView,
+    QInputDialog,
+    QLabel,
+    QLineEdit,
+    QMainWindow,
+    QMessageBox,
+    QSpinBox,
+    QTableView,
+    QTabWidget,
+    QToolBar,
+    QVBoxLayout,
+    QWidget,
+)
 
+from ...core.errors import CatalogError, InputError
 from ...core.formats import user_catalog as uc
 from ...core.formats.catalog_exchange import ImportReport, export_text, import_file
-from ...core.errors import CatalogError, InputError
 from ...core.specs.hardware import GpuCatalog
 from ...storage import StorageError, atomic_write_text
 from ...storage.user_catalog_store import restore_user_catalog, save_user_catalog, user_catalog_backups
-
 from .columns import KIND_TITLES
 from .commands import RowsCommand
 from .delegates import CatalogDelegate, CatalogProxy
@@ -58,8 +69,11 @@ class CatalogTab(QWidget):
         self.table.setSortingEnabled(True)
         self.table.sortByColumn(-1, Qt.SortOrder.AscendingOrder)
         self.table.setSelectionBehavior(QTableView.SelectionBehavior.SelectRows)
-        self.table.setEditTriggers(QTableView.EditTrigger.DoubleClicked | QTableView.EditTrigger.EditKeyPressed
-                                   | QTableView.EditTrigger.AnyKeyPressed)
+        self.table.setEditTriggers(
+            QTableView.EditTrigger.DoubleClicked
+            | QTableView.EditTrigger.EditKeyPressed
+            | QTableView.EditTrigger.AnyKeyPressed
+        )
         self.table.verticalHeader().setDefaultSectionSize(22)
         header = self.table.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
@@ -78,7 +92,11 @@ class CatalogTab(QWidget):
     def _update_counts(self) -> None:
         m = self.model
         statuses = [m.status(i) for i in range(len(m.rows))]
-        parts = [f"{len(m.rows)} rows", f"{statuses.count('modified')} modified", f"{statuses.count('added')} added"]
+        parts = [
+            f"{len(m.rows)} rows",
+            f"{statuses.count('modified')} modified",
+            f"{statuses.count('added')} added",
+        ]
         invalid = len(m.invalid_rows())
         if invalid:
             parts.append(f"<span style='color:#8a0015'><b>{invalid} invalid</b></span>")
@@ -102,16 +120,22 @@ class CatalogTab(QWidget):
             self.table.scrollTo(index)
 
 
-
 class CatalogEditor(QMainWindow):
     """The catalog editor window (see the module docstring)."""
 
     #: (GpuCatalog, ModelCatalog, warnings) after every change that still leaves a usable catalog.
     catalogsChanged = Signal(object, object, object)
 
-    def __init__(self, user: uc.UserCatalog, parent=None, stale_months: int = 6,
-                 on_stale_months: Callable[[int], None] | None = None, startup_warnings: list[str] | None = None,
-                 current_gpus: Callable[[], GpuCatalog] | None = None, today: _dt.date | None = None) -> None:
+    def __init__(
+        self,
+        user: uc.UserCatalog,
+        parent=None,
+        stale_months: int = 6,
+        on_stale_months: Callable[[int], None] | None = None,
+        startup_warnings: list[str] | None = None,
+        current_gpus: Callable[[], GpuCatalog] | None = None,
+        today: _dt.date | None = None,
+    ) -> None:
         super().__init__(parent)
         self.setWindowTitle("Catalog editor · gpuadvisor")
         self.setWindowFlag(Qt.WindowType.Window, True)
@@ -187,28 +211,67 @@ class CatalogEditor(QMainWindow):
         self.redo_action.setEnabled(False)
         self.undo.canUndoChanged.connect(self.undo_action.setEnabled)
         self.undo.canRedoChanged.connect(self.redo_action.setEnabled)
-        self.undo.undoTextChanged.connect(lambda text: self.undo_action.setToolTip(f"Undo {text}" if text else "Undo"))
-        self.undo.redoTextChanged.connect(lambda text: self.redo_action.setToolTip(f"Redo {text}" if text else "Redo"))
-        self.add_action = action("Add row", self.add_row, "Ctrl+N", "Add an empty row (a unique id is filled in)")
-        self.duplicate_action = action("Duplicate", self.duplicate_rows, "Ctrl+D",
-                                       "Copy the selected rows under new ids (e.g. your own price quote)")
-        self.delete_action = action("Delete", self.delete_rows, QKeySequence.StandardKey.Delete,
-                                    "Delete the selected rows (bundled rows are hidden; Reset all brings them back)")
-        self.reset_row_action = action("Reset row", self.reset_rows, None,
-                                       "Put the selected bundled rows back to their bundled values")
-        self.reset_all_action = action("Reset all…", self.reset_all, None,
-                                       "Discard every edit of this catalog and use the bundled rows")
-        self.import_action = action("Import…", self.import_rows, "Ctrl+I",
-                                    "Import rows from a CSV or JSON file (preview first)")
-        self.export_action = action("Export…", self.export_rows, "Ctrl+E",
-                                    "Export this catalog, with your edits, as CSV or JSON")
-        self.prices_action = action("Import price list…", self.import_price_lists, None,
-                                    "Update cloud prices from gpuhunt or SkyPilot catalog files (preview first)")
-        self.restore_action = action("Restore backup…", self.restore_backup, None,
-                                     "Bring back a backup of your catalog edits (undoable)")
-        for act in (self.undo_action, self.redo_action, None, self.add_action, self.duplicate_action,
-                    self.delete_action, None, self.reset_row_action, self.reset_all_action, None,
-                    self.import_action, self.export_action, self.prices_action, self.restore_action):
+        self.undo.undoTextChanged.connect(
+            lambda text: self.undo_action.setToolTip(f"Undo {text}" if text else "Undo")
+        )
+        self.undo.redoTextChanged.connect(
+            lambda text: self.redo_action.setToolTip(f"Redo {text}" if text else "Redo")
+        )
+        self.add_action = action(
+            "Add row", self.add_row, "Ctrl+N", "Add an empty row (a unique id is filled in)"
+        )
+        self.duplicate_action = action(
+            "Duplicate",
+            self.duplicate_rows,
+            "Ctrl+D",
+            "Copy the selected rows under new ids (e.g. your own price quote)",
+        )
+        self.delete_action = action(
+            "Delete",
+            self.delete_rows,
+            QKeySequence.StandardKey.Delete,
+            "Delete the selected rows (bundled rows are hidden; Reset all brings them back)",
+        )
+        self.reset_row_action = action(
+            "Reset row", self.reset_rows, None, "Put the selected bundled rows back to their bundled values"
+        )
+        self.reset_all_action = action(
+            "Reset all…", self.reset_all, None, "Discard every edit of this catalog and use the bundled rows"
+        )
+        self.import_action = action(
+            "Import…", self.import_rows, "Ctrl+I", "Import rows from a CSV or JSON file (preview first)"
+        )
+        self.export_action = action(
+            "Export…", self.export_rows, "Ctrl+E", "Export this catalog, with your edits, as CSV or JSON"
+        )
+        self.prices_action = action(
+            "Import price list…",
+            self.import_price_lists,
+            None,
+            "Update cloud prices from gpuhunt or SkyPilot catalog files (preview first)",
+        )
+        self.restore_action = action(
+            "Restore backup…",
+            self.restore_backup,
+            None,
+            "Bring back a backup of your catalog edits (undoable)",
+        )
+        for act in (
+            self.undo_action,
+            self.redo_action,
+            None,
+            self.add_action,
+            self.duplicate_action,
+            self.delete_action,
+            None,
+            self.reset_row_action,
+            self.reset_all_action,
+            None,
+            self.import_action,
+            self.export_action,
+            self.prices_action,
+            self.restore_action,
+        ):
             if act is None:
                 bar.addSeparator()
             else:
@@ -220,7 +283,9 @@ class CatalogEditor(QMainWindow):
         self.stale_box.setRange(1, 240)
         self.stale_box.setSuffix(" months")
         self.stale_box.setValue(stale_months)
-        self.stale_box.setToolTip("Prices dated before this are flagged here, in the results and in the report")
+        self.stale_box.setToolTip(
+            "Prices dated before this are flagged here, in the results and in the report"
+        )
         self.stale_box.valueChanged.connect(self._stale_changed)
         bar.addWidget(self.stale_box)
         self.tabs.currentChanged.connect(lambda _i: self._update_actions())
@@ -260,7 +325,9 @@ class CatalogEditor(QMainWindow):
 
     def add_row(self) -> None:
         model = self.current_model()
-        row = uc.full_row(model.kind, {"id": self._unique_id(model, "my-gpu" if model.kind == "gpus" else "my-model")})
+        row = uc.full_row(
+            model.kind, {"id": self._unique_id(model, "my-gpu" if model.kind == "gpus" else "my-model")}
+        )
         self._push_rows(model, model.snapshot() + [row], f"Add {row['id']}")
         self.current_tab().select_source_row(len(model.rows) - 1)
 
@@ -278,7 +345,7 @@ class CatalogEditor(QMainWindow):
                 copy["name"] = copy["name"] + " (copy)"
             after.append(copy)
             model.rows.append(copy)  # so the next _unique_id sees it; the command replaces the rows
-        del model.rows[len(model.rows) - len(rows):]
+        del model.rows[len(model.rows) - len(rows) :]
         self._push_rows(model, after, f"Duplicate {len(rows)} row{'s' if len(rows) != 1 else ''}")
         tab.select_source_row(len(model.rows) - 1)
 
@@ -312,11 +379,13 @@ class CatalogEditor(QMainWindow):
         model = self.current_model()
         if confirm:
             answer = QMessageBox.question(
-                self, "Reset to the bundled catalog",
+                self,
+                "Reset to the bundled catalog",
                 f"Discard every edit of the {KIND_TITLES[model.kind].lower()} catalog (changed, added and "
                 f"deleted rows)? You can undo this.",
                 QMessageBox.StandardButton.Reset | QMessageBox.StandardButton.Cancel,
-                QMessageBox.StandardButton.Cancel)
+                QMessageBox.StandardButton.Cancel,
+            )
             if answer != QMessageBox.StandardButton.Reset:
                 return False
         self._push_rows(model, uc.bundled_rows(model.kind), f"Reset all {KIND_TITLES[model.kind].lower()}")
@@ -326,8 +395,12 @@ class CatalogEditor(QMainWindow):
     def import_rows(self, path: str | None = None, preview: bool = True) -> ImportReport | None:
         model = self.current_model()
         if path is None:
-            path, _ = QFileDialog.getOpenFileName(self, f"Import {KIND_TITLES[model.kind].lower()}", "",
-                                                  "Catalog files (*.csv *.json);;All files (*)")
+            path, _ = QFileDialog.getOpenFileName(
+                self,
+                f"Import {KIND_TITLES[model.kind].lower()}",
+                "",
+                "Catalog files (*.csv *.json);;All files (*)",
+            )
             if not path:
                 return None
         try:
@@ -343,9 +416,11 @@ class CatalogEditor(QMainWindow):
         return report
 
     def _confirm_import(self, report: ImportReport, name: str, before: list[dict[str, str]]) -> bool:
-        head = (f"<b>{name}</b>: {len(report.added)} added, {len(report.updated)} updated, "
-                f"{len(report.unchanged)} unchanged, <span style='color:#8a0015'>{len(report.rejected)} "
-                f"rejected</span>.")
+        head = (
+            f"<b>{name}</b>: {len(report.added)} added, {len(report.updated)} updated, "
+            f"{len(report.unchanged)} unchanged, <span style='color:#8a0015'>{len(report.rejected)} "
+            f"rejected</span>."
+        )
         dialog = PreviewDialog(f"Import {name}", head, import_details(report, before), report.changed, self)
         return dialog.exec() == QDialog.DialogCode.Accepted
 
@@ -353,8 +428,11 @@ class CatalogEditor(QMainWindow):
         model = self.current_model()
         if path is None:
             path, chosen = QFileDialog.getSaveFileName(
-                self, f"Export {KIND_TITLES[model.kind].lower()}", f"{model.kind}.csv",
-                "CSV (*.csv);;JSON (*.json)")
+                self,
+                f"Export {KIND_TITLES[model.kind].lower()}",
+                f"{model.kind}.csv",
+                "CSV (*.csv);;JSON (*.json)",
+            )
             if not path:
                 return None
             fmt = "json" if "JSON" in chosen or path.lower().endswith(".json") else "csv"
@@ -368,15 +446,20 @@ class CatalogEditor(QMainWindow):
         self.statusBar().showMessage(f"Exported {len(model.rows)} rows to {written.name}", 6000)
         return written
 
-    def import_price_lists(self, paths: list[str] | None = None, preview: bool = True,
-                           provider: str | None = None):
+    def import_price_lists(
+        self, paths: list[str] | None = None, preview: bool = True, provider: str | None = None
+    ):
         """Update cloud prices from gpuhunt or SkyPilot catalog files; returns the applied updates."""
         from ...core.formats.pricelists import merge_price_imports, price_update_rows, read_price_list
 
         model = self.models["gpus"]
         if paths is None:
-            paths, _ = QFileDialog.getOpenFileNames(self, "Import cloud price lists (gpuhunt or SkyPilot CSV)", "",
-                                                    "CSV files (*.csv);;All files (*)")
+            paths, _ = QFileDialog.getOpenFileNames(
+                self,
+                "Import cloud price lists (gpuhunt or SkyPilot CSV)",
+                "",
+                "CSV files (*.csv);;All files (*)",
+            )
             if not paths:
                 return None
         catalog = self._catalog_for_matching()
@@ -397,16 +480,20 @@ class CatalogEditor(QMainWindow):
             if i is None:
                 continue
             old = after[i]
-            lines.append(f"{gpu_id}: cloud price {old.get('cloud_usd_per_hour_low') or '-'} / "
-                         f"{old.get('cloud_usd_per_hour_expected') or '-'} / {old.get('cloud_usd_per_hour_high') or '-'}"
-                         f" -> {changes.get('cloud_usd_per_hour_low', '-')} / "
-                         f"{changes.get('cloud_usd_per_hour_expected', '-')} / "
-                         f"{changes.get('cloud_usd_per_hour_high', '-')} USD per GPU-hour")
+            lines.append(
+                f"{gpu_id}: cloud price {old.get('cloud_usd_per_hour_low') or '-'} / "
+                f"{old.get('cloud_usd_per_hour_expected') or '-'} / {old.get('cloud_usd_per_hour_high') or '-'}"
+                f" -> {changes.get('cloud_usd_per_hour_low', '-')} / "
+                f"{changes.get('cloud_usd_per_hour_expected', '-')} / "
+                f"{changes.get('cloud_usd_per_hour_high', '-')} USD per GPU-hour"
+            )
             after[i] = {**old, **changes}
         details = "\n".join(lines) + ("\n\n" if lines else "") + merged.summary()
-        head = (f"<b>{len(lines)} GPU{'s' if len(lines) != 1 else ''}</b> get new prices from "
-                f"{len(paths)} file{'s' if len(paths) != 1 else ''} ({merged.rows_read} rows read; "
-                f"{sum(merged.unmatched.values())} offers unmatched; {len(merged.rejected)} rows rejected).")
+        head = (
+            f"<b>{len(lines)} GPU{'s' if len(lines) != 1 else ''}</b> get new prices from "
+            f"{len(paths)} file{'s' if len(paths) != 1 else ''} ({merged.rows_read} rows read; "
+            f"{sum(merged.unmatched.values())} offers unmatched; {len(merged.rejected)} rows rejected)."
+        )
         if preview:
             dialog = PreviewDialog("Import cloud price lists", head, details, bool(lines), self)
             if dialog.exec() != QDialog.DialogCode.Accepted:
@@ -426,9 +513,13 @@ class CatalogEditor(QMainWindow):
         if path is None:
             backups = user_catalog_backups()
             if not backups:
-                QMessageBox.information(self, "Restore backup", "There is no backup of your catalog edits yet.")
+                QMessageBox.information(
+                    self, "Restore backup", "There is no backup of your catalog edits yet."
+                )
                 return False
-            names = [f"{p.name}  ({_dt.datetime.fromtimestamp(p.stat().st_mtime):%Y-%m-%d %H:%M})" for p in backups]
+            names = [
+                f"{p.name}  ({_dt.datetime.fromtimestamp(p.stat().st_mtime):%Y-%m-%d %H:%M})" for p in backups
+            ]
             choice, ok = QInputDialog.getItem(self, "Restore backup", "Bring back:", names, 0, False)
             if not ok:
                 return False
@@ -503,15 +594,21 @@ class CatalogEditor(QMainWindow):
             items = []
             for kind, r in invalid[:4]:
                 m = self.models[kind]
-                items.append(f"{html.escape(m.rows[r].get('id') or f'row {r + 1}')}: {html.escape(m.row_error(r))}")
+                items.append(
+                    f"{html.escape(m.rows[r].get('id') or f'row {r + 1}')}: {html.escape(m.row_error(r))}"
+                )
             more = f" and {len(invalid) - 4} more" if len(invalid) > 4 else ""
-            parts.append(f"<span style='color:#8a0015'>{len(invalid)} invalid row{'s' if len(invalid) != 1 else ''} "
-                         f"left out of the estimates: {'; '.join(items)}{more}.</span>")
+            parts.append(
+                f"<span style='color:#8a0015'>{len(invalid)} invalid row{'s' if len(invalid) != 1 else ''} "
+                f"left out of the estimates: {'; '.join(items)}{more}.</span>"
+            )
         elif self.build_warnings:
             parts.append("<br>".join(html.escape(w) for w in self.build_warnings[:3]))
         if not parts or parts == [html.escape(self.notice).replace("\n", "<br>")]:
-            parts.append("Edits are saved as you make them and used by the estimates at once. Double-click a "
-                         "cell to edit; tinted cells differ from the bundled catalog (hover for the bundled value).")
+            parts.append(
+                "Edits are saved as you make them and used by the estimates at once. Double-click a "
+                "cell to edit; tinted cells differ from the bundled catalog (hover for the bundled value)."
+            )
         self.info.setText("<br>".join(parts))
 
     def show_banner(self, warnings: list[str]) -> None:

@@ -7,11 +7,20 @@ import datetime as _dt
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt, Signal
 from PySide6.QtGui import QUndoStack
 
-from ...core.formats import user_catalog as uc
 from ...core.errors import CatalogError
-
-from .columns import (ADDED_BRUSH, INVALID_BRUSH, KIND_TITLES, MODIFIED_BRUSH, ROLE_SORT, STALE_BRUSH, column_label,
-                      column_unit, is_numeric, number_or_none)
+from ...core.formats import user_catalog as uc
+from .columns import (
+    ADDED_BRUSH,
+    INVALID_BRUSH,
+    KIND_TITLES,
+    MODIFIED_BRUSH,
+    ROLE_SORT,
+    STALE_BRUSH,
+    column_label,
+    column_unit,
+    is_numeric,
+    number_or_none,
+)
 from .commands import SetCellCommand
 
 
@@ -21,8 +30,15 @@ class CatalogModel(QAbstractTableModel):
     changed = Signal()
     rejected = Signal(str)  # a change that was refused, with the reason
 
-    def __init__(self, kind: str, rows: list[dict[str, str]], undo: QUndoStack, stale_months: int = 6,
-                 today: _dt.date | None = None, parent=None) -> None:
+    def __init__(
+        self,
+        kind: str,
+        rows: list[dict[str, str]],
+        undo: QUndoStack,
+        stale_months: int = 6,
+        today: _dt.date | None = None,
+        parent=None,
+    ) -> None:
         super().__init__(parent)
         uc.check_kind(kind)
         self.kind = kind
@@ -55,7 +71,9 @@ class CatalogModel(QAbstractTableModel):
             # The id doubles as the row header, so it stays in view when scrolling sideways;
             # the marks say invalid (!), changed (✎) or added (+).
             mark = {"modified": "✎ ", "added": "+ "}.get(self.status(section), "")
-            return f"{'! ' if section in self._errors else ''}{mark}{self.rows[section].get('id') or '(no id)'}"
+            return (
+                f"{'! ' if section in self._errors else ''}{mark}{self.rows[section].get('id') or '(no id)'}"
+            )
         if role == Qt.ItemDataRole.ToolTipRole and 0 <= section < len(self.rows):
             return self.row_summary(section)
         return None
@@ -78,8 +96,11 @@ class CatalogModel(QAbstractTableModel):
                 return (0, number) if number is not None else (1, value)
             return (0, value.lower())
         if role == Qt.ItemDataRole.TextAlignmentRole:
-            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter) if is_numeric(column) \
+            return (
+                int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+                if is_numeric(column)
                 else int(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter)
+            )
         if role == Qt.ItemDataRole.BackgroundRole:
             if self.cell_error(row, column):
                 return INVALID_BRUSH
@@ -165,8 +186,10 @@ class CatalogModel(QAbstractTableModel):
             parts.append(f"Invalid: {error}")
         if column == "price_as_of" and self.is_stale(row):
             value = self.rows[row].get(column, "")
-            parts.append(f"Stale price: {'undated' if not value else 'dated ' + value}, older than "
-                         f"{self.stale_months} months. Update the prices or import a price list.")
+            parts.append(
+                f"Stale price: {'undated' if not value else 'dated ' + value}, older than "
+                f"{self.stale_months} months. Update the prices or import a price list."
+            )
         base = self.bundled_row(row)
         if base is not None and column in self.changed_columns(row):
             parts.append(f"Bundled value: {base.get(column) or '(empty)'}")
@@ -180,8 +203,11 @@ class CatalogModel(QAbstractTableModel):
 
     def row_summary(self, row: int) -> str:
         status = self.status(row)
-        text = {"bundled": "As bundled", "modified": "Bundled row with your changes",
-                "added": "Added by you"}[status]
+        text = {
+            "bundled": "As bundled",
+            "modified": "Bundled row with your changes",
+            "added": "Added by you",
+        }[status]
         error = self.row_error(row)
         if error:
             text += f"\nLeft out of the estimates: {error}"

@@ -11,8 +11,12 @@ from ...core.errors import InputError
 from ...core.formats.scenario import Budget, Scenario
 from ..widgets import NumberField, hint
 
-PRICES = [("expected", "Expected (typical on-demand)"), ("low", "Low (cheapest marketplaces)"),
-          ("high", "High (hyperscalers)"), ("own", "My own price per GPU-hour")]
+PRICES = [
+    ("expected", "Expected (typical on-demand)"),
+    ("low", "Low (cheapest marketplaces)"),
+    ("high", "High (hyperscalers)"),
+    ("own", "My own price per GPU-hour"),
+]
 
 
 class BudgetPage(QWidget):
@@ -27,9 +31,11 @@ class BudgetPage(QWidget):
         self.price = QComboBox()
         for value, label in PRICES:
             self.price.addItem(label, value)
-        self.price.setToolTip("Which cloud price to use. The catalog keeps a low, expected and high price per "
-                              "GPU-hour with its as-of date; prices change monthly, so use your own quote when "
-                              "you have one.")
+        self.price.setToolTip(
+            "Which cloud price to use. The catalog keeps a low, expected and high price per "
+            "GPU-hour with its as-of date; prices change monthly, so use your own quote when "
+            "you have one."
+        )
         self.own_price = NumberField("2.50", minimum=0.0001)
         self.own_price.setToolTip("Your price in USD per GPU-hour (applied to every GPU).")
         self.max_per_hour = NumberField("no limit", optional=True, minimum=0.0001)
@@ -37,8 +43,10 @@ class BudgetPage(QWidget):
         self.max_total = NumberField("no limit", optional=True, minimum=0.0001)
         self.max_total.setToolTip("The most the whole job may cost.")
         self.deadline = NumberField("no deadline", optional=True, minimum=0.0001)
-        self.deadline.setToolTip("Wall-clock hours the job may take. An underpowered card is cheaper per hour but "
-                                 "can cost more per job and miss the deadline.")
+        self.deadline.setToolTip(
+            "Wall-clock hours the job may take. An underpowered card is cheaper per hour but "
+            "can cost more per job and miss the deadline."
+        )
         self.purchase = QComboBox()
         self.purchase.addItem("New", "new")
         self.purchase.addItem("Used", "used")
@@ -46,8 +54,10 @@ class BudgetPage(QWidget):
         self.months = NumberField("36", minimum=1, maximum=240)
         self.months.setToolTip("Months over which a bought GPU is written off (depreciation).")
         self.utilization = NumberField("60", minimum=1, maximum=100)
-        self.utilization.setToolTip("Percent of hours an owned GPU would be busy. Renting wins for sporadic "
-                                    "work; buying can pay back for continuous use.")
+        self.utilization.setToolTip(
+            "Percent of hours an owned GPU would be busy. Renting wins for sporadic "
+            "work; buying can pay back for continuous use."
+        )
         self.electricity = NumberField("0.15", minimum=0, maximum=10)
         self.electricity.setToolTip("Electricity price in USD per kWh.")
         self.pue = NumberField("1.3", minimum=1, maximum=5)
@@ -74,8 +84,12 @@ class BudgetPage(QWidget):
         layout = QVBoxLayout(self)
         layout.addWidget(rent_box)
         layout.addWidget(buy_box)
-        layout.addWidget(hint("Try in the cloud before you buy: a few hours on a rented GPU tell you more than "
-                              "any spec sheet."))
+        layout.addWidget(
+            hint(
+                "Try in the cloud before you buy: a few hours on a rented GPU tell you more than "
+                "any spec sheet."
+            )
+        )
         layout.addStretch(1)
 
         self.price.currentIndexChanged.connect(self._on_input_changed)
@@ -84,8 +98,16 @@ class BudgetPage(QWidget):
             f.edited.connect(self._on_input_changed)
 
     def _fields(self) -> tuple[NumberField, ...]:
-        return (self.own_price, self.max_per_hour, self.max_total, self.deadline, self.months, self.utilization,
-                self.electricity, self.pue)
+        return (
+            self.own_price,
+            self.max_per_hour,
+            self.max_total,
+            self.deadline,
+            self.months,
+            self.utilization,
+            self.electricity,
+            self.pue,
+        )
 
     def set_scenario(self, scenario: Scenario) -> None:
         self._filling = True
@@ -117,6 +139,7 @@ class BudgetPage(QWidget):
 
     def apply(self, scenario: Scenario) -> Scenario:
         """The scenario with this page's budget; InputError naming the field for bad input."""
+
         def read(field: NumberField, name: str):
             try:
                 return field.value()
@@ -126,11 +149,15 @@ class BudgetPage(QWidget):
 
         price_choice = self.price.currentData()
         price = read(self.own_price, "price") if price_choice == "own" else price_choice
-        budget = Budget(max_usd_per_hour=read(self.max_per_hour, "max_usd_per_hour"),
-                        max_total_usd=read(self.max_total, "max_total_usd"),
-                        deadline_hours=read(self.deadline, "deadline_hours"), price=price,
-                        purchase=self.purchase.currentData(), ownership_months=read(self.months, "ownership_months"),
-                        utilization=read(self.utilization, "utilization") / 100.0,
-                        electricity_usd_per_kwh=read(self.electricity, "electricity_usd_per_kwh"),
-                        pue=read(self.pue, "pue"))
+        budget = Budget(
+            max_usd_per_hour=read(self.max_per_hour, "max_usd_per_hour"),
+            max_total_usd=read(self.max_total, "max_total_usd"),
+            deadline_hours=read(self.deadline, "deadline_hours"),
+            price=price,
+            purchase=self.purchase.currentData(),
+            ownership_months=read(self.months, "ownership_months"),
+            utilization=read(self.utilization, "utilization") / 100.0,
+            electricity_usd_per_kwh=read(self.electricity, "electricity_usd_per_kwh"),
+            pue=read(self.pue, "pue"),
+        )
         return replace(scenario, budget=budget)

@@ -6,24 +6,57 @@ from __future__ import annotations
 from dataclasses import replace
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import (QButtonGroup, QCheckBox, QComboBox, QFileDialog, QFormLayout, QGroupBox,
-                               QHBoxLayout, QLabel, QLineEdit, QListWidget, QListWidgetItem, QPushButton,
-                               QRadioButton, QSpinBox, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QButtonGroup,
+    QCheckBox,
+    QComboBox,
+    QFileDialog,
+    QFormLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QListWidget,
+    QListWidgetItem,
+    QPushButton,
+    QRadioButton,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
+)
 
 from ...core.errors import InputError
-from ...core.specs.presets import ModelCatalog
 from ...core.formats.scenario import ModelSource, Scenario
+from ...core.specs.presets import ModelCatalog
 from ...core.units import format_count
 from ..widgets import NumberField, hint
 
-WEIGHTS = [("bf16", "BF16 (2 bytes)"), ("fp16", "FP16 (2 bytes)"), ("fp32", "FP32 (4 bytes)"),
-           ("fp8", "FP8 (1 byte)"), ("int8", "INT8 (1 byte)"), ("int4", "INT4 / AWQ / GPTQ (~0.53 bytes)"),
-           ("nf4", "NF4 / QLoRA (~0.52 bytes)")]
-KV = [("", "Same as the weights (16-bit)"), ("bf16", "BF16"), ("fp16", "FP16"), ("fp8", "FP8"), ("int8", "INT8"),
-      ("int4", "INT4"), ("fp32", "FP32")]
-ARCH_FIELDS = [("num_layers", "Layers", 1, 1000), ("hidden_size", "Hidden size", 1, 1_000_000),
-               ("num_attention_heads", "Attention heads", 1, 10_000), ("num_key_value_heads", "KV heads", 1, 10_000),
-               ("intermediate_size", "MLP width", 1, 10_000_000), ("vocab_size", "Vocabulary", 1, 10_000_000)]
+WEIGHTS = [
+    ("bf16", "BF16 (2 bytes)"),
+    ("fp16", "FP16 (2 bytes)"),
+    ("fp32", "FP32 (4 bytes)"),
+    ("fp8", "FP8 (1 byte)"),
+    ("int8", "INT8 (1 byte)"),
+    ("int4", "INT4 / AWQ / GPTQ (~0.53 bytes)"),
+    ("nf4", "NF4 / QLoRA (~0.52 bytes)"),
+]
+KV = [
+    ("", "Same as the weights (16-bit)"),
+    ("bf16", "BF16"),
+    ("fp16", "FP16"),
+    ("fp8", "FP8"),
+    ("int8", "INT8"),
+    ("int4", "INT4"),
+    ("fp32", "FP32"),
+]
+ARCH_FIELDS = [
+    ("num_layers", "Layers", 1, 1000),
+    ("hidden_size", "Hidden size", 1, 1_000_000),
+    ("num_attention_heads", "Attention heads", 1, 10_000),
+    ("num_key_value_heads", "KV heads", 1, 10_000),
+    ("intermediate_size", "MLP width", 1, 10_000_000),
+    ("vocab_size", "Vocabulary", 1, 10_000_000),
+]
 
 
 class ModelPage(QWidget):
@@ -61,8 +94,10 @@ class ModelPage(QWidget):
         self.hf_file_button = QPushButton("Choose config.json…")
         self.hf_folder_button = QPushButton("Choose model folder…")
         for b in (self.hf_file_button, self.hf_folder_button):
-            b.setToolTip("Reads the architecture from config.json; in a folder, the safetensors headers give the "
-                         "exact parameter count. Weights are never loaded.")
+            b.setToolTip(
+                "Reads the architecture from config.json; in a folder, the safetensors headers give the "
+                "exact parameter count. Weights are never loaded."
+            )
 
         self.arch_fields: dict[str, QSpinBox] = {}
         arch_form = QFormLayout()
@@ -78,23 +113,31 @@ class ModelPage(QWidget):
         arch_form.addRow(self.tied)
         self.arch_box = QGroupBox("Architecture")
         self.arch_box.setLayout(arch_form)
-        self.arch_box.setToolTip("The shapes decide memory: KV heads below attention heads (grouped-query "
-                                 "attention) shrink the KV cache.")
+        self.arch_box.setToolTip(
+            "The shapes decide memory: KV heads below attention heads (grouped-query "
+            "attention) shrink the KV cache."
+        )
 
         self.params = NumberField("7e9 or 7B", minimum=1e6)
-        self.params.setToolTip("Total parameters, e.g. 7B or 7e9. A Llama-shaped architecture is assumed, so "
-                               "activation and KV-cache figures are approximate.")
+        self.params.setToolTip(
+            "Total parameters, e.g. 7B or 7e9. A Llama-shaped architecture is assumed, so "
+            "activation and KV-cache figures are approximate."
+        )
 
         self.weights = QComboBox()
         for value, label in WEIGHTS:
             self.weights.addItem(label, value)
-        self.weights.setToolTip("Bytes per weight. A 7B model needs about 14 GB in FP16, 7 GB in FP8/INT8 and "
-                                "about 4 GB in 4-bit. FP8 runs at full speed only on Ada, Hopper and Blackwell.")
+        self.weights.setToolTip(
+            "Bytes per weight. A 7B model needs about 14 GB in FP16, 7 GB in FP8/INT8 and "
+            "about 4 GB in 4-bit. FP8 runs at full speed only on Ada, Hopper and Blackwell."
+        )
         self.kv = QComboBox()
         for value, label in KV:
             self.kv.addItem(label, value)
-        self.kv.setToolTip("Precision of the KV cache. FP8 halves it, which doubles the concurrent requests "
-                           "that fit for long contexts.")
+        self.kv.setToolTip(
+            "Precision of the KV cache. FP8 halves it, which doubles the concurrent requests "
+            "that fit for long contexts."
+        )
         self.summary = QLabel()
         self.summary.setWordWrap(True)
         self.message = QLabel()
@@ -128,8 +171,9 @@ class ModelPage(QWidget):
         layout.addWidget(prec_box)
         layout.addWidget(self.summary)
         layout.addWidget(self.message)
-        layout.addWidget(hint("QLoRA needs a 4-bit (NF4) or 8-bit base; full fine-tuning needs 16- or 32-bit "
-                              "weights."))
+        layout.addWidget(
+            hint("QLoRA needs a 4-bit (NF4) or 8-bit base; full fine-tuning needs 16- or 32-bit weights.")
+        )
         layout.addStretch(1)
 
         self.sources.idClicked.connect(self._on_input_changed)
@@ -180,8 +224,10 @@ class ModelPage(QWidget):
 
     def _add_preset_items(self, models: ModelCatalog) -> None:
         for m in models:
-            item = QListWidgetItem(f"{m.name}  ·  {format_count(m.parameters)}"
-                                   + (f" ({format_count(m.active_parameters)} active)" if m.is_moe else ""))
+            item = QListWidgetItem(
+                f"{m.name}  ·  {format_count(m.parameters)}"
+                + (f" ({format_count(m.active_parameters)} active)" if m.is_moe else "")
+            )
             item.setData(Qt.ItemDataRole.UserRole, m.id)
             item.setToolTip(m.notes or m.source)
             self.preset_list.addItem(item)
@@ -250,8 +296,9 @@ class ModelPage(QWidget):
         self._on_input_changed()
 
     def _on_choose_file(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Choose a Hugging Face config.json", "",
-                                              "config.json (config.json);;JSON files (*.json)")
+        path, _ = QFileDialog.getOpenFileName(
+            self, "Choose a Hugging Face config.json", "", "config.json (config.json);;JSON files (*.json)"
+        )
         if path:
             self.set_hf_path(path)
 

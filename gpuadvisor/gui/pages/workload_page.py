@@ -5,32 +5,70 @@ from __future__ import annotations
 from dataclasses import replace
 
 from PySide6.QtCore import Signal
-from PySide6.QtWidgets import (QCheckBox, QComboBox, QFormLayout, QGroupBox, QLineEdit, QSpinBox, QVBoxLayout,
-                               QWidget)
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QFormLayout,
+    QGroupBox,
+    QLineEdit,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
+)
 
+from ...core.formats.scenario import Scenario
 from ...core.specs.engines import ENGINES
 from ...core.specs.hardware import GpuCatalog
-from ...core.formats.scenario import Scenario
 from ...core.specs.workload import adapt_to_kind
 from ..widgets import NumberField, hint
 
-KINDS = [("inference", "Inference / serving"), ("lora", "LoRA fine-tuning"), ("qlora", "QLoRA fine-tuning"),
-         ("full_finetune", "Full fine-tuning"), ("pretrain", "Pre-training")]
-OPTIMIZERS = [("adamw", "AdamW"), ("adamw_8bit", "8-bit AdamW"), ("sgd", "SGD with momentum"),
-              ("adafactor", "Adafactor")]
-TARGETS = [("all_linear", "All linear layers"), ("q_proj,k_proj,v_proj,o_proj", "Attention only (q, k, v, o)"),
-           ("q_proj,v_proj", "Query and value (q, v)")]
-PARALLELISMS = [("", "Let the advisor choose"), ("ddp", "Data parallel (DDP)"), ("zero1", "ZeRO-1"),
-                ("zero2", "ZeRO-2"), ("zero3", "ZeRO-3"), ("fsdp", "FSDP"), ("tensor", "Tensor parallel"),
-                ("pipeline", "Pipeline parallel")]
-COUNTS = [(0, "Let the advisor choose (1, 2, 4, 8)"), (1, "1"), (2, "2"), (4, "4"), (8, "8"), (16, "16 (2 nodes)"),
-          (32, "32 (4 nodes)"), (64, "64 (8 nodes)")]
+KINDS = [
+    ("inference", "Inference / serving"),
+    ("lora", "LoRA fine-tuning"),
+    ("qlora", "QLoRA fine-tuning"),
+    ("full_finetune", "Full fine-tuning"),
+    ("pretrain", "Pre-training"),
+]
+OPTIMIZERS = [
+    ("adamw", "AdamW"),
+    ("adamw_8bit", "8-bit AdamW"),
+    ("sgd", "SGD with momentum"),
+    ("adafactor", "Adafactor"),
+]
+TARGETS = [
+    ("all_linear", "All linear layers"),
+    ("q_proj,k_proj,v_proj,o_proj", "Attention only (q, k, v, o)"),
+    ("q_proj,v_proj", "Query and value (q, v)"),
+]
+PARALLELISMS = [
+    ("", "Let the advisor choose"),
+    ("ddp", "Data parallel (DDP)"),
+    ("zero1", "ZeRO-1"),
+    ("zero2", "ZeRO-2"),
+    ("zero3", "ZeRO-3"),
+    ("fsdp", "FSDP"),
+    ("tensor", "Tensor parallel"),
+    ("pipeline", "Pipeline parallel"),
+]
+COUNTS = [
+    (0, "Let the advisor choose (1, 2, 4, 8)"),
+    (1, "1"),
+    (2, "2"),
+    (4, "4"),
+    (8, "8"),
+    (16, "16 (2 nodes)"),
+    (32, "32 (4 nodes)"),
+    (64, "64 (8 nodes)"),
+]
 
 
 #: The GPU choice's groups before the single GPUs: the value is "segment:<name>" or "" (whole catalog).
 SEGMENT_DATA_CENTRE, SEGMENT_LOCAL = "segment:data_centre", "segment:local"
-GPU_GROUPS = [(SEGMENT_DATA_CENTRE, "All data-centre GPUs"), (SEGMENT_LOCAL, "All laptop & desktop GPUs"),
-              ("", "The whole catalog")]
+GPU_GROUPS = [
+    (SEGMENT_DATA_CENTRE, "All data-centre GPUs"),
+    (SEGMENT_LOCAL, "All laptop & desktop GPUs"),
+    ("", "The whole catalog"),
+]
 
 
 def _combo(items, tooltip: str) -> QComboBox:
@@ -67,63 +105,105 @@ class WorkloadPage(QWidget):
     def __init__(self, gpus: GpuCatalog, parent: QWidget | None = None):
         super().__init__(parent)
         self._filling = False
-        self.kind = _combo(KINDS, "What you want to do with the model. Inference needs the weights and a KV cache; "
-                                  "LoRA and QLoRA train small adapters on a frozen base; full fine-tuning and "
-                                  "pre-training also need gradients and optimizer state (about 16 bytes per "
-                                  "parameter with AdamW in mixed precision).")
+        self.kind = _combo(
+            KINDS,
+            "What you want to do with the model. Inference needs the weights and a KV cache; "
+            "LoRA and QLoRA train small adapters on a frozen base; full fine-tuning and "
+            "pre-training also need gradients and optimizer state (about 16 bytes per "
+            "parameter with AdamW in mixed precision).",
+        )
         self.engine = QComboBox()
-        self.engine.setToolTip("The software stack. Each has efficiency factors fitted to published measurements "
-                               "(docs/estimation.md): an optimized server such as TensorRT-LLM gets closer to the "
-                               "hardware limits than eager PyTorch.")
+        self.engine.setToolTip(
+            "The software stack. Each has efficiency factors fitted to published measurements "
+            "(docs/estimation.md): an optimized server such as TensorRT-LLM gets closer to the "
+            "hardware limits than eager PyTorch."
+        )
         self.batch = _spin(1, 100_000, "")
-        self.seq_len = _spin(1, 10_000_000, "Tokens per training sequence. Activation memory grows with it "
-                                           "(quadratically without FlashAttention).", 256)
-        self.prompt = _spin(1, 10_000_000, "Tokens in each request's prompt. Prefill time and the KV cache grow "
-                                          "with it.", 128)
-        self.output = _spin(1, 10_000_000, "Tokens generated per request. Decoding is usually limited by memory "
-                                          "bandwidth: every new token reads all the weights once.", 64)
+        self.seq_len = _spin(
+            1,
+            10_000_000,
+            "Tokens per training sequence. Activation memory grows with it "
+            "(quadratically without FlashAttention).",
+            256,
+        )
+        self.prompt = _spin(
+            1, 10_000_000, "Tokens in each request's prompt. Prefill time and the KV cache grow with it.", 128
+        )
+        self.output = _spin(
+            1,
+            10_000_000,
+            "Tokens generated per request. Decoding is usually limited by memory "
+            "bandwidth: every new token reads all the weights once.",
+            64,
+        )
         self.requests = NumberField("10000", optional=True, minimum=1, maximum=1e18)
         self.requests.setToolTip("How many requests the job serves (for job time and cost). Empty: 10,000.")
         self.train_tokens = NumberField("1e8", optional=True, minimum=1, maximum=1e18)
-        self.train_tokens.setToolTip("Tokens to train on in total (dataset tokens x epochs), e.g. 5e8 or 500M. "
-                                     "Empty: 100M.")
+        self.train_tokens.setToolTip(
+            "Tokens to train on in total (dataset tokens x epochs), e.g. 5e8 or 500M. Empty: 100M."
+        )
         self.dataset_tokens = NumberField("e.g. 200M", optional=True, minimum=1, maximum=1e18)
-        self.dataset_tokens.setToolTip("Tokens in your dataset; with epochs, used when 'Tokens to train' is empty.")
+        self.dataset_tokens.setToolTip(
+            "Tokens in your dataset; with epochs, used when 'Tokens to train' is empty."
+        )
         self.epochs = NumberField("1", optional=True, minimum=0.01, maximum=1e6)
         self.epochs.setToolTip("Passes over the dataset.")
-        self.optimizer = _combo(OPTIMIZERS, "AdamW keeps two fp32 moments per trained parameter (8 bytes); 8-bit "
-                                            "AdamW keeps 2 bytes; SGD 4; Adafactor almost nothing.")
+        self.optimizer = _combo(
+            OPTIMIZERS,
+            "AdamW keeps two fp32 moments per trained parameter (8 bytes); 8-bit "
+            "AdamW keeps 2 bytes; SGD 4; Adafactor almost nothing.",
+        )
         self.checkpointing = QCheckBox("Gradient checkpointing")
-        self.checkpointing.setToolTip("Recomputes activations in the backward pass instead of storing them: cuts "
-                                      "activation memory a lot for about 20-30% more training time.")
+        self.checkpointing.setToolTip(
+            "Recomputes activations in the backward pass instead of storing them: cuts "
+            "activation memory a lot for about 20-30% more training time."
+        )
         self.flash = QCheckBox("FlashAttention")
-        self.flash.setToolTip("Computes attention without storing the full attention matrix. Without it, memory "
-                              "grows with the square of the sequence length.")
-        self.lora_rank = _spin(1, 4096, "LoRA rank: adapter size. 8-64 is typical; larger ranks add trainable "
-                                        "parameters (rank x (in + out) per targeted layer).")
-        self.lora_targets = _combo(TARGETS + [("custom", "Custom…")], "Which projections get adapters. All linear "
-                                   "layers matches full fine-tuning best (QLoRA paper).")
+        self.flash.setToolTip(
+            "Computes attention without storing the full attention matrix. Without it, memory "
+            "grows with the square of the sequence length."
+        )
+        self.lora_rank = _spin(
+            1,
+            4096,
+            "LoRA rank: adapter size. 8-64 is typical; larger ranks add trainable "
+            "parameters (rank x (in + out) per targeted layer).",
+        )
+        self.lora_targets = _combo(
+            TARGETS + [("custom", "Custom…")],
+            "Which projections get adapters. All linear layers matches full fine-tuning best (QLoRA paper).",
+        )
         self.custom_targets = QLineEdit()
         self.custom_targets.setPlaceholderText("q_proj, v_proj, up_proj")
         self.custom_targets.setToolTip("Comma-separated module names, as in PEFT's target_modules.")
         self.gpu = QComboBox()
         self.set_gpus(gpus)
-        self.gpu.setToolTip("Compare the data-centre GPUs (rented or bought for a cluster), the laptop and "
-                            "desktop GPUs (Apple silicon, GeForce, Radeon: will it run on my machine?), the whole "
-                            "catalog, or one GPU model.")
+        self.gpu.setToolTip(
+            "Compare the data-centre GPUs (rented or bought for a cluster), the laptop and "
+            "desktop GPUs (Apple silicon, GeForce, Radeon: will it run on my machine?), the whole "
+            "catalog, or one GPU model."
+        )
         self.engine.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
         self.gpu.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
         self.gpus = gpus
         self.mac_memory = QComboBox()
-        self.mac_memory.setToolTip("The memory of your Mac: the GPU shares it with macOS, and Metal lets it use "
-                                   "about two thirds (36 GB or less) or three quarters of it by default. "
-                                   "'sudo sysctl iogpu.wired_limit_mb=<MiB>' raises the limit until the next "
-                                   "restart.")
-        self.count = _combo(COUNTS, "How many GPUs work on the job. When one card is not enough, 4-8 GPUs with "
-                                    "NVLink usually beat a single bigger card.")
-        self.parallelism = _combo(PARALLELISMS, "How the GPUs share the work. DDP replicates everything; ZeRO and "
-                                                "FSDP shard optimizer state, gradients and weights; tensor and "
-                                                "pipeline parallelism split the model itself.")
+        self.mac_memory.setToolTip(
+            "The memory of your Mac: the GPU shares it with macOS, and Metal lets it use "
+            "about two thirds (36 GB or less) or three quarters of it by default. "
+            "'sudo sysctl iogpu.wired_limit_mb=<MiB>' raises the limit until the next "
+            "restart."
+        )
+        self.count = _combo(
+            COUNTS,
+            "How many GPUs work on the job. When one card is not enough, 4-8 GPUs with "
+            "NVLink usually beat a single bigger card.",
+        )
+        self.parallelism = _combo(
+            PARALLELISMS,
+            "How the GPUs share the work. DDP replicates everything; ZeRO and "
+            "FSDP shard optimizer state, gradients and weights; tensor and "
+            "pipeline parallelism split the model itself.",
+        )
 
         self.form_job = QFormLayout()
         self.form_job.addRow("Workload", self.kind)
@@ -162,11 +242,21 @@ class WorkloadPage(QWidget):
         layout.addWidget(job)
         layout.addWidget(self.train_box)
         layout.addWidget(hw_box)
-        layout.addWidget(hint("Every change updates the results at once. Hover over a field for what it changes."))
+        layout.addWidget(
+            hint("Every change updates the results at once. Hover over a field for what it changes.")
+        )
         layout.addStretch(1)
 
-        for w in (self.kind, self.engine, self.optimizer, self.lora_targets, self.gpu, self.count, self.parallelism,
-                  self.mac_memory):
+        for w in (
+            self.kind,
+            self.engine,
+            self.optimizer,
+            self.lora_targets,
+            self.gpu,
+            self.count,
+            self.parallelism,
+            self.mac_memory,
+        ):
             w.currentIndexChanged.connect(self._on_input_changed)
         for w in (self.batch, self.seq_len, self.prompt, self.output, self.lora_rank):
             w.valueChanged.connect(self._on_input_changed)
@@ -272,18 +362,32 @@ class WorkloadPage(QWidget):
         if state == getattr(self, "_visibility", None):
             return  # showing rows, even unchanged ones, re-lays out and repaints the whole page
         self._visibility = state
-        self.batch.setToolTip("Concurrent sequences served at once: the KV cache grows with each." if not training
-                              else "Micro-batch per GPU: activation memory grows with it. Use gradient "
-                                   "accumulation to reach a larger global batch.")
-        self.form_job.labelForField(self.batch).setText("Concurrent sequences" if not training
-                                                         else "Micro-batch per GPU")
-        for widget, show in ((self.seq_len, training), (self.prompt, not training), (self.output, not training),
-                             (self.requests, not training), (self.train_tokens, training),
-                             (self.dataset_tokens, training), (self.epochs, training)):
+        self.batch.setToolTip(
+            "Concurrent sequences served at once: the KV cache grows with each."
+            if not training
+            else "Micro-batch per GPU: activation memory grows with it. Use gradient "
+            "accumulation to reach a larger global batch."
+        )
+        self.form_job.labelForField(self.batch).setText(
+            "Concurrent sequences" if not training else "Micro-batch per GPU"
+        )
+        for widget, show in (
+            (self.seq_len, training),
+            (self.prompt, not training),
+            (self.output, not training),
+            (self.requests, not training),
+            (self.train_tokens, training),
+            (self.dataset_tokens, training),
+            (self.epochs, training),
+        ):
             self.form_job.setRowVisible(widget, show)
-        for widget, show in ((self.optimizer, training), (self.checkpointing, training),
-                             (self.lora_rank, adapters), (self.lora_targets, adapters),
-                             (self.custom_targets, adapters and self.lora_targets.currentData() == "custom")):
+        for widget, show in (
+            (self.optimizer, training),
+            (self.checkpointing, training),
+            (self.lora_rank, adapters),
+            (self.lora_targets, adapters),
+            (self.custom_targets, adapters and self.lora_targets.currentData() == "custom"),
+        ):
             self.form_train.setRowVisible(widget, show)
 
     # --- editing ---------------------------------------------------------------------------
@@ -327,14 +431,23 @@ class WorkloadPage(QWidget):
             epochs = self.epochs.value() or 1.0
         except ValueError as exc:
             raise ValueError(f"Dataset tokens and epochs: {exc}") from None
-        workload = replace(base, engine=self.engine.currentData() or None,
-                           batch_size=batch, seq_len=self.seq_len.value(),
-                           prompt_tokens=self.prompt.value(), output_tokens=self.output.value(),
-                           requests=requests, train_tokens=train_tokens, dataset_tokens=dataset_tokens,
-                           epochs=float(epochs), optimizer=self.optimizer.currentData(),
-                           gradient_checkpointing=self.checkpointing.isChecked(),
-                           flash_attention=self.flash.isChecked(), lora_rank=self.lora_rank.value(),
-                           lora_targets=targets)
+        workload = replace(
+            base,
+            engine=self.engine.currentData() or None,
+            batch_size=batch,
+            seq_len=self.seq_len.value(),
+            prompt_tokens=self.prompt.value(),
+            output_tokens=self.output.value(),
+            requests=requests,
+            train_tokens=train_tokens,
+            dataset_tokens=dataset_tokens,
+            epochs=float(epochs),
+            optimizer=self.optimizer.currentData(),
+            gradient_checkpointing=self.checkpointing.isChecked(),
+            flash_attention=self.flash.isChecked(),
+            lora_rank=self.lora_rank.value(),
+            lora_targets=targets,
+        )
         choice = self.gpu.currentData() or ""
         segment = choice.removeprefix("segment:") if choice.startswith("segment:") else None
         gpu = None if segment or not choice else choice
@@ -342,6 +455,12 @@ class WorkloadPage(QWidget):
             memory = self.mac_memory.currentData()
         else:  # a memory size set in the scenario file for this GPU (a MIG slice, say) stays
             memory = scenario.hardware.memory_gib if gpu and gpu == scenario.hardware.gpu else None
-        hardware = replace(scenario.hardware, gpu=gpu, segment=segment, gpu_count=self.count.currentData() or None,
-                           parallelism=self.parallelism.currentData() or None, memory_gib=memory)
+        hardware = replace(
+            scenario.hardware,
+            gpu=gpu,
+            segment=segment,
+            gpu_count=self.count.currentData() or None,
+            parallelism=self.parallelism.currentData() or None,
+            memory_gib=memory,
+        )
         return replace(scenario, workload=workload, hardware=hardware)

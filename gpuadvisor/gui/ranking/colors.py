@@ -18,8 +18,16 @@ from PySide6.QtGui import QColor, QPalette
 from ...views.charts.palette import FIT_COLOR, NO_FIT_COLOR, TIGHT_COLOR
 
 #: The status words of the verdict, deadline and budget columns, and their tone.
-TONES = {"fits": "good", "tight": "caution", "does not fit": "bad", "meets": "good", "within": "good",
-         "likely": "caution", "at risk": "bad", "over": "bad"}
+TONES = {
+    "fits": "good",
+    "tight": "caution",
+    "does not fit": "bad",
+    "meets": "good",
+    "within": "good",
+    "likely": "caution",
+    "at risk": "bad",
+    "over": "bad",
+}
 #: WCAG 2.1 minimum contrast for normal text.
 TEXT_CONTRAST = 4.5
 #: How far the recommended row's tint goes from the base colour towards the selection colour.
@@ -43,8 +51,11 @@ def contrast_ratio(a: QColor, b: QColor) -> float:
 
 def mix(a: QColor, b: QColor, t: float) -> QColor:
     """``a`` moved a fraction ``t`` of the way towards ``b``, opaque."""
-    return QColor.fromRgbF(a.redF() + (b.redF() - a.redF()) * t, a.greenF() + (b.greenF() - a.greenF()) * t,
-                           a.blueF() + (b.blueF() - a.blueF()) * t)
+    return QColor.fromRgbF(
+        a.redF() + (b.redF() - a.redF()) * t,
+        a.greenF() + (b.greenF() - a.greenF()) * t,
+        a.blueF() + (b.blueF() - a.blueF()) * t,
+    )
 
 
 def readable(color: QColor, background: QColor, ratio: float = TEXT_CONTRAST) -> QColor:
@@ -65,8 +76,11 @@ class TableColors:
     def __init__(self, palette: QPalette, group: QPalette.ColorGroup = QPalette.ColorGroup.Active) -> None:
         base = palette.color(group, QPalette.ColorRole.Base)
         self.text = palette.color(group, QPalette.ColorRole.Text)
-        self.tones = {"good": readable(QColor(FIT_COLOR), base), "caution": readable(QColor(TIGHT_COLOR), base),
-                      "bad": readable(QColor(NO_FIT_COLOR), base)}
+        self.tones = {
+            "good": readable(QColor(FIT_COLOR), base),
+            "caution": readable(QColor(TIGHT_COLOR), base),
+            "bad": readable(QColor(NO_FIT_COLOR), base),
+        }
         self.stale = self.tones["caution"]
         self.recommended = mix(base, palette.color(group, QPalette.ColorRole.Highlight), RECOMMENDED_TINT)
 
@@ -81,8 +95,10 @@ _CACHE: dict[tuple[int, ...], TableColors] = {}
 
 def table_colors(palette: QPalette, group: QPalette.ColorGroup = QPalette.ColorGroup.Active) -> TableColors:
     """:class:`TableColors` for this palette, computed once per set of colours (every paint asks)."""
-    key = (group.value,) + tuple(palette.color(group, role).rgba() for role in
-                                (QPalette.ColorRole.Base, QPalette.ColorRole.Text, QPalette.ColorRole.Highlight))
+    key = (group.value,) + tuple(
+        palette.color(group, role).rgba()
+        for role in (QPalette.ColorRole.Base, QPalette.ColorRole.Text, QPalette.ColorRole.Highlight)
+    )
     colors = _CACHE.get(key)
     if colors is None:
         if len(_CACHE) > 16:

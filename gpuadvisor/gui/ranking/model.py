@@ -17,6 +17,7 @@ from PySide6.QtGui import QBrush, QColor, QGuiApplication
 
 from ...core.estimation.estimate import Candidate, Estimate
 from ...core.estimation.recommendation import sort_key
+from ...core.formats.user_catalog import stale_price
 from ...core.formatting import (
     NONE_MARK,
     TIMES,
@@ -31,32 +32,65 @@ from ...core.formatting import (
     fmt_usd_range,
 )
 from ...core.presentation.wording import change_lines, summary_line
-from ...core.formats.user_catalog import stale_price
 from .colors import TableColors, table_colors
 
 # Logical columns, in the order shown (the decision's figures first). The GPU stays column 0 and
 # the price date the last one; the pick mark is moved in front of the GPU when shown.
-(COL_GPU, COL_PICK, COL_SETUP, COL_COST, COL_RANGE, COL_TIME, COL_DEADLINE, COL_BUDGET, COL_VERDICT, COL_NEED,
- COL_HEADROOM, COL_TPS, COL_PER_M, COL_PRICE_DATE) = range(14)
+(
+    COL_GPU,
+    COL_PICK,
+    COL_SETUP,
+    COL_COST,
+    COL_RANGE,
+    COL_TIME,
+    COL_DEADLINE,
+    COL_BUDGET,
+    COL_VERDICT,
+    COL_NEED,
+    COL_HEADROOM,
+    COL_TPS,
+    COL_PER_M,
+    COL_PRICE_DATE,
+) = range(14)
 _COLUMNS = {
     COL_GPU: ("GPU", "GPU model (the full name is in the row's tooltip)"),
-    COL_PICK: ("Pick", ("★ the recommended setup; runner-up: the best setup of another GPU type that also "
-                        "meets the limits")),
+    COL_PICK: (
+        "Pick",
+        ("★ the recommended setup; runner-up: the best setup of another GPU type that also meets the limits"),
+    ),
     COL_SETUP: ("Setup", "How many GPUs and how they share the work"),
     COL_COST: ("Expected cost", "Expected job cost at the chosen price"),
     COL_RANGE: ("Cost range", "Job cost range, low to high (cloud price range x speed range)"),
     COL_TIME: ("Job time", "Expected job time, with its low-high range"),
-    COL_DEADLINE: ("Deadline", ("meets: even the slow end of the time range meets the deadline; likely: the "
-                                "expected time does; at risk: it does not; — no deadline set")),
-    COL_BUDGET: ("Budget", ("within: even the expensive end of the cost range stays within the budget; likely: "
-                            "the expected cost does; over: it does not; — no budget set or no price")),
+    COL_DEADLINE: (
+        "Deadline",
+        (
+            "meets: even the slow end of the time range meets the deadline; likely: the "
+            "expected time does; at risk: it does not; — no deadline set"
+        ),
+    ),
+    COL_BUDGET: (
+        "Budget",
+        (
+            "within: even the expensive end of the cost range stays within the budget; likely: "
+            "the expected cost does; over: it does not; — no budget set or no price"
+        ),
+    ),
     COL_VERDICT: ("Fit", "fits, tight (over 95% of memory) or does not fit"),
     COL_NEED: ("Need/GPU (GiB)", "Device memory each GPU needs (nvidia-smi view)"),
     COL_HEADROOM: ("Headroom (GiB)", "Usable memory of one GPU minus the need"),
-    COL_TPS: ("Tokens/s", "Aggregate tokens per second (output tokens in inference, trained tokens in training)"),
+    COL_TPS: (
+        "Tokens/s",
+        "Aggregate tokens per second (output tokens in inference, trained tokens in training)",
+    ),
     COL_PER_M: ("$ / 1M tokens", "Expected cost per million tokens"),
-    COL_PRICE_DATE: ("Prices as of", ("Date of the catalog's prices for this GPU; 'stale' when older than the "
-                                      "age set in the catalog editor")),
+    COL_PRICE_DATE: (
+        "Prices as of",
+        (
+            "Date of the catalog's prices for this GPU; 'stale' when older than the "
+            "age set in the catalog editor"
+        ),
+    ),
 }
 HEADERS = [_COLUMNS[c][0] for c in range(len(_COLUMNS))]
 TOOLTIPS = [_COLUMNS[c][1] for c in range(len(_COLUMNS))]
@@ -73,8 +107,16 @@ _NUMERIC = frozenset({COL_NEED, COL_HEADROOM, COL_TPS, COL_TIME, COL_COST, COL_R
 _LEFT = int(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter)
 _RIGHT = int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
 _CENTER = int(Qt.AlignmentFlag.AlignCenter)
-_ROLES = frozenset({Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.ForegroundRole, Qt.ItemDataRole.TextAlignmentRole,
-                    Qt.ItemDataRole.ToolTipRole, ROLE_SORT, ROLE_KEY})
+_ROLES = frozenset(
+    {
+        Qt.ItemDataRole.DisplayRole,
+        Qt.ItemDataRole.ForegroundRole,
+        Qt.ItemDataRole.TextAlignmentRole,
+        Qt.ItemDataRole.ToolTipRole,
+        ROLE_SORT,
+        ROLE_KEY,
+    }
+)
 _ROOT = QModelIndex()  # the invalid index: a table's rows have no parent
 _DEADLINE_ORDER = {"meets": 0, "likely": 1, None: 2, "at risk": 3}
 _BUDGET_ORDER = {"within": 0, "likely": 1, None: 2, "over": 3}
@@ -87,8 +129,11 @@ def setup_words(c: Candidate) -> str:
 
 def setup_name(c: Candidate) -> str:
     """The setup as a person names it: ``1 × NVIDIA H100 SXM5 80 GB`` or ``4 × AMD Instinct MI300X (ddp)``."""
-    return (f"1 {TIMES} {c.gpu.name}" if c.gpu_count == 1
-            else f"{c.gpu_count} {TIMES} {c.gpu.name} ({c.parallelism})")
+    return (
+        f"1 {TIMES} {c.gpu.name}"
+        if c.gpu_count == 1
+        else f"{c.gpu_count} {TIMES} {c.gpu.name} ({c.parallelism})"
+    )
 
 
 def cell_color(colors: TableColors, col: int, text: str) -> QColor | None:
@@ -210,7 +255,9 @@ class RankingModel(QAbstractTableModel):
     def mark(self, c: Candidate) -> str:
         """``★`` for the recommended setup, ``runner-up`` for the runner-up, else empty."""
         key = c.key
-        return RECOMMENDED_MARK if key == self._recommended else RUNNER_UP_MARK if key == self._runner_up else ""
+        return (
+            RECOMMENDED_MARK if key == self._recommended else RUNNER_UP_MARK if key == self._runner_up else ""
+        )
 
     def texts(self, row: int) -> list[str]:
         """The display texts of one row (cached until the next estimate)."""
@@ -287,7 +334,9 @@ class RankingModel(QAbstractTableModel):
         if col == COL_COST:
             return NONE_MARK if cost.cost_usd is None else fmt_usd(cost.cost_usd.expected)
         if col == COL_RANGE:
-            return NONE_MARK if cost.cost_usd is None else fmt_usd_range(cost.cost_usd.low, cost.cost_usd.high)
+            return (
+                NONE_MARK if cost.cost_usd is None else fmt_usd_range(cost.cost_usd.low, cost.cost_usd.high)
+            )
         if col == COL_PER_M:
             return fmt_usd_per_mtok(cost.usd_per_million_tokens)
         if col == COL_DEADLINE:
@@ -336,12 +385,25 @@ class RankingModel(QAbstractTableModel):
     def _tooltip(self, c: Candidate) -> str:
         g = c.memory.gib()
         mark = self.mark(c)
-        lines = [f"{setup_name(c)}: {c.verdict}" + (" (recommended)" if mark == RECOMMENDED_MARK else
-                                                   " (runner-up)" if mark else ""),
-                 "Per GPU: " + ", ".join(f"{k.replace('_', ' ')} {g[k]:.2f}" for k in
-                                         ("weights", "gradients", "optimizer", "activations", "kv_cache",
-                                          "adapters", "overhead")) + " GiB",
-                 f"Device total {g['device_total']:.2f} GiB of {c.capacity_gib:.1f} GiB"]
+        lines = [
+            f"{setup_name(c)}: {c.verdict}"
+            + (" (recommended)" if mark == RECOMMENDED_MARK else " (runner-up)" if mark else ""),
+            "Per GPU: "
+            + ", ".join(
+                f"{k.replace('_', ' ')} {g[k]:.2f}"
+                for k in (
+                    "weights",
+                    "gradients",
+                    "optimizer",
+                    "activations",
+                    "kv_cache",
+                    "adapters",
+                    "overhead",
+                )
+            )
+            + " GiB",
+            f"Device total {g['device_total']:.2f} GiB of {c.capacity_gib:.1f} GiB",
+        ]
         if c.performance is not None:
             lines.append(f"Bound by {c.performance.bound}; compute in {c.performance.precision_used}")
         return "\n".join(lines)
@@ -357,7 +419,11 @@ class RankingModel(QAbstractTableModel):
             return "No setup was compared.", ["Choose at least one GPU to compare."]
         if not est.ranking:
             fixes = change_lines(est, limit=3)
-            lines = ["Cheapest fixes:", *(f"• {f}" for f in fixes)] if fixes else ["No standard change makes it fit."]
+            lines = (
+                ["Cheapest fixes:", *(f"• {f}" for f in fixes)]
+                if fixes
+                else ["No standard change makes it fit."]
+            )
             if self.fitting_only:
                 lines.append(f"Untick '{FITTING_FILTER_LABEL}' to see how close each GPU comes.")
             return "Nothing fits on any GPU compared.", lines

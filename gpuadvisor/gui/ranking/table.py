@@ -78,16 +78,22 @@ class RankingTable(QWidget):
         self.proxy.setSourceModel(self.model)
 
         self.expand_box = QCheckBox(EXPAND_LABEL)
-        self.expand_box.setToolTip("Off: one row per GPU type, its best setup. On: every GPU count and "
-                                   "way to share the work, in the same order.")
-        self.expand_box.setToolTip("Show every GPU count and parallelism. Off: one row per GPU type, its best "
-                                   "setup. On: every GPU count and way to share the work, in the same order.")
+        self.expand_box.setToolTip(
+            "Off: one row per GPU type, its best setup. On: every GPU count and "
+            "way to share the work, in the same order."
+        )
+        self.expand_box.setToolTip(
+            "Show every GPU count and parallelism. Off: one row per GPU type, its best "
+            "setup. On: every GPU count and way to share the work, in the same order."
+        )
         self.fitting_box = QCheckBox(FITTING_FILTER_LABEL)
         self.fitting_box.setToolTip("Only setups that fit in the GPU's memory")
         self.fitting_box.setChecked(True)
         self.limits_box = QCheckBox(LIMITS_FILTER_LABEL)
-        self.limits_box.setToolTip("Only setups within the deadline and budget: hide the setups whose job time is at risk of missing the deadline or "
-                                   "whose cost goes over the budget")
+        self.limits_box.setToolTip(
+            "Only setups within the deadline and budget: hide the setups whose job time is at risk of missing the deadline or "
+            "whose cost goes over the budget"
+        )
 
         view = self.view = RankingView(self.model, self.proxy)
         view.setModel(self.proxy)
@@ -113,11 +119,21 @@ class RankingTable(QWidget):
         self.copy_csv_action = self._action("Copy as CSV", self.copy_csv)
         self.copy_name_action = self._action("Copy setup name", self.copy_setup_name)
         self.export_action = self._action("Export table as CSV…", self.export_csv_dialog)
-        self.select_all_action = self._action("Select all", self.select_all, QKeySequence.StandardKey.SelectAll)
+        self.select_all_action = self._action(
+            "Select all", self.select_all, QKeySequence.StandardKey.SelectAll
+        )
         self.decision_order_action = self._action("Sort in decision order", self.sort_in_decision_order)
         self.menu = QMenu(self)
-        for a in (self.copy_action, self.copy_csv_action, self.copy_name_action, None, self.export_action, None,
-                  self.select_all_action, self.decision_order_action):
+        for a in (
+            self.copy_action,
+            self.copy_csv_action,
+            self.copy_name_action,
+            None,
+            self.export_action,
+            None,
+            self.select_all_action,
+            self.decision_order_action,
+        ):
             self.menu.addSeparator() if a is None else self.menu.addAction(a)
 
         top = QHBoxLayout()
@@ -151,8 +167,11 @@ class RankingTable(QWidget):
         return action
 
     # --- what the window calls ---------------------------------------------------------------
-    def show(self, est: Estimate | None | object = _NO_ESTIMATE,  # type: ignore[override]
-             selected: str | None = None) -> None:
+    def show(
+        self,
+        est: Estimate | None | object = _NO_ESTIMATE,  # type: ignore[override]
+        selected: str | None = None,
+    ) -> None:
         """Redraw for a new estimate and select ``selected`` (a candidate key) when it is shown.
 
         Called without arguments it is ``QWidget.show`` (the widget appears on screen).
@@ -224,8 +243,9 @@ class RankingTable(QWidget):
         head_metrics = QFontMetrics(bold)
         sample = [self.model.texts(r) for r in range(min(len(self.model.rows), 40))]
         for col, title in enumerate(HEADERS):
-            width = max([head_metrics.horizontalAdvance(title)] +
-                        [metrics.horizontalAdvance(t[col]) for t in sample])
+            width = max(
+                [head_metrics.horizontalAdvance(title)] + [metrics.horizontalAdvance(t[col]) for t in sample]
+            )
             self.view.setColumnWidth(col, min(width + _CELL_PADDING, _MAX_COLUMN_WIDTH))
         self._columns_sized = bool(sample)
 
@@ -255,8 +275,10 @@ class RankingTable(QWidget):
     def copy_setup_name(self) -> None:
         """The names of the selected setups (``4 × AMD Instinct MI300X (ddp)``), one a line."""
         est = self.model.estimate
-        keys = [self.proxy.index(i.row(), 0).data(ROLE_KEY) for i in
-                sorted(self.view.selectionModel().selectedRows(), key=lambda i: i.row())]
+        keys = [
+            self.proxy.index(i.row(), 0).data(ROLE_KEY)
+            for i in sorted(self.view.selectionModel().selectedRows(), key=lambda i: i.row())
+        ]
         names = [setup_name(c) for c in (est.candidate(k) for k in keys) if c is not None] if est else []
         if names:
             QGuiApplication.clipboard().setText("\n".join(names))
@@ -268,8 +290,9 @@ class RankingTable(QWidget):
 
     def export_csv_dialog(self) -> Path | None:
         """Ask for a file name, then :meth:`export_csv`; a failure is shown in one line."""
-        path, _ = QFileDialog.getSaveFileName(self, "Export the ranking as CSV", "ranking.csv",
-                                              "CSV files (*.csv);;All files (*)")
+        path, _ = QFileDialog.getSaveFileName(
+            self, "Export the ranking as CSV", "ranking.csv", "CSV files (*.csv);;All files (*)"
+        )
         if not path:
             return None
         try:
@@ -341,13 +364,14 @@ def _preview() -> None:
     from PySide6.QtWidgets import QApplication
 
     from ...core.estimation.estimate import estimate
+    from ...core.formats.scenario import Budget, default_scenario
     from ...core.specs.hardware import load_gpu_catalog
     from ...core.specs.presets import load_model_catalog
-    from ...core.formats.scenario import Budget, default_scenario
 
     app = QApplication.instance() or QApplication(sys.argv)
-    est = estimate(replace(default_scenario(), budget=Budget(deadline_hours=2)), load_gpu_catalog(),
-                   load_model_catalog())
+    est = estimate(
+        replace(default_scenario(), budget=Budget(deadline_hours=2)), load_gpu_catalog(), load_model_catalog()
+    )
     table = RankingTable()
     table.keySelected.connect(lambda key: table.setWindowTitle(f"Ranking: {key}"))
     table.resize(900, 300)

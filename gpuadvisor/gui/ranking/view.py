@@ -45,8 +45,10 @@ class RankingView(QTableView):
         if event.matches(QKeySequence.StandardKey.Copy):
             self.copy_rows()
             event.accept()
-        elif (event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter)
-              and not event.modifiers() & ~Qt.KeyboardModifier.KeypadModifier):
+        elif (
+            event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter)
+            and not event.modifiers() & ~Qt.KeyboardModifier.KeypadModifier
+        ):
             self.enterPressed.emit()
             event.accept()
         else:
@@ -55,7 +57,11 @@ class RankingView(QTableView):
     def visible_columns(self) -> list[int]:
         """Logical columns in the order shown."""
         header = self.horizontalHeader()
-        return [c for c in (header.logicalIndex(v) for v in range(header.count())) if not header.isSectionHidden(c)]
+        return [
+            c
+            for c in (header.logicalIndex(v) for v in range(header.count()))
+            if not header.isSectionHidden(c)
+        ]
 
     def table_rows(self, selected_only: bool) -> list[list[str]]:
         """The header and the rows (all shown rows, or the selected ones) as shown, in the table's order."""
@@ -76,7 +82,9 @@ class RankingView(QTableView):
         rows = self.table_rows(selected_only=True)
         if len(rows) > 1:
             QGuiApplication.clipboard().setText(
-                "\n".join("\t".join(t.replace("\t", " ").replace("\n", " ") for t in row) for row in rows) + "\n")
+                "\n".join("\t".join(t.replace("\t", " ").replace("\n", " ") for t in row) for row in rows)
+                + "\n"
+            )
 
     def paintEvent(self, event) -> None:
         model, proxy = self._model, self._proxy
@@ -95,8 +103,11 @@ class RankingView(QTableView):
             first = max(self.rowAt(area.top()), 0)
             last = self.rowAt(area.bottom())
             last = rows - 1 if last < 0 else last
-            columns = [(c, self.columnViewportPosition(c), self.columnWidth(c)) for c in range(len(HEADERS))
-                       if not self.isColumnHidden(c)]
+            columns = [
+                (c, self.columnViewportPosition(c), self.columnWidth(c))
+                for c in range(len(HEADERS))
+                if not self.isColumnHidden(c)
+            ]
             columns = [(c, x, w) for c, x, w in columns if x + w > area.left() and x < area.right() + 1]
             selection = self.selectionModel()
             metrics = self.fontMetrics()
@@ -109,7 +120,9 @@ class RankingView(QTableView):
             selected_color = palette.color(group, QPalette.ColorRole.HighlightedText)
             highlight = palette.brush(group, QPalette.ColorRole.Highlight)
             alternate = palette.brush(group, QPalette.ColorRole.AlternateBase)
-            grid = QColor(self.style().styleHint(QStyle.StyleHint.SH_Table_GridLineColor, None, self) & 0xFFFFFFFF)
+            grid = QColor(
+                self.style().styleHint(QStyle.StyleHint.SH_Table_GridLineColor, None, self) & 0xFFFFFFFF
+            )
             width = viewport.width()
             for r in range(first, last + 1):
                 y, h = self.rowViewportPosition(r), self.rowHeight(r)

@@ -23,8 +23,15 @@ _EXPORTS = {
     "default_gpu_ids": "whatif_data",
     "whatif_curves": "whatif_data",
 }
-__all__ = ["AXIS_LABELS", "CostTimeChart", "VramChart", "WhatIfChart", "WhatIfCurve", "default_gpu_ids",
-           "whatif_curves"]
+__all__ = [
+    "AXIS_LABELS",
+    "CostTimeChart",
+    "VramChart",
+    "WhatIfChart",
+    "WhatIfCurve",
+    "default_gpu_ids",
+    "whatif_curves",
+]
 
 if TYPE_CHECKING:
     from .cost_time_chart import CostTimeChart

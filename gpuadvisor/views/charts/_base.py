@@ -130,8 +130,11 @@ class DirectAxis(pg.AxisItem):
 def _over_background(color: QColor, bg: QColor) -> QColor:
     """The opaque colour a translucent ``color`` shows over the background ``bg``."""
     a = color.alphaF()
-    return QColor(round(color.red() * a + bg.red() * (1 - a)), round(color.green() * a + bg.green() * (1 - a)),
-                  round(color.blue() * a + bg.blue() * (1 - a)))
+    return QColor(
+        round(color.red() * a + bg.red() * (1 - a)),
+        round(color.green() * a + bg.green() * (1 - a)),
+        round(color.blue() * a + bg.blue() * (1 - a)),
+    )
 
 
 class ScaleAxis(DirectAxis):
@@ -178,7 +181,7 @@ class ScaleAxis(DirectAxis):
             minor = [d + math.log10(m) for d in range(lo, hi + 1) for m in range(2, 10) if m not in mantissas]
             minor = [v for v in minor if minVal <= v <= maxVal]
         if len(major) < 2:  # about a decade or less: nice linear values, placed at their log10
-            linear = super().tickValues(10 ** minVal, 10 ** maxVal, size)
+            linear = super().tickValues(10**minVal, 10**maxVal, size)
             return [(1.0, [math.log10(v) for v in values if v > 0]) for _, values in linear[:2]]
         return [(1.0, major), (None, minor)]
 
@@ -186,7 +189,7 @@ class ScaleAxis(DirectAxis):
         if spacing is None:
             return [None] * len(values)
         if self._log:
-            return [fmt_tick(10 ** v) for v in values]
+            return [fmt_tick(10**v) for v in values]
         return [fmt_linear_tick(v * scale, spacing * scale) for v in values]
 
 
@@ -209,8 +212,11 @@ class CategoryAxis(DirectAxis):
             return None
         scale = -bounds.height() / (hi - lo)  # the same mapping as pyqtgraph's (inverted views too)
         offset = lo * scale - bounds.height()
-        axis_spec = (self.pen(), pg.Point(bounds.right() - 1, bounds.top() - 1),
-                     pg.Point(bounds.right() - 1, bounds.bottom() + 1))
+        axis_spec = (
+            self.pen(),
+            pg.Point(bounds.right() - 1, bounds.top() - 1),
+            pg.Point(bounds.right() - 1, bounds.bottom() + 1),
+        )
         if not self.style["showValues"]:
             return axis_spec, [], []
         height = QFontMetrics(self.style["tickFont"] or QFont()).height()
@@ -220,7 +226,9 @@ class CategoryAxis(DirectAxis):
         for value, label in levels[0]:
             y = value * scale - offset
             if bounds.top() - height / 2 <= y <= bounds.bottom() + height / 2:
-                texts.append((QRectF(bounds.left(), y - height / 2, right - bounds.left(), height), flags, label))
+                texts.append(
+                    (QRectF(bounds.left(), y - height / 2, right - bounds.left(), height), flags, label)
+                )
         return axis_spec, [], texts
 
 
@@ -248,8 +256,14 @@ class ChartBase(QWidget):
     variant (the report is printed on white).
     """
 
-    def __init__(self, parent: QWidget | None = None, *, legend_columns: int = 4,
-                 axis_items: dict[str, pg.AxisItem] | None = None, dark: bool | None = None) -> None:
+    def __init__(
+        self,
+        parent: QWidget | None = None,
+        *,
+        legend_columns: int = 4,
+        axis_items: dict[str, pg.AxisItem] | None = None,
+        dark: bool | None = None,
+    ) -> None:
         super().__init__(parent)
         self._follow_palette = dark is None
         self.colors: ChartColors = chart_colors(_app_is_dark() if dark is None else dark)
@@ -265,9 +279,15 @@ class ChartBase(QWidget):
         self.frame_layout.setSpacing(0)
         self.frame_layout.addWidget(self.plot, 1)
         font_pt = point_size(app_font())
-        self.legend = pg.LegendItem(colCount=legend_columns, sampleType=StaticSample,
-                                    labelTextColor=self.colors.text, labelTextSize=f"{font_pt:g}pt", frame=False,
-                                    horSpacing=14, verSpacing=-4)
+        self.legend = pg.LegendItem(
+            colCount=legend_columns,
+            sampleType=StaticSample,
+            labelTextColor=self.colors.text,
+            labelTextSize=f"{font_pt:g}pt",
+            frame=False,
+            horSpacing=14,
+            verSpacing=-4,
+        )
         self.plot.addItem(self.legend, row=0, col=0)
         # Tight margins: in a laptop-sized window every pixel of height is a row of data.
         self.plot.ci.layout.setContentsMargins(6, 3, 8, 2)
@@ -379,8 +399,9 @@ class ChartBase(QWidget):
             self.plot_item.setLabel(name, text, **label_style(self.colors))
 
     # -- export ---------------------------------------------------------------------------
-    def render_image(self, dpr: float = 3.0, size: QSize | tuple[int, int] | None = None,
-                     light: bool = True) -> QImage:
+    def render_image(
+        self, dpr: float = 3.0, size: QSize | tuple[int, int] | None = None, light: bool = True
+    ) -> QImage:
         """The chart (legend included) as a sharp raster for a report, in the light colours.
 
         ``size`` (logical pixels) lays the chart out at that size first; the default is the
@@ -401,8 +422,11 @@ class ChartBase(QWidget):
             w, h = self._render_size(w, h)
             self.layout_scene(w, h)
             src = self.plot.ci.sceneBoundingRect()
-            image = QImage(max(1, int(src.width() * dpr)), max(1, int(src.height() * dpr)),
-                           QImage.Format.Format_ARGB32_Premultiplied)
+            image = QImage(
+                max(1, int(src.width() * dpr)),
+                max(1, int(src.height() * dpr)),
+                QImage.Format.Format_ARGB32_Premultiplied,
+            )
             image.setDevicePixelRatio(dpr)
             image.fill(QColor(self.colors.background))
             painter = QPainter(image)

@@ -26,17 +26,19 @@ def main(argv: list[str] | None = None) -> None:
     from PySide6.QtCore import QEvent
     from PySide6.QtWidgets import QApplication
 
+    from gpuadvisor.core.estimation.estimate import estimate
     from gpuadvisor.core.formats.scenario import default_scenario
     from gpuadvisor.storage.user_catalog_store import load_catalogs
-    from gpuadvisor.core.estimation.estimate import estimate
 
     from . import CostTimeChart, VramChart, WhatIfChart
 
     app = QApplication.instance() or QApplication([])
     gpus, models = load_catalogs()
     scenario = default_scenario()
-    ests = [estimate(replace(scenario, workload=replace(scenario.workload, batch_size=b)), gpus, models)
-            for b in (2, 3, 4, 5)]
+    ests = [
+        estimate(replace(scenario, workload=replace(scenario.workload, batch_size=b)), gpus, models)
+        for b in (2, 3, 4, 5)
+    ]
     for cls in (VramChart, CostTimeChart, WhatIfChart):
         chart = cls()
         chart.resize(args.width, args.height)
@@ -52,8 +54,10 @@ def main(argv: list[str] | None = None) -> None:
             app.processEvents()
             cpu.append((time.process_time() - c0) * 1000)
             wall.append((time.perf_counter() - t0) * 1000)
-        print(f"{cls.__name__:14s} {args.width}x{args.height}: CPU median {statistics.median(cpu):5.1f} ms, "
-              f"wall median {statistics.median(wall):5.1f} ms")
+        print(
+            f"{cls.__name__:14s} {args.width}x{args.height}: CPU median {statistics.median(cpu):5.1f} ms, "
+            f"wall median {statistics.median(wall):5.1f} ms"
+        )
         chart.close()
         chart.deleteLater()  # delete it while Qt runs, not in the interpreter's final collection
         QApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)

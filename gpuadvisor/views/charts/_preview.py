@@ -14,25 +14,30 @@ from dataclasses import replace
 from PySide6.QtWidgets import QApplication, QWidget
 
 
-def sample_estimate(nothing_fits: bool = False, deadline_hours: float | None = None,
-                    max_total_usd: float | None = None):
+def sample_estimate(
+    nothing_fits: bool = False, deadline_hours: float | None = None, max_total_usd: float | None = None
+):
     """The app's default scenario (or Llama 3.1 405B full fine-tuning on one GPU, where nothing fits),
     optionally with a deadline and a total budget."""
-    from gpuadvisor.core.formats.scenario import default_scenario
-    from gpuadvisor.storage.user_catalog_store import load_catalogs
     from gpuadvisor.core.estimation.estimate import estimate
-    from gpuadvisor.core.formats.scenario import ModelSource
+    from gpuadvisor.core.formats.scenario import ModelSource, default_scenario
     from gpuadvisor.core.specs.workload import Hardware
+    from gpuadvisor.storage.user_catalog_store import load_catalogs
 
     gpus, models = load_catalogs()
     scenario = default_scenario()
     if nothing_fits:
-        scenario = replace(scenario, model=ModelSource(preset="llama-3.1-405b"),
-                           workload=replace(scenario.workload, kind="full_finetune"),
-                           hardware=Hardware(gpu_count=1))
+        scenario = replace(
+            scenario,
+            model=ModelSource(preset="llama-3.1-405b"),
+            workload=replace(scenario.workload, kind="full_finetune"),
+            hardware=Hardware(gpu_count=1),
+        )
     if deadline_hours or max_total_usd:
-        scenario = replace(scenario, budget=replace(scenario.budget, deadline_hours=deadline_hours,
-                                                    max_total_usd=max_total_usd))
+        scenario = replace(
+            scenario,
+            budget=replace(scenario.budget, deadline_hours=deadline_hours, max_total_usd=max_total_usd),
+        )
     return estimate(scenario, gpus, models)
 
 
@@ -68,8 +73,13 @@ def _dark_palette(base):
     from PySide6.QtGui import QColor, QPalette
 
     palette = QPalette(base)
-    for role, colour in ((QPalette.ColorRole.Window, "#2B2D31"), (QPalette.ColorRole.WindowText, "#E6E6E6"),
-                         (QPalette.ColorRole.Base, "#1E1F22"), (QPalette.ColorRole.Text, "#E6E6E6"),
-                         (QPalette.ColorRole.Button, "#2B2D31"), (QPalette.ColorRole.ButtonText, "#E6E6E6")):
+    for role, colour in (
+        (QPalette.ColorRole.Window, "#2B2D31"),
+        (QPalette.ColorRole.WindowText, "#E6E6E6"),
+        (QPalette.ColorRole.Base, "#1E1F22"),
+        (QPalette.ColorRole.Text, "#E6E6E6"),
+        (QPalette.ColorRole.Button, "#2B2D31"),
+        (QPalette.ColorRole.ButtonText, "#E6E6E6"),
+    ):
         palette.setColor(role, QColor(colour))
     return palette

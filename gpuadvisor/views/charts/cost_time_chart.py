@@ -39,8 +39,16 @@ LABEL_GAP_PX = 7  # between a point and its label
 LABEL_MARGIN_PX = 1  # around a label's text, inside its background
 MAX_POINT_LABELS = 12  # the recommendation and the first frontier points (fastest first)
 #: Where a label may go around its point, in order of preference: (dx, dy) direction and anchor.
-_PLACES = (((1, 0), (0.0, 0.5)), ((-1, 0), (1.0, 0.5)), ((0, -1), (0.5, 1.0)), ((0, 1), (0.5, 0.0)),
-           ((1, -1), (0.0, 1.0)), ((1, 1), (0.0, 0.0)), ((-1, -1), (1.0, 1.0)), ((-1, 1), (1.0, 0.0)))
+_PLACES = (
+    ((1, 0), (0.0, 0.5)),
+    ((-1, 0), (1.0, 0.5)),
+    ((0, -1), (0.5, 1.0)),
+    ((0, 1), (0.5, 0.0)),
+    ((1, -1), (0.0, 1.0)),
+    ((1, 1), (0.0, 0.0)),
+    ((-1, -1), (1.0, 1.0)),
+    ((-1, 1), (1.0, 0.0)),
+)
 
 
 def point_label(c) -> str:
@@ -57,8 +65,9 @@ class CostTimeChart(ChartBase):
     def __init__(self, parent: QWidget | None = None, *, dark: bool | None = None) -> None:
         self.x_axis = ScaleAxis("bottom")
         self.y_axis = ScaleAxis("left")
-        super().__init__(parent, legend_columns=4, axis_items={"bottom": self.x_axis, "left": self.y_axis},
-                         dark=dark)
+        super().__init__(
+            parent, legend_columns=4, axis_items={"bottom": self.x_axis, "left": self.y_axis}, dark=dark
+        )
         pi = self.plot_item
         self._set_axis_title("bottom", "Job time (hours)")
         self._set_axis_title("left", "Cost (USD)")
@@ -66,28 +75,42 @@ class CostTimeChart(ChartBase):
 
         empty = np.zeros(0)
         #: Low-to-high ranges: light grey for all points, the Pareto colour again for the frontier.
-        self.error_bars = pg.ErrorBarItem(x=empty, y=empty, left=empty, right=empty, top=empty, bottom=empty,
-                                          beam=0)
-        self.pareto_error_bars = pg.ErrorBarItem(x=empty, y=empty, left=empty, right=empty, top=empty,
-                                                 bottom=empty, beam=0)
+        self.error_bars = pg.ErrorBarItem(
+            x=empty, y=empty, left=empty, right=empty, top=empty, bottom=empty, beam=0
+        )
+        self.pareto_error_bars = pg.ErrorBarItem(
+            x=empty, y=empty, left=empty, right=empty, top=empty, bottom=empty, beam=0
+        )
         self.frontier = pg.PlotCurveItem(x=empty, y=empty)
-        self.other_points = pg.ScatterPlotItem(x=empty, y=empty, size=8, symbol="o", hoverable=True,
-                                               tip=self._tip_for_spot)
-        self.pareto_points = pg.ScatterPlotItem(x=empty, y=empty, size=11, symbol="o", hoverable=True,
-                                                tip=self._tip_for_spot)
+        self.other_points = pg.ScatterPlotItem(
+            x=empty, y=empty, size=8, symbol="o", hoverable=True, tip=self._tip_for_spot
+        )
+        self.pareto_points = pg.ScatterPlotItem(
+            x=empty, y=empty, size=11, symbol="o", hoverable=True, tip=self._tip_for_spot
+        )
         #: The recommended setup: a star over its point.
-        self.recommended_point = pg.ScatterPlotItem(x=empty, y=empty, size=21, symbol="star", hoverable=True,
-                                                    tip=self._tip_for_spot)
+        self.recommended_point = pg.ScatterPlotItem(
+            x=empty, y=empty, size=21, symbol="star", hoverable=True, tip=self._tip_for_spot
+        )
         self.selected_ring = pg.ScatterPlotItem(x=empty, y=empty, size=24, symbol="o", brush=pg.mkBrush(None))
         dash = Qt.PenStyle.DashLine
         # Labels sit right of the deadline near the top, and above the budget near the right edge.
-        self.deadline_line = pg.InfiniteLine(angle=90, movable=False, label="",
-                                             labelOpts={"position": 0.95, "anchors": [(0, 0), (0, 0)]})
-        self.budget_line = pg.InfiniteLine(angle=0, movable=False, label="",
-                                           labelOpts={"position": 0.97, "anchors": [(1, 1), (1, 1)]})
+        self.deadline_line = pg.InfiniteLine(
+            angle=90, movable=False, label="", labelOpts={"position": 0.95, "anchors": [(0, 0), (0, 0)]}
+        )
+        self.budget_line = pg.InfiniteLine(
+            angle=0, movable=False, label="", labelOpts={"position": 0.97, "anchors": [(1, 1), (1, 1)]}
+        )
         self._dash = dash
-        for item in (self.error_bars, self.pareto_error_bars, self.frontier, self.other_points,
-                     self.pareto_points, self.recommended_point, self.selected_ring):
+        for item in (
+            self.error_bars,
+            self.pareto_error_bars,
+            self.frontier,
+            self.other_points,
+            self.pareto_points,
+            self.recommended_point,
+            self.selected_ring,
+        ):
             pi.addItem(item)
         self.recommended_point.setZValue(5)
         for line in (self.deadline_line, self.budget_line):
@@ -162,8 +185,14 @@ class CostTimeChart(ChartBase):
         top = np.array([max(0.0, fy(u[2]) - y) for y, u in zip(ys, usd)], dtype=float)
         pareto = np.array([c.pareto for c in shown], dtype=bool)
         self.error_bars.setData(x=xs, y=ys, left=left, right=right, bottom=bottom, top=top)
-        self.pareto_error_bars.setData(x=xs[pareto], y=ys[pareto], left=left[pareto], right=right[pareto],
-                                       bottom=bottom[pareto], top=top[pareto])
+        self.pareto_error_bars.setData(
+            x=xs[pareto],
+            y=ys[pareto],
+            left=left[pareto],
+            right=right[pareto],
+            bottom=bottom[pareto],
+            top=top[pareto],
+        )
         keys = np.array([c.key for c in shown], dtype=object)
         self.other_points.setData(x=xs[~pareto], y=ys[~pareto], data=keys[~pareto])
         self.pareto_points.setData(x=xs[pareto], y=ys[pareto], data=keys[pareto])
@@ -173,21 +202,30 @@ class CostTimeChart(ChartBase):
             self.recommended_point.setData(x=np.zeros(0), y=np.zeros(0))
         else:
             rx, ry = self._positions[self._recommended]
-            self.recommended_point.setData(x=np.array([rx]), y=np.array([ry]),
-                                           data=np.array([self._recommended], dtype=object))
+            self.recommended_point.setData(
+                x=np.array([rx]), y=np.array([ry]), data=np.array([self._recommended], dtype=object)
+            )
 
         labelled = []
         if self._recommended is not None:
             c = self._candidates[self._recommended]
             labelled.append((c.key, f"{RECOMMENDED_MARK} {point_label(c)}"))
-        frontier = sorted(((self._positions[k][0], k, c) for k, c in self._candidates.items()
-                           if c.pareto and k != self._recommended), key=lambda t: t[0])
+        frontier = sorted(
+            (
+                (self._positions[k][0], k, c)
+                for k, c in self._candidates.items()
+                if c.pareto and k != self._recommended
+            ),
+            key=lambda t: t[0],
+        )
         labelled += [(k, point_label(c)) for _, k, c in frontier]
         self._labelled = labelled[:MAX_POINT_LABELS]
         self._label_rects = {}
         self._set_label_texts()
 
-        self._set_line(self.deadline_line, deadline, fx, f"Deadline {fmt_hours(deadline)}" if deadline else "")
+        self._set_line(
+            self.deadline_line, deadline, fx, f"Deadline {fmt_hours(deadline)}" if deadline else ""
+        )
         self._set_line(self.budget_line, max_usd, fy, f"Budget {fmt_usd(max_usd)}" if max_usd else "")
         self.set_selected(self._selected)
 
@@ -198,8 +236,11 @@ class CostTimeChart(ChartBase):
             self._show_message(NO_PRICES if fitting else NOTHING_FITS)
             return
         self._hide_message()
-        self.view_box.setRange(xRange=_padded([fx(v) for v in x_extent], log_x),
-                               yRange=_padded([fy(v) for v in y_extent], log_y), padding=0)
+        self.view_box.setRange(
+            xRange=_padded([fx(v) for v in x_extent], log_x),
+            yRange=_padded([fy(v) for v in y_extent], log_y),
+            padding=0,
+        )
         self._place_labels()
 
     def set_selected(self, key: str | None) -> None:
@@ -267,9 +308,11 @@ class CostTimeChart(ChartBase):
         self._label_rects = {}
         points = [to_px(*self._positions[key]) for key, _ in self._labelled]
         # every labelled point, the star (always first when shown) with its ring a little larger
-        obstacles = [QRectF(px - r, py - r, 2 * r, 2 * r)
-                     for i, (px, py) in enumerate(points)
-                     for r in [12 if i == 0 and self._recommended is not None else 6]]
+        obstacles = [
+            QRectF(px - r, py - r, 2 * r, 2 * r)
+            for i, (px, py) in enumerate(points)
+            for r in [12 if i == 0 and self._recommended is not None else 6]
+        ]
         placed: list[QRectF] = []
         for (key, text), item, (px, py) in zip(self._labelled, self.point_labels, points):
             tw = metrics.horizontalAdvance(text) + 2 * LABEL_MARGIN_PX + 2
@@ -426,23 +469,38 @@ def _staircase(xs: np.ndarray, ys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def _tooltip(c, recommended: bool = False) -> str:
     h, u = c.cost.job_hours, c.cost.cost_usd
     name = short_gpu_name(c.gpu.name, c.gpu_count)
-    rows = [("Parallelism", c.parallelism if c.gpu_count > 1 else "single GPU"),
-            ("Job time", f"{fmt_hours(h.expected)} ({fmt_hours(h.low)} – {fmt_hours(h.high)})"),
-            ("Cost", f"{fmt_usd(u.expected)} ({fmt_usd(u.low)} – {fmt_usd(u.high)})")]
+    rows = [
+        ("Parallelism", c.parallelism if c.gpu_count > 1 else "single GPU"),
+        ("Job time", f"{fmt_hours(h.expected)} ({fmt_hours(h.low)} – {fmt_hours(h.high)})"),
+        ("Cost", f"{fmt_usd(u.expected)} ({fmt_usd(u.low)} – {fmt_usd(u.high)})"),
+    ]
     if finite(c.cost.usd_per_million_tokens):
         rows.append(("Per 1M tokens", fmt_usd(c.cost.usd_per_million_tokens)))
     if c.cost.deadline_status:
-        rows.append(("Deadline", {"meets": "meets it", "likely": "likely meets it",
-                                  "at risk": "at risk"}.get(c.cost.deadline_status, c.cost.deadline_status)))
+        rows.append(
+            (
+                "Deadline",
+                {"meets": "meets it", "likely": "likely meets it", "at risk": "at risk"}.get(
+                    c.cost.deadline_status, c.cost.deadline_status
+                ),
+            )
+        )
     if c.cost.budget_status:
-        rows.append(("Budget", {"within": "within it", "likely": "likely within it",
-                                "over": "over"}.get(c.cost.budget_status, c.cost.budget_status)))
+        rows.append(
+            (
+                "Budget",
+                {"within": "within it", "likely": "likely within it", "over": "over"}.get(
+                    c.cost.budget_status, c.cost.budget_status
+                ),
+            )
+        )
     if c.pareto:
         rows.append(("", "on the Pareto frontier"))
     if recommended:
         rows.append(("", f"{RECOMMENDED_MARK} recommended"))
-    body = "".join(f"<tr><td>{html.escape(k)}</td><td>&nbsp;&nbsp;{html.escape(v)}</td></tr>"
-                   for k, v in rows)
+    body = "".join(
+        f"<tr><td>{html.escape(k)}</td><td>&nbsp;&nbsp;{html.escape(v)}</td></tr>" for k, v in rows
+    )
     return f"<b>{html.escape(name)}</b><table cellspacing='0'>{body}</table>"
 
 

@@ -11,8 +11,16 @@ import math
 
 from ...core.formatting import MAX_NAME_CHARS, fmt_gib_unit, fmt_hours, fmt_usd, short_gpu_name
 
-__all__ = ["MAX_NAME_CHARS", "finite", "fmt_gib", "fmt_hours", "fmt_linear_tick", "fmt_tick", "fmt_usd",
-           "short_gpu_name"]
+__all__ = [
+    "MAX_NAME_CHARS",
+    "finite",
+    "fmt_gib",
+    "fmt_hours",
+    "fmt_linear_tick",
+    "fmt_tick",
+    "fmt_usd",
+    "short_gpu_name",
+]
 
 
 def finite(*values: float | None) -> bool:
@@ -43,6 +51,6 @@ def fmt_linear_tick(value: float, spacing: float) -> str:
     if not math.isfinite(value):
         return ""
     decimals = 0 if spacing >= 1 or spacing <= 0 else min(6, math.ceil(-math.log10(spacing) - 1e-9))
-    if abs(value) < 0.5 * 10 ** -decimals:
+    if abs(value) < 0.5 * 10**-decimals:
         value = 0.0  # no "-0"
     return f"{value:,.{decimals}f}"

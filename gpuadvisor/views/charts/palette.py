@@ -22,7 +22,14 @@ from PySide6.QtGui import QColor, QPalette
 
 #: Memory components in stacking order (bottom/left first); matches ``gpuadvisor.core.estimation.memory.COMPONENTS``.
 COMPONENT_ORDER: tuple[str, ...] = (
-    "weights", "gradients", "optimizer", "activations", "kv_cache", "adapters", "overhead")
+    "weights",
+    "gradients",
+    "optimizer",
+    "activations",
+    "kv_cache",
+    "adapters",
+    "overhead",
+)
 
 COMPONENT_LABELS: dict[str, str] = {
     "weights": "Weights",
@@ -46,30 +53,30 @@ COMPONENT_SHORT_LABELS: dict[str, str] = {
 }
 
 COMPONENT_COLORS: dict[str, str] = {
-    "weights": "#0072B2",      # blue
-    "gradients": "#E69F00",    # orange
-    "optimizer": "#CC79A7",    # reddish purple
+    "weights": "#0072B2",  # blue
+    "gradients": "#E69F00",  # orange
+    "optimizer": "#CC79A7",  # reddish purple
     "activations": "#009E73",  # bluish green
-    "kv_cache": "#56B4E9",     # sky blue
-    "adapters": "#F0E442",     # yellow
-    "overhead": "#999999",     # grey
+    "kv_cache": "#56B4E9",  # sky blue
+    "adapters": "#F0E442",  # yellow
+    "overhead": "#999999",  # grey
 }
 
-FIT_COLOR = "#117733"        # dark green (Tol), drawn as a filled circle
-TIGHT_COLOR = "#DDAA33"      # amber (Tol high-contrast yellow), drawn as a triangle
-NO_FIT_COLOR = "#D55E00"     # vermillion, drawn as a cross
-PARETO_COLOR = "#0072B2"     # blue: the cost/time frontier
-OTHER_COLOR = "#A8A8A8"      # grey: everything that is not highlighted
-SELECTED_COLOR = "#000000"   # black ring around the selected point
-DEADLINE_COLOR = "#D55E00"   # vermillion
-BUDGET_COLOR = "#AA3377"     # purple (Tol)
-CAPACITY_COLOR = "#000000"   # the usable-memory marker
+FIT_COLOR = "#117733"  # dark green (Tol), drawn as a filled circle
+TIGHT_COLOR = "#DDAA33"  # amber (Tol high-contrast yellow), drawn as a triangle
+NO_FIT_COLOR = "#D55E00"  # vermillion, drawn as a cross
+PARETO_COLOR = "#0072B2"  # blue: the cost/time frontier
+OTHER_COLOR = "#A8A8A8"  # grey: everything that is not highlighted
+SELECTED_COLOR = "#000000"  # black ring around the selected point
+DEADLINE_COLOR = "#D55E00"  # vermillion
+BUDGET_COLOR = "#AA3377"  # purple (Tol)
+CAPACITY_COLOR = "#000000"  # the usable-memory marker
 RECOMMENDED_COLOR = "#F0B400"  # gold star (its outline is the text colour)
 TEXT_COLOR = "#222222"
 MUTED_TEXT_COLOR = "#555555"
 BACKGROUND_COLOR = "#FFFFFF"
 ERROR_BAR_COLOR = "#B8B8B8"
-TRACK_COLOR = "#EEEEEE"      # the VRAM chart's capacity track
+TRACK_COLOR = "#EEEEEE"  # the VRAM chart's capacity track
 HIGHLIGHT_COLOR = "#D8E6F5"  # the band behind the selected row
 
 #: Colours for a few series on one chart (what-if curves), in order.
@@ -78,11 +85,22 @@ SERIES_COLORS: tuple[str, ...] = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#
 #: Every colour by name, for :func:`qcolor` and for the report.
 NAMED_COLORS: dict[str, str] = {
     **COMPONENT_COLORS,
-    "fit": FIT_COLOR, "tight": TIGHT_COLOR, "no_fit": NO_FIT_COLOR, "pareto": PARETO_COLOR,
-    "other": OTHER_COLOR, "selected": SELECTED_COLOR, "deadline": DEADLINE_COLOR, "budget": BUDGET_COLOR,
-    "capacity": CAPACITY_COLOR, "text": TEXT_COLOR, "muted_text": MUTED_TEXT_COLOR,
-    "background": BACKGROUND_COLOR, "error_bar": ERROR_BAR_COLOR, "recommended": RECOMMENDED_COLOR,
-    "track": TRACK_COLOR, "highlight": HIGHLIGHT_COLOR,
+    "fit": FIT_COLOR,
+    "tight": TIGHT_COLOR,
+    "no_fit": NO_FIT_COLOR,
+    "pareto": PARETO_COLOR,
+    "other": OTHER_COLOR,
+    "selected": SELECTED_COLOR,
+    "deadline": DEADLINE_COLOR,
+    "budget": BUDGET_COLOR,
+    "capacity": CAPACITY_COLOR,
+    "text": TEXT_COLOR,
+    "muted_text": MUTED_TEXT_COLOR,
+    "background": BACKGROUND_COLOR,
+    "error_bar": ERROR_BAR_COLOR,
+    "recommended": RECOMMENDED_COLOR,
+    "track": TRACK_COLOR,
+    "highlight": HIGHLIGHT_COLOR,
 }
 
 
@@ -117,22 +135,53 @@ class ChartColors:
 
 
 LIGHT = ChartColors(
-    dark=False, background=BACKGROUND_COLOR, text=TEXT_COLOR, muted_text=MUTED_TEXT_COLOR,
-    capacity=CAPACITY_COLOR, track=TRACK_COLOR, highlight=HIGHLIGHT_COLOR, selected=SELECTED_COLOR,
-    recommended=RECOMMENDED_COLOR, pareto=PARETO_COLOR, other=OTHER_COLOR, other_edge="#7A7A7A",
-    error_bar=ERROR_BAR_COLOR, deadline=DEADLINE_COLOR, budget=BUDGET_COLOR, fit=FIT_COLOR,
-    tight=TIGHT_COLOR, no_fit=NO_FIT_COLOR, components=dict(COMPONENT_COLORS), series=SERIES_COLORS)
+    dark=False,
+    background=BACKGROUND_COLOR,
+    text=TEXT_COLOR,
+    muted_text=MUTED_TEXT_COLOR,
+    capacity=CAPACITY_COLOR,
+    track=TRACK_COLOR,
+    highlight=HIGHLIGHT_COLOR,
+    selected=SELECTED_COLOR,
+    recommended=RECOMMENDED_COLOR,
+    pareto=PARETO_COLOR,
+    other=OTHER_COLOR,
+    other_edge="#7A7A7A",
+    error_bar=ERROR_BAR_COLOR,
+    deadline=DEADLINE_COLOR,
+    budget=BUDGET_COLOR,
+    fit=FIT_COLOR,
+    tight=TIGHT_COLOR,
+    no_fit=NO_FIT_COLOR,
+    components=dict(COMPONENT_COLORS),
+    series=SERIES_COLORS,
+)
 
 #: Dark variant: the same hues where they read on #1E1F22, lighter ones where they would not
 #: (Okabe-Ito blue, Tol purple and dark green are too dark there; sky blue, pink and a light green
 #: take their place). Text and lines are light grey, never pure white (less glare).
 DARK = ChartColors(
-    dark=True, background="#1E1F22", text="#E6E6E6", muted_text="#A8A8A8",
-    capacity="#F2F2F2", track="#34363B", highlight="#2F4560", selected="#FFFFFF",
-    recommended=RECOMMENDED_COLOR, pareto="#56B4E9", other="#6E6E6E", other_edge="#9A9A9A",
-    error_bar="#4A4A4A", deadline="#FF7F3F", budget="#EE88CC", fit="#44BB66",
-    tight=TIGHT_COLOR, no_fit="#FF7F3F", components=dict(COMPONENT_COLORS),
-    series=("#56B4E9", "#FF7F3F", "#2CC290", "#EE88CC", "#E69F00", "#F0E442"))
+    dark=True,
+    background="#1E1F22",
+    text="#E6E6E6",
+    muted_text="#A8A8A8",
+    capacity="#F2F2F2",
+    track="#34363B",
+    highlight="#2F4560",
+    selected="#FFFFFF",
+    recommended=RECOMMENDED_COLOR,
+    pareto="#56B4E9",
+    other="#6E6E6E",
+    other_edge="#9A9A9A",
+    error_bar="#4A4A4A",
+    deadline="#FF7F3F",
+    budget="#EE88CC",
+    fit="#44BB66",
+    tight=TIGHT_COLOR,
+    no_fit="#FF7F3F",
+    components=dict(COMPONENT_COLORS),
+    series=("#56B4E9", "#FF7F3F", "#2CC290", "#EE88CC", "#E69F00", "#F0E442"),
+)
 
 
 def chart_colors(dark: bool) -> ChartColors:

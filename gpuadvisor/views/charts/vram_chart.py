@@ -38,13 +38,17 @@ from .palette import COMPONENT_LABELS, COMPONENT_ORDER, COMPONENT_SHORT_LABELS, 
 BAR_HEIGHT = 0.62
 TRACK_HEIGHT = 0.78
 OUTLINE_HEIGHT = 0.8
-ROW_GAP_PX = 3     # between two names: the row pitch is one text line plus this
+ROW_GAP_PX = 3  # between two names: the row pitch is one text line plus this
 MIN_HEIGHT_PX = 200
-HINT_ROWS = 8      # rows the preferred height shows
-WHEEL_ROWS = 3     # rows per mouse-wheel notch
+HINT_ROWS = 8  # rows the preferred height shows
+WHEEL_ROWS = 3  # rows per mouse-wheel notch
 RECOMMENDED_MARK = "\u2605"  # ★ before the recommended GPU's name
 VERDICTS = ("fits", "tight", "does not fit")
-_VERDICT_STYLE = {"fits": ("o", "Fits"), "tight": ("t1", "Tight (>95%)"), "does not fit": ("x", "Does not fit")}
+_VERDICT_STYLE = {
+    "fits": ("o", "Fits"),
+    "tight": ("t1", "Tight (>95%)"),
+    "does not fit": ("x", "Does not fit"),
+}
 NOTHING_FITS_NOTICE = "Nothing fits: the bars show how far each GPU is over its capacity."
 EMPTY_MESSAGE = "No GPU to show.\nPick GPUs or widen the comparison."
 
@@ -65,8 +69,9 @@ class VramChart(ChartBase):
     def __init__(self, parent: QWidget | None = None, *, dark: bool | None = None) -> None:
         self.x_axis = ScaleAxis("bottom")
         self.y_axis = category_axis("left")
-        super().__init__(parent, legend_columns=6, axis_items={"bottom": self.x_axis, "left": self.y_axis},
-                         dark=dark)
+        super().__init__(
+            parent, legend_columns=6, axis_items={"bottom": self.x_axis, "left": self.y_axis}, dark=dark
+        )
         pi = self.plot_item
         self._set_axis_title("bottom", "GiB per GPU")
         pi.invertY(True)
@@ -77,37 +82,60 @@ class VramChart(ChartBase):
         empty = np.zeros(0)
         colors = self.colors
         #: The band behind the selected row.
-        self.highlight = pg.BarGraphItem(x0=empty, y=empty, width=empty, height=1.0,
-                                         brush=colors.highlight, pen=pg.mkPen(None))
+        self.highlight = pg.BarGraphItem(
+            x0=empty, y=empty, width=empty, height=1.0, brush=colors.highlight, pen=pg.mkPen(None)
+        )
         self.highlight.setZValue(-0.5)
         pi.addItem(self.highlight)
-        self.track = pg.BarGraphItem(x0=empty, y=empty, width=empty, height=TRACK_HEIGHT,
-                                     brush=colors.track, pen=pg.mkPen(None))
+        self.track = pg.BarGraphItem(
+            x0=empty, y=empty, width=empty, height=TRACK_HEIGHT, brush=colors.track, pen=pg.mkPen(None)
+        )
         pi.addItem(self.track)
         #: One bar item per component, keyed by component name; segments are updated in place.
         self.segments: dict[str, pg.BarGraphItem] = {}
         for name in COMPONENT_ORDER:
-            bar = pg.BarGraphItem(x0=empty, y=empty, width=empty, height=BAR_HEIGHT,
-                                  brush=colors.components[name], pen=pg.mkPen(colors.background, width=1))
+            bar = pg.BarGraphItem(
+                x0=empty,
+                y=empty,
+                width=empty,
+                height=BAR_HEIGHT,
+                brush=colors.components[name],
+                pen=pg.mkPen(colors.background, width=1),
+            )
             pi.addItem(bar)
             self.segments[name] = bar
             self.legend.addItem(bar, COMPONENT_SHORT_LABELS[name])
         #: The outline around the recommended setup's bar.
-        self.recommended_outline = pg.BarGraphItem(x0=empty, y=empty, width=empty, height=OUTLINE_HEIGHT,
-                                                   brush=pg.mkBrush(None), pen=pg.mkPen(colors.text, width=2))
+        self.recommended_outline = pg.BarGraphItem(
+            x0=empty,
+            y=empty,
+            width=empty,
+            height=OUTLINE_HEIGHT,
+            brush=pg.mkBrush(None),
+            pen=pg.mkPen(colors.text, width=2),
+        )
         pi.addItem(self.recommended_outline)
-        self.capacity = pg.PlotCurveItem(x=empty, y=empty, connect="pairs", pen=pg.mkPen(colors.capacity, width=3))
+        self.capacity = pg.PlotCurveItem(
+            x=empty, y=empty, connect="pairs", pen=pg.mkPen(colors.capacity, width=3)
+        )
         pi.addItem(self.capacity)
         self.legend.addItem(self.capacity, "Capacity")
-        self._outline_key = pg.BarGraphItem(x0=[0], y=[0], width=[1], height=1, brush=pg.mkBrush(None),
-                                            pen=pg.mkPen(colors.text, width=2))  # legend key only
+        self._outline_key = pg.BarGraphItem(
+            x0=[0], y=[0], width=[1], height=1, brush=pg.mkBrush(None), pen=pg.mkPen(colors.text, width=2)
+        )  # legend key only
         #: Verdict markers in a column right of the bars, one scatter item per verdict.
         self.markers: dict[str, pg.ScatterPlotItem] = {}
         for verdict in VERDICTS:
             symbol, label = _VERDICT_STYLE[verdict]
             color = colors.verdict(verdict)
-            item = pg.ScatterPlotItem(x=empty, y=empty, symbol=symbol, size=11, brush=pg.mkBrush(color),
-                                      pen=pg.mkPen(color, width=1.5))
+            item = pg.ScatterPlotItem(
+                x=empty,
+                y=empty,
+                symbol=symbol,
+                size=11,
+                brush=pg.mkBrush(color),
+                pen=pg.mkPen(color, width=1.5),
+            )
             pi.addItem(item)
             self.markers[verdict] = item
             self.legend.addItem(item, label)
@@ -149,11 +177,13 @@ class VramChart(ChartBase):
         if chosen is not None:  # the row of the selected setup's GPU shows that setup
             rows = [chosen if c.gpu.id == chosen.gpu.id else c for c in rows]
         decision = est.decision
-        self.set_candidates(rows, recommended_key=decision.recommended_key if decision else None,
-                            selected_key=selected)
+        self.set_candidates(
+            rows, recommended_key=decision.recommended_key if decision else None, selected_key=selected
+        )
 
-    def set_candidates(self, candidates, recommended_key: str | None = None,
-                       selected_key: str | None = None) -> None:
+    def set_candidates(
+        self, candidates, recommended_key: str | None = None, selected_key: str | None = None
+    ) -> None:
         """Show one row per candidate, top to bottom in the given order; star and outline
         ``recommended_key``, highlight ``selected_key``.
 
@@ -198,17 +228,24 @@ class VramChart(ChartBase):
             self.recommended_outline.setOpts(x0=np.zeros(0), y=np.zeros(0), width=np.zeros(0))
         else:
             pad = x_max * 0.004
-            self.recommended_outline.setOpts(x0=np.array([-pad]), y=np.array([float(r)]),
-                                             width=np.array([max(x0[r], caps[r]) + 2 * pad]), height=OUTLINE_HEIGHT)
+            self.recommended_outline.setOpts(
+                x0=np.array([-pad]),
+                y=np.array([float(r)]),
+                width=np.array([max(x0[r], caps[r]) + 2 * pad]),
+                height=OUTLINE_HEIGHT,
+            )
         s = self._selected_row
         if s is None:
             self.highlight.setOpts(x0=np.zeros(0), y=np.zeros(0), width=np.zeros(0))
         else:
-            self.highlight.setOpts(x0=np.array([0.0]), y=np.array([float(s)]), width=np.array([x_max * 1.07]),
-                                   height=1.0)
+            self.highlight.setOpts(
+                x0=np.array([0.0]), y=np.array([float(s)]), width=np.array([x_max * 1.07]), height=1.0
+            )
 
-        labels = [(f"{RECOMMENDED_MARK} " if i == r else "") + short_gpu_name(c.gpu.name, c.gpu_count)
-                  for i, c in enumerate(rows)]
+        labels = [
+            (f"{RECOMMENDED_MARK} " if i == r else "") + short_gpu_name(c.gpu.name, c.gpu_count)
+            for i, c in enumerate(rows)
+        ]
         self._labels = labels
         ticks = [[(float(i), s) for i, s in enumerate(labels)], []]
         if ticks != getattr(self, "_ticks", None):  # re-laying out 27 tick labels is the costliest part
@@ -286,8 +323,9 @@ class VramChart(ChartBase):
         """The hover text of ``row``: every component, the totals, capacity and headroom (rich text)."""
         text = self._tooltips.get(row)
         if text is None:
-            text = self._tooltips[row] = _tooltip(self._rows[row], self.colors,
-                                                  recommended=row == self._recommended_row)
+            text = self._tooltips[row] = _tooltip(
+                self._rows[row], self.colors, recommended=row == self._recommended_row
+            )
         return text
 
     def row_at(self, scene_pos: QPointF) -> int | None:
@@ -296,8 +334,10 @@ class VramChart(ChartBase):
             return None
         vb_rect = self.view_box.sceneBoundingRect()
         axis_rect = self.y_axis.sceneBoundingRect()
-        if not (axis_rect.left() <= scene_pos.x() <= vb_rect.right()
-                and vb_rect.top() <= scene_pos.y() <= vb_rect.bottom()):
+        if not (
+            axis_rect.left() <= scene_pos.x() <= vb_rect.right()
+            and vb_rect.top() <= scene_pos.y() <= vb_rect.bottom()
+        ):
             return None
         y = self.view_box.mapSceneToView(scene_pos).y()
         row = round(y)
@@ -318,8 +358,12 @@ class VramChart(ChartBase):
     def keyPressEvent(self, event) -> None:  # Qt override
         """Arrow keys, Page Up/Down, Home and End scroll the rows (when they do not all fit)."""
         bar = self.scroll_bar
-        step = {Qt.Key.Key_Up: -1, Qt.Key.Key_Down: 1, Qt.Key.Key_PageUp: -bar.pageStep(),
-                Qt.Key.Key_PageDown: bar.pageStep()}.get(event.key())
+        step = {
+            Qt.Key.Key_Up: -1,
+            Qt.Key.Key_Down: 1,
+            Qt.Key.Key_PageUp: -bar.pageStep(),
+            Qt.Key.Key_PageDown: bar.pageStep(),
+        }.get(event.key())
         if bar.isEnabled() and step is not None:
             bar.setValue(bar.value() + step)
         elif bar.isEnabled() and event.key() in (Qt.Key.Key_Home, Qt.Key.Key_End):
@@ -446,18 +490,25 @@ def _tooltip(c, colors: ChartColors = LIGHT, recommended: bool = False) -> str:
     rows = [(COMPONENT_LABELS[name], fmt_gib(g[name])) for name in COMPONENT_ORDER if g[name] > 0]
     used = c.utilization * 100
     short = fmt_gib(abs(c.headroom_gib))
-    rows += [("<b>Total per GPU</b>", f"<b>{fmt_gib(g['device_total'])}</b>"),
-             ("Tensors (PyTorch peak)", fmt_gib(g["tensors_total"])),
-             ("Usable capacity", fmt_gib(c.capacity_gib)),
-             ("Headroom" if c.headroom_gib >= 0 else "Short by",
-              f"{short} ({used:.0f}% used)" if finite(used) else short)]
+    rows += [
+        ("<b>Total per GPU</b>", f"<b>{fmt_gib(g['device_total'])}</b>"),
+        ("Tensors (PyTorch peak)", fmt_gib(g["tensors_total"])),
+        ("Usable capacity", fmt_gib(c.capacity_gib)),
+        (
+            "Headroom" if c.headroom_gib >= 0 else "Short by",
+            f"{short} ({used:.0f}% used)" if finite(used) else short,
+        ),
+    ]
     color = colors.verdict(c.verdict)
     if recommended:
         rows.append(("", f"{RECOMMENDED_MARK} recommended"))
-    body = "".join(f"<tr><td>{label}</td><td align='right'>&nbsp;&nbsp;{value}</td></tr>"
-                   for label, value in rows)
-    return (f"<b>{html.escape(setup)}</b><br><span style='color:{color}'>{html.escape(c.verdict)}</span>"
-            f"<table cellspacing='0'>{body}</table>")
+    body = "".join(
+        f"<tr><td>{label}</td><td align='right'>&nbsp;&nbsp;{value}</td></tr>" for label, value in rows
+    )
+    return (
+        f"<b>{html.escape(setup)}</b><br><span style='color:{color}'>{html.escape(c.verdict)}</span>"
+        f"<table cellspacing='0'>{body}</table>"
+    )
 
 
 def _preview_widget(est):
@@ -473,7 +524,7 @@ def _nice_ceiling(value: float) -> float:
         return 1.0
     exponent = math.floor(math.log10(value))
     for step in (1.0, 1.5, 2.0, 3.0, 5.0, 7.5, 10.0):
-        candidate = step * 10 ** exponent
+        candidate = step * 10**exponent
         if candidate >= value:
             return candidate
     return 10 ** (exponent + 1)

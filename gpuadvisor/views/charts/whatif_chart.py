@@ -34,8 +34,13 @@ EMPTY_MESSAGE = "Pick GPUs to see how memory grows."
 RECOMMENDED_MARK = "\u2605"
 #: Per series: the dash pattern (None: solid; else dash and gap lengths in pen widths) and the symbol.
 SERIES_STYLES: tuple[tuple[tuple[float, ...] | None, str], ...] = (
-    (None, "o"), ((5, 2.5), "s"), ((6, 2, 1, 2), "t"), ((1.2, 1.8), "p"), ((9, 2.5, 1, 2.5, 1, 2.5), "h"),
-    ((2.5, 2.5), "t1"))
+    (None, "o"),
+    ((5, 2.5), "s"),
+    ((6, 2, 1, 2), "t"),
+    ((1.2, 1.8), "p"),
+    ((9, 2.5, 1, 2.5, 1, 2.5), "h"),
+    ((2.5, 2.5), "t1"),
+)
 MARKERS_PER_CURVE = 7
 CURVE_WIDTH, RECOMMENDED_WIDTH, OVER_WIDTH = 2.2, 3.4, 1.2
 CAPACITY_DASH = (10, 4)
@@ -56,8 +61,9 @@ class WhatIfChart(ChartBase):
     def __init__(self, parent: QWidget | None = None, *, dark: bool | None = None) -> None:
         self.x_axis = ScaleAxis("bottom")
         self.y_axis = ScaleAxis("left")
-        super().__init__(parent, legend_columns=3, axis_items={"bottom": self.x_axis, "left": self.y_axis},
-                         dark=dark)
+        super().__init__(
+            parent, legend_columns=3, axis_items={"bottom": self.x_axis, "left": self.y_axis}, dark=dark
+        )
         pi = self.plot_item
         self._set_axis_title("left", "GiB per GPU")
         self._set_axis_title("bottom", AXIS_LABEL_DEFAULT)
@@ -90,8 +96,9 @@ class WhatIfChart(ChartBase):
         self.limits = pg.ScatterPlotItem(x=empty, y=empty, symbol="d", size=12)
         self.limits.setZValue(MAX_SERIES + 3)
         pi.addItem(self.limits)
-        self.current_line = pg.InfiniteLine(angle=90, movable=False, label="",
-                                            labelOpts={"position": 0.96, "anchors": [(0, 0), (0, 0)]})
+        self.current_line = pg.InfiniteLine(
+            angle=90, movable=False, label="", labelOpts={"position": 0.96, "anchors": [(0, 0), (0, 0)]}
+        )
         pi.addItem(self.current_line, ignoreBounds=True)
         # Legend keys only (never added to the plot).
         self._capacity_key = pg.PlotCurveItem()
@@ -178,7 +185,7 @@ class WhatIfChart(ChartBase):
             y_top = max(y_top, c.capacity_gib)
             # Markers along the curve, staggered per series so coinciding curves show every symbol.
             step = max(1, len(pts) // MARKERS_PER_CURVE)
-            for x, y in pts[(i * step) // max(1, len(usable)) % step::step]:
+            for x, y in pts[(i * step) // max(1, len(usable)) % step :: step]:
                 marker_x.append(x)
                 marker_y.append(y)
                 marker_symbols.append(symbol)
@@ -191,11 +198,16 @@ class WhatIfChart(ChartBase):
                 limit_x.append(fx(c.limit_x))
                 limit_y.append(c.capacity_gib)
                 limit_brushes.append(pg.mkBrush(color))
-        self.markers.setData(x=np.array(marker_x, dtype=float), y=np.array(marker_y, dtype=float),
-                             symbol=marker_symbols, brush=[pg.mkBrush(b) for b in marker_brushes])
+        self.markers.setData(
+            x=np.array(marker_x, dtype=float),
+            y=np.array(marker_y, dtype=float),
+            symbol=marker_symbols,
+            brush=[pg.mkBrush(b) for b in marker_brushes],
+        )
         if limit_x:
-            self.limits.setData(x=np.array(limit_x, dtype=float), y=np.array(limit_y, dtype=float),
-                                brush=limit_brushes)
+            self.limits.setData(
+                x=np.array(limit_x, dtype=float), y=np.array(limit_y, dtype=float), brush=limit_brushes
+            )
         else:
             self.limits.setData(x=np.zeros(0), y=np.zeros(0))
         self._update_legend(usable, bool(limit_x))
@@ -299,6 +311,7 @@ def _split_at(points: list[tuple[float, float]], capacity: float):
         xc = x0 + (capacity - y0) * (x1 - x0) / (y1 - y0) if y1 != y0 else x1
         fit.append((xc, capacity))
         over.insert(0, (xc, capacity))
+
     def column(pts: list[tuple[float, float]], k: int) -> np.ndarray:
         return np.array([p[k] for p in pts], dtype=float)
 

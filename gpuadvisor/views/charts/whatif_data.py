@@ -70,9 +70,18 @@ def whatif_curves(est, gpu_ids, axis: str = "context", points: int = 48) -> list
         what_if = est.what_if(c)
         limit = what_if.max_context if axis == "context" else what_if.max_batch
         label = short_gpu_name(c.gpu.name, c.gpu_count) + (f", {c.parallelism}" if c.gpu_count > 1 else "")
-        curves.append(WhatIfCurve(label=label, xs=tuple(p[0] for p in pairs),
-                                  ys_gib=tuple(p[1] for p in pairs), capacity_gib=c.capacity_gib,
-                                  gpu_id=gpu_id, limit_x=limit, current_x=now, recommended=c.key == recommended))
+        curves.append(
+            WhatIfCurve(
+                label=label,
+                xs=tuple(p[0] for p in pairs),
+                ys_gib=tuple(p[1] for p in pairs),
+                capacity_gib=c.capacity_gib,
+                gpu_id=gpu_id,
+                limit_x=limit,
+                current_x=now,
+                recommended=c.key == recommended,
+            )
+        )
     return curves
 
 
