@@ -18,7 +18,7 @@ from gpuadvisor.core.estimation.memory import MemoryModel
 from gpuadvisor.core.formats.scenario import ModelSource, Scenario
 from gpuadvisor.core.specs.hardware import load_gpu_catalog
 from gpuadvisor.core.specs.presets import load_model_catalog
-from gpuadvisor.core.specs.workload import Workload
+from gpuadvisor.core.specs.workload import Hardware, Workload
 
 
 def timeit(fn, repeat: int = 200) -> tuple[float, float]:
@@ -37,14 +37,19 @@ def main() -> None:
     from gpuadvisor.core.formats.scenario import default_scenario
 
     cases = {
-        "the app's default: LoRA 8B, checkpointing (most setups fit)": default_scenario(),
-        "full fine-tune 8B (memory + speed + cost, all candidates)": Scenario(
+        "the app's default: LoRA 8B, checkpointing, data-centre GPUs": default_scenario(),
+        "full fine-tune 8B, data-centre GPUs": Scenario(
+            model=ModelSource(preset="llama-3.1-8b"),
+            workload=Workload(kind="full_finetune", batch_size=2),
+            hardware=Hardware(segment="data_centre"),
+        ),
+        "full fine-tune 8B, whole catalog (memory + speed + cost)": Scenario(
             model=ModelSource(preset="llama-3.1-8b"), workload=Workload(kind="full_finetune", batch_size=2)
         ),
-        "LoRA 8B": Scenario(
+        "LoRA 8B, whole catalog": Scenario(
             model=ModelSource(preset="llama-3.1-8b"), workload=Workload(kind="lora", batch_size=4)
         ),
-        "inference 70B": Scenario(
+        "inference 70B, whole catalog": Scenario(
             model=ModelSource(preset="llama-3.1-70b"), workload=Workload(kind="inference", batch_size=16)
         ),
     }
@@ -57,7 +62,7 @@ def main() -> None:
         print(
             f"{'  memory and fit only':58s} {len(est.candidates):4d} candidates  median {med:6.2f} ms  p90 {p90:6.2f} ms"
         )
-    sc = cases["full fine-tune 8B (memory + speed + cost, all candidates)"]
+    sc = cases["full fine-tune 8B, whole catalog (memory + speed + cost)"]
     mm = MemoryModel(models.get("llama-3.1-8b"), sc.workload)
     med, _ = timeit(lambda: mm.breakdown(8, "zero3"), repeat=2000)
     print(f"{'one memory breakdown':58s}       median {med * 1000:6.1f} us")
