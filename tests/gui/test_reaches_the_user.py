@@ -9,7 +9,7 @@ import json
 import subprocess
 import sys
 
-from gui_helpers import retype, settle
+from gui_helpers import click, retype, settle
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication
 
@@ -301,3 +301,35 @@ def test_a_mac_is_compared_with_the_memory_it_has(window, qtbot):
     assert not memory.isVisibleTo(w) and w.state.scenario.hardware.segment == "local"
     assert w.state.scenario.hardware.memory_gib is None
     assert {c.gpu.segment for c in w.state.estimate.candidates} == {"local"}
+
+
+def test_a_model_already_on_disk_is_picked_from_the_list(window, qtbot, tmp_path, monkeypatch):
+    """Model page > Models on this machine: the Hugging Face cache is read offline and a pick
+    becomes the scenario's model."""
+    import shutil
+    from pathlib import Path
+
+    from PySide6.QtWidgets import QDialog
+
+    from gpuadvisor.gui import local_models_dialog
+
+    cache = tmp_path / "hub"
+    snapshot = cache / "models--meta-llama--Llama-2-7b-hf" / "snapshots" / "abc123"
+    snapshot.mkdir(parents=True)
+    (cache / "models--meta-llama--Llama-2-7b-hf" / "blobs").mkdir()
+    shutil.copy(Path(__file__).parents[1] / "data" / "hf" / "Llama-2-7b-hf" / "config.json", snapshot)
+    monkeypatch.setenv("HF_HUB_CACHE", str(cache))
+    seen = []
+
+    def accept(dialog):
+        seen.append([m.name for m in dialog.models])
+        return QDialog.DialogCode.Accepted
+
+    monkeypatch.setattr(local_models_dialog.LocalModelsDialog, "exec", accept)
+    w = window
+    w.show_page(1)
+    click(qtbot, w.model_page.local_models_button)
+    settle(w)
+    assert "meta-llama/Llama-2-7b-hf" in seen[0]
+    assert w.state.scenario.model.hf_config == str(snapshot)
+    assert w.state.estimate.model.num_layers == 32 and w.state.error == ""

@@ -73,7 +73,7 @@ class ModelPage(QWidget):
         self.file_chosen = False
 
         self.source_preset = QRadioButton("A preset")
-        self.source_hf = QRadioButton("A Hugging Face config.json or model folder")
+        self.source_hf = QRadioButton("A model on disk: config.json, model folder or .gguf file")
         self.source_arch = QRadioButton("An architecture I enter")
         self.source_params = QRadioButton("Only a parameter count")
         self.sources = QButtonGroup(self)
@@ -155,6 +155,13 @@ class ModelPage(QWidget):
         row.addWidget(self.hf_file_button)
         row.addWidget(self.hf_folder_button)
         src.addLayout(row)
+        self.local_models_button = QPushButton("Models on this machine…")
+        self.local_models_button.setToolTip(
+            "Models already downloaded: the Hugging Face cache (HF_HOME / HF_HUB_CACHE), LM Studio's and "
+            "Ollama's model folders. Read offline; only file headers are read."
+        )
+        self.local_models_button.clicked.connect(self._on_local_models)
+        src.addWidget(self.local_models_button)
         src.addWidget(self.hf_label)
         src.addWidget(self.source_arch)
         src.addWidget(self.arch_box)
@@ -197,10 +204,10 @@ class ModelPage(QWidget):
             if src.preset is not None:
                 self.source_preset.setChecked(True)
                 self._select_preset(src.preset)
-            elif src.hf_config is not None:
+            elif src.hf_config is not None or src.gguf is not None:
                 self.source_hf.setChecked(True)
-                self.hf_path = src.hf_config
-                self.hf_label.setText(src.hf_config)
+                self.hf_path = src.hf_config or src.gguf or ""
+                self.hf_label.setText(self.hf_path)
             elif src.architecture is not None:
                 self.source_arch.setChecked(True)
                 arch = src.architecture_dict()
@@ -297,7 +304,10 @@ class ModelPage(QWidget):
 
     def _on_choose_file(self) -> None:
         path, _ = QFileDialog.getOpenFileName(
-            self, "Choose a Hugging Face config.json", "", "config.json (config.json);;JSON files (*.json)"
+            self,
+            "Choose a Hugging Face config.json or a .gguf file",
+            "",
+            "Model files (config.json *.gguf);;config.json (config.json);;GGUF (*.gguf);;JSON files (*.json)",
         )
         if path:
             self.set_hf_path(path)
@@ -306,6 +316,14 @@ class ModelPage(QWidget):
         path = QFileDialog.getExistingDirectory(self, "Choose a model folder")
         if path:
             self.set_hf_path(path)
+
+    def _on_local_models(self) -> None:
+        from ...storage.local_models import scan_local_models
+        from ..local_models_dialog import choose_local_model
+
+        chosen = choose_local_model(self, scan_local_models())
+        if chosen is not None:
+            self.set_hf_path(chosen.source.get("gguf") or chosen.source.get("hf_config") or str(chosen.path))
 
     def set_hf_path(self, path: str) -> None:
         """Use a config.json or model folder (also called by tests and drag-and-drop)."""
@@ -347,7 +365,10 @@ class ModelPage(QWidget):
         elif mode == 1:
             if not self.hf_path:
                 raise InputError("model.hf_config", "choose a config.json file or a model folder")
-            source = ModelSource(hf_config=self.hf_path)
+            if self.hf_path.lower().endswith(".gguf"):
+                source = ModelSource(gguf=self.hf_path)
+            else:
+                source = ModelSource(hf_config=self.hf_path)
         elif mode == 2:
             arch = {k: s.value() for k, s in self.arch_fields.items()}
             arch["gated_mlp"] = self.gated.isChecked()
