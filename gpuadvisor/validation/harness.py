@@ -36,6 +36,7 @@ from contextlib import contextmanager
 from dataclasses import MISSING, dataclass, fields, replace
 
 from ..core.errors import InputError
+from ..core.estimation.calibration import golden_section_min
 from ..core.estimation.estimate import Candidate, estimate, resolve_model
 from ..core.estimation.performance import inference_performance, training_performance
 from ..core.formats.scenario import Scenario, scenario_from_dict
@@ -60,7 +61,6 @@ FIT_FACTORS: dict[str, dict[str, tuple[float, float]]] = {
     },
     "training": {"mfu": (0.05, 0.9)},
 }
-GOLDEN = (math.sqrt(5) - 1) / 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -311,22 +311,6 @@ def _loss(comparisons: Iterable[Comparison]) -> float:
     return statistics.fmean(logs) if logs else 0.0
 
 
-def _golden(f, lo: float, hi: float, iterations: int) -> float:
-    a, b = lo, hi
-    c, d = b - GOLDEN * (b - a), a + GOLDEN * (b - a)
-    fc, fd = f(c), f(d)
-    for _ in range(iterations):
-        if fc <= fd:
-            b, d, fd = d, c, fc
-            c = b - GOLDEN * (b - a)
-            fc = f(c)
-        else:
-            a, c, fc = c, d, fd
-            d = a + GOLDEN * (b - a)
-            fd = f(d)
-    return (a + b) / 2
-
-
 def fit_engine(
     profile: EngineProfile, rows: Sequence[Row], predictor: Predictor, passes: int = 4, iterations: int = 10
 ) -> EngineProfile:
@@ -360,7 +344,7 @@ def fit_engine(
             if abs(at_lo - at_hi) < 1e-4 and abs(at_now - at_lo) < 1e-4:
                 frozen.add(name)  # the rows cannot tell this factor: it keeps its prior
                 continue
-            best = _golden(lambda v, n=name: loss_with(n, v), lo, hi, iterations)
+            best = golden_section_min(lambda v, n=name: loss_with(n, v), lo, hi, tol=0.0, max_iter=iterations)
             best_loss, value = min((loss_with(name, best), best), (at_now, now), (at_lo, lo), (at_hi, hi))
             current = replace(current, **{name: value})
         if start_loss - best_loss < 1e-3 * max(start_loss, 1e-9):
