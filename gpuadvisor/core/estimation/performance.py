@@ -205,6 +205,17 @@ def _inference_shape(mm: MemoryModel, k: SpeedConstants) -> _InferenceShape:
     )
 
 
+def unused_expert_bytes(mm: MemoryModel, batch: int) -> float:
+    """Bytes of the MoE experts that no token of a decode step's ``batch`` routes to (0 for a dense
+    model): with ``k`` of ``E`` experts per token, an expert stays unread with probability
+    ``(1 - k/E) ** batch``."""
+    m = mm.model
+    if not m.is_moe:
+        return 0.0
+    expert_bytes = mm.block_weight_bytes * (m.counts.mlp / max(m.counts.blocks, 1))
+    return expert_bytes * (1.0 - m.experts_per_token / m.num_experts) ** batch
+
+
 def inference_performance(
     mm: MemoryModel,
     gpu: GpuSpec,
@@ -251,13 +262,9 @@ def inference_performance(
     gemv_max = family.gemv_max_tokens if family is not None else math.inf
 
     # Weight bytes read per decode step: with MoE only the experts some token of the batch uses.
-    weights = mm.weight_bytes
-    block_weights = mm.block_weight_bytes
-    if m.is_moe:
-        expert_share = 1.0 - (1.0 - m.experts_per_token / m.num_experts) ** b
-        expert_bytes = mm.block_weight_bytes * (m.counts.mlp / max(m.counts.blocks, 1))
-        weights = weights - expert_bytes * (1.0 - expert_share)
-        block_weights = block_weights - expert_bytes * (1.0 - expert_share)
+    unused = unused_expert_bytes(mm, b)
+    weights = mm.weight_bytes - unused
+    block_weights = mm.block_weight_bytes - unused
     stream = t * bw * e_bw
     if family is None:
         gemv_bytes = gemm_bytes = weights
@@ -364,11 +371,7 @@ def llamacpp_performance(
     e_pre = prefill_mfu or model.prefill_mfu_for(gpu.architecture, int8)
     n_mm = matmul_params(m)
     L, d_q = m.num_layers, m.q_dim
-    weights = mm.weight_bytes
-    if m.is_moe:  # only the experts some token of the batch uses are read
-        expert_share = 1.0 - (1.0 - m.experts_per_token / m.num_experts) ** b
-        expert_bytes = mm.block_weight_bytes * (m.counts.mlp / max(m.counts.blocks, 1))
-        weights = weights - expert_bytes * (1.0 - expert_share)
+    weights = mm.weight_bytes - unused_expert_bytes(mm, b)  # only the experts the batch uses are read
     c_mean = w.prompt_tokens + w.output_tokens / 2
     kv_read = b * mm.kv_tokens_per_layer(int(c_mean)) * L * mm.kv_bytes_per_token_layer
     if not w.flash_attention:  # the f32 scores are written and read back in every layer
