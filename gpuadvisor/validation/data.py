@@ -62,6 +62,22 @@ SOURCE_KINDS = (
 )
 
 SOURCE_COLUMNS = ("source_id", "title", "citation", "kind", "date_read", "notes")
+#: The columns that describe the measurement itself; every other column is a setup fact.
+RECORD_COLUMNS = (
+    "id",
+    "source_id",
+    "locator",
+    "quote",
+    "date_read",
+    "group",
+    "quantity",
+    "unit",
+    "value",
+    "bound",
+    "basis",
+    "scored",
+    "why",
+)
 MEASUREMENT_COLUMNS = (
     "id",
     "source_id",
@@ -357,21 +373,7 @@ def load_measurements(data_dir: str | Path = DATA_DIR, sources: dict[str, Source
                 raise ValidationDataError(f"{where}: a scored row needs model, architecture or params_b")
             if raw["quantity"] == "train_gpu_hours" and not raw["tokens_trained"]:
                 raise ValidationDataError(f"{where}: train_gpu_hours needs tokens_trained")
-        core = {
-            "id",
-            "source_id",
-            "locator",
-            "quote",
-            "date_read",
-            "group",
-            "quantity",
-            "unit",
-            "value",
-            "bound",
-            "basis",
-            "scored",
-            "why",
-        }
+        core = set(RECORD_COLUMNS)
         facts = tuple((k, v) for k, v in raw.items() if k not in core)
         rows.append(
             Row(

@@ -11,28 +11,17 @@ from hypothesis import strategies as st
 
 from gpuadvisor.core.estimation.estimate import estimate
 from gpuadvisor.core.estimation.recommendation import LIKELY, MISSED, NO_FIT, SURE, tier
-from gpuadvisor.core.formats.scenario import Budget, ModelSource, Scenario
+from gpuadvisor.core.formats.scenario import Budget, ModelSource, Scenario, default_scenario
 from gpuadvisor.core.presentation.report import build_report
 from gpuadvisor.core.presentation.serialize import estimate_to_dict
 from gpuadvisor.core.presentation.wording import summary_line
 from gpuadvisor.core.specs.hardware import load_gpu_catalog
 from gpuadvisor.core.specs.presets import load_model_catalog
-from gpuadvisor.core.specs.workload import Workload
+from gpuadvisor.core.specs.workload import Hardware, Workload
 
 TODAY = datetime.date(2026, 11, 30)
-DEFAULT = Scenario(
-    name="LoRA fine-tune of Llama 3.1 8B",
-    model=ModelSource(preset="llama-3.1-8b"),
-    workload=Workload(
-        kind="lora",
-        weights="bf16",
-        batch_size=4,
-        seq_len=2048,
-        lora_rank=16,
-        gradient_checkpointing=True,
-        train_tokens=100e6,
-    ),
-)
+# The app's default scenario on the whole catalog (the app itself opens on the data-centre GPUs).
+DEFAULT = replace(default_scenario(), hardware=Hardware())
 
 
 @pytest.fixture(scope="module")

@@ -12,9 +12,8 @@ from PySide6.QtCore import QPointF, Qt
 
 from gpuadvisor.core.estimation.estimate import estimate
 from gpuadvisor.core.estimation.memory import COMPONENTS
-from gpuadvisor.core.formats.scenario import ModelSource, default_scenario
+from gpuadvisor.core.formats.scenario import default_scenario
 from gpuadvisor.core.specs.workload import Hardware
-from gpuadvisor.storage.user_catalog_store import load_catalogs
 from gpuadvisor.views.charts import (
     AXIS_LABELS,
     CostTimeChart,
@@ -33,31 +32,8 @@ WHATIF_GPUS = ["rtx-4090", "a100-40gb", "h100-sxm", "h200", "mi300x"]
 
 # -- fixtures ----------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def catalogs():
-    return load_catalogs()
-
-
-@pytest.fixture(scope="module")
 def est(catalogs):
     return estimate(replace(default_scenario(), hardware=Hardware()), *catalogs)  # the whole catalog
-
-
-@pytest.fixture(scope="module")
-def est_budget(catalogs):
-    s = default_scenario()
-    return estimate(replace(s, budget=replace(s.budget, deadline_hours=2.0, max_total_usd=30.0)), *catalogs)
-
-
-@pytest.fixture(scope="module")
-def est_nothing_fits(catalogs):
-    s = default_scenario()
-    s = replace(
-        s,
-        model=ModelSource(preset="llama-3.1-405b"),
-        workload=replace(s.workload, kind="full_finetune"),
-        hardware=Hardware(gpu_count=1),
-    )
-    return estimate(s, *catalogs, with_advice=False)
 
 
 def _show(qtbot, widget, width=820, height=560):
@@ -275,9 +251,9 @@ def test_cost_time_log_axes_place_error_bars_on_the_range(qtbot, est):
         assert chart.point_position(key) == pytest.approx((o["x"][i], o["y"][i]))
 
 
-def test_cost_time_never_draws_nan(qtbot, est, est_budget, est_nothing_fits):
+def test_cost_time_never_draws_nan(qtbot, est, est_limits, est_nothing_fits):
     chart = _show(qtbot, CostTimeChart())
-    for e in (est, est_budget, est_nothing_fits, est):
+    for e in (est, est_limits, est_nothing_fits, est):
         chart.set_estimate(e)
         o = chart.error_bars.opts
         assert _finite_arrays(o["x"], o["y"], o["left"], o["right"], o["top"], o["bottom"])
@@ -285,11 +261,11 @@ def test_cost_time_never_draws_nan(qtbot, est, est_budget, est_nothing_fits):
             assert _finite_arrays(*item.getData())
 
 
-def test_cost_time_deadline_and_budget_lines(qtbot, est, est_budget):
+def test_cost_time_deadline_and_budget_lines(qtbot, est, est_limits):
     chart = _show(qtbot, CostTimeChart())
     chart.set_estimate(est)
     assert not chart.deadline_line.isVisible() and not chart.budget_line.isVisible()
-    chart.set_estimate(est_budget)
+    chart.set_estimate(est_limits)
     assert chart.deadline_line.isVisible() and chart.budget_line.isVisible()
     assert chart.deadline_line.value() == pytest.approx(math.log10(2.0))
     assert chart.budget_line.value() == pytest.approx(math.log10(30.0))
@@ -299,7 +275,7 @@ def test_cost_time_deadline_and_budget_lines(qtbot, est, est_budget):
     assert not chart.deadline_line.isVisible() and not chart.budget_line.isVisible()
 
 
-def test_cost_time_items_are_updated_in_place(qtbot, est, est_budget, est_nothing_fits):
+def test_cost_time_items_are_updated_in_place(qtbot, est, est_limits, est_nothing_fits):
     chart = _show(qtbot, CostTimeChart())
 
     def identities():
@@ -320,7 +296,7 @@ def test_cost_time_items_are_updated_in_place(qtbot, est, est_budget, est_nothin
     items = identities()
     before = list(chart.plot_item.items)
     chart.set_estimate(est)
-    chart.set_estimate(est_budget)
+    chart.set_estimate(est_limits)
     chart.set_estimate(est_nothing_fits)
     chart.set_estimate(est)
     assert identities() == items
@@ -368,9 +344,9 @@ def test_cost_time_empty_state(qtbot, est_nothing_fits):
     assert chart.message()
 
 
-def test_cost_time_renders(qtbot, est_budget):
+def test_cost_time_renders(qtbot, est_limits):
     chart = _show(qtbot, CostTimeChart())
-    chart.set_estimate(est_budget)
+    chart.set_estimate(est_limits)
     assert _colours(chart) > 8
 
 

@@ -5,17 +5,13 @@ curves told apart without colour, and dark mode that follows the application pal
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import pytest
 from PySide6.QtCore import QPoint, QPointF, QRectF, Qt
 from PySide6.QtGui import QColor, QPalette, QWheelEvent
 from PySide6.QtWidgets import QApplication
 
 from gpuadvisor.core.estimation.estimate import estimate
-from gpuadvisor.core.formats.scenario import ModelSource, default_scenario
-from gpuadvisor.core.specs.workload import Hardware
-from gpuadvisor.storage.user_catalog_store import load_catalogs
+from gpuadvisor.core.formats.scenario import default_scenario
 from gpuadvisor.views.charts import CostTimeChart, VramChart, WhatIfChart
 from gpuadvisor.views.charts.cost_time_chart import point_label
 from gpuadvisor.views.charts.labels import short_gpu_name
@@ -28,31 +24,8 @@ PDF_CHART_SIZE = (820, 460)  # views/report_pdf.py: VRAM_CHART_SIZE and COST_CHA
 
 
 @pytest.fixture(scope="module")
-def catalogs():
-    return load_catalogs()
-
-
-@pytest.fixture(scope="module")
 def est(catalogs):
     return estimate(default_scenario(), *catalogs)
-
-
-@pytest.fixture(scope="module")
-def est_limits(catalogs):
-    s = default_scenario()
-    return estimate(replace(s, budget=replace(s.budget, deadline_hours=2.0, max_total_usd=30.0)), *catalogs)
-
-
-@pytest.fixture(scope="module")
-def est_nothing_fits(catalogs):
-    s = default_scenario()
-    s = replace(
-        s,
-        model=ModelSource(preset="llama-3.1-405b"),
-        workload=replace(s.workload, kind="full_finetune"),
-        hardware=Hardware(gpu_count=1),
-    )
-    return estimate(s, *catalogs, with_advice=False)
 
 
 def _drawn_pixels(image, rect: QRectF, background: QColor) -> int:
