@@ -38,6 +38,10 @@ def cost_hours(cost: CostEstimate | None) -> tuple[float, float]:
 
 
 def cost_key(c: Candidate) -> tuple[float, float]:
+    if c.serving is not None:  # a service ranks by its monthly cost, those meeting the targets first
+        s = c.serving
+        month = s.usd_per_month if s.usd_per_month is not None else float("inf")
+        return (0.0 if s.meets_slo else 1.0, month)
     return cost_hours(c.cost)
 
 

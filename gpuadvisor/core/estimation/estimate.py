@@ -31,6 +31,7 @@ from ..specs.presets import ModelCatalog
 from ..specs.workload import RuntimeOverhead
 from ..units import GIB
 from . import advice as _advice
+from . import serving as _serving
 from .cost import buy_vs_rent, job_cost, job_tokens, price_range
 from .memory import MemoryBreakdown, MemoryModel, applicable_parallelisms, check_parallelism
 from .performance import SPEED_GROUP, inference_performance, training_performance, training_prelude
@@ -156,6 +157,9 @@ def estimate(
         selected = [g.with_memory_gib(hw.memory_gib) for g in selected]
     counts = (hw.gpu_count,) if hw.gpu_count else DEFAULT_GPU_COUNTS
     engine = engine_for(w.engine, w.kind)
+    if w.serving is not None:
+        # A service sizes its own concurrency: the memory shown is the weights and one sequence.
+        w = replace(w, batch_size=1)
     # Serving engines prefill in chunks, which bounds the transient activations.
     chunk = engine.prefill_chunk_tokens if not w.is_training else None
     mm = MemoryModel(model, w, scenario.overhead, prefill_chunk_tokens=chunk)
@@ -165,6 +169,8 @@ def estimate(
             pars: tuple[str, ...] = (check_parallelism(model, w, n, hw.parallelism),)
         else:
             pars = applicable_parallelisms(model, w, n, hw.gpus_per_node)
+        if w.serving is not None:  # replicas are the fleet's business: a candidate is one replica
+            pars = tuple(p for p in pars if p != "ddp")
         for par in pars:
             bd = mm.breakdown(n, par)
             setups.append((n, par, bd, bd.device_total))
@@ -177,6 +183,13 @@ def estimate(
     tokens = job_tokens(w)
     training = w.is_training
     single_only = [(n, par, bd, need) for n, par, bd, need in setups if n == 1]
+    serving = w.serving if speed else None
+    if serving is not None:
+        # Built once and shared by every GPU: the roofline at batches 1, 2, 4, ... and the KV
+        # cache each setup holds per sequence.
+        batch_mms = _serving.batch_models(mm)
+        reserve = _serving.reserved_context(w, _serving.batching_for(engine.id))
+        kv_lines = {(n, par): _serving.kv_line(mm, n, par, reserve) for n, par, _bd, _need in setups}
     for gpu in selected:
         # A Mac's GPU is one chip sharing the machine's memory: it is not combined with others
         # unless the scenario asks for a count.
@@ -210,7 +223,23 @@ def estimate(
         same_speed: dict[tuple[int, str], tuple[Any, ...]] = {}
         for n, par, bd, need in gpu_setups:
             fits = need <= cap_bytes
-            perf = cost = None
+            perf = cost = fleet = None
+            if fits and serving is not None:
+                kv_max = _serving.kv_capacity(kv_lines[(n, par)], cap_bytes)
+                fits = kv_max >= 1  # a long (90th-percentile) request must fit too
+                if fits:
+                    curve = _serving.replica_curve(
+                        batch_mms,
+                        gpu,
+                        n,
+                        par,
+                        engine,
+                        min(kv_max, _serving.MAX_CONCURRENCY),
+                        bw_eff=bw_eff,
+                        prefill_mfu=prefill_mfu,
+                        gpus_per_node=hw.gpus_per_node,
+                    )
+                    fleet = _serving.serving_estimate(curve, kv_max, n, prices, buy, scenario.budget)
             if fits and speed:
                 # Setups whose speed model is identical (DDP and ZeRO-1/2 move the same gradient
                 # bytes; ZeRO-3 and FSDP the same gathers) share one computation.
@@ -240,9 +269,11 @@ def estimate(
                     same_speed[group] = (perf, cost)
                     if perf.notes:
                         notes.extend(perf.notes)
-            rows.append((gpu, n, par, bd, fits, need / cap_bytes, (cap_bytes - need) / GIB, perf, cost))
+            rows.append(
+                (gpu, n, par, bd, fits, need / cap_bytes, (cap_bytes - need) / GIB, perf, cost, fleet)
+            )
     # Pareto frontier and the cheapest candidate that meets the deadline, before building candidates.
-    keys = [_advice.cost_hours(cost) if fits else None for (_, _, _, _, fits, _, _, _, cost) in rows]
+    keys = [_advice.cost_hours(cost) if fits else None for (_, _, _, _, fits, _, _, _, cost, _) in rows]
     front = _advice.pareto_indices(keys)
     cheapest_meeting = min(
         (
@@ -270,8 +301,9 @@ def estimate(
             i in front,
             under(fits, util),
             over(fits, util, keys[i], cheapest_meeting),
+            fleet,
         )
-        for i, (gpu, n, par, bd, fits, util, headroom, perf, cost) in enumerate(rows)
+        for i, (gpu, n, par, bd, fits, util, headroom, perf, cost, fleet) in enumerate(rows)
     )
     result = Estimate(
         scenario=scenario,

@@ -6,6 +6,9 @@ setup.
 
 Rules (each GPU type's setups and the GPU types themselves are ordered the same way):
 
+A service (``workload.serving``) replaces the deadline and budget with its latency targets: setups
+meeting them come first, cheapest month first (then fewer GPUs in all), then setups missing them.
+
 1. Setups that fit and **surely** meet the limits: even the slow end of the job-time range meets
    the deadline and even the expensive end of the cost range stays within the budget
    (``deadline_status == "meets"``, ``budget_status == "within"`` or no limit set). Cheapest
@@ -45,6 +48,8 @@ def tier(c: Candidate) -> int:
     """The candidate's tier (see the module docstring)."""
     if not c.fits:
         return NO_FIT
+    if c.serving is not None:  # a service: the latency targets are the limits
+        return SURE if c.serving.meets_slo else MISSED
     cost = c.cost
     if cost is None:
         return SURE
@@ -67,12 +72,25 @@ def sort_key(c: Candidate) -> tuple[object, ...]:
     )
     if t == NO_FIT:
         return (t, c.utilization, c.gpu_count, par, c.gpu.name)
+    if c.serving is not None:
+        return serving_key(c, t, par)
     cost = c.cost
     usd = cost.cost_usd.expected if cost is not None and cost.cost_usd is not None else math.inf
     hours = cost.job_hours.expected if cost is not None else math.inf
     if t == MISSED:  # closest first: priced setups over the limit before unpriced ones
         return (t, cost is not None and cost.unpriced_under_budget, hours, usd, c.gpu_count, par, c.gpu.name)
     return (t, usd, hours, c.gpu_count, par, c.gpu.name)
+
+
+def serving_key(c: Candidate, t: int, par: int) -> tuple[object, ...]:
+    """A service's order: cheapest month first among setups meeting the targets (then fewer GPUs);
+    among those missing them, the closest to its targets first."""
+    s = c.serving
+    assert s is not None
+    month = s.usd_per_month if s.usd_per_month is not None else math.inf
+    if t == MISSED:
+        return (t, s.missed, -s.concurrency_per_replica, s.itl_ms, month, c.gpu_count, par, c.gpu.name)
+    return (t, month, s.gpus_total, c.gpu_count, par, c.gpu.name)
 
 
 def decide(candidates: Iterable[Candidate]) -> Decision:

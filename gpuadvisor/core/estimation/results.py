@@ -21,6 +21,7 @@ from ..units import GIB
 from .cost import CostEstimate
 from .memory import MemoryBreakdown, MemoryModel
 from .performance import PerformanceEstimate
+from .serving import ServingEstimate
 
 #: Memory utilization above this is too tight for a long job (allocator spikes, longer samples).
 TIGHT_UTILIZATION = 0.95
@@ -131,6 +132,7 @@ class Candidate(NamedTuple):
     pareto: bool = False
     under_provisioned: bool = False
     over_provisioned: bool = False
+    serving: ServingEstimate | None = None  # the fleet for workload.serving (None otherwise)
 
     @property
     def key(self) -> str:

@@ -45,6 +45,7 @@ from dataclasses import dataclass, field, replace
 
 from ..errors import InputError
 from .quant_types import GGUF_WEIGHT_TYPES, KV_CACHE_DTYPES, bytes_per_weight, is_gguf_type
+from .serving import ServingSpec
 
 WORKLOAD_KINDS = ("inference", "lora", "qlora", "full_finetune", "pretrain")
 TRAINING_KINDS = ("lora", "qlora", "full_finetune", "pretrain")
@@ -215,6 +216,10 @@ class Workload:
     dataset_tokens: float | None = None
     epochs: float = 1.0
     requests: float | None = None
+    # A service (``workload.serving``): traffic and latency targets, and the long tail of lengths.
+    serving: ServingSpec | None = None
+    prompt_tokens_p90: int | None = None
+    output_tokens_p90: int | None = None
     ignored_keys: tuple[str, ...] = field(default=(), compare=False)
 
     def __post_init__(self) -> None:
@@ -256,6 +261,7 @@ class Workload:
             if value is not None:
                 _positive_float(f"workload.{name}", value, maximum=1e18)
         _positive_float("workload.epochs", self.epochs, maximum=1e6)
+        self._check_serving_keys()
         if self.kind in ("full_finetune", "pretrain") and self.weights in QUANTIZED:
             raise InputError(
                 "workload.weights",
@@ -317,6 +323,35 @@ class Workload:
             "vllm" if self.kind == "inference" else "megatron" if self.kind == "pretrain" else "hf-trainer"
         )
         return engine in CUDA_GRAPH_ENGINES
+
+    def _check_serving_keys(self) -> None:
+        """``workload.serving`` (a JSON object becomes a :class:`ServingSpec`) and the p90 lengths."""
+        if self.serving is not None:
+            if self.kind != "inference":
+                raise InputError("workload.serving", "is for inference; set kind to inference", self.kind)
+            object.__setattr__(self, "serving", ServingSpec.from_value(self.serving))
+        for name, mean in (
+            ("prompt_tokens_p90", self.prompt_tokens),
+            ("output_tokens_p90", self.output_tokens),
+        ):
+            value = getattr(self, name)
+            if value is None:
+                continue
+            _positive_int(f"workload.{name}", value, maximum=100_000_000)
+            if value < mean:
+                raise InputError(
+                    f"workload.{name}", f"must be at least the mean ({mean:,}); the 90th percentile", value
+                )
+
+    @property
+    def prompt_p90(self) -> int:
+        """The 90th-percentile prompt length (the mean when no tail is given)."""
+        return self.prompt_tokens_p90 or self.prompt_tokens
+
+    @property
+    def output_p90(self) -> int:
+        """The 90th-percentile output length (the mean when no tail is given)."""
+        return self.output_tokens_p90 or self.output_tokens
 
     def _check_local_keys(self) -> None:
         """The llama.cpp keys: GGUF weight types, kv_cache_dtype and gpu_layers."""

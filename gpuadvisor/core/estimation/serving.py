@@ -1,0 +1,451 @@
+"""Serving capacity: requests per second and latency targets -> replicas, latency and monthly cost.
+
+One replica (a candidate: GPU x count x tensor/pipeline split) gets a throughput-latency curve
+over its concurrency ``c`` (sequences in flight), built from the inference roofline of
+:func:`~gpuadvisor.core.estimation.performance.inference_performance` evaluated at batches
+1, 2, 4, ... and interpolated linearly in between (the decode step is a maximum of terms that
+are each affine in the batch, so it is piecewise linear)::
+
+    step(c)     decode step with c sequences (weights once, KV of every sequence, compute,
+                per-step overhead), 1 / tokens_per_s_per_user of the roofline at batch c
+    tau         prefill seconds per prompt token in long chunks (the roofline's batched prefill)
+    P_new       prompt tokens not found in the prefix cache, P (1 - h)
+
+Continuous batching (vLLM, SGLang, TensorRT-LLM, MLC; llama.cpp and ExLlamaV2 with slots)::
+
+    ITL(c)      = step(c) + (c / O) P_new tau      each step also prefills the prompts of the
+                                                   c / O requests that replace finished ones
+    TTFT0(c)    = max(TTFT_1 x P'/P, step(1)) + ceil(P' / chunk) ITL(c)
+    S(c)        = TTFT0(c) + (O - 1) ITL(c)        time a request holds its slot
+
+Static batching (Transformers, AutoAWQ): a batch of c prompts is prefilled together and
+decodes until its longest member ends: ``ITL = step(c)``, ``TTFT0 = prefill(c P) + step(c)``,
+``S = prefill(c P) + O_p90 step(c)``.
+
+KV capacity: the largest c whose weights, activations and KV cache fit (the memory model) with
+each sequence reserving ``P_p90 + O_p90 / 2`` tokens when pages are filled as they are used
+(the live context of a long request half-way through its answer) and ``P_p90 + O_p90`` with
+fixed slots or static batches. The concurrency per replica is the largest ``c <= min(KV
+capacity, MAX_CONCURRENCY)`` with ``ITL(c) <= itl_ms`` and ``TTFT0(c) <= ttft_s``.
+
+Queueing: each replica is an M/G/c queue with c slots, service time S(c) and Poisson arrivals
+``lambda / R``. The probability of waiting is Sakasegawa's (1977) approximation of Erlang C,
+``P_w = rho ** (sqrt(2 (c + 1)) - 1)``, and the wait, given that one waits, is taken as
+exponential with the Allen-Cunneen mean ``(1 + C_s^2) / 2 x S / (c (1 - rho))`` (Hopp and
+Spearman, "Factory Physics", eq. 8.10; Allen 1990). The wait at percentile q is therefore
+``0`` when ``P_w <= 1 - q`` and ``mean x ln(P_w / (1 - q))`` otherwise. ``C_s^2``, the squared
+coefficient of variation of the service time, follows the output lengths: a log-normal fitted to
+the mean and the 90th percentile when one is given, else 1 (exponential-like). The replicas are
+the fewest R with ``rho < 1`` and ``W_q + TTFT0 <= ttft_s`` at the percentile, where TTFT0 uses
+the 90th-percentile prompt for percentiles of 90 and above.
+
+Cost: ``usd_per_hour = R x GPUs per replica x price per GPU-hour``; ``usd_per_month =
+usd_per_hour x 730 x hours_per_day / 24``; ``usd_per_million_tokens`` divides the hourly cost by
+the output tokens served in that hour at the requested rate. Buying the fleet: the purchase
+spread over the ownership months plus the power of the hours it runs.
+
+References: Kwon et al. 2023 (vLLM, PagedAttention); Yu et al. 2022 (Orca, iteration-level
+scheduling); Agrawal et al. 2024 (Sarathi-Serve, chunked prefill); Sakasegawa 1977, "An
+approximation formula L_q = alpha rho^beta / (1 - rho)"; Hopp and Spearman, Factory Physics.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from typing import Any, NamedTuple
+
+from ..formats.scenario import Budget
+from ..specs.engines import EngineProfile
+from ..specs.hardware import GpuSpec
+from ..specs.serving import ServingSpec, batching_for
+from ..specs.workload import Workload
+from .cost import HOURS_PER_MONTH, BuyVsRent
+from .memory import MemoryModel
+from .performance import PerformanceEstimate, Range, inference_performance
+
+#: Sequences in flight per replica at most: the order of the engines' own defaults (vLLM's
+#: max_num_seqs 256-1024, TensorRT-LLM's max_batch_size 2048); beyond it a replica is compute
+#: bound and more sequences only add latency.
+MAX_CONCURRENCY = 1024
+#: The most replicas a fleet is sized to.
+MAX_REPLICAS = 100_000
+#: z of the 90th percentile of a normal distribution (for the log-normal length tail).
+_Z90 = 1.2815515655446004
+
+
+class CurvePoint(NamedTuple):
+    """One point of a replica's throughput-latency curve (no queueing)."""
+
+    concurrency: int
+    tokens_per_s_per_gpu: float  # output tokens/s of the replica over its GPUs
+    tokens_per_s_per_user: float  # 1 / ITL
+    ttft_s: float
+    itl_ms: float
+
+
+class FleetBuy(NamedTuple):
+    """Owning the fleet against renting it, per month."""
+
+    purchase_usd: float
+    owned_usd_per_month: float  # purchase over the ownership months + power for the hours used
+    rent_usd_per_month: float
+    buy_is_cheaper: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "purchase_usd": round(self.purchase_usd, 2),
+            "owned_usd_per_month": round(self.owned_usd_per_month, 2),
+            "rent_usd_per_month": round(self.rent_usd_per_month, 2),
+            "buy_is_cheaper": self.buy_is_cheaper,
+        }
+
+
+class ServingEstimate(NamedTuple):
+    """The fleet one candidate needs for the scenario's traffic and targets."""
+
+    replicas: int
+    gpus_total: int
+    concurrency_per_replica: int
+    requests_per_s_per_replica: float
+    ttft_s: float  # at the requested percentile, queueing included
+    itl_ms: float  # mean inter-token latency with every slot busy
+    meets_slo: bool
+    limited_by: str  # "kv_cache", "latency" or "compute"
+    usd_per_hour: float | None
+    usd_per_month: float | None
+    usd_per_million_tokens: float | None
+    utilization: float  # share of the replicas' slots busy on average
+    tokens_per_s_per_replica: float  # output tokens/s one replica sustains at its concurrency
+    missed: str = ""  # which target cannot be met ("" when met): "itl", "ttft"
+    buy: FleetBuy | None = None
+    curve: tuple[CurvePoint, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        def r(x: float | None, digits: int) -> float | None:
+            return None if x is None else round(x, digits)
+
+        return {
+            "replicas": self.replicas,
+            "gpus_total": self.gpus_total,
+            "concurrency_per_replica": self.concurrency_per_replica,
+            "requests_per_s_per_replica": round(self.requests_per_s_per_replica, 4),
+            "ttft_s": round(self.ttft_s, 4),
+            "itl_ms": round(self.itl_ms, 3),
+            "meets_slo": self.meets_slo,
+            "limited_by": self.limited_by,
+            "usd_per_hour": r(self.usd_per_hour, 4),
+            "usd_per_month": r(self.usd_per_month, 2),
+            "usd_per_million_tokens": r(self.usd_per_million_tokens, 4),
+            "utilization": round(self.utilization, 4),
+            "buy_vs_rent": None if self.buy is None else self.buy.to_dict(),
+        }
+
+
+def batch_models(mm: MemoryModel, top: int = MAX_CONCURRENCY) -> dict[int, MemoryModel]:
+    """Memory models of the workload at batches 1, 2, 4, ... ``top`` (the roofline reads the batch
+    from its workload); built once per estimate and shared by every GPU."""
+    out: dict[int, MemoryModel] = {}
+    b = 1
+    while b <= top:
+        w = replace(mm.workload, batch_size=b)
+        out[b] = MemoryModel(mm.model, w, mm.overhead, prefill_chunk_tokens=mm.prefill_chunk_tokens)
+        b *= 2
+    return out
+
+
+def reserved_context(w: Workload, batching: str) -> int:
+    """Tokens of KV cache one sequence reserves (see the module docstring)."""
+    if batching == "paged":
+        return w.prompt_p90 + math.ceil(w.output_p90 / 2)
+    return w.prompt_p90 + w.output_p90
+
+
+def kv_line(mm: MemoryModel, gpu_count: int, parallelism: str, context: int) -> tuple[float, float]:
+    """(bytes per GPU with one sequence, bytes each further sequence adds) at ``context`` tokens."""
+    one = mm.breakdown(gpu_count, parallelism, batch_size=1, context=context).device_total
+    two = mm.breakdown(gpu_count, parallelism, batch_size=2, context=context).device_total
+    return one, max(two - one, 1.0)
+
+
+def kv_capacity(line: tuple[float, float], capacity_bytes: float) -> int:
+    """Sequences that fit in ``capacity_bytes`` per GPU (0 when not even one does)."""
+    one, per_seq = line
+    if one > capacity_bytes:
+        return 0
+    return 1 + int((capacity_bytes - one) // per_seq)
+
+
+def service_cv2(mean: int, p90: int | None) -> float:
+    """Squared coefficient of variation of the output length: a log-normal through the mean and the
+    90th percentile, or 1 (exponential-like) when no percentile is given."""
+    if p90 is None:
+        return 1.0
+    r = math.log(p90 / mean)
+    if r <= 0:
+        return 0.0
+    # ln(p90 / mean) = z sigma - sigma^2 / 2: the smaller root (the larger one is the same tail
+    # reached from a much smaller median); past the vertex the tail is as heavy as it can be.
+    disc = _Z90 * _Z90 - 2 * r
+    sigma = _Z90 - math.sqrt(disc) if disc > 0 else _Z90
+    return math.expm1(sigma * sigma)
+
+
+def wait_at_percentile(
+    arrivals_per_s: float, slots: int, service_s: float, cv2: float, percentile: int
+) -> float:
+    """Queueing delay (s) at ``percentile`` of an M/G/c queue (see the module docstring); inf when
+    the replica is saturated."""
+    if arrivals_per_s <= 0:
+        return 0.0
+    rho = arrivals_per_s * service_s / slots
+    if rho >= 1.0:
+        return math.inf
+    p_wait = rho ** (math.sqrt(2.0 * (slots + 1)) - 1.0)
+    tail = 1.0 - percentile / 100.0
+    if p_wait <= tail:
+        return 0.0
+    mean_given_wait = (1.0 + cv2) / 2.0 * service_s / (slots * (1.0 - rho))
+    return mean_given_wait * math.log(p_wait / tail)
+
+
+class ReplicaCurve:
+    """A replica's decode step and prefill over concurrency, from the roofline at batches 1, 2, 4, ..."""
+
+    def __init__(
+        self,
+        perfs: list[tuple[int, PerformanceEstimate]],
+        w: Workload,
+        spec: ServingSpec,
+        batching: str,
+        chunk_tokens: int | None,
+    ) -> None:
+        self.batches = [b for b, _ in perfs]
+        out = w.output_tokens
+        self.steps = [1.0 / p.tokens_per_s_per_user for _, p in perfs]  # type: ignore[operator]
+        # The batch's prefill: batch time (B O / tokens/s) less its O decode steps.
+        self.prefills = [
+            max(b * out / p.tokens_per_s.expected - out * s, 0.0) for (b, p), s in zip(perfs, self.steps)
+        ]
+        self.bounds = [p.bound for _, p in perfs]
+        first = perfs[0][1]
+        self.ttft1 = first.time_to_first_token_s or self.steps[0]
+        self.w, self.spec, self.batching = w, spec, batching
+        h = spec.prefix_cache_hit_rate
+        self.new_mean = w.prompt_tokens * (1.0 - h)
+        tail_prompt = w.prompt_p90 if spec.percentile >= 90 else w.prompt_tokens
+        self.new_tail = tail_prompt * (1.0 - h)
+        b_top = self.batches[-1]
+        self.tau = self.prefills[-1] / (b_top * w.prompt_tokens)  # s per prompt token, long chunks
+        self.chunk = chunk_tokens or math.inf
+        self.out_longest = w.output_p90 if batching == "static" else w.output_tokens
+
+    def _interp(self, values: list[float], c: float) -> float:
+        bs = self.batches
+        if c <= bs[0]:
+            return values[0]
+        for i in range(1, len(bs)):
+            if c <= bs[i]:
+                f = (c - bs[i - 1]) / (bs[i] - bs[i - 1])
+                return values[i - 1] + f * (values[i] - values[i - 1])
+        # Past the last batch computed: extend its last segment.
+        if len(bs) == 1:
+            return values[0] * c / bs[0]
+        slope = (values[-1] - values[-2]) / (bs[-1] - bs[-2])
+        return values[-1] + slope * (c - bs[-1])
+
+    def bound_at(self, c: int) -> str:
+        """The roofline's bound at the largest computed batch not above ``c``."""
+        i = max(i for i, b in enumerate(self.batches) if b <= c) if c >= 1 else 0
+        return self.bounds[i]
+
+    def point(self, c: float) -> tuple[float, float, float, float]:
+        """(ITL s, TTFT0 at the percentile s, mean TTFT0 s, service time s) at concurrency ``c``."""
+        step = self._interp(self.steps, c)
+        w = self.w
+        out = w.output_tokens
+        if self.batching == "static":
+            share = 1.0 - self.spec.prefix_cache_hit_rate
+            prefill = self._interp(self.prefills, c) * share
+            tail = prefill * (self.new_tail / self.new_mean if self.new_mean else 1.0)
+            ttft_tail, ttft_mean = tail + step, prefill + step
+            service = tail + self.out_longest * step
+            return step, ttft_tail, ttft_mean, service
+        itl = step + c * self.new_mean * self.tau / out
+        alone = self.ttft1 / w.prompt_tokens
+        ttft_tail = (
+            max(alone * self.new_tail, self.steps[0]) + math.ceil(max(self.new_tail, 1.0) / self.chunk) * itl
+        )
+        ttft_mean = (
+            max(alone * self.new_mean, self.steps[0]) + math.ceil(max(self.new_mean, 1.0) / self.chunk) * itl
+        )
+        service = ttft_mean + (out - 1) * itl
+        return itl, ttft_tail, ttft_mean, service
+
+    def throughput(self, c: float) -> float:
+        """Output tokens/s of the replica with ``c`` sequences in flight (closed loop, no queue)."""
+        _itl, _tt, _tm, service = self.point(c)
+        return c * self.w.output_tokens / service
+
+    def meets(self, c: int) -> bool:
+        itl, ttft_tail, _tm, _s = self.point(c)
+        return itl * 1000.0 <= self.spec.itl_ms and ttft_tail <= self.spec.ttft_s
+
+    def largest_meeting(self, top: int) -> int:
+        """The largest concurrency in [1, top] meeting both targets (0 when even 1 does not)."""
+        if top < 1 or not self.meets(1):
+            return 0
+        lo = 1  # meets
+        hi = 2
+        while hi <= top and self.meets(hi):
+            lo, hi = hi, hi * 2
+        if hi > top:
+            if self.meets(top):
+                return top
+            hi = top
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if self.meets(mid):
+                lo = mid
+            else:
+                hi = mid
+        return lo
+
+    def curve(self, top: int, gpus: int) -> tuple[CurvePoint, ...]:
+        points = []
+        cs = [b for b in self.batches if b < top] + [top]
+        for c in cs:
+            itl, _tt, ttft_mean, service = self.point(c)
+            points.append(
+                CurvePoint(c, c * self.w.output_tokens / service / gpus, 1.0 / itl, ttft_mean, itl * 1000)
+            )
+        return tuple(points)
+
+
+def replica_curve(
+    models: dict[int, MemoryModel],
+    gpu: GpuSpec,
+    gpu_count: int,
+    parallelism: str,
+    engine: EngineProfile,
+    top: int,
+    bw_eff: float | None = None,
+    prefill_mfu: float | None = None,
+    gpus_per_node: int = 8,
+) -> ReplicaCurve:
+    """The replica's curve up to ``top`` sequences (the roofline at 1, 2, 4, ... and at ``top``)."""
+    top = max(1, top)
+    perfs = []
+    for b, mm in models.items():
+        perfs.append(
+            (
+                b,
+                inference_performance(
+                    mm,
+                    gpu,
+                    gpu_count,
+                    parallelism,
+                    engine,
+                    bw_eff=bw_eff,
+                    prefill_mfu=prefill_mfu,
+                    gpus_per_node=gpus_per_node,
+                ),
+            )
+        )
+        if b >= top:  # one point at or past the top, to interpolate up to it
+            break
+    any_mm = next(iter(models.values()))
+    w = any_mm.workload
+    assert w.serving is not None
+    return ReplicaCurve(perfs, w, w.serving, batching_for(engine.id), engine.prefill_chunk_tokens)
+
+
+def fewest_replicas(curve: ReplicaCurve, c: int, rate: float, cv2: float) -> tuple[int, float]:
+    """(replicas, TTFT at the percentile) for ``rate`` requests/s at ``c`` slots per replica: the
+    fewest replicas that are not saturated and meet the TTFT target (or, when the target cannot be
+    met, that are not saturated)."""
+    spec = curve.spec
+    _itl, ttft_tail, _tm, service = curve.point(c)
+    per_replica = c / service  # requests/s one replica completes with every slot busy
+    lo = max(1, math.floor(rate / per_replica) + 1)
+
+    def ttft(r: int) -> float:
+        return wait_at_percentile(rate / r, c, service, cv2, spec.percentile) + ttft_tail
+
+    if ttft_tail > spec.ttft_s:
+        return lo, ttft(lo)
+    if ttft(lo) <= spec.ttft_s:
+        return lo, ttft(lo)
+    hi = lo * 2
+    while ttft(hi) > spec.ttft_s and hi < MAX_REPLICAS:
+        lo, hi = hi, hi * 2
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if ttft(mid) <= spec.ttft_s:
+            hi = mid
+        else:
+            lo = mid
+    return hi, ttft(hi)
+
+
+def serving_estimate(
+    curve: ReplicaCurve,
+    kv_max: int,
+    gpu_count: int,
+    price: Range | None,
+    buy: BuyVsRent | None,
+    budget: Budget,
+) -> ServingEstimate:
+    """The fleet for the scenario's traffic on one replica layout (see the module docstring)."""
+    spec, w = curve.spec, curve.w
+    top = min(kv_max, MAX_CONCURRENCY)
+    c = curve.largest_meeting(top)
+    meets = c >= 1
+    missed = ""
+    if not meets:
+        c = 1
+        itl1, ttft1, _tm, _s = curve.point(1)
+        missed = "itl" if itl1 * 1000.0 > spec.itl_ms else "ttft"
+        limited = "compute" if curve.bound_at(1) == "compute" else "latency"
+    elif c == top:
+        limited = "kv_cache" if kv_max <= MAX_CONCURRENCY else "compute"
+    else:
+        limited = "compute" if curve.bound_at(c) == "compute" else "latency"
+    cv2 = service_cv2(w.output_tokens, w.output_tokens_p90)
+    replicas, ttft = fewest_replicas(curve, c, spec.requests_per_s, cv2)
+    itl, _tt, _tm, service = curve.point(c)
+    if meets and ttft > spec.ttft_s:  # cannot happen by construction; kept honest
+        meets, missed = False, "ttft"
+    rate_r = spec.requests_per_s / replicas
+    gpus = replicas * gpu_count
+    per_hour = per_month = per_million = None
+    fleet_buy = None
+    hours_share = spec.hours_per_day / 24.0
+    if price is not None:
+        per_hour = gpus * price.expected
+        per_month = per_hour * HOURS_PER_MONTH * hours_share
+        per_million = per_hour / (spec.requests_per_s * w.output_tokens * 3600.0) * 1e6
+        if buy is not None:
+            owned = gpus * (
+                buy.purchase_usd / budget.ownership_months
+                + buy.power_usd_per_hour * HOURS_PER_MONTH * hours_share
+            )
+            fleet_buy = FleetBuy(gpus * buy.purchase_usd, owned, per_month, owned < per_month)
+    return ServingEstimate(
+        replicas=replicas,
+        gpus_total=gpus,
+        concurrency_per_replica=c,
+        requests_per_s_per_replica=rate_r,
+        ttft_s=ttft,
+        itl_ms=itl * 1000.0,
+        meets_slo=meets,
+        limited_by=limited,
+        usd_per_hour=per_hour,
+        usd_per_month=per_month,
+        usd_per_million_tokens=per_million,
+        utilization=min(1.0, rate_r * service / c),
+        tokens_per_s_per_replica=c * w.output_tokens / service,
+        missed=missed,
+        buy=fleet_buy,
+        curve=curve.curve(max(top, 1), gpu_count),
+    )

@@ -1,0 +1,107 @@
+"""The serving targets of an inference scenario: ``workload.serving``.
+
+A service is described by its traffic and its latency targets rather than by one batch:
+``requests_per_s`` (Poisson arrivals), the time to first token ``ttft_s`` and the inter-token
+latency ``itl_ms`` that a request should see at the ``percentile`` asked for, the share of
+prompt tokens found in the prefix cache, and the hours per day the fleet runs. The prompt and
+output lengths are the workload's ``prompt_tokens``/``output_tokens`` (means), with optional
+``prompt_tokens_p90``/``output_tokens_p90`` for a long tail.
+
+How each engine batches (``BATCHING``): continuous batching with a paged KV cache (vLLM, SGLang,
+TensorRT-LLM, MLC LLM), continuous batching with one fixed slot per sequence (llama.cpp's
+server, ExLlamaV2), or static batches (Hugging Face Transformers, AutoAWQ).
+
+References: vLLM (Kwon et al. 2023, "Efficient Memory Management for Large Language Model
+Serving with PagedAttention"); Orca (Yu et al. 2022, iteration-level scheduling); Sarathi-Serve
+(Agrawal et al. 2024, chunked prefill).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import InputError
+
+#: The percentiles a target can be stated at.
+PERCENTILES = (50, 90, 95, 99)
+
+#: How each engine schedules requests: "paged" (continuous batching, KV cache in pages, a sequence
+#: holds only the pages it has filled), "slots" (continuous batching, each sequence reserves its
+#: whole context up front), "static" (a batch starts together and ends with its longest member).
+BATCHING: dict[str, str] = {
+    "vllm": "paged",
+    "sglang": "paged",
+    "tensorrt-llm": "paged",
+    "mlc-llm": "paged",
+    "llama.cpp": "slots",
+    "exllamav2": "slots",
+    "transformers": "static",
+    "autoawq": "static",
+}
+
+_KEYS = ("requests_per_s", "ttft_s", "itl_ms", "percentile", "prefix_cache_hit_rate", "hours_per_day")
+
+
+def batching_for(engine_id: str) -> str:
+    """The engine's batching mode (static for an engine this table does not know)."""
+    return BATCHING.get(engine_id, "static")
+
+
+def _number(name: str, value: object, low: float, high: float, low_open: bool = False) -> float:
+    field = f"workload.serving.{name}"
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise InputError(field, "must be a number", value)
+    if value < low or (low_open and value == low) or value > high:
+        bound = f"> {low:g}" if low_open else f">= {low:g}"
+        raise InputError(field, f"must be {bound} and at most {high:g}", value)
+    return float(value)
+
+
+@dataclass(frozen=True, slots=True)
+class ServingSpec:
+    """Traffic and latency targets of a service (units in the field names)."""
+
+    requests_per_s: float
+    ttft_s: float
+    itl_ms: float
+    percentile: int = 90
+    prefix_cache_hit_rate: float = 0.0
+    hours_per_day: float = 24.0
+
+    def __post_init__(self) -> None:
+        _number("requests_per_s", self.requests_per_s, 0.0, 1e7, low_open=True)
+        _number("ttft_s", self.ttft_s, 0.0, 3600.0, low_open=True)
+        _number("itl_ms", self.itl_ms, 0.0, 60_000.0, low_open=True)
+        if self.percentile not in PERCENTILES or isinstance(self.percentile, bool):
+            raise InputError("workload.serving.percentile", "must be one of 50, 90, 95, 99", self.percentile)
+        object.__setattr__(self, "percentile", int(self.percentile))
+        _number("prefix_cache_hit_rate", self.prefix_cache_hit_rate, 0.0, 1.0)
+        if self.prefix_cache_hit_rate >= 1.0:
+            raise InputError(
+                "workload.serving.prefix_cache_hit_rate",
+                "must be below 1 (some prompt tokens are always new)",
+                self.prefix_cache_hit_rate,
+            )
+        _number("hours_per_day", self.hours_per_day, 1.0, 24.0)
+
+    @classmethod
+    def from_value(cls, value: object) -> ServingSpec:
+        """A spec from the scenario's JSON object (errors name ``workload.serving.<key>``)."""
+        if isinstance(value, ServingSpec):
+            return value
+        if not isinstance(value, dict):
+            raise InputError("workload.serving", "must be a JSON object", type(value).__name__)
+        unknown = [k for k in value if k not in _KEYS]
+        if unknown:
+            raise InputError(
+                f"workload.serving.{unknown[0]}", f"is not a serving key; known keys: {', '.join(_KEYS)}"
+            )
+        for key in ("requests_per_s", "ttft_s", "itl_ms"):
+            if key not in value:
+                raise InputError(f"workload.serving.{key}", "is required")
+        return cls(**value)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in _KEYS}
