@@ -96,6 +96,8 @@ def candidate_to_dict(c: Candidate, calibrated: bool | None = None) -> dict[str,
         out.update(c.performance.to_dict())
     if c.cost is not None:
         out.update(c.cost.to_dict())
+    if c.serving is not None:
+        out["serving"] = c.serving.to_dict()
     out.update(
         {"pareto": c.pareto, "under_provisioned": c.under_provisioned, "over_provisioned": c.over_provisioned}
     )

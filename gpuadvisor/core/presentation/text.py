@@ -19,6 +19,7 @@ from ..formatting import (
     fmt_usd_range,
 )
 from ..specs.engines import RANGE_LABEL
+from .serving_text import FLEET_HEADER, capacity_line, fleet_rows, targets_phrase, traffic_phrase
 from .wording import summary_line
 
 
@@ -41,9 +42,13 @@ def render_estimate(est: Estimate, show_all: bool = False) -> str:
         f"{est.scenario.name}",
         f"Model: {m.name}, {fmt_count(m.parameters)} parameters"
         + (f" ({fmt_count(m.active_parameters)} active)" if m.is_moe else "")
-        + f"; workload: {w.kind}, weights {w.weights}, batch {w.batch_size}, context {w.context_tokens:,} tokens",
+        + f"; workload: {w.kind}, weights {w.weights}, "
+        + ("serving" if w.serving is not None else f"batch {w.batch_size}")
+        + f", context {w.context_tokens:,} tokens",
         "",
     ]
+    if w.serving is not None:  # a service: the fleet table comes first
+        lines += serving_lines(est, show_all)
     chosen: list[Candidate] = list(est.candidates) if show_all else list(est.best_per_gpu().values())
     header = [
         "GPU",
@@ -153,6 +158,24 @@ def render_estimate(est: Estimate, show_all: bool = False) -> str:
     for warning in est.warnings:
         lines.append(f"Warning: {warning}")
     return "\n".join(lines)
+
+
+def serving_lines(est: Estimate, show_all: bool = False) -> list[str]:
+    """The fleet table of a service (``workload.serving``), with its traffic and targets."""
+    out = [f"Traffic: {traffic_phrase(est)}; targets: {targets_phrase(est)}.", ""]
+    rows = fleet_rows(est, show_all)
+    star = est.decision.recommended_key if est.decision is not None else None
+    table = [(["\u2605 " + r[0]] + r[1:]) if c.key == star else r for c, r in rows]
+    out.append(text_table(table, FLEET_HEADER, right=set(range(2, 7)) | {9, 10, 11}))
+    rec = est.recommended
+    if rec is not None:
+        out.append(f"\u2605 {capacity_line(rec)}.")
+    out += [
+        "TTFT at the percentile asked for, queueing included; ITL with every slot busy; "
+        "$/month = replicas x GPUs x price x 730 h x hours a day / 24; $/1M tok per output token served.",
+        "",
+    ]
+    return out
 
 
 def calibration_lines(est: Estimate) -> list[str]:

@@ -26,6 +26,7 @@ from ..formatting import (
 )
 from ..specs.engines import ENGINES
 from .serialize import candidate_to_dict
+from .serving_text import fleet_figures, fleet_name, serving_summary, traffic_phrase
 
 KIND_WORDS = {
     "inference": "Inference (serving requests)",
@@ -287,6 +288,15 @@ def likely_caveat(est: Estimate, c: Candidate) -> str:
 
 
 def recommendation_text(est: Estimate) -> tuple[str, Candidate | None, Candidate | None]:
+    if est.scenario.workload.serving is not None:  # a service: the fleet and its targets
+        rec = est.recommended
+        runner = (
+            est.candidate(est.decision.runner_up_key) if est.decision and est.decision.runner_up_key else None
+        )
+        text = serving_summary(est)
+        if rec is not None and runner is not None and runner.serving is not None:
+            text += f" Runner-up: {fleet_name(runner)}: {fleet_figures(runner.serving)}."
+        return text, rec, runner
     ranking = list(est.ranking)
     limits = limits_phrase(est)
     if not ranking:
@@ -389,6 +399,8 @@ def model_line(est: Estimate) -> str:
 def workload_line(est: Estimate) -> str:
     """``lora · weights bf16 · micro-batch 4 · 2,048 tokens`` (the model name goes in front)."""
     w = est.scenario.workload
+    if w.serving is not None:
+        return f"serving · weights {w.weights} · {traffic_phrase(est)}"
     return (
         f"{w.kind.replace('_', ' ')} · weights {w.weights} · "
         f"{'micro-batch' if w.is_training else 'concurrent sequences'} {w.batch_size} · "
@@ -399,6 +411,8 @@ def workload_line(est: Estimate) -> str:
 def summary_line(est: Estimate) -> str:
     """The answer in one line, as the window's summary and the CLI print it: the decision's
     recommended setup (the same as the report's), or why there is none and the cheapest change."""
+    if est.scenario.workload.serving is not None:
+        return serving_summary(est)
     rec = est.recommended
     limits = limits_phrase(est)
     if rec is not None:

@@ -1,0 +1,156 @@
+"""The words and the fleet table of a service (``workload.serving``), shared by the window, the CLI
+and the PDF report: each of them shows these strings and never re-derives a figure."""
+
+from __future__ import annotations
+
+from ..estimation.results import Candidate, Estimate
+from ..estimation.serving import ServingEstimate
+from ..formatting import fmt_rate, fmt_usd, fmt_usd_per_hour, fmt_usd_per_mtok
+
+TIMES = "\u00d7"
+
+#: The fleet table's columns (window, CLI and PDF).
+FLEET_HEADER = [
+    "GPU",
+    "fleet",
+    "GPUs",
+    "in flight/replica",
+    "req/s/replica",
+    "TTFT",
+    "ITL",
+    "targets",
+    "limited by",
+    "$/hour",
+    "$/month",
+    "$/1M tok",
+    "buy vs rent",
+]
+
+_LIMITED = {"kv_cache": "KV cache", "latency": "latency", "compute": "compute"}
+
+
+def fleet_name(c: Candidate) -> str:
+    """``3 × (1 × NVIDIA H100 SXM5 80 GB)`` or ``2 × (4 × NVIDIA L4, tensor)``."""
+    s = c.serving
+    replicas = s.replicas if s is not None else 1
+    inner = c.gpu.name if c.gpu_count == 1 else f"{c.gpu_count} {TIMES} {c.gpu.name}, {c.parallelism}"
+    return f"{replicas} {TIMES} ({inner})" if c.gpu_count > 1 else f"{replicas} {TIMES} {inner}"
+
+
+def targets_phrase(est: Estimate) -> str:
+    """``first token within 1 s and 50 ms between tokens at p90``."""
+    spec = est.scenario.workload.serving
+    if spec is None:
+        return ""
+    return f"first token within {spec.ttft_s:g} s and {spec.itl_ms:g} ms between tokens at p{spec.percentile}"
+
+
+def traffic_phrase(est: Estimate) -> str:
+    """``20 requests/s of 2,000 prompt and 300 output tokens, 24 h a day``."""
+    w = est.scenario.workload
+    spec = w.serving
+    if spec is None:
+        return ""
+    tail = ""
+    if w.prompt_tokens_p90 or w.output_tokens_p90:
+        tail = f" (p90 {w.prompt_p90:,} and {w.output_p90:,})"
+    cache = (
+        f", {spec.prefix_cache_hit_rate:.0%} of prompt tokens from the prefix cache"
+        if spec.prefix_cache_hit_rate
+        else ""
+    )
+    return (
+        f"{spec.requests_per_s:g} requests/s of {w.prompt_tokens:,} prompt and {w.output_tokens:,} output "
+        f"tokens{tail}{cache}, {spec.hours_per_day:g} h a day"
+    )
+
+
+def buy_phrase(s: ServingEstimate) -> str:
+    """``buy $105,000: $3,515/month vs $5,840 rented`` or "-"."""
+    b = s.buy
+    if b is None:
+        return "-"
+    verdict = "buy" if b.buy_is_cheaper else "rent"
+    return f"{verdict}: own {fmt_usd(b.owned_usd_per_month)}/mo ({fmt_usd(b.purchase_usd)} up front)"
+
+
+def fleet_figures(s: ServingEstimate) -> str:
+    """``$4,358 a month ($5.97/h, $0.28 per 1M output tokens); 117 in flight per replica, TTFT
+    0.19 s, ITL 49.9 ms``."""
+    money = (
+        f"{fmt_usd(s.usd_per_month)} a month ({fmt_usd_per_hour(s.usd_per_hour)}, "
+        f"{fmt_usd_per_mtok(s.usd_per_million_tokens)} per 1M output tokens)"
+        if s.usd_per_month is not None
+        else "no price in the catalog"
+    )
+    return (
+        f"{money}; {s.concurrency_per_replica:,} requests in flight per replica, "
+        f"TTFT {s.ttft_s:.2f} s, ITL {s.itl_ms:.1f} ms, {s.utilization:.0%} busy"
+    )
+
+
+def serving_summary(est: Estimate) -> str:
+    """The answer in one line for a service: the decision's fleet, or the closest setup and why."""
+    rec = est.recommended
+    targets = targets_phrase(est)
+    if rec is not None and rec.serving is not None:
+        s = rec.serving
+        return (
+            f"Recommended: {fleet_name(rec)} ({s.gpus_total} GPU{'s' if s.gpus_total != 1 else ''}): "
+            f"{fleet_figures(s)}; meets {targets}."
+        )
+    per_gpu = [c for c in est.best_per_gpu().values() if c.serving is not None]
+    if not per_gpu:
+        return "Nothing fits on any GPU compared: not even one request's weights and KV cache."
+    c = per_gpu[0]
+    s = c.serving
+    assert s is not None
+    spec = est.scenario.workload.serving
+    assert spec is not None
+    if s.missed == "itl":
+        why = f"even one request waits {s.itl_ms:.1f} ms between tokens (target {spec.itl_ms:g} ms)"
+    else:
+        why = f"its first token takes {s.ttft_s:.2f} s (target {spec.ttft_s:g} s)"
+    return (
+        f"No setup meets {targets}. Closest: {fleet_name(c)}, where {why}; a faster GPU, tensor "
+        "parallelism, lighter weights or a looser target is needed."
+    )
+
+
+def fleet_row(c: Candidate) -> list[str]:
+    """One row of the fleet table (see :data:`FLEET_HEADER`)."""
+    s = c.serving
+    if s is None:
+        return [c.gpu.name, "does not fit"] + ["-"] * (len(FLEET_HEADER) - 2)
+    return [
+        c.gpu.name,
+        f"{s.replicas} {TIMES} " + ("1 GPU" if c.gpu_count == 1 else f"{c.gpu_count} ({c.parallelism})"),
+        f"{s.gpus_total:,}",
+        f"{s.concurrency_per_replica:,}",
+        f"{s.requests_per_s_per_replica:.2f}",
+        f"{s.ttft_s:.2f} s",
+        f"{s.itl_ms:.1f} ms",
+        "meets" if s.meets_slo else f"misses {s.missed.upper()}",
+        _LIMITED.get(s.limited_by, s.limited_by),
+        fmt_usd_per_hour(s.usd_per_hour) if s.usd_per_hour is not None else "-",
+        fmt_usd(s.usd_per_month) if s.usd_per_month is not None else "-",
+        fmt_usd_per_mtok(s.usd_per_million_tokens) if s.usd_per_million_tokens is not None else "-",
+        buy_phrase(s),
+    ]
+
+
+def fleet_rows(est: Estimate, show_all: bool = False) -> list[tuple[Candidate, list[str]]]:
+    """The fleet table's rows: one per GPU type (the decision's order), or every candidate."""
+    chosen = list(est.candidates) if show_all else list(est.best_per_gpu().values())
+    return [(c, fleet_row(c)) for c in chosen]
+
+
+def capacity_line(c: Candidate) -> str:
+    """``one replica serves 2,340 output tokens/s (780 per GPU)``."""
+    s = c.serving
+    if s is None:
+        return ""
+    return (
+        f"one replica serves {fmt_rate(s.tokens_per_s_per_replica)} output tokens/s "
+        f"({fmt_rate(s.tokens_per_s_per_replica / c.gpu_count)} per GPU)"
+    )
