@@ -360,7 +360,9 @@ def replica_curve(
     return ReplicaCurve(perfs, w, w.serving, batching_for(engine.id), engine.prefill_chunk_tokens)
 
 
-def fewest_replicas(curve: ReplicaCurve, c: int, rate: float, cv2: float) -> tuple[int, float]:
+def fewest_replicas(
+    curve: ReplicaCurve, c: int, rate: float, cv2: float, rate_only: bool = False
+) -> tuple[int, float]:
     """(replicas, TTFT at the percentile) for ``rate`` requests/s at ``c`` slots per replica: the
     fewest replicas that are not saturated and meet the TTFT target (or, when the target cannot be
     met, that are not saturated)."""
@@ -372,7 +374,7 @@ def fewest_replicas(curve: ReplicaCurve, c: int, rate: float, cv2: float) -> tup
     def ttft(r: int) -> float:
         return wait_at_percentile(rate / r, c, service, cv2, spec.percentile) + ttft_tail
 
-    if ttft_tail > spec.ttft_s:
+    if rate_only or ttft_tail > spec.ttft_s:  # a target is out of reach: size for the rate alone
         return lo, ttft(lo)
     if ttft(lo) <= spec.ttft_s:
         return lo, ttft(lo)
@@ -412,7 +414,7 @@ def serving_estimate(
     else:
         limited = "compute" if curve.bound_at(c) == "compute" else "latency"
     cv2 = service_cv2(w.output_tokens, w.output_tokens_p90)
-    replicas, ttft = fewest_replicas(curve, c, spec.requests_per_s, cv2)
+    replicas, ttft = fewest_replicas(curve, c, spec.requests_per_s, cv2, rate_only=not meets)
     itl, _tt, _tm, service = curve.point(c)
     if meets and ttft > spec.ttft_s:  # cannot happen by construction; kept honest
         meets, missed = False, "ttft"
