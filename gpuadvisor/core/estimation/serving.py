@@ -37,7 +37,8 @@ Spearman, "Factory Physics", eq. 8.10; Allen 1990). The wait at percentile q is 
 coefficient of variation of the service time, follows the output lengths: a log-normal fitted to
 the mean and the 90th percentile when one is given, else 1 (exponential-like). The replicas are
 the fewest R with ``rho < 1`` and ``W_q + TTFT0 <= ttft_s`` at the percentile, where TTFT0 uses
-the 90th-percentile prompt for percentiles of 90 and above.
+the 90th-percentile prompt for percentiles of 90 and above. A layout that cannot meet a target
+even with one request in flight is sized for the rate alone, at 80% utilization.
 
 Cost: ``usd_per_hour = R x GPUs per replica x price per GPU-hour``; ``usd_per_month =
 usd_per_hour x 730 x hours_per_day / 24``; ``usd_per_million_tokens`` divides the hourly cost by
@@ -68,6 +69,8 @@ from .performance import PerformanceEstimate, Range, inference_performance
 #: max_num_seqs 256-1024, TensorRT-LLM's max_batch_size 2048); beyond it a replica is compute
 #: bound and more sequences only add latency.
 MAX_CONCURRENCY = 1024
+#: Utilization a fleet that cannot meet a target is sized to (the queue stays short).
+RATE_ONLY_UTILIZATION = 0.8
 #: The most replicas a fleet is sized to.
 MAX_REPLICAS = 100_000
 #: z of the 90th percentile of a normal distribution (for the log-normal length tail).
@@ -374,8 +377,10 @@ def fewest_replicas(
     def ttft(r: int) -> float:
         return wait_at_percentile(rate / r, c, service, cv2, spec.percentile) + ttft_tail
 
-    if rate_only or ttft_tail > spec.ttft_s:  # a target is out of reach: size for the rate alone
-        return lo, ttft(lo)
+    if rate_only or ttft_tail > spec.ttft_s:
+        # A target is out of reach: size for the rate at a utilization that keeps the queue short.
+        r = max(1, math.ceil(rate / (per_replica * RATE_ONLY_UTILIZATION)))
+        return r, ttft(r)
     if ttft(lo) <= spec.ttft_s:
         return lo, ttft(lo)
     hi = lo * 2
