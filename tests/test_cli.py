@@ -942,3 +942,43 @@ def test_table_says_single_gpu_like_the_window(capsys, tmp_path):
     code, out, err = run_main(capsys, "estimate", write_scenario(tmp_path, data))
     assert code == 0, err
     assert "single GPU" in out and "1x none" not in out
+
+
+# --- serving (workload.serving) ------------------------------------------------------------------
+SERVING_8B = {
+    "model": {"preset": "llama-3.1-8b"},
+    "workload": {
+        "kind": "inference",
+        "engine": "vllm",
+        "prompt_tokens": 2000,
+        "output_tokens": 300,
+        "serving": {"requests_per_s": 20, "ttft_s": 1, "itl_ms": 50},
+    },
+    "hardware": {"segment": "data_centre"},
+}
+
+
+def test_serving_prints_the_fleet_table(capsys, tmp_path):
+    code, out, _ = run_main(capsys, "estimate", write_scenario(tmp_path, SERVING_8B))
+    assert code == 0
+    assert "Traffic: 20 requests/s" in out and "$/month" in out and "in flight/replica" in out
+    assert "Recommended: " in out
+
+
+def test_serving_json_has_the_fleet_per_candidate(capsys, tmp_path):
+    data = run_json(capsys, tmp_path, SERVING_8B)
+    rec = data["recommendation"]["recommended"]
+    fleet = next(
+        c["serving"]
+        for c in data["candidates"]
+        if f"{c['gpu_count']}x {c['gpu']} ({c['parallelism']})" == rec
+    )
+    assert fleet["meets_slo"] and fleet["usd_per_month"] > 0
+
+
+def test_bad_serving_key_exits_2_with_one_line(capsys, tmp_path):
+    bad = json.loads(json.dumps(SERVING_8B))
+    bad["workload"]["serving"]["percentile"] = 42
+    code, out, err = run_main(capsys, "estimate", write_scenario(tmp_path, bad))
+    assert code == 2 and out == ""
+    assert "workload.serving.percentile" in _one_error_line(err)

@@ -1,0 +1,332 @@
+"""The serving capacity planner (workload.serving): its properties, its queueing approximation and
+its errors.
+
+Properties: more traffic never needs fewer replicas; a tighter ITL target never allows more
+concurrency; a setup that meets the targets reports latencies within them; the monthly cost is
+replicas x GPUs x price x 730 x hours a day / 24; the recommendation is the cheapest month among
+the setups that meet the targets.
+"""
+
+import json
+import math
+from functools import lru_cache
+
+import pytest
+
+from gpuadvisor.core.errors import InputError, ScenarioError
+from gpuadvisor.core.estimation.estimate import estimate
+from gpuadvisor.core.estimation.serving import (
+    MAX_CONCURRENCY,
+    service_cv2,
+    wait_at_percentile,
+)
+from gpuadvisor.core.formats.scenario import dumps_scenario, loads_scenario
+from gpuadvisor.core.presentation.serialize import estimate_to_dict
+from gpuadvisor.core.presentation.text import render_estimate
+from gpuadvisor.core.presentation.wording import summary_line
+from gpuadvisor.core.specs.hardware import load_gpu_catalog
+from gpuadvisor.core.specs.presets import load_model_catalog
+
+SERVING_KEYS = {
+    "replicas",
+    "gpus_total",
+    "concurrency_per_replica",
+    "requests_per_s_per_replica",
+    "ttft_s",
+    "itl_ms",
+    "meets_slo",
+    "limited_by",
+    "usd_per_hour",
+    "usd_per_month",
+    "usd_per_million_tokens",
+    "utilization",
+}
+
+
+@lru_cache(maxsize=1)
+def catalogs():
+    return load_gpu_catalog(), load_model_catalog()
+
+
+def scenario(
+    rate=20.0,
+    ttft=1.0,
+    itl=50.0,
+    engine="vllm",
+    preset="llama-3.1-8b",
+    gpus=None,
+    hardware=None,
+    **serving,
+):
+    data = {
+        "model": {"preset": preset},
+        "workload": {
+            "kind": "inference",
+            "engine": engine,
+            "prompt_tokens": 2000,
+            "output_tokens": 300,
+            "serving": {"requests_per_s": rate, "ttft_s": ttft, "itl_ms": itl, **serving},
+        },
+        "hardware": hardware or {"segment": "data_centre"},
+    }
+    return loads_scenario(json.dumps(data))
+
+
+def run(s):
+    g, m = catalogs()
+    return estimate(s, g, m)
+
+
+def fleets(est):
+    return {c.key: c for c in est.candidates if c.serving is not None}
+
+
+# --- properties ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("engine", ["vllm", "transformers", "llama.cpp"])
+def test_more_traffic_never_needs_fewer_replicas(engine):
+    hw = {"gpu": "h100-sxm"}
+    previous: dict[str, int] = {}
+    for rate in (0.05, 0.5, 2.0, 5.0, 20.0, 80.0, 300.0):
+        est = run(scenario(rate=rate, ttft=2.0, itl=100.0, engine=engine, hardware=hw))
+        current = {k: c.serving.replicas for k, c in fleets(est).items()}
+        assert current
+        for key, replicas in current.items():
+            assert replicas >= previous.get(key, 0), (key, rate)
+        previous = current
+
+
+def test_a_tighter_itl_target_never_allows_more_concurrency():
+    previous: dict[str, int] = {}
+    for itl in (400.0, 150.0, 60.0, 35.0, 25.0, 15.0, 8.0):
+        est = run(scenario(itl=itl))
+        current = {
+            k: (c.serving.concurrency_per_replica if c.serving.meets_slo else 0)
+            for k, c in fleets(est).items()
+        }
+        for key, conc in current.items():
+            if key in previous:
+                assert conc <= previous[key], (key, itl)
+        previous = current
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {},
+        {"rate": 1.0, "ttft": 0.5, "itl": 30.0, "percentile": 99},
+        {"rate": 200.0, "ttft": 3.0, "itl": 80.0, "percentile": 50, "prefix_cache_hit_rate": 0.5},
+        {"engine": "transformers", "rate": 2.0, "ttft": 5.0, "itl": 150.0},
+        {"engine": "sglang", "preset": "llama-3.1-70b", "rate": 5.0, "ttft": 2.0, "itl": 60.0},
+    ],
+)
+def test_a_setup_that_meets_reports_latencies_within_the_targets(kwargs):
+    s = scenario(**kwargs)
+    spec = s.workload.serving
+    met = 0
+    for c in fleets(run(s)).values():
+        f = c.serving
+        assert f.replicas >= 1 and f.gpus_total == f.replicas * c.gpu_count
+        assert 0.0 < f.utilization <= 1.0
+        assert math.isfinite(f.itl_ms) and f.itl_ms > 0
+        if f.meets_slo:
+            met += 1
+            assert f.ttft_s <= spec.ttft_s + 1e-9
+            assert f.itl_ms <= spec.itl_ms + 1e-9
+            assert 1 <= f.concurrency_per_replica <= MAX_CONCURRENCY
+            # The replicas carry the traffic without saturating.
+            assert f.requests_per_s_per_replica * f.replicas == pytest.approx(spec.requests_per_s)
+            assert f.utilization < 1.0
+        else:
+            assert f.missed in ("itl", "ttft")
+    assert met > 0
+
+
+@pytest.mark.parametrize("hours", [24.0, 8.0, 1.0])
+def test_monthly_cost_is_replicas_times_price(hours):
+    s = scenario(hours_per_day=hours)
+    g, _ = catalogs()
+    priced = 0
+    for c in fleets(run(s)).values():
+        f = c.serving
+        price = g.get(c.gpu.id).cloud_usd_per_hour
+        if price is None:
+            assert f.usd_per_month is None
+            continue
+        priced += 1
+        assert f.usd_per_hour == pytest.approx(f.replicas * c.gpu_count * price.expected)
+        assert f.usd_per_month == pytest.approx(f.replicas * c.gpu_count * price.expected * 730 * hours / 24)
+        per_hour_tokens = 20.0 * 300 * 3600
+        assert f.usd_per_million_tokens == pytest.approx(f.usd_per_hour / per_hour_tokens * 1e6)
+    assert priced > 10
+
+
+def test_recommendation_is_the_cheapest_month_meeting_the_targets():
+    est = run(scenario())
+    rec = est.recommended
+    assert rec is not None and rec.serving.meets_slo
+    months = [
+        c.serving.usd_per_month
+        for c in fleets(est).values()
+        if c.serving.meets_slo and c.serving.usd_per_month is not None
+    ]
+    assert rec.serving.usd_per_month == min(months)
+    # The words name the same fleet as the decision.
+    assert summary_line(est).startswith("Recommended: ")
+    assert rec.gpu.name in summary_line(est)
+
+
+def test_unreachable_targets_recommend_nothing_and_say_why():
+    est = run(scenario(itl=1.0))
+    assert est.recommended is None and est.decision.status == "limits missed"
+    line = summary_line(est)
+    assert line.startswith("No setup meets") and "between tokens" in line
+
+
+def test_kv_cache_limits_concurrency_with_long_contexts():
+    # Long prompts on a 24 GB card: the KV cache, not latency, bounds the sequences in flight.
+    est = run(scenario(rate=0.2, ttft=60.0, itl=1000.0, hardware={"gpu": "l4", "gpu_count": 1}))
+    (c,) = fleets(est).values()
+    assert c.serving.limited_by == "kv_cache"
+    assert (
+        c.serving.concurrency_per_replica == est.what_if(c).max_batch or c.serving.concurrency_per_replica > 0
+    )
+
+
+def test_longer_tail_reserves_more_kv_and_waits_longer():
+    g, m = catalogs()
+    base = json.loads(dumps_scenario(scenario(rate=0.2, ttft=60.0, itl=1000.0, hardware={"gpu": "l4"})))
+    tail = json.loads(json.dumps(base))
+    tail["workload"]["prompt_tokens_p90"] = 6000
+    tail["workload"]["output_tokens_p90"] = 900
+    a = fleets(estimate(loads_scenario(json.dumps(base)), g, m))
+    b = fleets(estimate(loads_scenario(json.dumps(tail)), g, m))
+    for key in a.keys() & b.keys():
+        assert b[key].serving.concurrency_per_replica <= a[key].serving.concurrency_per_replica
+
+
+def test_prefix_cache_lowers_time_to_first_token():
+    hw = {"gpu": "h100-sxm", "gpu_count": 1}
+    cold = fleets(run(scenario(rate=1.0, hardware=hw)))
+    warm = fleets(run(scenario(rate=1.0, hardware=hw, prefix_cache_hit_rate=0.8)))
+    (key,) = cold
+    assert warm[key].serving.ttft_s < cold[key].serving.ttft_s
+    assert warm[key].serving.concurrency_per_replica >= cold[key].serving.concurrency_per_replica
+
+
+def test_serving_output_json_and_text():
+    est = run(scenario())
+    d = estimate_to_dict(est)
+    served = [c["serving"] for c in d["candidates"] if "serving" in c]
+    assert served and all(SERVING_KEYS <= set(s) for s in served)
+    assert all(s["limited_by"] in ("kv_cache", "latency", "compute") for s in served)
+    json.dumps(d, allow_nan=False)
+    text = render_estimate(est)
+    assert "Traffic: 20 requests/s" in text and "$/month" in text
+
+
+def test_non_serving_estimates_have_no_fleet():
+    s = loads_scenario(json.dumps({"model": {"preset": "llama-3.1-8b"}, "workload": {"kind": "inference"}}))
+    assert all(c.serving is None for c in run(s).candidates)
+
+
+def test_no_replica_of_data_parallel_kind_in_a_fleet():
+    # Replicas are the fleet's: a candidate is one replica (none, tensor or pipeline).
+    assert {c.parallelism for c in run(scenario()).candidates} <= {"none", "tensor", "pipeline"}
+
+
+# --- queueing ------------------------------------------------------------------------------------
+
+
+def erlang_c(c: int, a: float) -> float:
+    """Exact Erlang C (probability of waiting in M/M/c) by the Erlang B recursion."""
+    b = 1.0
+    for k in range(1, c + 1):
+        b = a * b / (k + a * b)
+    rho = a / c
+    return b / (1 - rho * (1 - b))
+
+
+@pytest.mark.parametrize("c", [1, 4, 16, 64, 256])
+@pytest.mark.parametrize("rho", [0.5, 0.8, 0.95])
+def test_wait_percentile_follows_erlang_c(c, rho):
+    # M/M/c (cv2 = 1): P(W > t) = C exp(-(c mu - lambda) t), so the 90th-percentile wait is
+    # ln(C / 0.1) / (c mu - lambda) when C > 0.1. Sakasegawa's C stays close to the exact one.
+    service = 10.0
+    lam = rho * c / service
+    exact_c = erlang_c(c, lam * service)
+    exact = 0.0 if exact_c <= 0.1 else math.log(exact_c / 0.1) / (c / service - lam)
+    approx = wait_at_percentile(lam, c, service, 1.0, 90)
+    scale = service / (c * (1 - rho))  # the mean wait of one who waits
+    assert abs(approx - exact) <= 0.6 * scale
+
+
+def test_saturated_replica_waits_forever():
+    assert wait_at_percentile(1.0, 4, 4.0, 1.0, 90) == math.inf
+    assert wait_at_percentile(0.0, 4, 4.0, 1.0, 90) == 0.0
+
+
+def test_service_variation_from_the_output_tail():
+    assert service_cv2(300, None) == 1.0
+    assert service_cv2(300, 300) == 0.0
+    assert 0.0 < service_cv2(300, 450) < service_cv2(300, 700)
+
+
+# --- errors --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "serving, field",
+    [
+        ({"ttft_s": 1, "itl_ms": 50}, "workload.serving.requests_per_s"),
+        ({"requests_per_s": 0, "ttft_s": 1, "itl_ms": 50}, "workload.serving.requests_per_s"),
+        ({"requests_per_s": 1, "ttft_s": -1, "itl_ms": 50}, "workload.serving.ttft_s"),
+        ({"requests_per_s": 1, "ttft_s": 1, "itl_ms": "fast"}, "workload.serving.itl_ms"),
+        ({"requests_per_s": 1, "ttft_s": 1, "itl_ms": 50, "percentile": 80}, "workload.serving.percentile"),
+        (
+            {"requests_per_s": 1, "ttft_s": 1, "itl_ms": 50, "prefix_cache_hit_rate": 1.0},
+            "workload.serving.prefix_cache_hit_rate",
+        ),
+        (
+            {"requests_per_s": 1, "ttft_s": 1, "itl_ms": 50, "hours_per_day": 25},
+            "workload.serving.hours_per_day",
+        ),
+        ({"requests_per_s": 1, "ttft_s": 1, "itl_ms": 50, "qps": 3}, "workload.serving.qps"),
+        ([1, 2], "workload.serving"),
+    ],
+)
+def test_bad_serving_keys_name_the_field(serving, field):
+    text = json.dumps(
+        {"model": {"preset": "llama-3.1-8b"}, "workload": {"kind": "inference", "serving": serving}}
+    )
+    with pytest.raises(ScenarioError) as err:
+        loads_scenario(text)
+    assert err.value.field == field
+    assert "\n" not in str(err.value)
+
+
+def test_serving_needs_inference_and_sane_tails():
+    with pytest.raises(InputError, match="workload.serving"):
+        loads_scenario(
+            json.dumps(
+                {
+                    "model": {"preset": "llama-3.1-8b"},
+                    "workload": {"kind": "lora", "serving": {"requests_per_s": 1, "ttft_s": 1, "itl_ms": 50}},
+                }
+            )
+        )
+    with pytest.raises(InputError, match="workload.prompt_tokens_p90"):
+        loads_scenario(
+            json.dumps(
+                {
+                    "model": {"preset": "llama-3.1-8b"},
+                    "workload": {"prompt_tokens": 2000, "prompt_tokens_p90": 100},
+                }
+            )
+        )
+
+
+def test_serving_scenario_round_trips():
+    s = scenario(percentile=99, prefix_cache_hit_rate=0.25, hours_per_day=12)
+    assert loads_scenario(dumps_scenario(s)).workload == s.workload
