@@ -28,6 +28,7 @@ from ..specs.engines import engine_for
 from ..specs.hardware import GpuCatalog
 from ..specs.models import ModelSpec
 from ..specs.presets import ModelCatalog
+from ..specs.serving import batching_for
 from ..specs.workload import RuntimeOverhead
 from ..units import GIB
 from . import advice as _advice
@@ -188,7 +189,7 @@ def estimate(
         # Built once and shared by every GPU: the roofline at batches 1, 2, 4, ... and the KV
         # cache each setup holds per sequence.
         batch_mms = _serving.batch_models(mm)
-        reserve = _serving.reserved_context(w, _serving.batching_for(engine.id))
+        reserve = _serving.reserved_context(w, batching_for(engine.id))
         kv_lines = {(n, par): _serving.kv_line(mm, n, par, reserve) for n, par, _bd, _need in setups}
     for gpu in selected:
         # A Mac's GPU is one chip sharing the machine's memory: it is not combined with others

@@ -103,14 +103,14 @@ def serving_summary(est: Estimate) -> str:
     if not per_gpu:
         return "Nothing fits on any GPU compared: not even one request's weights and KV cache."
     c = per_gpu[0]
-    s = c.serving
-    assert s is not None
+    closest = c.serving
+    assert closest is not None
     spec = est.scenario.workload.serving
     assert spec is not None
-    if s.missed == "itl":
-        why = f"even one request waits {s.itl_ms:.1f} ms between tokens (target {spec.itl_ms:g} ms)"
+    if closest.missed == "itl":
+        why = f"even one request waits {closest.itl_ms:.1f} ms between tokens (target {spec.itl_ms:g} ms)"
     else:
-        why = f"its first token takes {s.ttft_s:.2f} s (target {spec.ttft_s:g} s)"
+        why = f"its first token takes {closest.ttft_s:.2f} s (target {spec.ttft_s:g} s)"
     return (
         f"No setup meets {targets}. Closest: {fleet_name(c)}, where {why}; a faster GPU, tensor "
         "parallelism, lighter weights or a looser target is needed."
