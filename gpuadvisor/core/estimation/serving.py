@@ -15,7 +15,9 @@ Continuous batching (vLLM, SGLang, TensorRT-LLM, MLC; llama.cpp and ExLlamaV2 wi
 
     ITL(c)      = step(c) + (c / O) P_new tau      each step also prefills the prompts of the
                                                    c / O requests that replace finished ones
-    TTFT0(c)    = max(TTFT_1 x P'/P, step(1)) + ceil(P' / chunk) ITL(c)
+    TTFT0(c)    = max(TTFT_1 x P'/P, step(1)) + ceil(P' / chunk) ITL(c) + W_prefill
+    W_prefill   = rho_p t_p / (2 (1 - rho_p)), t_p = max(TTFT_1 x P_new/P, step(1)),
+                  rho_p = c / S(c) x t_p          prompts are prefilled one after another (M/D/1)
     S(c)        = TTFT0(c) + (O - 1) ITL(c)        time a request holds its slot
 
 Static batching (Transformers, AutoAWQ): a batch of c prompts is prefilled together and
@@ -62,6 +64,7 @@ from ..specs.hardware import GpuSpec
 from ..specs.serving import ServingSpec, batching_for
 from ..specs.workload import Workload
 from .cost import HOURS_PER_MONTH, BuyVsRent
+from ..units import GIB
 from .memory import MemoryModel
 from .performance import PerformanceEstimate, Range, inference_performance
 
@@ -71,6 +74,10 @@ from .performance import PerformanceEstimate, Range, inference_performance
 MAX_CONCURRENCY = 1024
 #: Utilization a fleet that cannot meet a target is sized to (the queue stays short).
 RATE_ONLY_UTILIZATION = 0.8
+#: Prefill utilization beyond which the prompt queue is taken as saturated (its wait is capped).
+PREFILL_RHO_MAX = 0.95
+#: Sequences between which the KV cache's slope is read (see :func:`kv_line`).
+KV_SLOPE_FROM = 64
 #: The most replicas a fleet is sized to.
 MAX_REPLICAS = 100_000
 #: z of the 90th percentile of a normal distribution (for the log-normal length tail).
@@ -146,11 +153,11 @@ class ServingEstimate(NamedTuple):
 
 
 def batch_models(mm: MemoryModel, top: int = MAX_CONCURRENCY) -> dict[int, MemoryModel]:
-    """Memory models of the workload at batches 1, 2, 4, ... ``top`` (the roofline reads the batch
+    """Memory models of the workload at batches 1, 2, 4, ... up to the first at or past ``top`` (the roofline reads the batch
     from its workload); built once per estimate and shared by every GPU."""
     out: dict[int, MemoryModel] = {}
     b = 1
-    while b <= top:
+    while b < 2 * top:
         w = replace(mm.workload, batch_size=b)
         out[b] = MemoryModel(mm.model, w, mm.overhead, prefill_chunk_tokens=mm.prefill_chunk_tokens)
         b *= 2
@@ -164,19 +171,25 @@ def reserved_context(w: Workload, batching: str) -> int:
     return w.prompt_p90 + w.output_p90
 
 
-def kv_line(mm: MemoryModel, gpu_count: int, parallelism: str, context: int) -> tuple[float, float]:
-    """(bytes per GPU with one sequence, bytes each further sequence adds) at ``context`` tokens."""
+def kv_line(mm: MemoryModel, gpu_count: int, parallelism: str, context: int) -> tuple[float, float, float]:
+    """(bytes per GPU with one sequence, the same read off the line through many sequences, bytes each
+    further sequence adds) at ``context`` tokens.
+
+    The slope is taken between 64 and 128 sequences, where a serving engine's prefill activations
+    have reached their chunk and only the KV cache (and the allocator's share of it) still grows."""
     one = mm.breakdown(gpu_count, parallelism, batch_size=1, context=context).device_total
-    two = mm.breakdown(gpu_count, parallelism, batch_size=2, context=context).device_total
-    return one, max(two - one, 1.0)
+    lo = mm.breakdown(gpu_count, parallelism, batch_size=KV_SLOPE_FROM, context=context).device_total
+    hi = mm.breakdown(gpu_count, parallelism, batch_size=2 * KV_SLOPE_FROM, context=context).device_total
+    per_seq = max((hi - lo) / KV_SLOPE_FROM, 1.0)
+    return one, max(one, lo - (KV_SLOPE_FROM - 1) * per_seq), per_seq
 
 
-def kv_capacity(line: tuple[float, float], capacity_bytes: float) -> int:
+def kv_capacity(line: tuple[float, float, float], capacity_bytes: float) -> int:
     """Sequences that fit in ``capacity_bytes`` per GPU (0 when not even one does)."""
-    one, per_seq = line
+    one, base, per_seq = line
     if one > capacity_bytes:
         return 0
-    return 1 + int((capacity_bytes - one) // per_seq)
+    return max(1, 1 + int((capacity_bytes - base) // per_seq))
 
 
 def service_cv2(mean: int, p90: int | None) -> float:
@@ -276,12 +289,17 @@ class ReplicaCurve:
             return step, ttft_tail, ttft_mean, service
         itl = step + c * self.new_mean * self.tau / out
         alone = self.ttft1 / w.prompt_tokens
+        prefill_mean = max(alone * self.new_mean, self.steps[0])
         ttft_tail = (
             max(alone * self.new_tail, self.steps[0]) + math.ceil(max(self.new_tail, 1.0) / self.chunk) * itl
         )
-        ttft_mean = (
-            max(alone * self.new_mean, self.steps[0]) + math.ceil(max(self.new_mean, 1.0) / self.chunk) * itl
-        )
+        ttft_mean = prefill_mean + math.ceil(max(self.new_mean, 1.0) / self.chunk) * itl
+        # Prompts are prefilled one after another: a new one waits for those ahead of it
+        # (M/D/1, Pollaczek-Khinchine: rho t / (2 (1 - rho)) with rho = prompts/s x t).
+        rho = min(c / (ttft_mean + (out - 1) * itl) * prefill_mean, PREFILL_RHO_MAX)
+        wait = rho * prefill_mean / (2.0 * (1.0 - rho))
+        ttft_tail += wait
+        ttft_mean += wait
         service = ttft_mean + (out - 1) * itl
         return itl, ttft_tail, ttft_mean, service
 
@@ -335,6 +353,7 @@ def replica_curve(
     bw_eff: float | None = None,
     prefill_mfu: float | None = None,
     gpus_per_node: int = 8,
+    spec: ServingSpec | None = None,
 ) -> ReplicaCurve:
     """The replica's curve up to ``top`` sequences (the roofline at 1, 2, 4, ... and at ``top``)."""
     top = max(1, top)
@@ -359,8 +378,52 @@ def replica_curve(
             break
     any_mm = next(iter(models.values()))
     w = any_mm.workload
-    assert w.serving is not None
-    return ReplicaCurve(perfs, w, w.serving, batching_for(engine.id), engine.prefill_chunk_tokens)
+    spec = spec or w.serving
+    assert spec is not None
+    return ReplicaCurve(perfs, w, spec, batching_for(engine.id), engine.prefill_chunk_tokens)
+
+
+#: Targets that bind nothing: a benchmark's closed loop is described by its concurrency alone.
+OPEN_TARGETS = ServingSpec(requests_per_s=1.0, ttft_s=3600.0, itl_ms=60_000.0, percentile=50)
+
+
+def closed_loop(
+    mm: MemoryModel,
+    gpu: GpuSpec,
+    gpu_count: int,
+    parallelism: str,
+    engine: EngineProfile,
+    concurrency: int,
+    bw_eff: float | None = None,
+    prefill_mfu: float | None = None,
+    gpus_per_node: int = 8,
+) -> tuple[float, float, int]:
+    """(output tokens/s, mean TTFT s, sequences the engine runs at once) of a closed-loop benchmark
+    with ``concurrency`` clients, each sending its next request when one ends (``vllm bench serve
+    --max-concurrency``, genai-perf's concurrency mode).
+
+    The engine runs ``c = min(concurrency, KV capacity, MAX_CONCURRENCY)`` sequences; the rest wait.
+    By Little's law the request rate is ``c / S(c)`` and a request takes ``concurrency x S(c) / c``
+    from sending to its end, so the mean TTFT is ``TTFT0(c) + (concurrency / c - 1) S(c)``."""
+    w = mm.workload
+    batching = batching_for(engine.id)
+    line = kv_line(mm, gpu_count, parallelism, reserved_context(w, batching))
+    kv_max = kv_capacity(line, gpu.memory_gib_usable * GIB)
+    c = max(1, min(concurrency, kv_max, MAX_CONCURRENCY))
+    curve = replica_curve(
+        batch_models(mm, top=max(c, 1)),
+        gpu,
+        gpu_count,
+        parallelism,
+        engine,
+        c,
+        bw_eff=bw_eff,
+        prefill_mfu=prefill_mfu,
+        gpus_per_node=gpus_per_node,
+        spec=OPEN_TARGETS,
+    )
+    _itl, _tail, ttft0, service = curve.point(c)
+    return c * w.output_tokens / service, ttft0 + (concurrency / c - 1.0) * service, c
 
 
 def fewest_replicas(
