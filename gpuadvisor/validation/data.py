@@ -27,7 +27,7 @@ from ..core.specs.workload import Hardware, RuntimeOverhead, Workload
 DATA_DIR = Path(__file__).resolve().parents[2] / "tests" / "data" / "validation"
 SCHEMA_VERSION = 1
 
-GROUPS = ("memory", "bounds", "inference_speed", "training_speed")
+GROUPS = ("memory", "bounds", "inference_speed", "training_speed", "serving")
 #: quantity -> (group(s) it may belong to, accepted units)
 QUANTITIES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "peak_memory": (("memory", "bounds"), ("GB", "GiB", "MiB", "MB")),
@@ -46,6 +46,11 @@ QUANTITIES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "train_mfu": (("training_speed",), ("%",)),
     "train_gpu_hours": (("training_speed",), ("GPU-hours",)),
     "train_step_time_s": (("training_speed",), ("s",)),
+    # Serving benchmarks at a stated concurrency (closed loop: each client sends its next request
+    # when one ends); ``micro_batch`` holds the concurrency.
+    "serving_output_tokens_per_s": (("serving",), ("tokens/s",)),
+    "serving_ttft_ms": (("serving",), ("ms",)),
+    "serving_itl_ms": (("serving",), ("ms",)),
 }
 BOUNDS = ("point", "lower", "upper")
 BASES = ("tensors", "device", "model_states", "weights")

@@ -39,6 +39,7 @@ from ..core.errors import InputError
 from ..core.estimation.calibration import golden_section_min
 from ..core.estimation.estimate import Candidate, estimate, resolve_model
 from ..core.estimation.performance import inference_performance, training_performance
+from ..core.estimation.serving import closed_loop
 from ..core.formats.scenario import Scenario, scenario_from_dict
 from ..core.specs import engines as core_engines
 from ..core.specs.engines import EngineProfile
@@ -164,6 +165,8 @@ class Predictor:
         if isinstance(prepared, str):
             return Comparison(row, measured, None, None, None, unit, (), prepared)
         sc, model, omitted = prepared
+        if row.group == "serving":
+            return _compare_serving(self, row, sc, model, omitted, measured, unit, profiles)
         speed = row.group in ("inference_speed", "training_speed")
         try:
             with engine_profiles(profiles):
@@ -219,6 +222,51 @@ class Predictor:
         ):
             lo, hi = 1 / hi, 1 / lo  # the faster end is the shorter time
         return Comparison(row, measured, value, value * lo, value * hi, unit, omitted, note)
+
+
+def _compare_serving(
+    predictor: Predictor,
+    row: Row,
+    sc: Scenario,
+    model: ModelSpec,
+    omitted: tuple[str, ...],
+    measured: float,
+    unit: str,
+    profiles: Mapping[str, EngineProfile] | None,
+) -> Comparison:
+    """A serving benchmark at a stated concurrency, predicted as a closed loop
+    (:func:`gpuadvisor.core.estimation.serving.closed_loop`)."""
+    try:
+        with engine_profiles(profiles):
+            est = estimate(sc, predictor.gpus, predictor.models, with_advice=False, speed=True, _model=model)
+            cand = _candidate(est.candidates, sc)
+            if cand is None:
+                return Comparison(
+                    row, measured, None, None, None, unit, omitted, "no candidate for this layout"
+                )
+            engine = core_engines.engine_for(sc.workload.engine, sc.workload.kind)
+            eff, hw = sc.efficiency, sc.hardware
+            point = closed_loop(
+                est.memory_model,
+                cand.gpu,
+                cand.gpu_count,
+                cand.parallelism,
+                engine,
+                sc.workload.batch_size,
+                bw_eff=eff.bandwidth_efficiency,
+                prefill_mfu=eff.prefill_mfu,
+                gpus_per_node=hw.gpus_per_node,
+            )
+    except InputError as exc:
+        return Comparison(row, measured, None, None, None, unit, omitted, f"estimate refused: {exc}")
+    lo, hi = 1.0 - engine.spread_low, 1.0 + engine.spread_high
+    running = point.running
+    note = "" if running >= sc.workload.batch_size else f"estimate: {running} sequences fit at once"
+    if row.quantity == "serving_output_tokens_per_s":
+        value = point.tokens_per_s
+        return Comparison(row, measured, value, value * lo, value * hi, unit, omitted, note)
+    value = (point.ttft_s if row.quantity == "serving_ttft_ms" else point.itl_s) * 1000.0
+    return Comparison(row, measured, value, value / hi, value / lo, unit, omitted, note)
 
 
 def _speed_of(mm, cand: Candidate, sc: Scenario):

@@ -147,7 +147,7 @@ def test_the_script_prints_the_json_summary():
 
 
 # --- issue 14's targets, out of sample (never weaken them; see docs/validation.md) ------------------
-MEDIAN_TARGETS = {"memory": 10.0, "inference_speed": 15.0, "training_speed": 15.0}
+MEDIAN_TARGETS = {"memory": 10.0, "inference_speed": 15.0, "training_speed": 15.0, "serving": 15.0}
 COVERAGE_TARGET = 0.80
 #: Targets the current estimator misses, with the figure measured when the mark was set (strict: a pass
 #: turns the mark into a failure, so it is removed as soon as the physics meets the target).
@@ -155,6 +155,8 @@ MISSES = {
     ("median", "inference_speed"): "out-of-sample median 25.3% > 15% (233 rows, 2026-12-01)",
     ("median", "training_speed"): "out-of-sample median 15.6% > 15% (233 rows, 2026-12-01)",
     ("coverage", "memory"): "out-of-sample coverage 72% < 80% (233 rows, 2026-12-01)",
+    ("median", "serving"): "out-of-sample median 33.0% > 15% (20 serving rows, 2026-12-01)",
+    ("coverage", "serving"): "out-of-sample coverage 45% < 80% (20 serving rows, 2026-12-01)",
 }
 
 

@@ -63,8 +63,8 @@ from ..specs.engines import EngineProfile
 from ..specs.hardware import GpuSpec
 from ..specs.serving import ServingSpec, batching_for
 from ..specs.workload import Workload
-from .cost import HOURS_PER_MONTH, BuyVsRent
 from ..units import GIB
+from .cost import HOURS_PER_MONTH, BuyVsRent
 from .memory import MemoryModel
 from .performance import PerformanceEstimate, Range, inference_performance
 
@@ -383,6 +383,15 @@ def replica_curve(
     return ReplicaCurve(perfs, w, spec, batching_for(engine.id), engine.prefill_chunk_tokens)
 
 
+class ClosedLoop(NamedTuple):
+    """A closed-loop benchmark's figures (see :func:`closed_loop`)."""
+
+    tokens_per_s: float  # output tokens/s of the replica
+    ttft_s: float  # mean time to first token, waiting for a slot included
+    itl_s: float  # mean inter-token latency
+    running: int  # sequences the engine runs at once
+
+
 #: Targets that bind nothing: a benchmark's closed loop is described by its concurrency alone.
 OPEN_TARGETS = ServingSpec(requests_per_s=1.0, ttft_s=3600.0, itl_ms=60_000.0, percentile=50)
 
@@ -397,8 +406,8 @@ def closed_loop(
     bw_eff: float | None = None,
     prefill_mfu: float | None = None,
     gpus_per_node: int = 8,
-) -> tuple[float, float, int]:
-    """(output tokens/s, mean TTFT s, sequences the engine runs at once) of a closed-loop benchmark
+) -> ClosedLoop:
+    """Output tokens/s, mean TTFT and ITL, and the sequences the engine runs at once, of a closed-loop benchmark
     with ``concurrency`` clients, each sending its next request when one ends (``vllm bench serve
     --max-concurrency``, genai-perf's concurrency mode).
 
@@ -422,8 +431,8 @@ def closed_loop(
         gpus_per_node=gpus_per_node,
         spec=OPEN_TARGETS,
     )
-    _itl, _tail, ttft0, service = curve.point(c)
-    return c * w.output_tokens / service, ttft0 + (concurrency / c - 1.0) * service, c
+    itl, _tail, ttft0, service = curve.point(c)
+    return ClosedLoop(c * w.output_tokens / service, ttft0 + (concurrency / c - 1.0) * service, itl, c)
 
 
 def fewest_replicas(
