@@ -18,6 +18,7 @@ from gpuadvisor.core.estimation.memory import MemoryModel
 from gpuadvisor.core.formats.scenario import ModelSource, Scenario
 from gpuadvisor.core.specs.hardware import load_gpu_catalog
 from gpuadvisor.core.specs.presets import load_model_catalog
+from gpuadvisor.core.specs.serving import ServingSpec
 from gpuadvisor.core.specs.workload import Hardware, Workload
 
 
@@ -74,6 +75,22 @@ def main() -> None:
     print(
         f"{'405B full fine-tune incl. advice (nothing fits 8 GPUs)':58s}       median {med:6.2f} ms  p90 {p90:6.2f} ms"
     )
+    for name, preset in (
+        ("serving 8B, 20 req/s, whole catalog", "llama-3.1-8b"),
+        ("serving 70B, 5 req/s", "llama-3.1-70b"),
+    ):
+        serving = Scenario(
+            model=ModelSource(preset=preset),
+            workload=Workload(
+                kind="inference",
+                prompt_tokens=2000,
+                output_tokens=300,
+                serving=ServingSpec(requests_per_s=20.0 if "8B" in name else 5.0, ttft_s=1.0, itl_ms=50.0),
+            ),
+        )
+        est = estimate(serving, gpus, models)
+        med, p90 = timeit(lambda sc=serving: estimate(sc, gpus, models), repeat=30)
+        print(f"{name:58s} {len(est.candidates):4d} candidates  median {med:6.2f} ms  p90 {p90:6.2f} ms")
 
 
 if __name__ == "__main__":

@@ -55,6 +55,7 @@ approximation formula L_q = alpha rho^beta / (1 - rho)"; Hopp and Spearman, Fact
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, NamedTuple
 
@@ -78,6 +79,8 @@ RATE_ONLY_UTILIZATION = 0.8
 PREFILL_RHO_MAX = 0.95
 #: Sequences between which the KV cache's slope is read (see :func:`kv_line`).
 KV_SLOPE_FROM = 64
+#: A fleet's curve (the chart's line) runs to CURVE_SPAN x its concurrency (at least CURVE_SPAN_MIN).
+CURVE_SPAN, CURVE_SPAN_MIN = 4, 16
 #: The most replicas a fleet is sized to.
 MAX_REPLICAS = 100_000
 #: z of the 90th percentile of a normal distribution (for the log-normal length tail).
@@ -129,7 +132,16 @@ class ServingEstimate(NamedTuple):
     tokens_per_s_per_replica: float  # output tokens/s one replica sustains at its concurrency
     missed: str = ""  # which target cannot be met ("" when met): "itl", "ttft"
     buy: FleetBuy | None = None
-    curve: tuple[CurvePoint, ...] = ()
+    replica: ReplicaCurve | None = None  # the replica's throughput-latency curve (for charts)
+    gpu_count: int = 1
+
+    def curve(self) -> tuple[CurvePoint, ...]:
+        """The replica's curve from one sequence to CURVE_SPAN x its concurrency (computed on first use:
+        only the charted setups need it)."""
+        if self.replica is None:
+            return ()
+        top = min(self.replica.top_limit, max(CURVE_SPAN_MIN, CURVE_SPAN * self.concurrency_per_replica))
+        return self.replica.curve(max(1, top), self.gpu_count)
 
     def to_dict(self) -> dict[str, Any]:
         def r(x: float | None, digits: int) -> float | None:
@@ -226,72 +238,97 @@ def wait_at_percentile(
 
 
 class ReplicaCurve:
-    """A replica's decode step and prefill over concurrency, from the roofline at batches 1, 2, 4, ..."""
+    """A replica's decode step and prefill over concurrency, from the roofline at batches 1, 2, 4, ...
+
+    The roofline is evaluated lazily, only at the batches a question needs (the bracket around a
+    concurrency), and always at 1 and at the first power of two at or past ``top``."""
 
     def __init__(
         self,
-        perfs: list[tuple[int, PerformanceEstimate]],
+        perf_at: Callable[[int], PerformanceEstimate],
+        top: int,
         w: Workload,
         spec: ServingSpec,
         batching: str,
         chunk_tokens: int | None,
     ) -> None:
-        self.batches = [b for b, _ in perfs]
-        out = w.output_tokens
-        self.steps = [1.0 / p.tokens_per_s_per_user for _, p in perfs]  # type: ignore[operator]
-        # The batch's prefill: batch time (B O / tokens/s) less its O decode steps.
-        self.prefills = [
-            max(b * out / p.tokens_per_s.expected - out * s, 0.0) for (b, p), s in zip(perfs, self.steps)
-        ]
-        self.bounds = [p.bound for _, p in perfs]
-        first = perfs[0][1]
-        self.ttft1 = first.time_to_first_token_s or self.steps[0]
+        self._perf_at = perf_at
+        self._points: dict[int, tuple[float, float, str]] = {}
+        self.top_limit = max(1, top)
+        self.top_batch = 1 << max(0, (self.top_limit - 1).bit_length())
         self.w, self.spec, self.batching = w, spec, batching
+        self.ttft1 = 0.0
+        self.step1 = self._at(1)[0]  # also sets ttft1, the prompt alone
         h = spec.prefix_cache_hit_rate
         self.new_mean = w.prompt_tokens * (1.0 - h)
         tail_prompt = w.prompt_p90 if spec.percentile >= 90 else w.prompt_tokens
         self.new_tail = tail_prompt * (1.0 - h)
-        b_top = self.batches[-1]
-        self.tau = self.prefills[-1] / (b_top * w.prompt_tokens)  # s per prompt token, long chunks
+        # Prefill seconds per prompt token in long chunks: from the first batch whose prompts fill
+        # a chunk (the cost per token is the same beyond it), or the largest batch.
         self.chunk = chunk_tokens or math.inf
+        b_tau = self.top_batch
+        if chunk_tokens:
+            b_tau = min(b_tau, 1 << max(0, math.ceil(chunk_tokens / w.prompt_tokens) - 1).bit_length())
+        self.tau = self._at(b_tau)[1] / (b_tau * w.prompt_tokens)
         self.out_longest = w.output_p90 if batching == "static" else w.output_tokens
 
-    def _interp(self, values: list[float], c: float) -> float:
-        bs = self.batches
-        if c <= bs[0]:
-            return values[0]
-        for i in range(1, len(bs)):
-            if c <= bs[i]:
-                f = (c - bs[i - 1]) / (bs[i] - bs[i - 1])
-                return values[i - 1] + f * (values[i] - values[i - 1])
-        # Past the last batch computed: extend its last segment.
-        if len(bs) == 1:
-            return values[0] * c / bs[0]
-        slope = (values[-1] - values[-2]) / (bs[-1] - bs[-2])
-        return values[-1] + slope * (c - bs[-1])
+    def _at(self, b: int) -> tuple[float, float, str]:
+        """(decode step s, the batch's prefill s, bound) of the roofline at batch ``b``."""
+        got = self._points.get(b)
+        if got is None:
+            p = self._perf_at(b)
+            out = self.w.output_tokens
+            step = 1.0 / p.tokens_per_s_per_user  # type: ignore[operator]
+            # The batch's prefill: batch time (B O / tokens/s) less its O decode steps.
+            prefill = max(b * out / p.tokens_per_s.expected - out * step, 0.0)
+            got = self._points[b] = (step, prefill, p.bound)
+            if b == 1:
+                self.ttft1 = p.time_to_first_token_s or step
+        return got
+
+    @property
+    def batches(self) -> list[int]:
+        """The batches evaluated so far, ascending."""
+        return sorted(self._points)
+
+    def _interp(self, c: float) -> tuple[float, float]:
+        """(decode step, batch prefill) at concurrency ``c``, linear between powers of two."""
+        if c <= 1:
+            step, prefill, _ = self._at(1)
+            return step, prefill * c
+        hi = 1 << (math.ceil(c) - 1).bit_length()
+        if hi > self.top_batch:  # past the last batch computed: extend its last segment
+            hi = self.top_batch
+        lo = max(1, hi // 2)
+        s_lo, p_lo, _ = self._at(lo)
+        s_hi, p_hi, _ = self._at(hi)
+        if hi == lo:
+            return s_lo, p_lo * c / lo
+        f = (c - lo) / (hi - lo)
+        return s_lo + f * (s_hi - s_lo), p_lo + f * (p_hi - p_lo)
 
     def bound_at(self, c: int) -> str:
-        """The roofline's bound at the largest computed batch not above ``c``."""
-        i = max(i for i, b in enumerate(self.batches) if b <= c) if c >= 1 else 0
-        return self.bounds[i]
+        """The roofline's bound at the power of two at or below ``c``."""
+        b = 1 << max(0, max(1, c).bit_length() - 1)
+        return self._at(min(b, self.top_batch))[2]
 
     def point(self, c: float) -> tuple[float, float, float, float]:
         """(ITL s, TTFT0 at the percentile s, mean TTFT0 s, service time s) at concurrency ``c``."""
-        step = self._interp(self.steps, c)
+        step, batch_prefill = self._interp(c)
         w = self.w
         out = w.output_tokens
         if self.batching == "static":
             share = 1.0 - self.spec.prefix_cache_hit_rate
-            prefill = self._interp(self.prefills, c) * share
+            prefill = batch_prefill * share
             tail = prefill * (self.new_tail / self.new_mean if self.new_mean else 1.0)
             ttft_tail, ttft_mean = tail + step, prefill + step
             service = tail + self.out_longest * step
             return step, ttft_tail, ttft_mean, service
         itl = step + c * self.new_mean * self.tau / out
         alone = self.ttft1 / w.prompt_tokens
-        prefill_mean = max(alone * self.new_mean, self.steps[0])
+        prefill_mean = max(alone * self.new_mean, self.step1)
         ttft_tail = (
-            max(alone * self.new_tail, self.steps[0]) + math.ceil(max(self.new_tail, 1.0) / self.chunk) * itl
+            max(alone * self.new_tail, self.step1) + math.ceil(max(self.new_tail, 1.0) / self.chunk) * itl
         )
         ttft_mean = prefill_mean + math.ceil(max(self.new_mean, 1.0) / self.chunk) * itl
         # Prompts are prefilled one after another: a new one waits for those ahead of it
@@ -333,8 +370,9 @@ class ReplicaCurve:
         return lo
 
     def curve(self, top: int, gpus: int) -> tuple[CurvePoint, ...]:
+        """Points at 1, 2, 4, ... below ``top`` and at ``top`` (a chart's line)."""
         points = []
-        cs = [b for b in self.batches if b < top] + [top]
+        cs = [1 << k for k in range(max(1, top).bit_length()) if (1 << k) < top] + [top]
         for c in cs:
             itl, _tt, ttft_mean, service = self.point(c)
             points.append(
@@ -355,32 +393,24 @@ def replica_curve(
     gpus_per_node: int = 8,
     spec: ServingSpec | None = None,
 ) -> ReplicaCurve:
-    """The replica's curve up to ``top`` sequences (the roofline at 1, 2, 4, ... and at ``top``)."""
-    top = max(1, top)
-    perfs = []
-    for b, mm in models.items():
-        perfs.append(
-            (
-                b,
-                inference_performance(
-                    mm,
-                    gpu,
-                    gpu_count,
-                    parallelism,
-                    engine,
-                    bw_eff=bw_eff,
-                    prefill_mfu=prefill_mfu,
-                    gpus_per_node=gpus_per_node,
-                ),
-            )
+    """The replica's curve up to ``top`` sequences (the roofline at 1, 2, 4, ..., evaluated lazily)."""
+
+    def perf_at(b: int) -> PerformanceEstimate:
+        return inference_performance(
+            models[b],
+            gpu,
+            gpu_count,
+            parallelism,
+            engine,
+            bw_eff=bw_eff,
+            prefill_mfu=prefill_mfu,
+            gpus_per_node=gpus_per_node,
         )
-        if b >= top:  # one point at or past the top, to interpolate up to it
-            break
-    any_mm = next(iter(models.values()))
-    w = any_mm.workload
+
+    w = models[1].workload
     spec = spec or w.serving
     assert spec is not None
-    return ReplicaCurve(perfs, w, spec, batching_for(engine.id), engine.prefill_chunk_tokens)
+    return ReplicaCurve(perf_at, top, w, spec, batching_for(engine.id), engine.prefill_chunk_tokens)
 
 
 class ClosedLoop(NamedTuple):
@@ -526,5 +556,6 @@ def serving_estimate(
         tokens_per_s_per_replica=c * w.output_tokens / service,
         missed=missed,
         buy=fleet_buy,
-        curve=curve.curve(max(top, 1), gpu_count),
+        replica=curve,
+        gpu_count=gpu_count,
     )
