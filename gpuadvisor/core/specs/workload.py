@@ -507,10 +507,17 @@ def weights_for_kind(kind: str, weights: str) -> str:
 def adapt_to_kind(workload: Workload, kind: str) -> Workload:
     """``workload`` switched to ``kind``: weights that the new kind cannot use are replaced
     (:func:`weights_for_kind`), and the batch, whose meaning changes between serving (concurrent
-    sequences) and training (micro-batch per GPU), goes back to the default when that meaning changes."""
+    sequences) and training (micro-batch per GPU), goes back to the default when that meaning changes;
+    a service's targets (``serving``) are dropped."""
     if kind == workload.kind:
         return workload
     batch = workload.batch_size
     if (kind in TRAINING_KINDS) != workload.is_training:
         batch = DEFAULT_BATCH_SIZE
-    return replace(workload, kind=kind, weights=weights_for_kind(kind, workload.weights), batch_size=batch)
+    return replace(
+        workload,
+        kind=kind,
+        weights=weights_for_kind(kind, workload.weights),
+        batch_size=batch,
+        serving=None,  # a service is inference: training has no traffic targets
+    )

@@ -1,4 +1,4 @@
-"""Wizard page 1: what runs (workload kind, batch, lengths, training settings, engine, GPUs)."""
+"""Wizard page 1: what runs (workload kind, batch or service, lengths, training settings, engine, GPUs)."""
 
 from __future__ import annotations
 
@@ -21,9 +21,13 @@ from ...core.specs.engines import ENGINES
 from ...core.specs.hardware import GpuCatalog
 from ...core.specs.workload import adapt_to_kind
 from ..widgets import NumberField, hint
+from .serving_box import ServingBox
 
+#: "serving" is inference with traffic and latency targets (``workload.serving``): the core sizes a fleet.
+SERVING = "serving"
 KINDS = [
-    ("inference", "Inference / serving"),
+    ("inference", "Inference (a batch of requests)"),
+    (SERVING, "Serving (traffic and latency targets)"),
     ("lora", "LoRA fine-tuning"),
     ("qlora", "QLoRA fine-tuning"),
     ("full_finetune", "Full fine-tuning"),
@@ -218,6 +222,8 @@ class WorkloadPage(QWidget):
         self.form_job.addRow("× epochs", self.epochs)
         job = QGroupBox("Job")
         job.setLayout(self.form_job)
+        self.serving_box = ServingBox()
+        self.serving_box.edited.connect(self._on_input_changed)
 
         self.form_train = QFormLayout()
         self.form_train.addRow("Optimizer", self.optimizer)
@@ -240,6 +246,7 @@ class WorkloadPage(QWidget):
 
         layout = QVBoxLayout(self)
         layout.addWidget(job)
+        layout.addWidget(self.serving_box)
         layout.addWidget(self.train_box)
         layout.addWidget(hw_box)
         layout.addWidget(
@@ -272,8 +279,9 @@ class WorkloadPage(QWidget):
         self._filling = True
         try:
             w, hw = scenario.workload, scenario.hardware
-            _select(self.kind, w.kind)
+            _select(self.kind, SERVING if w.serving is not None else w.kind)
             self._fill_engines(w.kind, w.engine)
+            self.serving_box.set_spec(w.serving, w.prompt_tokens_p90, w.output_tokens_p90)
             self.batch.setValue(w.batch_size)
             self.seq_len.setValue(w.seq_len)
             self.prompt.setValue(w.prompt_tokens)
@@ -344,7 +352,7 @@ class WorkloadPage(QWidget):
         self.form_hw.setRowVisible(self.mac_memory, mac is not None)
 
     def _fill_engines(self, kind: str, current: str | None) -> None:
-        wanted = "inference" if kind == "inference" else "training"
+        wanted = "inference" if kind in ("inference", SERVING) else "training"
         self.engine.blockSignals(True)
         self.engine.clear()
         self.engine.addItem("Default for this workload", "")
@@ -356,9 +364,10 @@ class WorkloadPage(QWidget):
 
     def _update_visibility(self) -> None:
         kind = self.kind.currentData()
-        training = kind != "inference"
+        serving = kind == SERVING
+        training = kind not in ("inference", SERVING)
         adapters = kind in ("lora", "qlora")
-        state = (training, adapters, self.lora_targets.currentData() == "custom")
+        state = (training, adapters, self.lora_targets.currentData() == "custom", serving)
         if state == getattr(self, "_visibility", None):
             return  # showing rows, even unchanged ones, re-lays out and repaints the whole page
         self._visibility = state
@@ -371,11 +380,13 @@ class WorkloadPage(QWidget):
         self.form_job.labelForField(self.batch).setText(
             "Concurrent sequences" if not training else "Micro-batch per GPU"
         )
+        self.serving_box.setVisible(serving)
         for widget, show in (
+            (self.batch, not serving),  # a service's concurrency is sized by the core
             (self.seq_len, training),
             (self.prompt, not training),
             (self.output, not training),
-            (self.requests, not training),
+            (self.requests, kind == "inference"),
             (self.train_tokens, training),
             (self.dataset_tokens, training),
             (self.epochs, training),
@@ -395,7 +406,7 @@ class WorkloadPage(QWidget):
         if self._filling:
             return
         if self.sender() is self.kind:
-            self._fill_engines(self.kind.currentData(), None)
+            self._fill_engines(self.kind.currentData(), self.engine.currentData() or None)
         if self.sender() is self.gpu:
             self._fill_mac_memory(None)
         self._update_visibility()
@@ -403,7 +414,8 @@ class WorkloadPage(QWidget):
 
     def apply(self, scenario: Scenario) -> Scenario:
         """The scenario with this page's values; raises ValueError naming the field for bad input."""
-        kind = self.kind.currentData()
+        choice = self.kind.currentData()
+        kind = "inference" if choice == SERVING else choice
         # A new kind keeps only what still means the same (the core's rule): weights the kind cannot
         # use are replaced, and the batch resets when it changes meaning (concurrent sequences <->
         # micro-batch per GPU). The window then shows the adapted scenario on every page.
@@ -418,6 +430,12 @@ class WorkloadPage(QWidget):
             targets = "all_linear"
         else:
             targets = tuple(targets_key.split(","))
+        serving = self.serving_box.spec() if choice == SERVING else None
+        tails = (
+            self.serving_box.tails()
+            if choice == SERVING
+            else (base.prompt_tokens_p90, base.output_tokens_p90)
+        )
         try:
             requests = self.requests.value()
         except ValueError as exc:
@@ -447,6 +465,9 @@ class WorkloadPage(QWidget):
             flash_attention=self.flash.isChecked(),
             lora_rank=self.lora_rank.value(),
             lora_targets=targets,
+            serving=serving,
+            prompt_tokens_p90=tails[0],
+            output_tokens_p90=tails[1],
         )
         choice = self.gpu.currentData() or ""
         segment = choice.removeprefix("segment:") if choice.startswith("segment:") else None

@@ -33,6 +33,7 @@ from ...core.formatting import (
 )
 from ...core.presentation.wording import change_lines, summary_line
 from .colors import TableColors, table_colors
+from .serving_cells import SERVING_COLUMNS, serving_sort_value, serving_text
 
 # Logical columns, in the order shown (the decision's figures first). The GPU stays column 0 and
 # the price date the last one; the pick mark is moved in front of the GPU when shown.
@@ -93,6 +94,17 @@ _COLUMNS = {
     ),
 }
 HEADERS = [_COLUMNS[c][0] for c in range(len(_COLUMNS))]
+#: The columns a service (``workload.serving``) shows with the fleet's meaning (see .serving_cells).
+_SERVING_NAMES = {
+    COL_SETUP: "setup",
+    COL_COST: "cost",
+    COL_RANGE: "range",
+    COL_TIME: "time",
+    COL_DEADLINE: "deadline",
+    COL_BUDGET: "budget",
+    COL_TPS: "tps",
+    COL_PER_M: "per_m",
+}
 TOOLTIPS = [_COLUMNS[c][1] for c in range(len(_COLUMNS))]
 ROLE_SORT = Qt.ItemDataRole.UserRole + 1
 ROLE_KEY = Qt.ItemDataRole.UserRole + 2
@@ -173,6 +185,7 @@ class RankingModel(QAbstractTableModel):
         self._all: list[Candidate] | None = None
         self._texts: dict[int, list[str]] = {}
         self._row_of: dict[str, int] | None = None
+        self._serving = False  # a service: some columns show the fleet (see .serving_cells)
 
     @property
     def estimate(self) -> Estimate | None:
@@ -185,6 +198,10 @@ class RankingModel(QAbstractTableModel):
         self._recommended = decision.recommended_key if decision is not None else None
         self._runner_up = decision.runner_up_key if decision is not None else None
         self._all = None  # every setup in decision order, built only when expanded
+        serving = est is not None and est.scenario.workload.serving is not None
+        if serving != self._serving:
+            self._serving = serving
+            self.headerDataChanged.emit(Qt.Orientation.Horizontal, 0, len(HEADERS) - 1)
         self._refill()
 
     def set_expanded(self, value: bool) -> None:
@@ -243,7 +260,13 @@ class RankingModel(QAbstractTableModel):
         if self.fitting_only:
             rows = [c for c in rows if c.fits]
         if self.within_limits_only:
-            rows = [c for c in rows if c.fits and (c.cost is None or c.cost.workable)]
+            rows = [
+                c
+                for c in rows
+                if c.fits
+                and (c.cost is None or c.cost.workable)
+                and (c.serving is None or c.serving.meets_slo)
+            ]
         return list(rows)
 
     def row_of(self, key: str) -> int | None:
@@ -275,10 +298,11 @@ class RankingModel(QAbstractTableModel):
 
     def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):
         if orientation == Qt.Orientation.Horizontal:
+            fleet = SERVING_COLUMNS.get(_SERVING_NAMES.get(section, "")) if self._serving else None
             if role == Qt.ItemDataRole.DisplayRole:
-                return HEADERS[section]
+                return fleet[0] if fleet else HEADERS[section]
             if role == Qt.ItemDataRole.ToolTipRole:
-                return TOOLTIPS[section]
+                return fleet[1] if fleet else TOOLTIPS[section]
         elif role == Qt.ItemDataRole.DisplayRole:
             return str(section + 1)
         return None
@@ -306,6 +330,8 @@ class RankingModel(QAbstractTableModel):
         return None
 
     def _text(self, c: Candidate, col: int) -> str:
+        if self._serving and col in _SERVING_NAMES:
+            return serving_text(c, _SERVING_NAMES[col]) or NONE_MARK
         perf, cost = c.performance, c.cost
         if col == COL_GPU:
             name = display_gpu_name(c.gpu.name)
@@ -356,6 +382,8 @@ class RankingModel(QAbstractTableModel):
         usd = cost.cost_usd if cost is not None else None
         if col == COL_PICK:
             return row  # the decision order
+        if self._serving and col in _SERVING_NAMES:
+            return serving_sort_value(c, _SERVING_NAMES[col])
         if col == COL_GPU:
             return c.gpu.name
         if col == COL_SETUP:

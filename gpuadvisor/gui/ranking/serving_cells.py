@@ -1,0 +1,85 @@
+"""The ranking's cells for a service (``workload.serving``): the fleet in the core's words.
+
+A service reuses the ranking's columns with the fleet's meaning (the core's ``ServingEstimate``,
+formatted by the same formatters as the CLI and the PDF): the setup becomes replicas x GPUs, the
+cost the monthly cost, the range buy versus rent, the time the latencies, the deadline the
+targets and the budget what limits a replica.
+"""
+
+from __future__ import annotations
+
+from ...core.estimation.estimate import Candidate
+from ...core.formatting import NONE_MARK, TIMES, fmt_rate, fmt_usd, fmt_usd_per_mtok
+
+#: (header, tooltip) of the columns that change meaning for a service, by the ranking's column names.
+SERVING_COLUMNS = {
+    "setup": ("Fleet", "Replicas x GPUs per replica (and how a replica splits the model)"),
+    "cost": ("Per month", "Monthly cost of the fleet: replicas x GPUs x price x 730 h x hours a day / 24"),
+    "range": (
+        "Buy vs rent",
+        "Owning the fleet (purchase over the ownership months + power) against renting it",
+    ),
+    "time": (
+        "TTFT · ITL",
+        "Time to first token at the percentile asked for (queueing included) · time between tokens",
+    ),
+    "deadline": (
+        "Targets",
+        "meets: both latency targets are met; misses ITL/TTFT: not even one request meets it",
+    ),
+    "budget": (
+        "Limited by",
+        "What stops a replica taking more requests: the KV cache, a latency target or compute",
+    ),
+    "tps": ("Tokens/s/replica", "Output tokens per second one replica serves at its concurrency"),
+    "per_m": ("$ / 1M tokens", "Fleet cost per million output tokens served at the requested rate"),
+}
+_LIMITED = {"kv_cache": "KV cache", "latency": "latency", "compute": "compute"}
+
+
+def serving_text(c: Candidate, name: str) -> str | None:
+    """The cell text of column ``name`` for a service (None: the column keeps its usual text)."""
+    s = c.serving
+    if name not in SERVING_COLUMNS:
+        return None
+    if s is None:
+        return NONE_MARK
+    if name == "setup":
+        per = "1 GPU" if c.gpu_count == 1 else f"{c.gpu_count} GPUs, {c.parallelism}"
+        return f"{s.replicas} {TIMES} {per}"
+    if name == "cost":
+        return fmt_usd(s.usd_per_month) if s.usd_per_month is not None else NONE_MARK
+    if name == "range":
+        b = s.buy
+        if b is None:
+            return NONE_MARK
+        return f"{'buy' if b.buy_is_cheaper else 'rent'}: own {fmt_usd(b.owned_usd_per_month)}/mo"
+    if name == "time":
+        return f"{s.ttft_s:.2f} s · {s.itl_ms:.0f} ms"
+    if name == "deadline":
+        return "meets" if s.meets_slo else f"misses {s.missed.upper()}"
+    if name == "budget":
+        return _LIMITED.get(s.limited_by, s.limited_by)
+    if name == "tps":
+        return fmt_rate(s.tokens_per_s_per_replica)
+    return fmt_usd_per_mtok(s.usd_per_million_tokens) if s.usd_per_million_tokens is not None else NONE_MARK
+
+
+def serving_sort_value(c: Candidate, name: str) -> object:
+    """What a click on a service's column header sorts by (None: the column's usual value)."""
+    s = c.serving
+    if name not in SERVING_COLUMNS:
+        return None
+    inf = float("inf")
+    if s is None:
+        return inf
+    return {
+        "setup": (s.gpus_total, s.replicas),
+        "cost": s.usd_per_month if s.usd_per_month is not None else inf,
+        "range": s.buy.owned_usd_per_month if s.buy is not None else inf,
+        "time": (s.ttft_s, s.itl_ms),
+        "deadline": 0 if s.meets_slo else 1,
+        "budget": s.limited_by,
+        "tps": -s.tokens_per_s_per_replica,
+        "per_m": s.usd_per_million_tokens if s.usd_per_million_tokens is not None else inf,
+    }[name]

@@ -1,0 +1,91 @@
+"""The Serving workload in the window: the choice replaces the batch with traffic and targets, the
+ranking shows the fleet, the Serving chart draws the core's curves, and a scenario with
+``workload.serving`` opens and saves with its service."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from gui_helpers import retype
+from PySide6.QtCore import Qt
+
+from gpuadvisor.core.formats.scenario import load_scenario
+from gpuadvisor.gui.ranking.model import COL_COST, COL_SETUP
+from gpuadvisor.gui.results_view import SERVING_TAB
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def choose_serving(w, qtbot):
+    page = w.workload_page
+    page.kind.setCurrentIndex(page.kind.findData("serving"))
+    w.state.flush()
+    return page
+
+
+def test_choosing_serving_replaces_the_batch_with_traffic_and_targets(window, qtbot):
+    w = window
+    page = choose_serving(w, qtbot)
+    assert page.serving_box.isVisible()
+    assert not page.batch.isVisible()
+    est = w.state.estimate
+    assert est.scenario.workload.kind == "inference" and est.scenario.workload.serving is not None
+    rec = est.recommended
+    assert rec is not None and rec.serving is not None and rec.serving.meets_slo
+    # The ranking shows the fleet (replicas x GPUs) and the monthly cost, as the core computed them.
+    model = w.results.ranking_model
+    assert model.headerData(COL_COST, Qt.Orientation.Horizontal) == "Per month"
+    row = model.row_of(rec.key)
+    assert model.texts(row)[COL_SETUP].startswith(f"{rec.serving.replicas} \u00d7")
+    # The Serving tab draws the recommended fleet's curve and its operating point.
+    tabs = w.results.chart_tabs
+    assert tabs.isTabVisible(SERVING_TAB)
+    tabs.setCurrentIndex(SERVING_TAB)
+    chart = w.results.serving_chart
+    assert rec.key in chart.shown_keys()
+    assert len(chart.points.data) == len(chart.shown_keys())
+
+
+def test_more_traffic_typed_in_gives_more_replicas(window, qtbot):
+    w = window
+    page = choose_serving(w, qtbot)
+    before = w.state.estimate.recommended.serving.gpus_total
+    retype(qtbot, page.serving_box.rate.edit, "400")
+    w.state.flush()
+    after = w.state.estimate
+    assert after.scenario.workload.serving.requests_per_s == 400
+    assert after.recommended.serving.gpus_total > before
+
+
+def test_a_bad_target_is_named_and_nothing_is_computed(window, qtbot):
+    w = window
+    page = choose_serving(w, qtbot)
+    retype(qtbot, page.serving_box.itl.edit, "-3")
+    w.state.flush()
+    assert "Between tokens" in w.results.banner.text()
+
+
+def test_back_to_training_hides_the_service(window, qtbot):
+    w = window
+    page = choose_serving(w, qtbot)
+    page.kind.setCurrentIndex(page.kind.findData("lora"))
+    w.state.flush()
+    assert not page.serving_box.isVisible()
+    assert w.state.estimate.scenario.workload.serving is None
+    assert not w.results.chart_tabs.isTabVisible(SERVING_TAB)
+
+
+def test_a_serving_scenario_opens_and_saves_with_its_service(window, tmp_path):
+    w = window
+    data = json.loads((ROOT / "docs" / "examples" / "serving-20-replicas.json").read_text(encoding="utf-8"))
+    path = tmp_path / "svc.json"
+    path.write_text(json.dumps(data))
+    assert w.open_path(str(path))
+    page = w.workload_page
+    assert page.kind.currentData() == "serving"
+    assert page.serving_box.rate.value() == 120
+    assert w.state.estimate.recommended.serving.replicas == 20
+    out = tmp_path / "saved.json"
+    assert w._save_to(out)
+    assert load_scenario(out).workload.serving == load_scenario(path).workload.serving
