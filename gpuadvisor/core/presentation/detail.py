@@ -26,6 +26,7 @@ from ..formatting import (
     fmt_usd_per_mtok,
     fmt_usd_range,
 )
+from .serving_text import fleet_detail
 
 #: Line kinds: a heading, plain text, a caution (amber) and a problem (red).
 TITLE, TEXT, CAUTION, PROBLEM = "title", "text", "caution", "problem"
@@ -57,12 +58,15 @@ def candidate_detail(
             f"{TIER_WORDS[tier(c)].capitalize()}.",
         )
     )
-    wi = est.what_if(c)
-    out.append(
-        (TEXT, f"Largest batch that fits: {wi.max_batch:,}; longest context: {wi.max_context:,} tokens.")
-    )
     p, cost = c.performance, c.cost
-    if p is not None and cost is not None:
+    if est.scenario.workload.serving is not None:  # a service: the fleet, not one batch
+        out += [(PROBLEM if kind == "problem" else TEXT, text) for kind, text in fleet_detail(c)]
+    else:
+        wi = est.what_if(c)
+        out.append(
+            (TEXT, f"Largest batch that fits: {wi.max_batch:,}; longest context: {wi.max_context:,} tokens.")
+        )
+    if p is not None and cost is not None and est.scenario.workload.serving is None:
         text = (
             f"{fmt_rate(p.tokens_per_s.expected)} tokens/s ({p.bound}-bound, {p.precision_used}); job "
             f"{fmt_hours(cost.job_hours.expected)} ({fmt_hours_range(cost.job_hours.low, cost.job_hours.high)})"

@@ -66,7 +66,7 @@ def traffic_phrase(est: Estimate) -> str:
 
 
 def buy_phrase(s: ServingEstimate) -> str:
-    """``buy $105,000: $3,515/month vs $5,840 rented`` or "-"."""
+    """``buy: own $3,515/mo ($105,000 up front)`` or "-"."""
     b = s.buy
     if b is None:
         return "-"
@@ -154,3 +154,31 @@ def capacity_line(c: Candidate) -> str:
         f"one replica serves {fmt_rate(s.tokens_per_s_per_replica)} output tokens/s "
         f"({fmt_rate(s.tokens_per_s_per_replica / c.gpu_count)} per GPU)"
     )
+
+
+def fleet_detail(c: Candidate) -> list[tuple[str, str]]:
+    """The detail panel's lines about a candidate's fleet, as (kind, text); kind "problem" for a
+    missed target, else "text"."""
+    s = c.serving
+    if s is None:
+        return [("problem", "Not even one request's KV cache fits at the 90th-percentile lengths.")]
+    out = [
+        ("text", f"Fleet: {fleet_name(c)}, {s.gpus_total} GPU{'s' if s.gpus_total != 1 else ''} in all."),
+        ("text", fleet_figures(s) + "."),
+        ("text", capacity_line(c).capitalize() + f"; limited by {_LIMITED.get(s.limited_by, s.limited_by)}."),
+    ]
+    if not s.meets_slo:
+        what = "the time between tokens" if s.missed == "itl" else "the time to first token"
+        out.append(("problem", f"Misses {what} even with one request in flight: sized for the rate alone."))
+    if s.buy is not None:
+        b = s.buy
+        verdict = "buying is cheaper" if b.buy_is_cheaper else "renting is cheaper"
+        out.append(
+            (
+                "text",
+                f"Buy vs rent for the fleet: {fmt_usd(b.purchase_usd)} up front, "
+                f"{fmt_usd(b.owned_usd_per_month)} a month owned against {fmt_usd(b.rent_usd_per_month)} "
+                f"rented: {verdict}.",
+            )
+        )
+    return out

@@ -53,7 +53,7 @@ def serving_text(c: Candidate, name: str) -> str | None:
         b = s.buy
         if b is None:
             return NONE_MARK
-        return f"{'buy' if b.buy_is_cheaper else 'rent'}: own {fmt_usd(b.owned_usd_per_month)}/mo"
+        return f"buy: {fmt_usd(b.owned_usd_per_month)}/mo" if b.buy_is_cheaper else "rent"
     if name == "time":
         return f"{s.ttft_s:.2f} s · {s.itl_ms:.0f} ms"
     if name == "deadline":

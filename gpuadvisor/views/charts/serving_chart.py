@@ -86,7 +86,7 @@ class ServingChart(ChartBase):
         self.points.setZValue(MAX_SERIES + 2)
         pi.addItem(self.points)
         self.target_line = pg.InfiniteLine(
-            angle=90, movable=False, label="", labelOpts={"position": 0.95, "anchors": [(0, 0), (0, 0)]}
+            angle=90, movable=False, label="", labelOpts={"position": 0.5, "anchors": [(0, 0), (0, 0)]}
         )
         pi.addItem(self.target_line, ignoreBounds=True)
         self._target_key = pg.PlotCurveItem()
