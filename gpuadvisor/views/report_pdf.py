@@ -75,6 +75,7 @@ FOOTER_PT = 7.0
 CHART_DPR = 3.0
 VRAM_CHART_SIZE = (820, 460)  # logical px; render_image grows the height until every GPU's row fits
 COST_CHART_SIZE = (820, 460)
+SERVING_CHART_SIZE = (820, 400)
 #: Space on the charts page for the heading and the two captions, in px.
 CHART_PAGE_TEXT_PX = 150
 #: Font sizes tried for the comparison table until every row fits the width on one line.
@@ -116,8 +117,9 @@ def report_font(point_size: float = BODY_PT) -> QFont:
 
 
 # -- charts --------------------------------------------------------------------------------------
-def chart_images(est: Estimate, selected_key: str | None = None) -> tuple[QImage, QImage]:
-    """(memory chart, cost-versus-time chart) as print-resolution images, as the window draws them.
+def chart_images(est: Estimate, selected_key: str | None = None) -> tuple[QImage, ...]:
+    """(memory chart, cost-versus-time chart[, serving chart]) as print-resolution images, as the
+    window draws them; the serving chart only for a service (``workload.serving``).
 
     ``selected_key`` rings that candidate on the cost chart (the report passes its recommendation).
     """
@@ -136,6 +138,15 @@ def chart_images(est: Estimate, selected_key: str | None = None) -> tuple[QImage
     finally:
         for chart in (vram, cost):
             chart.deleteLater()
+    if est.scenario.workload.serving is not None:
+        from .charts.serving_chart import ServingChart
+
+        serving = ServingChart(dark=False)
+        try:
+            serving.show_estimate(est, selected_key)
+            images = images + (serving.render_image(dpr=CHART_DPR, size=SERVING_CHART_SIZE),)
+        finally:
+            serving.deleteLater()
     # No alpha channel: the PDF then embeds one image per chart instead of an image and a mask.
     return images
 
@@ -156,6 +167,7 @@ def report_html(
     chart_width_px: float,
     chart_sizes: tuple[tuple[int, int], ...],
     table_pt: float = TABLE_PT_STEPS[0],
+    serving_chart_size: tuple[int, int] | None = None,
 ) -> str:
     """The report body as HTML for ``QTextDocument`` (images named ``vram.png`` and ``cost-time.png``).
 
@@ -192,6 +204,9 @@ def report_html(
             f"<p style='color:{NO_FIT_COLOR}'><b>{len(r.warnings)} warning{'s' if len(r.warnings) != 1 else ''}"
             "</b> to read before deciding: see section 6.</p>"
         )
+
+    if r.serving_lines:
+        p.append(_serving_html(r, chart_width_px, serving_chart_size))
 
     p.append("<h2>2. The scenario in plain words</h2>")
     p.append("<table cellspacing='0' cellpadding='2'>")
@@ -328,6 +343,60 @@ def report_html(
     return "\n".join(p)
 
 
+def _serving_html(r: Report, chart_width_px: float, chart_size: tuple[int, int] | None) -> str:
+    """The service's part of the recommendation: traffic, targets, the fleet, its monthly cost, the
+    fleet table and the throughput-latency chart (all the core's words and figures)."""
+    muted = MUTED_TEXT_COLOR
+    p = ["<h3>Serving: traffic, targets and the fleet</h3>", "<table cellspacing='0' cellpadding='2'>"]
+    for label, text in r.serving_lines:
+        p.append(
+            f"<tr><td style='color:{muted}; padding-right:10px' nowrap>{_e(label)}</td><td>{_e(text)}</td></tr>"
+        )
+    p.append("</table>")
+    if r.fleet_rows:
+        # The fleet table without its widest column (buy vs rent is in the lines above).
+        keep = [i for i, h in enumerate(r.fleet_header) if h != "buy vs rent"]
+        p.append(
+            f"<table width='100%' cellspacing='0' cellpadding='2' border='1' "
+            f"style='border-collapse:collapse; border-color:{RULE_COLOR}; font-size:7pt; margin-top:4px'>"
+        )
+        p.append(f"<thead><tr style='background-color:{HEADER_BG}'>")
+        for i in keep:
+            lines = "<br>".join(_e(line) for line in textwrap.wrap(r.fleet_header[i], HEADER_LINE_CHARS))
+            p.append(f"<th align='{'left' if i < 2 else 'right'}' style='font-size:7pt'>{lines}</th>")
+        p.append("</tr></thead><tbody>")
+        for n, row in enumerate(r.fleet_rows[:12]):
+            bg = (
+                RECOMMENDED_BG if n == 0 and r.recommended_key else (STRIPE_BG if n % 2 else BACKGROUND_COLOR)
+            )
+            cells = "".join(
+                f"<td align='{'left' if i < 2 else 'right'}' style='font-size:7pt; white-space:nowrap'>"
+                f"{_e(row[i])}</td>"
+                for i in keep
+            )
+            p.append(f"<tr style='background-color:{bg}'>{cells}</tr>")
+        p.append("</tbody></table>")
+        p.append(
+            f"<p style='color:{muted}; font-size:7.5pt; margin-top:3px'>One row per GPU type, its cheapest "
+            "fleet meeting the targets first. TTFT at the percentile asked for, queueing included; ITL with "
+            "every slot busy; $/month = replicas × GPUs × price × 730 h × hours a day / 24.</p>"
+        )
+    if chart_size is not None:
+        w, h = chart_size
+        width = min(chart_width_px, 820.0)
+        p.append(
+            f"<h4 style='color:{muted}; font-size:7.5pt; font-weight:normal; margin-top:8px; margin-bottom:2px'>"
+            "<b>Serving.</b> Output tokens/s per GPU against the tokens/s each user sees, for the best fleet "
+            "of each GPU type (★: recommended): more requests in flight raise the throughput and slow "
+            "every user. Dashed: the ITL target; diamonds: each fleet's operating point.</h4>"
+        )
+        p.append(
+            f"<p align='center' style='margin-top:0'><img src='serving.png' width='{round(width)}' "
+            f"height='{round(width * h / w)}'></p>"
+        )
+    return "\n".join(p)
+
+
 def _stylesheet() -> str:
     return (
         f"body {{ color:{TEXT_COLOR}; }} "
@@ -339,7 +408,7 @@ def _stylesheet() -> str:
 
 # -- the PDF ---------------------------------------------------------------------------------------
 def render_pdf_bytes(
-    report: Report, est: Estimate, page_size: str = "A4", images: tuple[QImage, QImage] | None = None
+    report: Report, est: Estimate, page_size: str = "A4", images: tuple[QImage, ...] | None = None
 ) -> tuple[bytes, int]:
     """The report as PDF bytes and its page count (no file is touched).
 
@@ -352,7 +421,8 @@ def render_pdf_bytes(
     if images is None:
         ensure_app()
         images = chart_images(est, report.recommended_key)
-    vram_img, cost_img = images
+    vram_img, cost_img = images[0], images[1]
+    serving_img = images[2] if len(images) > 2 else None
 
     data = QByteArray()
     buffer = QBuffer(data)
@@ -376,6 +446,10 @@ def render_pdf_bytes(
     doc.setDocumentMargin(0)
     doc.addResource(QTextDocument.ResourceType.ImageResource, QUrl("vram.png"), vram_img)
     doc.addResource(QTextDocument.ResourceType.ImageResource, QUrl("cost-time.png"), cost_img)
+    serving_size = None
+    if serving_img is not None:
+        doc.addResource(QTextDocument.ResourceType.ImageResource, QUrl("serving.png"), serving_img)
+        serving_size = (round(serving_img.width() / CHART_DPR), round(serving_img.height() / CHART_DPR))
     sizes = tuple(
         (round(img.width() / CHART_DPR), round(img.height() / CHART_DPR)) for img in (vram_img, cost_img)
     )
@@ -383,7 +457,7 @@ def render_pdf_bytes(
     chart_w = min(body_w, (page_h - CHART_PAGE_TEXT_PX) / sum(h / w for w, h in sizes))
     doc.setPageSize(QSizeF(body_w, page_h))
     for table_pt in TABLE_PT_STEPS:
-        doc.setHtml(f"<body>{report_html(report, chart_w, sizes, table_pt)}</body>")
+        doc.setHtml(f"<body>{report_html(report, chart_w, sizes, table_pt, serving_size)}</body>")
         if comparison_table_width(doc) <= body_w + TABLE_BORDER_PX:
             break
     keep_headings_with_next(doc, page_h)
@@ -514,7 +588,7 @@ def export_pdf(
     est: Estimate,
     path: str | os.PathLike[str],
     page_size: str = "A4",
-    images: tuple[QImage, QImage] | None = None,
+    images: tuple[QImage, ...] | None = None,
 ) -> ReportStats:
     """Write the report to ``path`` as a PDF (``page_size`` ``"A4"`` or ``"Letter"``) and return its stats.
 

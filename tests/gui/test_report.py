@@ -25,6 +25,7 @@ from PySide6.QtGui import QFontDatabase, QImage
 from gpuadvisor import __version__
 from gpuadvisor.core.estimation.estimate import estimate
 from gpuadvisor.core.formats.scenario import load_scenario, loads_scenario
+from gpuadvisor.core.formatting import fmt_usd
 from gpuadvisor.core.presentation.report import TABLE_HEADER, build_report, row_cells
 from gpuadvisor.storage import StorageError
 from gpuadvisor.storage.user_catalog_store import load_catalogs
@@ -379,3 +380,28 @@ def test_other_commands_stay_qt_free():
     proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0
     assert proc.stderr == "[]"
+
+
+# -- a service (workload.serving) -------------------------------------------------------------------
+SERVING_SAMPLE = SAMPLE.parent / "serving-20-replicas.json"
+
+
+def test_a_service_gets_its_serving_section_with_the_fleet_and_the_chart(qapp, catalogs, tmp_path):
+    if not POPPLER:
+        pytest.skip("poppler-utils is not installed")
+    est = estimate(load_scenario(SERVING_SAMPLE), *catalogs)
+    report = build_report(est, catalogs[0].meta, TODAY)
+    fleet = est.recommended.serving
+    assert dict(report.serving_lines)["Fleet"].startswith(f"{fleet.replicas} \u00d7")
+    path = tmp_path / "serving.pdf"
+    export_pdf(report, est, path, page_size="A4")
+    first = page_texts(path)[0]
+    assert "Serving: traffic, targets and the fleet" in first
+    assert "120 requests/s of 2,000 prompt and 300 output tokens" in first
+    # The fleet table's row (pdftotext may write a one-row table's cells column by column).
+    for cell in ("NVIDIA H100 SXM5 80 GB", "20 \u00d7 1 GPU", f"{fleet.concurrency_per_replica}", "meets"):
+        assert cell in first, cell
+    assert normalise(fmt_usd(fleet.usd_per_month)) in first
+    # The chart is embedded: one more image than the two charts of any report.
+    images = run("pdfimages", "-list", str(path)).strip().splitlines()[2:]
+    assert len(images) == 3

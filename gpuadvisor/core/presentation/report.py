@@ -62,6 +62,7 @@ from ..specs.catalog_io import CatalogMeta
 from ..specs.engines import ENGINES, FITTED, RANGE_LABEL, EngineProfile, kernel_family
 from ..specs.hardware import GpuSpec
 from .serialize import candidate_to_dict
+from .serving_text import serving_report
 from .wording import change_lines, recommendation_text, scenario_lines, setup_name
 
 TABLE_HEADER: tuple[str, ...] = (
@@ -160,6 +161,11 @@ class Report:
     stale_price_gpus: tuple[str, ...]  # GPU ids whose price is older than the cut-off (or undated)
     #: Whether the estimate was calibrated to the user's measurements, for which GPUs, with what.
     calibration_lines: tuple[str, ...] = ()
+    #: A service (``workload.serving``): traffic, targets, the fleet and its cost in words, and the
+    #: fleet table (header and rows); empty otherwise.
+    serving_lines: tuple[tuple[str, str], ...] = ()
+    fleet_header: tuple[str, ...] = ()
+    fleet_rows: tuple[tuple[str, ...], ...] = ()
 
 
 def table_order(est: Estimate) -> list[Candidate]:
@@ -690,4 +696,5 @@ def build_report(
         warnings=tuple(warnings),
         stale_price_gpus=tuple(stale_ids),
         calibration_lines=tuple(_calibration(est)),
+        **serving_report(est),
     )

@@ -3,6 +3,8 @@ and the PDF report: each of them shows these strings and never re-derives a figu
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..estimation.results import Candidate, Estimate
 from ..estimation.serving import ServingEstimate
 from ..formatting import fmt_rate, fmt_usd, fmt_usd_per_hour, fmt_usd_per_mtok
@@ -182,3 +184,25 @@ def fleet_detail(c: Candidate) -> list[tuple[str, str]]:
             )
         )
     return out
+
+
+def serving_report(est: Estimate) -> dict[str, Any]:
+    """The report's serving fields (see ``Report``): {} for a scenario that is not a service."""
+    if est.scenario.workload.serving is None:
+        return {}
+    lines = [("Traffic", traffic_phrase(est)), ("Targets", targets_phrase(est))]
+    rec = est.recommended
+    if rec is not None and rec.serving is not None:
+        s = rec.serving
+        lines.append(("Fleet", f"{fleet_name(rec)}: {s.gpus_total} GPU{'s' if s.gpus_total != 1 else ''}"))
+        lines.append(("Monthly cost", fleet_figures(s)))
+        lines.append(("Capacity", capacity_line(rec)))
+        if s.buy is not None:
+            lines.append(("Buy vs rent", buy_phrase(s)))
+    else:
+        lines.append(("Fleet", serving_summary(est)))
+    return {
+        "serving_lines": tuple(lines),
+        "fleet_header": tuple(FLEET_HEADER),
+        "fleet_rows": tuple(tuple(row) for _c, row in fleet_rows(est)),
+    }

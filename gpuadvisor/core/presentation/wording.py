@@ -26,7 +26,7 @@ from ..formatting import (
 )
 from ..specs.engines import ENGINES
 from .serialize import candidate_to_dict
-from .serving_text import fleet_figures, fleet_name, serving_summary, traffic_phrase
+from .serving_text import fleet_figures, fleet_name, serving_summary, targets_phrase, traffic_phrase
 
 KIND_WORDS = {
     "inference": "Inference (serving requests)",
@@ -169,6 +169,9 @@ def scenario_lines(est: Estimate) -> list[tuple[str, str]]:
             f"{fmt_count(requests)} requests to serve ({fmt_count(requests * w.output_tokens)} output tokens)"
             + ("" if w.requests else " (default: the scenario gives no job size)")
         )
+    if w.serving is not None:  # a service: traffic and targets instead of a batch and a job
+        lines[-1] = ("Traffic", traffic_phrase(est))
+        job = f"a fleet sized for {targets_phrase(est)}"
     lines.append(("Job size", job))
     limits = []
     if b.max_total_usd is not None:
