@@ -188,7 +188,7 @@ class ServingChart(ChartBase):
 
     def _apply_colors(self, colors: ChartColors) -> None:
         muted = colors.muted_text
-        pen = pg.mkPen(muted, width=1.5, style=Qt.PenStyle.DashLine)
+        pen = pg.mkPen(colors.text, width=1.6, style=Qt.PenStyle.DashLine)
         self.target_line.setPen(pen)
         self._target_key.setPen(pen)
         self._point_key.setBrush(pg.mkBrush(muted))
