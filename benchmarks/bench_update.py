@@ -22,6 +22,18 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
+#: The five workload kinds the "workload kind" case cycles through (a service is timed on its own).
+KINDS = ("inference", "lora", "qlora", "full_finetune", "pretrain")
+
+
+def serve(w, hours: int) -> None:
+    """A service (the Serving workload, 20 requests/s by default) with ``hours`` a day."""
+    page = w.workload_page
+    if page.kind.currentData() != "serving":
+        page.kind.setCurrentIndex(page.kind.findData("serving"))
+    page.serving_box.hours.setValue(hours)
+
+
 def main() -> None:
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 40
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
@@ -37,8 +49,12 @@ def main() -> None:
     app.processEvents()
     for label, change in (
         ("batch size", lambda i: w.workload_page.batch.setValue(2 + i % 6)),
-        ("workload kind", lambda i: w.workload_page.kind.setCurrentIndex(i % 5)),
+        (
+            "workload kind",
+            lambda i: w.workload_page.kind.setCurrentIndex(w.workload_page.kind.findData(KINDS[i % 5])),
+        ),
         ("model preset", lambda i: w.model_page.preset_list.setCurrentRow(3 + i % 8)),
+        ("service (h/day)", lambda i: serve(w, 12 + i % 12)),
     ):
         samples, cpu, core = [], [], []
         for i in range(n):
