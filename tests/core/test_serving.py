@@ -306,6 +306,11 @@ def test_bad_serving_keys_name_the_field(serving, field):
     assert "\n" not in str(err.value)
 
 
+def test_a_service_takes_no_data_parallel_layout():
+    with pytest.raises(InputError, match="hardware.parallelism"):
+        run(scenario(hardware={"gpu": "h100-sxm", "gpu_count": 2, "parallelism": "ddp"}))
+
+
 def test_serving_needs_inference_and_sane_tails():
     with pytest.raises(InputError, match="workload.serving"):
         loads_scenario(

@@ -157,6 +157,12 @@ def estimate(
     if hw.memory_gib is not None:  # a Mac's RAM size or a slice: capacity follows the platform's rule
         selected = [g.with_memory_gib(hw.memory_gib) for g in selected]
     counts = (hw.gpu_count,) if hw.gpu_count else DEFAULT_GPU_COUNTS
+    if w.serving is not None and hw.parallelism == "ddp" and any(n > 1 for n in counts):
+        raise InputError(
+            "hardware.parallelism",
+            "a service's copies are its replicas, which the estimate sizes: use none, tensor or pipeline",
+            hw.parallelism,
+        )
     engine = engine_for(w.engine, w.kind)
     if w.serving is not None:
         # A service sizes its own concurrency: the memory shown is the weights and one sequence.
