@@ -114,6 +114,7 @@ class RankingTable(QWidget):
         view.setAlternatingRowColors(True)
         view.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self._columns_sized = False
+        self._sized_for_serving = False
 
         self.copy_action = self._action("Copy rows", self.copy_rows, QKeySequence.StandardKey.Copy)
         self.copy_csv_action = self._action("Copy as CSV", self.copy_csv)
@@ -180,8 +181,11 @@ class RankingTable(QWidget):
             super().show()
             return
         self.model.set_estimate(est if isinstance(est, Estimate) else None)
-        if not self._columns_sized and self.model.rows:
+        serving = isinstance(est, Estimate) and est.scenario.workload.serving is not None
+        if self.model.rows and (not self._columns_sized or serving != self._sized_for_serving):
+            # A service shows other texts in some columns (the fleet): fit them once per mode.
             self.size_columns()
+            self._sized_for_serving = serving
         self.select_key(selected)
         self.view.viewport().update()
 
@@ -242,7 +246,8 @@ class RankingTable(QWidget):
         bold.setBold(True)
         head_metrics = QFontMetrics(bold)
         sample = [self.model.texts(r) for r in range(min(len(self.model.rows), 40))]
-        for col, title in enumerate(HEADERS):
+        for col in range(len(HEADERS)):
+            title = str(self.model.headerData(col, Qt.Orientation.Horizontal))
             width = max(
                 [head_metrics.horizontalAdvance(title)] + [metrics.horizontalAdvance(t[col]) for t in sample]
             )
