@@ -12,6 +12,8 @@ import math
 from functools import lru_cache
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gpuadvisor.core.errors import InputError, ScenarioError
 from gpuadvisor.core.estimation.estimate import estimate
@@ -335,3 +337,61 @@ def test_serving_needs_inference_and_sane_tails():
 def test_serving_scenario_round_trips():
     s = scenario(percentile=99, prefix_cache_hit_rate=0.25, hours_per_day=12)
     assert loads_scenario(dumps_scenario(s)).workload == s.workload
+
+
+# --- properties over random traffic and targets ----------------------------------------------------
+PROPERTY_SETTINGS = settings(max_examples=25, deadline=None, database=None)
+SOME_GPUS = {"gpu": "l40s"}  # one GPU type, counts 1/2/4/8, none/tensor/pipeline: a few setups, fast
+
+
+def fleet_of(rate, ttft, itl, percentile=90, engine="vllm"):
+    return fleets(
+        run(scenario(rate=rate, ttft=ttft, itl=itl, percentile=percentile, engine=engine, hardware=SOME_GPUS))
+    )
+
+
+@PROPERTY_SETTINGS
+@given(
+    rate=st.floats(0.01, 500.0),
+    factor=st.floats(1.0, 20.0),
+    ttft=st.floats(0.05, 10.0),
+    itl=st.floats(5.0, 500.0),
+    percentile=st.sampled_from([50, 90, 95, 99]),
+)
+def test_more_traffic_never_fewer_replicas_random(rate, factor, ttft, itl, percentile):
+    low = fleet_of(rate, ttft, itl, percentile)
+    high = fleet_of(rate * factor, ttft, itl, percentile)
+    for key in low:
+        assert high[key].serving.replicas >= low[key].serving.replicas, key
+
+
+@PROPERTY_SETTINGS
+@given(itl=st.floats(5.0, 500.0), tighter=st.floats(0.1, 1.0), ttft=st.floats(0.05, 10.0))
+def test_a_tighter_itl_never_more_concurrency_random(itl, tighter, ttft):
+    loose = fleet_of(5.0, ttft, itl)
+    tight = fleet_of(5.0, ttft, itl * tighter)
+    for key, c in tight.items():
+        if c.serving.meets_slo:
+            assert loose[key].serving.meets_slo
+            assert c.serving.concurrency_per_replica <= loose[key].serving.concurrency_per_replica, key
+
+
+@PROPERTY_SETTINGS
+@given(
+    rate=st.floats(0.01, 500.0),
+    ttft=st.floats(0.05, 10.0),
+    itl=st.floats(5.0, 500.0),
+    percentile=st.sampled_from([50, 90, 95, 99]),
+    engine=st.sampled_from(["vllm", "transformers", "llama.cpp", "tensorrt-llm"]),
+)
+def test_met_targets_hold_and_cost_follows_replicas_random(rate, ttft, itl, percentile, engine):
+    for c in fleet_of(rate, ttft, itl, percentile, engine).values():
+        f = c.serving
+        if f.meets_slo:
+            assert f.ttft_s <= ttft + 1e-9 and f.itl_ms <= itl + 1e-9
+            assert f.utilization < 1.0
+        if f.usd_per_hour is not None:
+            assert f.usd_per_month == pytest.approx(f.usd_per_hour * 730)
+            assert f.usd_per_hour == pytest.approx(
+                f.replicas * c.gpu_count * c.gpu.cloud_usd_per_hour.expected
+            )

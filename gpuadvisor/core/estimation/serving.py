@@ -73,6 +73,8 @@ from .performance import PerformanceEstimate, Range, inference_performance
 #: max_num_seqs 256-1024, TensorRT-LLM's max_batch_size 2048); beyond it a replica is compute
 #: bound and more sequences only add latency.
 MAX_CONCURRENCY = 1024
+#: How far up (1, 2, 4, ...) the concurrency search looks for a first batch that meets the targets.
+FIRST_MEETING_SCAN = 16
 #: Utilization a fleet that cannot meet a target is sized to (the queue stays short).
 RATE_ONLY_UTILIZATION = 0.8
 #: Prefill utilization beyond which the prompt queue is taken as saturated (its wait is capped).
@@ -350,11 +352,19 @@ class ReplicaCurve:
         return itl * 1000.0 <= self.spec.itl_ms and ttft_tail <= self.spec.ttft_s
 
     def largest_meeting(self, top: int) -> int:
-        """The largest concurrency in [1, top] meeting both targets (0 when even 1 does not)."""
-        if top < 1 or not self.meets(1):
+        """The largest concurrency in [1, top] meeting both targets (0 when none does).
+
+        The search starts at the first of 1, 2, 4, ... (up to FIRST_MEETING_SCAN) that meets them: a
+        kernel that is slower at batch 1 than at 2 (an FP8 GEMM padded to a tile) must not hide a
+        concurrency that meets the targets."""
+        if top < 1:
             return 0
-        lo = 1  # meets
-        hi = 2
+        lo = 1
+        while not self.meets(lo):
+            lo *= 2
+            if lo > min(top, FIRST_MEETING_SCAN):
+                return 0
+        hi = lo * 2
         while hi <= top and self.meets(hi):
             lo, hi = hi, hi * 2
         if hi > top:
