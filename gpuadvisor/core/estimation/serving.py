@@ -301,6 +301,9 @@ class ReplicaCurve:
         hi = 1 << (math.ceil(c) - 1).bit_length()
         if hi > self.top_batch:  # past the last batch computed: extend its last segment
             hi = self.top_batch
+        if c == hi:  # a power of two: the roofline's own point
+            step, prefill, _ = self._at(hi)
+            return step, prefill
         lo = max(1, hi // 2)
         s_lo, p_lo, _ = self._at(lo)
         s_hi, p_hi, _ = self._at(hi)
@@ -364,9 +367,10 @@ class ReplicaCurve:
             lo *= 2
             if lo > min(top, FIRST_MEETING_SCAN):
                 return 0
-        hi = lo * 2
+        # Up by fours (each step one roofline evaluation), then halve the bracket.
+        hi = lo * 4
         while hi <= top and self.meets(hi):
-            lo, hi = hi, hi * 2
+            lo, hi = hi, hi * 4
         if hi > top:
             if self.meets(top):
                 return top
