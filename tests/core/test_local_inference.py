@@ -136,6 +136,19 @@ def test_m3_max_with_64_gib_gets_metal_s_default_share(cats):
     assert metal_working_set_share(16) == pytest.approx(2 / 3)
 
 
+def test_longest_context_on_a_big_mac_stops_at_the_model_s_maximum(cats):
+    scenario = scenario_from_dict(
+        {
+            "model": {"preset": "llama-3.1-8b"},
+            "workload": {"kind": "inference", "weights": "q4_k_m", "engine": "llama.cpp"},
+            "hardware": {"gpu": "apple-m3-max", "memory_gib": 128},
+        }
+    )
+    est = estimate(scenario, *cats)
+    # 96 GiB of working set would hold far more than 131,072 tokens of an 8B model's KV cache.
+    assert est.what_if(est.candidates[0]).max_context == est.model.max_context == 131_072
+
+
 def test_memory_gib_sets_the_whole_memory_of_a_discrete_part(cats):
     scenario = Scenario(
         model=ModelSource(preset="llama-3.1-8b"),
