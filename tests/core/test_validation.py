@@ -184,6 +184,21 @@ def test_out_of_sample_bounds_all_right(oos_summary):
     assert s["n"] > 0 and s["right"] == s["n"], s
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="the 148 llama.cpp rows carry the group median (11.8%); the other engines' 75 rows: 25.7% > 15% (2026-12-01)",
+)
+def test_inference_speed_median_without_the_llama_cpp_rows(oos):
+    """The group target must not be met by one engine's many rows alone."""
+    rest = [
+        c
+        for c in oos
+        if c.row.scored and c.row.group == "inference_speed" and c.row.fact("engine") != "llama.cpp"
+    ]
+    stats = group_stats(rest)["inference_speed"]
+    assert stats.median_abs_pct <= MEDIAN_TARGETS["inference_speed"], stats
+
+
 def test_llama_cpp_rows_meet_the_targets_on_their_own(oos):
     """llama.cpp's pp/tg model (five fitted factors, refitted with each source held out) on its own
     rows: Apple silicon (discussion #4167), consumer CUDA cards (#15013) and the rest."""
