@@ -160,7 +160,9 @@ def prior_profile(profile: EngineProfile) -> EngineProfile:
     class default for an engine without one): what a fit starts from."""
     prior = core_engines.PRIORS.engines.get(profile.id)
     current = profile
-    for k in factors_for(profile):
+    if prior is not None:  # the prior's per-architecture multipliers, every one of them
+        current = replace(current, **{f: getattr(prior, f) for f in ARCH_FACTORS if hasattr(prior, f)})
+    for k in factors_for(current):
         if prior is not None:
             value = get_factor(prior, k)
         else:
@@ -353,7 +355,7 @@ def fit_engine(
     current = prior_profile(profile)
     if not rows:
         return current
-    ranges = factors_for(profile)
+    ranges = factors_for(current)
     cache: dict[tuple, float] = {}
 
     def loss_with(name: str, value: float) -> float:

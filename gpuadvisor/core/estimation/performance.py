@@ -393,7 +393,10 @@ def llamacpp_performance(
             "at host-memory bandwidth, which sets the speed."
         )
     t_comp = b * (2 * n_mm + 4 * L * d_q * c_mean) / (t * peak * 1e12 * model.decode_mfu)
-    t_fixed = L * engine.layer_overhead_for(gpu.architecture)
+    # CUDA graphs (llama.cpp's default for single-sequence decode since mid-2024) replay a step's
+    # kernels without launching each one; Metal encodes its command buffers every step.
+    graphs = w.uses_cuda_graphs and gpu.architecture != "apple"
+    t_fixed = L * engine.layer_overhead_for("cuda_graphs" if graphs else gpu.architecture)
     if t > 1:
         bw_link, lat, _ = link(gpu, n, gpus_per_node)
         t_fixed += 2 * L * (lat + 2 * (t - 1) / t * b * m.hidden_size * 2 / (bw_link * 1e9))

@@ -112,11 +112,13 @@ class LlamaCppModel:
     Generation streams every weight once per token at the llama.cpp profile's
     ``bandwidth_efficiency`` of the memory bandwidth (GGUF blocks included: the MMVQ kernels read
     them at the same rate as 16-bit weights) plus a fixed cost per layer and token
-    (``layer_overhead_s``: kernel launches and small ops); prompt processing reaches
+    (``layer_overhead_s``: kernel launches and small ops, cut by CUDA graphs, llama.cpp's default
+    for single-sequence decode on CUDA since mid-2024); prompt processing reaches
     ``prefill_mfu`` of the FP16 peak, or of the INT8 tensor peak when quantized weights run on
     llama.cpp's MMQ kernels (NVIDIA). Metal and CUDA kernels differ, so the profile carries a
-    multiplier per architecture (``layer_overhead_by_arch``, ``prefill_mfu_by_arch``; ``int8`` for
-    prefill on the INT8 peak). Those five factors are fitted by the validation harness
+    multiplier per architecture (``layer_overhead_by_arch``, ``prefill_mfu_by_arch``; ``cuda_graphs``
+    for decode replayed from CUDA graphs, ``int8`` for prefill on the INT8 peak). Those six factors
+    are fitted by the validation harness
     (``scripts/fit_engines.py``; refitted with each source held out by ``scripts/validate.py
     --out-of-sample``) to the published llama-bench rows of tests/data/validation. This class holds
     what is not fitted; see docs/estimation.md, "llama.cpp".
@@ -369,7 +371,7 @@ _PRIOR_PROFILES = (
         prefill_chunk_tokens=2048,
         # Priors: Metal and CUDA alike, MMQ prefill at the same share of the INT8 peak as
         # cuBLAS of the FP16 peak; the fit moves each multiplier from 1.
-        layer_overhead_by_arch=(("apple", 1.0),),
+        layer_overhead_by_arch=(("apple", 1.0), ("cuda_graphs", 1.0)),
         prefill_mfu_by_arch=(("apple", 1.0), ("int8", 1.0)),
     ),
     EngineProfile(
@@ -507,12 +509,12 @@ _FITTED_ENGINES: dict[str, _EngineFit] = {
         calibrated_on="10 rows: MI300-01..10 (MI300X only)",
     ),
     "llama.cpp": dict(
-        bandwidth_efficiency=0.95,
+        bandwidth_efficiency=0.94,
         prefill_mfu=0.71,
-        layer_overhead_s=100e-6,
-        layer_overhead_by_arch=(("apple", 1.65),),
+        layer_overhead_s=130e-6,
+        layer_overhead_by_arch=(("apple", 1.39), ("cuda_graphs", 0.28)),
         prefill_mfu_by_arch=(("apple", 1.01), ("int8", 0.25)),
-        spread_low=0.35,
+        spread_low=0.34,
         spread_high=0.36,
         calibrated_on="148 rows: INF-12, INF-15, LCPP-01..148 (llama.cpp discussions #4167 and #15013, "
         "PR #4766, GPU-Benchmarks-on-LLM-Inference)",
