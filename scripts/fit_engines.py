@@ -23,7 +23,7 @@ from gpuadvisor.core.specs.hardware import load_gpu_catalog
 from gpuadvisor.core.specs.presets import load_model_catalog
 from gpuadvisor.validation import Predictor, fit_engines, load_measurements
 from gpuadvisor.validation.data import scenario_engine
-from gpuadvisor.validation.harness import _loss, factors_for, speed_rows
+from gpuadvisor.validation.harness import _loss, factors_for, get_factor, speed_rows
 
 
 def main() -> None:
@@ -41,12 +41,12 @@ def main() -> None:
         after = _loss(predictor.compare(r, {engine_id: profile}) for r in own)
         print(
             f"{'':13s} fitted  "
-            + ", ".join(f"{n}={getattr(profile, n):.4g}" for n in names)
+            + ", ".join(f"{n}={get_factor(profile, n):.4g}" for n in names)
             + f"  (mean |log error| {after:.3f})"
         )
         print(
             f"{'':13s} shipped "
-            + ", ".join(f"{n}={getattr(shipped, n):.4g}" for n in names)
+            + ", ".join(f"{n}={get_factor(shipped, n):.4g}" for n in names)
             + f"  (mean |log error| {before:.3f})"
         )
 

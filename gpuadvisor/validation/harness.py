@@ -62,6 +62,12 @@ FIT_FACTORS: dict[str, dict[str, tuple[float, float]]] = {
     },
     "training": {"mfu": (0.05, 0.9)},
 }
+#: Per-architecture multipliers a profile may carry (llama.cpp: Metal vs CUDA kernels, prefill on
+#: the INT8 peak), fitted like the factors above as ``"<field>:<architecture>"``, with their range.
+ARCH_FACTORS: dict[str, tuple[float, float]] = {
+    "layer_overhead_by_arch": (0.1, 20.0),
+    "prefill_mfu_by_arch": (0.2, 4.0),
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,17 +132,44 @@ def _class_default(name: str) -> float:
 
 def factors_for(profile: EngineProfile) -> dict[str, tuple[float, float]]:
     names = FIT_FACTORS["inference" if profile.kind == "inference" else "training"]
-    return {k: v for k, v in names.items() if hasattr(profile, k)}
+    found = {k: v for k, v in names.items() if hasattr(profile, k)}
+    for field_name, bounds in ARCH_FACTORS.items():
+        for arch, _ in getattr(profile, field_name, ()):
+            found[f"{field_name}:{arch}"] = bounds
+    return found
+
+
+def get_factor(profile: EngineProfile, name: str) -> float:
+    """A fitted factor of ``profile``: a field, or one ``"<field>:<architecture>"`` multiplier."""
+    field_name, _, arch = name.partition(":")
+    if not arch:
+        return float(getattr(profile, name))
+    return float(dict(getattr(profile, field_name)).get(arch, 1.0))
+
+
+def with_factor(profile: EngineProfile, name: str, value: float) -> EngineProfile:
+    """``profile`` with one fitted factor (see :func:`get_factor`) set to ``value``."""
+    field_name, _, arch = name.partition(":")
+    if not arch:
+        return replace(profile, **{name: value})
+    pairs = tuple((a, value if a == arch else f) for a, f in getattr(profile, field_name))
+    return replace(profile, **{field_name: pairs})
 
 
 def prior_profile(profile: EngineProfile) -> EngineProfile:
     """The profile with every fitted factor at its documented prior (``core.engines.PRIORS``; the
     class default for an engine without one): what a fit starts from."""
     prior = core_engines.PRIORS.engines.get(profile.id)
-    return replace(
-        profile,
-        **{k: getattr(prior, k) if prior is not None else _class_default(k) for k in factors_for(profile)},
-    )
+    current = profile
+    if prior is not None:  # the prior's per-architecture multipliers, every one of them
+        current = replace(current, **{f: getattr(prior, f) for f in ARCH_FACTORS if hasattr(prior, f)})
+    for k in factors_for(current):
+        if prior is not None:
+            value = get_factor(prior, k)
+        else:
+            value = 1.0 if ":" in k else _class_default(k)
+        current = with_factor(current, k, value)
+    return current
 
 
 # --- prediction -----------------------------------------------------------------------------------
@@ -370,31 +403,31 @@ def fit_engine(
     current = prior_profile(profile)
     if not rows:
         return current
-    ranges = factors_for(profile)
+    ranges = factors_for(current)
     cache: dict[tuple, float] = {}
 
     def loss_with(name: str, value: float) -> float:
-        trial = replace(current, **{name: value})
-        key = tuple(getattr(trial, n) for n in ranges)
+        trial = with_factor(current, name, value)
+        key = tuple(get_factor(trial, n) for n in ranges)
         if key not in cache:
             cache[key] = _loss(predictor.compare(r, {profile.id: trial}) for r in rows)
         return cache[key]
 
     frozen: set[str] = set()
-    best_loss = loss_with(next(iter(ranges)), getattr(current, next(iter(ranges))))
+    best_loss = loss_with(next(iter(ranges)), get_factor(current, next(iter(ranges))))
     for _ in range(passes):
         start_loss = best_loss
         for name, (lo, hi) in ranges.items():
             if name in frozen:
                 continue
-            now = getattr(current, name)
+            now = get_factor(current, name)
             at_now, at_lo, at_hi = loss_with(name, now), loss_with(name, lo), loss_with(name, hi)
             if abs(at_lo - at_hi) < 1e-4 and abs(at_now - at_lo) < 1e-4:
                 frozen.add(name)  # the rows cannot tell this factor: it keeps its prior
                 continue
             best = golden_section_min(lambda v, n=name: loss_with(n, v), lo, hi, tol=0.0, max_iter=iterations)
             best_loss, value = min((loss_with(name, best), best), (at_now, now), (at_lo, lo), (at_hi, hi))
-            current = replace(current, **{name: value})
+            current = with_factor(current, name, value)
         if start_loss - best_loss < 1e-3 * max(start_loss, 1e-9):
             break
     return current

@@ -1,8 +1,11 @@
 """The bundled catalogs: required entries, sane figures, and the seed article's corrections."""
 
+from pathlib import Path
+
 import pytest
 
 from gpuadvisor.core.errors import CatalogError
+from gpuadvisor.core.formats.hf_import import model_from_hf_config
 from gpuadvisor.core.specs.hardware import load_gpu_catalog
 from gpuadvisor.core.specs.presets import load_model_catalog
 
@@ -136,6 +139,31 @@ def test_known_parameter_counts(models, model_id, params, active):
     assert m.parameters == pytest.approx(params, rel=0.001)
     if active:
         assert m.active_parameters == pytest.approx(active, rel=0.01)
+
+
+#: Presets of the 2025-26 families and the real config.json each was built from (tests/data/hf).
+FAMILY_PRESETS = [
+    ("llama-4-scout", "Llama-4-Scout-17B-16E-Instruct"),
+    ("llama-4-maverick", "Llama-4-Maverick-17B-128E-Instruct"),
+    ("qwen3-coder-480b-a35b", "Qwen3-Coder-480B-A35B-Instruct"),
+    ("qwen3-coder-30b-a3b", "Qwen3-Coder-30B-A3B-Instruct"),
+    ("gemma-3-4b", "gemma-3-4b-it"),
+    ("gemma-3-12b", "gemma-3-12b-it"),
+    ("gemma-3-27b", "gemma-3-27b-it"),
+    ("mistral-small-24b", "Mistral-Small-24B-Base-2501"),
+    ("kimi-k2", "Kimi-K2-Instruct"),
+]
+
+
+@pytest.mark.parametrize("model_id, folder", FAMILY_PRESETS)
+def test_family_presets_equal_their_config_and_the_published_total(models, model_id, folder):
+    """Same shapes as the imported config.json, within 0.5% of the published total (issue 16)."""
+    m = models.get(model_id)
+    imported = model_from_hf_config(Path(__file__).resolve().parents[1] / "data" / "hf" / folder)
+    assert (m.parameters, m.active_parameters) == (imported.parameters, imported.active_parameters)
+    assert m.kv_elements_per_token_layer == imported.kv_elements_per_token_layer
+    assert m.parameters == pytest.approx(m.published_params, rel=0.005), model_id
+    assert "Counted" in m.notes and "published" in m.notes and m.source
 
 
 BAD_GPU_ROWS = [

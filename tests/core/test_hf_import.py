@@ -54,10 +54,35 @@ PUBLISHED = {
     "gpt-oss-120b": 116_830_000_000,  # OpenAI model card: 116.83B total
     "Qwen3-235B-A22B": 235_093_634_560,  # Hub safetensors total (card: 235B)
     "phi-4": 14_659_507_200,  # Hub safetensors total (card: 14B, Hub 14.7B)
+    # Hub safetensors totals (the checkpoint as stored; vision encoder included where there is one).
+    "Llama-4-Scout-17B-16E-Instruct": 108_641_793_536,
+    "Llama-4-Maverick-17B-128E-Instruct": 401_583_781_376,
+    "Qwen3-Coder-480B-A35B-Instruct": 480_154_875_392,
+    "Qwen3-Coder-30B-A3B-Instruct": 30_500_000_000,  # card: 30.5B total
+    "gemma-3-4b-it": 4_300_079_472,
+    "gemma-3-12b-it": 12_187_325_040,
+    "gemma-3-27b-it": 27_432_406_640,
+    "Mistral-Small-24B-Base-2501": 23_572_403_200,
+    "Kimi-K2-Instruct": 1_026_408_232_448,
 }
 
 # Families of 2025-26 whose count must land within 0.5% of the published total (issue 16).
-FAMILIES_HALF_PERCENT = ("DeepSeek-R1", "DeepSeek-V2.5", "gpt-oss-120b", "Qwen3-235B-A22B", "phi-4")
+FAMILIES_HALF_PERCENT = (
+    "DeepSeek-R1",
+    "DeepSeek-V2.5",
+    "gpt-oss-120b",
+    "Qwen3-235B-A22B",
+    "phi-4",
+    "Llama-4-Scout-17B-16E-Instruct",
+    "Llama-4-Maverick-17B-128E-Instruct",
+    "Qwen3-Coder-480B-A35B-Instruct",
+    "Qwen3-Coder-30B-A3B-Instruct",
+    "gemma-3-4b-it",
+    "gemma-3-12b-it",
+    "gemma-3-27b-it",
+    "Mistral-Small-24B-Base-2501",
+    "Kimi-K2-Instruct",
+)
 
 # Published active parameters of the MoE fixtures (rounded by their authors).
 PUBLISHED_ACTIVE = {
@@ -68,6 +93,12 @@ PUBLISHED_ACTIVE = {
     "DeepSeek-V2.5": (21_000_000_000, 0.02),  # card: 21B activated
     "gpt-oss-120b": (5_130_000_000 + 201_088 * 2880, 0.01),  # card: 5.13B active without the embedding
     "Qwen3-235B-A22B": (22_000_000_000, 0.01),  # card: 22B activated
+    "Qwen3-Coder-480B-A35B-Instruct": (35_000_000_000, 0.02),  # card: 35B activated
+    "Qwen3-Coder-30B-A3B-Instruct": (3_300_000_000, 0.02),  # card: 3.3B activated
+    "Kimi-K2-Instruct": (32_000_000_000, 0.03),  # card: 32B activated
+    # Meta: 17B active; the count here also holds the 0.87B vision encoder, loaded with the weights.
+    "Llama-4-Scout-17B-16E-Instruct": (17_000_000_000 + 871_932_416, 0.02),
+    "Llama-4-Maverick-17B-128E-Instruct": (17_000_000_000 + 871_932_416, 0.02),
 }
 
 DTYPE_BYTES = {"F32": 4, "F16": 2, "BF16": 2, "I32": 4, "U8": 1, "I8": 1, "I64": 8, "F8_E4M3": 1, "BOOL": 1}
@@ -184,6 +215,55 @@ def test_gpt_oss_alternates_sliding_layers_and_counts_sinks() -> None:
     assert spec.parameters == 116_829_156_672
 
 
+def test_llama4_interleaved_moe_shared_expert_and_chunked_attention() -> None:
+    scout = model_from_hf_config(DATA / "Llama-4-Scout-17B-16E-Instruct")
+    maverick = model_from_hf_config(DATA / "Llama-4-Maverick-17B-128E-Instruct")
+    # Scout: every layer MoE (16 experts + 1 shared, width 8192). Maverick: every other layer MoE
+    # (128 + 1 shared), the rest dense with intermediate_size_mlp 16384.
+    assert (scout.num_experts, scout.shared_experts, scout.dense_layers) == (16, 1, 0)
+    assert (maverick.num_experts, maverick.shared_experts, maverick.dense_layers) == (128, 1, 24)
+    assert maverick.intermediate_size == 16384 and maverick.moe_intermediate_size == 8192
+    # Chunked attention (8192 tokens) on the three RoPE layers of every four; NoPE layers global.
+    assert scout.sliding_window == 8192 and scout.sliding_window_layer_fraction == 0.75
+    assert maverick.sliding_window == 8192 and maverick.sliding_window_layer_fraction == 0.75
+
+
+@pytest.mark.parametrize(
+    "name, vision",
+    [
+        # SigLIP so400m (27 layers, width 1152, 896 px / 14 px patches) plus the projector to the text width.
+        ("gemma-3-4b-it", 416_866_032 + 1152 * 2560 + 1152),
+        ("gemma-3-27b-it", 416_866_032 + 1152 * 5376 + 1152),
+        # Llama 4's encoder (34 layers, width 1408), pixel-shuffle adapter and projector (4096 -> 5120).
+        ("Llama-4-Scout-17B-16E-Instruct", 850_960_896 + 4096 * 5120),
+    ],
+)
+def test_vision_encoder_of_a_multimodal_checkpoint_is_counted_and_said(name: str, vision: int) -> None:
+    spec = model_from_hf_config(DATA / name)
+    text_only = spec.extra_params - vision
+    assert text_only in (0, spec.num_layers * 2 * (spec.head_dim or 0))  # Gemma's q/k norms stay
+    assert "vision encoder" in spec.notes and "counted in extra_params" in spec.notes
+
+
+def test_a_vision_config_without_shapes_is_named_not_counted(tmp_path: Path) -> None:
+    config = json.loads((DATA / "gemma-3-4b-it" / "config.json").read_text())
+    config["vision_config"] = {"model_type": "siglip_vision_model", "hidden_size": 1152}
+    spec = model_from_hf_config(write_config(tmp_path / "gemma-3-4b", config))
+    assert spec.parameters == 4_300_079_472 - 416_866_032 - 1152 * 2560 - 1152
+    assert "'siglip_vision_model' encoder is not counted" in spec.notes
+
+
+def test_kimi_k2_reads_as_deepseek_v3_with_384_experts() -> None:
+    spec = model_from_hf_config(DATA / "Kimi-K2-Instruct")
+    assert spec.is_mla and spec.kv_elements_per_token_layer == 512 + 64
+    assert (spec.num_experts, spec.experts_per_token, spec.dense_layers, spec.num_attention_heads) == (
+        384,
+        8,
+        1,
+        64,
+    )
+
+
 def test_every_fixture_folder_is_checked() -> None:
     assert sorted(p.name for p in DATA.iterdir() if p.is_dir()) == sorted(PUBLISHED)
 
@@ -217,6 +297,15 @@ def test_moe_active_parameters(name: str) -> None:
         ("gemma-3-1b-pt", 999_885_952),
         ("Qwen3-30B-A3B", 30_532_122_624),
         ("mpt-7b", 6_649_286_656),
+        ("Llama-4-Scout-17B-16E-Instruct", 108_641_793_536),
+        ("Llama-4-Maverick-17B-128E-Instruct", 401_583_781_376),
+        ("Qwen3-Coder-480B-A35B-Instruct", 480_154_875_392),
+        ("Qwen3-Coder-30B-A3B-Instruct", 30_532_122_624),
+        ("gemma-3-4b-it", 4_300_079_472),
+        ("gemma-3-12b-it", 12_187_325_040),
+        ("gemma-3-27b-it", 27_432_406_640),
+        ("Mistral-Small-24B-Base-2501", 23_572_403_200),
+        ("Kimi-K2-Instruct", 1_026_408_232_448),
     ],
 )
 def test_fixture_exact_module_count(name: str, exact: int) -> None:

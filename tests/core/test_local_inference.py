@@ -136,6 +136,19 @@ def test_m3_max_with_64_gib_gets_metal_s_default_share(cats):
     assert metal_working_set_share(16) == pytest.approx(2 / 3)
 
 
+def test_longest_context_on_a_big_mac_stops_at_the_model_s_maximum(cats):
+    scenario = scenario_from_dict(
+        {
+            "model": {"preset": "llama-3.1-8b"},
+            "workload": {"kind": "inference", "weights": "q4_k_m", "engine": "llama.cpp"},
+            "hardware": {"gpu": "apple-m3-max", "memory_gib": 128},
+        }
+    )
+    est = estimate(scenario, *cats)
+    # 96 GiB of working set would hold far more than 131,072 tokens of an 8B model's KV cache.
+    assert est.what_if(est.candidates[0]).max_context == est.model.max_context == 131_072
+
+
 def test_memory_gib_sets_the_whole_memory_of_a_discrete_part(cats):
     scenario = Scenario(
         model=ModelSource(preset="llama-3.1-8b"),
@@ -208,14 +221,18 @@ def _speeds(gpus, model, gpu_id, weights):
 
 
 def test_llama_cpp_speeds_land_near_the_published_ones(cats, llama2):
-    errors = []
+    """The shipped factors (fitted to the validation set, which holds these rows) put every figure
+    inside the engine's 80% range; the out-of-sample check is in test_validation.py."""
+    engine = ENGINES["llama.cpp"]
+    errors, inside = [], []
     for gpu_id, weights, pp, tg in PUBLISHED:
         prefill, decode = _speeds(cats[0], llama2, gpu_id, weights)
-        errors.append(abs(decode / tg - 1))
-        assert abs(decode / tg - 1) < 0.20, (gpu_id, weights, decode, tg)
-        if pp is not None:
-            errors.append(abs(prefill / pp - 1))
-            assert abs(prefill / pp - 1) < 0.20, (gpu_id, weights, prefill, pp)
+        for got, published in ((decode, tg), (prefill, pp)):
+            if published is None:
+                continue
+            errors.append(abs(got / published - 1))
+            inside.append(got * (1 - engine.spread_low) <= published <= got * (1 + engine.spread_high))
+    assert sum(inside) >= 0.8 * len(inside)
     assert statistics.median(errors) <= 0.15
 
 
@@ -223,8 +240,30 @@ def test_prompt_processing_is_compute_bound_and_generation_bandwidth_bound(cats,
     gpus = cats[0]
     pp_m2, tg_m2 = _speeds(gpus, llama2, "apple-m2-ultra", "q4_0")
     pp_max, tg_max = _speeds(gpus, llama2, "apple-m2-max", "q4_0")
-    # Same 800 vs 400 GB/s: generation roughly doubles; prefill follows the GPU cores (76 vs 38).
-    assert 1.5 < tg_m2 / tg_max < 2.1 and pp_m2 / pp_max == pytest.approx(27.2 / 13.6, rel=0.05)
+    # 800 vs 400 GB/s: generation gains less than 2x, the fixed time per layer being the same
+    # (published: 94.27 / 65.95 = 1.43, discussion #4167); prefill follows the GPU cores (76 vs 38).
+    assert 1.3 < tg_m2 / tg_max < 1.8 and pp_m2 / pp_max == pytest.approx(27.2 / 13.6, rel=0.05)
+
+
+def test_cuda_graphs_cut_the_per_layer_time_on_cuda_only(cats, llama2):
+    engine = ENGINES["llama.cpp"]
+
+    def decode(gpu_id, graphs):
+        w = Workload(
+            kind="inference",
+            weights="q4_0",
+            prompt_tokens=1,
+            output_tokens=128,
+            engine="llama.cpp",
+            cuda_graphs=graphs,
+        )
+        return inference_performance(
+            MemoryModel(llama2, w), cats[0].get(gpu_id), 1, "none", engine
+        ).tokens_per_s_per_user
+
+    # Same weights streamed; replaying the step from a graph removes most of the 32 layers' launch time.
+    assert decode("rtx-4090", True) > 1.2 * decode("rtx-4090", False)
+    assert decode("apple-m3-max", True) == decode("apple-m3-max", False)  # Metal has no CUDA graphs
 
 
 def test_every_inference_candidate_reports_prefill_speed(cats):

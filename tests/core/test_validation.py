@@ -23,6 +23,7 @@ from gpuadvisor.validation import (
     summary,
 )
 from gpuadvisor.validation.data import DATA_DIR
+from gpuadvisor.validation.harness import group_stats
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -152,7 +153,6 @@ COVERAGE_TARGET = 0.80
 #: Targets the current estimator misses, with the figure measured when the mark was set (strict: a pass
 #: turns the mark into a failure, so it is removed as soon as the physics meets the target).
 MISSES = {
-    ("median", "inference_speed"): "out-of-sample median 25.3% > 15% (233 rows, 2026-12-01)",
     ("median", "training_speed"): "out-of-sample median 15.6% > 15% (233 rows, 2026-12-01)",
     ("coverage", "memory"): "out-of-sample coverage 72% < 80% (233 rows, 2026-12-01)",
     ("median", "serving"): "out-of-sample median 33.0% > 15% (20 serving rows, 2026-12-01)",
@@ -184,3 +184,33 @@ def test_out_of_sample_coverage_at_least_80_percent(oos_summary, group):
 def test_out_of_sample_bounds_all_right(oos_summary):
     s = oos_summary["groups"]["bounds"]
     assert s["n"] > 0 and s["right"] == s["n"], s
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the 148 llama.cpp rows carry the group median (12.2%); the other engines' 75 rows: 25.7% > 15% (2026-12-01)",
+)
+def test_inference_speed_median_without_the_llama_cpp_rows(oos):
+    """The group target must not be met by one engine's many rows alone."""
+    rest = [
+        c
+        for c in oos
+        if c.row.scored and c.row.group == "inference_speed" and c.row.fact("engine") != "llama.cpp"
+    ]
+    stats = group_stats(rest)["inference_speed"]
+    assert stats.median_abs_pct <= MEDIAN_TARGETS["inference_speed"], stats
+
+
+def test_llama_cpp_rows_meet_the_targets_on_their_own(oos):
+    """llama.cpp's pp/tg model (five fitted factors, refitted with each source held out) on its own
+    rows: Apple silicon (discussion #4167), consumer CUDA cards (#15013) and the rest."""
+    mine = [
+        c
+        for c in oos
+        if c.row.scored and c.row.group == "inference_speed" and c.row.fact("engine") == "llama.cpp"
+    ]
+    assert len(mine) >= 140
+    assert {c.row.source_id for c in mine} >= {"llamacpp-disc4167", "llamacpp-disc15013"}
+    stats = group_stats(mine)["inference_speed"]
+    assert stats.median_abs_pct <= MEDIAN_TARGETS["inference_speed"], stats
+    assert stats.coverage >= COVERAGE_TARGET, stats

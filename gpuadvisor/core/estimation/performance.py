@@ -351,7 +351,8 @@ def llamacpp_performance(
     model: LlamaCppModel = LLAMA_CPP,
 ) -> PerformanceEstimate:
     """llama.cpp: token generation (tg, bandwidth-bound) and prompt processing (pp, compute-bound)
-    modelled apart (:class:`~gpuadvisor.core.specs.engines.LlamaCppModel`), with partial offload
+    modelled apart (:class:`~gpuadvisor.core.specs.engines.LlamaCppModel`; the fitted factors and
+    their Metal/CUDA multipliers come from ``engine``, the llama.cpp profile), with partial offload
     (``workload.gpu_layers``): the layers left in host RAM are read at host-memory bandwidth and,
     on a discrete GPU, copied over PCIe for each prompt batch. The range is the engine's fitted
     80% range (``spread_low``/``spread_high``)."""
@@ -362,13 +363,13 @@ def llamacpp_performance(
     p = n if parallelism == "pipeline" else 1
     replicas = n if parallelism == "ddp" else 1
     b = max(1, math.ceil(w.batch_size / replicas))
-    e_w = bw_eff or model.bandwidth_efficiency
+    e_w = bw_eff or engine.bandwidth_efficiency
     bw = gpu.memory_bandwidth_gb_s * 1e9
     quantized = is_quantized_weights(w.weights)
     # Quantized weights multiply on INT8 tensor cores (MMQ) where the GPU has them.
     int8 = bool(quantized and gpu.int8_dense_tops and gpu.architecture != "apple")
     pre_peak = gpu.int8_dense_tops if int8 and gpu.int8_dense_tops else peak
-    e_pre = prefill_mfu or model.prefill_mfu_for(gpu.architecture, int8)
+    e_pre = prefill_mfu or engine.prefill_mfu_for(gpu.architecture, int8)
     n_mm = matmul_params(m)
     L, d_q = m.num_layers, m.q_dim
     weights = mm.weight_bytes - unused_expert_bytes(mm, b)  # only the experts the batch uses are read
@@ -392,7 +393,10 @@ def llamacpp_performance(
             "at host-memory bandwidth, which sets the speed."
         )
     t_comp = b * (2 * n_mm + 4 * L * d_q * c_mean) / (t * peak * 1e12 * model.decode_mfu)
-    t_fixed = L * model.layer_overhead_for(gpu.architecture)
+    # CUDA graphs (llama.cpp's default for single-sequence decode since mid-2024) replay a step's
+    # kernels without launching each one; Metal encodes its command buffers every step.
+    graphs = w.uses_cuda_graphs and gpu.architecture != "apple"
+    t_fixed = L * engine.layer_overhead_for("cuda_graphs" if graphs else gpu.architecture)
     if t > 1:
         bw_link, lat, _ = link(gpu, n, gpus_per_node)
         t_fixed += 2 * L * (lat + 2 * (t - 1) / t * b * m.hidden_size * 2 / (bw_link * 1e9))

@@ -267,7 +267,8 @@ class Estimate:
         return mm
 
     def what_if(self, candidate: Candidate) -> WhatIf:
-        """Largest batch and longest context that fit for this candidate's GPU and setup."""
+        """Largest batch and longest context that fit for this candidate's GPU and setup (the context
+        no longer than the model's maximum: a Mac's large memory must not promise more)."""
         cap = candidate.capacity_gib * GIB
         mm = self._memory_model_for(candidate.gpu.id) if self.calibration_fits else self.memory_model
         return WhatIf(
@@ -275,7 +276,9 @@ class Estimate:
             gpu_count=candidate.gpu_count,
             parallelism=candidate.parallelism,
             max_batch=mm.max_batch(cap, candidate.gpu_count, candidate.parallelism),
-            max_context=mm.max_context(cap, candidate.gpu_count, candidate.parallelism),
+            max_context=min(
+                mm.max_context(cap, candidate.gpu_count, candidate.parallelism), mm.model.max_context
+            ),
         )
 
 

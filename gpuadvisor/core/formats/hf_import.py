@@ -512,6 +512,7 @@ SUPPORTED_MODEL_TYPES = (
     "deepseek_v3",
     "kimi_k2",
     "gpt_oss",
+    "llama4_text",
 )
 
 
@@ -521,17 +522,17 @@ def _build(data: dict[str, Any], where: str, model_type: str) -> _Arch:
     # Multimodal wrappers (gemma3, llava, mistral3, ...) nest the language model under text_config.
     text_config = data.get("text_config")
     nested = isinstance(text_config, dict) and "num_hidden_layers" not in data
-    if kind not in SUPPORTED_MODEL_TYPES and nested:
+    vision: dict[str, Any] = {}
+    unwrapped = kind not in SUPPORTED_MODEL_TYPES and nested
+    if unwrapped:
         assert isinstance(text_config, dict)
         inner = text_config.get("model_type")
         if isinstance(inner, str) and inner:
             inner_type = inner
         else:
-            inner_type = "gemma3_text" if kind == "gemma3" else ""
-        notes.append(
-            f"Read the language model from text_config ({inner_type or 'no model_type'}); "
-            "the vision/audio encoder is not counted."
-        )
+            inner_type = {"gemma3": "gemma3_text", "llama4": "llama4_text"}.get(kind, "")
+        vision = _Reader(data, where).obj("vision_config")
+        notes.append(f"Read the language model from text_config ({inner_type or 'no model_type'}).")
         data, where, kind = text_config, f"{where} text_config", inner_type.lower()
     r = _Reader(data, where)
     label = f"model_type '{model_type}'" if model_type else "no model_type"
@@ -555,8 +556,63 @@ def _build(data: dict[str, Any], where: str, model_type: str) -> _Arch:
             raise ModelConfigError(CONFIG_FIELD, f"{where} ({label}) is missing {', '.join(r.missing)}")
     if r.defaulted:
         arch.notes.append(f"Not in the config, assumed the {kind} defaults: {', '.join(r.defaulted)}.")
+    if unwrapped:
+        notes.append(
+            _count_vision(vision, arch.kwargs, f"{where.removesuffix(' text_config')} vision_config")
+        )
     arch.notes[:0] = notes
     return arch
+
+
+# --- vision encoders of multimodal checkpoints ------------------------------------------------------
+def _count_vision(vision: dict[str, Any], kw: dict[str, Any], where: str) -> str:
+    """Add the vision encoder and projector a multimodal checkpoint stores to ``extra_params``
+    (they sit in memory next to the language model) and say what was counted.
+
+    Known encoders: SigLIP (``siglip_vision_model``, Gemma 3) and Llama 4's
+    (``llama4_vision_model``); any other, or a vision_config without its shapes, is named and left
+    out, so the count is then the language model's alone."""
+    r = _Reader(vision, where)
+    vtype = r.text("model_type", "")
+    keys = ("hidden_size", "intermediate_size", "num_hidden_layers", "patch_size", "image_size")
+    if (
+        not vision
+        or vtype not in ("siglip_vision_model", "llama4_vision_model")
+        or not all(r.has(k) for k in keys)
+    ):
+        what = f"'{vtype}'" if vtype else "vision/audio"
+        return (
+            f"The {what} encoder is not counted (no mapping for it, or its vision_config lacks the "
+            "shapes): the count is the language model's only, below the checkpoint's total."
+        )
+    h, i, n = r.integer("hidden_size"), r.integer("intermediate_size"), r.integer("num_hidden_layers")
+    patch, image = r.integer("patch_size"), r.integer("image_size")
+    channels = r.integer("num_channels", default=3)
+    text_h = kw["hidden_size"]
+    # Pre-norm ViT block: q/k/v/o and the two MLP matrices with biases, two LayerNorms.
+    layer = 4 * (h * h + h) + (h * i + i) + (i * h + h) + 2 * 2 * h
+    patches = (image // patch) ** 2
+    if vtype == "siglip_vision_model":
+        # Conv2d patch embedding with bias, learned positions, final LayerNorm (no pooling head in
+        # Gemma 3); projector: mm_input_projection (h x text hidden) and mm_soft_emb_norm (h).
+        encoder = channels * patch * patch * h + h + patches * h + n * layer + 2 * h
+        projector = h * text_h + h
+    else:
+        # Llama 4: class token, positions for the patches and the class token, bias-free patch
+        # projection, LayerNorms before and after; the pixel-shuffle adapter (fc1: intermediate ->
+        # projector_input_dim, fc2: projector_output_dim squared) and the projector to the text width.
+        p_in = r.integer("projector_input_dim", default=i)
+        p_out = r.integer("projector_output_dim", default=p_in)
+        encoder = h + (patches + 1) * h + channels * patch * patch * h + 2 * 2 * h + n * layer
+        encoder += i * p_in + p_out * p_out
+        projector = r.integer("vision_output_dim", default=p_out) * text_h
+    kw["extra_params"] = kw.get("extra_params", 0) + encoder + projector
+    return (
+        f"The checkpoint's vision encoder ({vtype}, {n} layers: {encoder:,} parameters) and multimodal "
+        f"projector ({projector:,}) are counted in extra_params: they are loaded with the weights. "
+        "A text-only run reads them once at load and never per token, so speeds treat them as weights "
+        "(a small overestimate of the bytes read per token)."
+    )
 
 
 # --- family mappings ----------------------------------------------------------------------------
@@ -1033,6 +1089,56 @@ def _gpt_oss(r: _Reader) -> _Arch:
     )
 
 
+def _llama4_text(r: _Reader) -> _Arch:
+    """Llama 4: MoE layers every ``interleave_moe_layer_step`` layers (or those listed in
+    ``moe_layers``), each with ``num_local_experts`` routed experts and one always-active shared
+    expert of width ``intermediate_size``; the other layers are dense with width
+    ``intermediate_size_mlp``. RoPE layers attend within chunks of ``attention_chunk_size``
+    tokens; every ``no_rope_layer_interval``-th layer (NoPE) attends globally."""
+    kw = _decoder(r, tied=False)
+    bias = r.flag("attention_bias", False)
+    kw.update(attention_bias=bias, attention_out_bias=bias)
+    layers = kw["num_layers"]
+    experts = r.opt_int("num_local_experts", minimum=0) or 1
+    notes = []
+    if experts > 1:
+        listed = r.data.get("moe_layers")
+        if isinstance(listed, list) and listed and all(_is_int(x) for x in listed):
+            moe = len({int(x) for x in listed if 0 <= int(x) < layers})
+        else:
+            step = r.integer("interleave_moe_layer_step", default=1)
+            moe = len(range(step - 1, layers, step))
+        kw.update(
+            num_experts=experts,
+            experts_per_token=r.integer("num_experts_per_tok", default=1),
+            moe_intermediate_size=kw["intermediate_size"],
+            intermediate_size=r.integer("intermediate_size_mlp", default=kw["intermediate_size"]),
+            shared_experts=1,
+            dense_layers=layers - moe,
+        )
+        notes.append(
+            f"{moe} of {layers} layers are MoE ({experts} routed experts, {kw['experts_per_token']} per "
+            f"token, and one shared expert of width {kw['moe_intermediate_size']}); the other "
+            f"{layers - moe} are dense with width {kw['intermediate_size']} (intermediate_size_mlp)."
+        )
+    chunk = r.opt_int("attention_chunk_size", minimum=0)
+    if chunk and chunk < kw["max_context"]:
+        flags = r.data.get("no_rope_layers")
+        if isinstance(flags, list) and len(flags) == layers and all(_is_int(x) for x in flags):
+            chunked = sum(1 for x in flags if int(x)) / layers  # 1 = RoPE layer = chunked attention
+        else:
+            interval = r.integer("no_rope_layer_interval", default=4)
+            chunked = (interval - 1) / interval
+        if chunked > 0:
+            kw.update(sliding_window=chunk, sliding_window_layer_fraction=min(1.0, chunked))
+            notes.append(
+                f"Chunked attention ({chunk} tokens) on {chunked:.0%} of the layers (RoPE layers); the "
+                "NoPE layers attend to the whole context. The KV cache of a chunked layer is sized as a "
+                f"{chunk}-token window."
+            )
+    return _Arch(kw, notes)
+
+
 _BUILDERS: dict[str, Any] = {
     "llama": _llama,
     "mistral": _llama,
@@ -1062,6 +1168,7 @@ _BUILDERS: dict[str, Any] = {
     "deepseek_v3": _deepseek,
     "kimi_k2": _deepseek,
     "gpt_oss": _gpt_oss,
+    "llama4_text": _llama4_text,
 }
 
 

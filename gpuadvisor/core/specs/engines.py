@@ -109,29 +109,23 @@ class KernelFamily:
 class LlamaCppModel:
     """llama.cpp's own speed model: prompt processing (pp) and token generation (tg) apart.
 
-    Generation streams every weight once per token at ``bandwidth_efficiency`` of the memory
-    bandwidth (GGUF blocks included: the MMVQ kernels read them at the same rate as 16-bit
-    weights) plus a fixed cost per layer and token (kernel launches and small ops); prompt
-    processing reaches ``prefill_mfu`` of the FP16 peak, or of the INT8 tensor peak when quantized
-    weights run on llama.cpp's MMQ kernels (NVIDIA). Fitted by hand to llama-bench rows of LLaMA-2
-    7B pp512/tg128 in llama.cpp discussions #4167 (Apple M1-M4, Metal) and #15013 (RTX 40/50,
-    CUDA); see docs/estimation.md, "llama.cpp".
+    Generation streams every weight once per token at the llama.cpp profile's
+    ``bandwidth_efficiency`` of the memory bandwidth (GGUF blocks included: the MMVQ kernels read
+    them at the same rate as 16-bit weights) plus a fixed cost per layer and token
+    (``layer_overhead_s``: kernel launches and small ops, cut by CUDA graphs, llama.cpp's default
+    for single-sequence decode on CUDA since mid-2024); prompt processing reaches
+    ``prefill_mfu`` of the FP16 peak, or of the INT8 tensor peak when quantized weights run on
+    llama.cpp's MMQ kernels (NVIDIA). Metal and CUDA kernels differ, so the profile carries a
+    multiplier per architecture (``layer_overhead_by_arch``, ``prefill_mfu_by_arch``; ``cuda_graphs``
+    for decode replayed from CUDA graphs, ``int8`` for prefill on the INT8 peak). Those six factors
+    are fitted by the validation harness
+    (``scripts/fit_engines.py``; refitted with each source held out by ``scripts/validate.py
+    --out-of-sample``) to the published llama-bench rows of tests/data/validation. This class holds
+    what is not fitted; see docs/estimation.md, "llama.cpp".
     """
 
-    bandwidth_efficiency: float = 0.92
-    layer_overhead_s: float = 40e-6  # CUDA
-    layer_overhead_by_arch: tuple[tuple[str, float], ...] = (("apple", 3.125),)  # 125 us on Metal
-    prefill_mfu: float = 0.35
-    prefill_mfu_by_arch: tuple[tuple[str, float], ...] = (("apple", 2.0), ("int8", 0.27 / 0.35))
     decode_mfu: float = 0.3
     prefill_chunk_tokens: int = 512  # llama.cpp's default batch (-b / -ub 512)
-
-    def layer_overhead_for(self, architecture: str) -> float:
-        return self.layer_overhead_s * dict(self.layer_overhead_by_arch).get(architecture, 1.0)
-
-    def prefill_mfu_for(self, architecture: str, int8_peak: bool) -> float:
-        factor = dict(self.prefill_mfu_by_arch).get("int8" if int8_peak else architecture, 1.0)
-        return min(1.0, self.prefill_mfu * factor)
 
 
 LLAMA_CPP = LlamaCppModel()
@@ -375,6 +369,10 @@ _PRIOR_PROFILES = (
         runtime="cpp",
         layer_overhead_s=88e-6,
         prefill_chunk_tokens=2048,
+        # Priors: Metal and CUDA alike, MMQ prefill at the same share of the INT8 peak as
+        # cuBLAS of the FP16 peak; the fit moves each multiplier from 1.
+        layer_overhead_by_arch=(("apple", 1.0), ("cuda_graphs", 1.0)),
+        prefill_mfu_by_arch=(("apple", 1.0), ("int8", 1.0)),
     ),
     EngineProfile(
         "mlc-llm",
@@ -481,6 +479,8 @@ class _EngineFit(TypedDict, total=False):
     prefill_mfu: float
     layer_overhead_s: float
     mfu: float
+    layer_overhead_by_arch: tuple[tuple[str, float], ...]
+    prefill_mfu_by_arch: tuple[tuple[str, float], ...]
     spread_low: float
     spread_high: float
     calibrated_on: str
@@ -509,12 +509,15 @@ _FITTED_ENGINES: dict[str, _EngineFit] = {
         calibrated_on="10 rows: MI300-01..10 (MI300X only)",
     ),
     "llama.cpp": dict(
-        bandwidth_efficiency=0.92,
-        prefill_mfu=0.73,
-        layer_overhead_s=0.0,
-        spread_low=0.65,
-        spread_high=0.63,
-        calibrated_on="6 rows: INF-12, INF-15, LCPP-01..04",
+        bandwidth_efficiency=0.94,
+        prefill_mfu=0.71,
+        layer_overhead_s=130e-6,
+        layer_overhead_by_arch=(("apple", 1.39), ("cuda_graphs", 0.28)),
+        prefill_mfu_by_arch=(("apple", 1.01), ("int8", 0.25)),
+        spread_low=0.34,
+        spread_high=0.36,
+        calibrated_on="148 rows: INF-12, INF-15, LCPP-01..148 (llama.cpp discussions #4167 and #15013, "
+        "PR #4766, GPU-Benchmarks-on-LLM-Inference)",
     ),
     "mlc-llm": dict(
         bandwidth_efficiency=0.92,
@@ -573,7 +576,7 @@ _FITTED_ENGINES: dict[str, _EngineFit] = {
 #: How the 80% ranges above were set (scripts/fit_spreads.py): the 7% and 93% quantiles of measured / estimate over the
 #: leave-one-source-out residuals of tests/data/validation (2026-12-01; a slightly wider interval
 #: than 10-90% because a range fitted to a finite sample covers less of new work), per engine with at
-#: least 15 speed rows (TensorRT-LLM, Transformers, AutoAWQ, FSDP), else pooled per kind (inference
+#: least 15 speed rows (TensorRT-LLM, Transformers, AutoAWQ, FSDP, llama.cpp), else pooled per kind (inference
 #: 0.35-1.63, training 0.75-1.63); each side at least 10%.
 SPREAD_PROVENANCE = "7%/93% quantiles of leave-one-source-out residuals, tests/data/validation, 2026-12-01"
 _FITTED_FAMILIES: dict[str, _FamilyFit] = {"mlc": dict(gemv_efficiency=1.0)}
