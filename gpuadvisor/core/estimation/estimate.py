@@ -31,9 +31,11 @@ from ..specs.presets import ModelCatalog
 from ..specs.workload import RuntimeOverhead
 from ..units import GIB
 from . import advice as _advice
+from .communication import is_legacy, training_speed
 from .cost import buy_vs_rent, job_cost, job_tokens, price_range
+from .layout import Layout, explicit_layout, gpu_counts, searched_layouts
 from .memory import MemoryBreakdown, MemoryModel, applicable_parallelisms, check_parallelism
-from .performance import SPEED_GROUP, inference_performance, training_performance, training_prelude
+from .performance import SPEED_GROUP, inference_performance, training_prelude
 from .recommendation import decide
 from .results import TIGHT_UTILIZATION as TIGHT_UTILIZATION  # the result types stay importable here
 from .results import CalibrationProfile, Change, FactorFit
@@ -42,6 +44,28 @@ from .results import Estimate as Estimate
 from .results import WhatIf as WhatIf
 
 DEFAULT_GPU_COUNTS = (1, 2, 4, 8)
+#: Layouts kept per GPU type and count when the search tries many (the fastest and its runner-ups).
+SEARCH_KEEP = 3
+
+
+def count_layouts(model: ModelSpec, scenario: Scenario, mm: MemoryModel, n: int) -> tuple[list[Layout], bool]:
+    """(layouts to price at ``n`` GPUs, whether they come from the search and are pruned per GPU)."""
+    w, hw = scenario.workload, scenario.hardware
+    if hw.layout_given:
+        simple = hw.parallelism is not None and not any(
+            getattr(hw, a) is not None
+            for a in ("tensor_parallel", "pipeline_parallel", "context_parallel", "expert_parallel")
+        )
+        if simple:
+            assert hw.parallelism is not None
+            check_parallelism(model, w, n, hw.parallelism)  # the errors of the one-word setups
+        if n == 1 and simple:
+            return [mm.layout_for(1, "none")], False
+        return [explicit_layout(model, w, hw, n)], False
+    if n <= hw.gpus_per_node or not w.is_training:
+        pars = applicable_parallelisms(model, w, n, hw.gpus_per_node)
+        return [mm.layout_for(n, par) for par in pars], False
+    return searched_layouts(model, w, hw, n), True
 
 
 def calibration_lookup(
@@ -154,20 +178,22 @@ def estimate(
             raise InputError("hardware.segment", "no GPU of the catalog is in this segment", hw.segment)
     if hw.memory_gib is not None:  # a Mac's RAM size or a slice: capacity follows the platform's rule
         selected = [g.with_memory_gib(hw.memory_gib) for g in selected]
-    counts = (hw.gpu_count,) if hw.gpu_count else DEFAULT_GPU_COUNTS
+    if hw.host_memory_bandwidth_gb_s is not None:
+        selected = [replace(g, host_bandwidth_override_gb_s=hw.host_memory_bandwidth_gb_s) for g in selected]
+    counts = gpu_counts(hw, DEFAULT_GPU_COUNTS)
     engine = engine_for(w.engine, w.kind)
     # Serving engines prefill in chunks, which bounds the transient activations.
     chunk = engine.prefill_chunk_tokens if not w.is_training else None
     mm = MemoryModel(model, w, scenario.overhead, prefill_chunk_tokens=chunk)
-    setups: list[tuple[int, str, MemoryBreakdown, float]] = []  # (count, parallelism, breakdown, bytes/GPU)
+    # (count, layout, breakdown, bytes/GPU, host bytes per node, searched): computed once, shared by every GPU.
+    setups: list[tuple[int, Layout, MemoryBreakdown, float, float, bool]] = []
     for n in counts:
-        if hw.parallelism:
-            pars: tuple[str, ...] = (check_parallelism(model, w, n, hw.parallelism),)
-        else:
-            pars = applicable_parallelisms(model, w, n, hw.gpus_per_node)
-        for par in pars:
-            bd = mm.breakdown(n, par)
-            setups.append((n, par, bd, bd.device_total))
+        layouts, searched = count_layouts(model, scenario, mm, n)
+        per_node = min(n, hw.gpus_per_node)
+        for lay in layouts:
+            bd = mm.breakdown(n, lay.parallelism, layout=lay)
+            setups.append((n, lay, bd, bd.device_total, bd.host * per_node, searched))
+    host_cap = hw.host_memory_gib * GIB if hw.host_memory_gib is not None else None
     eff = scenario.efficiency
     mfu, bw_eff, prefill_mfu = eff.mfu, eff.bandwidth_efficiency, eff.prefill_mfu
     lookup = calibration_lookup(calibration, engine.id, scenario) if calibration is not None else None
@@ -176,7 +202,7 @@ def estimate(
     notes: list[str] = []
     tokens = job_tokens(w)
     training = w.is_training
-    single_only = [(n, par, bd, need) for n, par, bd, need in setups if n == 1]
+    single_only = [row for row in setups if row[0] == 1]
     for gpu in selected:
         # A Mac's GPU is one chip sharing the machine's memory: it is not combined with others
         # unless the scenario asks for a count.
@@ -188,8 +214,8 @@ def estimate(
                 if f.factor_name == "runtime_overhead_gib":
                     # The breakdowns are shared by every GPU: this GPU gets its own copies.
                     gpu_setups = [
-                        (n, par, bd2, bd2.device_total)
-                        for n, par, bd, _need in gpu_setups
+                        (n, lay, bd2, bd2.device_total, host, searched)
+                        for n, lay, bd, _need, host, searched in gpu_setups
                         for bd2 in (replace(bd, overhead=f.value * GIB),)
                     ]
                 elif f.factor_name == "mfu":
@@ -207,21 +233,31 @@ def estimate(
         prices = price_range(gpu, scenario.budget)
         buy = buy_vs_rent(gpu, scenario.budget, prices.expected if prices else None)
         prelude = training_prelude(mm, gpu, engine, mfu) if training and speed else None
-        same_speed: dict[tuple[int, str], tuple[Any, ...]] = {}
-        for n, par, bd, need in gpu_setups:
+        same_speed: dict[Any, tuple[Any, ...]] = {}
+        searched_rows: dict[int, list[tuple[Any, ...]]] = {}
+        for n, lay, bd, need, host, searched in gpu_setups:
             fits = need <= cap_bytes
+            misfit = ""
+            if host_cap is not None and host > host_cap:
+                fits = False
+                misfit = (
+                    f"host memory: needs {host / GIB:,.0f} GiB per node for offloaded state, "
+                    f"{host_cap / GIB:,.0f} GiB available (hardware.host_memory_gib)"
+                )
             perf = cost = None
             if fits and speed:
+                par = lay.parallelism
+                legacy = not training or is_legacy(mm, lay)
                 # Setups whose speed model is identical (DDP and ZeRO-1/2 move the same gradient
                 # bytes; ZeRO-3 and FSDP the same gathers) share one computation.
-                group = (n, SPEED_GROUP.get(par, par) if training else par)
+                group: Any = (n, SPEED_GROUP.get(par, par) if training else par) if legacy else lay
                 known = same_speed.get(group)
                 if known is not None:
                     perf, cost = known
                 else:
                     if training:
-                        perf = training_performance(
-                            mm, gpu, n, par, engine, mfu=mfu, gpus_per_node=hw.gpus_per_node, prelude=prelude
+                        perf = training_speed(
+                            mm, gpu, lay, engine, mfu=mfu, gpus_per_node=hw.gpus_per_node, prelude=prelude
                         )
                     else:
                         perf = inference_performance(
@@ -240,9 +276,27 @@ def estimate(
                     same_speed[group] = (perf, cost)
                     if perf.notes:
                         notes.extend(perf.notes)
-            rows.append((gpu, n, par, bd, fits, need / cap_bytes, (cap_bytes - need) / GIB, perf, cost))
+            row = (
+                gpu,
+                n,
+                lay,
+                bd,
+                fits,
+                need / cap_bytes,
+                (cap_bytes - need) / GIB,
+                perf,
+                cost,
+                host,
+                misfit,
+            )
+            if searched:
+                searched_rows.setdefault(n, []).append(row)
+            else:
+                rows.append(row)
+        for found in searched_rows.values():
+            rows.extend(_prune(found))
     # Pareto frontier and the cheapest candidate that meets the deadline, before building candidates.
-    keys = [_advice.cost_hours(cost) if fits else None for (_, _, _, _, fits, _, _, _, cost) in rows]
+    keys = [_advice.cost_hours(r[8]) if r[4] else None for r in rows]
     front = _advice.pareto_indices(keys)
     cheapest_meeting = min(
         (
@@ -258,20 +312,23 @@ def estimate(
         Candidate(
             gpu,
             n,
-            par,
+            lay.parallelism,
             bd,
             gpu.memory_gib_usable,
             fits,
             headroom,
             util,
-            perf.notes if perf else (),
+            (perf.notes if perf else ()) + ((f"Does not fit: {misfit}.",) if misfit else ()),
             perf,
             cost,
             i in front,
             under(fits, util),
             over(fits, util, keys[i], cheapest_meeting),
+            lay,
+            host / GIB,
+            misfit,
         )
-        for i, (gpu, n, par, bd, fits, util, headroom, perf, cost) in enumerate(rows)
+        for i, (gpu, n, lay, bd, fits, util, headroom, perf, cost, host, misfit) in enumerate(rows)
     )
     result = Estimate(
         scenario=scenario,
@@ -285,6 +342,20 @@ def estimate(
         calibration_fits=tuple(applied),
     )
     return _finish(result, with_advice and speed, gpus, models)
+
+
+def _prune(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    """The searched layouts of one GPU type and count worth showing: the fastest fitting ones
+    (ties: less memory), else the one closest to fitting."""
+    fitting = [r for r in rows if r[4]]
+    if not fitting:
+        return [min(rows, key=lambda r: r[5])]
+
+    def speed(r: tuple[Any, ...]) -> float:
+        return r[7].tokens_per_s.expected if r[7] is not None else 0.0
+
+    fitting.sort(key=lambda r: (-round(speed(r), 6), r[5]))
+    return fitting[:SEARCH_KEEP]
 
 
 def group_gpu_notes(notes: list[str]) -> list[str]:

@@ -130,6 +130,18 @@ def from_parallelism(
     return Layout(dp=n, recompute=recompute, sharding=parallelism, shorthand=parallelism)
 
 
+def plain_layout(gpu_count: int, parallelism: str) -> Layout:
+    """The layout of a one-word setup without recomputation (candidates built without a workload)."""
+    n = max(1, gpu_count)
+    if n == 1 or parallelism == "none":
+        return Layout(shorthand="none" if n == 1 else parallelism)
+    if parallelism == "tensor":
+        return Layout(tp=n, sequence_parallel=True, shorthand="tensor")
+    if parallelism == "pipeline":
+        return Layout(pp=n, shorthand="pipeline")
+    return Layout(dp=n, sharding=parallelism, shorthand=parallelism)
+
+
 def _divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
 

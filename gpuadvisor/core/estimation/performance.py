@@ -136,6 +136,23 @@ def compute_precision(gpu: GpuSpec, weights: str) -> tuple[str, float, str | Non
     return ("bf16" if weights in ("bf16", "nf4", "int4", "int8") else weights), half, None
 
 
+def training_gemm_weights(workload: Workload, gpu: GpuSpec) -> tuple[str, list[str]]:
+    """The precision the training GEMMs run at (``workload.compute_precision``, else the weights'),
+    as a weights value for :func:`compute_precision`, and a note when the GPU cannot run it."""
+    cp = workload.compute_precision
+    if cp in ("fp8", "mxfp8"):
+        if cp == "mxfp8" and gpu.architecture not in MXFP8_ARCHITECTURES:
+            return workload.weights, [f"{gpu.name} has no MXFP8: its GEMMs run at {workload.weights}."]
+        return "fp8", []
+    if cp == "bf16" and workload.weights == "fp8":
+        return "bf16", []
+    return workload.weights, []
+
+
+#: Architectures whose tensor cores take MXFP8 blocks (NVIDIA Blackwell).
+MXFP8_ARCHITECTURES = ("blackwell",)
+
+
 def _precision(gpu: GpuSpec, weights: str) -> tuple[str, float, list[str]]:
     """compute_precision with its fallback note as a (possibly empty) list of notes."""
     prec, peak, note = compute_precision(gpu, weights)
@@ -455,7 +472,7 @@ def training_token_time(
     ``width_divisor`` is the tensor-parallel degree: each rank multiplies ``h / t`` wide matrices."""
     m, w = mm.model, mm.workload
     k = constants
-    prec, peak, _ = _precision(gpu, w.weights)
+    prec, peak, _ = _precision(gpu, training_gemm_weights(w, gpu)[0])
     half = gpu.bf16_dense_tflops or gpu.fp16_dense_tflops
     arch_ceiling = k.gemm_ceiling.get(gpu.architecture, k.gemm_ceiling.get("other", 0.75))
     passes = 3.0 if w.trains_base else 2.0
@@ -518,7 +535,9 @@ def training_prelude(
     Without an ``mfu`` override the MFU follows from :func:`training_token_time`: GEMM shape,
     attention, element-wise traffic, dequantization and per-layer overhead on this GPU."""
     w = mm.workload
-    prec, peak, notes = _precision(gpu, w.weights)
+    gemm_weights, notes0 = training_gemm_weights(w, gpu)
+    prec, peak, notes = _precision(gpu, gemm_weights)
+    notes = notes0 + notes
     flops_token = mm.cached("flops_per_token", lambda: training_flops_per_token(mm.model, w))
     if mfu:
         base_mfu = mfu
