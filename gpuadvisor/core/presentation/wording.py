@@ -64,7 +64,11 @@ def cost_of(c: Candidate) -> float:
 
 
 def setup_name(c: Candidate) -> str:
-    """``1 × NVIDIA H100 SXM5 80 GB`` or ``2 × NVIDIA L4 (tensor)``."""
+    """``1 × NVIDIA H100 SXM5 80 GB``, ``2 × NVIDIA L4 (tensor)`` or, for a laid-out job,
+    ``64 × NVIDIA H100 SXM5 80 GB (TP8 · PP4 · DP2 ZeRO-1 · selective recompute)``."""
+    lay = c.layout
+    if lay is not None and not lay.shorthand:
+        return f"{c.gpu_count} {TIMES} {c.gpu.name} ({lay.name})"
     return (
         f"1 {TIMES} {c.gpu.name}"
         if c.gpu_count == 1
