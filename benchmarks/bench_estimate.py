@@ -74,6 +74,18 @@ def main() -> None:
     print(
         f"{'405B full fine-tune incl. advice (nothing fits 8 GPUs)':58s}       median {med:6.2f} ms  p90 {p90:6.2f} ms"
     )
+    # The layout search: one GPU type, whole nodes up to 4,096 GPUs (aim: under 1 s).
+    search = Scenario(
+        model=ModelSource(preset="llama-3.1-405b"),
+        workload=Workload(kind="pretrain", seq_len=8192, global_batch_size=2048),
+        hardware=Hardware(gpu="h100-sxm", gpu_count_max=4096),
+    )
+    est = estimate(search, gpus, models)
+    med, p90 = timeit(lambda: estimate(search, gpus, models), repeat=10)
+    print(
+        f"{'405B pretrain, H100, layout search up to 4,096 GPUs':58s} {len(est.candidates):4d} candidates  "
+        f"median {med:6.2f} ms  p90 {p90:6.2f} ms"
+    )
 
 
 if __name__ == "__main__":

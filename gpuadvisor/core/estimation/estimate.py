@@ -31,11 +31,11 @@ from ..specs.presets import ModelCatalog
 from ..specs.workload import RuntimeOverhead
 from ..units import GIB
 from . import advice as _advice
-from .communication import is_legacy, training_speed
+from .communication import is_legacy, layout_training_performance
 from .cost import buy_vs_rent, job_cost, job_tokens, price_range
 from .layout import Layout, explicit_layout, gpu_counts, searched_layouts
 from .memory import MemoryBreakdown, MemoryModel, applicable_parallelisms, check_parallelism
-from .performance import SPEED_GROUP, inference_performance, training_prelude
+from .performance import SPEED_GROUP, inference_performance, training_performance, training_prelude
 from .recommendation import decide
 from .results import TIGHT_UTILIZATION as TIGHT_UTILIZATION  # the result types stay importable here
 from .results import CalibrationProfile, Change, FactorFit
@@ -186,13 +186,22 @@ def estimate(
     chunk = engine.prefill_chunk_tokens if not w.is_training else None
     mm = MemoryModel(model, w, scenario.overhead, prefill_chunk_tokens=chunk)
     # (count, layout, breakdown, bytes/GPU, host bytes per node, searched): computed once, shared by every GPU.
-    setups: list[tuple[int, Layout, MemoryBreakdown, float, float, bool]] = []
+    # The speed group (setups with the same speed model share one computation: DDP and ZeRO-1/2
+    # move the same gradient bytes, ZeRO-3 and FSDP the same gathers) is decided here too.
+    setups: list[tuple[int, Layout, MemoryBreakdown, float, float, bool, str, Any]] = []
     for n in counts:
         layouts, searched = count_layouts(model, scenario, mm, n)
         per_node = min(n, hw.gpus_per_node)
         for lay in layouts:
             bd = mm.breakdown(n, lay.parallelism, layout=lay)
-            setups.append((n, lay, bd, bd.device_total, bd.host * per_node, searched))
+            par = lay.parallelism
+            if not w.is_training:
+                group: Any = (n, par)
+            elif is_legacy(mm, lay):
+                group = (n, SPEED_GROUP.get(par, par))
+            else:
+                group = lay
+            setups.append((n, lay, bd, bd.device_total, bd.host * per_node, searched, par, group))
     host_cap = hw.host_memory_gib * GIB if hw.host_memory_gib is not None else None
     eff = scenario.efficiency
     mfu, bw_eff, prefill_mfu = eff.mfu, eff.bandwidth_efficiency, eff.prefill_mfu
@@ -214,8 +223,8 @@ def estimate(
                 if f.factor_name == "runtime_overhead_gib":
                     # The breakdowns are shared by every GPU: this GPU gets its own copies.
                     gpu_setups = [
-                        (n, lay, bd2, bd2.device_total, host, searched)
-                        for n, lay, bd, _need, host, searched in gpu_setups
+                        (n, lay, bd2, bd2.device_total, host, searched, par, group)
+                        for n, lay, bd, _need, host, searched, par, group in gpu_setups
                         for bd2 in (replace(bd, overhead=f.value * GIB),)
                     ]
                 elif f.factor_name == "mfu":
@@ -235,7 +244,7 @@ def estimate(
         prelude = training_prelude(mm, gpu, engine, mfu) if training and speed else None
         same_speed: dict[Any, tuple[Any, ...]] = {}
         searched_rows: dict[int, list[tuple[Any, ...]]] = {}
-        for n, lay, bd, need, host, searched in gpu_setups:
+        for n, lay, bd, need, host, searched, par, group in gpu_setups:
             fits = need <= cap_bytes
             misfit = ""
             if host_cap is not None and host > host_cap:
@@ -246,17 +255,16 @@ def estimate(
                 )
             perf = cost = None
             if fits and speed:
-                par = lay.parallelism
-                legacy = not training or is_legacy(mm, lay)
-                # Setups whose speed model is identical (DDP and ZeRO-1/2 move the same gradient
-                # bytes; ZeRO-3 and FSDP the same gathers) share one computation.
-                group: Any = (n, SPEED_GROUP.get(par, par) if training else par) if legacy else lay
                 known = same_speed.get(group)
                 if known is not None:
                     perf, cost = known
                 else:
-                    if training:
-                        perf = training_speed(
+                    if training and group.__class__ is tuple:  # a one-word setup: the original model
+                        perf = training_performance(
+                            mm, gpu, n, par, engine, mfu=mfu, gpus_per_node=hw.gpus_per_node, prelude=prelude
+                        )
+                    elif training:
+                        perf = layout_training_performance(
                             mm, gpu, lay, engine, mfu=mfu, gpus_per_node=hw.gpus_per_node, prelude=prelude
                         )
                     else:
@@ -288,6 +296,7 @@ def estimate(
                 cost,
                 host,
                 misfit,
+                par,
             )
             if searched:
                 searched_rows.setdefault(n, []).append(row)
@@ -312,23 +321,25 @@ def estimate(
         Candidate(
             gpu,
             n,
-            lay.parallelism,
+            par,
             bd,
             gpu.memory_gib_usable,
             fits,
             headroom,
             util,
-            (perf.notes if perf else ()) + ((f"Does not fit: {misfit}.",) if misfit else ()),
+            ((perf.notes if perf else ()) + (f"Does not fit: {misfit}.",))
+            if misfit
+            else (perf.notes if perf else ()),
             perf,
             cost,
             i in front,
             under(fits, util),
             over(fits, util, keys[i], cheapest_meeting),
             lay,
-            host / GIB,
+            host / GIB if host else 0.0,
             misfit,
         )
-        for i, (gpu, n, lay, bd, fits, util, headroom, perf, cost, host, misfit) in enumerate(rows)
+        for i, (gpu, n, lay, bd, fits, util, headroom, perf, cost, host, misfit, par) in enumerate(rows)
     )
     result = Estimate(
         scenario=scenario,
