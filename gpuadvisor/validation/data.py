@@ -130,6 +130,9 @@ MEASUREMENT_COLUMNS = (
     "scored",
     "why",
     "assumptions",
+    # Added later at the end: older rows may stop before them (read as empty).
+    "vp",
+    "recompute",
 )
 
 #: Weight types the scenario may not know yet, and the nearest type it knows (used only as a fallback).
@@ -227,6 +230,11 @@ class Row:
         return f"{model}, {f.get('kind', '')}, {quant}, {f.get('engine', '')}, {gpus}"
 
 
+#: Columns added at the end of the measurements header after rows were written: a row may end
+#: before them (its cells are read as empty), so older rows stay as they were.
+TRAILING_OPTIONAL = ("vp", "recompute")
+
+
 def _read(path: Path, columns: tuple[str, ...]) -> list[dict[str, str]]:
     try:
         text = path.read_text(encoding="utf-8")
@@ -240,8 +248,11 @@ def _read(path: Path, columns: tuple[str, ...]) -> list[dict[str, str]]:
         raise ValidationDataError(f"{path.name}: columns must be {', '.join(columns)}")
     rows = []
     for n, raw in enumerate(reader, start=3):
-        if None in raw or any(v is None for v in raw.values()):
+        missing = [k for k, v in raw.items() if v is None]
+        if None in raw or any(k not in TRAILING_OPTIONAL for k in missing):
             raise ValidationDataError(f"{path.name} line {n}: wrong number of cells")
+        for k in missing:
+            raw[k] = ""
         rows.append({k: v.strip() for k, v in raw.items()})
     return rows
 
@@ -344,6 +355,7 @@ def load_measurements(data_dir: str | Path = DATA_DIR, sources: dict[str, Source
             "pp",
             "dp",
             "cp",
+            "vp",
             "tokens_trained",
             "scale_to_params",
         ):
@@ -359,6 +371,8 @@ def load_measurements(data_dir: str | Path = DATA_DIR, sources: dict[str, Source
         ):
             if raw[col] not in ("", "yes", "no"):
                 raise ValidationDataError(f"{where}: {col} must be yes, no or empty")
+        if raw["recompute"] not in ("", "none", "selective", "full"):
+            raise ValidationDataError(f"{where}: recompute must be none, selective, full or empty")
         if raw["architecture"]:
             try:
                 arch = json.loads(raw["architecture"])
@@ -493,7 +507,7 @@ def scenario_dict(
     offload = _offload_facts(f["offload"]) if training else {}
     if offload:
         workload["offload"] = offload
-    if f.get("recompute"):
+    if training and f["recompute"]:
         workload["activation_recompute"] = f["recompute"]
     known = _known(Workload)
     for key in list(workload):
@@ -585,6 +599,8 @@ def _layout_facts(f: dict[str, str]) -> dict[str, int]:
     for key, name in (("tp", "tensor_parallel"), ("pp", "pipeline_parallel"), ("cp", "context_parallel")):
         if axes[key] > 1:
             out[name] = axes[key]
+    if f["vp"] and int(float(f["vp"])) > 1 and axes["pp"] > 1:
+        out["virtual_pipeline_stages"] = int(float(f["vp"]))
     return out
 
 

@@ -146,7 +146,7 @@ def test_keys_round_trip_through_the_file():
         ({"gpu_count": 96, "pipeline_parallel": 96}, "hardware.pipeline_parallel", "layers"),
         ({"gpu_count": 12, "tensor_parallel": 3}, "hardware.tensor_parallel", "heads"),
         (
-            {"gpu_count": 16, "pipeline_parallel": 4, "virtual_pipeline_stages": 3},
+            {"gpu_count": 64, "pipeline_parallel": 32, "virtual_pipeline_stages": 3},
             "hardware.virtual_pipeline_stages",
             "layers",
         ),
@@ -388,7 +388,7 @@ def test_fp8_compute_is_faster_on_hopper_and_costs_a_weight_copy(cats):
     lay = Layout(tp=8, dp=8, sequence_parallel=True, sharding="zero1")
     bf16 = _speed(cats, pretrain(global_batch_size=256), lay)
     fp8 = _speed(cats, pretrain(compute_precision="fp8", global_batch_size=256), lay)
-    assert fp8.tokens_per_s.expected > 1.2 * bf16.tokens_per_s.expected and fp8.precision_used == "fp8"
+    assert fp8.tokens_per_s.expected > 1.1 * bf16.tokens_per_s.expected and fp8.precision_used == "fp8"
     old = _speed(cats, pretrain(compute_precision="fp8"), lay, gpu="a100-80gb")
     assert old.precision_used != "fp8"
     m = load_model_catalog().get("llama-3.1-70b")
@@ -491,4 +491,4 @@ def test_a_searched_layout_fits_where_the_old_setups_did_not(cats):
     )
     assert not any(c.fits for c in est.candidates if c.gpu_count <= 8)
     assert est.recommended is not None and est.recommended.gpu_count > 8
-    assert est.recommended.layout is not None and est.recommended.layout.pp * est.recommended.layout.tp > 1
+    assert est.recommended.layout is not None and not est.recommended.layout.shorthand

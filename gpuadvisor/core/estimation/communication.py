@@ -12,7 +12,8 @@ tokens per pipeline, hidden size ``h``, 2-byte activations and ``B`` the link ba
   elements per layer and micro-batch, 6 with full recomputation; ring volume ``2 (t-1)/t``; inside
   a node over NVLink; not overlapped. Each rank multiplies ``h/t``-wide matrices (GEMM width curve).
 - **Pipeline** (Narayanan et al. 2021): bubble ``(p-1) / (m v)`` of the compute; point-to-point
-  sends of ``b s h / (t CP)`` elements forward and back per micro-batch and virtual stage.
+  sends of ``b s h / (t CP)`` elements forward and back per micro-batch and virtual stage, exposed
+  with 1F1B and hidden up to ``DP_OVERLAP`` by the interleaved schedule (Megatron's overlap_p2p_comm).
 - **Data parallel** (ZeRO paper, section 7): ring all-reduce (DDP) or reduce-scatter + all-gather
   (ZeRO-1/2) of the GPU's gradient shard, ``2 (d-1)/d`` of its bytes, overlapped with the backward
   pass of the last micro-batch up to ``DP_OVERLAP``; ZeRO-3/FSDP gathers the parameters in
@@ -41,6 +42,7 @@ import math
 
 from ..specs.engines import FITTED, EngineProfile, SpeedConstants
 from ..specs.hardware import GpuSpec
+from ..specs.models import ModelSpec
 from .layout import Layout
 from .memory import MemoryModel
 from .performance import (
@@ -66,6 +68,41 @@ PCIE_EFFICIENCY = 0.8
 
 def _network() -> tuple[float, float]:
     return NETWORK_GB_S * LINK_EFFICIENCY * 1e9, NETWORK_LATENCY_S
+
+
+def group_link(
+    stride: int, members: int, gpus_per_node: int, node: tuple[float, float], net: tuple[float, float]
+) -> tuple[float, float]:
+    """(bytes/s per GPU, latency) of a collective over ``members`` GPUs whose ranks are ``stride``
+    apart. Inside a node: NVLink (or PCIe). Across nodes a ring crosses each node boundary once
+    per group, so the node's NICs carry the traffic of the ``gpus_per_node / stride`` members it
+    holds: a GPU sees ``min(NVLink, NIC x members per node)`` (NCCL's ring over the node's NICs)."""
+    if stride * members <= gpus_per_node:
+        return node
+    per_node = max(1, gpus_per_node // stride)
+    return min(node[0], net[0] * per_node), net[1]
+
+
+def tp_width_slowdown(m: ModelSpec, t: int, half: float) -> float:
+    """How much longer the GEMMs of one layer take when tensor parallelism splits them ``t`` ways:
+    each GEMM runs at the width curve ``w / (w + half)`` of its narrower side, which the split
+    narrows (QKV and gate/up by their output, o_proj and down by their input), weighted by FLOPs."""
+    h, dq, dkv = m.hidden_size, m.q_dim, m.kv_dim
+    i = m.expert_intermediate_size * m.experts_per_token
+    up = (2 if m.gated_mlp else 1) * m.expert_intermediate_size
+    gemms = (  # (FLOPs share, output or input width that TP splits)
+        (h * (dq + 2 * dkv), dq + 2 * dkv),
+        (h * dq, dq),
+        (h * up * m.experts_per_token, up),
+        (h * i, m.expert_intermediate_size),
+    )
+
+    def eff(w: float) -> float:
+        return w / (w + half)
+
+    whole = sum(f / eff(min(h, w)) for f, w in gemms)
+    split = sum(f / eff(min(h, w / t)) for f, w in gemms)
+    return split / whole
 
 
 def layout_training_performance(
@@ -102,45 +139,50 @@ def layout_training_performance(
     seconds_per_flop = flops_token / (peak * 1e12 * base_mfu) / flops_token
     compute = tokens_step * flops_run * seconds_per_flop / n
     if t > 1 and not mfu:
-        half = k.gemm_width_half
-        compute *= (h / (h + half)) / ((h / t) / (h / t + half))
+        compute *= tp_width_slowdown(m, t, k.gemm_width_half)
     useful = compute
     if p > 1:
         compute *= 1 + (p - 1) / (micro * v)
 
     node_bw, node_lat, _ = link(gpu, min(n, gpus_per_node), gpus_per_node)
-    net_bw, net_lat = _network()
-    node_bw *= 1e9
+    node = (node_bw * 1e9, node_lat)
+    net = _network()
     parts: dict[str, float] = {}
     act_bytes = b * s / c * h * 2.0  # one micro-batch's hidden states on one CP rank
     layers_gpu = math.ceil(L / p)
     if t > 1:
-        bw, lat = (node_bw, node_lat) if t <= gpus_per_node else (net_bw, net_lat)
+        bw, lat = group_link(1, t, gpus_per_node, node, net)
         collectives = 6 if layout.recompute == "full" else 4
         per = 2 * (t - 1) / t * act_bytes / bw + lat
         parts["tensor"] = micro * layers_gpu * collectives * per
     if p > 1:
-        bw, lat = (node_bw, node_lat) if n <= gpus_per_node else (net_bw, net_lat)
+        bw, lat = group_link(t * c * d, p, gpus_per_node, node, net)
         per = act_bytes / (t if layout.sequence_parallel else 1) / bw + lat
-        parts["pipeline"] = 2 * micro * v * per
+        p2p = 2 * micro * v * per
+        # The interleaved schedule overlaps its sends with the next chunk's compute (Megatron's
+        # overlap_p2p_comm); the plain 1F1B schedule waits for them.
+        parts["pipeline"] = (1 - DP_OVERLAP) * p2p if v > 1 else p2p
     if c > 1:
-        bw, lat = (node_bw, node_lat) if t * c <= gpus_per_node else (net_bw, net_lat)
+        bw, lat = group_link(t, c, gpus_per_node, node, net)
         kv = b * s / c * 2 * m.kv_dim * 2.0
         ring = micro * layers_gpu * (3 * (c - 1) / c * kv / t / bw + 2 * (c - 1) * lat)
         # Hidden behind the attention compute of the same layer (its share of the step's FLOPs).
         attn_share = attention_fwd / max(forward, 1.0)
         parts["context"] = max(ring - attn_share * useful, (1 - DP_OVERLAP) * ring)
     if e > 1 and m.is_moe:
-        bw, lat = (node_bw, node_lat) if t * e <= gpus_per_node else (net_bw, net_lat)
+        bw, lat = group_link(t, e, gpus_per_node, node, net)
         moe_layers = layers_gpu * (L - m.dense_layers) / L
         per = m.experts_per_token * act_bytes * (e - 1) / e / t / bw + lat
         parts["experts"] = micro * moe_layers * 4 * per
     exposed = sum(parts.values())
-    if d > 1:
-        bw, lat = (node_bw, node_lat) if t * c * d <= gpus_per_node else (net_bw, net_lat)
+    if d * c > 1:
+        # Gradients are reduced over every replica of the weights: DP x CP (stride TP).
+        d_all = d * c
+        bw, lat = group_link(t, d_all, gpus_per_node, node, net)
         state_share = 1.0 / (t * p)
         grads = mm.grad_bytes * state_share
-        ring = 2 * (d - 1) / d
+        ring = 2 * (d_all - 1) / d_all
+        d = d_all
         if layout.sharding in ("zero3", "fsdp"):
             params = mm.weight_bytes * state_share
             volume = (d - 1) / d * grads + micro * 2 * (d - 1) / d * params

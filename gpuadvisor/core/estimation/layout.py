@@ -173,10 +173,10 @@ def check_layout(model: ModelSpec, workload: Workload, hw: Hardware, layout: Lay
             raise InputError(
                 "hardware.virtual_pipeline_stages", "interleaving needs pipeline_parallel > 1", layout.vpp
             )
-        if model.num_layers % (layout.pp * layout.vpp):
+        if layout.pp * layout.vpp > model.num_layers:
             raise InputError(
                 "hardware.virtual_pipeline_stages",
-                f"the {model.num_layers} layers do not split into PP{layout.pp} x {layout.vpp} chunks",
+                f"PP{layout.pp} x {layout.vpp} chunks need at least one of the {model.num_layers} layers each",
                 layout.vpp,
             )
     if layout.ep > 1:

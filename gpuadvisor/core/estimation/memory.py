@@ -428,6 +428,9 @@ class MemoryModel:
                 state_share = (c.total - c.blocks * (1.0 - block_mult)) / c.total / t
         grads, optim = self.grad_bytes * state_share, self.optim_bytes * state_share
         adapters = self.adapter_bytes * state_share
+        # Context-parallel ranks hold the same weights, so ZeRO/FSDP shards over DP x CP (Megatron's
+        # data-parallel-with-context group; torchtitan's dp_shard x cp mesh), never over TP or PP.
+        d = d * cp
         if sharding in ("zero1", "zero2", "zero3", "fsdp"):
             optim /= d
         if sharding in ("zero2", "zero3", "fsdp"):
