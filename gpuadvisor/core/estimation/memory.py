@@ -613,13 +613,23 @@ class MemoryModel:
 
 
 def memory_curve(
-    mm: MemoryModel, axis: str, values: list[int], gpu_count: int = 1, parallelism: str = "none"
+    mm: MemoryModel,
+    axis: str,
+    values: list[int],
+    gpu_count: int = 1,
+    parallelism: str = "none",
+    layout: Layout | None = None,
 ) -> list[float]:
     """Per-GPU device totals in GiB as ``axis`` ("context" or "batch") takes each of ``values``."""
     if axis == "context":
-        return [mm.breakdown(gpu_count, parallelism, context=v).device_total / GIB for v in values]
+        return [
+            mm.breakdown(gpu_count, parallelism, context=v, layout=layout).device_total / GIB for v in values
+        ]
     if axis == "batch":
-        return [mm.breakdown(gpu_count, parallelism, batch_size=v).device_total / GIB for v in values]
+        return [
+            mm.breakdown(gpu_count, parallelism, batch_size=v, layout=layout).device_total / GIB
+            for v in values
+        ]
     raise InputError("what_if.axis", "must be context or batch", axis)
 
 

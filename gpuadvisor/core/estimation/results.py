@@ -152,6 +152,15 @@ class Candidate(NamedTuple):
         return self.the_layout.name
 
     @property
+    def setup_label(self) -> str:
+        """The setup in tables and charts: the one-word parallelism (``ddp``, ``tensor``), or the
+        layout's name for a laid-out job (``TP8 SP · PP4 · DP2 ZeRO-1``)."""
+        lay = self.layout
+        if lay is None or lay.shorthand:
+            return self.parallelism
+        return lay.name
+
+    @property
     def key(self) -> str:
         lay = self.layout
         if lay is None or lay.shorthand:

@@ -46,7 +46,7 @@ def candidate_detail(
     elif decision is not None and key == decision.runner_up_key:
         mark = "Runner-up: "
     lay = c.the_layout
-    if c.layout is not None and (not lay.shorthand or lay.recompute != "none"):
+    if c.layout is not None and not lay.shorthand:
         setup = lay.name
     else:
         setup = "single GPU" if c.gpu_count == 1 else c.parallelism

@@ -43,6 +43,7 @@ from ..formats.user_catalog import months_before
 from ..formatting import (
     DASH,
     NONE_MARK,
+    TIMES,
     display_gpu_name,
     fmt_gib,
     fmt_hours,
@@ -170,6 +171,18 @@ def table_order(est: Estimate) -> list[Candidate]:
     return list(est.best_per_gpu().values())
 
 
+def report_setup(d: dict[str, Any]) -> str:
+    """The setup cell of a report row, naming its layout: ``1 GPU``, ``4 × ddp (DP4)``,
+    ``64 × TP8 SP · PP4 · DP2 ZeRO-1``; recomputation other than the workload's is named too."""
+    name = d.get("layout_name") or ""
+    par = d["parallelism"]
+    if d["gpu_count"] == 1:
+        return "1 GPU" if name in ("", "1 GPU") else f"1 GPU ({name.removeprefix('1 GPU · ')})"
+    if par in ("ddp", "zero1", "zero2", "zero3", "fsdp", "tensor", "pipeline") and name:
+        return f"{fmt_setup(d['gpu_count'], par)} ({name})"
+    return f"{d['gpu_count']} {TIMES} {name}" if name else fmt_setup(d["gpu_count"], par)
+
+
 def row_cells(d: dict[str, Any]) -> tuple[str, ...]:
     """The table cells of one candidate, from its :func:`candidate_to_dict` dictionary."""
     hours = d.get("job_hours") or {}
@@ -177,7 +190,7 @@ def row_cells(d: dict[str, Any]) -> tuple[str, ...]:
     has_cost = "job_hours" in d
     return (
         display_gpu_name(d["gpu_name"]),
-        fmt_setup(d["gpu_count"], d["parallelism"]),
+        report_setup(d),
         d["verdict"],
         fmt_gib(d["memory_per_gpu_gib"]["device_total"]),
         fmt_gib(d["capacity_gib"]),

@@ -37,10 +37,8 @@ def text_table(rows: list[list[str]], header: list[str], right: set[int]) -> str
 def setup_cell(c: Candidate) -> str:
     """The setup column: ``single GPU``, ``8x tensor`` or ``64x TP8 · PP4 · DP2 ZeRO-1``."""
     lay = c.layout
-    if lay is None or (lay.shorthand and lay.recompute == "none"):
+    if lay is None or lay.shorthand:
         return "single GPU" if c.gpu_count == 1 else f"{c.gpu_count}x {c.parallelism}"
-    if lay.shorthand and c.gpu_count > 1:
-        return f"{c.gpu_count}x {c.parallelism} · {lay.recompute} recompute"
     return f"{c.gpu_count}x {lay.name}"
 
 

@@ -597,4 +597,17 @@ def adapt_to_kind(workload: Workload, kind: str) -> Workload:
     batch = workload.batch_size
     if (kind in TRAINING_KINDS) != workload.is_training:
         batch = DEFAULT_BATCH_SIZE
-    return replace(workload, kind=kind, weights=weights_for_kind(kind, workload.weights), batch_size=batch)
+    weights = weights_for_kind(kind, workload.weights)
+    if kind in TRAINING_KINDS:
+        return replace(workload, kind=kind, weights=weights, batch_size=batch)
+    # The training-only keys mean nothing for serving.
+    return replace(
+        workload,
+        kind=kind,
+        weights=weights,
+        batch_size=batch,
+        activation_recompute=None,
+        global_batch_size=None,
+        compute_precision=None,
+        offload=Offload(),
+    )

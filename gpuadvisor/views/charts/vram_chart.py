@@ -486,7 +486,7 @@ class _WheelToScroll(QObject):
 
 def _tooltip(c, colors: ChartColors = LIGHT, recommended: bool = False) -> str:
     g = c.memory.gib()
-    setup = f"{c.gpu_count} × {c.gpu.name}" + (f", {c.parallelism}" if c.gpu_count > 1 else "")
+    setup = f"{c.gpu_count} × {c.gpu.name}" + (f", {c.setup_label}" if c.gpu_count > 1 else "")
     rows = [(COMPONENT_LABELS[name], fmt_gib(g[name])) for name in COMPONENT_ORDER if g[name] > 0]
     used = c.utilization * 100
     short = fmt_gib(abs(c.headroom_gib))
