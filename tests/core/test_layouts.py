@@ -492,3 +492,14 @@ def test_a_searched_layout_fits_where_the_old_setups_did_not(cats):
     assert not any(c.fits for c in est.candidates if c.gpu_count <= 8)
     assert est.recommended is not None and est.recommended.gpu_count > 8
     assert est.recommended.layout is not None and not est.recommended.layout.shorthand
+
+
+def test_a_layout_without_a_count_is_tried_at_the_counts_that_hold_it(cats):
+    est = estimate(sc(hardware={"gpu": "h100-sxm", "tensor_parallel": 8, "pipeline_parallel": 2}), *cats)
+    assert {c.gpu_count for c in est.candidates} == {16}
+    wide = estimate(
+        sc(hardware={"gpu": "h100-sxm", "tensor_parallel": 4, "gpu_count_max": 64}),
+        *cats,
+    )
+    assert {c.gpu_count for c in wide.candidates} == {4, 8, 16, 32, 64}
+    assert all(c.layout.tp == 4 for c in wide.candidates)
