@@ -51,10 +51,10 @@ PARALLELISMS = [
     ("pipeline", "Pipeline parallel"),
 ]
 RECOMPUTE = [
-    ("", "As gradient checkpointing says"),
-    ("none", "None: keep every activation"),
-    ("selective", "Selective: recompute attention"),
-    ("full", "Full: keep each layer's input"),
+    ("", "As checkpointing says"),
+    ("none", "None"),
+    ("selective", "Selective (attention)"),
+    ("full", "Full (every layer)"),
 ]
 OFFLOAD = [("none", "On the GPU"), ("cpu", "Host RAM (CPU)"), ("nvme", "NVMe")]
 SEARCH_UP_TO = [
