@@ -503,3 +503,23 @@ def test_a_layout_without_a_count_is_tried_at_the_counts_that_hold_it(cats):
     )
     assert {c.gpu_count for c in wide.candidates} == {4, 8, 16, 32, 64}
     assert all(c.layout.tp == 4 for c in wide.candidates)
+
+
+def test_report_rows_name_the_layout(cats):
+    from gpuadvisor.core.presentation.report import row_cells
+    from gpuadvisor.core.presentation.serialize import candidate_to_dict
+
+    laid = estimate(
+        sc(
+            workload={"kind": "pretrain", "seq_len": 8192, "activation_recompute": "selective"},
+            hardware={"gpu": "h100-sxm", "gpu_count": 64, "tensor_parallel": 8, "pipeline_parallel": 4},
+        ),
+        *cats,
+    )
+    assert row_cells(candidate_to_dict(laid.candidates[0]))[1] == "64 × TP8·PP4·DP2·selective"
+    eight = estimate(
+        sc("llama-3.1-8b", hardware={"gpu": "h100-sxm", "gpu_count": 8, "parallelism": "tensor"}), *cats
+    )
+    assert row_cells(candidate_to_dict(eight.candidates[0]))[1] == "8 × tensor (TP8)"
+    one = estimate(sc("llama-3.1-8b", hardware={"gpu": "h100-sxm", "gpu_count": 1}), *cats)
+    assert row_cells(candidate_to_dict(one.candidates[0]))[1] == "1 GPU"

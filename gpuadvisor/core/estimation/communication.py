@@ -216,9 +216,10 @@ def layout_training_performance(
         parts["offload"] = offload
         exposed += offload
         if offload > 0.2 * (compute + exposed):
+            # One wording for every GPU, so the estimate's warnings say it once.
             notes.append(
-                f"Offload over PCIe and the CPU optimizer step take about "
-                f"{100 * offload / (compute + exposed):.0f}% of each step."
+                "Offload: PCIe traffic and the CPU optimizer step take more than a fifth of each "
+                "training step (the speed shown includes them)."
             )
     step = compute + exposed
     tps = tokens_step / step

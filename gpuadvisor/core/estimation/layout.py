@@ -90,6 +90,13 @@ class Layout(NamedTuple):
             parts.append(f"{self.recompute} recompute")
         return " · ".join(parts)
 
+    @property
+    def short_name(self) -> str:
+        """A compact name for narrow table cells: ``TP8·PP4·DP2 ZeRO-1·selective``."""
+        return (
+            self.name.replace(" SP", "").replace(" · ", "·").replace(" recompute", "").replace("1 GPU·", "")
+        )
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "tensor_parallel": self.tp,

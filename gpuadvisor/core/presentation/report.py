@@ -172,13 +172,16 @@ def table_order(est: Estimate) -> list[Candidate]:
 
 
 def report_setup(d: dict[str, Any]) -> str:
-    """The setup cell of a report row, naming its layout: ``1 GPU``, ``4 × ddp (DP4)``,
-    ``64 × TP8 SP · PP4 · DP2 ZeRO-1``; recomputation other than the workload's is named too."""
-    name = d.get("layout_name") or ""
+    """The setup cell of a report row, naming its layout compactly: ``1 GPU``, ``4 × ddp (DP4)``,
+    ``64 × TP8·PP4·DP2 ZeRO-1·selective`` (the full name is in the JSON's ``layout_name``)."""
+    name = d.get("layout_short_name") or d.get("layout_name") or ""
     par = d["parallelism"]
     if d["gpu_count"] == 1:
-        return "1 GPU" if name in ("", "1 GPU") else f"1 GPU ({name.removeprefix('1 GPU · ')})"
-    if par in ("ddp", "zero1", "zero2", "zero3", "fsdp", "tensor", "pipeline") and name:
+        full = d.get("layout_name") or ""
+        if d.get("setup_label", par) == par or full in ("", "1 GPU"):
+            return "1 GPU"
+        return f"1 GPU ({full.removeprefix('1 GPU · ')})"
+    if d.get("setup_label", par) == par and name:  # a one-word setup: the word and its layout
         return f"{fmt_setup(d['gpu_count'], par)} ({name})"
     return f"{d['gpu_count']} {TIMES} {name}" if name else fmt_setup(d["gpu_count"], par)
 
@@ -645,7 +648,9 @@ def build_report(
         )
     notes.append(
         "Setup: number of GPUs \u00d7 how the work is split (ddp: a full copy per GPU; zero1/2/3, fsdp: "
-        "sharded state; tensor: each layer split; pipeline: layers in stages). Need per GPU: the device "
+        "sharded state; tensor: each layer split; pipeline: layers in stages), with its layout: TP tensor, "
+        "PP pipeline (stages), CP context and DP data parallel degrees, EP experts, ZeRO stage and "
+        "recomputation; with pipelines the memory is the fuller stage's. Need per GPU: the device "
         "total (tensors + CUDA context + fragmentation). Tokens/s: aggregate over the setup's GPUs"
         + (" (trained tokens)." if est.scenario.workload.is_training else " (output tokens).")
         + f" Job time and cost: the {RANGE_LABEL} (low\u2013high). \u2014: no deadline, budget or price to "
