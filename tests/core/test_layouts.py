@@ -523,3 +523,23 @@ def test_report_rows_name_the_layout(cats):
     assert row_cells(candidate_to_dict(eight.candidates[0]))[1] == "8 × tensor (TP8)"
     one = estimate(sc("llama-3.1-8b", hardware={"gpu": "h100-sxm", "gpu_count": 1}), *cats)
     assert row_cells(candidate_to_dict(one.candidates[0]))[1] == "1 GPU"
+
+
+def test_partial_inference_offload_is_read_from_host_memory(cats):
+    base = {"kind": "inference", "engine": "transformers", "weights": "bf16"}
+    full = estimate(sc("llama-2-7b", base, {"gpu": "rtx-4090", "gpu_count": 1}), *cats).candidates[0]
+    half = estimate(sc("llama-2-7b", {**base, "gpu_layers": 16}, {"gpu": "rtx-4090", "gpu_count": 1}), *cats)
+    c = half.candidates[0]
+    assert c.memory.host > 6 * GIB and c.host_memory_gib > 6
+    # Half the weights cross PCIe (about 32 GB/s) every step instead of GDDR6X (about 1 TB/s).
+    assert c.performance.tokens_per_s_per_user < full.performance.tokens_per_s_per_user / 5
+    assert any("Partial offload" in n for n in c.performance.notes)
+
+
+def test_serving_layouts_stay_on_one_axis(cats):
+    work = {"kind": "inference"}
+    tp = estimate(sc("llama-3.1-70b", work, {"gpu": "h100-sxm", "gpu_count": 8, "tensor_parallel": 8}), *cats)
+    assert tp.candidates[0].parallelism == "tensor" and tp.candidates[0].layout.tp == 8
+    with pytest.raises(InputError) as err:
+        estimate(sc("llama-3.1-70b", work, {"gpu": "h100-sxm", "gpu_count": 16, "tensor_parallel": 8}), *cats)
+    assert err.value.field == "hardware.tensor_parallel"

@@ -67,6 +67,10 @@ class Layout(NamedTuple):
             return self.shorthand
         if self.gpus == 1:
             return "none"
+        if self.tp == self.gpus:
+            return "tensor"
+        if self.pp == self.gpus:
+            return "pipeline"
         return self.sharding if self.sharding != "none" else "model"
 
     @property
@@ -213,6 +217,13 @@ def check_layout(model: ModelSpec, workload: Workload, hw: Hardware, layout: Lay
             "workload.offload.parameters",
             "offloading parameters needs ZeRO-3 or FSDP (hardware.parallelism zero3 or fsdp)",
             off.parameters,
+        )
+    if not workload.is_training and sum(x > 1 for x in (layout.tp, layout.pp, layout.dp)) > 1:
+        raise InputError(
+            "hardware.tensor_parallel" if layout.tp > 1 else "hardware.pipeline_parallel",
+            "serving is modelled on one axis: tensor_parallel, pipeline_parallel or ddp replicas "
+            "over all the GPUs (set gpu_count to the size of one replica)",
+            layout.tp if layout.tp > 1 else layout.pp,
         )
     if not workload.is_training and (layout.cp > 1 or layout.ep > 1 or layout.vpp > 1):
         raise InputError(

@@ -298,6 +298,20 @@ def inference_performance(
     t_mem = (gemv_bytes if b <= gemv_max else gemm_bytes) / stream + kv_read / (
         stream * k.kv_bandwidth_factor
     )
+    share = mm.gpu_layer_share
+    if share < 1.0:
+        # Partial offload (accelerate device_map, vLLM cpu_offload_gb): the layers kept in host RAM
+        # are read from it for every step; a discrete GPU pulls them over PCIe, a unified-memory
+        # chip reads them at the host bandwidth.
+        host_bytes = (gemv_bytes if b <= gemv_max else gemm_bytes) * (1.0 - share) / t
+        host_bw = gpu.host_memory_bandwidth_gb_s * 1e9
+        link_bw = host_bw if gpu.unified_memory else min(host_bw, gpu.pcie_gb_s * 1e9)
+        t_mem = t_mem * share + host_bytes / (link_bw * e_bw)
+        notes.append(
+            f"Partial offload: {L - round(share * L)} of {L} layers stay in host RAM and cross "
+            + ("host memory" if gpu.unified_memory else "PCIe")
+            + " for every step, which sets the speed."
+        )
     e_dec = (
         ceiling * b / (b + t_half) * (family.gemm_efficiency if family is not None and b > gemv_max else 1.0)
     )
