@@ -181,10 +181,10 @@ def estimate(
     if hw.host_memory_bandwidth_gb_s is not None:
         selected = [replace(g, host_bandwidth_override_gb_s=hw.host_memory_bandwidth_gb_s) for g in selected]
     counts = gpu_counts(hw, DEFAULT_GPU_COUNTS)
-    group = (hw.tensor_parallel or 1) * (hw.pipeline_parallel or 1) * (hw.context_parallel or 1)
-    if not hw.gpu_count and group > 1:
+    replica = (hw.tensor_parallel or 1) * (hw.pipeline_parallel or 1) * (hw.context_parallel or 1)
+    if not hw.gpu_count and replica > 1:
         # A layout without a count: the counts that hold whole replicas of it (at least one).
-        counts = tuple(sorted({n for n in (*counts, group) if n % group == 0}))
+        counts = tuple(sorted({n for n in (*counts, replica) if n % replica == 0}))
     engine = engine_for(w.engine, w.kind)
     # Serving engines prefill in chunks, which bounds the transient activations.
     chunk = engine.prefill_chunk_tokens if not w.is_training else None
