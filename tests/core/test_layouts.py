@@ -455,7 +455,7 @@ def test_counts_go_beyond_a_node_in_whole_nodes():
 
 def test_search_respects_node_layers_and_sequence():
     m = load_model_catalog().get("llama-3.1-70b")
-    lays = searched_layouts(m, Workload(kind="pretrain", seq_len=32768), Hardware(), 256)
+    lays = searched_layouts(m, Workload(kind="pretrain", seq_len=65536), Hardware(), 256)
     assert lays and all(lay.gpus == 256 for lay in lays)
     assert all(lay.tp <= 8 and m.num_layers % lay.pp == 0 for lay in lays)
     assert {lay.cp for lay in lays} == {1, 2, 4, 8}

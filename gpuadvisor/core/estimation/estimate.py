@@ -248,8 +248,17 @@ def estimate(
         prelude = training_prelude(mm, gpu, engine, mfu) if training and speed else None
         same_speed: dict[Any, tuple[Any, ...]] = {}
         searched_rows: dict[int, list[tuple[Any, ...]]] = {}
+        faster_fits: set[Layout] = set()  # searched layouts whose less-recomputing sibling fits
         for n, lay, bd, need, host, searched, par, group in gpu_setups:
             fits = need <= cap_bytes
+            if searched:
+                # The search lists each layout with recomputation none, selective, full: once one
+                # fits, the ones that recompute more are slower and are not priced.
+                sibling = lay._replace(recompute="none")
+                if sibling in faster_fits:
+                    continue
+                if fits and (host_cap is None or host <= host_cap):
+                    faster_fits.add(sibling)
             misfit = ""
             if host_cap is not None and host > host_cap:
                 fits = False

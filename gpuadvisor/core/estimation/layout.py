@@ -13,7 +13,8 @@ tensor and pipeline setups within one node and a pruned search beyond it (docs/e
 
 - TP over the divisors of the node size that divide the attention heads (never across nodes);
 - PP over the divisors of the layer count (at least one layer per stage);
-- CP 1, and 2, 4, 8 for sequences of 16k tokens and more;
+- CP 1, and 2, 4, 8 for long sequences (each rank keeps at least 8,192 tokens);
+- EP 1 to 64 (dividing the experts and DP x CP) for mixture-of-experts models;
 - recomputation none, selective and full (unless the workload sets it);
 - ZeRO-1 (Megatron's distributed optimizer) or ZeRO-3 over the data-parallel replicas.
 """
@@ -31,6 +32,8 @@ DATA_PARALLEL = ("ddp", "zero1", "zero2", "zero3", "fsdp")
 CP_MIN_TOKENS = 16_384
 #: Context-parallel degrees the search tries for long sequences.
 CP_CHOICES = (1, 2, 4, 8)
+#: Expert-parallel degrees the search tries for mixture-of-experts models.
+EP_CHOICES = (1, 2, 4, 8, 16, 32, 64)
 #: Engines that run sequence parallelism with tensor parallelism by default.
 SEQUENCE_PARALLEL_ENGINES = ("megatron",)
 _SHARDING_NAMES = {
@@ -302,7 +305,8 @@ def searched_layouts(model: ModelSpec, workload: Workload, hw: Hardware, gpu_cou
     )
     tps = [t for t in _divisors(node) if model.num_attention_heads % t == 0 and n % t == 0]
     pps = [p for p in _divisors(model.num_layers) if n % p == 0]
-    cps = CP_CHOICES if workload.seq_len >= CP_MIN_TOKENS else (1,)
+    # Context parallelism for long sequences only: each rank keeps at least 8k tokens.
+    cps = tuple(c for c in CP_CHOICES if c == 1 or workload.seq_len // c >= CP_MIN_TOKENS // 2)
     params_offload = workload.offload.parameters != "none"
     out: list[Layout] = []
     for t in tps:
@@ -314,19 +318,22 @@ def searched_layouts(model: ModelSpec, workload: Workload, hw: Hardware, gpu_cou
                     continue
                 d = n // group
                 shardings = ("zero3",) if params_offload else ("zero1", "zero3") if d > 1 else ("none",)
-                for shard in shardings:
-                    for r in recomputes:
-                        out.append(
-                            Layout(
-                                tp=t,
-                                pp=p,
-                                cp=c,
-                                dp=d,
-                                sequence_parallel=bool(sp and t > 1),
-                                recompute=r,
-                                sharding=shard,
+                eps = [e for e in EP_CHOICES if model.num_experts % e == 0 and (d * c) % e == 0]
+                for e in eps if model.is_moe else (1,):
+                    for shard in shardings:
+                        for r in recomputes:
+                            out.append(
+                                Layout(
+                                    tp=t,
+                                    pp=p,
+                                    cp=c,
+                                    ep=e,
+                                    dp=d,
+                                    sequence_parallel=bool(sp and t > 1),
+                                    recompute=r,
+                                    sharding=shard,
+                                )
                             )
-                        )
     return out
 
 
