@@ -543,3 +543,11 @@ def test_serving_layouts_stay_on_one_axis(cats):
     with pytest.raises(InputError) as err:
         estimate(sc("llama-3.1-70b", work, {"gpu": "h100-sxm", "gpu_count": 16, "tensor_parallel": 8}), *cats)
     assert err.value.field == "hardware.tensor_parallel"
+
+
+def test_offloaded_parameters_are_only_tried_with_zero3_or_fsdp(cats):
+    work = {"kind": "full_finetune", "offload": {"optimizer": "cpu", "parameters": "cpu"}}
+    est = estimate(sc("llama-3.1-70b", work, {"gpu": "a100-80gb"}), *cats)
+    assert {c.parallelism for c in est.candidates if c.gpu_count > 1} == {"zero3", "fsdp"}
+    one = next(c for c in est.candidates if c.gpu_count == 1)
+    assert one.memory.weights < 3.5 * est.memory_model.block_weight_bytes / 80

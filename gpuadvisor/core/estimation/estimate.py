@@ -64,6 +64,8 @@ def count_layouts(model: ModelSpec, scenario: Scenario, mm: MemoryModel, n: int)
         return [explicit_layout(model, w, hw, n)], False
     if n <= hw.gpus_per_node or not w.is_training:
         pars = applicable_parallelisms(model, w, n, hw.gpus_per_node)
+        if w.offload.parameters != "none" and n > 1:  # offloaded weights are gathered: ZeRO-3/FSDP
+            pars = tuple(p for p in pars if p in ("zero3", "fsdp"))
         return [mm.layout_for(n, par) for par in pars], False
     return searched_layouts(model, w, hw, n), True
 
