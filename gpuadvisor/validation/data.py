@@ -541,6 +541,10 @@ def scenario_dict(
         omitted.append(f"gemm_precision={f['gemm_precision']}")
     if f["quant_group_size"]:
         omitted.append(f"quant_group_size={f['quant_group_size']}")
+    if f["vp"] and "virtual_pipeline_stages" not in hardware and f["vp"] != "1":
+        omitted.append(f"layout vp={f['vp']}")
+    if f["recompute"] and "activation_recompute" not in workload:
+        omitted.append(f"recompute={f['recompute']}")
     if f["global_batch"] and "global_batch_size" not in workload:
         omitted.append(f"global_batch={f['global_batch']}")
 
