@@ -184,7 +184,6 @@ COVERAGE_TARGET = 0.80
 #: turns the mark into a failure, so it is removed as soon as the physics meets the target).
 MISSES = {
     ("median", "inference_speed"): "out-of-sample median 25.3% > 15% (233 rows, 2026-12-01)",
-    ("median", "training_speed"): "out-of-sample median 15.6% > 15% (233 rows, 2026-12-01)",
     ("coverage", "memory"): "out-of-sample coverage 72% < 80% (233 rows, 2026-12-01)",
 }
 
