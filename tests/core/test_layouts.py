@@ -551,3 +551,29 @@ def test_offloaded_parameters_are_only_tried_with_zero3_or_fsdp(cats):
     assert {c.parallelism for c in est.candidates if c.gpu_count > 1} == {"zero3", "fsdp"}
     one = next(c for c in est.candidates if c.gpu_count == 1)
     assert one.memory.weights < 3.5 * est.memory_model.block_weight_bytes / 80
+
+
+def test_cli_text_names_the_layout_and_json_has_it(tmp_path, capsys):
+    path = tmp_path / "laid_out.json"
+    path.write_text(
+        json.dumps(
+            {
+                "format": "gpuadvisor-scenario",
+                "version": 1,
+                "model": {"preset": "llama-3.1-70b"},
+                "workload": {"kind": "pretrain", "seq_len": 8192, "activation_recompute": "selective"},
+                "hardware": {
+                    "gpu": "h100-sxm",
+                    "gpu_count": 64,
+                    "tensor_parallel": 8,
+                    "pipeline_parallel": 4,
+                },
+            }
+        )
+    )
+    assert main(["estimate", str(path)]) == 0
+    assert "64x TP8 SP · PP4 · DP2 · selective recompute" in capsys.readouterr().out
+    assert main(["estimate", str(path), "--json"]) == 0
+    cand = json.loads(capsys.readouterr().out)["candidates"][0]
+    assert cand["layout"]["data_parallel"] == 2 and cand["memory_stage"] == "first"
+    assert cand["layout_name"] == "TP8 SP · PP4 · DP2 · selective recompute"
