@@ -536,13 +536,30 @@ def test_partial_inference_offload_is_read_from_host_memory(cats):
     assert any("Partial offload" in n for n in c.performance.notes)
 
 
-def test_serving_layouts_stay_on_one_axis(cats):
-    work = {"kind": "inference"}
-    tp = estimate(sc("llama-3.1-70b", work, {"gpu": "h100-sxm", "gpu_count": 8, "tensor_parallel": 8}), *cats)
-    assert tp.candidates[0].parallelism == "tensor" and tp.candidates[0].layout.tp == 8
+def test_serving_replicas_of_a_tensor_parallel_group(cats):
+    work = {"kind": "inference", "batch_size": 64}
+    one = estimate(
+        sc("llama-3.1-70b", work, {"gpu": "h100-sxm", "gpu_count": 8, "tensor_parallel": 8}), *cats
+    )
+    assert one.candidates[0].parallelism == "tensor" and one.candidates[0].layout.tp == 8
+    two = estimate(
+        sc("llama-3.1-70b", work, {"gpu": "h100-sxm", "gpu_count": 16, "tensor_parallel": 8}), *cats
+    )
+    c1, c2 = one.candidates[0], two.candidates[0]
+    assert c2.layout.dp == 2 and c2.layout_name == "TP8 · DP2"
+    # Each replica serves half the requests: less KV cache per GPU, more requests served in all.
+    assert c2.memory.kv_cache == pytest.approx(c1.memory.kv_cache / 2, rel=0.01)
+    assert c2.performance.tokens_per_s.expected > 1.2 * c1.performance.tokens_per_s.expected
     with pytest.raises(InputError) as err:
-        estimate(sc("llama-3.1-70b", work, {"gpu": "h100-sxm", "gpu_count": 16, "tensor_parallel": 8}), *cats)
-    assert err.value.field == "hardware.tensor_parallel"
+        estimate(
+            sc(
+                "llama-3.1-70b",
+                work,
+                {"gpu": "h100-sxm", "gpu_count": 16, "tensor_parallel": 8, "pipeline_parallel": 2},
+            ),
+            *cats,
+        )
+    assert err.value.field == "hardware.pipeline_parallel"
 
 
 def test_offloaded_parameters_are_only_tried_with_zero3_or_fsdp(cats):

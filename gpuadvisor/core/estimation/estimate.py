@@ -202,7 +202,7 @@ def estimate(
             bd = mm.breakdown(n, lay.parallelism, layout=lay)
             par = lay.parallelism
             if not w.is_training:
-                group: Any = (n, par)
+                group: Any = (n, par) if lay.shorthand or lay.dp == 1 or lay.gpus == lay.dp else lay
             elif is_legacy(mm, lay):
                 group = (n, SPEED_GROUP.get(par, par))
             else:
@@ -282,7 +282,7 @@ def estimate(
                         perf = layout_training_performance(
                             mm, gpu, lay, engine, mfu=mfu, gpus_per_node=hw.gpus_per_node, prelude=prelude
                         )
-                    else:
+                    elif group.__class__ is tuple:
                         perf = inference_performance(
                             mm,
                             gpu,
@@ -292,6 +292,18 @@ def estimate(
                             bw_eff=bw_eff,
                             prefill_mfu=prefill_mfu,
                             gpus_per_node=hw.gpus_per_node,
+                        )
+                    else:  # replicas of a tensor- or pipeline-parallel group share the requests
+                        perf = inference_performance(
+                            mm,
+                            gpu,
+                            lay.tp * lay.pp,
+                            "tensor" if lay.tp > 1 else "pipeline",
+                            engine,
+                            bw_eff=bw_eff,
+                            prefill_mfu=prefill_mfu,
+                            gpus_per_node=hw.gpus_per_node,
+                            replicas=lay.dp,
                         )
                     cost = job_cost(
                         w, scenario.budget, gpu, n, perf.tokens_per_s, prices=prices, buy=buy, tokens=tokens

@@ -221,12 +221,11 @@ def check_layout(model: ModelSpec, workload: Workload, hw: Hardware, layout: Lay
             "offloading parameters needs ZeRO-3 or FSDP (hardware.parallelism zero3 or fsdp)",
             off.parameters,
         )
-    if not workload.is_training and sum(x > 1 for x in (layout.tp, layout.pp, layout.dp)) > 1:
+    if not workload.is_training and layout.tp > 1 and layout.pp > 1:
         raise InputError(
-            "hardware.tensor_parallel" if layout.tp > 1 else "hardware.pipeline_parallel",
-            "serving is modelled on one axis: tensor_parallel, pipeline_parallel or ddp replicas "
-            "over all the GPUs (set gpu_count to the size of one replica)",
-            layout.tp if layout.tp > 1 else layout.pp,
+            "hardware.pipeline_parallel",
+            "serving is modelled with tensor or pipeline parallelism in each replica, not both",
+            layout.pp,
         )
     if not workload.is_training and (layout.cp > 1 or layout.ep > 1 or layout.vpp > 1):
         raise InputError(

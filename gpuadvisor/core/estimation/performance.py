@@ -243,8 +243,12 @@ def inference_performance(
     prefill_mfu: float | None = None,
     gpus_per_node: int = 8,
     constants: SpeedConstants | None = None,
+    replicas: int = 1,
 ) -> PerformanceEstimate:
-    """Serving speed of one candidate (see the module docstring)."""
+    """Serving speed of one candidate (see the module docstring).
+
+    ``replicas`` > 1: that many copies of this ``gpu_count``-GPU setup (tensor or pipeline parallel)
+    share the requests, each serving its share of the batch; the speed is their sum."""
     if engine.id == "llama.cpp":
         return llamacpp_performance(
             mm,
@@ -255,6 +259,7 @@ def inference_performance(
             bw_eff=bw_eff,
             prefill_mfu=prefill_mfu,
             gpus_per_node=gpus_per_node,
+            replicas=replicas,
         )
     k = constants or FITTED
     m, w = mm.model, mm.workload
@@ -262,7 +267,7 @@ def inference_performance(
     n = gpu_count
     t = n if parallelism == "tensor" else 1
     p = n if parallelism == "pipeline" else 1
-    replicas = n if parallelism == "ddp" else 1
+    replicas = n if parallelism == "ddp" else max(1, replicas)
     b = max(1, math.ceil(w.batch_size / replicas))
     e_bw = bw_eff or engine.bandwidth_efficiency
     # Model- and workload-only values, computed once per MemoryModel (a catalog has hundreds of setups).
@@ -380,6 +385,7 @@ def llamacpp_performance(
     prefill_mfu: float | None = None,
     gpus_per_node: int = 8,
     model: LlamaCppModel = LLAMA_CPP,
+    replicas: int = 1,
 ) -> PerformanceEstimate:
     """llama.cpp: token generation (tg, bandwidth-bound) and prompt processing (pp, compute-bound)
     modelled apart (:class:`~gpuadvisor.core.specs.engines.LlamaCppModel`), with partial offload
@@ -391,7 +397,7 @@ def llamacpp_performance(
     n = gpu_count
     t = n if parallelism == "tensor" else 1
     p = n if parallelism == "pipeline" else 1
-    replicas = n if parallelism == "ddp" else 1
+    replicas = n if parallelism == "ddp" else max(1, replicas)
     b = max(1, math.ceil(w.batch_size / replicas))
     e_w = bw_eff or model.bandwidth_efficiency
     bw = gpu.memory_bandwidth_gb_s * 1e9
