@@ -301,6 +301,7 @@ class MemoryModel:
         # Share of the block weights in the MoE experts (expert parallelism shards them).
         self.expert_share = counts.mlp / max(counts.blocks, 1) if m.is_moe else 0.0
         self._layouts: dict[tuple[int, str], Layout] = {}
+        self._stages: dict[Layout, str] = {}
         # Eager attention keeps the softmax: fp32 output plus the 16-bit copy (and dropout mask/output).
         score_bytes = (4.0 + (a if a < 4 else 0.0)) + ((1.0 + a) if dropout else 0.0)
         self.score_bytes = 0.0 if w.flash_attention else score_bytes * m.num_attention_heads
@@ -370,14 +371,20 @@ class MemoryModel:
         ``batch_size`` defaults to the workload's; in inference it is the total number of
         concurrent sequences (split over replicas with ``ddp``). ``context`` overrides the
         sequence length (training) or the prompt length plus output (inference). With pipeline
-        parallelism the figures are those of the fuller stage (:attr:`MemoryBreakdown.stage`).
+        parallelism the figures are those of the stage that is fuller at the scenario's own batch
+        and context (:attr:`MemoryBreakdown.stage`).
         """
         if layout is None:
             layout = self.layout_for(gpu_count, parallelism)
         if layout.pp > 1 and self.training:
-            first = self._breakdown(layout, batch_size, context, "first")
-            last = self._breakdown(layout, batch_size, context, "last")
-            return first if first.device_total >= last.device_total else last
+            # The fuller stage at the scenario's own batch and context; what-if curves follow that
+            # stage, so every component grows with the batch and the context.
+            stage = self._stages.get(layout)
+            if stage is None:
+                first = self._breakdown(layout, None, None, "first")
+                last = self._breakdown(layout, None, None, "last")
+                stage = self._stages[layout] = "first" if first.device_total >= last.device_total else "last"
+            return self._breakdown(layout, batch_size, context, stage)
         return self._breakdown(layout, batch_size, context, "")
 
     def _breakdown(
