@@ -121,6 +121,8 @@ def layout_training_performance(
     if prelude is None:
         prelude = training_prelude(mm, gpu, engine, mfu, constants)
     peak, base_mfu, flops_token = prelude.peak_tflops, prelude.mfu, prelude.flops_per_token
+    # (The prelude's MFU is the GPU's achieved share of peak on this model and engine, whatever the
+    # FLOPs are spent on, so recomputed FLOPs take time at the same rate.)
     notes = list(prelude.notes)
     t, p, c, d, e, v = layout.tp, layout.pp, layout.cp, layout.dp, layout.ep, layout.vpp
     n = layout.gpus
@@ -136,8 +138,7 @@ def layout_training_performance(
     passes = base_passes + (1.0 if layout.recompute == "full" else 0.0)
     attention_fwd = 2 * L * m.q_dim * s
     flops_run = passes * forward + (attention_fwd if layout.recompute == "selective" else 0.0)
-    seconds_per_flop = flops_token / (peak * 1e12 * base_mfu) / flops_token
-    compute = tokens_step * flops_run * seconds_per_flop / n
+    compute = tokens_step * flops_run / (n * peak * 1e12 * base_mfu)
     if t > 1 and not mfu:
         compute *= tp_width_slowdown(m, t, k.gemm_width_half)
     useful = compute
