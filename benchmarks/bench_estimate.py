@@ -91,6 +91,24 @@ def main() -> None:
         est = estimate(serving, gpus, models)
         med, p90 = timeit(lambda sc=serving: estimate(sc, gpus, models), repeat=30)
         print(f"{name:58s} {len(est.candidates):4d} candidates  median {med:6.2f} ms  p90 {p90:6.2f} ms")
+    # The layout search: one GPU type, whole nodes up to 4,096 GPUs (aim: under 1 s).
+    search = Scenario(
+        model=ModelSource(preset="llama-3.1-405b"),
+        workload=Workload(kind="pretrain", seq_len=8192, global_batch_size=2048),
+        hardware=Hardware(gpu="h100-sxm", gpu_count_max=4096),
+    )
+    moe = Scenario(
+        model=ModelSource(preset="mixtral-8x22b"),
+        workload=Workload(kind="pretrain", seq_len=32768, global_batch_size=2048),
+        hardware=Hardware(gpu="h100-sxm", gpu_count_max=4096),
+    )
+    for name, sc in (
+        ("405B pretrain, H100, layout search up to 4,096 GPUs", search),
+        ("Mixtral 8x22B pretrain 32k (TP/PP/CP/EP), H100, to 4,096", moe),
+    ):
+        est = estimate(sc, gpus, models)
+        med, p90 = timeit(lambda sc=sc: estimate(sc, gpus, models), repeat=10)
+        print(f"{name:58s} {len(est.candidates):4d} candidates  median {med:6.2f} ms  p90 {p90:6.2f} ms")
 
 
 if __name__ == "__main__":

@@ -35,7 +35,11 @@ def build_parser() -> argparse.ArgumentParser:
     no_user_option(p)
     p.add_argument("scenario", help="scenario JSON file (see docs/scenario.md)")
     p.add_argument("--gpu", action="append", metavar="ID", help="only these GPU ids (repeatable)")
-    p.add_argument("--all", action="store_true", help="show every count and parallelism, not one row per GPU")
+    p.add_argument(
+        "--all",
+        action="store_true",
+        help="show every count, parallelism and runner-up layout, not one row per GPU",
+    )
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument(
         "--calibrated",

@@ -135,6 +135,9 @@ MEASUREMENT_COLUMNS = (
     "scored",
     "why",
     "assumptions",
+    # Added later at the end: older rows may stop before them (read as empty).
+    "vp",
+    "recompute",
 )
 
 #: Weight types the scenario may not know yet, and the nearest type it knows (used only as a fallback).
@@ -232,6 +235,11 @@ class Row:
         return f"{model}, {f.get('kind', '')}, {quant}, {f.get('engine', '')}, {gpus}"
 
 
+#: Columns added at the end of the measurements header after rows were written: a row may end
+#: before them (its cells are read as empty), so older rows stay as they were.
+TRAILING_OPTIONAL = ("vp", "recompute")
+
+
 def _read(path: Path, columns: tuple[str, ...]) -> list[dict[str, str]]:
     try:
         text = path.read_text(encoding="utf-8")
@@ -245,8 +253,11 @@ def _read(path: Path, columns: tuple[str, ...]) -> list[dict[str, str]]:
         raise ValidationDataError(f"{path.name}: columns must be {', '.join(columns)}")
     rows = []
     for n, raw in enumerate(reader, start=3):
-        if None in raw or any(v is None for v in raw.values()):
+        missing = [k for k, v in raw.items() if v is None]
+        if None in raw or any(k not in TRAILING_OPTIONAL for k in missing):
             raise ValidationDataError(f"{path.name} line {n}: wrong number of cells")
+        for k in missing:
+            raw[k] = ""
         rows.append({k: v.strip() for k, v in raw.items()})
     return rows
 
@@ -349,6 +360,7 @@ def load_measurements(data_dir: str | Path = DATA_DIR, sources: dict[str, Source
             "pp",
             "dp",
             "cp",
+            "vp",
             "tokens_trained",
             "scale_to_params",
         ):
@@ -364,6 +376,8 @@ def load_measurements(data_dir: str | Path = DATA_DIR, sources: dict[str, Source
         ):
             if raw[col] not in ("", "yes", "no"):
                 raise ValidationDataError(f"{where}: {col} must be yes, no or empty")
+        if raw["recompute"] not in ("", "none", "selective", "full"):
+            raise ValidationDataError(f"{where}: recompute must be none, selective, full or empty")
         if raw["architecture"]:
             try:
                 arch = json.loads(raw["architecture"])
@@ -489,6 +503,17 @@ def scenario_dict(
         workload["lora_targets"] = targets if targets == "all_linear" else targets.split(";")
     if f["tokens_trained"] and f["kind"] in ("pretrain", "full_finetune", "lora", "qlora"):
         workload["train_tokens"] = float(f["tokens_trained"])
+    training = f["kind"] in ("pretrain", "full_finetune", "lora", "qlora")
+    layout = _layout_facts(f) if training else {}
+    if layout and f["global_batch"]:
+        workload["global_batch_size"] = int(float(f["global_batch"]))
+    if training and f["gemm_precision"] in ("fp8", "mxfp8") and f["weights"] != f["gemm_precision"]:
+        workload["compute_precision"] = f["gemm_precision"]
+    offload = _offload_facts(f["offload"]) if training else {}
+    if offload:
+        workload["offload"] = offload
+    if training and f["recompute"]:
+        workload["activation_recompute"] = f["recompute"]
     known = _known(Workload)
     for key in list(workload):
         if key not in known:
@@ -507,15 +532,25 @@ def scenario_dict(
         if key not in known_hw:
             omitted.append(f"hardware.{key}")
             hardware.pop(key)
-    for col in ("tp", "pp", "dp", "cp"):
-        if f[col] and not (col == "tp" and f["parallelism"] == "tensor" and f[col] == f["gpu_count"]):
-            omitted.append(f"layout {col}={f[col]}")
-    for col in ("offload", "gemm_precision"):
-        if f[col]:
-            omitted.append(f"{col}={f[col]}")
+    for key, value in layout.items():
+        if key in known_hw:
+            hardware[key] = value
+    if not layout:
+        for col in ("tp", "pp", "dp", "cp"):
+            if f[col] and not (col == "tp" and f["parallelism"] == "tensor" and f[col] == f["gpu_count"]):
+                if not (f[col] == "1" or (col == "dp" and f[col] == f["gpu_count"])):
+                    omitted.append(f"layout {col}={f[col]}")
+    if f["offload"] and not offload:
+        omitted.append(f"offload={f['offload']}")
+    if f["gemm_precision"] and "compute_precision" not in workload:
+        omitted.append(f"gemm_precision={f['gemm_precision']}")
     if f["quant_group_size"]:
         omitted.append(f"quant_group_size={f['quant_group_size']}")
-    if f["global_batch"]:
+    if f["vp"] and "virtual_pipeline_stages" not in hardware and f["vp"] != "1":
+        omitted.append(f"layout vp={f['vp']}")
+    if f["recompute"] and "activation_recompute" not in workload:
+        omitted.append(f"recompute={f['recompute']}")
+    if f["global_batch"] and "global_batch_size" not in workload:
         omitted.append(f"global_batch={f['global_batch']}")
 
     scenario: dict[str, Any] = {
@@ -555,6 +590,47 @@ def scenario_engine(row: Row) -> str:
     return {"inference": DEFAULT_INFERENCE_ENGINE, "pretrain": DEFAULT_PRETRAIN_ENGINE}.get(
         kind, DEFAULT_TRAINING_ENGINE
     )
+
+
+def _layout_facts(f: dict[str, str]) -> dict[str, int]:
+    """The row's layout as hardware keys, when it is more than the one-word parallelism says and
+    accounts for every GPU of the row (TP x PP x CP x DP = gpu_count); else {}."""
+    n = int(float(f["gpu_count"])) if f["gpu_count"] else 1
+    axes = {k: int(float(f[k])) if f[k] else 1 for k in ("tp", "pp", "cp", "dp")}
+    if not any(f[k] for k in ("tp", "pp", "cp")) or n <= 1:
+        return {}
+    if axes["tp"] * axes["pp"] * axes["cp"] * axes["dp"] != n:
+        return {}  # the row models a part of the job (one tensor-parallel group, say)
+    par = f["parallelism"]
+    if (par == "tensor" and axes["tp"] == n) or (par == "pipeline" and axes["pp"] == n):
+        return {}
+    out = {}
+    for key, name in (("tp", "tensor_parallel"), ("pp", "pipeline_parallel"), ("cp", "context_parallel")):
+        if axes[key] > 1:
+            out[name] = axes[key]
+    if f["vp"] and int(float(f["vp"])) > 1 and axes["pp"] > 1:
+        out["virtual_pipeline_stages"] = int(float(f["vp"]))
+    return out
+
+
+def _offload_facts(text: str) -> dict[str, str]:
+    """``workload.offload`` from the row's offload fact: ``optimizer=cpu;parameters=nvme``, or the
+    prose of older rows ("parameters and optimizer to CPU"); {} when nothing of the kind moves."""
+    t = text.strip().lower()
+    if not t:
+        return {}
+    if "=" in t:
+        pairs = dict(part.split("=", 1) for part in t.split(";") if "=" in part)
+        return {k.strip(): v.strip() for k, v in pairs.items() if k.strip() in ("optimizer", "parameters")}
+    where = "nvme" if "nvme" in t else "cpu" if "to cpu" in t else ""
+    if not where:
+        return {}
+    out = {}
+    if "optimizer" in t:
+        out["optimizer"] = where
+    if "parameters" in t:
+        out["parameters"] = where
+    return out
 
 
 def _show(value: Any) -> str:

@@ -37,8 +37,9 @@ from dataclasses import MISSING, dataclass, fields, replace
 
 from ..core.errors import InputError
 from ..core.estimation.calibration import golden_section_min
+from ..core.estimation.communication import training_speed
 from ..core.estimation.estimate import Candidate, estimate, resolve_model
-from ..core.estimation.performance import inference_performance, training_performance
+from ..core.estimation.performance import inference_performance
 from ..core.estimation.serving import closed_loop
 from ..core.formats.scenario import Scenario, scenario_from_dict
 from ..core.specs import engines as core_engines
@@ -307,11 +308,10 @@ def _speed_of(mm, cand: Candidate, sc: Scenario):
     w, eff, hw = sc.workload, sc.efficiency, sc.hardware
     engine = core_engines.engine_for(w.engine, w.kind)
     if w.is_training:
-        return training_performance(
+        return training_speed(
             mm,
             cand.gpu,
-            cand.gpu_count,
-            cand.parallelism,
+            cand.the_layout if cand.layout is None else cand.layout,
             engine,
             mfu=eff.mfu,
             gpus_per_node=hw.gpus_per_node,

@@ -241,9 +241,13 @@ discussion, own measurement), `date_read` (YYYY-MM-DD), `notes`.
   exllama, bnb, gguf, fp8, torchao, hqq), `quant_group_size`, `kv_cache`, `optimizer`, `optimizer_state_dtype`,
   `master_weights`, `micro_batch`, `global_batch`, `seq_len`, `prompt_tokens`, `output_tokens`, `grad_ckpt`,
   `flash_attention`, `lora_rank`, `lora_targets` (`all_linear` or names joined by `;`), `lora_dropout`,
-  `double_quant`, `gpu` (catalog id), `gpu_count`, `parallelism` (the scenario's one layout), `tp`, `pp`, `dp`,
-  `cp`, `offload`, `cuda_graphs`, `gemm_precision`, `cuda_context_gib`, `tokens_trained`, `scale_to_params`
-  (analytic per-parameter rows: the estimate is rescaled to this parameter count);
+  `double_quant`, `gpu` (catalog id), `gpu_count`, `parallelism` (the data-parallel sharding or a one-word
+  setup), `tp`, `pp`, `dp`, `cp` (passed on as the layout when TP x PP x CP x DP is the row's GPU count),
+  `offload` (`optimizer=cpu;parameters=nvme`, or prose naming what moves "to CPU"), `cuda_graphs`,
+  `gemm_precision` (fp8/mxfp8 on 16-bit weights becomes `compute_precision`), `cuda_context_gib`,
+  `tokens_trained`, `scale_to_params` (analytic per-parameter rows: the estimate is rescaled to this parameter
+  count), and, added at the end (older rows may stop before them), `vp` (interleaved stages per pipeline rank)
+  and `recompute` (`none`, `selective`, `full`);
 - scoring: `scored` (`yes`/`no`), `why` (required when unscored), `assumptions` (every value chosen where the
   source is silent).
 
@@ -254,7 +258,7 @@ the row's notes say so. Weight types the scenario does not know yet (GGUF types)
 
 Each scored row becomes a scenario in the keys of `docs/scenario.md`; `scripts/validate.py --scenario ROW` prints it
 as a scenario file that `gpuadvisor-cli estimate --json` reads, so any comparison can be repeated by hand. Facts with no scenario key yet (for example
-the kernel family, the optimizer-state dtype, CUDA graphs, the TP/PP/DP layout, offload) are left out of the
+the kernel family, the optimizer-state dtype, CUDA graphs, a layout that covers only part of the GPUs) are left out of the
 scenario and listed in the row's notes above; once the scenario format gains such a key, the harness passes the
 fact on with no change to the data.
 """

@@ -456,3 +456,30 @@ def test_render_image_for_the_report(qtbot, est):
     assert image.height() >= 2 * 600
     colours = {image.pixel(x, y) for x in range(0, image.width(), 7) for y in range(0, image.height(), 7)}
     assert len(colours) > 8
+
+
+def test_offloaded_state_gets_a_host_memory_bar_beside_the_vram_bar(qtbot, catalogs):
+    from gpuadvisor.core.formats.scenario import scenario_from_dict
+    from gpuadvisor.views.charts.vram_chart import HOST_LABEL
+
+    chart = _show(qtbot, VramChart())
+    plain = estimate(default_scenario(), *catalogs)
+    chart.show_estimate(plain)
+    assert len(chart.host_bar.opts["width"]) == 0
+    assert not any(label == HOST_LABEL for _, label in ((s, lbl.text) for s, lbl in chart.legend.items))
+    offload = scenario_from_dict(
+        {
+            "model": {"preset": "llama-2-13b"},
+            "workload": {"kind": "full_finetune", "seq_len": 512, "offload": {"optimizer": "cpu"}},
+            "hardware": {"segment": "data_centre", "gpu_count": 1},
+        }
+    )
+    est = estimate(offload, *catalogs)
+    chart.show_estimate(est)
+    rows = [chart.candidate_at(r) for r in range(chart.row_count())]
+    widths = chart.host_bar.opts["width"]
+    assert list(widths) == pytest.approx([c.memory.host / 2**30 for c in rows])
+    starts = chart.host_bar.opts["x0"]
+    assert all(s >= max(c.memory.device_total / 2**30, c.capacity_gib) for s, c in zip(starts, rows))
+    assert any(lbl.text == HOST_LABEL for _, lbl in chart.legend.items)
+    assert HOST_LABEL in chart.tooltip_for_row(0)

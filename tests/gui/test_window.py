@@ -12,6 +12,7 @@ from PySide6.QtWidgets import QMessageBox
 from gpuadvisor.core.estimation.estimate import estimate
 from gpuadvisor.core.formats.scenario import load_scenario
 from gpuadvisor.gui.ranking import ROLE_KEY
+from gpuadvisor.gui.ranking.model import COL_SETUP
 
 
 def test_window_shows_the_default_estimate(window):
@@ -290,3 +291,51 @@ def test_quantized_weights_for_lora_follow_the_core_not_a_page_rule(window, qtbo
     assert w.state.scenario.workload.batch_size == 8
     assert w.state.scenario.workload.weights == "int8"
     assert w.model_page.weights.currentData() == "int8"
+
+
+def test_advanced_layout_writes_the_layout_and_the_ranking_names_it(window, qtbot):
+    w = window
+    page = w.workload_page
+    w.page_tabs.setCurrentIndex(1)
+    _select_preset(w, "llama-3.1-70b")
+    w.page_tabs.setCurrentIndex(0)
+    page.kind.setCurrentIndex(page.kind.findData("pretrain"))
+    page.gpu.setCurrentIndex(page.gpu.findData("h100-sxm"))
+    page.count.setCurrentIndex(page.count.findData(64))
+    settle(w)
+    assert not page.layout_body.isVisible()  # out of the way until asked for
+    page.layout_box.setChecked(True)
+    page.tp.setValue(8)
+    page.pp.setValue(4)
+    page.recompute.setCurrentIndex(page.recompute.findData("selective"))
+    settle(w)
+    hw, wl = w.state.scenario.hardware, w.state.scenario.workload
+    assert (hw.tensor_parallel, hw.pipeline_parallel, wl.activation_recompute) == (8, 4, "selective")
+    est = w.state.estimate
+    c = est.candidates[0]
+    assert c.layout.tp == 8 and c.layout.pp == 4 and c.layout.dp == 2
+    setups = [w.ranking_proxy.index(r, COL_SETUP).data() for r in range(w.ranking_proxy.rowCount())]
+    assert any("TP8" in (s or "") and "PP4" in (s or "") for s in setups)
+    # Unticking hands the layout back to the advisor.
+    page.layout_box.setChecked(False)
+    settle(w)
+    assert w.state.scenario.hardware.tensor_parallel is None
+    assert w.state.scenario.workload.activation_recompute is None
+
+
+def test_offloading_the_optimizer_needs_host_memory(window, qtbot):
+    w = window
+    page = w.workload_page
+    page.kind.setCurrentIndex(page.kind.findData("full_finetune"))
+    page.gpu.setCurrentIndex(page.gpu.findData("a100-80gb"))
+    page.count.setCurrentIndex(page.count.findData(1))
+    settle(w)
+    page.layout_box.setChecked(True)
+    assert not page.form_layout.isRowVisible(page.tp)  # one GPU: no tensor/pipeline rows
+    page.offload_optimizer.setCurrentIndex(page.offload_optimizer.findData("cpu"))
+    page.host_memory.edit.setText("16")
+    page.host_memory.edited.emit()
+    settle(w)
+    c = w.state.estimate.candidates[0]
+    assert w.state.scenario.workload.offload.optimizer == "cpu"
+    assert not c.fits and "host memory" in c.misfit

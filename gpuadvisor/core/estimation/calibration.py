@@ -62,8 +62,9 @@ from .calibration_file import profile_from_dict as profile_from_dict
 from .calibration_file import profile_from_json as profile_from_json
 from .calibration_file import profile_to_dict as profile_to_dict
 from .calibration_file import profile_to_json as profile_to_json
+from .communication import training_speed
 from .estimate import estimate, resolve_model
-from .performance import PerformanceEstimate, inference_performance, training_performance
+from .performance import PerformanceEstimate, inference_performance
 from .results import CalibrationProfile as CalibrationProfile  # the profile types stay importable here
 from .results import Candidate, Estimate
 from .results import FactorFit as FactorFit
@@ -171,11 +172,10 @@ def _performance(est: Estimate, cand: Candidate, sc: Scenario) -> PerformanceEst
     w, eff = sc.workload, sc.efficiency
     engine = engine_for(w.engine, w.kind)
     if w.is_training:
-        return training_performance(
+        return training_speed(
             est.memory_model,
             cand.gpu,
-            cand.gpu_count,
-            cand.parallelism,
+            cand.the_layout,
             engine,
             mfu=eff.mfu,
             gpus_per_node=sc.hardware.gpus_per_node,

@@ -33,7 +33,9 @@ from ..specs.workload import RuntimeOverhead
 from ..units import GIB
 from . import advice as _advice
 from . import serving as _serving
+from .communication import is_legacy, layout_training_performance
 from .cost import buy_vs_rent, job_cost, job_tokens, price_range
+from .layout import Layout, explicit_layout, gpu_counts, searched_layouts
 from .memory import MemoryBreakdown, MemoryModel, applicable_parallelisms, check_parallelism
 from .performance import SPEED_GROUP, inference_performance, training_performance, training_prelude
 from .recommendation import decide
@@ -44,6 +46,30 @@ from .results import Estimate as Estimate
 from .results import WhatIf as WhatIf
 
 DEFAULT_GPU_COUNTS = (1, 2, 4, 8)
+#: Layouts kept per GPU type and count when the search tries many (the fastest and its runner-ups).
+SEARCH_KEEP = 3
+
+
+def count_layouts(model: ModelSpec, scenario: Scenario, mm: MemoryModel, n: int) -> tuple[list[Layout], bool]:
+    """(layouts to price at ``n`` GPUs, whether they come from the search and are pruned per GPU)."""
+    w, hw = scenario.workload, scenario.hardware
+    if hw.layout_given:
+        simple = hw.parallelism is not None and not any(
+            getattr(hw, a) is not None
+            for a in ("tensor_parallel", "pipeline_parallel", "context_parallel", "expert_parallel")
+        )
+        if simple:
+            assert hw.parallelism is not None
+            check_parallelism(model, w, n, hw.parallelism)  # the errors of the one-word setups
+        if n == 1 and simple:
+            return [mm.layout_for(1, "none")], False
+        return [explicit_layout(model, w, hw, n)], False
+    if n <= hw.gpus_per_node or not w.is_training:
+        pars = applicable_parallelisms(model, w, n, hw.gpus_per_node)
+        if w.offload.parameters != "none" and n > 1:  # offloaded weights are gathered: ZeRO-3/FSDP
+            pars = tuple(p for p in pars if p in ("zero3", "fsdp"))
+        return [mm.layout_for(n, par) for par in pars], False
+    return searched_layouts(model, w, hw, n), True
 
 
 def calibration_lookup(
@@ -156,7 +182,13 @@ def estimate(
             raise InputError("hardware.segment", "no GPU of the catalog is in this segment", hw.segment)
     if hw.memory_gib is not None:  # a Mac's RAM size or a slice: capacity follows the platform's rule
         selected = [g.with_memory_gib(hw.memory_gib) for g in selected]
-    counts = (hw.gpu_count,) if hw.gpu_count else DEFAULT_GPU_COUNTS
+    if hw.host_memory_bandwidth_gb_s is not None:
+        selected = [replace(g, host_bandwidth_override_gb_s=hw.host_memory_bandwidth_gb_s) for g in selected]
+    counts = gpu_counts(hw, DEFAULT_GPU_COUNTS)
+    replica = (hw.tensor_parallel or 1) * (hw.pipeline_parallel or 1) * (hw.context_parallel or 1)
+    if not hw.gpu_count and replica > 1:
+        # A layout without a count: the counts that hold whole replicas of it (at least one).
+        counts = tuple(sorted({n for n in (*counts, replica) if n % replica == 0}))
     if w.serving is not None and hw.parallelism == "ddp" and any(n > 1 for n in counts):
         raise InputError(
             "hardware.parallelism",
@@ -164,23 +196,29 @@ def estimate(
             hw.parallelism,
         )
     engine = engine_for(w.engine, w.kind)
-    if w.serving is not None:
-        # A service sizes its own concurrency: the memory shown is the weights and one sequence.
-        w = replace(w, batch_size=1)
     # Serving engines prefill in chunks, which bounds the transient activations.
     chunk = engine.prefill_chunk_tokens if not w.is_training else None
     mm = MemoryModel(model, w, scenario.overhead, prefill_chunk_tokens=chunk)
-    setups: list[tuple[int, str, MemoryBreakdown, float]] = []  # (count, parallelism, breakdown, bytes/GPU)
+    # (count, layout, breakdown, bytes/GPU, host bytes per node, searched): computed once, shared by every GPU.
+    # The speed group (setups with the same speed model share one computation: DDP and ZeRO-1/2
+    # move the same gradient bytes, ZeRO-3 and FSDP the same gathers) is decided here too.
+    setups: list[tuple[int, Layout, MemoryBreakdown, float, float, bool, str, Any]] = []
     for n in counts:
-        if hw.parallelism:
-            pars: tuple[str, ...] = (check_parallelism(model, w, n, hw.parallelism),)
-        else:
-            pars = applicable_parallelisms(model, w, n, hw.gpus_per_node)
+        layouts, searched = count_layouts(model, scenario, mm, n)
+        per_node = min(n, hw.gpus_per_node)
         if w.serving is not None:  # replicas are the fleet's business: a candidate is one replica
-            pars = tuple(p for p in pars if p != "ddp")
-        for par in pars:
-            bd = mm.breakdown(n, par)
-            setups.append((n, par, bd, bd.device_total))
+            layouts = [lay for lay in layouts if lay.dp == 1 and lay.parallelism != "ddp"]
+        for lay in layouts:
+            bd = mm.breakdown(n, lay.parallelism, layout=lay)
+            par = lay.parallelism
+            if not w.is_training:
+                group: Any = (n, par) if lay.shorthand or lay.dp == 1 or lay.gpus == lay.dp else lay
+            elif is_legacy(mm, lay):
+                group = (n, SPEED_GROUP.get(par, par))
+            else:
+                group = lay
+            setups.append((n, lay, bd, bd.device_total, bd.host * per_node, searched, par, group))
+    host_cap = hw.host_memory_gib * GIB if hw.host_memory_gib is not None else None
     eff = scenario.efficiency
     mfu, bw_eff, prefill_mfu = eff.mfu, eff.bandwidth_efficiency, eff.prefill_mfu
     lookup = calibration_lookup(calibration, engine.id, scenario) if calibration is not None else None
@@ -189,14 +227,14 @@ def estimate(
     notes: list[str] = []
     tokens = job_tokens(w)
     training = w.is_training
-    single_only = [(n, par, bd, need) for n, par, bd, need in setups if n == 1]
+    single_only = [row for row in setups if row[0] == 1]
     serving = w.serving if speed else None
     if serving is not None:
         # Built once and shared by every GPU: the roofline at batches 1, 2, 4, ... and the KV
         # cache each setup holds per sequence.
         batch_mms = _serving.batch_models(mm)
         reserve = _serving.reserved_context(w, batching_for(engine.id))
-        kv_lines = {(n, par): _serving.kv_line(mm, n, par, reserve) for n, par, _bd, _need in setups}
+        kv_lines = {(row[0], row[6]): _serving.kv_line(mm, row[0], row[6], reserve) for row in setups}
     for gpu in selected:
         # A Mac's GPU is one chip sharing the machine's memory: it is not combined with others
         # unless the scenario asks for a count.
@@ -208,8 +246,8 @@ def estimate(
                 if f.factor_name == "runtime_overhead_gib":
                     # The breakdowns are shared by every GPU: this GPU gets its own copies.
                     gpu_setups = [
-                        (n, par, bd2, bd2.device_total)
-                        for n, par, bd, _need in gpu_setups
+                        (n, lay, bd2, bd2.device_total, host, searched, par, group)
+                        for n, lay, bd, _need, host, searched, par, group in gpu_setups
                         for bd2 in (replace(bd, overhead=f.value * GIB),)
                     ]
                 elif f.factor_name == "mfu":
@@ -227,9 +265,26 @@ def estimate(
         prices = price_range(gpu, scenario.budget)
         buy = buy_vs_rent(gpu, scenario.budget, prices.expected if prices else None)
         prelude = training_prelude(mm, gpu, engine, mfu) if training and speed else None
-        same_speed: dict[tuple[int, str], tuple[Any, ...]] = {}
-        for n, par, bd, need in gpu_setups:
+        same_speed: dict[Any, tuple[Any, ...]] = {}
+        searched_rows: dict[int, list[tuple[Any, ...]]] = {}
+        faster_fits: set[Layout] = set()  # searched layouts whose less-recomputing sibling fits
+        for n, lay, bd, need, host, searched, par, group in gpu_setups:
             fits = need <= cap_bytes
+            if searched:
+                # The search lists each layout with recomputation none, selective, full: once one
+                # fits, the ones that recompute more are slower and are not priced.
+                sibling = lay._replace(recompute="none")
+                if sibling in faster_fits:
+                    continue
+                if fits and (host_cap is None or host <= host_cap):
+                    faster_fits.add(sibling)
+            misfit = ""
+            if host_cap is not None and host > host_cap:
+                fits = False
+                misfit = (
+                    f"host memory: needs {host / GIB:,.0f} GiB per node for offloaded state, "
+                    f"{host_cap / GIB:,.0f} GiB available (hardware.host_memory_gib)"
+                )
             perf = cost = fleet = None
             if fits and serving is not None:
                 kv_max = _serving.kv_capacity(kv_lines[(n, par)], cap_bytes)
@@ -248,18 +303,19 @@ def estimate(
                     )
                     fleet = _serving.serving_estimate(curve, kv_max, n, prices, buy, scenario.budget)
             if fits and speed:
-                # Setups whose speed model is identical (DDP and ZeRO-1/2 move the same gradient
-                # bytes; ZeRO-3 and FSDP the same gathers) share one computation.
-                group = (n, SPEED_GROUP.get(par, par) if training else par)
                 known = same_speed.get(group)
                 if known is not None:
                     perf, cost = known
                 else:
-                    if training:
+                    if training and group.__class__ is tuple:  # a one-word setup: the original model
                         perf = training_performance(
                             mm, gpu, n, par, engine, mfu=mfu, gpus_per_node=hw.gpus_per_node, prelude=prelude
                         )
-                    else:
+                    elif training:
+                        perf = layout_training_performance(
+                            mm, gpu, lay, engine, mfu=mfu, gpus_per_node=hw.gpus_per_node, prelude=prelude
+                        )
+                    elif group.__class__ is tuple:
                         perf = inference_performance(
                             mm,
                             gpu,
@@ -270,17 +326,47 @@ def estimate(
                             prefill_mfu=prefill_mfu,
                             gpus_per_node=hw.gpus_per_node,
                         )
+                    else:  # replicas of a tensor- or pipeline-parallel group share the requests
+                        perf = inference_performance(
+                            mm,
+                            gpu,
+                            lay.tp * lay.pp,
+                            "tensor" if lay.tp > 1 else "pipeline",
+                            engine,
+                            bw_eff=bw_eff,
+                            prefill_mfu=prefill_mfu,
+                            gpus_per_node=hw.gpus_per_node,
+                            replicas=lay.dp,
+                        )
                     cost = job_cost(
                         w, scenario.budget, gpu, n, perf.tokens_per_s, prices=prices, buy=buy, tokens=tokens
                     )
                     same_speed[group] = (perf, cost)
                     if perf.notes:
                         notes.extend(perf.notes)
-            rows.append(
-                (gpu, n, par, bd, fits, need / cap_bytes, (cap_bytes - need) / GIB, perf, cost, fleet)
+            row = (
+                gpu,
+                n,
+                lay,
+                bd,
+                fits,
+                need / cap_bytes,
+                (cap_bytes - need) / GIB,
+                perf,
+                cost,
+                host,
+                misfit,
+                par,
+                fleet,
             )
+            if searched:
+                searched_rows.setdefault(n, []).append(row)
+            else:
+                rows.append(row)
+        for found in searched_rows.values():
+            rows.extend(_prune(found))
     # Pareto frontier and the cheapest candidate that meets the deadline, before building candidates.
-    keys = [_advice.cost_hours(cost) if fits else None for (_, _, _, _, fits, _, _, _, cost, _) in rows]
+    keys = [_advice.cost_hours(r[8]) if r[4] else None for r in rows]
     front = _advice.pareto_indices(keys)
     cheapest_meeting = min(
         (
@@ -302,15 +388,22 @@ def estimate(
             fits,
             headroom,
             util,
-            perf.notes if perf else (),
+            ((perf.notes if perf else ()) + (f"Does not fit: {misfit}.",))
+            if misfit
+            else (perf.notes if perf else ()),
             perf,
             cost,
             i in front,
             under(fits, util),
             over(fits, util, keys[i], cheapest_meeting),
             fleet,
+            lay,
+            host / GIB if host else 0.0,
+            misfit,
         )
-        for i, (gpu, n, par, bd, fits, util, headroom, perf, cost, fleet) in enumerate(rows)
+        for i, (gpu, n, lay, bd, fits, util, headroom, perf, cost, host, misfit, par, fleet) in enumerate(
+            rows
+        )
     )
     result = Estimate(
         scenario=scenario,
@@ -324,6 +417,20 @@ def estimate(
         calibration_fits=tuple(applied),
     )
     return _finish(result, with_advice and speed, gpus, models)
+
+
+def _prune(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    """The searched layouts of one GPU type and count worth showing: the fastest fitting ones
+    (ties: less memory), else the one closest to fitting."""
+    fitting = [r for r in rows if r[4]]
+    if not fitting:
+        return [min(rows, key=lambda r: r[5])]
+
+    def speed(r: tuple[Any, ...]) -> float:
+        return r[7].tokens_per_s.expected if r[7] is not None else 0.0
+
+    fitting.sort(key=lambda r: (-round(speed(r), 6), r[5]))
+    return fitting[:SEARCH_KEEP]
 
 
 def group_gpu_notes(notes: list[str]) -> list[str]:

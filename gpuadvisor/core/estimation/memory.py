@@ -59,6 +59,7 @@ from ..specs.models import ModelSpec, lora_parameters, resolve_lora_targets
 from ..specs.quant_types import gguf_weight_bytes
 from ..specs.workload import RuntimeOverhead, Workload, bytes_per_element, weight_bytes_per_param
 from ..units import GIB
+from .layout import Layout, from_parallelism
 
 COMPONENTS = ("weights", "gradients", "optimizer", "activations", "kv_cache", "adapters", "overhead")
 DATA_PARALLEL = ("ddp", "zero1", "zero2", "zero3", "fsdp")
@@ -94,7 +95,8 @@ class MemoryBreakdown:
     overhead: float
     logits: float = 0.0  # part of ``activations``: the loss buffer, reported for transparency
     gathered: float = 0.0  # part of ``weights``: ZeRO-3/FSDP layers gathered in flight
-    host: float = 0.0  # not on the GPU: weights and KV cache of layers kept in host RAM (gpu_layers)
+    host: float = 0.0  # not on the GPU: layers kept in host RAM (gpu_layers), offloaded training state
+    stage: str = ""  # with pipeline parallelism, the stage these figures are for ("first" or "last")
 
     @property
     def model_states(self) -> float:
@@ -201,6 +203,10 @@ class MemoryModel:
             block_bytes = weight_bytes_per_param(w.weights, h, w.double_quant, w.quantization_family)
             if w.weights == "fp8" and w.is_training:
                 block_bytes = 3.0  # bf16 weights plus the cached fp8 copy (Transformer Engine)
+            elif w.is_training and w.compute_precision in ("fp8", "mxfp8") and not quantized:
+                # FP8 GEMMs on 16-bit weights: Transformer Engine caches the fp8 copy of each weight
+                # (MXFP8 adds one 8-bit scale per 32 values).
+                block_bytes += 1.0 + (1.0 / 32 if w.compute_precision == "mxfp8" else 0.0)
             other_bytes = 2.0 if quantized else bytes_per_element(w.weights)
             self.block_bytes_per_weight = block_bytes
             self.block_weight_bytes = counts.blocks * block_bytes
@@ -260,6 +266,7 @@ class MemoryModel:
             # and the attention output; SwiGLU is one kernel that keeps the fc1 output (gate and up)
             # and fc2 keeps its output.
             per_token = m.norms_per_layer * 2 * a * h
+            replicated = per_token
             per_token += a * (d_q + 2 * d_kv) + a * d_q
             per_token += k_exp * ((3.0 if m.gated_mlp else 2.0) * a * i)
         else:
@@ -270,6 +277,7 @@ class MemoryModel:
             if w.trains_base:
                 norm_keep += a * h  # normalized output, for the norm weight's gradient
             per_token = m.norms_per_layer * norm_keep
+            replicated = per_token
             per_token += a * (d_q + 2 * d_kv) + a * d_q  # q, k, v (after RoPE) and the attention output
             if keep_inputs:
                 per_token += a * h + a * d_q + a * h  # attention input, o_proj input (a copy), MLP input
@@ -278,6 +286,7 @@ class MemoryModel:
             per_token += k_exp * (mlp_gated if m.gated_mlp else mlp_plain)
         if dropout:
             per_token += 2 * h  # two residual dropout masks (1 byte each)
+            replicated += 2 * h
         for target in self.targets:
             fan_in = shapes[target][0]
             copies = k_exp if target in ("gate_proj", "up_proj", "down_proj") else 1
@@ -286,6 +295,13 @@ class MemoryModel:
                 extra += (1.0 + a) * fan_in  # dropout mask and the dropped copy the adapter reads
             per_token += copies * extra
         self.act_per_token_layer = per_token
+        # Norm inputs/outputs and residual dropout masks: what tensor parallelism leaves whole on
+        # every rank unless sequence parallelism splits it (Korthikanti et al. 2022, eq. 2 vs 3).
+        self.act_replicated_per_token_layer = replicated
+        # Share of the block weights in the MoE experts (expert parallelism shards them).
+        self.expert_share = counts.mlp / max(counts.blocks, 1) if m.is_moe else 0.0
+        self._layouts: dict[tuple[int, str], Layout] = {}
+        self._stages: dict[Layout, str] = {}
         # Eager attention keeps the softmax: fp32 output plus the 16-bit copy (and dropout mask/output).
         score_bytes = (4.0 + (a if a < 4 else 0.0)) + ((1.0 + a) if dropout else 0.0)
         self.score_bytes = 0.0 if w.flash_attention else score_bytes * m.num_attention_heads
@@ -325,22 +341,56 @@ class MemoryModel:
         f = m.sliding_window_layer_fraction
         return f * m.sliding_window + (1.0 - f) * context
 
+    def layout_for(self, gpu_count: int, parallelism: str) -> Layout:
+        """The :class:`Layout` of a one-word setup (cached: the views ask for it per candidate)."""
+        key = (max(1, gpu_count), parallelism)
+        found = self._layouts.get(key)
+        if found is None:
+            found = self._layouts[key] = from_parallelism(self.workload, key[0], parallelism)
+        return found
+
+    def micro_batches(self, layout: Layout, batch_size: int | None = None) -> int:
+        """Micro-batches per optimizer step and pipeline: ``global_batch_size / (micro-batch x DP)``,
+        else 4 per pipeline stage with pipeline parallelism and 1 without."""
+        b = self.workload.batch_size if batch_size is None else batch_size
+        gbs = self.workload.global_batch_size
+        if gbs is None:
+            return 4 * layout.pp if layout.pp > 1 else 1
+        return max(1, math.ceil(gbs / (b * layout.dp)))
+
     def breakdown(
         self,
         gpu_count: int = 1,
         parallelism: str = "none",
         batch_size: int | None = None,
         context: int | None = None,
+        layout: Layout | None = None,
     ) -> MemoryBreakdown:
-        """Per-GPU memory for ``gpu_count`` GPUs combined by ``parallelism``.
+        """Per-GPU memory for ``gpu_count`` GPUs combined by ``parallelism`` (or laid out by ``layout``).
 
         ``batch_size`` defaults to the workload's; in inference it is the total number of
         concurrent sequences (split over replicas with ``ddp``). ``context`` overrides the
-        sequence length (training) or the prompt length plus output (inference).
+        sequence length (training) or the prompt length plus output (inference). With pipeline
+        parallelism the figures are those of the stage that is fuller at the scenario's own batch
+        and context (:attr:`MemoryBreakdown.stage`).
         """
+        if layout is None:
+            layout = self.layout_for(gpu_count, parallelism)
+        if layout.pp > 1 and self.training:
+            # The fuller stage at the scenario's own batch and context; what-if curves follow that
+            # stage, so every component grows with the batch and the context.
+            stage = self._stages.get(layout)
+            if stage is None:
+                first = self._breakdown(layout, None, None, "first")
+                last = self._breakdown(layout, None, None, "last")
+                stage = self._stages[layout] = "first" if first.device_total >= last.device_total else "last"
+            return self._breakdown(layout, batch_size, context, stage)
+        return self._breakdown(layout, batch_size, context, "")
+
+    def _breakdown(
+        self, layout: Layout, batch_size: int | None, context: int | None, stage: str
+    ) -> MemoryBreakdown:
         m, w = self.model, self.workload
-        n = max(1, gpu_count)
-        par = "none" if n == 1 else parallelism
         b = w.batch_size if batch_size is None else batch_size
         if context is None:
             s = w.context_tokens
@@ -348,58 +398,116 @@ class MemoryModel:
         else:
             s = context
             prompt = max(1, context - w.output_tokens)
-        t = n if par == "tensor" else 1
-        p = n if par == "pipeline" else 1
-        d = n if par in DATA_PARALLEL else 1
+        t, p, d, cp = layout.tp, layout.pp, layout.dp, layout.cp
+        n = layout.gpus
+        sharding = layout.sharding
         L = self.layers
+        # Experts are sharded over expert parallelism: the block share one GPU holds.
+        block_mult = 1.0 - self.expert_share + self.expert_share / layout.ep if layout.ep > 1 else 1.0
 
         # Model-parallel share of the weights held by one GPU.
+        stage_layers = math.ceil(L / p)
         if p > 1:
-            stage_layers = math.ceil(L / p)
             block_share = stage_layers / L
-            edge = max(self.embedding_bytes, self.head_bytes or self.embedding_bytes)
-            weights = self.block_weight_bytes * block_share + edge + self.norm_bytes * block_share
             c = self.model.counts
-            edge_params = max(c.embedding, c.lm_head or c.embedding)
-            state_share = (c.blocks * block_share + edge_params + c.norms_and_other * block_share) / c.total
+            if stage == "first":
+                edge, edge_params = self.embedding_bytes, c.embedding
+            elif stage == "last":  # the head (a copy of the embedding when they are tied)
+                edge = self.head_bytes or self.embedding_bytes
+                edge_params = c.lm_head or c.embedding
+            else:  # inference: the larger end
+                edge = max(self.embedding_bytes, self.head_bytes or self.embedding_bytes)
+                edge_params = max(c.embedding, c.lm_head or c.embedding)
+            weights = (self.block_weight_bytes * block_share * block_mult + edge) / t
+            weights += self.norm_bytes * block_share
+            state_share = (
+                (c.blocks * block_share * block_mult + edge_params) / t + c.norms_and_other * block_share
+            ) / c.total
             if self.workload.uses_adapters:
-                state_share = block_share  # LoRA adapters live only in the blocks
+                state_share = block_share / t  # LoRA adapters live only in the blocks
         else:
-            weights = (self.block_weight_bytes + self.embedding_bytes + self.head_bytes) / t + self.norm_bytes
+            weights = (
+                self.block_weight_bytes * block_mult + self.embedding_bytes + self.head_bytes
+            ) / t + self.norm_bytes
             state_share = 1.0 / t
+            if block_mult != 1.0:
+                c = self.model.counts
+                state_share = (c.total - c.blocks * (1.0 - block_mult)) / c.total / t
         grads, optim = self.grad_bytes * state_share, self.optim_bytes * state_share
         adapters = self.adapter_bytes * state_share
-        if par in ("zero1", "zero2", "zero3", "fsdp"):
+        # Context-parallel ranks hold the same weights, so ZeRO/FSDP shards over DP x CP (Megatron's
+        # data-parallel-with-context group; torchtitan's dp_shard x cp mesh), never over TP or PP.
+        d = d * cp
+        if sharding in ("zero1", "zero2", "zero3", "fsdp"):
             optim /= d
-        if par in ("zero2", "zero3", "fsdp"):
+        if sharding in ("zero2", "zero3", "fsdp"):
             grads /= d
-        if par in ("zero3", "fsdp"):
+        # Layers gathered in flight: the one computing, the one prefetched, one reducing.
+        layer = self.block_weight_bytes * block_mult / L / t
+        if sharding in ("zero3", "fsdp"):
             full = weights
             weights = weights / d
             adapters = adapters / d
-            # Layers gathered in flight: the one computing, the one prefetched, one reducing.
-            layer = self.block_weight_bytes / L
             gathered = min(3 * layer, full - weights)
             weights += gathered
         else:
             gathered = 0.0
 
+        host = 0.0
         if self.training:
-            tokens = b * s
-            if w.gradient_checkpointing:
-                act = L * tokens * self.checkpoint_per_token_layer + tokens * (
-                    self.act_per_token_layer + self.score_bytes * s
-                )
+            tokens = b * s / cp  # context parallelism splits every sequence
+            per_tok = self.act_per_token_layer
+            rep = self.act_replicated_per_token_layer
+            if layout.sequence_parallel or t == 1:
+                layer_tok = per_tok / t
+                ckpt_tok = self.checkpoint_per_token_layer / t
             else:
-                act = L * tokens * (self.act_per_token_layer + self.score_bytes * s)
-            if p > 1:
-                act = act * math.ceil(L / p) * p / L
+                layer_tok = rep + (per_tok - rep) / t
+                ckpt_tok = self.checkpoint_per_token_layer
+            score_tok = self.score_bytes * s / t  # attention heads split over TP
+            rec = layout.recompute
+            if rec == "none":
+                keep, one_layer = tokens * (layer_tok + score_tok), 0.0
+            elif rec == "selective":
+                # Korthikanti et al. 2022, section 5: the attention core (softmax, its dropout and
+                # the score matmuls) is recomputed; its buffers live for one layer at a time.
+                keep, one_layer = tokens * layer_tok, tokens * score_tok
+            else:
+                keep, one_layer = tokens * ckpt_tok, tokens * (layer_tok + score_tok)
             logits = tokens * self.logit_bytes_per_token / t
-            act = act / t + logits
+            if p > 1:
+                if stage == "first":
+                    # 1F1B: the first stage holds the activations of up to PP micro-batches (fewer
+                    # when a step has fewer); interleaving adds 1 + (p - 1) / (p v) (Korthikanti
+                    # et al. 2022, section 4.2.3).
+                    in_flight = min(p, self.micro_batches(layout, b))
+                    factor = 1.0 + (p - 1) / (p * layout.vpp) if layout.vpp > 1 else 1.0
+                    act = keep * stage_layers * in_flight * factor + one_layer
+                    logits = 0.0
+                else:
+                    act = keep * stage_layers + one_layer + logits
+            else:
+                act = keep * L + one_layer + logits
             act += self.dequant_buffer / t
             kv = 0.0
+            off = w.offload
+            if off.optimizer != "none":
+                # ZeRO-Offload: the fp32 master copy and moments live in host memory (or on NVMe
+                # behind pinned host buffers) and the 16-bit gradients stream to them layer by
+                # layer, so the GPU keeps about two layers of gradients in flight.
+                moved = optim + grads
+                in_flight_grads = min(grads, 2 * grads / max(stage_layers, 1))
+                host += moved if off.optimizer == "cpu" else 2 * moved / max(stage_layers, 1)
+                optim, grads = 0.0, in_flight_grads
+            if off.parameters != "none":
+                # ZeRO-Infinity / FSDP CPU offload: the GPU holds only the layers being gathered.
+                shard = weights - gathered
+                keep_w = gathered if gathered > 0 else min(3 * layer, weights)
+                host += shard if off.parameters == "cpu" else keep_w
+                weights, gathered = keep_w, keep_w
         else:
-            b_gpu = math.ceil(b / n) if par == "ddp" else b
+            replicas = d if sharding == "ddp" else 1
+            b_gpu = math.ceil(b / replicas) if replicas > 1 else b
             chunk = b_gpu * prompt
             if self.prefill_chunk_tokens:
                 chunk = min(chunk, self.prefill_chunk_tokens)
@@ -409,7 +517,7 @@ class MemoryModel:
             logit_rows = b_gpu * (prompt if self.full_prompt_logits else 1)
             logits = (logit_rows * m.vocab_size * self.logit_bytes_inference if m.has_kv_cache else 0.0) / t
             act = (chunk * self.inference_transient_per_token + scores) / t + logits + self.dequant_buffer / t
-            kv_layers = math.ceil(L / p)
+            kv_layers = stage_layers
             kv_heads_share = math.ceil(m.num_key_value_heads / t) / m.num_key_value_heads
             kv = (
                 b_gpu
@@ -418,14 +526,14 @@ class MemoryModel:
                 * self.kv_bytes_per_token_layer
                 * kv_heads_share
             )
-        host = 0.0
-        share = self.gpu_layer_share
-        if share < 1.0 and not self.training:
-            # llama.cpp -ngl: the first layers, the embedding and the output head stay in host RAM
-            # with their KV cache; the GPU holds the offloaded layers' weights and cache.
-            gpu_weights = (self.block_weight_bytes + self.norm_bytes) * share / t
-            host = weights - gpu_weights + kv * (1.0 - share)
-            weights, kv = gpu_weights, kv * share
+            share = self.gpu_layer_share
+            if share < 1.0:
+                # llama.cpp -ngl: the first layers, the embedding and the output head stay in host RAM
+                # with their KV cache; the GPU holds the offloaded layers' weights and cache.
+                gpu_weights = (self.block_weight_bytes + self.norm_bytes) * share / t
+                host = weights - gpu_weights + kv * (1.0 - share)
+                weights, kv = gpu_weights, kv * share
+        del n
         tensors = weights + grads + optim + act + kv + adapters
         overhead = (
             self.overhead.cuda_context_gib * GIB + self.overhead.fragmentation_for(self.training) * tensors
@@ -441,6 +549,7 @@ class MemoryModel:
             logits=logits,
             gathered=gathered,
             host=host,
+            stage=stage,
         )
 
     @property
@@ -452,35 +561,47 @@ class MemoryModel:
         return g / self.layers
 
     # ------------------------------------------------------------------------------------
-    def max_batch(self, capacity_bytes: float, gpu_count: int = 1, parallelism: str = "none") -> int:
+    def max_batch(
+        self,
+        capacity_bytes: float,
+        gpu_count: int = 1,
+        parallelism: str = "none",
+        layout: Layout | None = None,
+    ) -> int:
         """Largest batch (per-GPU micro-batch in training; total sequences in inference) that fits."""
-        one = self.breakdown(gpu_count, parallelism, batch_size=1).device_total
+        one = self.breakdown(gpu_count, parallelism, batch_size=1, layout=layout).device_total
         if one > capacity_bytes:
             return 0
         if not self.training and parallelism == "ddp" and gpu_count > 1:
-            per_replica = self._max_batch_linear(capacity_bytes, 1, "none", one)
+            per_replica = self._max_batch_linear(capacity_bytes, 1, "none", one, None)
             return per_replica * gpu_count
-        return self._max_batch_linear(capacity_bytes, gpu_count, parallelism, one)
+        return self._max_batch_linear(capacity_bytes, gpu_count, parallelism, one, layout)
 
-    def _max_batch_linear(self, capacity: float, n: int, par: str, one: float) -> int:
-        two = self.breakdown(n, par, batch_size=2).device_total
+    def _max_batch_linear(self, capacity: float, n: int, par: str, one: float, layout: Layout | None) -> int:
+        two = self.breakdown(n, par, batch_size=2, layout=layout).device_total
         slope = two - one
         if slope <= 0:
             return 1_000_000
         best = 1 + int((capacity - one) // slope)
         # Guard the closed form against rounding: step down until it really fits.
-        while best > 1 and self.breakdown(n, par, batch_size=best).device_total > capacity:
+        while best > 1 and self.breakdown(n, par, batch_size=best, layout=layout).device_total > capacity:
             best -= 1
         return min(best, 1_000_000)
 
     def max_context(
-        self, capacity_bytes: float, gpu_count: int = 1, parallelism: str = "none", limit: int = 10_000_000
+        self,
+        capacity_bytes: float,
+        gpu_count: int = 1,
+        parallelism: str = "none",
+        limit: int = 10_000_000,
+        layout: Layout | None = None,
     ) -> int:
         """Longest context (sequence length, or prompt + output) that fits; 0 if none does."""
         floor = self.workload.output_tokens + 1 if not self.training else 1
 
         def fits(ctx: int) -> bool:
-            return self.breakdown(gpu_count, parallelism, context=ctx).device_total <= capacity_bytes
+            bd = self.breakdown(gpu_count, parallelism, context=ctx, layout=layout)
+            return bd.device_total <= capacity_bytes
 
         if not fits(floor):
             return 0
@@ -499,13 +620,23 @@ class MemoryModel:
 
 
 def memory_curve(
-    mm: MemoryModel, axis: str, values: list[int], gpu_count: int = 1, parallelism: str = "none"
+    mm: MemoryModel,
+    axis: str,
+    values: list[int],
+    gpu_count: int = 1,
+    parallelism: str = "none",
+    layout: Layout | None = None,
 ) -> list[float]:
     """Per-GPU device totals in GiB as ``axis`` ("context" or "batch") takes each of ``values``."""
     if axis == "context":
-        return [mm.breakdown(gpu_count, parallelism, context=v).device_total / GIB for v in values]
+        return [
+            mm.breakdown(gpu_count, parallelism, context=v, layout=layout).device_total / GIB for v in values
+        ]
     if axis == "batch":
-        return [mm.breakdown(gpu_count, parallelism, batch_size=v).device_total / GIB for v in values]
+        return [
+            mm.breakdown(gpu_count, parallelism, batch_size=v, layout=layout).device_total / GIB
+            for v in values
+        ]
     raise InputError("what_if.axis", "must be context or batch", axis)
 
 

@@ -136,6 +136,23 @@ def compute_precision(gpu: GpuSpec, weights: str) -> tuple[str, float, str | Non
     return ("bf16" if weights in ("bf16", "nf4", "int4", "int8") else weights), half, None
 
 
+def training_gemm_weights(workload: Workload, gpu: GpuSpec) -> tuple[str, list[str]]:
+    """The precision the training GEMMs run at (``workload.compute_precision``, else the weights'),
+    as a weights value for :func:`compute_precision`, and a note when the GPU cannot run it."""
+    cp = workload.compute_precision
+    if cp in ("fp8", "mxfp8"):
+        if cp == "mxfp8" and gpu.architecture not in MXFP8_ARCHITECTURES:
+            return workload.weights, [f"{gpu.name} has no MXFP8: its GEMMs run at {workload.weights}."]
+        return "fp8", []
+    if cp == "bf16" and workload.weights == "fp8":
+        return "bf16", []
+    return workload.weights, []
+
+
+#: Architectures whose tensor cores take MXFP8 blocks (NVIDIA Blackwell).
+MXFP8_ARCHITECTURES = ("blackwell",)
+
+
 def _precision(gpu: GpuSpec, weights: str) -> tuple[str, float, list[str]]:
     """compute_precision with its fallback note as a (possibly empty) list of notes."""
     prec, peak, note = compute_precision(gpu, weights)
@@ -226,8 +243,12 @@ def inference_performance(
     prefill_mfu: float | None = None,
     gpus_per_node: int = 8,
     constants: SpeedConstants | None = None,
+    replicas: int = 1,
 ) -> PerformanceEstimate:
-    """Serving speed of one candidate (see the module docstring)."""
+    """Serving speed of one candidate (see the module docstring).
+
+    ``replicas`` > 1: that many copies of this ``gpu_count``-GPU setup (tensor or pipeline parallel)
+    share the requests, each serving its share of the batch; the speed is their sum."""
     if engine.id == "llama.cpp":
         return llamacpp_performance(
             mm,
@@ -238,6 +259,7 @@ def inference_performance(
             bw_eff=bw_eff,
             prefill_mfu=prefill_mfu,
             gpus_per_node=gpus_per_node,
+            replicas=replicas,
         )
     k = constants or FITTED
     m, w = mm.model, mm.workload
@@ -245,7 +267,7 @@ def inference_performance(
     n = gpu_count
     t = n if parallelism == "tensor" else 1
     p = n if parallelism == "pipeline" else 1
-    replicas = n if parallelism == "ddp" else 1
+    replicas = n if parallelism == "ddp" else max(1, replicas)
     b = max(1, math.ceil(w.batch_size / replicas))
     e_bw = bw_eff or engine.bandwidth_efficiency
     # Model- and workload-only values, computed once per MemoryModel (a catalog has hundreds of setups).
@@ -281,6 +303,20 @@ def inference_performance(
     t_mem = (gemv_bytes if b <= gemv_max else gemm_bytes) / stream + kv_read / (
         stream * k.kv_bandwidth_factor
     )
+    share = mm.gpu_layer_share
+    if share < 1.0:
+        # Partial offload (accelerate device_map, vLLM cpu_offload_gb): the layers kept in host RAM
+        # are read from it for every step; a discrete GPU pulls them over PCIe, a unified-memory
+        # chip reads them at the host bandwidth.
+        host_bytes = (gemv_bytes if b <= gemv_max else gemm_bytes) * (1.0 - share) / t
+        host_bw = gpu.host_memory_bandwidth_gb_s * 1e9
+        link_bw = host_bw if gpu.unified_memory else min(host_bw, gpu.pcie_gb_s * 1e9)
+        t_mem = t_mem * share + host_bytes / (link_bw * e_bw)
+        notes.append(
+            f"Partial offload: {L - round(share * L)} of {L} layers stay in host RAM and cross "
+            + ("host memory" if gpu.unified_memory else "PCIe")
+            + " for every step, which sets the speed."
+        )
     e_dec = (
         ceiling * b / (b + t_half) * (family.gemm_efficiency if family is not None and b > gemv_max else 1.0)
     )
@@ -349,6 +385,7 @@ def llamacpp_performance(
     prefill_mfu: float | None = None,
     gpus_per_node: int = 8,
     model: LlamaCppModel = LLAMA_CPP,
+    replicas: int = 1,
 ) -> PerformanceEstimate:
     """llama.cpp: token generation (tg, bandwidth-bound) and prompt processing (pp, compute-bound)
     modelled apart (:class:`~gpuadvisor.core.specs.engines.LlamaCppModel`; the fitted factors and
@@ -361,7 +398,7 @@ def llamacpp_performance(
     n = gpu_count
     t = n if parallelism == "tensor" else 1
     p = n if parallelism == "pipeline" else 1
-    replicas = n if parallelism == "ddp" else 1
+    replicas = n if parallelism == "ddp" else max(1, replicas)
     b = max(1, math.ceil(w.batch_size / replicas))
     e_w = bw_eff or engine.bandwidth_efficiency
     bw = gpu.memory_bandwidth_gb_s * 1e9
@@ -459,7 +496,7 @@ def training_token_time(
     ``width_divisor`` is the tensor-parallel degree: each rank multiplies ``h / t`` wide matrices."""
     m, w = mm.model, mm.workload
     k = constants
-    prec, peak, _ = _precision(gpu, w.weights)
+    prec, peak, _ = _precision(gpu, training_gemm_weights(w, gpu)[0])
     half = gpu.bf16_dense_tflops or gpu.fp16_dense_tflops
     arch_ceiling = k.gemm_ceiling.get(gpu.architecture, k.gemm_ceiling.get("other", 0.75))
     passes = 3.0 if w.trains_base else 2.0
@@ -522,7 +559,9 @@ def training_prelude(
     Without an ``mfu`` override the MFU follows from :func:`training_token_time`: GEMM shape,
     attention, element-wise traffic, dequantization and per-layer overhead on this GPU."""
     w = mm.workload
-    prec, peak, notes = _precision(gpu, w.weights)
+    gemm_weights, notes0 = training_gemm_weights(w, gpu)
+    prec, peak, notes = _precision(gpu, gemm_weights)
+    notes = notes0 + notes
     flops_token = mm.cached("flops_per_token", lambda: training_flops_per_token(mm.model, w))
     if mfu:
         base_mfu = mfu

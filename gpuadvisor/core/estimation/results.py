@@ -19,6 +19,7 @@ from ..specs.models import ModelSpec
 from ..specs.workload import RuntimeOverhead
 from ..units import GIB
 from .cost import CostEstimate
+from .layout import Layout, plain_layout
 from .memory import MemoryBreakdown, MemoryModel
 from .performance import PerformanceEstimate
 from .serving import ServingEstimate
@@ -133,10 +134,40 @@ class Candidate(NamedTuple):
     under_provisioned: bool = False
     over_provisioned: bool = False
     serving: ServingEstimate | None = None  # the fleet for workload.serving (None otherwise)
+    #: How the job is laid out (None only for candidates built by hand: see :attr:`the_layout`).
+    layout: Layout | None = None
+    #: Host RAM per node the setup needs (offloaded state, layers kept in host memory), GiB.
+    host_memory_gib: float = 0.0
+    #: Why it does not fit when the GPU memory is not the reason (host memory), else "".
+    misfit: str = ""
+
+    @property
+    def the_layout(self) -> Layout:
+        """The layout, derived from the one-word setup when the candidate carries none."""
+        if self.layout is not None:
+            return self.layout
+        return plain_layout(self.gpu_count, self.parallelism)
+
+    @property
+    def layout_name(self) -> str:
+        """The short human name of the layout ("TP8 · PP4 · DP32 · selective recompute")."""
+        return self.the_layout.name
+
+    @property
+    def setup_label(self) -> str:
+        """The setup in tables and charts: the one-word parallelism (``ddp``, ``tensor``), or the
+        layout's name for a laid-out job (``TP8 SP · PP4 · DP2 ZeRO-1``)."""
+        lay = self.layout
+        if lay is None or lay.shorthand:
+            return self.parallelism
+        return lay.name
 
     @property
     def key(self) -> str:
-        return f"{self.gpu_count}x {self.gpu.id} ({self.parallelism})"
+        lay = self.layout
+        if lay is None or lay.shorthand:
+            return f"{self.gpu_count}x {self.gpu.id} ({self.parallelism})"
+        return f"{self.gpu_count}x {self.gpu.id} ({lay.name})"
 
     @property
     def verdict(self) -> str:
@@ -155,6 +186,7 @@ class WhatIf:
     parallelism: str
     max_batch: int
     max_context: int
+    layout_name: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -271,14 +303,35 @@ class Estimate:
         no longer than the model's maximum: a Mac's large memory must not promise more)."""
         cap = candidate.capacity_gib * GIB
         mm = self._memory_model_for(candidate.gpu.id) if self.calibration_fits else self.memory_model
+        lay = candidate.layout
         return WhatIf(
             gpu_id=candidate.gpu.id,
             gpu_count=candidate.gpu_count,
             parallelism=candidate.parallelism,
-            max_batch=mm.max_batch(cap, candidate.gpu_count, candidate.parallelism),
+            max_batch=mm.max_batch(cap, candidate.gpu_count, candidate.parallelism, layout=lay),
             max_context=min(
-                mm.max_context(cap, candidate.gpu_count, candidate.parallelism), mm.model.max_context
+                mm.max_context(cap, candidate.gpu_count, candidate.parallelism, layout=lay),
+                mm.model.max_context,
             ),
+            layout_name=candidate.layout_name,
+        )
+
+    def layout_alternatives(self, candidate: Candidate) -> tuple[Candidate, ...]:
+        """The other layouts of the same GPU type and count, fastest first (the search's runner-ups)."""
+        same = [
+            c
+            for c in self.candidates
+            if c.gpu.id == candidate.gpu.id and c.gpu_count == candidate.gpu_count and c.key != candidate.key
+        ]
+        return tuple(
+            sorted(
+                same,
+                key=lambda c: (
+                    not c.fits,
+                    -(c.performance.tokens_per_s.expected if c.performance else 0.0),
+                    c.memory.device_total,
+                ),
+            )
         )
 
 

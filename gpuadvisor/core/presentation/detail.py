@@ -46,7 +46,11 @@ def candidate_detail(
         mark = "\u2605 Recommended: "
     elif decision is not None and key == decision.runner_up_key:
         mark = "Runner-up: "
-    setup = "single GPU" if c.gpu_count == 1 else c.parallelism
+    lay = c.the_layout
+    if c.layout is not None and not lay.shorthand:
+        setup = lay.name
+    else:
+        setup = "single GPU" if c.gpu_count == 1 else c.parallelism
     name = c.gpu.name if c.gpu_count == 1 else f"{c.gpu_count} {TIMES} {c.gpu.name}"
     out.append((TITLE, f"{mark}{name} ({setup})"))
     d = c.memory.gib()
@@ -58,6 +62,48 @@ def candidate_detail(
             f"{TIER_WORDS[tier(c)].capitalize()}.",
         )
     )
+    if c.memory.stage:
+        out.append(
+            (
+                TEXT,
+                f"Pipeline of {lay.pp} stages: the figures are the {c.memory.stage} stage's, the fuller one"
+                + (
+                    " (it holds the activations of up to "
+                    f"{min(lay.pp, est.memory_model.micro_batches(lay))} micro-batches)."
+                    if c.memory.stage == "first"
+                    else " (it holds the output layer and the loss)."
+                ),
+            )
+        )
+    if c.host_memory_gib > 0.05:
+        out.append(
+            (
+                PROBLEM if c.misfit else TEXT,
+                f"Host RAM: {fmt_gib(c.host_memory_gib)} GiB per node for "
+                + (
+                    "the layers kept off the GPU."
+                    if not est.scenario.workload.is_training
+                    else "offloaded state."
+                )
+                + (f" {c.misfit[0].upper()}{c.misfit[1:]}." if c.misfit else ""),
+            )
+        )
+    others = [o for o in est.layout_alternatives(c) if o.fits and o.performance is not None][:3]
+    if others and c.performance is not None and c.gpu_count > 1:
+        base = c.performance.tokens_per_s.expected
+        out.append(
+            (
+                TEXT,
+                "Other layouts on the same GPUs: "
+                + "; ".join(
+                    f"{o.layout_name}: {fmt_share(o.performance.tokens_per_s.expected / base)} of the speed, "
+                    f"{fmt_gib(o.memory.device_total / 2**30)} GiB per GPU"
+                    for o in others
+                    if o.performance is not None
+                )
+                + ".",
+            )
+        )
     p, cost = c.performance, c.cost
     if est.scenario.workload.serving is not None:  # a service: the fleet, not one batch
         out += [(PROBLEM if kind == "problem" else TEXT, text) for kind, text in fleet_detail(c)]

@@ -43,6 +43,7 @@ from ..formats.user_catalog import months_before
 from ..formatting import (
     DASH,
     NONE_MARK,
+    TIMES,
     display_gpu_name,
     fmt_gib,
     fmt_hours,
@@ -176,6 +177,21 @@ def table_order(est: Estimate) -> list[Candidate]:
     return list(est.best_per_gpu().values())
 
 
+def report_setup(d: dict[str, Any]) -> str:
+    """The setup cell of a report row, naming its layout compactly: ``1 GPU``, ``4 × ddp (DP4)``,
+    ``64 × TP8·PP4·DP2 ZeRO-1·selective`` (the full name is in the JSON's ``layout_name``)."""
+    name = d.get("layout_short_name") or d.get("layout_name") or ""
+    par = d["parallelism"]
+    if d["gpu_count"] == 1:
+        full = d.get("layout_name") or ""
+        if d.get("setup_label", par) == par or full in ("", "1 GPU"):
+            return "1 GPU"
+        return f"1 GPU ({full.removeprefix('1 GPU · ')})"
+    if d.get("setup_label", par) == par and name:  # a one-word setup: the word and its layout
+        return f"{fmt_setup(d['gpu_count'], par)} ({name})"
+    return f"{d['gpu_count']} {TIMES} {name}" if name else fmt_setup(d["gpu_count"], par)
+
+
 def row_cells(d: dict[str, Any]) -> tuple[str, ...]:
     """The table cells of one candidate, from its :func:`candidate_to_dict` dictionary."""
     hours = d.get("job_hours") or {}
@@ -183,7 +199,7 @@ def row_cells(d: dict[str, Any]) -> tuple[str, ...]:
     has_cost = "job_hours" in d
     return (
         display_gpu_name(d["gpu_name"]),
-        fmt_setup(d["gpu_count"], d["parallelism"]),
+        report_setup(d),
         d["verdict"],
         fmt_gib(d["memory_per_gpu_gib"]["device_total"]),
         fmt_gib(d["capacity_gib"]),
@@ -638,7 +654,9 @@ def build_report(
         )
     notes.append(
         "Setup: number of GPUs \u00d7 how the work is split (ddp: a full copy per GPU; zero1/2/3, fsdp: "
-        "sharded state; tensor: each layer split; pipeline: layers in stages). Need per GPU: the device "
+        "sharded state; tensor: each layer split; pipeline: layers in stages), with its layout: TP tensor, "
+        "PP pipeline (stages), CP context and DP data parallel degrees, EP experts, ZeRO stage and "
+        "recomputation; with pipelines the memory is the fuller stage's. Need per GPU: the device "
         "total (tensors + CUDA context + fragmentation). Tokens/s: aggregate over the setup's GPUs"
         + (" (trained tokens)." if est.scenario.workload.is_training else " (output tokens).")
         + f" Job time and cost: the {RANGE_LABEL} (low\u2013high). \u2014: no deadline, budget or price to "

@@ -82,16 +82,24 @@ def candidate_to_dict(c: Candidate, calibrated: bool | None = None) -> dict[str,
         "gpu_name": c.gpu.name,
         "gpu_count": c.gpu_count,
         "parallelism": c.parallelism,
+        "layout": c.the_layout.to_dict(),
+        "layout_name": c.layout_name,
+        "setup_label": c.setup_label,
+        "layout_short_name": c.the_layout.short_name,
         "fits": c.fits,
         "verdict": c.verdict,
         "capacity_gib": _r(c.capacity_gib),
         "headroom_gib": _r(c.headroom_gib),
         "memory_utilization": _r(c.utilization, 4),
         "memory_per_gpu_gib": mem,
+        # With pipeline parallelism the figures are those of the fuller stage ("first" or "last").
+        "memory_stage": c.memory.stage or None,
         "logits_gib": _r(c.memory.logits / 2**30),
+        # Host RAM per node: offloaded training state, layers kept in host RAM (gpu_layers).
+        "host_memory_gib": _r(c.host_memory_gib if c.layout is not None else c.memory.host / 2**30),
     }
-    if c.memory.host:
-        out["host_memory_gib"] = _r(c.memory.host / 2**30)  # layers kept in host RAM (gpu_layers)
+    if c.misfit:
+        out["does_not_fit_because"] = c.misfit
     if c.performance is not None:
         out.update(c.performance.to_dict())
     if c.cost is not None:
@@ -150,6 +158,7 @@ def estimate_to_dict(est: Estimate) -> dict[str, Any]:
             "gpu": c.gpu.id,
             "gpu_count": c.gpu_count,
             "parallelism": c.parallelism,
+            "layout_name": c.layout_name,
             "max_batch": wi.max_batch,
             "max_context": wi.max_context,
             **({"max_concurrent_requests": wi.max_batch} if not w.is_training else {}),

@@ -35,6 +35,14 @@ def text_table(rows: list[list[str]], header: list[str], right: set[int]) -> str
     return "\n".join([fmt(header), fmt(["-" * w for w in widths])] + [fmt(r) for r in rows])
 
 
+def setup_cell(c: Candidate) -> str:
+    """The setup column: ``single GPU``, ``8x tensor`` or ``64x TP8 · PP4 · DP2 ZeRO-1``."""
+    lay = c.layout
+    if lay is None or lay.shorthand:
+        return "single GPU" if c.gpu_count == 1 else f"{c.gpu_count}x {c.parallelism}"
+    return f"{c.gpu_count}x {lay.name}"
+
+
 def render_estimate(est: Estimate, show_all: bool = False) -> str:
     """The human-readable comparison."""
     m, w = est.model, est.scenario.workload
@@ -85,7 +93,7 @@ def render_estimate(est: Estimate, show_all: bool = False) -> str:
         star = "\u2605 " if est.decision is not None and c.key == est.decision.recommended_key else ""
         row = [
             star + c.gpu.name + (" *" if c.gpu.id in calibrated else ""),
-            "single GPU" if c.gpu_count == 1 else f"{c.gpu_count}x {c.parallelism}",
+            setup_cell(c),
             c.verdict,
             fmt_gib(g["device_total"]),
             fmt_gib(c.capacity_gib),
@@ -97,7 +105,7 @@ def render_estimate(est: Estimate, show_all: bool = False) -> str:
         wi = est.what_if(c)
         row += [f"{wi.max_batch:,}", f"{wi.max_context:,}"]
         if has_host:
-            row += [f"{c.memory.host / 2**30:.1f}"]  # layers kept in host RAM (workload.gpu_layers)
+            row += [f"{c.host_memory_gib:.1f}"]  # host RAM per node (gpu_layers, offload)
         if has_perf:
             d: dict[str, Any] = {}
             if c.performance is not None:

@@ -65,7 +65,11 @@ def cost_of(c: Candidate) -> float:
 
 
 def setup_name(c: Candidate) -> str:
-    """``1 × NVIDIA H100 SXM5 80 GB`` or ``2 × NVIDIA L4 (tensor)``."""
+    """``1 × NVIDIA H100 SXM5 80 GB``, ``2 × NVIDIA L4 (tensor)`` or, for a laid-out job,
+    ``64 × NVIDIA H100 SXM5 80 GB (TP8 · PP4 · DP2 ZeRO-1 · selective recompute)``."""
+    lay = c.layout
+    if lay is not None and not lay.shorthand:
+        return f"{c.gpu_count} {TIMES} {c.gpu.name} ({lay.name})"
     return (
         f"1 {TIMES} {c.gpu.name}"
         if c.gpu_count == 1
@@ -136,7 +140,9 @@ def scenario_lines(est: Estimate) -> list[tuple[str, str]]:
         prec += f"; optimizer {opt}"
         lines.append(("Precision", prec))
         extras = [
-            f"gradient checkpointing {'on' if w.gradient_checkpointing else 'off'}",
+            f"gradient checkpointing {'on' if w.gradient_checkpointing else 'off'}"
+            if w.activation_recompute is None
+            else f"activation recomputation {w.activation_recompute}",
             f"FlashAttention {'on' if w.flash_attention else 'off'}",
         ]
         lines.append(
@@ -197,7 +203,23 @@ def scenario_lines(est: Estimate) -> list[tuple[str, str]]:
         }.get(hw.segment or "", "the whole catalog")
         gpus = f"{part} ({len(est.best_per_gpu())} GPU types)"
     counts = f"{hw.gpu_count} GPU{'s' if hw.gpu_count != 1 else ''}" if hw.gpu_count else "1, 2, 4 and 8 GPUs"
-    pars = hw.parallelism or "every applicable split"
+    if not hw.gpu_count and (hw.gpu_count_max or 0) > 8:
+        counts = f"1 to 8 GPUs and whole nodes up to {hw.gpu_count_max:,} GPUs"
+    axes = [
+        f"{label}{value}"
+        for label, value in (
+            ("TP", hw.tensor_parallel),
+            ("PP", hw.pipeline_parallel),
+            ("CP", hw.context_parallel),
+            ("EP", hw.expert_parallel),
+        )
+        if value and value > 1
+    ]
+    pars = hw.parallelism or ("every applicable split" if not axes else "ddp over the replicas")
+    if axes:
+        pars = " x ".join(axes) + f", {pars}"
+    elif not hw.layout_given and (hw.gpu_count_max or 0) > 8:
+        pars += " (beyond a node: the fastest tensor x pipeline x context x data layout that fits)"
     lines.append(("GPUs compared", f"{gpus}; {counts} per setup; {pars}; {hw.gpus_per_node} GPUs per node"))
     lines.append(
         (

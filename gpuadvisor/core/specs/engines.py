@@ -446,6 +446,15 @@ _PRIOR_PROFILES = (
         runtime="python",
     ),
     EngineProfile(
+        "deepspeed",
+        "DeepSpeed (ZeRO, ZeRO-Offload, ZeRO-Infinity)",
+        "training",
+        mfu=0.85,
+        elementwise_bytes_per_h=250.0,
+        kernels_per_layer=60,
+        runtime="python",
+    ),
+    EngineProfile(
         "hf-trainer",
         "Hugging Face Trainer / PEFT",
         "training",
@@ -544,6 +553,11 @@ _FITTED_ENGINES: dict[str, _EngineFit] = {
         spread_low=0.26,
         spread_high=0.21,
         calibrated_on="28 rows: TRN-20, TRN-24, TRN-26, LF-01..19, TT-01..06",
+    ),
+    "deepspeed": dict(
+        spread_low=0.26,
+        spread_high=0.21,
+        calibrated_on="assumed: the FSDP prior and range (eager PyTorch modules under ZeRO)",
     ),
     "hf-trainer": dict(
         spread_low=0.25,

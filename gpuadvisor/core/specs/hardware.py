@@ -120,6 +120,8 @@ class GpuSpec:
     price_as_of: str = ""
     source: str = ""
     notes: str = ""
+    #: Host-memory bandwidth set by the scenario (``hardware.host_memory_bandwidth_gb_s``), GB/s.
+    host_bandwidth_override_gb_s: float | None = None
 
     @property
     def segment(self) -> str:
@@ -148,7 +150,10 @@ class GpuSpec:
         """Bandwidth of the memory that layers kept off the GPU are read from, GB/s (partial offload).
 
         Apple silicon: the CPU cores reach about half the unified bandwidth (AnandTech's M1 Max
-        review measured about 200 of 400 GB/s); other parts: :data:`DEFAULT_HOST_BANDWIDTH_GB_S`."""
+        review measured about 200 of 400 GB/s); other parts: :data:`DEFAULT_HOST_BANDWIDTH_GB_S`;
+        the scenario's ``hardware.host_memory_bandwidth_gb_s`` wins over both."""
+        if self.host_bandwidth_override_gb_s is not None:
+            return self.host_bandwidth_override_gb_s
         if self.unified_memory:
             return self.memory_bandwidth_gb_s / 2
         return DEFAULT_HOST_BANDWIDTH_GB_S[self.segment]

@@ -56,6 +56,13 @@ PARALLELISMS = ("ddp", "zero1", "zero2", "zero3", "fsdp", "tensor", "pipeline")
 QUANTIZED = ("int8", "int4", "nf4")
 QUANTIZATIONS = ("awq", "gptq", "marlin", "exllama", "bnb", "gguf", "fp8", "torchao", "hqq")
 OPTIMIZER_STATE_DTYPES = ("fp32", "bf16")
+#: Activation recomputation (Korthikanti et al. 2022): keep everything, recompute the attention
+#: core only, or keep each layer's input and recompute the whole layer.
+RECOMPUTE_CHOICES = ("none", "selective", "full")
+#: Precision of the training GEMMs (Transformer Engine): weights and master copy stay 16/32-bit.
+COMPUTE_PRECISIONS = ("bf16", "fp8", "mxfp8")
+#: Where offloaded optimizer states or parameters live (ZeRO-Offload, ZeRO-Infinity, FSDP CPU offload).
+OFFLOAD_TARGETS = ("none", "cpu", "nvme")
 #: Weight precisions each kernel family can run (other weights values, e.g. llama.cpp types, go to gguf).
 QUANTIZATION_WEIGHTS = {
     "awq": ("int4",),
@@ -181,6 +188,36 @@ DEFAULT_BATCH_SIZE = 1
 
 
 @dataclass(frozen=True, slots=True)
+class Offload:
+    """Training state kept off the GPU: ``optimizer`` (fp32 master copy, moments and the gradients
+    they consume) and ``parameters`` (16-bit weights, gathered layer by layer), each ``none``,
+    ``cpu`` or ``nvme``."""
+
+    optimizer: str = "none"
+    parameters: str = "none"
+
+    def __post_init__(self) -> None:
+        _choice("workload.offload.optimizer", self.optimizer, OFFLOAD_TARGETS)
+        _choice("workload.offload.parameters", self.parameters, OFFLOAD_TARGETS)
+
+    @property
+    def any(self) -> bool:
+        return self.optimizer != "none" or self.parameters != "none"
+
+
+def _offload(value: object) -> Offload:
+    """``workload.offload`` as given in a scenario: an :class:`Offload` or a JSON object."""
+    if isinstance(value, Offload):
+        return value
+    if not isinstance(value, dict):
+        raise InputError("workload.offload", 'must be an object like {"optimizer": "cpu"}', value)
+    unknown = [k for k in value if k not in ("optimizer", "parameters")]
+    if unknown:
+        raise InputError("workload.offload", "knows only optimizer and parameters", unknown[0])
+    return Offload(**value)
+
+
+@dataclass(frozen=True, slots=True)
 class Workload:
     """A workload: what runs on each GPU.
 
@@ -220,6 +257,12 @@ class Workload:
     serving: ServingSpec | None = None
     prompt_tokens_p90: int | None = None
     output_tokens_p90: int | None = None
+    # Large training jobs (see docs/scenario.md, "Layouts"): recomputation, sequences per optimizer
+    # step, GEMM precision and offloaded state.
+    activation_recompute: str | None = None
+    global_batch_size: int | None = None
+    compute_precision: str | None = None
+    offload: Offload = field(default_factory=Offload)
     ignored_keys: tuple[str, ...] = field(default=(), compare=False)
 
     def __post_init__(self) -> None:
@@ -262,6 +305,7 @@ class Workload:
                 _positive_float(f"workload.{name}", value, maximum=1e18)
         _positive_float("workload.epochs", self.epochs, maximum=1e6)
         self._check_serving_keys()
+        self._check_layout_keys()
         if self.kind in ("full_finetune", "pretrain") and self.weights in QUANTIZED:
             raise InputError(
                 "workload.weights",
@@ -304,6 +348,38 @@ class Workload:
                     f"training on a quantized base uses bnb, hqq or torchao, not {self.quantization}",
                     self.quantization,
                 )
+
+    def _check_layout_keys(self) -> None:
+        """activation_recompute, global_batch_size, compute_precision and offload."""
+        if self.activation_recompute is not None:
+            _choice("workload.activation_recompute", self.activation_recompute, RECOMPUTE_CHOICES)
+        if self.global_batch_size is not None:
+            _positive_int("workload.global_batch_size", self.global_batch_size, maximum=100_000_000)
+        if self.compute_precision is not None:
+            _choice("workload.compute_precision", self.compute_precision, COMPUTE_PRECISIONS)
+        object.__setattr__(self, "offload", _offload(self.offload))
+        training_only = {
+            "activation_recompute": self.activation_recompute is not None,
+            "global_batch_size": self.global_batch_size is not None,
+            "compute_precision": self.compute_precision is not None,
+            "offload": self.offload.any,
+        }
+        if self.kind == "inference":
+            for name, given in training_only.items():
+                if given:
+                    raise InputError(
+                        f"workload.{name}",
+                        "is a training setting; for inference use gpu_layers to keep layers in host RAM",
+                        getattr(self, name) if name != "offload" else "set",
+                    )
+
+    @property
+    def recompute(self) -> str:
+        """Activation recomputation in force: ``activation_recompute``, else ``full`` with
+        gradient checkpointing, else ``none``."""
+        if self.activation_recompute is not None:
+            return self.activation_recompute
+        return "full" if self.gradient_checkpointing else "none"
 
     @property
     def quantization_family(self) -> str | None:
@@ -435,6 +511,17 @@ class Workload:
         return self.seq_len if self.is_training else self.prompt_tokens + self.output_tokens
 
 
+#: Layout axes of :class:`Hardware`, each a whole number of GPUs (or stages) >= 1.
+LAYOUT_AXES = (
+    "tensor_parallel",
+    "pipeline_parallel",
+    "context_parallel",
+    "expert_parallel",
+    "virtual_pipeline_stages",
+)
+#: Largest GPU count a comparison searches (``hardware.gpu_count_max``).
+MAX_GPU_COUNT = 16_384
+
 #: Parts of the catalog (``GpuSpec.segment``) a comparison can be limited to.
 SEGMENTS = ("data_centre", "local")
 
@@ -453,8 +540,35 @@ class Hardware:
     # Which part of the catalog to compare when no GPU is chosen: "data_centre" (rented or bought
     # for a cluster), "local" (laptops and desktops: Apple silicon, GeForce, Radeon) or None for all.
     segment: str | None = None
+    # The layout of a large job (docs/scenario.md, "Layouts"); None leaves the axis to the search
+    # (or 1 when the scenario sets a parallelism or another axis).
+    tensor_parallel: int | None = None
+    pipeline_parallel: int | None = None
+    context_parallel: int | None = None
+    expert_parallel: int | None = None
+    virtual_pipeline_stages: int | None = None
+    sequence_parallel: bool | None = None
+    # Host RAM per node available to the job (GiB) and its bandwidth (GB/s; None: the catalog's default).
+    host_memory_gib: float | None = None
+    host_memory_bandwidth_gb_s: float | None = None
+    # Largest GPU count the comparison tries when gpu_count is not set (whole nodes beyond one node).
+    gpu_count_max: int | None = None
 
     def __post_init__(self) -> None:
+        for name in LAYOUT_AXES:
+            value = getattr(self, name)
+            if value is not None:
+                _positive_int(f"hardware.{name}", value, maximum=MAX_GPU_COUNT)
+        if self.sequence_parallel is not None and not isinstance(self.sequence_parallel, bool):
+            raise InputError("hardware.sequence_parallel", "must be true or false", self.sequence_parallel)
+        if self.host_memory_gib is not None:
+            _positive_float("hardware.host_memory_gib", self.host_memory_gib, maximum=1_048_576)
+        if self.host_memory_bandwidth_gb_s is not None:
+            _positive_float(
+                "hardware.host_memory_bandwidth_gb_s", self.host_memory_bandwidth_gb_s, maximum=100_000
+            )
+        if self.gpu_count_max is not None:
+            _positive_int("hardware.gpu_count_max", self.gpu_count_max, maximum=MAX_GPU_COUNT)
         if self.segment is not None:
             _choice("hardware.segment", self.segment, SEGMENTS)
         if self.memory_gib is not None:
@@ -466,6 +580,11 @@ class Hardware:
         if self.parallelism is not None:
             _choice("hardware.parallelism", self.parallelism, PARALLELISMS)
         _positive_int("hardware.gpus_per_node", self.gpus_per_node, maximum=1024)
+
+    @property
+    def layout_given(self) -> bool:
+        """Whether the scenario fixes the layout (a parallelism or any layout axis)."""
+        return self.parallelism is not None or any(getattr(self, a) is not None for a in LAYOUT_AXES)
 
 
 @dataclass(frozen=True, slots=True)
@@ -514,10 +633,19 @@ def adapt_to_kind(workload: Workload, kind: str) -> Workload:
     batch = workload.batch_size
     if (kind in TRAINING_KINDS) != workload.is_training:
         batch = DEFAULT_BATCH_SIZE
+    weights = weights_for_kind(kind, workload.weights)
+    if kind in TRAINING_KINDS:
+        # A service is inference: training has no traffic targets.
+        return replace(workload, kind=kind, weights=weights, batch_size=batch, serving=None)
+    # The training-only keys mean nothing for inference.
     return replace(
         workload,
         kind=kind,
-        weights=weights_for_kind(kind, workload.weights),
+        weights=weights,
         batch_size=batch,
-        serving=None,  # a service is inference: training has no traffic targets
+        serving=None,
+        activation_recompute=None,
+        global_batch_size=None,
+        compute_precision=None,
+        offload=Offload(),
     )

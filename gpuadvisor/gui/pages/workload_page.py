@@ -19,7 +19,7 @@ from PySide6.QtWidgets import (
 from ...core.formats.scenario import Scenario
 from ...core.specs.engines import ENGINES
 from ...core.specs.hardware import GpuCatalog
-from ...core.specs.workload import adapt_to_kind
+from ...core.specs.workload import Offload, adapt_to_kind
 from ..widgets import NumberField, hint
 from .serving_box import ServingBox
 
@@ -53,6 +53,20 @@ PARALLELISMS = [
     ("fsdp", "FSDP"),
     ("tensor", "Tensor parallel"),
     ("pipeline", "Pipeline parallel"),
+]
+RECOMPUTE = [
+    ("", "As checkpointing says"),
+    ("none", "None"),
+    ("selective", "Selective (attention)"),
+    ("full", "Full (every layer)"),
+]
+OFFLOAD = [("none", "On the GPU"), ("cpu", "Host RAM (CPU)"), ("nvme", "NVMe")]
+SEARCH_UP_TO = [
+    (0, "One node (8 GPUs)"),
+    (64, "64 GPUs"),
+    (512, "512 GPUs"),
+    (4096, "4,096 GPUs"),
+    (16384, "16,384 GPUs"),
 ]
 COUNTS = [
     (0, "Let the advisor choose (1, 2, 4, 8)"),
@@ -209,6 +223,65 @@ class WorkloadPage(QWidget):
             "pipeline parallelism split the model itself.",
         )
 
+        # Advanced layout (large training jobs): out of the way unless asked for.
+        self.tp = _spin(1, 1024, "Tensor parallel: GPUs that split every layer (inside one node).")
+        self.pp = _spin(1, 16_384, "Pipeline parallel: stages the layers are split into.")
+        self.cp = _spin(1, 1024, "Context parallel: GPUs that split every sequence (ring attention).")
+        self.recompute = _combo(
+            RECOMPUTE,
+            "Activation recomputation: selective recomputes the attention core (little time), "
+            "full keeps only each layer's input and recomputes the layer (about a third more compute).",
+        )
+        self.offload_optimizer = _combo(
+            OFFLOAD,
+            "Where the optimizer state lives (ZeRO-Offload): host RAM or NVMe free the GPU of "
+            "it at the cost of PCIe traffic and a CPU optimizer step.",
+        )
+        self.offload_parameters = _combo(
+            OFFLOAD,
+            "Where the weights live between uses (ZeRO-Infinity, FSDP CPU offload): the GPU keeps "
+            "only the layers being computed. Needs ZeRO-3 or FSDP with several GPUs.",
+        )
+        self.host_memory = NumberField("not checked", optional=True, minimum=1, maximum=1_048_576)
+        self.host_memory.setToolTip(
+            "Host RAM per node available to the job, GiB; offloaded state must fit in it."
+        )
+        self.global_batch = NumberField(
+            "one micro-batch per GPU", optional=True, minimum=1, maximum=1e8, integer=True
+        )
+        self.global_batch.setToolTip(
+            "Sequences per optimizer step: sets the micro-batches per pipeline and so the pipeline bubble."
+        )
+        self.search_up_to = _combo(
+            SEARCH_UP_TO,
+            "When the GPU count is left to the advisor: also try whole nodes up to this many GPUs, "
+            "each with the fastest tensor x pipeline x context x data layout that fits.",
+        )
+        self.form_layout = QFormLayout()
+        self.form_layout.addRow("Tensor parallel", self.tp)
+        self.form_layout.addRow("Pipeline parallel", self.pp)
+        self.form_layout.addRow("Context parallel", self.cp)
+        self.form_layout.addRow("Recomputation", self.recompute)
+        self.form_layout.addRow("Optimizer state", self.offload_optimizer)
+        self.form_layout.addRow("Weights", self.offload_parameters)
+        self.form_layout.addRow("Host RAM per node (GiB)", self.host_memory)
+        self.form_layout.addRow("Global batch", self.global_batch)
+        self.form_layout.addRow("Search up to", self.search_up_to)
+        self.layout_body = QWidget()
+        self.layout_body.setLayout(self.form_layout)
+        self.layout_box = QGroupBox("Advanced layout")
+        self.layout_box.setCheckable(True)
+        self.layout_box.setChecked(False)
+        self.layout_box.setToolTip(
+            "Tick to lay out a large training job yourself: tensor, pipeline and context "
+            "parallelism, recomputation, offload. Unticked, the advisor chooses."
+        )
+        box_layout = QVBoxLayout(self.layout_box)
+        box_layout.setContentsMargins(6, 2, 6, 2)
+        box_layout.addWidget(self.layout_body)
+        self.layout_body.setVisible(False)
+        self.layout_box.toggled.connect(self._on_layout_toggled)
+
         self.form_job = QFormLayout()
         self.form_job.addRow("Workload", self.kind)
         self.form_job.addRow("Engine", self.engine)
@@ -249,6 +322,7 @@ class WorkloadPage(QWidget):
         layout.addWidget(self.serving_box)
         layout.addWidget(self.train_box)
         layout.addWidget(hw_box)
+        layout.addWidget(self.layout_box)
         layout.addWidget(
             hint("Every change updates the results at once. Hover over a field for what it changes.")
         )
@@ -263,10 +337,25 @@ class WorkloadPage(QWidget):
             self.count,
             self.parallelism,
             self.mac_memory,
+            self.recompute,
+            self.offload_optimizer,
+            self.offload_parameters,
+            self.search_up_to,
         ):
             w.currentIndexChanged.connect(self._on_input_changed)
-        for w in (self.batch, self.seq_len, self.prompt, self.output, self.lora_rank):
+        for w in (
+            self.batch,
+            self.seq_len,
+            self.prompt,
+            self.output,
+            self.lora_rank,
+            self.tp,
+            self.pp,
+            self.cp,
+        ):
             w.valueChanged.connect(self._on_input_changed)
+        for w in (self.host_memory, self.global_batch):
+            w.edited.connect(self._on_input_changed)
         for w in (self.checkpointing, self.flash):
             w.toggled.connect(self._on_input_changed)
         for w in (self.requests, self.train_tokens, self.dataset_tokens, self.epochs):
@@ -305,6 +394,27 @@ class WorkloadPage(QWidget):
             self._fill_mac_memory(hw.memory_gib)
             _select(self.count, hw.gpu_count or 0)
             _select(self.parallelism, hw.parallelism or "")
+            self.tp.setValue(hw.tensor_parallel or 1)
+            self.pp.setValue(hw.pipeline_parallel or 1)
+            self.cp.setValue(hw.context_parallel or 1)
+            _select(self.recompute, w.activation_recompute or "")
+            _select(self.offload_optimizer, w.offload.optimizer)
+            _select(self.offload_parameters, w.offload.parameters)
+            self.host_memory.set_value(hw.host_memory_gib)
+            self.global_batch.set_value(w.global_batch_size)
+            _select(self.search_up_to, hw.gpu_count_max if hw.gpu_count_max in (64, 512, 4096, 16384) else 0)
+            advanced = bool(
+                hw.tensor_parallel
+                or hw.pipeline_parallel
+                or hw.context_parallel
+                or w.activation_recompute
+                or w.offload.any
+                or hw.host_memory_gib
+                or w.global_batch_size
+                or (hw.gpu_count_max or 0) > 8
+            )
+            self.layout_box.setChecked(advanced)
+            self.layout_body.setVisible(advanced)
         finally:
             self._filling = False
         self._update_visibility()
@@ -367,7 +477,8 @@ class WorkloadPage(QWidget):
         serving = kind == SERVING
         training = kind not in ("inference", SERVING)
         adapters = kind in ("lora", "qlora")
-        state = (training, adapters, self.lora_targets.currentData() == "custom", serving)
+        one_gpu = self.count.currentData() == 1
+        state = (training, adapters, self.lora_targets.currentData() == "custom", serving, one_gpu)
         if state == getattr(self, "_visibility", None):
             return  # showing rows, even unchanged ones, re-lays out and repaints the whole page
         self._visibility = state
@@ -400,8 +511,16 @@ class WorkloadPage(QWidget):
             (self.custom_targets, adapters and self.lora_targets.currentData() == "custom"),
         ):
             self.form_train.setRowVisible(widget, show)
+        self.layout_box.setVisible(training)
+        for widget in (self.tp, self.pp, self.cp, self.global_batch):
+            self.form_layout.setRowVisible(widget, not one_gpu)
 
     # --- editing ---------------------------------------------------------------------------
+    def _on_layout_toggled(self, on: bool) -> None:
+        self.layout_body.setVisible(on)
+        if not self._filling:
+            self.edited.emit()
+
     def _on_input_changed(self, *_args) -> None:
         if self._filling:
             return
@@ -449,8 +568,28 @@ class WorkloadPage(QWidget):
             epochs = self.epochs.value() or 1.0
         except ValueError as exc:
             raise ValueError(f"Dataset tokens and epochs: {exc}") from None
+        advanced = self.layout_box.isChecked() and kind != "inference"
+        try:
+            host_memory = self.host_memory.value() if advanced else None
+        except ValueError as exc:
+            raise ValueError(f"Host RAM per node: {exc}") from None
+        try:
+            global_batch = self.global_batch.value() if advanced else None
+        except ValueError as exc:
+            raise ValueError(f"Global batch: {exc}") from None
+        layout_keys = {
+            "activation_recompute": (self.recompute.currentData() or None) if advanced else None,
+            "global_batch_size": int(global_batch) if global_batch else None,
+            "offload": Offload(
+                optimizer=self.offload_optimizer.currentData(),
+                parameters=self.offload_parameters.currentData(),
+            )
+            if advanced
+            else Offload(),
+        }
         workload = replace(
             base,
+            **(layout_keys if kind != "inference" else {}),
             engine=self.engine.currentData() or None,
             batch_size=batch,
             seq_len=self.seq_len.value(),
@@ -483,5 +622,10 @@ class WorkloadPage(QWidget):
             gpu_count=self.count.currentData() or None,
             parallelism=self.parallelism.currentData() or None,
             memory_gib=memory,
+            tensor_parallel=self.tp.value() if advanced and self.tp.value() > 1 else None,
+            pipeline_parallel=self.pp.value() if advanced and self.pp.value() > 1 else None,
+            context_parallel=self.cp.value() if advanced and self.cp.value() > 1 else None,
+            host_memory_gib=host_memory,
+            gpu_count_max=(self.search_up_to.currentData() or None) if advanced else None,
         )
         return replace(scenario, workload=workload, hardware=hardware)

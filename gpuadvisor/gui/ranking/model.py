@@ -136,15 +136,19 @@ _BUDGET_ORDER = {"within": 0, "likely": 1, None: 2, "over": 3}
 
 def setup_words(c: Candidate) -> str:
     """``single GPU`` or ``4 × ddp``."""
-    return "single GPU" if c.gpu_count == 1 else f"{c.gpu_count} {TIMES} {c.parallelism}"
+    label = c.setup_label
+    if c.gpu_count == 1 and label in ("none", "1 GPU"):
+        return "single GPU"
+    return f"{c.gpu_count} {TIMES} {label}"
 
 
 def setup_name(c: Candidate) -> str:
     """The setup as a person names it: ``1 × NVIDIA H100 SXM5 80 GB`` or ``4 × AMD Instinct MI300X (ddp)``."""
+    label = c.setup_label
     return (
         f"1 {TIMES} {c.gpu.name}"
-        if c.gpu_count == 1
-        else f"{c.gpu_count} {TIMES} {c.gpu.name} ({c.parallelism})"
+        if c.gpu_count == 1 and label in ("none", "1 GPU")
+        else f"{c.gpu_count} {TIMES} {c.gpu.name} ({label})"
     )
 
 
@@ -387,7 +391,7 @@ class RankingModel(QAbstractTableModel):
         if col == COL_GPU:
             return c.gpu.name
         if col == COL_SETUP:
-            return (c.gpu_count, c.parallelism)
+            return (c.gpu_count, c.setup_label)
         if col == COL_VERDICT:
             return {"fits": 0, "tight": 1}.get(c.verdict, 2)
         if col == COL_NEED:

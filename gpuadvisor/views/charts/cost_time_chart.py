@@ -470,7 +470,7 @@ def _tooltip(c, recommended: bool = False) -> str:
     h, u = c.cost.job_hours, c.cost.cost_usd
     name = short_gpu_name(c.gpu.name, c.gpu_count)
     rows = [
-        ("Parallelism", c.parallelism if c.gpu_count > 1 else "single GPU"),
+        ("Parallelism", c.setup_label if c.gpu_count > 1 else "single GPU"),
         ("Job time", f"{fmt_hours(h.expected)} ({fmt_hours(h.low)} – {fmt_hours(h.high)})"),
         ("Cost", f"{fmt_usd(u.expected)} ({fmt_usd(u.low)} – {fmt_usd(u.high)})"),
     ]

@@ -36,6 +36,8 @@ from .labels import finite, fmt_gib, short_gpu_name
 from .palette import COMPONENT_LABELS, COMPONENT_ORDER, COMPONENT_SHORT_LABELS, LIGHT, ChartColors
 
 BAR_HEIGHT = 0.62
+HOST_BAR_HEIGHT = 0.4
+HOST_LABEL = "Host RAM (offloaded)"
 TRACK_HEIGHT = 0.78
 OUTLINE_HEIGHT = 0.8
 ROW_GAP_PX = 3  # between two names: the row pitch is one text line plus this
@@ -120,6 +122,17 @@ class VramChart(ChartBase):
         )
         pi.addItem(self.capacity)
         self.legend.addItem(self.capacity, "Capacity")
+        #: Host RAM the setup needs per GPU (offloaded training state, layers kept off the GPU),
+        #: drawn right of the capacity mark; in the legend only while some row has it.
+        self.host_bar = pg.BarGraphItem(
+            x0=empty,
+            y=empty,
+            width=empty,
+            height=HOST_BAR_HEIGHT,
+            brush=pg.mkBrush(colors.other),
+            pen=pg.mkPen(colors.other_edge, width=1, style=Qt.PenStyle.DashLine),
+        )
+        pi.addItem(self.host_bar)
         self._outline_key = pg.BarGraphItem(
             x0=[0], y=[0], width=[1], height=1, brush=pg.mkBrush(None), pen=pg.mkPen(colors.text, width=2)
         )  # legend key only
@@ -215,9 +228,19 @@ class VramChart(ChartBase):
         half = BAR_HEIGHT / 2 + 0.1
         self.capacity.setData(x=np.repeat(caps, 2), y=np.ravel(np.column_stack([ys - half, ys + half])))
 
+        host = np.array([c.memory.host / 2**30 for c in rows], dtype=float)
+        gap = float(max(np.max(x0), np.max(caps))) * 0.02 if n else 0.0
+        host_x0 = np.maximum(x0, caps) + gap
+        has_host = bool(n and np.max(host) > 0)
+        if has_host:
+            self.host_bar.setOpts(x0=host_x0, y=ys, width=host, height=HOST_BAR_HEIGHT)
+        else:
+            self.host_bar.setOpts(x0=np.zeros(0), y=np.zeros(0), width=np.zeros(0))
+        self._show_legend_entry(self.host_bar, HOST_LABEL, has_host)
         # Round the axis end up to a 1-1.5-2-3-5-7.5 step: small input changes then keep the
         # same range, so the cached axis and grid are reused instead of re-laid out.
-        x_max = _nice_ceiling(float(max(np.max(x0), np.max(caps))) * 1.04) if n else 1.0
+        ends = np.maximum(x0, caps) + (host + gap if has_host else 0.0)
+        x_max = _nice_ceiling(float(np.max(ends)) * 1.04) if n else 1.0
         self._x_max = x_max
         marker_x = x_max * 1.035
         for verdict, item in self.markers.items():
@@ -268,6 +291,16 @@ class VramChart(ChartBase):
         if self._selected_row is not None and self._selected_row != previous_selected:
             self.scroll_to_row(self._selected_row)
         self._set_notice("" if any(c.fits for c in rows) else NOTHING_FITS_NOTICE, warning=True)
+
+    def _show_legend_entry(self, item, label: str, show: bool) -> None:
+        """Add or remove a legend entry (only when that changes: the legend re-lays out)."""
+        shown = any(sample.item is item for sample, _ in self.legend.items)
+        if show and not shown:
+            self.legend.addItem(item, label)
+            self._fit_legend()
+        elif shown and not show:
+            self.legend.removeItem(item)
+            self._fit_legend()
 
     def _show_recommended_key(self, show: bool) -> None:
         """The legend's "Recommended" entry (last) only while a recommendation is drawn."""
@@ -434,6 +467,10 @@ class VramChart(ChartBase):
         self.recommended_outline.setOpts(pen=outline)
         self._outline_key.setOpts(pen=outline)
         self.capacity.setPen(pg.mkPen(colors.capacity, width=3))
+        self.host_bar.setOpts(
+            brush=pg.mkBrush(colors.other),
+            pen=pg.mkPen(colors.other_edge, width=1, style=Qt.PenStyle.DashLine),
+        )
         for verdict, item in self.markers.items():
             color = colors.verdict(verdict)
             item.setBrush(pg.mkBrush(color))
@@ -486,19 +523,25 @@ class _WheelToScroll(QObject):
 
 def _tooltip(c, colors: ChartColors = LIGHT, recommended: bool = False) -> str:
     g = c.memory.gib()
-    setup = f"{c.gpu_count} × {c.gpu.name}" + (f", {c.parallelism}" if c.gpu_count > 1 else "")
+    setup = f"{c.gpu_count} × {c.gpu.name}" + (f", {c.setup_label}" if c.gpu_count > 1 else "")
     rows = [(COMPONENT_LABELS[name], fmt_gib(g[name])) for name in COMPONENT_ORDER if g[name] > 0]
     used = c.utilization * 100
     short = fmt_gib(abs(c.headroom_gib))
     rows += [
         ("<b>Total per GPU</b>", f"<b>{fmt_gib(g['device_total'])}</b>"),
         ("Tensors (PyTorch peak)", fmt_gib(g["tensors_total"])),
+    ]
+    if c.memory.host > 0:
+        rows.append((HOST_LABEL + " per GPU", fmt_gib(c.memory.host / 2**30)))
+    rows += [
         ("Usable capacity", fmt_gib(c.capacity_gib)),
         (
             "Headroom" if c.headroom_gib >= 0 else "Short by",
             f"{short} ({used:.0f}% used)" if finite(used) else short,
         ),
     ]
+    if getattr(c, "misfit", ""):
+        rows.append(("Does not fit", html.escape(c.misfit)))
     color = colors.verdict(c.verdict)
     if recommended:
         rows.append(("", f"{RECOMMENDED_MARK} recommended"))

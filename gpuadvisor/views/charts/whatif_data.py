@@ -65,11 +65,11 @@ def whatif_curves(est, gpu_ids, axis: str = "context", points: int = 48) -> list
         c = best.get(gpu_id)
         if c is None:
             continue
-        ys = memory_curve(est.memory_model, axis, xs, c.gpu_count, c.parallelism)
+        ys = memory_curve(est.memory_model, axis, xs, c.gpu_count, c.parallelism, layout=c.layout)
         pairs = [(float(x), float(y)) for x, y in zip(xs, ys) if math.isfinite(y)]
         what_if = est.what_if(c)
         limit = what_if.max_context if axis == "context" else what_if.max_batch
-        label = short_gpu_name(c.gpu.name, c.gpu_count) + (f", {c.parallelism}" if c.gpu_count > 1 else "")
+        label = short_gpu_name(c.gpu.name, c.gpu_count) + (f", {c.setup_label}" if c.gpu_count > 1 else "")
         curves.append(
             WhatIfCurve(
                 label=label,

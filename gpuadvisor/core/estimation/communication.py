@@ -1,0 +1,281 @@
+"""Training speed of a laid-out job: the compute of one GPU plus what its layout adds.
+
+The per-token compute time comes from :func:`~gpuadvisor.core.estimation.performance.training_prelude`
+(the GPU's MFU for this model and engine); this module adds, per optimizer step
+(docs/estimation.md, "Layouts: speed"), with ``m`` micro-batches of ``b`` sequences of ``s``
+tokens per pipeline, hidden size ``h``, 2-byte activations and ``B`` the link bandwidth:
+
+- **Recomputation**: full adds one forward pass (4 instead of 3 passes); selective adds the
+  attention core's forward (``2 L d_q s`` FLOPs per token, Korthikanti et al. 2022, section 5).
+- **Tensor parallelism** (Shoeybi et al. 2019; Korthikanti et al. 2022): 4 all-reduces (or, with
+  sequence parallelism, all-gather + reduce-scatter pairs of the same volume) of ``b s h / CP``
+  elements per layer and micro-batch, 6 with full recomputation; ring volume ``2 (t-1)/t``; inside
+  a node over NVLink; not overlapped. Each rank multiplies ``h/t``-wide matrices (GEMM width curve).
+- **Pipeline** (Narayanan et al. 2021): bubble ``(p-1) / (m v)`` of the compute; point-to-point
+  sends of ``b s h / (t CP)`` elements forward and back per micro-batch and virtual stage, exposed
+  with 1F1B and hidden up to ``DP_OVERLAP`` by the interleaved schedule (Megatron's overlap_p2p_comm).
+- **Data parallel** (ZeRO paper, section 7): ring all-reduce (DDP) or reduce-scatter + all-gather
+  (ZeRO-1/2) of the GPU's gradient shard, ``2 (d-1)/d`` of its bytes, overlapped with the backward
+  pass of the last micro-batch up to ``DP_OVERLAP``; ZeRO-3/FSDP gathers the parameters in
+  forward and backward of every micro-batch and reduce-scatters the gradients, overlapped with
+  the whole step up to ``DP_OVERLAP``.
+- **Context parallel** (ring attention, Liu et al. 2023; Llama 3 paper section 3.3.2): each layer
+  passes K and V around the ring in forward and K, V and their gradients in backward,
+  ``3 (c-1)/c`` of ``b s 2 d_kv`` elements, hidden behind the attention compute.
+- **Expert parallel** (Lepikhin et al. 2020, GShard): 4 all-to-alls per MoE layer and
+  micro-batch (dispatch and combine, forward and backward) of ``k b s h / CP`` elements,
+  ``(e-1)/e`` of them leaving the GPU; not overlapped.
+- **Offload** (Ren et al. 2021, ZeRO-Offload; Rajbhandari et al. 2021, ZeRO-Infinity): the
+  16-bit gradients go to the host over PCIe during the backward pass, the updated 16-bit
+  parameters come back; the CPU Adam step streams ``CPU_ADAM_BYTES`` per parameter through host
+  memory; offloaded parameters cross PCIe twice per micro-batch (forward and backward gathers),
+  behind the compute up to ``DP_OVERLAP``.
+
+The groups sit on the links of Megatron's rank order (TP fastest, then CP, DP, PP): a group
+whose span ``TP x CP x DP`` (data parallel) or ``TP x CP x DP x PP`` (pipeline) exceeds a node
+crosses the network.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ..specs.engines import FITTED, EngineProfile, SpeedConstants
+from ..specs.hardware import GpuSpec
+from ..specs.models import ModelSpec
+from .layout import Layout
+from .memory import MemoryModel
+from .performance import (
+    BACKWARD_SHARE,
+    DP_OVERLAP,
+    LINK_EFFICIENCY,
+    NETWORK_GB_S,
+    NETWORK_LATENCY_S,
+    PerformanceEstimate,
+    Range,
+    TrainingPrelude,
+    link,
+    training_performance,
+    training_prelude,
+)
+
+#: Bytes the CPU Adam step moves per parameter: fp32 master, both moments read and written
+#: (24), the 16-bit gradient read and the 16-bit parameter written (4).
+CPU_ADAM_BYTES = 28.0
+#: Share of PCIe bandwidth a host-device copy reaches (pinned memory).
+PCIE_EFFICIENCY = 0.8
+
+
+def _network() -> tuple[float, float]:
+    return NETWORK_GB_S * LINK_EFFICIENCY * 1e9, NETWORK_LATENCY_S
+
+
+def group_link(
+    stride: int, members: int, gpus_per_node: int, node: tuple[float, float], net: tuple[float, float]
+) -> tuple[float, float]:
+    """(bytes/s per GPU, latency) of a collective over ``members`` GPUs whose ranks are ``stride``
+    apart. Inside a node: NVLink (or PCIe). Across nodes a ring crosses each node boundary once
+    per group, so the node's NICs carry the traffic of the ``gpus_per_node / stride`` members it
+    holds: a GPU sees ``min(NVLink, NIC x members per node)`` (NCCL's ring over the node's NICs)."""
+    if stride * members <= gpus_per_node:
+        return node
+    per_node = max(1, gpus_per_node // stride)
+    return min(node[0], net[0] * per_node), net[1]
+
+
+def tp_width_slowdown(m: ModelSpec, t: int, half: float) -> float:
+    """How much longer the GEMMs of one layer take when tensor parallelism splits them ``t`` ways:
+    each GEMM runs at the width curve ``w / (w + half)`` of its narrower side, which the split
+    narrows (QKV and gate/up by their output, o_proj and down by their input), weighted by FLOPs."""
+    h, dq, dkv = m.hidden_size, m.q_dim, m.kv_dim
+    i = m.expert_intermediate_size * m.experts_per_token
+    up = (2 if m.gated_mlp else 1) * m.expert_intermediate_size
+    gemms = (  # (FLOPs share, output or input width that TP splits)
+        (h * (dq + 2 * dkv), dq + 2 * dkv),
+        (h * dq, dq),
+        (h * up * m.experts_per_token, up),
+        (h * i, m.expert_intermediate_size),
+    )
+
+    def eff(w: float) -> float:
+        return w / (w + half)
+
+    whole = sum(f / eff(min(h, w)) for f, w in gemms)
+    split = sum(f / eff(min(h, w / t)) for f, w in gemms)
+    return split / whole
+
+
+def layout_training_performance(
+    mm: MemoryModel,
+    gpu: GpuSpec,
+    layout: Layout,
+    engine: EngineProfile,
+    mfu: float | None = None,
+    gpus_per_node: int = 8,
+    prelude: TrainingPrelude | None = None,
+    constants: SpeedConstants | None = None,
+) -> PerformanceEstimate:
+    """Training tokens/s of ``layout`` on ``gpu`` (see the module docstring)."""
+    m, w = mm.model, mm.workload
+    k = constants or FITTED
+    if prelude is None:
+        prelude = training_prelude(mm, gpu, engine, mfu, constants)
+    peak, base_mfu, flops_token = prelude.peak_tflops, prelude.mfu, prelude.flops_per_token
+    # (The prelude's MFU is the GPU's achieved share of peak on this model and engine, whatever the
+    # FLOPs are spent on, so recomputed FLOPs take time at the same rate.)
+    notes = list(prelude.notes)
+    t, p, c, d, e, v = layout.tp, layout.pp, layout.cp, layout.dp, layout.ep, layout.vpp
+    n = layout.gpus
+    L, h, s = m.num_layers, m.hidden_size, w.seq_len
+    b = w.batch_size
+    micro = mm.micro_batches(layout, b)
+    tokens_step = micro * b * d * s
+
+    # Compute: the prelude's FLOPs count recomputation as gradient_checkpointing says; the layout's
+    # recomputation replaces it.
+    base_passes = 3.0 if w.trains_base else 2.0  # forward, backward (and weight gradients)
+    forward = flops_token / (base_passes + (1.0 if w.gradient_checkpointing else 0.0))
+    passes = base_passes + (1.0 if layout.recompute == "full" else 0.0)
+    attention_fwd = 2 * L * m.q_dim * s
+    flops_run = passes * forward + (attention_fwd if layout.recompute == "selective" else 0.0)
+    compute = tokens_step * flops_run / (n * peak * 1e12 * base_mfu)
+    if t > 1 and not mfu:
+        compute *= tp_width_slowdown(m, t, k.gemm_width_half)
+    useful = compute
+    if p > 1:
+        compute *= 1 + (p - 1) / (micro * v)
+
+    node_bw, node_lat, _ = link(gpu, min(n, gpus_per_node), gpus_per_node)
+    node = (node_bw * 1e9, node_lat)
+    net = _network()
+    parts: dict[str, float] = {}
+    act_bytes = b * s / c * h * 2.0  # one micro-batch's hidden states on one CP rank
+    layers_gpu = math.ceil(L / p)
+    if t > 1:
+        bw, lat = group_link(1, t, gpus_per_node, node, net)
+        collectives = 6 if layout.recompute == "full" else 4
+        per = 2 * (t - 1) / t * act_bytes / bw + lat
+        parts["tensor"] = micro * layers_gpu * collectives * per
+    if p > 1:
+        bw, lat = group_link(t * c * d, p, gpus_per_node, node, net)
+        per = act_bytes / (t if layout.sequence_parallel else 1) / bw + lat
+        p2p = 2 * micro * v * per
+        # The interleaved schedule overlaps its sends with the next chunk's compute (Megatron's
+        # overlap_p2p_comm); the plain 1F1B schedule waits for them.
+        parts["pipeline"] = (1 - DP_OVERLAP) * p2p if v > 1 else p2p
+    if c > 1:
+        bw, lat = group_link(t, c, gpus_per_node, node, net)
+        kv = b * s / c * 2 * m.kv_dim * 2.0
+        ring = micro * layers_gpu * (3 * (c - 1) / c * kv / t / bw + 2 * (c - 1) * lat)
+        # Hidden behind the attention compute of the same layer (its share of the step's FLOPs).
+        attn_share = attention_fwd / max(forward, 1.0)
+        parts["context"] = max(ring - attn_share * useful, (1 - DP_OVERLAP) * ring)
+    if e > 1 and m.is_moe:
+        bw, lat = group_link(t, e, gpus_per_node, node, net)
+        moe_layers = layers_gpu * (L - m.dense_layers) / L
+        per = m.experts_per_token * act_bytes * (e - 1) / e / t / bw + lat
+        parts["experts"] = micro * moe_layers * 4 * per
+    exposed = sum(parts.values())
+    if d * c > 1:
+        # Gradients are reduced over every replica of the weights: DP x CP (stride TP).
+        d_all = d * c
+        bw, lat = group_link(t, d_all, gpus_per_node, node, net)
+        state_share = 1.0 / (t * p)
+        grads = mm.grad_bytes * state_share
+        ring = 2 * (d_all - 1) / d_all
+        d = d_all
+        if layout.sharding in ("zero3", "fsdp"):
+            params = mm.weight_bytes * state_share
+            volume = (d - 1) / d * grads + micro * 2 * (d - 1) / d * params
+            total = volume / bw + lat * micro * 2 * layers_gpu
+            dp = max(total - useful, (1 - DP_OVERLAP) * total)
+        else:
+            total = ring * grads / bw + lat
+            window = BACKWARD_SHARE * useful / micro  # the last micro-batch's backward pass
+            dp = max(total - window, (1 - DP_OVERLAP) * total)
+        parts["data"] = dp
+        exposed += dp
+    off = w.offload
+    if off.any:
+        pcie = gpu.pcie_gb_s * 1e9 * PCIE_EFFICIENCY
+        shard_params = mm.weight_bytes / max(mm.block_bytes_per_weight, 1.0) / (t * p * d)
+        offload = 0.0
+        if off.optimizer != "none":
+            grads = mm.grad_bytes / (t * p * d)
+            to_host = grads / pcie
+            back = 2.0 * shard_params / pcie
+            host_bw = gpu.host_memory_bandwidth_gb_s * 1e9
+            # All GPUs of a node share its host memory bandwidth for the CPU Adam step.
+            per_node = min(n, gpus_per_node)
+            cpu_adam = CPU_ADAM_BYTES * shard_params * per_node / host_bw
+            if off.optimizer == "nvme":
+                cpu_adam *= 2  # states read from and written back to NVMe through host buffers
+            offload += max(to_host - BACKWARD_SHARE * useful, (1 - DP_OVERLAP) * to_host) + back + cpu_adam
+        if off.parameters != "none":
+            xfer = micro * 2 * mm.weight_bytes / (t * p * d) / pcie
+            offload += max(xfer - useful, (1 - DP_OVERLAP) * xfer)
+        parts["offload"] = offload
+        exposed += offload
+        if offload > 0.2 * (compute + exposed):
+            # One wording for every GPU, so the estimate's warnings say it once.
+            notes.append(
+                "Offload: PCIe traffic and the CPU optimizer step take more than a fifth of each "
+                "training step (the speed shown includes them)."
+            )
+    step = compute + exposed
+    tps = tokens_step / step
+    achieved_mfu = tps * flops_run / (n * peak * 1e12)  # hardware FLOPs, recomputation included
+    share = exposed / step if step else 0.0
+    bound = "communication" if share > 0.5 else "compute"
+    if parts.get("offload", 0.0) > 0.5 * step:
+        bound = "offload"
+    rng = Range(tps * (1 - engine.spread_low), tps, tps * (1 + engine.spread_high))
+    if n > gpus_per_node:
+        notes.append(f"{n} GPUs span {math.ceil(n / gpus_per_node)} nodes.")
+    return PerformanceEstimate(
+        tokens_per_s=rng,
+        bound=bound,
+        precision_used=prelude.precision,
+        peak_tflops=peak,
+        mfu=achieved_mfu,
+        communication_share=share,
+        notes=tuple(notes),
+    )
+
+
+def is_legacy(mm: MemoryModel, layout: Layout) -> bool:
+    """Whether ``layout`` is a one-word setup without the layout keys (the original speed model)."""
+    w = mm.workload
+    return bool(layout.shorthand) and not (
+        w.offload.any or w.global_batch_size is not None or w.activation_recompute is not None
+    )
+
+
+def training_speed(
+    mm: MemoryModel,
+    gpu: GpuSpec,
+    layout: Layout,
+    engine: EngineProfile,
+    mfu: float | None = None,
+    gpus_per_node: int = 8,
+    prelude: TrainingPrelude | None = None,
+    constants: SpeedConstants | None = None,
+) -> PerformanceEstimate:
+    """Training speed of one candidate: the one-word setups through
+    :func:`~gpuadvisor.core.estimation.performance.training_performance`, laid-out jobs through
+    :func:`layout_training_performance`."""
+    if is_legacy(mm, layout):
+        return training_performance(
+            mm,
+            gpu,
+            layout.gpus,
+            layout.parallelism,
+            engine,
+            mfu=mfu,
+            gpus_per_node=gpus_per_node,
+            prelude=prelude,
+            constants=constants,
+        )
+    return layout_training_performance(
+        mm, gpu, layout, engine, mfu=mfu, gpus_per_node=gpus_per_node, prelude=prelude, constants=constants
+    )

@@ -1,0 +1,596 @@
+"""Large jobs as they are laid out: TP x PP x CP x DP, experts, interleaving, recomputation, offload
+and the layout search (docs/estimation.md, "Layouts")."""
+
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gpuadvisor.cli.parser import main
+from gpuadvisor.core.errors import InputError
+from gpuadvisor.core.estimation.communication import layout_training_performance
+from gpuadvisor.core.estimation.estimate import estimate
+from gpuadvisor.core.estimation.layout import Layout, explicit_layout, gpu_counts, searched_layouts
+from gpuadvisor.core.estimation.memory import MemoryModel
+from gpuadvisor.core.estimation.performance import training_prelude
+from gpuadvisor.core.formats.scenario import (
+    dumps_scenario,
+    loads_scenario,
+    scenario_from_dict,
+)
+from gpuadvisor.core.presentation.serialize import estimate_to_dict
+from gpuadvisor.core.specs.engines import engine_for
+from gpuadvisor.core.specs.hardware import load_gpu_catalog
+from gpuadvisor.core.specs.presets import load_model_catalog
+from gpuadvisor.core.specs.workload import Hardware, Offload, Workload
+from gpuadvisor.core.units import GIB
+
+
+@pytest.fixture(scope="module")
+def cats():
+    return load_gpu_catalog(), load_model_catalog()
+
+
+def pretrain(**extra):
+    return Workload(kind="pretrain", seq_len=4096, batch_size=1, **extra)
+
+
+def sc(model="llama-3.1-70b", workload=None, hardware=None):
+    return scenario_from_dict(
+        {
+            "model": {"preset": model},
+            "workload": workload or {"kind": "pretrain", "seq_len": 4096, "batch_size": 1},
+            "hardware": hardware or {},
+        }
+    )
+
+
+# --- the value ----------------------------------------------------------------------------
+
+
+def test_layout_name_and_dict():
+    lay = Layout(tp=8, pp=4, dp=32, sequence_parallel=False, recompute="selective", sharding="zero1")
+    assert lay.gpus == 1024
+    assert lay.name == "TP8 · PP4 · DP32 ZeRO-1 · selective recompute"
+    d = lay.to_dict()
+    assert d["tensor_parallel"] == 8 and d["pipeline_parallel"] == 4 and d["data_parallel"] == 32
+    assert d["activation_recompute"] == "selective" and d["data_parallel_sharding"] == "zero1"
+    assert Layout().name == "1 GPU" and Layout().gpus == 1
+
+
+def test_single_gpu_json_layout_is_all_ones(cats):
+    est = estimate(sc("llama-3.1-8b", hardware={"gpu": "h100-sxm", "gpu_count": 1}), *cats)
+    c = estimate_to_dict(est)["candidates"][0]
+    lay = c["layout"]
+    for key in (
+        "tensor_parallel",
+        "pipeline_parallel",
+        "context_parallel",
+        "expert_parallel",
+        "data_parallel",
+    ):
+        assert lay[key] == 1
+    assert lay["virtual_pipeline_stages"] == 1 and lay["sequence_parallel"] is False
+    assert c["host_memory_gib"] == 0 and c["layout_name"] == "1 GPU"
+
+
+# --- scenario keys ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "section, key, value",
+    [
+        ("hardware", "tensor_parallel", 0),
+        ("hardware", "pipeline_parallel", 2.5),
+        ("hardware", "context_parallel", "two"),
+        ("hardware", "expert_parallel", -1),
+        ("hardware", "virtual_pipeline_stages", 0),
+        ("hardware", "sequence_parallel", "yes"),
+        ("hardware", "host_memory_gib", -4),
+        ("hardware", "host_memory_bandwidth_gb_s", 0),
+        ("hardware", "gpu_count_max", 20_000),
+        ("workload", "activation_recompute", "some"),
+        ("workload", "global_batch_size", 0),
+        ("workload", "compute_precision", "fp4"),
+        ("workload", "offload", "cpu"),
+        ("workload", "offload", {"optimizer": "disk"}),
+        ("workload", "offload", {"gradients": "cpu"}),
+    ],
+)
+def test_bad_keys_name_the_field(section, key, value):
+    data = {"model": {"preset": "llama-3.1-8b"}, "workload": {"kind": "pretrain"}, "hardware": {}}
+    data[section][key] = value
+    with pytest.raises(InputError) as err:
+        scenario_from_dict(data)
+    assert err.value.field.startswith(f"{section}.{key}")
+    assert "\n" not in str(err.value)
+
+
+def test_training_keys_refused_for_inference():
+    with pytest.raises(InputError) as err:
+        Workload(kind="inference", activation_recompute="full")
+    assert err.value.field == "workload.activation_recompute"
+
+
+def test_keys_round_trip_through_the_file():
+    s = sc(
+        workload={
+            "kind": "pretrain",
+            "activation_recompute": "selective",
+            "global_batch_size": 1024,
+            "compute_precision": "fp8",
+            "offload": {"optimizer": "cpu"},
+        },
+        hardware={
+            "tensor_parallel": 8,
+            "pipeline_parallel": 4,
+            "context_parallel": 2,
+            "virtual_pipeline_stages": 2,
+            "sequence_parallel": True,
+            "host_memory_gib": 1024,
+            "host_memory_bandwidth_gb_s": 200,
+            "gpu_count_max": 512,
+        },
+    )
+    again = loads_scenario(dumps_scenario(s))
+    assert again.workload == s.workload and again.hardware == s.hardware
+    assert again.workload.offload == Offload(optimizer="cpu")
+
+
+@pytest.mark.parametrize(
+    "hardware, field, words",
+    [
+        ({"gpu_count": 60, "tensor_parallel": 8, "pipeline_parallel": 4}, "hardware.gpu_count", "divide"),
+        ({"gpu_count": 32, "tensor_parallel": 16}, "hardware.tensor_parallel", "node"),
+        ({"gpu_count": 96, "pipeline_parallel": 96}, "hardware.pipeline_parallel", "layers"),
+        ({"gpu_count": 12, "tensor_parallel": 3}, "hardware.tensor_parallel", "heads"),
+        (
+            {"gpu_count": 64, "pipeline_parallel": 32, "virtual_pipeline_stages": 3},
+            "hardware.virtual_pipeline_stages",
+            "layers",
+        ),
+        ({"gpu_count": 16, "expert_parallel": 2}, "hardware.expert_parallel", "mixture-of-experts"),
+    ],
+)
+def test_bad_layouts_get_one_line_errors(cats, hardware, field, words):
+    with pytest.raises(InputError) as err:
+        estimate(sc(hardware={"gpu": "h100-sxm", **hardware}), *cats)
+    assert err.value.field == field and words in str(err.value) and "\n" not in str(err.value)
+
+
+def test_cli_exits_2_on_a_bad_layout(tmp_path, capsys):
+    path = tmp_path / "bad.json"
+    path.write_text(
+        json.dumps(
+            {
+                "format": "gpuadvisor-scenario",
+                "version": 1,
+                "model": {"preset": "llama-3.1-70b"},
+                "workload": {"kind": "pretrain"},
+                "hardware": {
+                    "gpu": "h100-sxm",
+                    "gpu_count": 60,
+                    "tensor_parallel": 8,
+                    "pipeline_parallel": 4,
+                },
+            }
+        )
+    )
+    assert main(["estimate", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "hardware.gpu_count" in err
+
+
+def test_shorthands_keep_meaning_every_gpu_on_one_axis(cats):
+    _, models = cats
+    m = models.get("llama-3.1-70b")
+    w = pretrain()
+    t = explicit_layout(m, w, Hardware(gpu_count=8, parallelism="tensor"), 8)
+    p = explicit_layout(m, w, Hardware(gpu_count=8, parallelism="pipeline"), 8)
+    z = explicit_layout(m, w, Hardware(gpu_count=64, parallelism="zero1", tensor_parallel=8), 64)
+    assert (t.tp, t.dp) == (8, 1) and (p.pp, p.dp) == (8, 1)
+    assert (z.tp, z.dp, z.sharding) == (8, 8, "zero1")
+
+
+def test_sequence_parallel_defaults_with_megatron_only():
+    m = load_model_catalog().get("llama-3.1-70b")
+    mega = explicit_layout(m, pretrain(), Hardware(gpu_count=16, tensor_parallel=8), 16)
+    hf = explicit_layout(
+        m, Workload(kind="full_finetune", engine="hf-trainer"), Hardware(gpu_count=16, tensor_parallel=8), 16
+    )
+    assert mega.sequence_parallel and not hf.sequence_parallel
+
+
+# --- memory -------------------------------------------------------------------------------
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    preset=st.sampled_from(["llama-3.1-8b", "llama-3.1-70b", "mixtral-8x7b", "gpt2-xl"]),
+    tp=st.sampled_from([1, 2, 4, 8]),
+    pp=st.sampled_from([1, 2, 4, 8]),
+    more=st.sampled_from(["tp", "pp"]),
+    sharding=st.sampled_from(["none", "zero1", "zero3"]),
+)
+def test_more_tp_or_pp_never_raises_per_gpu_weights(preset, tp, pp, more, sharding):
+    m = load_model_catalog().get(preset)
+    mm = MemoryModel(m, pretrain())
+    dp = 2 if sharding != "none" else 1
+    base = Layout(tp=tp, pp=pp, dp=dp, sharding=sharding)
+    bigger = base._replace(tp=tp * 2) if more == "tp" else base._replace(pp=pp * 2)
+    a = mm.breakdown(layout=base)
+    b = mm.breakdown(layout=bigger)
+    # The weights of the fuller stage never grow; the full per-GPU state never grows either.
+    assert b.weights <= a.weights * (1 + 1e-9)
+    assert b.model_states <= a.model_states * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("flash", [True, False])
+@pytest.mark.parametrize("tp, pp, sp", [(1, 1, False), (8, 1, True), (8, 1, False), (4, 4, True)])
+def test_recompute_none_over_selective_over_full(flash, tp, pp, sp):
+    m = load_model_catalog().get("llama-3.1-70b")
+    mm = MemoryModel(m, pretrain(flash_attention=flash))
+    act = {
+        r: mm.breakdown(layout=Layout(tp=tp, pp=pp, sequence_parallel=sp, recompute=r)).activations
+        for r in ("none", "selective", "full")
+    }
+    assert act["selective"] > act["full"]
+    if flash:  # flash attention keeps no scores: the attention core has nothing left to drop
+        assert act["none"] >= act["selective"]
+    else:
+        assert act["none"] > act["selective"]
+
+
+def test_sequence_parallel_splits_what_tensor_parallel_leaves_whole():
+    m = load_model_catalog().get("llama-3.1-70b")
+    mm = MemoryModel(m, pretrain())
+    with_sp = mm.breakdown(layout=Layout(tp=8, sequence_parallel=True)).activations
+    without = mm.breakdown(layout=Layout(tp=8, sequence_parallel=False)).activations
+    one = mm.breakdown(layout=Layout()).activations
+    assert with_sp < without < one
+    assert with_sp == pytest.approx(one / 8, rel=0.01)
+
+
+def test_pipeline_first_stage_holds_pp_micro_batches_and_interleaving_more():
+    m = load_model_catalog().get("llama-3.1-70b")
+    mm = MemoryModel(m, pretrain(activation_recompute="selective"))
+    lay = Layout(pp=4, recompute="selective")
+    bd = mm.breakdown(layout=lay)
+    assert bd.stage == "first"
+    one_stage_one_mb = mm.breakdown(layout=Layout(recompute="selective")).activations / 4
+    # 4 micro-batches of a quarter of the layers: about one micro-batch of the whole model.
+    assert bd.activations == pytest.approx(4 * one_stage_one_mb, rel=0.1)
+    inter = mm.breakdown(layout=lay._replace(vpp=2)).activations
+    assert inter == pytest.approx(bd.activations * (1 + 3 / 8), rel=0.01)
+    # With fewer micro-batches per step than stages, fewer are in flight.
+    few = MemoryModel(m, pretrain(activation_recompute="selective", global_batch_size=2))
+    assert few.breakdown(layout=lay).activations < bd.activations
+
+
+def test_context_parallel_splits_the_sequence():
+    m = load_model_catalog().get("llama-3.1-70b")
+    mm = MemoryModel(m, Workload(kind="pretrain", seq_len=131072, batch_size=1))
+    one = mm.breakdown(layout=Layout(tp=8, sequence_parallel=True)).activations
+    four = mm.breakdown(layout=Layout(tp=8, cp=4, sequence_parallel=True)).activations
+    assert four == pytest.approx(one / 4, rel=0.01)
+
+
+def test_zero_shards_over_data_parallel_only():
+    m = load_model_catalog().get("llama-3.1-70b")
+    mm = MemoryModel(m, pretrain())
+    a = mm.breakdown(layout=Layout(tp=8, dp=8, sharding="zero1"))
+    b = mm.breakdown(layout=Layout(tp=8, dp=1))
+    assert a.optimizer == pytest.approx(b.optimizer / 8)
+    assert a.weights == pytest.approx(b.weights) and a.gradients == pytest.approx(b.gradients)
+
+
+def test_experts_shard_over_expert_parallel():
+    m = load_model_catalog().get("mixtral-8x7b")
+    mm = MemoryModel(m, pretrain())
+    one = mm.breakdown(layout=Layout(dp=8, sharding="ddp"))
+    ep = mm.breakdown(layout=Layout(dp=8, ep=8, sharding="ddp"))
+    assert ep.weights < one.weights / 3
+    assert ep.optimizer < one.optimizer / 3
+
+
+def test_optimizer_offload_moves_its_bytes_to_host():
+    m = load_model_catalog().get("llama-2-13b")
+    w = Workload(kind="full_finetune", batch_size=1, seq_len=512)
+    on_gpu = MemoryModel(m, w).breakdown()
+    off = MemoryModel(
+        m, Workload(kind="full_finetune", batch_size=1, seq_len=512, offload={"optimizer": "cpu"})
+    )
+    bd = off.breakdown()
+    assert bd.optimizer == 0
+    assert bd.host == pytest.approx(on_gpu.optimizer + on_gpu.gradients)
+    assert bd.weights == on_gpu.weights and bd.gradients < on_gpu.gradients / 10
+
+
+def test_parameter_offload_keeps_only_gathered_layers():
+    m = load_model_catalog().get("llama-3.1-70b")
+    w = pretrain(offload={"optimizer": "cpu", "parameters": "cpu"})
+    mm = MemoryModel(m, w)
+    bd = mm.breakdown(layout=Layout(dp=8, sharding="zero3"))
+    assert bd.weights < 3.5 * mm.block_weight_bytes / m.num_layers
+    assert bd.host > mm.weight_bytes / 8
+
+
+def test_host_memory_too_small_is_a_does_not_fit_that_says_why(cats):
+    data = {"kind": "full_finetune", "batch_size": 1, "seq_len": 512, "offload": {"optimizer": "cpu"}}
+    small = estimate(
+        sc("llama-2-13b", data, {"gpu": "a100-80gb", "gpu_count": 1, "host_memory_gib": 64}), *cats
+    )
+    big = estimate(
+        sc("llama-2-13b", data, {"gpu": "a100-80gb", "gpu_count": 1, "host_memory_gib": 512}), *cats
+    )
+    c = small.candidates[0]
+    assert not c.fits and "host memory" in c.misfit and any("host_memory_gib" in x for x in c.warnings)
+    assert big.candidates[0].fits and big.candidates[0].host_memory_gib > 150
+    assert estimate_to_dict(small)["candidates"][0]["does_not_fit_because"].startswith("host memory")
+
+
+def test_fsdp_only_70b_on_64_gpus_does_not_fit_but_a_real_layout_does(cats):
+    """The issue's example: 70B, 64 H100, FSDP and no recomputation needs far more than 80 GB."""
+    work = {"kind": "pretrain", "seq_len": 8192, "batch_size": 1, "activation_recompute": "none"}
+    fsdp = estimate(
+        sc(workload=work, hardware={"gpu": "h100-sxm", "gpu_count": 64, "parallelism": "fsdp"}), *cats
+    )
+    assert not fsdp.candidates[0].fits and fsdp.candidates[0].memory.activations > 150 * GIB
+    laid = estimate(
+        sc(
+            workload={**work, "activation_recompute": "selective", "global_batch_size": 512},
+            hardware={"gpu": "h100-sxm", "gpu_count": 64, "tensor_parallel": 8, "pipeline_parallel": 4},
+        ),
+        *cats,
+    )
+    assert laid.candidates[0].fits
+
+
+# --- speed --------------------------------------------------------------------------------
+
+
+def _speed(cats, workload, layout, gpu="h100-sxm", model="llama-3.1-70b"):
+    gpus, models = cats
+    mm = MemoryModel(models.get(model), workload)
+    g = gpus.get(gpu)
+    engine = engine_for(workload.engine, workload.kind)
+    return layout_training_performance(mm, g, layout, engine, prelude=training_prelude(mm, g, engine))
+
+
+def test_more_micro_batches_shrink_the_bubble(cats):
+    lay = Layout(tp=8, pp=8, dp=4, sequence_parallel=True, recompute="selective", sharding="zero1")
+    few = _speed(cats, pretrain(global_batch_size=32), lay)
+    many = _speed(cats, pretrain(global_batch_size=512), lay)
+    assert many.tokens_per_s.expected > few.tokens_per_s.expected
+    inter = _speed(cats, pretrain(global_batch_size=32), lay._replace(vpp=5))
+    assert inter.tokens_per_s.expected > few.tokens_per_s.expected
+
+
+def test_recompute_costs_speed(cats):
+    lay = Layout(tp=8, dp=8, sequence_parallel=True, sharding="zero1")
+    w = pretrain(global_batch_size=256)
+    speeds = [
+        _speed(cats, w, lay._replace(recompute=r)).tokens_per_s.expected
+        for r in ("none", "selective", "full")
+    ]
+    assert speeds[0] >= speeds[1] > speeds[2]
+    assert speeds[2] / speeds[0] == pytest.approx(3 / 4, rel=0.1)
+
+
+def test_tensor_parallel_across_nodes_is_refused_and_dp_across_nodes_is_slower(cats):
+    near = _speed(cats, pretrain(global_batch_size=64), Layout(tp=8, dp=1))
+    far = _speed(cats, pretrain(global_batch_size=64), Layout(tp=8, dp=16, sharding="zero3"))
+    assert far.communication_share > near.communication_share
+
+
+def test_fp8_compute_is_faster_on_hopper_and_costs_a_weight_copy(cats):
+    lay = Layout(tp=8, dp=8, sequence_parallel=True, sharding="zero1")
+    bf16 = _speed(cats, pretrain(global_batch_size=256), lay)
+    fp8 = _speed(cats, pretrain(compute_precision="fp8", global_batch_size=256), lay)
+    assert fp8.tokens_per_s.expected > 1.1 * bf16.tokens_per_s.expected and fp8.precision_used == "fp8"
+    old = _speed(cats, pretrain(compute_precision="fp8"), lay, gpu="a100-80gb")
+    assert old.precision_used != "fp8"
+    m = load_model_catalog().get("llama-3.1-70b")
+    assert (
+        MemoryModel(m, pretrain(compute_precision="fp8")).weight_bytes
+        > MemoryModel(m, pretrain()).weight_bytes
+    )
+
+
+def test_optimizer_offload_slows_training(cats):
+    w = Workload(kind="full_finetune", batch_size=8, seq_len=512, engine="deepspeed")
+    off = Workload(
+        kind="full_finetune", batch_size=8, seq_len=512, engine="deepspeed", offload={"optimizer": "cpu"}
+    )
+    on = _speed(cats, w, Layout(), gpu="a100-80gb", model="llama-2-7b")
+    moved = _speed(cats, off, Layout(), gpu="a100-80gb", model="llama-2-7b")
+    assert moved.tokens_per_s.expected < on.tokens_per_s.expected
+
+
+def test_context_and_expert_parallel_add_communication(cats):
+    long = Workload(kind="pretrain", seq_len=131072, batch_size=1)
+    cp = _speed(cats, long, Layout(tp=8, cp=4, sequence_parallel=True))
+    assert cp.communication_share > 0
+    moe = _speed(cats, pretrain(), Layout(dp=8, ep=8, sharding="zero1"), model="mixtral-8x7b")
+    no_ep = _speed(cats, pretrain(), Layout(dp=8, sharding="zero1"), model="mixtral-8x7b")
+    assert moe.communication_share > no_ep.communication_share
+
+
+def test_host_bandwidth_override_sets_partial_offload_speed(cats):
+    base = {"kind": "inference", "engine": "llama.cpp", "weights": "q4_0", "gpu_layers": 16}
+    slow = estimate(
+        sc("llama-2-7b", base, {"gpu": "rtx-4090", "gpu_count": 1, "host_memory_bandwidth_gb_s": 40}), *cats
+    )
+    fast = estimate(
+        sc("llama-2-7b", base, {"gpu": "rtx-4090", "gpu_count": 1, "host_memory_bandwidth_gb_s": 120}), *cats
+    )
+    assert (
+        fast.candidates[0].performance.tokens_per_s_per_user
+        > 1.5 * slow.candidates[0].performance.tokens_per_s_per_user
+    )
+
+
+def test_deepspeed_engine_is_known(cats):
+    est = estimate(
+        sc(
+            "llama-3.1-8b",
+            {"kind": "full_finetune", "engine": "deepspeed"},
+            {"gpu": "h100-sxm", "gpu_count": 8},
+        ),
+        *cats,
+    )
+    assert est.engine == "deepspeed" and est.ranking
+
+
+# --- search -------------------------------------------------------------------------------
+
+
+def test_counts_go_beyond_a_node_in_whole_nodes():
+    assert gpu_counts(Hardware(), (1, 2, 4, 8)) == (1, 2, 4, 8)
+    assert gpu_counts(Hardware(gpu_count_max=64), (1, 2, 4, 8)) == (1, 2, 4, 8, 16, 32, 64)
+    assert gpu_counts(Hardware(gpu_count_max=100), (1, 2, 4, 8)) == (1, 2, 4, 8, 16, 32, 64, 96)
+    assert gpu_counts(Hardware(gpu_count=24), (1, 2, 4, 8)) == (24,)
+
+
+def test_search_respects_node_layers_and_sequence():
+    m = load_model_catalog().get("llama-3.1-70b")
+    lays = searched_layouts(m, Workload(kind="pretrain", seq_len=65536), Hardware(), 256)
+    assert lays and all(lay.gpus == 256 for lay in lays)
+    assert all(lay.tp <= 8 and m.num_layers % lay.pp == 0 for lay in lays)
+    assert {lay.cp for lay in lays} == {1, 2, 4, 8}
+    assert {lay.recompute for lay in lays} == {"none", "selective", "full"}
+    short = searched_layouts(m, Workload(kind="pretrain", seq_len=4096), Hardware(), 256)
+    assert {lay.cp for lay in short} == {1}
+
+
+def test_search_keeps_the_fastest_fitting_layouts_and_runner_ups(cats):
+    est = estimate(
+        sc(
+            workload={"kind": "pretrain", "seq_len": 8192}, hardware={"gpu": "h100-sxm", "gpu_count_max": 128}
+        ),
+        *cats,
+    )
+    at_64 = [c for c in est.candidates if c.gpu_count == 64]
+    assert 1 <= len(at_64) <= 3 and all(c.fits for c in at_64)
+    speeds = [c.performance.tokens_per_s.expected for c in at_64]
+    assert speeds == sorted(speeds, reverse=True)
+    best = at_64[0]
+    assert est.layout_alternatives(best) == tuple(at_64[1:])
+    assert all(len({c.key for c in est.candidates}) == len(est.candidates) for _ in (0,))
+
+
+def test_a_searched_layout_fits_where_the_old_setups_did_not(cats):
+    est = estimate(
+        sc(
+            "llama-3.1-405b",
+            {"kind": "pretrain", "seq_len": 8192},
+            {"gpu": "h100-sxm", "gpu_count_max": 1024},
+        ),
+        *cats,
+    )
+    assert not any(c.fits for c in est.candidates if c.gpu_count <= 8)
+    assert est.recommended is not None and est.recommended.gpu_count > 8
+    assert est.recommended.layout is not None and not est.recommended.layout.shorthand
+
+
+def test_a_layout_without_a_count_is_tried_at_the_counts_that_hold_it(cats):
+    est = estimate(sc(hardware={"gpu": "h100-sxm", "tensor_parallel": 8, "pipeline_parallel": 2}), *cats)
+    assert {c.gpu_count for c in est.candidates} == {16}
+    wide = estimate(
+        sc(hardware={"gpu": "h100-sxm", "tensor_parallel": 4, "gpu_count_max": 64}),
+        *cats,
+    )
+    assert {c.gpu_count for c in wide.candidates} == {4, 8, 16, 32, 64}
+    assert all(c.layout.tp == 4 for c in wide.candidates)
+
+
+def test_report_rows_name_the_layout(cats):
+    from gpuadvisor.core.presentation.report import row_cells
+    from gpuadvisor.core.presentation.serialize import candidate_to_dict
+
+    laid = estimate(
+        sc(
+            workload={"kind": "pretrain", "seq_len": 8192, "activation_recompute": "selective"},
+            hardware={"gpu": "h100-sxm", "gpu_count": 64, "tensor_parallel": 8, "pipeline_parallel": 4},
+        ),
+        *cats,
+    )
+    assert row_cells(candidate_to_dict(laid.candidates[0]))[1] == "64 × TP8·PP4·DP2·selective"
+    eight = estimate(
+        sc("llama-3.1-8b", hardware={"gpu": "h100-sxm", "gpu_count": 8, "parallelism": "tensor"}), *cats
+    )
+    assert row_cells(candidate_to_dict(eight.candidates[0]))[1] == "8 × tensor (TP8)"
+    one = estimate(sc("llama-3.1-8b", hardware={"gpu": "h100-sxm", "gpu_count": 1}), *cats)
+    assert row_cells(candidate_to_dict(one.candidates[0]))[1] == "1 GPU"
+
+
+def test_partial_inference_offload_is_read_from_host_memory(cats):
+    base = {"kind": "inference", "engine": "transformers", "weights": "bf16"}
+    full = estimate(sc("llama-2-7b", base, {"gpu": "rtx-4090", "gpu_count": 1}), *cats).candidates[0]
+    half = estimate(sc("llama-2-7b", {**base, "gpu_layers": 16}, {"gpu": "rtx-4090", "gpu_count": 1}), *cats)
+    c = half.candidates[0]
+    assert c.memory.host > 6 * GIB and c.host_memory_gib > 6
+    # Half the weights cross PCIe (about 32 GB/s) every step instead of GDDR6X (about 1 TB/s).
+    assert c.performance.tokens_per_s_per_user < full.performance.tokens_per_s_per_user / 5
+    assert any("Partial offload" in n for n in c.performance.notes)
+
+
+def test_serving_replicas_of_a_tensor_parallel_group(cats):
+    work = {"kind": "inference", "batch_size": 64}
+    one = estimate(
+        sc("llama-3.1-70b", work, {"gpu": "h100-sxm", "gpu_count": 8, "tensor_parallel": 8}), *cats
+    )
+    assert one.candidates[0].parallelism == "tensor" and one.candidates[0].layout.tp == 8
+    two = estimate(
+        sc("llama-3.1-70b", work, {"gpu": "h100-sxm", "gpu_count": 16, "tensor_parallel": 8}), *cats
+    )
+    c1, c2 = one.candidates[0], two.candidates[0]
+    assert c2.layout.dp == 2 and c2.layout_name == "TP8 · DP2"
+    # Each replica serves half the requests: less KV cache per GPU, more requests served in all.
+    assert c2.memory.kv_cache == pytest.approx(c1.memory.kv_cache / 2, rel=0.01)
+    assert c2.performance.tokens_per_s.expected > 1.2 * c1.performance.tokens_per_s.expected
+    with pytest.raises(InputError) as err:
+        estimate(
+            sc(
+                "llama-3.1-70b",
+                work,
+                {"gpu": "h100-sxm", "gpu_count": 16, "tensor_parallel": 8, "pipeline_parallel": 2},
+            ),
+            *cats,
+        )
+    assert err.value.field == "hardware.pipeline_parallel"
+
+
+def test_offloaded_parameters_are_only_tried_with_zero3_or_fsdp(cats):
+    work = {"kind": "full_finetune", "offload": {"optimizer": "cpu", "parameters": "cpu"}}
+    est = estimate(sc("llama-3.1-70b", work, {"gpu": "a100-80gb"}), *cats)
+    assert {c.parallelism for c in est.candidates if c.gpu_count > 1} == {"zero3", "fsdp"}
+    one = next(c for c in est.candidates if c.gpu_count == 1)
+    assert one.memory.weights < 3.5 * est.memory_model.block_weight_bytes / 80
+
+
+def test_cli_text_names_the_layout_and_json_has_it(tmp_path, capsys):
+    path = tmp_path / "laid_out.json"
+    path.write_text(
+        json.dumps(
+            {
+                "format": "gpuadvisor-scenario",
+                "version": 1,
+                "model": {"preset": "llama-3.1-70b"},
+                "workload": {"kind": "pretrain", "seq_len": 8192, "activation_recompute": "selective"},
+                "hardware": {
+                    "gpu": "h100-sxm",
+                    "gpu_count": 64,
+                    "tensor_parallel": 8,
+                    "pipeline_parallel": 4,
+                },
+            }
+        )
+    )
+    assert main(["estimate", str(path)]) == 0
+    assert "64x TP8 SP · PP4 · DP2 · selective recompute" in capsys.readouterr().out
+    assert main(["estimate", str(path), "--json"]) == 0
+    cand = json.loads(capsys.readouterr().out)["candidates"][0]
+    assert cand["layout"]["data_parallel"] == 2 and cand["memory_stage"] == "first"
+    assert cand["layout_name"] == "TP8 SP · PP4 · DP2 · selective recompute"
