@@ -483,3 +483,36 @@ def test_closed_form_and_roofline_curves_size_the_same_fleet(case):
     assert c_fast <= max(c_slow * 1.25, c_slow + 2)
     for c in (1, 2, 4, 8, 16, 32, 64, 128, 256):
         assert fast.step(c) == pytest.approx(slow.step(c), rel=1e-9)
+
+
+def test_request_overhead_lengthens_the_first_token_and_the_request():
+    """The per-request time (HTTP, tokenization, scheduling, streaming) adds to TTFT once and to the
+    time a client's request takes, not to the decode steps."""
+    from gpuadvisor.core.estimation.memory import MemoryModel
+    from gpuadvisor.core.estimation.serving import closed_loop
+    from gpuadvisor.core.specs.engines import engine_for
+    from gpuadvisor.core.specs.workload import Workload
+
+    gpus, models = catalogs()
+    engine = engine_for("vllm", "inference")
+    w = Workload(kind="inference", engine="vllm", prompt_tokens=233, output_tokens=221, batch_size=4)
+    mm = MemoryModel(models.get("qwen3-8b"), w, prefill_chunk_tokens=engine.prefill_chunk_tokens)
+    bare = closed_loop(mm, gpus.get("h100-sxm"), 1, "none", engine, 4, request_overhead_s=0.0)
+    slow = closed_loop(mm, gpus.get("h100-sxm"), 1, "none", engine, 4, request_overhead_s=0.05)
+    assert slow.ttft_s == pytest.approx(bare.ttft_s + 0.05)
+    assert slow.itl_s == pytest.approx(bare.itl_s)
+    assert slow.tokens_per_s < bare.tokens_per_s
+
+
+def test_request_overhead_fit_stays_in_its_range():
+    from gpuadvisor.core.estimation.serving import REQUEST_OVERHEAD_RANGE, REQUEST_OVERHEAD_S
+    from gpuadvisor.validation import load_measurements
+    from gpuadvisor.validation.harness import Predictor, fit_request_overhead
+
+    gpus, models = catalogs()
+    rows = load_measurements()
+    value = fit_request_overhead(rows, Predictor(gpus, models))
+    assert REQUEST_OVERHEAD_RANGE[0] <= value <= REQUEST_OVERHEAD_RANGE[1]
+    # Without serving rows nothing can move it: the shipped value.
+    no_serving = [r for r in rows if r.group != "serving"]
+    assert fit_request_overhead(no_serving, Predictor(gpus, models)) == REQUEST_OVERHEAD_S

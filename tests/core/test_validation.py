@@ -155,8 +155,8 @@ MISSES = {
     ("median", "inference_speed"): "out-of-sample median 25.3% > 15% (233 rows, 2026-12-01)",
     ("median", "training_speed"): "out-of-sample median 15.6% > 15% (233 rows, 2026-12-01)",
     ("coverage", "memory"): "out-of-sample coverage 72% < 80% (233 rows, 2026-12-01)",
-    ("median", "serving"): "out-of-sample median 33.0% > 15% (20 serving rows, 2026-12-01)",
-    ("coverage", "serving"): "out-of-sample coverage 45% < 80% (20 serving rows, 2026-12-01)",
+    ("median", "serving"): "out-of-sample median 25.0% > 15% (48 serving rows from 4 sources, 2026-12-01)",
+    ("coverage", "serving"): "out-of-sample coverage 67% < 80% (48 serving rows from 4 sources, 2026-12-01)",
 }
 
 

@@ -401,6 +401,15 @@ def _decode_shape(mm: MemoryModel) -> tuple[Any, float, int, int, int, bool]:
     )
 
 
+#: Time a serving engine adds to every request outside the model's steps (s): the HTTP request, chat
+#: template and tokenization, admission by the scheduler, detokenizing and streaming the first token.
+#: It lengthens the time to first token and the time a client's request takes. Fitted by
+#: ``scripts/validate.py`` to the serving rows' TTFT (mean absolute log error; the out-of-sample
+#: figures refit it without each source): see docs/estimation.md, "Serving".
+REQUEST_OVERHEAD_S = 0.034
+#: The range that fit searches (s).
+REQUEST_OVERHEAD_RANGE = (0.0, 0.2)
+
 #: Relative difference up to which the closed-form step is taken to be the roofline's.
 STEP_AGREEMENT = 1e-9
 #: The roofline's own step (fallback) is made non-decreasing over the batches up to this one (the
@@ -426,8 +435,10 @@ class ReplicaCurve:
         batching: str,
         chunk_tokens: int | None,
         decode: DecodeStep | None = None,
+        request_overhead_s: float | None = None,
     ) -> None:
         self._perf_at = perf_at
+        self.overhead = REQUEST_OVERHEAD_S if request_overhead_s is None else request_overhead_s
         self._points: dict[int, tuple[float, float, str]] = {}
         self._pow_steps: dict[int, float] = {}
         self.top_limit = max(1, top)
@@ -532,8 +543,8 @@ class ReplicaCurve:
             share = 1.0 - self.spec.prefix_cache_hit_rate
             prefill = self.batch_prefill(c) * share
             tail = prefill * (self.new_tail / self.new_mean if self.new_mean else 1.0)
-            ttft_tail, ttft_mean = tail + step, prefill + step
-            service = tail + self.out_longest * step
+            ttft_tail, ttft_mean = tail + step + self.overhead, prefill + step + self.overhead
+            service = ttft_tail + (self.out_longest - 1) * step
             return step, ttft_tail, ttft_mean, service
         itl = step + c * self.new_mean * self.tau / out
         alone = self.ttft1 / w.prompt_tokens
@@ -546,8 +557,8 @@ class ReplicaCurve:
         # (M/D/1, Pollaczek-Khinchine: rho t / (2 (1 - rho)) with rho = prompts/s x t).
         rho = min(c / (ttft_mean + (out - 1) * itl) * prefill_mean, PREFILL_RHO_MAX)
         wait = rho * prefill_mean / (2.0 * (1.0 - rho))
-        ttft_tail += wait
-        ttft_mean += wait
+        ttft_tail += wait + self.overhead
+        ttft_mean += wait + self.overhead
         service = ttft_mean + (out - 1) * itl
         return itl, ttft_tail, ttft_mean, service
 
@@ -634,6 +645,7 @@ def replica_curve(
     gpus_per_node: int = 8,
     spec: ServingSpec | None = None,
     closed_form: bool = True,
+    request_overhead_s: float | None = None,
 ) -> ReplicaCurve:
     """The replica's curve up to ``top`` sequences: the closed-form decode step (checked against the
     roofline), or the roofline at 1, 2, 4, ... evaluated lazily (llama.cpp, which has its own speed
@@ -659,7 +671,16 @@ def replica_curve(
         decode = DecodeStep(
             models[1], gpu, gpu_count, parallelism, engine, bw_eff, prefill_mfu, gpus_per_node
         )
-    return ReplicaCurve(perf_at, top, w, spec, batching_for(engine.id), engine.prefill_chunk_tokens, decode)
+    return ReplicaCurve(
+        perf_at,
+        top,
+        w,
+        spec,
+        batching_for(engine.id),
+        engine.prefill_chunk_tokens,
+        decode,
+        request_overhead_s,
+    )
 
 
 class ClosedLoop(NamedTuple):
@@ -685,6 +706,7 @@ def closed_loop(
     bw_eff: float | None = None,
     prefill_mfu: float | None = None,
     gpus_per_node: int = 8,
+    request_overhead_s: float | None = None,
 ) -> ClosedLoop:
     """Output tokens/s, mean TTFT and ITL, and the sequences the engine runs at once, of a closed-loop benchmark
     with ``concurrency`` clients, each sending its next request when one ends (``vllm bench serve
@@ -709,6 +731,7 @@ def closed_loop(
         prefill_mfu=prefill_mfu,
         gpus_per_node=gpus_per_node,
         spec=OPEN_TARGETS,
+        request_overhead_s=request_overhead_s,
     )
     itl, _tail, ttft0, service = curve.point(c)
     return ClosedLoop(c * w.output_tokens / service, ttft0 + (concurrency / c - 1.0) * service, itl, c)
