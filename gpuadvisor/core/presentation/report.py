@@ -300,7 +300,7 @@ def _rent_buy(
     findings.append(rule)
     ref = rec or chosen[0]
     service = est.scenario.workload.serving
-    if service is not None and ref.serving is not None and ref.serving.buy is not None:
+    if service is not None and ref.serving is not None and (buy_fleet := ref.serving.buy) is not None:
         # A service runs its fleet a share of every day for as long as it is kept: that share is
         # the cards' utilization, not a job's hours.
         fleet = ref.serving
@@ -314,7 +314,6 @@ def _rent_buy(
         )
         if be is not None:
             text += f", {'above' if share >= be else 'below'} the {fmt_share(be)} break-even"
-        buy_fleet = fleet.buy
         text += (
             f": owning the fleet costs {fmt_usd(buy_fleet.owned_usd_per_month)} a month against "
             f"{fmt_usd(buy_fleet.rent_usd_per_month)} rented, so "
