@@ -454,6 +454,10 @@ def test_closed_form_step_is_the_rooflines(case):
         p = inference_performance(models_b[b], gpu, n, par, engine)
         assert curve.decode.raw(b) == pytest.approx(1.0 / p.tokens_per_s_per_user, rel=1e-9), b
         assert curve.decode.bound(b) == p.bound, b
+        # The batch's prefill: its time less its decode steps.
+        out, step = models_b[b].workload.output_tokens, 1.0 / p.tokens_per_s_per_user
+        prefill = b * out / p.tokens_per_s.expected - out * step
+        assert curve.decode.prefill(b * 2000, b) == pytest.approx(prefill, rel=1e-6), b
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: "-".join(map(str, c)))

@@ -268,7 +268,8 @@ class DecodeStep:
 
     __slots__ = (
         "stream", "kv_s", "other", "block", "bbpw", "family", "gemv_max", "comp_gemv", "comp_gemm",
-        "t_half", "fixed", "comm0", "comm1", "t_cpu", "expert", "keep",
+        "t_half", "fixed", "comm0", "comm1", "t_cpu", "expert", "keep", "chunk", "ceiling",
+        "prefill_flops", "prefill_peak",
     )  # fmt: skip
 
     def __init__(
@@ -319,6 +320,10 @@ class DecodeStep:
             self.comm1 = 2 * L * 2 * (t - 1) / t * m.hidden_size * 2 / (bw_link * 1e9)
         if p > 1:
             self.comm0 += (p - 1) * PCIE_LATENCY_S
+        self.chunk = engine.prefill_chunk_tokens
+        self.ceiling = ceiling
+        self.prefill_flops = 2 * n_mm + 2 * L * d_q * w.prompt_tokens  # per prompt token
+        self.prefill_peak = t * p * peak * 1e12  # a pipeline's stages all work on a long prompt
         self.expert = 0.0
         self.keep = 1.0
         if m.is_moe:
@@ -341,6 +346,26 @@ class DecodeStep:
             comp = self.comp_gemm
         t_mem = read / self.stream + b * self.kv_s
         return t_mem, comp * (b + self.t_half), self.fixed + self.comm0 + self.comm1 * b, self.t_cpu
+
+    def prefill(self, tokens: float, b: int) -> float:
+        """The roofline's prefill of ``tokens`` prompt tokens with the batch ``b`` in flight (s): chunks of
+        the engine's size, each a GEMM of ``min(tokens, chunk)`` rows that reads the weights once."""
+        g = min(tokens, self.chunk) if self.chunk else tokens
+        passes = max(1.0, tokens / g)
+        e = self.ceiling * g / (g + self.t_half)
+        unused = self.expert * self.keep**b if self.expert else 0.0
+        block = self.block - unused
+        fam = self.family
+        if fam is not None and g > self.gemv_max:
+            e *= fam.gemm_efficiency
+            read = block + block / self.bbpw * fam.dequant_bytes_per_weight + self.other
+        elif fam is not None:
+            read = block / fam.gemv_efficiency + self.other
+        else:
+            read = block + self.other
+        comp = tokens * self.prefill_flops / (self.prefill_peak * e)
+        fixed = self.fixed + self.comm0 + self.comm1 * b
+        return max(comp, passes * read / self.stream, passes * self.t_cpu) + passes * fixed
 
     def raw(self, b: float) -> float:
         """The roofline's decode step at batch ``b`` (no padding)."""
@@ -459,9 +484,15 @@ class ReplicaCurve:
         b_tau = self.top_batch
         if chunk_tokens:
             b_tau = min(b_tau, 1 << max(0, math.ceil(chunk_tokens / w.prompt_tokens) - 1).bit_length())
-        step_tau, prefill_tau, _ = self._at(b_tau)
-        if decode is not None and abs(decode.raw(b_tau) - step_tau) > STEP_AGREEMENT * step_tau:
+        if (
+            decode is not None
+            and abs(decode.prefill(w.prompt_tokens, 1) - self.ttft1) > STEP_AGREEMENT * self.ttft1
+        ):
             decode = None
+        if decode is not None:
+            prefill_tau = decode.prefill(b_tau * w.prompt_tokens, b_tau)
+        else:
+            prefill_tau = self._at(b_tau)[1]
         self.decode = decode
         self.tau = prefill_tau / (b_tau * w.prompt_tokens)
         self.step1 = self.step(1)
