@@ -365,7 +365,7 @@ class DecodeStep:
             read = block + self.other
         comp = tokens * self.prefill_flops / (self.prefill_peak * e)
         fixed = self.fixed + self.comm0 + self.comm1 * b
-        return max(comp, passes * read / self.stream, passes * self.t_cpu) + passes * fixed
+        return float(max(comp, passes * read / self.stream, passes * self.t_cpu) + passes * fixed)
 
     def raw(self, b: float) -> float:
         """The roofline's decode step at batch ``b`` (no padding)."""
