@@ -466,6 +466,7 @@ class ReplicaCurve:
         self.overhead = REQUEST_OVERHEAD_S if request_overhead_s is None else request_overhead_s
         self._points: dict[int, tuple[float, float, str]] = {}
         self._pow_steps: dict[int, float] = {}
+        self._point_memo: dict[float, tuple[float, float, float, float]] = {}
         self.top_limit = max(1, top)
         self.top_batch = 1 << max(0, (self.top_limit - 1).bit_length())
         self.w, self.spec, self.batching = w, spec, batching
@@ -566,7 +567,14 @@ class ReplicaCurve:
         return self._at(min(b, self.top_batch))[2]
 
     def point(self, c: float) -> tuple[float, float, float, float]:
-        """(ITL s, TTFT0 at the percentile s, mean TTFT0 s, service time s) at concurrency ``c``."""
+        """(ITL s, TTFT0 at the percentile s, mean TTFT0 s, service time s) at concurrency ``c``
+        (remembered: the search, the fleet and its figures ask for the same concurrency)."""
+        got = self._point_memo.get(c)
+        if got is None:
+            got = self._point_memo[c] = self._point(c)
+        return got
+
+    def _point(self, c: float) -> tuple[float, float, float, float]:
         step = self.step(c)
         w = self.w
         out = w.output_tokens
