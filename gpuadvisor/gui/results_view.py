@@ -264,14 +264,17 @@ class ResultsView(QWidget):
             answer += f" <span style='color:{c.ok}'>{html.escape(note)}</span>"
         notes = ""
         warnings = self.warnings(est)
-        one_line = "<span style='white-space:nowrap'>{}</span>"
+        # Qt's rich text honours white-space only on blocks: one <div> per line.
+        one_line = "<div style='white-space:nowrap'>{}</div>"
         if warnings:
             more = f" (+{len(warnings) - 1} more: hover here)" if len(warnings) > 1 else ""
-            notes = "<br>" + one_line.format(
+            notes = one_line.format(
                 f"<span style='color:{c.caution}'>⚠ {html.escape(warnings[0])}{more}</span>"
             )
             answer = one_line.format(answer)  # the warning keeps the third line
-        return f"{one_line.format(head)}<br>{answer}{notes}"
+        else:
+            answer = f"<div>{answer}</div>"
+        return f"{one_line.format(head)}{answer}{notes}"
 
     def _summary_tooltip(self, est: Estimate) -> str:
         """The whole answer (a narrow window clips it) and every warning."""
