@@ -52,8 +52,9 @@ class ResultsView(QWidget):
 
         # Always three lines (the job, the answer, the first warning), so the layout below never
         # moves while the user types: a label that grows re-lays out and repaints the whole window.
+        # Without a warning the answer may wrap onto the third line (a service's answer is long).
         self.summary = QLabel("Computing…")
-        self.summary.setWordWrap(False)
+        self.summary.setWordWrap(True)
         self.summary.setTextFormat(Qt.TextFormat.RichText)
         self.summary.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.summary.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
@@ -263,14 +264,23 @@ class ResultsView(QWidget):
             answer += f" <span style='color:{c.ok}'>{html.escape(note)}</span>"
         notes = ""
         warnings = self.warnings(est)
+        # Qt's rich text honours white-space only on blocks: one <div> per line.
+        one_line = "<div style='white-space:nowrap'>{}</div>"
         if warnings:
             more = f" (+{len(warnings) - 1} more: hover here)" if len(warnings) > 1 else ""
-            notes = f"<br><span style='color:{c.caution}'>⚠ {html.escape(warnings[0])}{more}</span>"
-        return f"{head}<br>{answer}{notes}"
+            notes = one_line.format(
+                f"<span style='color:{c.caution}'>⚠ {html.escape(warnings[0])}{more}</span>"
+            )
+            answer = one_line.format(answer)  # the warning keeps the third line
+        else:
+            answer = f"<div>{answer}</div>"
+        return f"{one_line.format(head)}{answer}{notes}"
 
     def _summary_tooltip(self, est: Estimate) -> str:
-        warnings = self.warnings(est)
-        return "<br>".join(f"⚠ {html.escape(w)}" for w in warnings)
+        """The whole answer (a narrow window clips it) and every warning."""
+        lines = [html.escape(summary_line(est))]
+        lines += [f"⚠ {html.escape(w)}" for w in self.warnings(est)]
+        return "<br>".join(lines)
 
     def _on_error_changed(self, message: str) -> None:
         if message:

@@ -40,7 +40,7 @@ from ..core.estimation.calibration import golden_section_min
 from ..core.estimation.communication import training_speed
 from ..core.estimation.estimate import Candidate, estimate, resolve_model
 from ..core.estimation.performance import inference_performance
-from ..core.estimation.serving import closed_loop
+from ..core.estimation.serving import REQUEST_OVERHEAD_RANGE, REQUEST_OVERHEAD_S, closed_loop
 from ..core.formats.scenario import Scenario, scenario_from_dict
 from ..core.specs import engines as core_engines
 from ..core.specs.engines import EngineProfile
@@ -193,14 +193,21 @@ class Predictor:
                 self._prepared[row.id] = f"scenario refused: {exc}"
         return self._prepared[row.id]
 
-    def compare(self, row: Row, profiles: Mapping[str, EngineProfile] | None = None) -> Comparison:
+    def compare(
+        self,
+        row: Row,
+        profiles: Mapping[str, EngineProfile] | None = None,
+        request_overhead_s: float | None = None,
+    ) -> Comparison:
         prepared = self.prepare(row)
         measured, unit = measured_value(row)
         if isinstance(prepared, str):
             return Comparison(row, measured, None, None, None, unit, (), prepared)
         sc, model, omitted = prepared
         if row.group == "serving":
-            return _compare_serving(self, row, sc, model, omitted, measured, unit, profiles)
+            return _compare_serving(
+                self, row, sc, model, omitted, measured, unit, profiles, request_overhead_s
+            )
         speed = row.group in ("inference_speed", "training_speed")
         try:
             with engine_profiles(profiles):
@@ -267,6 +274,7 @@ def _compare_serving(
     measured: float,
     unit: str,
     profiles: Mapping[str, EngineProfile] | None,
+    request_overhead_s: float | None = None,
 ) -> Comparison:
     """A serving benchmark at a stated concurrency, predicted as a closed loop
     (:func:`gpuadvisor.core.estimation.serving.closed_loop`)."""
@@ -290,6 +298,7 @@ def _compare_serving(
                 bw_eff=eff.bandwidth_efficiency,
                 prefill_mfu=eff.prefill_mfu,
                 gpus_per_node=hw.gpus_per_node,
+                request_overhead_s=request_overhead_s,
             )
     except InputError as exc:
         return Comparison(row, measured, None, None, None, unit, omitted, f"estimate refused: {exc}")
@@ -450,6 +459,25 @@ def fit_engines(
     return {e: fit_engine(core_engines.ENGINES[e], by_engine.get(e, []), predictor) for e in ids}
 
 
+def fit_request_overhead(rows: Sequence[Row], predictor: Predictor, iterations: int = 14) -> float:
+    """The serving engines' per-request time (:data:`~gpuadvisor.core.estimation.serving.REQUEST_OVERHEAD_S`)
+    that minimises the mean absolute log error over the scored serving ``rows`` (golden section in
+    its range); the shipped value when there are none."""
+    serving_rows = [r for r in rows if r.scored and r.group == "serving"]
+    if not serving_rows:
+        return REQUEST_OVERHEAD_S
+    cache: dict[float, float] = {}
+
+    def loss(value: float) -> float:
+        if value not in cache:
+            cache[value] = _loss(predictor.compare(r, None, value) for r in serving_rows)
+        return cache[value]
+
+    lo, hi = REQUEST_OVERHEAD_RANGE
+    best = golden_section_min(loss, lo, hi, tol=0.0, max_iter=iterations)
+    return min((loss(v), v) for v in (best, lo, hi))[1]
+
+
 # --- runs -----------------------------------------------------------------------------------------
 def in_sample(rows: Sequence[Row], predictor: Predictor, fitted: bool = False) -> list[Comparison]:
     """Every row against the shipped profiles (or, with ``fitted``, profiles fitted to all rows)."""
@@ -466,8 +494,10 @@ def out_of_sample(rows: Sequence[Row], predictor: Predictor) -> list[Comparison]
         rest = [r for r in scored if r.source_id != source]
         engines = {scenario_engine(r) for r in held if r.group in ("inference_speed", "training_speed")}
         profiles = fit_engines(rest, predictor, engines) if engines else None
+        # A serving source's rows get the per-request time fitted to the other sources' serving rows.
+        overhead = fit_request_overhead(rest, predictor) if any(r.group == "serving" for r in held) else None
         for r in held:
-            out[r.id] = predictor.compare(r, profiles)
+            out[r.id] = predictor.compare(r, profiles, overhead)
     return [out[r.id] for r in rows]
 
 

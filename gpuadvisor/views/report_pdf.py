@@ -262,9 +262,11 @@ def report_html(
             else "; the frontier's points are labelled GPU \u00d7 count."
         ),
     )
-    for n, ((name, caption), (w, h)) in enumerate(
-        zip((("vram.png", captions[0]), ("cost-time.png", captions[1])), chart_sizes), 1
-    ):
+    figures = (("vram.png", captions[0]), ("cost-time.png", captions[1]))
+    if r.serving_lines:
+        # A service has no job to time: its throughput-latency chart is in the recommendation.
+        figures = figures[:1]
+    for n, ((name, caption), (w, h)) in enumerate(zip(figures, chart_sizes), 1):
         height = round(chart_width_px * h / w)
         # The caption is an <h4> above its chart, so keep_headings_with_next() keeps the two together.
         p.append(
@@ -532,9 +534,20 @@ def keep_headings_with_next(doc: QTextDocument, page_h: float, max_passes: int =
             block = nxt
         if orphan is None:
             break
+        # A run of headings (a section and its first subsection) moves as one: the break goes
+        # before the first of them, and none stays between them.
+        first = orphan
+        while first.previous().isValid() and first.previous().blockFormat().headingLevel() > 0:
+            first = first.previous()
         fmt = QTextBlockFormat()
         fmt.setPageBreakPolicy(QTextFormat.PageBreakFlag.PageBreak_AlwaysBefore)
-        QTextCursor(orphan).mergeBlockFormat(fmt)
+        QTextCursor(first).mergeBlockFormat(fmt)
+        block = first.next()
+        while block.isValid() and block.blockFormat().headingLevel() > 0:
+            fmt = block.blockFormat()
+            fmt.setPageBreakPolicy(QTextFormat.PageBreakFlag.PageBreak_Auto)
+            QTextCursor(block).setBlockFormat(fmt)
+            block = block.next()
         moved += 1
     return moved
 

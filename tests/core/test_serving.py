@@ -395,3 +395,128 @@ def test_met_targets_hold_and_cost_follows_replicas_random(rate, ttft, itl, perc
             assert f.usd_per_hour == pytest.approx(
                 f.replicas * c.gpu_count * c.gpu.cloud_usd_per_hour.expected
             )
+
+
+# --- the closed-form decode step ---------------------------------------------------------------
+
+
+def _replica(preset, weights, engine_id, gpu_id, n=1, par="none", kv=None, closed_form=True):
+    from dataclasses import replace
+
+    from gpuadvisor.core.estimation.memory import MemoryModel
+    from gpuadvisor.core.estimation.serving import batch_models, replica_curve
+    from gpuadvisor.core.specs.engines import engine_for
+    from gpuadvisor.core.specs.serving import ServingSpec
+    from gpuadvisor.core.specs.workload import Workload
+
+    gpus, models = catalogs()
+    engine = engine_for(engine_id, "inference")
+    extra = {"kv_cache_dtype": kv} if kv else {}
+    w = Workload(
+        kind="inference",
+        engine=engine_id,
+        weights=weights,
+        prompt_tokens=2000,
+        output_tokens=300,
+        serving=ServingSpec(requests_per_s=10.0, ttft_s=2.0, itl_ms=60.0),
+        **extra,
+    )
+    w = replace(w, batch_size=1)
+    mm = MemoryModel(models.get(preset), w, prefill_chunk_tokens=engine.prefill_chunk_tokens)
+    models_b = batch_models(mm, top=256)
+    curve = replica_curve(models_b, gpus.get(gpu_id), n, par, engine, 256, closed_form=closed_form)
+    return curve, models_b, gpus.get(gpu_id), engine
+
+
+CASES = [
+    ("llama-3.1-8b", "bf16", "vllm", "h100-sxm", 1, "none"),
+    ("llama-3.1-8b", "bf16", "sglang", "l40s", 1, "none"),
+    ("llama-3.1-70b", "fp8", "tensorrt-llm", "h100-sxm", 4, "tensor"),
+    ("llama-3.1-70b", "bf16", "vllm", "a100-80gb", 4, "tensor"),
+    ("llama-3.1-8b", "int4", "vllm", "rtx-4090", 1, "none"),
+    ("llama-3.1-70b", "bf16", "vllm", "h100-sxm", 2, "pipeline"),
+    ("mixtral-8x7b", "bf16", "vllm", "h100-sxm", 2, "tensor"),
+    ("llama-3.1-8b", "bf16", "transformers", "a10g", 1, "none"),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: "-".join(map(str, c)))
+def test_closed_form_step_is_the_rooflines(case):
+    """DecodeStep.raw reproduces inference_performance's decode step at every power of two (if the
+    roofline's decode physics changes, DecodeStep must follow: the curve falls back to the slow
+    roofline path until it does)."""
+    from gpuadvisor.core.estimation.performance import inference_performance
+
+    preset, weights, engine_id, gpu_id, n, par = case
+    curve, models_b, gpu, engine = _replica(preset, weights, engine_id, gpu_id, n, par)
+    assert curve.decode is not None, "the closed-form decode step disagrees with the roofline"
+    for b in (1, 2, 4, 8, 16, 32, 64, 128, 256):
+        p = inference_performance(models_b[b], gpu, n, par, engine)
+        assert curve.decode.raw(b) == pytest.approx(1.0 / p.tokens_per_s_per_user, rel=1e-9), b
+        assert curve.decode.bound(b) == p.bound, b
+        # The batch's prefill: its time less its decode steps.
+        out, step = models_b[b].workload.output_tokens, 1.0 / p.tokens_per_s_per_user
+        prefill = b * out / p.tokens_per_s.expected - out * step
+        assert curve.decode.prefill(b * 2000, b) == pytest.approx(prefill, rel=1e-6), b
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: "-".join(map(str, c)))
+def test_decode_step_never_falls_as_the_batch_grows(case):
+    """A batch can be padded to a larger one: the step the curve uses is non-decreasing, also for an
+    FP8 GEMM that is slower at batch 1 than at batch 2 on the roofline."""
+    for closed_form in (True, False):
+        curve, *_ = _replica(*case, closed_form=closed_form)
+        steps = [curve.step(c) for c in range(1, 257)]
+        assert all(b >= a * (1 - 1e-12) for a, b in zip(steps, steps[1:]))
+
+
+def test_fp8_batch_one_is_padded_to_the_gemm():
+    curve, models_b, gpu, engine = _replica("llama-3.1-70b", "fp8", "tensorrt-llm", "h100-sxm", 4, "tensor")
+    assert curve.decode.raw(1) > curve.decode.raw(2)  # the roofline's FP8 tile at batch 1
+    assert curve.step(1) == pytest.approx(curve.decode.raw(2))
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: "-".join(map(str, c)))
+def test_closed_form_and_roofline_curves_size_the_same_fleet(case):
+    """The closed form changes the concurrency only by the roofline path's interpolation between
+    powers of two (the chord of a convex step lies above it)."""
+    fast, *_ = _replica(*case)
+    slow, *_ = _replica(*case, closed_form=False)
+    c_fast, c_slow = fast.largest_meeting(256), slow.largest_meeting(256)
+    assert c_fast >= c_slow
+    assert c_fast <= max(c_slow * 1.25, c_slow + 2)
+    for c in (1, 2, 4, 8, 16, 32, 64, 128, 256):
+        assert fast.step(c) == pytest.approx(slow.step(c), rel=1e-9)
+
+
+def test_request_overhead_lengthens_the_first_token_and_the_request():
+    """The per-request time (HTTP, tokenization, scheduling, streaming) adds to TTFT once and to the
+    time a client's request takes, not to the decode steps."""
+    from gpuadvisor.core.estimation.memory import MemoryModel
+    from gpuadvisor.core.estimation.serving import closed_loop
+    from gpuadvisor.core.specs.engines import engine_for
+    from gpuadvisor.core.specs.workload import Workload
+
+    gpus, models = catalogs()
+    engine = engine_for("vllm", "inference")
+    w = Workload(kind="inference", engine="vllm", prompt_tokens=233, output_tokens=221, batch_size=4)
+    mm = MemoryModel(models.get("qwen3-8b"), w, prefill_chunk_tokens=engine.prefill_chunk_tokens)
+    bare = closed_loop(mm, gpus.get("h100-sxm"), 1, "none", engine, 4, request_overhead_s=0.0)
+    slow = closed_loop(mm, gpus.get("h100-sxm"), 1, "none", engine, 4, request_overhead_s=0.05)
+    assert slow.ttft_s == pytest.approx(bare.ttft_s + 0.05)
+    assert slow.itl_s == pytest.approx(bare.itl_s)
+    assert slow.tokens_per_s < bare.tokens_per_s
+
+
+def test_request_overhead_fit_stays_in_its_range():
+    from gpuadvisor.core.estimation.serving import REQUEST_OVERHEAD_RANGE, REQUEST_OVERHEAD_S
+    from gpuadvisor.validation import load_measurements
+    from gpuadvisor.validation.harness import Predictor, fit_request_overhead
+
+    gpus, models = catalogs()
+    rows = load_measurements()
+    value = fit_request_overhead(rows, Predictor(gpus, models))
+    assert REQUEST_OVERHEAD_RANGE[0] <= value <= REQUEST_OVERHEAD_RANGE[1]
+    # Without serving rows nothing can move it: the shipped value.
+    no_serving = [r for r in rows if r.group != "serving"]
+    assert fit_request_overhead(no_serving, Predictor(gpus, models)) == REQUEST_OVERHEAD_S

@@ -402,6 +402,10 @@ def test_a_service_gets_its_serving_section_with_the_fleet_and_the_chart(qapp, c
     for cell in ("NVIDIA H100 SXM5 80 GB", "20 \u00d7 1 GPU", f"{fleet.concurrency_per_replica}", "meets"):
         assert cell in first, cell
     assert normalise(fmt_usd(fleet.usd_per_month)) in first
-    # The chart is embedded: one more image than the two charts of any report.
+    # The serving chart is embedded in place of the cost-versus-time chart (a service has no job
+    # to time), and the rent-or-buy findings speak of the fleet's hours, not of a job.
     images = run("pdfimages", "-list", str(path)).strip().splitlines()[2:]
-    assert len(images) == 3
+    assert len(images) == 2
+    text = " ".join(page_texts(path))
+    assert "Job time against cost" not in text and "This job alone" not in text
+    assert "The service keeps its 20 GPUs busy 24 h a day" in text

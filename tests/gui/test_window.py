@@ -339,3 +339,29 @@ def test_offloading_the_optimizer_needs_host_memory(window, qtbot):
     c = w.state.estimate.candidates[0]
     assert w.state.scenario.workload.offload.optimizer == "cpu"
     assert not c.fits and "host memory" in c.misfit
+
+
+def test_a_long_answer_wraps_and_its_whole_line_is_in_the_tooltip(qtbot, tmp_path):
+    """A service's answer is longer than a laptop's results pane: without a warning it wraps onto
+    the third line, and the summary's tooltip always holds the whole answer."""
+    import html
+    from pathlib import Path
+
+    from gpuadvisor.core.presentation.wording import summary_line
+    from gpuadvisor.gui.app import build_window
+
+    window = build_window(deferred_charts=False)
+    qtbot.addWidget(window)
+    window.resize(1280, 800)
+    window.show()
+    assert window.open_path(
+        str(Path(__file__).resolve().parents[2] / "docs/examples/serving-20-replicas.json")
+    )
+    window.state.flush()
+    est = window.state.estimate
+    summary = window.results.summary
+    assert summary.wordWrap()
+    answer = summary_line(est)
+    assert "requests in flight per replica" in answer
+    assert html.escape(answer) in summary.toolTip()
+    window.state.dirty = False

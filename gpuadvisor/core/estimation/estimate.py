@@ -304,6 +304,15 @@ def estimate(
                     fleet = _serving.serving_estimate(curve, kv_max, n, prices, buy, scenario.budget)
             if fits and speed:
                 known = same_speed.get(group)
+                if known is None and fleet is not None and fleet.replica is not None and fleet.replica.perf1:
+                    # A service's replica has already run the roofline at one sequence.
+                    perf = fleet.replica.perf1
+                    cost = job_cost(
+                        w, scenario.budget, gpu, n, perf.tokens_per_s, prices=prices, buy=buy, tokens=tokens
+                    )
+                    known = same_speed[group] = (perf, cost)
+                    if perf.notes:
+                        notes.extend(perf.notes)
                 if known is not None:
                     perf, cost = known
                 else:

@@ -1,10 +1,10 @@
 """Serving capacity: requests per second and latency targets -> replicas, latency and monthly cost.
 
 One replica (a candidate: GPU x count x tensor/pipeline split) gets a throughput-latency curve
-over its concurrency ``c`` (sequences in flight), built from the inference roofline of
-:func:`~gpuadvisor.core.estimation.performance.inference_performance` evaluated at batches
-1, 2, 4, ... and interpolated linearly in between (the decode step is a maximum of terms that
-are each affine in the batch, so it is piecewise linear)::
+over its concurrency ``c`` (sequences in flight), built from the decode step of the inference
+roofline (:func:`~gpuadvisor.core.estimation.performance.inference_performance`) in closed form
+(:class:`DecodeStep`: each term is affine in the batch within a kernel regime), padded so that it
+never falls as the batch grows::
 
     step(c)     decode step with c sequences (weights once, KV of every sequence, compute,
                 per-step overhead), 1 / tokens_per_s_per_user of the roofline at batch c
@@ -60,21 +60,28 @@ from dataclasses import replace
 from typing import Any, NamedTuple
 
 from ..formats.scenario import Budget
-from ..specs.engines import EngineProfile
+from ..specs.engines import FITTED, EngineProfile, kernel_family
 from ..specs.hardware import GpuSpec
 from ..specs.serving import ServingSpec, batching_for
 from ..specs.workload import Workload
 from ..units import GIB
 from .cost import HOURS_PER_MONTH, BuyVsRent
 from .memory import MemoryModel
-from .performance import PerformanceEstimate, Range, inference_performance
+from .performance import (
+    PCIE_LATENCY_S,
+    PerformanceEstimate,
+    Range,
+    compute_precision,
+    decode_overhead,
+    inference_performance,
+    link,
+    matmul_params,
+)
 
 #: Sequences in flight per replica at most: the order of the engines' own defaults (vLLM's
 #: max_num_seqs 256-1024, TensorRT-LLM's max_batch_size 2048); beyond it a replica is compute
 #: bound and more sequences only add latency.
 MAX_CONCURRENCY = 1024
-#: How far up (1, 2, 4, ...) the concurrency search looks for a first batch that meets the targets.
-FIRST_MEETING_SCAN = 16
 #: Utilization a fleet that cannot meet a target is sized to (the queue stays short).
 RATE_ONLY_UTILIZATION = 0.8
 #: Prefill utilization beyond which the prompt queue is taken as saturated (its wait is capped).
@@ -239,11 +246,210 @@ def wait_at_percentile(
     return mean_given_wait * math.log(p_wait / tail)
 
 
-class ReplicaCurve:
-    """A replica's decode step and prefill over concurrency, from the roofline at batches 1, 2, 4, ...
+class DecodeStep:
+    """The roofline's decode step as a closed-form function of the batch ``b`` on one replica layout.
 
-    The roofline is evaluated lazily, only at the batches a question needs (the bracket around a
-    concurrency), and always at 1 and at the first power of two at or past ``top``."""
+    Every term of :func:`~gpuadvisor.core.estimation.performance.inference_performance`'s decode
+    step is affine in ``b`` within a kernel regime (the quantized GEMV up to ``gemv_max`` tokens,
+    the GEMM beyond), except the MoE experts left unread, ``E_bytes (1 - k/E)^b``::
+
+        t_mem(b)  = bytes(b) / stream + b kv / (stream f_kv)
+        t_comp(b) = F (b + T_half) / (t peak ceiling g)     the GEMM efficiency b / (b + T_half)
+        step(b)   = max(max(t_mem, t_comp) + fixed + comm(b), t_cpu)
+
+    The coefficients are read once per layout, so a whole curve costs a few multiplications per
+    concurrency instead of one roofline evaluation per batch. :meth:`raw` equals the roofline's
+    ``1 / tokens_per_s_per_user``; :class:`ReplicaCurve` checks it against the roofline at the
+    batches it evaluates anyway and falls back to the roofline when they differ.
+
+    :meth:`__call__` is the step an engine runs: a batch can always be padded to a larger one, so a
+    batch at or below ``gemv_max`` costs at most the first GEMM batch (an FP8 GEMM padded to its
+    tile at batch 1 is no slower than at batch 2). The step is therefore non-decreasing in ``b``."""
+
+    __slots__ = (
+        "stream", "kv_s", "other", "block", "bbpw", "family", "gemv_max", "comp_gemv", "comp_gemm",
+        "t_half", "fixed", "comm0", "comm1", "t_cpu", "expert", "keep", "chunk", "ceiling",
+        "prefill_flops", "prefill_peak",
+    )  # fmt: skip
+
+    def __init__(
+        self,
+        mm: MemoryModel,
+        gpu: GpuSpec,
+        gpu_count: int,
+        parallelism: str,
+        engine: EngineProfile,
+        bw_eff: float | None = None,
+        prefill_mfu: float | None = None,
+        gpus_per_node: int = 8,
+    ) -> None:
+        k = FITTED
+        m, w = mm.model, mm.workload
+        family, n_mm, L, d_q, linears, graphs = mm.cached("serving_decode_shape", lambda: _decode_shape(mm))
+        peak = compute_precision(gpu, w.weights)[1]
+        t = gpu_count if parallelism == "tensor" else 1
+        p = gpu_count if parallelism == "pipeline" else 1
+        bw = gpu.memory_bandwidth_gb_s * 1e9 * k.bandwidth_ceiling.get(gpu.architecture, 1.0)
+        ceiling = (
+            (prefill_mfu or engine.prefill_mfu)
+            * k.gemm_ceiling.get(gpu.architecture, 0.75)
+            / k.gemm_ceiling["ampere"]
+        )
+        self.stream = stream = t * bw * (bw_eff or engine.bandwidth_efficiency)
+        c_mean = w.prompt_tokens + w.output_tokens / 2
+        self.kv_s = (
+            mm.kv_tokens_per_layer(int(c_mean))
+            * L
+            * mm.kv_bytes_per_token_layer
+            / (stream * k.kv_bandwidth_factor)
+        )
+        self.other = mm.weight_bytes - mm.block_weight_bytes
+        self.block = mm.block_weight_bytes
+        self.bbpw = max(mm.block_bytes_per_weight, 1e-9)
+        self.family = family
+        self.gemv_max = family.gemv_max_tokens if family is not None else math.inf
+        flops = 2 * n_mm + 4 * L * d_q * c_mean
+        self.comp_gemv = flops / (t * peak * 1e12 * ceiling)
+        self.comp_gemm = self.comp_gemv / (family.gemm_efficiency if family is not None else 1.0)
+        self.t_half = k.gemm_tokens_half
+        self.fixed, self.t_cpu = decode_overhead(engine, L, family, graphs, linears, k)
+        self.comm0 = self.comm1 = 0.0
+        if t > 1:
+            bw_link, lat, _ = link(gpu, gpu_count, gpus_per_node)
+            self.comm0 = 2 * L * lat
+            self.comm1 = 2 * L * 2 * (t - 1) / t * m.hidden_size * 2 / (bw_link * 1e9)
+        if p > 1:
+            self.comm0 += (p - 1) * PCIE_LATENCY_S
+        self.chunk = engine.prefill_chunk_tokens
+        self.ceiling = ceiling
+        self.prefill_flops = 2 * n_mm + 2 * L * d_q * w.prompt_tokens  # per prompt token
+        self.prefill_peak = t * p * peak * 1e12  # a pipeline's stages all work on a long prompt
+        self.expert = 0.0
+        self.keep = 1.0
+        if m.is_moe:
+            self.expert = mm.block_weight_bytes * (m.counts.mlp / max(m.counts.blocks, 1))
+            self.keep = 1.0 - m.experts_per_token / m.num_experts
+
+    def terms(self, b: float) -> tuple[float, float, float, float]:
+        """(t_mem, t_comp, GPU-side fixed + communication, CPU launch) at batch ``b``."""
+        unused = self.expert * self.keep**b if self.expert else 0.0
+        block = self.block - unused
+        fam = self.family
+        if fam is None:
+            read = block + self.other
+            comp = self.comp_gemv
+        elif b <= self.gemv_max:
+            read = block / fam.gemv_efficiency + self.other
+            comp = self.comp_gemv
+        else:
+            read = block + block / self.bbpw * fam.dequant_bytes_per_weight + self.other
+            comp = self.comp_gemm
+        t_mem = read / self.stream + b * self.kv_s
+        return t_mem, comp * (b + self.t_half), self.fixed + self.comm0 + self.comm1 * b, self.t_cpu
+
+    def prefill(self, tokens: float, b: int) -> float:
+        """The roofline's prefill of ``tokens`` prompt tokens with the batch ``b`` in flight (s): chunks of
+        the engine's size, each a GEMM of ``min(tokens, chunk)`` rows that reads the weights once."""
+        g = min(tokens, self.chunk) if self.chunk else tokens
+        passes = max(1.0, tokens / g)
+        e = self.ceiling * g / (g + self.t_half)
+        unused = self.expert * self.keep**b if self.expert else 0.0
+        block = self.block - unused
+        fam = self.family
+        if fam is not None and g > self.gemv_max:
+            e *= fam.gemm_efficiency
+            read = block + block / self.bbpw * fam.dequant_bytes_per_weight + self.other
+        elif fam is not None:
+            read = block / fam.gemv_efficiency + self.other
+        else:
+            read = block + self.other
+        comp = tokens * self.prefill_flops / (self.prefill_peak * e)
+        fixed = self.fixed + self.comm0 + self.comm1 * b
+        return float(max(comp, passes * read / self.stream, passes * self.t_cpu) + passes * fixed)
+
+    def raw(self, b: float) -> float:
+        """The roofline's decode step at batch ``b`` (no padding)."""
+        t_mem, t_comp, fixed, t_cpu = self.terms(b)
+        return max(max(t_mem, t_comp) + fixed, t_cpu)
+
+    def bound(self, b: float) -> str:
+        """What bounds the step at batch ``b``, in the roofline's words."""
+        t_mem, t_comp, fixed, t_cpu = self.terms(b)
+        return max((t_mem, "memory"), (t_comp, "compute"), (fixed, "overhead"), (t_cpu, "overhead"))[1]
+
+    def largest_within(self, target_s: float, per_seq_s: float, top: int) -> int | None:
+        """The largest integer ``b`` in [1, top] with ``step(b) + per_seq_s b <= target_s``, solved on
+        the affine pieces (0 when not even one sequence does), or None where the step is not affine
+        (MoE experts) or the answer falls where a quantized kernel switches (the caller then searches)."""
+        if self.expert:
+            return None
+        t_mem0, t_comp0, fixed0, t_cpu = self.terms(self.gemv_max + 1 if self.family is not None else 1)
+        b0 = self.gemv_max + 1 if self.family is not None else 1
+        comp = self.comp_gemm if self.family is not None else self.comp_gemv
+        # Each piece a + s b <= target (the step is the largest of them); a piece without slope
+        # bounds nothing or everything.
+        pieces = (
+            (t_mem0 - b0 * self.kv_s + fixed0 - b0 * self.comm1, self.kv_s + self.comm1 + per_seq_s),
+            (comp * self.t_half + fixed0 - b0 * self.comm1, comp + self.comm1 + per_seq_s),
+            (t_cpu, per_seq_s),
+        )
+        best = float(top)
+        for a, slope in pieces:
+            if slope > 0:
+                best = min(best, (target_s - a) / slope)
+            elif a > target_s:
+                return 0
+        b = int(max(0.0, best))
+        if self.family is not None and b <= self.gemv_max:
+            return None
+        return b
+
+    def __call__(self, b: float) -> float:
+        """The step the engine runs with ``b`` sequences: the cheaper of ``b`` and its padding to the
+        first GEMM batch (non-decreasing in ``b``)."""
+        if b <= self.gemv_max and self.family is not None:
+            return min(self.raw(b), self.raw(self.gemv_max + 1))
+        t_mem, t_comp, fixed, t_cpu = self.terms(b)
+        return max(max(t_mem, t_comp) + fixed, t_cpu)
+
+
+def _decode_shape(mm: MemoryModel) -> tuple[Any, float, int, int, int, bool]:
+    """(kernel family, matmul parameters, layers, d_q, linears per layer, CUDA graphs) of a workload."""
+    m, w = mm.model, mm.workload
+    return (
+        kernel_family(w.quantization_family, w.weights, FITTED),
+        matmul_params(m),
+        m.num_layers,
+        m.q_dim,
+        len(m.linear_shapes()),
+        w.uses_cuda_graphs,
+    )
+
+
+#: Time a serving engine adds to every request outside the model's steps (s): the HTTP request, chat
+#: template and tokenization, admission by the scheduler, detokenizing and streaming the first token.
+#: It lengthens the time to first token and the time a client's request takes. Fitted by
+#: ``scripts/validate.py`` to the serving rows' TTFT (mean absolute log error; the out-of-sample
+#: figures refit it without each source): see docs/estimation.md, "Serving".
+REQUEST_OVERHEAD_S = 0.034
+#: The range that fit searches (s).
+REQUEST_OVERHEAD_RANGE = (0.0, 0.2)
+
+#: Relative difference up to which the closed-form step is taken to be the roofline's.
+STEP_AGREEMENT = 1e-9
+#: The roofline's own step (fallback) is made non-decreasing over the batches up to this one (the
+#: kernel switches of quantized families happen at small batches).
+PAD_SCAN = 32
+
+
+class ReplicaCurve:
+    """A replica's decode step and prefill over concurrency.
+
+    The step is the closed form of :class:`DecodeStep` when one is given and agrees with the
+    roofline at the batches evaluated anyway (1 and the first batch whose prompts fill a chunk);
+    otherwise the roofline at batches 1, 2, 4, ..., evaluated lazily (only the batches a question
+    needs), interpolated linearly and made non-decreasing over the small batches by padding (see
+    :class:`DecodeStep`). A static batch's prefill is always the roofline's, interpolated."""
 
     def __init__(
         self,
@@ -253,14 +459,22 @@ class ReplicaCurve:
         spec: ServingSpec,
         batching: str,
         chunk_tokens: int | None,
+        decode: DecodeStep | None = None,
+        request_overhead_s: float | None = None,
     ) -> None:
         self._perf_at = perf_at
+        self.overhead = REQUEST_OVERHEAD_S if request_overhead_s is None else request_overhead_s
         self._points: dict[int, tuple[float, float, str]] = {}
+        self._pow_steps: dict[int, float] = {}
+        self._point_memo: dict[float, tuple[float, float, float, float]] = {}
         self.top_limit = max(1, top)
         self.top_batch = 1 << max(0, (self.top_limit - 1).bit_length())
         self.w, self.spec, self.batching = w, spec, batching
         self.ttft1 = 0.0
-        self.step1 = self._at(1)[0]  # also sets ttft1, the prompt alone
+        self.perf1: PerformanceEstimate | None = None  # the roofline at one sequence (set by _at(1))
+        step1 = self._at(1)[0]  # also sets ttft1, the prompt alone
+        if decode is not None and abs(decode.raw(1) - step1) > STEP_AGREEMENT * step1:
+            decode = None
         h = spec.prefix_cache_hit_rate
         self.new_mean = w.prompt_tokens * (1.0 - h)
         tail_prompt = w.prompt_p90 if spec.percentile >= 90 else w.prompt_tokens
@@ -271,7 +485,18 @@ class ReplicaCurve:
         b_tau = self.top_batch
         if chunk_tokens:
             b_tau = min(b_tau, 1 << max(0, math.ceil(chunk_tokens / w.prompt_tokens) - 1).bit_length())
-        self.tau = self._at(b_tau)[1] / (b_tau * w.prompt_tokens)
+        if (
+            decode is not None
+            and abs(decode.prefill(w.prompt_tokens, 1) - self.ttft1) > STEP_AGREEMENT * self.ttft1
+        ):
+            decode = None
+        if decode is not None:
+            prefill_tau = decode.prefill(b_tau * w.prompt_tokens, b_tau)
+        else:
+            prefill_tau = self._at(b_tau)[1]
+        self.decode = decode
+        self.tau = prefill_tau / (b_tau * w.prompt_tokens)
+        self.step1 = self.step(1)
         self.out_longest = w.output_p90 if batching == "static" else w.output_tokens
 
     def _at(self, b: int) -> tuple[float, float, str]:
@@ -286,48 +511,79 @@ class ReplicaCurve:
             got = self._points[b] = (step, prefill, p.bound)
             if b == 1:
                 self.ttft1 = p.time_to_first_token_s or step
+                self.perf1 = p
         return got
 
     @property
     def batches(self) -> list[int]:
-        """The batches evaluated so far, ascending."""
+        """The batches the roofline was evaluated at, ascending."""
         return sorted(self._points)
 
-    def _interp(self, c: float) -> tuple[float, float]:
-        """(decode step, batch prefill) at concurrency ``c``, linear between powers of two."""
+    def _pow_step(self, b: int) -> float:
+        """The roofline's step at the power of two ``b``, padded to a larger batch where that is
+        cheaper (up to PAD_SCAN)."""
+        got = self._pow_steps.get(b)
+        if got is None:
+            got = self._at(b)[0]
+            if 2 * b <= min(self.top_batch, PAD_SCAN):
+                got = min(got, self._pow_step(2 * b))
+            self._pow_steps[b] = got
+        return got
+
+    def step(self, c: float) -> float:
+        """The decode step (s) with ``c`` sequences in flight."""
+        if self.decode is not None:
+            return self.decode(max(c, 1.0))
         if c <= 1:
-            step, prefill, _ = self._at(1)
-            return step, prefill * c
-        hi = 1 << (math.ceil(c) - 1).bit_length()
-        if hi > self.top_batch:  # past the last batch computed: extend its last segment
-            hi = self.top_batch
-        if c == hi:  # a power of two: the roofline's own point
-            step, prefill, _ = self._at(hi)
-            return step, prefill
+            return self._pow_step(1)
+        hi = min(1 << (math.ceil(c) - 1).bit_length(), self.top_batch)
+        if c == hi:
+            return self._pow_step(hi)
         lo = max(1, hi // 2)
-        s_lo, p_lo, _ = self._at(lo)
-        s_hi, p_hi, _ = self._at(hi)
+        s_lo, s_hi = self._pow_step(lo), self._pow_step(hi)
         if hi == lo:
-            return s_lo, p_lo * c / lo
-        f = (c - lo) / (hi - lo)
-        return s_lo + f * (s_hi - s_lo), p_lo + f * (p_hi - p_lo)
+            return s_lo
+        return s_lo + (c - lo) / (hi - lo) * (s_hi - s_lo)
+
+    def batch_prefill(self, c: float) -> float:
+        """The roofline's prefill of a static batch of ``c`` prompts (s), linear between powers of two."""
+        if c <= 1:
+            return self._at(1)[1] * c
+        hi = min(1 << (math.ceil(c) - 1).bit_length(), self.top_batch)
+        if c == hi:
+            return self._at(hi)[1]
+        lo = max(1, hi // 2)
+        p_lo, p_hi = self._at(lo)[1], self._at(hi)[1]
+        if hi == lo:
+            return p_lo * c / lo
+        return p_lo + (c - lo) / (hi - lo) * (p_hi - p_lo)
 
     def bound_at(self, c: int) -> str:
-        """The roofline's bound at the power of two at or below ``c``."""
+        """What bounds the decode step with ``c`` sequences (the roofline's bound at the power of
+        two at or below ``c`` when there is no closed form)."""
+        if self.decode is not None:
+            return self.decode.bound(max(c, 1))
         b = 1 << max(0, max(1, c).bit_length() - 1)
         return self._at(min(b, self.top_batch))[2]
 
     def point(self, c: float) -> tuple[float, float, float, float]:
-        """(ITL s, TTFT0 at the percentile s, mean TTFT0 s, service time s) at concurrency ``c``."""
-        step, batch_prefill = self._interp(c)
+        """(ITL s, TTFT0 at the percentile s, mean TTFT0 s, service time s) at concurrency ``c``
+        (remembered: the search, the fleet and its figures ask for the same concurrency)."""
+        got = self._point_memo.get(c)
+        if got is None:
+            got = self._point_memo[c] = self._point(c)
+        return got
+
+    def _point(self, c: float) -> tuple[float, float, float, float]:
+        step = self.step(c)
         w = self.w
         out = w.output_tokens
         if self.batching == "static":
             share = 1.0 - self.spec.prefix_cache_hit_rate
-            prefill = batch_prefill * share
+            prefill = self.batch_prefill(c) * share
             tail = prefill * (self.new_tail / self.new_mean if self.new_mean else 1.0)
-            ttft_tail, ttft_mean = tail + step, prefill + step
-            service = tail + self.out_longest * step
+            ttft_tail, ttft_mean = tail + step + self.overhead, prefill + step + self.overhead
+            service = ttft_tail + (self.out_longest - 1) * step
             return step, ttft_tail, ttft_mean, service
         itl = step + c * self.new_mean * self.tau / out
         alone = self.ttft1 / w.prompt_tokens
@@ -340,8 +596,8 @@ class ReplicaCurve:
         # (M/D/1, Pollaczek-Khinchine: rho t / (2 (1 - rho)) with rho = prompts/s x t).
         rho = min(c / (ttft_mean + (out - 1) * itl) * prefill_mean, PREFILL_RHO_MAX)
         wait = rho * prefill_mean / (2.0 * (1.0 - rho))
-        ttft_tail += wait
-        ttft_mean += wait
+        ttft_tail += wait + self.overhead
+        ttft_mean += wait + self.overhead
         service = ttft_mean + (out - 1) * itl
         return itl, ttft_tail, ttft_mean, service
 
@@ -354,27 +610,48 @@ class ReplicaCurve:
         itl, ttft_tail, _tm, _s = self.point(c)
         return itl * 1000.0 <= self.spec.itl_ms and ttft_tail <= self.spec.ttft_s
 
+    def itl(self, c: float) -> float:
+        """Mean inter-token latency (s) with ``c`` sequences in flight (the first term of :meth:`point`)."""
+        if self.batching == "static":
+            return self.step(c)
+        return self.step(c) + c * self.new_mean * self.tau / self.w.output_tokens
+
     def largest_meeting(self, top: int) -> int:
         """The largest concurrency in [1, top] meeting both targets (0 when none does).
 
-        The search starts at the first of 1, 2, 4, ... (up to FIRST_MEETING_SCAN) that meets them: a
-        kernel that is slower at batch 1 than at 2 (an FP8 GEMM padded to a tile) must not hide a
-        concurrency that meets the targets."""
-        if top < 1:
+        The decode step never falls as the batch grows (:class:`DecodeStep` pads a batch where a
+        larger one is cheaper), so the latencies rise with the concurrency and the concurrencies
+        that meet the targets are 1 to some c*. The ITL bound is found first on the ITL alone (a
+        few multiplications per try); the TTFT, which needs the whole operating point, is then
+        checked there and, if missed, bisected below it."""
+        if top < 1 or not self.meets(1):
             return 0
-        lo = 1
-        while not self.meets(lo):
-            lo *= 2
-            if lo > min(top, FIRST_MEETING_SCAN):
-                return 0
-        # Up by fours (each step one roofline evaluation), then halve the bracket.
-        hi = lo * 4
-        while hi <= top and self.meets(hi):
-            lo, hi = hi, hi * 4
-        if hi > top:
-            if self.meets(top):
-                return top
+        target = self.spec.itl_ms / 1000.0
+        solved = None
+        if self.decode is not None:
+            per_seq = 0.0 if self.batching == "static" else self.new_mean * self.tau / self.w.output_tokens
+            solved = self.decode.largest_within(target, per_seq, top)
+        if solved is not None:
+            # Rounding at the edge of a piece: step to the exact integer bound.
+            hi = max(1, solved)
+            while hi < top and self.itl(hi + 1) <= target:
+                hi += 1
+            while hi > 1 and self.itl(hi) > target:
+                hi -= 1
+        elif self.itl(top) <= target:
             hi = top
+        else:
+            lo, hi = 1, top  # itl(lo) meets the target, itl(hi) does not
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                if self.itl(mid) <= target:
+                    lo = mid
+                else:
+                    hi = mid
+            hi = lo
+        if self.meets(hi):
+            return hi
+        lo = 1
         while hi - lo > 1:
             mid = (lo + hi) // 2
             if self.meets(mid):
@@ -406,8 +683,12 @@ def replica_curve(
     prefill_mfu: float | None = None,
     gpus_per_node: int = 8,
     spec: ServingSpec | None = None,
+    closed_form: bool = True,
+    request_overhead_s: float | None = None,
 ) -> ReplicaCurve:
-    """The replica's curve up to ``top`` sequences (the roofline at 1, 2, 4, ..., evaluated lazily)."""
+    """The replica's curve up to ``top`` sequences: the closed-form decode step (checked against the
+    roofline), or the roofline at 1, 2, 4, ... evaluated lazily (llama.cpp, which has its own speed
+    model, or ``closed_form=False``)."""
 
     def perf_at(b: int) -> PerformanceEstimate:
         return inference_performance(
@@ -424,7 +705,21 @@ def replica_curve(
     w = models[1].workload
     spec = spec or w.serving
     assert spec is not None
-    return ReplicaCurve(perf_at, top, w, spec, batching_for(engine.id), engine.prefill_chunk_tokens)
+    decode = None
+    if closed_form and engine.id != "llama.cpp":
+        decode = DecodeStep(
+            models[1], gpu, gpu_count, parallelism, engine, bw_eff, prefill_mfu, gpus_per_node
+        )
+    return ReplicaCurve(
+        perf_at,
+        top,
+        w,
+        spec,
+        batching_for(engine.id),
+        engine.prefill_chunk_tokens,
+        decode,
+        request_overhead_s,
+    )
 
 
 class ClosedLoop(NamedTuple):
@@ -450,6 +745,7 @@ def closed_loop(
     bw_eff: float | None = None,
     prefill_mfu: float | None = None,
     gpus_per_node: int = 8,
+    request_overhead_s: float | None = None,
 ) -> ClosedLoop:
     """Output tokens/s, mean TTFT and ITL, and the sequences the engine runs at once, of a closed-loop benchmark
     with ``concurrency`` clients, each sending its next request when one ends (``vllm bench serve
@@ -474,6 +770,7 @@ def closed_loop(
         prefill_mfu=prefill_mfu,
         gpus_per_node=gpus_per_node,
         spec=OPEN_TARGETS,
+        request_overhead_s=request_overhead_s,
     )
     itl, _tail, ttft0, service = curve.point(c)
     return ClosedLoop(c * w.output_tokens / service, ttft0 + (concurrency / c - 1.0) * service, itl, c)

@@ -315,7 +315,28 @@ def _rent_buy(
         rule += f" Here break-even is {fmt_share(evens[0][0])} ({evens[0][1]}) of the {months}."
     findings.append(rule)
     ref = rec or chosen[0]
-    if ref.cost is not None and ref.cost.buy is not None:
+    service = est.scenario.workload.serving
+    if service is not None and ref.serving is not None and (buy_fleet := ref.serving.buy) is not None:
+        # A service runs its fleet a share of every day for as long as it is kept: that share is
+        # the cards' utilization, not a job's hours.
+        fleet = ref.serving
+        share = service.hours_per_day / 24.0
+        be = (
+            ref.cost.buy.break_even_utilization if ref.cost is not None and ref.cost.buy is not None else None
+        )
+        text = (
+            f"The service keeps its {fleet.gpus_total:,} GPU{'s' if fleet.gpus_total != 1 else ''} busy "
+            f"{service.hours_per_day:g} h a day ({fmt_share(share)} of the {months})"
+        )
+        if be is not None:
+            text += f", {'above' if share >= be else 'below'} the {fmt_share(be)} break-even"
+        text += (
+            f": owning the fleet costs {fmt_usd(buy_fleet.owned_usd_per_month)} a month against "
+            f"{fmt_usd(buy_fleet.rent_usd_per_month)} rented, so "
+            + ("buying pays back." if buy_fleet.buy_is_cheaper else "renting is cheaper.")
+        )
+        findings.append(text)
+    elif ref.cost is not None and ref.cost.buy is not None:
         life = b.ownership_months * HOURS_PER_MONTH
         share = ref.cost.gpu_hours.expected / ref.gpu_count / life
         be = ref.cost.buy.break_even_utilization

@@ -17,7 +17,7 @@ FLEET_HEADER = [
     "fleet",
     "GPUs",
     "in flight/replica",
-    "req/s/replica",
+    "req/s per replica",
     "TTFT",
     "ITL",
     "targets",
