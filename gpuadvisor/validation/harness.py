@@ -41,7 +41,7 @@ from ..core.estimation.estimate import Candidate, estimate, resolve_model
 from ..core.estimation.performance import inference_performance, training_performance
 from ..core.formats.scenario import Scenario, scenario_from_dict
 from ..core.specs import engines as core_engines
-from ..core.specs.engines import EngineProfile
+from ..core.specs.engines import EngineProfile, SpeedConstants
 from ..core.specs.hardware import GpuCatalog
 from ..core.specs.models import ModelSpec
 from ..core.specs.presets import ModelCatalog
@@ -376,17 +376,85 @@ def in_sample(rows: Sequence[Row], predictor: Predictor, fitted: bool = False) -
     return [predictor.compare(r, profiles) for r in rows]
 
 
+#: Global constants of the speed model that every fit refits with the engine factors, with their
+#: search range (``core.specs.engines.SpeedConstants``; a fit starts from the documented priors).
+#: (``gpu_kernel_s`` and ``attention_efficiency`` are not fitted: they come from published kernel
+#: measurements, see docs/estimation.md.)
+FIT_GLOBALS: dict[str, tuple[float, float]] = {
+    "host_exposed_share": (0.0, 1.0),
+    "gemm_tokens_half": (1.0, 256.0),
+    "gemm_width_half": (32.0, 2048.0),
+}
+
+
+def fit_globals(
+    rows: Sequence[Row],
+    predictor: Predictor,
+    profiles: Mapping[str, EngineProfile],
+    start: SpeedConstants | None = None,
+    iterations: int = 12,
+) -> SpeedConstants:
+    """The global constants (:data:`FIT_GLOBALS`) fitted over the scored speed ``rows`` with the
+    engines' ``profiles`` held fixed: coordinate descent, one golden-section search per constant
+    (on its logarithm; ``host_exposed_share`` on the share itself), minimising the mean absolute
+    log error. Starts from the documented priors (``core.specs.engines.PRIORS``); a constant no
+    row moves keeps its prior."""
+    constants = start or core_engines.PRIORS
+    mine = speed_rows(rows)
+    if not mine:
+        return constants
+    cache: dict[tuple[str, float], float] = {}
+
+    def loss_with(name: str, value: float) -> float:
+        key = (name, round(value, 12))
+        if key not in cache:
+            trial = replace(constants, **{name: value})
+            with core_engines.using_constants(trial):
+                cache[key] = _loss(predictor.compare(r, profiles) for r in mine)
+        return cache[key]
+
+    for name, (lo, hi) in FIT_GLOBALS.items():
+        cache.clear()
+        now = float(getattr(constants, name))
+        linear = name == "host_exposed_share"
+        to_x, from_x = (float, float) if linear else (math.log, math.exp)
+        best = golden_section_min(
+            lambda x, n=name: loss_with(n, from_x(x)), to_x(lo), to_x(hi), tol=0.0, max_iter=iterations
+        )
+        candidates = [(loss_with(name, v), v) for v in (from_x(best), now)]
+        value = min(candidates)[1]
+        constants = replace(constants, **{name: value})
+    return replace(constants, provenance=f"fitted over {len(mine)} speed rows")
+
+
+def fit_all(
+    rows: Sequence[Row], predictor: Predictor, engine_ids: Iterable[str] | None = None
+) -> tuple[SpeedConstants, dict[str, EngineProfile]]:
+    """Global constants and engine profiles fitted over ``rows``: the engines under the prior
+    globals, then the globals under those engines, then the engines again under the fitted
+    globals (the profiles returned are for ``engine_ids``, default every engine)."""
+    speed = speed_rows(rows)
+    used = {scenario_engine(r) for r in speed}
+    first = fit_engines(rows, predictor, used)
+    constants = fit_globals(rows, predictor, first)
+    with core_engines.using_constants(constants):
+        profiles = fit_engines(rows, predictor, engine_ids)
+    return constants, profiles
+
+
 def out_of_sample(rows: Sequence[Row], predictor: Predictor) -> list[Comparison]:
-    """Leave-one-source-out: each source's rows predicted by profiles fitted without that source."""
+    """Leave-one-source-out: each source's rows predicted by the global constants and engine
+    profiles fitted (:func:`fit_all`) without that source."""
     scored = [r for r in rows if r.scored]
     out: dict[str, Comparison] = {}
     for source in dict.fromkeys(r.source_id for r in rows):
         held = [r for r in rows if r.source_id == source]
         rest = [r for r in scored if r.source_id != source]
         engines = {scenario_engine(r) for r in held if r.group in ("inference_speed", "training_speed")}
-        profiles = fit_engines(rest, predictor, engines) if engines else None
-        for r in held:
-            out[r.id] = predictor.compare(r, profiles)
+        constants, profiles = fit_all(rest, predictor, engines) if engines else (None, None)
+        with core_engines.using_constants(constants):
+            for r in held:
+                out[r.id] = predictor.compare(r, profiles)
     return [out[r.id] for r in rows]
 
 

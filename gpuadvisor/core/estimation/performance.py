@@ -46,6 +46,7 @@ from ..specs.engines import (
     KernelFamily,
     LlamaCppModel,
     SpeedConstants,
+    active_constants,
     kernel_family,
 )
 from ..specs.hardware import GpuSpec
@@ -239,7 +240,7 @@ def inference_performance(
             prefill_mfu=prefill_mfu,
             gpus_per_node=gpus_per_node,
         )
-    k = constants or FITTED
+    k = constants or active_constants()
     m, w = mm.model, mm.workload
     prec, peak, notes = _precision(gpu, w.weights)
     n = gpu_count
@@ -263,7 +264,9 @@ def inference_performance(
 
     # Weight bytes read per decode step: with MoE only the experts some token of the batch uses.
     unused = unused_expert_bytes(mm, b)
-    weights = mm.weight_bytes - unused
+    # The input embedding is a lookup (one row per token), not a stream; a tied table is read
+    # whole as the output head, an untied one not at all.
+    weights = mm.weight_bytes - unused - (mm.embedding_bytes if mm.head_bytes else 0.0)
     block_weights = mm.block_weight_bytes - unused
     stream = t * bw * e_bw
     if family is None:
@@ -293,7 +296,7 @@ def inference_performance(
     if p > 1:
         t_comm += (p - 1) * PCIE_LATENCY_S
     t_gpu = max(t_mem, t_comp) + t_gpu_fixed + t_comm
-    step = max(t_gpu, t_cpu)
+    step = max(t_gpu, t_cpu) + k.host_exposed_share * min(t_gpu, t_cpu)
     bound = max(
         (t_mem, "memory"), (t_comp, "compute"), (t_gpu_fixed + t_comm, "overhead"), (t_cpu, "overhead")
     )[1]
@@ -523,7 +526,7 @@ def training_prelude(
     if mfu:
         base_mfu = mfu
     else:
-        seconds, parts = training_token_time(mm, gpu, engine, constants or FITTED)
+        seconds, parts = training_token_time(mm, gpu, engine, constants or active_constants())
         base_mfu = flops_token / (peak * 1e12 * seconds)
         if parts["dequantization"] > 0.15 * seconds:
             notes.append(
@@ -583,7 +586,7 @@ def training_performance(
             tokens_step = w.batch_size * w.seq_len * n
             if not mfu:
                 # Each rank multiplies h / n wide matrices, which run further from the GEMM ceiling.
-                half = (constants or FITTED).gemm_width_half
+                half = (constants or active_constants()).gemm_width_half
                 h = m.hidden_size
                 compute *= (h / (h + half)) / ((h / n) / (h / n + half))
         elif parallelism == "pipeline":

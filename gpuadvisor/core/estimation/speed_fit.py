@@ -71,6 +71,7 @@ def _speed_parameters(
         out.append(("global", "cpu_kernel_s:python", (2e-6, 80e-6)))
     if any(constants.engines[e].kind == "inference" for e in engines if e in constants.engines):
         out.append(("global", "gpu_kernel_s", (0.3e-6, 10e-6)))
+        out.append(("global", "host_exposed_share", (0.02, 1.0)))
     if any(constants.engines[e].kind == "training" for e in engines if e in constants.engines):
         out.append(("global", "attention_efficiency", (0.15, 0.9)))
         out.append(("global", "gemm_width_half", (32.0, 2048.0)))

@@ -32,7 +32,8 @@ benchmarks); ``docs/estimation.md`` lists each with its source.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import TypedDict
@@ -269,7 +270,7 @@ def kernel_family(
         return None
     if family == "bnb" and weights == "int8":
         family = "bnb-int8"
-    return (constants or FITTED).families[family]
+    return (constants or active_constants()).families[family]
 
 
 @dataclass(frozen=True)
@@ -303,6 +304,11 @@ class SpeedConstants:
     bandwidth_ceiling: Mapping[str, float] = field(default_factory=lambda: dict(BANDWIDTH_CEILING))
     #: Bandwidth efficiency of decode attention (KV-cache reads) relative to weight streaming.
     kv_bandwidth_factor: float = 0.7
+    #: Share of the shorter of an eager decode step's two streams (GPU work, host launches) that the
+    #: other does not hide: 0 when the host always runs ahead (step = the longer stream), 1 when
+    #: they alternate (step = their sum). Synchronising ops and kernels shorter than their own
+    #: launch leave the GPU waiting part of the time; fitted (prior 0.5: no reason for either end).
+    host_exposed_share: float = 0.5
     provenance: str = ""
 
     def with_engines(self, **profiles: EngineProfile) -> SpeedConstants:
@@ -591,6 +597,30 @@ FITTED = replace(
 
 #: The engine profiles in use (``FITTED.engines``; a validation harness may swap entries for a refit).
 ENGINES: dict[str, EngineProfile] = FITTED.engines  # type: ignore[assignment]
+
+#: Global constants in force when a caller passes none (innermost :func:`using_constants` first).
+_ACTIVE: list[SpeedConstants] = []
+
+
+def active_constants() -> SpeedConstants:
+    """The speed model's global constants in force: ``FITTED`` unless :func:`using_constants` says
+    otherwise. (The engine profiles always come from :data:`ENGINES`.)"""
+    return _ACTIVE[-1] if _ACTIVE else FITTED
+
+
+@contextmanager
+def using_constants(constants: SpeedConstants | None) -> Iterator[None]:
+    """Within the block, estimates use ``constants``' global values (launch times, GEMM half
+    sizes, attention efficiency, ...) instead of ``FITTED``'s: how a leave-one-source-out
+    validation refits them without the held-out source. ``None`` changes nothing."""
+    if constants is None:
+        yield
+        return
+    _ACTIVE.append(constants)
+    try:
+        yield
+    finally:
+        _ACTIVE.pop()
 
 DEFAULT_INFERENCE_ENGINE = "vllm"
 DEFAULT_TRAINING_ENGINE = "hf-trainer"
