@@ -49,11 +49,19 @@ from .data import GROUPS, UNIT_BYTES, Row, scenario_dict, scenario_engine
 
 #: The memory aim; a memory row within it of the estimate counts as covered.
 MEMORY_BAND = 0.10
+#: Engine factors that no fit moves: every run takes them from the documented priors (the shipped
+#: profiles may hold older fitted values, which must not leak into a held-out prediction). The
+#: bandwidth an engine's decode reaches is set by the GPU generation's fitted bandwidth ceiling
+#: (:data:`FIT_GLOBALS`) times this prior, so an engine measured by one source only still learns
+#: from the other engines' rows on the same GPUs.
+PRIOR_ONLY = ("bandwidth_efficiency",)
+#: Weight of the pull of each fitted factor towards its prior, per squared log ratio, against the
+#: summed absolute log error of the rows (the value of ``core.estimation.speed_fit.PRIOR_WEIGHT``).
+PRIOR_WEIGHT = 0.5
 #: Efficiency factors the fit may move, per engine kind, with their search range.
 #: A factor the profile class does not have is skipped.
 FIT_FACTORS: dict[str, dict[str, tuple[float, float]]] = {
     "inference": {
-        "bandwidth_efficiency": (0.2, 1.0),
         "quantized_bandwidth_factor": (0.15, 1.5),
         "layer_overhead_s": (0.0, 2e-3),
         "prefill_mfu": (0.05, 0.9),
@@ -132,9 +140,10 @@ def prior_profile(profile: EngineProfile) -> EngineProfile:
     """The profile with every fitted factor at its documented prior (``core.engines.PRIORS``; the
     class default for an engine without one): what a fit starts from."""
     prior = core_engines.PRIORS.engines.get(profile.id)
+    names = [*factors_for(profile), *PRIOR_ONLY]
     return replace(
         profile,
-        **{k: getattr(prior, k) if prior is not None else _class_default(k) for k in factors_for(profile)},
+        **{k: getattr(prior, k) if prior is not None else _class_default(k) for k in names},
     )
 
 
@@ -325,11 +334,24 @@ def fit_engine(
     ranges = factors_for(profile)
     cache: dict[tuple, float] = {}
 
+    prior = prior_profile(profile)
+
+    def pull(trial: EngineProfile) -> float:
+        # Each factor is pulled towards its documented prior (as in core.estimation.speed_fit):
+        # PRIOR_WEIGHT x ln(value / prior)^2 against the rows' summed |log error|, so a factor the
+        # rows barely constrain (prefill GEMM efficiency from batch-1 decode rows) stays near it.
+        total = 0.0
+        for n in ranges:
+            p0 = float(getattr(prior, n))
+            eps = 0.05 * p0 if p0 > 0 else 1e-6
+            total += math.log((float(getattr(trial, n)) + eps) / (p0 + eps)) ** 2
+        return PRIOR_WEIGHT * total / len(rows)
+
     def loss_with(name: str, value: float) -> float:
         trial = replace(current, **{name: value})
         key = tuple(getattr(trial, n) for n in ranges)
         if key not in cache:
-            cache[key] = _loss(predictor.compare(r, {profile.id: trial}) for r in rows)
+            cache[key] = _loss(predictor.compare(r, {profile.id: trial}) for r in rows) + pull(trial)
         return cache[key]
 
     frozen: set[str] = set()
@@ -381,10 +403,28 @@ def in_sample(rows: Sequence[Row], predictor: Predictor, fitted: bool = False) -
 #: (``gpu_kernel_s`` and ``attention_efficiency`` are not fitted: they come from published kernel
 #: measurements, see docs/estimation.md.)
 FIT_GLOBALS: dict[str, tuple[float, float]] = {
+    "bandwidth_ceiling:ada": (0.5, 1.6),
+    "bandwidth_ceiling:ampere": (0.5, 1.6),
+    "bandwidth_ceiling:hopper": (0.5, 1.6),
     "host_exposed_share": (0.0, 1.0),
     "gemm_tokens_half": (1.0, 256.0),
     "gemm_width_half": (32.0, 2048.0),
 }
+
+
+def _global(constants: SpeedConstants, name: str) -> float:
+    """A global constant by name; ``mapping:key`` reads one entry of a per-generation table."""
+    if ":" in name:
+        field, key = name.split(":", 1)
+        return float(getattr(constants, field).get(key, 1.0))
+    return float(getattr(constants, name))
+
+
+def _with_global(constants: SpeedConstants, name: str, value: float) -> SpeedConstants:
+    if ":" in name:
+        field, key = name.split(":", 1)
+        return replace(constants, **{field: {**getattr(constants, field), key: value}})
+    return replace(constants, **{name: value})
 
 
 def fit_globals(
@@ -408,14 +448,14 @@ def fit_globals(
     def loss_with(name: str, value: float) -> float:
         key = (name, round(value, 12))
         if key not in cache:
-            trial = replace(constants, **{name: value})
+            trial = _with_global(constants, name, value)
             with core_engines.using_constants(trial):
                 cache[key] = _loss(predictor.compare(r, profiles) for r in mine)
         return cache[key]
 
     for name, (lo, hi) in FIT_GLOBALS.items():
         cache.clear()
-        now = float(getattr(constants, name))
+        now = _global(constants, name)
         linear = name == "host_exposed_share"
         to_x, from_x = (float, float) if linear else (math.log, math.exp)
         best = golden_section_min(
@@ -423,7 +463,7 @@ def fit_globals(
         )
         candidates = [(loss_with(name, v), v) for v in (from_x(best), now)]
         value = min(candidates)[1]
-        constants = replace(constants, **{name: value})
+        constants = _with_global(constants, name, value)
     return replace(constants, provenance=f"fitted over {len(mine)} speed rows")
 
 
