@@ -400,13 +400,15 @@ def in_sample(rows: Sequence[Row], predictor: Predictor, fitted: bool = False) -
 
 #: Global constants of the speed model that every fit refits with the engine factors, with their
 #: search range (``core.specs.engines.SpeedConstants``; a fit starts from the documented priors).
-#: (``gpu_kernel_s`` and ``attention_efficiency`` are not fitted: they come from published kernel
-#: measurements, see docs/estimation.md.)
+#: (``attention_efficiency`` is not fitted: it comes from the FlashAttention-2/3 papers' published
+#: kernel throughput, see docs/estimation.md.)
 FIT_GLOBALS: dict[str, tuple[float, float]] = {
     "bandwidth_ceiling:ada": (0.5, 1.6),
     "bandwidth_ceiling:ampere": (0.5, 1.6),
     "bandwidth_ceiling:hopper": (0.5, 1.6),
     "host_exposed_share": (0.0, 1.0),
+    "gpu_kernel_s": (0.3e-6, 10e-6),
+    "kv_bandwidth_factor": (0.2, 1.5),
     "gemm_tokens_half": (1.0, 256.0),
     "gemm_width_half": (32.0, 2048.0),
 }
@@ -459,7 +461,7 @@ def fit_globals(
         linear = name == "host_exposed_share"
         to_x, from_x = (float, float) if linear else (math.log, math.exp)
         best = golden_section_min(
-            lambda x, n=name: loss_with(n, from_x(x)), to_x(lo), to_x(hi), tol=0.0, max_iter=iterations
+            lambda x, n=name, f=from_x: loss_with(n, f(x)), to_x(lo), to_x(hi), tol=0.0, max_iter=iterations
         )
         candidates = [(loss_with(name, v), v) for v in (from_x(best), now)]
         value = min(candidates)[1]
@@ -471,11 +473,12 @@ def fit_all(
     rows: Sequence[Row], predictor: Predictor, engine_ids: Iterable[str] | None = None
 ) -> tuple[SpeedConstants, dict[str, EngineProfile]]:
     """Global constants and engine profiles fitted over ``rows``: the engines under the prior
-    globals, then the globals under those engines, then the engines again under the fitted
+    globals (``PRIORS``, never the shipped values, which were fitted to every row), then the globals under those engines, then the engines again under the fitted
     globals (the profiles returned are for ``engine_ids``, default every engine)."""
     speed = speed_rows(rows)
     used = {scenario_engine(r) for r in speed}
-    first = fit_engines(rows, predictor, used)
+    with core_engines.using_constants(core_engines.PRIORS):
+        first = fit_engines(rows, predictor, used)
     constants = fit_globals(rows, predictor, first)
     with core_engines.using_constants(constants):
         profiles = fit_engines(rows, predictor, engine_ids)

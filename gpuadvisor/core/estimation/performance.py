@@ -55,6 +55,9 @@ from ..specs.quant_types import is_gguf_type
 from ..specs.workload import Workload, is_quantized_weights
 from .memory import MemoryModel
 
+#: Most of the datasheet memory bandwidth that a streaming kernel reaches (read-bandwidth
+#: microbenchmarks top out near 90-95% of the datasheet figure on HBM and GDDR parts alike).
+STREAM_CAP = 0.95
 #: Share of data-parallel traffic that overlap can hide at most: the rest (the last bucket, the
 #: first gather, synchronisation) stays exposed even when compute is long.
 DP_OVERLAP = 0.9
@@ -268,7 +271,8 @@ def inference_performance(
     # whole as the output head, an untied one not at all.
     weights = mm.weight_bytes - unused - (mm.embedding_bytes if mm.head_bytes else 0.0)
     block_weights = mm.block_weight_bytes - unused
-    stream = t * bw * e_bw
+    # Bandwidth ceiling x engine efficiency, at most what streaming kernels reach on any GPU.
+    stream = t * min(bw * e_bw, gpu.memory_bandwidth_gb_s * 1e9 * STREAM_CAP)
     if family is None:
         gemv_bytes = gemm_bytes = weights
     else:
