@@ -21,10 +21,11 @@ with the core's speed functions all the same (memory is scored by the memory and
 and the row notes the verdict.
 
 Out of sample (:func:`out_of_sample`): for each source, the engine profiles' efficiency factors
-are refitted (:func:`fit_engines`) on the scored rows of every *other* source, then that
-source's rows are predicted. Factors start from the profile class defaults, not from the shipped
-values (which were fitted to these rows), so nothing of a held-out source leaks into its
-prediction; a factor no remaining row can move keeps its default.
+and the speed model's global constants of :data:`FIT_GLOBALS` are refitted (:func:`fit_all`) on
+the scored rows of every *other* source, then that source's rows are predicted. Everything starts
+from the documented priors (``core.specs.engines.PRIORS``), not from the shipped values (which
+were fitted to these rows), so nothing of a held-out source leaks into its prediction; a factor
+no remaining row can move keeps its prior.
 """
 
 from __future__ import annotations

@@ -74,6 +74,10 @@ FULL_LOGIT_ENGINES = ("transformers", "autoawq")
 #: qweight/qzeros/scales; casper-hansen/AutoAWQ awq/models/llama.py, commit 0091f1e), so the load
 #: peaks at the weights plus a second copy of every layer's q/k/v.
 QKV_COPY_ENGINES = ("autoawq",)
+#: Inference engines whose layer-by-layer split over GPUs balances bytes, not layer counts
+#: (Hugging Face Transformers with accelerate's ``device_map="auto"``: ``infer_auto_device_map``
+#: with the ``balanced`` strategy of ``get_balanced_memory``).
+BALANCED_PIPELINE_ENGINES = ("transformers",)
 #: Model families whose checkpoints already hold q, k and v as one projection (MPT ``Wqkv``, Falcon
 #: ``query_key_value``, Phi-3/Phi-4 ``qkv_proj``, GPT-2/StarCoder ``c_attn``): nothing is copied.
 FUSED_QKV_FAMILIES = ("MPT", "Falcon", "Phi-3", "Phi-4", "GPT-2", "StarCoder")
@@ -380,6 +384,11 @@ class MemoryModel:
             state_share = (c.blocks * block_share + edge_params + c.norms_and_other * block_share) / c.total
             if self.workload.uses_adapters:
                 state_share = block_share  # LoRA adapters live only in the blocks
+            if not self.training and w.engine in BALANCED_PIPELINE_ENGINES:
+                # accelerate's device_map="auto" fills the GPUs to balanced byte counts, whole layers
+                # at a time, so the GPU with the embedding holds fewer layers than the others.
+                total = self.block_weight_bytes + self.embedding_bytes + self.head_bytes + self.norm_bytes
+                weights = min(weights, total / p + self.block_weight_bytes / L)
         else:
             weights = (self.block_weight_bytes + self.embedding_bytes + self.head_bytes) / t + self.norm_bytes
             state_share = 1.0 / t

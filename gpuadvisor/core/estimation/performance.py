@@ -5,9 +5,10 @@ provenance); ``docs/estimation.md`` writes each formula out with its sources.
 
 Inference (Pope et al. 2022, "Efficiently Scaling Transformer Inference")::
 
-    decode step = max(GPU time, host launch time)
+    decode step = max(GPU time, host time) + s_host min(GPU time, host time)
     GPU time    = max(t_mem, t_comp) + L k t_gpu (+ tensor-parallel all-reduces)
     t_mem       = W_blocks / (BW e_bw g_family) + W_other / (BW e_bw) + KV / (BW e_bw f_kv)
+                  (W without the untied input embedding; BW e_bw at most 95% of the datasheet)
     t_comp      = B (2 N_active + 4 L d_q c) / (P e(B)),   e(T) = ceiling T / (T + T_half)
     host time   = L t_layer (0 with CUDA graphs)
     prefill(T)  = max(FLOPs / (P e(T)), weight stream, host time) + L k t_gpu
