@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
-"""Fit the engine profiles' efficiency factors to the scored speed rows of the validation set.
+"""Fit the speed model's global constants and engine profiles to the scored speed rows of the
+validation set.
 
-The fit is :func:`gpuadvisor.validation.fit_engines` (coordinate descent with a golden-section
-search on each free factor of an engine, minimising the mean absolute log error over that
-engine's rows; factors start from the profile class defaults and a factor the rows cannot move
-keeps it). ``scripts/validate.py --out-of-sample`` calls the same function with one source held
-out. This script prints the values fitted to all rows next to the shipped ones
-(``gpuadvisor/core/engines.py``).
+The fit is :func:`gpuadvisor.validation.harness.fit_all`: engine factors (coordinate descent with a
+golden-section search on each free factor, minimising the mean absolute log error over that
+engine's rows plus a pull towards the documented prior), then the global constants of
+``FIT_GLOBALS`` over all rows, then the engines again. ``scripts/validate.py --out-of-sample``
+calls the same function with one source held out. This script prints the values fitted to all
+rows next to the shipped ones (``gpuadvisor/core/specs/engines.py``).
 
 Usage: .venv/bin/python scripts/fit_engines.py
 """
@@ -18,18 +19,31 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from gpuadvisor.core.specs import engines as core_engines
 from gpuadvisor.core.specs.engines import ENGINES
 from gpuadvisor.core.specs.hardware import load_gpu_catalog
 from gpuadvisor.core.specs.presets import load_model_catalog
-from gpuadvisor.validation import Predictor, fit_engines, load_measurements
+from gpuadvisor.validation import Predictor, load_measurements
 from gpuadvisor.validation.data import scenario_engine
-from gpuadvisor.validation.harness import _loss, factors_for, get_factor, speed_rows
+from gpuadvisor.validation.harness import (
+    FIT_GLOBALS,
+    _global,
+    _loss,
+    factors_for,
+    fit_all,
+    get_factor,
+    speed_rows,
+)
 
 
 def main() -> None:
     rows = load_measurements()
     predictor = Predictor(load_gpu_catalog(), load_model_catalog())
-    fitted = fit_engines(rows, predictor)
+    constants, fitted = fit_all([r for r in rows if r.scored], predictor)
+    for name in FIT_GLOBALS:
+        print(
+            f"{name:30s} fitted {_global(constants, name):.4g}   shipped {_global(core_engines.FITTED, name):.4g}"
+        )
     for engine_id, profile in fitted.items():
         own = [r for r in speed_rows(rows) if scenario_engine(r) == engine_id]
         shipped = ENGINES[engine_id]
@@ -38,7 +52,8 @@ def main() -> None:
         if not own:
             continue
         before = _loss(predictor.compare(r) for r in own)
-        after = _loss(predictor.compare(r, {engine_id: profile}) for r in own)
+        with core_engines.using_constants(constants):
+            after = _loss(predictor.compare(r, {engine_id: profile}) for r in own)
         print(
             f"{'':13s} fitted  "
             + ", ".join(f"{n}={get_factor(profile, n):.4g}" for n in names)

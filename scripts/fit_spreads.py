@@ -4,7 +4,7 @@
 Runs the harness's leave-one-source-out (:func:`gpuadvisor.validation.harness.out_of_sample`),
 takes measured / estimate of every scored speed row (time-like quantities inverted, so a ratio
 above 1 always means "faster than estimated"), and prints each engine's ``spread_low`` /
-``spread_high`` from :func:`gpuadvisor.core.estimation.speed_fit.engine_spreads`: the 7% and 93% quantiles
+``spread_high`` from :func:`gpuadvisor.core.estimation.speed_fit.engine_spreads`: the split-conformal 10% and 90% order statistics
 per engine with at least 15 rows, else those of its kind. ``gpuadvisor/core/engines.py`` holds
 these values (``_FITTED_ENGINES``, ``SPREAD_PROVENANCE``).
 

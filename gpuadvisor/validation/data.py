@@ -16,7 +16,7 @@ from __future__ import annotations
 import csv
 import json
 import math
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +67,9 @@ SOURCE_KINDS = (
 )
 
 SOURCE_COLUMNS = ("source_id", "title", "citation", "kind", "date_read", "notes")
+#: ``rescored.csv``: later decisions to score a row or not, kept apart so that ``measurements.csv``
+#: only grows (a row's own ``scored``/``why`` cells stay as first written; the last decision wins).
+RESCORED_COLUMNS = ("id", "scored", "why", "date_decided")
 #: The columns that describe the measurement itself; every other column is a setup fact.
 RECORD_COLUMNS = (
     "id",
@@ -412,6 +415,25 @@ def load_measurements(data_dir: str | Path = DATA_DIR, sources: dict[str, Source
                 facts,
             )
         )
+    return _apply_rescored(Path(data_dir) / "rescored.csv", rows)
+
+
+def _apply_rescored(path: Path, rows: list[Row]) -> list[Row]:
+    """``rows`` with the decisions of ``rescored.csv`` (if present) applied, checked."""
+    if not path.exists():
+        return rows
+    by_id = {r.id: n for n, r in enumerate(rows)}
+    for raw in _read(path, RESCORED_COLUMNS):
+        where = f"{path.name} row {raw['id'] or '?'}"
+        if raw["id"] not in by_id:
+            raise ValidationDataError(f"{where}: id is not in measurements.csv")
+        if raw["scored"] not in ("yes", "no"):
+            raise ValidationDataError(f"{where}: scored must be yes or no")
+        if not raw["why"]:
+            raise ValidationDataError(f"{where}: why is empty (every decision says why)")
+        _check_date(raw["date_decided"], f"{where}: date_decided")
+        n = by_id[raw["id"]]
+        rows[n] = replace(rows[n], scored=raw["scored"] == "yes", why=raw["why"])
     return rows
 
 

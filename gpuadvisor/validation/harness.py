@@ -21,19 +21,21 @@ with the core's speed functions all the same (memory is scored by the memory and
 and the row notes the verdict.
 
 Out of sample (:func:`out_of_sample`): for each source, the engine profiles' efficiency factors
-are refitted (:func:`fit_engines`) on the scored rows of every *other* source, then that
-source's rows are predicted. Factors start from the profile class defaults, not from the shipped
-values (which were fitted to these rows), so nothing of a held-out source leaks into its
-prediction; a factor no remaining row can move keeps its default.
+and the speed model's global constants of :data:`FIT_GLOBALS` are refitted (:func:`fit_all`) on
+the scored rows of every *other* source, then that source's rows are predicted. Everything starts
+from the documented priors (``core.specs.engines.PRIORS``), not from the shipped values (which
+were fitted to these rows), so nothing of a held-out source leaks into its prediction; a factor
+no remaining row can move keeps its prior.
 """
 
 from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import MISSING, dataclass, fields, replace
+from typing import Any
 
 from ..core.errors import InputError
 from ..core.estimation.calibration import golden_section_min
@@ -43,7 +45,7 @@ from ..core.estimation.performance import inference_performance
 from ..core.estimation.serving import REQUEST_OVERHEAD_RANGE, REQUEST_OVERHEAD_S, closed_loop
 from ..core.formats.scenario import Scenario, scenario_from_dict
 from ..core.specs import engines as core_engines
-from ..core.specs.engines import EngineProfile
+from ..core.specs.engines import EngineProfile, SpeedConstants
 from ..core.specs.hardware import GpuCatalog
 from ..core.specs.models import ModelSpec
 from ..core.specs.presets import ModelCatalog
@@ -51,11 +53,19 @@ from .data import GROUPS, UNIT_BYTES, Row, scenario_dict, scenario_engine
 
 #: The memory aim; a memory row within it of the estimate counts as covered.
 MEMORY_BAND = 0.10
+#: Engine factors that no fit moves: every run takes them from the documented priors (the shipped
+#: profiles may hold older fitted values, which must not leak into a held-out prediction). The
+#: bandwidth an engine's decode reaches is set by the GPU generation's fitted bandwidth ceiling
+#: (:data:`FIT_GLOBALS`) times this prior, so an engine measured by one source only still learns
+#: from the other engines' rows on the same GPUs.
+PRIOR_ONLY = ("bandwidth_efficiency",)
+#: Weight of the pull of each fitted factor towards its prior, per squared log ratio, against the
+#: summed absolute log error of the rows (the value of ``core.estimation.speed_fit.PRIOR_WEIGHT``).
+PRIOR_WEIGHT = 0.5
 #: Efficiency factors the fit may move, per engine kind, with their search range.
 #: A factor the profile class does not have is skipped.
 FIT_FACTORS: dict[str, dict[str, tuple[float, float]]] = {
     "inference": {
-        "bandwidth_efficiency": (0.2, 1.0),
         "quantized_bandwidth_factor": (0.15, 1.5),
         "layer_overhead_s": (0.0, 2e-3),
         "prefill_mfu": (0.05, 0.9),
@@ -134,6 +144,9 @@ def _class_default(name: str) -> float:
 def factors_for(profile: EngineProfile) -> dict[str, tuple[float, float]]:
     names = FIT_FACTORS["inference" if profile.kind == "inference" else "training"]
     found = {k: v for k, v in names.items() if hasattr(profile, k)}
+    if hasattr(profile, "layer_overhead_by_arch"):
+        # llama.cpp's own streaming model (no per-generation ceiling): its efficiency is fitted.
+        found["bandwidth_efficiency"] = (0.2, 1.0)
     for field_name, bounds in ARCH_FACTORS.items():
         for arch, _ in getattr(profile, field_name, ()):
             found[f"{field_name}:{arch}"] = bounds
@@ -161,10 +174,11 @@ def prior_profile(profile: EngineProfile) -> EngineProfile:
     """The profile with every fitted factor at its documented prior (``core.engines.PRIORS``; the
     class default for an engine without one): what a fit starts from."""
     prior = core_engines.PRIORS.engines.get(profile.id)
+    names = [*factors_for(profile), *PRIOR_ONLY]
     current = profile
     if prior is not None:  # the prior's per-architecture multipliers, every one of them
         current = replace(current, **{f: getattr(prior, f) for f in ARCH_FACTORS if hasattr(prior, f)})
-    for k in factors_for(current):
+    for k in dict.fromkeys([*factors_for(current), *names]):
         if prior is not None:
             value = get_factor(prior, k)
         else:
@@ -415,11 +429,24 @@ def fit_engine(
     ranges = factors_for(current)
     cache: dict[tuple, float] = {}
 
+    prior = prior_profile(profile)
+
+    def pull(trial: EngineProfile) -> float:
+        # Each factor is pulled towards its documented prior (as in core.estimation.speed_fit):
+        # PRIOR_WEIGHT x ln(value / prior)^2 against the rows' summed |log error|, so a factor the
+        # rows barely constrain (prefill GEMM efficiency from batch-1 decode rows) stays near it.
+        total = 0.0
+        for n in ranges:
+            p0 = get_factor(prior, n)
+            eps = 0.05 * p0 if p0 > 0 else 1e-6
+            total += math.log((get_factor(trial, n) + eps) / (p0 + eps)) ** 2
+        return PRIOR_WEIGHT * total / len(rows)
+
     def loss_with(name: str, value: float) -> float:
         trial = with_factor(current, name, value)
         key = tuple(get_factor(trial, n) for n in ranges)
         if key not in cache:
-            cache[key] = _loss(predictor.compare(r, {profile.id: trial}) for r in rows)
+            cache[key] = _loss(predictor.compare(r, {profile.id: trial}) for r in rows) + pull(trial)
         return cache[key]
 
     frozen: set[str] = set()
@@ -485,20 +512,174 @@ def in_sample(rows: Sequence[Row], predictor: Predictor, fitted: bool = False) -
     return [predictor.compare(r, profiles) for r in rows]
 
 
+#: Global constants of the speed model that every fit refits with the engine factors, with their
+#: search range (``core.specs.engines.SpeedConstants``; a fit starts from the documented priors).
+#: (``attention_efficiency`` is not fitted: it comes from the FlashAttention-2/3 papers' published
+#: kernel throughput, see docs/estimation.md.)
+FIT_GLOBALS: dict[str, tuple[float, float]] = {
+    "bandwidth_ceiling:ada": (0.5, 1.6),
+    "bandwidth_ceiling:ampere": (0.5, 1.6),
+    "bandwidth_ceiling:hopper": (0.5, 1.6),
+    "host_exposed_share": (0.0, 1.0),
+    "gpu_kernel_s": (0.3e-6, 10e-6),
+    "kv_bandwidth_factor": (0.2, 1.5),
+    "gemm_tokens_half": (1.0, 256.0),
+    "gemm_width_half": (32.0, 2048.0),
+}
+
+
+def _global(constants: SpeedConstants, name: str) -> float:
+    """A global constant by name; ``mapping:key`` reads one entry of a per-generation table."""
+    if ":" in name:
+        field, key = name.split(":", 1)
+        return float(getattr(constants, field).get(key, 1.0))
+    return float(getattr(constants, name))
+
+
+def _with_global(constants: SpeedConstants, name: str, value: float) -> SpeedConstants:
+    if ":" in name:
+        field, key = name.split(":", 1)
+        return replace(constants, **{field: {**getattr(constants, field), key: value}})
+    return replace(constants, **{name: value})
+
+
+def fit_globals(
+    rows: Sequence[Row],
+    predictor: Predictor,
+    profiles: Mapping[str, EngineProfile],
+    start: SpeedConstants | None = None,
+    iterations: int = 12,
+) -> SpeedConstants:
+    """The global constants (:data:`FIT_GLOBALS`) fitted over the scored speed ``rows`` with the
+    engines' ``profiles`` held fixed: coordinate descent, one golden-section search per constant
+    (on its logarithm; ``host_exposed_share`` on the share itself), minimising the mean absolute
+    log error. Starts from the documented priors (``core.specs.engines.PRIORS``); a constant no
+    row moves keeps its prior."""
+    constants = start or core_engines.PRIORS
+    mine = global_rows(rows)
+    if not mine:
+        return constants
+    cache: dict[tuple[str, float], float] = {}
+
+    def loss_with(name: str, value: float) -> float:
+        key = (name, round(value, 12))
+        if key not in cache:
+            trial = _with_global(constants, name, value)
+            with core_engines.using_constants(trial):
+                cache[key] = _loss(predictor.compare(r, profiles) for r in mine)
+        return cache[key]
+
+    for name, (lo, hi) in FIT_GLOBALS.items():
+        cache.clear()
+        now = _global(constants, name)
+        linear = name == "host_exposed_share"
+        to_x, from_x = (float, float) if linear else (math.log, math.exp)
+        best = golden_section_min(
+            lambda x, n=name, f=from_x: loss_with(n, f(x)), to_x(lo), to_x(hi), tol=0.0, max_iter=iterations
+        )
+        candidates = [(loss_with(name, v), v) for v in (from_x(best), now)]
+        value = min(candidates)[1]
+        constants = _with_global(constants, name, value)
+    return replace(constants, provenance=f"fitted over {len(mine)} speed rows")
+
+
+#: Engines with a speed model of their own that reads none of the global constants (llama.cpp:
+#: :func:`gpuadvisor.core.estimation.performance.llamacpp_performance`): their rows neither move
+#: the globals nor depend on them.
+OWN_MODEL_ENGINES = ("llama.cpp",)
+
+
+def global_rows(rows: Iterable[Row]) -> list[Row]:
+    """The scored speed rows the global constants act on (every engine but :data:`OWN_MODEL_ENGINES`)."""
+    return [r for r in speed_rows(rows) if scenario_engine(r) not in OWN_MODEL_ENGINES]
+
+
+#: Fits already made within one :func:`out_of_sample` run, by what they depend on (the rows they
+#: use and the constants in force): holding out a source that has none of an engine's rows, or no
+#: row the globals act on, gives the same fit, which is then made once.
+_MEMO: dict[tuple[object, ...], object] | None = None
+
+
+def _memo(key: tuple[object, ...], compute: Callable[[], Any]) -> Any:
+    if _MEMO is None:
+        return compute()
+    if key not in _MEMO:
+        _MEMO[key] = compute()
+    return _MEMO[key]
+
+
+def _fit_engines_memo(
+    rows: Sequence[Row], predictor: Predictor, engine_ids: Iterable[str]
+) -> dict[str, EngineProfile]:
+    """:func:`fit_engines`, one engine at a time, each remembered by its own rows and the constants
+    in force."""
+    by_engine: dict[str, list[Row]] = {}
+    for r in speed_rows(rows):
+        by_engine.setdefault(scenario_engine(r), []).append(r)
+    constants = repr(core_engines.active_constants())
+    out = {}
+    for e in engine_ids:
+        mine = by_engine.get(e, [])
+        key = ("engine", e, tuple(r.id for r in mine), constants)
+        out[e] = _memo(key, lambda e=e, mine=mine: fit_engine(core_engines.ENGINES[e], mine, predictor))
+    return out
+
+
+def fit_all(
+    rows: Sequence[Row], predictor: Predictor, engine_ids: Iterable[str] | None = None
+) -> tuple[SpeedConstants, dict[str, EngineProfile]]:
+    """Global constants and engine profiles fitted over ``rows``: the engines under the prior
+    globals (``PRIORS``, never the shipped values, which were fitted to every row), then the
+    globals under those engines, then the engines again under the fitted globals (the profiles
+    returned are for ``engine_ids``, default every engine). The engines of
+    :data:`OWN_MODEL_ENGINES` take no part in the globals' fit."""
+    ids = list(engine_ids) if engine_ids is not None else list(core_engines.ENGINES)
+    mine = global_rows(rows)
+    if all(e in OWN_MODEL_ENGINES for e in ids):
+        constants = core_engines.PRIORS  # not read by these engines' speed model
+    else:
+        used = {scenario_engine(r) for r in mine}
+
+        def globals_fit() -> SpeedConstants:
+            with core_engines.using_constants(core_engines.PRIORS):
+                first = _fit_engines_memo(rows, predictor, sorted(used))
+            return fit_globals(rows, predictor, first)
+
+        constants = _memo(("globals", tuple(r.id for r in mine)), globals_fit)
+    with core_engines.using_constants(constants):
+        profiles = _fit_engines_memo(rows, predictor, ids)
+    return constants, profiles
+
+
 def out_of_sample(rows: Sequence[Row], predictor: Predictor) -> list[Comparison]:
-    """Leave-one-source-out: each source's rows predicted by profiles fitted without that source."""
+    """Leave-one-source-out: each source's rows predicted by the global constants and engine
+    profiles fitted (:func:`fit_all`) without that source."""
+    global _MEMO
     scored = [r for r in rows if r.scored]
     out: dict[str, Comparison] = {}
+    _MEMO = {}
+    try:
+        _loso(rows, scored, predictor, out)
+    finally:
+        _MEMO = None
+    return [out[r.id] for r in rows]
+
+
+def _loso(
+    rows: Sequence[Row], scored: Sequence[Row], predictor: Predictor, out: dict[str, Comparison]
+) -> None:
     for source in dict.fromkeys(r.source_id for r in rows):
         held = [r for r in rows if r.source_id == source]
         rest = [r for r in scored if r.source_id != source]
         engines = {scenario_engine(r) for r in held if r.group in ("inference_speed", "training_speed")}
-        profiles = fit_engines(rest, predictor, engines) if engines else None
-        # A serving source's rows get the per-request time fitted to the other sources' serving rows.
-        overhead = fit_request_overhead(rest, predictor) if any(r.group == "serving" for r in held) else None
-        for r in held:
-            out[r.id] = predictor.compare(r, profiles, overhead)
-    return [out[r.id] for r in rows]
+        constants, profiles = fit_all(rest, predictor, engines) if engines else (None, None)
+        with core_engines.using_constants(constants):
+            # A serving source's rows get the per-request time fitted to the other sources' serving rows.
+            overhead = (
+                fit_request_overhead(rest, predictor) if any(r.group == "serving" for r in held) else None
+            )
+            for r in held:
+                out[r.id] = predictor.compare(r, profiles, overhead)
 
 
 @dataclass(frozen=True, slots=True)

@@ -123,9 +123,11 @@ def markdown(
         "",
         "## Out of sample (leave one source out)",
         "",
-        "For each source, the engine profiles' efficiency factors are refitted on the scored rows of all *other* "
-        "sources (starting from the profile class defaults, not from the shipped values), and that source's rows "
-        "are predicted. This is the figure to trust for work the estimator has never seen.",
+        "For each source, the engine profiles' efficiency factors and the speed model's fitted global constants "
+        "(per-generation bandwidth ceilings, exposed host time, small-kernel time, KV-read factor, GEMM half sizes; "
+        "`harness.FIT_GLOBALS`) are refitted on the scored rows of all *other* sources (starting from the "
+        "documented priors, not from the shipped values), and that source's rows are predicted. This is the figure "
+        "to trust for work the estimator has never seen.",
         "",
         *stats_table(oos),
         "",
@@ -212,7 +214,7 @@ def markdown(
 
 FORMAT_DOC = """## Data format (`tests/data/validation/`)
 
-Both files are UTF-8 CSV whose first line is `# ...; schema_version=1`.
+The files are UTF-8 CSV whose first line is `# ...; schema_version=1`.
 
 `sources.csv`: `source_id` (short, unique), `title`, `citation` (URL, or repository + path + commit, and the
 table or section), `kind` (paper, model card, framework table, framework docs, benchmark repository, blog,
@@ -250,6 +252,10 @@ discussion, own measurement), `date_read` (YYYY-MM-DD), `notes`.
   and `recompute` (`none`, `selective`, `full`);
 - scoring: `scored` (`yes`/`no`), `why` (required when unscored), `assumptions` (every value chosen where the
   source is silent).
+
+`rescored.csv` (optional): later decisions to score a row or not, so that `measurements.csv` only grows: `id`
+(a row of `measurements.csv`), `scored` (`yes`/`no`), `why` (required), `date_decided`. The last decision for a row
+wins over its own `scored` and `why` cells.
 
 Engines the core has no profile for (ExLlamaV2, AutoAWQ, torchtune, torchtitan, ...) keep their name in `engine`;
 the scenario uses the profile whose physics is nearest (`ENGINE_FALLBACK` in `gpuadvisor/validation/data.py`) and

@@ -69,6 +69,19 @@ INFERENCE_PARALLELISMS = ("ddp", "tensor", "pipeline")
 CHUNKED_LOSS_ENGINES = ("torchtune",)
 #: Inference engines whose prefill returns the logits of every prompt position (a Hugging Face forward).
 FULL_LOGIT_ENGINES = ("transformers", "autoawq")
+#: Inference engines that load a checkpoint and then fuse its q, k and v projections into one new
+#: tensor while the originals stay referenced until every layer is done (AutoAWQ ``fuse_layers``:
+#: ``LlamaFuser`` keeps the list of original attention modules while ``_fuse_qkv`` concatenates
+#: qweight/qzeros/scales; casper-hansen/AutoAWQ awq/models/llama.py, commit 0091f1e), so the load
+#: peaks at the weights plus a second copy of every layer's q/k/v.
+QKV_COPY_ENGINES = ("autoawq",)
+#: Inference engines whose layer-by-layer split over GPUs balances bytes, not layer counts
+#: (Hugging Face Transformers with accelerate's ``device_map="auto"``: ``infer_auto_device_map``
+#: with the ``balanced`` strategy of ``get_balanced_memory``).
+BALANCED_PIPELINE_ENGINES = ("transformers",)
+#: Model families whose checkpoints already hold q, k and v as one projection (MPT ``Wqkv``, Falcon
+#: ``query_key_value``, Phi-3/Phi-4 ``qkv_proj``, GPT-2/StarCoder ``c_attn``): nothing is copied.
+FUSED_QKV_FAMILIES = ("MPT", "Falcon", "Phi-3", "Phi-4", "GPT-2", "StarCoder")
 #: Training engines whose layers run fused kernels (Transformer Engine); the others run eager modules.
 FUSED_ACTIVATION_ENGINES = ("megatron",)
 
@@ -323,6 +336,13 @@ class MemoryModel:
         kv_elem = w.kv_bytes_per_element
         self.kv_bytes_per_token_layer = m.kv_elements_per_token_layer * kv_elem if m.has_kv_cache else 0.0
         self.inference_transient_per_token = a * (2 * h + d_q + 2 * d_kv + 3 * i * k_exp)
+        # Load peak of engines that fuse q/k/v into a copy (see QKV_COPY_ENGINES): the run's peak is
+        # the larger of it and the inference peak.
+        self.qkv_copy_bytes = 0.0
+        if not self.training and w.engine in QKV_COPY_ENGINES and m.family not in FUSED_QKV_FAMILIES:
+            shapes = m.attention_shapes()
+            qkv = sum(a_ * b_ for name, (a_, b_) in shapes.items() if name in ("q_proj", "k_proj", "v_proj"))
+            self.qkv_copy_bytes = self.layers * qkv * self.block_bytes_per_weight
 
     def cached(self, name: str, compute: Callable[[], Any]) -> Any:
         """A value derived from the model and workload alone, computed once (speed model helpers)."""
@@ -425,6 +445,11 @@ class MemoryModel:
             ) / c.total
             if self.workload.uses_adapters:
                 state_share = block_share / t  # LoRA adapters live only in the blocks
+            if not self.training and w.engine in BALANCED_PIPELINE_ENGINES:
+                # accelerate's device_map="auto" fills the GPUs to balanced byte counts, whole layers
+                # at a time, so the GPU with the embedding holds fewer layers than the others.
+                total = self.block_weight_bytes + self.embedding_bytes + self.head_bytes + self.norm_bytes
+                weights = min(weights, (total / p + self.block_weight_bytes / L) / t)
         else:
             weights = (
                 self.block_weight_bytes * block_mult + self.embedding_bytes + self.head_bytes
@@ -526,6 +551,8 @@ class MemoryModel:
                 * self.kv_bytes_per_token_layer
                 * kv_heads_share
             )
+            # A load that copies q/k/v peaks above a short run: the peak is the larger of the two.
+            act = max(act, self.qkv_copy_bytes / (t * p) - kv)
             share = self.gpu_layer_share
             if share < 1.0:
                 # llama.cpp -ngl: the first layers, the embedding and the output head stay in host RAM

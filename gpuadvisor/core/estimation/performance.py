@@ -5,9 +5,10 @@ provenance); ``docs/estimation.md`` writes each formula out with its sources.
 
 Inference (Pope et al. 2022, "Efficiently Scaling Transformer Inference")::
 
-    decode step = max(GPU time, host launch time)
+    decode step = max(GPU time, host time) + s_host min(GPU time, host time)
     GPU time    = max(t_mem, t_comp) + L k t_gpu (+ tensor-parallel all-reduces)
     t_mem       = W_blocks / (BW e_bw g_family) + W_other / (BW e_bw) + KV / (BW e_bw f_kv)
+                  (W without the untied input embedding; BW e_bw at most 95% of the datasheet)
     t_comp      = B (2 N_active + 4 L d_q c) / (P e(B)),   e(T) = ceiling T / (T + T_half)
     host time   = L t_layer (0 with CUDA graphs)
     prefill(T)  = max(FLOPs / (P e(T)), weight stream, host time) + L k t_gpu
@@ -46,6 +47,7 @@ from ..specs.engines import (
     KernelFamily,
     LlamaCppModel,
     SpeedConstants,
+    active_constants,
     kernel_family,
 )
 from ..specs.hardware import GpuSpec
@@ -54,6 +56,9 @@ from ..specs.quant_types import is_gguf_type
 from ..specs.workload import Workload, is_quantized_weights
 from .memory import MemoryModel
 
+#: Most of the datasheet memory bandwidth that a streaming kernel reaches (read-bandwidth
+#: microbenchmarks top out near 90-95% of the datasheet figure on HBM and GDDR parts alike).
+STREAM_CAP = 0.95
 #: Share of data-parallel traffic that overlap can hide at most: the rest (the last bucket, the
 #: first gather, synchronisation) stays exposed even when compute is long.
 DP_OVERLAP = 0.9
@@ -261,7 +266,7 @@ def inference_performance(
             gpus_per_node=gpus_per_node,
             replicas=replicas,
         )
-    k = constants or FITTED
+    k = constants or active_constants()
     m, w = mm.model, mm.workload
     prec, peak, notes = _precision(gpu, w.weights)
     n = gpu_count
@@ -285,9 +290,12 @@ def inference_performance(
 
     # Weight bytes read per decode step: with MoE only the experts some token of the batch uses.
     unused = unused_expert_bytes(mm, b)
-    weights = mm.weight_bytes - unused
+    # The input embedding is a lookup (one row per token), not a stream; a tied table is read
+    # whole as the output head, an untied one not at all.
+    weights = mm.weight_bytes - unused - (mm.embedding_bytes if mm.head_bytes else 0.0)
     block_weights = mm.block_weight_bytes - unused
-    stream = t * bw * e_bw
+    # Bandwidth ceiling x engine efficiency, at most what streaming kernels reach on any GPU.
+    stream = t * min(bw * e_bw, gpu.memory_bandwidth_gb_s * 1e9 * STREAM_CAP)
     if family is None:
         gemv_bytes = gemm_bytes = weights
     else:
@@ -329,7 +337,7 @@ def inference_performance(
     if p > 1:
         t_comm += (p - 1) * PCIE_LATENCY_S
     t_gpu = max(t_mem, t_comp) + t_gpu_fixed + t_comm
-    step = max(t_gpu, t_cpu)
+    step = max(t_gpu, t_cpu) + k.host_exposed_share * min(t_gpu, t_cpu)
     bound = max(
         (t_mem, "memory"), (t_comp, "compute"), (t_gpu_fixed + t_comm, "overhead"), (t_cpu, "overhead")
     )[1]
@@ -566,7 +574,7 @@ def training_prelude(
     if mfu:
         base_mfu = mfu
     else:
-        seconds, parts = training_token_time(mm, gpu, engine, constants or FITTED)
+        seconds, parts = training_token_time(mm, gpu, engine, constants or active_constants())
         base_mfu = flops_token / (peak * 1e12 * seconds)
         if parts["dequantization"] > 0.15 * seconds:
             notes.append(
@@ -626,7 +634,7 @@ def training_performance(
             tokens_step = w.batch_size * w.seq_len * n
             if not mfu:
                 # Each rank multiplies h / n wide matrices, which run further from the GEMM ceiling.
-                half = (constants or FITTED).gemm_width_half
+                half = (constants or active_constants()).gemm_width_half
                 h = m.hidden_size
                 compute *= (h / (h + half)) / ((h / n) / (h / n + half))
         elif parallelism == "pipeline":

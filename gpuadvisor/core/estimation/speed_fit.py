@@ -71,6 +71,7 @@ def _speed_parameters(
         out.append(("global", "cpu_kernel_s:python", (2e-6, 80e-6)))
     if any(constants.engines[e].kind == "inference" for e in engines if e in constants.engines):
         out.append(("global", "gpu_kernel_s", (0.3e-6, 10e-6)))
+        out.append(("global", "host_exposed_share", (0.02, 1.0)))
     if any(constants.engines[e].kind == "training" for e in engines if e in constants.engines):
         out.append(("global", "attention_efficiency", (0.15, 0.9)))
         out.append(("global", "gemm_width_half", (32.0, 2048.0)))
@@ -209,41 +210,52 @@ def _priors() -> SpeedConstants:
     return PRIORS
 
 
-def _quantile(values: Sequence[float], q: float) -> float:
-    v = sorted(values)
-    if not v:
-        return float("nan")
-    pos = q * (len(v) - 1)
-    i = int(math.floor(pos))
-    j = min(i + 1, len(v) - 1)
-    return v[i] + (v[j] - v[i]) * (pos - i)
-
-
 def spread_from_ratios(
     ratios: Sequence[float], low_quantile: float, high_quantile: float, floor: float = 0.1
 ) -> tuple[float, float]:
     """(spread_low, spread_high) whose range holds the ``low_quantile`` .. ``high_quantile`` share of
-    ``ratios`` (measured / estimate): ``1 - q_low`` and ``q_high - 1``, each at least ``floor``."""
-    low = max(floor, 1.0 - _quantile(ratios, low_quantile))
-    high = max(floor, _quantile(ratios, high_quantile) - 1.0)
+    ``ratios`` (measured / estimate) for new work: ``1 - r_low`` and ``r_high - 1``, each at least
+    ``floor``.
+
+    ``r_low`` and ``r_high`` are the split-conformal order statistics of the ``n`` held-out ratios
+    (Vovk et al. 2005; Lei et al. 2018): the ``floor((n + 1) q_low)``-th and the
+    ``ceil((n + 1) q_high)``-th smallest (the extremes when ``n`` is too small). Unlike the
+    interpolated sample quantile, this keeps the share of a new ratio inside the range at least
+    ``q_high - q_low`` when new work errs as the held-out work did."""
+    v = sorted(r for r in ratios if math.isfinite(r))
+    if not v:
+        return floor, floor
+    n = len(v)
+    lo_rank = max(1, math.floor((n + 1) * low_quantile))
+    hi_rank = min(n, math.ceil((n + 1) * high_quantile))
+    low = max(floor, 1.0 - v[lo_rank - 1])
+    high = max(floor, v[hi_rank - 1] - 1.0)
     return min(round(low, 2), 0.9), round(high, 2)
 
 
 def engine_spreads(
     ratios_by_engine: Mapping[str, Sequence[float]],
     kinds: Mapping[str, str],
-    low_quantile: float = 0.07,
-    high_quantile: float = 0.93,
+    low_quantile: float = 0.1,
+    high_quantile: float = 0.9,
     min_rows: int = 15,
     floor: float = 0.1,
 ) -> dict[str, tuple[float, float]]:
     """Each engine's (spread_low, spread_high) from held-out ratios measured / estimate.
 
     An engine with at least ``min_rows`` ratios gets its own quantiles; the others get the quantiles
-    of all ratios of their kind (``kinds`` maps engine id to "inference" or "training")."""
+    of the pooled ratios of the engines of their kind that have fewer (``kinds`` maps engine id to
+    "inference" or "training"), so that the pooled range describes the engines it is used for; a kind
+    whose engines all have their own gets the quantiles of all its ratios."""
     pooled: dict[str, list[float]] = {}
+    everything: dict[str, list[float]] = {}
     for eid, ratios in ratios_by_engine.items():
-        pooled.setdefault(kinds.get(eid, ""), []).extend(r for r in ratios if math.isfinite(r))
+        finite = [r for r in ratios if math.isfinite(r)]
+        everything.setdefault(kinds.get(eid, ""), []).extend(finite)
+        if len(finite) < min_rows:
+            pooled.setdefault(kinds.get(eid, ""), []).extend(finite)
+    for kind, ratios in everything.items():
+        pooled.setdefault(kind, ratios)
     out: dict[str, tuple[float, float]] = {}
     for eid, kind in kinds.items():
         own = [r for r in ratios_by_engine.get(eid, ()) if math.isfinite(r)]

@@ -97,6 +97,12 @@ def bytes_per_element(precision: str) -> float:
     return _BYTES[precision]
 
 
+#: (engine, checkpoint format) -> the kernel family that engine runs it with, where the engine has
+#: its own kernels for another project's format: ExLlamaV2 loads GPTQ checkpoints into its own
+#: ``QMatrix`` kernels (turboderp/exllamav2 README: "supports the same 4-bit GPTQ models as V1").
+ENGINE_KERNELS: dict[tuple[str, str], str] = {("exllamav2", "gptq"): "exllama"}
+
+
 def default_quantization(weights: str, engine: str | None, kind: str) -> str | None:
     """The kernel family that runs ``weights`` on ``engine`` when the scenario does not say.
 
@@ -387,7 +393,7 @@ class Workload:
         if self.weights in ("fp32", "bf16", "fp16"):
             return None  # a 16/32-bit GGUF file runs the plain half-precision kernels
         if self.quantization is not None:
-            return self.quantization
+            return ENGINE_KERNELS.get((self.engine or "", self.quantization), self.quantization)
         return default_quantization(self.weights, self.engine, self.kind)
 
     @property
