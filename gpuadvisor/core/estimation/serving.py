@@ -60,7 +60,7 @@ from dataclasses import replace
 from typing import Any, NamedTuple
 
 from ..formats.scenario import Budget
-from ..specs.engines import FITTED, EngineProfile, kernel_family
+from ..specs.engines import FITTED, EngineProfile, SpeedConstants, active_constants, kernel_family
 from ..specs.hardware import GpuSpec
 from ..specs.serving import ServingSpec, batching_for
 from ..specs.workload import Workload
@@ -69,6 +69,7 @@ from .cost import HOURS_PER_MONTH, BuyVsRent
 from .memory import MemoryModel
 from .performance import (
     PCIE_LATENCY_S,
+    STREAM_CAP,
     PerformanceEstimate,
     Range,
     compute_precision,
@@ -255,7 +256,8 @@ class DecodeStep:
 
         t_mem(b)  = bytes(b) / stream + b kv / (stream f_kv)
         t_comp(b) = F (b + T_half) / (t peak ceiling g)     the GEMM efficiency b / (b + T_half)
-        step(b)   = max(max(t_mem, t_comp) + fixed + comm(b), t_cpu)
+        t_gpu(b)  = max(t_mem, t_comp) + fixed + comm(b)
+        step(b)   = max(t_gpu, t_cpu) + h min(t_gpu, t_cpu)   h: the exposed share of host launches
 
     The coefficients are read once per layout, so a whole curve costs a few multiplications per
     concurrency instead of one roofline evaluation per batch. :meth:`raw` equals the roofline's
@@ -269,7 +271,7 @@ class DecodeStep:
     __slots__ = (
         "stream", "kv_s", "other", "block", "bbpw", "family", "gemv_max", "comp_gemv", "comp_gemm",
         "t_half", "fixed", "comm0", "comm1", "t_cpu", "expert", "keep", "chunk", "ceiling",
-        "prefill_flops", "prefill_peak",
+        "prefill_flops", "prefill_peak", "exposed",
     )  # fmt: skip
 
     def __init__(
@@ -283,9 +285,13 @@ class DecodeStep:
         prefill_mfu: float | None = None,
         gpus_per_node: int = 8,
     ) -> None:
-        k = FITTED
+        k = active_constants()
         m, w = mm.model, mm.workload
-        family, n_mm, L, d_q, linears, graphs = mm.cached("serving_decode_shape", lambda: _decode_shape(mm))
+        if k is FITTED:
+            shape = mm.cached("serving_decode_shape", lambda: _decode_shape(mm, k))
+        else:
+            shape = _decode_shape(mm, k)
+        family, n_mm, L, d_q, linears, graphs = shape
         peak = compute_precision(gpu, w.weights)[1]
         t = gpu_count if parallelism == "tensor" else 1
         p = gpu_count if parallelism == "pipeline" else 1
@@ -295,7 +301,11 @@ class DecodeStep:
             * k.gemm_ceiling.get(gpu.architecture, 0.75)
             / k.gemm_ceiling["ampere"]
         )
-        self.stream = stream = t * bw * (bw_eff or engine.bandwidth_efficiency)
+        # Bandwidth ceiling x engine efficiency, at most what streaming kernels reach on any GPU.
+        self.stream = stream = t * min(
+            bw * (bw_eff or engine.bandwidth_efficiency), gpu.memory_bandwidth_gb_s * 1e9 * STREAM_CAP
+        )
+        self.exposed = k.host_exposed_share
         c_mean = w.prompt_tokens + w.output_tokens / 2
         self.kv_s = (
             mm.kv_tokens_per_layer(int(c_mean))
@@ -303,7 +313,8 @@ class DecodeStep:
             * mm.kv_bytes_per_token_layer
             / (stream * k.kv_bandwidth_factor)
         )
-        self.other = mm.weight_bytes - mm.block_weight_bytes
+        # The input embedding is a lookup, not a stream (a tied table is read whole as the head).
+        self.other = mm.weight_bytes - mm.block_weight_bytes - (mm.embedding_bytes if mm.head_bytes else 0.0)
         self.block = mm.block_weight_bytes
         self.bbpw = max(mm.block_bytes_per_weight, 1e-9)
         self.family = family
@@ -367,10 +378,14 @@ class DecodeStep:
         fixed = self.fixed + self.comm0 + self.comm1 * b
         return float(max(comp, passes * read / self.stream, passes * self.t_cpu) + passes * fixed)
 
+    def _step(self, t_gpu: float, t_cpu: float) -> float:
+        """The longer of the GPU's and the host's time, plus the exposed share of the shorter."""
+        return max(t_gpu, t_cpu) + self.exposed * min(t_gpu, t_cpu)
+
     def raw(self, b: float) -> float:
         """The roofline's decode step at batch ``b`` (no padding)."""
         t_mem, t_comp, fixed, t_cpu = self.terms(b)
-        return max(max(t_mem, t_comp) + fixed, t_cpu)
+        return self._step(max(t_mem, t_comp) + fixed, t_cpu)
 
     def bound(self, b: float) -> str:
         """What bounds the step at batch ``b``, in the roofline's words."""
@@ -388,11 +403,15 @@ class DecodeStep:
         comp = self.comp_gemm if self.family is not None else self.comp_gemv
         # Each piece a + s b <= target (the step is the largest of them); a piece without slope
         # bounds nothing or everything.
-        pieces = (
-            (t_mem0 - b0 * self.kv_s + fixed0 - b0 * self.comm1, self.kv_s + self.comm1 + per_seq_s),
-            (comp * self.t_half + fixed0 - b0 * self.comm1, comp + self.comm1 + per_seq_s),
-            (t_cpu, per_seq_s),
+        # The GPU's pieces g = a + s b; the step is max(g + h t_cpu, t_cpu + h g) over them (both
+        # rise with g), so every piece is affine in b.
+        gpu_pieces = (
+            (t_mem0 - b0 * self.kv_s + fixed0 - b0 * self.comm1, self.kv_s + self.comm1),
+            (comp * self.t_half + fixed0 - b0 * self.comm1, comp + self.comm1),
         )
+        h = self.exposed
+        pieces = [(a + h * t_cpu, s + per_seq_s) for a, s in gpu_pieces]
+        pieces += [(t_cpu + h * a, h * s + per_seq_s) for a, s in gpu_pieces]
         best = float(top)
         for a, slope in pieces:
             if slope > 0:
@@ -410,14 +429,14 @@ class DecodeStep:
         if b <= self.gemv_max and self.family is not None:
             return min(self.raw(b), self.raw(self.gemv_max + 1))
         t_mem, t_comp, fixed, t_cpu = self.terms(b)
-        return max(max(t_mem, t_comp) + fixed, t_cpu)
+        return self._step(max(t_mem, t_comp) + fixed, t_cpu)
 
 
-def _decode_shape(mm: MemoryModel) -> tuple[Any, float, int, int, int, bool]:
+def _decode_shape(mm: MemoryModel, k: SpeedConstants) -> tuple[Any, float, int, int, int, bool]:
     """(kernel family, matmul parameters, layers, d_q, linears per layer, CUDA graphs) of a workload."""
     m, w = mm.model, mm.workload
     return (
-        kernel_family(w.quantization_family, w.weights, FITTED),
+        kernel_family(w.quantization_family, w.weights, k),
         matmul_params(m),
         m.num_layers,
         m.q_dim,

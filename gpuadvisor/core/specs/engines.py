@@ -514,14 +514,14 @@ _FITTED_ENGINES: dict[str, _EngineFit] = {
     "tensorrt-llm": dict(
         prefill_mfu=0.52,
         layer_overhead_s=34e-6,
-        spread_low=0.52,
-        spread_high=0.28,
+        spread_low=0.49,
+        spread_high=0.29,
         calibrated_on="16 rows: INF-01..10, H200-01..07, F180-01/05, TRTB-01..04",
     ),
     "vllm": dict(
         prefill_mfu=0.37,
-        spread_low=0.40,
-        spread_high=0.44,
+        spread_low=0.35,
+        spread_high=0.61,
         calibrated_on="10 rows: MI300-01..10 (MI300X only)",
     ),
     "llama.cpp": dict(
@@ -530,72 +530,72 @@ _FITTED_ENGINES: dict[str, _EngineFit] = {
         layer_overhead_s=130e-6,
         layer_overhead_by_arch=(("apple", 1.39), ("cuda_graphs", 0.28)),
         prefill_mfu_by_arch=(("apple", 1.01), ("int8", 0.25)),
-        spread_low=0.34,
-        spread_high=0.36,
+        spread_low=0.33,
+        spread_high=0.26,
         calibrated_on="148 rows: INF-12, INF-15, LCPP-01..148 (llama.cpp discussions #4167 and #15013, "
         "PR #4766, GPU-Benchmarks-on-LLM-Inference)",
     ),
     "mlc-llm": dict(
-        spread_low=0.40,
-        spread_high=0.44,
+        spread_low=0.35,
+        spread_high=0.61,
         calibrated_on="1 row: INF-18 (decode only; prefill is the prior)",
     ),
     "transformers": dict(
         prefill_mfu=0.38,
         layer_overhead_s=770e-6,
-        spread_low=0.47,
-        spread_high=0.25,
+        spread_low=0.48,
+        spread_high=0.17,
         calibrated_on="16 rows: INF-21, INT8-01..08, LIT-16..34",
     ),
     "megatron": dict(
         mfu=0.71,
-        spread_low=0.25,
-        spread_high=0.25,
+        spread_low=0.28,
+        spread_high=0.65,
         calibrated_on="6 rows: TRN-01, TRN-03, TRN-12, TRN-18, MEG1-01, MEG1-02",
     ),
     "fsdp": dict(
         mfu=0.85,
-        spread_low=0.33,
-        spread_high=0.23,
+        spread_low=0.23,
+        spread_high=0.20,
         calibrated_on="28 rows: TRN-20, TRN-24, TRN-26, LF-01..19, TT-01..06",
     ),
     "deepspeed": dict(
-        spread_low=0.26,
-        spread_high=0.21,
-        calibrated_on="assumed: the FSDP prior and range (eager PyTorch modules under ZeRO)",
+        spread_low=0.28,
+        spread_high=0.65,
+        calibrated_on="assumed: the FSDP prior (eager PyTorch modules under ZeRO); the pooled training range",
     ),
     "hf-trainer": dict(
-        spread_low=0.25,
-        spread_high=0.25,
+        spread_low=0.28,
+        spread_high=0.65,
         calibrated_on="assumed: prior (eager modules; no Trainer throughput row in the data)",
     ),
     "sglang": dict(
-        spread_low=0.40, spread_high=0.44, calibrated_on="assumed: prior (vLLM-like: CUDA graphs)"
+        spread_low=0.35, spread_high=0.61, calibrated_on="assumed: prior (vLLM-like: CUDA graphs)"
     ),
     "autoawq": dict(
         layer_overhead_s=67e-6,
-        spread_low=0.40,
-        spread_high=0.44,
+        spread_low=0.35,
+        spread_high=0.61,
         calibrated_on="14 rows: AWQ-01..37 decode (one source)",
     ),
     "exllamav2": dict(
         layer_overhead_s=34e-6,
-        spread_low=0.40,
-        spread_high=0.44,
+        spread_low=0.35,
+        spread_high=0.61,
         calibrated_on="5 rows: EXL-01..07 (one source)",
     ),
     "torchtune": dict(
-        spread_low=0.25,
-        spread_high=0.25,
+        spread_low=0.28,
+        spread_high=0.65,
         calibrated_on="assumed: prior (the README's speed rows are unscored: checkpointing not stated)",
     ),
 }
 #: How the 80% ranges above were set (scripts/fit_spreads.py): split-conformal 10% and 90% order
 #: statistics (the floor((n+1) 0.1)-th and ceil((n+1) 0.9)-th of n ratios; Vovk et al. 2005, Lei et
 #: al. 2018) of measured / estimate over the leave-one-source-out residuals of tests/data/validation
-#: (2026-12-01), per engine with at least 15 speed rows (TensorRT-LLM, Transformers, FSDP), else
-#: pooled over the engines of the same kind with fewer rows (inference 0.60-1.44, training
-#: 0.75-1.25); each side at least 10%.
+#: (2026-12-01), per engine with at least 15 speed rows (TensorRT-LLM, Transformers, llama.cpp, FSDP), else
+#: pooled over the engines of the same kind with fewer rows (inference 0.65-1.61, training
+#: 0.72-1.65); each side at least 10%.
 SPREAD_PROVENANCE = (
     "split-conformal 10%/90% order statistics of leave-one-source-out residuals, tests/data/validation, "
     "2026-12-01"
