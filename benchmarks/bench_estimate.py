@@ -102,9 +102,22 @@ def main() -> None:
         workload=Workload(kind="pretrain", seq_len=32768, global_batch_size=2048),
         hardware=Hardware(gpu="h100-sxm", gpu_count_max=4096),
     )
+    # The whole catalog, no GPU chosen, searched up to 1,024 GPUs (aim: about 2 s).
+    catalog_70b = Scenario(
+        model=ModelSource(preset="llama-3.1-70b"),
+        workload=Workload(kind="pretrain", seq_len=8192, global_batch_size=2048),
+        hardware=Hardware(gpu_count_max=1024),
+    )
+    catalog_moe = Scenario(
+        model=ModelSource(preset="mixtral-8x22b"),
+        workload=Workload(kind="pretrain", seq_len=32768, global_batch_size=2048),
+        hardware=Hardware(gpu_count_max=1024),
+    )
     for name, sc in (
         ("405B pretrain, H100, layout search up to 4,096 GPUs", search),
         ("Mixtral 8x22B pretrain 32k (TP/PP/CP/EP), H100, to 4,096", moe),
+        ("70B pretrain, whole catalog, layout search up to 1,024", catalog_70b),
+        ("Mixtral 8x22B pretrain 32k, whole catalog, to 1,024", catalog_moe),
     ):
         est = estimate(sc, gpus, models)
         med, p90 = timeit(lambda sc=sc: estimate(sc, gpus, models), repeat=10)

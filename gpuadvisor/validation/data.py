@@ -44,6 +44,8 @@ QUANTITIES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "train_tokens_per_s": (("training_speed",), ("tokens/s",)),
     "train_tflops_per_gpu": (("training_speed",), ("TFLOP/s",)),
     "train_mfu": (("training_speed",), ("%",)),
+    # Hardware FLOPs utilization: the recomputed FLOPs counted (Korthikanti et al. 2022, section 6).
+    "train_hfu": (("training_speed",), ("%",)),
     "train_gpu_hours": (("training_speed",), ("GPU-hours",)),
     "train_step_time_s": (("training_speed",), ("s",)),
     # Serving benchmarks at a stated concurrency (closed loop: each client sends its next request

@@ -387,7 +387,8 @@ def speed_value(row: Row, perf, sc: Scenario) -> float | None:
         return perf.tokens_per_s.expected
     if q == "train_tflops_per_gpu":
         return perf.mfu * perf.peak_tflops if perf.mfu else None
-    if q == "train_mfu":
+    if q in ("train_mfu", "train_hfu"):
+        # The estimate's MFU counts the FLOPs the GPU runs, recomputation included.
         return perf.mfu * 100.0 if perf.mfu else None
     if q == "train_step_time_s":
         global_batch = float(row.fact("global_batch") or w.batch_size * n)

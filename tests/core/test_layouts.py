@@ -15,6 +15,8 @@ from gpuadvisor.core.estimation.layout import Layout, explicit_layout, gpu_count
 from gpuadvisor.core.estimation.memory import MemoryModel
 from gpuadvisor.core.estimation.performance import training_prelude
 from gpuadvisor.core.formats.scenario import (
+    ModelSource,
+    Scenario,
     dumps_scenario,
     loads_scenario,
     scenario_from_dict,
@@ -594,3 +596,67 @@ def test_cli_text_names_the_layout_and_json_has_it(tmp_path, capsys):
     cand = json.loads(capsys.readouterr().out)["candidates"][0]
     assert cand["layout"]["data_parallel"] == 2 and cand["memory_stage"] == "first"
     assert cand["layout_name"] == "TP8 SP · PP4 · DP2 · selective recompute"
+
+
+def _kept_by_pricing_everything(model, workload, gpu, n, cap_gib=None):
+    """The searched layouts of ``gpu`` at ``n`` GPUs that the search keeps, found the slow way:
+    every layout priced, the siblings that recompute more dropped once a lighter one fits."""
+    mm = MemoryModel(model, workload)
+    engine = engine_for(workload.engine, workload.kind)
+    prelude = training_prelude(mm, gpu, engine, None)
+    cap = (cap_gib or gpu.memory_gib_usable) * GIB
+    fitting, lighter_fits = [], set()
+    for lay in searched_layouts(model, workload, Hardware(), n):
+        sibling = lay._replace(recompute="none")
+        if sibling in lighter_fits:
+            continue
+        bd = mm.breakdown(n, lay.parallelism, layout=lay)
+        if bd.device_total <= cap:
+            lighter_fits.add(sibling)
+            perf = layout_training_performance(mm, gpu, lay, engine, prelude=prelude)
+            fitting.append((-round(perf.tokens_per_s.expected, 6), bd.device_total, lay))
+    return [lay for _, _, lay in sorted(fitting, key=lambda r: (r[0], r[1]))[:3]]
+
+
+@pytest.mark.parametrize(
+    ("preset", "seq_len", "gpu_id"),
+    [
+        ("llama-3.1-70b", 8192, "h100-sxm"),
+        ("mixtral-8x22b", 32768, "a100-80gb"),
+        ("llama-3.1-405b", 8192, "b200"),
+    ],
+)
+def test_the_pruned_search_keeps_what_pricing_every_layout_keeps(cats, preset, seq_len, gpu_id):
+    gpus, models = cats
+    workload = Workload(kind="pretrain", seq_len=seq_len, global_batch_size=1024)
+    est = estimate(
+        Scenario(
+            model=ModelSource(preset=preset),
+            workload=workload,
+            hardware=Hardware(gpu=gpu_id, gpu_count_max=256),
+        ),
+        gpus,
+        models,
+    )
+    gpu = next(g for g in gpus if g.id == gpu_id)
+    kept = 0
+    for n in (16, 64, 256):
+        shown = [c.layout for c in est.candidates if c.gpu_count == n and c.fits]
+        assert shown == _kept_by_pricing_everything(models.get(preset), workload, gpu, n)
+        kept += len(shown)
+    assert kept >= 3  # the comparison is not between two empty lists
+
+
+def test_the_speed_ceiling_bounds_every_searched_layout(cats):
+    from gpuadvisor.core.estimation.communication import speed_ceiling
+
+    gpus, models = cats
+    model = models.get("mixtral-8x22b")
+    workload = Workload(kind="pretrain", seq_len=32768, global_batch_size=512)
+    mm = MemoryModel(model, workload)
+    engine = engine_for(workload.engine, workload.kind)
+    for gpu in (g for g in gpus if g.id in ("h100-sxm", "rtx-4090", "mi300x")):
+        prelude = training_prelude(mm, gpu, engine, None)
+        for lay in searched_layouts(model, workload, Hardware(), 128):
+            perf = layout_training_performance(mm, gpu, lay, engine, prelude=prelude)
+            assert perf.tokens_per_s.expected <= speed_ceiling(mm, lay, prelude) * (1 + 1e-12)

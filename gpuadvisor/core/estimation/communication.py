@@ -105,6 +105,46 @@ def tp_width_slowdown(m: ModelSpec, t: int, half: float) -> float:
     return split / whole
 
 
+def run_flops(mm: MemoryModel, layout: Layout, flops_token: float) -> tuple[float, float, float]:
+    """(forward FLOPs, attention-core forward FLOPs, FLOPs run) per token under ``layout``'s
+    recomputation: the prelude's FLOPs count recomputation as gradient_checkpointing says; the
+    layout's recomputation replaces it (full: one more forward; selective: the attention core's)."""
+    w = mm.workload
+    base_passes = 3.0 if w.trains_base else 2.0  # forward, backward (and weight gradients)
+    forward = flops_token / (base_passes + (1.0 if w.gradient_checkpointing else 0.0))
+    passes = base_passes + (1.0 if layout.recompute == "full" else 0.0)
+    attention_fwd = 2 * mm.model.num_layers * mm.model.q_dim * w.seq_len
+    return (
+        forward,
+        attention_fwd,
+        passes * forward + (attention_fwd if layout.recompute == "selective" else 0.0),
+    )
+
+
+def speed_ceiling(
+    mm: MemoryModel, layout: Layout, prelude: TrainingPrelude, tp_slowdown: float = 1.0
+) -> float:
+    """Tokens/s that :func:`layout_training_performance` can never exceed for ``layout``: its
+    compute alone (recomputation, the TP width slowdown when it applies, the pipeline bubble),
+    every communication and offload term left out (they only add time). The layout search prices
+    layouts from the highest ceiling down and stops once a ceiling falls below the speeds it keeps."""
+    return (
+        layout.gpus
+        * prelude.peak_tflops
+        * 1e12
+        * prelude.mfu
+        / ceiling_work(mm, layout, prelude.flops_per_token, tp_slowdown)
+    )
+
+
+def ceiling_work(mm: MemoryModel, layout: Layout, flops_token: float, tp_slowdown: float = 1.0) -> float:
+    """The GPU-independent part of :func:`speed_ceiling`: FLOPs run per token times the TP width
+    slowdown and the pipeline bubble (the ceiling is ``GPUs x peak x MFU`` over it)."""
+    _, _, flops_run = run_flops(mm, layout, flops_token)
+    bubble = 1 + (layout.pp - 1) / (mm.micro_batches(layout, mm.workload.batch_size) * layout.vpp)
+    return flops_run * tp_slowdown * bubble
+
+
 def layout_training_performance(
     mm: MemoryModel,
     gpu: GpuSpec,
@@ -114,8 +154,10 @@ def layout_training_performance(
     gpus_per_node: int = 8,
     prelude: TrainingPrelude | None = None,
     constants: SpeedConstants | None = None,
+    tp_slowdown: float | None = None,
 ) -> PerformanceEstimate:
-    """Training tokens/s of ``layout`` on ``gpu`` (see the module docstring)."""
+    """Training tokens/s of ``layout`` on ``gpu`` (see the module docstring); ``tp_slowdown`` is
+    :func:`tp_width_slowdown` at the layout's TP when the caller has it already."""
     m, w = mm.model, mm.workload
     k = constants or FITTED
     if prelude is None:
@@ -131,16 +173,10 @@ def layout_training_performance(
     micro = mm.micro_batches(layout, b)
     tokens_step = micro * b * d * s
 
-    # Compute: the prelude's FLOPs count recomputation as gradient_checkpointing says; the layout's
-    # recomputation replaces it.
-    base_passes = 3.0 if w.trains_base else 2.0  # forward, backward (and weight gradients)
-    forward = flops_token / (base_passes + (1.0 if w.gradient_checkpointing else 0.0))
-    passes = base_passes + (1.0 if layout.recompute == "full" else 0.0)
-    attention_fwd = 2 * L * m.q_dim * s
-    flops_run = passes * forward + (attention_fwd if layout.recompute == "selective" else 0.0)
+    forward, attention_fwd, flops_run = run_flops(mm, layout, flops_token)
     compute = tokens_step * flops_run / (n * peak * 1e12 * base_mfu)
     if t > 1 and not mfu:
-        compute *= tp_width_slowdown(m, t, k.gemm_width_half)
+        compute *= tp_width_slowdown(m, t, k.gemm_width_half) if tp_slowdown is None else tp_slowdown
     useful = compute
     if p > 1:
         compute *= 1 + (p - 1) / (micro * v)

@@ -24,7 +24,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..formats.scenario import Scenario
-from ..specs.engines import engine_for
+from ..specs.engines import FITTED, engine_for
 from ..specs.hardware import GpuCatalog
 from ..specs.models import ModelSpec
 from ..specs.presets import ModelCatalog
@@ -33,7 +33,13 @@ from ..specs.workload import RuntimeOverhead
 from ..units import GIB
 from . import advice as _advice
 from . import serving as _serving
-from .communication import is_legacy, layout_training_performance
+from .communication import (
+    ceiling_work,
+    is_legacy,
+    layout_training_performance,
+    speed_ceiling,
+    tp_width_slowdown,
+)
 from .cost import buy_vs_rent, job_cost, job_tokens, price_range
 from .layout import Layout, explicit_layout, gpu_counts, searched_layouts
 from .memory import MemoryBreakdown, MemoryModel, applicable_parallelisms, check_parallelism
@@ -199,10 +205,11 @@ def estimate(
     # Serving engines prefill in chunks, which bounds the transient activations.
     chunk = engine.prefill_chunk_tokens if not w.is_training else None
     mm = MemoryModel(model, w, scenario.overhead, prefill_chunk_tokens=chunk)
-    # (count, layout, breakdown, bytes/GPU, host bytes per node, searched): computed once, shared by every GPU.
+    # (count, layout, breakdown, bytes/GPU, host bytes per node, sibling without recomputation when
+    # searched, else None): computed once, shared by every GPU.
     # The speed group (setups with the same speed model share one computation: DDP and ZeRO-1/2
     # move the same gradient bytes, ZeRO-3 and FSDP the same gathers) is decided here too.
-    setups: list[tuple[int, Layout, MemoryBreakdown, float, float, bool, str, Any]] = []
+    setups: list[tuple[int, Layout, MemoryBreakdown, float, float, Layout | None, str, Any]] = []
     for n in counts:
         layouts, searched = count_layouts(model, scenario, mm, n)
         per_node = min(n, hw.gpus_per_node)
@@ -217,7 +224,9 @@ def estimate(
                 group = (n, SPEED_GROUP.get(par, par))
             else:
                 group = lay
-            setups.append((n, lay, bd, bd.device_total, bd.host * per_node, searched, par, group))
+            # A searched layout carries its sibling without recomputation (see the GPU loop).
+            sibling = lay._replace(recompute="none") if searched else None
+            setups.append((n, lay, bd, bd.device_total, bd.host * per_node, sibling, par, group))
     host_cap = hw.host_memory_gib * GIB if hw.host_memory_gib is not None else None
     eff = scenario.efficiency
     mfu, bw_eff, prefill_mfu = eff.mfu, eff.bandwidth_efficiency, eff.prefill_mfu
@@ -235,6 +244,12 @@ def estimate(
         batch_mms = _serving.batch_models(mm)
         reserve = _serving.reserved_context(w, batching_for(engine.id))
         kv_lines = {(row[0], row[6]): _serving.kv_line(mm, row[0], row[6], reserve) for row in setups}
+    slowdowns: dict[int, float] = {}  # TP width slowdown per TP size (the model's: shared by every GPU)
+    # The searched layouts by count, priced from the highest speed ceiling down: their order and
+    # families do not depend on the GPU, so they are built once (see _search_groups).
+    plan = _search_groups(setups) if speed and training else {}
+    plain_setups = [row for row in setups if row[5] is None] if plan else setups
+    orders: dict[tuple[int, bool], list[tuple[float, int, float]]] = {}
     for gpu in selected:
         # A Mac's GPU is one chip sharing the machine's memory: it is not combined with others
         # unless the scenario asks for a count.
@@ -246,8 +261,8 @@ def estimate(
                 if f.factor_name == "runtime_overhead_gib":
                     # The breakdowns are shared by every GPU: this GPU gets its own copies.
                     gpu_setups = [
-                        (n, lay, bd2, bd2.device_total, host, searched, par, group)
-                        for n, lay, bd, _need, host, searched, par, group in gpu_setups
+                        (n, lay, bd2, bd2.device_total, host, sib, par, group)
+                        for n, lay, bd, _need, host, sib, par, group in gpu_setups
                         for bd2 in (replace(bd, overhead=f.value * GIB),)
                     ]
                 elif f.factor_name == "mfu":
@@ -267,17 +282,22 @@ def estimate(
         prelude = training_prelude(mm, gpu, engine, mfu) if training and speed else None
         same_speed: dict[Any, tuple[Any, ...]] = {}
         searched_rows: dict[int, list[tuple[Any, ...]]] = {}
+        # Searched layouts that fit, priced after the loop from the highest speed ceiling down.
+        pending: dict[int, list[tuple[Any, ...]]] = {}
         faster_fits: set[Layout] = set()  # searched layouts whose less-recomputing sibling fits
-        for n, lay, bd, need, host, searched, par, group in gpu_setups:
+        shared_plan = bool(plan) and gpu_setups is setups  # else each GPU has its own breakdowns
+        for n, lay, bd, need, host, lighter, par, group in plain_setups if shared_plan else gpu_setups:
             fits = need <= cap_bytes
-            if searched:
+            if lighter is not None:
                 # The search lists each layout with recomputation none, selective, full: once one
                 # fits, the ones that recompute more are slower and are not priced.
-                sibling = lay._replace(recompute="none")
-                if sibling in faster_fits:
+                if lighter in faster_fits:
                     continue
                 if fits and (host_cap is None or host <= host_cap):
-                    faster_fits.add(sibling)
+                    faster_fits.add(lighter)
+                    if speed:
+                        pending.setdefault(n, []).append((lay, bd, need, host, par))
+                        continue
             misfit = ""
             if host_cap is not None and host > host_cap:
                 fits = False
@@ -368,10 +388,124 @@ def estimate(
                 par,
                 fleet,
             )
-            if searched:
+            if lighter is not None:
                 searched_rows.setdefault(n, []).append(row)
             else:
                 rows.append(row)
+        if shared_plan:
+            assert prelude is not None
+            use_slow = not mfu
+            for n, (srows, earlier, smallest) in plan.items():
+                found = searched_rows.setdefault(n, [])
+                order = orders.get((n, use_slow))
+                if order is None:
+                    order = orders[(n, use_slow)] = _ceiling_order(mm, srows, prelude, slowdowns, use_slow)
+                ceiling_scale = n * prelude.peak_tflops * 1e12 * prelude.mfu
+                best: list[float] = []  # the SEARCH_KEEP fastest speeds so far
+                if srows[smallest][3] <= cap_bytes:
+
+                    def ok(i: int, srows: list[tuple[Any, ...]] = srows, cap: float = cap_bytes) -> bool:
+                        return srows[i][3] <= cap and (host_cap is None or srows[i][4] <= host_cap)
+
+                    for work, i, slow in order:
+                        if len(best) >= SEARCH_KEEP and ceiling_scale / work < best[-1] * (1 - 1e-9):
+                            break  # no layout left can be faster than the ones kept
+                        if not ok(i) or any(ok(j) for j in earlier[i]):
+                            continue  # does not fit, or a sibling that recomputes less fits
+                        _, lay, bd, need, host, _, par, _ = srows[i]
+                        perf = layout_training_performance(
+                            mm,
+                            gpu,
+                            lay,
+                            engine,
+                            mfu=mfu,
+                            gpus_per_node=hw.gpus_per_node,
+                            prelude=prelude,
+                            tp_slowdown=slow,
+                        )
+                        best = sorted((*best, perf.tokens_per_s.expected), reverse=True)[:SEARCH_KEEP]
+                        cost = job_cost(
+                            w,
+                            scenario.budget,
+                            gpu,
+                            n,
+                            perf.tokens_per_s,
+                            prices=prices,
+                            buy=buy,
+                            tokens=tokens,
+                        )
+                        if perf.notes:
+                            notes.extend(perf.notes)
+                        found.append(
+                            (
+                                gpu,
+                                n,
+                                lay,
+                                bd,
+                                True,
+                                need / cap_bytes,
+                                (cap_bytes - need) / GIB,
+                                perf,
+                                cost,
+                                host,
+                                "",
+                                par,
+                                None,
+                            )
+                        )
+                if not found:  # nothing fits: the layout closest to fitting
+                    _, lay, bd, need, host, _, par, _ = srows[smallest]
+                    misfit = ""
+                    if host_cap is not None and host > host_cap:
+                        misfit = (
+                            f"host memory: needs {host / GIB:,.0f} GiB per node for offloaded state, "
+                            f"{host_cap / GIB:,.0f} GiB available (hardware.host_memory_gib)"
+                        )
+                    found.append(
+                        (
+                            gpu,
+                            n,
+                            lay,
+                            bd,
+                            False,
+                            need / cap_bytes,
+                            (cap_bytes - need) / GIB,
+                            None,
+                            None,
+                            host,
+                            misfit,
+                            par,
+                            None,
+                        )
+                    )
+        for n, fitting in pending.items():
+            assert prelude is not None
+            found = searched_rows.setdefault(n, [])
+            for lay, bd, need, host, par, perf in _price_searched(
+                mm, gpu, fitting, engine, mfu, hw.gpus_per_node, prelude, slowdowns
+            ):
+                cost = job_cost(
+                    w, scenario.budget, gpu, n, perf.tokens_per_s, prices=prices, buy=buy, tokens=tokens
+                )
+                if perf.notes:
+                    notes.extend(perf.notes)
+                found.append(
+                    (
+                        gpu,
+                        n,
+                        lay,
+                        bd,
+                        True,
+                        need / cap_bytes,
+                        (cap_bytes - need) / GIB,
+                        perf,
+                        cost,
+                        host,
+                        "",
+                        par,
+                        None,
+                    )
+                )
         for found in searched_rows.values():
             rows.extend(_prune(found))
     # Pareto frontier and the cheapest candidate that meets the deadline, before building candidates.
@@ -426,6 +560,88 @@ def estimate(
         calibration_fits=tuple(applied),
     )
     return _finish(result, with_advice and speed, gpus, models)
+
+
+def _search_groups(
+    setups: list[tuple[Any, ...]],
+) -> dict[int, tuple[list[tuple[Any, ...]], list[tuple[int, ...]], int]]:
+    """Per GPU count, the searched setups (in the search's order), for each the indices of its
+    siblings that recompute less (listed before it), and the index of the one needing the least
+    memory per GPU (the closest to fitting when none fits)."""
+    by_count: dict[int, list[tuple[Any, ...]]] = {}
+    for row in setups:
+        if row[5] is not None:
+            by_count.setdefault(row[0], []).append(row)
+    out = {}
+    for n, rows in by_count.items():
+        family: dict[Layout, list[int]] = {}
+        earlier = []
+        for i, row in enumerate(rows):
+            members = family.setdefault(row[5], [])
+            earlier.append(tuple(members))
+            members.append(i)
+        smallest = min(range(len(rows)), key=lambda i: rows[i][3])
+        out[n] = (rows, earlier, smallest)
+    return out
+
+
+def _ceiling_order(
+    mm: MemoryModel, rows: list[tuple[Any, ...]], prelude: Any, slowdowns: dict[int, float], use_slow: bool
+) -> list[tuple[float, int, float]]:
+    """``(work, index, TP slowdown)`` of the searched setups ``rows``, the highest speed ceiling
+    (least work, :func:`~.communication.ceiling_work`) first."""
+    out = []
+    for i, row in enumerate(rows):
+        lay = row[1]
+        slow = 1.0
+        if use_slow and lay.tp > 1:
+            slow = slowdowns.get(lay.tp, 0.0)
+            if not slow:
+                slow = slowdowns[lay.tp] = tp_width_slowdown(mm.model, lay.tp, FITTED.gemm_width_half)
+        out.append((ceiling_work(mm, lay, prelude.flops_per_token, slow), i, slow))
+    out.sort(key=lambda r: r[0])
+    return out
+
+
+def _price_searched(
+    mm: MemoryModel,
+    gpu: Any,
+    fitting: list[tuple[Any, ...]],
+    engine: Any,
+    mfu: float | None,
+    gpus_per_node: int,
+    prelude: Any,
+    slowdowns: dict[int, float],
+) -> list[tuple[Any, ...]]:
+    """The searched layouts of one GPU type and count that fit, ``(layout, breakdown, bytes/GPU,
+    host bytes, parallelism)``, with their speed appended: the fastest :data:`SEARCH_KEEP` of them
+    at least (what :func:`_prune` keeps).
+
+    Layouts are priced from the highest :func:`~.communication.speed_ceiling` down; once the next
+    ceiling is below the slowest of the ``SEARCH_KEEP`` fastest speeds found, no layout left can
+    join them and the rest are not priced (branch and bound: the same layouts are kept)."""
+    model = mm.model
+    ranked = []
+    for lay, bd, need, host, par in fitting:
+        t = lay.tp
+        slow = 1.0
+        if t > 1 and not mfu:
+            slow = slowdowns.get(t, 0.0)
+            if not slow:
+                slow = slowdowns[t] = tp_width_slowdown(model, t, FITTED.gemm_width_half)
+        ranked.append((speed_ceiling(mm, lay, prelude, slow), slow, lay, bd, need, host, par))
+    ranked.sort(key=lambda r: -r[0])
+    best: list[float] = []  # the SEARCH_KEEP fastest speeds so far, fastest first
+    out = []
+    for ceiling, slow, lay, bd, need, host, par in ranked:
+        if len(best) >= SEARCH_KEEP and ceiling < best[-1] * (1 - 1e-9):
+            break
+        perf = layout_training_performance(
+            mm, gpu, lay, engine, mfu=mfu, gpus_per_node=gpus_per_node, prelude=prelude, tp_slowdown=slow
+        )
+        best = sorted((*best, perf.tokens_per_s.expected), reverse=True)[:SEARCH_KEEP]
+        out.append((lay, bd, need, host, par, perf))
+    return out
 
 
 def _prune(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
