@@ -549,24 +549,24 @@ _FITTED_ENGINES: dict[str, _EngineFit] = {
     ),
     "megatron": dict(
         mfu=0.71,
-        spread_low=0.28,
-        spread_high=0.65,
+        spread_low=0.54,
+        spread_high=0.46,
         calibrated_on="6 rows: TRN-01, TRN-03, TRN-12, TRN-18, MEG1-01, MEG1-02",
     ),
     "fsdp": dict(
         mfu=0.85,
-        spread_low=0.23,
-        spread_high=0.20,
+        spread_low=0.24,
+        spread_high=0.21,
         calibrated_on="28 rows: TRN-20, TRN-24, TRN-26, LF-01..19, TT-01..06",
     ),
     "deepspeed": dict(
-        spread_low=0.28,
-        spread_high=0.65,
+        spread_low=0.31,
+        spread_high=0.23,
         calibrated_on="assumed: the FSDP prior (eager PyTorch modules under ZeRO); the pooled training range",
     ),
     "hf-trainer": dict(
-        spread_low=0.28,
-        spread_high=0.65,
+        spread_low=0.31,
+        spread_high=0.23,
         calibrated_on="assumed: prior (eager modules; no Trainer throughput row in the data)",
     ),
     "sglang": dict(
@@ -585,17 +585,17 @@ _FITTED_ENGINES: dict[str, _EngineFit] = {
         calibrated_on="5 rows: EXL-01..07 (one source)",
     ),
     "torchtune": dict(
-        spread_low=0.28,
-        spread_high=0.65,
+        spread_low=0.31,
+        spread_high=0.23,
         calibrated_on="assumed: prior (the README's speed rows are unscored: checkpointing not stated)",
     ),
 }
 #: How the 80% ranges above were set (scripts/fit_spreads.py): split-conformal 10% and 90% order
 #: statistics (the floor((n+1) 0.1)-th and ceil((n+1) 0.9)-th of n ratios; Vovk et al. 2005, Lei et
 #: al. 2018) of measured / estimate over the leave-one-source-out residuals of tests/data/validation
-#: (2026-12-01), per engine with at least 15 speed rows (TensorRT-LLM, Transformers, llama.cpp, FSDP), else
+#: (2026-12-01), per engine with at least 15 speed rows (TensorRT-LLM, Transformers, llama.cpp, Megatron, FSDP), else
 #: pooled over the engines of the same kind with fewer rows (inference 0.65-1.61, training
-#: 0.72-1.65); each side at least 10%.
+#: 0.69-1.23); each side at least 10%.
 SPREAD_PROVENANCE = (
     "split-conformal 10%/90% order statistics of leave-one-source-out residuals, tests/data/validation, "
     "2026-12-01"
