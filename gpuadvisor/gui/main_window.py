@@ -207,7 +207,8 @@ class MainWindow(FileActions, ToolWindows, QMainWindow):
     def _on_estimate_changed(self, est: Estimate) -> None:
         self.model_page.show_model(model_line(est))
         self.statusBar().showMessage(
-            f"{len(est.candidates)} setups compared in {self.state.last_compute_ms:.0f} ms"
+            f"{len(est.candidates)} setup{'' if len(est.candidates) == 1 else 's'} compared "
+            f"in {self.state.last_compute_ms:.0f} ms"
         )
 
     def _on_error_changed(self, message: str) -> None:

@@ -1,0 +1,98 @@
+"""What a user sees after common steps, checked on the real window driven as a user drives it:
+the detail panel follows the answer after a file is opened, a laid-out job's name is readable in
+the ranking, the chart legends stay inside their charts on a laptop screen, and the status line
+speaks plain English."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gui_helpers import settle
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QFileDialog
+
+from gpuadvisor.gui.ranking.model import COL_SETUP
+
+ROOT = Path(__file__).resolve().parents[2]
+SERVING_EXAMPLE = ROOT / "docs" / "examples" / "serving-20-replicas.json"
+
+
+def _select_preset(w, preset_id: str) -> None:
+    lst = w.model_page.preset_list
+    for i in range(lst.count()):
+        if lst.item(i).data(Qt.ItemDataRole.UserRole) == preset_id:
+            lst.setCurrentRow(i)
+            return
+    raise AssertionError(preset_id)
+
+
+def test_opening_a_service_shows_its_recommendation_in_the_detail_panel(window, monkeypatch):
+    """The default answer's row is selected; File > Open of a service replaces the rows. The
+    detail panel must describe the new recommendation, not ask the user to pick a row."""
+    w = window
+    assert w.detail.toPlainText().startswith("★ Recommended")
+    monkeypatch.setattr(QFileDialog, "getOpenFileName", lambda *a, **k: (str(SERVING_EXAMPLE), ""))
+    w.open_action.trigger()
+    settle(w)
+    est = w.state.estimate
+    assert est.scenario.workload.serving is not None
+    assert w.state.selected == est.recommended.key
+    text = w.detail.toPlainText()
+    assert "Select a setup" not in text
+    assert text.startswith("★ Recommended")
+    assert est.recommended.gpu.name in text
+    # The ranking marks the same row as selected.
+    assert w.results.ranking.selected_key() == est.recommended.key
+
+
+def test_a_laid_out_job_is_named_in_full_in_the_ranking(window, qtbot):
+    """Choosing TP8 x PP4 with selective recompute by hand: the Setup column shows the whole
+    layout name (it was cut to "64 × TP8 …" after the default scenario had sized the column)."""
+    w = window
+    page = w.workload_page
+    w.page_tabs.setCurrentIndex(1)
+    _select_preset(w, "llama-3.1-70b")
+    w.page_tabs.setCurrentIndex(0)
+    page.kind.setCurrentIndex(page.kind.findData("pretrain"))
+    page.gpu.setCurrentIndex(page.gpu.findData("h100-sxm"))
+    page.count.setCurrentIndex(page.count.findData(64))
+    page.layout_box.setChecked(True)
+    page.tp.setValue(8)
+    page.pp.setValue(4)
+    page.recompute.setCurrentIndex(page.recompute.findData("selective"))
+    settle(w)
+    view = w.results.table
+    text = w.ranking_proxy.index(0, COL_SETUP).data()
+    assert "TP8" in text and "PP4" in text and "selective" in text
+    needed = view.fontMetrics().horizontalAdvance(text)
+    assert view.columnWidth(COL_SETUP) >= needed
+    assert w.statusBar().currentMessage().startswith("1 setup compared")
+
+
+def test_chart_legends_stay_inside_the_chart_on_a_laptop_screen(window, qtbot):
+    """At 1366 x 768 the VRAM chart's legend (eight entries, nine with the host-RAM bar of an
+    offloaded optimizer) wraps onto more rows instead of running past the chart's right edge."""
+    w = window
+    w.resize(1366, 740)
+    settle(w)
+    qtbot.wait(50)
+    chart = w.results.vram_chart
+    w.results.chart_tabs.setCurrentIndex(0)
+
+    def legend_fits() -> bool:
+        legend = chart.legend
+        right = legend.mapRectToScene(legend.boundingRect()).right()
+        return right <= chart.plot.width() + 0.5
+
+    qtbot.waitUntil(legend_fits, timeout=2000)
+    # Offload the optimizer of a one-GPU full fine-tune: the legend gains the host-RAM entry.
+    page = w.workload_page
+    page.kind.setCurrentIndex(page.kind.findData("full_finetune"))
+    page.gpu.setCurrentIndex(page.gpu.findData("rtx-4090"))
+    page.count.setCurrentIndex(page.count.findData(1))
+    page.layout_box.setChecked(True)
+    page.offload_optimizer.setCurrentIndex(page.offload_optimizer.findData("cpu"))
+    settle(w)
+    labels = [label.text for _, label in chart.legend.items]
+    assert any("Host RAM" in t for t in labels)
+    qtbot.waitUntil(legend_fits, timeout=2000)
