@@ -308,3 +308,18 @@ def test_report_states_whether_calibration_was_applied(cats, sample):
     assert unused.calibration_lines[0].startswith(
         "Calibration to your own measurements: on (profile of 2026-11-30), but it holds no values"
     )
+
+
+def test_a_service_compares_memory_per_gpu_type_and_leaves_speed_and_cost_to_the_fleet(cats):
+    """A service's comparison rows carry no batch-job tokens/s, time or cost (they would contradict
+    the fleet's monthly cost); the fleet table holds the service's figures."""
+    path = Path(__file__).resolve().parents[2] / "docs" / "examples" / "serving-20-replicas.json"
+    est = estimate(load_scenario(path), *cats)
+    report = build_report(est, cats[0].meta, TODAY)
+    assert report.table_header == TABLE_HEADER[:6]
+    assert all(len(row.cells) == 6 for row in report.table_rows)
+    assert "Job time" not in report.table_header and "Cost" not in report.table_header
+    assert "fleet table" in " ".join(report.table_notes)
+    rec = est.recommended
+    fleet = next(row for row in report.fleet_rows if row[0] == rec.gpu.name)
+    assert fleet[1].startswith(f"{rec.serving.replicas} ")
