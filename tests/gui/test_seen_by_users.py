@@ -96,3 +96,45 @@ def test_chart_legends_stay_inside_the_chart_on_a_laptop_screen(window, qtbot):
     labels = [label.text for _, label in chart.legend.items]
     assert any("Host RAM" in t for t in labels)
     qtbot.waitUntil(legend_fits, timeout=2000)
+
+
+def test_a_laptop_user_picks_a_q4_k_m_gguf_type_and_a_mac(window, qtbot):
+    """The Model page offers llama.cpp's quant types: picking Q4_K_M with the laptop & desktop GPUs
+    runs the estimate on those weights, and a Mac answers with its RAM size."""
+    w = window
+    page, model = w.workload_page, w.model_page
+    page.kind.setCurrentIndex(page.kind.findData("inference"))
+    page.gpu.setCurrentIndex(page.gpu.findData("segment:local"))
+    w.page_tabs.setCurrentIndex(1)
+    model.weights.setCurrentIndex(model.weights.findData("q4_k_m"))
+    assert model.weights.currentText().startswith("Q4_K_M")
+    settle(w)
+    est = w.state.estimate
+    assert est.scenario.workload.weights == "q4_k_m"
+    assert est.recommended is not None and est.recommended.gpu.segment == "local"
+    w.page_tabs.setCurrentIndex(0)
+    page.gpu.setCurrentIndex(page.gpu.findData("apple-m3-max"))
+    settle(w)
+    assert page.mac_memory.isVisible()
+    assert w.state.estimate.scenario.workload.weights == "q4_k_m"
+    assert "Apple M3 Max" in w.summary.text()
+
+
+def test_opening_a_gguf_scenario_keeps_its_weights(window, tmp_path):
+    """A scenario saved with Q4_K_M weights opens with Q4_K_M shown, and an edit on the Model page
+    writes Q4_K_M back (not the first entry of the list)."""
+    w = window
+    path = tmp_path / "mac.json"
+    path.write_text(
+        '{"format": "gpuadvisor-scenario", "version": 1, "model": {"preset": "llama-3.1-8b"}, '
+        '"workload": {"kind": "inference", "weights": "q4_k_m"}, '
+        '"hardware": {"gpu": "apple-m3-max", "memory_gib": 64}}'
+    )
+    assert w.open_path(str(path))
+    model = w.model_page
+    assert model.weights.currentData() == "q4_k_m"
+    w.page_tabs.setCurrentIndex(1)
+    _select_preset(w, "qwen3-4b")
+    settle(w)
+    assert w.state.estimate.scenario.workload.weights == "q4_k_m"
+    assert w.state.estimate.model.name.startswith("Qwen3 4B")
