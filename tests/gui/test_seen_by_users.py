@@ -138,3 +138,42 @@ def test_opening_a_gguf_scenario_keeps_its_weights(window, tmp_path):
     settle(w)
     assert w.state.estimate.scenario.workload.weights == "q4_k_m"
     assert w.state.estimate.model.name.startswith("Qwen3 4B")
+
+
+def test_the_selection_follows_the_answer_when_the_user_did_not_pick_another(window, qtbot):
+    """Two RTX 3060 with tensor parallelism are the answer for 16-bit weights; with Q4_K_M weights
+    the answer changes. The detail panel and the chart follow it, as the ranking's star does."""
+    w = window
+    page, model = w.workload_page, w.model_page
+    page.kind.setCurrentIndex(page.kind.findData("inference"))
+    page.gpu.setCurrentIndex(page.gpu.findData("rtx-3060-12gb"))
+    settle(w)
+    first = w.state.estimate.recommended
+    assert w.state.selected == first.key
+    w.page_tabs.setCurrentIndex(1)
+    model.weights.setCurrentIndex(model.weights.findData("q4_k_m"))
+    settle(w)
+    now = w.state.estimate.recommended
+    assert now.key != first.key  # the quantized model fits another setup best
+    assert w.state.selected == now.key
+    assert w.detail.toPlainText().startswith("★ Recommended")
+
+
+def test_on_a_laptop_a_long_answer_keeps_its_end_and_the_warnings_are_counted(window, qtbot):
+    """At 1280 x 800, Serving picked by hand gives an answer longer than the pane and warnings
+    about old GPUs: the answer wraps whole (its latencies were cut off behind the warning line)
+    and the first line counts the warnings; a wide window shows the first warning itself."""
+    w = window
+    w.resize(1280, 800)
+    page = w.workload_page
+    page.kind.setCurrentIndex(page.kind.findData("serving"))
+    settle(w)
+    qtbot.wait(50)
+    est = w.state.estimate
+    warnings = w.results.warnings(est)
+    assert warnings
+    shown = w.summary.text()
+    assert "ITL" in shown and "meets first token" in shown
+    assert f"⚠ {len(warnings)} warning" in shown and warnings[0] not in shown
+    w.resize(3000, 900)
+    qtbot.waitUntil(lambda: warnings[0].split(":")[0] in w.summary.text(), timeout=2000)
