@@ -177,3 +177,23 @@ def test_on_a_laptop_a_long_answer_keeps_its_end_and_the_warnings_are_counted(wi
     assert f"⚠ {len(warnings)} warning" in shown and warnings[0] not in shown
     w.resize(3000, 900)
     qtbot.waitUntil(lambda: warnings[0].split(":")[0] in w.summary.text(), timeout=2000)
+
+
+def test_in_a_small_window_the_page_fields_are_not_cut_off(window, qtbot):
+    """1366 x 768 at 150% leaves a 911 x 512 window: each page keeps the width of its fields
+    beside its scroll bar (the pages never scroll sideways, so anything wider is cut off)."""
+    w = window
+    w.resize(911, 512)
+    page = w.workload_page
+    page.kind.setCurrentIndex(page.kind.findData("serving"))  # the serving rows have long labels
+    settle(w)
+    for i in range(w.page_tabs.count()):
+        w.page_tabs.setCurrentIndex(i)
+        scroll = w.page_tabs.widget(i)
+        qtbot.waitUntil(lambda s=scroll: s.viewport().width() >= s.widget().minimumSizeHint().width())
+    # The chart's scene keeps to the view: the legend wraps and nothing runs past the right edge.
+    w.results.chart_tabs.setCurrentIndex(0)
+    chart = w.results.vram_chart
+    qtbot.waitUntil(lambda: chart.plot.ci.geometry().width() <= chart.plot.width() + 0.5)
+    legend = chart.legend
+    assert legend.mapRectToScene(legend.boundingRect()).right() <= chart.plot.width() + 0.5

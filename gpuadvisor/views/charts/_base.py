@@ -470,6 +470,7 @@ class ChartBase(QWidget):
             return
         # sample, spacing and the label's own margins around its text
         entries = [label.item.boundingRect().width() + 20 + 14 + 8 for _, label in self.legend.items]
+        live = width is None
         if width is None:  # the plot's share of this widget (a chart may add a scroll bar beside it)
             width = self.width() - sum(
                 w.sizeHint().width() for w in self._frame_widgets() if w is not self.plot and w.isVisible()
@@ -487,6 +488,10 @@ class ChartBase(QWidget):
         # drop columns until it fits, or the last column's entries are cut off at the edge.
         while self.legend.columnCount > 1 and self._legend_width() > room:
             self.legend.setColumnCount(self.legend.columnCount - 1)
+        if live and self.plot.ci.geometry().width() > self.plot.width() + 0.5 and self.plot.width() > 1:
+            # The scene was laid out while the wider legend held it open (a geometry is never set
+            # below its minimum): give it the view's width back now that the legend allows it.
+            self.plot.ci.setGeometry(QRectF(0, 0, self.plot.width(), self.plot.height()))
 
     def _legend_width(self) -> float:
         """The width the legend asks for with its current columns."""
