@@ -13,6 +13,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from PySide6.QtCore import Qt
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 OUT = ROOT / "docs" / "screenshots"
@@ -43,13 +45,19 @@ def main() -> int:
             "03-budget-what-if.png",
             lambda: (window.page_tabs.setCurrentIndex(2), window.results.chart_tabs.setCurrentIndex(2)),
         ),
+        ("06-serving.png", lambda: _serving(window)),
+        ("07-layout-pretrain.png", lambda: _laid_out_pretrain(window)),
         ("04-catalog-editor.png", lambda: _edit_catalog(window)),
         ("05-measurements.png", lambda: _record_runs(window)),
     ]
 
     def take(i: int = 0) -> None:
         if i == len(shots):
+            window.state.dirty = False
+            for w in QApplication.topLevelWidgets():  # a tool window or a prompt left open
+                w.close()
             app.quit()
+            QTimer.singleShot(2000, lambda: os._exit(0))  # every shot is saved: never wait on a dialog
             return
         name, prepare = shots[i]
         prepare()
@@ -69,8 +77,42 @@ def main() -> int:
     return 0
 
 
+def _serving(window) -> None:
+    """The 20-replica serving example opened, with its throughput-latency chart."""
+    from gpuadvisor.gui.results_view import SERVING_TAB
+
+    window.open_path(str(ROOT / "docs" / "examples" / "serving-20-replicas.json"))
+    window.page_tabs.setCurrentIndex(0)
+    window.state.flush()
+    window.results.chart_tabs.setCurrentIndex(SERVING_TAB)
+
+
+def _laid_out_pretrain(window) -> None:
+    """Llama 3.1 70B pre-trained on 64 H100 laid out by hand: TP8 x PP4, selective recompute."""
+    window.state.new(window.default_scenario)
+    window.page_tabs.setCurrentIndex(1)
+    page, model = window.workload_page, window.model_page
+    for i in range(model.preset_list.count()):
+        if model.preset_list.item(i).data(Qt.ItemDataRole.UserRole) == "llama-3.1-70b":
+            model.preset_list.setCurrentRow(i)
+    window.state.flush()
+    window.page_tabs.setCurrentIndex(0)
+    page.kind.setCurrentIndex(page.kind.findData("pretrain"))
+    page.gpu.setCurrentIndex(page.gpu.findData("h100-sxm"))
+    page.count.setCurrentIndex(page.count.findData(64))
+    page.layout_box.setChecked(True)
+    page.tp.setValue(8)
+    page.pp.setValue(4)
+    page.recompute.setCurrentIndex(page.recompute.findData("selective"))
+    window.state.flush()
+    window.results.chart_tabs.setCurrentIndex(0)
+    scroll = window.page_tabs.currentWidget()
+    scroll.ensureWidgetVisible(page.layout_box)
+
+
 def _edit_catalog(window) -> None:
     """The editor with one price quote of our own and one mistake, as a user would see it."""
+    window.state.new(window.default_scenario)  # the measured runs that follow are of the default
     editor = window.open_catalog_editor()
     editor.resize(1500, 760)
     model = editor.models["gpus"]

@@ -963,6 +963,11 @@ def test_serving_prints_the_fleet_table(capsys, tmp_path):
     assert code == 0
     assert "Traffic: 20 requests/s" in out and "$/month" in out and "in flight/replica" in out
     assert "Recommended: " in out
+    # The per-GPU memory table that follows carries no batch-job speed or cost: the service's are
+    # the fleet's, and one sequence's job time and cost would contradict its monthly cost.
+    memory_header = next(line for line in out.splitlines() if line.startswith("GPU ") and "need/GPU" in line)
+    assert "job time" not in memory_header and "tokens/s" not in memory_header
+    assert "the fleet table above" in out
 
 
 def test_serving_json_has_the_fleet_per_candidate(capsys, tmp_path):

@@ -133,6 +133,7 @@ class MainWindow(FileActions, ToolWindows, QMainWindow):
         self.results.chartsCreated.connect(lambda: setattr(self, "charts_ready", True))
 
         self._fill_pages(state.scenario)
+        self._fit_page_width()
         self._on_page_changed(0)
         self._restore_layout()
         self._deferred_charts = deferred_charts
@@ -207,7 +208,8 @@ class MainWindow(FileActions, ToolWindows, QMainWindow):
     def _on_estimate_changed(self, est: Estimate) -> None:
         self.model_page.show_model(model_line(est))
         self.statusBar().showMessage(
-            f"{len(est.candidates)} setups compared in {self.state.last_compute_ms:.0f} ms"
+            f"{len(est.candidates)} setup{'' if len(est.candidates) == 1 else 's'} compared "
+            f"in {self.state.last_compute_ms:.0f} ms"
         )
 
     def _on_error_changed(self, message: str) -> None:
@@ -221,6 +223,7 @@ class MainWindow(FileActions, ToolWindows, QMainWindow):
 
     def showEvent(self, event) -> None:
         super().showEvent(event)
+        QTimer.singleShot(0, self._fit_page_width)  # once the pages are polished (their true size)
         if self._deferred_charts and not self.charts_ready:
             QTimer.singleShot(60, self.create_charts)  # after the first frame is painted
 
@@ -375,6 +378,19 @@ class MainWindow(FileActions, ToolWindows, QMainWindow):
         for page in self.pages:
             page.set_scenario(scenario)
 
+    def _fit_page_width(self) -> None:
+        """Give the pages their width and their scroll bar's: without it, on a laptop at 150%, the
+        fields ran under the scroll bar, cut off at the right (the pages never scroll sideways)."""
+        for i in range(self.page_tabs.count()):
+            scroll = self.page_tabs.widget(i)
+            width = (
+                scroll.widget().minimumSizeHint().width()
+                + scroll.verticalScrollBar().sizeHint().width()
+                + 2 * scroll.frameWidth()
+            )
+            if width != scroll.minimumWidth():
+                scroll.setMinimumWidth(width)
+
     def _on_scenario_loaded(self, scenario: Scenario) -> None:
         if not getattr(self, "_applying", False):
             self._page_errors.clear()
@@ -382,6 +398,7 @@ class MainWindow(FileActions, ToolWindows, QMainWindow):
                 if hasattr(page, "show_error"):
                     page.show_error("")
             self._fill_pages(scenario)
+            self._fit_page_width()
             self.state.set_error("")
 
     def _on_page_edited(self) -> None:
@@ -421,6 +438,10 @@ class MainWindow(FileActions, ToolWindows, QMainWindow):
                 continue
             if other is not page or scenario.workload.kind != before.workload.kind:
                 other.set_scenario(scenario)
+        if scenario.workload.kind != before.workload.kind or (scenario.workload.serving is None) != (
+            before.workload.serving is None
+        ):
+            self._fit_page_width()  # other rows shown (the serving targets, the layout group)
         self.state.set_error(next(iter(self._page_errors.values()), ""))
 
     def _on_page_changed(self, index: int) -> None:

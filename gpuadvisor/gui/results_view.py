@@ -13,6 +13,7 @@ import datetime
 import html
 
 from PySide6.QtCore import QEvent, Qt, Signal
+from PySide6.QtGui import QFont, QFontMetrics
 from PySide6.QtWidgets import (
     QComboBox,
     QHBoxLayout,
@@ -62,6 +63,7 @@ class ResultsView(QWidget):
             1
         )  # long lines are clipped (the tooltip has them), never widen the window
         self._fix_summary_height()
+        self.summary.installEventFilter(self)  # a new width may let the answer keep one line, or not
         self.banner = QLabel()  # input errors: results are stale until the input is valid again
         self.banner.setWordWrap(True)
         self.banner.hide()
@@ -145,6 +147,15 @@ class ResultsView(QWidget):
         self.catalog_banner.setStyleSheet(
             f"background: {c.notice_bg}; color: {c.notice_fg}; padding: 6px; border-radius: 3px;"
         )
+
+    def eventFilter(self, watched, event) -> bool:
+        if watched is self.summary and event.type() == QEvent.Type.Resize:
+            est = self.state.estimate
+            if est is not None and not self.state.stale and self.warnings(est):
+                text = self.summary_html(est)
+                if text != self.summary.text():
+                    self.summary.setText(text)
+        return super().eventFilter(watched, event)
 
     def changeEvent(self, event) -> None:
         if event.type() in (QEvent.Type.PaletteChange, QEvent.Type.FontChange):
@@ -266,7 +277,13 @@ class ResultsView(QWidget):
         warnings = self.warnings(est)
         # Qt's rich text honours white-space only on blocks: one <div> per line.
         one_line = "<div style='white-space:nowrap'>{}</div>"
-        if warnings:
+        if warnings and not self._answer_fits_one_line(est, note):
+            # The answer comes first: it wraps onto the third line, and the warnings are counted at
+            # the end of the first (the tooltip and the detail panel have them in full).
+            count = f"{len(warnings)} warning{'s' if len(warnings) != 1 else ''}"
+            head += f" · <span style='color:{c.caution}'>⚠ {count}: hover here</span>"
+            answer = f"<div>{answer}</div>"
+        elif warnings:
             more = f" (+{len(warnings) - 1} more: hover here)" if len(warnings) > 1 else ""
             notes = one_line.format(
                 f"<span style='color:{c.caution}'>⚠ {html.escape(warnings[0])}{more}</span>"
@@ -275,6 +292,14 @@ class ResultsView(QWidget):
         else:
             answer = f"<div>{answer}</div>"
         return f"{one_line.format(head)}{answer}{notes}"
+
+    def _answer_fits_one_line(self, est: Estimate, note: str) -> bool:
+        """Whether the answer line is shown whole on one line at the summary's present width."""
+        bold = QFont(self.summary.font())
+        bold.setBold(True)  # measured bold: an upper bound for the partly bold line
+        text = "★ " + summary_line(est) + (f" {note}" if note else "")
+        room = self.summary.contentsRect().width() - 2 * self.summary.margin() - 8
+        return QFontMetrics(bold).horizontalAdvance(text) <= room
 
     def _summary_tooltip(self, est: Estimate) -> str:
         """The whole answer (a narrow window clips it) and every warning."""

@@ -165,9 +165,14 @@ class AppState(QObject):
             self._set_compute_error(user_message(exc))
             return
         self.last_compute_ms = (time.perf_counter() - t0) * 1000
+        previous = self.estimate
         self.estimate = result
         self._set_compute_error("")
-        if result.candidate(self.selected) is None:
+        # The selection follows the answer unless the user picked another setup: a selection that
+        # was the previous answer moves to the new one (else the chart and the detail panel would
+        # show a setup that is no longer the ranking's row for its GPU type).
+        followed = previous is not None and previous.ranking and self.selected == previous.ranking[0].key
+        if followed or result.candidate(self.selected) is None:
             self.select(result.ranking[0].key if result.ranking else "")
         self.estimateChanged.emit(result)
 

@@ -308,3 +308,44 @@ def test_report_states_whether_calibration_was_applied(cats, sample):
     assert unused.calibration_lines[0].startswith(
         "Calibration to your own measurements: on (profile of 2026-11-30), but it holds no values"
     )
+
+
+def test_a_service_compares_memory_per_gpu_type_and_leaves_speed_and_cost_to_the_fleet(cats):
+    """A service's comparison rows carry no batch-job tokens/s, time or cost (they would contradict
+    the fleet's monthly cost); the fleet table holds the service's figures."""
+    path = Path(__file__).resolve().parents[2] / "docs" / "examples" / "serving-20-replicas.json"
+    est = estimate(load_scenario(path), *cats)
+    report = build_report(est, cats[0].meta, TODAY)
+    assert report.table_header == TABLE_HEADER[:6]
+    assert all(len(row.cells) == 6 for row in report.table_rows)
+    assert "Job time" not in report.table_header and "Cost" not in report.table_header
+    assert "fleet table" in " ".join(report.table_notes)
+    rec = est.recommended
+    fleet = next(row for row in report.fleet_rows if row[0] == rec.gpu.name)
+    assert fleet[1].startswith(f"{rec.serving.replicas} ")
+
+
+def test_a_change_to_a_gpu_not_compared_names_it_in_words(cats):
+    """An 8B full fine-tune with the optimizer in host RAM does not fit one RTX 4090; the change
+    "any GPU of the catalog" lands on a GPU the scenario did not compare. The summary and the
+    change list name that GPU as people know it, not by its catalog id."""
+    from gpuadvisor.core.presentation.wording import change_lines, summary_line
+    from gpuadvisor.core.specs.workload import Offload
+
+    s = load_scenario(SAMPLE)
+    s = replace(
+        s,
+        workload=replace(s.workload, kind="full_finetune", offload=Offload(optimizer="cpu")),
+        hardware=Hardware(gpu="rtx-4090", gpu_count=1),
+        budget=replace(s.budget, deadline_hours=None, max_total_usd=None),
+    )
+    est = estimate(s, *cats)
+    catalog = [a for a in est.advice if a.change == "any GPU of the catalog" and a.fits]
+    assert catalog, "the change to another GPU is offered"
+    change = catalog[0]
+    assert change.gpu_id and change.gpu_id not in {c.gpu.id for c in est.candidates}
+    line = next(text for text in change_lines(est) if text.startswith("any GPU of the catalog"))
+    assert change.gpu_name in line
+    assert f"\u00d7 {change.gpu_id}," not in line
+    if est.advice[0] is change:
+        assert change.gpu_name in summary_line(est)

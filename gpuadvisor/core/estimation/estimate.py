@@ -717,6 +717,8 @@ def _finish(est: Estimate, with_advice: bool, gpus: GpuCatalog, models: ModelCat
                     if best and best.cost and best.cost.cost_usd
                     else None,
                     fits=best is not None,
+                    gpu_id=best.gpu.id if best else None,
+                    gpu_name=best.gpu.name if best else None,
                 )
             )
         changes.sort(

@@ -39,6 +39,9 @@ class Change:
     job_hours: float | None
     cost_usd: float | None
     fits: bool
+    #: The GPU of ``candidate`` (id and name): "any GPU of the catalog" may land on one not compared.
+    gpu_id: str | None = None
+    gpu_name: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {

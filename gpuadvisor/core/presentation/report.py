@@ -81,6 +81,9 @@ TABLE_HEADER: tuple[str, ...] = (
     "Within budget",
 )
 
+#: A service's comparison rows stop after the headroom (GPU, setup, verdict and memory).
+SERVICE_TABLE_COLUMNS = 6
+
 RENT_BUY_HEADER: tuple[str, ...] = (
     "GPU",
     "Purchase price",
@@ -649,6 +652,10 @@ def build_report(
     ordered = table_order(est)
     table = ordered[:max_rows]
     text, rec, runner = recommendation_text(est)
+    service = est.scenario.workload.serving is not None
+    # A service is no batch job: its speed and cost are the fleet's (the serving table); a job's
+    # tokens/s, time and cost at the scenario's batch would contradict them, so its rows stop at memory.
+    columns = SERVICE_TABLE_COLUMNS if service else len(TABLE_HEADER)
     rows = []
     for c in table:
         d = candidate_to_dict(c)
@@ -656,7 +663,7 @@ def build_report(
             TableRow(
                 gpu_id=c.gpu.id,
                 key=c.key,
-                cells=row_cells(d),
+                cells=row_cells(d)[:columns],
                 fits=c.fits,
                 verdict=c.verdict,
                 recommended=rec is not None and c.key == rec.key,
@@ -678,10 +685,16 @@ def build_report(
         "sharded state; tensor: each layer split; pipeline: layers in stages), with its layout: TP tensor, "
         "PP pipeline (stages), CP context and DP data parallel degrees, EP experts, ZeRO stage and "
         "recomputation; with pipelines the memory is the fuller stage's. Need per GPU: the device "
-        "total (tensors + CUDA context + fragmentation). Tokens/s: aggregate over the setup's GPUs"
-        + (" (trained tokens)." if est.scenario.workload.is_training else " (output tokens).")
-        + f" Job time and cost: the {RANGE_LABEL} (low\u2013high). \u2014: no deadline, budget or price to "
-        "check against."
+        "total (tensors + CUDA context + fragmentation)"
+        + (
+            " of one replica before its KV cache, which takes the headroom. A service's speed, "
+            "latency and monthly cost are in the fleet table above, one fleet per GPU type."
+            if service
+            else ". Tokens/s: aggregate over the setup's GPUs"
+            + (" (trained tokens)." if est.scenario.workload.is_training else " (output tokens).")
+            + f" Job time and cost: the {RANGE_LABEL} (low\u2013high). \u2014: no deadline, budget or "
+            "price to check against."
+        )
     )
     if len(ordered) > len(table):
         left = len(ordered) - len(table)
@@ -718,7 +731,7 @@ def build_report(
         changes=tuple(change_lines(est)),
         recommended_key=rec.key if rec is not None else None,
         runner_up_key=runner.key if runner else None,
-        table_header=TABLE_HEADER,
+        table_header=TABLE_HEADER[:columns],
         table_rows=tuple(rows),
         table_notes=tuple(notes),
         rent_buy_header=RENT_BUY_HEADER,

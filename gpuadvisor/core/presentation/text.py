@@ -75,7 +75,8 @@ def render_estimate(est: Estimate, show_all: bool = False) -> str:
         "max batch",
         "max ctx",
     ]
-    has_perf = any(c.performance is not None for c in chosen)
+    # A service's speed and cost are its fleet's (the table above): one batch's would contradict them.
+    has_perf = w.serving is None and any(c.performance is not None for c in chosen)
     inference = has_perf and not w.is_training
     has_host = any(c.memory.host for c in chosen)
     if has_host:
@@ -149,6 +150,10 @@ def render_estimate(est: Estimate, show_all: bool = False) -> str:
         "Memory in GiB per GPU; need = device total (tensors + CUDA context + fragmentation). "
         "max batch / max ctx: the largest batch and the longest context that fit that setup."
     )
+    if w.serving is not None:
+        lines.append(
+            "Speed, latency and cost of a service: the fleet table above (one replica per row here)."
+        )
     if has_perf:
         lines.append(
             f"job time, cost: the {RANGE_LABEL} (low-high; it held 8 in 10 published measurements the "

@@ -90,9 +90,16 @@ def key_name(key: str | None, names: dict[str, str]) -> str:
     return f"1 {TIMES} {name}" if count == "1" else f"{count} {TIMES} {name} ({par})"
 
 
+def _gpu_names(est: Estimate) -> dict[str, str]:
+    """GPU id -> name for the compared GPUs and those the changes landed on."""
+    names = {a.gpu_id: a.gpu_name for a in est.advice if a.gpu_id and a.gpu_name}
+    names.update({c.gpu.id: c.gpu.name for c in est.candidates})
+    return names
+
+
 def change_lines(est: Estimate, limit: int = 6) -> list[str]:
     """The cheapest changes that make the scenario work (``est.advice``), in words, best first."""
-    names = {c.gpu.id: c.gpu.name for c in est.candidates}
+    names = _gpu_names(est)
     out = []
     for a in est.advice:
         if not a.fits:
@@ -325,7 +332,7 @@ def recommendation_text(est: Estimate) -> tuple[str, Candidate | None, Candidate
     ranking = list(est.ranking)
     limits = limits_phrase(est)
     if not ranking:
-        names = {c.gpu.id: c.gpu.name for c in est.candidates}
+        names = _gpu_names(est)
         working = [a for a in est.advice if a.fits]
         if working:
             a = working[0]
@@ -360,7 +367,7 @@ def recommendation_text(est: Estimate) -> tuple[str, Candidate | None, Candidate
         )
         if fastest is not None and fastest.key != cheapest.key:
             text += f" The fastest is {setup_name(fastest)}: {figures_phrase(fastest)}."
-        names = {c.gpu.id: c.gpu.name for c in est.candidates}
+        names = _gpu_names(est)
         working = [a for a in est.advice if a.fits]
         if working:
             a = working[0]
@@ -464,7 +471,7 @@ def summary_line(est: Estimate) -> str:
             if likely:
                 text += " (the slow or expensive end of the range does not)"
         return text + "."
-    names = {c.gpu.id: c.gpu.name for c in est.candidates}
+    names = _gpu_names(est)
     working = [a for a in est.advice if a.fits]
     fix = (
         f" Cheapest change: {working[0].change}, on {key_name(working[0].candidate, names)}."

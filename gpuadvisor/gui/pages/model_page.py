@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
 from ...core.errors import InputError
 from ...core.formats.scenario import ModelSource, Scenario
 from ...core.specs.presets import ModelCatalog
+from ...core.specs.quant_types import GGUF_WEIGHT_TYPES
 from ...core.units import format_count
 from ..widgets import NumberField, hint
 
@@ -39,7 +40,7 @@ WEIGHTS = [
     ("int8", "INT8 (1 byte)"),
     ("int4", "INT4 / AWQ / GPTQ (~0.53 bytes)"),
     ("nf4", "NF4 / QLoRA (~0.52 bytes)"),
-]
+] + [(t, f"{t.upper()} (llama.cpp, GGUF)") for t in GGUF_WEIGHT_TYPES]
 KV = [
     ("", "Same as the weights (16-bit)"),
     ("bf16", "BF16"),
@@ -223,7 +224,10 @@ class ModelPage(QWidget):
                 self.preset_list.setCurrentRow(0)
             if src.architecture is None:
                 self._fill_architecture_from_preset()
-            self.weights.setCurrentIndex(max(0, self.weights.findData(scenario.workload.weights)))
+            weights = scenario.workload.weights
+            if self.weights.findData(weights) < 0:  # never show (and write back) another precision
+                self.weights.addItem(weights, weights)
+            self.weights.setCurrentIndex(self.weights.findData(weights))
             self.kv.setCurrentIndex(max(0, self.kv.findData(scenario.workload.kv_cache or "")))
         finally:
             self._filling = False

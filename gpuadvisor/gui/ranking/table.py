@@ -40,6 +40,7 @@ from ...storage.atomic import atomic_write_text
 from ...storage.errors import StorageError
 from .model import (
     COL_PICK,
+    COL_SETUP,
     EXPAND_LABEL,
     FITTING_FILTER_LABEL,
     HEADERS,
@@ -54,6 +55,7 @@ from .view import RankingView
 #: Room around a cell's text: the view's 4 px each side plus the header's sort arrow.
 _CELL_PADDING = 18
 _MAX_COLUMN_WIDTH = 220
+_MAX_SETUP_WIDTH = 360  # a laid-out job's name: "64 × TP8 SP · PP4 · DP2 · selective recompute"
 _NO_ESTIMATE = object()  # show() without arguments: QWidget.show
 
 
@@ -114,6 +116,7 @@ class RankingTable(QWidget):
         view.setAlternatingRowColors(True)
         view.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self._columns_sized = False
+        self._refilling = False
         self._sized_for_serving = False
 
         self.copy_action = self._action("Copy rows", self.copy_rows, QKeySequence.StandardKey.Copy)
@@ -180,12 +183,20 @@ class RankingTable(QWidget):
         if est is _NO_ESTIMATE:
             super().show()
             return
-        self.model.set_estimate(est if isinstance(est, Estimate) else None)
+        # While the rows are replaced the view moves its current row onto whatever row is left,
+        # which still holds the old estimate's setup: that is no choice of the user's.
+        self._refilling = True
+        try:
+            self.model.set_estimate(est if isinstance(est, Estimate) else None)
+        finally:
+            self._refilling = False
         serving = isinstance(est, Estimate) and est.scenario.workload.serving is not None
         if self.model.rows and (not self._columns_sized or serving != self._sized_for_serving):
             # A service shows other texts in some columns (the fleet): fit them once per mode.
             self.size_columns()
             self._sized_for_serving = serving
+        elif self.model.rows:
+            self._widen_setup_column()
         self.select_key(selected)
         self.view.viewport().update()
 
@@ -251,8 +262,18 @@ class RankingTable(QWidget):
             width = max(
                 [head_metrics.horizontalAdvance(title)] + [metrics.horizontalAdvance(t[col]) for t in sample]
             )
-            self.view.setColumnWidth(col, min(width + _CELL_PADDING, _MAX_COLUMN_WIDTH))
+            widest = _MAX_SETUP_WIDTH if col == COL_SETUP else _MAX_COLUMN_WIDTH
+            self.view.setColumnWidth(col, min(width + _CELL_PADDING, widest))
         self._columns_sized = bool(sample)
+
+    def _widen_setup_column(self) -> None:
+        """Widen the setup column when a new estimate names longer layouts ("64 × TP8 · PP4 · …"),
+        so the layout of every row stays readable; it never narrows while the user types."""
+        metrics = self.view.fontMetrics()
+        rows = range(min(len(self.model.rows), 40))
+        width = max(metrics.horizontalAdvance(self.model.texts(r)[COL_SETUP]) for r in rows) + _CELL_PADDING
+        if width > self.view.columnWidth(COL_SETUP):
+            self.view.setColumnWidth(COL_SETUP, min(width, _MAX_SETUP_WIDTH))
 
     # --- copy and export -----------------------------------------------------------------------
     def visible_columns(self) -> list[int]:
@@ -316,7 +337,7 @@ class RankingTable(QWidget):
 
     # --- slots -----------------------------------------------------------------------------------
     def _on_current_row_changed(self, current: QModelIndex, _previous: QModelIndex) -> None:
-        if current.isValid():
+        if current.isValid() and not self._refilling:
             self.keySelected.emit(current.siblingAtColumn(0).data(ROLE_KEY))
 
     def _on_enter(self) -> None:

@@ -470,15 +470,38 @@ class ChartBase(QWidget):
             return
         # sample, spacing and the label's own margins around its text
         entries = [label.item.boundingRect().width() + 20 + 14 + 8 for _, label in self.legend.items]
-        width = self.width() if width is None else width
-        room = max(width, 200) - 30
+        live = width is None
+        if width is None:  # the plot's share of this widget (a chart may add a scroll bar beside it)
+            width = self.width() - sum(
+                w.sizeHint().width() for w in self._frame_widgets() if w is not self.plot and w.isVisible()
+            )
+        left, _top, right, _bottom = self.plot.ci.layout.getContentsMargins()
+        room = max(width, 200) - left - right
         columns = 1
         for c in range(len(entries), 1, -1):
-            if sum(max(entries[i::c]) for i in range(c)) <= room:
+            if sum(max(entries[i::c]) for i in range(c)) <= room - 16:
                 columns = c
                 break
         if columns != self.legend.columnCount:
             self.legend.setColumnCount(int(columns))
+        # The estimate above misses the labels' own margins: measure the laid-out legend and
+        # drop columns until it fits, or the last column's entries are cut off at the edge.
+        while self.legend.columnCount > 1 and self._legend_width() > room:
+            self.legend.setColumnCount(self.legend.columnCount - 1)
+        if live and self.plot.ci.geometry().width() > self.plot.width() + 0.5 and self.plot.width() > 1:
+            # The scene was laid out while the wider legend held it open (a geometry is never set
+            # below its minimum): give it the view's width back now that the legend allows it.
+            self.plot.ci.setGeometry(QRectF(0, 0, self.plot.width(), self.plot.height()))
+
+    def _legend_width(self) -> float:
+        """The width the legend asks for with its current columns."""
+        self.legend.layout.invalidate()
+        return self.legend.layout.effectiveSizeHint(Qt.SizeHint.PreferredSize).width()
+
+    def _frame_widgets(self) -> list[QWidget]:
+        """The widgets of the frame row (the plot and whatever a chart adds beside it)."""
+        items = (self.frame_layout.itemAt(i) for i in range(self.frame_layout.count()))
+        return [item.widget() for item in items if item is not None and item.widget() is not None]
 
     def resizeEvent(self, event) -> None:  # Qt override
         self._fit_legend()
