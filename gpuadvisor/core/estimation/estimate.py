@@ -25,7 +25,7 @@ from typing import Any
 from ..errors import InputError
 from ..formats.scenario import Scenario
 from ..specs.engines import FITTED, engine_for
-from ..specs.hardware import GpuCatalog
+from ..specs.hardware import GpuCatalog, GpuSpec
 from ..specs.models import ModelSpec
 from ..specs.presets import ModelCatalog
 from ..specs.serving import batching_for
@@ -392,6 +392,42 @@ def estimate(
                 searched_rows.setdefault(n, []).append(row)
             else:
                 rows.append(row)
+
+        def priced(
+            n: int,
+            lay: Layout,
+            bd: MemoryBreakdown,
+            need: float,
+            host: float,
+            par: str,
+            perf: Any,
+            gpu: GpuSpec = gpu,
+            prices: Any = prices,
+            buy: Any = buy,
+            cap_bytes: float = cap_bytes,
+        ) -> tuple[Any, ...]:
+            """The row of a searched layout that fits, priced (its notes kept for the warnings)."""
+            cost = job_cost(
+                w, scenario.budget, gpu, n, perf.tokens_per_s, prices=prices, buy=buy, tokens=tokens
+            )
+            if perf.notes:
+                notes.extend(perf.notes)
+            return (
+                gpu,
+                n,
+                lay,
+                bd,
+                True,
+                need / cap_bytes,
+                (cap_bytes - need) / GIB,
+                perf,
+                cost,
+                host,
+                "",
+                par,
+                None,
+            )
+
         if shared_plan:
             assert prelude is not None
             use_slow = not mfu
@@ -424,35 +460,7 @@ def estimate(
                             tp_slowdown=slow,
                         )
                         best = sorted((*best, perf.tokens_per_s.expected), reverse=True)[:SEARCH_KEEP]
-                        cost = job_cost(
-                            w,
-                            scenario.budget,
-                            gpu,
-                            n,
-                            perf.tokens_per_s,
-                            prices=prices,
-                            buy=buy,
-                            tokens=tokens,
-                        )
-                        if perf.notes:
-                            notes.extend(perf.notes)
-                        found.append(
-                            (
-                                gpu,
-                                n,
-                                lay,
-                                bd,
-                                True,
-                                need / cap_bytes,
-                                (cap_bytes - need) / GIB,
-                                perf,
-                                cost,
-                                host,
-                                "",
-                                par,
-                                None,
-                            )
-                        )
+                        found.append(priced(n, lay, bd, need, host, par, perf))
                 if not found:  # nothing fits: the layout closest to fitting
                     _, lay, bd, need, host, _, par, _ = srows[smallest]
                     misfit = ""
@@ -484,28 +492,7 @@ def estimate(
             for lay, bd, need, host, par, perf in _price_searched(
                 mm, gpu, fitting, engine, mfu, hw.gpus_per_node, prelude, slowdowns
             ):
-                cost = job_cost(
-                    w, scenario.budget, gpu, n, perf.tokens_per_s, prices=prices, buy=buy, tokens=tokens
-                )
-                if perf.notes:
-                    notes.extend(perf.notes)
-                found.append(
-                    (
-                        gpu,
-                        n,
-                        lay,
-                        bd,
-                        True,
-                        need / cap_bytes,
-                        (cap_bytes - need) / GIB,
-                        perf,
-                        cost,
-                        host,
-                        "",
-                        par,
-                        None,
-                    )
-                )
+                found.append(priced(n, lay, bd, need, host, par, perf))
         for found in searched_rows.values():
             rows.extend(_prune(found))
     # Pareto frontier and the cheapest candidate that meets the deadline, before building candidates.
