@@ -38,6 +38,7 @@ low and high figures.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from ..specs.engines import (
@@ -214,7 +215,7 @@ def decode_overhead(
 _InferenceShape = tuple[KernelFamily | None, float, int, int, int, bool]
 
 
-def _inference_shape(mm: MemoryModel, k: SpeedConstants) -> _InferenceShape:
+def inference_shape(mm: MemoryModel, k: SpeedConstants) -> _InferenceShape:
     """(kernel family, matmul parameters, layers, d_q, linears per layer, CUDA graphs) of a workload."""
     m, w = mm.model, mm.workload
     return (
@@ -278,9 +279,9 @@ def inference_performance(
     # Model- and workload-only values, computed once per MemoryModel (a catalog has hundreds of setups).
     shape: _InferenceShape
     if k is FITTED:
-        shape = mm.cached("inference_shape", lambda: _inference_shape(mm, k))
+        shape = mm.cached("inference_shape", lambda: inference_shape(mm, k))
     else:
-        shape = _inference_shape(mm, k)
+        shape = inference_shape(mm, k)
     family, n_mm, L, d_q, linears, graphs = shape
     arch = gpu.architecture
     bw = gpu.memory_bandwidth_gb_s * 1e9 * k.bandwidth_ceiling.get(arch, 1.0)
@@ -364,12 +365,28 @@ def inference_performance(
         comp = tokens * per_token_flops / (prefill_peak * e)
         return max(comp, passes * read / stream, passes * t_cpu) + passes * fixed
 
-    ttft = prefill_time(w.prompt_tokens)
-    batch_time = prefill_time(b * w.prompt_tokens) + w.output_tokens * step
     # Pipeline stages each read their share of the weights once per micro-batch, so a full decode
     # step still streams all weights through one GPU's bandwidth: no speed-up over one GPU, only room.
-    per_replica = b * w.output_tokens / batch_time
-    aggregate = per_replica * replicas
+    return _served(w, b, step, prefill_time, replicas, engine, bound, prec, peak, notes)
+
+
+def _served(
+    w: Workload,
+    b: int,
+    step: float,
+    prefill_time: Callable[[float], float],
+    replicas: int,
+    engine: EngineProfile,
+    bound: str,
+    prec: str,
+    peak: float,
+    notes: list[str],
+) -> PerformanceEstimate:
+    """The result of an inference model: each replica prefills its ``b`` prompts and decodes
+    ``output_tokens`` steps of ``step`` seconds; the speed is the replicas' sum, with the engine's range."""
+    ttft = prefill_time(w.prompt_tokens)
+    batch_time = prefill_time(b * w.prompt_tokens) + w.output_tokens * step
+    aggregate = b * w.output_tokens / batch_time * replicas
     rng = Range(aggregate * (1 - engine.spread_low), aggregate, aggregate * (1 + engine.spread_high))
     return PerformanceEstimate(
         tokens_per_s=rng,
@@ -460,20 +477,7 @@ def llamacpp_performance(
             max(flops / (mp * pre_peak * 1e12 * e_pre), weights / (t * bw * e_w)) + t_fixed + copies * t_copy
         )
 
-    ttft = prefill_time(w.prompt_tokens)
-    batch_time = prefill_time(b * w.prompt_tokens) + w.output_tokens * step
-    aggregate = b * w.output_tokens / batch_time * replicas
-    rng = Range(aggregate * (1 - engine.spread_low), aggregate, aggregate * (1 + engine.spread_high))
-    return PerformanceEstimate(
-        tokens_per_s=rng,
-        bound=bound,
-        precision_used=prec,
-        peak_tflops=peak,
-        tokens_per_s_per_user=1.0 / step,
-        time_to_first_token_s=ttft,
-        notes=tuple(notes),
-        prefill_tokens_per_s=w.prompt_tokens / ttft,
-    )
+    return _served(w, b, step, prefill_time, replicas, engine, bound, prec, peak, notes)
 
 
 def training_flops_per_token(model: ModelSpec, workload: Workload, seq_len: int | None = None) -> float:

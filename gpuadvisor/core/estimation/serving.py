@@ -60,7 +60,7 @@ from dataclasses import replace
 from typing import Any, NamedTuple
 
 from ..formats.scenario import Budget
-from ..specs.engines import FITTED, EngineProfile, SpeedConstants, active_constants, kernel_family
+from ..specs.engines import FITTED, EngineProfile, active_constants
 from ..specs.hardware import GpuSpec
 from ..specs.serving import ServingSpec, batching_for
 from ..specs.workload import Workload
@@ -75,8 +75,8 @@ from .performance import (
     compute_precision,
     decode_overhead,
     inference_performance,
+    inference_shape,
     link,
-    matmul_params,
 )
 
 #: Sequences in flight per replica at most: the order of the engines' own defaults (vLLM's
@@ -288,9 +288,9 @@ class DecodeStep:
         k = active_constants()
         m, w = mm.model, mm.workload
         if k is FITTED:
-            shape = mm.cached("serving_decode_shape", lambda: _decode_shape(mm, k))
+            shape = mm.cached("inference_shape", lambda: inference_shape(mm, k))
         else:
-            shape = _decode_shape(mm, k)
+            shape = inference_shape(mm, k)
         family, n_mm, L, d_q, linears, graphs = shape
         peak = compute_precision(gpu, w.weights)[1]
         t = gpu_count if parallelism == "tensor" else 1
@@ -430,19 +430,6 @@ class DecodeStep:
             return min(self.raw(b), self.raw(self.gemv_max + 1))
         t_mem, t_comp, fixed, t_cpu = self.terms(b)
         return self._step(max(t_mem, t_comp) + fixed, t_cpu)
-
-
-def _decode_shape(mm: MemoryModel, k: SpeedConstants) -> tuple[Any, float, int, int, int, bool]:
-    """(kernel family, matmul parameters, layers, d_q, linears per layer, CUDA graphs) of a workload."""
-    m, w = mm.model, mm.workload
-    return (
-        kernel_family(w.quantization_family, w.weights, k),
-        matmul_params(m),
-        m.num_layers,
-        m.q_dim,
-        len(m.linear_shapes()),
-        w.uses_cuda_graphs,
-    )
 
 
 #: Time a serving engine adds to every request outside the model's steps (s): the HTTP request, chat
