@@ -442,6 +442,12 @@ class VramChart(ChartBase):
         missing = len(self._rows) - self.rows_that_fit()
         if missing > 0 and not self._message.isVisible():
             height += missing * row_pitch_px() + 2
+        elif missing < 0 and not self._message.isVisible():
+            # Few rows (one GPU type): shrink to them, keeping room for four, so a bar keeps a
+            # bar's proportions instead of filling the figure.
+            spare = min(-missing, self.rows_that_fit() - 4)
+            if spare > 0:
+                height -= spare * row_pitch_px()
         return width, height
 
     def _after_layout(self) -> None:
