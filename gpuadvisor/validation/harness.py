@@ -144,8 +144,11 @@ def _class_default(name: str) -> float:
 def factors_for(profile: EngineProfile) -> dict[str, tuple[float, float]]:
     names = FIT_FACTORS["inference" if profile.kind == "inference" else "training"]
     found = {k: v for k, v in names.items() if hasattr(profile, k)}
-    if hasattr(profile, "layer_overhead_by_arch"):
+    if profile.layer_overhead_by_arch:
         # llama.cpp's own streaming model (no per-generation ceiling): its efficiency is fitted.
+        # Every other engine keeps its prior: the fitted bandwidth ceiling of each GPU generation
+        # (FIT_GLOBALS) carries what the engines share, so an engine held out with its only source
+        # still gets what its GPUs stream.
         found["bandwidth_efficiency"] = (0.2, 1.0)
     for field_name, bounds in ARCH_FACTORS.items():
         for arch, _ in getattr(profile, field_name, ()):
