@@ -42,7 +42,13 @@ from ..core.estimation.calibration import golden_section_min
 from ..core.estimation.communication import training_speed
 from ..core.estimation.estimate import Candidate, estimate, resolve_model
 from ..core.estimation.performance import inference_performance
-from ..core.estimation.serving import REQUEST_OVERHEAD_RANGE, REQUEST_OVERHEAD_S, closed_loop
+from ..core.estimation.serving import (
+    REQUEST_OVERHEAD_RANGE,
+    REQUEST_OVERHEAD_S,
+    closed_loop,
+    rate_range,
+    time_range,
+)
 from ..core.formats.scenario import Scenario, scenario_from_dict
 from ..core.specs import engines as core_engines
 from ..core.specs.engines import EngineProfile, SpeedConstants
@@ -319,14 +325,17 @@ def _compare_serving(
             )
     except InputError as exc:
         return Comparison(row, measured, None, None, None, unit, omitted, f"estimate refused: {exc}")
-    lo, hi = 1.0 - engine.spread_low, 1.0 + engine.spread_high
     running = point.running
     note = "" if running >= sc.workload.batch_size else f"estimate: {running} sequences fit at once"
+    # The core's 80% ranges of a service's figures (SERVING_SPREADS), each on its own residuals.
     if row.quantity == "serving_output_tokens_per_s":
         value = point.tokens_per_s
-        return Comparison(row, measured, value, value * lo, value * hi, unit, omitted, note)
-    value = (point.ttft_s if row.quantity == "serving_ttft_ms" else point.itl_s) * 1000.0
-    return Comparison(row, measured, value, value / hi, value / lo, unit, omitted, note)
+        return Comparison(row, measured, value, *rate_range(value, "tokens_per_s"), unit, omitted, note)
+    if row.quantity == "serving_ttft_ms":
+        value = point.ttft_s * 1000.0
+        return Comparison(row, measured, value, *time_range(value, "ttft"), unit, omitted, note)
+    value = point.itl_s * 1000.0
+    return Comparison(row, measured, value, *time_range(value, "itl"), unit, omitted, note)
 
 
 def _speed_of(mm, cand: Candidate, sc: Scenario):

@@ -19,11 +19,13 @@ from gpuadvisor.core.errors import InputError, ScenarioError
 from gpuadvisor.core.estimation.estimate import estimate
 from gpuadvisor.core.estimation.serving import (
     MAX_CONCURRENCY,
+    SERVING_SPREADS,
     service_cv2,
     wait_at_percentile,
 )
 from gpuadvisor.core.formats.scenario import dumps_scenario, loads_scenario
 from gpuadvisor.core.presentation.serialize import estimate_to_dict
+from gpuadvisor.core.presentation.serving_text import fleet_detail, serving_report
 from gpuadvisor.core.presentation.text import render_estimate
 from gpuadvisor.core.presentation.wording import summary_line
 from gpuadvisor.core.specs.hardware import load_gpu_catalog
@@ -520,3 +522,63 @@ def test_request_overhead_fit_stays_in_its_range():
     # Without serving rows nothing can move it: the shipped value.
     no_serving = [r for r in rows if r.group != "serving"]
     assert fit_request_overhead(no_serving, Predictor(gpus, models)) == REQUEST_OVERHEAD_S
+
+
+# --- 80% ranges -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("rate", [0.5, 20.0, 300.0])
+def test_ranges_bracket_the_fleet_and_follow_the_spreads(rate):
+    g, _ = catalogs()
+    est = run(scenario(rate=rate))
+    tp_low, tp_high = SERVING_SPREADS["tokens_per_s"]
+    checked = 0
+    for c in fleets(est).values():
+        f = c.serving
+        lo, hi = f.replicas_range
+        assert 1 <= lo <= f.replicas <= hi
+        # The slow end of the throughput range never needs fewer replicas than the rate alone asks for.
+        per_replica_slow = f.tokens_per_s_per_replica * (1 - tp_low) / 300
+        assert hi >= math.ceil(rate / per_replica_slow - 1e-9) or not f.meets_slo
+        t_lo, t_hi = f.tokens_per_s_range
+        assert t_lo == pytest.approx(f.tokens_per_s_per_replica * (1 - tp_low))
+        assert t_hi == pytest.approx(f.tokens_per_s_per_replica * (1 + tp_high))
+        assert f.ttft_range_s[0] <= f.ttft_s <= f.ttft_range_s[1]
+        assert f.itl_range_ms[0] <= f.itl_ms <= f.itl_range_ms[1]
+        price = g.get(c.gpu.id).cloud_usd_per_hour
+        if price is not None:
+            m_lo, m_hi = f.usd_per_month_range
+            assert m_lo <= f.usd_per_month <= m_hi
+            assert m_hi == pytest.approx(hi * c.gpu_count * price.expected * 730)
+        checked += 1
+    assert checked > 10
+
+
+def test_more_traffic_never_narrows_the_slow_end():
+    hw = {"gpu": "h100-sxm"}
+    previous = 0
+    for rate in (1.0, 5.0, 20.0, 80.0):
+        (f,) = [c.serving for c in fleets(run(scenario(rate=rate, hardware=hw))).values() if c.gpu_count == 1]
+        assert f.replicas_range[1] >= previous
+        previous = f.replicas_range[1]
+
+
+def test_ranges_reach_json_and_every_text():
+    est = run(scenario(hardware={"gpu": "h100-sxm"}))
+    rec = est.recommended
+    d = estimate_to_dict(est)
+    (served,) = [
+        c["serving"]
+        for c in d["candidates"]
+        if c.get("serving")
+        and (c["gpu"], c["gpu_count"], c["parallelism"]) == (rec.gpu.id, rec.gpu_count, rec.parallelism)
+    ]
+    ranges = served["range_80"]
+    assert ranges["replicas"] == list(rec.serving.replicas_range)
+    assert set(ranges) == {"replicas", "usd_per_month", "tokens_per_s_per_replica", "ttft_s", "itl_ms"}
+    lo, hi = rec.serving.replicas_range
+    phrase = f"80% range: {lo}\u2013{hi} replicas"
+    assert phrase in render_estimate(est)
+    assert any(phrase in text for _kind, text in fleet_detail(rec))
+    lines = dict(serving_report(est)["serving_lines"])
+    assert lines["80% range"].startswith(f"{lo}\u2013{hi} replicas")

@@ -96,6 +96,35 @@ MAX_REPLICAS = 100_000
 #: z of the 90th percentile of a normal distribution (for the log-normal length tail).
 _Z90 = 1.2815515655446004
 
+#: The 80% range of a service's figures, per figure, as ``(spread_low, spread_high)`` of the ratio
+#: of measured to estimated speed (a time is inverted, so a ratio above 1 is always a faster
+#: service than estimated): the range is ``x (1 - low) .. x (1 + high)`` of a rate and
+#: ``t / (1 + high) .. t / (1 - low)`` of a time. Split-conformal 10% and 90% order statistics of
+#: the leave-one-source-out residuals of the serving rows of tests/data/validation
+#: (``scripts/fit_spreads.py``), each figure on its own rows: output tokens/s, time to first token
+#: (which the closed loop tends to overestimate) and time between tokens.
+SERVING_SPREADS: dict[str, tuple[float, float]] = {
+    "tokens_per_s": (0.40, 0.54),
+    "ttft": (0.11, 4.21),
+    "itl": (0.10, 0.38),
+}
+SERVING_SPREAD_PROVENANCE = (
+    "split-conformal 10%/90% order statistics of the leave-one-source-out residuals of the "
+    "serving rows, tests/data/validation, 2026-12-01"
+)
+
+
+def rate_range(value: float, figure: str) -> tuple[float, float]:
+    """The 80% range of a rate (``figure`` a key of :data:`SERVING_SPREADS`)."""
+    low, high = SERVING_SPREADS[figure]
+    return value * (1.0 - low), value * (1.0 + high)
+
+
+def time_range(value: float, figure: str) -> tuple[float, float]:
+    """The 80% range of a time (``figure`` a key of :data:`SERVING_SPREADS`): shorter end first."""
+    low, high = SERVING_SPREADS[figure]
+    return value / (1.0 + high), value / (1.0 - low)
+
 
 class CurvePoint(NamedTuple):
     """One point of a replica's throughput-latency curve (no queueing)."""
@@ -144,6 +173,14 @@ class ServingEstimate(NamedTuple):
     buy: FleetBuy | None = None
     replica: ReplicaCurve | None = None  # the replica's throughput-latency curve (for charts)
     gpu_count: int = 1
+    #: The 80% ranges (:data:`SERVING_SPREADS`): the replicas and monthly cost the traffic needs at
+    #: the fast and the slow end of the throughput range (the same concurrency per replica), the
+    #: replica's output tokens/s, and the TTFT and ITL at the operating point. None when not computed.
+    replicas_range: tuple[int, int] | None = None
+    usd_per_month_range: tuple[float, float] | None = None
+    tokens_per_s_range: tuple[float, float] | None = None
+    ttft_range_s: tuple[float, float] | None = None
+    itl_range_ms: tuple[float, float] | None = None
 
     def curve(self) -> tuple[CurvePoint, ...]:
         """The replica's curve from one sequence to CURVE_SPAN x its concurrency (computed on first use:
@@ -171,7 +208,23 @@ class ServingEstimate(NamedTuple):
             "usd_per_million_tokens": r(self.usd_per_million_tokens, 4),
             "utilization": round(self.utilization, 4),
             "buy_vs_rent": None if self.buy is None else self.buy.to_dict(),
+            "range_80": self.ranges_dict(),
         }
+
+    def ranges_dict(self) -> dict[str, list[float | int]] | None:
+        """The 80% ranges as ``{figure: [low, high]}`` (see :data:`SERVING_SPREADS`)."""
+        if self.replicas_range is None:
+            return None
+        out: dict[str, list[float | int]] = {"replicas": list(self.replicas_range)}
+        if self.usd_per_month_range is not None:
+            out["usd_per_month"] = [round(x, 2) for x in self.usd_per_month_range]
+        if self.tokens_per_s_range is not None:
+            out["tokens_per_s_per_replica"] = [round(x, 2) for x in self.tokens_per_s_range]
+        if self.ttft_range_s is not None:
+            out["ttft_s"] = [round(x, 4) for x in self.ttft_range_s]
+        if self.itl_range_ms is not None:
+            out["itl_ms"] = [round(x, 3) for x in self.itl_range_ms]
+        return out
 
 
 def batch_models(mm: MemoryModel, top: int = MAX_CONCURRENCY) -> dict[int, MemoryModel]:
@@ -783,13 +836,22 @@ def closed_loop(
 
 
 def fewest_replicas(
-    curve: ReplicaCurve, c: int, rate: float, cv2: float, rate_only: bool = False
+    curve: ReplicaCurve,
+    c: int,
+    rate: float,
+    cv2: float,
+    rate_only: bool = False,
+    service_scale: float = 1.0,
+    ttft_scale: float = 1.0,
 ) -> tuple[int, float]:
     """(replicas, TTFT at the percentile) for ``rate`` requests/s at ``c`` slots per replica: the
     fewest replicas that are not saturated and meet the TTFT target (or, when the target cannot be
-    met, that are not saturated)."""
+    met, that are not saturated). ``service_scale`` and ``ttft_scale`` stretch the replica's
+    service time and TTFT (an end of the 80% range)."""
     spec = curve.spec
     _itl, ttft_tail, _tm, service = curve.point(c)
+    ttft_tail *= ttft_scale
+    service *= service_scale
     per_replica = c / service  # requests/s one replica completes with every slot busy
     lo = max(1, math.floor(rate / per_replica) + 1)
 
@@ -842,14 +904,28 @@ def serving_estimate(
     itl, _tt, _tm, service = curve.point(c)
     if meets and ttft > spec.ttft_s:  # cannot happen by construction; kept honest
         meets, missed = False, "ttft"
+    # The fleet at both ends of the 80% range: the same concurrency per replica, the service time
+    # and the TTFT stretched by the ranges of the throughput and the TTFT.
+    tp_low, tp_high = SERVING_SPREADS["tokens_per_s"]
+    ttft_low, ttft_high = SERVING_SPREADS["ttft"]
+    r_fast = fewest_replicas(
+        curve, c, spec.requests_per_s, cv2, not meets, 1.0 / (1.0 + tp_high), 1.0 / (1.0 + ttft_high)
+    )[0]
+    r_slow = fewest_replicas(
+        curve, c, spec.requests_per_s, cv2, not meets, 1.0 / (1.0 - tp_low), 1.0 / (1.0 - ttft_low)
+    )[0]
+    replicas_range = (min(r_fast, replicas), max(r_slow, replicas))
     rate_r = spec.requests_per_s / replicas
     gpus = replicas * gpu_count
     per_hour = per_month = per_million = None
+    month_range: tuple[float, float] | None = None
     fleet_buy = None
     hours_share = spec.hours_per_day / 24.0
     if price is not None:
         per_hour = gpus * price.expected
         per_month = per_hour * HOURS_PER_MONTH * hours_share
+        lo, hi = (r * gpu_count * price.expected * HOURS_PER_MONTH * hours_share for r in replicas_range)
+        month_range = (lo, hi)
         per_million = per_hour / (spec.requests_per_s * w.output_tokens * 3600.0) * 1e6
         if buy is not None:
             owned = gpus * (
@@ -875,4 +951,9 @@ def serving_estimate(
         buy=fleet_buy,
         replica=curve,
         gpu_count=gpu_count,
+        replicas_range=replicas_range,
+        usd_per_month_range=month_range,
+        tokens_per_s_range=rate_range(c * w.output_tokens / service, "tokens_per_s"),
+        ttft_range_s=time_range(ttft, "ttft"),
+        itl_range_ms=time_range(itl * 1000.0, "itl"),
     )

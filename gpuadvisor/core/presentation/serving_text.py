@@ -8,6 +8,7 @@ from typing import Any
 from ..estimation.results import Candidate, Estimate
 from ..estimation.serving import ServingEstimate
 from ..formatting import fmt_rate, fmt_usd, fmt_usd_per_hour, fmt_usd_per_mtok
+from ..specs.engines import RANGE_LABEL
 
 TIMES = "\u00d7"
 
@@ -91,6 +92,24 @@ def fleet_figures(s: ServingEstimate) -> str:
     )
 
 
+def range_phrase(s: ServingEstimate) -> str:
+    """``80% range: 13-34 replicas ($23,725-$62,050 a month); TTFT 0.14-0.82 s, ITL 36.0-55.2 ms``
+    ("" when the estimate has no ranges)."""
+    if s.replicas_range is None:
+        return ""
+    lo, hi = s.replicas_range
+    fleet = f"{lo:,}" if lo == hi else f"{lo:,}\u2013{hi:,}"
+    fleet += " replica" + ("" if lo == hi == 1 else "s")
+    if s.usd_per_month_range is not None:
+        m_lo, m_hi = s.usd_per_month_range
+        fleet += f" ({fmt_usd(m_lo)}\u2013{fmt_usd(m_hi)} a month)"
+    parts = [f"{RANGE_LABEL}: {fleet}"]
+    if s.ttft_range_s is not None and s.itl_range_ms is not None:
+        (t_lo, t_hi), (i_lo, i_hi) = s.ttft_range_s, s.itl_range_ms
+        parts.append(f"TTFT {t_lo:.2f}\u2013{t_hi:.2f} s, ITL {i_lo:.1f}\u2013{i_hi:.1f} ms")
+    return "; ".join(parts)
+
+
 def serving_summary(est: Estimate) -> str:
     """The answer in one line for a service: the decision's fleet, or the closest setup and why."""
     rec = est.recommended
@@ -169,6 +188,8 @@ def fleet_detail(c: Candidate) -> list[tuple[str, str]]:
         ("text", fleet_figures(s) + "."),
         ("text", capacity_line(c).capitalize() + f"; limited by {_LIMITED.get(s.limited_by, s.limited_by)}."),
     ]
+    if s.replicas_range is not None:
+        out.append(("text", range_phrase(s) + "."))
     if not s.meets_slo:
         what = "the time between tokens" if s.missed == "itl" else "the time to first token"
         out.append(("problem", f"Misses {what} even with one request in flight: sized for the rate alone."))
@@ -197,6 +218,8 @@ def serving_report(est: Estimate) -> dict[str, Any]:
         lines.append(("Fleet", f"{fleet_name(rec)}: {s.gpus_total} GPU{'s' if s.gpus_total != 1 else ''}"))
         lines.append(("Monthly cost", fleet_figures(s)))
         lines.append(("Capacity", capacity_line(rec)))
+        if s.replicas_range is not None:
+            lines.append((RANGE_LABEL.capitalize(), range_phrase(s).split(": ", 1)[1]))
         if s.buy is not None:
             lines.append(("Buy vs rent", buy_phrase(s)))
     else:

@@ -19,7 +19,14 @@ from ..formatting import (
     fmt_usd_range,
 )
 from ..specs.engines import RANGE_LABEL
-from .serving_text import FLEET_HEADER, capacity_line, fleet_rows, targets_phrase, traffic_phrase
+from .serving_text import (
+    FLEET_HEADER,
+    capacity_line,
+    fleet_rows,
+    range_phrase,
+    targets_phrase,
+    traffic_phrase,
+)
 from .wording import summary_line
 
 
@@ -183,6 +190,8 @@ def serving_lines(est: Estimate, show_all: bool = False) -> list[str]:
     rec = est.recommended
     if rec is not None:
         out.append(f"\u2605 {capacity_line(rec)}.")
+        if rec.serving is not None and rec.serving.replicas_range is not None:
+            out.append(f"\u2605 {range_phrase(rec.serving)}.")
     out += [
         "TTFT at the percentile asked for, queueing included; ITL with every slot busy; "
         "$/month = replicas x GPUs x price x 730 h x hours a day / 24; $/1M tok per output token served.",
