@@ -987,3 +987,23 @@ def test_bad_serving_key_exits_2_with_one_line(capsys, tmp_path):
     code, out, err = run_main(capsys, "estimate", write_scenario(tmp_path, bad))
     assert code == 2 and out == ""
     assert "workload.serving.percentile" in _one_error_line(err)
+
+
+def test_subprocess_reader_that_stops_early_gets_no_error():
+    """``gpuadvisor-cli estimate ... | head``: the pipe closes early; the CLI stops quietly with 0."""
+    args = [
+        sys.executable,
+        "-m",
+        "gpuadvisor.cli",
+        "estimate",
+        "docs/examples/lora-llama-3.1-8b.json",
+        "--json",
+    ]
+    with subprocess.Popen(args, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
+        assert proc.stdout is not None and proc.stderr is not None
+        first = proc.stdout.read(64)
+        proc.stdout.close()  # the reader goes away, as head does after its lines
+        err = proc.stderr.read().decode()
+        assert proc.wait(timeout=60) == 0
+    assert first.startswith(b"{")
+    assert err == ""

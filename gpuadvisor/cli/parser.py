@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
@@ -190,6 +191,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         typed = [v for value in vars(args).values() for v in (value if isinstance(value, list) else [value])]
         print(f"error: {error_line(exc, typed)}", file=sys.stderr)
         return EXIT_INPUT
+    except BrokenPipeError:
+        # The reader went away (``gpuadvisor-cli ... | head``): stop quietly, as other Unix tools
+        # do, and keep the interpreter from reporting the pipe again when it flushes stdout.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
     except OSError as exc:
         print(
             f"error: {exc.strerror or exc}: {getattr(exc, 'filename', '') or ''}".rstrip(": "),
@@ -198,5 +205,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_INPUT
     except KeyboardInterrupt:
         return 130
-    except BrokenPipeError:
-        return 0
