@@ -165,7 +165,7 @@ def test_all_flag_shows_every_setup(capsys, tmp_path):
     _, brief, _ = run_main(capsys, "estimate", path, "--gpu", "h100-sxm")
     _, full, _ = run_main(capsys, "estimate", path, "--gpu", "h100-sxm", "--all")
     assert full.count("H100") > brief.count("H100") >= 1
-    assert "8x fsdp" in full
+    assert "8 \u00d7 fsdp" in full
 
 
 def test_unknown_keys_are_reported_as_warnings(capsys, tmp_path):

@@ -591,7 +591,7 @@ def test_cli_text_names_the_layout_and_json_has_it(tmp_path, capsys):
         )
     )
     assert main(["estimate", str(path)]) == 0
-    assert "64x TP8 SP · PP4 · DP2 · selective recompute" in capsys.readouterr().out
+    assert "64 \u00d7 TP8 SP · PP4 · DP2 · selective recompute" in capsys.readouterr().out
     assert main(["estimate", str(path), "--json"]) == 0
     cand = json.loads(capsys.readouterr().out)["candidates"][0]
     assert cand["layout"]["data_parallel"] == 2 and cand["memory_stage"] == "first"

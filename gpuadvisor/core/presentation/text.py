@@ -43,11 +43,12 @@ def text_table(rows: list[list[str]], header: list[str], right: set[int]) -> str
 
 
 def setup_cell(c: Candidate) -> str:
-    """The setup column: ``single GPU``, ``8x tensor`` or ``64x TP8 · PP4 · DP2 ZeRO-1``."""
+    """The setup column: ``single GPU``, ``8 × tensor`` or ``64 × TP8 · PP4 · DP2 ZeRO-1`` (as the
+    window and the PDF write it)."""
     lay = c.layout
     if lay is None or lay.shorthand:
-        return "single GPU" if c.gpu_count == 1 else f"{c.gpu_count}x {c.parallelism}"
-    return f"{c.gpu_count}x {lay.name}"
+        return "single GPU" if c.gpu_count == 1 else f"{c.gpu_count} \u00d7 {c.parallelism}"
+    return f"{c.gpu_count} \u00d7 {lay.name}"
 
 
 def render_estimate(est: Estimate, show_all: bool = False) -> str:
