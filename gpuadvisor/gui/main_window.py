@@ -126,6 +126,7 @@ class MainWindow(FileActions, ToolWindows, QMainWindow):
 
         state.estimateChanged.connect(self._on_estimate_changed)
         state.errorChanged.connect(self._on_error_changed)
+        state.computingChanged.connect(self._on_computing_changed)
         state.dirtyChanged.connect(self._update_title)
         state.pathChanged.connect(self._update_title)
         state.scenarioChanged.connect(self._on_scenario_loaded)
@@ -215,6 +216,10 @@ class MainWindow(FileActions, ToolWindows, QMainWindow):
     def _on_error_changed(self, message: str) -> None:
         if message:
             self.statusBar().showMessage("An input is invalid: the results are stale until it is fixed.")
+
+    def _on_computing_changed(self, message: str) -> None:
+        if message:
+            self.statusBar().showMessage(message + "\u2026")
 
     def _on_catalogs_changed(self, gpus, models) -> None:
         """A catalog edit or import: the pages list the new GPUs and models."""
@@ -500,4 +505,5 @@ class MainWindow(FileActions, ToolWindows, QMainWindow):
                 save_settings(self.settings)
             except InputError as exc:
                 log.warning("settings not saved: %s", exc)
+        self.state.shutdown()
         event.accept()

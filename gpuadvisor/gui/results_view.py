@@ -128,6 +128,7 @@ class ResultsView(QWidget):
 
         state.estimateChanged.connect(self._on_estimate_changed)
         state.errorChanged.connect(self._on_error_changed)
+        state.computingChanged.connect(self._on_computing_changed)
         state.selectionChanged.connect(self._on_selection_changed)
         state.catalogWarningsChanged.connect(self._on_catalog_warnings)
         state.staleMonthsChanged.connect(self._on_stale_months)
@@ -248,7 +249,7 @@ class ResultsView(QWidget):
         self.ranking.show(est, self.state.selected)
         self._update_charts(est)
         self.show_detail(self.state.selected)
-        self._set_stale(self.state.stale)
+        self._show_banner()
 
     def warnings(self, est: Estimate) -> list[str]:
         """The decision's warnings, as the report lists them (stale prices, assumed profiles, ...);
@@ -308,34 +309,52 @@ class ResultsView(QWidget):
         return "<br>".join(lines)
 
     def _on_error_changed(self, message: str) -> None:
-        if message:
+        self._show_banner()
+
+    def _on_computing_changed(self, message: str) -> None:
+        self._show_banner()
+
+    def _show_banner(self) -> None:
+        """An invalid input first, else an update running in the background: either way the results
+        below belong to earlier inputs and are greyed until they are current again."""
+        error, computing = self.state.error, self.state.computing
+        if error:
             self.banner.setText(
-                f"<b>Fix this input:</b> {html.escape(message)}<br>The results below are for the "
+                f"<b>Fix this input:</b> {html.escape(error)}<br>The results below are for the "
                 "last valid input and are marked stale until it is fixed."
             )
-        self.banner.setVisible(bool(message))
-        self._set_stale(bool(message))
-
-    def _set_stale(self, stale: bool) -> None:
-        """Grey the results while an input is invalid: they belong to the last valid input."""
-        if getattr(self, "_stale", False) == stale:
-            return
-        self._stale = stale
-        for widget in (self.chart_tabs, self.table, self.detail):
-            widget.setEnabled(not stale)
-        self.ranking_title.setText(
-            "<b>Ranking</b>"
-            + (
-                " (stale: fix the input above)"
-                if stale
-                else ": one row per GPU type, its best setup; ★ recommended"
+        elif computing:
+            self.banner.setText(
+                f"<b>{html.escape(computing)}\u2026</b><br>The window stays usable; the results below "
+                "are for the previous input until the new ones arrive."
             )
-        )
+        self.banner.setVisible(bool(error or computing))
+        self._set_stale("input" if error else "computing" if computing else "")
+
+    def _set_stale(self, why: str) -> None:
+        """Grey the results while an input is invalid (``why`` "input") or an update runs in the
+        background ("computing"): they belong to earlier inputs."""
+        if getattr(self, "_stale", "") == why:
+            return
+        self._stale = why
+        for widget in (self.chart_tabs, self.table, self.detail):
+            widget.setEnabled(not why)
+        title = {
+            "input": " (stale: fix the input above)",
+            "computing": " (updating\u2026)",
+        }.get(why, ": one row per GPU type, its best setup; ★ recommended")
+        self.ranking_title.setText("<b>Ranking</b>" + title)
         if self.state.estimate is not None:
             self._render_summary(self.state.estimate)
 
     def _render_summary(self, est: Estimate) -> None:
-        if self.state.stale:
+        if getattr(self, "_stale", "") == "computing" and not self.state.stale:
+            c = colors(self.palette())
+            self.summary.setText(
+                f"<span style='color:{c.muted}'>Updating\u2026 until then, for the previous input: "
+                f"{html.escape(summary_line(est))}</span>"
+            )
+        elif self.state.stale:
             c = colors(self.palette())
             self.summary.setText(
                 f"<span style='color:{c.muted}'>Stale (an input is invalid): "

@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import logging
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from ..core.errors import InputError
 from ..core.estimation.calibration import CalibrationProfile
-from ..core.estimation.estimate import Estimate, estimate
+from ..core.estimation.estimate import Estimate, estimate, searches_layouts
 from ..core.formats.scenario import Scenario, load_scenario, save_scenario
 from ..core.specs.hardware import GpuCatalog
 from ..core.specs.presets import ModelCatalog
@@ -28,6 +29,15 @@ from .messages import user_message
 log = logging.getLogger(__name__)
 
 DEBOUNCE_MS = 40
+#: An update whose previous estimate took longer than this (ms), or that searches layouts beyond
+#: one node, runs off the GUI thread so the window keeps answering (typing, scrolling, menus).
+BACKGROUND_MS = 300.0
+
+
+class _Relay(QObject):
+    """Carries a background estimate back to the GUI thread (a queued signal)."""
+
+    done = Signal(int, object, float)  # generation, Estimate or the exception raised, ms
 
 
 class AppState(QObject):
@@ -43,6 +53,7 @@ class AppState(QObject):
     catalogsChanged = Signal(object, object)  # GpuCatalog, ModelCatalog (an edit or an import)
     catalogWarningsChanged = Signal(object)  # tuple[str, ...]: rows left out of the comparison, and why
     staleMonthsChanged = Signal(int)  # prices older than this many months are flagged
+    computingChanged = Signal(str)  # what runs in the background ("" when the results are current)
 
     def __init__(
         self, scenario: Scenario, gpus: GpuCatalog, models: ModelCatalog, parent: QObject | None = None
@@ -65,6 +76,13 @@ class AppState(QObject):
         self._timer.setSingleShot(True)
         self._timer.setInterval(DEBOUNCE_MS)
         self._timer.timeout.connect(self.recompute)
+        # One estimate runs in the background at a time; each update bumps the generation and a
+        # result whose generation is not the latest is dropped (the inputs moved on meanwhile).
+        self._generation = 0
+        self.computing = ""
+        self._pool: ThreadPoolExecutor | None = None
+        self._relay = _Relay(self)
+        self._relay.done.connect(self._background_done)
 
     # --- editing ------------------------------------------------------------------------
     def set_scenario(self, scenario: Scenario, dirty: bool = True, force: bool = False) -> None:
@@ -156,15 +174,78 @@ class AppState(QObject):
 
     # --- computing ------------------------------------------------------------------------
     def recompute(self) -> None:
-        """Run the core now (the debounce timer calls this)."""
+        """Run the core (the debounce timer calls this): on the GUI thread when it is quick, in
+        the background when the last estimate was slow or the scenario searches layouts over many
+        nodes (see :data:`BACKGROUND_MS`)."""
         self._timer.stop()
+        self._generation += 1
+        if self.estimate is not None and (
+            self.last_compute_ms > BACKGROUND_MS or searches_layouts(self.scenario)
+        ):
+            self._start_background()
+            return
+        self._compute_now()
+
+    def _compute_now(self) -> None:
         t0 = time.perf_counter()
         try:
             result = estimate(self.scenario, self.gpus, self.models, calibration=self.active_calibration)
         except InputError as exc:
+            self._set_computing("")
             self._set_compute_error(user_message(exc))
             return
-        self.last_compute_ms = (time.perf_counter() - t0) * 1000
+        self._set_computing("")
+        self._apply(result, (time.perf_counter() - t0) * 1000)
+
+    def _start_background(self) -> None:
+        generation, scenario = self._generation, self.scenario
+        gpus, models, calibration = self.gpus, self.models, self.active_calibration
+        relay = self._relay
+
+        def work() -> None:
+            t0 = time.perf_counter()
+            try:
+                outcome: object = estimate(scenario, gpus, models, calibration=calibration)
+            except Exception as exc:  # noqa: BLE001 -- an InputError, or a bug: both go to the GUI thread
+                outcome = exc
+            try:
+                relay.done.emit(generation, outcome, (time.perf_counter() - t0) * 1000)
+            except RuntimeError:  # the window closed meanwhile and took the relay with it
+                log.debug("background estimate finished after the window closed")
+
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gpuadvisor-estimate")
+        w, hw = scenario.workload, scenario.hardware
+        top = hw.gpu_count if hw.gpu_count is not None else hw.gpu_count_max
+        what = (
+            f"searching {w.kind.replace('_', ' ')} layouts on up to {top:,} GPUs"
+            if searches_layouts(scenario) and top is not None
+            else f"the last update took {self.last_compute_ms / 1000:.1f} s"
+        )
+        self._set_computing(f"Updating: {what}")
+        self._pool.submit(work)
+
+    def _background_done(self, generation: int, outcome: object, ms: float) -> None:
+        if generation != self._generation:
+            return  # the inputs changed meanwhile: a newer estimate is on its way
+        if isinstance(outcome, InputError):
+            self._set_computing("")
+            self._set_compute_error(user_message(outcome))
+            return
+        if isinstance(outcome, BaseException):
+            self._set_computing("")
+            raise outcome  # the application's error hook shows it and writes it to the log
+        assert isinstance(outcome, Estimate)
+        self._set_computing("")
+        self._apply(outcome, ms)
+
+    def _set_computing(self, message: str) -> None:
+        if message != self.computing:
+            self.computing = message
+            self.computingChanged.emit(message)
+
+    def _apply(self, result: Estimate, ms: float) -> None:
+        self.last_compute_ms = ms
         previous = self.estimate
         self.estimate = result
         self._set_compute_error("")
@@ -177,9 +258,25 @@ class AppState(QObject):
         self.estimateChanged.emit(result)
 
     def flush(self) -> None:
-        """Compute immediately if an update is pending (tests, saving, exporting)."""
-        if self._timer.isActive() or self.estimate is None:
-            self.recompute()
+        """Compute immediately if an update is pending or running in the background (tests,
+        saving, exporting): the results on display are then the inputs'."""
+        if self._timer.isActive() or self.estimate is None or self.computing:
+            self._timer.stop()
+            self._generation += 1  # a background result still on its way is dropped
+            self._compute_now()
+
+    def wait_background(self, timeout_s: float = 30.0) -> None:
+        """Block until a background estimate has been delivered (tests; closing the window)."""
+        if self._pool is None:
+            return
+        self._pool.submit(lambda: None).result(timeout=timeout_s)
+
+    def shutdown(self) -> None:
+        """Stop taking background work (the window closes); a running estimate finishes unseen."""
+        if self._pool is not None:
+            self._generation += 1
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool = None
 
     # --- files -----------------------------------------------------------------------------
     def _set_dirty(self, dirty: bool) -> None:

@@ -365,3 +365,32 @@ def test_a_long_answer_wraps_and_its_whole_line_is_in_the_tooltip(qtbot, tmp_pat
     assert "requests in flight per replica" in answer
     assert html.escape(answer) in summary.toolTip()
     window.state.dirty = False
+
+
+def test_a_layout_search_runs_in_the_background_and_the_window_stays_usable(window, qtbot):
+    """Pre-training on 64 GPUs with the layout left open searches TP x PP x CP x ZeRO layouts over
+    many nodes: the update runs off the GUI thread, the results are greyed and say so meanwhile,
+    an edit made during the search replaces it, and the answer for the last input arrives."""
+    w = window
+    page = w.workload_page
+    w.page_tabs.setCurrentIndex(1)
+    _select_preset(w, "llama-3.1-70b")
+    w.page_tabs.setCurrentIndex(0)
+    page.kind.setCurrentIndex(page.kind.findData("pretrain"))
+    page.gpu.setCurrentIndex(page.gpu.findData("h100-sxm"))
+    settle(w)
+    page.count.setCurrentIndex(page.count.findData(64))  # no flush: the debounce timer runs it
+    qtbot.waitUntil(lambda: bool(w.state.computing), timeout=5000)
+    assert "searching pretrain layouts on up to 64 GPUs" in w.state.computing
+    assert w.results.banner.isVisible() and "Updating" in w.results.banner.text()
+    assert not w.results.table.isEnabled()  # the previous input's results, greyed
+    # The GUI thread still answers while the search runs: another edit goes through at once.
+    page.count.setCurrentIndex(page.count.findData(32))
+    assert w.state.scenario.hardware.gpu_count == 32
+    qtbot.waitUntil(
+        lambda: not w.state.computing and w.state.estimate.scenario == w.state.scenario, timeout=60000
+    )
+    counts = {c.gpu_count for c in w.state.estimate.candidates}
+    assert counts == {32}  # the 64-GPU search was dropped for the newer input
+    assert not w.results.banner.isVisible() and w.results.table.isEnabled()
+    assert "Updating" not in w.results.summary.text() and "Updating" not in w.statusBar().currentMessage()

@@ -78,6 +78,15 @@ def count_layouts(model: ModelSpec, scenario: Scenario, mm: MemoryModel, n: int)
     return searched_layouts(model, w, hw, n), True
 
 
+def searches_layouts(scenario: Scenario) -> bool:
+    """Whether the estimate searches layouts beyond one node (a training job with
+    ``gpu_count_max`` above a node and no layout given): the slow case, up to about a second for a
+    MoE over a thousand GPUs."""
+    w, hw = scenario.workload, scenario.hardware
+    top = hw.gpu_count if hw.gpu_count is not None else hw.gpu_count_max
+    return w.is_training and not hw.layout_given and top is not None and top > hw.gpus_per_node
+
+
 def calibration_lookup(
     profile: CalibrationProfile, engine: str, scenario: Scenario
 ) -> dict[str, tuple[FactorFit, ...]]:
