@@ -142,9 +142,13 @@ class ResultsView(QWidget):
 
     def _apply_colors(self) -> None:
         c = colors(self.palette())
-        self.banner.setStyleSheet(
-            f"background: {c.banner_bg}; color: {c.banner_fg}; padding: 6px; border-radius: 3px;"
+        # An input error in the problem colours; an update running in the background as a notice.
+        bg, fg = (
+            (c.notice_bg, c.notice_fg)
+            if self.state.computing and not self.state.error
+            else (c.banner_bg, c.banner_fg)
         )
+        self.banner.setStyleSheet(f"background: {bg}; color: {fg}; padding: 6px; border-radius: 3px;")
         self.catalog_banner.setStyleSheet(
             f"background: {c.notice_bg}; color: {c.notice_fg}; padding: 6px; border-radius: 3px;"
         )
@@ -328,6 +332,7 @@ class ResultsView(QWidget):
                 f"<b>{html.escape(computing)}\u2026</b><br>The window stays usable; the results below "
                 "are for the previous input until the new ones arrive."
             )
+        self._apply_colors()
         self.banner.setVisible(bool(error or computing))
         self._set_stale("input" if error else "computing" if computing else "")
 

@@ -280,6 +280,7 @@ class WorkloadPage(QWidget):
         box_layout.setContentsMargins(6, 2, 6, 2)
         box_layout.addWidget(self.layout_body)
         self.layout_body.setVisible(False)
+        self._fold_layout_box(False)
         self.layout_box.toggled.connect(self._on_layout_toggled)
 
         self.form_job = QFormLayout()
@@ -415,6 +416,7 @@ class WorkloadPage(QWidget):
             )
             self.layout_box.setChecked(advanced)
             self.layout_body.setVisible(advanced)
+            self._fold_layout_box(advanced)
         finally:
             self._filling = False
         self._update_visibility()
@@ -516,8 +518,14 @@ class WorkloadPage(QWidget):
             self.form_layout.setRowVisible(widget, not one_gpu)
 
     # --- editing ---------------------------------------------------------------------------
+    def _fold_layout_box(self, open_: bool) -> None:
+        """Unticked, the "Advanced layout" box is its title alone: no empty frame under it."""
+        self.layout_box.setFlat(not open_)
+        self.layout_box.setMaximumHeight(16777215 if open_ else self.layout_box.fontMetrics().height() + 4)
+
     def _on_layout_toggled(self, on: bool) -> None:
         self.layout_body.setVisible(on)
+        self._fold_layout_box(on)
         if not self._filling:
             self.edited.emit()
 
