@@ -50,6 +50,7 @@ from .results import CalibrationProfile, Change, FactorFit
 from .results import Candidate as Candidate
 from .results import Estimate as Estimate
 from .results import WhatIf as WhatIf
+from .serving_memory import operating_memory
 
 DEFAULT_GPU_COUNTS = (1, 2, 4, 8)
 #: Layouts kept per GPU type and count when the search tries many (the fastest and its runner-ups).
@@ -244,6 +245,9 @@ def estimate(
         batch_mms = _serving.batch_models(mm)
         reserve = _serving.reserved_context(w, batching_for(engine.id))
         kv_lines = {(row[0], row[6]): _serving.kv_line(mm, row[0], row[6], reserve) for row in setups}
+        # A service's memory is its operating point's: (count, setup, concurrency) -> breakdown.
+        op_memory: dict[tuple[int, str, int], MemoryBreakdown] = {}
+        context_bytes = mm.overhead.cuda_context_gib * GIB
     slowdowns: dict[int, float] = {}  # TP width slowdown per TP size (the model's: shared by every GPU)
     # The searched layouts by count, priced from the highest speed ceiling down: their order and
     # families do not depend on the GPU, so they are built once (see _search_groups).
@@ -254,11 +258,13 @@ def estimate(
         # A Mac's GPU is one chip sharing the machine's memory: it is not combined with others
         # unless the scenario asks for a count.
         gpu_setups = single_only if gpu.unified_memory and not hw.gpu_count else setups
+        fixed_overhead = None  # a calibrated runtime overhead (bytes) replaces the model's
         if lookup:
             # Looked up once per GPU; without calibration the loop below is unchanged.
             mfu, bw_eff, prefill_mfu = eff.mfu, eff.bandwidth_efficiency, eff.prefill_mfu
             for f in lookup.get(gpu.id, ()):
                 if f.factor_name == "runtime_overhead_gib":
+                    fixed_overhead = f.value * GIB
                     # The breakdowns are shared by every GPU: this GPU gets its own copies.
                     gpu_setups = [
                         (n, lay, bd2, bd2.device_total, host, sib, par, group)
@@ -322,6 +328,16 @@ def estimate(
                         gpus_per_node=hw.gpus_per_node,
                     )
                     fleet = _serving.serving_estimate(curve, kv_max, n, prices, buy, scenario.budget)
+                    bd = _operating_point(mm, op_memory, n, par, fleet.concurrency_per_replica, reserve)
+                    if fixed_overhead is not None:
+                        bd = replace(bd, overhead=fixed_overhead)
+                    need = bd.device_total
+                    context = fixed_overhead if fixed_overhead is not None else context_bytes
+                    fleet = fleet._replace(
+                        memory=operating_memory(
+                            bd, fleet.concurrency_per_replica, reserve, cap_bytes, engine.id, context
+                        )
+                    )
             if fits and speed:
                 known = same_speed.get(group)
                 if known is None and fleet is not None and fleet.replica is not None and fleet.replica.perf1:
@@ -547,6 +563,23 @@ def estimate(
         calibration_fits=tuple(applied),
     )
     return _finish(result, with_advice and speed, gpus, models)
+
+
+def _operating_point(
+    mm: MemoryModel,
+    memo: dict[tuple[int, str, int], MemoryBreakdown],
+    n: int,
+    par: str,
+    concurrency: int,
+    reserve: int,
+) -> MemoryBreakdown:
+    """A replica's memory per GPU with ``concurrency`` sequences of ``reserve`` tokens in flight (the
+    service's operating point; shared by every GPU with the same count, setup and concurrency)."""
+    key = (n, par, concurrency)
+    bd = memo.get(key)
+    if bd is None:
+        bd = memo[key] = mm.breakdown(n, par, batch_size=concurrency, context=reserve)
+    return bd
 
 
 def _search_groups(

@@ -78,6 +78,7 @@ from .performance import (
     inference_shape,
     link,
 )
+from .serving_memory import ServingMemory
 
 #: Sequences in flight per replica at most: the order of the engines' own defaults (vLLM's
 #: max_num_seqs 256-1024, TensorRT-LLM's max_batch_size 2048); beyond it a replica is compute
@@ -144,6 +145,8 @@ class ServingEstimate(NamedTuple):
     buy: FleetBuy | None = None
     replica: ReplicaCurve | None = None  # the replica's throughput-latency curve (for charts)
     gpu_count: int = 1
+    #: Memory per GPU at the operating point: the KV cache in flight and the engine's pool.
+    memory: ServingMemory | None = None
 
     def curve(self) -> tuple[CurvePoint, ...]:
         """The replica's curve from one sequence to CURVE_SPAN x its concurrency (computed on first use:
@@ -171,6 +174,7 @@ class ServingEstimate(NamedTuple):
             "usd_per_million_tokens": r(self.usd_per_million_tokens, 4),
             "utilization": round(self.utilization, 4),
             "buy_vs_rent": None if self.buy is None else self.buy.to_dict(),
+            "memory_gib": None if self.memory is None else self.memory.to_dict(),
         }
 
 
