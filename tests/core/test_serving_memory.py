@@ -11,7 +11,7 @@ from functools import lru_cache
 import pytest
 
 from gpuadvisor.core.estimation.estimate import estimate
-from gpuadvisor.core.estimation.serving_memory import operating_memory
+from gpuadvisor.core.estimation.serving_memory import BatchLine, operating_memory
 from gpuadvisor.core.formats.scenario import loads_scenario
 from gpuadvisor.core.presentation.serialize import estimate_to_dict
 from gpuadvisor.core.specs.hardware import load_gpu_catalog
@@ -181,3 +181,18 @@ def test_json_carries_the_operating_point_and_a_batch_job_has_none():
     (c,) = est.candidates
     assert c.serving is None
     assert c.memory.kv_cache == pytest.approx(4 * 2300 * LLAMA_8B_KV_BYTES_PER_TOKEN)
+
+
+@pytest.mark.parametrize("engine", ["vllm", "tensorrt-llm", "llama.cpp", "transformers", "autoawq"])
+@pytest.mark.parametrize("gpu_count, parallelism", [(1, "none"), (2, "tensor"), (4, "pipeline")])
+def test_the_batch_line_is_the_memory_model(engine, gpu_count, parallelism):
+    """BatchLine's closed form equals the memory model's breakdown at every concurrency."""
+    weights = "int4" if engine == "autoawq" else "bf16"
+    est = run(engine=engine, workload={"weights": weights}, hardware={"gpu": "h100-sxm", "gpu_count": 1})
+    mm = est.memory_model
+    line = BatchLine(mm, gpu_count, parallelism, 2150)
+    for c in (1, 2, 3, 7, 64, 85, 300, 1024):
+        got, want = line.at(c), mm.breakdown(gpu_count, parallelism, batch_size=c, context=2150)
+        for name in ("weights", "activations", "kv_cache", "overhead", "logits", "host"):
+            assert getattr(got, name) == pytest.approx(getattr(want, name), rel=1e-9, abs=1e-3), (c, name)
+        assert got.device_total == pytest.approx(want.device_total, rel=1e-12)

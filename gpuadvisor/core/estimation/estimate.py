@@ -50,7 +50,7 @@ from .results import CalibrationProfile, Change, FactorFit
 from .results import Candidate as Candidate
 from .results import Estimate as Estimate
 from .results import WhatIf as WhatIf
-from .serving_memory import operating_memory
+from .serving_memory import BatchLine
 
 DEFAULT_GPU_COUNTS = (1, 2, 4, 8)
 #: Layouts kept per GPU type and count when the search tries many (the fastest and its runner-ups).
@@ -245,9 +245,8 @@ def estimate(
         batch_mms = _serving.batch_models(mm)
         reserve = _serving.reserved_context(w, batching_for(engine.id))
         kv_lines = {(row[0], row[6]): _serving.kv_line(mm, row[0], row[6], reserve) for row in setups}
-        # A service's memory is its operating point's: (count, setup, concurrency) -> breakdown.
-        op_memory: dict[tuple[int, str, int], MemoryBreakdown] = {}
-        context_bytes = mm.overhead.cuda_context_gib * GIB
+        # A service's memory is its operating point's, per (count, setup) a line over the concurrency.
+        op_lines: dict[tuple[int, str], BatchLine] = {}
     slowdowns: dict[int, float] = {}  # TP width slowdown per TP size (the model's: shared by every GPU)
     # The searched layouts by count, priced from the highest speed ceiling down: their order and
     # families do not depend on the GPU, so they are built once (see _search_groups).
@@ -327,17 +326,21 @@ def estimate(
                         prefill_mfu=prefill_mfu,
                         gpus_per_node=hw.gpus_per_node,
                     )
-                    fleet = _serving.serving_estimate(curve, kv_max, n, prices, buy, scenario.budget)
-                    bd = _operating_point(mm, op_memory, n, par, fleet.concurrency_per_replica, reserve)
-                    if fixed_overhead is not None:
-                        bd = replace(bd, overhead=fixed_overhead)
-                    need = bd.device_total
-                    context = fixed_overhead if fixed_overhead is not None else context_bytes
-                    fleet = fleet._replace(
-                        memory=operating_memory(
-                            bd, fleet.concurrency_per_replica, reserve, cap_bytes, engine.id, context
-                        )
+                    line = op_lines.get((n, par))
+                    if line is None:
+                        line = op_lines[(n, par)] = BatchLine(mm, n, par, reserve)
+                    fleet = _serving.serving_estimate(
+                        curve,
+                        kv_max,
+                        n,
+                        prices,
+                        buy,
+                        scenario.budget,
+                        memory_at=line.memory_at(cap_bytes, engine.id, fixed_overhead),
                     )
+                    assert fleet.memory is not None
+                    bd = fleet.memory.breakdown
+                    need = bd.device_total
             if fits and speed:
                 known = same_speed.get(group)
                 if known is None and fleet is not None and fleet.replica is not None and fleet.replica.perf1:
@@ -563,23 +566,6 @@ def estimate(
         calibration_fits=tuple(applied),
     )
     return _finish(result, with_advice and speed, gpus, models)
-
-
-def _operating_point(
-    mm: MemoryModel,
-    memo: dict[tuple[int, str, int], MemoryBreakdown],
-    n: int,
-    par: str,
-    concurrency: int,
-    reserve: int,
-) -> MemoryBreakdown:
-    """A replica's memory per GPU with ``concurrency`` sequences of ``reserve`` tokens in flight (the
-    service's operating point; shared by every GPU with the same count, setup and concurrency)."""
-    key = (n, par, concurrency)
-    bd = memo.get(key)
-    if bd is None:
-        bd = memo[key] = mm.breakdown(n, par, batch_size=concurrency, context=reserve)
-    return bd
 
 
 def _search_groups(

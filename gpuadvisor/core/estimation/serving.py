@@ -825,8 +825,10 @@ def serving_estimate(
     price: Range | None,
     buy: BuyVsRent | None,
     budget: Budget,
+    memory_at: Callable[[int], ServingMemory] | None = None,
 ) -> ServingEstimate:
-    """The fleet for the scenario's traffic on one replica layout (see the module docstring)."""
+    """The fleet for the scenario's traffic on one replica layout (see the module docstring);
+    ``memory_at`` gives the memory per GPU at a concurrency (:mod:`.serving_memory`)."""
     spec, w = curve.spec, curve.w
     top = min(kv_max, MAX_CONCURRENCY)
     c = curve.largest_meeting(top)
@@ -879,4 +881,5 @@ def serving_estimate(
         buy=fleet_buy,
         replica=curve,
         gpu_count=gpu_count,
+        memory=None if memory_at is None else memory_at(c),
     )

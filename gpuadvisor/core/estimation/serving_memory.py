@@ -34,33 +34,51 @@ KV Cache Behavior" (nvidia.github.io/TensorRT-LLM/examples/kvcacheconfig.html).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import replace
 from typing import Any, NamedTuple
 
 from ..specs.serving import KV_POOLS
 from ..units import GIB
-from .memory import MemoryBreakdown
+from .memory import MemoryBreakdown, MemoryModel
 
 
 class ServingMemory(NamedTuple):
     """Memory per GPU of one replica at the planner's operating point (bytes unless named)."""
 
+    breakdown: MemoryBreakdown  # the memory model at the concurrency: the candidate's memory
     concurrency: int  # sequences in flight per replica
     tokens_per_sequence: int  # KV cache reserved per sequence
-    weights: float
-    activations: float
-    kv_in_flight: float  # the KV cache of every sequence in flight, this GPU's share
-    overhead: float
     capacity: float
     kv_pool: float  # the KV pool the engine allocates (= kv_in_flight for engines without a pool)
-    engine: str = ""
     setting: str = ""  # the engine's option that sizes its pool ("" when it has none)
     fraction: float | None = None  # its default
     fraction_needed: float | None = None  # the value at which the pool holds the KV cache in flight
 
     @property
+    def weights(self) -> float:
+        bd = self.breakdown
+        return bd.weights + bd.adapters
+
+    @property
+    def activations(self) -> float:
+        """Transient activations, logits and dequantization buffers."""
+        bd = self.breakdown
+        return bd.activations + bd.gradients + bd.optimizer
+
+    @property
+    def kv_in_flight(self) -> float:
+        """The KV cache of every sequence in flight, this GPU's share."""
+        return self.breakdown.kv_cache
+
+    @property
+    def overhead(self) -> float:
+        return self.breakdown.overhead
+
+    @property
     def need(self) -> float:
         """What the operating point needs per GPU (the planner's fit test)."""
-        return self.weights + self.activations + self.kv_in_flight + self.overhead
+        return self.breakdown.device_total
 
     @property
     def pool_reserved(self) -> float:
@@ -105,6 +123,90 @@ class ServingMemory(NamedTuple):
         }
 
 
+class BatchLine:
+    """A replica's memory per GPU as a function of the sequences in flight, at ``context`` tokens each.
+
+    Once the prompts fill the engine's prefill chunk (``b >= chunk / prompt``), every component of
+    the memory model is affine in the batch: the weights stay, the KV cache and the last positions'
+    logits grow by one sequence's worth, the chunk's activations stay, and the overhead is the CUDA
+    context plus a share of the tensors. Two breakdowns there give every component at any larger
+    batch for a few multiplications, exactly (a whole-catalog service asks for one per GPU type);
+    below, or for an engine whose load peak is not affine (a q/k/v copy), the memory model itself
+    answers."""
+
+    __slots__ = ("mm", "gpu_count", "parallelism", "context", "first", "lo", "slope", "_memo")
+
+    def __init__(self, mm: MemoryModel, gpu_count: int, parallelism: str, context: int) -> None:
+        self.mm, self.gpu_count, self.parallelism, self.context = mm, gpu_count, parallelism, context
+        chunk = mm.prefill_chunk_tokens
+        prompt = max(1, context - mm.workload.output_tokens)
+        self.first = -(-chunk // prompt) if chunk else 1
+        self.lo: MemoryBreakdown | None = None
+        self._memo: dict[int, MemoryBreakdown] = {}  # GPU types often share a concurrency
+        self.slope: tuple[float, ...] = ()
+        if not mm.qkv_copy_bytes:
+            lo = mm.breakdown(gpu_count, parallelism, batch_size=self.first, context=context)
+            hi = mm.breakdown(gpu_count, parallelism, batch_size=self.first + 1, context=context)
+            self.lo = lo
+            self.slope = tuple(getattr(hi, f) - getattr(lo, f) for f in _AFFINE)
+
+    def memory_at(
+        self, capacity_bytes: float, engine_id: str, overhead_bytes: float | None = None
+    ) -> Callable[[int], ServingMemory]:
+        """The service's memory at a concurrency on a GPU of ``capacity_bytes`` (``overhead_bytes``: a
+        calibrated runtime overhead that replaces the model's context and fragmentation)."""
+        context = self.mm.overhead.cuda_context_gib * GIB if overhead_bytes is None else overhead_bytes
+
+        def memory(concurrency: int) -> ServingMemory:
+            bd = self.at(concurrency)
+            if overhead_bytes is not None:
+                bd = replace(bd, overhead=overhead_bytes)
+            return operating_memory(bd, concurrency, self.context, capacity_bytes, engine_id, context)
+
+        return memory
+
+    def at(self, batch: int) -> MemoryBreakdown:
+        """The breakdown with ``batch`` sequences in flight."""
+        got = self._memo.get(batch)
+        if got is not None:
+            return got
+        lo = self.lo
+        if lo is None or batch < self.first:
+            got = self.mm.breakdown(self.gpu_count, self.parallelism, batch_size=batch, context=self.context)
+            self._memo[batch] = got
+            return got
+        k = batch - self.first
+        w, g, o, a, kv, ad, ov, lg, ho = self.slope
+        got = self._memo[batch] = MemoryBreakdown(
+            lo.weights + k * w,
+            lo.gradients + k * g,
+            lo.optimizer + k * o,
+            lo.activations + k * a,
+            lo.kv_cache + k * kv,
+            lo.adapters + k * ad,
+            lo.overhead + k * ov,
+            lo.logits + k * lg,
+            lo.gathered,
+            lo.host + k * ho,
+            lo.stage,
+        )
+        return got
+
+
+#: The components of a breakdown that change with the batch (in :class:`MemoryBreakdown`'s order).
+_AFFINE = (
+    "weights",
+    "gradients",
+    "optimizer",
+    "activations",
+    "kv_cache",
+    "adapters",
+    "overhead",
+    "logits",
+    "host",
+)
+
+
 def operating_memory(
     bd: MemoryBreakdown,
     concurrency: int,
@@ -115,36 +217,22 @@ def operating_memory(
 ) -> ServingMemory:
     """The memory of ``bd`` (the breakdown at ``concurrency`` sequences of ``tokens_per_sequence``) on a
     GPU of ``capacity_bytes``, with the pool ``engine_id`` preallocates (see the module docstring)."""
-    weights, kv = bd.weights + bd.adapters, bd.kv_cache
-    act = bd.activations + bd.gradients + bd.optimizer
-    need = weights + act + kv + bd.overhead
-    rest = need - kv
+    kv = bd.kv_cache
+    need = bd.device_total
+    rest = need - kv  # everything but the KV cache
     pool_spec = KV_POOLS.get(engine_id)
-    setting, fraction, needed = "", None, None
-    pool = kv
-    if pool_spec is not None:
-        setting, fraction = pool_spec.setting, pool_spec.fraction
-        f, cap = pool_spec.fraction, capacity_bytes
-        if pool_spec.basis == "total":
-            pool, needed = f * cap - rest, need / cap
-        elif pool_spec.basis == "static":
-            usable = max(cap - cuda_context_bytes, 1.0)
-            pool, needed = f * usable - weights, (weights + kv) / usable
-        else:
-            free = max(cap - rest, 1.0)
-            pool, needed = f * free, kv / free
-        pool = max(pool, 0.0)
+    if pool_spec is None:
+        return ServingMemory(bd, concurrency, tokens_per_sequence, capacity_bytes, kv)
+    f, cap = pool_spec.fraction, capacity_bytes
+    if pool_spec.basis == "total":
+        pool, needed = f * cap - rest, need / cap
+    elif pool_spec.basis == "static":
+        usable = max(cap - cuda_context_bytes, 1.0)
+        weights = bd.weights + bd.adapters
+        pool, needed = f * usable - weights, (weights + kv) / usable
+    else:
+        free = max(cap - rest, 1.0)
+        pool, needed = f * free, kv / free
     return ServingMemory(
-        concurrency=concurrency,
-        tokens_per_sequence=tokens_per_sequence,
-        weights=weights,
-        activations=act,
-        kv_in_flight=kv,
-        overhead=bd.overhead,
-        capacity=capacity_bytes,
-        kv_pool=pool,
-        engine=engine_id,
-        setting=setting,
-        fraction=fraction,
-        fraction_needed=needed,
+        bd, concurrency, tokens_per_sequence, capacity_bytes, max(pool, 0.0), pool_spec.setting, f, needed
     )
