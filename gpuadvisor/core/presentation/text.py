@@ -19,7 +19,14 @@ from ..formatting import (
     fmt_usd_range,
 )
 from ..specs.engines import RANGE_LABEL
-from .serving_text import FLEET_HEADER, capacity_line, fleet_rows, targets_phrase, traffic_phrase
+from .serving_text import (
+    FLEET_HEADER,
+    capacity_line,
+    fleet_rows,
+    memory_lines,
+    targets_phrase,
+    traffic_phrase,
+)
 from .wording import summary_line
 
 
@@ -79,6 +86,9 @@ def render_estimate(est: Estimate, show_all: bool = False) -> str:
     has_perf = w.serving is None and any(c.performance is not None for c in chosen)
     inference = has_perf and not w.is_training
     has_host = any(c.memory.host for c in chosen)
+    service = w.serving is not None
+    if service:  # the operating point: sequences in flight, and what the engine takes with its KV pool
+        header += ["in flight", "engine takes"]
     if has_host:
         header += ["host RAM"]
     if has_perf:
@@ -105,6 +115,9 @@ def render_estimate(est: Estimate, show_all: bool = False) -> str:
         ]
         wi = est.what_if(c)
         row += [f"{wi.max_batch:,}", f"{wi.max_context:,}"]
+        if service:
+            mem = c.serving.memory.to_dict() if c.serving is not None and c.serving.memory else None
+            row += [f"{mem['concurrency']:,}", fmt_gib(mem["engine_total"])] if mem else ["-", "-"]
         if has_host:
             row += [f"{c.host_memory_gib:.1f}"]  # host RAM per node (gpu_layers, offload)
         if has_perf:
@@ -152,7 +165,10 @@ def render_estimate(est: Estimate, show_all: bool = False) -> str:
     )
     if w.serving is not None:
         lines.append(
-            "Speed, latency and cost of a service: the fleet table above (one replica per row here)."
+            "A service's memory is one replica's per GPU at its operating point: the KV cache (kv) of the "
+            "requests in flight per replica; engine takes: plus the unused part of the KV pool the engine "
+            "preallocates (what nvidia-smi shows). Speed, latency and cost: the fleet table above (one "
+            "replica per row here)."
         )
     if has_perf:
         lines.append(
@@ -183,6 +199,9 @@ def serving_lines(est: Estimate, show_all: bool = False) -> list[str]:
     rec = est.recommended
     if rec is not None:
         out.append(f"\u2605 {capacity_line(rec)}.")
+        out += [
+            ("Caution: " if kind == "caution" else "") + text for kind, text in memory_lines(rec, est.engine)
+        ]
     out += [
         "TTFT at the percentile asked for, queueing included; ITL with every slot busy; "
         "$/month = replicas x GPUs x price x 730 h x hours a day / 24; $/1M tok per output token served.",
