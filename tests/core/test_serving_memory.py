@@ -196,3 +196,15 @@ def test_the_batch_line_is_the_memory_model(engine, gpu_count, parallelism):
         for name in ("weights", "activations", "kv_cache", "overhead", "logits", "host"):
             assert getattr(got, name) == pytest.approx(getattr(want, name), rel=1e-9, abs=1e-3), (c, name)
         assert got.device_total == pytest.approx(want.device_total, rel=1e-12)
+
+
+@pytest.mark.parametrize("engine", ["vllm", "transformers"])
+def test_the_largest_batch_is_the_last_that_fits(engine):
+    """The largest batch beside a service's requests in flight is the last that fits: the first
+    sequences also widen the prefill chunk, so the slope between one and two sequences is too steep."""
+    est = run(engine=engine, hardware={"gpu": "h100-sxm", "gpu_count": 1})
+    (c,) = served(est)
+    mm, cap = est.memory_model, c.capacity_gib * GIB
+    best = est.what_if(c).max_batch
+    assert mm.breakdown(1, "none", batch_size=best).device_total <= cap
+    assert mm.breakdown(1, "none", batch_size=best + 1).device_total > cap
