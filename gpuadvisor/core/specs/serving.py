@@ -22,9 +22,11 @@ traffic, so ``nvidia-smi`` shows most of the card in use however few requests ar
   default value of 0.9"; a later commit, 002f10e, raises the default to 0.92).
 - SGLang: ``mem_fraction_static`` is "(model weights + KV cache pool) / GPU memory capacity"; the
   rest holds activations and CUDA graph buffers (sgl-project/sglang
-  ``docs/advanced_features/hyperparameter_tuning.md``, commit 21ff1af). Its default is a
-  heuristic of the GPU's memory and tensor-parallel size; 0.88 is taken (the value it falls back
-  to, and its default on one GPU before the heuristic).
+  ``docs/advanced_features/hyperparameter_tuning.md``, commit 21ff1af). Left unset it is
+  "(GPU memory - reserved memory) / GPU memory", reserving room for activations and CUDA graph
+  buffers, and 0.88 when the GPU's memory cannot be read (sgl-project/sglang pull request 29135,
+  merged 2026-06-24; issue 29092 reports 0.828 on an H100 with Qwen3 32B). 0.88 is taken, so the
+  SGLang pool shown is at the top of what a default server allocates.
 - TensorRT-LLM: ``KvCacheConfig.free_gpu_memory_fraction`` (default 0.9) is the share of the
   memory left free after the engine and its activations are loaded ("TensorRT LLM will try to
   allocate 90% of free GPU memory for KV cache", https://nvidia.github.io/TensorRT-LLM/examples/kvcacheconfig.html,
