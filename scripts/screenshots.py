@@ -46,6 +46,7 @@ def main() -> int:
             lambda: (window.page_tabs.setCurrentIndex(2), window.results.chart_tabs.setCurrentIndex(2)),
         ),
         ("06-serving.png", lambda: _serving(window)),
+        ("06-serving-memory.png", lambda: _serving_memory(window)),
         ("07-layout-pretrain.png", lambda: _laid_out_pretrain(window)),
         ("04-catalog-editor.png", lambda: _edit_catalog(window)),
         ("05-measurements.png", lambda: _record_runs(window)),
@@ -85,6 +86,15 @@ def _serving(window) -> None:
     window.page_tabs.setCurrentIndex(0)
     window.state.flush()
     window.results.chart_tabs.setCurrentIndex(SERVING_TAB)
+
+
+def _serving_memory(window) -> None:
+    """The same service on every data-centre GPU type: each fleet's replica memory with its requests in
+    flight and the engine's unused KV pool (hatched)."""
+    page = window.workload_page
+    page.gpu.setCurrentIndex(page.gpu.findData("segment:data_centre"))
+    window.state.flush()
+    window.results.chart_tabs.setCurrentIndex(0)
 
 
 def _laid_out_pretrain(window) -> None:

@@ -1007,3 +1007,33 @@ def test_subprocess_reader_that_stops_early_gets_no_error():
         assert proc.wait(timeout=60) == 0
     assert first.startswith(b"{")
     assert err == ""
+
+
+def test_serving_prints_the_memory_at_the_operating_point_like_the_json(capsys, tmp_path):
+    """The text names the requests in flight, their KV cache and what the engine takes, with the
+    figures of `--json` (serving.memory_gib), for the recommended fleet and in the memory table."""
+    path = write_scenario(tmp_path, SERVING_8B)
+    code, out, _ = run_main(capsys, "estimate", path)
+    assert code == 0
+    code, js, _ = run_main(capsys, "estimate", path, "--json")
+    data = json.loads(js)
+    rec = data["recommendation"]["recommended"]
+    cand = next(c for c in data["candidates"] if f"{c['gpu_count']}x {c['gpu']} ({c['parallelism']})" == rec)
+    mem = cand["serving"]["memory_gib"]
+    assert mem["need"] == cand["memory_per_gpu_gib"]["device_total"]
+    line = next(x for x in out.splitlines() if x.startswith("Memory per GPU with "))
+    assert line.startswith(
+        f"Memory per GPU with {mem['concurrency']} requests in flight: {mem['need']:.1f} of "
+        f"{cand['capacity_gib']:.1f} GiB (weights {mem['weights']:.1f}, KV cache {mem['kv_cache_in_flight']:.1f} for "
+        f"{mem['concurrency']} × {mem['kv_tokens_per_sequence']:,} tokens"
+    )
+    pool = next(x for x in out.splitlines() if x.startswith("vLLM preallocates "))
+    assert f"{mem['kv_pool']:.1f} GiB KV pool (gpu_memory_utilization 0.9" in pool
+    assert f"so {mem['engine_total']:.1f} GiB of the card are in use" in pool
+    header = next(x for x in out.splitlines() if x.startswith("GPU ") and "need/GPU" in x)
+    assert header.rstrip().endswith("in flight  engine takes")
+    gpu_name = cand["gpu_name"]
+    row = next(x for x in out.splitlines() if gpu_name in x and "fits" in x and "×" not in x)
+    cells = row.split()
+    assert cells[-2:] == [f"{mem['concurrency']:,}", f"{mem['engine_total']:.1f}"]
+    assert f"{mem['need']:.1f}" in cells

@@ -250,7 +250,8 @@ def report_html(
 
     p.append("<h2>4. Charts</h2>")
     captions = (
-        "Memory per GPU for each GPU type's row of the table, in the table's order (\u2605: the recommended "
+        r.vram_caption
+        or "Memory per GPU for each GPU type's row of the table, in the table's order (\u2605: the recommended "
         "setup, outlined): coloured segments are the memory components, the black tick is the usable capacity, "
         "the marker on the right the verdict.",
         "Job time against cost for every setup that fits and has a price (all GPU counts and splits). Blue: the "

@@ -31,7 +31,14 @@ from gpuadvisor.core.formatting import (
     fmt_usd_per_mtok,
     fmt_usd_range,
 )
-from gpuadvisor.core.presentation.report import TABLE_HEADER, Report, build_report, row_cells, table_order
+from gpuadvisor.core.presentation.report import (
+    SERVICE_MEMORY_HEADER,
+    TABLE_HEADER,
+    Report,
+    build_report,
+    row_cells,
+    table_order,
+)
 from gpuadvisor.core.presentation.serialize import candidate_to_dict
 from gpuadvisor.core.specs.engines import ENGINES
 from gpuadvisor.core.specs.workload import Hardware, Workload
@@ -316,11 +323,25 @@ def test_a_service_compares_memory_per_gpu_type_and_leaves_speed_and_cost_to_the
     path = Path(__file__).resolve().parents[2] / "docs" / "examples" / "serving-20-replicas.json"
     est = estimate(load_scenario(path), *cats)
     report = build_report(est, cats[0].meta, TODAY)
-    assert report.table_header == TABLE_HEADER[:6]
-    assert all(len(row.cells) == 6 for row in report.table_rows)
+    assert report.table_header == TABLE_HEADER[:6] + SERVICE_MEMORY_HEADER
+    assert all(len(row.cells) == 9 for row in report.table_rows)
     assert "Job time" not in report.table_header and "Cost" not in report.table_header
     assert "fleet table" in " ".join(report.table_notes)
     rec = est.recommended
+    # The memory at the operating point, read from the JSON: requests in flight, their KV cache and
+    # what the engine takes with its preallocated pool.
+    mem = candidate_to_dict(rec)["serving"]["memory_gib"]
+    row = next(r for r in report.table_rows if r.key == rec.key)
+    assert row.cells[3] == f"{mem['need']:.1f}"
+    assert row.cells[6:] == (
+        f"{mem['concurrency']:,}",
+        f"{mem['kv_cache_in_flight']:.1f}",
+        f"{mem['engine_total']:.1f}",
+    )
+    assert dict(report.serving_lines)["Memory per GPU"].startswith(
+        f"{mem['concurrency']} requests in flight: {mem['need']:.1f} of"
+    )
+    assert report.vram_caption and "in flight" in report.vram_caption
     fleet = next(row for row in report.fleet_rows if row[0] == rec.gpu.name)
     assert fleet[1].startswith(f"{rec.serving.replicas} ")
 

@@ -409,3 +409,23 @@ def test_a_service_gets_its_serving_section_with_the_fleet_and_the_chart(qapp, c
     text = " ".join(page_texts(path))
     assert "Job time against cost" not in text and "This job alone" not in text
     assert "The service keeps its 20 GPUs busy 24 h a day" in text
+    # The memory at the operating point: the same GiB as `gpuadvisor-cli estimate --json`.
+    data = json.loads(run(sys.executable, "-m", "gpuadvisor.cli", "estimate", str(SERVING_SAMPLE), "--json"))
+    (cand,) = [c for c in data["candidates"] if "serving" in c]
+    mem = cand["serving"]["memory_gib"]
+    assert mem["need"] == cand["memory_per_gpu_gib"]["device_total"]
+    assert (
+        f"{mem['concurrency']} requests in flight: {mem['need']:.1f} of {cand['capacity_gib']:.1f} GiB "
+        f"(weights {mem['weights']:.1f}, KV cache {mem['kv_cache_in_flight']:.1f} for {mem['concurrency']} "
+        f"\u00d7 {mem['kv_tokens_per_sequence']:,} tokens"
+    ) in text
+    assert f"vLLM preallocates a {mem['kv_pool']:.1f} GiB KV pool" in text
+    assert f"so {mem['engine_total']:.1f} GiB of the card are in use" in text
+    # The comparison row: need, capacity, headroom, then the requests in flight, their KV cache
+    # and what the engine takes.
+    assert re.search(
+        rf"{mem['need']:.1f} {cand['capacity_gib']:.1f} \+[0-9.]+ {mem['concurrency']} "
+        rf"{mem['kv_cache_in_flight']:.1f} {mem['engine_total']:.1f}",
+        text,
+    ), "the comparison row carries the JSON's memory figures"
+    assert "the KV cache of the requests in flight" in text  # Figure 1's caption says what the bar is

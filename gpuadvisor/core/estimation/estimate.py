@@ -50,6 +50,7 @@ from .results import CalibrationProfile, Change, FactorFit
 from .results import Candidate as Candidate
 from .results import Estimate as Estimate
 from .results import WhatIf as WhatIf
+from .serving_memory import BatchLine
 
 DEFAULT_GPU_COUNTS = (1, 2, 4, 8)
 #: Layouts kept per GPU type and count when the search tries many (the fastest and its runner-ups).
@@ -253,6 +254,8 @@ def estimate(
         batch_mms = _serving.batch_models(mm)
         reserve = _serving.reserved_context(w, batching_for(engine.id))
         kv_lines = {(row[0], row[6]): _serving.kv_line(mm, row[0], row[6], reserve) for row in setups}
+        # A service's memory is its operating point's, per (count, setup) a line over the concurrency.
+        op_lines: dict[tuple[int, str], BatchLine] = {}
     slowdowns: dict[int, float] = {}  # TP width slowdown per TP size (the model's: shared by every GPU)
     # The searched layouts by count, priced from the highest speed ceiling down: their order and
     # families do not depend on the GPU, so they are built once (see _search_groups).
@@ -263,11 +266,13 @@ def estimate(
         # A Mac's GPU is one chip sharing the machine's memory: it is not combined with others
         # unless the scenario asks for a count.
         gpu_setups = single_only if gpu.unified_memory and not hw.gpu_count else setups
+        fixed_overhead = None  # a calibrated runtime overhead (bytes) replaces the model's
         if lookup:
             # Looked up once per GPU; without calibration the loop below is unchanged.
             mfu, bw_eff, prefill_mfu = eff.mfu, eff.bandwidth_efficiency, eff.prefill_mfu
             for f in lookup.get(gpu.id, ()):
                 if f.factor_name == "runtime_overhead_gib":
+                    fixed_overhead = f.value * GIB
                     # The breakdowns are shared by every GPU: this GPU gets its own copies.
                     gpu_setups = [
                         (n, lay, bd2, bd2.device_total, host, sib, par, group)
@@ -330,7 +335,21 @@ def estimate(
                         prefill_mfu=prefill_mfu,
                         gpus_per_node=hw.gpus_per_node,
                     )
-                    fleet = _serving.serving_estimate(curve, kv_max, n, prices, buy, scenario.budget)
+                    line = op_lines.get((n, par))
+                    if line is None:
+                        line = op_lines[(n, par)] = BatchLine(mm, n, par, reserve)
+                    fleet = _serving.serving_estimate(
+                        curve,
+                        kv_max,
+                        n,
+                        prices,
+                        buy,
+                        scenario.budget,
+                        memory_at=line.memory_at(cap_bytes, engine.id, fixed_overhead),
+                    )
+                    assert fleet.memory is not None
+                    bd = fleet.memory.breakdown
+                    need = bd.device_total
             if fits and speed:
                 known = same_speed.get(group)
                 if known is None and fleet is not None and fleet.replica is not None and fleet.replica.perf1:

@@ -610,6 +610,15 @@ class MemoryModel:
         if slope <= 0:
             return 1_000_000
         best = 1 + int((capacity - one) // slope)
+        # In inference the first sequences also widen the prefill chunk, which stops growing once
+        # the prompts fill it: from there each sequence adds less, so step up on the slope there.
+        for _ in range(4):
+            at = self.breakdown(n, par, batch_size=best, layout=layout).device_total
+            step = self.breakdown(n, par, batch_size=best + 1, layout=layout).device_total - at
+            more = int((capacity - at) // step) if at <= capacity and step > 0 else 0
+            if more <= 0:
+                break
+            best += more
         # Guard the closed form against rounding: step down until it really fits.
         while best > 1 and self.breakdown(n, par, batch_size=best, layout=layout).device_total > capacity:
             best -= 1

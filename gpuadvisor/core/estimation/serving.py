@@ -78,6 +78,7 @@ from .performance import (
     inference_shape,
     link,
 )
+from .serving_memory import ServingMemory
 
 #: Sequences in flight per replica at most: the order of the engines' own defaults (vLLM's
 #: max_num_seqs 256-1024, TensorRT-LLM's max_batch_size 2048); beyond it a replica is compute
@@ -181,6 +182,8 @@ class ServingEstimate(NamedTuple):
     tokens_per_s_range: tuple[float, float] | None = None
     ttft_range_s: tuple[float, float] | None = None
     itl_range_ms: tuple[float, float] | None = None
+    #: Memory per GPU at the operating point: the KV cache in flight and the engine's pool.
+    memory: ServingMemory | None = None
 
     def curve(self) -> tuple[CurvePoint, ...]:
         """The replica's curve from one sequence to CURVE_SPAN x its concurrency (computed on first use:
@@ -209,6 +212,7 @@ class ServingEstimate(NamedTuple):
             "utilization": round(self.utilization, 4),
             "buy_vs_rent": None if self.buy is None else self.buy.to_dict(),
             "range_80": self.ranges_dict(),
+            "memory_gib": None if self.memory is None else self.memory.to_dict(),
         }
 
     def ranges_dict(self) -> dict[str, list[float | int]] | None:
@@ -883,8 +887,10 @@ def serving_estimate(
     price: Range | None,
     buy: BuyVsRent | None,
     budget: Budget,
+    memory_at: Callable[[int], ServingMemory] | None = None,
 ) -> ServingEstimate:
-    """The fleet for the scenario's traffic on one replica layout (see the module docstring)."""
+    """The fleet for the scenario's traffic on one replica layout (see the module docstring);
+    ``memory_at`` gives the memory per GPU at a concurrency (:mod:`.serving_memory`)."""
     spec, w = curve.spec, curve.w
     top = min(kv_max, MAX_CONCURRENCY)
     c = curve.largest_meeting(top)
@@ -956,4 +962,5 @@ def serving_estimate(
         tokens_per_s_range=rate_range(c * w.output_tokens / service, "tokens_per_s"),
         ttft_range_s=time_range(ttft, "ttft"),
         itl_range_ms=time_range(itl * 1000.0, "itl"),
+        memory=None if memory_at is None else memory_at(c),
     )

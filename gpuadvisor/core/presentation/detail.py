@@ -106,7 +106,8 @@ def candidate_detail(
         )
     p, cost = c.performance, c.cost
     if est.scenario.workload.serving is not None:  # a service: the fleet, not one batch
-        out += [(PROBLEM if kind == "problem" else TEXT, text) for kind, text in fleet_detail(c)]
+        kinds = {"problem": PROBLEM, "caution": CAUTION}
+        out += [(kinds.get(kind, TEXT), text) for kind, text in fleet_detail(c, est.engine)]
     else:
         wi = est.what_if(c)
         out.append(

@@ -62,8 +62,9 @@ from ..formatting import (
 from ..specs.catalog_io import CatalogMeta
 from ..specs.engines import ENGINES, FITTED, RANGE_LABEL, EngineProfile, kernel_family
 from ..specs.hardware import GpuSpec
+from ..specs.serving import KV_POOLS
 from .serialize import candidate_to_dict
-from .serving_text import serving_report
+from .serving_text import engine_name, serving_report
 from .wording import change_lines, recommendation_text, scenario_lines, setup_name
 
 TABLE_HEADER: tuple[str, ...] = (
@@ -81,8 +82,14 @@ TABLE_HEADER: tuple[str, ...] = (
     "Within budget",
 )
 
-#: A service's comparison rows stop after the headroom (GPU, setup, verdict and memory).
+#: A service's comparison rows stop after the headroom (GPU, setup, verdict and memory) and add its
+#: memory at the operating point (``serving.memory_gib``).
 SERVICE_TABLE_COLUMNS = 6
+SERVICE_MEMORY_HEADER: tuple[str, ...] = (
+    "Requests in flight per replica",
+    "KV cache in flight (GiB)",
+    "Engine takes (GiB)",
+)
 
 RENT_BUY_HEADER: tuple[str, ...] = (
     "GPU",
@@ -170,6 +177,8 @@ class Report:
     serving_lines: tuple[tuple[str, str], ...] = ()
     fleet_header: tuple[str, ...] = ()
     fleet_rows: tuple[tuple[str, ...], ...] = ()
+    #: The memory chart's caption when it differs from a batch job's (a service's operating point).
+    vram_caption: str = ""
 
 
 def table_order(est: Estimate) -> list[Candidate]:
@@ -214,6 +223,16 @@ def row_cells(d: dict[str, Any]) -> tuple[str, ...]:
         fmt_status(d.get("deadline")) if has_cost else NONE_MARK,
         fmt_status(d.get("budget")) if has_cost else NONE_MARK,
     )
+
+
+def service_memory_cells(d: dict[str, Any]) -> tuple[str, ...]:
+    """A service's memory cells (see :data:`SERVICE_MEMORY_HEADER`) from its candidate's dictionary:
+    the requests in flight per replica, their KV cache per GPU, and what the engine takes per GPU
+    with its preallocated KV pool."""
+    mem = (d.get("serving") or {}).get("memory_gib")
+    if not mem:
+        return (NONE_MARK,) * len(SERVICE_MEMORY_HEADER)
+    return (f"{mem['concurrency']:,}", fmt_gib(mem["kv_cache_in_flight"]), fmt_gib(mem["engine_total"]))
 
 
 def rent_buy_cells(gpu: GpuSpec, b: dict[str, Any], utilization: float) -> tuple[str, ...]:
@@ -663,7 +682,7 @@ def build_report(
             TableRow(
                 gpu_id=c.gpu.id,
                 key=c.key,
-                cells=row_cells(d)[:columns],
+                cells=row_cells(d)[:columns] + (service_memory_cells(d) if service else ()),
                 fits=c.fits,
                 verdict=c.verdict,
                 recommended=rec is not None and c.key == rec.key,
@@ -687,8 +706,12 @@ def build_report(
         "recomputation; with pipelines the memory is the fuller stage's. Need per GPU: the device "
         "total (tensors + CUDA context + fragmentation)"
         + (
-            " of one replica before its KV cache, which takes the headroom. A service's speed, "
-            "latency and monthly cost are in the fleet table above, one fleet per GPU type."
+            " of one replica at its operating point: the weights, the activations, the KV cache of the "
+            "requests in flight (each reserving its 90th-percentile prompt and, with paged KV, half its "
+            "90th-percentile answer) and the overhead. Engine takes: that plus the part of the KV pool "
+            "the engine preallocates and no request uses ("
+            + ", ".join(f"{engine_name(e)} {p.setting} {p.fraction:g}" for e, p in KV_POOLS.items())
+            + "; what nvidia-smi shows). A service's speed, latency and monthly cost are in the fleet table above, one fleet per GPU type."
             if service
             else ". Tokens/s: aggregate over the setup's GPUs"
             + (" (trained tokens)." if est.scenario.workload.is_training else " (output tokens).")
@@ -731,7 +754,7 @@ def build_report(
         changes=tuple(change_lines(est)),
         recommended_key=rec.key if rec is not None else None,
         runner_up_key=runner.key if runner else None,
-        table_header=TABLE_HEADER[:columns],
+        table_header=TABLE_HEADER[:columns] + (SERVICE_MEMORY_HEADER if service else ()),
         table_rows=tuple(rows),
         table_notes=tuple(notes),
         rent_buy_header=RENT_BUY_HEADER,

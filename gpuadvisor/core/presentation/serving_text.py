@@ -3,12 +3,13 @@ and the PDF report: each of them shows these strings and never re-derives a figu
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from ..estimation.results import Candidate, Estimate
 from ..estimation.serving import ServingEstimate
-from ..formatting import fmt_rate, fmt_usd, fmt_usd_per_hour, fmt_usd_per_mtok
-from ..specs.engines import RANGE_LABEL
+from ..formatting import fmt_gib, fmt_rate, fmt_usd, fmt_usd_per_hour, fmt_usd_per_mtok
+from ..specs.engines import ENGINES, RANGE_LABEL
 
 TIMES = "\u00d7"
 
@@ -28,6 +29,14 @@ FLEET_HEADER = [
     "$/1M tok",
     "buy vs rent",
 ]
+
+#: The memory chart's caption for a service (the PDF's Figure 1).
+VRAM_CAPTION = (
+    "Memory per GPU of one replica of each GPU type's fleet, in the table's order (\u2605: the recommended "
+    "setup, outlined), at its operating point: weights, activations, the KV cache of the requests in flight "
+    "and the overhead, then, hatched, the part of the KV pool the engine preallocates that no request uses. "
+    "The black tick is the usable capacity, the marker on the right the verdict."
+)
 
 _LIMITED = {"kv_cache": "KV cache", "latency": "latency", "compute": "compute"}
 
@@ -177,16 +186,73 @@ def capacity_line(c: Candidate) -> str:
     )
 
 
-def fleet_detail(c: Candidate) -> list[tuple[str, str]]:
+def _sentence(text: str) -> str:
+    """``text`` with a capital first letter (``str.capitalize`` would lower "GPU")."""
+    return text[:1].upper() + text[1:]
+
+
+def engine_name(engine_id: str) -> str:
+    """``vLLM``, ``TensorRT-LLM`` (the engine profile's name, else its id)."""
+    profile = ENGINES.get(engine_id)
+    return profile.name if profile is not None else engine_id
+
+
+def memory_lines(c: Candidate, engine_id: str) -> list[tuple[str, str]]:
+    """A service's memory per GPU at its operating point, as (kind, text): the need with the KV cache
+    of the requests in flight, then what the engine preallocates ("text"), or, when its default KV
+    pool is too small for the concurrency, the setting that makes room ("caution"). Every figure is
+    the JSON's (``serving.memory_gib``), written with one decimal."""
+    s = c.serving
+    if s is None or s.memory is None:
+        return []
+    d = s.memory.to_dict()
+    n = d["concurrency"]
+    requests = f"{n:,} request{'s' if n != 1 else ''}"
+    out = [
+        (
+            "text",
+            f"Memory per GPU with {requests} in flight: {fmt_gib(d['need'])} of {fmt_gib(c.capacity_gib)} GiB "
+            f"(weights {fmt_gib(d['weights'])}, KV cache {fmt_gib(d['kv_cache_in_flight'])} for {n:,} "
+            f"{TIMES} {d['kv_tokens_per_sequence']:,} tokens, activations {fmt_gib(d['activations'])}, "
+            f"overhead {fmt_gib(d['overhead'])}).",
+        )
+    ]
+    setting = d["pool_setting"]
+    if not setting:
+        return out
+    name = engine_name(engine_id)
+    if s.memory.pool_short:
+        out.append(
+            (
+                "caution",
+                f"{name}'s default {setting} {d['pool_fraction']:g} leaves a KV pool of "
+                f"{fmt_gib(d['kv_pool'])} GiB, room for {d['pool_sequences']:,} of them: set it to at least "
+                f"{math.ceil(d['pool_fraction_needed'] * 100) / 100:.2f}.",
+            )
+        )
+    else:
+        out.append(
+            (
+                "text",
+                f"{name} preallocates a {fmt_gib(d['kv_pool'])} GiB KV pool ({setting} "
+                f"{d['pool_fraction']:g}, room for {d['pool_sequences']:,} such requests), so "
+                f"{fmt_gib(d['engine_total'])} GiB of the card are in use however few requests run.",
+            )
+        )
+    return out
+
+
+def fleet_detail(c: Candidate, engine_id: str = "") -> list[tuple[str, str]]:
     """The detail panel's lines about a candidate's fleet, as (kind, text); kind "problem" for a
-    missed target, else "text"."""
+    missed target, "caution" for a KV pool too small at the engine's default, else "text"."""
     s = c.serving
     if s is None:
         return [("problem", "Not even one request's KV cache fits at the 90th-percentile lengths.")]
     out = [
         ("text", f"Fleet: {fleet_name(c)}, {s.gpus_total} GPU{'s' if s.gpus_total != 1 else ''} in all."),
         ("text", fleet_figures(s) + "."),
-        ("text", capacity_line(c).capitalize() + f"; limited by {_LIMITED.get(s.limited_by, s.limited_by)}."),
+        ("text", _sentence(capacity_line(c)) + f"; limited by {_LIMITED.get(s.limited_by, s.limited_by)}."),
+        *memory_lines(c, engine_id),
     ]
     if s.replicas_range is not None:
         out.append(("text", range_phrase(s) + "."))
@@ -220,11 +286,17 @@ def serving_report(est: Estimate) -> dict[str, Any]:
         lines.append(("Capacity", capacity_line(rec)))
         if s.replicas_range is not None:
             lines.append((RANGE_LABEL.capitalize(), range_phrase(s).split(": ", 1)[1]))
+        memory = memory_lines(rec, est.engine)
+        if memory:
+            lines.append(("Memory per GPU", memory[0][1].removeprefix("Memory per GPU with ").rstrip(".")))
+        if len(memory) > 1:
+            lines.append(("KV pool", memory[1][1].rstrip(".")))
         if s.buy is not None:
             lines.append(("Buy vs rent", buy_phrase(s)))
     else:
         lines.append(("Fleet", serving_summary(est)))
     return {
+        "vram_caption": VRAM_CAPTION,
         "serving_lines": tuple(lines),
         "fleet_header": tuple(FLEET_HEADER),
         "fleet_rows": tuple(tuple(row) for _c, row in fleet_rows(est)),

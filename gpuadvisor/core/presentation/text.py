@@ -24,6 +24,7 @@ from .serving_text import (
     capacity_line,
     fleet_rows,
     range_phrase,
+    memory_lines,
     targets_phrase,
     traffic_phrase,
 )
@@ -87,6 +88,9 @@ def render_estimate(est: Estimate, show_all: bool = False) -> str:
     has_perf = w.serving is None and any(c.performance is not None for c in chosen)
     inference = has_perf and not w.is_training
     has_host = any(c.memory.host for c in chosen)
+    service = w.serving is not None
+    if service:  # the operating point: sequences in flight, and what the engine takes with its KV pool
+        header += ["in flight", "engine takes"]
     if has_host:
         header += ["host RAM"]
     if has_perf:
@@ -113,6 +117,9 @@ def render_estimate(est: Estimate, show_all: bool = False) -> str:
         ]
         wi = est.what_if(c)
         row += [f"{wi.max_batch:,}", f"{wi.max_context:,}"]
+        if service:
+            mem = c.serving.memory.to_dict() if c.serving is not None and c.serving.memory else None
+            row += [f"{mem['concurrency']:,}", fmt_gib(mem["engine_total"])] if mem else ["-", "-"]
         if has_host:
             row += [f"{c.host_memory_gib:.1f}"]  # host RAM per node (gpu_layers, offload)
         if has_perf:
@@ -160,7 +167,10 @@ def render_estimate(est: Estimate, show_all: bool = False) -> str:
     )
     if w.serving is not None:
         lines.append(
-            "Speed, latency and cost of a service: the fleet table above (one replica per row here)."
+            "A service's memory is one replica's per GPU at its operating point: the KV cache (kv) of the "
+            "requests in flight per replica; engine takes: plus the unused part of the KV pool the engine "
+            "preallocates (what nvidia-smi shows). Speed, latency and cost: the fleet table above (one "
+            "replica per row here)."
         )
     if has_perf:
         lines.append(
@@ -193,6 +203,9 @@ def serving_lines(est: Estimate, show_all: bool = False) -> list[str]:
         out.append(f"\u2605 {capacity_line(rec)}.")
         if rec.serving is not None and rec.serving.replicas_range is not None:
             out.append(f"\u2605 {range_phrase(rec.serving)}.")
+        out += [
+            ("Caution: " if kind == "caution" else "") + text for kind, text in memory_lines(rec, est.engine)
+        ]
     out += [
         "TTFT at the percentile asked for, queueing included; ITL with every slot busy; "
         "$/month = replicas x GPUs x price x 730 h x hours a day / 24; $/1M tok per output token served.",

@@ -11,6 +11,32 @@ How each engine batches (``BATCHING``): continuous batching with a paged KV cach
 TensorRT-LLM, MLC LLM), continuous batching with one fixed slot per sequence (llama.cpp's
 server, ExLlamaV2), or static batches (Hugging Face Transformers, AutoAWQ).
 
+How each engine sizes its KV cache (``KV_POOLS``): vLLM, SGLang and TensorRT-LLM preallocate one
+pool of KV pages when they start, sized from a share of the GPU's memory rather than from the
+traffic, so ``nvidia-smi`` shows most of the card in use however few requests are in flight:
+
+- vLLM: ``gpu_memory_utilization`` (default 0.9) is the share of the GPU's total memory the engine
+  may use; the KV pool is that share less the weights, the profiled activations and the memory
+  outside PyTorch (vllm-project/vllm ``vllm/config/cache.py``, commit c1d8642, ``CacheConfig``:
+  "The fraction of GPU memory to be used for the model executor ... If unspecified, will use the
+  default value of 0.9"; a later commit, 002f10e, raises the default to 0.92).
+- SGLang: ``mem_fraction_static`` is "(model weights + KV cache pool) / GPU memory capacity"; the
+  rest holds activations and CUDA graph buffers (sgl-project/sglang
+  ``docs/advanced_features/hyperparameter_tuning.md``, commit 21ff1af). Left unset it is
+  "(GPU memory - reserved memory) / GPU memory", reserving room for activations and CUDA graph
+  buffers, and 0.88 when the GPU's memory cannot be read (sgl-project/sglang pull request 29135,
+  merged 2026-06-24; issue 29092 reports 0.828 on an H100 with Qwen3 32B). 0.88 is taken, so the
+  SGLang pool shown is at the top of what a default server allocates.
+- TensorRT-LLM: ``KvCacheConfig.free_gpu_memory_fraction`` (default 0.9) is the share of the
+  memory left free after the engine and its activations are loaded ("TensorRT LLM will try to
+  allocate 90% of free GPU memory for KV cache", https://nvidia.github.io/TensorRT-LLM/examples/kvcacheconfig.html,
+  read 2026-12-01).
+
+The other engines allocate no pool beyond what their sequences reserve: llama.cpp's server and
+ExLlamaV2 allocate their slots' whole contexts up front (what the planner already counts per
+sequence), Transformers and AutoAWQ grow the cache with the batch. MLC LLM also preallocates, but
+its share is not taken here without a source, so its pool is shown as the KV cache in flight.
+
 References: vLLM (Kwon et al. 2023, "Efficient Memory Management for Large Language Model
 Serving with PagedAttention"); Orca (Yu et al. 2022, iteration-level scheduling); Sarathi-Serve
 (Agrawal et al. 2024, chunked prefill).
@@ -39,6 +65,26 @@ BATCHING: dict[str, str] = {
     "exllamav2": "slots",
     "transformers": "static",
     "autoawq": "static",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class KvPool:
+    """How an engine sizes its preallocated KV pool (see the module docstring)."""
+
+    setting: str  # the engine's option, in its own spelling
+    fraction: float  # its default
+    #: "total": the share of the GPU's memory for everything the engine allocates (weights,
+    #: activations, KV pool); "static": the share for the weights and the KV pool; "free": the share
+    #: of the memory left free after the weights and activations.
+    basis: str
+
+
+#: Engines that preallocate their KV pool, with the setting and its default (see the module docstring).
+KV_POOLS: dict[str, KvPool] = {
+    "vllm": KvPool("gpu_memory_utilization", 0.9, "total"),
+    "sglang": KvPool("mem_fraction_static", 0.88, "static"),
+    "tensorrt-llm": KvPool("free_gpu_memory_fraction", 0.9, "free"),
 }
 
 _KEYS = ("requests_per_s", "ttft_s", "itl_ms", "percentile", "prefix_cache_hit_rate", "hours_per_day")

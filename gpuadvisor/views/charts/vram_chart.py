@@ -8,7 +8,10 @@ another setup of a GPU type, that row shows the selected setup).
 Each row stacks the candidate's memory components (``MemoryBreakdown.gib()``) in
 :data:`~.palette.COMPONENT_ORDER` over a light track as long as the usable capacity, which
 ends in a capacity mark; a column on the right marks the verdict (circle: fits, triangle:
-tight, cross: does not fit). Hovering a row shows the exact numbers; clicking it emits
+tight, cross: does not fit). For a service the components are one replica's at its operating
+point, the KV cache being that of the requests in flight (its legend entry says so), and a
+hatched segment after them is the part of the KV pool the engine preallocates that no request
+uses (``serving.memory.pool_reserved``). Hovering a row shows the exact numbers; clicking it emits
 :attr:`VramChart.gpuClicked` with the GPU id and :attr:`VramChart.candidateSelected` with the
 setup's key.
 
@@ -28,7 +31,7 @@ import math
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent, QObject, QPointF, Qt, Signal
-from PySide6.QtGui import QCursor, QFontMetrics
+from PySide6.QtGui import QBrush, QColor, QCursor, QFontMetrics
 from PySide6.QtWidgets import QScrollBar, QToolTip, QWidget
 
 from ._base import ChartBase, ScaleAxis, category_axis, tick_font
@@ -38,6 +41,9 @@ from .palette import COMPONENT_LABELS, COMPONENT_ORDER, COMPONENT_SHORT_LABELS, 
 BAR_HEIGHT = 0.62
 HOST_BAR_HEIGHT = 0.4
 HOST_LABEL = "Host RAM (offloaded)"
+#: The KV cache's legend entry for a service, and the hatched segment of the engine's unused KV pool.
+KV_IN_FLIGHT_LABEL = "KV cache in flight"
+POOL_LABEL = "KV pool (reserved)"
 TRACK_HEIGHT = 0.78
 OUTLINE_HEIGHT = 0.8
 ROW_GAP_PX = 3  # between two names: the row pitch is one text line plus this
@@ -107,6 +113,17 @@ class VramChart(ChartBase):
             pi.addItem(bar)
             self.segments[name] = bar
             self.legend.addItem(bar, COMPONENT_SHORT_LABELS[name])
+        #: A service's unused KV pool (what the engine preallocates beyond the requests in flight),
+        #: hatched after the stack; in the legend only while some row has it.
+        self.pool_bar = pg.BarGraphItem(
+            x0=empty,
+            y=empty,
+            width=empty,
+            height=BAR_HEIGHT,
+            brush=_pool_brush(colors),
+            pen=_pool_pen(colors),
+        )
+        pi.addItem(self.pool_bar)
         #: The outline around the recommended setup's bar.
         self.recommended_outline = pg.BarGraphItem(
             x0=empty,
@@ -152,6 +169,10 @@ class VramChart(ChartBase):
             pi.addItem(item)
             self.markers[verdict] = item
             self.legend.addItem(item, label)
+        #: The entries always in the legend; the optional ones (KV pool, host RAM, recommended) are
+        #: created on first use and parked, hidden, while not shown (see :meth:`_sync_legend`).
+        self._base_legend = list(self.legend.items)
+        self._optional_legend: dict[object, tuple] = {}
 
         #: Scrolls the rows when they do not all fit; its value is the top row.
         self.scroll_bar = QScrollBar(Qt.Orientation.Vertical)
@@ -228,6 +249,15 @@ class VramChart(ChartBase):
         half = BAR_HEIGHT / 2 + 0.1
         self.capacity.setData(x=np.repeat(caps, 2), y=np.ravel(np.column_stack([ys - half, ys + half])))
 
+        # A service: the unused part of the engine's KV pool, after the stack (0 for a batch job).
+        pool = np.array([_pool_gib(c) for c in rows], dtype=float)
+        has_pool = bool(n and np.max(pool) > 0)
+        if has_pool:
+            self.pool_bar.setOpts(x0=x0.copy(), y=ys, width=pool, height=BAR_HEIGHT)
+        else:
+            self.pool_bar.setOpts(x0=np.zeros(0), y=np.zeros(0), width=np.zeros(0))
+        self._set_kv_label(any(c.serving is not None for c in rows))
+        x0 = x0 + pool
         host = np.array([c.memory.host / 2**30 for c in rows], dtype=float)
         gap = float(max(np.max(x0), np.max(caps))) * 0.02 if n else 0.0
         host_x0 = np.maximum(x0, caps) + gap
@@ -236,7 +266,6 @@ class VramChart(ChartBase):
             self.host_bar.setOpts(x0=host_x0, y=ys, width=host, height=HOST_BAR_HEIGHT)
         else:
             self.host_bar.setOpts(x0=np.zeros(0), y=np.zeros(0), width=np.zeros(0))
-        self._show_legend_entry(self.host_bar, HOST_LABEL, has_host)
         # Round the axis end up to a 1-1.5-2-3-5-7.5 step: small input changes then keep the
         # same range, so the cached axis and grid are reused instead of re-laid out.
         ends = np.maximum(x0, caps) + (host + gap if has_host else 0.0)
@@ -280,7 +309,13 @@ class VramChart(ChartBase):
             self._axis_width = axis_width
             self.y_axis.setWidth(axis_width)
 
-        self._show_recommended_key(r is not None)
+        self._sync_legend(
+            [
+                (self.pool_bar, POOL_LABEL, has_pool),
+                (self.host_bar, HOST_LABEL, has_host),
+                (self._outline_key, f"{RECOMMENDED_MARK} Recommended", r is not None),
+            ]
+        )
         if not rows:
             self._view = None
             self.scroll_bar.setEnabled(False)
@@ -292,25 +327,50 @@ class VramChart(ChartBase):
             self.scroll_to_row(self._selected_row)
         self._set_notice("" if any(c.fits for c in rows) else NOTHING_FITS_NOTICE, warning=True)
 
-    def _show_legend_entry(self, item, label: str, show: bool) -> None:
-        """Add or remove a legend entry (only when that changes: the legend re-lays out)."""
-        shown = any(sample.item is item for sample, _ in self.legend.items)
-        if show and not shown:
-            self.legend.addItem(item, label)
-            self._fit_legend()
-        elif shown and not show:
-            self.legend.removeItem(item)
-            self._fit_legend()
+    def _sync_legend(self, optional: list[tuple[object, str, bool]]) -> None:
+        """Show the optional legend entries that are wanted, in the given order after the permanent
+        ones (only when that changes: the legend re-lays out).
 
-    def _show_recommended_key(self, show: bool) -> None:
-        """The legend's "Recommended" entry (last) only while a recommendation is drawn."""
-        shown = any(sample.item is self._outline_key for sample, _ in self.legend.items)
-        if show and not shown:
-            self.legend.addItem(self._outline_key, f"{RECOMMENDED_MARK} Recommended")
-            self._fit_legend()
-        elif shown and not show:
-            self.legend.removeItem(self._outline_key)
-            self._fit_legend()
+        An entry no longer wanted is taken out of the layout and hidden, never deleted: pyqtgraph's
+        ``removeItem`` closes its label, and a closed label that Python later collects can still be
+        sent a resize event and crash the process."""
+        wanted = []
+        for item, label, show in optional:
+            if not show:
+                continue
+            entry = self._optional_legend.get(item)
+            if entry is None:
+                self.legend.addItem(item, label)
+                entry = self._optional_legend[item] = self.legend.items.pop()
+            wanted.append(entry)
+        entries = self._base_legend + wanted
+        if [id(e[0]) for e in self.legend.items] == [id(e[0]) for e in entries]:
+            return
+        layout = self.legend.layout
+        for i in range(layout.count() - 1, -1, -1):
+            layout.removeAt(i)
+        for sample, label in self._optional_legend.values():
+            sample.hide()
+            label.hide()
+            # Still the legend's children, owned by it (Qt deletes them with the chart, once).
+            sample.setParentItem(self.legend)
+            label.setParentItem(self.legend)
+        self.legend.items = list(entries)
+        self.legend.rowCount = math.ceil(len(entries) / self.legend.columnCount)
+        for sample, label in entries:
+            sample.show()
+            label.show()
+            self.legend._addItemToLayout(sample, label)  # pyqtgraph 0.14: places one entry in the grid
+        self.legend.updateSize()
+        self._fit_legend()
+
+    def _set_kv_label(self, service: bool) -> None:
+        """The KV cache's legend entry: "KV cache in flight" for a service (only when that changes)."""
+        text = KV_IN_FLIGHT_LABEL if service else COMPONENT_SHORT_LABELS["kv_cache"]
+        for sample, label in self.legend.items:
+            if sample.item is self.segments["kv_cache"] and label.text != text:
+                label.setText(text)
+                self._fit_legend()
 
     def row_count(self) -> int:
         return len(self._rows)
@@ -473,6 +533,7 @@ class VramChart(ChartBase):
         self.recommended_outline.setOpts(pen=outline)
         self._outline_key.setOpts(pen=outline)
         self.capacity.setPen(pg.mkPen(colors.capacity, width=3))
+        self.pool_bar.setOpts(brush=_pool_brush(colors), pen=_pool_pen(colors))
         self.host_bar.setOpts(
             brush=pg.mkBrush(colors.other),
             pen=pg.mkPen(colors.other_edge, width=1, style=Qt.PenStyle.DashLine),
@@ -527,16 +588,42 @@ class _WheelToScroll(QObject):
         return True
 
 
+def _pool_gib(c) -> float:
+    """The unused part of a service's preallocated KV pool, GiB (0 for a batch job)."""
+    memory = c.serving.memory if c.serving is not None else None
+    return memory.pool_reserved / 2**30 if memory is not None else 0.0
+
+
+def _pool_brush(colors: ChartColors) -> QBrush:
+    """Hatched in the KV cache's colour: memory taken but not in use."""
+    return QBrush(QColor(colors.components["kv_cache"]).darker(125), Qt.BrushStyle.BDiagPattern)
+
+
+def _pool_pen(colors: ChartColors):
+    return pg.mkPen(colors.components["kv_cache"], width=1)
+
+
 def _tooltip(c, colors: ChartColors = LIGHT, recommended: bool = False) -> str:
     g = c.memory.gib()
     setup = f"{c.gpu_count} × {c.gpu.name}" + (f", {c.setup_label}" if c.gpu_count > 1 else "")
-    rows = [(COMPONENT_LABELS[name], fmt_gib(g[name])) for name in COMPONENT_ORDER if g[name] > 0]
+    memory = c.serving.memory if c.serving is not None else None
+    labels = dict(COMPONENT_LABELS)
+    if memory is not None:
+        labels["kv_cache"] = (
+            f"{KV_IN_FLIGHT_LABEL} ({memory.concurrency:,} × {memory.tokens_per_sequence:,} tokens)"
+        )
+    rows = [(labels[name], fmt_gib(g[name])) for name in COMPONENT_ORDER if g[name] > 0]
     used = c.utilization * 100
     short = fmt_gib(abs(c.headroom_gib))
     rows += [
         ("<b>Total per GPU</b>", f"<b>{fmt_gib(g['device_total'])}</b>"),
         ("Tensors (PyTorch peak)", fmt_gib(g["tensors_total"])),
     ]
+    if memory is not None and memory.setting:
+        rows.append((f"{POOL_LABEL}, unused", fmt_gib(memory.pool_reserved / 2**30)))
+        rows.append(
+            (f"Engine takes ({memory.setting} {memory.fraction:g})", fmt_gib(memory.engine_total / 2**30))
+        )
     if c.memory.host > 0:
         rows.append((HOST_LABEL + " per GPU", fmt_gib(c.memory.host / 2**30)))
     rows += [
