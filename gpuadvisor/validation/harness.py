@@ -539,6 +539,8 @@ FIT_GLOBALS: dict[str, tuple[float, float]] = {
     "kv_bandwidth_factor": (0.2, 1.5),
     "gemm_tokens_half": (1.0, 256.0),
     "gemm_width_half": (32.0, 2048.0),
+    "graph_step_host_s:python": (5e-5, 8e-3),
+    "graph_step_host_s:cpp": (2e-5, 3e-3),
 }
 
 

@@ -395,3 +395,45 @@ def test_torchtunes_chunked_loss_keeps_fewer_logit_bytes(models):
     tune = MemoryModel(m, Workload(engine="torchtune", **kw)).logit_bytes_per_token
     trainer = MemoryModel(m, Workload(engine="hf-trainer", **kw)).logit_bytes_per_token
     assert (tune, trainer) == (pytest.approx(3.0 * m.vocab_size), pytest.approx(10.0 * m.vocab_size))
+
+
+def _decode_step(model, gpu, batch, **kw) -> float:
+    """Seconds of one decode step with ``batch`` sequences on one GPU."""
+    return 1.0 / decode(model, gpu, batch_size=batch, prompt_tokens=16, output_tokens=16, **kw)
+
+
+@pytest.mark.parametrize("family", ["gptq", "exllama"])
+def test_per_row_gemv_kernels_stream_the_weights_for_every_sequence(models, gpus, family):
+    """AutoGPTQ's and exllama's small-batch kernels are matrix-vector products run for each row of
+    the batch: the step grows with the batch (about one weight stream per sequence) until the
+    dequantized GEMM is cheaper, and never costs more than that GEMM."""
+    m, gpu = models.get("llama-2-13b"), gpus.get("a100-80gb")
+    kw = dict(engine="vllm", weights="int4", quantization=family, cuda_graphs=True)
+    s1, s2, s4 = (_decode_step(m, gpu, b, **kw) for b in (1, 2, 4))
+    assert s4 > s2 > s1
+    assert s4 - s2 == pytest.approx(2 * (s2 - s1), rel=0.2)  # one more weight stream per row
+    steps = [_decode_step(m, gpu, b, **kw) for b in range(1, 40)]
+    assert max(steps[:32]) <= _decode_step(m, gpu, 33, **kw) * 1.001  # capped by the GEMM regime
+
+
+def test_shared_gemv_kernels_read_the_weights_once_per_step(models, gpus):
+    m, gpu = models.get("llama-2-13b"), gpus.get("a100-80gb")
+    kw = dict(engine="vllm", weights="int4", quantization="marlin", cuda_graphs=True)
+    assert _decode_step(m, gpu, 8, **kw) < 1.2 * _decode_step(m, gpu, 1, **kw)
+
+
+def test_moe_layers_add_kernels_and_graph_engines_pay_a_host_step(models, gpus):
+    """A MoE layer launches router, top-k, alignment and two grouped GEMMs; an engine that replays
+    CUDA graphs still schedules and samples every step on the host."""
+    from gpuadvisor.core.estimation.performance import decode_overhead
+    from gpuadvisor.core.specs.engines import FITTED
+
+    engine = engine_for("vllm", "inference")
+    dense = decode_overhead(engine, 32, None, True, 7, FITTED, moe=False)
+    moe = decode_overhead(engine, 32, None, True, 7, FITTED, moe=True)
+    assert moe[0] == pytest.approx(
+        dense[0] * (engine.kernels_per_layer + FITTED.moe_kernels_per_layer) / engine.kernels_per_layer
+    )
+    assert dense[1] == FITTED.graph_step_host_s["python"] > 0
+    cpp = decode_overhead(engine_for("tensorrt-llm", "inference"), 32, None, True, 7, FITTED)
+    assert 0 < cpp[1] < dense[1]

@@ -196,27 +196,34 @@ def decode_overhead(
     cuda_graphs: bool,
     linears_per_layer: int,
     constants: SpeedConstants,
+    moe: bool = False,
 ) -> tuple[float, float]:
-    """(GPU-side fixed time, CPU launch time) of one forward step, in seconds.
+    """(GPU-side fixed time, CPU time) of one forward step, in seconds.
 
-    Every kernel costs ``gpu_kernel_s`` on the GPU even inside a CUDA graph; without graphs the
-    host must also launch it, ``cpu_kernel_s`` for the engine's runtime (Python or C++), and the
-    step takes the longer of the two streams (the host runs ahead while the GPU is busy). The
-    engine's ``layer_overhead_s`` is that host time per layer (its kernels x the launch time of
-    its runtime, before fitting)."""
+    Every kernel costs ``gpu_kernel_s`` on the GPU even inside a CUDA graph (a MoE layer adds
+    ``moe_kernels_per_layer``); without graphs the host must also launch it, ``cpu_kernel_s`` for
+    the engine's runtime (Python or C++), and the step takes the longer of the two streams (the
+    host runs ahead while the GPU is busy). The engine's ``layer_overhead_s`` is that host time
+    per layer (its kernels x the launch time of its runtime, before fitting). With graphs the host
+    still schedules, prepares and samples every step: ``graph_step_host_s`` of its runtime."""
     extra = family.extra_kernels_per_linear * linears_per_layer if family else 0.0
-    gpu = layers * (engine.kernels_per_layer + extra) * constants.gpu_kernel_s
+    moe_extra = constants.moe_kernels_per_layer if moe else 0.0
+    gpu = layers * (engine.kernels_per_layer + extra + moe_extra) * constants.gpu_kernel_s
     launch = constants.cpu_kernel_s.get(engine.runtime, 4e-6)
-    cpu = 0.0 if cuda_graphs else layers * (engine.layer_overhead_s + extra * launch)
+    if cuda_graphs:
+        cpu = constants.graph_step_host_s.get(engine.runtime, 0.0)
+    else:
+        cpu = layers * (engine.layer_overhead_s + (extra + moe_extra) * launch)
     return gpu, cpu
 
 
-#: (kernel family, matmul parameters, layers, d_q, linears per layer, CUDA graphs) of a workload.
-_InferenceShape = tuple[KernelFamily | None, float, int, int, int, bool]
+#: (kernel family, matmul parameters, layers, d_q, linears per layer, CUDA graphs, MoE) of a workload.
+_InferenceShape = tuple[KernelFamily | None, float, int, int, int, bool, bool]
 
 
 def inference_shape(mm: MemoryModel, k: SpeedConstants) -> _InferenceShape:
-    """(kernel family, matmul parameters, layers, d_q, linears per layer, CUDA graphs) of a workload."""
+    """(kernel family, matmul parameters, layers, d_q, linears per layer, CUDA graphs, MoE) of a
+    workload."""
     m, w = mm.model, mm.workload
     return (
         kernel_family(w.quantization_family, w.weights, k),
@@ -225,6 +232,7 @@ def inference_shape(mm: MemoryModel, k: SpeedConstants) -> _InferenceShape:
         m.q_dim,
         len(m.linear_shapes()),
         w.uses_cuda_graphs,
+        m.is_moe,
     )
 
 
@@ -282,7 +290,7 @@ def inference_performance(
         shape = mm.cached("inference_shape", lambda: inference_shape(mm, k))
     else:
         shape = inference_shape(mm, k)
-    family, n_mm, L, d_q, linears, graphs = shape
+    family, n_mm, L, d_q, linears, graphs, moe = shape
     arch = gpu.architecture
     bw = gpu.memory_bandwidth_gb_s * 1e9 * k.bandwidth_ceiling.get(arch, 1.0)
     ceiling = (prefill_mfu or engine.prefill_mfu) * k.gemm_ceiling.get(arch, 0.75) / k.gemm_ceiling["ampere"]
@@ -297,6 +305,7 @@ def inference_performance(
     block_weights = mm.block_weight_bytes - unused
     # Bandwidth ceiling x engine efficiency, at most what streaming kernels reach on any GPU.
     stream = t * min(bw * e_bw, gpu.memory_bandwidth_gb_s * 1e9 * STREAM_CAP)
+    other = 0.0
     if family is None:
         gemv_bytes = gemm_bytes = weights
     else:
@@ -309,15 +318,18 @@ def inference_performance(
 
     c_mean = w.prompt_tokens + w.output_tokens / 2
     kv_read = b * mm.kv_tokens_per_layer(int(c_mean)) * L * mm.kv_bytes_per_token_layer
-    t_mem = (gemv_bytes if b <= gemv_max else gemm_bytes) / stream + kv_read / (
-        stream * k.kv_bandwidth_factor
-    )
+    # A kernel that streams the blocks once per row of the batch gives way to the dequantized GEMM
+    # once that is cheaper (exllama's reconstruction threshold, AutoGPTQ's kernel switch).
+    per_row = b * (gemv_bytes - other) + other if family is not None and family.gemv_per_row else 0.0
+    gemm_regime = b > gemv_max or per_row > gemm_bytes
+    step_bytes = gemm_bytes if gemm_regime else per_row or gemv_bytes
+    t_mem = step_bytes / stream + kv_read / (stream * k.kv_bandwidth_factor)
     share = mm.gpu_layer_share
     if share < 1.0:
         # Partial offload (accelerate device_map, vLLM cpu_offload_gb): the layers kept in host RAM
         # are read from it for every step; a discrete GPU pulls them over PCIe, a unified-memory
         # chip reads them at the host bandwidth.
-        host_bytes = (gemv_bytes if b <= gemv_max else gemm_bytes) * (1.0 - share) / t
+        host_bytes = step_bytes * (1.0 - share) / t
         host_bw = gpu.host_memory_bandwidth_gb_s * 1e9
         link_bw = host_bw if gpu.unified_memory else min(host_bw, gpu.pcie_gb_s * 1e9)
         t_mem = t_mem * share + host_bytes / (link_bw * e_bw)
@@ -327,10 +339,10 @@ def inference_performance(
             + " for every step, which sets the speed."
         )
     e_dec = (
-        ceiling * b / (b + t_half) * (family.gemm_efficiency if family is not None and b > gemv_max else 1.0)
+        ceiling * b / (b + t_half) * (family.gemm_efficiency if family is not None and gemm_regime else 1.0)
     )
     t_comp = b * (2 * n_mm + 4 * L * d_q * c_mean) / (t * peak * 1e12 * e_dec)
-    t_gpu_fixed, t_cpu = decode_overhead(engine, L, family, graphs, linears, k)
+    t_gpu_fixed, t_cpu = decode_overhead(engine, L, family, graphs, linears, k, moe)
     t_comm = 0.0
     if t > 1:
         bw_link, lat, _ = link(gpu, n, gpus_per_node)

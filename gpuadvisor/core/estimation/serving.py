@@ -348,7 +348,7 @@ class DecodeStep:
             shape = mm.cached("inference_shape", lambda: inference_shape(mm, k))
         else:
             shape = inference_shape(mm, k)
-        family, n_mm, L, d_q, linears, graphs = shape
+        family, n_mm, L, d_q, linears, graphs, moe = shape
         peak = compute_precision(gpu, w.weights)[1]
         t = gpu_count if parallelism == "tensor" else 1
         p = gpu_count if parallelism == "pipeline" else 1
@@ -380,7 +380,7 @@ class DecodeStep:
         self.comp_gemv = flops / (t * peak * 1e12 * ceiling)
         self.comp_gemm = self.comp_gemv / (family.gemm_efficiency if family is not None else 1.0)
         self.t_half = k.gemm_tokens_half
-        self.fixed, self.t_cpu = decode_overhead(engine, L, family, graphs, linears, k)
+        self.fixed, self.t_cpu = decode_overhead(engine, L, family, graphs, linears, k, moe)
         self.comm0 = self.comm1 = 0.0
         if t > 1:
             bw_link, lat, _ = link(gpu, gpu_count, gpus_per_node)
@@ -406,12 +406,12 @@ class DecodeStep:
         if fam is None:
             read = block + self.other
             comp = self.comp_gemv
-        elif b <= self.gemv_max:
-            read = block / fam.gemv_efficiency + self.other
-            comp = self.comp_gemv
         else:
-            read = block + block / self.bbpw * fam.dequant_bytes_per_weight + self.other
-            comp = self.comp_gemm
+            gemm_read = block + block / self.bbpw * fam.dequant_bytes_per_weight + self.other
+            read = block / fam.gemv_efficiency * (b if fam.gemv_per_row else 1.0) + self.other
+            comp = self.comp_gemv
+            if b > self.gemv_max or (fam.gemv_per_row and read > gemm_read):  # as the roofline
+                read, comp = gemm_read, self.comp_gemm
         t_mem = read / self.stream + b * self.kv_s
         return t_mem, comp * (b + self.t_half), self.fixed + self.comm0 + self.comm1 * b, self.t_cpu
 

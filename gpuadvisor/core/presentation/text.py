@@ -23,8 +23,8 @@ from .serving_text import (
     FLEET_HEADER,
     capacity_line,
     fleet_rows,
-    range_phrase,
     memory_lines,
+    range_phrase,
     targets_phrase,
     traffic_phrase,
 )

@@ -104,6 +104,9 @@ class KernelFamily:
     dequant_bytes_per_weight: float  # beyond that: bytes per weight to write and read a 16-bit copy
     gemm_efficiency: float  # share of 16-bit tensor throughput its GEMM reaches (prefill, large batches)
     source: str = ""
+    #: Whether the small-batch kernel streams the quantized weights once per row of the batch
+    #: (a matrix-vector kernel run for each sequence) rather than once per step.
+    gemv_per_row: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,7 +168,10 @@ KERNEL_FAMILIES: Mapping[str, KernelFamily] = MappingProxyType(
                 32,
                 4.0,
                 1.00,
-                "turboderp/exllamav2: reconstructs an FP16 matrix for larger batches and runs cuBLAS",
+                "turboderp/exllamav2: reconstructs an FP16 matrix for larger batches and runs cuBLAS; "
+                "the small-batch q4 kernel (exllama's q4_matmul, a grid over the batch's rows) reads the "
+                "weights for each row",
+                gemv_per_row=True,
             ),
             KernelFamily(
                 "gptq",
@@ -175,7 +181,9 @@ KERNEL_FAMILIES: Mapping[str, KernelFamily] = MappingProxyType(
                 32,
                 4.0,
                 0.90,
-                "Frantar et al. 2022 (GPTQ) kernels: about 3x over FP16 at batch 1 on A100, reconstruct beyond",
+                "Frantar et al. 2022 (GPTQ) kernels: about 3x over FP16 at batch 1 on A100, reconstruct beyond; "
+                "AutoGPTQ's cuda kernels (VecQuant4MatMul) are matrix-vector products, one per row of the batch",
+                gemv_per_row=True,
             ),
             KernelFamily(
                 "bnb",
@@ -278,6 +286,16 @@ class SpeedConstants:
     cpu_kernel_s: Mapping[str, float] = field(default_factory=lambda: {"python": 12e-6, "cpp": 4e-6})
     #: GPU-side cost of one small kernel (launch latency and tail) even inside a CUDA graph, seconds.
     gpu_kernel_s: float = 2.5e-6
+    #: Host time of one decode step of an engine that replays CUDA graphs, by runtime: scheduling
+    #: the batch, preparing its inputs, sampling and handing the tokens out, which a graph does not
+    #: remove (the eager engines' per-layer launch time holds it). Priors: about a millisecond for
+    #: a Python scheduler (vLLM's v0.6.0 post, Sept. 2024: before multi-step scheduling the GPU was
+    #: busy only 38% of a Llama 3 8B step on an H100), a few tenths for a C++ runtime; fitted.
+    graph_step_host_s: Mapping[str, float] = field(default_factory=lambda: {"python": 1.0e-3, "cpp": 0.3e-3})
+    #: Kernels a mixture-of-experts layer adds to a decode step (counted from vLLM's fused-MoE path:
+    #: router GEMM, top-k softmax, token alignment, two grouped expert GEMMs, activation, weighted
+    #: sum), each paying ``gpu_kernel_s`` (and a launch without CUDA graphs).
+    moe_kernels_per_layer: float = 7.0
     #: Tokens per GEMM at which a GEMM reaches half its ceiling: e = T / (T + this).
     gemm_tokens_half: float = 8.0
     #: Hidden size (per tensor-parallel rank) at which training GEMMs reach half their ceiling.
