@@ -164,8 +164,7 @@ WEIGHT_FALLBACK = {
 #: Engines the core has no profile for, and the profiles whose physics is nearest (fallback only):
 #: (for inference, for training).
 ENGINE_FALLBACK = {
-    "exllamav2": ("llama.cpp", None),
-    "exllama": ("llama.cpp", None),
+    "exllama": ("exllamav2", None),  # ExLlama (v1): the same author's kernels and runtime lineage
     "autoawq": ("transformers", None),
     "autogptq": ("transformers", None),
     "litgpt": ("transformers", "fsdp"),

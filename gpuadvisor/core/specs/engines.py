@@ -530,23 +530,24 @@ class _FamilyFit(TypedDict, total=False):
 # ceiling of each GPU generation below scales it).
 _FITTED_ENGINES: dict[str, _EngineFit] = {
     "tensorrt-llm": dict(
-        prefill_mfu=0.52,
+        prefill_mfu=0.54,
         layer_overhead_s=34e-6,
         spread_low=0.49,
         spread_high=0.29,
         calibrated_on="16 rows: INF-01..10, H200-01..07, F180-01/05, TRTB-01..04",
     ),
     "vllm": dict(
-        prefill_mfu=0.37,
+        prefill_mfu=0.43,
+        layer_overhead_s=113e-6,
         spread_low=0.35,
         spread_high=0.61,
-        calibrated_on="10 rows: MI300-01..10 (MI300X only)",
+        calibrated_on="13 rows: MI300-01..10 (MI300X), INB-09/10 (RTX 4090), INB-57 (RTX A6000)",
     ),
     "llama.cpp": dict(
-        bandwidth_efficiency=0.94,
-        prefill_mfu=0.71,
-        layer_overhead_s=130e-6,
-        layer_overhead_by_arch=(("apple", 1.39), ("cuda_graphs", 0.28)),
+        bandwidth_efficiency=0.93,
+        prefill_mfu=0.70,
+        layer_overhead_s=93e-6,
+        layer_overhead_by_arch=(("apple", 1.81), ("cuda_graphs", 0.44)),
         prefill_mfu_by_arch=(("apple", 1.01), ("int8", 0.25)),
         spread_low=0.33,
         spread_high=0.26,
@@ -556,26 +557,27 @@ _FITTED_ENGINES: dict[str, _EngineFit] = {
     "mlc-llm": dict(
         spread_low=0.35,
         spread_high=0.61,
-        calibrated_on="1 row: INF-18 (decode only; prefill is the prior)",
+        calibrated_on="2 rows: INF-18 (RTX 4090), INB-61 (RTX A6000), decode only; prefill is the prior",
     ),
     "transformers": dict(
-        prefill_mfu=0.38,
-        layer_overhead_s=770e-6,
+        prefill_mfu=0.16,
+        layer_overhead_s=719e-6,
         spread_low=0.48,
         spread_high=0.17,
-        calibrated_on="16 rows: INF-21, INT8-01..08, LIT-16..34",
+        calibrated_on="45 rows: INF-21, INT8-01..08, LIT-16..34, INB-01..12 and INB-58..60 (engine comparisons), "
+        "INB-39..56 (Optimum GPTQ: generate and prefill-only)",
     ),
     "megatron": dict(
-        mfu=0.71,
+        mfu=0.68,
         spread_low=0.54,
         spread_high=0.46,
-        calibrated_on="6 rows: TRN-01, TRN-03, TRN-12, TRN-18, MEG1-01, MEG1-02",
+        calibrated_on="39 rows: TRN-01/03/12/18, MEG1-01/02, LAY-01..42 (Megatron-LM layouts, Megatron-Bridge)",
     ),
     "fsdp": dict(
-        mfu=0.85,
+        mfu=0.86,
         spread_low=0.24,
         spread_high=0.21,
-        calibrated_on="28 rows: TRN-20, TRN-24, TRN-26, LF-01..19, TT-01..06",
+        calibrated_on="29 rows: TRN-20, TRN-24, TRN-26, LF-01..19, TT-01..06, LAY-06",
     ),
     "deepspeed": dict(
         spread_low=0.31,
@@ -591,16 +593,17 @@ _FITTED_ENGINES: dict[str, _EngineFit] = {
         spread_low=0.35, spread_high=0.61, calibrated_on="assumed: prior (vLLM-like: CUDA graphs)"
     ),
     "autoawq": dict(
-        layer_overhead_s=67e-6,
+        layer_overhead_s=61e-6,
         spread_low=0.35,
         spread_high=0.61,
         calibrated_on="14 rows: AWQ-01..37 decode (one source)",
     ),
     "exllamav2": dict(
         layer_overhead_s=34e-6,
+        prefill_mfu=0.90,
         spread_low=0.35,
         spread_high=0.61,
-        calibrated_on="5 rows: EXL-01..07 (one source)",
+        calibrated_on="32 rows: EXL-01..07, INB-05/06/62 and INB-15..38 (ExLlama v1, the same kernels' lineage)",
     ),
     "torchtune": dict(
         spread_low=0.31,
@@ -624,12 +627,13 @@ _FITTED_FAMILIES: dict[str, _FamilyFit] = {}
 #: the exposed share of host launches, the GPU time of a small kernel, the KV-read factor and the
 #: GEMM half sizes.
 _FITTED_GLOBALS = dict(
-    bandwidth_ceiling=MappingProxyType({**BANDWIDTH_CEILING, "ada": 1.27, "ampere": 1.02, "hopper": 0.87}),
+    bandwidth_ceiling=MappingProxyType({**BANDWIDTH_CEILING, "ada": 1.21, "ampere": 0.98, "hopper": 0.87}),
     host_exposed_share=0.5,
     gpu_kernel_s=3.1e-6,
-    kv_bandwidth_factor=0.89,
-    gemm_tokens_half=7.5,
-    gemm_width_half=323.0,
+    kv_bandwidth_factor=0.85,
+    gemm_tokens_half=6.9,
+    gemm_width_half=377.0,
+    graph_step_host_s=MappingProxyType({"python": 3.9e-3, "cpp": 0.52e-3}),
 )
 
 FITTED = replace(
@@ -639,8 +643,8 @@ FITTED = replace(
         {f.id: replace(f, **_FITTED_FAMILIES.get(f.id, {})) for f in KERNEL_FAMILIES.values()}
     ),
     **_FITTED_GLOBALS,  # type: ignore[arg-type]
-    provenance="engine factors and global constants: scripts/fit_engines.py over the 102 scored speed rows "
-    "of tests/data/validation (2026-12-01); engines' bandwidth efficiencies are their priors, scaled by "
+    provenance="engine factors and global constants: scripts/fit_engines.py over the scored speed rows "
+    "of tests/data/validation (2026-12-01, 627 rows from 55 sources); engines' bandwidth efficiencies are their priors, scaled by "
     "the fitted bandwidth ceiling of each GPU generation; 80% ranges: " + SPREAD_PROVENANCE,
 )
 
