@@ -244,7 +244,7 @@ def test_calibration_warnings(cats, sample):
     sc = replace(load_scenario(SAMPLE), workload=replace(load_scenario(SAMPLE).workload, engine="fsdp"))
     fitted = build_report(estimate(sc, *cats), cats[0].meta, TODAY)
     assert not fitted.engine_assumed and fitted.engine_calibrated_on == ENGINES["fsdp"].calibrated_on
-    assert fitted.engine_calibrated_on.startswith("28 rows: TRN-20")
+    assert fitted.engine_calibrated_on.startswith("29 rows: TRN-20")
     assert not any("engine profile" in w for w in fitted.warnings)
     guessed = Scenario(model=ModelSource(parameters=3e9), workload=Workload(kind="lora"))
     rep = build_report(estimate(guessed, *cats), cats[0].meta, TODAY)

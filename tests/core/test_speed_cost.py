@@ -20,14 +20,15 @@ def cats():
 
 
 def test_a100_beats_rtx_4090_at_batch_1_decode(cats):
-    """Seed: bandwidth decides batch-1 decode (2,039 vs 1,008 GB/s) for a model both cards hold."""
+    """Seed: bandwidth decides batch-1 decode (2,039 vs 1,008 GB/s) for a model both cards hold; the
+    engine's host time per step, the same on both, narrows the ratio below the bandwidths' 2x."""
     gpus, models = cats
     mm = MemoryModel(models.get("llama-2-7b"), Workload(kind="inference", weights="int8", batch_size=1))
     eng = engine_for("vllm", "inference")
     a100 = inference_performance(mm, gpus.get("a100-80gb"), 1, "none", eng)
     rtx = inference_performance(mm, gpus.get("rtx-4090"), 1, "none", eng)
     assert a100.bound == rtx.bound == "memory"
-    assert a100.tokens_per_s_per_user > 1.5 * rtx.tokens_per_s_per_user
+    assert a100.tokens_per_s_per_user > 1.35 * rtx.tokens_per_s_per_user
 
 
 def test_h100_job_cheaper_than_a100_for_30b_plus_training(cats):

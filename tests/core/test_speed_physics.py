@@ -252,8 +252,9 @@ def test_group_wise_int4_gemv_runs_near_the_weight_bandwidth_roofline(models, gp
     # A 70B model, where the weight stream dominates the fixed per-kernel time: 4-bit weights are
     # 3.85x fewer bytes than 16-bit, and these GEMV kernels turn most of that into speed (MARLIN
     # paper: about 3.9x over FP16 at batch 1).
+    # TensorRT-LLM's C++ runtime: its small host step leaves the weight stream in view.
     m, gpu = models.get("llama-2-70b"), gpus.get("h100-sxm")
-    kw = dict(engine="vllm", prompt_tokens=16, output_tokens=16)
+    kw = dict(engine="tensorrt-llm", prompt_tokens=16, output_tokens=16)
     int4 = decode(m, gpu, weights="int4", quantization=family, **kw)
     bf16 = decode(m, gpu, weights="bf16", **kw)
     assert 3.0 < int4 / bf16 < 3.9
@@ -434,6 +435,7 @@ def test_moe_layers_add_kernels_and_graph_engines_pay_a_host_step(models, gpus):
     assert moe[0] == pytest.approx(
         dense[0] * (engine.kernels_per_layer + FITTED.moe_kernels_per_layer) / engine.kernels_per_layer
     )
-    assert dense[1] == FITTED.graph_step_host_s["python"] > 0
+    eager = decode_overhead(engine, 32, None, False, 7, FITTED)
+    assert dense[1] == min(FITTED.graph_step_host_s["python"], eager[1]) > 0  # never above eager
     cpp = decode_overhead(engine_for("tensorrt-llm", "inference"), 32, None, True, 7, FITTED)
     assert 0 < cpp[1] < dense[1]

@@ -205,15 +205,15 @@ def decode_overhead(
     the engine's runtime (Python or C++), and the step takes the longer of the two streams (the
     host runs ahead while the GPU is busy). The engine's ``layer_overhead_s`` is that host time
     per layer (its kernels x the launch time of its runtime, before fitting). With graphs the host
-    still schedules, prepares and samples every step: ``graph_step_host_s`` of its runtime."""
+    still schedules, prepares and samples every step: ``graph_step_host_s`` of its runtime, at
+    most the eager host time (a graph only removes work)."""
     extra = family.extra_kernels_per_linear * linears_per_layer if family else 0.0
     moe_extra = constants.moe_kernels_per_layer if moe else 0.0
     gpu = layers * (engine.kernels_per_layer + extra + moe_extra) * constants.gpu_kernel_s
     launch = constants.cpu_kernel_s.get(engine.runtime, 4e-6)
-    if cuda_graphs:
-        cpu = constants.graph_step_host_s.get(engine.runtime, 0.0)
-    else:
-        cpu = layers * (engine.layer_overhead_s + (extra + moe_extra) * launch)
+    eager = layers * (engine.layer_overhead_s + (extra + moe_extra) * launch)
+    # Replaying a graph removes the launches, never the step's other host work: at most the eager time.
+    cpu = min(constants.graph_step_host_s.get(engine.runtime, 0.0), eager) if cuda_graphs else eager
     return gpu, cpu
 
 

@@ -532,15 +532,15 @@ _FITTED_ENGINES: dict[str, _EngineFit] = {
     "tensorrt-llm": dict(
         prefill_mfu=0.54,
         layer_overhead_s=34e-6,
-        spread_low=0.49,
-        spread_high=0.29,
+        spread_low=0.51,
+        spread_high=0.3,
         calibrated_on="16 rows: INF-01..10, H200-01..07, F180-01/05, TRTB-01..04",
     ),
     "vllm": dict(
         prefill_mfu=0.43,
         layer_overhead_s=113e-6,
-        spread_low=0.35,
-        spread_high=0.61,
+        spread_low=0.17,
+        spread_high=0.47,
         calibrated_on="13 rows: MI300-01..10 (MI300X), INB-09/10 (RTX 4090), INB-57 (RTX A6000)",
     ),
     "llama.cpp": dict(
@@ -555,28 +555,28 @@ _FITTED_ENGINES: dict[str, _EngineFit] = {
         "PR #4766, GPU-Benchmarks-on-LLM-Inference)",
     ),
     "mlc-llm": dict(
-        spread_low=0.35,
-        spread_high=0.61,
+        spread_low=0.17,
+        spread_high=0.47,
         calibrated_on="2 rows: INF-18 (RTX 4090), INB-61 (RTX A6000), decode only; prefill is the prior",
     ),
     "transformers": dict(
         prefill_mfu=0.16,
         layer_overhead_s=719e-6,
-        spread_low=0.48,
-        spread_high=0.17,
+        spread_low=0.4,
+        spread_high=0.43,
         calibrated_on="45 rows: INF-21, INT8-01..08, LIT-16..34, INB-01..12 and INB-58..60 (engine comparisons), "
         "INB-39..56 (Optimum GPTQ: generate and prefill-only)",
     ),
     "megatron": dict(
         mfu=0.68,
-        spread_low=0.54,
-        spread_high=0.46,
+        spread_low=0.5,
+        spread_high=0.41,
         calibrated_on="39 rows: TRN-01/03/12/18, MEG1-01/02, LAY-01..42 (Megatron-LM layouts, Megatron-Bridge)",
     ),
     "fsdp": dict(
         mfu=0.86,
-        spread_low=0.24,
-        spread_high=0.21,
+        spread_low=0.23,
+        spread_high=0.2,
         calibrated_on="29 rows: TRN-20, TRN-24, TRN-26, LF-01..19, TT-01..06, LAY-06",
     ),
     "deepspeed": dict(
@@ -590,19 +590,19 @@ _FITTED_ENGINES: dict[str, _EngineFit] = {
         calibrated_on="assumed: prior (eager modules; no Trainer throughput row in the data)",
     ),
     "sglang": dict(
-        spread_low=0.35, spread_high=0.61, calibrated_on="assumed: prior (vLLM-like: CUDA graphs)"
+        spread_low=0.17, spread_high=0.47, calibrated_on="assumed: prior (vLLM-like: CUDA graphs)"
     ),
     "autoawq": dict(
         layer_overhead_s=61e-6,
-        spread_low=0.35,
-        spread_high=0.61,
+        spread_low=0.17,
+        spread_high=0.47,
         calibrated_on="14 rows: AWQ-01..37 decode (one source)",
     ),
     "exllamav2": dict(
         layer_overhead_s=34e-6,
         prefill_mfu=0.90,
-        spread_low=0.35,
-        spread_high=0.61,
+        spread_low=0.26,
+        spread_high=1.35,
         calibrated_on="32 rows: EXL-01..07, INB-05/06/62 and INB-15..38 (ExLlama v1, the same kernels' lineage)",
     ),
     "torchtune": dict(
@@ -614,8 +614,8 @@ _FITTED_ENGINES: dict[str, _EngineFit] = {
 #: How the 80% ranges above were set (scripts/fit_spreads.py): split-conformal 10% and 90% order
 #: statistics (the floor((n+1) 0.1)-th and ceil((n+1) 0.9)-th of n ratios; Vovk et al. 2005, Lei et
 #: al. 2018) of measured / estimate over the leave-one-source-out residuals of tests/data/validation
-#: (2026-12-01), per engine with at least 15 speed rows (TensorRT-LLM, Transformers, llama.cpp, Megatron, FSDP), else
-#: pooled over the engines of the same kind with fewer rows (inference 0.65-1.61, training
+#: (2026-12-01), per engine with at least 15 speed rows (TensorRT-LLM, Transformers, llama.cpp, ExLlamaV2, Megatron, FSDP), else
+#: pooled over the engines of the same kind with fewer rows (inference 0.83-1.47, training
 #: 0.69-1.23); each side at least 10%.
 SPREAD_PROVENANCE = (
     "split-conformal 10%/90% order statistics of leave-one-source-out residuals, tests/data/validation, "
