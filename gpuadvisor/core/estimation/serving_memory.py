@@ -40,7 +40,7 @@ from typing import Any, NamedTuple
 
 from ..specs.serving import KV_POOLS
 from ..units import GIB
-from .memory import MemoryBreakdown, MemoryModel
+from .memory import COMPONENTS, MemoryBreakdown, MemoryModel
 
 
 class ServingMemory(NamedTuple):
@@ -194,17 +194,7 @@ class BatchLine:
 
 
 #: The components of a breakdown that change with the batch (in :class:`MemoryBreakdown`'s order).
-_AFFINE = (
-    "weights",
-    "gradients",
-    "optimizer",
-    "activations",
-    "kv_cache",
-    "adapters",
-    "overhead",
-    "logits",
-    "host",
-)
+_AFFINE = (*COMPONENTS, "logits", "host")
 
 
 def operating_memory(

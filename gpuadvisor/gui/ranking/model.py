@@ -16,6 +16,7 @@ from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelInd
 from PySide6.QtGui import QBrush, QColor, QGuiApplication
 
 from ...core.estimation.estimate import Candidate, Estimate
+from ...core.estimation.memory import COMPONENTS
 from ...core.estimation.recommendation import sort_key
 from ...core.formats.user_catalog import stale_price
 from ...core.formatting import (
@@ -420,20 +421,7 @@ class RankingModel(QAbstractTableModel):
         lines = [
             f"{setup_name(c)}: {c.verdict}"
             + (" (recommended)" if mark == RECOMMENDED_MARK else " (runner-up)" if mark else ""),
-            "Per GPU: "
-            + ", ".join(
-                f"{k.replace('_', ' ')} {g[k]:.2f}"
-                for k in (
-                    "weights",
-                    "gradients",
-                    "optimizer",
-                    "activations",
-                    "kv_cache",
-                    "adapters",
-                    "overhead",
-                )
-            )
-            + " GiB",
+            "Per GPU: " + ", ".join(f"{k.replace('_', ' ')} {g[k]:.2f}" for k in COMPONENTS) + " GiB",
             f"Device total {g['device_total']:.2f} GiB of {c.capacity_gib:.1f} GiB",
         ]
         if c.performance is not None:

@@ -20,16 +20,10 @@ from dataclasses import dataclass
 
 from PySide6.QtGui import QColor, QPalette
 
-#: Memory components in stacking order (bottom/left first); matches ``gpuadvisor.core.estimation.memory.COMPONENTS``.
-COMPONENT_ORDER: tuple[str, ...] = (
-    "weights",
-    "gradients",
-    "optimizer",
-    "activations",
-    "kv_cache",
-    "adapters",
-    "overhead",
-)
+from ...core.estimation.memory import COMPONENTS
+
+#: Memory components in stacking order (bottom/left first): the core's ``memory.COMPONENTS``.
+COMPONENT_ORDER: tuple[str, ...] = COMPONENTS
 
 COMPONENT_LABELS: dict[str, str] = {
     "weights": "Weights",
