@@ -279,12 +279,7 @@ class Predictor:
             )
         rng = perf.tokens_per_s
         lo, hi = (rng.low / rng.expected, rng.high / rng.expected) if rng.expected > 0 else (1.0, 1.0)
-        if row.quantity in (
-            "train_step_time_s",
-            "time_to_first_token_ms",
-            "request_latency_s",
-            "decode_ms_per_token",
-        ):
+        if row.quantity in TIME_LIKE:
             lo, hi = 1 / hi, 1 / lo  # the faster end is the shorter time
         return Comparison(row, measured, value, value * lo, value * hi, unit, omitted, note)
 

@@ -293,14 +293,20 @@ def test_quantized_weights_for_lora_follow_the_core_not_a_page_rule(window, qtbo
     assert w.model_page.weights.currentData() == "int8"
 
 
-def test_advanced_layout_writes_the_layout_and_the_ranking_names_it(window, qtbot):
-    w = window
+def _pretrain_70b_on_h100(w) -> None:
+    """Pick Llama 3.1 70B on the Model page, then pre-training on H100 SXM on the Workload page."""
     page = w.workload_page
     w.page_tabs.setCurrentIndex(1)
     _select_preset(w, "llama-3.1-70b")
     w.page_tabs.setCurrentIndex(0)
     page.kind.setCurrentIndex(page.kind.findData("pretrain"))
     page.gpu.setCurrentIndex(page.gpu.findData("h100-sxm"))
+
+
+def test_advanced_layout_writes_the_layout_and_the_ranking_names_it(window, qtbot):
+    w = window
+    page = w.workload_page
+    _pretrain_70b_on_h100(w)
     page.count.setCurrentIndex(page.count.findData(64))
     settle(w)
     assert not page.layout_body.isVisible()  # out of the way until asked for
@@ -373,11 +379,7 @@ def test_a_layout_search_runs_in_the_background_and_the_window_stays_usable(wind
     an edit made during the search replaces it, and the answer for the last input arrives."""
     w = window
     page = w.workload_page
-    w.page_tabs.setCurrentIndex(1)
-    _select_preset(w, "llama-3.1-70b")
-    w.page_tabs.setCurrentIndex(0)
-    page.kind.setCurrentIndex(page.kind.findData("pretrain"))
-    page.gpu.setCurrentIndex(page.gpu.findData("h100-sxm"))
+    _pretrain_70b_on_h100(w)
     settle(w)
     page.count.setCurrentIndex(page.count.findData(64))  # no flush: the debounce timer runs it
     qtbot.waitUntil(lambda: bool(w.state.computing), timeout=5000)
