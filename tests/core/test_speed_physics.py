@@ -285,6 +285,35 @@ def test_prefill_efficiency_grows_with_tokens_per_gemm(models, gpus):
     assert rates[0] < rates[1] < rates[2]
 
 
+def _prompt_rate(model, gpu, engine: str, **kw) -> float:
+    """Prompt tokens/s of one 1,920-token prompt (ExLlama's README measures this length)."""
+    w = Workload(kind="inference", engine=engine, prompt_tokens=1920, output_tokens=1, **kw)
+    perf = inference_performance(MemoryModel(model, w), gpu, 1, "none", engine_for(engine, "inference"))
+    return 1920 / perf.time_to_first_token_s
+
+
+def test_fp16_accumulating_gemms_run_at_the_geforce_fp16_accumulate_peak(models, gpus):
+    """ExLlama(V2) multiplies reconstructed FP16 weights with cuBLAS ``cublasHgemm`` (FP16
+    accumulate), which an RTX 4090 runs at 330.3 TFLOPS against 165.2 with FP32 accumulate (NVIDIA
+    Ada whitepaper, appendix A); an A100 runs both at 312, and an engine accumulating in FP32
+    (Transformers) gets no such gain on the 4090."""
+    m = models.get("llama-2-7b")
+    rtx, a100 = gpus.get("rtx-4090"), gpus.get("a100-80gb")
+    assert rtx.fp16_acc16_dense_tflops == pytest.approx(2 * rtx.fp16_dense_tflops, rel=1e-3)
+    assert a100.fp16_acc16_dense_tflops is None
+    q = dict(weights="int4", quantization="exllama")
+    w = Workload(kind="inference", engine="exllamav2", prompt_tokens=1920, output_tokens=1, **q)
+    exl = inference_performance(MemoryModel(m, w), rtx, 1, "none", engine_for("exllamav2", "inference"))
+    assert exl.peak_tflops == pytest.approx(330.3)
+    w = Workload(kind="inference", engine="transformers", prompt_tokens=1920, output_tokens=1)
+    hf = inference_performance(MemoryModel(m, w), rtx, 1, "none", engine_for("transformers", "inference"))
+    assert hf.peak_tflops == pytest.approx(165.2)
+    # The prompt runs compute-bound, so the doubled peak shows in its rate on the 4090 only.
+    ratio_rtx = _prompt_rate(m, rtx, "exllamav2", **q) / _prompt_rate(m, rtx, "transformers", **q)
+    ratio_a100 = _prompt_rate(m, a100, "exllamav2", **q) / _prompt_rate(m, a100, "transformers", **q)
+    assert ratio_rtx > 1.8 * ratio_a100
+
+
 # --- training efficiency ----------------------------------------------------------------------------
 def test_training_mfu_grows_with_gemm_size(models, gpus):
     gpu = gpus.get("a100-80gb")

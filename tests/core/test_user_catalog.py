@@ -96,6 +96,8 @@ GPU_RULES = [
     ("tf32_dense_tflops", "989.5", "must be at most 1x fp16_dense_tflops"),
     ("int8_dense_tops", "9000", "must be at most 8x fp16_dense_tflops"),
     ("fp4_dense_tflops", "9000", "must be at most 8x fp16_dense_tflops"),
+    ("fp16_acc16_dense_tflops", "1978.9", "must be at most 2x fp16_dense_tflops"),
+    ("fp16_acc16_dense_tflops", "500", "must be at least fp16_dense_tflops (989.4): accumulating in FP16"),
     ("pcie_gen", "9", "must be 1 to 7"),
     ("pcie_gen", "4.5", "must be a whole number"),
     ("launch_year", "2031", "must not be after 2028"),

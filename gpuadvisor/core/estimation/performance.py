@@ -142,6 +142,17 @@ def compute_precision(gpu: GpuSpec, weights: str) -> tuple[str, float, str | Non
     return ("bf16" if weights in ("bf16", "nf4", "int4", "int8") else weights), half, None
 
 
+def engine_peak(gpu: GpuSpec, engine: EngineProfile, precision: str, peak: float) -> float:
+    """The dense peak an inference engine's GEMMs reach at ``precision``: an engine whose 16-bit
+    GEMMs accumulate in FP16 (cuBLAS ``cublasHgemm``: ExLlama, ExLlamaV2, llama.cpp's cuBLAS path)
+    runs at the GPU's FP16-accumulate rate where that is higher (GeForce cards halve the FP32-accumulate
+    rate that ``fp16_dense_tflops`` holds)."""
+    acc16 = gpu.fp16_acc16_dense_tflops
+    if engine.fp16_accumulate and acc16 and precision in ("fp16", "bf16"):
+        return max(peak, acc16)
+    return peak
+
+
 def training_gemm_weights(workload: Workload, gpu: GpuSpec) -> tuple[str, list[str]]:
     """The precision the training GEMMs run at (``workload.compute_precision``, else the weights'),
     as a weights value for :func:`compute_precision`, and a note when the GPU cannot run it."""
@@ -278,6 +289,7 @@ def inference_performance(
     k = constants or active_constants()
     m, w = mm.model, mm.workload
     prec, peak, notes = _precision(gpu, w.weights)
+    peak = engine_peak(gpu, engine, prec, peak)
     n = gpu_count
     t = n if parallelism == "tensor" else 1
     p = n if parallelism == "pipeline" else 1
@@ -432,6 +444,7 @@ def llamacpp_performance(
     80% range (``spread_low``/``spread_high``)."""
     m, w = mm.model, mm.workload
     prec, peak, notes = _precision(gpu, w.weights)
+    peak = engine_peak(gpu, engine, prec, peak)
     n = gpu_count
     t = n if parallelism == "tensor" else 1
     p = n if parallelism == "pipeline" else 1

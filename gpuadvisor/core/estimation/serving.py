@@ -74,6 +74,7 @@ from .performance import (
     Range,
     compute_precision,
     decode_overhead,
+    engine_peak,
     inference_performance,
     inference_shape,
     link,
@@ -349,7 +350,8 @@ class DecodeStep:
         else:
             shape = inference_shape(mm, k)
         family, n_mm, L, d_q, linears, graphs, moe = shape
-        peak = compute_precision(gpu, w.weights)[1]
+        prec, peak, _ = compute_precision(gpu, w.weights)
+        peak = engine_peak(gpu, engine, prec, peak)
         t = gpu_count if parallelism == "tensor" else 1
         p = gpu_count if parallelism == "pipeline" else 1
         bw = gpu.memory_bandwidth_gb_s * 1e9 * k.bandwidth_ceiling.get(gpu.architecture, 1.0)

@@ -37,13 +37,15 @@ _DATE_PATTERN = re.compile(r"\d{4}-\d{2}-\d{2}\Z")
 #: Tensor-core throughput columns and the most each may be, as a multiple of fp16_dense_tflops.
 #: Lower precisions run at most 2x per halving of the bits on every GPU so far (FP8 2x, FP4 4x
 #: of FP16 on Blackwell); the limits leave one more factor of 2 for sparse figures typed by mistake
-#: to be caught while nothing real is rejected.
+#: to be caught while nothing real is rejected. FP16 with FP16 accumulate is at most twice the
+#: FP32-accumulate rate (GeForce cards halve the latter).
 GPU_RATIO_LIMITS: tuple[tuple[str, float], ...] = (
     ("tf32_dense_tflops", 1.0),
     ("bf16_dense_tflops", 2.0),
     ("fp8_dense_tflops", 4.0),
     ("int8_dense_tops", 8.0),
     ("fp4_dense_tflops", 8.0),
+    ("fp16_acc16_dense_tflops", 2.0),
 )
 TDP_W_RANGE = (5.0, 5000.0)
 MAX_CLOUD_USD_PER_HOUR = 1000.0
@@ -179,6 +181,14 @@ def _check_gpu(r: RowReader, spec: GpuSpec, today: _dt.date) -> None:
                 "is it a sparse figure?",
                 r.row.get(column),
             )
+    acc16 = spec.fp16_acc16_dense_tflops
+    if acc16 is not None and acc16 < spec.fp16_dense_tflops:
+        raise CatalogError(
+            r.where("fp16_acc16_dense_tflops"),
+            f"must be at least fp16_dense_tflops ({spec.fp16_dense_tflops:g}): accumulating in FP16 "
+            "is never slower (leave it empty where the rates are the same)",
+            r.row.get("fp16_acc16_dense_tflops"),
+        )
     if spec.pcie_gen is not None and spec.pcie_gen > MAX_PCIE_GEN:
         raise CatalogError(r.where("pcie_gen"), f"must be 1 to {MAX_PCIE_GEN}", r.row.get("pcie_gen"))
     if spec.launch_year is not None and spec.launch_year > today.year + 2:

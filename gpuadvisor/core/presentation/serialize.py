@@ -56,6 +56,7 @@ def gpu_to_dict(gpu: GpuSpec) -> dict[str, Any]:
         "fp8_dense_tflops": gpu.fp8_dense_tflops,
         "int8_dense_tops": gpu.int8_dense_tops,
         "fp4_dense_tflops": gpu.fp4_dense_tflops,
+        "fp16_acc16_dense_tflops": gpu.fp16_acc16_dense_tflops,
         "tdp_w": gpu.tdp_w,
         "nvlink_gb_s": gpu.nvlink_gb_s,
         "pcie_gen": gpu.pcie_gen,

@@ -68,6 +68,9 @@ class EngineProfile:
     prefill_mfu_by_arch: tuple[tuple[str, float], ...] = ()
     #: Quantized prefill runs on the INT8 tensor-core peak (llama.cpp's MMQ kernels) where known.
     int8_prefill: bool = False
+    #: 16-bit GEMMs accumulate in FP16 (cuBLAS ``cublasHgemm`` or ``CUBLAS_COMPUTE_16F``), which
+    #: GeForce cards run at twice their FP32-accumulate rate (the catalog's ``fp16_acc16_dense_tflops``).
+    fp16_accumulate: bool = False
 
     def layer_overhead_for(self, architecture: str) -> float:
         """Fixed time per layer and decode step on this architecture, s."""
@@ -450,6 +453,7 @@ _PRIOR_PROFILES = (
         runtime="cpp",
         layer_overhead_s=48e-6,
         prefill_chunk_tokens=2048,
+        fp16_accumulate=True,
     ),
     EngineProfile(
         "megatron",
@@ -560,8 +564,8 @@ _FITTED_ENGINES: dict[str, _EngineFit] = {
         calibrated_on="2 rows: INF-18 (RTX 4090), INB-61 (RTX A6000), decode only; prefill is the prior",
     ),
     "transformers": dict(
-        prefill_mfu=0.16,
-        layer_overhead_s=719e-6,
+        prefill_mfu=0.41,
+        layer_overhead_s=766e-6,
         spread_low=0.4,
         spread_high=0.43,
         calibrated_on="45 rows: INF-21, INT8-01..08, LIT-16..34, INB-01..12 and INB-58..60 (engine comparisons), "
@@ -600,7 +604,7 @@ _FITTED_ENGINES: dict[str, _EngineFit] = {
     ),
     "exllamav2": dict(
         layer_overhead_s=34e-6,
-        prefill_mfu=0.90,
+        prefill_mfu=0.57,
         spread_low=0.26,
         spread_high=1.35,
         calibrated_on="32 rows: EXL-01..07, INB-05/06/62 and INB-15..38 (ExLlama v1, the same kernels' lineage)",
@@ -629,11 +633,11 @@ _FITTED_FAMILIES: dict[str, _FamilyFit] = {}
 _FITTED_GLOBALS = dict(
     bandwidth_ceiling=MappingProxyType({**BANDWIDTH_CEILING, "ada": 1.21, "ampere": 0.98, "hopper": 0.87}),
     host_exposed_share=0.5,
-    gpu_kernel_s=3.1e-6,
+    gpu_kernel_s=2.95e-6,
     kv_bandwidth_factor=0.85,
-    gemm_tokens_half=6.9,
-    gemm_width_half=377.0,
-    graph_step_host_s=MappingProxyType({"python": 3.9e-3, "cpp": 0.52e-3}),
+    gemm_tokens_half=9.7,
+    gemm_width_half=353.0,
+    graph_step_host_s=MappingProxyType({"python": 3.63e-3, "cpp": 0.575e-3}),
 )
 
 FITTED = replace(

@@ -111,6 +111,9 @@ class GpuSpec:
     fp8_dense_tflops: float | None = None
     int8_dense_tops: float | None = None
     fp4_dense_tflops: float | None = None
+    #: FP16 tensor throughput with FP16 accumulation (cuBLAS ``cublasHgemm``), dense; None: the same
+    #: as ``fp16_dense_tflops``. GeForce cards run FP32 accumulation at half their FP16-accumulate rate.
+    fp16_acc16_dense_tflops: float | None = None
     nvlink_gb_s: float | None = None
     pcie_gen: int | None = None
     mig_instances: int = 0
@@ -286,6 +289,7 @@ def parse_gpu_row(r: RowReader) -> GpuSpec:
         fp8_dense_tflops=r.number("fp8_dense_tflops", required=False),
         int8_dense_tops=r.number("int8_dense_tops", required=False),
         fp4_dense_tflops=r.number("fp4_dense_tflops", required=False),
+        fp16_acc16_dense_tflops=r.number("fp16_acc16_dense_tflops", required=False),
         nvlink_gb_s=r.number("nvlink_gb_s", required=False),
         pcie_gen=r.integer("pcie_gen", required=False, minimum=1),
         mig_instances=r.integer("mig_instances", required=False, minimum=0) or 0,
