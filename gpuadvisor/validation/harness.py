@@ -478,8 +478,23 @@ def fit_engine(
     return current
 
 
+#: Serving figures the speed model is fitted to besides the speed rows: the inter-token latency of
+#: a benchmark at a stated concurrency is the decode step with the prefill chunks it carries, the
+#: same roofline as a batch's decode, and needs neither the per-request time nor the queue (which
+#: the time to first token and a closed loop's throughput do).
+FIT_SERVING_QUANTITIES = ("serving_itl_ms",)
+
+
+def is_fit_row(row: Row) -> bool:
+    """Whether a scored row takes part in the speed fits (speed rows and :data:`FIT_SERVING_QUANTITIES`)."""
+    return row.group in ("inference_speed", "training_speed") or (
+        row.group == "serving" and row.quantity in FIT_SERVING_QUANTITIES
+    )
+
+
 def speed_rows(rows: Iterable[Row]) -> list[Row]:
-    return [r for r in rows if r.scored and r.group in ("inference_speed", "training_speed")]
+    """The scored rows the engine profiles and global constants are fitted to."""
+    return [r for r in rows if r.scored and is_fit_row(r)]
 
 
 def fit_engines(
@@ -682,7 +697,7 @@ def _loso(
     for source in dict.fromkeys(r.source_id for r in rows):
         held = [r for r in rows if r.source_id == source]
         rest = [r for r in scored if r.source_id != source]
-        engines = {scenario_engine(r) for r in held if r.group in ("inference_speed", "training_speed")}
+        engines = {scenario_engine(r) for r in held if is_fit_row(r)}
         constants, profiles = fit_all(rest, predictor, engines) if engines else (None, None)
         with core_engines.using_constants(constants):
             # A serving source's rows get the per-request time fitted to the other sources' serving rows.

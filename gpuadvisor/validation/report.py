@@ -127,7 +127,8 @@ def markdown(
         "",
         "For each source, the engine profiles' efficiency factors and the speed model's fitted global constants "
         "(per-generation bandwidth ceilings, exposed host time, small-kernel time, KV-read factor, GEMM half sizes; "
-        "`harness.FIT_GLOBALS`) are refitted on the scored rows of all *other* sources (starting from the "
+        "`harness.FIT_GLOBALS`) are refitted on the scored speed rows and serving inter-token latencies of all "
+        "*other* sources (starting from the "
         "documented priors, not from the shipped values), and that source's rows are predicted. This is the figure "
         "to trust for work the estimator has never seen.",
         "",

@@ -534,14 +534,14 @@ class _FamilyFit(TypedDict, total=False):
 # ceiling of each GPU generation below scales it).
 _FITTED_ENGINES: dict[str, _EngineFit] = {
     "tensorrt-llm": dict(
-        prefill_mfu=0.54,
-        layer_overhead_s=34e-6,
+        prefill_mfu=0.78,
+        layer_overhead_s=36e-6,
         spread_low=0.51,
         spread_high=0.3,
         calibrated_on="16 rows: INF-01..10, H200-01..07, F180-01/05, TRTB-01..04",
     ),
     "vllm": dict(
-        prefill_mfu=0.43,
+        prefill_mfu=0.50,
         layer_overhead_s=113e-6,
         spread_low=0.17,
         spread_high=0.47,
@@ -564,8 +564,8 @@ _FITTED_ENGINES: dict[str, _EngineFit] = {
         calibrated_on="2 rows: INF-18 (RTX 4090), INB-61 (RTX A6000), decode only; prefill is the prior",
     ),
     "transformers": dict(
-        prefill_mfu=0.41,
-        layer_overhead_s=766e-6,
+        prefill_mfu=0.40,
+        layer_overhead_s=730e-6,
         spread_low=0.4,
         spread_high=0.43,
         calibrated_on="45 rows: INF-21, INT8-01..08, LIT-16..34, INB-01..12 and INB-58..60 (engine comparisons), "
@@ -604,7 +604,7 @@ _FITTED_ENGINES: dict[str, _EngineFit] = {
     ),
     "exllamav2": dict(
         layer_overhead_s=34e-6,
-        prefill_mfu=0.57,
+        prefill_mfu=0.565,
         spread_low=0.26,
         spread_high=1.35,
         calibrated_on="32 rows: EXL-01..07, INB-05/06/62 and INB-15..38 (ExLlama v1, the same kernels' lineage)",
@@ -631,13 +631,13 @@ _FITTED_FAMILIES: dict[str, _FamilyFit] = {}
 #: the exposed share of host launches, the GPU time of a small kernel, the KV-read factor and the
 #: GEMM half sizes.
 _FITTED_GLOBALS = dict(
-    bandwidth_ceiling=MappingProxyType({**BANDWIDTH_CEILING, "ada": 1.21, "ampere": 0.98, "hopper": 0.87}),
+    bandwidth_ceiling=MappingProxyType({**BANDWIDTH_CEILING, "ada": 1.21, "ampere": 0.95, "hopper": 1.02}),
     host_exposed_share=0.5,
-    gpu_kernel_s=2.95e-6,
-    kv_bandwidth_factor=0.85,
-    gemm_tokens_half=9.7,
-    gemm_width_half=353.0,
-    graph_step_host_s=MappingProxyType({"python": 3.63e-3, "cpp": 0.575e-3}),
+    gpu_kernel_s=2.8e-6,
+    kv_bandwidth_factor=0.67,
+    gemm_tokens_half=5.05,
+    gemm_width_half=382.0,
+    graph_step_host_s=MappingProxyType({"python": 1.93e-3, "cpp": 0.126e-3}),
 )
 
 FITTED = replace(
