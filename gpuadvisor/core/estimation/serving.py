@@ -106,9 +106,9 @@ _Z90 = 1.2815515655446004
 #: (``scripts/fit_spreads.py``), each figure on its own rows: output tokens/s, time to first token
 #: (which the closed loop tends to overestimate) and time between tokens.
 SERVING_SPREADS: dict[str, tuple[float, float]] = {
-    "tokens_per_s": (0.43, 0.36),
-    "ttft": (0.43, 1.02),
-    "itl": (0.10, 0.77),
+    "tokens_per_s": (0.49, 0.21),
+    "ttft": (0.44, 0.92),
+    "itl": (0.24, 0.79),
 }
 SERVING_SPREAD_PROVENANCE = (
     "split-conformal 10%/90% order statistics of the leave-one-source-out residuals of the "
@@ -496,7 +496,7 @@ class DecodeStep:
 #: It lengthens the time to first token and the time a client's request takes. Fitted by
 #: ``scripts/validate.py`` to the serving rows' TTFT (mean absolute log error; the out-of-sample
 #: figures refit it without each source): see docs/estimation.md, "Serving".
-REQUEST_OVERHEAD_S = 0.034
+REQUEST_OVERHEAD_S = 0.049
 #: The range that fit searches (s).
 REQUEST_OVERHEAD_RANGE = (0.0, 0.2)
 

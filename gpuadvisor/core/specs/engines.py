@@ -536,15 +536,15 @@ _FITTED_ENGINES: dict[str, _EngineFit] = {
     "tensorrt-llm": dict(
         prefill_mfu=0.78,
         layer_overhead_s=36e-6,
-        spread_low=0.51,
-        spread_high=0.3,
+        spread_low=0.56,
+        spread_high=0.16,
         calibrated_on="16 rows: INF-01..10, H200-01..07, F180-01/05, TRTB-01..04",
     ),
     "vllm": dict(
         prefill_mfu=0.50,
         layer_overhead_s=113e-6,
-        spread_low=0.17,
-        spread_high=0.47,
+        spread_low=0.34,
+        spread_high=0.45,
         calibrated_on="13 rows: MI300-01..10 (MI300X), INB-09/10 (RTX 4090), INB-57 (RTX A6000)",
     ),
     "llama.cpp": dict(
@@ -559,15 +559,15 @@ _FITTED_ENGINES: dict[str, _EngineFit] = {
         "PR #4766, GPU-Benchmarks-on-LLM-Inference)",
     ),
     "mlc-llm": dict(
-        spread_low=0.17,
-        spread_high=0.47,
+        spread_low=0.34,
+        spread_high=0.45,
         calibrated_on="2 rows: INF-18 (RTX 4090), INB-61 (RTX A6000), decode only; prefill is the prior",
     ),
     "transformers": dict(
         prefill_mfu=0.40,
         layer_overhead_s=730e-6,
-        spread_low=0.4,
-        spread_high=0.43,
+        spread_low=0.39,
+        spread_high=0.39,
         calibrated_on="45 rows: INF-21, INT8-01..08, LIT-16..34, INB-01..12 and INB-58..60 (engine comparisons), "
         "INB-39..56 (Optimum GPTQ: generate and prefill-only)",
     ),
@@ -594,19 +594,19 @@ _FITTED_ENGINES: dict[str, _EngineFit] = {
         calibrated_on="assumed: prior (eager modules; no Trainer throughput row in the data)",
     ),
     "sglang": dict(
-        spread_low=0.17, spread_high=0.47, calibrated_on="assumed: prior (vLLM-like: CUDA graphs)"
+        spread_low=0.34, spread_high=0.45, calibrated_on="assumed: prior (vLLM-like: CUDA graphs)"
     ),
     "autoawq": dict(
         layer_overhead_s=61e-6,
-        spread_low=0.17,
-        spread_high=0.47,
+        spread_low=0.34,
+        spread_high=0.45,
         calibrated_on="14 rows: AWQ-01..37 decode (one source)",
     ),
     "exllamav2": dict(
         layer_overhead_s=34e-6,
         prefill_mfu=0.565,
         spread_low=0.26,
-        spread_high=1.35,
+        spread_high=0.25,
         calibrated_on="32 rows: EXL-01..07, INB-05/06/62 and INB-15..38 (ExLlama v1, the same kernels' lineage)",
     ),
     "torchtune": dict(
@@ -619,7 +619,7 @@ _FITTED_ENGINES: dict[str, _EngineFit] = {
 #: statistics (the floor((n+1) 0.1)-th and ceil((n+1) 0.9)-th of n ratios; Vovk et al. 2005, Lei et
 #: al. 2018) of measured / estimate over the leave-one-source-out residuals of tests/data/validation
 #: (2026-12-01), per engine with at least 15 speed rows (TensorRT-LLM, Transformers, llama.cpp, ExLlamaV2, Megatron, FSDP), else
-#: pooled over the engines of the same kind with fewer rows (inference 0.83-1.47, training
+#: pooled over the engines of the same kind with fewer rows (inference 0.66-1.45, training
 #: 0.69-1.23); each side at least 10%.
 SPREAD_PROVENANCE = (
     "split-conformal 10%/90% order statistics of leave-one-source-out residuals, tests/data/validation, "
