@@ -143,6 +143,11 @@ MEASUREMENT_COLUMNS = (
     # Added later at the end: older rows may stop before them (read as empty).
     "vp",
     "recompute",
+    # Serving rows: how the benchmark sent its requests. ``closed_loop``: a stated number of clients,
+    # each sending its next request when one ends (``--max-concurrency``, genai-perf's concurrency
+    # mode); ``burst``: every request sent at once (request rate inf, trtllm-bench), the engine
+    # running as many as it admits while the rest wait and the run draining at its end.
+    "arrival",
 )
 
 #: Weight types the scenario may not know yet, and the nearest type it knows (used only as a fallback).
@@ -241,7 +246,7 @@ class Row:
 
 #: Columns added at the end of the measurements header after rows were written: a row may end
 #: before them (its cells are read as empty), so older rows stay as they were.
-TRAILING_OPTIONAL = ("vp", "recompute")
+TRAILING_OPTIONAL = ("vp", "recompute", "arrival")
 
 
 def _read(path: Path, columns: tuple[str, ...]) -> list[dict[str, str]]:
@@ -382,6 +387,10 @@ def load_measurements(data_dir: str | Path = DATA_DIR, sources: dict[str, Source
                 raise ValidationDataError(f"{where}: {col} must be yes, no or empty")
         if raw["recompute"] not in ("", "none", "selective", "full"):
             raise ValidationDataError(f"{where}: recompute must be none, selective, full or empty")
+        if raw["arrival"] not in ("", "closed_loop", "burst"):
+            raise ValidationDataError(f"{where}: arrival must be closed_loop, burst or empty")
+        if raw["group"] == "serving" and scored and not raw["arrival"]:
+            raise ValidationDataError(f"{where}: a scored serving row needs arrival (closed_loop or burst)")
         if raw["architecture"]:
             try:
                 arch = json.loads(raw["architecture"])

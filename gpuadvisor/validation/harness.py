@@ -479,16 +479,21 @@ def fit_engine(
 
 
 #: Serving figures the speed model is fitted to besides the speed rows: the inter-token latency of
-#: a benchmark at a stated concurrency is the decode step with the prefill chunks it carries, the
-#: same roofline as a batch's decode, and needs neither the per-request time nor the queue (which
-#: the time to first token and a closed loop's throughput do).
+#: a closed-loop benchmark (a stated number of clients) is the decode step with the prefill chunks
+#: it carries at that concurrency, the same roofline as a batch's decode, and needs neither the
+#: per-request time nor the queue (which the time to first token and the throughput do). A burst's
+#: ITL is left out: how many of its requests the engine ran at once is the engine's admission
+#: limit, which the sources do not state.
 FIT_SERVING_QUANTITIES = ("serving_itl_ms",)
 
 
 def is_fit_row(row: Row) -> bool:
-    """Whether a scored row takes part in the speed fits (speed rows and :data:`FIT_SERVING_QUANTITIES`)."""
+    """Whether a scored row takes part in the speed fits (speed rows and the closed-loop
+    :data:`FIT_SERVING_QUANTITIES`)."""
     return row.group in ("inference_speed", "training_speed") or (
-        row.group == "serving" and row.quantity in FIT_SERVING_QUANTITIES
+        row.group == "serving"
+        and row.quantity in FIT_SERVING_QUANTITIES
+        and row.fact("arrival") == "closed_loop"
     )
 
 

@@ -254,8 +254,10 @@ discussion, own measurement), `date_read` (YYYY-MM-DD), `notes`.
   `offload` (`optimizer=cpu;parameters=nvme`, or prose naming what moves "to CPU"), `cuda_graphs`,
   `gemm_precision` (fp8/mxfp8 on 16-bit weights becomes `compute_precision`), `cuda_context_gib`,
   `tokens_trained`, `scale_to_params` (analytic per-parameter rows: the estimate is rescaled to this parameter
-  count), and, added at the end (older rows may stop before them), `vp` (interleaved stages per pipeline rank)
-  and `recompute` (`none`, `selective`, `full`);
+  count), and, added at the end (older rows may stop before them), `vp` (interleaved stages per pipeline rank),
+  `recompute` (`none`, `selective`, `full`) and `arrival` (serving rows, required when scored: `closed_loop`, a
+  stated number of clients each sending its next request when one ends; `burst`, every request sent at once,
+  the engine admitting what it can hold while the rest wait and the run draining at its end);
 - scoring: `scored` (`yes`/`no`), `why` (required when unscored), `assumptions` (every value chosen where the
   source is silent).
 

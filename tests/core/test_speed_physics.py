@@ -314,6 +314,29 @@ def test_fp16_accumulating_gemms_run_at_the_geforce_fp16_accumulate_peak(models,
     assert ratio_rtx > 1.8 * ratio_a100
 
 
+def test_tensor_parallel_prefill_all_reduces_every_prompt_token(models, gpus):
+    """Megatron-style tensor parallelism all-reduces each token's hidden state twice per layer,
+    a ring moving 2 (t - 1) / t of it per GPU (Shoeybi et al. 2019; Patarasuk and Yuan 2009): a
+    prompt's tokens pay it like the decode batch's do. Over PCIe (four L40S, no NVLink) that is
+    about as long as the FP8 GEMMs of a 70B model, so 2,048 more prompt tokens cost at least
+    their all-reduce time more than on the GEMMs alone."""
+    from gpuadvisor.core.estimation.performance import LINK_EFFICIENCY
+
+    m, gpu = models.get("llama-3.1-70b"), gpus.get("l40s")
+    engine = engine_for("tensorrt-llm", "inference")
+
+    def ttft(prompt: int) -> float:
+        w = Workload(
+            kind="inference", engine="tensorrt-llm", weights="fp8", prompt_tokens=prompt, output_tokens=1
+        )
+        return inference_performance(MemoryModel(m, w), gpu, 4, "tensor", engine).time_to_first_token_s
+
+    per_token = 2 * m.num_layers * 2 * 3 / 4 * m.hidden_size * 2 / (gpu.pcie_gb_s * 1e9 * LINK_EFFICIENCY)
+    assert ttft(4096) - ttft(2048) >= 2048 * per_token
+    # Over PCIe the all-reduce is a large share of what the longer prompt adds.
+    assert per_token * 2048 > 0.3 * (ttft(4096) - ttft(2048))
+
+
 # --- training efficiency ----------------------------------------------------------------------------
 def test_training_mfu_grows_with_gemm_size(models, gpus):
     gpu = gpus.get("a100-80gb")

@@ -355,10 +355,12 @@ def inference_performance(
     )
     t_comp = b * (2 * n_mm + 4 * L * d_q * c_mean) / (t * peak * 1e12 * e_dec)
     t_gpu_fixed, t_cpu = decode_overhead(engine, L, family, graphs, linears, k, moe)
-    t_comm = 0.0
+    t_comm = comm_token = 0.0
     if t > 1:
         bw_link, lat, _ = link(gpu, n, gpus_per_node)
-        t_comm += 2 * L * (lat + 2 * (t - 1) / t * b * m.hidden_size * 2 / (bw_link * 1e9))
+        # Two all-reduces of each token's hidden state per layer (ring: 2 (t-1)/t of it per GPU).
+        comm_token = 2 * L * 2 * (t - 1) / t * m.hidden_size * 2 / (bw_link * 1e9)
+        t_comm += 2 * L * lat + b * comm_token
     if p > 1:
         t_comm += (p - 1) * PCIE_LATENCY_S
     t_gpu = max(t_mem, t_comp) + t_gpu_fixed + t_comm
@@ -387,7 +389,8 @@ def inference_performance(
         else:
             read = gemv_bytes
         comp = tokens * per_token_flops / (prefill_peak * e)
-        return max(comp, passes * read / stream, passes * t_cpu) + passes * fixed
+        # Every prompt token's hidden state is all-reduced too, after the GEMMs that make it.
+        return max(comp, passes * read / stream, passes * t_cpu) + passes * fixed + tokens * comm_token
 
     # Pipeline stages each read their share of the weights once per micro-batch, so a full decode
     # step still streams all weights through one GPU's bandwidth: no speed-up over one GPU, only room.

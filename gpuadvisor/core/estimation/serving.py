@@ -106,9 +106,9 @@ _Z90 = 1.2815515655446004
 #: (``scripts/fit_spreads.py``), each figure on its own rows: output tokens/s, time to first token
 #: (which the closed loop tends to overestimate) and time between tokens.
 SERVING_SPREADS: dict[str, tuple[float, float]] = {
-    "tokens_per_s": (0.49, 0.21),
-    "ttft": (0.44, 0.92),
-    "itl": (0.24, 0.79),
+    "tokens_per_s": (0.45, 0.34),
+    "ttft": (0.48, 1.10),
+    "itl": (0.10, 0.87),
 }
 SERVING_SPREAD_PROVENANCE = (
     "split-conformal 10%/90% order statistics of the leave-one-source-out residuals of the "
@@ -435,7 +435,10 @@ class DecodeStep:
             read = block + self.other
         comp = tokens * self.prefill_flops / (self.prefill_peak * e)
         fixed = self.fixed + self.comm0 + self.comm1 * b
-        return float(max(comp, passes * read / self.stream, passes * self.t_cpu) + passes * fixed)
+        # The prompt's tokens are all-reduced as well (tensor parallel), after their GEMMs.
+        return float(
+            max(comp, passes * read / self.stream, passes * self.t_cpu) + passes * fixed + tokens * self.comm1
+        )
 
     def _step(self, t_gpu: float, t_cpu: float) -> float:
         """The longer of the GPU's and the host's time, plus the exposed share of the shorter."""
@@ -496,7 +499,7 @@ class DecodeStep:
 #: It lengthens the time to first token and the time a client's request takes. Fitted by
 #: ``scripts/validate.py`` to the serving rows' TTFT (mean absolute log error; the out-of-sample
 #: figures refit it without each source): see docs/estimation.md, "Serving".
-REQUEST_OVERHEAD_S = 0.049
+REQUEST_OVERHEAD_S = 0.044
 #: The range that fit searches (s).
 REQUEST_OVERHEAD_RANGE = (0.0, 0.2)
 
