@@ -181,7 +181,11 @@ class VramChart(ChartBase):
         self.frame_layout.addWidget(self.scroll_bar)
         self.setMinimumHeight(MIN_HEIGHT_PX)
         self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)  # the keyboard scrolls the rows too
-        self.plot.setFocusProxy(self)
+        # A click on the plot gives the focus to the chart (Qt looks up the parents for a widget
+        # that takes it). Not ``plot.setFocusProxy(self)``: PySide keeps the proxy alive from the
+        # plot, a reference cycle that left every chart to the cyclic garbage collector (see
+        # ``_base.weak_callback``).
+        self.plot.setFocusPolicy(Qt.FocusPolicy.NoFocus)
 
         self._rows: list = []
         self._labels: list[str] = []
