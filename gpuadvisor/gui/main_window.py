@@ -99,7 +99,7 @@ class MainWindow(FileActions, ToolWindows, QMainWindow):
         self.page_tabs.currentChanged.connect(self._on_page_changed)
         left = QWidget()
         left_layout = QVBoxLayout(left)
-        left_layout.setContentsMargins(6, 6, 6, 6)
+        left_layout.setContentsMargins(6, 6, 0, 6)  # the splitter's handle separates the results
         left_layout.addWidget(self.page_tabs, 1)
         buttons = QHBoxLayout()
         buttons.addWidget(self.back_button)
@@ -116,7 +116,6 @@ class MainWindow(FileActions, ToolWindows, QMainWindow):
         self.main_split.addWidget(self.results)
         self.main_split.setStretchFactor(1, 1)
         self.main_split.setCollapsible(1, False)
-        self.main_split.setSizes([400, 1000])
         self.setCentralWidget(self.main_split)
 
         self._build_menus()
@@ -134,6 +133,7 @@ class MainWindow(FileActions, ToolWindows, QMainWindow):
         self.results.chartsCreated.connect(lambda: setattr(self, "charts_ready", True))
 
         self._fill_pages(state.scenario)
+        self._left_width_chosen = False  # True once a saved layout or the first fit chose it
         self._fit_page_width()
         self._on_page_changed(0)
         self._restore_layout()
@@ -395,6 +395,20 @@ class MainWindow(FileActions, ToolWindows, QMainWindow):
             )
             if width != scroll.minimumWidth():
                 scroll.setMinimumWidth(width)
+        if self.isVisible():
+            self._fit_left_panel()
+
+    def _fit_left_panel(self) -> None:
+        """The pages at their narrowest when the window first shows (the results get the rest: on
+        a laptop the ranking's decision columns, mark to fit, then fit without scrolling
+        sideways), and never narrower than that: a field cut off at the right cannot be read."""
+        need = self.left_panel.minimumSizeHint().width()
+        sizes = self.main_split.sizes()
+        if not self.left_panel.isVisible() or len(sizes) != 2:
+            return
+        if not self._left_width_chosen or sizes[0] < need:
+            self.main_split.setSizes([need, max(sum(sizes) - need, 1)])
+            self._left_width_chosen = True
 
     def _on_scenario_loaded(self, scenario: Scenario) -> None:
         if not getattr(self, "_applying", False):
@@ -470,6 +484,8 @@ class MainWindow(FileActions, ToolWindows, QMainWindow):
                 sizes = s.splitter_sizes.get(name)
                 if sizes and len(sizes) == split.count():
                     split.setSizes([int(x) for x in sizes])
+                    if split is self.main_split:
+                        self._left_width_chosen = True
             for name, visible in (s.extra.get("panels") or {}).items():
                 if name in self.panel_actions:
                     self.set_panel_visible(name, bool(visible))

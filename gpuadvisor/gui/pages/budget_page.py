@@ -31,6 +31,9 @@ class BudgetPage(QWidget):
         self.price = QComboBox()
         for value, label in PRICES:
             self.price.addItem(label, value)
+        # Sized by the room it gets, not by its longest choice: the pages stay narrow on a laptop.
+        self.price.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.price.setMinimumContentsLength(16)
         self.price.setToolTip(
             "Which cloud price to use. The catalog keeps a low, expected and high price per "
             "GPU-hour with its as-of date; prices change monthly, so use your own quote when "

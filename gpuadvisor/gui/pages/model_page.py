@@ -74,7 +74,11 @@ class ModelPage(QWidget):
         self.file_chosen = False
 
         self.source_preset = QRadioButton("A preset")
-        self.source_hf = QRadioButton("A model on disk: config.json, model folder or .gguf file")
+        # Short enough for the pages' width on a laptop (a radio button's text never wraps).
+        self.source_hf = QRadioButton("A model on disk: config.json, folder or .gguf")
+        self.source_hf.setToolTip(
+            "A Hugging Face config.json, a model folder (config.json with its safetensors) or a .gguf file"
+        )
         self.source_arch = QRadioButton("An architecture I enter")
         self.source_params = QRadioButton("Only a parameter count")
         self.sources = QButtonGroup(self)
