@@ -5,6 +5,8 @@ user reads may be cut off."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from gui_helpers import settle
 from PySide6.QtWidgets import QApplication
@@ -23,6 +25,7 @@ from gpuadvisor.gui.ranking.model import (
 )
 from gpuadvisor.gui.results_view import RECOMMENDED_HEADING, RECOMMENDED_HEADING_NOBREAK
 
+SERVING_EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "examples" / "serving-20-replicas.json"
 LAPTOP = (1366, 768)
 SMALL_LAPTOP = (1280, 800)
 HIDPI_1080 = (1280, 720)  # 1920 x 1080 at 150%
@@ -133,3 +136,22 @@ def test_the_pages_are_never_squeezed_under_their_width(window, qtbot, size):
         scroll = window.page_tabs.currentWidget()
         assert scroll.width() >= scroll.minimumWidth()
         assert scroll.viewport().width() >= scroll.widget().minimumSizeHint().width()
+
+
+def test_a_service_compared_on_every_gpu_names_each_row_in_full(window, qtbot):
+    """A one-GPU service sized the columns for its one row; choosing every data-centre GPU then
+    cut "runner-up" to "ru…" and the GPU names. The columns widen for the new rows."""
+    w = window
+    _at(w, qtbot, LAPTOP)
+    w.open_path(str(SERVING_EXAMPLE))
+    settle(w)
+    page = w.workload_page
+    page.gpu.setCurrentIndex(page.gpu.findData("segment:data_centre"))
+    settle(w)
+    assert w.ranking_proxy.rowCount() > 1
+    view = w.results.table
+    metrics = view.fontMetrics()
+    for col in (COL_PICK, COL_GPU, COL_SETUP):
+        for row in range(min(w.ranking_proxy.rowCount(), 10)):
+            text = str(w.ranking_proxy.index(row, col).data() or "")
+            assert metrics.horizontalAdvance(text) <= view.columnWidth(col) - 8, (HEADERS[col], text)

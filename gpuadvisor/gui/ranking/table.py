@@ -201,7 +201,7 @@ class RankingTable(QWidget):
             self.size_columns()
             self._sized_for_serving = serving
         elif self.model.rows:
-            self._widen_setup_column()
+            self._widen_columns()
         self.select_key(selected)
         self.view.viewport().update()
 
@@ -262,30 +262,32 @@ class RankingTable(QWidget):
         them: on a 1366x768 laptop the decision's columns, from the mark to the fit, then fit
         without scrolling sideways.
         """
+        header = self.view.horizontalHeader()
+        for col, width in enumerate(self._needed_widths()):
+            self.view.setColumnWidth(col, max(width, header.sectionSizeFromContents(col).width()))
+        self._columns_sized = bool(self.model.rows)
+
+    def _needed_widths(self) -> list[int]:
+        """Each column's width for the first rows' texts, capped (the tooltip has a longer text)."""
         metrics = self.view.fontMetrics()
         bold = QFont(self.view.font())
         bold.setBold(True)
         bold_metrics = QFontMetrics(bold)
-        header = self.view.horizontalHeader()
         sample = [self.model.texts(r) for r in range(min(len(self.model.rows), 40))]
+        widths = []
         for col in range(len(HEADERS)):
             cell_metrics = bold_metrics if col in _BOLD_WORDS else metrics
-            width = max(
-                [header.sectionSizeFromContents(col).width()]
-                + [cell_metrics.horizontalAdvance(t[col]) + _CELL_PADDING for t in sample]
-            )
-            widest = _MAX_SETUP_WIDTH if col == COL_SETUP else _MAX_COLUMN_WIDTH
-            self.view.setColumnWidth(col, min(width, widest))
-        self._columns_sized = bool(sample)
+            width = max([0] + [cell_metrics.horizontalAdvance(t[col]) + _CELL_PADDING for t in sample])
+            widths.append(min(width, _MAX_SETUP_WIDTH if col == COL_SETUP else _MAX_COLUMN_WIDTH))
+        return widths
 
-    def _widen_setup_column(self) -> None:
-        """Widen the setup column when a new estimate names longer layouts ("64 × TP8 · PP4 · …"),
-        so the layout of every row stays readable; it never narrows while the user types."""
-        metrics = self.view.fontMetrics()
-        rows = range(min(len(self.model.rows), 40))
-        width = max(metrics.horizontalAdvance(self.model.texts(r)[COL_SETUP]) for r in rows) + _CELL_PADDING
-        if width > self.view.columnWidth(COL_SETUP):
-            self.view.setColumnWidth(COL_SETUP, min(width, _MAX_SETUP_WIDTH))
+    def _widen_columns(self) -> None:
+        """Widen the columns a new estimate needs wider (a laid-out job's "64 × TP8 · PP4 · …",
+        the GPU names and "runner-up" once a one-GPU service compares the whole catalog), so no
+        figure is cut; a column never narrows while the user types."""
+        for col, width in enumerate(self._needed_widths()):
+            if width > self.view.columnWidth(col):
+                self.view.setColumnWidth(col, width)
 
     # --- copy and export -----------------------------------------------------------------------
     def visible_columns(self) -> list[int]:
