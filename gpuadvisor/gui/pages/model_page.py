@@ -30,7 +30,7 @@ from ...core.formats.scenario import ModelSource, Scenario
 from ...core.specs.presets import ModelCatalog
 from ...core.specs.quant_types import GGUF_WEIGHT_TYPES
 from ...core.units import format_count
-from ..widgets import NumberField, hint
+from ..widgets import NumberField, ToneLabel, hint
 
 WEIGHTS = [
     ("bf16", "BF16 (2 bytes)"),
@@ -145,8 +145,7 @@ class ModelPage(QWidget):
         )
         self.summary = QLabel()
         self.summary.setWordWrap(True)
-        self.message = QLabel()
-        self.message.setStyleSheet("color: #b00020;")
+        self.message = ToneLabel("", "problem")
         self.message.setWordWrap(True)
         self.message.hide()
 
