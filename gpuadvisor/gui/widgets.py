@@ -4,12 +4,63 @@ from __future__ import annotations
 
 from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtGui import QColor, QPalette
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QLineEdit, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QComboBox,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QStyle,
+    QStyleOptionComboBox,
+    QStylePainter,
+    QToolTip,
+    QVBoxLayout,
+    QWidget,
+)
 
 from ..core.units import parse_quantity
 from .theme import colors
 
 ERROR_STYLE = "color: #b00020;"
+
+
+class ElidedComboBox(QComboBox):
+    """A combo box that shows its choice elided ("Serving (traffic and late…") when the page is
+    narrow, with the whole choice first in its tooltip; a plain combo box cut it off mid-letter.
+    The list that drops down always shows every choice in full."""
+
+    def shown_text(self) -> str:
+        """The choice as drawn in the box (elided to the room it has)."""
+        option = QStyleOptionComboBox()
+        self.initStyleOption(option)
+        room = self.style().subControlRect(
+            QStyle.ComplexControl.CC_ComboBox, option, QStyle.SubControl.SC_ComboBoxEditField, self
+        )
+        return self.fontMetrics().elidedText(option.currentText, Qt.TextElideMode.ElideRight, room.width())
+
+    def paintEvent(self, _event) -> None:  # Qt override
+        painter = QStylePainter(self)
+        option = QStyleOptionComboBox()
+        self.initStyleOption(option)
+        painter.drawComplexControl(QStyle.ComplexControl.CC_ComboBox, option)
+        option.currentText = self.shown_text()
+        painter.drawControl(QStyle.ControlElement.CE_ComboBoxLabel, option)
+
+    def tooltip_text(self) -> str:
+        """The tooltip: the whole choice first when the box shows it elided, then the explanation."""
+        text, tip = self.currentText(), self.toolTip()
+        if self.shown_text() == text:
+            return tip
+        return f"{text}\n\n{tip}" if tip else text
+
+    def event(self, event) -> bool:  # Qt override
+        if event.type() == QEvent.Type.ToolTip:
+            text = self.tooltip_text()
+            if text:
+                QToolTip.showText(event.globalPos(), text, self)
+            else:
+                QToolTip.hideText()
+            return True
+        return super().event(event)
 
 
 class ToneLabel(QLabel):

@@ -155,3 +155,24 @@ def test_a_service_compared_on_every_gpu_names_each_row_in_full(window, qtbot):
         for row in range(min(w.ranking_proxy.rowCount(), 10)):
             text = str(w.ranking_proxy.index(row, col).data() or "")
             assert metrics.horizontalAdvance(text) <= view.columnWidth(col) - 8, (HEADERS[col], text)
+
+
+def test_a_long_choice_is_elided_with_its_full_text_in_the_tooltip(window, qtbot):
+    """At the pages' laptop width "Serving (traffic and latency targets)" and a Mac's name
+    were cut off mid-letter; they are elided, and the tooltip starts with the whole choice."""
+    _at(window, qtbot, LAPTOP)
+    page = window.workload_page
+    page.gpu.setCurrentIndex(page.gpu.findData("apple-m3-max"))
+    settle(window)
+    box = page.gpu
+    full = box.currentText()
+    shown = box.shown_text()
+    assert shown != full and shown.endswith("…")
+    assert box.fontMetrics().horizontalAdvance(shown) <= box.width()
+    assert box.tooltip_text().startswith(full + "\n\n")
+    assert box.toolTip() in box.tooltip_text()  # the explanation follows
+    # a choice that fits is drawn whole, and the tooltip is only the explanation
+    page.gpu.setCurrentIndex(page.gpu.findData("h100-sxm"))
+    settle(window)
+    assert box.shown_text() == box.currentText()
+    assert box.tooltip_text() == box.toolTip()

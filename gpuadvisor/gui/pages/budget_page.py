@@ -9,7 +9,7 @@ from PySide6.QtWidgets import QComboBox, QFormLayout, QGroupBox, QVBoxLayout, QW
 
 from ...core.errors import InputError
 from ...core.formats.scenario import Budget, Scenario
-from ..widgets import NumberField, hint
+from ..widgets import ElidedComboBox, NumberField, hint
 
 PRICES = [
     ("expected", "Expected (typical on-demand)"),
@@ -28,7 +28,7 @@ class BudgetPage(QWidget):
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
         self._filling = False
-        self.price = QComboBox()
+        self.price = ElidedComboBox()
         for value, label in PRICES:
             self.price.addItem(label, value)
         # Sized by the room it gets, not by its longest choice: the pages stay narrow on a laptop.

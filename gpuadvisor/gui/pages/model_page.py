@@ -9,7 +9,6 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QButtonGroup,
     QCheckBox,
-    QComboBox,
     QFileDialog,
     QFormLayout,
     QGroupBox,
@@ -30,7 +29,7 @@ from ...core.formats.scenario import ModelSource, Scenario
 from ...core.specs.presets import ModelCatalog
 from ...core.specs.quant_types import GGUF_WEIGHT_TYPES
 from ...core.units import format_count
-from ..widgets import NumberField, ToneLabel, hint
+from ..widgets import ElidedComboBox, NumberField, ToneLabel, hint
 
 WEIGHTS = [
     ("bf16", "BF16 (2 bytes)"),
@@ -129,14 +128,14 @@ class ModelPage(QWidget):
             "activation and KV-cache figures are approximate."
         )
 
-        self.weights = QComboBox()
+        self.weights = ElidedComboBox()
         for value, label in WEIGHTS:
             self.weights.addItem(label, value)
         self.weights.setToolTip(
             "Bytes per weight. A 7B model needs about 14 GB in FP16, 7 GB in FP8/INT8 and "
             "about 4 GB in 4-bit. FP8 runs at full speed only on Ada, Hopper and Blackwell."
         )
-        self.kv = QComboBox()
+        self.kv = ElidedComboBox()
         for value, label in KV:
             self.kv.addItem(label, value)
         self.kv.setToolTip(
