@@ -13,7 +13,7 @@ from __future__ import annotations
 import base64
 import logging
 
-from PySide6.QtCore import QByteArray, Qt, QTimer
+from PySide6.QtCore import QByteArray, QEvent, Qt, QTimer
 from PySide6.QtGui import QAction, QActionGroup, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import (
     QApplication,
@@ -86,6 +86,7 @@ class MainWindow(FileActions, ToolWindows, QMainWindow):
             scroll.setWidgetResizable(True)
             scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
             scroll.setWidget(page)
+            page.installEventFilter(self)  # rows shown or hidden: the page's width may change
             self.page_tabs.addTab(scroll, f"&{i + 1}. {page.title}")  # Alt+1/2/3
             page.edited.connect(self._on_page_edited)
         self.back_button = QPushButton("Back")
@@ -134,6 +135,7 @@ class MainWindow(FileActions, ToolWindows, QMainWindow):
 
         self._fill_pages(state.scenario)
         self._left_width_chosen = False  # True once a saved layout or the first fit chose it
+        self._page_width_pending = False
         self._fit_page_width()
         self._on_page_changed(0)
         self._restore_layout()
@@ -383,9 +385,19 @@ class MainWindow(FileActions, ToolWindows, QMainWindow):
         for page in self.pages:
             page.set_scenario(scenario)
 
+    def eventFilter(self, watched, event) -> bool:  # Qt override
+        if event.type() == QEvent.Type.LayoutRequest and watched in getattr(self, "pages", ()):
+            # A group shown or hidden (the advanced layout, the serving targets, a Mac's memory)
+            # can make a page wider: fit the pages' width again once the layout has settled.
+            if not getattr(self, "_page_width_pending", False):
+                self._page_width_pending = True
+                QTimer.singleShot(0, self._fit_page_width)
+        return super().eventFilter(watched, event)
+
     def _fit_page_width(self) -> None:
         """Give the pages their width and their scroll bar's: without it, on a laptop at 150%, the
         fields ran under the scroll bar, cut off at the right (the pages never scroll sideways)."""
+        self._page_width_pending = False
         for i in range(self.page_tabs.count()):
             scroll = self.page_tabs.widget(i)
             width = (

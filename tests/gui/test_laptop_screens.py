@@ -176,3 +176,17 @@ def test_a_long_choice_is_elided_with_its_full_text_in_the_tooltip(window, qtbot
     settle(window)
     assert box.shown_text() == box.currentText()
     assert box.tooltip_text() == box.toolTip()
+
+
+def test_the_workload_page_widens_when_the_advanced_layout_opens(window, qtbot):
+    """Ticking "Advanced layout" shows wider rows; the fields ran under the scroll bar."""
+    _at(window, qtbot, LAPTOP)
+    page = window.workload_page
+    page.kind.setCurrentIndex(page.kind.findData("pretrain"))
+    page.count.setCurrentIndex(page.count.findData(64))
+    settle(window)
+    page.layout_box.setChecked(True)
+    settle(window)
+    scroll = window.page_tabs.widget(0)
+    qtbot.waitUntil(lambda: scroll.viewport().width() >= page.minimumSizeHint().width())
+    assert page.width() >= page.minimumSizeHint().width()
