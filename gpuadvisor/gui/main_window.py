@@ -408,7 +408,8 @@ class MainWindow(FileActions, ToolWindows, QMainWindow):
             if width != scroll.minimumWidth():
                 scroll.setMinimumWidth(width)
         if self.isVisible():
-            self._fit_left_panel()
+            # After the layouts above the pages have taken the new minimum (posted events).
+            QTimer.singleShot(0, self._fit_left_panel)
 
     def _fit_left_panel(self) -> None:
         """The pages at their narrowest when the window first shows (the results get the rest: on
