@@ -415,6 +415,9 @@ class MainWindow(FileActions, ToolWindows, QMainWindow):
         """The pages at their narrowest when the window first shows (the results get the rest: on
         a laptop the ranking's decision columns, mark to fit, then fit without scrolling
         sideways), and never narrower than that: a field cut off at the right cannot be read."""
+        # Let every pending layout request run first, so the panel's minimum includes the pages'
+        # new one (a zero timer can come before them).
+        QApplication.sendPostedEvents(None, QEvent.Type.LayoutRequest)
         need = self.left_panel.minimumSizeHint().width()
         sizes = self.main_split.sizes()
         if not self.left_panel.isVisible() or len(sizes) != 2:
