@@ -62,7 +62,7 @@ def weak_callback(method: Callable[..., str]) -> Callable[..., str]:
     any order: it could drop the last reference to a Python-owned pyqtgraph item first, whose
     C++ destructor then freed the chart (and its scene) while that item was still being
     destroyed inside the scene: a segmentation fault at garbage collection, at a random moment
-    of a later test or of the session. With a weak reference every chart is freed at once, in
+    of a later test or while the app runs. With a weak reference every chart is freed at once, in
     Qt's own order. An item that outlives its chart calls this and gets ``""``.
     """
     ref = weakref.WeakMethod(method)
