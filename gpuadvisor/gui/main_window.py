@@ -13,7 +13,7 @@ from __future__ import annotations
 import base64
 import logging
 
-from PySide6.QtCore import QByteArray, Qt, QTimer
+from PySide6.QtCore import QByteArray, QEvent, Qt, QTimer
 from PySide6.QtGui import QAction, QActionGroup, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import (
     QApplication,
@@ -86,6 +86,7 @@ class MainWindow(FileActions, ToolWindows, QMainWindow):
             scroll.setWidgetResizable(True)
             scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
             scroll.setWidget(page)
+            page.installEventFilter(self)  # rows shown or hidden: the page's width may change
             self.page_tabs.addTab(scroll, f"&{i + 1}. {page.title}")  # Alt+1/2/3
             page.edited.connect(self._on_page_edited)
         self.back_button = QPushButton("Back")
@@ -99,7 +100,7 @@ class MainWindow(FileActions, ToolWindows, QMainWindow):
         self.page_tabs.currentChanged.connect(self._on_page_changed)
         left = QWidget()
         left_layout = QVBoxLayout(left)
-        left_layout.setContentsMargins(6, 6, 6, 6)
+        left_layout.setContentsMargins(6, 6, 0, 6)  # the splitter's handle separates the results
         left_layout.addWidget(self.page_tabs, 1)
         buttons = QHBoxLayout()
         buttons.addWidget(self.back_button)
@@ -116,7 +117,6 @@ class MainWindow(FileActions, ToolWindows, QMainWindow):
         self.main_split.addWidget(self.results)
         self.main_split.setStretchFactor(1, 1)
         self.main_split.setCollapsible(1, False)
-        self.main_split.setSizes([400, 1000])
         self.setCentralWidget(self.main_split)
 
         self._build_menus()
@@ -134,6 +134,8 @@ class MainWindow(FileActions, ToolWindows, QMainWindow):
         self.results.chartsCreated.connect(lambda: setattr(self, "charts_ready", True))
 
         self._fill_pages(state.scenario)
+        self._left_width_chosen = False  # True once a saved layout or the first fit chose it
+        self._page_width_pending = False
         self._fit_page_width()
         self._on_page_changed(0)
         self._restore_layout()
@@ -383,9 +385,19 @@ class MainWindow(FileActions, ToolWindows, QMainWindow):
         for page in self.pages:
             page.set_scenario(scenario)
 
+    def eventFilter(self, watched, event) -> bool:  # Qt override
+        if event.type() == QEvent.Type.LayoutRequest and watched in getattr(self, "pages", ()):
+            # A group shown or hidden (the advanced layout, the serving targets, a Mac's memory)
+            # can make a page wider: fit the pages' width again once the layout has settled.
+            if not getattr(self, "_page_width_pending", False):
+                self._page_width_pending = True
+                QTimer.singleShot(0, self._fit_page_width)
+        return super().eventFilter(watched, event)
+
     def _fit_page_width(self) -> None:
         """Give the pages their width and their scroll bar's: without it, on a laptop at 150%, the
         fields ran under the scroll bar, cut off at the right (the pages never scroll sideways)."""
+        self._page_width_pending = False
         for i in range(self.page_tabs.count()):
             scroll = self.page_tabs.widget(i)
             width = (
@@ -395,6 +407,24 @@ class MainWindow(FileActions, ToolWindows, QMainWindow):
             )
             if width != scroll.minimumWidth():
                 scroll.setMinimumWidth(width)
+        if self.isVisible():
+            # After the layouts above the pages have taken the new minimum (posted events).
+            QTimer.singleShot(0, self._fit_left_panel)
+
+    def _fit_left_panel(self) -> None:
+        """The pages at their narrowest when the window first shows (the results get the rest: on
+        a laptop the ranking's decision columns, mark to fit, then fit without scrolling
+        sideways), and never narrower than that: a field cut off at the right cannot be read."""
+        # Let every pending layout request run first, so the panel's minimum includes the pages'
+        # new one (a zero timer can come before them).
+        QApplication.sendPostedEvents(None, QEvent.Type.LayoutRequest)
+        need = self.left_panel.minimumSizeHint().width()
+        sizes = self.main_split.sizes()
+        if not self.left_panel.isVisible() or len(sizes) != 2:
+            return
+        if not self._left_width_chosen or sizes[0] < need:
+            self.main_split.setSizes([need, max(sum(sizes) - need, 1)])
+            self._left_width_chosen = True
 
     def _on_scenario_loaded(self, scenario: Scenario) -> None:
         if not getattr(self, "_applying", False):
@@ -470,6 +500,8 @@ class MainWindow(FileActions, ToolWindows, QMainWindow):
                 sizes = s.splitter_sizes.get(name)
                 if sizes and len(sizes) == split.count():
                     split.setSizes([int(x) for x in sizes])
+                    if split is self.main_split:
+                        self._left_width_chosen = True
             for name, visible in (s.extra.get("panels") or {}).items():
                 if name in self.panel_actions:
                     self.set_panel_visible(name, bool(visible))

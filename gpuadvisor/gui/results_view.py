@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import datetime
 import html
+import math
 
 from PySide6.QtCore import QEvent, Qt, Signal
-from PySide6.QtGui import QFont, QFontMetrics
+from PySide6.QtGui import QFont, QFontMetrics, QTextDocument
 from PySide6.QtWidgets import (
     QComboBox,
     QHBoxLayout,
@@ -36,6 +37,10 @@ from .theme import colors
 
 CHART_NAMES = ("VRAM across GPUs", "Cost vs time", "What-if", "Serving")
 SERVING_TAB = 3
+#: How the detail panel's heading starts for the recommended setup (the core's words), and the
+#: same words joined by a no-break space: the mark and its word never part across two lines.
+RECOMMENDED_HEADING = "\u2605 Recommended:"
+RECOMMENDED_HEADING_NOBREAK = RECOMMENDED_HEADING.replace(" ", "\u00a0")
 
 
 class ResultsView(QWidget):
@@ -90,8 +95,8 @@ class ResultsView(QWidget):
         )
         self.detail = QTextBrowser()
         self.detail.setOpenLinks(False)
-        self.detail.setMinimumWidth(160)
         self.detail.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOn)
+        self._fix_detail_width()
 
         table_box = QWidget()
         tb = QVBoxLayout(table_box)
@@ -140,6 +145,21 @@ class ResultsView(QWidget):
             self.summary.fontMetrics().lineSpacing() * 3 + 4 + margins.top() + margins.bottom()
         )
 
+    def _fix_detail_width(self) -> None:
+        """The detail panel is never narrower than its heading's "★ Recommended:" on one line.
+
+        Measured in the panel's own font and heading style, so it holds at any scale factor and
+        desktop font: at 150% on a laptop the splitter gave the panel so little width that the
+        mark and its word wrapped onto two lines.
+        """
+        doc = QTextDocument()
+        doc.setDefaultFont(self.detail.font())
+        doc.setDocumentMargin(self.detail.document().documentMargin())
+        doc.setHtml(f"<h3>{RECOMMENDED_HEADING_NOBREAK}</h3>")
+        text = math.ceil(doc.idealWidth())
+        frame = 2 * self.detail.frameWidth() + self.detail.verticalScrollBar().sizeHint().width()
+        self.detail.setMinimumWidth(text + frame + 2)
+
     def _apply_colors(self) -> None:
         c = colors(self.palette())
         # An input error in the problem colours; an update running in the background as a notice.
@@ -166,6 +186,7 @@ class ResultsView(QWidget):
         if event.type() in (QEvent.Type.PaletteChange, QEvent.Type.FontChange):
             self._apply_colors()
             self._fix_summary_height()
+            self._fix_detail_width()
             if self.state.estimate is not None:
                 self._on_estimate_changed(self.state.estimate)
         super().changeEvent(event)
@@ -411,6 +432,7 @@ class ResultsView(QWidget):
         parts = []
         for kind, text in _detail.candidate_detail(est, key, datetime.date.today(), self.state.stale_months):
             if kind == _detail.TITLE:
+                text = text.replace(RECOMMENDED_HEADING, RECOMMENDED_HEADING_NOBREAK, 1)
                 parts.append(f"<h3>{html.escape(text)}</h3>")
             else:
                 parts.append(f"<p{style[kind]}>{html.escape(text)}</p>")

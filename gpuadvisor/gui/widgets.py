@@ -1,13 +1,93 @@
-"""Small shared widgets: a validated number field and form helpers."""
+"""Small shared widgets: a validated number field, a label in a theme tone and form helpers."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QLineEdit, QVBoxLayout, QWidget
+from PySide6.QtCore import QEvent, Qt, Signal
+from PySide6.QtGui import QColor, QPalette
+from PySide6.QtWidgets import (
+    QComboBox,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QStyle,
+    QStyleOptionComboBox,
+    QStylePainter,
+    QToolTip,
+    QVBoxLayout,
+    QWidget,
+)
 
 from ..core.units import parse_quantity
+from .theme import colors
 
 ERROR_STYLE = "color: #b00020;"
+
+
+class ElidedComboBox(QComboBox):
+    """A combo box that shows its choice elided ("Serving (traffic and late…") when the page is
+    narrow, with the whole choice first in its tooltip; a plain combo box cut it off mid-letter.
+    The list that drops down always shows every choice in full."""
+
+    def shown_text(self) -> str:
+        """The choice as drawn in the box (elided to the room it has)."""
+        option = QStyleOptionComboBox()
+        self.initStyleOption(option)
+        room = self.style().subControlRect(
+            QStyle.ComplexControl.CC_ComboBox, option, QStyle.SubControl.SC_ComboBoxEditField, self
+        )
+        return self.fontMetrics().elidedText(option.currentText, Qt.TextElideMode.ElideRight, room.width())
+
+    def paintEvent(self, _event) -> None:  # Qt override
+        painter = QStylePainter(self)
+        option = QStyleOptionComboBox()
+        self.initStyleOption(option)
+        painter.drawComplexControl(QStyle.ComplexControl.CC_ComboBox, option)
+        option.currentText = self.shown_text()
+        painter.drawControl(QStyle.ControlElement.CE_ComboBoxLabel, option)
+
+    def tooltip_text(self) -> str:
+        """The tooltip: the whole choice first when the box shows it elided, then the explanation."""
+        text, tip = self.currentText(), self.toolTip()
+        if self.shown_text() == text:
+            return tip
+        return f"{text}\n\n{tip}" if tip else text
+
+    def event(self, event) -> bool:  # Qt override
+        if event.type() == QEvent.Type.ToolTip:
+            text = self.tooltip_text()
+            if text:
+                QToolTip.showText(event.globalPos(), text, self)
+            else:
+                QToolTip.hideText()
+            return True
+        return super().event(event)
+
+
+class ToneLabel(QLabel):
+    """A label in one of the theme's tones (``"muted"``, ``"problem"``, ``"ok"``, ``"caution"``),
+    readable on a light and on a dark palette: a fixed dark red or grey was nearly invisible on a
+    dark desktop. The tone is taken again whenever the palette changes (View > Appearance)."""
+
+    def __init__(self, text: str = "", tone: str = "muted", parent: QWidget | None = None):
+        super().__init__(text, parent)
+        self._tone = tone
+        self._apply_tone()
+
+    def set_tone(self, tone: str) -> None:
+        self._tone = tone
+        self._apply_tone()
+
+    def _apply_tone(self) -> None:
+        color = QColor(getattr(colors(self.palette()), self._tone))
+        if self.palette().color(QPalette.ColorRole.WindowText) != color:
+            palette = QPalette(self.palette())
+            palette.setColor(QPalette.ColorRole.WindowText, color)
+            self.setPalette(palette)
+
+    def changeEvent(self, event) -> None:  # Qt override
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.PaletteChange:
+            self._apply_tone()
 
 
 class NumberField(QWidget):
@@ -33,8 +113,7 @@ class NumberField(QWidget):
         self.edit = QLineEdit(self)
         self.edit.setPlaceholderText(placeholder)
         self.edit.setClearButtonEnabled(optional)
-        self.message = QLabel(self)
-        self.message.setStyleSheet(ERROR_STYLE)
+        self.message = ToneLabel("", "problem", self)
         self.message.setWordWrap(True)
         self.message.hide()
         layout = QVBoxLayout(self)
@@ -85,7 +164,8 @@ class NumberField(QWidget):
         self.message.setText(message)
         self.message.setVisible(bool(message))
         self.edit.setProperty("invalid", bool(message))
-        self.edit.setStyleSheet("border: 1px solid #b00020;" if message else "")
+        problem = colors(self.palette()).problem
+        self.edit.setStyleSheet(f"border: 1px solid {problem};" if message else "")
 
     def _on_text_edited(self, _text: str) -> None:
         # Every edit is reported, valid or not: while the text is invalid the page raises on
@@ -101,8 +181,7 @@ class NumberField(QWidget):
 
 def hint(text: str) -> QLabel:
     """A grey explanatory line under a group."""
-    label = QLabel(text)
+    label = ToneLabel(text, "muted")
     label.setWordWrap(True)
-    label.setStyleSheet("color: #555;")
     label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
     return label

@@ -7,9 +7,9 @@ from __future__ import annotations
 import logging
 
 from PySide6.QtGui import QKeySequence
-from PySide6.QtWidgets import QLabel
 
 from ..core.errors import InputError
+from .widgets import ToneLabel
 
 log = logging.getLogger(__name__)
 
@@ -89,8 +89,8 @@ class ToolWindows:
             "Record measured runs, compare them with the estimate and calibrate the estimate to them"
         )
         self.measurements_dialog = None
-        self.calibration_label = QLabel()
-        self.calibration_label.setStyleSheet("color: #117733; padding: 0 6px;")
+        self.calibration_label = ToneLabel("", "ok")
+        self.calibration_label.setContentsMargins(6, 0, 6, 0)
         self.statusBar().addPermanentWidget(self.calibration_label)
         self.state.calibrationChanged.connect(self._on_calibration_changed)
         self.state.estimateChanged.connect(self._show_calibration_status)

@@ -219,6 +219,32 @@ def test_vram_shows_every_row_when_there_is_room(qtbot, est):
     assert chart.visible_rows() == range(len(est.best_per_gpu())) and not chart.scroll_bar.isEnabled()
 
 
+def test_vram_one_gpu_type_is_a_bar_not_a_block(qtbot, catalogs):
+    """One GPU type (a Mac, a hand-laid-out job) used to fill the whole plot height with one bar."""
+    from dataclasses import replace
+
+    from gpuadvisor.core.specs.workload import Hardware
+
+    s = default_scenario()
+    one = estimate(replace(s, hardware=Hardware(gpu="h100-sxm", gpu_count=1)), *catalogs)
+    chart = VramChart()
+    qtbot.addWidget(chart)
+    chart.show(one, None)
+    chart.resize(900, 600)
+    chart.show()
+    qtbot.waitExposed(chart)
+    assert chart.row_count() == 1 and chart.visible_rows() == range(1)
+    top = chart.view_box.mapViewToScene(QPointF(0, -0.5)).y()
+    bottom = chart.view_box.mapViewToScene(QPointF(0, 0.5)).y()
+    assert abs(bottom - top) <= 2.2 * row_pitch_px()  # about twice the readable pitch at most
+    # the row is at the top and still answers a click on its bar
+    pos = chart.plot.mapFromScene(chart.view_box.mapViewToScene(QPointF(1.0, 0)))
+    keys = []
+    chart.candidateSelected.connect(keys.append)
+    qtbot.mouseClick(chart.plot.viewport(), Qt.MouseButton.LeftButton, pos=pos)
+    assert keys == [chart.candidate_at(0).key]
+
+
 # -- cost versus time ------------------------------------------------------------------------------
 def test_cost_time_labels_pareto_points_and_stars_the_recommendation(qtbot, est_limits):
     chart = CostTimeChart(dark=False)

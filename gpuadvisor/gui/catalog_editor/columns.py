@@ -13,6 +13,8 @@ INVALID_BRUSH = QBrush(QColor("#f8c9cf"))
 MODIFIED_BRUSH = QBrush(QColor("#fff3c4"))
 ADDED_BRUSH = QBrush(QColor("#dff3e3"))
 STALE_BRUSH = QBrush(QColor("#ffd9a8"))
+#: Text on those light tints, whatever the palette: light text of a dark desktop on them was unreadable.
+TINTED_TEXT_BRUSH = QBrush(QColor("#1a1a1a"))
 
 #: Choices offered by the cell editors; an editable combo box still accepts other text.
 CHOICES: dict[str, tuple[str, ...]] = {

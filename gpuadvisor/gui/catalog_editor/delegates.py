@@ -7,12 +7,12 @@ from PySide6.QtWidgets import (
     QComboBox,
     QDateEdit,
     QHBoxLayout,
-    QLabel,
     QLineEdit,
     QStyledItemDelegate,
     QWidget,
 )
 
+from ..widgets import ToneLabel
 from .columns import (
     BOOLEAN_COLUMNS,
     CHOICES,
@@ -39,8 +39,7 @@ class NumberEditor(QWidget):
         self.line.setPlaceholderText("empty = unknown")
         layout.addWidget(self.line, 1)
         if unit:
-            label = QLabel(unit.replace(" per GPU-hour", "/GPU-h"), self)
-            label.setStyleSheet("color: #555;")
+            label = ToneLabel(unit.replace(" per GPU-hour", "/GPU-h"), "muted", self)
             layout.addWidget(label)
         self.setFocusProxy(self.line)
         self.setAutoFillBackground(True)

@@ -35,6 +35,7 @@ from ...core.formats.catalog_exchange import ImportReport, export_text, import_f
 from ...core.specs.hardware import GpuCatalog
 from ...storage import StorageError, atomic_write_text
 from ...storage.user_catalog_store import restore_user_catalog, save_user_catalog, user_catalog_backups
+from ..theme import colors
 from .columns import KIND_TITLES
 from .commands import RowsCommand
 from .delegates import CatalogDelegate, CatalogProxy
@@ -99,10 +100,14 @@ class CatalogTab(QWidget):
         ]
         invalid = len(m.invalid_rows())
         if invalid:
-            parts.append(f"<span style='color:#8a0015'><b>{invalid} invalid</b></span>")
+            parts.append(
+                f"<span style='color:{colors(self.palette()).problem}'><b>{invalid} invalid</b></span>"
+            )
         stale = sum(1 for i in range(len(m.rows)) if m.is_stale(i))
         if stale:
-            parts.append(f"<span style='color:#8a5300'>{stale} with stale prices</span>")
+            parts.append(
+                f"<span style='color:{colors(self.palette()).caution}'>{stale} with stale prices</span>"
+            )
         self.counts.setText(" · ".join(parts))
 
     def selected_rows(self) -> list[int]:
@@ -418,7 +423,7 @@ class CatalogEditor(QMainWindow):
     def _confirm_import(self, report: ImportReport, name: str, before: list[dict[str, str]]) -> bool:
         head = (
             f"<b>{name}</b>: {len(report.added)} added, {len(report.updated)} updated, "
-            f"{len(report.unchanged)} unchanged, <span style='color:#8a0015'>{len(report.rejected)} "
+            f"{len(report.unchanged)} unchanged, <span style='color:{colors(self.palette()).problem}'>{len(report.rejected)} "
             f"rejected</span>."
         )
         dialog = PreviewDialog(f"Import {name}", head, import_details(report, before), report.changed, self)
@@ -588,7 +593,9 @@ class CatalogEditor(QMainWindow):
         if self.notice:
             parts.append(html.escape(self.notice).replace("\n", "<br>"))
         if self.last_save_error:
-            parts.append(f"<span style='color:#8a0015'><b>{html.escape(self.last_save_error)}</b></span>")
+            parts.append(
+                f"<span style='color:{colors(self.palette()).problem}'><b>{html.escape(self.last_save_error)}</b></span>"
+            )
         invalid = [(kind, r) for kind, m in self.models.items() for r in m.invalid_rows()]
         if invalid:
             items = []
@@ -599,7 +606,7 @@ class CatalogEditor(QMainWindow):
                 )
             more = f" and {len(invalid) - 4} more" if len(invalid) > 4 else ""
             parts.append(
-                f"<span style='color:#8a0015'>{len(invalid)} invalid row{'s' if len(invalid) != 1 else ''} "
+                f"<span style='color:{colors(self.palette()).problem}'>{len(invalid)} invalid row{'s' if len(invalid) != 1 else ''} "
                 f"left out of the estimates: {'; '.join(items)}{more}.</span>"
             )
         elif self.build_warnings:
@@ -619,7 +626,9 @@ class CatalogEditor(QMainWindow):
 
     def _show_rejected(self, message: str) -> None:
         self.statusBar().showMessage(message, 8000)
-        self.info.setText(f"<span style='color:#8a0015'><b>Not changed:</b> {html.escape(message)}</span>")
+        self.info.setText(
+            f"<span style='color:{colors(self.palette()).problem}'><b>Not changed:</b> {html.escape(message)}</span>"
+        )
 
     def _stale_changed(self, months: int) -> None:
         for model in self.models.values():

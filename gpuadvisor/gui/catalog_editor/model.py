@@ -16,6 +16,7 @@ from .columns import (
     MODIFIED_BRUSH,
     ROLE_SORT,
     STALE_BRUSH,
+    TINTED_TEXT_BRUSH,
     column_label,
     column_unit,
     is_numeric,
@@ -102,18 +103,24 @@ class CatalogModel(QAbstractTableModel):
                 else int(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter)
             )
         if role == Qt.ItemDataRole.BackgroundRole:
-            if self.cell_error(row, column):
-                return INVALID_BRUSH
-            if column == "price_as_of" and self.is_stale(row):
-                return STALE_BRUSH
-            status = self.status(row)
-            if status == "added":
-                return ADDED_BRUSH
-            if status == "modified" and column in self.changed_columns(row):
-                return MODIFIED_BRUSH
-            return None
+            return self._tint(row, column)
+        if role == Qt.ItemDataRole.ForegroundRole:
+            return TINTED_TEXT_BRUSH if self._tint(row, column) is not None else None
         if role == Qt.ItemDataRole.ToolTipRole:
             return self.cell_tooltip(row, column)
+        return None
+
+    def _tint(self, row: int, column: str):
+        """The cell's background: an error, a stale price, an added row or a changed cell (or None)."""
+        if self.cell_error(row, column):
+            return INVALID_BRUSH
+        if column == "price_as_of" and self.is_stale(row):
+            return STALE_BRUSH
+        status = self.status(row)
+        if status == "added":
+            return ADDED_BRUSH
+        if status == "modified" and column in self.changed_columns(row):
+            return MODIFIED_BRUSH
         return None
 
     def setData(self, index, value, role=Qt.ItemDataRole.EditRole) -> bool:

@@ -9,7 +9,7 @@ from PySide6.QtWidgets import QComboBox, QFormLayout, QGroupBox, QVBoxLayout, QW
 
 from ...core.errors import InputError
 from ...core.formats.scenario import Budget, Scenario
-from ..widgets import NumberField, hint
+from ..widgets import ElidedComboBox, NumberField, hint
 
 PRICES = [
     ("expected", "Expected (typical on-demand)"),
@@ -28,9 +28,12 @@ class BudgetPage(QWidget):
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
         self._filling = False
-        self.price = QComboBox()
+        self.price = ElidedComboBox()
         for value, label in PRICES:
             self.price.addItem(label, value)
+        # Sized by the room it gets, not by its longest choice: the pages stay narrow on a laptop.
+        self.price.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.price.setMinimumContentsLength(16)
         self.price.setToolTip(
             "Which cloud price to use. The catalog keeps a low, expected and high price per "
             "GPU-hour with its as-of date; prices change monthly, so use your own quote when "

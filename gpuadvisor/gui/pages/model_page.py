@@ -9,7 +9,6 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QButtonGroup,
     QCheckBox,
-    QComboBox,
     QFileDialog,
     QFormLayout,
     QGroupBox,
@@ -30,7 +29,7 @@ from ...core.formats.scenario import ModelSource, Scenario
 from ...core.specs.presets import ModelCatalog
 from ...core.specs.quant_types import GGUF_WEIGHT_TYPES
 from ...core.units import format_count
-from ..widgets import NumberField, hint
+from ..widgets import ElidedComboBox, NumberField, ToneLabel, hint
 
 WEIGHTS = [
     ("bf16", "BF16 (2 bytes)"),
@@ -74,7 +73,11 @@ class ModelPage(QWidget):
         self.file_chosen = False
 
         self.source_preset = QRadioButton("A preset")
-        self.source_hf = QRadioButton("A model on disk: config.json, model folder or .gguf file")
+        # Short enough for the pages' width on a laptop (a radio button's text never wraps).
+        self.source_hf = QRadioButton("A model on disk: config.json, folder or .gguf")
+        self.source_hf.setToolTip(
+            "A Hugging Face config.json, a model folder (config.json with its safetensors) or a .gguf file"
+        )
         self.source_arch = QRadioButton("An architecture I enter")
         self.source_params = QRadioButton("Only a parameter count")
         self.sources = QButtonGroup(self)
@@ -125,14 +128,14 @@ class ModelPage(QWidget):
             "activation and KV-cache figures are approximate."
         )
 
-        self.weights = QComboBox()
+        self.weights = ElidedComboBox()
         for value, label in WEIGHTS:
             self.weights.addItem(label, value)
         self.weights.setToolTip(
             "Bytes per weight. A 7B model needs about 14 GB in FP16, 7 GB in FP8/INT8 and "
             "about 4 GB in 4-bit. FP8 runs at full speed only on Ada, Hopper and Blackwell."
         )
-        self.kv = QComboBox()
+        self.kv = ElidedComboBox()
         for value, label in KV:
             self.kv.addItem(label, value)
         self.kv.setToolTip(
@@ -141,8 +144,7 @@ class ModelPage(QWidget):
         )
         self.summary = QLabel()
         self.summary.setWordWrap(True)
-        self.message = QLabel()
-        self.message.setStyleSheet("color: #b00020;")
+        self.message = ToneLabel("", "problem")
         self.message.setWordWrap(True)
         self.message.hide()
 

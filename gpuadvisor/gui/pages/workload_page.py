@@ -20,7 +20,7 @@ from ...core.formats.scenario import Scenario
 from ...core.specs.engines import ENGINES
 from ...core.specs.hardware import GpuCatalog
 from ...core.specs.workload import Offload, adapt_to_kind
-from ..widgets import NumberField, hint
+from ..widgets import ElidedComboBox, NumberField, hint
 from .serving_box import ServingBox
 
 #: "serving" is inference with traffic and latency targets (``workload.serving``): the core sizes a fleet.
@@ -90,7 +90,7 @@ GPU_GROUPS = [
 
 
 def _combo(items, tooltip: str) -> QComboBox:
-    box = QComboBox()
+    box = ElidedComboBox()
     for value, label in items:
         box.addItem(label, value)
     box.setToolTip(tooltip)
@@ -130,7 +130,7 @@ class WorkloadPage(QWidget):
             "pre-training also need gradients and optimizer state (about 16 bytes per "
             "parameter with AdamW in mixed precision).",
         )
-        self.engine = QComboBox()
+        self.engine = ElidedComboBox()
         self.engine.setToolTip(
             "The software stack. Each has efficiency factors fitted to published measurements "
             "(docs/estimation.md): an optimized server such as TensorRT-LLM gets closer to the "
@@ -194,7 +194,7 @@ class WorkloadPage(QWidget):
         self.custom_targets = QLineEdit()
         self.custom_targets.setPlaceholderText("q_proj, v_proj, up_proj")
         self.custom_targets.setToolTip("Comma-separated module names, as in PEFT's target_modules.")
-        self.gpu = QComboBox()
+        self.gpu = ElidedComboBox()
         self.set_gpus(gpus)
         self.gpu.setToolTip(
             "Compare the data-centre GPUs (rented or bought for a cluster), the laptop and "
@@ -204,7 +204,7 @@ class WorkloadPage(QWidget):
         self.engine.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
         self.gpu.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
         self.gpus = gpus
-        self.mac_memory = QComboBox()
+        self.mac_memory = ElidedComboBox()
         self.mac_memory.setToolTip(
             "The memory of your Mac: the GPU shares it with macOS, and Metal lets it use "
             "about two thirds (36 GB or less) or three quarters of it by default. "

@@ -39,8 +39,11 @@ from ...core.estimation.estimate import Estimate
 from ...storage.atomic import atomic_write_text
 from ...storage.errors import StorageError
 from .model import (
+    COL_BUDGET,
+    COL_DEADLINE,
     COL_PICK,
     COL_SETUP,
+    COL_VERDICT,
     EXPAND_LABEL,
     FITTING_FILTER_LABEL,
     HEADERS,
@@ -52,8 +55,10 @@ from .model import (
 )
 from .view import RankingView
 
-#: Room around a cell's text: the view's 4 px each side plus the header's sort arrow.
-_CELL_PADDING = 18
+#: Room around a cell's text: the view paints it 4 px in from each side (``RankingView``).
+_CELL_PADDING = 8
+#: Columns whose alarm words ("at risk", "over", "does not fit") are painted bold.
+_BOLD_WORDS = frozenset({COL_DEADLINE, COL_BUDGET, COL_VERDICT})
 _MAX_COLUMN_WIDTH = 220
 _MAX_SETUP_WIDTH = 360  # a laid-out job's name: "64 × TP8 SP · PP4 · DP2 · selective recompute"
 _NO_ESTIMATE = object()  # show() without arguments: QWidget.show
@@ -159,7 +164,7 @@ class RankingTable(QWidget):
         view.enterPressed.connect(self._on_enter)
         view.customContextMenuRequested.connect(self._on_context_menu)
         view.doubleClicked.connect(lambda _index: self._on_enter())
-        header.sortIndicatorChanged.connect(lambda _col, _order: header.setSortIndicatorShown(True))
+        header.sortIndicatorChanged.connect(self._on_sorted_by_column)
 
     def _action(self, text: str, slot, shortcut: QKeySequence.StandardKey | None = None) -> QAction:
         action = QAction(text, self)
@@ -196,7 +201,7 @@ class RankingTable(QWidget):
             self.size_columns()
             self._sized_for_serving = serving
         elif self.model.rows:
-            self._widen_setup_column()
+            self._widen_columns()
         self.select_key(selected)
         self.view.viewport().update()
 
@@ -250,30 +255,39 @@ class RankingTable(QWidget):
         return "\n".join([heading, *lines]) if heading else ""
 
     def size_columns(self) -> None:
-        """Fit each column to its header and the first rows' texts (measured, not asked of a delegate)."""
-        metrics = self.view.fontMetrics()
-        header = self.view.horizontalHeader()
-        bold = QFont(header.font())
-        bold.setBold(True)
-        head_metrics = QFontMetrics(bold)
-        sample = [self.model.texts(r) for r in range(min(len(self.model.rows), 40))]
-        for col in range(len(HEADERS)):
-            title = str(self.model.headerData(col, Qt.Orientation.Horizontal))
-            width = max(
-                [head_metrics.horizontalAdvance(title)] + [metrics.horizontalAdvance(t[col]) for t in sample]
-            )
-            widest = _MAX_SETUP_WIDTH if col == COL_SETUP else _MAX_COLUMN_WIDTH
-            self.view.setColumnWidth(col, min(width + _CELL_PADDING, widest))
-        self._columns_sized = bool(sample)
+        """Fit each column to its header and the first rows' texts (measured, not asked of a delegate).
 
-    def _widen_setup_column(self) -> None:
-        """Widen the setup column when a new estimate names longer layouts ("64 × TP8 · PP4 · …"),
-        so the layout of every row stays readable; it never narrows while the user types."""
+        The header is measured as the header draws it (bold while rows are selected, with room
+        for the sort arrow only once the user sorts by a column), the cells as the view paints
+        them: on a 1366x768 laptop the decision's columns, from the mark to the fit, then fit
+        without scrolling sideways.
+        """
+        header = self.view.horizontalHeader()
+        for col, width in enumerate(self._needed_widths()):
+            self.view.setColumnWidth(col, max(width, header.sectionSizeFromContents(col).width()))
+        self._columns_sized = bool(self.model.rows)
+
+    def _needed_widths(self) -> list[int]:
+        """Each column's width for the first rows' texts, capped (the tooltip has a longer text)."""
         metrics = self.view.fontMetrics()
-        rows = range(min(len(self.model.rows), 40))
-        width = max(metrics.horizontalAdvance(self.model.texts(r)[COL_SETUP]) for r in rows) + _CELL_PADDING
-        if width > self.view.columnWidth(COL_SETUP):
-            self.view.setColumnWidth(COL_SETUP, min(width, _MAX_SETUP_WIDTH))
+        bold = QFont(self.view.font())
+        bold.setBold(True)
+        bold_metrics = QFontMetrics(bold)
+        sample = [self.model.texts(r) for r in range(min(len(self.model.rows), 40))]
+        widths = []
+        for col in range(len(HEADERS)):
+            cell_metrics = bold_metrics if col in _BOLD_WORDS else metrics
+            width = max([0] + [cell_metrics.horizontalAdvance(t[col]) + _CELL_PADDING for t in sample])
+            widths.append(min(width, _MAX_SETUP_WIDTH if col == COL_SETUP else _MAX_COLUMN_WIDTH))
+        return widths
+
+    def _widen_columns(self) -> None:
+        """Widen the columns a new estimate needs wider (a laid-out job's "64 × TP8 · PP4 · …",
+        the GPU names and "runner-up" once a one-GPU service compares the whole catalog), so no
+        figure is cut; a column never narrows while the user types."""
+        for col, width in enumerate(self._needed_widths()):
+            if width > self.view.columnWidth(col):
+                self.view.setColumnWidth(col, width)
 
     # --- copy and export -----------------------------------------------------------------------
     def visible_columns(self) -> list[int]:
@@ -334,6 +348,8 @@ class RankingTable(QWidget):
         """Back to the core's order (recommended first), after sorting by a column."""
         self.view.sortByColumn(-1, Qt.SortOrder.AscendingOrder)
         self.view.horizontalHeader().setSortIndicatorShown(False)
+        if self.model.rows:
+            self.size_columns()  # no sort arrow: the headers need less room again
 
     # --- slots -----------------------------------------------------------------------------------
     def _on_current_row_changed(self, current: QModelIndex, _previous: QModelIndex) -> None:
@@ -357,6 +373,14 @@ class RankingTable(QWidget):
         self.export_action.setEnabled(has_rows)
         self.select_all_action.setEnabled(has_rows)
         self.menu.popup(self.view.viewport().mapToGlobal(pos))
+
+    def _on_sorted_by_column(self, _column: int, _order) -> None:
+        """The first sort by a column shows the sort arrow: the headers get room for it."""
+        header = self.view.horizontalHeader()
+        if not header.isSortIndicatorShown():
+            header.setSortIndicatorShown(True)
+            if self.model.rows:
+                self.size_columns()
 
     def _on_expand_toggled(self, value: bool) -> None:
         key = self.selected_key()

@@ -13,6 +13,8 @@ charts scale with the desktop's font and with ``QT_SCALE_FACTOR``.
 from __future__ import annotations
 
 import math
+import weakref
+from collections.abc import Callable
 
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent, QLineF, QRectF, QSize, Qt
@@ -49,6 +51,27 @@ def tick_font() -> QFont:
 def label_style(colors: ChartColors) -> dict[str, str]:
     """CSS for axis titles: the text colour, one point larger than the application font."""
     return {"color": colors.text, "font-size": f"{point_size(app_font()) + 1:g}pt"}
+
+
+def weak_callback(method: Callable[..., str]) -> Callable[..., str]:
+    """A chart's bound method (a tooltip callback) for an item to keep, without keeping the chart.
+
+    An item that held the chart's bound method (``ScatterPlotItem(tip=self._tip)``) made a
+    reference cycle chart -> plot -> item -> method -> chart, so the chart was freed by the
+    cyclic garbage collector instead of when its owner let go. The collector breaks a cycle in
+    any order: it could drop the last reference to a Python-owned pyqtgraph item first, whose
+    C++ destructor then freed the chart (and its scene) while that item was still being
+    destroyed inside the scene: a segmentation fault at garbage collection, at a random moment
+    of a later test or while the app runs. With a weak reference every chart is freed at once, in
+    Qt's own order. An item that outlives its chart calls this and gets ``""``.
+    """
+    ref = weakref.WeakMethod(method)
+
+    def call(*args, **kwargs) -> str:
+        bound = ref()
+        return bound(*args, **kwargs) if bound is not None else ""
+
+    return call
 
 
 class StaticSample(pg.ItemSample):

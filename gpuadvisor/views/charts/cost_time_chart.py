@@ -27,7 +27,7 @@ from PySide6.QtCore import QRectF, Qt, Signal
 from PySide6.QtGui import QColor, QFontMetrics
 from PySide6.QtWidgets import QWidget
 
-from ._base import ChartBase, ScaleAxis, tick_font
+from ._base import ChartBase, ScaleAxis, tick_font, weak_callback
 from .labels import finite, fmt_hours, fmt_usd, short_gpu_name
 from .palette import ChartColors
 
@@ -82,15 +82,14 @@ class CostTimeChart(ChartBase):
             x=empty, y=empty, left=empty, right=empty, top=empty, bottom=empty, beam=0
         )
         self.frontier = pg.PlotCurveItem(x=empty, y=empty)
-        self.other_points = pg.ScatterPlotItem(
-            x=empty, y=empty, size=8, symbol="o", hoverable=True, tip=self._tip_for_spot
-        )
+        tip = weak_callback(self._tip_for_spot)  # never a strong reference back to the chart
+        self.other_points = pg.ScatterPlotItem(x=empty, y=empty, size=8, symbol="o", hoverable=True, tip=tip)
         self.pareto_points = pg.ScatterPlotItem(
-            x=empty, y=empty, size=11, symbol="o", hoverable=True, tip=self._tip_for_spot
+            x=empty, y=empty, size=11, symbol="o", hoverable=True, tip=tip
         )
         #: The recommended setup: a star over its point.
         self.recommended_point = pg.ScatterPlotItem(
-            x=empty, y=empty, size=21, symbol="star", hoverable=True, tip=self._tip_for_spot
+            x=empty, y=empty, size=21, symbol="star", hoverable=True, tip=tip
         )
         self.selected_ring = pg.ScatterPlotItem(x=empty, y=empty, size=24, symbol="o", brush=pg.mkBrush(None))
         dash = Qt.PenStyle.DashLine

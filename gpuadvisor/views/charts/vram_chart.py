@@ -181,7 +181,11 @@ class VramChart(ChartBase):
         self.frame_layout.addWidget(self.scroll_bar)
         self.setMinimumHeight(MIN_HEIGHT_PX)
         self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)  # the keyboard scrolls the rows too
-        self.plot.setFocusProxy(self)
+        # A click on the plot gives the focus to the chart (Qt looks up the parents for a widget
+        # that takes it). Not ``plot.setFocusProxy(self)``: PySide keeps the proxy alive from the
+        # plot, a reference cycle that left every chart to the cyclic garbage collector (see
+        # ``_base.weak_callback``).
+        self.plot.setFocusPolicy(Qt.FocusPolicy.NoFocus)
 
         self._rows: list = []
         self._labels: list[str] = []
@@ -483,14 +487,16 @@ class VramChart(ChartBase):
             self.scroll_bar.setEnabled(True)
             self.scroll_bar.blockSignals(False)
             top = self.scroll_bar.value()
-        view = (self._x_max, top, count, n <= fit)
+        if n <= fit:
+            # A few rows (one GPU type) keep at most about twice the readable pitch, from the
+            # top: one row stretched over the whole plot was a block, not a bar by its capacity.
+            y_range = (-0.6, max(n, -(-fit // 2)) - 0.4)
+        else:
+            y_range = (top - 0.5, top + count - 0.5)
+        view = (self._x_max, top, count, y_range)
         if view == self._view:
             return
         self._view = view
-        if n <= fit:
-            y_range = (-0.6, n - 0.4)
-        else:
-            y_range = (top - 0.5, top + count - 0.5)
         self.view_box.setRange(xRange=(0, self._x_max * 1.07), yRange=y_range, padding=0)
 
     def _on_scrolled(self, _value: int) -> None:
@@ -503,9 +509,10 @@ class VramChart(ChartBase):
         if missing > 0 and not self._message.isVisible():
             height += missing * row_pitch_px() + 2
         elif missing < 0 and not self._message.isVisible():
-            # Few rows (one GPU type): shrink to them, keeping room for four, so a bar keeps a
-            # bar's proportions instead of filling the figure.
-            spare = min(-missing, self.rows_that_fit() - 4)
+            # Few rows (one GPU type): shrink to them, keeping room for two, so a bar keeps a
+            # bar's proportions instead of filling the figure (the view then draws each row at
+            # most about twice the readable pitch, as in the window).
+            spare = min(-missing, self.rows_that_fit() - 2)
             if spare > 0:
                 height -= spare * row_pitch_px()
         return width, height
