@@ -582,3 +582,130 @@ def test_ranges_reach_json_and_every_text():
     assert any(phrase in text for _kind, text in fleet_detail(rec))
     lines = dict(serving_report(est)["serving_lines"])
     assert lines["80% range"].startswith(f"{lo}\u2013{hi} replicas")
+
+
+# --- bursts: every request sent at once -------------------------------------------------------------
+
+
+def _burst_setup(prompt=467, output=256, model="llama-3.1-8b", gpu="h100-sxm"):
+    from gpuadvisor.core.estimation.memory import MemoryModel
+    from gpuadvisor.core.specs.engines import engine_for
+    from gpuadvisor.core.specs.workload import Workload
+
+    gpus, models = catalogs()
+    engine = engine_for("tensorrt-llm", "inference")
+    w = Workload(kind="inference", engine="tensorrt-llm", prompt_tokens=prompt, output_tokens=output)
+    mm = MemoryModel(models.get(model), w, prefill_chunk_tokens=engine.prefill_chunk_tokens)
+    return mm, gpus.get(gpu), engine
+
+
+def test_a_burst_of_one_request_is_a_closed_loop_of_one_client():
+    """One request alone: nothing queues ahead of it and no prompt interrupts its decode, however
+    it was sent."""
+    from gpuadvisor.core.estimation.serving import burst, closed_loop
+
+    mm, gpu, engine = _burst_setup()
+    one = burst(mm, gpu, 1, "none", engine, 1)
+    loop = closed_loop(mm, gpu, 1, "none", engine, 1)
+    assert one.tokens_per_s == pytest.approx(loop.tokens_per_s)
+    assert one.ttft_s == pytest.approx(loop.ttft_s)
+    assert one.itl_s == pytest.approx(loop.itl_s)
+
+
+def test_a_wave_waits_for_the_prompts_ahead_and_is_slowed_by_those_behind():
+    """In a wave of N requests the mean request waits for (N - 1) / 2 prompts before its first
+    token and shares its decode with the (N - 1) / 2 prompts behind it: the first token comes
+    later than in a closed loop of N clients, the tokens after it faster."""
+    from gpuadvisor.core.estimation.serving import _benchmark_curve, burst, closed_loop
+
+    mm, gpu, engine = _burst_setup()
+    last = None
+    for n in (2, 16, 128, 500):
+        wave = burst(mm, gpu, 1, "none", engine, n)
+        loop = closed_loop(mm, gpu, 1, "none", engine, n)
+        assert wave.running == n == loop.running
+        c, curve = _benchmark_curve(mm, gpu, 1, "none", engine, n, None, None, 8, None)
+        d = curve.new_mean * curve.tau
+        assert wave.ttft_s == pytest.approx(curve.point(1)[2] + (n - 1) / 2 * d)
+        assert curve.step(n) < wave.itl_s < loop.itl_s
+        if last is not None:
+            assert wave.ttft_s > last.ttft_s and wave.itl_s > last.itl_s
+        last = wave
+
+
+def test_a_burst_the_engine_cannot_hold_runs_as_a_closed_loop_of_what_it_holds():
+    """Requests beyond the KV cache wait and enter as others finish: the steady closed loop."""
+    from gpuadvisor.core.estimation.serving import burst, closed_loop
+
+    mm, gpu, engine = _burst_setup(prompt=8000, output=2000, model="llama-3.1-70b", gpu="h100-sxm")
+    many = burst(mm, gpu, 2, "tensor", engine, 1000)
+    assert many.running < 1000
+    assert many == closed_loop(mm, gpu, 2, "tensor", engine, 1000)
+
+
+def test_a_paced_client_above_the_engines_rate_is_the_closed_loop():
+    """Offered more requests than its clients can turn over, a paced client's queue never empties:
+    the figures are those of the closed loop of its workers."""
+    from gpuadvisor.core.estimation.serving import closed_loop, paced
+
+    mm, gpu, engine = _burst_setup()
+    loop = closed_loop(mm, gpu, 1, "none", engine, 16)
+    assert paced(mm, gpu, 1, "none", engine, 16, 1000.0) == loop
+
+
+def test_a_paced_client_below_the_engines_rate_sets_the_pace():
+    """Offered fewer requests than the closed loop serves, the engine serves them all (tokens/s =
+    rate x O) with fewer sequences in flight, so each decodes faster and none waits for a worker;
+    at a trickle each request runs alone."""
+    from gpuadvisor.core.estimation.serving import _benchmark_curve, closed_loop, paced
+
+    mm, gpu, engine = _burst_setup()
+    out = mm.workload.output_tokens
+    loop = closed_loop(mm, gpu, 1, "none", engine, 64)
+    rate = 0.5 * loop.tokens_per_s / out
+    slow = paced(mm, gpu, 1, "none", engine, 64, rate)
+    assert slow.tokens_per_s == pytest.approx(rate * out)
+    assert slow.itl_s < loop.itl_s and slow.ttft_s <= loop.ttft_s
+    # Little's law at the pace found: x sequences in flight turn over `rate` requests a second.
+    _c, curve = _benchmark_curve(mm, gpu, 1, "none", engine, 64, None, None, 8, None)
+    x = next(b for b in range(1, 65) if curve.itl(b) >= slow.itl_s)
+    assert x / curve.point(x)[3] == pytest.approx(rate, rel=0.15)
+    trickle = paced(mm, gpu, 1, "none", engine, 64, 0.01)
+    alone = closed_loop(mm, gpu, 1, "none", engine, 1)
+    assert trickle.itl_s == pytest.approx(alone.itl_s)
+    assert trickle.ttft_s == pytest.approx(curve.point(1)[2])
+
+
+def test_a_sequence_alone_decodes_at_the_bare_step():
+    """A closed loop's ITL carries the prompts of the other sequences only: one client's decode is
+    never interrupted by its own next prompt."""
+    from gpuadvisor.core.estimation.serving import _benchmark_curve
+
+    mm, gpu, engine = _burst_setup()
+    _c, curve = _benchmark_curve(mm, gpu, 1, "none", engine, 8, None, None, 8, None)
+    assert curve.itl(1) == pytest.approx(curve.step(1))
+    per_prompt = curve.new_mean * curve.tau / mm.workload.output_tokens
+    assert curve.itl(8) == pytest.approx(curve.step(8) + 7 * per_prompt)
+
+
+def test_tensorrt_llm_reserves_each_requests_whole_answer():
+    """TensorRT-LLM admits a request only with the pages of its prompt and its whole answer reserved
+    (GUARANTEED_NO_EVICT); vLLM holds the pages a sequence has filled. A decode-heavy load therefore
+    runs about half as many sequences at once on TensorRT-LLM from the same memory."""
+    from gpuadvisor.core.estimation.memory import MemoryModel
+    from gpuadvisor.core.estimation.serving import closed_loop, reserved_context
+    from gpuadvisor.core.specs.engines import engine_for
+    from gpuadvisor.core.specs.serving import batching_for
+    from gpuadvisor.core.specs.workload import Workload
+
+    gpus, models = catalogs()
+    w = Workload(kind="inference", engine="vllm", prompt_tokens=128, output_tokens=2048)
+    assert reserved_context(w, batching_for("vllm")) == 128 + 1024
+    assert reserved_context(w, batching_for("tensorrt-llm")) == 128 + 2048
+    running = {}
+    for engine_id in ("vllm", "tensorrt-llm"):
+        engine = engine_for(engine_id, "inference")
+        we = Workload(kind="inference", engine=engine_id, prompt_tokens=128, output_tokens=2048)
+        mm = MemoryModel(models.get("llama-3.1-8b"), we, prefill_chunk_tokens=engine.prefill_chunk_tokens)
+        running[engine_id] = closed_loop(mm, gpus.get("a100-80gb"), 1, "none", engine, 1000).running
+    assert 0.45 < running["tensorrt-llm"] / running["vllm"] < 0.65

@@ -13,8 +13,10 @@ never falls as the batch grows::
 
 Continuous batching (vLLM, SGLang, TensorRT-LLM, MLC; llama.cpp and ExLlamaV2 with slots)::
 
-    ITL(c)      = step(c) + (c / O) P_new tau      each step also prefills the prompts of the
-                                                   c / O requests that replace finished ones
+    ITL(c)      = step(c) + ((c - 1) / O) P_new tau  each step also prefills the prompts of the
+                                                   (c - 1) / O requests that replace the other
+                                                   sequences as they finish (a request's own
+                                                   prompt is prefilled before its first token)
     TTFT0(c)    = max(TTFT_1 x P'/P, step(1)) + ceil(P' / chunk) ITL(c) + W_prefill
     W_prefill   = rho_p t_p / (2 (1 - rho_p)), t_p = max(TTFT_1 x P_new/P, step(1)),
                   rho_p = c / S(c) x t_p          prompts are prefilled one after another (M/D/1)
@@ -26,8 +28,9 @@ decodes until its longest member ends: ``ITL = step(c)``, ``TTFT0 = prefill(c P)
 
 KV capacity: the largest c whose weights, activations and KV cache fit (the memory model) with
 each sequence reserving ``P_p90 + O_p90 / 2`` tokens when pages are filled as they are used
-(the live context of a long request half-way through its answer) and ``P_p90 + O_p90`` with
-fixed slots or static batches. The concurrency per replica is the largest ``c <= min(KV
+(the live context of a long request half-way through its answer) and ``P_p90 + O_p90`` when the
+engine reserves a request's whole context as it admits it (TensorRT-LLM's default capacity
+policy), with fixed slots or static batches. The concurrency per replica is the largest ``c <= min(KV
 capacity, MAX_CONCURRENCY)`` with ``ITL(c) <= itl_ms`` and ``TTFT0(c) <= ttft_s``.
 
 Queueing: each replica is an M/G/c queue with c slots, service time S(c) and Poisson arrivals
@@ -106,9 +109,9 @@ _Z90 = 1.2815515655446004
 #: (``scripts/fit_spreads.py``), each figure on its own rows: output tokens/s, time to first token
 #: (which the closed loop tends to overestimate) and time between tokens.
 SERVING_SPREADS: dict[str, tuple[float, float]] = {
-    "tokens_per_s": (0.45, 0.34),
-    "ttft": (0.48, 1.10),
-    "itl": (0.10, 0.87),
+    "tokens_per_s": (0.48, 0.15),
+    "ttft": (0.48, 0.77),
+    "itl": (0.13, 0.27),
 }
 SERVING_SPREAD_PROVENANCE = (
     "split-conformal 10%/90% order statistics of the leave-one-source-out residuals of the "
@@ -499,7 +502,7 @@ class DecodeStep:
 #: It lengthens the time to first token and the time a client's request takes. Fitted by
 #: ``scripts/validate.py`` to the serving rows' TTFT (mean absolute log error; the out-of-sample
 #: figures refit it without each source): see docs/estimation.md, "Serving".
-REQUEST_OVERHEAD_S = 0.044
+REQUEST_OVERHEAD_S = 0.052
 #: The range that fit searches (s).
 REQUEST_OVERHEAD_RANGE = (0.0, 0.2)
 
@@ -653,7 +656,7 @@ class ReplicaCurve:
             ttft_tail, ttft_mean = tail + step + self.overhead, prefill + step + self.overhead
             service = ttft_tail + (self.out_longest - 1) * step
             return step, ttft_tail, ttft_mean, service
-        itl = step + c * self.new_mean * self.tau / out
+        itl = step + max(c - 1.0, 0.0) * self.new_mean * self.tau / out
         alone = self.ttft1 / w.prompt_tokens
         prefill_mean = max(alone * self.new_mean, self.step1)
         ttft_tail = (
@@ -682,7 +685,7 @@ class ReplicaCurve:
         """Mean inter-token latency (s) with ``c`` sequences in flight (the first term of :meth:`point`)."""
         if self.batching == "static":
             return self.step(c)
-        return self.step(c) + c * self.new_mean * self.tau / self.w.output_tokens
+        return self.step(c) + max(c - 1.0, 0.0) * self.new_mean * self.tau / self.w.output_tokens
 
     def largest_meeting(self, top: int) -> int:
         """The largest concurrency in [1, top] meeting both targets (0 when none does).
@@ -698,7 +701,8 @@ class ReplicaCurve:
         solved = None
         if self.decode is not None:
             per_seq = 0.0 if self.batching == "static" else self.new_mean * self.tau / self.w.output_tokens
-            solved = self.decode.largest_within(target, per_seq, top)
+            # ITL(c) = step(c) + per_seq (c - 1): the closed form's step(b) + per_seq b within target + per_seq.
+            solved = self.decode.largest_within(target + per_seq, per_seq, top)
         if solved is not None:
             # Rounding at the edge of a piece: step to the exact integer bound.
             hi = max(1, solved)
@@ -791,16 +795,49 @@ def replica_curve(
 
 
 class ClosedLoop(NamedTuple):
-    """A closed-loop benchmark's figures (see :func:`closed_loop`)."""
+    """A serving benchmark's figures (see :func:`closed_loop`, :func:`burst` and :func:`paced`)."""
 
     tokens_per_s: float  # output tokens/s of the replica
     ttft_s: float  # mean time to first token, waiting for a slot included
     itl_s: float  # mean inter-token latency
-    running: int  # sequences the engine runs at once
+    running: int  # sequences the engine can run at once (the clients, or fewer where the KV cache is full)
 
 
 #: Targets that bind nothing: a benchmark's closed loop is described by its concurrency alone.
 OPEN_TARGETS = ServingSpec(requests_per_s=1.0, ttft_s=3600.0, itl_ms=60_000.0, percentile=50)
+
+
+def _benchmark_curve(
+    mm: MemoryModel,
+    gpu: GpuSpec,
+    gpu_count: int,
+    parallelism: str,
+    engine: EngineProfile,
+    requests: int,
+    bw_eff: float | None,
+    prefill_mfu: float | None,
+    gpus_per_node: int,
+    request_overhead_s: float | None,
+) -> tuple[int, ReplicaCurve]:
+    """(sequences the engine runs at once, the replica's curve up to them) of a benchmark that keeps
+    ``requests`` in flight: ``min(requests, KV capacity, MAX_CONCURRENCY)``, the rest wait."""
+    line = kv_line(mm, gpu_count, parallelism, reserved_context(mm.workload, batching_for(engine.id)))
+    kv_max = kv_capacity(line, gpu.memory_gib_usable * GIB)
+    c = max(1, min(requests, kv_max, MAX_CONCURRENCY))
+    curve = replica_curve(
+        batch_models(mm, top=max(c, 1)),
+        gpu,
+        gpu_count,
+        parallelism,
+        engine,
+        c,
+        bw_eff=bw_eff,
+        prefill_mfu=prefill_mfu,
+        gpus_per_node=gpus_per_node,
+        spec=OPEN_TARGETS,
+        request_overhead_s=request_overhead_s,
+    )
+    return c, curve
 
 
 def closed_loop(
@@ -822,26 +859,108 @@ def closed_loop(
     The engine runs ``c = min(concurrency, KV capacity, MAX_CONCURRENCY)`` sequences; the rest wait.
     By Little's law the request rate is ``c / S(c)`` and a request takes ``concurrency x S(c) / c``
     from sending to its end, so the mean TTFT is ``TTFT0(c) + (concurrency / c - 1) S(c)``."""
-    w = mm.workload
-    batching = batching_for(engine.id)
-    line = kv_line(mm, gpu_count, parallelism, reserved_context(w, batching))
-    kv_max = kv_capacity(line, gpu.memory_gib_usable * GIB)
-    c = max(1, min(concurrency, kv_max, MAX_CONCURRENCY))
-    curve = replica_curve(
-        batch_models(mm, top=max(c, 1)),
-        gpu,
-        gpu_count,
-        parallelism,
-        engine,
-        c,
-        bw_eff=bw_eff,
-        prefill_mfu=prefill_mfu,
-        gpus_per_node=gpus_per_node,
-        spec=OPEN_TARGETS,
-        request_overhead_s=request_overhead_s,
-    )
+    c, curve = _benchmark_curve(
+        mm, gpu, gpu_count, parallelism, engine, concurrency, bw_eff, prefill_mfu, gpus_per_node,
+        request_overhead_s,
+    )  # fmt: skip
     itl, _tail, ttft0, service = curve.point(c)
+    w = mm.workload
     return ClosedLoop(c * w.output_tokens / service, ttft0 + (concurrency / c - 1.0) * service, itl, c)
+
+
+def burst(
+    mm: MemoryModel,
+    gpu: GpuSpec,
+    gpu_count: int,
+    parallelism: str,
+    engine: EngineProfile,
+    requests: int,
+    bw_eff: float | None = None,
+    prefill_mfu: float | None = None,
+    gpus_per_node: int = 8,
+    request_overhead_s: float | None = None,
+) -> ClosedLoop:
+    """The same figures for a burst: ``requests`` sent at once and none after them (``vllm bench serve
+    --request-rate inf`` without a concurrency cap, a Triton benchmark at QPS INF).
+
+    When the engine holds them all (``N = requests <= c``) they are one wave. Their prompts are
+    prefilled one after another, ``d = P_new tau`` each, so request ``k`` (1..N) waits for the
+    ``k - 1`` prompts ahead of it and then, between its first and last token, for the ``N - k``
+    prompts behind it, each step carrying at most ``chunk`` prompt tokens::
+
+        TTFT_k = TTFT0(1) + (k - 1) d
+        ITL_k  = min(step(N) + (N - k) d / (O - 1), step(N) + chunk tau)
+        tokens/s = N O / (TTFT_N + (O - 1) step(N))      the wave ends with its last request
+
+    and the figures are the means over ``k``: the closed loop's ITL carries the prompts of all
+    ``c`` peers (each finished request is replaced), a wave's only those behind each request,
+    half of them on average. When the engine cannot hold them all, the waiting requests enter as
+    running ones finish, which is the closed loop of ``c`` sequences after its first round
+    (:func:`closed_loop`, with ``requests`` clients)."""
+    c, curve = _benchmark_curve(
+        mm, gpu, gpu_count, parallelism, engine, requests, bw_eff, prefill_mfu, gpus_per_node,
+        request_overhead_s,
+    )  # fmt: skip
+    w = mm.workload
+    if requests > c:
+        itl, _tail, ttft0, service = curve.point(c)
+        return ClosedLoop(c * w.output_tokens / service, ttft0 + (requests / c - 1.0) * service, itl, c)
+    n, out = requests, w.output_tokens
+    _itl1, _tail1, ttft1, _s1 = curve.point(1)
+    d = curve.new_mean * curve.tau
+    step = curve.step(n)
+    gaps = max(out - 1, 1)
+    cap = step + (curve.chunk * curve.tau if math.isfinite(curve.chunk) else math.inf)
+    itl = sum(min(step + j * d / gaps, cap) for j in range(n)) / n
+    ttft = ttft1 + (n - 1) / 2.0 * d
+    makespan = ttft1 + (n - 1) * d + (out - 1) * step
+    return ClosedLoop(n * out / makespan, ttft, itl, n)
+
+
+def paced(
+    mm: MemoryModel,
+    gpu: GpuSpec,
+    gpu_count: int,
+    parallelism: str,
+    engine: EngineProfile,
+    requests: int,
+    rate_per_s: float,
+    bw_eff: float | None = None,
+    prefill_mfu: float | None = None,
+    gpus_per_node: int = 8,
+    request_overhead_s: float | None = None,
+) -> ClosedLoop:
+    """The same figures for a client that offers ``rate_per_s`` requests a second, evenly spaced, to at
+    most ``requests`` workers (``vllm bench serve --request-rate R --max-concurrency N`` with even
+    spacing; a load generator that queues one request per tick).
+
+    When the closed loop of ``requests`` clients serves fewer than ``rate_per_s`` requests a second
+    the client's queue never empties and the figures are that closed loop's. Otherwise the client
+    sets the pace: by Little's law the engine runs ``x`` sequences with ``x / S(x) = rate_per_s``
+    (at least one), a request waits for no worker, and the output tokens/s are ``rate_per_s x O``."""
+    loop = closed_loop(
+        mm, gpu, gpu_count, parallelism, engine, requests, bw_eff, prefill_mfu, gpus_per_node,
+        request_overhead_s,
+    )  # fmt: skip
+    w = mm.workload
+    if loop.tokens_per_s <= rate_per_s * w.output_tokens:
+        return loop
+    c, curve = _benchmark_curve(
+        mm, gpu, gpu_count, parallelism, engine, requests, bw_eff, prefill_mfu, gpus_per_node,
+        request_overhead_s,
+    )  # fmt: skip
+
+    def served(x: float) -> float:
+        return x / curve.point(x)[3]
+
+    x = 1.0
+    if served(x) < rate_per_s:
+        lo, x = 1.0, float(c)  # served(c) > rate: the closed loop above serves more
+        for _ in range(40):  # x / S(x) rises with x: bisect for the running sequences
+            mid = (lo + x) / 2.0
+            lo, x = (mid, x) if served(mid) < rate_per_s else (lo, mid)
+    itl, _tail, ttft0, _service = curve.point(x)
+    return ClosedLoop(rate_per_s * w.output_tokens, ttft0, itl, c)
 
 
 def fewest_replicas(

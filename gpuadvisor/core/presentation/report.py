@@ -708,7 +708,7 @@ def build_report(
         + (
             " of one replica at its operating point: the weights, the activations, the KV cache of the "
             "requests in flight (each reserving its 90th-percentile prompt and, with paged KV, half its "
-            "90th-percentile answer) and the overhead. Engine takes: that plus the part of the KV pool "
+            "90th-percentile answer; TensorRT-LLM reserves the whole answer) and the overhead. Engine takes: that plus the part of the KV pool "
             "the engine preallocates and no request uses ("
             + ", ".join(f"{engine_name(e)} {p.setting} {p.fraction:g}" for e, p in KV_POOLS.items())
             + "; what nvidia-smi shows). A service's speed, latency and monthly cost are in the fleet table above, one fleet per GPU type."

@@ -8,8 +8,18 @@ output lengths are the workload's ``prompt_tokens``/``output_tokens`` (means), w
 ``prompt_tokens_p90``/``output_tokens_p90`` for a long tail.
 
 How each engine batches (``BATCHING``): continuous batching with a paged KV cache (vLLM, SGLang,
-TensorRT-LLM, MLC LLM), continuous batching with one fixed slot per sequence (llama.cpp's
-server, ExLlamaV2), or static batches (Hugging Face Transformers, AutoAWQ).
+MLC LLM), the same with every request's whole context reserved when it is admitted
+(TensorRT-LLM), continuous batching with one fixed slot per sequence (llama.cpp's server,
+ExLlamaV2), or static batches (Hugging Face Transformers, AutoAWQ).
+
+TensorRT-LLM's capacity scheduler admits a request only when the KV pages of its prompt and of
+its longest answer can all be reserved, so that a started request is never paused
+(``GUARANTEED_NO_EVICT``, the default policy: "TensorRT-LLM currently supports three batch
+scheduler policies: GUARANTEED_NO_EVICT (default), MAX_UTILIZATION and STATIC_BATCH ... set to
+GUARANTEED_NO_EVICT to guarantee that a started request is never paused",
+https://nvidia.github.io/TensorRT-LLM/performance/performance-tuning-guide/useful-runtime-flags.html,
+"Capacity Scheduler Policy", read 2026-12-01). vLLM and SGLang admit a request for the pages of
+its prompt and preempt one when the pool runs out, so a sequence holds only what it has filled.
 
 How each engine sizes its KV cache (``KV_POOLS``): vLLM, SGLang and TensorRT-LLM preallocate one
 pool of KV pages when they start, sized from a share of the GPU's memory rather than from the
@@ -54,12 +64,14 @@ from ..errors import InputError
 PERCENTILES = (50, 90, 95, 99)
 
 #: How each engine schedules requests: "paged" (continuous batching, KV cache in pages, a sequence
-#: holds only the pages it has filled), "slots" (continuous batching, each sequence reserves its
-#: whole context up front), "static" (a batch starts together and ends with its longest member).
+#: holds only the pages it has filled), "paged-reserved" (the same, but a request is admitted only
+#: with the pages of its whole context reserved), "slots" (continuous batching, each sequence
+#: reserves its whole context up front), "static" (a batch starts together and ends with its
+#: longest member).
 BATCHING: dict[str, str] = {
     "vllm": "paged",
     "sglang": "paged",
-    "tensorrt-llm": "paged",
+    "tensorrt-llm": "paged-reserved",
     "mlc-llm": "paged",
     "llama.cpp": "slots",
     "exllamav2": "slots",
