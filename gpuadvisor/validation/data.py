@@ -387,10 +387,14 @@ def load_measurements(data_dir: str | Path = DATA_DIR, sources: dict[str, Source
                 raise ValidationDataError(f"{where}: {col} must be yes, no or empty")
         if raw["recompute"] not in ("", "none", "selective", "full"):
             raise ValidationDataError(f"{where}: recompute must be none, selective, full or empty")
-        if raw["arrival"] not in ("", "closed_loop", "burst"):
-            raise ValidationDataError(f"{where}: arrival must be closed_loop, burst or empty")
+        if raw["arrival"] not in ("", "closed_loop", "burst") and paced_interval(raw["arrival"]) is None:
+            raise ValidationDataError(
+                f"{where}: arrival must be closed_loop, burst, paced:<seconds between requests> or empty"
+            )
         if raw["group"] == "serving" and scored and not raw["arrival"]:
-            raise ValidationDataError(f"{where}: a scored serving row needs arrival (closed_loop or burst)")
+            raise ValidationDataError(
+                f"{where}: a scored serving row needs arrival (closed_loop, burst or paced:<s>)"
+            )
         if raw["architecture"]:
             try:
                 arch = json.loads(raw["architecture"])
@@ -448,6 +452,23 @@ def _apply_rescored(path: Path, rows: list[Row]) -> list[Row]:
 
 
 # --- rows as scenarios -------------------------------------------------------------------------------
+def arrival_kind(arrival: str) -> str:
+    """``closed_loop``, ``burst`` or ``paced`` (a row's ``arrival`` without a paced client's interval)."""
+    return arrival.split(":", 1)[0]
+
+
+def paced_interval(arrival: str) -> float | None:
+    """The seconds between a paced client's requests (``paced:0.5``), or None for any other arrival."""
+    kind, _, value = arrival.partition(":")
+    if kind != "paced":
+        return None
+    try:
+        interval = float(value)
+    except ValueError:
+        return None
+    return interval if math.isfinite(interval) and interval > 0 else None
+
+
 def _known(cls: type) -> set[str]:
     return {f.name for f in fields(cls) if f.init and f.name != "ignored_keys"}
 

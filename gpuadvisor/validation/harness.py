@@ -45,7 +45,9 @@ from ..core.estimation.performance import inference_performance
 from ..core.estimation.serving import (
     REQUEST_OVERHEAD_RANGE,
     REQUEST_OVERHEAD_S,
+    burst,
     closed_loop,
+    paced,
     rate_range,
     time_range,
 )
@@ -56,7 +58,7 @@ from ..core.specs.engines import EngineProfile, SpeedConstants
 from ..core.specs.hardware import GpuCatalog
 from ..core.specs.models import ModelSpec
 from ..core.specs.presets import ModelCatalog
-from .data import GROUPS, UNIT_BYTES, Row, scenario_dict, scenario_engine
+from .data import GROUPS, UNIT_BYTES, Row, arrival_kind, paced_interval, scenario_dict, scenario_engine
 
 #: The memory aim; a memory row within it of the estimate counts as covered.
 MEMORY_BAND = 0.10
@@ -296,7 +298,9 @@ def _compare_serving(
     request_overhead_s: float | None = None,
 ) -> Comparison:
     """A serving benchmark at a stated concurrency, predicted as a closed loop
-    (:func:`gpuadvisor.core.estimation.serving.closed_loop`)."""
+    (:func:`gpuadvisor.core.estimation.serving.closed_loop`), for a row whose requests were all
+    sent at once as a burst (:func:`~gpuadvisor.core.estimation.serving.burst`), for a client that
+    offers one request per interval as a paced run (:func:`~gpuadvisor.core.estimation.serving.paced`)."""
     try:
         with engine_profiles(profiles):
             est = estimate(sc, predictor.gpus, predictor.models, with_advice=False, speed=True, _model=model)
@@ -307,18 +311,16 @@ def _compare_serving(
                 )
             engine = core_engines.engine_for(sc.workload.engine, sc.workload.kind)
             eff, hw = sc.efficiency, sc.hardware
-            point = closed_loop(
-                est.memory_model,
-                cand.gpu,
-                cand.gpu_count,
-                cand.parallelism,
-                engine,
-                sc.workload.batch_size,
-                bw_eff=eff.bandwidth_efficiency,
-                prefill_mfu=eff.prefill_mfu,
-                gpus_per_node=hw.gpus_per_node,
-                request_overhead_s=request_overhead_s,
-            )
+            layout = (est.memory_model, cand.gpu, cand.gpu_count, cand.parallelism, engine)
+            n = sc.workload.batch_size
+            bw, mfu, node = eff.bandwidth_efficiency, eff.prefill_mfu, hw.gpus_per_node
+            interval = paced_interval(row.fact("arrival"))
+            if interval is not None:
+                point = paced(*layout, n, 1.0 / interval, bw, mfu, node, request_overhead_s)
+            elif row.fact("arrival") == "burst":
+                point = burst(*layout, n, bw, mfu, node, request_overhead_s)
+            else:
+                point = closed_loop(*layout, n, bw, mfu, node, request_overhead_s)
     except InputError as exc:
         return Comparison(row, measured, None, None, None, unit, omitted, f"estimate refused: {exc}")
     running = point.running
@@ -478,22 +480,28 @@ def fit_engine(
     return current
 
 
-#: Serving figures the speed model is fitted to besides the speed rows: the inter-token latency of
-#: a closed-loop benchmark (a stated number of clients) is the decode step with the prefill chunks
-#: it carries at that concurrency, the same roofline as a batch's decode, and needs neither the
-#: per-request time nor the queue (which the time to first token and the throughput do). A burst's
-#: ITL is left out: how many of its requests the engine ran at once is the engine's admission
-#: limit, which the sources do not state.
-FIT_SERVING_QUANTITIES = ("serving_itl_ms",)
+#: Serving figures the speed model is fitted to besides the speed rows: the inter-token latency
+#: (the decode step with the prefill chunks it carries at that concurrency, the roofline of a
+#: batch's decode) and the output tokens/s (the same step plus each request's prefill and the
+#: per-request time), of closed loops and of bursts alike (a burst is modelled as one wave of
+#: requests, :func:`gpuadvisor.core.estimation.serving.burst`). The time to first token is left to
+#: the per-request time (:func:`fit_request_overhead`): it is mostly queue and host time, which the
+#: engine factors do not describe. See docs/estimation.md, "Engine profiles", for what each choice
+#: did out of sample.
+FIT_SERVING_QUANTITIES = ("serving_itl_ms", "serving_output_tokens_per_s")
+#: How a fitted serving row's requests arrived: runs whose pace the engine alone sets. A paced
+#: client (``paced:<s>``, one request offered per interval) is predicted and scored but not fitted:
+#: where its pace binds, its figures are the client's schedule, not the engine's speed.
+FIT_ARRIVALS = ("closed_loop", "burst")
 
 
 def is_fit_row(row: Row) -> bool:
-    """Whether a scored row takes part in the speed fits (speed rows and the closed-loop
-    :data:`FIT_SERVING_QUANTITIES`)."""
+    """Whether a scored row takes part in the speed fits (speed rows and the serving rows'
+    :data:`FIT_SERVING_QUANTITIES` of :data:`FIT_ARRIVALS`)."""
     return row.group in ("inference_speed", "training_speed") or (
         row.group == "serving"
         and row.quantity in FIT_SERVING_QUANTITIES
-        and row.fact("arrival") == "closed_loop"
+        and arrival_kind(row.fact("arrival")) in FIT_ARRIVALS
     )
 
 

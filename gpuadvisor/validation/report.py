@@ -127,8 +127,8 @@ def markdown(
         "",
         "For each source, the engine profiles' efficiency factors and the speed model's fitted global constants "
         "(per-generation bandwidth ceilings, exposed host time, small-kernel time, KV-read factor, GEMM half sizes; "
-        "`harness.FIT_GLOBALS`) are refitted on the scored speed rows and serving inter-token latencies of all "
-        "*other* sources (starting from the "
+        "`harness.FIT_GLOBALS`) are refitted on the scored speed rows and the serving rows' inter-token "
+        "latencies and output tokens/s of all *other* sources (starting from the "
         "documented priors, not from the shipped values), and that source's rows are predicted. This is the figure "
         "to trust for work the estimator has never seen.",
         "",
@@ -257,7 +257,8 @@ discussion, own measurement), `date_read` (YYYY-MM-DD), `notes`.
   count), and, added at the end (older rows may stop before them), `vp` (interleaved stages per pipeline rank),
   `recompute` (`none`, `selective`, `full`) and `arrival` (serving rows, required when scored: `closed_loop`, a
   stated number of clients each sending its next request when one ends; `burst`, every request sent at once,
-  the engine admitting what it can hold while the rest wait and the run draining at its end);
+  the engine admitting what it can hold while the rest wait and the run draining at its end; `paced:<s>`, a
+  client offering one request every `<s>` seconds to the stated number of workers);
 - scoring: `scored` (`yes`/`no`), `why` (required when unscored), `assumptions` (every value chosen where the
   source is silent).
 
