@@ -534,20 +534,22 @@ class _FamilyFit(TypedDict, total=False):
 # ceiling of each GPU generation below scales it).
 _FITTED_ENGINES: dict[str, _EngineFit] = {
     "tensorrt-llm": dict(
-        prefill_mfu=0.54,
+        prefill_mfu=0.62,
         layer_overhead_s=36e-6,
-        spread_low=0.57,
-        spread_high=0.22,
-        calibrated_on="16 rows: INF-01..10, H200-01..07, F180-01/05, TRTB-01..04; the closed-loop ITLs "
-        "SRV-03..18 (NIM) and SRV-44 (GPUStack)",
+        spread_low=0.54,
+        spread_high=0.21,
+        calibrated_on="72 rows: INF-01..10, H200-01..07, F180-01/05, TRTB-01..04; the serving ITLs and "
+        "tokens/s SRV-01..31 (NIM, TensorRT-LLM perf overview), SRV-42/44 (GPUStack), SRB-43..81 "
+        "(TensorRT-LLM perf overview v0.17, Triton bursts)",
     ),
     "vllm": dict(
-        prefill_mfu=0.43,
+        prefill_mfu=0.57,
         layer_overhead_s=113e-6,
-        spread_low=0.32,
-        spread_high=0.46,
-        calibrated_on="13 rows: MI300-01..10 (MI300X), INB-09/10 (RTX 4090), INB-57 (RTX A6000); the "
-        "closed-loop ITL SRV-38 (GPUStack, H100)",
+        spread_low=0.25,
+        spread_high=0.49,
+        calibrated_on="28 rows: MI300-01..10 (MI300X), INB-09/10 (RTX 4090), INB-57 (RTX A6000); the "
+        "serving ITLs and tokens/s SRV-19/20 (A40), SRV-36/38 and SRV-48..50 (GPUStack, H100), "
+        "SRB-01..09 (RTX 4090 sweep), SRB-83/84/90 (A100, RTX 4090)",
     ),
     "llama.cpp": dict(
         bandwidth_efficiency=0.93,
@@ -561,15 +563,15 @@ _FITTED_ENGINES: dict[str, _EngineFit] = {
         "PR #4766, GPU-Benchmarks-on-LLM-Inference)",
     ),
     "mlc-llm": dict(
-        spread_low=0.32,
-        spread_high=0.46,
+        spread_low=0.25,
+        spread_high=0.49,
         calibrated_on="2 rows: INF-18 (RTX 4090), INB-61 (RTX A6000), decode only; prefill is the prior",
     ),
     "transformers": dict(
         prefill_mfu=0.41,
-        layer_overhead_s=730e-6,
-        spread_low=0.4,
-        spread_high=0.43,
+        layer_overhead_s=713e-6,
+        spread_low=0.39,
+        spread_high=0.38,
         calibrated_on="45 rows: INF-21, INT8-01..08, LIT-16..34, INB-01..12 and INB-58..60 (engine comparisons), "
         "INB-39..56 (Optimum GPTQ: generate and prefill-only)",
     ),
@@ -596,22 +598,23 @@ _FITTED_ENGINES: dict[str, _EngineFit] = {
         calibrated_on="assumed: prior (eager modules; no Trainer throughput row in the data)",
     ),
     "sglang": dict(
-        prefill_mfu=0.64,
-        spread_low=0.32,
-        spread_high=0.46,
-        calibrated_on="2 rows: the closed-loop ITLs SRV-41/47 (GPUStack, H100); range pooled",
+        prefill_mfu=0.35,
+        spread_low=0.25,
+        spread_high=0.49,
+        calibrated_on="7 rows: the serving ITLs and tokens/s SRV-39..53 (GPUStack, H100; the bursts of "
+        "block-FP8 Qwen3 pull the prefill factor down, see docs/estimation.md); range pooled",
     ),
     "autoawq": dict(
-        layer_overhead_s=61e-6,
-        spread_low=0.32,
-        spread_high=0.46,
+        layer_overhead_s=51e-6,
+        spread_low=0.25,
+        spread_high=0.49,
         calibrated_on="14 rows: AWQ-01..37 decode (one source)",
     ),
     "exllamav2": dict(
-        layer_overhead_s=34e-6,
+        layer_overhead_s=24e-6,
         prefill_mfu=0.57,
-        spread_low=0.27,
-        spread_high=0.25,
+        spread_low=0.26,
+        spread_high=0.27,
         calibrated_on="32 rows: EXL-01..07, INB-05/06/62 and INB-15..38 (ExLlama v1, the same kernels' lineage)",
     ),
     "torchtune": dict(
@@ -624,7 +627,7 @@ _FITTED_ENGINES: dict[str, _EngineFit] = {
 #: statistics (the floor((n+1) 0.1)-th and ceil((n+1) 0.9)-th of n ratios; Vovk et al. 2005, Lei et
 #: al. 2018) of measured / estimate over the leave-one-source-out residuals of tests/data/validation
 #: (2026-12-01), per engine with at least 15 speed rows (TensorRT-LLM, Transformers, llama.cpp, ExLlamaV2, Megatron, FSDP), else
-#: pooled over the engines of the same kind with fewer rows (inference 0.68-1.46, training
+#: pooled over the engines of the same kind with fewer rows (inference 0.75-1.49, training
 #: 0.69-1.23); each side at least 10%.
 SPREAD_PROVENANCE = (
     "split-conformal 10%/90% order statistics of leave-one-source-out residuals, tests/data/validation, "
@@ -636,13 +639,13 @@ _FITTED_FAMILIES: dict[str, _FamilyFit] = {}
 #: the exposed share of host launches, the GPU time of a small kernel, the KV-read factor and the
 #: GEMM half sizes.
 _FITTED_GLOBALS = dict(
-    bandwidth_ceiling=MappingProxyType({**BANDWIDTH_CEILING, "ada": 1.21, "ampere": 0.98, "hopper": 0.98}),
-    host_exposed_share=0.5,
-    gpu_kernel_s=2.94e-6,
-    kv_bandwidth_factor=0.77,
-    gemm_tokens_half=9.7,
-    gemm_width_half=375.0,
-    graph_step_host_s=MappingProxyType({"python": 1.53e-3, "cpp": 0.56e-3}),
+    bandwidth_ceiling=MappingProxyType({**BANDWIDTH_CEILING, "ada": 1.21, "ampere": 0.98, "hopper": 1.03}),
+    host_exposed_share=0.52,
+    gpu_kernel_s=3.2e-6,
+    kv_bandwidth_factor=0.76,
+    gemm_tokens_half=9.2,
+    gemm_width_half=372.0,
+    graph_step_host_s=MappingProxyType({"python": 1.49e-3, "cpp": 1.0e-3}),
 )
 
 FITTED = replace(
