@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .data import GROUPS, Source
+from .data import GROUPS, Source, arrival_kind
 from .harness import Comparison, group_stats, per_source
 
 #: Issue 14's targets, out of sample: median |error| per group, coverage, bounds all right.
@@ -47,6 +47,35 @@ def stats_table(comparisons: Sequence[Comparison]) -> list[str]:
             f"| {GROUP_NAMES[g]} | {s.n} | {_pct(s.median_abs_pct)} | {_pct(s.p80_abs_pct)} | {cov} | {held} | "
             f"median <= {TARGETS[g]:.0f}%, coverage >= {COVERAGE_TARGET:.0%} |"
         )
+    return lines
+
+
+SERVING_FIGURES = {
+    "serving_output_tokens_per_s": "output tokens/s",
+    "serving_ttft_ms": "time to first token",
+    "serving_itl_ms": "inter-token latency",
+}
+ARRIVALS = {"closed_loop": "closed loop", "burst": "burst", "paced": "paced client"}
+
+
+def serving_table(comparisons: Sequence[Comparison]) -> list[str]:
+    """The serving group split by figure and by how the benchmark sent its requests."""
+    serving = [c for c in comparisons if c.row.scored and c.row.group == "serving"]
+    lines = [
+        "| serving rows | scored rows | median abs. error | 80th pct abs. error | coverage (in low-high) |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    parts = [(name, [c for c in serving if c.row.quantity == q]) for q, name in SERVING_FIGURES.items()]
+    parts += [
+        (name, [c for c in serving if arrival_kind(c.row.fact("arrival")) == a])
+        for a, name in ARRIVALS.items()
+    ]
+    for name, subset in parts:
+        if not subset:
+            continue
+        st = group_stats(subset)["serving"]
+        cov = "" if st.coverage is None else f"{st.coverage:.0%}"
+        lines.append(f"| {name} | {st.n} | {_pct(st.median_abs_pct)} | {_pct(st.p80_abs_pct)} | {cov} |")
     return lines
 
 
@@ -140,6 +169,11 @@ def markdown(
         "(split-conformal, `scripts/fit_spreads.py`), every source's included; the column *coverage, ranges also "
         "held out* recalibrates the ranges without each source before checking its rows, the coverage a new "
         "source can expect.",
+        "",
+        "The serving group by figure and by how the benchmark sent its requests (a closed loop of clients, one "
+        'burst, or a client pacing its requests; `docs/estimation.md`, "Serving"):',
+        "",
+        *serving_table(oos),
         "",
         f"Speed rows where the estimate says the setup does not fit on the stated GPUs although it ran: "
         f"{len(no_fit)} of {sum(1 for c in scored if c.row.group.endswith('speed'))}"

@@ -348,3 +348,17 @@ def test_llama_cpp_rows_meet_the_targets_on_their_own(oos):
     stats = group_stats(mine)["inference_speed"]
     assert stats.median_abs_pct <= MEDIAN_TARGETS["inference_speed"], stats
     assert stats.coverage >= COVERAGE_TARGET, stats
+
+
+def test_the_serving_figures_are_reported_one_by_one(oos):
+    """The serving median must not hide one figure: docs/validation.md splits it by figure (tokens/s,
+    TTFT, ITL) and by how the requests were sent, each split covering every scored serving row."""
+    from gpuadvisor.validation.report import serving_table
+
+    lines = serving_table(oos)
+    n = sum(1 for c in oos if c.row.scored and c.row.group == "serving")
+    counts = {line.split("|")[1].strip(): int(line.split("|")[2]) for line in lines[2:]}
+    figures = ("output tokens/s", "time to first token", "inter-token latency")
+    arrivals = ("closed loop", "burst", "paced client")
+    assert set(counts) == {*figures, *arrivals}
+    assert sum(counts[f] for f in figures) == n == sum(counts[a] for a in arrivals)
