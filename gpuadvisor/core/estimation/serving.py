@@ -840,6 +840,14 @@ def _benchmark_curve(
     return c, curve
 
 
+def _loop_figures(c: int, curve: ReplicaCurve, clients: int, out: int) -> ClosedLoop:
+    """A closed loop of ``clients`` on a replica that runs ``c`` of them at once (the rest wait):
+    by Little's law ``c / S(c)`` requests a second, and a request takes ``clients x S(c) / c`` from
+    sending to its end, so the mean TTFT is ``TTFT0(c) + (clients / c - 1) S(c)``."""
+    itl, _tail, ttft0, service = curve.point(c)
+    return ClosedLoop(c * out / service, ttft0 + (clients / c - 1.0) * service, itl, c)
+
+
 def closed_loop(
     mm: MemoryModel,
     gpu: GpuSpec,
@@ -863,9 +871,7 @@ def closed_loop(
         mm, gpu, gpu_count, parallelism, engine, concurrency, bw_eff, prefill_mfu, gpus_per_node,
         request_overhead_s,
     )  # fmt: skip
-    itl, _tail, ttft0, service = curve.point(c)
-    w = mm.workload
-    return ClosedLoop(c * w.output_tokens / service, ttft0 + (concurrency / c - 1.0) * service, itl, c)
+    return _loop_figures(c, curve, concurrency, mm.workload.output_tokens)
 
 
 def burst(
@@ -903,8 +909,7 @@ def burst(
     )  # fmt: skip
     w = mm.workload
     if requests > c:
-        itl, _tail, ttft0, service = curve.point(c)
-        return ClosedLoop(c * w.output_tokens / service, ttft0 + (requests / c - 1.0) * service, itl, c)
+        return _loop_figures(c, curve, requests, w.output_tokens)
     n, out = requests, w.output_tokens
     _itl1, _tail1, ttft1, _s1 = curve.point(1)
     d = curve.new_mean * curve.tau
@@ -938,17 +943,14 @@ def paced(
     the client's queue never empties and the figures are that closed loop's. Otherwise the client
     sets the pace: by Little's law the engine runs ``x`` sequences with ``x / S(x) = rate_per_s``
     (at least one), a request waits for no worker, and the output tokens/s are ``rate_per_s x O``."""
-    loop = closed_loop(
-        mm, gpu, gpu_count, parallelism, engine, requests, bw_eff, prefill_mfu, gpus_per_node,
-        request_overhead_s,
-    )  # fmt: skip
-    w = mm.workload
-    if loop.tokens_per_s <= rate_per_s * w.output_tokens:
-        return loop
     c, curve = _benchmark_curve(
         mm, gpu, gpu_count, parallelism, engine, requests, bw_eff, prefill_mfu, gpus_per_node,
         request_overhead_s,
     )  # fmt: skip
+    w = mm.workload
+    loop = _loop_figures(c, curve, requests, w.output_tokens)
+    if loop.tokens_per_s <= rate_per_s * w.output_tokens:
+        return loop
 
     def served(x: float) -> float:
         return x / curve.point(x)[3]
