@@ -493,11 +493,25 @@ FIT_SERVING_QUANTITIES = ("serving_itl_ms", "serving_output_tokens_per_s")
 #: client (``paced:<s>``, one request offered per interval) is predicted and scored but not fitted:
 #: where its pace binds, its figures are the client's schedule, not the engine's speed.
 FIT_ARRIVALS = ("closed_loop", "burst")
+#: Sources whose rows are predicted and scored (they count in every median, coverage and table) but
+#: take part in no fit: neither the engine profiles and global constants nor the per-request time.
+#: Each with the reason, which docs/validation.md prints.
+SCORE_ONLY_SOURCES: dict[str, str] = {
+    "nim-dli-sizing-dataset": (
+        "an older NIM of unstated release, whose runs show two regimes the model does not describe: "
+        "a per-request time near zero (its single-client TTFTs are the prefill and one step), and "
+        "closed loops whose rounds stay in step (at 25 clients the TTFT is many prompts' prefill "
+        "while the ITL stays near the bare step); its 108 rows would also outweigh the serving rows "
+        "of all other sources in the fit of today's engine profiles"
+    ),
+}
 
 
 def is_fit_row(row: Row) -> bool:
     """Whether a scored row takes part in the speed fits (speed rows and the serving rows'
-    :data:`FIT_SERVING_QUANTITIES` of :data:`FIT_ARRIVALS`)."""
+    :data:`FIT_SERVING_QUANTITIES` of :data:`FIT_ARRIVALS`), none of :data:`SCORE_ONLY_SOURCES`."""
+    if row.source_id in SCORE_ONLY_SOURCES:
+        return False
     return row.group in ("inference_speed", "training_speed") or (
         row.group == "serving"
         and row.quantity in FIT_SERVING_QUANTITIES
@@ -526,8 +540,10 @@ def fit_engines(
 def fit_request_overhead(rows: Sequence[Row], predictor: Predictor, iterations: int = 14) -> float:
     """The serving engines' per-request time (:data:`~gpuadvisor.core.estimation.serving.REQUEST_OVERHEAD_S`)
     that minimises the mean absolute log error over the scored serving ``rows`` (golden section in
-    its range); the shipped value when there are none."""
-    serving_rows = [r for r in rows if r.scored and r.group == "serving"]
+    its range; :data:`SCORE_ONLY_SOURCES` left out); the shipped value when there are none."""
+    serving_rows = [
+        r for r in rows if r.scored and r.group == "serving" and r.source_id not in SCORE_ONLY_SOURCES
+    ]
     if not serving_rows:
         return REQUEST_OVERHEAD_S
     cache: dict[float, float] = {}

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .data import GROUPS, Source, arrival_kind
-from .harness import Comparison, group_stats, per_source
+from .harness import SCORE_ONLY_SOURCES, Comparison, group_stats, per_source
 
 #: Issue 14's targets, out of sample: median |error| per group, coverage, bounds all right.
 TARGETS = {"memory": 10.0, "inference_speed": 15.0, "training_speed": 15.0, "serving": 15.0}
@@ -56,6 +56,13 @@ SERVING_FIGURES = {
     "serving_itl_ms": "inter-token latency",
 }
 ARRIVALS = {"closed_loop": "closed loop", "burst": "burst", "paced": "paced client"}
+FITTED_SOURCES = "sources the constants are fitted to"
+SCORE_ONLY = "sources scored, not fitted"
+
+
+def score_only_lines() -> list[str]:
+    """The sources whose rows are scored but fitted to nothing, each with its reason."""
+    return [f"- `{sid}`: {why}." for sid, why in SCORE_ONLY_SOURCES.items()]
 
 
 def serving_table(comparisons: Sequence[Comparison]) -> list[str]:
@@ -69,6 +76,10 @@ def serving_table(comparisons: Sequence[Comparison]) -> list[str]:
     parts += [
         (name, [c for c in serving if arrival_kind(c.row.fact("arrival")) == a])
         for a, name in ARRIVALS.items()
+    ]
+    parts += [
+        (FITTED_SOURCES, [c for c in serving if c.row.source_id not in SCORE_ONLY_SOURCES]),
+        (SCORE_ONLY, [c for c in serving if c.row.source_id in SCORE_ONLY_SOURCES]),
     ]
     for name, subset in parts:
         if not subset:
@@ -174,6 +185,11 @@ def markdown(
         'burst, or a client pacing its requests; `docs/estimation.md`, "Serving"):',
         "",
         *serving_table(oos),
+        "",
+        "Sources scored but fitted to nothing (`harness.SCORE_ONLY_SOURCES`): their rows count in every figure "
+        "above, predicted with the source held out like any other, but they move no fitted constant.",
+        "",
+        *score_only_lines(),
         "",
         f"Speed rows where the estimate says the setup does not fit on the stated GPUs although it ran: "
         f"{len(no_fit)} of {sum(1 for c in scored if c.row.group.endswith('speed'))}"

@@ -23,7 +23,7 @@ from gpuadvisor.validation import (
     summary,
 )
 from gpuadvisor.validation.data import DATA_DIR, arrival_kind, paced_interval
-from gpuadvisor.validation.harness import group_stats, speed_rows
+from gpuadvisor.validation.harness import SCORE_ONLY_SOURCES, fit_request_overhead, group_stats, speed_rows
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -179,13 +179,33 @@ def test_serving_throughputs_and_latencies_join_the_fit_but_not_first_tokens(row
     serving = [r for r in rows if r.scored and r.group == "serving"]
     assert {arrival_kind(r.fact("arrival")) for r in serving} == {"closed_loop", "burst", "paced"}
     for r in serving:
-        expected = r.quantity in ("serving_itl_ms", "serving_output_tokens_per_s") and arrival_kind(
-            r.fact("arrival")
-        ) in ("closed_loop", "burst")
+        expected = (
+            r.quantity in ("serving_itl_ms", "serving_output_tokens_per_s")
+            and arrival_kind(r.fact("arrival")) in ("closed_loop", "burst")
+            and r.source_id not in SCORE_ONLY_SOURCES
+        )
         assert (r.id in fit) == expected, r.id
     fitted = [r for r in serving if r.id in fit]
     assert {r.fact("arrival") for r in fitted} == {"closed_loop", "burst"}
     assert len(fitted) >= 60
+
+
+def test_a_score_only_source_is_scored_everywhere_and_fitted_nowhere(rows, oos, predictor):
+    """The NIM sizing dataset's rows count in every median and table (they are scored and predicted
+    with their source held out like any other) but move no fitted constant: no speed fit, and the
+    per-request time is fitted to the other sources' serving rows alone."""
+    from gpuadvisor.core.estimation.serving import REQUEST_OVERHEAD_S
+
+    assert SCORE_ONLY_SOURCES, "the mechanism is in use"
+    for source, why in SCORE_ONLY_SOURCES.items():
+        held = [r for r in rows if r.source_id == source]
+        assert held and all(r.scored for r in held) and len(why) > 40, source
+        assert not any(r.id in {s.id for s in speed_rows(rows)} for r in held), source
+        scored = {c.row.id for c in oos if c.row.source_id == source and c.estimate is not None}
+        assert scored == {r.id for r in held}, source
+    only = [r for r in rows if r.source_id in SCORE_ONLY_SOURCES]
+    # Fitted to nothing but these rows, the per-request time stays at the shipped value.
+    assert fit_request_overhead(only, predictor) == REQUEST_OVERHEAD_S
 
 
 def test_a_paced_row_is_predicted_with_its_clients_pace(rows):
@@ -290,7 +310,12 @@ MEDIAN_TARGETS = {"memory": 10.0, "inference_speed": 15.0, "training_speed": 15.
 COVERAGE_TARGET = 0.80
 #: Targets the current estimator misses, with the figure measured when the mark was set (strict: a pass
 #: turns the mark into a failure, so it is removed as soon as the physics meets the target).
-MISSES: dict[tuple[str, str], str] = {}
+MISSES: dict[tuple[str, str], str] = {
+    ("median", "serving"): (
+        "out-of-sample median 20.7% > 15% over 241 rows (2026-12-01): the fitted sources' 133 rows stand at "
+        "14.2%, the older NIM sizing dataset's 108 (scored, not fitted) at 28.3%, its TTFTs at 81%"
+    ),
+}
 
 
 def _groups(check):
@@ -352,7 +377,8 @@ def test_llama_cpp_rows_meet_the_targets_on_their_own(oos):
 
 def test_the_serving_figures_are_reported_one_by_one(oos):
     """The serving median must not hide one figure: docs/validation.md splits it by figure (tokens/s,
-    TTFT, ITL) and by how the requests were sent, each split covering every scored serving row."""
+    TTFT, ITL), by how the requests were sent and by whether the source is fitted to, each split
+    covering every scored serving row."""
     from gpuadvisor.validation.report import serving_table
 
     lines = serving_table(oos)
@@ -360,5 +386,7 @@ def test_the_serving_figures_are_reported_one_by_one(oos):
     counts = {line.split("|")[1].strip(): int(line.split("|")[2]) for line in lines[2:]}
     figures = ("output tokens/s", "time to first token", "inter-token latency")
     arrivals = ("closed loop", "burst", "paced client")
-    assert set(counts) == {*figures, *arrivals}
+    fitting = ("sources the constants are fitted to", "sources scored, not fitted")
+    assert set(counts) == {*figures, *arrivals, *fitting}
     assert sum(counts[f] for f in figures) == n == sum(counts[a] for a in arrivals)
+    assert sum(counts[f] for f in fitting) == n
