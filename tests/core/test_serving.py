@@ -297,6 +297,14 @@ def test_service_variation_from_the_output_tail():
             "workload.serving.hours_per_day",
         ),
         ({"requests_per_s": 1, "ttft_s": 1, "itl_ms": 50, "qps": 3}, "workload.serving.qps"),
+        (
+            {"requests_per_s": 1, "ttft_s": 1, "itl_ms": 50, "request_overhead_ms": -5},
+            "workload.serving.request_overhead_ms",
+        ),
+        (
+            {"requests_per_s": 1, "ttft_s": 1, "itl_ms": 50, "request_overhead_ms": "fast"},
+            "workload.serving.request_overhead_ms",
+        ),
         ([1, 2], "workload.serving"),
     ],
 )
@@ -339,6 +347,38 @@ def test_serving_needs_inference_and_sane_tails():
 def test_serving_scenario_round_trips():
     s = scenario(percentile=99, prefix_cache_hit_rate=0.25, hours_per_day=12)
     assert loads_scenario(dumps_scenario(s)).workload == s.workload
+    assert "request_overhead_ms" not in dumps_scenario(s)  # unstated stays unstated
+    stated = scenario(request_overhead_ms=5)
+    assert loads_scenario(dumps_scenario(stated)).workload.serving.request_overhead_ms == 5.0
+
+
+def test_a_stated_per_request_time_replaces_the_fitted_one_in_every_ttft():
+    """``request_overhead_ms`` is the serving stack's time per request: stating the fitted value
+    changes nothing; a slower stack lengthens the TTFT at the same operating point (generous targets,
+    so the concurrency is set by the ITL and the KV cache alone) and every view says which it is."""
+    from gpuadvisor.core.estimation.serving import REQUEST_OVERHEAD_S
+
+    loose = {"ttft": 30.0, "itl": 80.0, "hardware": {"gpu": "h100-sxm", "gpu_count": 1}}
+    default = fleets(run(scenario(**loose)))
+    same = fleets(run(scenario(request_overhead_ms=REQUEST_OVERHEAD_S * 1000, **loose)))
+    slow = fleets(run(scenario(request_overhead_ms=400, **loose)))
+    assert default and default.keys() == same.keys() == slow.keys()
+    compared = 0
+    for key, c in default.items():
+        assert same[key].serving.to_dict() == c.serving.to_dict()
+        s, d = slow[key].serving, c.serving
+        if s.concurrency_per_replica == d.concurrency_per_replica:
+            assert s.ttft_s >= d.ttft_s + 0.4 - REQUEST_OVERHEAD_S - 1e-9
+            compared += 1
+    assert compared
+    text_default = render_estimate(run(scenario(**loose)))
+    text_stated = render_estimate(run(scenario(request_overhead_ms=400, **loose)))
+    assert (
+        f"{REQUEST_OVERHEAD_S * 1000:g} ms of serving-stack time" in text_default and "fitted" in text_default
+    )
+    assert "400 ms of serving-stack time in every request (stated)" in text_stated
+    lines = dict(serving_report(run(scenario(request_overhead_ms=400, **loose)))["serving_lines"])
+    assert lines["Per request"].startswith("400 ms")
 
 
 # --- properties over random traffic and targets ----------------------------------------------------

@@ -89,3 +89,31 @@ def test_a_serving_scenario_opens_and_saves_with_its_service(window, tmp_path):
     out = tmp_path / "saved.json"
     assert w._save_to(out)
     assert load_scenario(out).workload.serving == load_scenario(path).workload.serving
+
+
+def test_a_per_request_time_typed_in_reaches_the_estimate_and_clearing_it_restores_the_fitted_one(
+    window, qtbot
+):
+    """The serving stack's time per request is an input: typed, it is the scenario's and lengthens
+    the recommended fleet's TTFT; cleared, the fitted value is back (the field's placeholder)."""
+    from gpuadvisor.core.estimation.serving import REQUEST_OVERHEAD_S
+
+    w = window
+    page = choose_serving(w, qtbot)
+    box = page.serving_box
+    assert box.overhead.edit.placeholderText() == f"{REQUEST_OVERHEAD_S * 1000:g} (fitted)"
+    fitted = w.state.estimate
+    assert fitted.scenario.workload.serving.request_overhead_ms is None
+    retype(qtbot, box.overhead.edit, "300")
+    w.state.flush()
+    slow = w.state.estimate
+    assert slow.scenario.workload.serving.request_overhead_ms == 300
+    assert slow.recommended.serving.ttft_s > fitted.recommended.serving.ttft_s
+    retype(qtbot, box.overhead.edit, "-1")
+    w.state.flush()
+    assert "Per-request time" in w.results.banner.text()
+    retype(qtbot, box.overhead.edit, "")
+    w.state.flush()
+    back = w.state.estimate
+    assert back.scenario.workload.serving.request_overhead_ms is None
+    assert back.recommended.serving.to_dict() == fitted.recommended.serving.to_dict()

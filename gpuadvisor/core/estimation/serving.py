@@ -507,6 +507,12 @@ REQUEST_OVERHEAD_S = 0.052
 #: The range that fit searches (s).
 REQUEST_OVERHEAD_RANGE = (0.0, 0.2)
 
+
+def request_overhead_s_of(spec: ServingSpec) -> float:
+    """The per-request time of a service (s): its stated ``request_overhead_ms``, else the fitted value."""
+    return REQUEST_OVERHEAD_S if spec.request_overhead_ms is None else spec.request_overhead_ms / 1000.0
+
+
 #: Relative difference up to which the closed-form step is taken to be the roofline's.
 STEP_AGREEMENT = 1e-9
 #: The roofline's own step (fallback) is made non-decreasing over the batches up to this one (the
@@ -535,7 +541,7 @@ class ReplicaCurve:
         request_overhead_s: float | None = None,
     ) -> None:
         self._perf_at = perf_at
-        self.overhead = REQUEST_OVERHEAD_S if request_overhead_s is None else request_overhead_s
+        self.overhead = request_overhead_s_of(spec) if request_overhead_s is None else request_overhead_s
         self._points: dict[int, tuple[float, float, str]] = {}
         self._pow_steps: dict[int, float] = {}
         self._point_memo: dict[float, tuple[float, float, float, float]] = {}

@@ -355,6 +355,8 @@ def scenario_to_dict(scenario: Scenario) -> dict[str, Any]:
         model["name"] = src.name
     workload = asdict(scenario.workload)
     workload.pop("ignored_keys", None)
+    if scenario.workload.serving is not None:  # an unstated per-request time stays unstated
+        workload["serving"] = scenario.workload.serving.to_dict()
     if isinstance(workload.get("lora_targets"), tuple):
         workload["lora_targets"] = list(workload["lora_targets"])
     out = {

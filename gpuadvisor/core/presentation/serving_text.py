@@ -7,7 +7,7 @@ import math
 from typing import Any
 
 from ..estimation.results import Candidate, Estimate
-from ..estimation.serving import ServingEstimate
+from ..estimation.serving import ServingEstimate, request_overhead_s_of
 from ..formatting import fmt_gib, fmt_rate, fmt_usd, fmt_usd_per_hour, fmt_usd_per_mtok
 from ..specs.engines import ENGINES, RANGE_LABEL
 
@@ -55,6 +55,20 @@ def targets_phrase(est: Estimate) -> str:
     if spec is None:
         return ""
     return f"first token within {spec.ttft_s:g} s and {spec.itl_ms:g} ms between tokens at p{spec.percentile}"
+
+
+def overhead_phrase(est: Estimate) -> str:
+    """``52 ms of serving-stack time in every request (fitted ...)`` or the stated value."""
+    spec = est.scenario.workload.serving
+    if spec is None:
+        return ""
+    ms = request_overhead_s_of(spec) * 1000.0
+    if spec.request_overhead_ms is not None:
+        return f"{ms:g} ms of serving-stack time in every request (stated)"
+    return (
+        f"{ms:g} ms of serving-stack time in every request (HTTP, tokenizing, scheduling, streaming): "
+        "fitted to published runs, whose stacks took from about 0 to 55 ms"
+    )
 
 
 def traffic_phrase(est: Estimate) -> str:
@@ -277,7 +291,11 @@ def serving_report(est: Estimate) -> dict[str, Any]:
     """The report's serving fields (see ``Report``): {} for a scenario that is not a service."""
     if est.scenario.workload.serving is None:
         return {}
-    lines = [("Traffic", traffic_phrase(est)), ("Targets", targets_phrase(est))]
+    lines = [
+        ("Traffic", traffic_phrase(est)),
+        ("Targets", targets_phrase(est)),
+        ("Per request", overhead_phrase(est)),
+    ]
     rec = est.recommended
     if rec is not None and rec.serving is not None:
         s = rec.serving

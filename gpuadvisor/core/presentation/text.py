@@ -24,6 +24,7 @@ from .serving_text import (
     capacity_line,
     fleet_rows,
     memory_lines,
+    overhead_phrase,
     range_phrase,
     targets_phrase,
     traffic_phrase,
@@ -193,7 +194,11 @@ def render_estimate(est: Estimate, show_all: bool = False) -> str:
 
 def serving_lines(est: Estimate, show_all: bool = False) -> list[str]:
     """The fleet table of a service (``workload.serving``), with its traffic and targets."""
-    out = [f"Traffic: {traffic_phrase(est)}; targets: {targets_phrase(est)}.", ""]
+    out = [
+        f"Traffic: {traffic_phrase(est)}; targets: {targets_phrase(est)}.",
+        f"Per request: {overhead_phrase(est)}.",
+        "",
+    ]
     rows = fleet_rows(est, show_all)
     star = est.decision.recommended_key if est.decision is not None else None
     table = [(["\u2605 " + r[0]] + r[1:]) if c.key == star else r for c, r in rows]

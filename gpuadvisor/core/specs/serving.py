@@ -99,7 +99,17 @@ KV_POOLS: dict[str, KvPool] = {
     "tensorrt-llm": KvPool("free_gpu_memory_fraction", 0.9, "free"),
 }
 
-_KEYS = ("requests_per_s", "ttft_s", "itl_ms", "percentile", "prefix_cache_hit_rate", "hours_per_day")
+_KEYS = (
+    "requests_per_s",
+    "ttft_s",
+    "itl_ms",
+    "percentile",
+    "prefix_cache_hit_rate",
+    "hours_per_day",
+    "request_overhead_ms",
+)
+#: The most per-request time a service may state (ms).
+MAX_REQUEST_OVERHEAD_MS = 10_000.0
 
 
 def batching_for(engine_id: str) -> str:
@@ -127,6 +137,10 @@ class ServingSpec:
     percentile: int = 90
     prefix_cache_hit_rate: float = 0.0
     hours_per_day: float = 24.0
+    #: Time the serving stack adds to every request outside the model's steps (HTTP, chat template
+    #: and tokenizing, admission, streaming the first token), in ms; None: the value fitted to the
+    #: published serving runs (``core.estimation.serving.REQUEST_OVERHEAD_S``).
+    request_overhead_ms: float | None = None
 
     def __post_init__(self) -> None:
         _number("requests_per_s", self.requests_per_s, 0.0, 1e7, low_open=True)
@@ -143,6 +157,9 @@ class ServingSpec:
                 self.prefix_cache_hit_rate,
             )
         _number("hours_per_day", self.hours_per_day, 1.0, 24.0)
+        if self.request_overhead_ms is not None:
+            value = _number("request_overhead_ms", self.request_overhead_ms, 0.0, MAX_REQUEST_OVERHEAD_MS)
+            object.__setattr__(self, "request_overhead_ms", value)
 
     @classmethod
     def from_value(cls, value: object) -> ServingSpec:
@@ -162,4 +179,9 @@ class ServingSpec:
         return cls(**value)
 
     def to_dict(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in _KEYS}
+        """The JSON object (``request_overhead_ms`` only when stated)."""
+        return {
+            k: getattr(self, k)
+            for k in _KEYS
+            if k != "request_overhead_ms" or self.request_overhead_ms is not None
+        }

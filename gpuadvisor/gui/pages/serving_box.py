@@ -10,7 +10,8 @@ from __future__ import annotations
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QComboBox, QFormLayout, QGroupBox, QSpinBox, QWidget
 
-from ...core.specs.serving import PERCENTILES, ServingSpec
+from ...core.estimation.serving import REQUEST_OVERHEAD_S
+from ...core.specs.serving import MAX_REQUEST_OVERHEAD_MS, PERCENTILES, ServingSpec
 from ..widgets import NumberField
 
 #: What a new service starts with (the issue's example: 20 requests/s, 1 s to first token, 20 tokens/s).
@@ -56,6 +57,18 @@ class ServingBox(QGroupBox):
         self.cache.setToolTip(
             "Share of prompt tokens found in the prefix cache (a shared system prompt): not prefilled again."
         )
+        self.overhead = NumberField(
+            f"{REQUEST_OVERHEAD_S * 1000:g} (fitted)",
+            optional=True,
+            minimum=0,
+            maximum=MAX_REQUEST_OVERHEAD_MS,
+        )
+        self.overhead.setToolTip(
+            "Time your serving stack adds to every request outside the model's steps, in milliseconds: HTTP, "
+            "chat template and tokenizing, scheduling, streaming the first token. It lengthens every time to "
+            "first token. Published runs took from about 0 (NIM) to 55 ms (Python API servers). Empty: the "
+            "value fitted to them."
+        )
         self.hours = QSpinBox()
         self.hours.setRange(1, 24)
         self.hours.setSuffix(" h")
@@ -68,8 +81,9 @@ class ServingBox(QGroupBox):
         form.addRow("Prompt tokens, p90", self.prompt_p90)
         form.addRow("Output tokens, p90", self.output_p90)
         form.addRow("Prefix cache hits", self.cache)
+        form.addRow("Per-request time (ms)", self.overhead)
         form.addRow("Hours a day", self.hours)
-        for field in (self.rate, self.ttft, self.itl, self.prompt_p90, self.output_p90):
+        for field in (self.rate, self.ttft, self.itl, self.prompt_p90, self.output_p90, self.overhead):
             field.edited.connect(self.edited)
         self.percentile.currentIndexChanged.connect(self.edited)
         self.cache.valueChanged.connect(self.edited)
@@ -90,6 +104,7 @@ class ServingBox(QGroupBox):
             self.hours.setValue(round(spec.hours_per_day))
             self.prompt_p90.set_value(prompt_p90)
             self.output_p90.set_value(output_p90)
+            self.overhead.set_value(spec.request_overhead_ms)
         finally:
             for w in widgets:
                 w.blockSignals(False)
@@ -101,6 +116,7 @@ class ServingBox(QGroupBox):
             ("Requests per second", self.rate),
             ("First token within", self.ttft),
             ("Between tokens", self.itl),
+            ("Per-request time", self.overhead),
         ):
             try:
                 values[label] = field.value()
@@ -113,6 +129,7 @@ class ServingBox(QGroupBox):
             percentile=int(self.percentile.currentData()),
             prefix_cache_hit_rate=self.cache.value() / 100.0,
             hours_per_day=float(self.hours.value()),
+            request_overhead_ms=values["Per-request time"],
         )
 
     def tails(self) -> tuple[int | None, int | None]:
