@@ -501,8 +501,8 @@ SCORE_ONLY_SOURCES: dict[str, str] = {
         "an older NIM of unstated release, whose runs show two regimes the model does not describe: "
         "a per-request time near zero (its single-client TTFTs are the prefill and one step), and "
         "closed loops whose rounds stay in step (at 25 clients the TTFT is many prompts' prefill "
-        "while the ITL stays near the bare step); its 108 rows would also outweigh the serving rows "
-        "of all other sources in the fit of today's engine profiles"
+        "while the ITL stays near the bare step); its 72 tokens/s and ITL rows would also weigh as "
+        "much in the fit of today's engine profiles as the 78 of all other sources together"
     ),
 }
 
