@@ -37,6 +37,8 @@ from .theme import colors
 
 CHART_NAMES = ("VRAM across GPUs", "Cost vs time", "What-if", "Serving")
 SERVING_TAB = 3
+#: The most lines the summary grows to before it clips (its tooltip always holds the whole answer).
+SUMMARY_MAX_LINES = 5
 #: How the detail panel's heading starts for the recommended setup (the core's words), and the
 #: same words joined by a no-break space: the mark and its word never part across two lines.
 RECOMMENDED_HEADING = "\u2605 Recommended:"
@@ -140,10 +142,26 @@ class ResultsView(QWidget):
 
     # --- appearance ---------------------------------------------------------------------------
     def _fix_summary_height(self) -> None:
+        """Three lines (the head and two of answer, so the panes below keep their place), more when
+        the text needs them at the present width, up to SUMMARY_MAX_LINES: at 150% on a laptop a
+        service's answer takes three lines of its own and its end ("at p90") was clipped."""
         margins = self.summary.contentsMargins()
-        self.summary.setFixedHeight(
-            self.summary.fontMetrics().lineSpacing() * 3 + 4 + margins.top() + margins.bottom()
-        )
+        line = self.summary.fontMetrics().lineSpacing()
+        frame = 4 + margins.top() + margins.bottom()
+        need = 0
+        room = self.summary.width() - margins.left() - margins.right() - 2 * self.summary.margin()
+        if room > 0:
+            # Laid out as the label lays it out (QLabel's heightForWidth answers from its present
+            # height once that is fixed, so it cannot tell that a wider pane needs fewer lines).
+            doc = QTextDocument()
+            doc.setDefaultFont(self.summary.font())
+            doc.setDocumentMargin(0)
+            doc.setHtml(self.summary.text())
+            doc.setTextWidth(room)
+            need = math.ceil(doc.size().height()) + frame
+        height = min(max(line * 3 + frame, need), line * SUMMARY_MAX_LINES + frame)
+        if height != self.summary.height() or self.summary.minimumHeight() != height:
+            self.summary.setFixedHeight(height)
 
     def _fix_detail_width(self) -> None:
         """The detail panel is never narrower than its heading's "★ Recommended:" on one line.
@@ -180,6 +198,8 @@ class ResultsView(QWidget):
                 text = self.summary_html(est)
                 if text != self.summary.text():
                     self.summary.setText(text)
+            if event.size().width() != event.oldSize().width():
+                self._fix_summary_height()
         return super().eventFilter(watched, event)
 
     def changeEvent(self, event) -> None:
@@ -317,7 +337,7 @@ class ResultsView(QWidget):
             answer = one_line.format(answer)  # the warning keeps the third line
         else:
             answer = f"<div>{answer}</div>"
-        return f"{one_line.format(head)}{answer}{notes}"
+        return f"<div>{head}</div>{answer}{notes}"  # the head wraps too: the summary grows to show all
 
     def _answer_fits_one_line(self, est: Estimate, note: str) -> bool:
         """Whether the answer line is shown whole on one line at the summary's present width."""
@@ -390,6 +410,7 @@ class ResultsView(QWidget):
             )
         else:
             self.summary.setText(self.summary_html(est))
+        self._fix_summary_height()
 
     def _on_catalog_warnings(self, warnings) -> None:
         if warnings:

@@ -370,6 +370,16 @@ def test_a_long_answer_wraps_and_its_whole_line_is_in_the_tooltip(qtbot, tmp_pat
     answer = summary_line(est)
     assert "requests in flight per replica" in answer
     assert html.escape(answer) in summary.toolTip()
+    # Narrower (a laptop at 150%): the answer needs more lines and the summary grows to show it
+    # whole instead of clipping its end.
+    three = summary.height()
+    window.resize(900, 700)
+    window.state.flush()
+    qtbot.waitUntil(lambda: summary.height() > three, timeout=2000)
+    lines = summary.height() / summary.fontMetrics().lineSpacing()
+    assert 3.5 < lines < 6
+    window.resize(1280, 800)
+    qtbot.waitUntil(lambda: summary.height() == three, timeout=2000)
     window.state.dirty = False
 
 
