@@ -749,3 +749,20 @@ def test_tensorrt_llm_reserves_each_requests_whole_answer():
         mm = MemoryModel(models.get("llama-3.1-8b"), we, prefill_chunk_tokens=engine.prefill_chunk_tokens)
         running[engine_id] = closed_loop(mm, gpus.get("a100-80gb"), 1, "none", engine, 1000).running
     assert 0.45 < running["tensorrt-llm"] / running["vllm"] < 0.65
+
+
+def test_a_deepseek_style_model_carries_the_measured_speed_caveat():
+    """MLA attention with a many-expert MoE is where the one published sweep checked (DeepSeek-R1 on
+    8 x H200 and 8 x MI300X) ran far below the estimate: every inference estimate of such a model
+    says so, in the core's words that the window, the CLI and the PDF show; others do not."""
+    from gpuadvisor.core.estimation.estimate import MLA_MOE_SPEED_WARNING
+
+    ds = run(
+        scenario(
+            preset="deepseek-r1", rate=1.0, ttft=5.0, itl=100.0, hardware={"gpu": "h200", "gpu_count": 8}
+        )
+    )
+    assert MLA_MOE_SPEED_WARNING in ds.warnings
+    assert "2.5 to 5 times lower" in render_estimate(ds)
+    llama = run(scenario(hardware={"gpu": "h100-sxm", "gpu_count": 1}))
+    assert MLA_MOE_SPEED_WARNING not in llama.warnings

@@ -152,6 +152,18 @@ def resolve_model(scenario: Scenario, models: ModelCatalog) -> ModelSpec:
     return spec
 
 
+#: Said of every inference estimate of a DeepSeek-style model (MLA attention and a many-expert MoE):
+#: the one published serving sweep of such a model that was checked ran far below the estimate
+#: (docs/estimation.md, "Where the validation set stands").
+MLA_MOE_SPEED_WARNING = (
+    "Speed of MLA mixture-of-experts models (DeepSeek-V3/R1 style) is the least certain figure: in the "
+    "one published serving sweep checked (DeepSeek-R1 on 8 \u00d7 H200 and 8 \u00d7 MI300X, vLLM 0.7 and SGLang "
+    "0.4, March 2025) output tokens/s were 2.5 to 5 times lower, the time between tokens 1.7 to 4.7 "
+    "times longer and first tokens 7 to 400 times later than estimated here. Engine releases differ "
+    "widely on these models: treat the speed and the first-token time as optimistic."
+)
+
+
 def estimate(
     scenario: Scenario,
     gpus: GpuCatalog,
@@ -185,6 +197,8 @@ def estimate(
             f"The model is a GGUF file ({model.file_type or 'unknown type'}) but workload.weights is "
             f"{w.weights}: memory is computed for {w.weights}; set weights to the file's type."
         )
+    if w.kind == "inference" and model.is_mla and model.is_moe:
+        warnings.append(MLA_MOE_SPEED_WARNING)
     if w.context_tokens > model.max_context:
         warnings.append(
             f"The context ({w.context_tokens:,} tokens) exceeds the model's maximum ({model.max_context:,})."
