@@ -197,10 +197,11 @@ def test_a_score_only_source_is_scored_everywhere_and_fitted_nowhere(rows, oos, 
     from gpuadvisor.core.estimation.serving import REQUEST_OVERHEAD_S
 
     assert SCORE_ONLY_SOURCES, "the mechanism is in use"
+    fitted = {s.id for s in speed_rows(rows)}
     for source, why in SCORE_ONLY_SOURCES.items():
         held = [r for r in rows if r.source_id == source]
         assert held and all(r.scored for r in held) and len(why) > 40, source
-        assert not any(r.id in {s.id for s in speed_rows(rows)} for r in held), source
+        assert not any(r.id in fitted for r in held), source
         scored = {c.row.id for c in oos if c.row.source_id == source and c.estimate is not None}
         assert scored == {r.id for r in held}, source
     only = [r for r in rows if r.source_id in SCORE_ONLY_SOURCES]
