@@ -247,6 +247,11 @@ class Row:
 #: Columns added at the end of the measurements header after rows were written: a row may end
 #: before them (its cells are read as empty), so older rows stay as they were.
 TRAILING_OPTIONAL = ("vp", "recompute", "arrival")
+#: How a serving row's requests were sent, besides ``paced:<s>`` (and empty for an unscored row):
+#: ``closed_loop`` (clients each sending their next request when one ends), ``lockstep`` (such a
+#: loop of fixed-length requests whose clients started together, so its rounds stay in step) and
+#: ``burst`` (every request at once). See docs/estimation.md, "Serving", Validation.
+ARRIVALS = ("", "closed_loop", "lockstep", "burst")
 
 
 def _read(path: Path, columns: tuple[str, ...]) -> list[dict[str, str]]:
@@ -387,13 +392,14 @@ def load_measurements(data_dir: str | Path = DATA_DIR, sources: dict[str, Source
                 raise ValidationDataError(f"{where}: {col} must be yes, no or empty")
         if raw["recompute"] not in ("", "none", "selective", "full"):
             raise ValidationDataError(f"{where}: recompute must be none, selective, full or empty")
-        if raw["arrival"] not in ("", "closed_loop", "burst") and paced_interval(raw["arrival"]) is None:
+        if raw["arrival"] not in ARRIVALS and paced_interval(raw["arrival"]) is None:
             raise ValidationDataError(
-                f"{where}: arrival must be closed_loop, burst, paced:<seconds between requests> or empty"
+                f"{where}: arrival must be closed_loop, lockstep, burst, paced:<seconds between requests> "
+                "or empty"
             )
         if raw["group"] == "serving" and scored and not raw["arrival"]:
             raise ValidationDataError(
-                f"{where}: a scored serving row needs arrival (closed_loop, burst or paced:<s>)"
+                f"{where}: a scored serving row needs arrival (closed_loop, lockstep, burst or paced:<s>)"
             )
         if raw["architecture"]:
             try:
@@ -453,7 +459,8 @@ def _apply_rescored(path: Path, rows: list[Row]) -> list[Row]:
 
 # --- rows as scenarios -------------------------------------------------------------------------------
 def arrival_kind(arrival: str) -> str:
-    """``closed_loop``, ``burst`` or ``paced`` (a row's ``arrival`` without a paced client's interval)."""
+    """``closed_loop``, ``lockstep``, ``burst`` or ``paced`` (a row's ``arrival`` without a paced
+    client's interval)."""
     return arrival.split(":", 1)[0]
 
 

@@ -47,6 +47,7 @@ from ..core.estimation.serving import (
     REQUEST_OVERHEAD_S,
     burst,
     closed_loop,
+    lockstep,
     paced,
     rate_range,
     time_range,
@@ -299,8 +300,10 @@ def _compare_serving(
 ) -> Comparison:
     """A serving benchmark at a stated concurrency, predicted as a closed loop
     (:func:`gpuadvisor.core.estimation.serving.closed_loop`), for a row whose requests were all
-    sent at once as a burst (:func:`~gpuadvisor.core.estimation.serving.burst`), for a client that
-    offers one request per interval as a paced run (:func:`~gpuadvisor.core.estimation.serving.paced`)."""
+    sent at once as a burst (:func:`~gpuadvisor.core.estimation.serving.burst`), for a closed loop of
+    fixed-length requests whose clients started together as rounds in step
+    (:func:`~gpuadvisor.core.estimation.serving.lockstep`), for a client that offers one request
+    per interval as a paced run (:func:`~gpuadvisor.core.estimation.serving.paced`)."""
     try:
         with engine_profiles(profiles):
             est = estimate(sc, predictor.gpus, predictor.models, with_advice=False, speed=True, _model=model)
@@ -319,6 +322,8 @@ def _compare_serving(
                 point = paced(*layout, n, 1.0 / interval, bw, mfu, node, request_overhead_s)
             elif row.fact("arrival") == "burst":
                 point = burst(*layout, n, bw, mfu, node, request_overhead_s)
+            elif row.fact("arrival") == "lockstep":
+                point = lockstep(*layout, n, bw, mfu, node, request_overhead_s)
             else:
                 point = closed_loop(*layout, n, bw, mfu, node, request_overhead_s)
     except InputError as exc:
@@ -492,17 +497,17 @@ FIT_SERVING_QUANTITIES = ("serving_itl_ms", "serving_output_tokens_per_s")
 #: How a fitted serving row's requests arrived: runs whose pace the engine alone sets. A paced
 #: client (``paced:<s>``, one request offered per interval) is predicted and scored but not fitted:
 #: where its pace binds, its figures are the client's schedule, not the engine's speed.
-FIT_ARRIVALS = ("closed_loop", "burst")
+FIT_ARRIVALS = ("closed_loop", "burst", "lockstep")
 #: Sources whose rows are predicted and scored (they count in every median, coverage and table) but
 #: take part in no fit: neither the engine profiles and global constants nor the per-request time.
 #: Each with the reason, which docs/validation.md prints.
 SCORE_ONLY_SOURCES: dict[str, str] = {
     "nim-dli-sizing-dataset": (
-        "an older NIM of unstated release, whose runs show two regimes the model does not describe: "
-        "a per-request time near zero (its single-client TTFTs are the prefill and one step), and "
-        "closed loops whose rounds stay in step (at 25 clients the TTFT is many prompts' prefill "
-        "while the ITL stays near the bare step); its 72 tokens/s and ITL rows would also weigh as "
-        "much in the fit of today's engine profiles as the 78 of all other sources together"
+        "an older NIM of unstated release with a per-request time near zero (its single-client "
+        "TTFTs are the prefill and one step), where today's stacks take about 50 ms; its 72 "
+        "tokens/s and ITL rows would weigh as much in the fit of today's engine profiles as the 78 "
+        "of all other sources together. Its fixed-length closed loops run in step (arrival "
+        "lockstep), which the harness predicts as such"
     ),
 }
 

@@ -55,7 +55,12 @@ SERVING_FIGURES = {
     "serving_ttft_ms": "time to first token",
     "serving_itl_ms": "inter-token latency",
 }
-ARRIVALS = {"closed_loop": "closed loop", "burst": "burst", "paced": "paced client"}
+ARRIVALS = {
+    "closed_loop": "closed loop",
+    "lockstep": "closed loop in step (fixed lengths, started together)",
+    "burst": "burst",
+    "paced": "paced client",
+}
 FITTED_SOURCES = "sources the constants are fitted to"
 SCORE_ONLY = "sources scored, not fitted"
 
@@ -181,8 +186,9 @@ def markdown(
         "held out* recalibrates the ranges without each source before checking its rows, the coverage a new "
         "source can expect.",
         "",
-        "The serving group by figure and by how the benchmark sent its requests (a closed loop of clients, one "
-        'burst, or a client pacing its requests; `docs/estimation.md`, "Serving"):',
+        "The serving group by figure and by how the benchmark sent its requests (a closed loop of clients, "
+        "steady or with its rounds in step, one burst, or a client pacing its requests; `docs/estimation.md`, "
+        '"Serving"):',
         "",
         *serving_table(oos),
         "",
@@ -306,7 +312,9 @@ discussion, own measurement), `date_read` (YYYY-MM-DD), `notes`.
   `tokens_trained`, `scale_to_params` (analytic per-parameter rows: the estimate is rescaled to this parameter
   count), and, added at the end (older rows may stop before them), `vp` (interleaved stages per pipeline rank),
   `recompute` (`none`, `selective`, `full`) and `arrival` (serving rows, required when scored: `closed_loop`, a
-  stated number of clients each sending its next request when one ends; `burst`, every request sent at once,
+  stated number of clients each sending its next request when one ends; `lockstep`, such a loop whose clients
+  started together with every prompt and output the same length, as the source's own counts show, so that its
+  rounds stay in step; `burst`, every request sent at once,
   the engine admitting what it can hold while the rest wait and the run draining at its end; `paced:<s>`, a
   client offering one request every `<s>` seconds to the stated number of workers);
 - scoring: `scored` (`yes`/`no`), `why` (required when unscored), `assumptions` (every value chosen where the

@@ -683,6 +683,47 @@ def test_a_burst_the_engine_cannot_hold_runs_as_a_closed_loop_of_what_it_holds()
     assert many == closed_loop(mm, gpu, 2, "tensor", engine, 1000)
 
 
+def test_a_closed_loop_in_step_is_a_burst_every_round():
+    """Fixed-length requests whose clients start together finish together (each running sequence's
+    steps carry the prompts behind it), so every round is the same wave: the figures of a burst of
+    as many requests. Its first token comes later than a steady loop's, where each new prompt meets
+    a queue of about one, and the makespan, not the steady service time, sets the tokens/s."""
+    from gpuadvisor.core.estimation.serving import burst, closed_loop, lockstep
+
+    mm, gpu, engine = _burst_setup(prompt=2000, output=200)
+    for n in (1, 4, 25, 128):
+        step = lockstep(mm, gpu, 1, "none", engine, n)
+        assert step == burst(mm, gpu, 1, "none", engine, n)
+        loop = closed_loop(mm, gpu, 1, "none", engine, n)
+        if n == 1:
+            assert step.ttft_s == pytest.approx(loop.ttft_s)
+        else:
+            assert step.ttft_s > loop.ttft_s
+
+
+def test_a_closed_loop_in_step_beyond_the_kv_cache_runs_in_waves_of_what_it_holds():
+    """With more clients than the engine holds, each round is a wave of the c it holds and the rest
+    wait for whole waves: by Little's law a request takes N / c wave makespans from sending to its
+    end, its decode included; the tokens/s are those of one wave of c."""
+    from gpuadvisor.core.estimation.serving import _benchmark_curve, burst, lockstep
+
+    mm, gpu, engine = _burst_setup(prompt=8000, output=2000, model="llama-3.1-70b", gpu="h100-sxm")
+    clients = 1000
+    waves = lockstep(mm, gpu, 2, "tensor", engine, clients)
+    c = waves.running
+    assert c < clients
+    one_wave = burst(mm, gpu, 2, "tensor", engine, c)
+    assert waves.tokens_per_s == pytest.approx(one_wave.tokens_per_s)
+    assert waves.itl_s == pytest.approx(one_wave.itl_s)
+    out = mm.workload.output_tokens
+    makespan = c * out / one_wave.tokens_per_s
+    request_time = waves.ttft_s + (out - 1) * waves.itl_s
+    assert request_time == pytest.approx(clients / c * makespan)
+    # Waiting a whole wave or more: the first token comes after the first wave's makespan.
+    _c, curve = _benchmark_curve(mm, gpu, 2, "tensor", engine, clients, None, None, 8, None)
+    assert waves.ttft_s > makespan > curve.point(1)[2]
+
+
 def test_a_paced_client_above_the_engines_rate_is_the_closed_loop():
     """Offered more requests than its clients can turn over, a paced client's queue never empties:
     the figures are those of the closed loop of its workers."""

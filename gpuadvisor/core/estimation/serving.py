@@ -917,7 +917,13 @@ def burst(
     w = mm.workload
     if requests > c:
         return _loop_figures(c, curve, requests, w.output_tokens)
-    n, out = requests, w.output_tokens
+    ttft, itl, makespan = _wave(curve, requests, w.output_tokens)
+    return ClosedLoop(requests * w.output_tokens / makespan, ttft, itl, requests)
+
+
+def _wave(curve: ReplicaCurve, n: int, out: int) -> tuple[float, float, float]:
+    """(mean TTFT s, mean ITL s, makespan s) of ``n`` requests the engine holds, sent at once (see
+    :func:`burst`)."""
     _itl1, _tail1, ttft1, _s1 = curve.point(1)
     d = curve.new_mean * curve.tau
     step = curve.step(n)
@@ -926,7 +932,43 @@ def burst(
     itl = sum(min(step + j * d / gaps, cap) for j in range(n)) / n
     ttft = ttft1 + (n - 1) / 2.0 * d
     makespan = ttft1 + (n - 1) * d + (out - 1) * step
-    return ClosedLoop(n * out / makespan, ttft, itl, n)
+    return ttft, itl, makespan
+
+
+def lockstep(
+    mm: MemoryModel,
+    gpu: GpuSpec,
+    gpu_count: int,
+    parallelism: str,
+    engine: EngineProfile,
+    clients: int,
+    bw_eff: float | None = None,
+    prefill_mfu: float | None = None,
+    gpus_per_node: int = 8,
+    request_overhead_s: float | None = None,
+) -> ClosedLoop:
+    """The same figures for a closed loop whose rounds stay in step: ``clients`` clients started
+    together, every request with the same prompt and output length (a fixed-length synthetic
+    benchmark: genai-perf's concurrency mode with ``ignore_eos`` and a zero spread of lengths).
+
+    The first round is a burst. Its requests finish together: the ``k``-th decodes while the
+    ``N - k`` prompts behind it are prefilled, so it ends at ``TTFT0(1) + (N - 1) d + (O - 1)
+    step(N)`` whatever ``k`` (:func:`burst`). Its clients then send their next requests together,
+    and every round is the same wave: the output tokens/s are the wave's, ``N O / makespan``, and
+    the mean TTFT is the wave's, ``TTFT0(1) + (N - 1) / 2 x d``, where a steady closed loop
+    (:func:`closed_loop`) has each new prompt meet a queue of about one. When the engine holds
+    ``c < N`` sequences, the rounds are waves of ``c`` and the rest wait for a whole wave to end:
+    by Little's law a request takes ``N / c x makespan(c)`` from sending to its end, of which its
+    decode is ``(O - 1) x ITL``."""
+    c, curve = _benchmark_curve(
+        mm, gpu, gpu_count, parallelism, engine, clients, bw_eff, prefill_mfu, gpus_per_node,
+        request_overhead_s,
+    )  # fmt: skip
+    out = mm.workload.output_tokens
+    ttft, itl, makespan = _wave(curve, c, out)
+    if clients > c:
+        ttft = clients / c * makespan - (out - 1) * itl
+    return ClosedLoop(c * out / makespan, ttft, itl, c)
 
 
 def paced(
