@@ -7,7 +7,9 @@ golden-section search on each free factor, minimising the mean absolute log erro
 engine's rows plus a pull towards the documented prior), then the global constants of
 ``FIT_GLOBALS`` over all rows, then the engines again. ``scripts/validate.py --out-of-sample``
 calls the same function with one source held out. This script prints the values fitted to all
-rows next to the shipped ones (``gpuadvisor/core/specs/engines.py``).
+rows next to the shipped ones (``gpuadvisor/core/specs/engines.py``), and the serving stacks'
+per-request times (``REQUEST_OVERHEAD_S`` and ``REQUEST_OVERHEAD_BY_ENGINE`` in
+``gpuadvisor/core/estimation/serving.py``).
 
 Usage: .venv/bin/python scripts/fit_engines.py
 """
@@ -19,6 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from gpuadvisor.core.estimation.serving import REQUEST_OVERHEAD_S, default_request_overhead_s
 from gpuadvisor.core.specs import engines as core_engines
 from gpuadvisor.core.specs.engines import ENGINES
 from gpuadvisor.core.specs.hardware import load_gpu_catalog
@@ -26,11 +29,13 @@ from gpuadvisor.core.specs.presets import load_model_catalog
 from gpuadvisor.validation import Predictor, load_measurements
 from gpuadvisor.validation.data import scenario_engine
 from gpuadvisor.validation.harness import (
+    EVERY_STACK,
     FIT_GLOBALS,
     _global,
     _loss,
     factors_for,
     fit_all,
+    fit_request_overheads,
     get_factor,
     speed_rows,
 )
@@ -63,6 +68,13 @@ def main() -> None:
             f"{'':13s} shipped "
             + ", ".join(f"{n}={get_factor(shipped, n):.4g}" for n in names)
             + f"  (mean |log error| {before:.3f})"
+        )
+    # The serving stacks' per-request time, under the shipped constants (as the planner uses it).
+    for stack, value in fit_request_overheads(rows, predictor).items():
+        shipped_s = REQUEST_OVERHEAD_S if stack == EVERY_STACK else default_request_overhead_s(stack)
+        label = "every stack" if stack == EVERY_STACK else stack
+        print(
+            f"per-request time {label:14s} fitted {value * 1000:.1f} ms   shipped {shipped_s * 1000:.1f} ms"
         )
 
 

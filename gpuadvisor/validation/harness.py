@@ -43,6 +43,7 @@ from ..core.estimation.communication import training_speed
 from ..core.estimation.estimate import Candidate, estimate, resolve_model
 from ..core.estimation.performance import inference_performance
 from ..core.estimation.serving import (
+    REQUEST_OVERHEAD_MIN_TTFT_ROWS,
     REQUEST_OVERHEAD_RANGE,
     REQUEST_OVERHEAD_S,
     burst,
@@ -563,6 +564,37 @@ def fit_request_overhead(rows: Sequence[Row], predictor: Predictor, iterations: 
     return min((loss(v), v) for v in (best, lo, hi))[1]
 
 
+#: The key of :func:`fit_request_overheads`' common value (every stack's rows).
+EVERY_STACK = "*"
+
+
+def fit_request_overheads(
+    rows: Sequence[Row], predictor: Predictor, iterations: int = 14
+) -> dict[str, float]:
+    """The per-request time of every serving stack with at least
+    :data:`~gpuadvisor.core.estimation.serving.REQUEST_OVERHEAD_MIN_TTFT_ROWS` scored first-token
+    rows (:func:`fit_request_overhead` over that engine's serving rows alone), by engine id, and
+    under :data:`EVERY_STACK` the common value over all of them (for the other stacks)."""
+    serving_rows = [
+        r for r in rows if r.scored and r.group == "serving" and r.source_id not in SCORE_ONLY_SOURCES
+    ]
+    out = {EVERY_STACK: fit_request_overhead(serving_rows, predictor, iterations)}
+    by_engine: dict[str, list[Row]] = {}
+    for r in serving_rows:
+        by_engine.setdefault(scenario_engine(r), []).append(r)
+    for engine_id, mine in sorted(by_engine.items()):
+        if sum(r.quantity == "serving_ttft_ms" for r in mine) >= REQUEST_OVERHEAD_MIN_TTFT_ROWS:
+            out[engine_id] = fit_request_overhead(mine, predictor, iterations)
+    return out
+
+
+def overhead_for(row: Row, overheads: Mapping[str, float] | None) -> float | None:
+    """The per-request time ``row``'s stack gets from :func:`fit_request_overheads` (None: the shipped)."""
+    if overheads is None:
+        return None
+    return overheads.get(scenario_engine(row), overheads[EVERY_STACK])
+
+
 # --- runs -----------------------------------------------------------------------------------------
 def in_sample(rows: Sequence[Row], predictor: Predictor, fitted: bool = False) -> list[Comparison]:
     """Every row against the shipped profiles (or, with ``fitted``, profiles fitted to all rows)."""
@@ -734,12 +766,12 @@ def _loso(
         engines = {scenario_engine(r) for r in held if is_fit_row(r)}
         constants, profiles = fit_all(rest, predictor, engines) if engines else (None, None)
         with core_engines.using_constants(constants):
-            # A serving source's rows get the per-request time fitted to the other sources' serving rows.
-            overhead = (
-                fit_request_overhead(rest, predictor) if any(r.group == "serving" for r in held) else None
+            # A serving source's rows get the per-request times fitted to the other sources' serving rows.
+            overheads = (
+                fit_request_overheads(rest, predictor) if any(r.group == "serving" for r in held) else None
             )
             for r in held:
-                out[r.id] = predictor.compare(r, profiles, overhead)
+                out[r.id] = predictor.compare(r, profiles, overhead_for(r, overheads))
 
 
 @dataclass(frozen=True, slots=True)

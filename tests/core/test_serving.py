@@ -356,11 +356,12 @@ def test_a_stated_per_request_time_replaces_the_fitted_one_in_every_ttft():
     """``request_overhead_ms`` is the serving stack's time per request: stating the fitted value
     changes nothing; a slower stack lengthens the TTFT at the same operating point (generous targets,
     so the concurrency is set by the ITL and the KV cache alone) and every view says which it is."""
-    from gpuadvisor.core.estimation.serving import REQUEST_OVERHEAD_S
+    from gpuadvisor.core.estimation.serving import REQUEST_OVERHEAD_BY_ENGINE
 
+    fitted = REQUEST_OVERHEAD_BY_ENGINE["vllm"]  # scenario()'s engine
     loose = {"ttft": 30.0, "itl": 80.0, "hardware": {"gpu": "h100-sxm", "gpu_count": 1}}
     default = fleets(run(scenario(**loose)))
-    same = fleets(run(scenario(request_overhead_ms=REQUEST_OVERHEAD_S * 1000, **loose)))
+    same = fleets(run(scenario(request_overhead_ms=fitted * 1000, **loose)))
     slow = fleets(run(scenario(request_overhead_ms=400, **loose)))
     assert default and default.keys() == same.keys() == slow.keys()
     compared = 0
@@ -368,14 +369,13 @@ def test_a_stated_per_request_time_replaces_the_fitted_one_in_every_ttft():
         assert same[key].serving.to_dict() == c.serving.to_dict()
         s, d = slow[key].serving, c.serving
         if s.concurrency_per_replica == d.concurrency_per_replica:
-            assert s.ttft_s >= d.ttft_s + 0.4 - REQUEST_OVERHEAD_S - 1e-9
+            assert s.ttft_s >= d.ttft_s + 0.4 - fitted - 1e-9
             compared += 1
     assert compared
     text_default = render_estimate(run(scenario(**loose)))
     text_stated = render_estimate(run(scenario(request_overhead_ms=400, **loose)))
-    assert (
-        f"{REQUEST_OVERHEAD_S * 1000:g} ms of serving-stack time" in text_default and "fitted" in text_default
-    )
+    assert f"{fitted * 1000:g} ms of serving-stack time" in text_default
+    assert "fitted to published vLLM runs" in text_default
     assert "400 ms of serving-stack time in every request (stated)" in text_stated
     lines = dict(serving_report(run(scenario(request_overhead_ms=400, **loose)))["serving_lines"])
     assert lines["Per request"].startswith("400 ms")
@@ -548,6 +548,41 @@ def test_request_overhead_lengthens_the_first_token_and_the_request():
     assert slow.ttft_s == pytest.approx(bare.ttft_s + 0.05)
     assert slow.itl_s == pytest.approx(bare.itl_s)
     assert slow.tokens_per_s < bare.tokens_per_s
+
+
+def test_each_serving_stack_has_its_own_fitted_per_request_time():
+    """Unstated, the per-request time is the one fitted to the chosen engine's published runs (a
+    Python API server takes longer than TensorRT-LLM behind NIM or Triton), or the common one for a
+    stack with too few first-token rows; the estimate, the text and the TTFT follow the engine."""
+    from gpuadvisor.core.estimation.serving import (
+        REQUEST_OVERHEAD_BY_ENGINE,
+        REQUEST_OVERHEAD_S,
+        default_request_overhead_s,
+        request_overhead_s_of,
+    )
+    from gpuadvisor.core.specs.serving import ServingSpec
+
+    assert (
+        REQUEST_OVERHEAD_BY_ENGINE["tensorrt-llm"] < REQUEST_OVERHEAD_S < REQUEST_OVERHEAD_BY_ENGINE["vllm"]
+    )
+    assert default_request_overhead_s("sglang") == REQUEST_OVERHEAD_S  # two first-token rows: too few
+    spec = ServingSpec(requests_per_s=1.0, ttft_s=1.0, itl_ms=50.0)
+    assert request_overhead_s_of(spec, "tensorrt-llm") == REQUEST_OVERHEAD_BY_ENGINE["tensorrt-llm"]
+    stated = ServingSpec(requests_per_s=1.0, ttft_s=1.0, itl_ms=50.0, request_overhead_ms=7.0)
+    assert request_overhead_s_of(stated, "tensorrt-llm") == request_overhead_s_of(stated, "vllm") == 0.007
+
+    hw = {"gpu": "h100-sxm", "gpu_count": 1}
+    trt = run(scenario(engine="tensorrt-llm", ttft=30.0, itl=80.0, hardware=hw))
+    assert "36 ms of serving-stack time" in render_estimate(trt)
+    assert "fitted to published TensorRT-LLM runs" in render_estimate(trt)
+    # Stating TensorRT-LLM's fitted value changes nothing: the default is that value.
+    same = run(scenario(engine="tensorrt-llm", ttft=30.0, itl=80.0, hardware=hw, request_overhead_ms=36))
+    assert [c.serving.to_dict() for c in trt.candidates if c.serving] == [
+        c.serving.to_dict() for c in same.candidates if c.serving
+    ]
+    mlc = run(scenario(engine="mlc-llm", ttft=30.0, itl=80.0, hardware=hw))
+    assert "52 ms of serving-stack time" in render_estimate(mlc)
+    assert "fitted to published runs of every stack" in render_estimate(mlc)
 
 
 def test_request_overhead_fit_stays_in_its_range():

@@ -11,6 +11,7 @@ from gui_helpers import retype
 from PySide6.QtCore import Qt
 
 from gpuadvisor.core.formats.scenario import load_scenario
+from gpuadvisor.core.presentation.text import render_estimate
 from gpuadvisor.gui.ranking.model import COL_COST, COL_SETUP
 from gpuadvisor.gui.results_view import SERVING_TAB
 
@@ -96,12 +97,13 @@ def test_a_per_request_time_typed_in_reaches_the_estimate_and_clearing_it_restor
 ):
     """The serving stack's time per request is an input: typed, it is the scenario's and lengthens
     the recommended fleet's TTFT; cleared, the fitted value is back (the field's placeholder)."""
-    from gpuadvisor.core.estimation.serving import REQUEST_OVERHEAD_S
+    from gpuadvisor.core.estimation.serving import REQUEST_OVERHEAD_BY_ENGINE
 
     w = window
     page = choose_serving(w, qtbot)
     box = page.serving_box
-    assert box.overhead.edit.placeholderText() == f"{REQUEST_OVERHEAD_S * 1000:g} (fitted)"
+    # The default engine (vLLM) serves: its fitted per-request time.
+    assert box.overhead.edit.placeholderText() == f"{REQUEST_OVERHEAD_BY_ENGINE['vllm'] * 1000:g} (fitted)"
     fitted = w.state.estimate
     assert fitted.scenario.workload.serving.request_overhead_ms is None
     retype(qtbot, box.overhead.edit, "300")
@@ -117,3 +119,10 @@ def test_a_per_request_time_typed_in_reaches_the_estimate_and_clearing_it_restor
     back = w.state.estimate
     assert back.scenario.workload.serving.request_overhead_ms is None
     assert back.recommended.serving.to_dict() == fitted.recommended.serving.to_dict()
+    # Another engine, another stack: TensorRT-LLM's fitted time, and the estimate uses it.
+    page.engine.setCurrentIndex(page.engine.findData("tensorrt-llm"))
+    w.state.flush()
+    trt = REQUEST_OVERHEAD_BY_ENGINE["tensorrt-llm"]
+    assert box.overhead.edit.placeholderText() == f"{trt * 1000:g} (fitted)"
+    assert w.state.estimate.engine == "tensorrt-llm"
+    assert f"{trt * 1000:g} ms of serving-stack time" in render_estimate(w.state.estimate)

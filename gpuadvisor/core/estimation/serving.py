@@ -111,8 +111,8 @@ _Z90 = 1.2815515655446004
 #: older NIM whose per-request time is near zero (docs/validation.md).
 SERVING_SPREADS: dict[str, tuple[float, float]] = {
     "tokens_per_s": (0.45, 0.12),
-    "ttft": (0.40, 1.59),
-    "itl": (0.41, 0.16),
+    "ttft": (0.36, 1.24),
+    "itl": (0.41, 0.15),
 }
 SERVING_SPREAD_PROVENANCE = (
     "split-conformal 10%/90% order statistics of the leave-one-source-out residuals of the "
@@ -500,17 +500,33 @@ class DecodeStep:
 
 #: Time a serving engine adds to every request outside the model's steps (s): the HTTP request, chat
 #: template and tokenization, admission by the scheduler, detokenizing and streaming the first token.
-#: It lengthens the time to first token and the time a client's request takes. Fitted by
-#: ``scripts/validate.py`` to the serving rows' TTFT (mean absolute log error; the out-of-sample
-#: figures refit it without each source): see docs/estimation.md, "Serving".
+#: It lengthens the time to first token and the time a client's request takes. Fitted to every
+#: scored serving row (mean absolute log error over their tokens/s, TTFT and ITL;
+#: ``validation.harness.fit_request_overheads``, printed by ``scripts/fit_engines.py``; the
+#: out-of-sample figures refit it without each source): the value for a stack without its own fit
+#: (:data:`REQUEST_OVERHEAD_BY_ENGINE`). See docs/estimation.md, "Serving".
 REQUEST_OVERHEAD_S = 0.052
+#: The per-request time of each serving stack with at least :data:`REQUEST_OVERHEAD_MIN_TTFT_ROWS`
+#: first-token rows in the validation set, fitted the same way to that stack's rows alone: a Python
+#: API server (vLLM) takes longer than TensorRT-LLM behind NIM or Triton.
+REQUEST_OVERHEAD_BY_ENGINE: dict[str, float] = {"vllm": 0.062, "tensorrt-llm": 0.036}
+#: First-token rows a stack needs for a per-request time of its own.
+REQUEST_OVERHEAD_MIN_TTFT_ROWS = 3
 #: The range that fit searches (s).
 REQUEST_OVERHEAD_RANGE = (0.0, 0.2)
 
 
-def request_overhead_s_of(spec: ServingSpec) -> float:
-    """The per-request time of a service (s): its stated ``request_overhead_ms``, else the fitted value."""
-    return REQUEST_OVERHEAD_S if spec.request_overhead_ms is None else spec.request_overhead_ms / 1000.0
+def default_request_overhead_s(engine_id: str) -> float:
+    """The fitted per-request time of the serving stack ``engine_id`` (s): its own, else the common one."""
+    return REQUEST_OVERHEAD_BY_ENGINE.get(engine_id, REQUEST_OVERHEAD_S)
+
+
+def request_overhead_s_of(spec: ServingSpec, engine_id: str) -> float:
+    """The per-request time of a service on ``engine_id`` (s): its stated ``request_overhead_ms``,
+    else the stack's fitted value."""
+    if spec.request_overhead_ms is not None:
+        return spec.request_overhead_ms / 1000.0
+    return default_request_overhead_s(engine_id)
 
 
 #: Relative difference up to which the closed-form step is taken to be the roofline's.
@@ -537,11 +553,11 @@ class ReplicaCurve:
         spec: ServingSpec,
         batching: str,
         chunk_tokens: int | None,
-        decode: DecodeStep | None = None,
-        request_overhead_s: float | None = None,
+        decode: DecodeStep | None,
+        request_overhead_s: float,
     ) -> None:
         self._perf_at = perf_at
-        self.overhead = request_overhead_s_of(spec) if request_overhead_s is None else request_overhead_s
+        self.overhead = request_overhead_s
         self._points: dict[int, tuple[float, float, str]] = {}
         self._pow_steps: dict[int, float] = {}
         self._point_memo: dict[float, tuple[float, float, float, float]] = {}
@@ -797,7 +813,7 @@ def replica_curve(
         batching_for(engine.id),
         engine.prefill_chunk_tokens,
         decode,
-        request_overhead_s,
+        request_overhead_s_of(spec, engine.id) if request_overhead_s is None else request_overhead_s,
     )
 
 

@@ -7,7 +7,7 @@ import math
 from typing import Any
 
 from ..estimation.results import Candidate, Estimate
-from ..estimation.serving import ServingEstimate, request_overhead_s_of
+from ..estimation.serving import REQUEST_OVERHEAD_BY_ENGINE, ServingEstimate, request_overhead_s_of
 from ..formatting import fmt_gib, fmt_rate, fmt_usd, fmt_usd_per_hour, fmt_usd_per_mtok
 from ..specs.engines import ENGINES, RANGE_LABEL
 
@@ -58,16 +58,22 @@ def targets_phrase(est: Estimate) -> str:
 
 
 def overhead_phrase(est: Estimate) -> str:
-    """``52 ms of serving-stack time in every request (fitted ...)`` or the stated value."""
+    """``62 ms of serving-stack time in every request (fitted ...)`` or the stated value."""
     spec = est.scenario.workload.serving
     if spec is None:
         return ""
-    ms = request_overhead_s_of(spec) * 1000.0
+    ms = request_overhead_s_of(spec, est.engine) * 1000.0
     if spec.request_overhead_ms is not None:
         return f"{ms:g} ms of serving-stack time in every request (stated)"
+    engine = ENGINES.get(est.engine)
+    whose = (
+        f"published {engine.name} runs"
+        if engine is not None and est.engine in REQUEST_OVERHEAD_BY_ENGINE
+        else "published runs of every stack"
+    )
     return (
         f"{ms:g} ms of serving-stack time in every request (HTTP, tokenizing, scheduling, streaming): "
-        "fitted to published runs, whose stacks took from about 0 to 55 ms"
+        f"fitted to {whose}; stacks took from about 0 to 60 ms"
     )
 
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QComboBox, QFormLayout, QGroupBox, QSpinBox, QWidget
 
-from ...core.estimation.serving import REQUEST_OVERHEAD_S
+from ...core.estimation.serving import default_request_overhead_s
+from ...core.specs.engines import DEFAULT_INFERENCE_ENGINE
 from ...core.specs.serving import MAX_REQUEST_OVERHEAD_MS, PERCENTILES, ServingSpec
 from ..widgets import NumberField
 
@@ -58,7 +59,7 @@ class ServingBox(QGroupBox):
             "Share of prompt tokens found in the prefix cache (a shared system prompt): not prefilled again."
         )
         self.overhead = NumberField(
-            f"{REQUEST_OVERHEAD_S * 1000:g} (fitted)",
+            self._fitted_placeholder(DEFAULT_INFERENCE_ENGINE),
             optional=True,
             minimum=0,
             maximum=MAX_REQUEST_OVERHEAD_MS,
@@ -66,8 +67,8 @@ class ServingBox(QGroupBox):
         self.overhead.setToolTip(
             "Time your serving stack adds to every request outside the model's steps, in milliseconds: HTTP, "
             "chat template and tokenizing, scheduling, streaming the first token. It lengthens every time to "
-            "first token. Published runs took from about 0 (NIM) to 55 ms (Python API servers). Empty: the "
-            "value fitted to them."
+            "first token. Published runs took from about 0 (NIM) to 60 ms (Python API servers). Empty: the "
+            "value fitted to the chosen engine's runs."
         )
         self.hours = QSpinBox()
         self.hours.setRange(1, 24)
@@ -88,6 +89,14 @@ class ServingBox(QGroupBox):
         self.percentile.currentIndexChanged.connect(self.edited)
         self.cache.valueChanged.connect(self.edited)
         self.hours.valueChanged.connect(self.edited)
+
+    @staticmethod
+    def _fitted_placeholder(engine_id: str) -> str:
+        return f"{default_request_overhead_s(engine_id) * 1000:g} (fitted)"
+
+    def set_engine(self, engine_id: str) -> None:
+        """Show the fitted per-request time of the engine that will serve (when none is typed)."""
+        self.overhead.edit.setPlaceholderText(self._fitted_placeholder(engine_id))
 
     def set_spec(self, spec: ServingSpec | None, prompt_p90: int | None, output_p90: int | None) -> None:
         """Show a service's values (the defaults when there is none) without emitting ``edited``."""

@@ -17,7 +17,7 @@ from PySide6.QtWidgets import (
 )
 
 from ...core.formats.scenario import Scenario
-from ...core.specs.engines import ENGINES
+from ...core.specs.engines import DEFAULT_INFERENCE_ENGINE, ENGINES
 from ...core.specs.hardware import GpuCatalog
 from ...core.specs.workload import Offload, adapt_to_kind
 from ..widgets import ElidedComboBox, NumberField, hint
@@ -372,6 +372,7 @@ class WorkloadPage(QWidget):
             _select(self.kind, SERVING if w.serving is not None else w.kind)
             self._fill_engines(w.kind, w.engine)
             self.serving_box.set_spec(w.serving, w.prompt_tokens_p90, w.output_tokens_p90)
+            self._sync_serving_engine()
             self.batch.setValue(w.batch_size)
             self.seq_len.setValue(w.seq_len)
             self.prompt.setValue(w.prompt_tokens)
@@ -536,8 +537,14 @@ class WorkloadPage(QWidget):
             self._fill_engines(self.kind.currentData(), self.engine.currentData() or None)
         if self.sender() is self.gpu:
             self._fill_mac_memory(None)
+        if self.sender() in (self.kind, self.engine):
+            self._sync_serving_engine()
         self._update_visibility()
         self.edited.emit()
+
+    def _sync_serving_engine(self) -> None:
+        """The serving box shows the per-request time fitted for the engine chosen (or the default one)."""
+        self.serving_box.set_engine(self.engine.currentData() or DEFAULT_INFERENCE_ENGINE)
 
     def apply(self, scenario: Scenario) -> Scenario:
         """The scenario with this page's values; raises ValueError naming the field for bad input."""
