@@ -818,7 +818,8 @@ def replica_curve(
 
 
 class ClosedLoop(NamedTuple):
-    """A serving benchmark's figures (see :func:`closed_loop`, :func:`burst` and :func:`paced`)."""
+    """A serving benchmark's figures (see :func:`closed_loop`, :func:`lockstep`, :func:`burst` and
+    :func:`paced`)."""
 
     tokens_per_s: float  # output tokens/s of the replica
     ttft_s: float  # mean time to first token, waiting for a slot included
