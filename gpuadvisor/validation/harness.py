@@ -569,22 +569,35 @@ EVERY_STACK = "*"
 
 
 def fit_request_overheads(
-    rows: Sequence[Row], predictor: Predictor, iterations: int = 14
+    rows: Sequence[Row],
+    predictor: Predictor,
+    iterations: int = 14,
+    stacks: Iterable[str] | None = None,
 ) -> dict[str, float]:
     """The per-request time of every serving stack with at least
     :data:`~gpuadvisor.core.estimation.serving.REQUEST_OVERHEAD_MIN_TTFT_ROWS` scored first-token
     rows (:func:`fit_request_overhead` over that engine's serving rows alone), by engine id, and
-    under :data:`EVERY_STACK` the common value over all of them (for the other stacks)."""
+    under :data:`EVERY_STACK` the common value over all of them (for the other stacks).
+
+    With ``stacks`` (engine ids), only what those stacks' rows need is fitted: their own values,
+    and the common one only when one of them has too few first-token rows for its own."""
     serving_rows = [
         r for r in rows if r.scored and r.group == "serving" and r.source_id not in SCORE_ONLY_SOURCES
     ]
-    out = {EVERY_STACK: fit_request_overhead(serving_rows, predictor, iterations)}
     by_engine: dict[str, list[Row]] = {}
     for r in serving_rows:
         by_engine.setdefault(scenario_engine(r), []).append(r)
-    for engine_id, mine in sorted(by_engine.items()):
-        if sum(r.quantity == "serving_ttft_ms" for r in mine) >= REQUEST_OVERHEAD_MIN_TTFT_ROWS:
-            out[engine_id] = fit_request_overhead(mine, predictor, iterations)
+    own = {
+        e
+        for e, mine in by_engine.items()
+        if sum(r.quantity == "serving_ttft_ms" for r in mine) >= REQUEST_OVERHEAD_MIN_TTFT_ROWS
+    }
+    wanted = set(by_engine) if stacks is None else set(stacks)
+    out: dict[str, float] = {}
+    if stacks is None or wanted - own:
+        out[EVERY_STACK] = fit_request_overhead(serving_rows, predictor, iterations)
+    for engine_id in sorted(own & wanted):
+        out[engine_id] = fit_request_overhead(by_engine[engine_id], predictor, iterations)
     return out
 
 
@@ -592,7 +605,8 @@ def overhead_for(row: Row, overheads: Mapping[str, float] | None) -> float | Non
     """The per-request time ``row``'s stack gets from :func:`fit_request_overheads` (None: the shipped)."""
     if overheads is None:
         return None
-    return overheads.get(scenario_engine(row), overheads[EVERY_STACK])
+    engine_id = scenario_engine(row)
+    return overheads[engine_id] if engine_id in overheads else overheads[EVERY_STACK]
 
 
 # --- runs -----------------------------------------------------------------------------------------
@@ -767,9 +781,8 @@ def _loso(
         constants, profiles = fit_all(rest, predictor, engines) if engines else (None, None)
         with core_engines.using_constants(constants):
             # A serving source's rows get the per-request times fitted to the other sources' serving rows.
-            overheads = (
-                fit_request_overheads(rest, predictor) if any(r.group == "serving" for r in held) else None
-            )
+            stacks = {scenario_engine(r) for r in held if r.group == "serving"}
+            overheads = fit_request_overheads(rest, predictor, stacks=stacks) if stacks else None
             for r in held:
                 out[r.id] = predictor.compare(r, profiles, overhead_for(r, overheads))
 

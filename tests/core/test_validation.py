@@ -258,6 +258,10 @@ def test_per_request_times_are_fitted_per_stack_with_enough_first_token_rows(row
     assert overhead_for(trt[0], got) == got["tensorrt-llm"]
     assert overhead_for(sglang[0], got) == got[EVERY_STACK]
     assert overhead_for(trt[0], None) is None  # in sample: the shipped values
+    # Asked for one stack that has its own value, only that value is fitted, and it is the same.
+    assert fit_request_overheads(trt + sglang, predictor, iterations=6, stacks={"tensorrt-llm"}) == {
+        "tensorrt-llm": got["tensorrt-llm"]
+    }
 
 
 def test_a_paced_row_is_predicted_with_its_clients_pace(rows):
