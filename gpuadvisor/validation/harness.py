@@ -41,6 +41,7 @@ from ..core.errors import InputError
 from ..core.estimation.calibration import golden_section_min
 from ..core.estimation.communication import training_speed
 from ..core.estimation.estimate import Candidate, estimate, resolve_model
+from ..core.estimation.memory import MemoryModel
 from ..core.estimation.performance import inference_performance
 from ..core.estimation.serving import (
     REQUEST_OVERHEAD_MIN_TTFT_ROWS,
@@ -208,6 +209,7 @@ class Predictor:
     def __init__(self, gpus: GpuCatalog, models: ModelCatalog) -> None:
         self.gpus, self.models = gpus, models
         self._prepared: dict[str, tuple[Scenario, ModelSpec, tuple[str, ...]] | str] = {}
+        self._layouts: dict[str, tuple[MemoryModel, Candidate] | None] = {}
 
     def prepare(self, row: Row) -> tuple[Scenario, ModelSpec, tuple[str, ...]] | str:
         """(scenario, model, omitted facts), or the one-line reason the scenario is refused."""
@@ -220,6 +222,18 @@ class Predictor:
             except InputError as exc:
                 self._prepared[row.id] = f"scenario refused: {exc}"
         return self._prepared[row.id]
+
+    def serving_layout(
+        self, row: Row, sc: Scenario, model: ModelSpec
+    ) -> tuple[MemoryModel, Candidate] | None:
+        """(memory model, candidate) of a serving row's layout, or None where the catalog has no such
+        candidate: memory and fit alone, which no engine factor or speed constant moves, so they are
+        worked out once per row (a fit asks for the same row many times)."""
+        if row.id not in self._layouts:
+            est = estimate(sc, self.gpus, self.models, with_advice=False, speed=False, _model=model)
+            cand = _candidate(est.candidates, sc)
+            self._layouts[row.id] = None if cand is None else (est.memory_model, cand)
+        return self._layouts[row.id]
 
     def compare(
         self,
@@ -307,15 +321,15 @@ def _compare_serving(
     per interval as a paced run (:func:`~gpuadvisor.core.estimation.serving.paced`)."""
     try:
         with engine_profiles(profiles):
-            est = estimate(sc, predictor.gpus, predictor.models, with_advice=False, speed=True, _model=model)
-            cand = _candidate(est.candidates, sc)
-            if cand is None:
+            got = predictor.serving_layout(row, sc, model)
+            if got is None:
                 return Comparison(
                     row, measured, None, None, None, unit, omitted, "no candidate for this layout"
                 )
+            mm, cand = got
             engine = core_engines.engine_for(sc.workload.engine, sc.workload.kind)
             eff, hw = sc.efficiency, sc.hardware
-            layout = (est.memory_model, cand.gpu, cand.gpu_count, cand.parallelism, engine)
+            layout = (mm, cand.gpu, cand.gpu_count, cand.parallelism, engine)
             n = sc.workload.batch_size
             bw, mfu, node = eff.bandwidth_efficiency, eff.prefill_mfu, hw.gpus_per_node
             interval = paced_interval(row.fact("arrival"))

@@ -238,14 +238,19 @@ class ServingEstimate(NamedTuple):
 
 def batch_models(mm: MemoryModel, top: int = MAX_CONCURRENCY) -> dict[int, MemoryModel]:
     """Memory models of the workload at batches 1, 2, 4, ... up to the first at or past ``top`` (the roofline reads the batch
-    from its workload); built once per estimate and shared by every GPU."""
-    out: dict[int, MemoryModel] = {}
-    b = 1
-    while b < 2 * top:
-        w = replace(mm.workload, batch_size=b)
-        out[b] = MemoryModel(mm.model, w, mm.overhead, prefill_chunk_tokens=mm.prefill_chunk_tokens)
-        b *= 2
-    return out
+    from its workload); built once per memory model and shared by every GPU (read only)."""
+
+    def build() -> dict[int, MemoryModel]:
+        out: dict[int, MemoryModel] = {}
+        b = 1
+        while b < 2 * top:
+            w = replace(mm.workload, batch_size=b)
+            out[b] = MemoryModel(mm.model, w, mm.overhead, prefill_chunk_tokens=mm.prefill_chunk_tokens)
+            b *= 2
+        return out
+
+    result: dict[int, MemoryModel] = mm.cached(f"batch_models:{top}", build)
+    return result
 
 
 def reserved_context(w: Workload, batching: str) -> int:
