@@ -56,6 +56,11 @@ QUANTITIES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 }
 BOUNDS = ("point", "lower", "upper")
 BASES = ("tensors", "device", "model_states", "weights")
+#: Where a serving row's figures were taken: empty for a client of the engine's API server (the
+#: default: HTTP, tokenization and streaming included), ``engine`` for a client in the engine's own
+#: process (``LLM.generate``, an in-process async engine), which the API server's per-request time
+#: does not reach (see docs/estimation.md, "Serving", Validation).
+SERVING_BASES = ("", "engine")
 UNIT_BYTES = {"GB": 1e9, "MB": 1e6, "GiB": 2.0**30, "MiB": 2.0**20}
 SOURCE_KINDS = (
     "paper",
@@ -348,6 +353,10 @@ def load_measurements(data_dir: str | Path = DATA_DIR, sources: dict[str, Source
             )
         if raw["group"] in ("memory", "bounds") and raw["basis"] not in BASES:
             raise ValidationDataError(f"{where}: basis must be one of {', '.join(BASES)} for memory rows")
+        if raw["group"] == "serving" and raw["basis"] not in SERVING_BASES:
+            raise ValidationDataError(f"{where}: basis must be empty or 'engine' for serving rows")
+        if raw["group"] not in ("memory", "bounds", "serving") and raw["basis"]:
+            raise ValidationDataError(f"{where}: basis is only for memory and serving rows")
         value = _number(raw, "value", where)
         if value is None:
             raise ValidationDataError(f"{where}: value is empty")

@@ -290,7 +290,9 @@ discussion, own measurement), `date_read` (YYYY-MM-DD), `notes`.
 - the figure: `group` (`memory`, `bounds`, `inference_speed`, `training_speed`, `serving`), `quantity`, `unit`, `value`,
   `bound` (`point`; `lower`: the run ran out of memory at this size; `upper`: it fit within it), `basis` for
   memory (`tensors`: `torch.cuda.max_memory_allocated`; `device`: `nvidia-smi`; `model_states`: analytic weights,
-  gradients and optimizer states);
+  gradients and optimizer states) and for serving (empty: a client of the engine's API server; `engine`: a client
+  in the engine's own process, such as `LLM.generate` or an in-process async engine, predicted without the API's
+  per-request time);
 - quantities: `peak_memory`, `model_states` and `weights_memory` (GB, GiB, MiB or MB; `weights_memory` is the
   bytes of the stored weights, `basis` `weights`), `decode_tokens_per_s_per_user`, `decode_tokens_per_s` (all
   sequences of the batch, decode only), `decode_ms_per_token` (per generated token of the batch),

@@ -138,6 +138,11 @@ def test_rows_may_stop_before_the_columns_added_at_the_end(tmp_path):
 
 def _with_arrival(tmp_path, row_id: str, arrival: str) -> None:
     """The data folder with one serving row whose ``arrival`` cell is replaced."""
+    _with_cell(tmp_path, row_id, "arrival", arrival)
+
+
+def _with_cell(tmp_path, row_id: str, column: str, value: str) -> None:
+    """The data folder with one row whose ``column`` cell is replaced."""
     import csv
     import io
 
@@ -146,7 +151,7 @@ def _with_arrival(tmp_path, row_id: str, arrival: str) -> None:
     header = next(csv.reader([text[1]]))
     line = next(t for t in text[2:] if t.startswith(row_id + ","))
     cells = next(csv.reader([line]))
-    cells[header.index("arrival")] = arrival
+    cells[header.index(column)] = value
     buf = io.StringIO()
     csv.writer(buf, lineterminator="\n").writerow(cells)
     (tmp_path / "measurements.csv").write_text(
@@ -172,6 +177,39 @@ def test_a_serving_row_says_how_its_requests_arrived(tmp_path, arrival, message)
     _with_arrival(tmp_path, "SRV-38", arrival)
     with pytest.raises(ValidationDataError, match=rf"row SRV-38: {message}"):
         load_measurements(tmp_path)
+
+
+@pytest.mark.parametrize(
+    "row_id, basis, message",
+    [
+        ("SRV-38", "http", "basis must be empty or 'engine' for serving rows"),
+        ("INF-01", "engine", "basis is only for memory and serving rows"),
+    ],
+)
+def test_a_serving_rows_basis_is_the_api_or_the_engines_process(tmp_path, row_id, basis, message):
+    _with_cell(tmp_path, row_id, "basis", basis)
+    with pytest.raises(ValidationDataError, match=rf"row {row_id}: {message}"):
+        load_measurements(tmp_path)
+
+
+def test_rows_taken_in_the_engines_process_get_no_api_time_and_do_not_fit_it(rows, predictor):
+    """A client inside the engine's process (AccelMark's in-process engine) meets no API server:
+    its rows are predicted without the per-request time, whatever value is offered, and take no
+    part in that time's fit; a row taken through the API server gets the value offered."""
+    from gpuadvisor.core.estimation.serving import REQUEST_OVERHEAD_S
+
+    inside = [r for r in rows if r.scored and r.group == "serving" and r.basis == "engine"]
+    assert len(inside) >= 100 and {r.source_id for r in inside} == {"accelmark"}
+    first = next(r for r in inside if r.quantity == "serving_ttft_ms")
+    assert "one request at a time" in first.fact("assumptions")
+    got = {predictor.compare(first, None, v).estimate for v in (None, 0.0, 0.15)}
+    assert len(got) == 1 and None not in got
+    # Fitted to these rows alone there is nothing to fit: the shipped value stays.
+    assert fit_request_overhead(inside, predictor) == REQUEST_OVERHEAD_S
+    api = next(r for r in rows if r.id == "SRV-37")  # GPUStack's vLLM, 4 clients through the API
+    assert api.basis == ""
+    slow, fast = (predictor.compare(api, None, v).estimate for v in (0.15, 0.0))
+    assert slow is not None and fast is not None and slow - fast == pytest.approx(150.0, rel=0.05)
 
 
 def test_serving_throughputs_and_latencies_join_the_fit_but_not_first_tokens(rows):
@@ -204,11 +242,11 @@ def test_a_score_only_source_is_scored_everywhere_and_fitted_nowhere(rows, oos, 
     assert SCORE_ONLY_SOURCES, "the mechanism is in use"
     fitted = {s.id for s in speed_rows(rows)}
     for source, why in SCORE_ONLY_SOURCES.items():
-        held = [r for r in rows if r.source_id == source]
-        assert held and all(r.scored for r in held) and len(why) > 40, source
+        held = [r for r in rows if r.source_id == source and r.scored]
+        assert len(held) >= 100 and len(why) > 40, source
         assert not any(r.id in fitted for r in held), source
         scored = {c.row.id for c in oos if c.row.source_id == source and c.estimate is not None}
-        assert scored == {r.id for r in held}, source
+        assert scored >= {r.id for r in held}, source
     only = [r for r in rows if r.source_id in SCORE_ONLY_SOURCES]
     # Fitted to nothing but these rows, the per-request time stays at the shipped value.
     assert fit_request_overhead(only, predictor) == REQUEST_OVERHEAD_S
@@ -368,9 +406,10 @@ COVERAGE_TARGET = 0.80
 #: turns the mark into a failure, so it is removed as soon as the physics meets the target).
 MISSES: dict[tuple[str, str], str] = {
     ("median", "serving"): (
-        "out-of-sample median 18.0% > 15% over 248 rows (2026-12-02): the fitted sources' 140 rows stand at "
-        "14.0%, the older NIM sizing dataset's 108 (scored, not fitted) at 24.0%; TTFT 24.8% over all "
-        "(47.1% before closed loops in step and per-stack per-request times)"
+        "out-of-sample median 32.2% > 15% over 733 rows from 14 sources (2026-12-02): the 248 rows "
+        "in the set before its last revision stand at 18.6%; the 485 added at 46% (SGLang's cookbook on "
+        "eight GPUs, MLA MoE models at about half the estimated speed; AccelMark's bursts of answers "
+        "that stop at their end token, scored not fitted); TTFT 54.0%, tokens/s 33.3%, ITL 22.6%"
     ),
 }
 
@@ -403,8 +442,8 @@ def test_out_of_sample_bounds_all_right(oos_summary):
 
 @pytest.mark.xfail(
     strict=True,
-    reason="out-of-sample median 15.5% > 15% over the 117 rows of the other engines (2026-12-01; 14.8% before "
-    "the serving throughputs joined the fit, which took the serving median from 19.4% to 14.2%)",
+    reason="out-of-sample median 17.1% > 15% over the 117 rows of the other engines (2026-12-02; 15.5% before "
+    "the serving sources of the last revision joined the fit, 14.8% before the serving throughputs did)",
 )
 def test_inference_speed_median_without_the_llama_cpp_rows(oos):
     """The group target must not be met by one engine's many rows alone."""
