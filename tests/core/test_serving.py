@@ -828,9 +828,10 @@ def test_tensorrt_llm_reserves_each_requests_whole_answer():
 
 
 def test_a_deepseek_style_model_carries_the_measured_speed_caveat():
-    """MLA attention with a many-expert MoE is where the one published sweep checked (DeepSeek-R1 on
-    8 x H200 and 8 x MI300X) ran far below the estimate: every inference estimate of such a model
-    says so, in the core's words that the window, the CLI and the PDF show; others do not."""
+    """MLA attention with a many-expert MoE is where published serving runs (SGLang's own on B200 and
+    MI300X, an earlier sweep on H200 and MI300X) ran far below the estimate: every inference estimate
+    of such a model says so, in the core's words that the window, the CLI and the PDF show; others
+    do not."""
     from gpuadvisor.core.estimation.estimate import MLA_MOE_SPEED_WARNING
 
     ds = run(
@@ -839,6 +840,7 @@ def test_a_deepseek_style_model_carries_the_measured_speed_caveat():
         )
     )
     assert MLA_MOE_SPEED_WARNING in ds.warnings
+    assert "a median 0.44 times the estimate" in render_estimate(ds)
     assert "2.5 to 5 times lower" in render_estimate(ds)
     llama = run(scenario(hardware={"gpu": "h100-sxm", "gpu_count": 1}))
     assert MLA_MOE_SPEED_WARNING not in llama.warnings

@@ -156,11 +156,12 @@ def resolve_model(scenario: Scenario, models: ModelCatalog) -> ModelSpec:
 #: the one published serving sweep of such a model that was checked ran far below the estimate
 #: (docs/estimation.md, "Where the validation set stands").
 MLA_MOE_SPEED_WARNING = (
-    "Speed of MLA mixture-of-experts models (DeepSeek-V3/R1 style) is the least certain figure: in the "
-    "one published serving sweep checked (DeepSeek-R1 on 8 \u00d7 H200 and 8 \u00d7 MI300X, vLLM 0.7 and SGLang "
-    "0.4, March 2025) output tokens/s were 2.5 to 5 times lower, the time between tokens 1.7 to 4.7 "
-    "times longer and first tokens 7 to 400 times later than estimated here. Engine releases differ "
-    "widely on these models: treat the speed and the first-token time as optimistic."
+    "Speed of MLA mixture-of-experts models (DeepSeek-V3/R1 style) is the least certain figure: in "
+    "SGLang's own benchmarks (SGLang 0.5.6-0.5.7, late 2025: DeepSeek-R1 and Kimi K2 on 8 \u00d7 B200, "
+    "DeepSeek-V3 on 8 \u00d7 MI300X) output tokens/s were a median 0.44 times the estimate here, the time "
+    "between tokens 2.0 times and the first token 3.7 times; in an earlier sweep (vLLM 0.7 and SGLang "
+    "0.4, March 2025) output tokens/s were 2.5 to 5 times lower. Engine releases differ widely on "
+    "these models: treat the speed and the first-token time as optimistic."
 )
 
 
