@@ -153,6 +153,10 @@ MEASUREMENT_COLUMNS = (
     # mode); ``burst``: every request sent at once (request rate inf, trtllm-bench), the engine
     # running as many as it admits while the rest wait and the run draining at its end.
     "arrival",
+    # A burst whose answers stop at their end token: the longest answer a request may give (its
+    # max_tokens, or the longest of a dataset replayed with its own lengths), output_tokens being
+    # their mean. Empty: every answer is output_tokens long.
+    "output_tokens_max",
 )
 
 #: Weight types the scenario may not know yet, and the nearest type it knows (used only as a fallback).
@@ -251,7 +255,7 @@ class Row:
 
 #: Columns added at the end of the measurements header after rows were written: a row may end
 #: before them (its cells are read as empty), so older rows stay as they were.
-TRAILING_OPTIONAL = ("vp", "recompute", "arrival")
+TRAILING_OPTIONAL = ("vp", "recompute", "arrival", "output_tokens_max")
 #: How a serving row's requests were sent, besides ``paced:<s>`` (and empty for an unscored row):
 #: ``closed_loop`` (clients each sending their next request when one ends), ``lockstep`` (such a
 #: loop of fixed-length requests whose clients started together, so its rounds stay in step) and
@@ -386,6 +390,7 @@ def load_measurements(data_dir: str | Path = DATA_DIR, sources: dict[str, Source
             "vp",
             "tokens_trained",
             "scale_to_params",
+            "output_tokens_max",
         ):
             _number(raw, col, where)
         _number(raw, "cuda_context_gib", where, positive=False)
@@ -410,6 +415,13 @@ def load_measurements(data_dir: str | Path = DATA_DIR, sources: dict[str, Source
             raise ValidationDataError(
                 f"{where}: a scored serving row needs arrival (closed_loop, lockstep, burst or paced:<s>)"
             )
+        if raw["output_tokens_max"]:
+            if arrival_kind(raw["arrival"]) != "burst":
+                raise ValidationDataError(f"{where}: output_tokens_max is for a burst's varying answers only")
+            if not raw["output_tokens"] or float(raw["output_tokens_max"]) < float(raw["output_tokens"]):
+                raise ValidationDataError(
+                    f"{where}: output_tokens_max must be at least output_tokens (their mean)"
+                )
         if raw["architecture"]:
             try:
                 arch = json.loads(raw["architecture"])

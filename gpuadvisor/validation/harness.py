@@ -339,7 +339,11 @@ def _compare_serving(
             if interval is not None:
                 point = paced(*layout, n, 1.0 / interval, bw, mfu, node, request_overhead_s)
             elif row.fact("arrival") == "burst":
-                point = burst(*layout, n, bw, mfu, node, request_overhead_s)
+                longest = row.fact("output_tokens_max")
+                point = burst(
+                    *layout, n, bw, mfu, node, request_overhead_s,
+                    longest_output=int(float(longest)) if longest else None,
+                )  # fmt: skip
             elif row.fact("arrival") == "lockstep":
                 point = lockstep(*layout, n, bw, mfu, node, request_overhead_s)
             else:

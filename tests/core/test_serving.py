@@ -701,11 +701,57 @@ def test_a_wave_waits_for_the_prompts_ahead_and_is_slowed_by_those_behind():
         assert wave.running == n == loop.running
         c, curve = _benchmark_curve(mm, gpu, 1, "none", engine, n, None, None, 8, None)
         d = curve.new_mean * curve.tau
-        assert wave.ttft_s == pytest.approx(curve.point(1)[2] + (n - 1) / 2 * d)
+        assert wave.ttft_s == pytest.approx(curve.point(1, closed=True)[2] + (n - 1) / 2 * d)
         assert curve.step(n) < wave.itl_s < loop.itl_s
         if last is not None:
             assert wave.ttft_s > last.ttft_s and wave.itl_s > last.itl_s
         last = wave
+
+
+def test_a_wave_of_answers_that_stop_early_drains_until_its_longest_ends():
+    """Answers that stop at their end token (mean O, none past L) keep the wave going until the
+    longest ends, at ever smaller batches: the decode lasts longer than O - 1 steps at batch N,
+    more so the longer the cap, and the mean step per token lies between the lone and the full
+    batch's. One request alone takes its mean length; a cap at the mean is equal lengths."""
+    from gpuadvisor.core.estimation.serving import _benchmark_curve, burst, drain
+
+    mm, gpu, engine = _burst_setup(prompt=256, output=350)
+    n = 100
+    _c, curve = _benchmark_curve(mm, gpu, 1, "none", engine, n, None, None, 8, None)
+    out = mm.workload.output_tokens
+    equal = (out - 1) * curve.step(n)
+    assert drain(curve.step, n, out, out) == (pytest.approx(equal), pytest.approx(curve.step(n)))
+    alone, step1 = drain(curve.step, 1, out, 512)
+    assert alone == pytest.approx((out - 1) * curve.step(1), rel=0.01)
+    assert step1 == pytest.approx(curve.step(1))
+    last = equal
+    for cap in (400, 512, 1024, 4096):
+        time, per_token = drain(curve.step, n, out, cap)
+        assert time > last
+        assert curve.step(1) <= per_token <= curve.step(n)
+        last = time
+    # Beyond the point where the longest of n answers is expected, a higher cap changes little.
+    assert drain(curve.step, n, out, 10**6)[0] == pytest.approx(drain(curve.step, n, out, 10**5)[0], rel=0.01)
+    fixed = burst(mm, gpu, 1, "none", engine, n)
+    cut = burst(mm, gpu, 1, "none", engine, n, longest_output=512)
+    assert cut.tokens_per_s < fixed.tokens_per_s
+    assert cut.ttft_s == pytest.approx(fixed.ttft_s) and cut.itl_s < fixed.itl_s
+
+
+def test_a_lone_client_meets_no_prompt_ahead_of_its_own():
+    """In a closed loop a new prompt meets the prompts of the other clients only (the arrival
+    theorem), so one client never waits behind a prompt, however long: its first token is its
+    own prefill's. A Poisson stream at the same concurrency does meet one (PASTA)."""
+    from gpuadvisor.core.estimation.serving import _benchmark_curve, closed_loop
+
+    mm, gpu, engine = _burst_setup(prompt=28_000, output=350)
+    _c, curve = _benchmark_curve(mm, gpu, 1, "none", engine, 1, None, None, 8, None)
+    lone = closed_loop(mm, gpu, 1, "none", engine, 1)
+    _itl, _tail, alone, _s = curve.point(1, closed=True)
+    assert lone.ttft_s == pytest.approx(alone)
+    assert curve.point(1)[2] > 1.1 * alone  # the open stream's wait for the prompt ahead
+    # With more clients the others' prompts are met, and more of them the more clients there are.
+    assert closed_loop(mm, gpu, 1, "none", engine, 2).ttft_s > lone.ttft_s
 
 
 def test_a_burst_the_engine_cannot_hold_runs_as_a_closed_loop_of_what_it_holds():

@@ -121,13 +121,14 @@ def test_a_broken_data_file_names_the_row_and_column(tmp_path):
 def test_rows_may_stop_before_the_columns_added_at_the_end(tmp_path):
     shutil.copy(DATA_DIR / "sources.csv", tmp_path / "sources.csv")
     text = (DATA_DIR / "measurements.csv").read_text(encoding="utf-8").splitlines()
-    short = text[2]  # written before vp, recompute and arrival existed
+    short = text[2]  # written before vp, recompute, arrival and output_tokens_max existed
     import csv
 
-    assert len(next(csv.reader([short]))) == len(next(csv.reader([text[1]]))) - 3
+    assert len(next(csv.reader([short]))) == len(next(csv.reader([text[1]]))) - 4
     (tmp_path / "measurements.csv").write_text("\n".join(text[:3]) + "\n", encoding="utf-8")
     (row,) = load_measurements(tmp_path)
     assert row.fact("vp") == "" and row.fact("recompute") == "" and row.fact("arrival") == ""
+    assert row.fact("output_tokens_max") == ""
     # A row that stops earlier still is an error.
     (tmp_path / "measurements.csv").write_text(
         "\n".join(text[:2] + [short.rsplit(",", 1)[0]]) + "\n", encoding="utf-8"
@@ -151,6 +152,7 @@ def _with_cell(tmp_path, row_id: str, column: str, value: str) -> None:
     header = next(csv.reader([text[1]]))
     line = next(t for t in text[2:] if t.startswith(row_id + ","))
     cells = next(csv.reader([line]))
+    cells += [""] * (len(header) - len(cells))  # a row may stop before the columns added at the end
     cells[header.index(column)] = value
     buf = io.StringIO()
     csv.writer(buf, lineterminator="\n").writerow(cells)
@@ -177,6 +179,36 @@ def test_a_serving_row_says_how_its_requests_arrived(tmp_path, arrival, message)
     _with_arrival(tmp_path, "SRV-38", arrival)
     with pytest.raises(ValidationDataError, match=rf"row SRV-38: {message}"):
         load_measurements(tmp_path)
+
+
+@pytest.mark.parametrize(
+    "row_id, longest, message",
+    [
+        ("SRV-38", "4000", "output_tokens_max is for a burst's varying answers only"),
+        ("SRA-003", "300", r"output_tokens_max must be at least output_tokens \(their mean\)"),
+        ("SRA-003", "many", "output_tokens_max must be a number"),
+    ],
+)
+def test_only_a_burst_states_its_longest_answer_and_no_shorter_than_the_mean(
+    tmp_path, row_id, longest, message
+):
+    _with_cell(tmp_path, row_id, "output_tokens_max", longest)
+    with pytest.raises(ValidationDataError, match=rf"row {row_id}: {message}"):
+        load_measurements(tmp_path)
+
+
+def test_a_burst_of_answers_cut_at_max_tokens_is_predicted_draining(rows, predictor):
+    """AccelMark's offline bursts stop each answer at its end token or at max_tokens: the row
+    states the cap, and the prediction drains (fewer tokens/s than equal answers of the mean)."""
+    from dataclasses import replace
+
+    row = next(r for r in rows if r.id == "SRA-003")
+    assert row.fact("output_tokens_max") == "512" and "max_tokens 512" in row.fact("assumptions")
+    facts = tuple((k, "" if k == "output_tokens_max" else v) for k, v in row.facts)
+    equal = predictor.compare(replace(row, facts=facts)).estimate
+    draining = predictor.compare(row).estimate
+    assert equal is not None and draining is not None
+    assert draining < 0.9 * equal
 
 
 @pytest.mark.parametrize(

@@ -19,7 +19,9 @@ Continuous batching (vLLM, SGLang, TensorRT-LLM, MLC; llama.cpp and ExLlamaV2 wi
                                                    prompt is prefilled before its first token)
     TTFT0(c)    = max(TTFT_1 x P'/P, step(1)) + ceil(P' / chunk) ITL(c) + W_prefill
     W_prefill   = rho_p t_p / (2 (1 - rho_p)), t_p = max(TTFT_1 x P_new/P, step(1)),
-                  rho_p = c / S(c) x t_p          prompts are prefilled one after another (M/D/1)
+                  rho_p = c / S(c) x t_p          prompts are prefilled one after another (M/D/1;
+                                                   (c - 1) / S(c) for a closed loop of c clients,
+                                                   whose new prompt meets the c - 1 others only)
     S(c)        = TTFT0(c) + (O - 1) ITL(c)        time a request holds its slot
 
 Static batching (Transformers, AutoAWQ): a batch of c prompts is prefilled together and
@@ -568,7 +570,7 @@ class ReplicaCurve:
         self.overhead = request_overhead_s
         self._points: dict[int, tuple[float, float, str]] = {}
         self._pow_steps: dict[int, float] = {}
-        self._point_memo: dict[float, tuple[float, float, float, float]] = {}
+        self._point_memo: dict[tuple[float, bool], tuple[float, float, float, float]] = {}
         self.top_limit = max(1, top)
         self.top_batch = 1 << max(0, (self.top_limit - 1).bit_length())
         self.w, self.spec, self.batching = w, spec, batching
@@ -668,15 +670,22 @@ class ReplicaCurve:
         b = 1 << max(0, max(1, c).bit_length() - 1)
         return self._at(min(b, self.top_batch))[2]
 
-    def point(self, c: float) -> tuple[float, float, float, float]:
+    def point(self, c: float, closed: bool = False) -> tuple[float, float, float, float]:
         """(ITL s, TTFT0 at the percentile s, mean TTFT0 s, service time s) at concurrency ``c``
-        (remembered: the search, the fleet and its figures ask for the same concurrency)."""
-        got = self._point_memo.get(c)
+        (remembered: the search, the fleet and its figures ask for the same concurrency).
+
+        ``closed``: the requests come from a closed loop of ``c`` clients, not from a Poisson
+        stream, so a new prompt meets the prompts of the ``c - 1`` others only (the arrival
+        theorem of closed queueing networks: an arriving customer sees the network in equilibrium
+        with itself removed; Reiser and Lavenberg, "Mean-Value Analysis of Closed Multichain
+        Queuing Networks", J. ACM 27(2), 1980). A Poisson arrival sees all ``c`` (PASTA)."""
+        key = (c, closed)
+        got = self._point_memo.get(key)
         if got is None:
-            got = self._point_memo[c] = self._point(c)
+            got = self._point_memo[key] = self._point(c, closed)
         return got
 
-    def _point(self, c: float) -> tuple[float, float, float, float]:
+    def _point(self, c: float, closed: bool = False) -> tuple[float, float, float, float]:
         step = self.step(c)
         w = self.w
         out = w.output_tokens
@@ -695,8 +704,10 @@ class ReplicaCurve:
         )
         ttft_mean = prefill_mean + math.ceil(max(self.new_mean, 1.0) / self.chunk) * itl
         # Prompts are prefilled one after another: a new one waits for those ahead of it
-        # (M/D/1, Pollaczek-Khinchine: rho t / (2 (1 - rho)) with rho = prompts/s x t).
-        rho = min(c / (ttft_mean + (out - 1) * itl) * prefill_mean, PREFILL_RHO_MAX)
+        # (M/D/1, Pollaczek-Khinchine: rho t / (2 (1 - rho)) with rho = prompts/s x t), the
+        # prompts of the c others (Poisson arrivals) or of the c - 1 other clients (a closed loop).
+        others = max(c - 1.0, 0.0) if closed else c
+        rho = min(others / (ttft_mean + (out - 1) * itl) * prefill_mean, PREFILL_RHO_MAX)
         wait = rho * prefill_mean / (2.0 * (1.0 - rho))
         ttft_tail += wait + self.overhead
         ttft_mean += wait + self.overhead
@@ -876,7 +887,7 @@ def _loop_figures(c: int, curve: ReplicaCurve, clients: int, out: int) -> Closed
     """A closed loop of ``clients`` on a replica that runs ``c`` of them at once (the rest wait):
     by Little's law ``c / S(c)`` requests a second, and a request takes ``clients x S(c) / c`` from
     sending to its end, so the mean TTFT is ``TTFT0(c) + (clients / c - 1) S(c)``."""
-    itl, _tail, ttft0, service = curve.point(c)
+    itl, _tail, ttft0, service = curve.point(c, closed=True)
     return ClosedLoop(c * out / service, ttft0 + (clients / c - 1.0) * service, itl, c)
 
 
@@ -917,6 +928,7 @@ def burst(
     prefill_mfu: float | None = None,
     gpus_per_node: int = 8,
     request_overhead_s: float | None = None,
+    longest_output: int | None = None,
 ) -> ClosedLoop:
     """The same figures for a burst: ``requests`` sent at once and none after them (``vllm bench serve
     --request-rate inf`` without a concurrency cap, a Triton benchmark at QPS INF).
@@ -934,7 +946,12 @@ def burst(
     ``c`` peers (each finished request is replaced), a wave's only those behind each request,
     half of them on average. When the engine cannot hold them all, the waiting requests enter as
     running ones finish, which is the closed loop of ``c`` sequences after its first round
-    (:func:`closed_loop`, with ``requests`` clients)."""
+    (:func:`closed_loop`, with ``requests`` clients).
+
+    With ``longest_output`` the answers are not all ``O`` tokens long: they stop at their end
+    token, ``O`` on average and none past ``longest_output`` (a request's ``max_tokens``, or the
+    longest answer of a dataset replayed with its own lengths). The wave then drains: see
+    :func:`drain`."""
     c, curve = _benchmark_curve(
         mm, gpu, gpu_count, parallelism, engine, requests, bw_eff, prefill_mfu, gpus_per_node,
         request_overhead_s,
@@ -942,21 +959,68 @@ def burst(
     w = mm.workload
     if requests > c:
         return _loop_figures(c, curve, requests, w.output_tokens)
-    ttft, itl, makespan = _wave(curve, requests, w.output_tokens)
+    ttft, itl, makespan = _wave(curve, requests, w.output_tokens, longest_output)
     return ClosedLoop(requests * w.output_tokens / makespan, ttft, itl, requests)
 
 
-def _wave(curve: ReplicaCurve, n: int, out: int) -> tuple[float, float, float]:
+#: Points of the midpoint sum over a draining wave's decode (:func:`drain`).
+DRAIN_POINTS = 64
+
+
+def drain(step: Callable[[float], float], n: int, out: int, longest: int) -> tuple[float, float]:
+    """(decode time s, mean decode step per token s) of a wave of ``n`` sequences whose answers
+    stop at their end token: ``out`` tokens on average, none longer than ``longest``.
+
+    The answer lengths are taken as exponential and cut at ``longest`` (``min(X, L)``, the
+    exponential-like tail the queue model assumes without a stated percentile, see
+    :func:`service_cv2`), ``theta`` chosen so that their mean is ``out``:
+    ``theta (1 - exp(-L / theta)) = out``. A sequence still decodes at step ``t`` with probability
+    ``S(t) = exp(-t / theta)`` (``t < L``), so the wave is still running with probability
+    ``1 - (1 - S)^n`` and then holds ``n S / (1 - (1 - S)^n)`` sequences on average; its decode
+    time is the sum over steps ``t = 1 .. L - 1`` of that probability times the step at that
+    batch. With equal lengths the wave decodes ``out - 1`` steps at batch ``n``; a draining one
+    decodes until its longest answer ends, at shrinking batches, which is why a burst of chat
+    answers makes fewer tokens a second than its mean length suggests."""
+    if longest <= out or n < 1:
+        s = step(float(n))
+        return (out - 1) * s, s
+    lo, hi = float(out), float(out)
+    while hi * -math.expm1(-longest / hi) < out:  # theta (1 - e^(-L/theta)) rises with theta
+        hi *= 2.0
+    for _ in range(60):
+        mid = (lo + hi) / 2.0
+        lo, hi = (mid, hi) if mid * -math.expm1(-longest / mid) < out else (lo, mid)
+    theta = hi
+    # Past 1 + theta (ln n + 7) the wave runs with probability below 1e-3: stop the sum there.
+    end = min(float(longest), 1.0 + theta * (math.log(n) + 7.0))
+    dt = (end - 1.0) / DRAIN_POINTS
+    time = weighted = tokens = 0.0
+    for i in range(DRAIN_POINTS):
+        alive = math.exp(-(1.0 + (i + 0.5) * dt) / theta)
+        running = 1.0 - (1.0 - alive) ** n  # the probability that the wave still runs
+        batch = n * alive / running
+        s = step(batch)
+        time += running * s * dt
+        weighted += n * alive * s * dt
+        tokens += n * alive * dt
+    return time, weighted / tokens
+
+
+def _wave(curve: ReplicaCurve, n: int, out: int, longest: int | None = None) -> tuple[float, float, float]:
     """(mean TTFT s, mean ITL s, makespan s) of ``n`` requests the engine holds, sent at once (see
-    :func:`burst`)."""
-    _itl1, _tail1, ttft1, _s1 = curve.point(1)
+    :func:`burst`; ``longest``: answers of varying length, see :func:`drain`)."""
+    _itl1, _tail1, ttft1, _s1 = curve.point(1, closed=True)  # the first prompt meets none ahead
     d = curve.new_mean * curve.tau
-    step = curve.step(n)
+    if longest is None or longest <= out:
+        step = curve.step(n)
+        decode = (out - 1) * step
+    else:
+        decode, step = drain(curve.step, n, out, longest)
     gaps = max(out - 1, 1)
     cap = step + (curve.chunk * curve.tau if math.isfinite(curve.chunk) else math.inf)
     itl = sum(min(step + j * d / gaps, cap) for j in range(n)) / n
     ttft = ttft1 + (n - 1) / 2.0 * d
-    makespan = ttft1 + (n - 1) * d + (out - 1) * step
+    makespan = ttft1 + (n - 1) * d + decode
     return ttft, itl, makespan
 
 
