@@ -318,7 +318,10 @@ discussion, own measurement), `date_read` (YYYY-MM-DD), `notes`.
   started together with every prompt and output the same length, as the source's own counts show, so that its
   rounds stay in step; `burst`, every request sent at once,
   the engine admitting what it can hold while the rest wait and the run draining at its end; `paced:<s>`, a
-  client offering one request every `<s>` seconds to the stated number of workers);
+  client offering one request every `<s>` seconds to the stated number of workers) and `output_tokens_max` (a
+  burst whose answers stop at their end token: the longest an answer may be, its `max_tokens` or the longest of a
+  dataset replayed with its own lengths, `output_tokens` being their mean; predicted as a wave that drains until
+  its longest answer ends; empty when every answer is `output_tokens` long);
 - scoring: `scored` (`yes`/`no`), `why` (required when unscored), `assumptions` (every value chosen where the
   source is silent).
 
