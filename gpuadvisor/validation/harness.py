@@ -47,6 +47,7 @@ from ..core.estimation.serving import (
     REQUEST_OVERHEAD_MIN_TTFT_ROWS,
     REQUEST_OVERHEAD_RANGE,
     REQUEST_OVERHEAD_S,
+    BenchReplica,
     burst,
     closed_loop,
     lockstep,
@@ -332,22 +333,21 @@ def _compare_serving(
             mm, cand = got
             engine = core_engines.engine_for(sc.workload.engine, sc.workload.kind)
             eff, hw = sc.efficiency, sc.hardware
-            layout = (mm, cand.gpu, cand.gpu_count, cand.parallelism, engine)
+            replica = BenchReplica(
+                mm, cand.gpu, cand.gpu_count, cand.parallelism, engine,
+                eff.bandwidth_efficiency, eff.prefill_mfu, hw.gpus_per_node, request_overhead_s,
+            )  # fmt: skip
             n = sc.workload.batch_size
-            bw, mfu, node = eff.bandwidth_efficiency, eff.prefill_mfu, hw.gpus_per_node
             interval = paced_interval(row.fact("arrival"))
             if interval is not None:
-                point = paced(*layout, n, 1.0 / interval, bw, mfu, node, request_overhead_s)
+                point = paced(replica, n, 1.0 / interval)
             elif row.fact("arrival") == "burst":
                 longest = row.fact("output_tokens_max")
-                point = burst(
-                    *layout, n, bw, mfu, node, request_overhead_s,
-                    longest_output=int(float(longest)) if longest else None,
-                )  # fmt: skip
+                point = burst(replica, n, int(float(longest)) if longest else None)
             elif row.fact("arrival") == "lockstep":
-                point = lockstep(*layout, n, bw, mfu, node, request_overhead_s)
+                point = lockstep(replica, n)
             else:
-                point = closed_loop(*layout, n, bw, mfu, node, request_overhead_s)
+                point = closed_loop(replica, n)
     except InputError as exc:
         return Comparison(row, measured, None, None, None, unit, omitted, f"estimate refused: {exc}")
     running = point.running

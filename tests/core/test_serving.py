@@ -20,6 +20,7 @@ from gpuadvisor.core.estimation.estimate import estimate
 from gpuadvisor.core.estimation.serving import (
     MAX_CONCURRENCY,
     SERVING_SPREADS,
+    BenchReplica,
     service_cv2,
     wait_at_percentile,
 )
@@ -543,8 +544,8 @@ def test_request_overhead_lengthens_the_first_token_and_the_request():
     engine = engine_for("vllm", "inference")
     w = Workload(kind="inference", engine="vllm", prompt_tokens=233, output_tokens=221, batch_size=4)
     mm = MemoryModel(models.get("qwen3-8b"), w, prefill_chunk_tokens=engine.prefill_chunk_tokens)
-    bare = closed_loop(mm, gpus.get("h100-sxm"), 1, "none", engine, 4, request_overhead_s=0.0)
-    slow = closed_loop(mm, gpus.get("h100-sxm"), 1, "none", engine, 4, request_overhead_s=0.05)
+    bare = closed_loop(BenchReplica(mm, gpus.get("h100-sxm"), 1, "none", engine, request_overhead_s=0.0), 4)
+    slow = closed_loop(BenchReplica(mm, gpus.get("h100-sxm"), 1, "none", engine, request_overhead_s=0.05), 4)
     assert slow.ttft_s == pytest.approx(bare.ttft_s + 0.05)
     assert slow.itl_s == pytest.approx(bare.itl_s)
     assert slow.tokens_per_s < bare.tokens_per_s
@@ -680,8 +681,8 @@ def test_a_burst_of_one_request_is_a_closed_loop_of_one_client():
     from gpuadvisor.core.estimation.serving import burst, closed_loop
 
     mm, gpu, engine = _burst_setup()
-    one = burst(mm, gpu, 1, "none", engine, 1)
-    loop = closed_loop(mm, gpu, 1, "none", engine, 1)
+    one = burst(BenchReplica(mm, gpu, 1, "none", engine), 1)
+    loop = closed_loop(BenchReplica(mm, gpu, 1, "none", engine), 1)
     assert one.tokens_per_s == pytest.approx(loop.tokens_per_s)
     assert one.ttft_s == pytest.approx(loop.ttft_s)
     assert one.itl_s == pytest.approx(loop.itl_s)
@@ -696,10 +697,10 @@ def test_a_wave_waits_for_the_prompts_ahead_and_is_slowed_by_those_behind():
     mm, gpu, engine = _burst_setup()
     last = None
     for n in (2, 16, 128, 500):
-        wave = burst(mm, gpu, 1, "none", engine, n)
-        loop = closed_loop(mm, gpu, 1, "none", engine, n)
+        wave = burst(BenchReplica(mm, gpu, 1, "none", engine), n)
+        loop = closed_loop(BenchReplica(mm, gpu, 1, "none", engine), n)
         assert wave.running == n == loop.running
-        c, curve = _benchmark_curve(mm, gpu, 1, "none", engine, n, None, None, 8, None)
+        c, curve = _benchmark_curve(BenchReplica(mm, gpu, 1, "none", engine), n)
         d = curve.new_mean * curve.tau
         assert wave.ttft_s == pytest.approx(curve.point(1, closed=True)[2] + (n - 1) / 2 * d)
         assert curve.step(n) < wave.itl_s < loop.itl_s
@@ -717,7 +718,7 @@ def test_a_wave_of_answers_that_stop_early_drains_until_its_longest_ends():
 
     mm, gpu, engine = _burst_setup(prompt=256, output=350)
     n = 100
-    _c, curve = _benchmark_curve(mm, gpu, 1, "none", engine, n, None, None, 8, None)
+    _c, curve = _benchmark_curve(BenchReplica(mm, gpu, 1, "none", engine), n)
     out = mm.workload.output_tokens
     equal = (out - 1) * curve.step(n)
     assert drain(curve.step, n, out, out) == (pytest.approx(equal), pytest.approx(curve.step(n)))
@@ -732,8 +733,8 @@ def test_a_wave_of_answers_that_stop_early_drains_until_its_longest_ends():
         last = time
     # Beyond the point where the longest of n answers is expected, a higher cap changes little.
     assert drain(curve.step, n, out, 10**6)[0] == pytest.approx(drain(curve.step, n, out, 10**5)[0], rel=0.01)
-    fixed = burst(mm, gpu, 1, "none", engine, n)
-    cut = burst(mm, gpu, 1, "none", engine, n, longest_output=512)
+    fixed = burst(BenchReplica(mm, gpu, 1, "none", engine), n)
+    cut = burst(BenchReplica(mm, gpu, 1, "none", engine), n, longest_output=512)
     assert cut.tokens_per_s < fixed.tokens_per_s
     assert cut.ttft_s == pytest.approx(fixed.ttft_s) and cut.itl_s < fixed.itl_s
 
@@ -745,13 +746,13 @@ def test_a_lone_client_meets_no_prompt_ahead_of_its_own():
     from gpuadvisor.core.estimation.serving import _benchmark_curve, closed_loop
 
     mm, gpu, engine = _burst_setup(prompt=28_000, output=350)
-    _c, curve = _benchmark_curve(mm, gpu, 1, "none", engine, 1, None, None, 8, None)
-    lone = closed_loop(mm, gpu, 1, "none", engine, 1)
+    _c, curve = _benchmark_curve(BenchReplica(mm, gpu, 1, "none", engine), 1)
+    lone = closed_loop(BenchReplica(mm, gpu, 1, "none", engine), 1)
     _itl, _tail, alone, _s = curve.point(1, closed=True)
     assert lone.ttft_s == pytest.approx(alone)
     assert curve.point(1)[2] > 1.1 * alone  # the open stream's wait for the prompt ahead
     # With more clients the others' prompts are met, and more of them the more clients there are.
-    assert closed_loop(mm, gpu, 1, "none", engine, 2).ttft_s > lone.ttft_s
+    assert closed_loop(BenchReplica(mm, gpu, 1, "none", engine), 2).ttft_s > lone.ttft_s
 
 
 def test_a_burst_the_engine_cannot_hold_runs_as_a_closed_loop_of_what_it_holds():
@@ -759,9 +760,9 @@ def test_a_burst_the_engine_cannot_hold_runs_as_a_closed_loop_of_what_it_holds()
     from gpuadvisor.core.estimation.serving import burst, closed_loop
 
     mm, gpu, engine = _burst_setup(prompt=8000, output=2000, model="llama-3.1-70b", gpu="h100-sxm")
-    many = burst(mm, gpu, 2, "tensor", engine, 1000)
+    many = burst(BenchReplica(mm, gpu, 2, "tensor", engine), 1000)
     assert many.running < 1000
-    assert many == closed_loop(mm, gpu, 2, "tensor", engine, 1000)
+    assert many == closed_loop(BenchReplica(mm, gpu, 2, "tensor", engine), 1000)
 
 
 def test_a_closed_loop_in_step_is_a_burst_every_round():
@@ -773,9 +774,9 @@ def test_a_closed_loop_in_step_is_a_burst_every_round():
 
     mm, gpu, engine = _burst_setup(prompt=2000, output=200)
     for n in (1, 4, 25, 128):
-        step = lockstep(mm, gpu, 1, "none", engine, n)
-        assert step == burst(mm, gpu, 1, "none", engine, n)
-        loop = closed_loop(mm, gpu, 1, "none", engine, n)
+        step = lockstep(BenchReplica(mm, gpu, 1, "none", engine), n)
+        assert step == burst(BenchReplica(mm, gpu, 1, "none", engine), n)
+        loop = closed_loop(BenchReplica(mm, gpu, 1, "none", engine), n)
         if n == 1:
             assert step.ttft_s == pytest.approx(loop.ttft_s)
         else:
@@ -790,10 +791,10 @@ def test_a_closed_loop_in_step_beyond_the_kv_cache_runs_in_waves_of_what_it_hold
 
     mm, gpu, engine = _burst_setup(prompt=8000, output=2000, model="llama-3.1-70b", gpu="h100-sxm")
     clients = 1000
-    waves = lockstep(mm, gpu, 2, "tensor", engine, clients)
+    waves = lockstep(BenchReplica(mm, gpu, 2, "tensor", engine), clients)
     c = waves.running
     assert c < clients
-    one_wave = burst(mm, gpu, 2, "tensor", engine, c)
+    one_wave = burst(BenchReplica(mm, gpu, 2, "tensor", engine), c)
     assert waves.tokens_per_s == pytest.approx(one_wave.tokens_per_s)
     assert waves.itl_s == pytest.approx(one_wave.itl_s)
     out = mm.workload.output_tokens
@@ -801,7 +802,7 @@ def test_a_closed_loop_in_step_beyond_the_kv_cache_runs_in_waves_of_what_it_hold
     request_time = waves.ttft_s + (out - 1) * waves.itl_s
     assert request_time == pytest.approx(clients / c * makespan)
     # Waiting a whole wave or more: the first token comes after the first wave's makespan.
-    _c, curve = _benchmark_curve(mm, gpu, 2, "tensor", engine, clients, None, None, 8, None)
+    _c, curve = _benchmark_curve(BenchReplica(mm, gpu, 2, "tensor", engine), clients)
     assert waves.ttft_s > makespan > curve.point(1)[2]
 
 
@@ -811,8 +812,8 @@ def test_a_paced_client_above_the_engines_rate_is_the_closed_loop():
     from gpuadvisor.core.estimation.serving import closed_loop, paced
 
     mm, gpu, engine = _burst_setup()
-    loop = closed_loop(mm, gpu, 1, "none", engine, 16)
-    assert paced(mm, gpu, 1, "none", engine, 16, 1000.0) == loop
+    loop = closed_loop(BenchReplica(mm, gpu, 1, "none", engine), 16)
+    assert paced(BenchReplica(mm, gpu, 1, "none", engine), 16, 1000.0) == loop
 
 
 def test_a_paced_client_below_the_engines_rate_sets_the_pace():
@@ -823,17 +824,17 @@ def test_a_paced_client_below_the_engines_rate_sets_the_pace():
 
     mm, gpu, engine = _burst_setup()
     out = mm.workload.output_tokens
-    loop = closed_loop(mm, gpu, 1, "none", engine, 64)
+    loop = closed_loop(BenchReplica(mm, gpu, 1, "none", engine), 64)
     rate = 0.5 * loop.tokens_per_s / out
-    slow = paced(mm, gpu, 1, "none", engine, 64, rate)
+    slow = paced(BenchReplica(mm, gpu, 1, "none", engine), 64, rate)
     assert slow.tokens_per_s == pytest.approx(rate * out)
     assert slow.itl_s < loop.itl_s and slow.ttft_s <= loop.ttft_s
     # Little's law at the pace found: x sequences in flight turn over `rate` requests a second.
-    _c, curve = _benchmark_curve(mm, gpu, 1, "none", engine, 64, None, None, 8, None)
+    _c, curve = _benchmark_curve(BenchReplica(mm, gpu, 1, "none", engine), 64)
     x = next(b for b in range(1, 65) if curve.itl(b) >= slow.itl_s)
     assert x / curve.point(x)[3] == pytest.approx(rate, rel=0.15)
-    trickle = paced(mm, gpu, 1, "none", engine, 64, 0.01)
-    alone = closed_loop(mm, gpu, 1, "none", engine, 1)
+    trickle = paced(BenchReplica(mm, gpu, 1, "none", engine), 64, 0.01)
+    alone = closed_loop(BenchReplica(mm, gpu, 1, "none", engine), 1)
     assert trickle.itl_s == pytest.approx(alone.itl_s)
     assert trickle.ttft_s == pytest.approx(curve.point(1)[2])
 
@@ -844,7 +845,7 @@ def test_a_sequence_alone_decodes_at_the_bare_step():
     from gpuadvisor.core.estimation.serving import _benchmark_curve
 
     mm, gpu, engine = _burst_setup()
-    _c, curve = _benchmark_curve(mm, gpu, 1, "none", engine, 8, None, None, 8, None)
+    _c, curve = _benchmark_curve(BenchReplica(mm, gpu, 1, "none", engine), 8)
     assert curve.itl(1) == pytest.approx(curve.step(1))
     per_prompt = curve.new_mean * curve.tau / mm.workload.output_tokens
     assert curve.itl(8) == pytest.approx(curve.step(8) + 7 * per_prompt)
@@ -869,7 +870,9 @@ def test_tensorrt_llm_reserves_each_requests_whole_answer():
         engine = engine_for(engine_id, "inference")
         we = Workload(kind="inference", engine=engine_id, prompt_tokens=128, output_tokens=2048)
         mm = MemoryModel(models.get("llama-3.1-8b"), we, prefill_chunk_tokens=engine.prefill_chunk_tokens)
-        running[engine_id] = closed_loop(mm, gpus.get("a100-80gb"), 1, "none", engine, 1000).running
+        running[engine_id] = closed_loop(
+            BenchReplica(mm, gpus.get("a100-80gb"), 1, "none", engine), 1000
+        ).running
     assert 0.45 < running["tensorrt-llm"] / running["vllm"] < 0.65
 
 

@@ -850,35 +850,43 @@ class ClosedLoop(NamedTuple):
 OPEN_TARGETS = ServingSpec(requests_per_s=1.0, ttft_s=3600.0, itl_ms=60_000.0, percentile=50)
 
 
-def _benchmark_curve(
-    mm: MemoryModel,
-    gpu: GpuSpec,
-    gpu_count: int,
-    parallelism: str,
-    engine: EngineProfile,
-    requests: int,
-    bw_eff: float | None,
-    prefill_mfu: float | None,
-    gpus_per_node: int,
-    request_overhead_s: float | None,
-) -> tuple[int, ReplicaCurve]:
+class BenchReplica(NamedTuple):
+    """One replica as a serving benchmark ran it: the layout (memory model, GPU, count, split,
+    engine) and what the benchmark states or the harness fits about it (``bw_eff``,
+    ``prefill_mfu``: the engine's efficiencies when given; ``request_overhead_s``: the stack's
+    per-request time when given, else its fitted one). The benchmark models
+    (:func:`closed_loop`, :func:`burst`, :func:`lockstep`, :func:`paced`) all take one."""
+
+    mm: MemoryModel
+    gpu: GpuSpec
+    gpu_count: int
+    parallelism: str
+    engine: EngineProfile
+    bw_eff: float | None = None
+    prefill_mfu: float | None = None
+    gpus_per_node: int = 8
+    request_overhead_s: float | None = None
+
+
+def _benchmark_curve(r: BenchReplica, requests: int) -> tuple[int, ReplicaCurve]:
     """(sequences the engine runs at once, the replica's curve up to them) of a benchmark that keeps
     ``requests`` in flight: ``min(requests, KV capacity, MAX_CONCURRENCY)``, the rest wait."""
-    line = kv_line(mm, gpu_count, parallelism, reserved_context(mm.workload, batching_for(engine.id)))
-    kv_max = kv_capacity(line, gpu.memory_gib_usable * GIB)
+    mm = r.mm
+    line = kv_line(mm, r.gpu_count, r.parallelism, reserved_context(mm.workload, batching_for(r.engine.id)))
+    kv_max = kv_capacity(line, r.gpu.memory_gib_usable * GIB)
     c = max(1, min(requests, kv_max, MAX_CONCURRENCY))
     curve = replica_curve(
         batch_models(mm, top=max(c, 1)),
-        gpu,
-        gpu_count,
-        parallelism,
-        engine,
+        r.gpu,
+        r.gpu_count,
+        r.parallelism,
+        r.engine,
         c,
-        bw_eff=bw_eff,
-        prefill_mfu=prefill_mfu,
-        gpus_per_node=gpus_per_node,
+        bw_eff=r.bw_eff,
+        prefill_mfu=r.prefill_mfu,
+        gpus_per_node=r.gpus_per_node,
         spec=OPEN_TARGETS,
-        request_overhead_s=request_overhead_s,
+        request_overhead_s=r.request_overhead_s,
     )
     return c, curve
 
@@ -891,18 +899,7 @@ def _loop_figures(c: int, curve: ReplicaCurve, clients: int, out: int) -> Closed
     return ClosedLoop(c * out / service, ttft0 + (clients / c - 1.0) * service, itl, c)
 
 
-def closed_loop(
-    mm: MemoryModel,
-    gpu: GpuSpec,
-    gpu_count: int,
-    parallelism: str,
-    engine: EngineProfile,
-    concurrency: int,
-    bw_eff: float | None = None,
-    prefill_mfu: float | None = None,
-    gpus_per_node: int = 8,
-    request_overhead_s: float | None = None,
-) -> ClosedLoop:
+def closed_loop(replica: BenchReplica, concurrency: int) -> ClosedLoop:
     """Output tokens/s, mean TTFT and ITL, and the sequences the engine runs at once, of a closed-loop benchmark
     with ``concurrency`` clients, each sending its next request when one ends (``vllm bench serve
     --max-concurrency``, genai-perf's concurrency mode).
@@ -910,26 +907,11 @@ def closed_loop(
     The engine runs ``c = min(concurrency, KV capacity, MAX_CONCURRENCY)`` sequences; the rest wait.
     By Little's law the request rate is ``c / S(c)`` and a request takes ``concurrency x S(c) / c``
     from sending to its end, so the mean TTFT is ``TTFT0(c) + (concurrency / c - 1) S(c)``."""
-    c, curve = _benchmark_curve(
-        mm, gpu, gpu_count, parallelism, engine, concurrency, bw_eff, prefill_mfu, gpus_per_node,
-        request_overhead_s,
-    )  # fmt: skip
-    return _loop_figures(c, curve, concurrency, mm.workload.output_tokens)
+    c, curve = _benchmark_curve(replica, concurrency)
+    return _loop_figures(c, curve, concurrency, replica.mm.workload.output_tokens)
 
 
-def burst(
-    mm: MemoryModel,
-    gpu: GpuSpec,
-    gpu_count: int,
-    parallelism: str,
-    engine: EngineProfile,
-    requests: int,
-    bw_eff: float | None = None,
-    prefill_mfu: float | None = None,
-    gpus_per_node: int = 8,
-    request_overhead_s: float | None = None,
-    longest_output: int | None = None,
-) -> ClosedLoop:
+def burst(replica: BenchReplica, requests: int, longest_output: int | None = None) -> ClosedLoop:
     """The same figures for a burst: ``requests`` sent at once and none after them (``vllm bench serve
     --request-rate inf`` without a concurrency cap, a Triton benchmark at QPS INF).
 
@@ -952,11 +934,8 @@ def burst(
     token, ``O`` on average and none past ``longest_output`` (a request's ``max_tokens``, or the
     longest answer of a dataset replayed with its own lengths). The wave then drains: see
     :func:`drain`."""
-    c, curve = _benchmark_curve(
-        mm, gpu, gpu_count, parallelism, engine, requests, bw_eff, prefill_mfu, gpus_per_node,
-        request_overhead_s,
-    )  # fmt: skip
-    w = mm.workload
+    c, curve = _benchmark_curve(replica, requests)
+    w = replica.mm.workload
     if requests > c:
         return _loop_figures(c, curve, requests, w.output_tokens)
     ttft, itl, makespan = _wave(curve, requests, w.output_tokens, longest_output)
@@ -1024,18 +1003,7 @@ def _wave(curve: ReplicaCurve, n: int, out: int, longest: int | None = None) -> 
     return ttft, itl, makespan
 
 
-def lockstep(
-    mm: MemoryModel,
-    gpu: GpuSpec,
-    gpu_count: int,
-    parallelism: str,
-    engine: EngineProfile,
-    clients: int,
-    bw_eff: float | None = None,
-    prefill_mfu: float | None = None,
-    gpus_per_node: int = 8,
-    request_overhead_s: float | None = None,
-) -> ClosedLoop:
+def lockstep(replica: BenchReplica, clients: int) -> ClosedLoop:
     """The same figures for a closed loop whose rounds stay in step: ``clients`` clients started
     together, every request with the same prompt and output length (a fixed-length synthetic
     benchmark: genai-perf's concurrency mode with ``ignore_eos`` and a zero spread of lengths).
@@ -1049,30 +1017,15 @@ def lockstep(
     ``c < N`` sequences, the rounds are waves of ``c`` and the rest wait for a whole wave to end:
     by Little's law a request takes ``N / c x makespan(c)`` from sending to its end, of which its
     decode is ``(O - 1) x ITL``."""
-    c, curve = _benchmark_curve(
-        mm, gpu, gpu_count, parallelism, engine, clients, bw_eff, prefill_mfu, gpus_per_node,
-        request_overhead_s,
-    )  # fmt: skip
-    out = mm.workload.output_tokens
+    c, curve = _benchmark_curve(replica, clients)
+    out = replica.mm.workload.output_tokens
     ttft, itl, makespan = _wave(curve, c, out)
     if clients > c:
         ttft = clients / c * makespan - (out - 1) * itl
     return ClosedLoop(c * out / makespan, ttft, itl, c)
 
 
-def paced(
-    mm: MemoryModel,
-    gpu: GpuSpec,
-    gpu_count: int,
-    parallelism: str,
-    engine: EngineProfile,
-    requests: int,
-    rate_per_s: float,
-    bw_eff: float | None = None,
-    prefill_mfu: float | None = None,
-    gpus_per_node: int = 8,
-    request_overhead_s: float | None = None,
-) -> ClosedLoop:
+def paced(replica: BenchReplica, requests: int, rate_per_s: float) -> ClosedLoop:
     """The same figures for a client that offers ``rate_per_s`` requests a second, evenly spaced, to at
     most ``requests`` workers (``vllm bench serve --request-rate R --max-concurrency N`` with even
     spacing; a load generator that queues one request per tick).
@@ -1081,11 +1034,8 @@ def paced(
     the client's queue never empties and the figures are that closed loop's. Otherwise the client
     sets the pace: by Little's law the engine runs ``x`` sequences with ``x / S(x) = rate_per_s``
     (at least one), a request waits for no worker, and the output tokens/s are ``rate_per_s x O``."""
-    c, curve = _benchmark_curve(
-        mm, gpu, gpu_count, parallelism, engine, requests, bw_eff, prefill_mfu, gpus_per_node,
-        request_overhead_s,
-    )  # fmt: skip
-    w = mm.workload
+    c, curve = _benchmark_curve(replica, requests)
+    w = replica.mm.workload
     loop = _loop_figures(c, curve, requests, w.output_tokens)
     if loop.tokens_per_s <= rate_per_s * w.output_tokens:
         return loop
