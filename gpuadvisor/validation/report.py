@@ -304,7 +304,7 @@ discussion, own measurement), `date_read` (YYYY-MM-DD), `notes`.
 - the setup, as the source states it (empty when it does not): `model` (catalog preset), `model_name`,
   `architecture` (JSON with the scenario's architecture keys), `params_b`, `kind`, `engine`, `weights` (scenario
   weight types, or GGUF types such as `q4_0`, `q4_k_m`), `quantization` (kernel family: awq, gptq, marlin,
-  exllama, bnb, gguf, fp8, torchao, hqq), `quant_group_size`, `kv_cache`, `optimizer`, `optimizer_state_dtype`,
+  exllama, bnb, gguf, fp8, w8a8, torchao, hqq), `quant_group_size`, `kv_cache`, `optimizer`, `optimizer_state_dtype`,
   `master_weights`, `micro_batch`, `global_batch`, `seq_len`, `prompt_tokens`, `output_tokens`, `grad_ckpt`,
   `flash_attention`, `lora_rank`, `lora_targets` (`all_linear` or names joined by `;`), `lora_dropout`,
   `double_quant`, `gpu` (catalog id), `gpu_count`, `parallelism` (the data-parallel sharding or a one-word

@@ -80,6 +80,7 @@ def training(model, gpu, n=1, parallelism="none", **kw):
         ("gguf", "int4"),
         ("gguf", "fp16"),
         ("fp8", "fp8"),
+        ("w8a8", "int8"),
         ("torchao", "int4"),
         ("hqq", "int4"),
     ],
@@ -93,7 +94,18 @@ def test_every_quantization_family_is_a_scenario_key(family, weights):
     )
     assert sc.workload.quantization == family
     assert scenario_from_dict(scenario_to_dict(sc)).workload == sc.workload
-    assert set(QUANTIZATIONS) == {"awq", "gptq", "marlin", "exllama", "bnb", "gguf", "fp8", "torchao", "hqq"}
+    assert set(QUANTIZATIONS) == {
+        "awq",
+        "gptq",
+        "marlin",
+        "exllama",
+        "bnb",
+        "gguf",
+        "fp8",
+        "w8a8",
+        "torchao",
+        "hqq",
+    }
 
 
 @pytest.mark.parametrize(
@@ -461,12 +473,57 @@ def test_per_row_gemv_kernels_stream_the_weights_for_every_sequence(models, gpus
     the batch: the step grows with the batch (about one weight stream per sequence) until the
     dequantized GEMM is cheaper, and never costs more than that GEMM."""
     m, gpu = models.get("llama-2-13b"), gpus.get("a100-80gb")
-    kw = dict(engine="vllm", weights="int4", quantization=family, cuda_graphs=True)
+    engine = "transformers" if family == "gptq" else "vllm"  # vLLM runs its own GPTQ kernel (below)
+    kw = dict(engine=engine, weights="int4", quantization=family, cuda_graphs=True)
     s1, s2, s4 = (_decode_step(m, gpu, b, **kw) for b in (1, 2, 4))
     assert s4 > s2 > s1
     assert s4 - s2 == pytest.approx(2 * (s2 - s1), rel=0.2)  # one more weight stream per row
     steps = [_decode_step(m, gpu, b, **kw) for b in range(1, 40)]
     assert max(steps[:32]) <= _decode_step(m, gpu, 33, **kw) * 1.001  # capped by the GEMM regime
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang"])
+def test_vllms_gptq_kernel_streams_the_weights_once_per_eight_rows(models, gpus, engine):
+    """vLLM's gptq_gemm (q_gemm.cu, from ExLlamaV2; SGLang uses it too) gives each thread block a
+    tile of the weights and up to 8 rows of the batch: batches 1-8 stream the weights once, 9-16
+    twice, 17-24 three times, until the FP16 reconstruction beyond 50 rows is cheaper. Named
+    ``gptq`` in these engines the scenario runs that kernel, not AutoGPTQ's per-row one."""
+    from gpuadvisor.core.specs.workload import Workload
+
+    w = Workload(kind="inference", engine=engine, weights="int4", quantization="gptq")
+    assert w.quantization_family == "vllm-gptq"
+    m, gpu = models.get("llama-2-13b"), gpus.get("a100-80gb")
+    kw = dict(engine=engine, weights="int4", quantization="gptq", cuda_graphs=True)
+    s = {b: _decode_step(m, gpu, b, **kw) for b in (1, 8, 9, 16, 17, 24)}
+    one_stream = s[9] - s[8]
+    assert s[8] < 1.1 * s[1]  # one stream for eight rows
+    assert one_stream > 0.3 * s[1]
+    assert s[16] < 1.1 * s[9] and s[24] < 1.1 * s[17]
+    assert s[17] - s[16] == pytest.approx(one_stream, rel=0.2)
+    per_row = {b: _decode_step(m, gpu, b, **{**kw, "engine": "transformers"}) for b in (8,)}
+    assert s[8] < 0.5 * per_row[8]  # AutoGPTQ's kernel streams them eight times
+
+
+def test_w8a8_runs_its_gemms_on_the_int8_tensor_cores(models, gpus):
+    """INT8 weights and activations (SmoothQuant, compressed-tensors W8A8) multiply on the INT8
+    tensor cores: a long prompt prefills faster than in 16 bits, where weight-only INT8 kernels
+    dequantize and run at the 16-bit peak; a GPU without INT8 tensor cores says so."""
+    from gpuadvisor.core.estimation.performance import compute_precision
+
+    a100 = gpus.get("a100-80gb")
+    assert compute_precision(a100, "int8", "w8a8")[:2] == ("int8", a100.int8_dense_tops)
+    assert compute_precision(a100, "int8", "gptq")[1] == a100.bf16_dense_tflops
+    m = models.get("llama-3.1-8b")
+
+    def prefill(**kw):
+        w = Workload(kind="inference", engine="vllm", batch_size=1, prompt_tokens=8000, output_tokens=1, **kw)
+        perf = inference_performance(MemoryModel(m, w), a100, 1, "none", engine_for("vllm", "inference"))
+        return perf.time_to_first_token_s
+
+    assert prefill(weights="int8", quantization="w8a8") < 0.7 * prefill(weights="bf16")
+    assert prefill(weights="int8", quantization="marlin") > 0.9 * prefill(weights="bf16")
+    no_int8 = next(g for g in gpus if not g.int8_dense_tops and g.vendor == "nvidia")
+    assert "no INT8 tensor cores" in (compute_precision(no_int8, "int8", "w8a8")[2] or "")
 
 
 def test_shared_gemv_kernels_read_the_weights_once_per_step(models, gpus):

@@ -126,9 +126,14 @@ class PerformanceEstimate(NamedTuple):
         return out
 
 
-def compute_precision(gpu: GpuSpec, weights: str) -> tuple[str, float, str | None]:
-    """(precision the tensor cores run, dense peak TFLOPS, a fallback note or None)."""
+def compute_precision(gpu: GpuSpec, weights: str, family: str | None = None) -> tuple[str, float, str | None]:
+    """(precision the tensor cores run, dense peak TFLOPS, a fallback note or None); ``family``: the
+    kernel family, where it sets the precision (``w8a8``: INT8 weights and activations)."""
     half = gpu.bf16_dense_tflops or gpu.fp16_dense_tflops
+    if family == "w8a8" and weights == "int8":
+        if gpu.int8_dense_tops:
+            return "int8", gpu.int8_dense_tops, None
+        return "bf16", half, f"{gpu.name} has no INT8 tensor cores: INT8 GEMMs run at FP16/BF16 throughput."
     if weights == "fp8":
         if gpu.supports_fp8 and gpu.fp8_dense_tflops:
             return "fp8", gpu.fp8_dense_tflops, None
@@ -170,9 +175,9 @@ def training_gemm_weights(workload: Workload, gpu: GpuSpec) -> tuple[str, list[s
 MXFP8_ARCHITECTURES = ("blackwell",)
 
 
-def _precision(gpu: GpuSpec, weights: str) -> tuple[str, float, list[str]]:
+def _precision(gpu: GpuSpec, weights: str, family: str | None = None) -> tuple[str, float, list[str]]:
     """compute_precision with its fallback note as a (possibly empty) list of notes."""
-    prec, peak, note = compute_precision(gpu, weights)
+    prec, peak, note = compute_precision(gpu, weights, family)
     return prec, peak, [note] if note else []
 
 
@@ -288,7 +293,7 @@ def inference_performance(
         )
     k = constants or active_constants()
     m, w = mm.model, mm.workload
-    prec, peak, notes = _precision(gpu, w.weights)
+    prec, peak, notes = _precision(gpu, w.weights, w.quantization_family)
     peak = engine_peak(gpu, engine, prec, peak)
     n = gpu_count
     t = n if parallelism == "tensor" else 1
@@ -332,7 +337,11 @@ def inference_performance(
     kv_read = b * mm.kv_tokens_per_layer(int(c_mean)) * L * mm.kv_bytes_per_token_layer
     # A kernel that streams the blocks once per row of the batch gives way to the dequantized GEMM
     # once that is cheaper (exllama's reconstruction threshold, AutoGPTQ's kernel switch).
-    per_row = b * (gemv_bytes - other) + other if family is not None and family.gemv_per_row else 0.0
+    per_row = (
+        math.ceil(b / family.gemv_row_block) * (gemv_bytes - other) + other
+        if family is not None and family.gemv_per_row
+        else 0.0
+    )
     gemm_regime = b > gemv_max or per_row > gemm_bytes
     step_bytes = gemm_bytes if gemm_regime else per_row or gemv_bytes
     t_mem = step_bytes / stream + kv_read / (stream * k.kv_bandwidth_factor)

@@ -364,7 +364,7 @@ class DecodeStep:
         else:
             shape = inference_shape(mm, k)
         family, n_mm, L, d_q, linears, graphs, moe = shape
-        prec, peak, _ = compute_precision(gpu, w.weights)
+        prec, peak, _ = compute_precision(gpu, w.weights, w.quantization_family)
         peak = engine_peak(gpu, engine, prec, peak)
         t = gpu_count if parallelism == "tensor" else 1
         p = gpu_count if parallelism == "pipeline" else 1
@@ -424,7 +424,8 @@ class DecodeStep:
             comp = self.comp_gemv
         else:
             gemm_read = block + block / self.bbpw * fam.dequant_bytes_per_weight + self.other
-            read = block / fam.gemv_efficiency * (b if fam.gemv_per_row else 1.0) + self.other
+            passes = math.ceil(b / fam.gemv_row_block) if fam.gemv_per_row else 1.0
+            read = block / fam.gemv_efficiency * passes + self.other
             comp = self.comp_gemv
             if b > self.gemv_max or (fam.gemv_per_row and read > gemm_read):  # as the roofline
                 read, comp = gemm_read, self.comp_gemm

@@ -110,6 +110,10 @@ class KernelFamily:
     #: Whether the small-batch kernel streams the quantized weights once per row of the batch
     #: (a matrix-vector kernel run for each sequence) rather than once per step.
     gemv_per_row: bool = False
+    #: With ``gemv_per_row``: rows of the batch one pass over the weights serves (a kernel whose
+    #: thread blocks each take a tile of the weights and up to this many rows streams the weights
+    #: ``ceil(batch / gemv_row_block)`` times).
+    gemv_row_block: int = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,6 +191,34 @@ KERNEL_FAMILIES: Mapping[str, KernelFamily] = MappingProxyType(
                 "Frantar et al. 2022 (GPTQ) kernels: about 3x over FP16 at batch 1 on A100, reconstruct beyond; "
                 "AutoGPTQ's cuda kernels (VecQuant4MatMul) are matrix-vector products, one per row of the batch",
                 gemv_per_row=True,
+            ),
+            KernelFamily(
+                "vllm-gptq",
+                "GPTQ kernel of vLLM and SGLang (gptq_gemm, from ExLlamaV2)",
+                0.85,
+                0.0,
+                50,
+                4.0,
+                0.90,
+                "vllm-project/vllm csrc/quantization/gptq/q_gemm.cu (commit 03b2ee5): each thread block "
+                "multiplies a tile of the weights with up to BLOCK_M_SIZE_MAX = 8 rows of the batch, so the "
+                "weights stream once per 8 rows; beyond MAX_Q_GEMM_ROWS = 50 rows the matrix is reconstructed "
+                "to FP16 for cuBLAS. The engine runs it where a GPTQ checkpoint is loaded with quantization "
+                "'gptq' (not gptq_marlin). Batch-1 efficiency a prior between AutoGPTQ's and ExLlama's",
+                gemv_per_row=True,
+                gemv_row_block=8,
+            ),
+            KernelFamily(
+                "w8a8",
+                "INT8 W8A8 (SmoothQuant, compressed-tensors; CUTLASS scaled_mm)",
+                0.65,
+                0.5,
+                1,
+                0.0,
+                1.00,
+                "INT8 weights and activations on the INT8 tensor cores (vLLM's CUTLASS scaled_mm): a GEMM "
+                "padded to a tile at batch 1, not a GEMV, with a small kernel quantizing the activations "
+                "per token; priors as the FP8 family's",
             ),
             KernelFamily(
                 "bnb",

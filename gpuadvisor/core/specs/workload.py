@@ -54,7 +54,7 @@ KV_PRECISIONS = ("fp32", "bf16", "fp16", "fp8", "int8", "int4")
 OPTIMIZERS = ("adamw", "adamw_8bit", "sgd", "adafactor")
 PARALLELISMS = ("ddp", "zero1", "zero2", "zero3", "fsdp", "tensor", "pipeline")
 QUANTIZED = ("int8", "int4", "nf4")
-QUANTIZATIONS = ("awq", "gptq", "marlin", "exllama", "bnb", "gguf", "fp8", "torchao", "hqq")
+QUANTIZATIONS = ("awq", "gptq", "marlin", "exllama", "bnb", "gguf", "fp8", "w8a8", "torchao", "hqq")
 OPTIMIZER_STATE_DTYPES = ("fp32", "bf16")
 #: Activation recomputation (Korthikanti et al. 2022): keep everything, recompute the attention
 #: core only, or keep each layer's input and recompute the whole layer.
@@ -71,6 +71,7 @@ QUANTIZATION_WEIGHTS = {
     "exllama": ("int4",),
     "bnb": ("nf4", "int4", "int8"),
     "fp8": ("fp8",),
+    "w8a8": ("int8",),
     "torchao": ("int4", "int8", "fp8", "nf4"),
     "hqq": ("int4", "int8"),
 }
@@ -79,6 +80,7 @@ _GROUP = {
     "mlc": (32, 16.0),
     "awq": (128, 20.0),
     "gptq": (128, 20.0),
+    "vllm-gptq": (128, 20.0),
     "exllama": (128, 20.0),
     "marlin": (128, 16.0),
     "torchao": (128, 32.0),
@@ -99,8 +101,14 @@ def bytes_per_element(precision: str) -> float:
 
 #: (engine, checkpoint format) -> the kernel family that engine runs it with, where the engine has
 #: its own kernels for another project's format: ExLlamaV2 loads GPTQ checkpoints into its own
-#: ``QMatrix`` kernels (turboderp/exllamav2 README: "supports the same 4-bit GPTQ models as V1").
-ENGINE_KERNELS: dict[tuple[str, str], str] = {("exllamav2", "gptq"): "exllama"}
+#: ``QMatrix`` kernels (turboderp/exllamav2 README: "supports the same 4-bit GPTQ models as V1");
+#: vLLM (and SGLang, which uses its kernels) runs ``quantization='gptq'`` with its own GPTQ GEMM,
+#: adapted from ExLlamaV2 (the ``vllm-gptq`` family; ``marlin`` is what it picks when not told).
+ENGINE_KERNELS: dict[tuple[str, str], str] = {
+    ("exllamav2", "gptq"): "exllama",
+    ("vllm", "gptq"): "vllm-gptq",
+    ("sglang", "gptq"): "vllm-gptq",
+}
 
 
 def default_quantization(weights: str, engine: str | None, kind: str) -> str | None:
