@@ -548,3 +548,25 @@ def test_moe_layers_add_kernels_and_graph_engines_pay_a_host_step(models, gpus):
     assert dense[1] == min(FITTED.graph_step_host_s["python"], eager[1]) > 0  # never above eager
     cpp = decode_overhead(engine_for("tensorrt-llm", "inference"), 32, None, True, 7, FITTED)
     assert 0 < cpp[1] < dense[1]
+
+
+def test_a_moe_prompt_reads_the_experts_its_tokens_route_to(models, gpus):
+    """A decode step of one sequence reads only its k experts a layer; a prompt of 600 tokens routes
+    to nearly all of them, so its prefill reads nearly all the expert weights: memory-bound on a
+    large MoE, never faster than streaming them once."""
+    from gpuadvisor.core.estimation.performance import unused_expert_bytes
+
+    m, gpu = models.get("qwen3-235b-a22b"), gpus.get("b200")
+
+    def first_token(prompt):
+        w = Workload(kind="inference", engine="sglang", batch_size=1, prompt_tokens=prompt, output_tokens=1)
+        mm = MemoryModel(m, w)
+        perf = inference_performance(mm, gpu, 8, "tensor", engine_for("sglang", "inference"))
+        return mm, perf.time_to_first_token_s
+
+    mm, long = first_token(600)
+    _mm, short = first_token(1)
+    assert unused_expert_bytes(mm, 600) < 0.01 * unused_expert_bytes(mm, 1)
+    stream = gpu.memory_bandwidth_gb_s * 1e9 * 8  # eight GPUs at their full datasheet bandwidth
+    more_experts = unused_expert_bytes(mm, 1) - unused_expert_bytes(mm, 600)
+    assert long - short > more_experts / stream

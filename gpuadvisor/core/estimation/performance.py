@@ -392,11 +392,17 @@ def inference_performance(
         gemm_tokens = min(tokens, chunk) if chunk else tokens
         passes = max(1.0, tokens / gemm_tokens)
         e = ceiling * gemm_tokens / (gemm_tokens + t_half)
+        # A pass's tokens route to more experts than the decode batch's: its MoE weights read too.
+        more = unused - unused_expert_bytes(mm, max(math.ceil(gemm_tokens), b)) if unused else 0.0
         if family is not None and gemm_tokens > gemv_max:  # gemv_max is infinite without a family
             e *= family.gemm_efficiency
-            read = gemm_bytes
+            read = gemm_bytes + more * (
+                1.0 + family.dequant_bytes_per_weight / max(mm.block_bytes_per_weight, 1e-9)
+            )
+        elif family is not None:
+            read = gemv_bytes + more / family.gemv_efficiency
         else:
-            read = gemv_bytes
+            read = gemv_bytes + more
         comp = tokens * per_token_flops / (prefill_peak * e)
         # Every prompt token's hidden state is all-reduced too, after the GEMMs that make it.
         return max(comp, passes * read / stream, passes * t_cpu) + passes * fixed + tokens * comm_token

@@ -438,7 +438,8 @@ class DecodeStep:
         g = min(tokens, self.chunk) if self.chunk else tokens
         passes = max(1.0, tokens / g)
         e = self.ceiling * g / (g + self.t_half)
-        unused = self.expert * self.keep**b if self.expert else 0.0
+        # The experts the pass's prompt tokens route to are read (as the roofline's prefill).
+        unused = self.expert * self.keep ** max(g, b) if self.expert else 0.0
         block = self.block - unused
         fam = self.family
         if fam is not None and g > self.gemv_max:
