@@ -534,10 +534,10 @@ SCORE_ONLY_SOURCES: dict[str, str] = {
     "accelmark": (
         "one benchmark suite whose 241 tokens/s and ITL rows (most of them one release, vLLM 0.7.3, "
         "driven in the engine's own process) would outweigh in the fit of today's engine profiles "
-        "the 223 of all other sources together; its offline runs are bursts of ShareGPT requests "
-        "whose greedy answers stop at their end token, so each wave drains as the shorter answers "
-        "finish, which the burst model (one output length for the wave) does not describe. Fitted, "
-        "it moved the inference group's out-of-sample median from 9.2% to 12.7%"
+        "the 223 of all other sources together, and that release's host time (a 0.5B model runs 2 "
+        "to 10 times slower than estimated, an 8B model barely faster on eight H200 than on two) is "
+        "not today's vLLM's. Fitted, it moved the inference group's out-of-sample median from 9.2% "
+        "to 12.7%"
     ),
 }
 
