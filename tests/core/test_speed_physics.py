@@ -570,3 +570,20 @@ def test_a_moe_prompt_reads_the_experts_its_tokens_route_to(models, gpus):
     stream = gpu.memory_bandwidth_gb_s * 1e9 * 8  # eight GPUs at their full datasheet bandwidth
     more_experts = unused_expert_bytes(mm, 1) - unused_expert_bytes(mm, 600)
     assert long - short > more_experts / stream
+
+
+def test_a_prefill_pass_launches_its_kernels_without_cuda_graphs(models, gpus):
+    """Engines replay CUDA graphs for decode batches, not for prompts: a short prompt of a deep MoE
+    is bound by the host launching every kernel of the pass (the eager step), which a decode step
+    replayed from a graph does not pay."""
+    from gpuadvisor.core.estimation.performance import decode_overhead
+    from gpuadvisor.core.specs.engines import FITTED
+
+    engine = engine_for("sglang", "inference")
+    m, gpu = models.get("qwen3-235b-a22b"), gpus.get("b200")
+    w = Workload(kind="inference", engine="sglang", batch_size=1, prompt_tokens=64, output_tokens=1)
+    perf = inference_performance(MemoryModel(m, w), gpu, 8, "tensor", engine)
+    eager = decode_overhead(engine, m.num_layers, None, False, len(m.linear_shapes()), FITTED, moe=True)[1]
+    graph = decode_overhead(engine, m.num_layers, None, True, len(m.linear_shapes()), FITTED, moe=True)[1]
+    assert eager > 5 * graph
+    assert perf.time_to_first_token_s > eager

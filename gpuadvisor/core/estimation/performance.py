@@ -364,6 +364,9 @@ def inference_performance(
     )
     t_comp = b * (2 * n_mm + 4 * L * d_q * c_mean) / (t * peak * 1e12 * e_dec)
     t_gpu_fixed, t_cpu = decode_overhead(engine, L, family, graphs, linears, k, moe)
+    # A prefill pass runs eagerly (the engines capture CUDA graphs for decode batches, not for
+    # long prompts): the host launches every kernel of it.
+    t_cpu_prefill = decode_overhead(engine, L, family, False, linears, k, moe)[1] if graphs else t_cpu
     t_comm = comm_token = 0.0
     if t > 1:
         bw_link, lat, _ = link(gpu, n, gpus_per_node)
@@ -405,7 +408,9 @@ def inference_performance(
             read = gemv_bytes + more
         comp = tokens * per_token_flops / (prefill_peak * e)
         # Every prompt token's hidden state is all-reduced too, after the GEMMs that make it.
-        return max(comp, passes * read / stream, passes * t_cpu) + passes * fixed + tokens * comm_token
+        return (
+            max(comp, passes * read / stream, passes * t_cpu_prefill) + passes * fixed + tokens * comm_token
+        )
 
     # Pipeline stages each read their share of the weights once per micro-batch, so a full decode
     # step still streams all weights through one GPU's bandwidth: no speed-up over one GPU, only room.

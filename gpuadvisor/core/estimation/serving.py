@@ -116,7 +116,7 @@ _Z90 = 1.2815515655446004
 #: MLA MoE models on eight GPUs at about half the estimate, a 0.5B model host-bound in vLLM 0.7).
 SERVING_SPREADS: dict[str, tuple[float, float]] = {
     "tokens_per_s": (0.59, 0.24),
-    "ttft": (0.75, 1.11),
+    "ttft": (0.74, 1.11),
     "itl": (0.52, 0.25),
 }
 SERVING_SPREAD_PROVENANCE = (
@@ -343,7 +343,7 @@ class DecodeStep:
     __slots__ = (
         "stream", "kv_s", "other", "block", "bbpw", "family", "gemv_max", "comp_gemv", "comp_gemm",
         "t_half", "fixed", "comm0", "comm1", "t_cpu", "expert", "keep", "chunk", "ceiling",
-        "prefill_flops", "prefill_peak", "exposed",
+        "prefill_flops", "prefill_peak", "exposed", "t_cpu_prefill",
     )  # fmt: skip
 
     def __init__(
@@ -397,6 +397,10 @@ class DecodeStep:
         self.comp_gemm = self.comp_gemv / (family.gemm_efficiency if family is not None else 1.0)
         self.t_half = k.gemm_tokens_half
         self.fixed, self.t_cpu = decode_overhead(engine, L, family, graphs, linears, k, moe)
+        # A prefill pass runs eagerly, as in the roofline.
+        self.t_cpu_prefill = (
+            decode_overhead(engine, L, family, False, linears, k, moe)[1] if graphs else self.t_cpu
+        )
         self.comm0 = self.comm1 = 0.0
         if t > 1:
             bw_link, lat, _ = link(gpu, gpu_count, gpus_per_node)
@@ -453,7 +457,9 @@ class DecodeStep:
         fixed = self.fixed + self.comm0 + self.comm1 * b
         # The prompt's tokens are all-reduced as well (tensor parallel), after their GEMMs.
         return float(
-            max(comp, passes * read / self.stream, passes * self.t_cpu) + passes * fixed + tokens * self.comm1
+            max(comp, passes * read / self.stream, passes * self.t_cpu_prefill)
+            + passes * fixed
+            + tokens * self.comm1
         )
 
     def _step(self, t_gpu: float, t_cpu: float) -> float:
