@@ -205,6 +205,14 @@ def gemm_efficiency(tokens: float, ceiling: float, constants: SpeedConstants) ->
     return ceiling * tokens / (tokens + constants.gemm_tokens_half)
 
 
+class StepOverhead(NamedTuple):
+    """Fixed times of one forward step (s): see :func:`decode_overhead`."""
+
+    gpu: float  # GPU-side time of the step's small kernels
+    host: float  # host time of a decode step (the graph's step time with CUDA graphs)
+    eager_host: float  # host time launching every kernel: a prefill pass, which no graph replays
+
+
 def decode_overhead(
     engine: EngineProfile,
     layers: int,
@@ -213,8 +221,8 @@ def decode_overhead(
     linears_per_layer: int,
     constants: SpeedConstants,
     moe: bool = False,
-) -> tuple[float, float]:
-    """(GPU-side fixed time, CPU time) of one forward step, in seconds.
+) -> StepOverhead:
+    """(GPU-side fixed time, CPU time, eager CPU time) of one forward step, in seconds.
 
     Every kernel costs ``gpu_kernel_s`` on the GPU even inside a CUDA graph (a MoE layer adds
     ``moe_kernels_per_layer``); without graphs the host must also launch it, ``cpu_kernel_s`` for
@@ -230,7 +238,7 @@ def decode_overhead(
     eager = layers * (engine.layer_overhead_s + (extra + moe_extra) * launch)
     # Replaying a graph removes the launches, never the step's other host work: at most the eager time.
     cpu = min(constants.graph_step_host_s.get(engine.runtime, 0.0), eager) if cuda_graphs else eager
-    return gpu, cpu
+    return StepOverhead(gpu, cpu, eager)
 
 
 #: (kernel family, matmul parameters, layers, d_q, linears per layer, CUDA graphs, MoE) of a workload.
@@ -363,10 +371,9 @@ def inference_performance(
         ceiling * b / (b + t_half) * (family.gemm_efficiency if family is not None and gemm_regime else 1.0)
     )
     t_comp = b * (2 * n_mm + 4 * L * d_q * c_mean) / (t * peak * 1e12 * e_dec)
-    t_gpu_fixed, t_cpu = decode_overhead(engine, L, family, graphs, linears, k, moe)
     # A prefill pass runs eagerly (the engines capture CUDA graphs for decode batches, not for
     # long prompts): the host launches every kernel of it.
-    t_cpu_prefill = decode_overhead(engine, L, family, False, linears, k, moe)[1] if graphs else t_cpu
+    t_gpu_fixed, t_cpu, t_cpu_prefill = decode_overhead(engine, L, family, graphs, linears, k, moe)
     t_comm = comm_token = 0.0
     if t > 1:
         bw_link, lat, _ = link(gpu, n, gpus_per_node)

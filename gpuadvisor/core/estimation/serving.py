@@ -396,10 +396,9 @@ class DecodeStep:
         self.comp_gemv = flops / (t * peak * 1e12 * ceiling)
         self.comp_gemm = self.comp_gemv / (family.gemm_efficiency if family is not None else 1.0)
         self.t_half = k.gemm_tokens_half
-        self.fixed, self.t_cpu = decode_overhead(engine, L, family, graphs, linears, k, moe)
         # A prefill pass runs eagerly, as in the roofline.
-        self.t_cpu_prefill = (
-            decode_overhead(engine, L, family, False, linears, k, moe)[1] if graphs else self.t_cpu
+        self.fixed, self.t_cpu, self.t_cpu_prefill = decode_overhead(
+            engine, L, family, graphs, linears, k, moe
         )
         self.comm0 = self.comm1 = 0.0
         if t > 1:
