@@ -564,12 +564,21 @@ def fit_engines(
 ) -> dict[str, EngineProfile]:
     """Profiles fitted to the scored speed ``rows`` (each engine on its own rows), by engine id.
 
-    Engines without rows get their prior (class defaults for the fitted factors)."""
-    ids = list(engine_ids) if engine_ids is not None else list(core_engines.ENGINES)
+    Engines without rows get their prior (class defaults for the fitted factors). A release line
+    of an engine (``core.specs.engines.RELEASE_LINES``) is not fitted: it is derived from its
+    engine's fitted profile, and its own rows take no part in that fit."""
+    ids = _base_ids(engine_ids if engine_ids is not None else core_engines.ENGINES)
     by_engine: dict[str, list[Row]] = {}
     for r in speed_rows(rows):
         by_engine.setdefault(scenario_engine(r), []).append(r)
-    return {e: fit_engine(core_engines.ENGINES[e], by_engine.get(e, []), predictor) for e in ids}
+    return core_engines.with_release_lines(
+        {e: fit_engine(core_engines.ENGINES[e], by_engine.get(e, []), predictor) for e in ids}
+    )
+
+
+def _base_ids(engine_ids: Iterable[str]) -> list[str]:
+    """The engines to fit for ``engine_ids``: each release line's engine in its place."""
+    return list(dict.fromkeys(core_engines.engine_lineage(e) or e for e in engine_ids))
 
 
 def _carries_request_overhead(row: Row) -> bool:
@@ -623,7 +632,7 @@ def fit_request_overheads(
     serving_rows = [r for r in rows if _carries_request_overhead(r)]
     by_engine: dict[str, list[Row]] = {}
     for r in serving_rows:
-        by_engine.setdefault(scenario_engine(r), []).append(r)
+        by_engine.setdefault(stack_of(r), []).append(r)
     own = {
         e
         for e, mine in by_engine.items()
@@ -642,8 +651,14 @@ def overhead_for(row: Row, overheads: Mapping[str, float] | None) -> float | Non
     """The per-request time ``row``'s stack gets from :func:`fit_request_overheads` (None: the shipped)."""
     if overheads is None:
         return None
-    engine_id = scenario_engine(row)
+    engine_id = stack_of(row)
     return overheads[engine_id] if engine_id in overheads else overheads[EVERY_STACK]
+
+
+def stack_of(row: Row) -> str:
+    """The serving stack whose per-request time ``row`` takes: its engine (a release line's engine)."""
+    engine_id = scenario_engine(row)
+    return core_engines.engine_lineage(engine_id) or engine_id
 
 
 # --- runs -----------------------------------------------------------------------------------------
@@ -761,11 +776,11 @@ def _fit_engines_memo(
         by_engine.setdefault(scenario_engine(r), []).append(r)
     constants = repr(core_engines.active_constants())
     out = {}
-    for e in engine_ids:
+    for e in _base_ids(engine_ids):
         mine = by_engine.get(e, [])
         key = ("engine", e, tuple(r.id for r in mine), constants)
         out[e] = _memo(key, lambda e=e, mine=mine: fit_engine(core_engines.ENGINES[e], mine, predictor))
-    return out
+    return core_engines.with_release_lines(out)
 
 
 def fit_all(
@@ -818,7 +833,7 @@ def _loso(
         constants, profiles = fit_all(rest, predictor, engines) if engines else (None, None)
         with core_engines.using_constants(constants):
             # A serving source's rows get the per-request times fitted to the other sources' serving rows.
-            stacks = {scenario_engine(r) for r in held if r.group == "serving"}
+            stacks = {stack_of(r) for r in held if r.group == "serving"}
             overheads = fit_request_overheads(rest, predictor, stacks=stacks) if stacks else None
             for r in held:
                 out[r.id] = predictor.compare(r, profiles, overhead_for(r, overheads))

@@ -480,6 +480,10 @@ CASES = [
     ("llama-3.1-70b", "bf16", "vllm", "h100-sxm", 2, "pipeline"),
     ("mixtral-8x7b", "bf16", "vllm", "h100-sxm", 2, "tensor"),
     ("llama-3.1-8b", "bf16", "transformers", "a10g", 1, "none"),
+    # A release line with host time per sequence: the host's stream grows with the batch too.
+    ("llama-3.1-8b", "bf16", "vllm-v0", "h200", 1, "none"),
+    ("llama-3.1-8b", "int4", "vllm-v0", "rtx-4090", 1, "none"),
+    ("llama-3.1-70b", "bf16", "vllm-v0", "a100-80gb", 4, "tensor"),
 ]
 
 
@@ -893,3 +897,71 @@ def test_a_deepseek_style_model_carries_the_measured_speed_caveat():
     assert "2.5 to 5 times lower" in render_estimate(ds)
     llama = run(scenario(hardware={"gpu": "h100-sxm", "gpu_count": 1}))
     assert MLA_MOE_SPEED_WARNING not in llama.warnings
+
+
+# --- release lines ------------------------------------------------------------------------------
+
+
+def test_an_earlier_release_line_is_its_engine_with_host_time_per_sequence():
+    """vLLM's V0 engine (0.7 and earlier) shares every fitted factor and every engine-keyed rule of
+    vLLM (paged batching, its KV pool, CUDA graphs, its GPTQ kernel, its per-request time) and adds
+    the host time per sequence and step that its Python loop spent (vLLM issue #6801)."""
+    from dataclasses import fields
+
+    from gpuadvisor.core.estimation.serving import default_request_overhead_s
+    from gpuadvisor.core.estimation.serving_memory import KV_POOLS
+    from gpuadvisor.core.specs.engines import ENGINES, PRIORS, RELEASE_LINES, engine_for, engine_lineage
+    from gpuadvisor.core.specs.serving import batching_for
+    from gpuadvisor.core.specs.workload import Workload
+
+    v0, v1 = engine_for("vllm-v0", "inference"), engine_for("vllm", "inference")
+    assert "vllm-v0" in ENGINES and "vllm-v0" in PRIORS.engines
+    assert v0.seq_host_s == pytest.approx(RELEASE_LINES["vllm-v0"]["seq_host_s"]) == pytest.approx(100e-6)
+    assert v1.seq_host_s == 0.0
+    same = {f.name for f in fields(v1)} - {"id", "name", "seq_host_s", "calibrated_on"}
+    assert {n: getattr(v0, n) for n in same} == {n: getattr(v1, n) for n in same}
+    assert "#6801" in v0.calibrated_on and v1.calibrated_on in v0.calibrated_on
+    assert engine_lineage("vllm-v0") == "vllm" and engine_lineage("sglang") == "sglang"
+    assert batching_for("vllm-v0") == batching_for("vllm") == "paged"
+    assert KV_POOLS["vllm"] is not None and default_request_overhead_s(
+        "vllm-v0"
+    ) == default_request_overhead_s("vllm")
+    w0 = Workload(kind="inference", engine="vllm-v0", weights="int4", quantization="gptq")
+    w1 = Workload(kind="inference", engine="vllm", weights="int4", quantization="gptq")
+    assert w0.uses_cuda_graphs and w0.quantization_family == w1.quantization_family == "vllm-gptq"
+    assert Workload(kind="inference", engine="vllm-v0", weights="int4").quantization_family == "marlin"
+
+
+def test_a_v0_burst_is_host_bound_so_more_gpus_barely_help():
+    """150 prompts at once on an 8B model: the V0 host's 100 us per sequence (15 ms a step) bounds
+    the step, so tensor parallelism over 8 H200 instead of 2 adds little; the V1 engine's step
+    keeps shrinking with the GPUs' weight stream."""
+    from gpuadvisor.core.estimation.memory import MemoryModel
+    from gpuadvisor.core.estimation.serving import burst
+    from gpuadvisor.core.specs.engines import engine_for
+    from gpuadvisor.core.specs.workload import Workload
+
+    gpus, models = catalogs()
+    gain = {}
+    for engine_id in ("vllm-v0", "vllm"):
+        engine = engine_for(engine_id, "inference")
+        w = Workload(kind="inference", engine=engine_id, prompt_tokens=247, output_tokens=361)
+        mm = MemoryModel(models.get("llama-3.1-8b"), w, prefill_chunk_tokens=engine.prefill_chunk_tokens)
+        speed = {
+            n: burst(BenchReplica(mm, gpus.get("h200"), n, "tensor", engine), 150).tokens_per_s
+            for n in (2, 8)
+        }
+        gain[engine_id] = speed[8] / speed[2]
+        assert speed[8] > speed[2]
+    assert gain["vllm-v0"] < 1.3 < gain["vllm"]
+
+
+def test_the_host_time_per_sequence_enters_the_concurrency_a_target_allows():
+    """The largest concurrency within an ITL target is solved on the affine pieces with the host's
+    per-sequence slope included: it matches a search over every batch."""
+    curve, *_ = _replica("llama-3.1-8b", "bf16", "vllm-v0", "h200", 1, "none")
+    step = curve.decode
+    for target in (0.008, 0.012, 0.02, 0.04):
+        solved = step.largest_within(target, 0.0, 1024)
+        searched = max((b for b in range(1, 1025) if step(b) <= target), default=0)
+        assert solved == searched, target

@@ -383,6 +383,8 @@ def inference_performance(
     if p > 1:
         t_comm += (p - 1) * PCIE_LATENCY_S
     t_gpu = max(t_mem, t_comp) + t_gpu_fixed + t_comm
+    # The host's per-sequence work (scheduling, inputs, sampling, outputs) grows with the batch.
+    t_cpu += b * engine.seq_host_s
     step = max(t_gpu, t_cpu) + k.host_exposed_share * min(t_gpu, t_cpu)
     bound = max(
         (t_mem, "memory"), (t_comp, "compute"), (t_gpu_fixed + t_comm, "overhead"), (t_cpu, "overhead")

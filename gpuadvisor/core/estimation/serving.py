@@ -65,7 +65,7 @@ from dataclasses import replace
 from typing import Any, NamedTuple
 
 from ..formats.scenario import Budget
-from ..specs.engines import FITTED, EngineProfile, active_constants
+from ..specs.engines import FITTED, EngineProfile, active_constants, engine_lineage
 from ..specs.hardware import GpuSpec
 from ..specs.serving import ServingSpec, batching_for
 from ..specs.workload import Workload
@@ -343,7 +343,7 @@ class DecodeStep:
     __slots__ = (
         "stream", "kv_s", "other", "block", "bbpw", "family", "gemv_max", "comp_gemv", "comp_gemm",
         "t_half", "fixed", "comm0", "comm1", "t_cpu", "expert", "keep", "chunk", "ceiling",
-        "prefill_flops", "prefill_peak", "exposed", "t_cpu_prefill",
+        "prefill_flops", "prefill_peak", "exposed", "t_cpu_prefill", "seq_host",
     )  # fmt: skip
 
     def __init__(
@@ -400,6 +400,7 @@ class DecodeStep:
         self.fixed, self.t_cpu, self.t_cpu_prefill = decode_overhead(
             engine, L, family, graphs, linears, k, moe
         )
+        self.seq_host = engine.seq_host_s
         self.comm0 = self.comm1 = 0.0
         if t > 1:
             bw_link, lat, _ = link(gpu, gpu_count, gpus_per_node)
@@ -433,7 +434,12 @@ class DecodeStep:
             if b > self.gemv_max or (fam.gemv_per_row and read > gemm_read):  # as the roofline
                 read, comp = gemm_read, self.comp_gemm
         t_mem = read / self.stream + b * self.kv_s
-        return t_mem, comp * (b + self.t_half), self.fixed + self.comm0 + self.comm1 * b, self.t_cpu
+        return (
+            t_mem,
+            comp * (b + self.t_half),
+            self.fixed + self.comm0 + self.comm1 * b,
+            self.t_cpu + self.seq_host * b,
+        )
 
     def prefill(self, tokens: float, b: int) -> float:
         """The roofline's prefill of ``tokens`` prompt tokens with the batch ``b`` in flight (s): chunks of
@@ -481,8 +487,8 @@ class DecodeStep:
         (MoE experts) or the answer falls where a quantized kernel switches (the caller then searches)."""
         if self.expert:
             return None
-        t_mem0, t_comp0, fixed0, t_cpu = self.terms(self.gemv_max + 1 if self.family is not None else 1)
         b0 = self.gemv_max + 1 if self.family is not None else 1
+        t_mem0, t_comp0, fixed0, t_cpu0 = self.terms(b0)
         comp = self.comp_gemm if self.family is not None else self.comp_gemv
         # Each piece a + s b <= target (the step is the largest of them); a piece without slope
         # bounds nothing or everything.
@@ -492,9 +498,10 @@ class DecodeStep:
             (t_mem0 - b0 * self.kv_s + fixed0 - b0 * self.comm1, self.kv_s + self.comm1),
             (comp * self.t_half + fixed0 - b0 * self.comm1, comp + self.comm1),
         )
-        h = self.exposed
-        pieces = [(a + h * t_cpu, s + per_seq_s) for a, s in gpu_pieces]
-        pieces += [(t_cpu + h * a, h * s + per_seq_s) for a, s in gpu_pieces]
+        h, c = self.exposed, self.seq_host
+        a_cpu = t_cpu0 - b0 * c  # the host's time is affine too: a_cpu + c b
+        pieces = [(a + h * a_cpu, s + h * c + per_seq_s) for a, s in gpu_pieces]
+        pieces += [(a_cpu + h * a, c + h * s + per_seq_s) for a, s in gpu_pieces]
         best = float(top)
         for a, slope in pieces:
             if slope > 0:
@@ -535,7 +542,7 @@ REQUEST_OVERHEAD_RANGE = (0.0, 0.2)
 
 def default_request_overhead_s(engine_id: str) -> float:
     """The fitted per-request time of the serving stack ``engine_id`` (s): its own, else the common one."""
-    return REQUEST_OVERHEAD_BY_ENGINE.get(engine_id, REQUEST_OVERHEAD_S)
+    return REQUEST_OVERHEAD_BY_ENGINE.get(engine_lineage(engine_id) or "", REQUEST_OVERHEAD_S)
 
 
 def request_overhead_s_of(spec: ServingSpec, engine_id: str) -> float:

@@ -38,6 +38,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, NamedTuple
 
+from ..specs.engines import engine_lineage
 from ..specs.serving import KV_POOLS
 from ..units import GIB
 from .memory import COMPONENTS, MemoryBreakdown, MemoryModel
@@ -210,7 +211,7 @@ def operating_memory(
     kv = bd.kv_cache
     need = bd.device_total
     rest = need - kv  # everything but the KV cache
-    pool_spec = KV_POOLS.get(engine_id)
+    pool_spec = KV_POOLS.get(engine_lineage(engine_id) or "")
     if pool_spec is None:
         return ServingMemory(bd, concurrency, tokens_per_sequence, capacity_bytes, kv)
     f, cap = pool_spec.fraction, capacity_bytes

@@ -9,7 +9,7 @@ from typing import Any
 from ..estimation.results import Candidate, Estimate
 from ..estimation.serving import REQUEST_OVERHEAD_BY_ENGINE, ServingEstimate, request_overhead_s_of
 from ..formatting import fmt_gib, fmt_rate, fmt_usd, fmt_usd_per_hour, fmt_usd_per_mtok
-from ..specs.engines import ENGINES, RANGE_LABEL
+from ..specs.engines import ENGINES, RANGE_LABEL, engine_lineage
 
 TIMES = "\u00d7"
 
@@ -65,10 +65,10 @@ def overhead_phrase(est: Estimate) -> str:
     ms = request_overhead_s_of(spec, est.engine) * 1000.0
     if spec.request_overhead_ms is not None:
         return f"{ms:g} ms of serving-stack time in every request (stated)"
-    engine = ENGINES.get(est.engine)
+    engine = ENGINES.get(engine_lineage(est.engine) or "")
     whose = (
         f"published {engine.name} runs"
-        if engine is not None and est.engine in REQUEST_OVERHEAD_BY_ENGINE
+        if engine is not None and engine_lineage(est.engine) in REQUEST_OVERHEAD_BY_ENGINE
         else "published runs of every stack"
     )
     return (

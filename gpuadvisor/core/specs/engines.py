@@ -71,6 +71,10 @@ class EngineProfile:
     #: 16-bit GEMMs accumulate in FP16 (cuBLAS ``cublasHgemm`` or ``CUBLAS_COMPUTE_16F``), which
     #: GeForce cards run at twice their FP32-accumulate rate (the catalog's ``fp16_acc16_dense_tflops``).
     fp16_accumulate: bool = False
+    #: Host time per sequence in flight and decode step (s): the scheduler's bookkeeping, the
+    #: batch's input preparation, sampling and output processing, which grow with the batch and
+    #: which no CUDA graph removes.
+    seq_host_s: float = 0.0
 
     def layer_overhead_for(self, architecture: str) -> float:
         """Fixed time per layer and decode step on this architecture, s."""
@@ -534,8 +538,63 @@ _PRIOR_PROFILES = (
     ),
 )
 
+
+class ReleaseLine(TypedDict):
+    """An earlier release line of an engine that runs the same kernels with a different host side."""
+
+    of: str  # the engine id whose fitted factors it shares
+    name: str
+    seq_host_s: float
+    source: str
+
+
+#: Earlier release lines of an engine, each an engine id of its own (a user picks the release they
+#: run). They share their engine's fitted factors (every refit carries over) and differ only where
+#: the release's host code did. vLLM before 0.8 ran the V0 engine: the Python scheduler, input
+#: preparation, sampler and output processing loop over every sequence in every step, about 20 ms
+#: for a batch of 200 (vllm-project/vllm issue #6801, comment of 2024-08-08: "when BS is 200, all
+#: this together [sampling, prepare input, process_model_output, scheduler] can be 20ms"), so
+#: 100 us per sequence and step; vLLM's V1 engine (default from 0.8.0, March 2025) moved that work
+#: off the GPU's critical path.
+RELEASE_LINES: Mapping[str, ReleaseLine] = MappingProxyType(
+    {
+        "vllm-v0": ReleaseLine(
+            of="vllm",
+            name="vLLM 0.7 and earlier (V0 engine)",
+            seq_host_s=100e-6,
+            source="vllm-project/vllm issue #6801 (2024-08-08): about 20 ms of scheduling, input "
+            "preparation, sampling and output processing per step at a batch of 200",
+        ),
+    }
+)
+
+
+def engine_lineage(engine_id: str | None) -> str | None:
+    """The engine whose behaviour ``engine_id`` shares (its own id unless a release line's)."""
+    line = RELEASE_LINES.get(engine_id or "")
+    return line["of"] if line else engine_id
+
+
+def with_release_lines(engines: Mapping[str, EngineProfile]) -> dict[str, EngineProfile]:
+    """``engines`` with every release line of an engine in it derived from that engine's profile
+    (its factors, fitted or prior, and the line's own host time per sequence)."""
+    out = {k: v for k, v in engines.items() if k not in RELEASE_LINES}
+    for line_id, line in RELEASE_LINES.items():
+        base = out.get(line["of"])
+        if base is not None:
+            out[line_id] = replace(
+                base,
+                id=line_id,
+                name=line["name"],
+                seq_host_s=line["seq_host_s"],
+                calibrated_on=(base.calibrated_on + "; " if base.calibrated_on else "")
+                + f"host time per sequence and step {line['seq_host_s'] * 1e6:.0f} us: {line['source']}",
+            )
+    return out
+
+
 PRIORS = SpeedConstants(
-    engines=MappingProxyType({p.id: p for p in _PRIOR_PROFILES}),
+    engines=MappingProxyType(with_release_lines({p.id: p for p in _PRIOR_PROFILES})),
     cpu_kernel_s={"python": 12e-6, "cpp": 4e-6},
     provenance="priors (docs/estimation.md): no row fitted",
 )
@@ -682,7 +741,7 @@ _FITTED_GLOBALS = dict(
 
 FITTED = replace(
     PRIORS,
-    engines={p.id: replace(p, **_FITTED_ENGINES.get(p.id, {})) for p in _PRIOR_PROFILES},
+    engines=with_release_lines({p.id: replace(p, **_FITTED_ENGINES.get(p.id, {})) for p in _PRIOR_PROFILES}),
     families=MappingProxyType(
         {f.id: replace(f, **_FITTED_FAMILIES.get(f.id, {})) for f in KERNEL_FAMILIES.values()}
     ),

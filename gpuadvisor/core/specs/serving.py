@@ -59,6 +59,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InputError
+from .engines import engine_lineage
 
 #: The percentiles a target can be stated at.
 PERCENTILES = (50, 90, 95, 99)
@@ -114,7 +115,7 @@ MAX_REQUEST_OVERHEAD_MS = 10_000.0
 
 def batching_for(engine_id: str) -> str:
     """The engine's batching mode (static for an engine this table does not know)."""
-    return BATCHING.get(engine_id, "static")
+    return BATCHING.get(engine_lineage(engine_id) or "", "static")
 
 
 def _number(name: str, value: object, low: float, high: float, low_open: bool = False) -> float:

@@ -44,6 +44,7 @@ import math
 from dataclasses import dataclass, field, replace
 
 from ..errors import InputError
+from .engines import engine_lineage
 from .quant_types import GGUF_WEIGHT_TYPES, KV_CACHE_DTYPES, bytes_per_weight, is_gguf_type
 from .serving import ServingSpec
 
@@ -127,7 +128,7 @@ def default_quantization(weights: str, engine: str | None, kind: str) -> str | N
         return "gguf"  # a llama.cpp tensor type
     if weights == "nf4" or kind in TRAINING_KINDS:
         return "bnb"
-    engine = engine or "vllm"
+    engine = engine_lineage(engine) or "vllm"
     if engine == "llama.cpp":
         return "gguf"
     if weights == "int8":
@@ -401,7 +402,9 @@ class Workload:
         if self.weights in ("fp32", "bf16", "fp16"):
             return None  # a 16/32-bit GGUF file runs the plain half-precision kernels
         if self.quantization is not None:
-            return ENGINE_KERNELS.get((self.engine or "", self.quantization), self.quantization)
+            return ENGINE_KERNELS.get(
+                (engine_lineage(self.engine) or "", self.quantization), self.quantization
+            )
         return default_quantization(self.weights, self.engine, self.kind)
 
     @property
@@ -412,7 +415,7 @@ class Workload:
         engine = self.engine or (
             "vllm" if self.kind == "inference" else "megatron" if self.kind == "pretrain" else "hf-trainer"
         )
-        return engine in CUDA_GRAPH_ENGINES
+        return engine_lineage(engine) in CUDA_GRAPH_ENGINES
 
     def _check_serving_keys(self) -> None:
         """``workload.serving`` (a JSON object becomes a :class:`ServingSpec`) and the p90 lengths."""
