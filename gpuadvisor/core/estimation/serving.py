@@ -940,20 +940,43 @@ def burst(replica: BenchReplica, requests: int, longest_output: int | None = Non
 
     and the figures are the means over ``k``: the closed loop's ITL carries the prompts of all
     ``c`` peers (each finished request is replaced), a wave's only those behind each request,
-    half of them on average. When the engine cannot hold them all, the waiting requests enter as
-    running ones finish, which is the closed loop of ``c`` sequences after its first round
-    (:func:`closed_loop`, with ``requests`` clients).
+    half of them on average.
+
+    When the engine cannot hold them all (``N > c``), the first ``c`` are a wave and the others
+    wait for a slot, each request once (a burst is not a loop whose clients send again, so the
+    mean wait is about half a closed loop's of ``N`` clients). Answers of one length (``ignore_eos``)
+    end together, so the burst runs as ``ceil(N / c)`` waves one after another: the ``k``-th waits
+    for the ``k - 1`` makespans before it, and the tokens/s are ``N O`` over their sum. Answers
+    that stop at their end token end at spread times, so after the first wave the ``j``-th waiting
+    request (``j = 1 .. N - c``) gets a slot after about ``j S(c) / c`` (the engine ends ``c / S(c)``
+    requests a second) and then takes the closed loop's ``TTFT0(c)``; the tokens/s are the closed
+    loop's ``c O / S(c)``.
 
     With ``longest_output`` the answers are not all ``O`` tokens long: they stop at their end
     token, ``O`` on average and none past ``longest_output`` (a request's ``max_tokens``, or the
     longest answer of a dataset replayed with its own lengths). The wave then drains: see
     :func:`drain`."""
     c, curve = _benchmark_curve(replica, requests)
-    w = replica.mm.workload
-    if requests > c:
-        return _loop_figures(c, curve, requests, w.output_tokens)
-    ttft, itl, makespan = _wave(curve, requests, w.output_tokens, longest_output)
-    return ClosedLoop(requests * w.output_tokens / makespan, ttft, itl, requests)
+    out = replica.mm.workload.output_tokens
+    if requests <= c:
+        ttft, itl, makespan = _wave(curve, requests, out, longest_output)
+        return ClosedLoop(requests * out / makespan, ttft, itl, requests)
+    first_ttft, first_itl, first_makespan = _wave(curve, c, out, longest_output)
+    if longest_output is not None and longest_output > out:
+        itl, _tail, ttft0, service = curve.point(c, closed=True)
+        m = requests - c
+        ttft = (c * first_ttft + m * (ttft0 + (m + 1) / 2.0 * service / c)) / requests
+        return ClosedLoop(c * out / service, ttft, (c * first_itl + m * itl) / requests, c)
+    full, last = divmod(requests, c)
+    waves = [(c, first_ttft, first_itl, first_makespan)] * full
+    if last:
+        waves.append((last, *_wave(curve, last, out)))
+    start = ttft_sum = itl_sum = 0.0
+    for n, ttft, itl, makespan in waves:
+        ttft_sum += n * (start + ttft)
+        itl_sum += n * itl
+        start += makespan
+    return ClosedLoop(requests * out / start, ttft_sum / requests, itl_sum / requests, c)
 
 
 #: Points of the midpoint sum over a draining wave's decode (:func:`drain`).
