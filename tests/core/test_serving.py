@@ -956,7 +956,7 @@ def test_an_earlier_release_line_is_its_engine_with_host_time_per_sequence():
     assert "vllm-v0" in ENGINES and "vllm-v0" in PRIORS.engines
     assert v0.seq_host_s == pytest.approx(RELEASE_LINES["vllm-v0"]["seq_host_s"]) == pytest.approx(100e-6)
     assert v1.seq_host_s == 0.0
-    same = {f.name for f in fields(v1)} - {"id", "name", "seq_host_s", "calibrated_on"}
+    same = {f.name for f in fields(v1)} - {"id", "name", "seq_host_s", "mixed_prefill", "calibrated_on"}
     assert {n: getattr(v0, n) for n in same} == {n: getattr(v1, n) for n in same}
     assert "#6801" in v0.calibrated_on and v1.calibrated_on in v0.calibrated_on
     assert engine_lineage("vllm-v0") == "vllm" and engine_lineage("sglang") == "sglang"
@@ -1003,3 +1003,30 @@ def test_the_host_time_per_sequence_enters_the_concurrency_a_target_allows():
         solved = step.largest_within(target, 0.0, 1024)
         searched = max((b for b in range(1, 1025) if step(b) <= target), default=0)
         assert solved == searched, target
+
+
+def test_an_engine_that_prefills_in_passes_of_their_own_stalls_every_running_sequence():
+    """SGLang (without --enable-mixed-chunk) and vLLM's V0 engine run a new prompt's prefill as a
+    forward pass of its own: every running sequence waits the whole pass (weights read, kernels
+    launched), not only the marginal time of the prompt's tokens inside a decode batch (vLLM V1,
+    TensorRT-LLM). The ITL at c clients carries (c - 1) / O such passes."""
+    from gpuadvisor.core.specs.engines import engine_for
+
+    assert not engine_for("sglang", "inference").mixed_prefill
+    assert not engine_for("vllm-v0", "inference").mixed_prefill
+    assert engine_for("vllm", "inference").mixed_prefill
+    assert engine_for("tensorrt-llm", "inference").mixed_prefill
+    itls = {}
+    for engine_id in ("vllm", "sglang"):
+        curve, *_ = _replica("qwen3-235b-a22b", "fp8", engine_id, "h200", 8, "tensor")
+        assert curve.mixed_prefill is (engine_id == "vllm")
+        pass_time = max(curve.ttft1 / 2000 * curve.new_mean, curve.step1)
+        marginal = curve.new_mean * curve.tau
+        assert pass_time > marginal  # a pass reads the (touched) weights once more
+        per_prompt = marginal if curve.mixed_prefill else pass_time
+        for c in (1, 16, 64):
+            itl = curve.point(c, closed=True)[0]
+            assert itl == pytest.approx(curve.step(c) + (c - 1) * per_prompt / 300)
+        itls[engine_id] = (curve.point(64, closed=True)[0] - curve.step(64)) / (curve.point(16, closed=True)[0] - curve.step(16))
+    # Either way the prompts' share grows with the clients, (c - 1) / O.
+    assert itls["vllm"] == pytest.approx(63 / 15) and itls["sglang"] == pytest.approx(63 / 15)

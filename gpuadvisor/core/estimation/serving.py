@@ -579,9 +579,11 @@ class ReplicaCurve:
         chunk_tokens: int | None,
         decode: DecodeStep | None,
         request_overhead_s: float,
+        mixed_prefill: bool = True,
     ) -> None:
         self._perf_at = perf_at
         self.overhead = request_overhead_s
+        self.mixed_prefill = mixed_prefill
         self._points: dict[int, tuple[float, float, str]] = {}
         self._pow_steps: dict[int, float] = {}
         self._point_memo: dict[tuple[float, bool], tuple[float, float, float, float]] = {}
@@ -710,9 +712,13 @@ class ReplicaCurve:
             ttft_tail, ttft_mean = tail + step + self.overhead, prefill + step + self.overhead
             service = ttft_tail + (self.out_longest - 1) * step
             return step, ttft_tail, ttft_mean, service
-        itl = step + max(c - 1.0, 0.0) * self.new_mean * self.tau / out
         alone = self.ttft1 / w.prompt_tokens
         prefill_mean = max(alone * self.new_mean, self.step1)
+        # Each step also prefills the prompts of the (c - 1) / O requests that replace the others:
+        # inside the decode batch, their tokens' marginal time (mixed chunked prefill), or in a
+        # pass of their own that every running sequence waits for (weights, launches and all).
+        per_prompt = self.new_mean * self.tau if self.mixed_prefill else prefill_mean
+        itl = step + max(c - 1.0, 0.0) * per_prompt / out
         ttft_tail = (
             max(alone * self.new_tail, self.step1) + math.ceil(max(self.new_tail, 1.0) / self.chunk) * itl
         )
@@ -847,6 +853,7 @@ def replica_curve(
         engine.prefill_chunk_tokens,
         decode,
         request_overhead_s_of(spec, engine.id) if request_overhead_s is None else request_overhead_s,
+        engine.mixed_prefill,
     )
 
 

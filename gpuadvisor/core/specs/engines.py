@@ -75,6 +75,10 @@ class EngineProfile:
     #: batch's input preparation, sampling and output processing, which grow with the batch and
     #: which no CUDA graph removes.
     seq_host_s: float = 0.0
+    #: Whether a serving step carries new prompts' chunks together with the running sequences'
+    #: decode (chunked prefill mixed into decode batches) or runs each prefill as a pass of its
+    #: own that the running sequences wait for.
+    mixed_prefill: bool = True
 
     def layer_overhead_for(self, architecture: str) -> float:
         """Fixed time per layer and decode step on this architecture, s."""
@@ -468,6 +472,9 @@ _PRIOR_PROFILES = (
         runtime="python",
         layer_overhead_s=120e-6,
         prefill_chunk_tokens=8192,
+        # SGLang runs a prefill batch as a forward pass of its own unless --enable-mixed-chunk is
+        # given (default off: sgl-project/sglang docs, server arguments).
+        mixed_prefill=False,
     ),
     EngineProfile(
         "autoawq",
@@ -545,6 +552,7 @@ class ReleaseLine(TypedDict):
     of: str  # the engine id whose fitted factors it shares
     name: str
     seq_host_s: float
+    mixed_prefill: bool
     source: str
 
 
@@ -562,6 +570,11 @@ RELEASE_LINES: Mapping[str, ReleaseLine] = MappingProxyType(
             of="vllm",
             name="vLLM 0.7 and earlier (V0 engine)",
             seq_host_s=100e-6,
+            # V0 schedules waiting prompts first, in steps of their own: chunked prefill is on by
+            # default only for contexts above 32K (vLLM docs, "Optimization and Tuning", chunked
+            # prefill: "In vLLM V1, chunked prefill is always enabled by default. This is different
+            # from vLLM V0, where it was conditionally enabled based on model characteristics").
+            mixed_prefill=False,
             source="vllm-project/vllm issue #6801 (2024-08-08): about 20 ms of scheduling, input "
             "preparation, sampling and output processing per step at a batch of 200",
         ),
@@ -587,6 +600,7 @@ def with_release_lines(engines: Mapping[str, EngineProfile]) -> dict[str, Engine
                 id=line_id,
                 name=line["name"],
                 seq_host_s=line["seq_host_s"],
+                mixed_prefill=line["mixed_prefill"],
                 calibrated_on=(base.calibrated_on + "; " if base.calibrated_on else "")
                 + f"host time per sequence and step {line['seq_host_s'] * 1e6:.0f} us: {line['source']}",
             )
