@@ -759,44 +759,33 @@ def test_a_lone_client_meets_no_prompt_ahead_of_its_own():
     assert closed_loop(BenchReplica(mm, gpu, 1, "none", engine), 2).ttft_s > lone.ttft_s
 
 
-def test_a_burst_of_equal_answers_beyond_the_kv_cache_runs_as_waves_one_after_another():
-    """Requests beyond the KV cache wait for a slot, each request once. Answers of one length end
-    together, so the burst is ceil(N / c) waves of c: the k-th wave waits for the makespans before
-    it, and the mean wait is about half of a closed loop's of N clients (whose clients send again)."""
-    from gpuadvisor.core.estimation.serving import _benchmark_curve, _wave, burst, closed_loop
+def test_a_burst_beyond_the_kv_cache_waits_about_half_a_closed_loops_wait():
+    """Requests beyond the KV cache wait for a slot, each request once: the mean wait is about half
+    of a closed loop's of N clients (whose clients send again), at the same throughput."""
+    from gpuadvisor.core.estimation.serving import burst, closed_loop
 
     mm, gpu, engine = _burst_setup(prompt=8000, output=2000, model="llama-3.1-70b", gpu="h100-sxm")
     replica = BenchReplica(mm, gpu, 2, "tensor", engine)
-    n = 1000
-    many = burst(replica, n)
-    c, curve = _benchmark_curve(replica, n)
-    assert many.running == c < n
-    ttft_c, itl_c, span_c = _wave(curve, c, 2000)
-    full, last = divmod(n, c)
-    ttft_r, itl_r, span_r = _wave(curve, last, 2000) if last else (0.0, 0.0, 0.0)
-    waits = sum(c * (k * span_c + ttft_c) for k in range(full)) + last * (full * span_c + ttft_r)
-    assert many.ttft_s == pytest.approx(waits / n)
-    assert many.tokens_per_s == pytest.approx(n * 2000 / (full * span_c + span_r))
-    assert many.itl_s == pytest.approx((full * c * itl_c + last * itl_r) / n)
-    loop = closed_loop(replica, n)
-    assert 0.35 * loop.ttft_s < many.ttft_s < 0.65 * loop.ttft_s
-    assert many.tokens_per_s == pytest.approx(loop.tokens_per_s, rel=0.25)
+    many, loop = burst(replica, 1000), closed_loop(replica, 1000)
+    assert many.running == loop.running < 1000
+    assert 0.4 * loop.ttft_s < many.ttft_s < 0.6 * loop.ttft_s
+    assert many.tokens_per_s == pytest.approx(loop.tokens_per_s)
 
 
-def test_a_burst_of_spread_answers_beyond_the_kv_cache_fills_slots_as_answers_end():
-    """Answers that stop at their end token end at spread times: after the first wave the j-th
-    waiting request gets a slot after about j S(c) / c and then takes the closed loop's TTFT0(c);
-    the throughput is the closed loop's. More requests wait longer on average."""
+def test_a_burst_beyond_the_kv_cache_fills_slots_as_answers_end():
+    """After the first wave the j-th waiting request gets a slot after about j S(c) / c and then
+    takes the closed loop's TTFT0(c); the throughput is the closed loop's. More requests wait
+    longer on average, with equal answers and with answers that stop at their end token."""
     from gpuadvisor.core.estimation.serving import _benchmark_curve, _wave, burst
 
     mm, gpu, engine = _burst_setup(prompt=8000, output=1000, model="llama-3.1-70b", gpu="h100-sxm")
     replica = BenchReplica(mm, gpu, 2, "tensor", engine)
     last = None
-    for n in (400, 1000, 3000):
-        got = burst(replica, n, longest_output=4000)
+    for n, longest in ((400, 4000), (1000, 4000), (3000, 4000), (3001, None)):
+        got = burst(replica, n, longest_output=longest)
         c, curve = _benchmark_curve(replica, n)
         assert c < n
-        first_ttft, first_itl, _ = _wave(curve, c, 1000, 4000)
+        first_ttft, first_itl, _ = _wave(curve, c, 1000, longest)
         itl, _tail, ttft0, service = curve.point(c, closed=True)
         m = n - c
         assert got.ttft_s == pytest.approx((c * first_ttft + m * (ttft0 + (m + 1) / 2 * service / c)) / n)
@@ -931,7 +920,7 @@ def test_a_deepseek_style_model_carries_the_measured_speed_caveat():
         )
     )
     assert MLA_MOE_SPEED_WARNING in ds.warnings
-    assert "a median 0.45 times the estimate" in render_estimate(ds)
+    assert "a median 0.49 times the estimate" in render_estimate(ds)
     assert "2.5 to 5 times lower" in render_estimate(ds)
     llama = run(scenario(hardware={"gpu": "h100-sxm", "gpu_count": 1}))
     assert MLA_MOE_SPEED_WARNING not in llama.warnings
