@@ -1016,6 +1016,8 @@ def test_an_engine_that_prefills_in_passes_of_their_own_stalls_every_running_seq
         for c in (1, 16, 64):
             itl = curve.point(c, closed=True)[0]
             assert itl == pytest.approx(curve.step(c) + (c - 1) * per_prompt / 300)
-        itls[engine_id] = (curve.point(64, closed=True)[0] - curve.step(64)) / (curve.point(16, closed=True)[0] - curve.step(16))
+        itls[engine_id] = (curve.point(64, closed=True)[0] - curve.step(64)) / (
+            curve.point(16, closed=True)[0] - curve.step(16)
+        )
     # Either way the prompts' share grows with the clients, (c - 1) / O.
     assert itls["vllm"] == pytest.approx(63 / 15) and itls["sglang"] == pytest.approx(63 / 15)

@@ -591,19 +591,23 @@ def engine_lineage(engine_id: str | None) -> str | None:
 def with_release_lines(engines: Mapping[str, EngineProfile]) -> dict[str, EngineProfile]:
     """``engines`` with every release line of an engine in it derived from that engine's profile
     (its factors, fitted or prior, and the line's own host time per sequence)."""
-    out = {k: v for k, v in engines.items() if k not in RELEASE_LINES}
-    for line_id, line in RELEASE_LINES.items():
-        base = out.get(line["of"])
-        if base is not None:
-            out[line_id] = replace(
-                base,
-                id=line_id,
-                name=line["name"],
-                seq_host_s=line["seq_host_s"],
-                mixed_prefill=line["mixed_prefill"],
-                calibrated_on=(base.calibrated_on + "; " if base.calibrated_on else "")
-                + f"host time per sequence and step {line['seq_host_s'] * 1e6:.0f} us: {line['source']}",
-            )
+    out: dict[str, EngineProfile] = {}
+    for engine_id, base in engines.items():
+        if engine_id in RELEASE_LINES:
+            continue
+        out[engine_id] = base
+        # Each line follows its engine (the order the window lists them in).
+        for line_id, line in RELEASE_LINES.items():
+            if line["of"] == engine_id:
+                out[line_id] = replace(
+                    base,
+                    id=line_id,
+                    name=line["name"],
+                    seq_host_s=line["seq_host_s"],
+                    mixed_prefill=line["mixed_prefill"],
+                    calibrated_on=(base.calibrated_on + "; " if base.calibrated_on else "")
+                    + f"host time per sequence and step {line['seq_host_s'] * 1e6:.0f} us: {line['source']}",
+                )
     return out
 
 
@@ -642,7 +646,7 @@ _FITTED_ENGINES: dict[str, _EngineFit] = {
         prefill_mfu=0.62,
         layer_overhead_s=36e-6,
         spread_low=0.47,
-        spread_high=0.2,
+        spread_high=0.22,
         calibrated_on="72 rows: INF-01..10, H200-01..07, F180-01/05, TRTB-01..04; the serving ITLs and "
         "tokens/s SRV-01..31 (NIM, TensorRT-LLM perf overview), SRV-42/44 (GPUStack), SRB-43..81 "
         "(TensorRT-LLM perf overview v0.17, Triton bursts)",
@@ -650,8 +654,8 @@ _FITTED_ENGINES: dict[str, _EngineFit] = {
     "vllm": dict(
         prefill_mfu=0.57,
         layer_overhead_s=113e-6,
-        spread_low=0.12,
-        spread_high=0.64,
+        spread_low=0.22,
+        spread_high=0.65,
         calibrated_on="28 rows: MI300-01..10 (MI300X), INB-09/10 (RTX 4090), INB-57 (RTX A6000); the "
         "serving ITLs and tokens/s SRV-19/20 (A40), SRV-36/38 and SRV-48..50 (GPUStack, H100), "
         "SRB-01..09 (RTX 4090 sweep), SRB-83/84/90 (A100, RTX 4090)",
@@ -668,15 +672,15 @@ _FITTED_ENGINES: dict[str, _EngineFit] = {
         "PR #4766, GPU-Benchmarks-on-LLM-Inference)",
     ),
     "mlc-llm": dict(
-        spread_low=0.12,
-        spread_high=0.64,
+        spread_low=0.22,
+        spread_high=0.65,
         calibrated_on="2 rows: INF-18 (RTX 4090), INB-61 (RTX A6000), decode only; prefill is the prior",
     ),
     "transformers": dict(
         prefill_mfu=0.41,
         layer_overhead_s=713e-6,
         spread_low=0.38,
-        spread_high=0.39,
+        spread_high=0.38,
         calibrated_on="45 rows: INF-21, INT8-01..08, LIT-16..34, INB-01..12 and INB-58..60 (engine comparisons), "
         "INB-39..56 (Optimum GPTQ: generate and prefill-only)",
     ),
@@ -693,26 +697,26 @@ _FITTED_ENGINES: dict[str, _EngineFit] = {
         calibrated_on="29 rows: TRN-20, TRN-24, TRN-26, LF-01..19, TT-01..06, LAY-06",
     ),
     "deepspeed": dict(
-        spread_low=0.32,
+        spread_low=0.31,
         spread_high=0.23,
         calibrated_on="assumed: the FSDP prior (eager PyTorch modules under ZeRO); the pooled training range",
     ),
     "hf-trainer": dict(
-        spread_low=0.32,
+        spread_low=0.31,
         spread_high=0.23,
         calibrated_on="assumed: prior (eager modules; no Trainer throughput row in the data)",
     ),
     "sglang": dict(
         prefill_mfu=0.35,
-        spread_low=0.12,
-        spread_high=0.64,
+        spread_low=0.22,
+        spread_high=0.65,
         calibrated_on="7 rows: the serving ITLs and tokens/s SRV-39..53 (GPUStack, H100; the bursts of "
         "block-FP8 Qwen3 pull the prefill factor down, see docs/estimation.md); range pooled",
     ),
     "autoawq": dict(
         layer_overhead_s=51e-6,
-        spread_low=0.12,
-        spread_high=0.64,
+        spread_low=0.22,
+        spread_high=0.65,
         calibrated_on="14 rows: AWQ-01..37 decode (one source)",
     ),
     "exllamav2": dict(
@@ -723,7 +727,7 @@ _FITTED_ENGINES: dict[str, _EngineFit] = {
         calibrated_on="32 rows: EXL-01..07, INB-05/06/62 and INB-15..38 (ExLlama v1, the same kernels' lineage)",
     ),
     "torchtune": dict(
-        spread_low=0.32,
+        spread_low=0.31,
         spread_high=0.23,
         calibrated_on="assumed: prior (the README's speed rows are unscored: checkpointing not stated)",
     ),
@@ -732,8 +736,8 @@ _FITTED_ENGINES: dict[str, _EngineFit] = {
 #: statistics (the floor((n+1) 0.1)-th and ceil((n+1) 0.9)-th of n ratios; Vovk et al. 2005, Lei et
 #: al. 2018) of measured / estimate over the leave-one-source-out residuals of tests/data/validation
 #: (2026-12-02), per engine with at least 15 speed rows (TensorRT-LLM, Transformers, llama.cpp, ExLlamaV2, Megatron, FSDP), else
-#: pooled over the engines of the same kind with fewer rows (inference 0.88-1.64, training
-#: 0.68-1.23); each side at least 10%.
+#: pooled over the engines of the same kind with fewer rows (inference 0.78-1.65, training
+#: 0.69-1.23); each side at least 10%.
 SPREAD_PROVENANCE = (
     "split-conformal 10%/90% order statistics of leave-one-source-out residuals, tests/data/validation, "
     "2026-12-02"
