@@ -126,3 +126,29 @@ def test_a_per_request_time_typed_in_reaches_the_estimate_and_clearing_it_restor
     assert box.overhead.edit.placeholderText() == f"{trt * 1000:g} (fitted)"
     assert w.state.estimate.engine == "tensorrt-llm"
     assert f"{trt * 1000:g} ms of serving-stack time" in render_estimate(w.state.estimate)
+
+
+def test_an_older_vllm_release_is_a_choice_right_after_vllm_and_costs_more_gpus(window, qtbot):
+    """vLLM 0.7 and earlier (the V0 engine) sits right after vLLM in the engine list; picking it
+    keeps vLLM's per-request time and gives the slower engine's fleet: no fewer replicas for the
+    same traffic and targets, and the core's engine id reaches the estimate."""
+    from gpuadvisor.core.estimation.serving import REQUEST_OVERHEAD_BY_ENGINE
+
+    w = window
+    page = choose_serving(w, qtbot)
+    names = [page.engine.itemData(i) for i in range(page.engine.count())]
+    assert names.index("vllm-v0") == names.index("vllm") + 1
+    assert "V0" in page.engine.itemText(names.index("vllm-v0"))
+    page.engine.setCurrentIndex(page.engine.findData("vllm"))
+    w.state.flush()
+    current = w.state.estimate.recommended.serving
+    page.engine.setCurrentIndex(page.engine.findData("vllm-v0"))
+    w.state.flush()
+    older = w.state.estimate
+    assert older.engine == "vllm-v0"
+    assert (
+        page.serving_box.overhead.edit.placeholderText()
+        == f"{REQUEST_OVERHEAD_BY_ENGINE['vllm'] * 1000:g} (fitted)"
+    )
+    assert older.recommended.serving.replicas >= current.replicas
+    assert "vLLM 0.7 and earlier" in render_estimate(older)
