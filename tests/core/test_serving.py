@@ -400,10 +400,11 @@ def fleet_of(rate, ttft, itl, percentile=90, engine="vllm"):
     ttft=st.floats(0.05, 10.0),
     itl=st.floats(5.0, 500.0),
     percentile=st.sampled_from([50, 90, 95, 99]),
+    engine=st.sampled_from(["vllm", "vllm-v0", "sglang"]),
 )
-def test_more_traffic_never_fewer_replicas_random(rate, factor, ttft, itl, percentile):
-    low = fleet_of(rate, ttft, itl, percentile)
-    high = fleet_of(rate * factor, ttft, itl, percentile)
+def test_more_traffic_never_fewer_replicas_random(rate, factor, ttft, itl, percentile, engine):
+    low = fleet_of(rate, ttft, itl, percentile, engine)
+    high = fleet_of(rate * factor, ttft, itl, percentile, engine)
     for key in low:
         assert high[key].serving.replicas >= low[key].serving.replicas, key
 
@@ -425,7 +426,7 @@ def test_a_tighter_itl_never_more_concurrency_random(itl, tighter, ttft):
     ttft=st.floats(0.05, 10.0),
     itl=st.floats(5.0, 500.0),
     percentile=st.sampled_from([50, 90, 95, 99]),
-    engine=st.sampled_from(["vllm", "transformers", "llama.cpp", "tensorrt-llm"]),
+    engine=st.sampled_from(["vllm", "vllm-v0", "sglang", "transformers", "llama.cpp", "tensorrt-llm"]),
 )
 def test_met_targets_hold_and_cost_follows_replicas_random(rate, ttft, itl, percentile, engine):
     for c in fleet_of(rate, ttft, itl, percentile, engine).values():
