@@ -14,6 +14,7 @@ from gpuadvisor import __version__
 from gpuadvisor.core.estimation.estimate import estimate
 from gpuadvisor.core.estimation.recommendation import LIKELY, SURE, sort_key, tier
 from gpuadvisor.core.formats.scenario import ModelSource, Scenario, load_scenario
+from gpuadvisor.core.formats.scenario import loads_scenario as load_scenario_text
 from gpuadvisor.core.formats.user_catalog import months_before
 from gpuadvisor.core.formatting import (
     NONE_MARK,
@@ -204,6 +205,23 @@ def test_moe_and_inference_in_plain_words(cats):
     assert words["Job size"].startswith("1k requests to serve")
     assert any("FP8" in w for w in report.warnings)  # cards without FP8 fall back
     assert any(label == "Memory bandwidth efficiency (decode)" for label, _ in report.engine_factors)
+
+
+def test_the_engine_release_and_how_it_prefills_are_in_the_report(cats):
+    """A service on vLLM's V0 engine: the report's engine factors name its host time per sequence
+    and that new prompts are prefilled in passes of their own; vLLM (V1) mixes them in."""
+    import json
+
+    data = json.loads((SAMPLE.parent / "serving-1-replica.json").read_text())
+    words = {}
+    for engine in ("vllm-v0", "vllm"):
+        data["workload"]["engine"] = engine
+        est = estimate(load_scenario_text(json.dumps(data)), *cats)
+        words[engine] = dict(build_report(est, cats[0].meta, TODAY).engine_factors)
+    assert words["vllm-v0"]["Host time per sequence and step"].startswith("100 µs")
+    assert "passes of their own" in words["vllm-v0"]["New prompts while serving"]
+    assert "Host time per sequence and step" not in words["vllm"]
+    assert "mixed into the batch" in words["vllm"]["New prompts while serving"]
 
 
 def test_rent_versus_buy(cats, sample):

@@ -432,6 +432,22 @@ def _engine(est: Estimate) -> tuple[str, tuple[tuple[str, str], ...], str, bool]
             )
         if e.prefill_chunk_tokens:
             factors.append(("Prefill chunk", f"{e.prefill_chunk_tokens:,} tokens"))
+        if e.seq_host_s:
+            factors.append(
+                (
+                    "Host time per sequence and step",
+                    f"{e.seq_host_s * 1e6:.0f} µs (the release's scheduler, inputs, sampling and outputs)",
+                )
+            )
+        if w.serving is not None:
+            factors.append(
+                (
+                    "New prompts while serving",
+                    "inside the decode steps (chunked prefill mixed into the batch)"
+                    if e.mixed_prefill
+                    else "in prefill passes of their own, which every running sequence waits for",
+                )
+            )
     factors.append(
         (
             f"Uncertainty ({RANGE_LABEL})",

@@ -606,7 +606,7 @@ def with_release_lines(engines: Mapping[str, EngineProfile]) -> dict[str, Engine
                     seq_host_s=line["seq_host_s"],
                     mixed_prefill=line["mixed_prefill"],
                     calibrated_on=(base.calibrated_on + "; " if base.calibrated_on else "")
-                    + f"host time per sequence and step {line['seq_host_s'] * 1e6:.0f} us: {line['source']}",
+                    + f"host time per sequence and step {line['seq_host_s'] * 1e6:.0f} µs: {line['source']}",
                 )
     return out
 
