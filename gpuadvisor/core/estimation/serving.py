@@ -17,6 +17,10 @@ Continuous batching (vLLM, SGLang, TensorRT-LLM, MLC; llama.cpp and ExLlamaV2 wi
                                                    (c - 1) / O requests that replace the other
                                                    sequences as they finish (a request's own
                                                    prompt is prefilled before its first token)
+                = step(c) + ((c - 1) / O) t_p      an engine that prefills each prompt in a
+                                                   pass of its own (SGLang, vLLM's V0 engine:
+                                                   ``EngineProfile.mixed_prefill`` false), which
+                                                   every running sequence waits for
     TTFT0(c)    = max(TTFT_1 x P'/P, step(1)) + ceil(P' / chunk) ITL(c) + W_prefill
     W_prefill   = rho_p t_p / (2 (1 - rho_p)), t_p = max(TTFT_1 x P_new/P, step(1)),
                   rho_p = c / S(c) x t_p          prompts are prefilled one after another (M/D/1;
