@@ -155,8 +155,12 @@ MEASUREMENT_COLUMNS = (
     "arrival",
     # A burst whose answers stop at their end token: the longest answer a request may give (its
     # max_tokens, or the longest of a dataset replayed with its own lengths), output_tokens being
-    # their mean. Empty: every answer is output_tokens long.
+    # their mean. Empty: every answer is output_tokens long. Also a closed loop's (with requests).
     "output_tokens_max",
+    # A closed loop of a stated number of requests in all (sglang.bench_serving --num-prompts, vllm
+    # bench serve --num-prompts with --max-concurrency): its clients start together and the run
+    # ends as the last answers drain. Empty: a steady loop (a long or time-bound run).
+    "requests",
 )
 
 #: Weight types the scenario may not know yet, and the nearest type it knows (used only as a fallback).
@@ -255,7 +259,7 @@ class Row:
 
 #: Columns added at the end of the measurements header after rows were written: a row may end
 #: before them (its cells are read as empty), so older rows stay as they were.
-TRAILING_OPTIONAL = ("vp", "recompute", "arrival", "output_tokens_max")
+TRAILING_OPTIONAL = ("vp", "recompute", "arrival", "output_tokens_max", "requests")
 #: How a serving row's requests were sent, besides ``paced:<s>`` (and empty for an unscored row):
 #: ``closed_loop`` (clients each sending their next request when one ends), ``lockstep`` (such a
 #: loop of fixed-length requests whose clients started together, so its rounds stay in step) and
@@ -391,6 +395,7 @@ def load_measurements(data_dir: str | Path = DATA_DIR, sources: dict[str, Source
             "tokens_trained",
             "scale_to_params",
             "output_tokens_max",
+            "requests",
         ):
             _number(raw, col, where)
         _number(raw, "cuda_context_gib", where, positive=False)
@@ -415,9 +420,17 @@ def load_measurements(data_dir: str | Path = DATA_DIR, sources: dict[str, Source
             raise ValidationDataError(
                 f"{where}: a scored serving row needs arrival (closed_loop, lockstep, burst or paced:<s>)"
             )
+        if raw["requests"]:
+            if raw["arrival"] != "closed_loop":
+                raise ValidationDataError(f"{where}: requests is for a closed loop of a stated number of requests")
+            if not raw["micro_batch"] or float(raw["requests"]) < float(raw["micro_batch"]):
+                raise ValidationDataError(f"{where}: requests must be at least the clients (micro_batch)")
         if raw["output_tokens_max"]:
-            if arrival_kind(raw["arrival"]) != "burst":
-                raise ValidationDataError(f"{where}: output_tokens_max is for a burst's varying answers only")
+            if arrival_kind(raw["arrival"]) != "burst" and not raw["requests"]:
+                raise ValidationDataError(
+                    f"{where}: output_tokens_max is for the varying answers of a burst or of a closed loop "
+                    "of stated requests only"
+                )
             if not raw["output_tokens"] or float(raw["output_tokens_max"]) < float(raw["output_tokens"]):
                 raise ValidationDataError(
                     f"{where}: output_tokens_max must be at least output_tokens (their mean)"

@@ -347,7 +347,13 @@ def _compare_serving(
             elif row.fact("arrival") == "lockstep":
                 point = lockstep(replica, n)
             else:
-                point = closed_loop(replica, n)
+                total, longest = row.fact("requests"), row.fact("output_tokens_max")
+                point = closed_loop(
+                    replica,
+                    n,
+                    int(float(total)) if total else None,
+                    int(float(longest)) if longest else None,
+                )
     except InputError as exc:
         return Comparison(row, measured, None, None, None, unit, omitted, f"estimate refused: {exc}")
     running = point.running

@@ -321,7 +321,9 @@ discussion, own measurement), `date_read` (YYYY-MM-DD), `notes`.
   client offering one request every `<s>` seconds to the stated number of workers) and `output_tokens_max` (a
   burst whose answers stop at their end token: the longest an answer may be, its `max_tokens` or the longest of a
   dataset replayed with its own lengths, `output_tokens` being their mean; predicted as a wave that drains until
-  its longest answer ends; empty when every answer is `output_tokens` long);
+  its longest answer ends; empty when every answer is `output_tokens` long; also a closed loop's with
+  `requests`) and `requests` (a closed loop of that many requests in all, whose clients start together and
+  whose run ends as its last answers drain; empty for a steady loop);
 - scoring: `scored` (`yes`/`no`), `why` (required when unscored), `assumptions` (every value chosen where the
   source is silent).
 

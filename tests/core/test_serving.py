@@ -1022,3 +1022,38 @@ def test_an_engine_that_prefills_in_passes_of_their_own_stalls_every_running_seq
         )
     # Either way the prompts' share grows with the clients, (c - 1) / O.
     assert itls["vllm"] == pytest.approx(63 / 15) and itls["sglang"] == pytest.approx(63 / 15)
+
+
+def test_a_finite_closed_loop_starts_with_a_wave_and_ends_draining():
+    """A closed loop of N requests in all: its clients start together (a first wave) and its last
+    answers drain. With many requests per client it tends to the steady loop; with N = c it is one
+    wave; its first tokens lie between the wave's and the steady loop's."""
+    from gpuadvisor.core.estimation.serving import _benchmark_curve, _wave, burst, closed_loop, drain
+
+    mm, gpu, engine = _burst_setup(prompt=500, output=500)
+    replica = BenchReplica(mm, gpu, 1, "none", engine)
+    c = 16
+    steady = closed_loop(replica, c)
+    wave = burst(replica, c, 1000)
+    five = closed_loop(replica, c, 5 * c, 1000)
+    assert five.running == steady.running == c
+    assert five.tokens_per_s < steady.tokens_per_s
+    assert min(steady.ttft_s, wave.ttft_s) < five.ttft_s < max(steady.ttft_s, wave.ttft_s)
+    many = closed_loop(replica, c, 2000 * c, 1000)
+    assert many.tokens_per_s == pytest.approx(steady.tokens_per_s, rel=0.01)
+    assert many.ttft_s == pytest.approx(steady.ttft_s, rel=0.01)
+    # The figures as the docstring writes them.
+    _c, curve = _benchmark_curve(replica, c)
+    itl, _tail, ttft0, service = curve.point(c, closed=True)
+    w_ttft, w_itl, _ = _wave(curve, c, 500, 1000)
+    last, _ = drain(curve.step, c, 500, 1000)
+    n = 5 * c
+    assert five.tokens_per_s == pytest.approx(n * 500 / ((n - c) * service / c + ttft0 + last))
+    assert five.ttft_s == pytest.approx((c * w_ttft + (n - c) * ttft0) / n)
+    assert five.itl_s == pytest.approx((c * w_itl + (n - c) * itl) / n)
+    # Equal answers: the last wave decodes O - 1 steps at batch c; no stated total: the steady loop.
+    equal = closed_loop(replica, c, 5 * c)
+    assert equal.tokens_per_s == pytest.approx(
+        n * 500 / ((n - c) * service / c + ttft0 + 499 * curve.step(c))
+    )
+    assert closed_loop(replica, c, None, 1000) == steady

@@ -121,14 +121,14 @@ def test_a_broken_data_file_names_the_row_and_column(tmp_path):
 def test_rows_may_stop_before_the_columns_added_at_the_end(tmp_path):
     shutil.copy(DATA_DIR / "sources.csv", tmp_path / "sources.csv")
     text = (DATA_DIR / "measurements.csv").read_text(encoding="utf-8").splitlines()
-    short = text[2]  # written before vp, recompute, arrival and output_tokens_max existed
+    short = text[2]  # written before vp, recompute, arrival, output_tokens_max and requests existed
     import csv
 
-    assert len(next(csv.reader([short]))) == len(next(csv.reader([text[1]]))) - 4
+    assert len(next(csv.reader([short]))) == len(next(csv.reader([text[1]]))) - 5
     (tmp_path / "measurements.csv").write_text("\n".join(text[:3]) + "\n", encoding="utf-8")
     (row,) = load_measurements(tmp_path)
     assert row.fact("vp") == "" and row.fact("recompute") == "" and row.fact("arrival") == ""
-    assert row.fact("output_tokens_max") == ""
+    assert row.fact("output_tokens_max") == "" and row.fact("requests") == ""
     # A row that stops earlier still is an error.
     (tmp_path / "measurements.csv").write_text(
         "\n".join(text[:2] + [short.rsplit(",", 1)[0]]) + "\n", encoding="utf-8"
@@ -184,7 +184,7 @@ def test_a_serving_row_says_how_its_requests_arrived(tmp_path, arrival, message)
 @pytest.mark.parametrize(
     "row_id, longest, message",
     [
-        ("SRV-38", "4000", "output_tokens_max is for a burst's varying answers only"),
+        ("SRV-38", "4000", "output_tokens_max is for the varying answers of a burst or of a closed loop"),
         ("SRA-003", "300", r"output_tokens_max must be at least output_tokens \(their mean\)"),
         ("SRA-003", "many", "output_tokens_max must be a number"),
     ],
@@ -195,6 +195,41 @@ def test_only_a_burst_states_its_longest_answer_and_no_shorter_than_the_mean(
     _with_cell(tmp_path, row_id, "output_tokens_max", longest)
     with pytest.raises(ValidationDataError, match=rf"row {row_id}: {message}"):
         load_measurements(tmp_path)
+
+
+@pytest.mark.parametrize(
+    "row_id, requests, message",
+    [
+        ("SRA-003", "500", "requests is for a closed loop of a stated number of requests"),
+        ("SRY-65", "8", r"requests must be at least the clients \(micro_batch\)"),
+        ("SRY-65", "eighty", "requests must be a number"),
+    ],
+)
+def test_only_a_closed_loop_states_its_requests_and_no_fewer_than_its_clients(
+    tmp_path, row_id, requests, message
+):
+    _with_cell(tmp_path, row_id, "requests", requests)
+    with pytest.raises(ValidationDataError, match=rf"row {row_id}: {message}"):
+        load_measurements(tmp_path)
+
+
+def test_a_short_closed_loop_is_predicted_with_its_first_wave_and_last_answers(rows, predictor):
+    """SGLang's cookbook runs five requests per client: the row states the run's requests and the
+    longest answer its random dataset draws, and the prediction (a first wave, the steady loop, a
+    draining end) makes fewer tokens/s than the steady loop and a later first token."""
+    from dataclasses import replace
+
+    by_id = {r.id: r for r in rows}
+    for tokens_row, ttft_row in (("SRY-64", "SRY-65"), ("SRX-04", "SRX-05")):
+        row = by_id[tokens_row]
+        assert row.fact("requests") == "80" and "80 prompts" in row.fact("assumptions")
+        assert row.fact("output_tokens_max") == "1000"
+        steady = tuple((k, "" if k in ("requests", "output_tokens_max") else v) for k, v in row.facts)
+        assert predictor.compare(row).estimate < 0.95 * predictor.compare(replace(row, facts=steady)).estimate
+        row = by_id[ttft_row]
+        steady = tuple((k, "" if k in ("requests", "output_tokens_max") else v) for k, v in row.facts)
+        # TTFT is time-like: the harness compares it in ms, a later first token is a larger figure.
+        assert predictor.compare(row).estimate > predictor.compare(replace(row, facts=steady)).estimate
 
 
 def test_a_burst_of_answers_cut_at_max_tokens_is_predicted_draining(rows, predictor):

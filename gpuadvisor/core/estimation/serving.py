@@ -925,16 +925,50 @@ def _loop_figures(c: int, curve: ReplicaCurve, clients: int, out: int) -> Closed
     return ClosedLoop(c * out / service, ttft0 + (clients / c - 1.0) * service, itl, c)
 
 
-def closed_loop(replica: BenchReplica, concurrency: int) -> ClosedLoop:
+def closed_loop(
+    replica: BenchReplica,
+    concurrency: int,
+    requests: int | None = None,
+    longest_output: int | None = None,
+) -> ClosedLoop:
     """Output tokens/s, mean TTFT and ITL, and the sequences the engine runs at once, of a closed-loop benchmark
     with ``concurrency`` clients, each sending its next request when one ends (``vllm bench serve
     --max-concurrency``, genai-perf's concurrency mode).
 
     The engine runs ``c = min(concurrency, KV capacity, MAX_CONCURRENCY)`` sequences; the rest wait.
     By Little's law the request rate is ``c / S(c)`` and a request takes ``concurrency x S(c) / c``
-    from sending to its end, so the mean TTFT is ``TTFT0(c) + (concurrency / c - 1) S(c)``."""
+    from sending to its end, so the mean TTFT is ``TTFT0(c) + (concurrency / c - 1) S(c)``.
+
+    With ``requests`` (``N``, the run's requests in all: ``--num-prompts``) the run is finite: its
+    clients start together, so its first ``c`` requests are a wave (:func:`burst`), and it ends as
+    its last answers drain. The other ``N - c`` requests run as the steady loop, one every
+    ``S(c) / c``; after the last has started, the ``c`` in flight end as a draining wave (answers that
+    vary up to ``longest_output``, :func:`drain`; equal answers: ``O - 1`` steps at batch ``c``)::
+
+        TTFT     = (c TTFT_wave(c) + (N - c) TTFT0(c)) / N
+        ITL      = (c ITL_wave(c) + (N - c) ITL(c)) / N
+        tokens/s = N O / ((N - c) S(c) / c + TTFT0(c) + decode of the last wave)
+
+    which tends to the steady loop as ``N / c`` grows; a run of five requests per client (SGLang's
+    cookbook) spends a sizeable share of its time in the first wave's prompts and the last answers."""
     c, curve = _benchmark_curve(replica, concurrency)
-    return _loop_figures(c, curve, concurrency, replica.mm.workload.output_tokens)
+    out = replica.mm.workload.output_tokens
+    if requests is None or concurrency > c or requests <= concurrency:
+        return _loop_figures(c, curve, concurrency, out)
+    itl, _tail, ttft0, service = curve.point(c, closed=True)
+    wave_ttft, wave_itl, _ = _wave(curve, c, out, longest_output)
+    rest = requests - c
+    if longest_output is not None and longest_output > out:
+        last, _ = drain(curve.step, c, out, longest_output)
+    else:
+        last = (out - 1) * curve.step(c)
+    duration = rest * service / c + ttft0 + last
+    return ClosedLoop(
+        requests * out / duration,
+        (c * wave_ttft + rest * ttft0) / requests,
+        (c * wave_itl + rest * itl) / requests,
+        c,
+    )
 
 
 def burst(replica: BenchReplica, requests: int, longest_output: int | None = None) -> ClosedLoop:
