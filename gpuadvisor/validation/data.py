@@ -422,7 +422,9 @@ def load_measurements(data_dir: str | Path = DATA_DIR, sources: dict[str, Source
             )
         if raw["requests"]:
             if raw["arrival"] != "closed_loop":
-                raise ValidationDataError(f"{where}: requests is for a closed loop of a stated number of requests")
+                raise ValidationDataError(
+                    f"{where}: requests is for a closed loop of a stated number of requests"
+                )
             if not raw["micro_batch"] or float(raw["requests"]) < float(raw["micro_batch"]):
                 raise ValidationDataError(f"{where}: requests must be at least the clients (micro_batch)")
         if raw["output_tokens_max"]:

@@ -654,8 +654,8 @@ _FITTED_ENGINES: dict[str, _EngineFit] = {
     "vllm": dict(
         prefill_mfu=0.57,
         layer_overhead_s=113e-6,
-        spread_low=0.22,
-        spread_high=0.65,
+        spread_low=0.21,
+        spread_high=0.66,
         calibrated_on="28 rows: MI300-01..10 (MI300X), INB-09/10 (RTX 4090), INB-57 (RTX A6000); the "
         "serving ITLs and tokens/s SRV-19/20 (A40), SRV-36/38 and SRV-48..50 (GPUStack, H100), "
         "SRB-01..09 (RTX 4090 sweep), SRB-83/84/90 (A100, RTX 4090)",
@@ -672,15 +672,15 @@ _FITTED_ENGINES: dict[str, _EngineFit] = {
         "PR #4766, GPU-Benchmarks-on-LLM-Inference)",
     ),
     "mlc-llm": dict(
-        spread_low=0.22,
-        spread_high=0.65,
+        spread_low=0.21,
+        spread_high=0.66,
         calibrated_on="2 rows: INF-18 (RTX 4090), INB-61 (RTX A6000), decode only; prefill is the prior",
     ),
     "transformers": dict(
         prefill_mfu=0.41,
         layer_overhead_s=713e-6,
-        spread_low=0.38,
-        spread_high=0.38,
+        spread_low=0.37,
+        spread_high=0.39,
         calibrated_on="45 rows: INF-21, INT8-01..08, LIT-16..34, INB-01..12 and INB-58..60 (engine comparisons), "
         "INB-39..56 (Optimum GPTQ: generate and prefill-only)",
     ),
@@ -708,22 +708,22 @@ _FITTED_ENGINES: dict[str, _EngineFit] = {
     ),
     "sglang": dict(
         prefill_mfu=0.35,
-        spread_low=0.22,
-        spread_high=0.65,
+        spread_low=0.21,
+        spread_high=0.66,
         calibrated_on="7 rows: the serving ITLs and tokens/s SRV-39..53 (GPUStack, H100; the bursts of "
         "block-FP8 Qwen3 pull the prefill factor down, see docs/estimation.md); range pooled",
     ),
     "autoawq": dict(
         layer_overhead_s=51e-6,
-        spread_low=0.22,
-        spread_high=0.65,
+        spread_low=0.21,
+        spread_high=0.66,
         calibrated_on="14 rows: AWQ-01..37 decode (one source)",
     ),
     "exllamav2": dict(
         layer_overhead_s=24e-6,
         prefill_mfu=0.57,
         spread_low=0.25,
-        spread_high=0.32,
+        spread_high=0.34,
         calibrated_on="32 rows: EXL-01..07, INB-05/06/62 and INB-15..38 (ExLlama v1, the same kernels' lineage)",
     ),
     "torchtune": dict(
@@ -736,7 +736,7 @@ _FITTED_ENGINES: dict[str, _EngineFit] = {
 #: statistics (the floor((n+1) 0.1)-th and ceil((n+1) 0.9)-th of n ratios; Vovk et al. 2005, Lei et
 #: al. 2018) of measured / estimate over the leave-one-source-out residuals of tests/data/validation
 #: (2026-12-02), per engine with at least 15 speed rows (TensorRT-LLM, Transformers, llama.cpp, ExLlamaV2, Megatron, FSDP), else
-#: pooled over the engines of the same kind with fewer rows (inference 0.78-1.65, training
+#: pooled over the engines of the same kind with fewer rows (inference 0.79-1.66, training
 #: 0.69-1.23); each side at least 10%.
 SPREAD_PROVENANCE = (
     "split-conformal 10%/90% order statistics of leave-one-source-out residuals, tests/data/validation, "
