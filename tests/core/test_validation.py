@@ -182,33 +182,30 @@ def test_a_serving_row_says_how_its_requests_arrived(tmp_path, arrival, message)
 
 
 @pytest.mark.parametrize(
-    "row_id, longest, message",
+    "row_id, column, value, message",
     [
-        ("SRV-38", "4000", "output_tokens_max is for the varying answers of a burst or of a closed loop"),
-        ("SRA-003", "300", r"output_tokens_max must be at least output_tokens \(their mean\)"),
-        ("SRA-003", "many", "output_tokens_max must be a number"),
+        # The longest answer: a burst's, or a closed loop's of stated requests; never below the mean.
+        (
+            "SRV-38",
+            "output_tokens_max",
+            "4000",
+            "output_tokens_max is for the varying answers of a burst or of a closed loop",
+        ),
+        (
+            "SRA-003",
+            "output_tokens_max",
+            "300",
+            r"output_tokens_max must be at least output_tokens \(their mean\)",
+        ),
+        ("SRA-003", "output_tokens_max", "many", "output_tokens_max must be a number"),
+        # A run's requests in all: a closed loop's only, never fewer than its clients.
+        ("SRA-003", "requests", "500", "requests is for a closed loop of a stated number of requests"),
+        ("SRY-65", "requests", "8", r"requests must be at least the clients \(micro_batch\)"),
+        ("SRY-65", "requests", "eighty", "requests must be a number"),
     ],
 )
-def test_only_a_burst_states_its_longest_answer_and_no_shorter_than_the_mean(
-    tmp_path, row_id, longest, message
-):
-    _with_cell(tmp_path, row_id, "output_tokens_max", longest)
-    with pytest.raises(ValidationDataError, match=rf"row {row_id}: {message}"):
-        load_measurements(tmp_path)
-
-
-@pytest.mark.parametrize(
-    "row_id, requests, message",
-    [
-        ("SRA-003", "500", "requests is for a closed loop of a stated number of requests"),
-        ("SRY-65", "8", r"requests must be at least the clients \(micro_batch\)"),
-        ("SRY-65", "eighty", "requests must be a number"),
-    ],
-)
-def test_only_a_closed_loop_states_its_requests_and_no_fewer_than_its_clients(
-    tmp_path, row_id, requests, message
-):
-    _with_cell(tmp_path, row_id, "requests", requests)
+def test_the_trailing_serving_columns_are_checked(tmp_path, row_id, column, value, message):
+    _with_cell(tmp_path, row_id, column, value)
     with pytest.raises(ValidationDataError, match=rf"row {row_id}: {message}"):
         load_measurements(tmp_path)
 
