@@ -588,3 +588,30 @@ def test_a_prefill_pass_launches_its_kernels_without_cuda_graphs(models, gpus):
     graph = decode_overhead(engine, m.num_layers, None, True, len(m.linear_shapes()), FITTED, moe=True)[1]
     assert eager > 5 * graph
     assert perf.time_to_first_token_s > eager
+
+
+def test_a_host_bound_step_is_explained_by_its_real_cause():
+    """Eager decoding waits on kernel launches; an engine replaying CUDA graphs that is still
+    host-bound (vLLM's V0 engine at a large batch: 100 µs per sequence) waits on its scheduler and
+    per-sequence work, and the note says which."""
+    from gpuadvisor.core.estimation.memory import MemoryModel
+    from gpuadvisor.core.estimation.performance import inference_performance
+    from gpuadvisor.core.specs.engines import engine_for
+    from gpuadvisor.core.specs.hardware import load_gpu_catalog
+    from gpuadvisor.core.specs.presets import load_model_catalog
+
+    gpu, model = load_gpu_catalog().get("h200"), load_model_catalog().get("llama-3.1-8b")
+
+    def notes(engine_id, batch, **kw):
+        w = Workload(
+            kind="inference", engine=engine_id, batch_size=batch, prompt_tokens=256, output_tokens=256, **kw
+        )
+        perf = inference_performance(
+            MemoryModel(model, w), gpu, 1, "none", engine_for(engine_id, "inference")
+        )
+        return " ".join(perf.notes)
+
+    v0 = notes("vllm-v0", 256)
+    assert "work per sequence" in v0 and "launching kernels" not in v0
+    eager = notes("transformers", 1)
+    assert "without CUDA graphs is bound by launching kernels" in eager

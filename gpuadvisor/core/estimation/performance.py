@@ -390,10 +390,18 @@ def inference_performance(
         (t_mem, "memory"), (t_comp, "compute"), (t_gpu_fixed + t_comm, "overhead"), (t_cpu, "overhead")
     )[1]
     if t_cpu > t_gpu:
-        notes.append(
-            f"{engine.name} without CUDA graphs is bound by launching kernels at this batch "
-            "(about {:.0f}% of each decode step).".format(100 * (1 - t_gpu / t_cpu))
-        )
+        share = 100 * (1 - t_gpu / t_cpu)
+        if not graphs:
+            notes.append(
+                f"{engine.name} without CUDA graphs is bound by launching kernels at this batch "
+                f"(about {share:.0f}% of each decode step)."
+            )
+        else:
+            per_seq = " and its work per sequence" if engine.seq_host_s else ""
+            notes.append(
+                f"{engine.name} is bound by its host's scheduling, input preparation and sampling"
+                f"{per_seq} at this batch (about {share:.0f}% of each decode step)."
+            )
 
     chunk = engine.prefill_chunk_tokens
     fixed = t_gpu_fixed + t_comm

@@ -950,7 +950,8 @@ def closed_loop(
         tokens/s = N O / ((N - c) S(c) / c + TTFT0(c) + decode of the last wave)
 
     which tends to the steady loop as ``N / c`` grows; a run of five requests per client (SGLang's
-    cookbook) spends a sizeable share of its time in the first wave's prompts and the last answers."""
+    cookbook) spends a sizeable share of its time in the first wave's prompts and the last answers.
+    A loop whose clients the KV cache cannot all hold (``c`` below them) stays the steady loop."""
     c, curve = _benchmark_curve(replica, concurrency)
     out = replica.mm.workload.output_tokens
     if requests is None or concurrency > c or requests <= concurrency:
