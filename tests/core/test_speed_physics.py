@@ -615,3 +615,66 @@ def test_a_host_bound_step_is_explained_by_its_real_cause():
     assert "work per sequence" in v0 and "launching kernels" not in v0
     eager = notes("transformers", 1)
     assert "without CUDA graphs is bound by launching kernels" in eager
+    # Either way the host's CPU sets the step, and the note says by how much that varies, measured.
+    for text in (v0, eager):
+        assert "2.2 to 5.2 ms per token on eight machines" in text and "AccelMark" in text
+    bandwidth_bound = notes("vllm", 1)
+    assert "host's CPU" not in bandwidth_bound
+
+
+def test_the_measured_host_spread_is_the_rows_it_cites():
+    """The host-step spread quoted to users is the lowest and highest of the validation rows it
+    cites (one vLLM release, one model, one sequence, eight machines), and every one of those
+    GPUs reads the model's weights well inside the lowest step: the host, not the GPU, sets it."""
+    from gpuadvisor.core.specs.engines import HOST_STEP_SPREAD_MS
+    from gpuadvisor.core.specs.hardware import load_gpu_catalog
+    from gpuadvisor.validation import load_measurements, load_sources
+
+    ids = ("SRA-326", "SRA-042", "SRA-187", "SRA-150", "SRA-233", "SRA-488", "SRA-446", "SRA-368")
+    rows = {r.id: r for r in load_measurements(sources=load_sources())}
+    picked = [rows[i] for i in ids]
+    assert {r.fact("engine") for r in picked} == {"vllm-v0"}
+    assert {r.fact("model_name") for r in picked} == {"Qwen/Qwen2.5-0.5B-Instruct"}
+    assert {r.fact("micro_batch") for r in picked} == {"1"}
+    assert len({r.fact("gpu") for r in picked}) == 8
+    values = [r.value for r in picked]
+    assert (round(min(values), 1), round(max(values), 1)) == HOST_STEP_SPREAD_MS
+    gpus = load_gpu_catalog()
+    weights_gb = 0.494e9 * 2 / 1e9  # 494M parameters in BF16
+    for r in picked:
+        read_ms = weights_gb / gpus.get(r.fact("gpu")).memory_bandwidth_gb_s * 1000
+        assert read_ms <= 1.3 < min(values)
+
+
+def test_host_bound_notes_of_many_gpus_fold_into_one_line_with_the_range():
+    """A whole-catalog estimate of a small model is host-bound on many GPU types, each waiting a
+    different share of its step: the warnings say so once, with the range, not once per share."""
+    from gpuadvisor.core.estimation.estimate import estimate, fold_host_waits
+    from gpuadvisor.core.formats.scenario import scenario_from_dict
+    from gpuadvisor.core.specs.hardware import load_gpu_catalog
+    from gpuadvisor.core.specs.presets import load_model_catalog
+
+    notes = [
+        "vLLM is bound by its host's scheduling at this batch (the GPU waits about 12% of each decode step).",
+        "No BF16 on T4: FP16 is used instead.",
+        "vLLM is bound by its host's scheduling at this batch (the GPU waits under 1% of each decode step).",
+        "vLLM is bound by its host's scheduling at this batch (the GPU waits about 26% of each decode step).",
+        "X is bound by launching kernels at this batch (the GPU waits about 5% of each decode step).",
+    ]
+    assert fold_host_waits(notes) == [
+        "vLLM is bound by its host's scheduling at this batch "
+        "(the GPU waits from under 1% to 26% of each decode step, by GPU).",
+        "No BF16 on T4: FP16 is used instead.",
+        "X is bound by launching kernels at this batch (the GPU waits about 5% of each decode step).",
+    ]
+    scenario = scenario_from_dict(
+        {
+            "model": {"preset": "qwen3-0.6b"},
+            "workload": {"kind": "inference", "engine": "vllm", "batch_size": 1},
+            "hardware": {"gpu_count": 1},
+        }
+    )
+    warnings = estimate(scenario, load_gpu_catalog(), load_model_catalog()).warnings
+    host = [w for w in warnings if "bound by its host" in w]
+    assert len(host) == 1 and "by GPU" in host[0]
+    assert sum("The host's CPU sets such a step" in w for w in warnings) == 1

@@ -18,6 +18,7 @@ The GPUs and values actually used are recorded in :attr:`Estimate.calibration_fi
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -688,11 +689,42 @@ def _prune(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
     return fitting[:SEARCH_KEEP]
 
 
+#: The GPU's wait in a host-bound step's note (``performance.host_wait_phrase``), which differs by GPU.
+_HOST_WAIT = re.compile(r"the GPU waits (?:about (\d+)%|under 1%) of each decode step")
+
+
+def fold_host_waits(notes: list[str]) -> list[str]:
+    """Fold host-bound notes that differ only in how long the GPU waits (one per GPU type) into one
+    line with the range: "... (the GPU waits 3-26% of each decode step, by GPU)"."""
+    waits: dict[str, list[int]] = {}
+    for note in notes:
+        m = _HOST_WAIT.search(note)
+        if m:
+            waits.setdefault(_HOST_WAIT.sub("{}", note), []).append(int(m.group(1) or 0))
+    out: list[str] = []
+    for note in notes:
+        if not _HOST_WAIT.search(note):
+            out.append(note)
+            continue
+        key = _HOST_WAIT.sub("{}", note)
+        values = waits.pop(key, None)
+        if values is None:
+            continue  # folded into the first of its kind
+        lo, hi = min(values), max(values)
+        if lo == hi:
+            out.append(note)
+            continue
+        low = "under 1%" if lo == 0 else f"{lo}%"
+        out.append(key.replace("{}", f"the GPU waits from {low} to {hi}% of each decode step, by GPU"))
+    return out
+
+
 def group_gpu_notes(notes: list[str]) -> list[str]:
-    """Fold per-GPU notes of the same kind ("X has no BF16: ...") into one line naming every GPU."""
+    """Fold per-GPU notes of the same kind ("X has no BF16: ...") into one line naming every GPU,
+    and host-bound notes that differ only in the GPU's wait into one line with its range."""
     grouped: dict[str, list[str]] = {}
     order: list[str] = []
-    for note in dict.fromkeys(notes):
+    for note in fold_host_waits(list(dict.fromkeys(notes))):
         gpu, sep, rest = note.partition(" has no ")
         key = rest if sep else note
         if key not in grouped:

@@ -546,6 +546,19 @@ _PRIOR_PROFILES = (
 )
 
 
+#: How far one host-bound decode step varies between machines (ms, lowest and highest): the same
+#: engine release (vLLM 0.7.3), model (Qwen2.5-0.5B-Instruct, BF16) and batch (one sequence)
+#: measured per output token on eight machines, each of whose GPUs reads that model's weights
+#: in 1.3 ms or less: H100 SXM 2.21, A100 40 GB 3.15, RTX 3090 3.53, A100 80 GB 3.83, RTX 4090
+#: 4.47, RTX A6000 5.12, RTX 6000 Ada 5.13, H200 5.17 (AccelMark, github.com/FreedomIntelligence/
+#: AccelMark commit 5797fc4, results/verified/<run>/interactive/result.json, key
+#: metrics.interactive.tpot_ms_p50; validation rows SRA-326, -042, -187, -150, -233, -488, -446,
+#: -368). The host's CPU, not the GPU, sets such a step: the fastest memory came last.
+HOST_STEP_SPREAD_MS: tuple[float, float] = (2.2, 5.2)
+#: Where :data:`HOST_STEP_SPREAD_MS` comes from, as the notes cite it.
+HOST_STEP_SPREAD_SOURCE = "AccelMark's published runs of vLLM 0.7.3"
+
+
 class ReleaseLine(TypedDict):
     """An earlier release line of an engine that runs the same kernels with a different host side."""
 
