@@ -585,7 +585,7 @@ def fit_engines(
 
 def _base_ids(engine_ids: Iterable[str]) -> list[str]:
     """The engines to fit for ``engine_ids``: each release line's engine in its place."""
-    return list(dict.fromkeys(core_engines.engine_lineage(e) or e for e in engine_ids))
+    return list(dict.fromkeys(core_engines.engine_lineage(e) for e in engine_ids))
 
 
 def _carries_request_overhead(row: Row) -> bool:
@@ -665,7 +665,7 @@ def overhead_for(row: Row, overheads: Mapping[str, float] | None) -> float | Non
 def stack_of(row: Row) -> str:
     """The serving stack whose per-request time ``row`` takes: its engine (a release line's engine)."""
     engine_id = scenario_engine(row)
-    return core_engines.engine_lineage(engine_id) or engine_id
+    return core_engines.engine_lineage(engine_id)
 
 
 # --- runs -----------------------------------------------------------------------------------------

@@ -36,7 +36,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import TypedDict
+from typing import TypedDict, overload
 
 from ..errors import InputError
 
@@ -595,8 +595,17 @@ RELEASE_LINES: Mapping[str, ReleaseLine] = MappingProxyType(
 )
 
 
+@overload
+def engine_lineage(engine_id: str) -> str: ...
+@overload
+def engine_lineage(engine_id: None) -> None: ...
+@overload
+def engine_lineage(engine_id: str | None) -> str | None: ...
+
+
 def engine_lineage(engine_id: str | None) -> str | None:
-    """The engine whose behaviour ``engine_id`` shares (its own id unless a release line's)."""
+    """The engine whose behaviour ``engine_id`` shares (its own id unless a release line's; None
+    stays None)."""
     line = RELEASE_LINES.get(engine_id or "")
     return line["of"] if line else engine_id
 
