@@ -62,6 +62,21 @@ def fmt_rate(tokens_per_s: float | None) -> str:
     return f"{tokens_per_s:.2f}"
 
 
+def fmt_seconds(seconds: float | None) -> str:
+    """A short wait: whole milliseconds below one second (``40 ms``; ``under 1 ms``), else seconds
+    with one decimal (``7.0 s``) and none from 100 s up (``312 s``)."""
+    if not _finite(seconds):
+        return NONE_MARK
+    assert seconds is not None
+    if seconds < 0.0005:
+        return "under 1 ms"
+    if seconds < 0.9995:
+        return f"{seconds * 1000:.0f} ms"
+    if seconds < 99.95:
+        return f"{seconds:.1f} s"
+    return f"{seconds:,.0f} s"
+
+
 def _hours_unit(hours: float) -> tuple[float, str]:
     """(divisor, unit) for a duration: seconds below 1 min, minutes below 1 h, hours below 72 h, else days."""
     if hours < 1 / 60:

@@ -342,3 +342,17 @@ def test_summary_sentence_for_local_inference(cats):
     perf = c.performance
     assert line.startswith("runs at ~") and "a 4k-token prompt in ~" in line
     assert f"{4096 / perf.prefill_tokens_per_s:.1f} s" in line and "host RAM" not in line
+
+
+def test_a_short_prompt_time_reads_in_milliseconds():
+    """A prompt that takes a fraction of a second is not "~0.0 s": below a second the wait is in ms."""
+    from gpuadvisor.core.formatting import fmt_seconds
+
+    assert fmt_seconds(0.0) == "under 1 ms"
+    assert fmt_seconds(0.0004) == "under 1 ms"
+    assert fmt_seconds(0.04) == "40 ms"
+    assert fmt_seconds(0.9994) == "999 ms"
+    assert fmt_seconds(0.9996) == "1.0 s"
+    assert fmt_seconds(7.04) == "7.0 s"
+    assert fmt_seconds(312.4) == "312 s"
+    assert fmt_seconds(None) == fmt_seconds(float("nan")) != "nan"

@@ -177,9 +177,15 @@ def test_recommendation_is_the_cheapest_month_meeting_the_targets():
         if c.serving.meets_slo and c.serving.usd_per_month is not None
     ]
     assert rec.serving.usd_per_month == min(months)
-    # The words name the same fleet as the decision.
-    assert summary_line(est).startswith("Recommended: ")
-    assert rec.gpu.name in summary_line(est)
+    # The words name the same fleet as the decision, and every money figure with its unit.
+    line = summary_line(est)
+    assert line.startswith("Recommended: ") and rec.gpu.name in line
+    s = rec.serving
+    from gpuadvisor.core.formatting import fmt_usd, fmt_usd_per_hour, fmt_usd_per_mtok
+
+    assert f"{fmt_usd(s.usd_per_month)} a month" in line
+    assert f"{fmt_usd_per_hour(s.usd_per_hour)} an hour" in line
+    assert f"{fmt_usd_per_mtok(s.usd_per_million_tokens)} per 1M output tokens" in line
 
 
 def test_unreachable_targets_recommend_nothing_and_say_why():

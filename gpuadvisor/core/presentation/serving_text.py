@@ -107,10 +107,10 @@ def buy_phrase(s: ServingEstimate) -> str:
 
 
 def fleet_figures(s: ServingEstimate) -> str:
-    """``$4,358 a month ($5.97/h, $0.28 per 1M output tokens); 117 in flight per replica, TTFT
-    0.19 s, ITL 49.9 ms``."""
+    """``$4,358 a month ($5.97 an hour, $0.28 per 1M output tokens); 117 requests in flight per
+    replica, TTFT 0.19 s, ITL 49.9 ms, 87% busy``."""
     money = (
-        f"{fmt_usd(s.usd_per_month)} a month ({fmt_usd_per_hour(s.usd_per_hour)}, "
+        f"{fmt_usd(s.usd_per_month)} a month ({fmt_usd_per_hour(s.usd_per_hour)} an hour, "
         f"{fmt_usd_per_mtok(s.usd_per_million_tokens)} per 1M output tokens)"
         if s.usd_per_month is not None
         else "no price in the catalog"

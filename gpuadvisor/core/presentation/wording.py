@@ -18,6 +18,7 @@ from ..formatting import (
     fmt_hours,
     fmt_hours_range,
     fmt_rate,
+    fmt_seconds,
     fmt_share,
     fmt_signed_gib,
     fmt_usd,
@@ -512,7 +513,7 @@ def local_speed_line(c: Candidate, prompt_tokens: int) -> str | None:
         return None
     prompt_s = prompt_tokens / perf.prefill_tokens_per_s
     size = f"{prompt_tokens / 1000:.0f}k" if prompt_tokens >= 1000 else f"{prompt_tokens}"
-    line = f"runs at ~{fmt_rate(perf.tokens_per_s_per_user)} tokens/s, a {size}-token prompt in ~{prompt_s:.1f} s"
+    line = f"runs at ~{fmt_rate(perf.tokens_per_s_per_user)} tokens/s, a {size}-token prompt in ~{fmt_seconds(prompt_s)}"
     if c.memory.host:
         line += f", with {c.memory.host / 2**30:.1f} GiB of the model in host RAM"
     return line
