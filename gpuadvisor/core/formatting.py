@@ -144,14 +144,12 @@ def fmt_usd(usd: float | None, digits: int | None = None) -> str:
 
 
 def fmt_usd_range(low: float | None, high: float | None) -> str:
-    """``$27–$176``, ``$0.45–$3.20``: decimals chosen by the upper end (none from $10 up, 2 below)."""
+    """``$27–$176``, ``$0.45–$3.20``, ``$0.30–$12``: each end as :func:`fmt_usd` writes it (none from
+    $10 up, cents below), so a low end of 30 cents never reads ``$0``."""
     if not (_finite(low) and _finite(high)):
         return "no price"
     assert low is not None and high is not None
-    if abs(round(high, 2)) >= 1e6:
-        return f"{fmt_usd(low)}{DASH}{fmt_usd(high)}"
-    d = _usd_digits(high)
-    return f"{_dollars(low, d)}{DASH}{_dollars(high, d)}"
+    return f"{fmt_usd(low)}{DASH}{fmt_usd(high)}"
 
 
 def fmt_usd_per_mtok(usd: float | None) -> str:
@@ -168,11 +166,14 @@ def fmt_usd_per_hour(usd: float | None) -> str:
 
 
 def fmt_share(fraction: float | None) -> str:
-    """A fraction as a percentage: ``23%``; one decimal below 10% (``4.5%``)."""
+    """A fraction as a percentage: ``23%``; one decimal below 10% (``4.5%``); a share that is not
+    zero but rounds to it reads ``under 0.1%``, never ``0.0%``."""
     if not _finite(fraction):
         return NONE_MARK
     assert fraction is not None
     pct = round(fraction, 4) * 100
+    if 0 < fraction < 0.0005:
+        return "under 0.1%"
     return f"{pct:.1f}%" if abs(pct) < 10 else f"{pct:,.0f}%"
 
 

@@ -321,7 +321,7 @@ def report_html(
         if r.engine_assumed
         else "fitted on the published measurements "
         + r.engine_calibrated_on
-        + " (tests/data/calibration.csv; see docs/validation.md)"
+        + " (rows of tests/data/validation/measurements.csv; see docs/validation.md)"
     )
     p.append(
         f"<tr><td style='color:{muted}; padding-right:10px'>Where the factors come from</td>"

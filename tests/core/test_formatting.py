@@ -70,6 +70,9 @@ def test_money_variants_keep_cents():
     assert fmt_usd_per_hour(2.495) == "$2.50"
     assert fmt_usd_per_mtok(0.1284) == "$0.13" and fmt_usd_per_mtok(0.0042) == "$0.0042"
     assert fmt_usd_range(26.74, 176.5) == "$27\u2013$177"
+    # A low end under $10 keeps its cents even when the high end has none: never "$0-$12".
+    assert fmt_usd_range(0.3, 12.36) == "$0.30\u2013$12"
+    assert fmt_usd_range(4.3, 1_250_000) == "$4.30\u2013$1.25M"
 
 
 @pytest.mark.parametrize("bad", [None, math.nan, math.inf, -math.inf])
@@ -131,3 +134,14 @@ def test_advice_lines_use_the_rules():
         fits=True,
     )
     assert str(change) == "QLoRA -> 1x h100-sxm (none), 12.3 GiB per GPU, 1.5 h, $43 (4-bit base)"
+
+
+def test_a_tiny_share_is_not_written_as_zero():
+    """A 22-minute job is a sliver of a GPU's 36 months: "under 0.1%", not "0.0%"."""
+    from gpuadvisor.core.formatting import fmt_share
+
+    assert fmt_share(0.0) == "0.0%"
+    assert fmt_share(1e-5) == "under 0.1%"
+    assert fmt_share(0.0005) == "0.1%"
+    assert fmt_share(0.045) == "4.5%"
+    assert fmt_share(0.23) == "23%"

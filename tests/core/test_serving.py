@@ -1063,3 +1063,13 @@ def test_a_finite_closed_loop_starts_with_a_wave_and_ends_draining():
         n * 500 / ((n - c) * service / c + ttft0 + 499 * curve.step(c))
     )
     assert closed_loop(replica, c, None, 1000) == steady
+
+
+def test_traffic_phrase_reads_one_request_a_second_in_the_singular():
+    from gpuadvisor.core.presentation.serving_text import traffic_phrase
+
+    hardware = {"gpu": "l4", "gpu_count": 1}
+    assert traffic_phrase(run(scenario(rate=1.0, hardware=hardware))).startswith(
+        "1 request/s of 2,000 prompt"
+    )
+    assert traffic_phrase(run(scenario(rate=2.5, hardware=hardware))).startswith("2.5 requests/s of 2,000")

@@ -92,7 +92,8 @@ def traffic_phrase(est: Estimate) -> str:
         else ""
     )
     return (
-        f"{spec.requests_per_s:g} requests/s of {w.prompt_tokens:,} prompt and {w.output_tokens:,} output "
+        f"{spec.requests_per_s:g} request{'' if spec.requests_per_s == 1 else 's'}/s of "
+        f"{w.prompt_tokens:,} prompt and {w.output_tokens:,} output "
         f"tokens{tail}{cache}, {spec.hours_per_day:g} h a day"
     )
 
