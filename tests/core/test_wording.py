@@ -63,3 +63,35 @@ def test_nothing_fits_says_so(cats):
     huge = Scenario(model=ModelSource(preset="llama-3.1-405b"), workload=Workload(kind="full_finetune"))
     est = estimate(huge, *cats, gpu_ids=["t4"])
     assert summary_line(est).startswith("Nothing fits on any GPU compared.")
+
+
+def test_the_text_points_to_the_changes_where_it_prints_them(cats):
+    """The terminal text prints the suggested changes before its warnings, so "see the changes"
+    points up there, not "below"."""
+    from gpuadvisor.core.presentation.text import render_estimate
+
+    huge = Scenario(model=ModelSource(preset="llama-3.1-405b"), workload=Workload(kind="full_finetune"))
+    lines = render_estimate(estimate(huge, *cats)).splitlines()
+    changes = [i for i, line in enumerate(lines) if line.startswith("Change: ")]
+    (warning,) = [i for i, line in enumerate(lines) if "Nothing fits: see the changes" in line]
+    assert changes and max(changes) < warning
+    assert lines[warning].endswith("see the changes above.")
+
+
+def test_a_combined_change_the_scenario_already_has_is_not_listed_twice(cats):
+    """At micro-batch 1 with gradient checkpointing on, "QLoRA + gradient checkpointing +
+    micro-batch 1" is QLoRA alone: the changes list it once, and no two listed changes are the
+    same setup with the same figures."""
+    huge = Scenario(
+        model=ModelSource(preset="llama-3.1-405b"),
+        workload=Workload(kind="full_finetune", batch_size=1, gradient_checkpointing=True),
+    )
+    est = estimate(huge, *cats, gpu_ids=["h100-sxm", "mi300x", "gh200"])
+    assert est.ranking == () and est.advice
+    labels = [ch.change for ch in est.advice]
+    assert any(label.startswith("QLoRA") for label in labels)
+    assert not any(label.startswith("QLoRA +") for label in labels)
+    outcomes = [
+        (ch.candidate, ch.memory_per_gpu_gib, ch.job_hours, ch.cost_usd) for ch in est.advice if ch.fits
+    ]
+    assert len(outcomes) == len(set(outcomes))

@@ -752,11 +752,18 @@ def _finish(est: Estimate, with_advice: bool, gpus: GpuCatalog, models: ModelCat
     hint = _advice.mig_hint(est)
     workable = [c for c in ranking if c.cost is None or c.cost.workable]
     if with_advice and not workable:
+        tried: list[tuple[Scenario, bool]] = []
         for label, why, transform in _advice.remedies(est):
             try:
                 any_gpu = "any GPU" in label
+                changed = transform(est.scenario)
+                # A combined remedy whose parts the scenario already has ("+ micro-batch 1" at batch
+                # 1) is the same scenario as a simpler one: listing it again adds nothing.
+                if (changed, any_gpu) in tried:
+                    continue
+                tried.append((changed, any_gpu))
                 variant = estimate(
-                    transform(est.scenario),
+                    changed,
                     gpus,
                     models,
                     gpu_ids=list(est.gpu_ids) if est.gpu_ids and not any_gpu else None,

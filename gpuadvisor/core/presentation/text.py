@@ -188,7 +188,8 @@ def render_estimate(est: Estimate, show_all: bool = False) -> str:
     for advice in est.advice:
         lines.append(f"Change: {advice}")
     for warning in est.warnings:
-        lines.append(f"Warning: {warning}")
+        # The text lists the changes before the warnings.
+        lines.append(f"Warning: {warning.replace('see the changes below', 'see the changes above')}")
     return "\n".join(lines)
 
 
