@@ -601,7 +601,8 @@ def _warnings(
     engine_assumed: bool,
     changes_where: str = "in section 1",
 ) -> tuple[list[str], list[str]]:
-    # The core's warnings point at the CLI's "changes below"; in the report they are in section 1.
+    # The core's warnings say "see the changes below" (the window lists them in its detail panel,
+    # below the summary); the report names its section, the terminal text says "above".
     out = [w.replace("see the changes below", f"see the changes {changes_where}") for w in est.warnings]
     cutoff = months_before(today, stale_after_months)
     stale, undated, stale_ids = [], [], []
