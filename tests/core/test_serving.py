@@ -1073,3 +1073,42 @@ def test_traffic_phrase_reads_one_request_a_second_in_the_singular():
         "1 request/s of 2,000 prompt"
     )
     assert traffic_phrase(run(scenario(rate=2.5, hardware=hardware))).startswith("2.5 requests/s of 2,000")
+
+
+def test_when_nothing_meets_the_closest_setup_misses_by_the_least_and_says_what_one_request_sees():
+    """Closest means the smallest factor by which the targets miss (ITL or an idle replica's TTFT
+    over its target), not the smallest ITL; the sentence quotes one request's figures, which no
+    fleet size improves, not the queue of a fleet sized for the rate alone."""
+    est = run(scenario(rate=50.0, ttft=0.1, itl=100.0, preset="llama-3.1-70b"))
+    assert est.recommended is None
+    spec = est.scenario.workload.serving
+    missing = [c for c in fleets(est).values() if not c.serving.meets_slo]
+    for c in missing:
+        s = c.serving
+        itl1 = s.replica.point(1)[0] * 1000.0
+        assert s.shortfall == pytest.approx(max(itl1 / spec.itl_ms, s.ttft_alone_s / spec.ttft_s))
+        assert s.shortfall > 1.0 and s.ttft_alone_s <= s.ttft_s + 1e-12
+    closest = min(missing, key=lambda c: c.serving.shortfall)
+    line = summary_line(est)
+    first = next(c for c in est.best_per_gpu().values() if c.serving is not None)
+    assert first.serving.shortfall == pytest.approx(closest.serving.shortfall)
+    # The JSON carries the same figures.
+    d = closest.serving.to_dict()
+    assert d["missed"] == closest.serving.missed and d["shortfall"] == round(closest.serving.shortfall, 4)
+    assert d["ttft_alone_s"] == round(closest.serving.ttft_alone_s, 4)
+    met = run(scenario()).recommended.serving.to_dict()
+    assert met["missed"] is None and met["shortfall"] is None
+    assert f"first token takes {closest.serving.ttft_alone_s:.2f} s (target 0.1 s)" in line
+
+
+def test_a_per_request_time_longer_than_the_ttft_target_is_named_as_the_reason():
+    """No GPU shortens the serving stack's own time: the sentence says so instead of suggesting a
+    faster GPU, and stating a shorter per-request time is the way out it names."""
+    from gpuadvisor.core.estimation.serving import default_request_overhead_s
+
+    line = summary_line(run(scenario(ttft=0.01, preset="llama-3.1-8b")))
+    ms = default_request_overhead_s("vllm") * 1000
+    assert f"per-request time alone ({ms:.0f} ms" in line and "no GPU can meet it" in line
+    assert "a faster GPU" not in line
+    ok = summary_line(run(scenario(ttft=0.5, request_overhead_ms=5.0)))
+    assert "per-request time alone" not in ok

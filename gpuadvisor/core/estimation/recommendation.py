@@ -88,8 +88,8 @@ def serving_key(c: Candidate, t: int, par: int) -> tuple[object, ...]:
     s = c.serving
     assert s is not None
     month = s.usd_per_month if s.usd_per_month is not None else math.inf
-    if t == MISSED:
-        return (t, s.missed, -s.concurrency_per_replica, s.itl_ms, month, c.gpu_count, par, c.gpu.name)
+    if t == MISSED:  # the smallest factor by which the targets miss first (ServingEstimate.shortfall)
+        return (t, s.shortfall, month, c.gpu_count, par, c.gpu.name)
     return (t, month, s.gpus_total, c.gpu_count, par, c.gpu.name)
 
 

@@ -199,6 +199,13 @@ class ServingEstimate(NamedTuple):
     itl_range_ms: tuple[float, float] | None = None
     #: Memory per GPU at the operating point: the KV cache in flight and the engine's pool.
     memory: ServingMemory | None = None
+    #: The TTFT of one request on an idle replica, at the requested percentile (s): the least any
+    #: fleet of this layout can offer, whatever its size (``ttft_s`` adds the fleet's queue).
+    ttft_alone_s: float = 0.0
+    #: How far a setup that misses the targets is from them: the larger of its ITL and its
+    #: ``ttft_alone_s`` over their targets, at one request (> 1; 0 when it meets them). The closest
+    #: setup is the one with the smallest: the targets would have to loosen by that factor.
+    shortfall: float = 0.0
 
     def curve(self) -> tuple[CurvePoint, ...]:
         """The replica's curve from one sequence to CURVE_SPAN x its concurrency (computed on first use:
@@ -220,6 +227,9 @@ class ServingEstimate(NamedTuple):
             "ttft_s": round(self.ttft_s, 4),
             "itl_ms": round(self.itl_ms, 3),
             "meets_slo": self.meets_slo,
+            "missed": self.missed or None,
+            "ttft_alone_s": round(self.ttft_alone_s, 4),
+            "shortfall": round(self.shortfall, 4) if self.shortfall else None,
             "limited_by": self.limited_by,
             "usd_per_hour": r(self.usd_per_hour, 4),
             "usd_per_month": r(self.usd_per_month, 2),
@@ -1208,6 +1218,7 @@ def serving_estimate(
         curve, c, spec.requests_per_s, cv2, not meets, 1.0 / (1.0 - tp_low), 1.0 / (1.0 - ttft_low)
     )[0]
     replicas_range = (min(r_fast, replicas), max(r_slow, replicas))
+    itl_1, alone, _tm1, _s1 = curve.point(1)
     rate_r = spec.requests_per_s / replicas
     gpus = replicas * gpu_count
     per_hour = per_month = per_million = None
@@ -1250,4 +1261,6 @@ def serving_estimate(
         ttft_range_s=time_range(ttft, "ttft"),
         itl_range_ms=time_range(itl * 1000.0, "itl"),
         memory=None if memory_at is None else memory_at(c),
+        ttft_alone_s=alone,
+        shortfall=0.0 if meets else max(itl_1 * 1000.0 / spec.itl_ms, alone / spec.ttft_s),
     )

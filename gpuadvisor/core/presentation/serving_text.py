@@ -158,10 +158,25 @@ def serving_summary(est: Estimate) -> str:
     assert closest is not None
     spec = est.scenario.workload.serving
     assert spec is not None
+    # Why it misses: the figures of one request on an idle replica, which no fleet size improves
+    # (the fleet's own TTFT adds the queue of a fleet sized for the rate alone).
+    alone = closest.ttft_alone_s
+    first = f"first token takes {alone:.2f} s (target {spec.ttft_s:g} s)"
     if closest.missed == "itl":
         why = f"even one request waits {closest.itl_ms:.1f} ms between tokens (target {spec.itl_ms:g} ms)"
+        if alone > spec.ttft_s:
+            why += f" and its {first}"
     else:
-        why = f"its first token takes {closest.ttft_s:.2f} s (target {spec.ttft_s:g} s)"
+        why = f"even one request's {first}"
+    overhead_s = request_overhead_s_of(spec, est.engine)
+    if overhead_s >= spec.ttft_s:
+        # No GPU shortens the serving stack's own time: say so rather than suggest faster GPUs.
+        return (
+            f"No setup meets {targets}. The serving stack's per-request time alone "
+            f"({overhead_s * 1000:.0f} ms: HTTP, tokenizing, scheduling, streaming) is longer than the "
+            f"first-token target, so no GPU can meet it. Closest: {fleet_name(c)}, where {why}. "
+            "Loosen the target, or state the per-request time your stack achieves."
+        )
     return (
         f"No setup meets {targets}. Closest: {fleet_name(c)}, where {why}; a faster GPU, tensor "
         "parallelism, lighter weights or a looser target is needed."
