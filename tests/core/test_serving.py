@@ -1098,6 +1098,16 @@ def test_when_nothing_meets_the_closest_setup_misses_by_the_least_and_says_what_
     assert d["ttft_alone_s"] == round(closest.serving.ttft_alone_s, 4)
     met = run(scenario()).recommended.serving.to_dict()
     assert met["missed"] is None and met["shortfall"] is None
+    # Every view shows a missing setup's idle-replica figures, not a rate-only fleet's queue.
+    from gpuadvisor.core.presentation.serving_text import fleet_figures, fleet_row
+
+    s = closest.serving
+    assert s.ttft_s > 10 * s.ttft_alone_s  # the rate-only fleet's queue
+    assert f"{s.ttft_alone_s:.2f} s alone" in fleet_row(closest)
+    figures = fleet_figures(s)
+    assert f"one request alone waits {s.ttft_alone_s:.2f} s for its first token" in figures
+    assert f"{s.ttft_s:.2f} s" not in figures and "busy" not in figures
+    assert "1 request in flight per replica" in figures
     assert f"first token takes {closest.serving.ttft_alone_s:.2f} s (target 0.1 s)" in line
 
 

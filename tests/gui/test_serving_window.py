@@ -152,3 +152,42 @@ def test_an_older_vllm_release_is_a_choice_right_after_vllm_and_costs_more_gpus(
     )
     assert older.recommended.serving.replicas >= current.replicas
     assert "vLLM 0.7 and earlier" in render_estimate(older)
+
+
+def test_a_setup_that_misses_shows_one_request_alone_in_the_ranking():
+    """The ranking's TTFT · ITL cell of a setup that misses its targets is one request on an idle
+    replica (why it misses), marked 'alone', and sorts by it; a setup that meets shows the fleet's."""
+    from gpuadvisor.core.estimation.estimate import estimate
+    from gpuadvisor.core.formats.scenario import scenario_from_dict
+    from gpuadvisor.core.specs.hardware import load_gpu_catalog
+    from gpuadvisor.core.specs.presets import load_model_catalog
+    from gpuadvisor.gui.ranking.serving_cells import serving_sort_value, serving_text
+
+    def run(ttft):
+        sc = scenario_from_dict(
+            {
+                "model": {"preset": "llama-3.1-8b"},
+                "workload": {
+                    "kind": "inference",
+                    "engine": "vllm",
+                    "prompt_tokens": 2000,
+                    "output_tokens": 300,
+                    "serving": {"requests_per_s": 5, "ttft_s": ttft, "itl_ms": 50},
+                },
+                "hardware": {"gpu": "h100-sxm", "gpu_count": 1},
+            }
+        )
+        return next(c for c in estimate(sc, load_gpu_catalog(), load_model_catalog()).candidates if c.serving)
+
+    miss = run(0.05)
+    assert not miss.serving.meets_slo
+    assert (
+        serving_text(miss, "time")
+        == f"{miss.serving.ttft_alone_s:.2f} s · {miss.serving.itl_ms:.0f} ms alone"
+    )
+    assert serving_sort_value(miss, "time")[0] == miss.serving.ttft_alone_s
+    meet = run(2.0)
+    assert (
+        meet.serving.meets_slo
+        and serving_text(meet, "time") == f"{meet.serving.ttft_s:.2f} s · {meet.serving.itl_ms:.0f} ms"
+    )

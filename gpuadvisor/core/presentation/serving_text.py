@@ -116,10 +116,15 @@ def fleet_figures(s: ServingEstimate) -> str:
         if s.usd_per_month is not None
         else "no price in the catalog"
     )
-    return (
-        f"{money}; {s.concurrency_per_replica:,} requests in flight per replica, "
-        f"TTFT {s.ttft_s:.2f} s, ITL {s.itl_ms:.1f} ms, {s.utilization:.0%} busy"
-    )
+    flight = f"{s.concurrency_per_replica:,} request{'' if s.concurrency_per_replica == 1 else 's'} in flight per replica"
+    if not s.meets_slo:
+        # A fleet that misses a target is sized for the rate alone: its queue says nothing; what one
+        # request sees on an idle replica is why it misses.
+        return (
+            f"{money}; {flight}; one request alone waits {s.ttft_alone_s:.2f} s for its first token "
+            f"and {s.itl_ms:.1f} ms between tokens"
+        )
+    return f"{money}; {flight}, TTFT {s.ttft_s:.2f} s, ITL {s.itl_ms:.1f} ms, {s.utilization:.0%} busy"
 
 
 def range_phrase(s: ServingEstimate) -> str:
@@ -194,7 +199,7 @@ def fleet_row(c: Candidate) -> list[str]:
         f"{s.gpus_total:,}",
         f"{s.concurrency_per_replica:,}",
         f"{s.requests_per_s_per_replica:.2f}",
-        f"{s.ttft_s:.2f} s",
+        f"{s.ttft_s:.2f} s" if s.meets_slo else f"{s.ttft_alone_s:.2f} s alone",
         f"{s.itl_ms:.1f} ms",
         "meets" if s.meets_slo else f"misses {s.missed.upper()}",
         _LIMITED.get(s.limited_by, s.limited_by),
