@@ -1092,6 +1092,9 @@ def test_when_nothing_meets_the_closest_setup_misses_by_the_least_and_says_what_
     line = summary_line(est)
     first = next(c for c in est.best_per_gpu().values() if c.serving is not None)
     assert first.serving.shortfall == pytest.approx(closest.serving.shortfall)
+    # The ranking's top row (what the window selects) is the setup the summary names.
+    assert est.ranking[0].serving.shortfall == pytest.approx(closest.serving.shortfall)
+    assert est.ranking[0].gpu.name in line
     # The JSON carries the same figures.
     d = closest.serving.to_dict()
     assert d["missed"] == closest.serving.missed and d["shortfall"] == round(closest.serving.shortfall, 4)
