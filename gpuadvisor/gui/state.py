@@ -252,9 +252,11 @@ class AppState(QObject):
         # The selection follows the answer unless the user picked another setup: a selection that
         # was the previous answer moves to the new one (else the chart and the detail panel would
         # show a setup that is no longer the ranking's row for its GPU type).
-        followed = previous is not None and previous.ranking and self.selected == previous.ranking[0].key
+        lead = previous.lead if previous is not None else None
+        followed = lead is not None and self.selected == lead.key
         if followed or result.candidate(self.selected) is None:
-            self.select(result.ranking[0].key if result.ranking else "")
+            new_lead = result.lead
+            self.select(new_lead.key if new_lead is not None else "")
         self.estimateChanged.emit(result)
 
     def flush(self) -> None:

@@ -406,3 +406,26 @@ def test_a_layout_search_runs_in_the_background_and_the_window_stays_usable(wind
     assert counts == {32}  # the 64-GPU search was dropped for the newer input
     assert not w.results.banner.isVisible() and w.results.table.isEnabled()
     assert "Updating" not in w.results.summary.text() and "Updating" not in w.statusBar().currentMessage()
+
+
+def test_the_window_opens_on_the_recommended_setup_not_the_cheapest(window, tmp_path, qtbot):
+    """With a deadline only pricier setups meet, the cheapest fitting setup misses it: the window's
+    selection, detail panel and highlighted bar are the recommended setup the summary names."""
+    w = window
+    data = {
+        "format": "gpuadvisor-scenario",
+        "version": 1,
+        "name": "LoRA with a 30-minute deadline",
+        "model": {"preset": "llama-3.1-8b"},
+        "workload": {"kind": "lora", "batch_size": 4, "seq_len": 2048, "dataset_tokens": 100_000_000},
+        "budget": {"deadline_hours": 0.5},
+    }
+    path = tmp_path / "deadline.json"
+    path.write_text(json.dumps(data))
+    assert w.open_path(str(path))
+    w.state.flush()
+    est = w.state.estimate
+    rec = est.recommended
+    assert rec is not None and est.ranking[0].key != rec.key  # the cheapest misses the deadline
+    assert w.state.selected == rec.key == est.lead.key
+    assert rec.gpu.name in w.summary.text() and rec.gpu.name in w.detail.toPlainText()
