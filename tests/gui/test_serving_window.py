@@ -163,20 +163,12 @@ def test_a_setup_that_misses_shows_one_request_alone_in_the_ranking():
     from gpuadvisor.core.specs.presets import load_model_catalog
     from gpuadvisor.gui.ranking.serving_cells import serving_sort_value, serving_text
 
+    example = json.loads((ROOT / "docs" / "examples" / "serving-1-replica.json").read_text())
+
     def run(ttft):
-        sc = scenario_from_dict(
-            {
-                "model": {"preset": "llama-3.1-8b"},
-                "workload": {
-                    "kind": "inference",
-                    "engine": "vllm",
-                    "prompt_tokens": 2000,
-                    "output_tokens": 300,
-                    "serving": {"requests_per_s": 5, "ttft_s": ttft, "itl_ms": 50},
-                },
-                "hardware": {"gpu": "h100-sxm", "gpu_count": 1},
-            }
-        )
+        example["workload"]["serving"]["ttft_s"] = ttft
+        example["hardware"] = {"gpu": "h100-sxm", "gpu_count": 1}
+        sc = scenario_from_dict(example)
         return next(c for c in estimate(sc, load_gpu_catalog(), load_model_catalog()).candidates if c.serving)
 
     miss = run(0.05)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from gui_helpers import settle
@@ -13,6 +14,8 @@ from gpuadvisor.core.estimation.estimate import estimate
 from gpuadvisor.core.formats.scenario import load_scenario
 from gpuadvisor.gui.ranking import ROLE_KEY
 from gpuadvisor.gui.ranking.model import COL_SETUP
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_window_shows_the_default_estimate(window):
@@ -412,14 +415,9 @@ def test_the_window_opens_on_the_recommended_setup_not_the_cheapest(window, tmp_
     """With a deadline only pricier setups meet, the cheapest fitting setup misses it: the window's
     selection, detail panel and highlighted bar are the recommended setup the summary names."""
     w = window
-    data = {
-        "format": "gpuadvisor-scenario",
-        "version": 1,
-        "name": "LoRA with a 30-minute deadline",
-        "model": {"preset": "llama-3.1-8b"},
-        "workload": {"kind": "lora", "batch_size": 4, "seq_len": 2048, "dataset_tokens": 100_000_000},
-        "budget": {"deadline_hours": 0.5},
-    }
+    data = json.loads((ROOT / "docs" / "examples" / "lora-llama-3.1-8b.json").read_text())
+    data["workload"]["train_tokens"] = 1e8
+    data["budget"] = {"deadline_hours": 0.5}
     path = tmp_path / "deadline.json"
     path.write_text(json.dumps(data))
     assert w.open_path(str(path))
