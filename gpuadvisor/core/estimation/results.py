@@ -264,15 +264,12 @@ class Estimate:
     @property
     def lead(self) -> Candidate | None:
         """The setup a view shows first: the recommended one, else the decision's first setup (the
-        closest to the limits or the targets), else the cheapest that fits; None when nothing does.
-        The window selects it, so its chart and detail panel open on the setup the summary names."""
+        closest to the limits or the targets); None when nothing fits. The window selects it, so its
+        chart and detail panel open on the setup the summary names."""
         rec = self.recommended
         if rec is not None:
             return rec
-        for c in self.best_per_gpu().values():
-            if c.fits:
-                return c
-        return self.ranking[0] if self.ranking else None
+        return next((c for c in self.best_per_gpu().values() if c.fits), None)
 
     def candidate(self, key: str) -> Candidate | None:
         """The candidate with this :attr:`Candidate.key`, or ``None``."""

@@ -1193,10 +1193,11 @@ def serving_estimate(
     c = curve.largest_meeting(top)
     meets = c >= 1
     missed = ""
+    # One request on an idle replica: what no fleet size improves (why a setup misses, if it does).
+    itl_1, alone, _tm1, _s1 = curve.point(1)
     if not meets:
         c = 1
-        itl1, ttft1, _tm, _s = curve.point(1)
-        missed = "itl" if itl1 * 1000.0 > spec.itl_ms else "ttft"
+        missed = "itl" if itl_1 * 1000.0 > spec.itl_ms else "ttft"
         limited = "compute" if curve.bound_at(1) == "compute" else "latency"
     elif c == top:
         limited = "kv_cache" if kv_max <= MAX_CONCURRENCY else "compute"
@@ -1218,7 +1219,6 @@ def serving_estimate(
         curve, c, spec.requests_per_s, cv2, not meets, 1.0 / (1.0 - tp_low), 1.0 / (1.0 - ttft_low)
     )[0]
     replicas_range = (min(r_fast, replicas), max(r_slow, replicas))
-    itl_1, alone, _tm1, _s1 = curve.point(1)
     rate_r = spec.requests_per_s / replicas
     gpus = replicas * gpu_count
     per_hour = per_month = per_million = None

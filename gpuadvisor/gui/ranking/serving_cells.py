@@ -55,9 +55,9 @@ def serving_text(c: Candidate, name: str) -> str | None:
             return NONE_MARK
         return f"buy: {fmt_usd(b.owned_usd_per_month)}/mo" if b.buy_is_cheaper else "rent"
     if name == "time":
-        if (
-            not s.meets_slo
-        ):  # one request on an idle replica: why it misses (a rate-only fleet's queue says nothing)
+        # A setup that misses: one request on an idle replica, why it misses (a rate-only fleet's
+        # queue says nothing).
+        if not s.meets_slo:
             return f"{s.ttft_alone_s:.2f} s · {s.itl_ms:.0f} ms alone"
         return f"{s.ttft_s:.2f} s · {s.itl_ms:.0f} ms"
     if name == "deadline":
