@@ -650,17 +650,24 @@ def test_host_bound_notes_of_many_gpus_fold_into_one_line_with_the_range():
     """A whole-catalog estimate of a small model is host-bound on many GPU types, each waiting a
     different share of its step: the warnings say so once, with the range, not once per share."""
     from gpuadvisor.core.estimation.estimate import estimate, fold_host_waits
+    from gpuadvisor.core.estimation.performance import WAIT, HostWaitNote
     from gpuadvisor.core.formats.scenario import scenario_from_dict
     from gpuadvisor.core.specs.hardware import load_gpu_catalog
     from gpuadvisor.core.specs.presets import load_model_catalog
 
+    host = f"vLLM is bound by its host's scheduling at this batch ({WAIT})."
     notes = [
-        "vLLM is bound by its host's scheduling at this batch (the GPU waits about 12% of each decode step).",
+        HostWaitNote(host, 12.2),
         "No BF16 on T4: FP16 is used instead.",
-        "vLLM is bound by its host's scheduling at this batch (the GPU waits under 1% of each decode step).",
-        "vLLM is bound by its host's scheduling at this batch (the GPU waits about 26% of each decode step).",
-        "X is bound by launching kernels at this batch (the GPU waits about 5% of each decode step).",
+        HostWaitNote(host, 0.3),
+        HostWaitNote(host, 25.7),
+        HostWaitNote(f"X is bound by launching kernels at this batch ({WAIT}).", 5.0),
     ]
+    assert (
+        notes[0]
+        == "vLLM is bound by its host's scheduling at this batch (the GPU waits about 12% of each decode step)."
+    )
+    assert notes[2].endswith("(the GPU waits under 1% of each decode step).")
     assert fold_host_waits(notes) == [
         "vLLM is bound by its host's scheduling at this batch "
         "(the GPU waits from under 1% to 26% of each decode step, by GPU).",

@@ -18,7 +18,6 @@ The GPUs and values actually used are recorded in :attr:`Estimate.calibration_fi
 
 from __future__ import annotations
 
-import re
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -44,7 +43,14 @@ from .communication import (
 from .cost import buy_vs_rent, job_cost, job_tokens, price_range
 from .layout import Layout, explicit_layout, gpu_counts, searched_layouts
 from .memory import MemoryBreakdown, MemoryModel, applicable_parallelisms, check_parallelism
-from .performance import SPEED_GROUP, inference_performance, training_performance, training_prelude
+from .performance import (
+    SPEED_GROUP,
+    WAIT,
+    HostWaitNote,
+    inference_performance,
+    training_performance,
+    training_prelude,
+)
 from .recommendation import decide
 from .results import TIGHT_UTILIZATION as TIGHT_UTILIZATION  # the result types stay importable here
 from .results import CalibrationProfile, Change, FactorFit
@@ -689,25 +695,25 @@ def _prune(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
     return fitting[:SEARCH_KEEP]
 
 
-#: The GPU's wait in a host-bound step's note (``performance.host_wait_phrase``), which differs by GPU.
-_HOST_WAIT = re.compile(r"the GPU waits (?:about (\d+)%|under 1%) of each decode step")
+#: How a warning points to the suggested changes, in the window's layout (they are listed below
+#: it); a view that lists them elsewhere says where (``presentation.wording.point_to_changes``).
+CHANGES_POINTER = "see the changes below"
 
 
 def fold_host_waits(notes: list[str]) -> list[str]:
-    """Fold host-bound notes that differ only in how long the GPU waits (one per GPU type) into one
-    line with the range: "... (the GPU waits 3-26% of each decode step, by GPU)"."""
+    """Fold host-bound notes (:class:`~.performance.HostWaitNote`) that differ only in how long the
+    GPU waits (one per GPU type) into one line with the range: "... (the GPU waits from 3% to 26%
+    of each decode step, by GPU)", in the place of the first of them."""
     waits: dict[str, list[int]] = {}
     for note in notes:
-        m = _HOST_WAIT.search(note)
-        if m:
-            waits.setdefault(_HOST_WAIT.sub("{}", note), []).append(int(m.group(1) or 0))
+        if isinstance(note, HostWaitNote):
+            waits.setdefault(note.template, []).append(note.percent)
     out: list[str] = []
     for note in notes:
-        if not _HOST_WAIT.search(note):
+        if not isinstance(note, HostWaitNote):
             out.append(note)
             continue
-        key = _HOST_WAIT.sub("{}", note)
-        values = waits.pop(key, None)
+        values = waits.pop(note.template, None)
         if values is None:
             continue  # folded into the first of its kind
         lo, hi = min(values), max(values)
@@ -715,7 +721,9 @@ def fold_host_waits(notes: list[str]) -> list[str]:
             out.append(note)
             continue
         low = "under 1%" if lo == 0 else f"{lo}%"
-        out.append(key.replace("{}", f"the GPU waits from {low} to {hi}% of each decode step, by GPU"))
+        out.append(
+            note.template.replace(WAIT, f"the GPU waits from {low} to {hi}% of each decode step, by GPU")
+        )
     return out
 
 
@@ -799,9 +807,9 @@ def _finish(est: Estimate, with_advice: bool, gpus: GpuCatalog, models: ModelCat
         )
     warnings = est.warnings + ((hint,) if hint else ())
     if with_advice and not ranking:
-        warnings += ("Nothing fits: see the changes below.",)
+        warnings += (f"Nothing fits: {CHANGES_POINTER}.",)
     elif with_advice and not workable:
-        warnings += ("Nothing meets the deadline and the budget: see the changes below.",)
+        warnings += (f"Nothing meets the deadline and the budget: {CHANGES_POINTER}.",)
     return replace(
         est, ranking=ranking, advice=tuple(changes), warnings=warnings, decision=decide(cands), _memo={}
     )

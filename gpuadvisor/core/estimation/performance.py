@@ -224,12 +224,41 @@ HOST_BOUND_SPREAD_NOTE = (
 )
 
 
+def host_wait_percent(percent: float) -> int:
+    """The GPU's wait for a host-bound step's host as the note states it: a whole percent, 0 for
+    under 1%."""
+    return 0 if percent < 0.5 else round(percent)
+
+
 def host_wait_phrase(percent: float) -> str:
     """How long the GPU waits for a host-bound step's host, in words: "the GPU waits about 12% of
     each decode step" (under 1%: the two take about as long)."""
-    if percent < 0.5:
+    whole = host_wait_percent(percent)
+    if whole == 0:
         return "the GPU waits under 1% of each decode step"
-    return f"the GPU waits about {percent:.0f}% of each decode step"
+    return f"the GPU waits about {whole}% of each decode step"
+
+
+#: Where a :class:`HostWaitNote`'s template takes the GPU's wait.
+WAIT = "{wait}"
+
+
+class HostWaitNote(str):
+    """A host-bound step's note: its words, with the GPU's wait kept as data beside them.
+
+    ``template`` is the note with :data:`WAIT` where the wait goes and ``percent`` the wait as
+    stated (:func:`host_wait_percent`), so the notes of several GPU types, which differ only in
+    their wait, fold into one line by their template (``estimate.fold_host_waits``) without their
+    text being parsed back."""
+
+    template: str
+    percent: int
+
+    def __new__(cls, template: str, percent: float) -> HostWaitNote:
+        note = super().__new__(cls, template.replace(WAIT, host_wait_phrase(percent)))
+        note.template = template
+        note.percent = host_wait_percent(percent)
+        return note
 
 
 def decode_overhead(
@@ -409,16 +438,22 @@ def inference_performance(
         (t_mem, "memory"), (t_comp, "compute"), (t_gpu_fixed + t_comm, "overhead"), (t_cpu, "overhead")
     )[1]
     if t_cpu > t_gpu:
-        idle = host_wait_phrase(100 * (1 - t_gpu / t_cpu))
+        idle = 100 * (1 - t_gpu / t_cpu)
         if not graphs:
             notes.append(
-                f"{engine.name} without CUDA graphs is bound by launching kernels at this batch ({idle})."
+                HostWaitNote(
+                    f"{engine.name} without CUDA graphs is bound by launching kernels at this batch ({WAIT}).",
+                    idle,
+                )
             )
         else:
             per_seq = " and its work per sequence" if engine.seq_host_s else ""
             notes.append(
-                f"{engine.name} is bound by its host's scheduling, input preparation and sampling"
-                f"{per_seq} at this batch ({idle})."
+                HostWaitNote(
+                    f"{engine.name} is bound by its host's scheduling, input preparation and sampling"
+                    f"{per_seq} at this batch ({WAIT}).",
+                    idle,
+                )
             )
         notes.append(HOST_BOUND_SPREAD_NOTE)
 

@@ -65,7 +65,7 @@ from ..specs.hardware import GpuSpec
 from ..specs.serving import KV_POOLS
 from .serialize import candidate_to_dict
 from .serving_text import engine_name, serving_report
-from .wording import change_lines, recommendation_text, scenario_lines, setup_name
+from .wording import change_lines, point_to_changes, recommendation_text, scenario_lines, setup_name
 
 TABLE_HEADER: tuple[str, ...] = (
     "GPU",
@@ -601,9 +601,8 @@ def _warnings(
     engine_assumed: bool,
     changes_where: str = "in section 1",
 ) -> tuple[list[str], list[str]]:
-    # The core's warnings say "see the changes below" (the window lists them in its detail panel,
-    # below the summary); the report names its section, the terminal text says "above".
-    out = [w.replace("see the changes below", f"see the changes {changes_where}") for w in est.warnings]
+    # The window lists the changes below the summary; the report names its section.
+    out = point_to_changes(est.warnings, changes_where)
     cutoff = months_before(today, stale_after_months)
     stale, undated, stale_ids = [], [], []
     for c in table:

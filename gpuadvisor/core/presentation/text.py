@@ -29,7 +29,7 @@ from .serving_text import (
     targets_phrase,
     traffic_phrase,
 )
-from .wording import summary_line
+from .wording import point_to_changes, summary_line
 
 
 def text_table(rows: list[list[str]], header: list[str], right: set[int]) -> str:
@@ -187,9 +187,8 @@ def render_estimate(est: Estimate, show_all: bool = False) -> str:
     lines.append(summary_line(est) + f" (engine profile: {est.engine})")
     for advice in est.advice:
         lines.append(f"Change: {advice}")
-    for warning in est.warnings:
-        # The text lists the changes before the warnings.
-        lines.append(f"Warning: {warning.replace('see the changes below', 'see the changes above')}")
+    # The text lists the changes before the warnings.
+    lines += [f"Warning: {w}" for w in point_to_changes(est.warnings, "above")]
     return "\n".join(lines)
 
 

@@ -8,7 +8,9 @@ these sentences, so both say the same thing in the same words.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 
+from ..estimation.estimate import CHANGES_POINTER
 from ..estimation.results import Candidate, Estimate
 from ..formatting import (
     TIMES,
@@ -54,6 +56,12 @@ PARALLELISM_WORDS = {
 }
 #: A runner-up within this share of the recommended cost is called a tie on cost.
 NEAR_TIE = 0.05
+
+
+def point_to_changes(warnings: Iterable[str], where: str) -> list[str]:
+    """The core's warnings with their pointer to the suggested changes (:data:`CHANGES_POINTER`)
+    naming where this view lists them: "below", "above", "in section 1"."""
+    return [w.replace(CHANGES_POINTER, f"see the changes {where}") for w in warnings]
 
 
 def is_workable(c: Candidate) -> bool:
