@@ -39,12 +39,7 @@ def cost_hours(cost: CostEstimate | None) -> tuple[float, float]:
 
 def cost_key(c: Candidate) -> tuple[float, ...]:
     if c.serving is not None:
-        # A service: those meeting the targets first, by monthly cost; then those missing them, the
-        # closest first (ServingEstimate.shortfall, the decision's order), so that the ranking's top
-        # row is the setup the summary names.
-        s = c.serving
-        month = s.usd_per_month if s.usd_per_month is not None else float("inf")
-        return (0.0, month) if s.meets_slo else (1.0, s.shortfall, month)
+        return c.serving.order  # the decision's order too
     return cost_hours(c.cost)
 
 

@@ -87,10 +87,10 @@ def serving_key(c: Candidate, t: int, par: int) -> tuple[object, ...]:
     among those missing them, the closest to its targets first."""
     s = c.serving
     assert s is not None
-    month = s.usd_per_month if s.usd_per_month is not None else math.inf
-    if t == MISSED:  # the smallest factor by which the targets miss first (ServingEstimate.shortfall)
-        return (t, s.shortfall, month, c.gpu_count, par, c.gpu.name)
-    return (t, month, s.gpus_total, c.gpu_count, par, c.gpu.name)
+    # ServingEstimate.order after its met/missed flag, which the tier already holds: the ranking's order.
+    if t == MISSED:
+        return (t, *s.order[1:], c.gpu_count, par, c.gpu.name)
+    return (t, *s.order[1:], s.gpus_total, c.gpu_count, par, c.gpu.name)
 
 
 def decide(candidates: Iterable[Candidate]) -> Decision:

@@ -207,6 +207,16 @@ class ServingEstimate(NamedTuple):
     #: setup is the one with the smallest: the targets would have to loosen by that factor.
     shortfall: float = 0.0
 
+    @property
+    def order(self) -> tuple[float, ...]:
+        """This service's place among the setups (smaller first): those meeting the targets by
+        monthly cost, then those missing them, the closest (smallest :attr:`shortfall`) first, then
+        by monthly cost. The ranking (``advice.cost_key``) and the decision
+        (``recommendation.serving_key``) both sort by it, so the ranking's top row is the setup the
+        summary names."""
+        month = self.usd_per_month if self.usd_per_month is not None else math.inf
+        return (0.0, month) if self.meets_slo else (1.0, self.shortfall, month)
+
     def curve(self) -> tuple[CurvePoint, ...]:
         """The replica's curve from one sequence to CURVE_SPAN x its concurrency (computed on first use:
         only the charted setups need it)."""
