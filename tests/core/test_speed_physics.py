@@ -263,13 +263,15 @@ def test_llm_int8_is_slower_than_16_bit(models, gpus):
 def test_group_wise_int4_gemv_runs_near_the_weight_bandwidth_roofline(models, gpus, family):
     # A 70B model, where the weight stream dominates the fixed per-kernel time: 4-bit weights are
     # 3.85x fewer bytes than 16-bit, and these GEMV kernels turn most of that into speed (MARLIN
-    # paper: about 3.9x over FP16 at batch 1).
+    # paper: about 3.9x over FP16 at batch 1, for the kernel alone). The step's fixed GPU time
+    # (about a thousand kernels at the fitted few microseconds each, some 5 ms) is the same for both
+    # and takes part of it: at least 2.8x.
     # TensorRT-LLM's C++ runtime: its small host step leaves the weight stream in view.
     m, gpu = models.get("llama-2-70b"), gpus.get("h100-sxm")
     kw = dict(engine="tensorrt-llm", prompt_tokens=16, output_tokens=16)
     int4 = decode(m, gpu, weights="int4", quantization=family, **kw)
     bf16 = decode(m, gpu, weights="bf16", **kw)
-    assert 3.0 < int4 / bf16 < 3.9
+    assert 2.8 < int4 / bf16 < 3.9
 
 
 @pytest.mark.parametrize("engine", ["vllm", "transformers", "tensorrt-llm", "llama.cpp", "autoawq"])
@@ -677,7 +679,8 @@ def test_host_bound_notes_of_many_gpus_fold_into_one_line_with_the_range():
     scenario = scenario_from_dict(
         {
             "model": {"preset": "qwen3-0.6b"},
-            "workload": {"kind": "inference", "engine": "vllm", "batch_size": 1},
+            # vLLM's V0 line: its host time per sequence makes a small model host-bound at a batch of 16.
+            "workload": {"kind": "inference", "engine": "vllm-v0", "batch_size": 16},
             "hardware": {"gpu_count": 1},
         }
     )

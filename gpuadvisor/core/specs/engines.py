@@ -665,22 +665,23 @@ class _FamilyFit(TypedDict, total=False):
 # ceiling of each GPU generation below scales it).
 _FITTED_ENGINES: dict[str, _EngineFit] = {
     "tensorrt-llm": dict(
-        prefill_mfu=0.62,
+        prefill_mfu=0.60,
         layer_overhead_s=36e-6,
         spread_low=0.47,
         spread_high=0.22,
-        calibrated_on="72 rows: INF-01..10, H200-01..07, F180-01/05, TRTB-01..04; the serving ITLs and "
+        calibrated_on="108 rows: INF-01..10, H200-01..07, F180-01/05, TRTB-01..04; the serving ITLs and "
         "tokens/s SRV-01..31 (NIM, TensorRT-LLM perf overview), SRV-42/44 (GPUStack), SRB-43..81 "
-        "(TensorRT-LLM perf overview v0.17, Triton bursts)",
+        "(TensorRT-LLM perf overview v0.17, Triton bursts), SRT-01..54 (GPUStack's bursts on H100 and A100)",
     ),
     "vllm": dict(
-        prefill_mfu=0.57,
+        prefill_mfu=0.50,
         layer_overhead_s=113e-6,
         spread_low=0.21,
         spread_high=0.66,
-        calibrated_on="28 rows: MI300-01..10 (MI300X), INB-09/10 (RTX 4090), INB-57 (RTX A6000); the "
+        calibrated_on="43 rows: MI300-01..10 (MI300X), INB-09/10 (RTX 4090), INB-57 (RTX A6000); the "
         "serving ITLs and tokens/s SRV-19/20 (A40), SRV-36/38 and SRV-48..50 (GPUStack, H100), "
-        "SRB-01..09 (RTX 4090 sweep), SRB-83/84/90 (A100, RTX 4090)",
+        "SRB-01..09 (RTX 4090 sweep), SRB-83/84/90 (A100, RTX 4090), SRR-01..08 (Modal: L4, A100), "
+        "SRX-34..48 (RTX 4090, 1-32 clients)",
     ),
     "llama.cpp": dict(
         bandwidth_efficiency=0.93,
@@ -700,10 +701,10 @@ _FITTED_ENGINES: dict[str, _EngineFit] = {
     ),
     "transformers": dict(
         prefill_mfu=0.41,
-        layer_overhead_s=713e-6,
+        layer_overhead_s=651e-6,
         spread_low=0.37,
         spread_high=0.39,
-        calibrated_on="45 rows: INF-21, INT8-01..08, LIT-16..34, INB-01..12 and INB-58..60 (engine comparisons), "
+        calibrated_on="41 rows: INF-21, INT8-01..08, LIT-16..34, INB-01..12 and INB-58..60 (engine comparisons), "
         "INB-39..56 (Optimum GPTQ: generate and prefill-only)",
     ),
     "megatron": dict(
@@ -729,14 +730,17 @@ _FITTED_ENGINES: dict[str, _EngineFit] = {
         calibrated_on="assumed: prior (eager modules; no Trainer throughput row in the data)",
     ),
     "sglang": dict(
-        prefill_mfu=0.35,
+        prefill_mfu=0.31,
+        layer_overhead_s=900e-6,
         spread_low=0.21,
         spread_high=0.66,
-        calibrated_on="7 rows: the serving ITLs and tokens/s SRV-39..53 (GPUStack, H100; the bursts of "
-        "block-FP8 Qwen3 pull the prefill factor down, see docs/estimation.md); range pooled",
+        calibrated_on="101 rows: the serving ITLs and tokens/s SRV-39..53 (GPUStack, H100; the bursts of "
+        "block-FP8 Qwen3 pull the prefill factor down), SRR-04/05 (Modal), SRX-01..33 and SRY-01..111 "
+        "(SGLang's cookbook on eight A100, B200 or MI300X, mostly large MoE models, whose slow eager "
+        "passes set the per-layer host time: see docs/estimation.md); range pooled",
     ),
     "autoawq": dict(
-        layer_overhead_s=51e-6,
+        layer_overhead_s=34e-6,
         spread_low=0.21,
         spread_high=0.66,
         calibrated_on="14 rows: AWQ-01..37 decode (one source)",
@@ -770,13 +774,13 @@ _FITTED_FAMILIES: dict[str, _FamilyFit] = {}
 #: the exposed share of host launches, the GPU time of a small kernel, the KV-read factor and the
 #: GEMM half sizes.
 _FITTED_GLOBALS = dict(
-    bandwidth_ceiling=MappingProxyType({**BANDWIDTH_CEILING, "ada": 1.21, "ampere": 0.98, "hopper": 1.03}),
-    host_exposed_share=0.52,
-    gpu_kernel_s=3.2e-6,
-    kv_bandwidth_factor=0.76,
-    gemm_tokens_half=9.2,
-    gemm_width_half=372.0,
-    graph_step_host_s=MappingProxyType({"python": 1.49e-3, "cpp": 1.0e-3}),
+    bandwidth_ceiling=MappingProxyType({**BANDWIDTH_CEILING, "ada": 1.23, "ampere": 0.98, "hopper": 0.99}),
+    host_exposed_share=0.61,
+    gpu_kernel_s=4.55e-6,
+    kv_bandwidth_factor=0.82,
+    gemm_tokens_half=6.6,
+    gemm_width_half=360.0,
+    graph_step_host_s=MappingProxyType({"python": 0.99e-3, "cpp": 0.50e-3}),
 )
 
 FITTED = replace(
@@ -787,7 +791,7 @@ FITTED = replace(
     ),
     **_FITTED_GLOBALS,  # type: ignore[arg-type]
     provenance="engine factors and global constants: scripts/fit_engines.py over the scored speed rows "
-    "of tests/data/validation (2026-12-01, 627 rows from 55 sources); engines' bandwidth efficiencies are their priors, scaled by "
+    "of tests/data/validation (2026-12-02: the 556 rows the fit takes, from 41 sources); engines' bandwidth efficiencies are their priors, scaled by "
     "the fitted bandwidth ceiling of each GPU generation; 80% ranges: " + SPREAD_PROVENANCE,
 )
 
