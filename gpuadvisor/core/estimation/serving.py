@@ -120,9 +120,9 @@ _Z90 = 1.2815515655446004
 #: MLA MoE models on eight GPUs at about half the estimate, a 0.5B model in vLLM 0.7's in-process
 #: async engine at a half to a tenth).
 SERVING_SPREADS: dict[str, tuple[float, float]] = {
-    "tokens_per_s": (0.5, 0.27),
-    "ttft": (0.7, 1.06),
-    "itl": (0.54, 0.26),
+    "tokens_per_s": (0.48, 0.30),
+    "ttft": (0.68, 1.08),
+    "itl": (0.53, 0.26),
 }
 SERVING_SPREAD_PROVENANCE = (
     "split-conformal 10%/90% order statistics of the leave-one-source-out residuals of the "

@@ -667,7 +667,7 @@ _FITTED_ENGINES: dict[str, _EngineFit] = {
     "tensorrt-llm": dict(
         prefill_mfu=0.60,
         layer_overhead_s=36e-6,
-        spread_low=0.47,
+        spread_low=0.46,
         spread_high=0.22,
         calibrated_on="108 rows: INF-01..10, H200-01..07, F180-01/05, TRTB-01..04; the serving ITLs and "
         "tokens/s SRV-01..31 (NIM, TensorRT-LLM perf overview), SRV-42/44 (GPUStack), SRB-43..81 "
@@ -676,8 +676,8 @@ _FITTED_ENGINES: dict[str, _EngineFit] = {
     "vllm": dict(
         prefill_mfu=0.50,
         layer_overhead_s=113e-6,
-        spread_low=0.21,
-        spread_high=0.66,
+        spread_low=0.15,
+        spread_high=0.67,
         calibrated_on="43 rows: MI300-01..10 (MI300X), INB-09/10 (RTX 4090), INB-57 (RTX A6000); the "
         "serving ITLs and tokens/s SRV-19/20 (A40), SRV-36/38 and SRV-48..50 (GPUStack, H100), "
         "SRB-01..09 (RTX 4090 sweep), SRB-83/84/90 (A100, RTX 4090), SRR-01..08 (Modal: L4, A100), "
@@ -695,8 +695,8 @@ _FITTED_ENGINES: dict[str, _EngineFit] = {
         "PR #4766, GPU-Benchmarks-on-LLM-Inference)",
     ),
     "mlc-llm": dict(
-        spread_low=0.21,
-        spread_high=0.66,
+        spread_low=0.15,
+        spread_high=0.67,
         calibrated_on="2 rows: INF-18 (RTX 4090), INB-61 (RTX A6000), decode only; prefill is the prior",
     ),
     "transformers": dict(
@@ -716,7 +716,7 @@ _FITTED_ENGINES: dict[str, _EngineFit] = {
     "fsdp": dict(
         mfu=0.86,
         spread_low=0.23,
-        spread_high=0.21,
+        spread_high=0.20,
         calibrated_on="29 rows: TRN-20, TRN-24, TRN-26, LF-01..19, TT-01..06, LAY-06",
     ),
     "deepspeed": dict(
@@ -732,8 +732,8 @@ _FITTED_ENGINES: dict[str, _EngineFit] = {
     "sglang": dict(
         prefill_mfu=0.31,
         layer_overhead_s=900e-6,
-        spread_low=0.21,
-        spread_high=0.66,
+        spread_low=0.15,
+        spread_high=0.67,
         calibrated_on="101 rows: the serving ITLs and tokens/s SRV-39..53 (GPUStack, H100; the bursts of "
         "block-FP8 Qwen3 pull the prefill factor down), SRR-04/05 (Modal), SRX-01..33 and SRY-01..111 "
         "(SGLang's cookbook on eight A100, B200 or MI300X, mostly large MoE models, whose slow eager "
@@ -741,14 +741,14 @@ _FITTED_ENGINES: dict[str, _EngineFit] = {
     ),
     "autoawq": dict(
         layer_overhead_s=34e-6,
-        spread_low=0.21,
-        spread_high=0.66,
+        spread_low=0.15,
+        spread_high=0.67,
         calibrated_on="14 rows: AWQ-01..37 decode (one source)",
     ),
     "exllamav2": dict(
         layer_overhead_s=24e-6,
         prefill_mfu=0.57,
-        spread_low=0.25,
+        spread_low=0.24,
         spread_high=0.34,
         calibrated_on="32 rows: EXL-01..07, INB-05/06/62 and INB-15..38 (ExLlama v1, the same kernels' lineage)",
     ),
@@ -762,7 +762,7 @@ _FITTED_ENGINES: dict[str, _EngineFit] = {
 #: statistics (the floor((n+1) 0.1)-th and ceil((n+1) 0.9)-th of n ratios; Vovk et al. 2005, Lei et
 #: al. 2018) of measured / estimate over the leave-one-source-out residuals of tests/data/validation
 #: (2026-12-02), per engine with at least 15 speed rows (TensorRT-LLM, Transformers, llama.cpp, ExLlamaV2, Megatron, FSDP), else
-#: pooled over the engines of the same kind with fewer rows (inference 0.79-1.66, training
+#: pooled over the engines of the same kind with fewer rows (inference 0.85-1.67, training
 #: 0.69-1.23); each side at least 10%.
 SPREAD_PROVENANCE = (
     "split-conformal 10%/90% order statistics of leave-one-source-out residuals, tests/data/validation, "
