@@ -572,6 +572,7 @@ def test_each_serving_stack_has_its_own_fitted_per_request_time():
         default_request_overhead_s,
         request_overhead_s_of,
     )
+    from gpuadvisor.core.presentation.serving_text import MEASURED_REQUEST_MS
     from gpuadvisor.core.specs.serving import ServingSpec
 
     # A C++ runtime behind NIM or Triton spends less per request than a Python API server.
@@ -597,6 +598,11 @@ def test_each_serving_stack_has_its_own_fitted_per_request_time():
     mlc = run(scenario(engine="mlc-llm", ttft=30.0, itl=80.0, hardware=hw))
     assert f"{round(REQUEST_OVERHEAD_S * 1000)} ms of serving-stack time" in render_estimate(mlc)
     assert "fitted to published runs of every stack" in render_estimate(mlc)
+    # A fitted value above what any single request measured says so, and asks for the user's own.
+    for engine_id in ("sglang", "vllm", "tensorrt-llm"):
+        text = render_estimate(run(scenario(engine=engine_id, ttft=30.0, itl=80.0, hardware=hw)))
+        above = default_request_overhead_s(engine_id) * 1000 > MEASURED_REQUEST_MS[1]
+        assert ("this fit is above that" in text) == above, engine_id
 
 
 def test_request_overhead_fit_stays_in_its_range():
