@@ -208,6 +208,13 @@ class ServingEstimate(NamedTuple):
     shortfall: float = 0.0
 
     @property
+    def ttft_shown_s(self) -> float:
+        """The TTFT a view shows: the fleet's, queue included, when it meets the targets; else one
+        request's on an idle replica (:attr:`ttft_alone_s`), which says why it misses (a fleet sized
+        for the rate alone has a queue that says nothing). Views mark the latter "alone"."""
+        return self.ttft_s if self.meets_slo else self.ttft_alone_s
+
+    @property
     def order(self) -> tuple[float, ...]:
         """This service's place among the setups (smaller first): those meeting the targets by
         monthly cost, then those missing them, the closest (smallest :attr:`shortfall`) first, then

@@ -213,7 +213,7 @@ def fleet_row(c: Candidate) -> list[str]:
         f"{s.gpus_total:,}",
         f"{s.concurrency_per_replica:,}",
         f"{s.requests_per_s_per_replica:.2f}",
-        f"{s.ttft_s:.2f} s" if s.meets_slo else f"{s.ttft_alone_s:.2f} s alone",
+        f"{s.ttft_shown_s:.2f} s" + ("" if s.meets_slo else " alone"),
         f"{s.itl_ms:.1f} ms",
         "meets" if s.meets_slo else f"misses {s.missed.upper()}",
         _LIMITED.get(s.limited_by, s.limited_by),

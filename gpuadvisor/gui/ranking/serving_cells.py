@@ -55,11 +55,8 @@ def serving_text(c: Candidate, name: str) -> str | None:
             return NONE_MARK
         return f"buy: {fmt_usd(b.owned_usd_per_month)}/mo" if b.buy_is_cheaper else "rent"
     if name == "time":
-        # A setup that misses: one request on an idle replica, why it misses (a rate-only fleet's
-        # queue says nothing).
-        if not s.meets_slo:
-            return f"{s.ttft_alone_s:.2f} s · {s.itl_ms:.0f} ms alone"
-        return f"{s.ttft_s:.2f} s · {s.itl_ms:.0f} ms"
+        # A setup that misses shows one request on an idle replica (ServingEstimate.ttft_shown_s).
+        return f"{s.ttft_shown_s:.2f} s · {s.itl_ms:.0f} ms" + ("" if s.meets_slo else " alone")
     if name == "deadline":
         return "meets" if s.meets_slo else f"misses {s.missed.upper()}"
     if name == "budget":
@@ -81,7 +78,7 @@ def serving_sort_value(c: Candidate, name: str) -> object:
         "setup": (s.gpus_total, s.replicas),
         "cost": s.usd_per_month if s.usd_per_month is not None else inf,
         "range": s.buy.owned_usd_per_month if s.buy is not None else inf,
-        "time": (s.ttft_s if s.meets_slo else s.ttft_alone_s, s.itl_ms),
+        "time": (s.ttft_shown_s, s.itl_ms),
         "deadline": 0 if s.meets_slo else 1,
         "budget": s.limited_by,
         "tps": -s.tokens_per_s_per_replica,
