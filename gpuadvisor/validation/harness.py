@@ -25,7 +25,10 @@ and the speed model's global constants of :data:`FIT_GLOBALS` are refitted (:fun
 the scored rows of every *other* source, then that source's rows are predicted. Everything starts
 from the documented priors (``core.specs.engines.PRIORS``), not from the shipped values (which
 were fitted to these rows), so nothing of a held-out source leaks into its prediction; a factor
-no remaining row can move keeps its prior.
+no remaining row can move keeps its prior. The serving stacks' per-request times, which the
+serving rows of those fits also need, are fitted on the other sources too: first under the priors
+(for the engine and global fits), then again under the fold's fitted constants (for the held-out
+rows), never the shipped values.
 """
 
 from __future__ import annotations
@@ -248,6 +251,8 @@ class Predictor:
             return Comparison(row, measured, None, None, None, unit, (), prepared)
         sc, model, omitted = prepared
         if row.group == "serving":
+            if request_overhead_s is None and _FOLD_OVERHEADS is not None:
+                request_overhead_s = overhead_for(row, _FOLD_OVERHEADS)
             if row.basis == "engine":
                 # Measured in the engine's own process: no API server, so none of its per-request time.
                 request_overhead_s = 0.0
@@ -763,6 +768,25 @@ def global_rows(rows: Iterable[Row]) -> list[Row]:
 #: use and the constants in force): holding out a source that has none of an engine's rows, or no
 #: row the globals act on, gives the same fit, which is then made once.
 _MEMO: dict[tuple[object, ...], object] | None = None
+#: The per-request times (:func:`fit_request_overheads`) that serving rows take, within one fold of
+#: :func:`out_of_sample`, where no per-request time is given: fitted without the held-out source,
+#: in place of the shipped ones (fitted with it). None: the shipped values.
+_FOLD_OVERHEADS: Mapping[str, float] | None = None
+
+
+@contextmanager
+def _fold_overheads(overheads: Mapping[str, float] | None) -> Iterator[None]:
+    global _FOLD_OVERHEADS
+    saved, _FOLD_OVERHEADS = _FOLD_OVERHEADS, overheads
+    try:
+        yield
+    finally:
+        _FOLD_OVERHEADS = saved
+
+
+def _overheads_key() -> tuple[tuple[str, float], ...]:
+    """The per-request times in force, as part of a memo key."""
+    return tuple(sorted(_FOLD_OVERHEADS.items())) if _FOLD_OVERHEADS is not None else ()
 
 
 def _memo(key: tuple[object, ...], compute: Callable[[], Any]) -> Any:
@@ -785,7 +809,7 @@ def _fit_engines_memo(
     out = {}
     for e in _base_ids(engine_ids):
         mine = by_engine.get(e, [])
-        key = ("engine", e, tuple(r.id for r in mine), constants)
+        key = ("engine", e, tuple(r.id for r in mine), constants, _overheads_key())
         out[e] = _memo(key, lambda e=e, mine=mine: fit_engine(core_engines.ENGINES[e], mine, predictor))
     return core_engines.with_release_lines(out)
 
@@ -810,7 +834,7 @@ def fit_all(
                 first = _fit_engines_memo(rows, predictor, sorted(used))
             return fit_globals(rows, predictor, first)
 
-        constants = _memo(("globals", tuple(r.id for r in mine)), globals_fit)
+        constants = _memo(("globals", tuple(r.id for r in mine), _overheads_key()), globals_fit)
     with core_engines.using_constants(constants):
         profiles = _fit_engines_memo(rows, predictor, ids)
     return constants, profiles
@@ -837,13 +861,26 @@ def _loso(
         held = [r for r in rows if r.source_id == source]
         rest = [r for r in scored if r.source_id != source]
         engines = {scenario_engine(r) for r in held if is_fit_row(r)}
-        constants, profiles = fit_all(rest, predictor, engines) if engines else (None, None)
+        with _fold_overheads(_prior_overheads(rest, predictor)):
+            constants, profiles = fit_all(rest, predictor, engines) if engines else (None, None)
         with core_engines.using_constants(constants):
             # A serving source's rows get the per-request times fitted to the other sources' serving rows.
             stacks = {stack_of(r) for r in held if r.group == "serving"}
             overheads = fit_request_overheads(rest, predictor, stacks=stacks) if stacks else None
             for r in held:
                 out[r.id] = predictor.compare(r, profiles, overhead_for(r, overheads))
+
+
+def _prior_overheads(rows: Sequence[Row], predictor: Predictor) -> dict[str, float]:
+    """Every stack's per-request time fitted to ``rows`` under the priors (the engine and global
+    fits of a fold take these), remembered by the serving rows they rest on."""
+    mine = tuple(r.id for r in rows if _carries_request_overhead(r))
+
+    def fit() -> dict[str, float]:
+        with core_engines.using_constants(core_engines.PRIORS):
+            return fit_request_overheads(rows, predictor)
+
+    return _memo(("overheads", mine), fit)  # type: ignore[no-any-return]
 
 
 @dataclass(frozen=True, slots=True)
