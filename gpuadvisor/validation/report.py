@@ -174,7 +174,9 @@ def markdown(
         "(per-generation bandwidth ceilings, exposed host time, small-kernel time, KV-read factor, GEMM half sizes; "
         "`harness.FIT_GLOBALS`) are refitted on the scored speed rows and the serving rows' inter-token "
         "latencies and output tokens/s of all *other* sources (starting from the "
-        "documented priors, not from the shipped values), and that source's rows are predicted. This is the figure "
+        "documented priors, not from the shipped values), and that source's rows are predicted. The serving "
+        "stacks' per-request times are refitted the same way: on the other sources under the priors for those "
+        "fits, then under the fold's fitted constants for the held-out rows. This is the figure "
         "to trust for work the estimator has never seen.",
         "",
         *stats_table(oos),

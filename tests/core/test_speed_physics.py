@@ -23,7 +23,11 @@ import pytest
 
 from gpuadvisor.core.errors import InputError
 from gpuadvisor.core.estimation.memory import MemoryModel
-from gpuadvisor.core.estimation.performance import inference_performance, training_performance
+from gpuadvisor.core.estimation.performance import (
+    attention_flop_weight,
+    inference_performance,
+    training_performance,
+)
 from gpuadvisor.core.estimation.speed_fit import (
     calibrate_spreads,
     fit_speed_constants,
@@ -304,6 +308,30 @@ def _prompt_rate(model, gpu, engine: str, **kw) -> float:
     w = Workload(kind="inference", engine=engine, prompt_tokens=1920, output_tokens=1, **kw)
     perf = inference_performance(MemoryModel(model, w), gpu, 1, "none", engine_for(engine, "inference"))
     return 1920 / perf.time_to_first_token_s
+
+
+def test_attention_runs_at_the_16_bit_rate_beside_fp8_gemms(models, gpus):
+    """FP8 weights double the H100's GEMM peak, not its attention's: FlashAttention runs on 16-bit
+    tensor cores. So FP8 gains on a prompt less the longer the prompt (attention FLOPs grow with its
+    length), and nothing of the attention's share: with GEMM FLOPs G and attention FLOPs A per
+    token, the compute-bound gain is (G + A) / (G / 2 + A), under 2 and falling towards 1."""
+    m, h100 = models.get("llama-3.1-8b"), gpus.get("h100-sxm")
+    assert attention_flop_weight(h100, "fp8", h100.fp8_dense_tflops) == pytest.approx(
+        h100.fp8_dense_tflops / h100.bf16_dense_tflops
+    )
+    assert attention_flop_weight(h100, "bf16", h100.bf16_dense_tflops) == 1.0
+
+    def rate(weights: str, prompt: int) -> float:
+        w = Workload(kind="inference", engine="vllm", weights=weights, prompt_tokens=prompt, output_tokens=1)
+        perf = inference_performance(MemoryModel(m, w), h100, 1, "none", engine_for("vllm", "inference"))
+        return prompt / perf.time_to_first_token_s
+
+    gains = [rate("fp8", p) / rate("bf16", p) for p in (2048, 32768)]
+    assert 1.0 < gains[1] < gains[0] < 2.0
+    # At 32K tokens attention is about half of the FLOPs: the gain is near (G + A) / (G / 2 + A).
+    n_mm = 2 * (m.counts.active - m.counts.embedding + m.vocab_size * m.hidden_size)
+    attn = 2 * m.num_layers * m.q_dim * 32768
+    assert gains[1] == pytest.approx((n_mm + attn) / (n_mm / 2 + attn), rel=0.08)
 
 
 def test_fp16_accumulating_gemms_run_at_the_geforce_fp16_accumulate_peak(models, gpus):

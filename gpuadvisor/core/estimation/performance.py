@@ -160,6 +160,15 @@ def engine_peak(gpu: GpuSpec, engine: EngineProfile, precision: str, peak: float
     return peak
 
 
+def attention_flop_weight(gpu: GpuSpec, precision: str, peak: float) -> float:
+    """What one attention FLOP costs in FLOPs at the GEMMs' ``peak``: the attention kernels
+    (FlashAttention, FlashInfer, the engines' paged decode attention) run on 16-bit tensor cores
+    whatever precision the weights' GEMMs take, so beside FP8 or INT8 GEMMs they run at half those
+    GEMMs' rate (``peak`` over the BF16/FP16 peak; 1 where the GEMMs are 16-bit themselves)."""
+    half = gpu.bf16_dense_tflops or gpu.fp16_dense_tflops
+    return peak / half if precision in ("fp8", "int8") and half else 1.0
+
+
 def training_gemm_weights(workload: Workload, gpu: GpuSpec) -> tuple[str, list[str]]:
     """The precision the training GEMMs run at (``workload.compute_precision``, else the weights'),
     as a weights value for :func:`compute_precision`, and a note when the GPU cannot run it."""
@@ -418,7 +427,8 @@ def inference_performance(
     e_dec = (
         ceiling * b / (b + t_half) * (family.gemm_efficiency if family is not None and gemm_regime else 1.0)
     )
-    t_comp = b * (2 * n_mm + 4 * L * d_q * c_mean) / (t * peak * 1e12 * e_dec)
+    attn = attention_flop_weight(gpu, prec, peak)
+    t_comp = b * (2 * n_mm + 4 * L * d_q * c_mean * attn) / (t * peak * 1e12 * e_dec)
     # A prefill pass runs eagerly (the engines capture CUDA graphs for decode batches, not for
     # long prompts): the host launches every kernel of it.
     t_gpu_fixed, t_cpu, t_cpu_prefill = decode_overhead(engine, L, family, graphs, linears, k, moe)
@@ -459,7 +469,7 @@ def inference_performance(
 
     chunk = engine.prefill_chunk_tokens
     fixed = t_gpu_fixed + t_comm
-    per_token_flops = 2 * n_mm + 2 * L * d_q * w.prompt_tokens
+    per_token_flops = 2 * n_mm + 2 * L * d_q * w.prompt_tokens * attn
     prefill_peak = t * p * peak * 1e12  # a pipeline's stages all work on a long prompt
 
     def prefill_time(tokens: float) -> float:

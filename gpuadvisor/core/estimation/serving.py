@@ -81,6 +81,7 @@ from .performance import (
     STREAM_CAP,
     PerformanceEstimate,
     Range,
+    attention_flop_weight,
     compute_precision,
     decode_overhead,
     engine_peak,
@@ -120,9 +121,9 @@ _Z90 = 1.2815515655446004
 #: MLA MoE models on eight GPUs at about half the estimate, a 0.5B model in vLLM 0.7's in-process
 #: async engine at a half to a tenth).
 SERVING_SPREADS: dict[str, tuple[float, float]] = {
-    "tokens_per_s": (0.48, 0.30),
-    "ttft": (0.68, 1.08),
-    "itl": (0.53, 0.26),
+    "tokens_per_s": (0.46, 0.33),
+    "ttft": (0.68, 1.09),
+    "itl": (0.51, 0.26),
 }
 SERVING_SPREAD_PROVENANCE = (
     "split-conformal 10%/90% order statistics of the leave-one-source-out residuals of the "
@@ -424,7 +425,8 @@ class DecodeStep:
         self.bbpw = max(mm.block_bytes_per_weight, 1e-9)
         self.family = family
         self.gemv_max = family.gemv_max_tokens if family is not None else math.inf
-        flops = 2 * n_mm + 4 * L * d_q * c_mean
+        attn = attention_flop_weight(gpu, prec, peak)  # attention at the 16-bit rate
+        flops = 2 * n_mm + 4 * L * d_q * c_mean * attn
         self.comp_gemv = flops / (t * peak * 1e12 * ceiling)
         self.comp_gemm = self.comp_gemv / (family.gemm_efficiency if family is not None else 1.0)
         self.t_half = k.gemm_tokens_half
@@ -442,7 +444,7 @@ class DecodeStep:
             self.comm0 += (p - 1) * PCIE_LATENCY_S
         self.chunk = engine.prefill_chunk_tokens
         self.ceiling = ceiling
-        self.prefill_flops = 2 * n_mm + 2 * L * d_q * w.prompt_tokens  # per prompt token
+        self.prefill_flops = 2 * n_mm + 2 * L * d_q * w.prompt_tokens * attn  # per prompt token
         self.prefill_peak = t * p * peak * 1e12  # a pipeline's stages all work on a long prompt
         self.expert = 0.0
         self.keep = 1.0
@@ -561,11 +563,11 @@ class DecodeStep:
 #: ``validation.harness.fit_request_overheads``, printed by ``scripts/fit_engines.py``; the
 #: out-of-sample figures refit it without each source): the value for a stack without its own fit
 #: (:data:`REQUEST_OVERHEAD_BY_ENGINE`). See docs/estimation.md, "Serving".
-REQUEST_OVERHEAD_S = 0.054
+REQUEST_OVERHEAD_S = 0.053
 #: The per-request time of each serving stack with at least :data:`REQUEST_OVERHEAD_MIN_TTFT_ROWS`
 #: first-token rows in the validation set, fitted the same way to that stack's rows alone: a Python
 #: API server (vLLM) takes longer than TensorRT-LLM behind NIM or Triton.
-REQUEST_OVERHEAD_BY_ENGINE: dict[str, float] = {"vllm": 0.044, "tensorrt-llm": 0.034, "sglang": 0.072}
+REQUEST_OVERHEAD_BY_ENGINE: dict[str, float] = {"vllm": 0.044, "tensorrt-llm": 0.034, "sglang": 0.074}
 #: First-token rows a stack needs for a per-request time of its own.
 REQUEST_OVERHEAD_MIN_TTFT_ROWS = 3
 #: The range that fit searches (s).

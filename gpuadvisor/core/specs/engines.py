@@ -667,7 +667,7 @@ _FITTED_ENGINES: dict[str, _EngineFit] = {
     "tensorrt-llm": dict(
         prefill_mfu=0.60,
         layer_overhead_s=36e-6,
-        spread_low=0.46,
+        spread_low=0.47,
         spread_high=0.22,
         calibrated_on="108 rows: INF-01..10, H200-01..07, F180-01/05, TRTB-01..04; the serving ITLs and "
         "tokens/s SRV-01..31 (NIM, TensorRT-LLM perf overview), SRV-42/44 (GPUStack), SRB-43..81 "
@@ -676,7 +676,7 @@ _FITTED_ENGINES: dict[str, _EngineFit] = {
     "vllm": dict(
         prefill_mfu=0.50,
         layer_overhead_s=113e-6,
-        spread_low=0.15,
+        spread_low=0.16,
         spread_high=0.67,
         calibrated_on="43 rows: MI300-01..10 (MI300X), INB-09/10 (RTX 4090), INB-57 (RTX A6000); the "
         "serving ITLs and tokens/s SRV-19/20 (A40), SRV-36/38 and SRV-48..50 (GPUStack, H100), "
@@ -695,7 +695,7 @@ _FITTED_ENGINES: dict[str, _EngineFit] = {
         "PR #4766, GPU-Benchmarks-on-LLM-Inference)",
     ),
     "mlc-llm": dict(
-        spread_low=0.15,
+        spread_low=0.16,
         spread_high=0.67,
         calibrated_on="2 rows: INF-18 (RTX 4090), INB-61 (RTX A6000), decode only; prefill is the prior",
     ),
@@ -731,8 +731,8 @@ _FITTED_ENGINES: dict[str, _EngineFit] = {
     ),
     "sglang": dict(
         prefill_mfu=0.31,
-        layer_overhead_s=900e-6,
-        spread_low=0.15,
+        layer_overhead_s=860e-6,
+        spread_low=0.16,
         spread_high=0.67,
         calibrated_on="101 rows: the serving ITLs and tokens/s SRV-39..53 (GPUStack, H100; the bursts of "
         "block-FP8 Qwen3 pull the prefill factor down), SRR-04/05 (Modal), SRX-01..33 and SRY-01..111 "
@@ -741,7 +741,7 @@ _FITTED_ENGINES: dict[str, _EngineFit] = {
     ),
     "autoawq": dict(
         layer_overhead_s=34e-6,
-        spread_low=0.15,
+        spread_low=0.16,
         spread_high=0.67,
         calibrated_on="14 rows: AWQ-01..37 decode (one source)",
     ),
@@ -749,7 +749,7 @@ _FITTED_ENGINES: dict[str, _EngineFit] = {
         layer_overhead_s=24e-6,
         prefill_mfu=0.57,
         spread_low=0.24,
-        spread_high=0.34,
+        spread_high=0.35,
         calibrated_on="32 rows: EXL-01..07, INB-05/06/62 and INB-15..38 (ExLlama v1, the same kernels' lineage)",
     ),
     "torchtune": dict(
@@ -762,7 +762,7 @@ _FITTED_ENGINES: dict[str, _EngineFit] = {
 #: statistics (the floor((n+1) 0.1)-th and ceil((n+1) 0.9)-th of n ratios; Vovk et al. 2005, Lei et
 #: al. 2018) of measured / estimate over the leave-one-source-out residuals of tests/data/validation
 #: (2026-12-02), per engine with at least 15 speed rows (TensorRT-LLM, Transformers, llama.cpp, ExLlamaV2, Megatron, FSDP), else
-#: pooled over the engines of the same kind with fewer rows (inference 0.85-1.67, training
+#: pooled over the engines of the same kind with fewer rows (inference 0.84-1.67, training
 #: 0.69-1.23); each side at least 10%.
 SPREAD_PROVENANCE = (
     "split-conformal 10%/90% order statistics of leave-one-source-out residuals, tests/data/validation, "
@@ -774,13 +774,13 @@ _FITTED_FAMILIES: dict[str, _FamilyFit] = {}
 #: the exposed share of host launches, the GPU time of a small kernel, the KV-read factor and the
 #: GEMM half sizes.
 _FITTED_GLOBALS = dict(
-    bandwidth_ceiling=MappingProxyType({**BANDWIDTH_CEILING, "ada": 1.23, "ampere": 0.98, "hopper": 0.99}),
+    bandwidth_ceiling=MappingProxyType({**BANDWIDTH_CEILING, "ada": 1.22, "ampere": 0.97, "hopper": 1.0}),
     host_exposed_share=0.61,
     gpu_kernel_s=4.55e-6,
-    kv_bandwidth_factor=0.82,
-    gemm_tokens_half=6.6,
+    kv_bandwidth_factor=0.81,
+    gemm_tokens_half=6.7,
     gemm_width_half=360.0,
-    graph_step_host_s=MappingProxyType({"python": 0.99e-3, "cpp": 0.50e-3}),
+    graph_step_host_s=MappingProxyType({"python": 1.69e-3, "cpp": 0.58e-3}),
 )
 
 FITTED = replace(
