@@ -558,3 +558,32 @@ def test_the_serving_figures_are_reported_one_by_one(oos):
     assert set(counts) == {*figures, *arrivals, *fitting}
     assert sum(counts[f] for f in figures) == n == sum(counts[a] for a in arrivals)
     assert sum(counts[f] for f in fitting) == n
+
+
+def test_a_held_out_serving_source_never_reaches_its_prediction_through_the_shipped_per_request_times(
+    rows, predictor, monkeypatch
+):
+    """The shipped per-request times were fitted with every source, so leave-one-source-out must
+    not use them: each fold fits its own, without the held-out source (for its engine and global
+    fits as well as for the held-out rows). Shipped values far off leave every prediction as it
+    was. Three small vLLM serving sources stand in for the whole set (a run of seconds)."""
+    from gpuadvisor.core.estimation import serving
+
+    few = [
+        r
+        for r in rows
+        if r.source_id in ("mrahman-4090-vllm-sweep", "violet-quartz-4090-vllm", "databasemart-a40-vllm")
+    ]
+    assert sum(r.scored and r.group == "serving" for r in few) >= 15
+    before = {c.row.id: c.estimate for c in out_of_sample(few, predictor)}
+    monkeypatch.setattr(serving, "REQUEST_OVERHEAD_S", 0.2)
+    monkeypatch.setattr(
+        serving, "REQUEST_OVERHEAD_BY_ENGINE", {"vllm": 0.2, "tensorrt-llm": 0.2, "sglang": 0.2}
+    )
+    after = {c.row.id: c.estimate for c in out_of_sample(few, predictor)}
+    assert after == before
+    # ... while a prediction that is handed no per-request time does take the shipped one.
+    row = next(r for r in few if r.scored and r.quantity == "serving_ttft_ms" and r.basis != "engine")
+    shipped = predictor.compare(row).estimate
+    monkeypatch.setattr(serving, "REQUEST_OVERHEAD_BY_ENGINE", {"vllm": 0.0})
+    assert predictor.compare(row).estimate < shipped
