@@ -809,7 +809,10 @@ def _fit_engines_memo(
     out = {}
     for e in _base_ids(engine_ids):
         mine = by_engine.get(e, [])
-        key = ("engine", e, tuple(r.id for r in mine), constants, _overheads_key())
+        # Only an engine with serving rows reads the per-request times: the others' fits are shared
+        # by every fold that keeps their rows, whatever per-request times it fitted.
+        per_request = _overheads_key() if any(r.group == "serving" for r in mine) else ()
+        key = ("engine", e, tuple(r.id for r in mine), constants, per_request)
         out[e] = _memo(key, lambda e=e, mine=mine: fit_engine(core_engines.ENGINES[e], mine, predictor))
     return core_engines.with_release_lines(out)
 
