@@ -34,8 +34,11 @@ rows), never the shipped values.
 from __future__ import annotations
 
 import math
+import multiprocessing
+import os
 import statistics
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from dataclasses import MISSING, dataclass, fields, replace
 from typing import Any
@@ -843,35 +846,99 @@ def fit_all(
     return constants, profiles
 
 
-def out_of_sample(rows: Sequence[Row], predictor: Predictor) -> list[Comparison]:
+#: Environment variable that sets how many processes :func:`out_of_sample` spreads its folds over
+#: (default: one per CPU this process may run on; 1: no extra process).
+WORKERS_ENV = "GPUADVISOR_VALIDATION_WORKERS"
+
+
+def validation_workers() -> int:
+    """How many processes :func:`out_of_sample` uses: :data:`WORKERS_ENV`, else the CPUs this process
+    may run on. Extra processes are forked (a copy of this one, with every constant in force), so
+    where the platform cannot fork the folds run here, one after another."""
+    raw = os.environ.get(WORKERS_ENV, "").strip()
+    if raw:
+        try:
+            return max(1, int(raw))
+        except ValueError:
+            raise ValueError(f"{WORKERS_ENV} must be a whole number of processes, not {raw!r}") from None
+    if "fork" not in multiprocessing.get_all_start_methods():
+        return 1
+    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+
+
+def out_of_sample(rows: Sequence[Row], predictor: Predictor, workers: int | None = None) -> list[Comparison]:
     """Leave-one-source-out: each source's rows predicted by the global constants and engine
-    profiles fitted (:func:`fit_all`) without that source."""
+    profiles fitted (:func:`fit_all`) without that source.
+
+    The folds are independent, so they are spread over ``workers`` processes (default
+    :func:`validation_workers`); each process remembers its own fits (:data:`_MEMO`) across the folds
+    it takes. A fit depends only on its rows and the constants in force, so the result is the same
+    with any number of processes."""
     global _MEMO
     scored = [r for r in rows if r.scored]
+    sources = list(dict.fromkeys(r.source_id for r in rows))
+    n = min(validation_workers() if workers is None else max(1, workers), len(sources))
     out: dict[str, Comparison] = {}
-    _MEMO = {}
-    try:
-        _loso(rows, scored, predictor, out)
-    finally:
-        _MEMO = None
+    if n <= 1:
+        _MEMO = {}
+        try:
+            for source in sources:
+                out.update(_fold(rows, scored, predictor, source))
+        finally:
+            _MEMO = None
+    else:
+        by_id = {r.id: r for r in rows}
+        ctx = multiprocessing.get_context("fork")
+        # The forked processes find the rows and the predictor here; nothing is pickled on the way in.
+        global _FORK_STATE
+        _FORK_STATE = (rows, scored, predictor)
+        try:
+            with ProcessPoolExecutor(max_workers=n, mp_context=ctx, initializer=_start_worker) as pool:
+                for got in pool.map(_fold_in_worker, sources):
+                    for row_id, fields_ in got:
+                        out[row_id] = Comparison(by_id[row_id], *fields_)
+        finally:
+            _FORK_STATE = None
     return [out[r.id] for r in rows]
 
 
-def _loso(
-    rows: Sequence[Row], scored: Sequence[Row], predictor: Predictor, out: dict[str, Comparison]
-) -> None:
-    for source in dict.fromkeys(r.source_id for r in rows):
-        held = [r for r in rows if r.source_id == source]
-        rest = [r for r in scored if r.source_id != source]
-        engines = {scenario_engine(r) for r in held if is_fit_row(r)}
-        with _fold_overheads(_prior_overheads(rest, predictor)):
-            constants, profiles = fit_all(rest, predictor, engines) if engines else (None, None)
-        with core_engines.using_constants(constants):
-            # A serving source's rows get the per-request times fitted to the other sources' serving rows.
-            stacks = {stack_of(r) for r in held if r.group == "serving"}
-            overheads = fit_request_overheads(rest, predictor, stacks=stacks) if stacks else None
-            for r in held:
-                out[r.id] = predictor.compare(r, profiles, overhead_for(r, overheads))
+#: (rows, scored rows, predictor) of the :func:`out_of_sample` run whose forked processes read them.
+_FORK_STATE: tuple[Sequence[Row], Sequence[Row], Predictor] | None = None
+
+
+def _start_worker() -> None:
+    global _MEMO
+    _MEMO = {}
+
+
+def _fold_in_worker(source: str) -> list[tuple[str, tuple[Any, ...]]]:
+    """One fold in a forked process; the comparisons travel back without their rows."""
+    assert _FORK_STATE is not None
+    rows, scored, predictor = _FORK_STATE
+    got = _fold(rows, scored, predictor, source)
+    return [(row_id, _comparison_fields(c)[1:]) for row_id, c in got.items()]
+
+
+def _comparison_fields(c: Comparison) -> tuple[Any, ...]:
+    """A comparison's fields in order, not copied (``dataclasses.astuple`` would copy the row)."""
+    return tuple(getattr(c, f.name) for f in fields(c))
+
+
+def _fold(
+    rows: Sequence[Row], scored: Sequence[Row], predictor: Predictor, source: str
+) -> dict[str, Comparison]:
+    """The rows of ``source`` predicted by the constants, profiles and per-request times fitted to
+    the scored rows of every other source."""
+    held = [r for r in rows if r.source_id == source]
+    rest = [r for r in scored if r.source_id != source]
+    engines = {scenario_engine(r) for r in held if is_fit_row(r)}
+    with _fold_overheads(_prior_overheads(rest, predictor)):
+        constants, profiles = fit_all(rest, predictor, engines) if engines else (None, None)
+    with core_engines.using_constants(constants):
+        # A serving source's rows get the per-request times fitted to the other sources' serving rows.
+        stacks = {stack_of(r) for r in held if r.group == "serving"}
+        overheads = fit_request_overheads(rest, predictor, stacks=stacks) if stacks else None
+        return {r.id: predictor.compare(r, profiles, overhead_for(r, overheads)) for r in held}
 
 
 def _prior_overheads(rows: Sequence[Row], predictor: Predictor) -> dict[str, float]:

@@ -587,3 +587,41 @@ def test_a_held_out_serving_source_never_reaches_its_prediction_through_the_ship
     shipped = predictor.compare(row).estimate
     monkeypatch.setattr(serving, "REQUEST_OVERHEAD_BY_ENGINE", {"vllm": 0.0})
     assert predictor.compare(row).estimate < shipped
+
+
+def test_leave_one_source_out_gives_the_same_answer_in_one_process_or_several(rows, predictor):
+    """The folds run in forked processes where there are CPUs for them: the same comparisons as
+    one after another, in the rows' order."""
+    few = [
+        r
+        for r in rows
+        if r.source_id
+        in (
+            "llamacpp-pr4766",
+            "mlc-llm-perf-bench",
+            "databasemart-a40-vllm",
+            "llm-k8s-vllm-nd96asr",
+            "zero-paper",
+        )
+    ]
+    alone = out_of_sample(few, predictor, workers=1)
+    spread = out_of_sample(few, predictor, workers=3)
+    assert [c.row.id for c in spread] == [r.id for r in few]
+    assert spread == alone
+    assert any(c.estimate for c in alone)
+
+
+@pytest.mark.parametrize(("raw", "want"), [("1", 1), (" 3 ", 3), ("0", 1)])
+def test_the_number_of_validation_processes_can_be_set(monkeypatch, raw, want):
+    from gpuadvisor.validation.harness import WORKERS_ENV, validation_workers
+
+    monkeypatch.setenv(WORKERS_ENV, raw)
+    assert validation_workers() == want
+
+
+def test_a_number_of_validation_processes_that_is_not_a_number_is_named(monkeypatch):
+    from gpuadvisor.validation.harness import WORKERS_ENV, validation_workers
+
+    monkeypatch.setenv(WORKERS_ENV, "many")
+    with pytest.raises(ValueError, match="GPUADVISOR_VALIDATION_WORKERS must be a whole number"):
+        validation_workers()
