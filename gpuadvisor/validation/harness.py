@@ -733,18 +733,36 @@ def fit_globals(
     if not mine:
         return constants
     cache: dict[tuple[str, float], float] = {}
+    # Each row's |log error| at the constants before the current one is searched; a row that does
+    # not read the constant searched (:func:`rows_reading`) keeps it, the others are worked out
+    # again for each trial value. The loss is the same as working out every row each time.
+    base: list[float | None] = []
+    reading: Sequence[int] = ()
+
+    def logs_at(trial: SpeedConstants, which: Iterable[int]) -> list[float | None]:
+        logs = list(base) if base else [None] * len(mine)
+        with core_engines.using_constants(trial):
+            for i in which:
+                c = predictor.compare(mine[i], profiles)
+                logs[i] = abs(math.log(c.estimate / c.measured)) if c.estimate and c.estimate > 0 else None
+        return logs
 
     def loss_with(name: str, value: float) -> float:
         key = (name, round(value, 12))
         if key not in cache:
-            trial = _with_global(constants, name, value)
-            with core_engines.using_constants(trial):
-                cache[key] = _loss(predictor.compare(r, profiles) for r in mine)
+            logs = logs_at(_with_global(constants, name, value), reading)
+            kept = [x for x in logs if x is not None]
+            cache[key] = statistics.fmean(kept) if kept else 0.0
         return cache[key]
 
     for name, (lo, hi) in FIT_GLOBALS.items():
         cache.clear()
         now = _global(constants, name)
+        subset = rows_reading(name, mine, predictor)
+        base, reading = [], range(len(mine))
+        if subset is not None:
+            base = logs_at(constants, reading)
+            reading = subset
         linear = name == "host_exposed_share"
         to_x, from_x = (float, float) if linear else (math.log, math.exp)
         best = golden_section_min(
@@ -754,6 +772,35 @@ def fit_globals(
         value = min(candidates)[1]
         constants = _with_global(constants, name, value)
     return replace(constants, provenance=f"fitted over {len(mine)} speed rows")
+
+
+def rows_reading(name: str, rows: Sequence[Row], predictor: Predictor) -> list[int] | None:
+    """The indexes of ``rows`` whose estimate can read the global constant ``name`` of
+    :data:`FIT_GLOBALS`, where that is fewer than all: an entry of the bandwidth ceilings is read
+    only for a GPU of its architecture, an entry of the graph-step host times only for an engine of
+    its runtime (``core.estimation.performance``, ``core.estimation.serving``). None: every row.
+    (tests/core/test_validation.py moves each such entry and checks that no other row moves.)"""
+    if ":" not in name:
+        return None
+    field, key = name.split(":", 1)
+    out = []
+    for i, r in enumerate(rows):
+        prepared = predictor.prepare(r)
+        if isinstance(prepared, str):
+            continue  # refused: no estimate to read anything
+        sc = prepared[0]
+        if field == "bandwidth_ceiling":
+            try:
+                reads = predictor.gpus.get(sc.hardware.gpu).architecture == key
+            except InputError:
+                reads = True
+        elif field == "graph_step_host_s":
+            reads = core_engines.engine_for(sc.workload.engine, sc.workload.kind).runtime == key
+        else:
+            return None
+        if reads:
+            out.append(i)
+    return out
 
 
 #: Engines with a speed model of their own that reads none of the global constants (llama.cpp:

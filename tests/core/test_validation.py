@@ -22,7 +22,7 @@ from gpuadvisor.validation import (
     scenario_dict,
     summary,
 )
-from gpuadvisor.validation.data import DATA_DIR, arrival_kind, paced_interval
+from gpuadvisor.validation.data import DATA_DIR, arrival_kind, paced_interval, scenario_engine
 from gpuadvisor.validation.harness import SCORE_ONLY_SOURCES, fit_request_overhead, group_stats, speed_rows
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -625,3 +625,41 @@ def test_a_number_of_validation_processes_that_is_not_a_number_is_named(monkeypa
     monkeypatch.setenv(WORKERS_ENV, "many")
     with pytest.raises(ValueError, match="GPUADVISOR_VALIDATION_WORKERS must be a whole number"):
         validation_workers()
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "bandwidth_ceiling:ada",
+        "bandwidth_ceiling:ampere",
+        "bandwidth_ceiling:hopper",
+        "graph_step_host_s:python",
+        "graph_step_host_s:cpp",
+    ],
+)
+def test_a_global_constant_moves_only_the_rows_said_to_read_it(rows, predictor, name):
+    """The global fit works out again, for each trial value of a constant, only the rows that read
+    it (``rows_reading``); moving the constant far must leave every other row where it was. Rows of
+    every engine, GPU architecture and kind of figure stand in for the set."""
+    from gpuadvisor.core.specs import engines as core_engines
+    from gpuadvisor.validation.harness import _global, _with_global, global_rows, rows_reading
+
+    picked = {}
+    for r in global_rows(rows):
+        prepared = predictor.prepare(r)
+        if isinstance(prepared, str):
+            continue
+        sc = prepared[0]
+        arch = predictor.gpus.get(sc.hardware.gpu).architecture
+        key = (scenario_engine(r), arch, r.quantity, r.fact("arrival"))
+        picked.setdefault(key, r)
+    some = list(picked.values())
+    reading = set(rows_reading(name, some, predictor) or range(len(some)))
+    assert 0 < len(reading) < len(some), "the constant is read by some rows and not others"
+    shipped = core_engines.active_constants()
+    moved = _with_global(shipped, name, _global(shipped, name) * 1.7)
+    before = [predictor.compare(r).estimate for r in some]
+    with core_engines.using_constants(moved):
+        after = [predictor.compare(r).estimate for r in some]
+    assert [i for i, (b, a) in enumerate(zip(before, after)) if a != b and i not in reading] == []
+    assert any(after[i] != before[i] for i in reading), "moving the constant moves some row that reads it"
