@@ -461,10 +461,19 @@ def speed_value(row: Row, perf, sc: Scenario) -> float | None:
 
 
 # --- fitting --------------------------------------------------------------------------------------
+def _log_error(c: Comparison) -> float | None:
+    """|ln(estimate / measured)|, or None for a row that got no estimate."""
+    return abs(math.log(c.estimate / c.measured)) if c.estimate and c.estimate > 0 else None
+
+
+def _mean_log_error(logs: Iterable[float | None]) -> float:
+    kept = [x for x in logs if x is not None]
+    return statistics.fmean(kept) if kept else 0.0
+
+
 def _loss(comparisons: Iterable[Comparison]) -> float:
     """Mean absolute log error over rows that got an estimate (robust to a single outlier)."""
-    logs = [abs(math.log(c.estimate / c.measured)) for c in comparisons if c.estimate and c.estimate > 0]
-    return statistics.fmean(logs) if logs else 0.0
+    return _mean_log_error(_log_error(c) for c in comparisons)
 
 
 def fit_engine(
@@ -733,36 +742,35 @@ def fit_globals(
     if not mine:
         return constants
     cache: dict[tuple[str, float], float] = {}
-    # Each row's |log error| at the constants before the current one is searched; a row that does
-    # not read the constant searched (:func:`rows_reading`) keeps it, the others are worked out
-    # again for each trial value. The loss is the same as working out every row each time.
-    base: list[float | None] = []
-    reading: Sequence[int] = ()
 
-    def logs_at(trial: SpeedConstants, which: Iterable[int]) -> list[float | None]:
-        logs = list(base) if base else [None] * len(mine)
+    def logs_at(trial: SpeedConstants, base: list[float | None], which: Iterable[int]) -> list[float | None]:
+        """``base`` with the rows ``which`` worked out again under ``trial``."""
+        logs = list(base)
         with core_engines.using_constants(trial):
             for i in which:
-                c = predictor.compare(mine[i], profiles)
-                logs[i] = abs(math.log(c.estimate / c.measured)) if c.estimate and c.estimate > 0 else None
+                logs[i] = _log_error(predictor.compare(mine[i], profiles))
         return logs
+
+    # While one constant is searched, a row that does not read it (:func:`rows_reading`) keeps its
+    # error from before the search; only the others are worked out again for each trial value. The
+    # loss is the same sum, in the same order, as working out every row each time.
+    every = range(len(mine))
+    base: list[float | None] = [None] * len(mine)
+    reading: Sequence[int] = every
 
     def loss_with(name: str, value: float) -> float:
         key = (name, round(value, 12))
         if key not in cache:
-            logs = logs_at(_with_global(constants, name, value), reading)
-            kept = [x for x in logs if x is not None]
-            cache[key] = statistics.fmean(kept) if kept else 0.0
+            cache[key] = _mean_log_error(logs_at(_with_global(constants, name, value), base, reading))
         return cache[key]
 
     for name, (lo, hi) in FIT_GLOBALS.items():
         cache.clear()
         now = _global(constants, name)
         subset = rows_reading(name, mine, predictor)
-        base, reading = [], range(len(mine))
-        if subset is not None:
-            base = logs_at(constants, reading)
-            reading = subset
+        base, reading = (
+            ([None] * len(mine), every) if subset is None else (logs_at(constants, base, every), subset)
+        )
         linear = name == "host_exposed_share"
         to_x, from_x = (float, float) if linear else (math.log, math.exp)
         best = golden_section_min(
@@ -780,9 +788,9 @@ def rows_reading(name: str, rows: Sequence[Row], predictor: Predictor) -> list[i
     only for a GPU of its architecture, an entry of the graph-step host times only for an engine of
     its runtime (``core.estimation.performance``, ``core.estimation.serving``). None: every row.
     (tests/core/test_validation.py moves each such entry and checks that no other row moves.)"""
-    if ":" not in name:
+    field, _, key = name.partition(":")
+    if field not in ("bandwidth_ceiling", "graph_step_host_s"):
         return None
-    field, key = name.split(":", 1)
     out = []
     for i, r in enumerate(rows):
         prepared = predictor.prepare(r)
@@ -794,10 +802,8 @@ def rows_reading(name: str, rows: Sequence[Row], predictor: Predictor) -> list[i
                 reads = predictor.gpus.get(sc.hardware.gpu).architecture == key
             except InputError:
                 reads = True
-        elif field == "graph_step_host_s":
-            reads = core_engines.engine_for(sc.workload.engine, sc.workload.kind).runtime == key
         else:
-            return None
+            reads = core_engines.engine_for(sc.workload.engine, sc.workload.kind).runtime == key
         if reads:
             out.append(i)
     return out
