@@ -150,6 +150,14 @@ def test_bad_keys_name_the_field(workload, field, words):
         ("nf4", None, "qlora", "bnb"),
         ("fp8", "vllm", "inference", "fp8"),
         ("bf16", "vllm", "inference", None),
+        # gpt-oss's MXFP4 experts in a serving engine: its 4-bit kernels, never GGUF's 16-bit copy.
+        ("mxfp4", "vllm", "inference", "marlin"),
+        ("mxfp4", "sglang", "inference", "marlin"),
+        ("mxfp4", "tensorrt-llm", "inference", "awq"),
+        ("mxfp4", None, "inference", "marlin"),
+        ("nvfp4", "vllm", "inference", "marlin"),
+        ("mxfp4", "llama.cpp", "inference", "gguf"),
+        ("q4_k_m", "vllm", "inference", "gguf"),
     ],
 )
 def test_quantization_defaults_by_engine_and_weights(weights, engine, kind, family):

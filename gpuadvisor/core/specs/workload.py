@@ -55,6 +55,9 @@ KV_PRECISIONS = ("fp32", "bf16", "fp16", "fp8", "int8", "int4")
 OPTIMIZERS = ("adamw", "adamw_8bit", "sgd", "adafactor")
 PARALLELISMS = ("ddp", "zero1", "zero2", "zero3", "fsdp", "tensor", "pipeline")
 QUANTIZED = ("int8", "int4", "nf4")
+#: 4-bit floating-point block formats with a shared scale per small block (OCP MX, NVIDIA's NVFP4):
+#: also llama.cpp tensor types, but in a serving engine's checkpoint run by its 4-bit kernels.
+MICROSCALED_FP4 = ("mxfp4", "nvfp4")
 QUANTIZATIONS = ("awq", "gptq", "marlin", "exllama", "bnb", "gguf", "fp8", "w8a8", "torchao", "hqq")
 OPTIMIZER_STATE_DTYPES = ("fp32", "bf16")
 #: Activation recomputation (Korthikanti et al. 2022): keep everything, recompute the attention
@@ -124,7 +127,17 @@ def default_quantization(weights: str, engine: str | None, kind: str) -> str | N
         return None
     if weights == "fp8":
         return "fp8"
-    if weights not in QUANTIZED:
+    if (
+        weights in MICROSCALED_FP4
+        and kind == "inference"
+        and (engine_lineage(engine) or "vllm") != "llama.cpp"
+    ):
+        # A checkpoint with FP4 microscaled experts (gpt-oss's MXFP4) on a serving engine runs its
+        # fused 4-bit weight-only kernels (vLLM: Marlin's MXFP4 path or Triton's matmul_ogs;
+        # TensorRT-LLM: its weight-only MoE GEMMs), which never write a 16-bit copy: the engine's
+        # int4 family, not llama.cpp's GGUF path.
+        weights = "int4"
+    elif weights not in QUANTIZED:
         return "gguf"  # a llama.cpp tensor type
     if weights == "nf4" or kind in TRAINING_KINDS:
         return "bnb"
