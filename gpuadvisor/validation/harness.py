@@ -707,7 +707,11 @@ FIT_GLOBALS: dict[str, tuple[float, float]] = {
     "gemm_width_half": (32.0, 2048.0),
     "graph_step_host_s:python": (5e-5, 8e-3),
     "graph_step_host_s:cpp": (2e-5, 3e-3),
+    "moe_kernels_per_layer": (1.0, 80.0),
+    "moe_expert_efficiency": (0.15, 1.0),
 }
+#: Global constants that only the inference of a mixture-of-experts model reads.
+MOE_GLOBALS = ("moe_kernels_per_layer", "moe_expert_efficiency")
 
 
 def _global(constants: SpeedConstants, name: str) -> float:
@@ -786,10 +790,11 @@ def rows_reading(name: str, rows: Sequence[Row], predictor: Predictor) -> list[i
     """The indexes of ``rows`` whose estimate can read the global constant ``name`` of
     :data:`FIT_GLOBALS`, where that is fewer than all: an entry of the bandwidth ceilings is read
     only for a GPU of its architecture, an entry of the graph-step host times only for an engine of
-    its runtime (``core.estimation.performance``, ``core.estimation.serving``). None: every row.
+    its runtime, the MoE constants (:data:`MOE_GLOBALS`) only for the inference of an MoE model
+    (``core.estimation.performance``, ``core.estimation.serving``). None: every row.
     (tests/core/test_validation.py moves each such entry and checks that no other row moves.)"""
     field, _, key = name.partition(":")
-    if field not in ("bandwidth_ceiling", "graph_step_host_s"):
+    if field not in ("bandwidth_ceiling", "graph_step_host_s", *MOE_GLOBALS):
         return None
     out = []
     for i, r in enumerate(rows):
@@ -797,7 +802,9 @@ def rows_reading(name: str, rows: Sequence[Row], predictor: Predictor) -> list[i
         if isinstance(prepared, str):
             continue  # refused: no estimate to read anything
         sc = prepared[0]
-        if field == "bandwidth_ceiling":
+        if field in MOE_GLOBALS:
+            reads = prepared[1].is_moe and sc.workload.kind == "inference"
+        elif field == "bandwidth_ceiling":
             try:
                 reads = predictor.gpus.get(sc.hardware.gpu).architecture == key
             except InputError:

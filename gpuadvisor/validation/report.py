@@ -171,7 +171,7 @@ def markdown(
         "## Out of sample (leave one source out)",
         "",
         "For each source, the engine profiles' efficiency factors and the speed model's fitted global constants "
-        "(per-generation bandwidth ceilings, exposed host time, small-kernel time, KV-read factor, GEMM half sizes; "
+        "(per-generation bandwidth ceilings, exposed host time, small-kernel time, KV-read factor, GEMM half sizes, the MoE layers' extra kernels and expert-kernel efficiency; "
         "`harness.FIT_GLOBALS`) are refitted on the scored speed rows and the serving rows' inter-token "
         "latencies and output tokens/s of all *other* sources (starting from the "
         "documented priors, not from the shipped values), and that source's rows are predicted. The serving "

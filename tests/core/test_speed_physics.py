@@ -570,6 +570,35 @@ def test_shared_gemv_kernels_read_the_weights_once_per_step(models, gpus):
     assert _decode_step(m, gpu, 8, **kw) < 1.2 * _decode_step(m, gpu, 1, **kw)
 
 
+def test_slower_expert_kernels_slow_a_moe_and_leave_a_dense_model_alone(models, gpus):
+    """``moe_expert_efficiency`` is the expert kernels' share of the dense rate: halving it makes a
+    MoE's decode step and prefill longer, the decode more at a large batch (whose tokens read more
+    of the experts), and moves nothing of a dense model."""
+    from dataclasses import replace
+
+    from gpuadvisor.core.specs.engines import FITTED, using_constants
+
+    gpu = gpus.get("h100-sxm")
+    slow = replace(FITTED, moe_expert_efficiency=FITTED.moe_expert_efficiency / 2)
+
+    def speeds(preset, batch):
+        """(decode tokens/s per user, time to first token of a 2,000-token prompt)."""
+        w = Workload(kind="inference", batch_size=batch, prompt_tokens=2000, output_tokens=16, engine="vllm")
+        perf = inference_performance(
+            MemoryModel(models.get(preset), w), gpu, 1, "none", engine_for("vllm", "inference")
+        )
+        return perf.tokens_per_s_per_user, perf.time_to_first_token_s
+
+    base = {b: speeds("qwen3-30b-a3b", b) for b in (1, 64)}
+    dense = {b: speeds("llama-3.1-8b", b) for b in (1, 64)}
+    with using_constants(slow):
+        slower = {b: speeds("qwen3-30b-a3b", b) for b in (1, 64)}
+        assert {b: speeds("llama-3.1-8b", b) for b in (1, 64)} == dense
+    for b in (1, 64):
+        assert slower[b][0] < base[b][0] and slower[b][1] > base[b][1], b
+    assert slower[64][0] / base[64][0] < slower[1][0] / base[1][0]
+
+
 def test_moe_layers_add_kernels_and_graph_engines_pay_a_host_step(models, gpus):
     """A MoE layer launches router, top-k, alignment and two grouped GEMMs; an engine that replays
     CUDA graphs still schedules and samples every step on the host."""

@@ -308,13 +308,36 @@ def inference_shape(mm: MemoryModel, k: SpeedConstants) -> _InferenceShape:
     m, w = mm.model, mm.workload
     return (
         kernel_family(w.quantization_family, w.weights, k),
-        matmul_params(m),
+        # The expert GEMMs of an MoE model run at a share of the dense ones' rate: their FLOPs
+        # count 1 / moe_expert_efficiency times.
+        matmul_params(m) + moe_active_mlp_params(m) * moe_slowdown(m, k),
         m.num_layers,
         m.q_dim,
         len(m.linear_shapes()),
         w.uses_cuda_graphs,
         m.is_moe,
     )
+
+
+def moe_slowdown(model: ModelSpec, constants: SpeedConstants) -> float:
+    """``1 / moe_expert_efficiency - 1`` for a mixture-of-experts model, 0 for a dense one: the
+    share by which the MoE layers' MLP work (the bytes its experts stream, their FLOPs) is counted
+    again because grouped expert kernels run slower than dense ones."""
+    return 1.0 / constants.moe_expert_efficiency - 1.0 if model.is_moe else 0.0
+
+
+def moe_mlp_bytes(mm: MemoryModel) -> float:
+    """Bytes of an MoE model's MLPs (every expert, shared experts, routers and any leading dense
+    layers' MLP; 0 for a dense model): what :func:`unused_expert_bytes` takes its share of."""
+    m = mm.model
+    return mm.block_weight_bytes * (m.counts.mlp / max(m.counts.blocks, 1)) if m.is_moe else 0.0
+
+
+def moe_active_mlp_params(model: ModelSpec) -> float:
+    """MLP parameters a token of an MoE model multiplies with (its routed and shared experts, the
+    routers, the leading dense layers' MLP); 0 for a dense model."""
+    c = model.counts
+    return float(c.mlp - (c.total - c.active)) if model.is_moe else 0.0
 
 
 def unused_expert_bytes(mm: MemoryModel, batch: int) -> float:
@@ -324,8 +347,7 @@ def unused_expert_bytes(mm: MemoryModel, batch: int) -> float:
     m = mm.model
     if not m.is_moe:
         return 0.0
-    expert_bytes = mm.block_weight_bytes * (m.counts.mlp / max(m.counts.blocks, 1))
-    return expert_bytes * (1.0 - m.experts_per_token / m.num_experts) ** batch
+    return moe_mlp_bytes(mm) * (1.0 - m.experts_per_token / m.num_experts) ** batch
 
 
 def inference_performance(
@@ -381,10 +403,13 @@ def inference_performance(
 
     # Weight bytes read per decode step: with MoE only the experts some token of the batch uses.
     unused = unused_expert_bytes(mm, b)
+    # The experts read stream at moe_expert_efficiency of the dense rate: counted as more bytes.
+    slow = moe_slowdown(m, k)
+    extra = (moe_mlp_bytes(mm) - unused) * slow
     # The input embedding is a lookup (one row per token), not a stream; a tied table is read
     # whole as the output head, an untied one not at all.
-    weights = mm.weight_bytes - unused - (mm.embedding_bytes if mm.head_bytes else 0.0)
-    block_weights = mm.block_weight_bytes - unused
+    weights = mm.weight_bytes - unused + extra - (mm.embedding_bytes if mm.head_bytes else 0.0)
+    block_weights = mm.block_weight_bytes - unused + extra
     # Bandwidth ceiling x engine efficiency, at most what streaming kernels reach on any GPU.
     stream = t * min(bw * e_bw, gpu.memory_bandwidth_gb_s * 1e9 * STREAM_CAP)
     other = 0.0
@@ -478,6 +503,7 @@ def inference_performance(
         e = ceiling * gemm_tokens / (gemm_tokens + t_half)
         # A pass's tokens route to more experts than the decode batch's: its MoE weights read too.
         more = unused - unused_expert_bytes(mm, max(math.ceil(gemm_tokens), b)) if unused else 0.0
+        more *= 1.0 + slow  # streamed at the experts' rate
         if family is not None and gemm_tokens > gemv_max:  # gemv_max is infinite without a family
             e *= family.gemm_efficiency
             read = gemm_bytes + more * (

@@ -88,6 +88,8 @@ from .performance import (
     inference_performance,
     inference_shape,
     link,
+    moe_mlp_bytes,
+    moe_slowdown,
 )
 from .serving_memory import ServingMemory
 
@@ -119,15 +121,17 @@ _Z90 = 1.2815515655446004
 #: whose per-request time is near zero) and to the long side (SGLang's first tokens of large MoE
 #: models on eight GPUs, up to 8 times the estimate), and the tokens/s' to the slow side (SGLang's
 #: MLA MoE models on eight GPUs at about half the estimate, a 0.5B model in vLLM 0.7's in-process
-#: async engine at a half to a tenth).
+#: async engine at a half to a tenth); the ITL's reaches far to the short side since GPUStack's
+#: MoE bursts joined (gpt-oss behind 2,000-32,000-token prompts: a half to a twelfth of the estimate,
+#: whose chunked prefills steal more of each step than vLLM's did).
 SERVING_SPREADS: dict[str, tuple[float, float]] = {
-    "tokens_per_s": (0.46, 0.33),
-    "ttft": (0.68, 1.09),
-    "itl": (0.51, 0.26),
+    "tokens_per_s": (0.50, 0.37),
+    "ttft": (0.70, 1.02),
+    "itl": (0.44, 1.99),
 }
 SERVING_SPREAD_PROVENANCE = (
     "split-conformal 10%/90% order statistics of the leave-one-source-out residuals of the "
-    "serving rows, tests/data/validation, 2026-12-02"
+    "serving rows, tests/data/validation, 2026-12-03"
 )
 
 
@@ -376,7 +380,7 @@ class DecodeStep:
     __slots__ = (
         "stream", "kv_s", "other", "block", "bbpw", "family", "gemv_max", "comp_gemv", "comp_gemm",
         "t_half", "fixed", "comm0", "comm1", "t_cpu", "expert", "keep", "chunk", "ceiling",
-        "prefill_flops", "prefill_peak", "exposed", "t_cpu_prefill", "seq_host",
+        "prefill_flops", "prefill_peak", "exposed", "t_cpu_prefill", "seq_host", "slow",
     )  # fmt: skip
 
     def __init__(
@@ -446,16 +450,15 @@ class DecodeStep:
         self.ceiling = ceiling
         self.prefill_flops = 2 * n_mm + 2 * L * d_q * w.prompt_tokens * attn  # per prompt token
         self.prefill_peak = t * p * peak * 1e12  # a pipeline's stages all work on a long prompt
-        self.expert = 0.0
-        self.keep = 1.0
-        if m.is_moe:
-            self.expert = mm.block_weight_bytes * (m.counts.mlp / max(m.counts.blocks, 1))
-            self.keep = 1.0 - m.experts_per_token / m.num_experts
+        self.expert = moe_mlp_bytes(mm)
+        self.keep = 1.0 - m.experts_per_token / m.num_experts if m.is_moe else 1.0
+        # The experts read stream at moe_expert_efficiency of the dense rate (as the roofline).
+        self.slow = moe_slowdown(m, k)
 
     def terms(self, b: float) -> tuple[float, float, float, float]:
         """(t_mem, t_comp, GPU-side fixed + communication, CPU launch) at batch ``b``."""
         unused = self.expert * self.keep**b if self.expert else 0.0
-        block = self.block - unused
+        block = self.block - unused + (self.expert - unused) * self.slow
         fam = self.family
         if fam is None:
             read = block + self.other
@@ -483,7 +486,7 @@ class DecodeStep:
         e = self.ceiling * g / (g + self.t_half)
         # The experts the pass's prompt tokens route to are read (as the roofline's prefill).
         unused = self.expert * self.keep ** max(g, b) if self.expert else 0.0
-        block = self.block - unused
+        block = self.block - unused + (self.expert - unused) * self.slow
         fam = self.family
         if fam is not None and g > self.gemv_max:
             e *= fam.gemm_efficiency
@@ -563,11 +566,11 @@ class DecodeStep:
 #: ``validation.harness.fit_request_overheads``, printed by ``scripts/fit_engines.py``; the
 #: out-of-sample figures refit it without each source): the value for a stack without its own fit
 #: (:data:`REQUEST_OVERHEAD_BY_ENGINE`). See docs/estimation.md, "Serving".
-REQUEST_OVERHEAD_S = 0.053
+REQUEST_OVERHEAD_S = 0.050
 #: The per-request time of each serving stack with at least :data:`REQUEST_OVERHEAD_MIN_TTFT_ROWS`
 #: first-token rows in the validation set, fitted the same way to that stack's rows alone: a Python
 #: API server (vLLM) takes longer than TensorRT-LLM behind NIM or Triton.
-REQUEST_OVERHEAD_BY_ENGINE: dict[str, float] = {"vllm": 0.044, "tensorrt-llm": 0.034, "sglang": 0.074}
+REQUEST_OVERHEAD_BY_ENGINE: dict[str, float] = {"vllm": 0.044, "tensorrt-llm": 0.034, "sglang": 0.073}
 #: First-token rows a stack needs for a per-request time of its own.
 REQUEST_OVERHEAD_MIN_TTFT_ROWS = 3
 #: The range that fit searches (s).

@@ -339,6 +339,15 @@ class SpeedConstants:
     #: router GEMM, top-k softmax, token alignment, two grouped expert GEMMs, activation, weighted
     #: sum), each paying ``gpu_kernel_s`` (and a launch without CUDA graphs).
     moe_kernels_per_layer: float = 7.0
+    #: Share of the dense kernels' throughput (weight streaming and FLOPs alike) that a
+    #: mixture-of-experts layer's expert kernels reach in serving: grouped GEMMs over many small
+    #: per-expert shapes, with the tokens permuted to their experts and the outputs gathered back.
+    #: The TensorRT-LLM team describes the routed experts of a tensor-parallel MoE at tens to a few
+    #: hundred tokens as memory-bound yet paying for small per-expert shapes, expert scheduling,
+    #: input permutation and output accumulation ("MoE as Dense GEMM", TensorRT-LLM tech blog 24).
+    #: Prior 0.7 (an assumption: no published share of the dense stream); fitted on the MoE rows.
+    #: Applies to the MLP share of an MoE model's blocks (:func:`moe_mlp_share`).
+    moe_expert_efficiency: float = 0.7
     #: Tokens per GEMM at which a GEMM reaches half its ceiling: e = T / (T + this).
     gemm_tokens_half: float = 8.0
     #: Hidden size (per tensor-parallel rank) at which training GEMMs reach half their ceiling.
@@ -665,23 +674,25 @@ class _FamilyFit(TypedDict, total=False):
 # ceiling of each GPU generation below scales it).
 _FITTED_ENGINES: dict[str, _EngineFit] = {
     "tensorrt-llm": dict(
-        prefill_mfu=0.60,
+        prefill_mfu=0.59,
         layer_overhead_s=36e-6,
-        spread_low=0.47,
-        spread_high=0.22,
-        calibrated_on="108 rows: INF-01..10, H200-01..07, F180-01/05, TRTB-01..04; the serving ITLs and "
+        spread_low=0.43,
+        spread_high=0.27,
+        calibrated_on="112 rows: INF-01..10, H200-01..07, F180-01/05, TRTB-01..04; the serving ITLs and "
         "tokens/s SRV-01..31 (NIM, TensorRT-LLM perf overview), SRV-42/44 (GPUStack), SRB-43..81 "
-        "(TensorRT-LLM perf overview v0.17, Triton bursts), SRT-01..54 (GPUStack's bursts on H100 and A100)",
+        "(TensorRT-LLM perf overview v0.17, Triton bursts), SRT-01..54 (GPUStack's bursts on H100 and A100), "
+        "SRG-07..111 (GPUStack's gpt-oss bursts on H100)",
     ),
     "vllm": dict(
-        prefill_mfu=0.50,
+        prefill_mfu=0.64,
         layer_overhead_s=113e-6,
-        spread_low=0.16,
-        spread_high=0.67,
+        spread_low=0.32,
+        spread_high=0.64,
         calibrated_on="43 rows: MI300-01..10 (MI300X), INB-09/10 (RTX 4090), INB-57 (RTX A6000); the "
         "serving ITLs and tokens/s SRV-19/20 (A40), SRV-36/38 and SRV-48..50 (GPUStack, H100), "
         "SRB-01..09 (RTX 4090 sweep), SRB-83/84/90 (A100, RTX 4090), SRR-01..08 (Modal: L4, A100), "
-        "SRX-34..48 (RTX 4090, 1-32 clients)",
+        "SRX-34..48 (RTX 4090, 1-32 clients), SRG-01..180 and SRQ-01..120 (GPUStack: gpt-oss-120b and "
+        "-20b on one to four H100 or A100, Qwen3-235B-A22B on four or eight, DeepSeek-R1 on eight H200)",
     ),
     "llama.cpp": dict(
         bandwidth_efficiency=0.93,
@@ -695,14 +706,14 @@ _FITTED_ENGINES: dict[str, _EngineFit] = {
         "PR #4766, GPU-Benchmarks-on-LLM-Inference)",
     ),
     "mlc-llm": dict(
-        spread_low=0.16,
-        spread_high=0.67,
+        spread_low=0.32,
+        spread_high=0.64,
         calibrated_on="2 rows: INF-18 (RTX 4090), INB-61 (RTX A6000), decode only; prefill is the prior",
     ),
     "transformers": dict(
         prefill_mfu=0.41,
         layer_overhead_s=651e-6,
-        spread_low=0.37,
+        spread_low=0.38,
         spread_high=0.39,
         calibrated_on="41 rows: INF-21, INT8-01..08, LIT-16..34, INB-01..12 and INB-58..60 (engine comparisons), "
         "INB-39..56 (Optimum GPTQ: generate and prefill-only)",
@@ -730,26 +741,26 @@ _FITTED_ENGINES: dict[str, _EngineFit] = {
         calibrated_on="assumed: prior (eager modules; no Trainer throughput row in the data)",
     ),
     "sglang": dict(
-        prefill_mfu=0.31,
-        layer_overhead_s=860e-6,
-        spread_low=0.16,
-        spread_high=0.67,
-        calibrated_on="101 rows: the serving ITLs and tokens/s SRV-39..53 (GPUStack, H100; the bursts of "
+        prefill_mfu=0.29,
+        layer_overhead_s=130e-6,
+        spread_low=0.32,
+        spread_high=0.64,
+        calibrated_on="111 rows: the serving ITLs and tokens/s SRV-39..53 (GPUStack, H100; the bursts of "
         "block-FP8 Qwen3 pull the prefill factor down), SRR-04/05 (Modal), SRX-01..33 and SRY-01..111 "
-        "(SGLang's cookbook on eight A100, B200 or MI300X, mostly large MoE models, whose slow eager "
-        "passes set the per-layer host time: see docs/estimation.md); range pooled",
+        "(SGLang's cookbook on eight A100, B200 or MI300X, mostly large MoE models), SRG-04..108 and "
+        "SRQ-04..93 (GPUStack's MoE bursts); range pooled",
     ),
     "autoawq": dict(
-        layer_overhead_s=34e-6,
-        spread_low=0.16,
-        spread_high=0.67,
+        layer_overhead_s=44e-6,
+        spread_low=0.32,
+        spread_high=0.64,
         calibrated_on="14 rows: AWQ-01..37 decode (one source)",
     ),
     "exllamav2": dict(
         layer_overhead_s=24e-6,
         prefill_mfu=0.57,
-        spread_low=0.24,
-        spread_high=0.35,
+        spread_low=0.25,
+        spread_high=0.30,
         calibrated_on="32 rows: EXL-01..07, INB-05/06/62 and INB-15..38 (ExLlama v1, the same kernels' lineage)",
     ),
     "torchtune": dict(
@@ -761,26 +772,28 @@ _FITTED_ENGINES: dict[str, _EngineFit] = {
 #: How the 80% ranges above were set (scripts/fit_spreads.py): split-conformal 10% and 90% order
 #: statistics (the floor((n+1) 0.1)-th and ceil((n+1) 0.9)-th of n ratios; Vovk et al. 2005, Lei et
 #: al. 2018) of measured / estimate over the leave-one-source-out residuals of tests/data/validation
-#: (2026-12-02), per engine with at least 15 speed rows (TensorRT-LLM, Transformers, llama.cpp, ExLlamaV2, Megatron, FSDP), else
-#: pooled over the engines of the same kind with fewer rows (inference 0.84-1.67, training
+#: (2026-12-03), per engine with at least 15 speed rows (TensorRT-LLM, Transformers, llama.cpp, ExLlamaV2, Megatron, FSDP), else
+#: pooled over the engines of the same kind with fewer rows (inference 0.68-1.64, training
 #: 0.69-1.23); each side at least 10%.
 SPREAD_PROVENANCE = (
     "split-conformal 10%/90% order statistics of leave-one-source-out residuals, tests/data/validation, "
-    "2026-12-02"
+    "2026-12-03"
 )
 _FITTED_FAMILIES: dict[str, _FamilyFit] = {}
 #: Global constants fitted with them (scripts/fit_engines.py; the validation harness refits them with
 #: each source held out): bandwidth ceilings relative to the engines' priors per NVIDIA generation,
-#: the exposed share of host launches, the GPU time of a small kernel, the KV-read factor and the
-#: GEMM half sizes.
+#: the exposed share of host launches, the GPU time of a small kernel, the KV-read factor, the
+#: GEMM half sizes and the MoE layers' extra kernels and expert-kernel efficiency.
 _FITTED_GLOBALS = dict(
-    bandwidth_ceiling=MappingProxyType({**BANDWIDTH_CEILING, "ada": 1.22, "ampere": 0.97, "hopper": 1.0}),
-    host_exposed_share=0.61,
-    gpu_kernel_s=4.55e-6,
-    kv_bandwidth_factor=0.81,
-    gemm_tokens_half=6.7,
-    gemm_width_half=360.0,
-    graph_step_host_s=MappingProxyType({"python": 1.69e-3, "cpp": 0.58e-3}),
+    bandwidth_ceiling=MappingProxyType({**BANDWIDTH_CEILING, "ada": 1.22, "ampere": 0.97, "hopper": 0.83}),
+    host_exposed_share=0.63,
+    gpu_kernel_s=4.15e-6,
+    kv_bandwidth_factor=0.98,
+    gemm_tokens_half=6.6,
+    gemm_width_half=368.0,
+    graph_step_host_s=MappingProxyType({"python": 1.27e-3, "cpp": 0.02e-3}),
+    moe_kernels_per_layer=9.6,
+    moe_expert_efficiency=0.59,
 )
 
 FITTED = replace(
@@ -791,7 +804,7 @@ FITTED = replace(
     ),
     **_FITTED_GLOBALS,  # type: ignore[arg-type]
     provenance="engine factors and global constants: scripts/fit_engines.py over the scored speed rows "
-    "of tests/data/validation (2026-12-02: the 556 rows the fit takes, from 41 sources); engines' bandwidth efficiencies are their priors, scaled by "
+    "of tests/data/validation (2026-12-03: the 734 rows the fit takes, from 41 sources); engines' bandwidth efficiencies are their priors, scaled by "
     "the fitted bandwidth ceiling of each GPU generation; 80% ranges: " + SPREAD_PROVENANCE,
 )
 
