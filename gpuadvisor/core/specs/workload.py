@@ -127,11 +127,8 @@ def default_quantization(weights: str, engine: str | None, kind: str) -> str | N
         return None
     if weights == "fp8":
         return "fp8"
-    if (
-        weights in MICROSCALED_FP4
-        and kind == "inference"
-        and (engine_lineage(engine) or "vllm") != "llama.cpp"
-    ):
+    engine = engine_lineage(engine) or "vllm"
+    if weights in MICROSCALED_FP4 and kind == "inference" and engine != "llama.cpp":
         # A checkpoint with FP4 microscaled experts (gpt-oss's MXFP4) on a serving engine runs its
         # fused 4-bit weight-only kernels (vLLM: Marlin's MXFP4 path or Triton's matmul_ogs;
         # TensorRT-LLM: its weight-only MoE GEMMs), which never write a 16-bit copy: the engine's
@@ -141,7 +138,6 @@ def default_quantization(weights: str, engine: str | None, kind: str) -> str | N
         return "gguf"  # a llama.cpp tensor type
     if weights == "nf4" or kind in TRAINING_KINDS:
         return "bnb"
-    engine = engine_lineage(engine) or "vllm"
     if engine == "llama.cpp":
         return "gguf"
     if weights == "int8":
