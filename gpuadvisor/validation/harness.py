@@ -954,12 +954,25 @@ def out_of_sample(rows: Sequence[Row], predictor: Predictor, workers: int | None
         _FORK_STATE = (rows, scored, predictor)
         try:
             with ProcessPoolExecutor(max_workers=n, mp_context=ctx, initializer=_start_worker) as pool:
-                for got in pool.map(_fold_in_worker, sources):
+                for got in pool.map(_fold_in_worker, _longest_first(rows, sources)):
                     for row_id, fields_ in got:
                         out[row_id] = Comparison(by_id[row_id], *fields_)
         finally:
             _FORK_STATE = None
     return [out[r.id] for r in rows]
+
+
+def _longest_first(rows: Sequence[Row], sources: Sequence[str]) -> list[str]:
+    """The folds in the order the processes take them: those that refit engine profiles (the
+    longest, by the number of engines they refit and then their serving rows) first, so that no
+    process is left with a long fold while the others idle."""
+
+    def cost(source: str) -> tuple[int, int]:
+        held = [r for r in rows if r.source_id == source]
+        engines = {scenario_engine(r) for r in held if is_fit_row(r)}
+        return len(engines), sum(r.group == "serving" for r in held)
+
+    return sorted(sources, key=cost, reverse=True)
 
 
 #: (rows, scored rows, predictor) of the :func:`out_of_sample` run whose forked processes read them.

@@ -763,6 +763,45 @@ def test_a_wave_of_answers_that_stop_early_drains_until_its_longest_ends():
     assert cut.ttft_s == pytest.approx(fixed.ttft_s) and cut.itl_s < fixed.itl_s
 
 
+@pytest.mark.parametrize(
+    ("first", "rise", "cap", "n"),
+    [
+        (0.02, 0.001, math.inf, 500),  # no cap: an arithmetic series
+        (0.02, 0.001, 0.05, 500),  # capped after 30 terms
+        (0.02, 0.001, 0.0205, 7),  # capped after the first
+        (0.02, 0.0, 0.05, 9),  # flat
+        (0.02, 0.003, 0.02, 4),  # the cap at the first term
+        (0.02, 0.001, 0.03, 11),  # the cap met exactly at j = 10
+        (0.02, 0.001, 0.05, 0),  # nothing to sum
+    ],
+)
+def test_a_waves_capped_ramp_is_summed_in_closed_form(first, rise, cap, n):
+    """A wave's mean ITL sums ``min(step + j d / (O - 1), cap)`` over its requests; the closed form
+    is that sum, for any number of requests, with or without a cap."""
+    from gpuadvisor.core.estimation.serving import capped_ramp_sum
+
+    plain = sum(min(first + j * rise, cap) for j in range(n))
+    assert capped_ramp_sum(first, rise, cap, n) == pytest.approx(plain, rel=1e-12, abs=1e-15)
+
+
+def test_the_workload_shape_is_remembered_per_constants_object():
+    """The roofline's model-and-workload shape is worked out once per constants object a fit tries
+    (the shipped ones are kept for good): a new object is worked out afresh, never read from another."""
+    from dataclasses import replace as dc_replace
+
+    from gpuadvisor.core.estimation.performance import inference_shape, shape_of
+    from gpuadvisor.core.specs.engines import FITTED
+
+    mm, _gpu, _engine = _burst_setup()
+    assert shape_of(mm, FITTED) is shape_of(mm, FITTED)
+    other = dc_replace(FITTED, moe_expert_efficiency=0.5)
+    first = shape_of(mm, other)
+    assert shape_of(mm, other) is first
+    assert first == inference_shape(mm, other)
+    again = dc_replace(FITTED, moe_expert_efficiency=0.5)
+    assert shape_of(mm, again) is not first and shape_of(mm, again) == first
+
+
 def test_a_lone_client_meets_no_prompt_ahead_of_its_own():
     """In a closed loop a new prompt meets the prompts of the other clients only (the arrival
     theorem), so one client never waits behind a prompt, however long: its first token is its

@@ -352,6 +352,16 @@ class MemoryModel:
             value = self._cache[name] = compute()
             return value
 
+    def cached_for(self, name: str, key: object, compute: Callable[[], Any]) -> Any:
+        """A value derived from the model, the workload and ``key`` (compared by identity), kept for
+        the last ``key`` asked only: a fit tries many constants objects, each on many rows."""
+        got = self._cache.get(name)
+        if isinstance(got, tuple) and got[0] is key:
+            return got[1]
+        value = compute()
+        self._cache[name] = (key, value)  # one assignment: a reader sees the old pair or the new
+        return value
+
     # ------------------------------------------------------------------------------------
     def kv_tokens_per_layer(self, context: int) -> float:
         """Average tokens held per layer, with sliding-window layers capped at the window."""

@@ -319,6 +319,16 @@ def inference_shape(mm: MemoryModel, k: SpeedConstants) -> _InferenceShape:
     )
 
 
+def shape_of(mm: MemoryModel, k: SpeedConstants) -> _InferenceShape:
+    """:func:`inference_shape`, computed once per memory model for the shipped constants and once per
+    memory model and constants object otherwise (a fit tries many constants, each on many rows)."""
+    if k is FITTED:
+        shape: _InferenceShape = mm.cached("inference_shape", lambda: inference_shape(mm, k))
+        return shape
+    last: _InferenceShape = mm.cached_for("inference_shape:last", k, lambda: inference_shape(mm, k))
+    return last
+
+
 def moe_slowdown(model: ModelSpec, constants: SpeedConstants) -> float:
     """``1 / moe_expert_efficiency - 1`` for a mixture-of-experts model, 0 for a dense one: the
     share by which the MoE layers' MLP work (the bytes its experts stream, their FLOPs) is counted
@@ -389,12 +399,7 @@ def inference_performance(
     b = max(1, math.ceil(w.batch_size / replicas))
     e_bw = bw_eff or engine.bandwidth_efficiency
     # Model- and workload-only values, computed once per MemoryModel (a catalog has hundreds of setups).
-    shape: _InferenceShape
-    if k is FITTED:
-        shape = mm.cached("inference_shape", lambda: inference_shape(mm, k))
-    else:
-        shape = inference_shape(mm, k)
-    family, n_mm, L, d_q, linears, graphs, moe = shape
+    family, n_mm, L, d_q, linears, graphs, moe = shape_of(mm, k)
     arch = gpu.architecture
     bw = gpu.memory_bandwidth_gb_s * 1e9 * k.bandwidth_ceiling.get(arch, 1.0)
     ceiling = (prefill_mfu or engine.prefill_mfu) * k.gemm_ceiling.get(arch, 0.75) / k.gemm_ceiling["ampere"]

@@ -63,13 +63,14 @@ approximation formula L_q = alpha rho^beta / (1 - rho)"; Hopp and Spearman, Fact
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, NamedTuple
 
 from ..formats.scenario import Budget
-from ..specs.engines import FITTED, EngineProfile, active_constants, engine_lineage
+from ..specs.engines import EngineProfile, active_constants, engine_lineage
 from ..specs.hardware import GpuSpec
 from ..specs.serving import ServingSpec, batching_for
 from ..specs.workload import Workload
@@ -86,10 +87,10 @@ from .performance import (
     decode_overhead,
     engine_peak,
     inference_performance,
-    inference_shape,
     link,
     moe_mlp_bytes,
     moe_slowdown,
+    shape_of,
 )
 from .serving_memory import ServingMemory
 
@@ -307,12 +308,18 @@ def kv_line(mm: MemoryModel, gpu_count: int, parallelism: str, context: int) -> 
     further sequence adds) at ``context`` tokens.
 
     The slope is taken between 64 and 128 sequences, where a serving engine's prefill activations
-    have reached their chunk and only the KV cache (and the allocator's share of it) still grows."""
-    one = mm.breakdown(gpu_count, parallelism, batch_size=1, context=context).device_total
-    lo = mm.breakdown(gpu_count, parallelism, batch_size=KV_SLOPE_FROM, context=context).device_total
-    hi = mm.breakdown(gpu_count, parallelism, batch_size=2 * KV_SLOPE_FROM, context=context).device_total
-    per_seq = max((hi - lo) / KV_SLOPE_FROM, 1.0)
-    return one, max(one, lo - (KV_SLOPE_FROM - 1) * per_seq), per_seq
+    have reached their chunk and only the KV cache (and the allocator's share of it) still grows.
+    Memory alone, so worked out once per memory model and layout."""
+
+    def line() -> tuple[float, float, float]:
+        one = mm.breakdown(gpu_count, parallelism, batch_size=1, context=context).device_total
+        lo = mm.breakdown(gpu_count, parallelism, batch_size=KV_SLOPE_FROM, context=context).device_total
+        hi = mm.breakdown(gpu_count, parallelism, batch_size=2 * KV_SLOPE_FROM, context=context).device_total
+        per_seq = max((hi - lo) / KV_SLOPE_FROM, 1.0)
+        return one, max(one, lo - (KV_SLOPE_FROM - 1) * per_seq), per_seq
+
+    result: tuple[float, float, float] = mm.cached(f"kv_line:{gpu_count}:{parallelism}:{context}", line)
+    return result
 
 
 def kv_capacity(line: tuple[float, float, float], capacity_bytes: float) -> int:
@@ -380,7 +387,7 @@ class DecodeStep:
     __slots__ = (
         "stream", "kv_s", "other", "block", "bbpw", "family", "gemv_max", "comp_gemv", "comp_gemm",
         "t_half", "fixed", "comm0", "comm1", "t_cpu", "expert", "keep", "chunk", "ceiling",
-        "prefill_flops", "prefill_peak", "exposed", "t_cpu_prefill", "seq_host", "slow",
+        "prefill_flops", "prefill_peak", "exposed", "t_cpu_prefill", "seq_host", "slow", "padded",
     )  # fmt: skip
 
     def __init__(
@@ -396,11 +403,7 @@ class DecodeStep:
     ) -> None:
         k = active_constants()
         m, w = mm.model, mm.workload
-        if k is FITTED:
-            shape = mm.cached("inference_shape", lambda: inference_shape(mm, k))
-        else:
-            shape = inference_shape(mm, k)
-        family, n_mm, L, d_q, linears, graphs, moe = shape
+        family, n_mm, L, d_q, linears, graphs, moe = shape_of(mm, k)
         prec, peak, _ = compute_precision(gpu, w.weights, w.quantization_family)
         peak = engine_peak(gpu, engine, prec, peak)
         t = gpu_count if parallelism == "tensor" else 1
@@ -454,6 +457,7 @@ class DecodeStep:
         self.keep = 1.0 - m.experts_per_token / m.num_experts if m.is_moe else 1.0
         # The experts read stream at moe_expert_efficiency of the dense rate (as the roofline).
         self.slow = moe_slowdown(m, k)
+        self.padded = -1.0  # the step at the first GEMM batch (set by __call__ when first needed)
 
     def terms(self, b: float) -> tuple[float, float, float, float]:
         """(t_mem, t_comp, GPU-side fixed + communication, CPU launch) at batch ``b``."""
@@ -504,14 +508,14 @@ class DecodeStep:
             + tokens * self.comm1
         )
 
-    def _step(self, t_gpu: float, t_cpu: float) -> float:
-        """The longer of the GPU's and the host's time, plus the exposed share of the shorter."""
-        return max(t_gpu, t_cpu) + self.exposed * min(t_gpu, t_cpu)
-
     def raw(self, b: float) -> float:
-        """The roofline's decode step at batch ``b`` (no padding)."""
+        """The roofline's decode step at batch ``b`` (no padding): the longer of the GPU's and the
+        host's time, plus the exposed share of the shorter."""
         t_mem, t_comp, fixed, t_cpu = self.terms(b)
-        return self._step(max(t_mem, t_comp) + fixed, t_cpu)
+        t_gpu = (t_mem if t_mem >= t_comp else t_comp) + fixed
+        if t_gpu >= t_cpu:
+            return t_gpu + self.exposed * t_cpu
+        return t_cpu + self.exposed * t_gpu
 
     def bound(self, b: float) -> str:
         """What bounds the step at batch ``b``, in the roofline's words."""
@@ -554,9 +558,11 @@ class DecodeStep:
         """The step the engine runs with ``b`` sequences: the cheaper of ``b`` and its padding to the
         first GEMM batch (non-decreasing in ``b``)."""
         if b <= self.gemv_max and self.family is not None:
-            return min(self.raw(b), self.raw(self.gemv_max + 1))
-        t_mem, t_comp, fixed, t_cpu = self.terms(b)
-        return self._step(max(t_mem, t_comp) + fixed, t_cpu)
+            step, padded = self.raw(b), self.padded
+            if padded < 0.0:  # the first GEMM batch's step, worked out once
+                padded = self.padded = self.raw(self.gemv_max + 1)
+            return step if step <= padded else padded
+        return self.raw(b)
 
 
 #: Time a serving engine adds to every request outside the model's steps (s): the HTTP request, chat
@@ -624,6 +630,7 @@ class ReplicaCurve:
         self._points: dict[int, tuple[float, float, str]] = {}
         self._pow_steps: dict[int, float] = {}
         self._point_memo: dict[tuple[float, bool], tuple[float, float, float, float]] = {}
+        self._drain_memo: dict[tuple[int, int, int], tuple[float, float]] = {}
         self.top_limit = max(1, top)
         self.top_batch = 1 << max(0, (self.top_limit - 1).bit_length())
         self.w, self.spec, self.batching = w, spec, batching
@@ -770,6 +777,15 @@ class ReplicaCurve:
         ttft_mean += wait + self.overhead
         service = ttft_mean + (out - 1) * itl
         return itl, ttft_tail, ttft_mean, service
+
+    def drain(self, n: int, out: int, longest: int) -> tuple[float, float]:
+        """:func:`drain` of a wave of ``n`` on this curve's step, remembered (a finite closed loop asks
+        for its first wave's and its last wave's, the same)."""
+        key = (n, out, longest)
+        got = self._drain_memo.get(key)
+        if got is None:
+            got = self._drain_memo[key] = drain(self.step, n, out, longest)
+        return got
 
     def throughput(self, c: float) -> float:
         """Output tokens/s of the replica with ``c`` sequences in flight (closed loop, no queue)."""
@@ -992,7 +1008,7 @@ def closed_loop(
     wave_ttft, wave_itl, _ = _wave(curve, c, out, longest_output)
     rest = requests - c
     if longest_output is not None and longest_output > out:
-        last, _ = drain(curve.step, c, out, longest_output)
+        last, _ = curve.drain(c, out, longest_output)
     else:
         last = (out - 1) * curve.step(c)
     duration = rest * service / c + ttft0 + last
@@ -1051,6 +1067,19 @@ def burst(replica: BenchReplica, requests: int, longest_output: int | None = Non
 DRAIN_POINTS = 64
 
 
+@functools.lru_cache(maxsize=1024)
+def _drain_theta(out: int, longest: int) -> float:
+    """The scale ``theta`` of exponential answer lengths cut at ``longest`` whose mean is ``out``:
+    ``theta (1 - exp(-longest / theta)) = out`` (``longest > out``), by bisection."""
+    lo, hi = float(out), float(out)
+    while hi * -math.expm1(-longest / hi) < out:  # theta (1 - e^(-L/theta)) rises with theta
+        hi *= 2.0
+    for _ in range(60):
+        mid = (lo + hi) / 2.0
+        lo, hi = (mid, hi) if mid * -math.expm1(-longest / mid) < out else (lo, mid)
+    return hi
+
+
 def drain(step: Callable[[float], float], n: int, out: int, longest: int) -> tuple[float, float]:
     """(decode time s, mean decode step per token s) of a wave of ``n`` sequences whose answers
     stop at their end token: ``out`` tokens on average, none longer than ``longest``.
@@ -1068,13 +1097,7 @@ def drain(step: Callable[[float], float], n: int, out: int, longest: int) -> tup
     if longest <= out or n < 1:
         s = step(float(n))
         return (out - 1) * s, s
-    lo, hi = float(out), float(out)
-    while hi * -math.expm1(-longest / hi) < out:  # theta (1 - e^(-L/theta)) rises with theta
-        hi *= 2.0
-    for _ in range(60):
-        mid = (lo + hi) / 2.0
-        lo, hi = (mid, hi) if mid * -math.expm1(-longest / mid) < out else (lo, mid)
-    theta = hi
+    theta = _drain_theta(out, longest)
     # Past 1 + theta (ln n + 7) the wave runs with probability below 1e-3: stop the sum there.
     end = min(float(longest), 1.0 + theta * (math.log(n) + 7.0))
     dt = (end - 1.0) / DRAIN_POINTS
@@ -1090,6 +1113,20 @@ def drain(step: Callable[[float], float], n: int, out: int, longest: int) -> tup
     return time, weighted / tokens
 
 
+def capped_ramp_sum(first: float, rise: float, cap: float, n: int) -> float:
+    """``sum(min(first + j rise, cap) for j in range(n))`` in closed form (``rise >= 0``): the ``k``
+    terms below the cap are an arithmetic series, the other ``n - k`` are the cap."""
+    if n <= 0:
+        return 0.0
+    if cap <= first:
+        return n * cap
+    if rise <= 0.0:
+        return n * first
+    k = n if math.isinf(cap) else min(n, math.ceil((cap - first) / rise))
+    below = k * first + rise * k * (k - 1) / 2.0
+    return below if k == n else below + (n - k) * cap
+
+
 def _wave(curve: ReplicaCurve, n: int, out: int, longest: int | None = None) -> tuple[float, float, float]:
     """(mean TTFT s, mean ITL s, makespan s) of ``n`` requests the engine holds, sent at once (see
     :func:`burst`; ``longest``: answers of varying length, see :func:`drain`)."""
@@ -1099,10 +1136,10 @@ def _wave(curve: ReplicaCurve, n: int, out: int, longest: int | None = None) -> 
         step = curve.step(n)
         decode = (out - 1) * step
     else:
-        decode, step = drain(curve.step, n, out, longest)
+        decode, step = curve.drain(n, out, longest)
     gaps = max(out - 1, 1)
     cap = step + (curve.chunk * curve.tau if math.isfinite(curve.chunk) else math.inf)
-    itl = sum(min(step + j * d / gaps, cap) for j in range(n)) / n
+    itl = capped_ramp_sum(step, d / gaps, cap, n) / n
     ttft = ttft1 + (n - 1) / 2.0 * d
     makespan = ttft1 + (n - 1) * d + decode
     return ttft, itl, makespan
