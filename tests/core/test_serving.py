@@ -831,6 +831,48 @@ def test_a_burst_beyond_the_kv_cache_waits_about_half_a_closed_loops_wait():
     assert many.tokens_per_s == pytest.approx(loop.tokens_per_s)
 
 
+@pytest.mark.parametrize("engine_id", ["vllm", "sglang", "tensorrt-llm"])
+def test_a_benchmark_runs_no_more_sequences_than_the_engines_default_pool_holds(engine_id):
+    """A benchmark runs the engine as it starts: the KV pool its default setting preallocates
+    (vLLM's 0.9 of the card, SGLang's static share, TensorRT-LLM's share of the free memory), not
+    the card's free memory, caps the sequences it runs at once. A large model on one GPU leaves a
+    pool of a few GiB, so a burst of 1,000 short chat requests runs fewer than the card would hold."""
+    from gpuadvisor.core.estimation.memory import MemoryModel
+    from gpuadvisor.core.estimation.serving import (
+        _benchmark_curve,
+        kv_capacity,
+        kv_line,
+        pool_sequences,
+        reserved_context,
+    )
+    from gpuadvisor.core.estimation.serving_memory import operating_memory
+    from gpuadvisor.core.specs.engines import engine_for
+    from gpuadvisor.core.specs.serving import batching_for
+    from gpuadvisor.core.specs.workload import Workload
+    from gpuadvisor.core.units import GIB
+
+    gpus, models = catalogs()
+    engine = engine_for(engine_id, "inference")
+    w = Workload(kind="inference", engine=engine_id, weights="fp8", prompt_tokens=215, output_tokens=196)
+    mm = MemoryModel(models.get("llama-3.1-70b"), w, prefill_chunk_tokens=engine.prefill_chunk_tokens)
+    gpu = gpus.get("h100-sxm")
+    capacity = gpu.memory_gib_usable * GIB
+    context = reserved_context(mm.workload, batching_for(engine.id))
+    card = kv_capacity(kv_line(mm, 1, "none", context), capacity)
+    pool = pool_sequences(mm, 1, "none", context, capacity, engine.id)
+    bd = mm.breakdown(1, "none", batch_size=1, context=context)
+    sm = operating_memory(bd, 1, context, capacity, engine.id, mm.overhead.cuda_context_gib * GIB)
+    assert pool == int(sm.kv_pool // bd.kv_cache)
+    assert pool > 0
+    if engine_id != "tensorrt-llm":  # 0.9 of the free memory is about what the card holds
+        assert pool < card
+    running, _curve = _benchmark_curve(BenchReplica(mm, gpu, 1, "none", engine), 1000)
+    assert running == min(pool, card)
+    # An engine without a preallocated pool runs what the card holds.
+    plain = engine_for("transformers", "inference")
+    assert pool_sequences(mm, 1, "none", context, capacity, plain.id) is None
+
+
 def test_a_burst_beyond_the_kv_cache_fills_slots_as_answers_end():
     """After the first wave the j-th waiting request gets a slot after about j S(c) / c and then
     takes the closed loop's TTFT0(c); the throughput is the closed loop's. More requests wait

@@ -92,7 +92,7 @@ from .performance import (
     moe_slowdown,
     shape_of,
 )
-from .serving_memory import ServingMemory
+from .serving_memory import ServingMemory, operating_memory
 
 #: Sequences in flight per replica at most: the order of the engines' own defaults (vLLM's
 #: max_num_seqs 256-1024, TensorRT-LLM's max_batch_size 2048); beyond it a replica is compute
@@ -126,9 +126,9 @@ _Z90 = 1.2815515655446004
 #: MoE bursts joined (gpt-oss behind 2,000-32,000-token prompts: a half to a twelfth of the estimate,
 #: whose chunked prefills steal more of each step than vLLM's did).
 SERVING_SPREADS: dict[str, tuple[float, float]] = {
-    "tokens_per_s": (0.50, 0.37),
-    "ttft": (0.70, 1.02),
-    "itl": (0.44, 1.99),
+    "tokens_per_s": (0.51, 0.30),
+    "ttft": (0.66, 1.04),
+    "itl": (0.48, 1.78),
 }
 SERVING_SPREAD_PROVENANCE = (
     "split-conformal 10%/90% order statistics of the leave-one-source-out residuals of the "
@@ -572,11 +572,11 @@ class DecodeStep:
 #: ``validation.harness.fit_request_overheads``, printed by ``scripts/fit_engines.py``; the
 #: out-of-sample figures refit it without each source): the value for a stack without its own fit
 #: (:data:`REQUEST_OVERHEAD_BY_ENGINE`). See docs/estimation.md, "Serving".
-REQUEST_OVERHEAD_S = 0.050
+REQUEST_OVERHEAD_S = 0.059
 #: The per-request time of each serving stack with at least :data:`REQUEST_OVERHEAD_MIN_TTFT_ROWS`
 #: first-token rows in the validation set, fitted the same way to that stack's rows alone: a Python
 #: API server (vLLM) takes longer than TensorRT-LLM behind NIM or Triton.
-REQUEST_OVERHEAD_BY_ENGINE: dict[str, float] = {"vllm": 0.044, "tensorrt-llm": 0.034, "sglang": 0.073}
+REQUEST_OVERHEAD_BY_ENGINE: dict[str, float] = {"vllm": 0.044, "tensorrt-llm": 0.034, "sglang": 0.089}
 #: First-token rows a stack needs for a per-request time of its own.
 REQUEST_OVERHEAD_MIN_TTFT_ROWS = 3
 #: The range that fit searches (s).
@@ -942,12 +942,40 @@ class BenchReplica(NamedTuple):
     request_overhead_s: float | None = None
 
 
+def pool_sequences(
+    mm: MemoryModel, gpu_count: int, parallelism: str, context: int, capacity_bytes: float, engine_id: str
+) -> int | None:
+    """Sequences of ``context`` reserved tokens that the KV pool ``engine_id`` preallocates with its
+    default setting holds (:data:`~gpuadvisor.core.specs.serving.KV_POOLS`, sized as
+    :func:`.serving_memory.operating_memory` shows it), or None for an engine without such a pool.
+    A benchmark runs the engine as it starts, so this, not the card's free memory, caps the
+    sequences it runs at once (vLLM's default pool leaves a tenth of the card unused)."""
+
+    def compute() -> int | None:
+        bd = mm.breakdown(gpu_count, parallelism, batch_size=1, context=context)
+        sm = operating_memory(bd, 1, context, capacity_bytes, engine_id, mm.overhead.cuda_context_gib * GIB)
+        if not sm.setting or bd.kv_cache <= 0:
+            return None
+        return int(sm.kv_pool // bd.kv_cache)
+
+    got: int | None = mm.cached(
+        f"pool:{gpu_count}:{parallelism}:{context}:{capacity_bytes}:{engine_id}", compute
+    )
+    return got
+
+
 def _benchmark_curve(r: BenchReplica, requests: int) -> tuple[int, ReplicaCurve]:
     """(sequences the engine runs at once, the replica's curve up to them) of a benchmark that keeps
-    ``requests`` in flight: ``min(requests, KV capacity, MAX_CONCURRENCY)``, the rest wait."""
+    ``requests`` in flight: ``min(requests, KV capacity, the default pool's sequences,
+    MAX_CONCURRENCY)`` (:func:`pool_sequences`), the rest wait."""
     mm = r.mm
-    line = kv_line(mm, r.gpu_count, r.parallelism, reserved_context(mm.workload, batching_for(r.engine.id)))
-    kv_max = kv_capacity(line, r.gpu.memory_gib_usable * GIB)
+    context = reserved_context(mm.workload, batching_for(r.engine.id))
+    line = kv_line(mm, r.gpu_count, r.parallelism, context)
+    capacity = r.gpu.memory_gib_usable * GIB
+    kv_max = kv_capacity(line, capacity)
+    pool = pool_sequences(mm, r.gpu_count, r.parallelism, context, capacity, r.engine.id)
+    if pool is not None:
+        kv_max = min(kv_max, pool)
     c = max(1, min(requests, kv_max, MAX_CONCURRENCY))
     curve = replica_curve(
         batch_models(mm, top=max(c, 1)),
