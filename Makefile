@@ -21,7 +21,7 @@ system-deps:
 # the built .deb on this machine with dpkg and purges it again; without it that one test skips.
 test:
 	@bash scripts/venv.sh test
-	QT_QPA_PLATFORM=offscreen $(PY) -m pytest
+	QT_QPA_PLATFORM=offscreen $(PY) -m pytest --durations=12
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/ruff check gpuadvisor tests benchmarks scripts packaging
 	$(VENV)/bin/ruff format --check gpuadvisor tests benchmarks scripts packaging
