@@ -969,10 +969,14 @@ def _longest_first(rows: Sequence[Row], sources: Sequence[str]) -> list[str]:
 
     def cost(source: str) -> tuple[int, int]:
         held = [r for r in rows if r.source_id == source]
-        engines = {scenario_engine(r) for r in held if is_fit_row(r)}
-        return len(engines), sum(r.group == "serving" for r in held)
+        return len(_refitted_engines(held)), sum(r.group == "serving" for r in held)
 
     return sorted(sources, key=cost, reverse=True)
+
+
+def _refitted_engines(held: Sequence[Row]) -> set[str]:
+    """The engines whose profiles a fold refits: those of the held-out rows that take part in the fits."""
+    return {scenario_engine(r) for r in held if is_fit_row(r)}
 
 
 #: (rows, scored rows, predictor) of the :func:`out_of_sample` run whose forked processes read them.
@@ -1004,7 +1008,7 @@ def _fold(
     the scored rows of every other source."""
     held = [r for r in rows if r.source_id == source]
     rest = [r for r in scored if r.source_id != source]
-    engines = {scenario_engine(r) for r in held if is_fit_row(r)}
+    engines = _refitted_engines(held)
     with _fold_overheads(_prior_overheads(rest, predictor)):
         constants, profiles = fit_all(rest, predictor, engines) if engines else (None, None)
     with core_engines.using_constants(constants):

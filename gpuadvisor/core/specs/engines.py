@@ -346,7 +346,7 @@ class SpeedConstants:
     #: hundred tokens as memory-bound yet paying for small per-expert shapes, expert scheduling,
     #: input permutation and output accumulation ("MoE as Dense GEMM", TensorRT-LLM tech blog 24).
     #: Prior 0.7 (an assumption: no published share of the dense stream); fitted on the MoE rows.
-    #: Applies to the MLP share of an MoE model's blocks (:func:`moe_mlp_share`).
+    #: Applies to the MLP share of an MoE model's blocks (``core.estimation.performance.moe_mlp_bytes``).
     moe_expert_efficiency: float = 0.7
     #: Tokens per GEMM at which a GEMM reaches half its ceiling: e = T / (T + this).
     gemm_tokens_half: float = 8.0
