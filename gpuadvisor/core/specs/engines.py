@@ -688,7 +688,7 @@ _FITTED_ENGINES: dict[str, _EngineFit] = {
         layer_overhead_s=113e-6,
         spread_low=0.30,
         spread_high=0.64,
-        calibrated_on="43 rows: MI300-01..10 (MI300X), INB-09/10 (RTX 4090), INB-57 (RTX A6000); the "
+        calibrated_on="207 rows: MI300-01..10 (MI300X), INB-09/10 (RTX 4090), INB-57 (RTX A6000); the "
         "serving ITLs and tokens/s SRV-19/20 (A40), SRV-36/38 and SRV-48..50 (GPUStack, H100), "
         "SRB-01..09 (RTX 4090 sweep), SRB-83/84/90 (A100, RTX 4090), SRR-01..08 (Modal: L4, A100), "
         "SRX-34..48 (RTX 4090, 1-32 clients), SRG-01..180 and SRQ-01..120 (GPUStack: gpt-oss-120b and "
@@ -761,7 +761,7 @@ _FITTED_ENGINES: dict[str, _EngineFit] = {
         prefill_mfu=0.57,
         spread_low=0.25,
         spread_high=0.29,
-        calibrated_on="32 rows: EXL-01..07, INB-05/06/62 and INB-15..38 (ExLlama v1, the same kernels' lineage)",
+        calibrated_on="31 rows: EXL-01..07, INB-05/06/62 and INB-15..38 (ExLlama v1, the same kernels' lineage)",
     ),
     "torchtune": dict(
         spread_low=0.31,
