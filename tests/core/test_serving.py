@@ -873,6 +873,60 @@ def test_a_benchmark_runs_no_more_sequences_than_the_engines_default_pool_holds(
     assert pool_sequences(mm, 1, "none", context, capacity, plain.id) is None
 
 
+@pytest.mark.parametrize(
+    ("gpu_id", "sequences", "chunk"),
+    [("h100-sxm", 1024, 8192), ("h200", 1024, 8192), ("a100-80gb", 256, 2048), ("rtx-4090", 256, 2048)],
+)
+def test_vllm_schedules_as_its_defaults_on_each_gpu(gpu_id, sequences, chunk):
+    """vLLM's defaults depend on the GPU: 1,024 sequences and 8,192 prompt tokens a step on a GPU of
+    70 GiB or more that is not an A100, 256 and 2,048 elsewhere. A benchmark's burst runs no more
+    sequences than that at once, with that chunk; other engines keep their profile's chunk."""
+    from gpuadvisor.core.estimation.memory import MemoryModel
+    from gpuadvisor.core.estimation.serving import _benchmark_curve, scheduled_on
+    from gpuadvisor.core.specs.engines import engine_for
+    from gpuadvisor.core.specs.serving import batch_defaults
+    from gpuadvisor.core.specs.workload import Workload
+
+    gpus, models = catalogs()
+    gpu = gpus.get(gpu_id)
+    limits = batch_defaults("vllm", gpu.name, gpu.memory_gib_usable)
+    assert limits is not None and (limits.max_sequences, limits.chunk_tokens) == (sequences, chunk)
+    vllm = engine_for("vllm", "inference")
+    engine, most = scheduled_on(vllm, gpu)
+    assert (engine.prefill_chunk_tokens, most) == (chunk, sequences)
+    # A small model whose KV cache holds far more than the default: the scheduler is the cap.
+    w = Workload(kind="inference", engine="vllm", weights="bf16", prompt_tokens=128, output_tokens=4)
+    mm = MemoryModel(models.get("qwen3-0.6b"), w, prefill_chunk_tokens=vllm.prefill_chunk_tokens)
+    running, curve = _benchmark_curve(BenchReplica(mm, gpu, 1, "none", vllm), 2000)
+    assert running == sequences
+    assert curve.chunk == chunk
+    # The V0 release line and the other engines have no GPU-dependent default.
+    for other in ("vllm-v0", "sglang", "tensorrt-llm", "llama.cpp"):
+        assert batch_defaults(other, gpu.name, gpu.memory_gib_usable) is None
+        profile = engine_for(other, "inference")
+        assert scheduled_on(profile, gpu)[0] is profile
+
+
+def test_the_planner_says_when_its_operating_point_needs_more_sequences_than_vllm_schedules():
+    """The planner sizes a replica from the card; where its operating point runs more sequences than
+    vLLM schedules by default on that GPU, every view gets the setting that raises it (the fleet
+    detail, the CLI and the PDF all take these lines)."""
+    hw = {"gpu": "a100-80gb", "gpu_count": 1}
+    est = run(scenario(rate=140.0, ttft=10.0, itl=200.0, preset="llama-3.2-1b", hardware=hw))
+    rec = est.recommended
+    assert rec is not None and rec.serving is not None
+    c = rec.serving.concurrency_per_replica
+    assert c > 256
+    lines = [text for kind, text in fleet_detail(rec, est.engine) if kind == "caution"]
+    assert any(f"max_num_seqs {c} " in text and "at most 256 sequences" in text for text in lines), lines
+    assert any(f"max_num_seqs {c} " in line for line in render_estimate(est).splitlines())
+    # Within the default no such line: the same service at a tight ITL runs fewer.
+    tight = run(scenario(rate=140.0, ttft=10.0, itl=20.0, preset="llama-3.2-1b", hardware=hw))
+    for cand in fleets(tight).values():
+        if cand.serving.concurrency_per_replica <= 256:
+            assert not any("max_num_seqs" in t for _k, t in fleet_detail(cand, tight.engine))
+
+
 def test_a_burst_beyond_the_kv_cache_fills_slots_as_answers_end():
     """After the first wave the j-th waiting request gets a slot after about j S(c) / c and then
     takes the closed loop's TTFT0(c); the throughput is the closed loop's. More requests wait
@@ -1003,8 +1057,11 @@ def test_tensorrt_llm_reserves_each_requests_whole_answer():
         we = Workload(kind="inference", engine=engine_id, prompt_tokens=128, output_tokens=2048)
         mm = MemoryModel(models.get("llama-3.1-8b"), we, prefill_chunk_tokens=engine.prefill_chunk_tokens)
         running[engine_id] = closed_loop(
-            BenchReplica(mm, gpus.get("a100-80gb"), 1, "none", engine), 1000
+            # An H100: vLLM's default of 1,024 sequences there is above what either holds.
+            BenchReplica(mm, gpus.get("h100-sxm"), 1, "none", engine),
+            1000,
         ).running
+    assert max(running.values()) < 1024
     assert 0.45 < running["tensorrt-llm"] / running["vllm"] < 0.65
 
 

@@ -348,12 +348,13 @@ def estimate(
                 kv_max = _serving.kv_capacity(kv_lines[(n, par)], cap_bytes)
                 fits = kv_max >= 1  # a long (90th-percentile) request must fit too
                 if fits:
+                    # The engine schedules as it starts on this GPU (vLLM's prefill chunk).
                     curve = _serving.replica_curve(
                         batch_mms,
                         gpu,
                         n,
                         par,
-                        engine,
+                        _serving.scheduled_on(engine, gpu)[0],
                         min(kv_max, _serving.MAX_CONCURRENCY),
                         bw_eff=bw_eff,
                         prefill_mfu=prefill_mfu,

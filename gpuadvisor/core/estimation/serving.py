@@ -72,7 +72,7 @@ from typing import Any, NamedTuple
 from ..formats.scenario import Budget
 from ..specs.engines import EngineProfile, active_constants, engine_lineage
 from ..specs.hardware import GpuSpec
-from ..specs.serving import ServingSpec, batching_for
+from ..specs.serving import ServingSpec, batch_defaults, batching_for
 from ..specs.workload import Workload
 from ..units import GIB
 from .cost import HOURS_PER_MONTH, BuyVsRent
@@ -964,10 +964,23 @@ def pool_sequences(
     return got
 
 
+def scheduled_on(engine: EngineProfile, gpu: GpuSpec) -> tuple[EngineProfile, int]:
+    """(``engine`` with the prefill chunk it takes by default on ``gpu``, the sequences it schedules
+    at most by default there, at most MAX_CONCURRENCY): vLLM's defaults depend on the GPU
+    (:func:`~gpuadvisor.core.specs.serving.batch_defaults`); other engines keep their profile's chunk."""
+    limits = batch_defaults(engine.id, gpu.name, gpu.memory_gib_usable)
+    if limits is None:
+        return engine, MAX_CONCURRENCY
+    if engine.prefill_chunk_tokens != limits.chunk_tokens:
+        engine = replace(engine, prefill_chunk_tokens=limits.chunk_tokens)
+    return engine, min(limits.max_sequences, MAX_CONCURRENCY)
+
+
 def _benchmark_curve(r: BenchReplica, requests: int) -> tuple[int, ReplicaCurve]:
     """(sequences the engine runs at once, the replica's curve up to them) of a benchmark that keeps
-    ``requests`` in flight: ``min(requests, KV capacity, the default pool's sequences,
-    MAX_CONCURRENCY)`` (:func:`pool_sequences`), the rest wait."""
+    ``requests`` in flight: ``min(requests, KV capacity, the default pool's sequences, the
+    sequences the engine schedules by default)`` (:func:`pool_sequences`, :func:`scheduled_on`),
+    the rest wait. The engine runs with the prefill chunk it takes by default on the GPU."""
     mm = r.mm
     context = reserved_context(mm.workload, batching_for(r.engine.id))
     line = kv_line(mm, r.gpu_count, r.parallelism, context)
@@ -976,13 +989,14 @@ def _benchmark_curve(r: BenchReplica, requests: int) -> tuple[int, ReplicaCurve]
     pool = pool_sequences(mm, r.gpu_count, r.parallelism, context, capacity, r.engine.id)
     if pool is not None:
         kv_max = min(kv_max, pool)
-    c = max(1, min(requests, kv_max, MAX_CONCURRENCY))
+    engine, most = scheduled_on(r.engine, r.gpu)
+    c = max(1, min(requests, kv_max, most))
     curve = replica_curve(
         batch_models(mm, top=max(c, 1)),
         r.gpu,
         r.gpu_count,
         r.parallelism,
-        r.engine,
+        engine,
         c,
         bw_eff=r.bw_eff,
         prefill_mfu=r.prefill_mfu,

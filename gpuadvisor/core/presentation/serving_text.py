@@ -10,6 +10,7 @@ from ..estimation.results import Candidate, Estimate
 from ..estimation.serving import REQUEST_OVERHEAD_BY_ENGINE, ServingEstimate, request_overhead_s_of
 from ..formatting import fmt_gib, fmt_rate, fmt_usd, fmt_usd_per_hour, fmt_usd_per_mtok
 from ..specs.engines import ENGINES, RANGE_LABEL, engine_lineage
+from ..specs.serving import batch_defaults
 
 TIMES = "\u00d7"
 
@@ -255,11 +256,38 @@ def engine_name(engine_id: str) -> str:
 def memory_lines(c: Candidate, engine_id: str) -> list[tuple[str, str]]:
     """A service's memory per GPU at its operating point, as (kind, text): the need with the KV cache
     of the requests in flight, then what the engine preallocates ("text"), or, when its default KV
-    pool is too small for the concurrency, the setting that makes room ("caution"). Every figure is
-    the JSON's (``serving.memory_gib``), written with one decimal."""
+    pool is too small for the concurrency, the setting that makes room ("caution"); last, when the
+    engine schedules fewer sequences by default than the operating point runs, the setting that
+    raises it ("caution", :func:`scheduler_lines`). Every figure is the JSON's
+    (``serving.memory_gib``), written with one decimal."""
     s = c.serving
     if s is None or s.memory is None:
         return []
+    return _pool_lines(c, engine_id) + scheduler_lines(c, engine_id)
+
+
+def scheduler_lines(c: Candidate, engine_id: str) -> list[tuple[str, str]]:
+    """A caution when the candidate's operating point runs more sequences per replica than
+    ``engine_id`` schedules by default on its GPU (vLLM's ``max_num_seqs``,
+    :func:`~gpuadvisor.core.specs.serving.batch_defaults`), else nothing."""
+    s = c.serving
+    limits = batch_defaults(engine_id, c.gpu.name, c.gpu.memory_gib_usable)
+    if s is None or limits is None or s.concurrency_per_replica <= limits.max_sequences:
+        return []
+    return [
+        (
+            "caution",
+            f"{engine_name(engine_id)} runs at most {limits.max_sequences:,} sequences at once by default "
+            f"on the {c.gpu.name} (max_num_seqs): start it with max_num_seqs "
+            f"{s.concurrency_per_replica} for this operating point.",
+        )
+    ]
+
+
+def _pool_lines(c: Candidate, engine_id: str) -> list[tuple[str, str]]:
+    """The memory lines of :func:`memory_lines` (the need, then the engine's KV pool)."""
+    s = c.serving
+    assert s is not None and s.memory is not None
     d = s.memory.to_dict()
     n = d["concurrency"]
     requests = f"{n:,} request{'s' if n != 1 else ''}"

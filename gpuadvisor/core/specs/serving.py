@@ -100,6 +100,36 @@ KV_POOLS: dict[str, KvPool] = {
     "tensorrt-llm": KvPool("free_gpu_memory_fraction", 0.9, "free"),
 }
 
+
+@dataclass(frozen=True, slots=True)
+class BatchDefaults:
+    """How many sequences an engine schedules at once and how many prompt tokens one step carries,
+    when started without those settings on a given GPU."""
+
+    max_sequences: int  # vLLM's max_num_seqs
+    chunk_tokens: int  # vLLM's max_num_batched_tokens: the prompt tokens one step prefills at most
+
+
+#: vLLM's V1 defaults for ``vllm serve`` depend on the GPU: a GPU with at least 70 GiB that is not
+#: an A100 gets ``max_num_seqs`` 1024 and ``max_num_batched_tokens`` 8192, every other GPU 256 and
+#: 2048 (vllm-project/vllm ``vllm/engine/arg_utils.py``, commit 99d7eb5, ``EngineArgs``: "if
+#: device_memory >= 70 * GiB_bytes and "a100" not in device_name: # For GPUs like H100 and MI300x,
+#: use larger default values", with the A100 excluded because "Setting large
+#: `max_num_batched_tokens` for A100 reduces throughput, see PR #17885").
+VLLM_LARGE_GPU_GIB = 70.0
+VLLM_BATCH_DEFAULTS = {"large": BatchDefaults(1024, 8192), "other": BatchDefaults(256, 2048)}
+
+
+def batch_defaults(engine_id: str, gpu_name: str, memory_gib: float) -> BatchDefaults | None:
+    """The sequences and prompt tokens per step ``engine_id`` schedules by default on a GPU named
+    ``gpu_name`` with ``memory_gib`` of memory, or None where no GPU-dependent default is known
+    (only vLLM's V1 engine, ``vllm``, has one; see :data:`VLLM_BATCH_DEFAULTS`)."""
+    if engine_id != "vllm":
+        return None
+    large = memory_gib >= VLLM_LARGE_GPU_GIB and "a100" not in gpu_name.lower()
+    return VLLM_BATCH_DEFAULTS["large" if large else "other"]
+
+
 _KEYS = (
     "requests_per_s",
     "ttft_s",
