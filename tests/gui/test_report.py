@@ -41,7 +41,7 @@ needs_poppler = pytest.mark.skipif(
     reason="poppler-utils (pdftotext, pdfinfo, pdffonts, pdftoppm) is not installed; `make test` installs it",
 )
 #: A row pinned to literal values (sample scenario, bundled catalog of 2026-11-29, speed constants
-#: fitted 2026-12-02).
+#: fitted 2026-12-03).
 H100_ROW = (
     "H100 SXM5 80 GB",
     "2 \u00d7 ddp (DP2\u00b7full)",
@@ -49,7 +49,7 @@ H100_ROW = (
     "32.7",
     "79.7",
     "+46.9",
-    "15,318",
+    "15,324",
     "7.4\u201313.1 h",
     "$27\u2013$181",
     "$0.09",

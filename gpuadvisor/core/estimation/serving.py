@@ -126,9 +126,9 @@ _Z90 = 1.2815515655446004
 #: MoE bursts joined (gpt-oss behind 2,000-32,000-token prompts: a half to a twelfth of the estimate,
 #: whose chunked prefills steal more of each step than vLLM's did).
 SERVING_SPREADS: dict[str, tuple[float, float]] = {
-    "tokens_per_s": (0.51, 0.30),
-    "ttft": (0.66, 1.04),
-    "itl": (0.48, 1.78),
+    "tokens_per_s": (0.47, 0.42),
+    "ttft": (0.64, 1.02),
+    "itl": (0.42, 1.20),
 }
 SERVING_SPREAD_PROVENANCE = (
     "split-conformal 10%/90% order statistics of the leave-one-source-out residuals of the "
@@ -572,11 +572,11 @@ class DecodeStep:
 #: ``validation.harness.fit_request_overheads``, printed by ``scripts/fit_engines.py``; the
 #: out-of-sample figures refit it without each source): the value for a stack without its own fit
 #: (:data:`REQUEST_OVERHEAD_BY_ENGINE`). See docs/estimation.md, "Serving".
-REQUEST_OVERHEAD_S = 0.059
+REQUEST_OVERHEAD_S = 0.060
 #: The per-request time of each serving stack with at least :data:`REQUEST_OVERHEAD_MIN_TTFT_ROWS`
 #: first-token rows in the validation set, fitted the same way to that stack's rows alone: a Python
 #: API server (vLLM) takes longer than TensorRT-LLM behind NIM or Triton.
-REQUEST_OVERHEAD_BY_ENGINE: dict[str, float] = {"vllm": 0.044, "tensorrt-llm": 0.034, "sglang": 0.089}
+REQUEST_OVERHEAD_BY_ENGINE: dict[str, float] = {"vllm": 0.045, "tensorrt-llm": 0.034, "sglang": 0.090}
 #: First-token rows a stack needs for a per-request time of its own.
 REQUEST_OVERHEAD_MIN_TTFT_ROWS = 3
 #: The range that fit searches (s).
