@@ -290,6 +290,8 @@ def estimate(
         # A Mac's GPU is one chip sharing the machine's memory: it is not combined with others
         # unless the scenario asks for a count.
         gpu_setups = single_only if gpu.unified_memory and not hw.gpu_count else setups
+        # A service's engine schedules as it starts on this GPU (vLLM's prefill chunk): once per GPU.
+        gpu_engine = _serving.scheduled_on(engine, gpu)[0] if serving is not None else engine
         fixed_overhead = None  # a calibrated runtime overhead (bytes) replaces the model's
         if lookup:
             # Looked up once per GPU; without calibration the loop below is unchanged.
@@ -348,13 +350,12 @@ def estimate(
                 kv_max = _serving.kv_capacity(kv_lines[(n, par)], cap_bytes)
                 fits = kv_max >= 1  # a long (90th-percentile) request must fit too
                 if fits:
-                    # The engine schedules as it starts on this GPU (vLLM's prefill chunk).
                     curve = _serving.replica_curve(
                         batch_mms,
                         gpu,
                         n,
                         par,
-                        _serving.scheduled_on(engine, gpu)[0],
+                        gpu_engine,
                         min(kv_max, _serving.MAX_CONCURRENCY),
                         bw_eff=bw_eff,
                         prefill_mfu=prefill_mfu,
