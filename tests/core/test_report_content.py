@@ -222,6 +222,10 @@ def test_the_engine_release_and_how_it_prefills_are_in_the_report(cats):
     assert "passes of their own" in words["vllm-v0"]["New prompts while serving"]
     assert "Host time per sequence and step" not in words["vllm"]
     assert "mixed into the batch" in words["vllm"]["New prompts while serving"]
+    # vLLM's chunk depends on the GPU; the V0 line keeps its profile's one figure.
+    assert "8,192 tokens on a GPU of 70 GiB or more" in words["vllm"]["Prefill chunk"]
+    assert "else 2,048" in words["vllm"]["Prefill chunk"]
+    assert words["vllm-v0"]["Prefill chunk"] == "8,192 tokens"
 
 
 def test_rent_versus_buy(cats, sample):

@@ -62,7 +62,7 @@ from ..formatting import (
 from ..specs.catalog_io import CatalogMeta
 from ..specs.engines import ENGINES, FITTED, RANGE_LABEL, EngineProfile, kernel_family
 from ..specs.hardware import GpuSpec
-from ..specs.serving import KV_POOLS
+from ..specs.serving import KV_POOLS, VLLM_BATCH_DEFAULTS, VLLM_LARGE_GPU_GIB
 from .serialize import candidate_to_dict
 from .serving_text import engine_name, serving_report
 from .wording import change_lines, point_to_changes, recommendation_text, scenario_lines, setup_name
@@ -430,7 +430,17 @@ def _engine(est: Estimate) -> tuple[str, tuple[tuple[str, str], ...], str, bool]
                     f"{family.name}: {family.gemv_efficiency:.2f} of the bandwidth efficiency at batch 1",
                 )
             )
-        if e.prefill_chunk_tokens:
+        if e.id == "vllm":  # vLLM's default chunk depends on the GPU (specs.serving.batch_defaults)
+            large, other = VLLM_BATCH_DEFAULTS["large"], VLLM_BATCH_DEFAULTS["other"]
+            factors.append(
+                (
+                    "Prefill chunk",
+                    f"{large.chunk_tokens:,} tokens on a GPU of {VLLM_LARGE_GPU_GIB:g} GiB or more that is not "
+                    f"an A100, else {other.chunk_tokens:,} (vLLM's defaults, with at most "
+                    f"{large.max_sequences:,} and {other.max_sequences:,} sequences at once)",
+                )
+            )
+        elif e.prefill_chunk_tokens:
             factors.append(("Prefill chunk", f"{e.prefill_chunk_tokens:,} tokens"))
         if e.seq_host_s:
             factors.append(
