@@ -1277,3 +1277,39 @@ def test_a_per_request_time_longer_than_the_ttft_target_is_named_as_the_reason()
     assert "a faster GPU" not in line
     ok = summary_line(run(scenario(ttft=0.5, request_overhead_ms=5.0)))
     assert "per-request time alone" not in ok
+
+
+def test_past_a_full_chunk_of_prompts_a_step_the_itl_stops_rising_and_the_rest_wait():
+    """A step holds at most the engine's chunk of tokens: the c running decodes and the prompts of
+    the (c - 1) / O requests that replace the finished ones. Short answers to long prompts fill it
+    at a low concurrency (vLLM's 2,048-token chunk, 2,000-token prompts, 4-token answers: at about
+    5 sequences). Past that saturation every step is a full chunk: the ITL and the tokens/s stay
+    those at the saturation, and the other requests wait for their prompts' turn, which is time
+    before their first token (Little's law)."""
+    from dataclasses import replace
+
+    from gpuadvisor.core.estimation.serving import _benchmark_curve, closed_loop
+
+    mm, gpu, engine = _burst_setup(prompt=2000, output=4, gpu="a100-80gb")
+    engine = replace(engine, prefill_chunk_tokens=2048)
+    replica = BenchReplica(mm, gpu, 1, "none", engine)
+    _c, curve = _benchmark_curve(replica, 64)
+    sat = curve.saturation
+    assert sat == pytest.approx(1 + 2047 * 4 / (4 + 2000))
+    # At the saturation the step's tokens are one chunk: c decodes and (c - 1) / O prompts.
+    assert sat + (sat - 1) / 4 * 2000 == pytest.approx(2048)
+    at = curve.point(sat, closed=True)
+    for c in (16, 64):
+        itl, tail, mean, service = curve.point(c, closed=True)
+        assert itl == at[0] == curve.itl(c)
+        assert c / service == pytest.approx(sat / at[3])  # the requests ended a second stay
+        assert mean - at[2] == pytest.approx(service - at[3])  # the rest is waiting
+        assert service > at[3]
+        loop = closed_loop(replica, c)
+        assert loop.tokens_per_s == pytest.approx(sat * 4 / at[3])
+    # Below it nothing changes: the prompts' share still grows with the clients.
+    below = curve.point(3, closed=True)[0]
+    assert below == pytest.approx(curve.step(3) + 2 * curve.new_mean * curve.tau / 4)
+    # A long answer never saturates a big chunk at the concurrencies an engine runs.
+    mm2, gpu2, engine2 = _burst_setup(prompt=500, output=500)
+    assert _benchmark_curve(BenchReplica(mm2, gpu2, 1, "none", engine2), 64)[1].saturation > 64

@@ -662,6 +662,13 @@ class ReplicaCurve:
         self.tau = prefill_tau / (b_tau * w.prompt_tokens)
         self.step1 = self.step(1)
         self.out_longest = w.output_p90 if batching == "static" else w.output_tokens
+        # The concurrency at which the prompts that replace finished requests fill each step's token
+        # budget: c decode tokens and (c - 1) / O prompts of P_new tokens make one chunk. Past it the
+        # engine admits no more prompts a step than the chunk holds (see :meth:`_point`).
+        self.saturation = math.inf
+        if batching != "static" and mixed_prefill and math.isfinite(self.chunk):
+            out = w.output_tokens
+            self.saturation = 1.0 + max(self.chunk - 1.0, 0.0) * out / (out + self.new_mean)
 
     def _at(self, b: int) -> tuple[float, float, str]:
         """(decode step s, the batch's prefill s, bound) of the roofline at batch ``b``."""
@@ -746,6 +753,14 @@ class ReplicaCurve:
         return got
 
     def _point(self, c: float, closed: bool = False) -> tuple[float, float, float, float]:
+        if c > self.saturation:
+            # Prefill-bound: each step is a full chunk of decode and prompt tokens, so the steps, the
+            # ITL and the requests ended a second stay those at the saturation; the c - saturation
+            # others wait for their prompts' turn (Little's law: a request spends c / rate in the
+            # replica), and that wait is time before their first token.
+            itl, tail, mean, service = self.point(self.saturation, closed)
+            extra = service * (c / self.saturation - 1.0)
+            return itl, tail + extra, mean + extra, service + extra
         step = self.step(c)
         w = self.w
         out = w.output_tokens
@@ -800,6 +815,7 @@ class ReplicaCurve:
         """Mean inter-token latency (s) with ``c`` sequences in flight (the first term of :meth:`point`)."""
         if self.batching == "static":
             return self.step(c)
+        c = min(c, self.saturation)  # past it every step is a full chunk (see :meth:`_point`)
         return self.step(c) + max(c - 1.0, 0.0) * self.new_mean * self.tau / self.w.output_tokens
 
     def largest_meeting(self, top: int) -> int:
@@ -808,8 +824,9 @@ class ReplicaCurve:
         The decode step never falls as the batch grows (:class:`DecodeStep` pads a batch where a
         larger one is cheaper), so the latencies rise with the concurrency and the concurrencies
         that meet the targets are 1 to some c*. The ITL bound is found first on the ITL alone (a
-        few multiplications per try); the TTFT, which needs the whole operating point, is then
-        checked there and, if missed, bisected below it."""
+        few multiplications per try; past the saturation, where every step is a full chunk, the ITL
+        no longer rises, so a saturation within the ITL target bounds nothing); the TTFT, which
+        needs the whole operating point, is then checked there and, if missed, bisected below it."""
         if top < 1 or not self.meets(1):
             return 0
         target = self.spec.itl_ms / 1000.0
@@ -818,7 +835,9 @@ class ReplicaCurve:
             per_seq = 0.0 if self.batching == "static" else self.new_mean * self.tau / self.w.output_tokens
             # ITL(c) = step(c) + per_seq (c - 1): the closed form's step(b) + per_seq b within target + per_seq.
             solved = self.decode.largest_within(target + per_seq, per_seq, top)
-        if solved is not None:
+        if self.saturation < top and self.itl(self.saturation) <= target:
+            hi = top  # the ITL stops rising at the saturation (every step a full chunk)
+        elif solved is not None:
             # Rounding at the edge of a piece: step to the exact integer bound.
             hi = max(1, solved)
             while hi < top and self.itl(hi + 1) <= target:
