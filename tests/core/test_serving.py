@@ -920,11 +920,21 @@ def test_the_planner_says_when_its_operating_point_needs_more_sequences_than_vll
     lines = [text for kind, text in fleet_detail(rec, est.engine) if kind == "caution"]
     assert any(f"max_num_seqs {c} " in text and "at most 256 sequences" in text for text in lines), lines
     assert any(f"max_num_seqs {c} " in line for line in render_estimate(est).splitlines())
+    # The JSON says the same: the defaults on that GPU and the setting to raise.
+    (mine,) = [d for d in estimate_to_dict(est)["candidates"] if d["setup_label"] == rec.setup_label]
+    defaults = mine["serving"]["engine_defaults"]
+    assert defaults == {"max_num_seqs": 256, "max_num_batched_tokens": 2048, "raise_max_num_seqs_to": c}
     # Within the default no such line: the same service at a tight ITL runs fewer.
     tight = run(scenario(rate=140.0, ttft=10.0, itl=20.0, preset="llama-3.2-1b", hardware=hw))
     for cand in fleets(tight).values():
         if cand.serving.concurrency_per_replica <= 256:
             assert not any("max_num_seqs" in t for _k, t in fleet_detail(cand, tight.engine))
+            assert cand.serving.to_dict()["engine_defaults"]["raise_max_num_seqs_to"] is None
+    # An engine without per-GPU defaults reports none.
+    trt = run(
+        scenario(rate=140.0, ttft=10.0, itl=200.0, preset="llama-3.2-1b", hardware=hw, engine="tensorrt-llm")
+    )
+    assert all(cand.serving.to_dict()["engine_defaults"] is None for cand in fleets(trt).values())
 
 
 def test_a_burst_beyond_the_kv_cache_fills_slots_as_answers_end():

@@ -28,7 +28,7 @@ from ..specs.engines import FITTED, engine_for
 from ..specs.hardware import GpuCatalog, GpuSpec
 from ..specs.models import ModelSpec
 from ..specs.presets import ModelCatalog
-from ..specs.serving import batching_for
+from ..specs.serving import batch_defaults, batching_for
 from ..specs.workload import RuntimeOverhead
 from ..units import GIB
 from . import advice as _advice
@@ -292,6 +292,9 @@ def estimate(
         gpu_setups = single_only if gpu.unified_memory and not hw.gpu_count else setups
         # A service's engine schedules as it starts on this GPU (vLLM's prefill chunk): once per GPU.
         gpu_engine = _serving.scheduled_on(engine, gpu)[0] if serving is not None else engine
+        gpu_defaults = (
+            batch_defaults(engine.id, gpu.name, gpu.memory_gib_usable) if serving is not None else None
+        )
         fixed_overhead = None  # a calibrated runtime overhead (bytes) replaces the model's
         if lookup:
             # Looked up once per GPU; without calibration the loop below is unchanged.
@@ -372,6 +375,7 @@ def estimate(
                         buy,
                         scenario.budget,
                         memory_at=line.memory_at(cap_bytes, engine.id, fixed_overhead),
+                        scheduler=gpu_defaults,
                     )
                     assert fleet.memory is not None
                     bd = fleet.memory.breakdown

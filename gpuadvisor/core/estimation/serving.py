@@ -72,7 +72,7 @@ from typing import Any, NamedTuple
 from ..formats.scenario import Budget
 from ..specs.engines import EngineProfile, active_constants, engine_lineage
 from ..specs.hardware import GpuSpec
-from ..specs.serving import ServingSpec, batch_defaults, batching_for
+from ..specs.serving import BatchDefaults, ServingSpec, batch_defaults, batching_for
 from ..specs.workload import Workload
 from ..units import GIB
 from .cost import HOURS_PER_MONTH, BuyVsRent
@@ -212,6 +212,18 @@ class ServingEstimate(NamedTuple):
     #: ``ttft_alone_s`` over their targets, at one request (> 1; 0 when it meets them). The closest
     #: setup is the one with the smallest: the targets would have to loosen by that factor.
     shortfall: float = 0.0
+    #: What the engine schedules by default on this GPU (vLLM's ``max_num_seqs`` and
+    #: ``max_num_batched_tokens``, :func:`~gpuadvisor.core.specs.serving.batch_defaults`); None for
+    #: an engine without such a rule.
+    scheduler: BatchDefaults | None = None
+
+    @property
+    def raise_max_sequences_to(self) -> int | None:
+        """The sequences per replica to start the engine with when its default schedules fewer than
+        the operating point runs (None when the default holds them, or the engine has no rule)."""
+        if self.scheduler is None or self.concurrency_per_replica <= self.scheduler.max_sequences:
+            return None
+        return self.concurrency_per_replica
 
     @property
     def ttft_shown_s(self) -> float:
@@ -261,6 +273,13 @@ class ServingEstimate(NamedTuple):
             "buy_vs_rent": None if self.buy is None else self.buy.to_dict(),
             "range_80": self.ranges_dict(),
             "memory_gib": None if self.memory is None else self.memory.to_dict(),
+            "engine_defaults": None
+            if self.scheduler is None
+            else {
+                "max_num_seqs": self.scheduler.max_sequences,
+                "max_num_batched_tokens": self.scheduler.chunk_tokens,
+                "raise_max_num_seqs_to": self.raise_max_sequences_to,
+            },
         }
 
     def ranges_dict(self) -> dict[str, list[float | int]] | None:
@@ -1305,9 +1324,11 @@ def serving_estimate(
     buy: BuyVsRent | None,
     budget: Budget,
     memory_at: Callable[[int], ServingMemory] | None = None,
+    scheduler: BatchDefaults | None = None,
 ) -> ServingEstimate:
     """The fleet for the scenario's traffic on one replica layout (see the module docstring);
-    ``memory_at`` gives the memory per GPU at a concurrency (:mod:`.serving_memory`)."""
+    ``memory_at`` gives the memory per GPU at a concurrency (:mod:`.serving_memory`), ``scheduler``
+    what the engine schedules by default on the GPU (reported, see :class:`ServingEstimate`)."""
     spec, w = curve.spec, curve.w
     top = min(kv_max, MAX_CONCURRENCY)
     c = curve.largest_meeting(top)
@@ -1383,4 +1404,5 @@ def serving_estimate(
         memory=None if memory_at is None else memory_at(c),
         ttft_alone_s=alone,
         shortfall=0.0 if meets else max(itl_1 * 1000.0 / spec.itl_ms, alone / spec.ttft_s),
+        scheduler=scheduler,
     )

@@ -10,7 +10,6 @@ from ..estimation.results import Candidate, Estimate
 from ..estimation.serving import REQUEST_OVERHEAD_BY_ENGINE, ServingEstimate, request_overhead_s_of
 from ..formatting import fmt_gib, fmt_rate, fmt_usd, fmt_usd_per_hour, fmt_usd_per_mtok
 from ..specs.engines import ENGINES, RANGE_LABEL, engine_lineage
-from ..specs.serving import batch_defaults
 
 TIMES = "\u00d7"
 
@@ -268,18 +267,18 @@ def memory_lines(c: Candidate, engine_id: str) -> list[tuple[str, str]]:
 
 def scheduler_lines(c: Candidate, engine_id: str) -> list[tuple[str, str]]:
     """A caution when the candidate's operating point runs more sequences per replica than
-    ``engine_id`` schedules by default on its GPU (vLLM's ``max_num_seqs``,
-    :func:`~gpuadvisor.core.specs.serving.batch_defaults`), else nothing."""
+    ``engine_id`` schedules by default on its GPU (vLLM's ``max_num_seqs``: the estimate's
+    ``ServingEstimate.scheduler`` and ``raise_max_sequences_to``, the JSON's ``engine_defaults``),
+    else nothing."""
     s = c.serving
-    limits = batch_defaults(engine_id, c.gpu.name, c.gpu.memory_gib_usable)
-    if s is None or limits is None or s.concurrency_per_replica <= limits.max_sequences:
+    if s is None or s.scheduler is None or s.raise_max_sequences_to is None:
         return []
     return [
         (
             "caution",
-            f"{engine_name(engine_id)} runs at most {limits.max_sequences:,} sequences at once by default "
+            f"{engine_name(engine_id)} runs at most {s.scheduler.max_sequences:,} sequences at once by default "
             f"on the {c.gpu.name} (max_num_seqs): start it with max_num_seqs "
-            f"{s.concurrency_per_replica} for this operating point.",
+            f"{s.raise_max_sequences_to} for this operating point.",
         )
     ]
 
