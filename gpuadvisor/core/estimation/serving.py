@@ -126,9 +126,9 @@ _Z90 = 1.2815515655446004
 #: MoE bursts joined (gpt-oss behind 2,000-32,000-token prompts: a half to a twelfth of the estimate,
 #: whose chunked prefills steal more of each step than vLLM's did).
 SERVING_SPREADS: dict[str, tuple[float, float]] = {
-    "tokens_per_s": (0.47, 0.42),
-    "ttft": (0.64, 1.02),
-    "itl": (0.42, 1.20),
+    "tokens_per_s": (0.47, 0.39),
+    "ttft": (0.64, 1.14),
+    "itl": (0.43, 0.65),
 }
 SERVING_SPREAD_PROVENANCE = (
     "split-conformal 10%/90% order statistics of the leave-one-source-out residuals of the "

@@ -675,8 +675,8 @@ class _FamilyFit(TypedDict, total=False):
 _FITTED_ENGINES: dict[str, _EngineFit] = {
     "tensorrt-llm": dict(
         prefill_mfu=0.58,
-        layer_overhead_s=34e-6,
-        spread_low=0.43,
+        layer_overhead_s=36e-6,
+        spread_low=0.44,
         spread_high=0.24,
         calibrated_on="112 rows: INF-01..10, H200-01..07, F180-01/05, TRTB-01..04; the serving ITLs and "
         "tokens/s SRV-01..31 (NIM, TensorRT-LLM perf overview), SRV-42/44 (GPUStack), SRB-43..81 "
@@ -684,9 +684,9 @@ _FITTED_ENGINES: dict[str, _EngineFit] = {
         "SRG-07..111 (GPUStack's gpt-oss bursts on H100)",
     ),
     "vllm": dict(
-        prefill_mfu=0.61,
+        prefill_mfu=0.58,
         layer_overhead_s=113e-6,
-        spread_low=0.29,
+        spread_low=0.25,
         spread_high=0.64,
         calibrated_on="207 rows: MI300-01..10 (MI300X), INB-09/10 (RTX 4090), INB-57 (RTX A6000); the "
         "serving ITLs and tokens/s SRV-19/20 (A40), SRV-36/38 and SRV-48..50 (GPUStack, H100), "
@@ -706,15 +706,15 @@ _FITTED_ENGINES: dict[str, _EngineFit] = {
         "PR #4766, GPU-Benchmarks-on-LLM-Inference)",
     ),
     "mlc-llm": dict(
-        spread_low=0.29,
+        spread_low=0.25,
         spread_high=0.64,
         calibrated_on="2 rows: INF-18 (RTX 4090), INB-61 (RTX A6000), decode only; prefill is the prior",
     ),
     "transformers": dict(
         prefill_mfu=0.41,
-        layer_overhead_s=661e-6,
+        layer_overhead_s=651e-6,
         spread_low=0.37,
-        spread_high=0.43,
+        spread_high=0.42,
         calibrated_on="41 rows: INF-21, INT8-01..08, LIT-16..34, INB-01..12 and INB-58..60 (engine comparisons), "
         "INB-39..56 (Optimum GPTQ: generate and prefill-only)",
     ),
@@ -741,9 +741,9 @@ _FITTED_ENGINES: dict[str, _EngineFit] = {
         calibrated_on="assumed: prior (eager modules; no Trainer throughput row in the data)",
     ),
     "sglang": dict(
-        prefill_mfu=0.30,
+        prefill_mfu=0.29,
         layer_overhead_s=130e-6,
-        spread_low=0.29,
+        spread_low=0.25,
         spread_high=0.64,
         calibrated_on="111 rows: the serving ITLs and tokens/s SRV-39..53 (GPUStack, H100; the bursts of "
         "block-FP8 Qwen3 pull the prefill factor down), SRR-04/05 (Modal), SRX-01..33 and SRY-01..111 "
@@ -752,7 +752,7 @@ _FITTED_ENGINES: dict[str, _EngineFit] = {
     ),
     "autoawq": dict(
         layer_overhead_s=44e-6,
-        spread_low=0.29,
+        spread_low=0.25,
         spread_high=0.64,
         calibrated_on="14 rows: AWQ-01..37 decode (one source)",
     ),
@@ -773,7 +773,7 @@ _FITTED_ENGINES: dict[str, _EngineFit] = {
 #: statistics (the floor((n+1) 0.1)-th and ceil((n+1) 0.9)-th of n ratios; Vovk et al. 2005, Lei et
 #: al. 2018) of measured / estimate over the leave-one-source-out residuals of tests/data/validation
 #: (2026-12-03), per engine with at least 15 speed rows (TensorRT-LLM, Transformers, llama.cpp, ExLlamaV2, Megatron, FSDP), else
-#: pooled over the engines of the same kind with fewer rows (inference 0.71-1.64, training
+#: pooled over the engines of the same kind with fewer rows (inference 0.75-1.64, training
 #: 0.69-1.23); each side at least 10%.
 SPREAD_PROVENANCE = (
     "split-conformal 10%/90% order statistics of leave-one-source-out residuals, tests/data/validation, "
@@ -785,13 +785,13 @@ _FITTED_FAMILIES: dict[str, _FamilyFit] = {}
 #: the exposed share of host launches, the GPU time of a small kernel, the KV-read factor, the
 #: GEMM half sizes and the MoE layers' extra kernels and expert-kernel efficiency.
 _FITTED_GLOBALS = dict(
-    bandwidth_ceiling=MappingProxyType({**BANDWIDTH_CEILING, "ada": 1.22, "ampere": 0.90, "hopper": 0.87}),
-    host_exposed_share=0.57,
-    gpu_kernel_s=4.20e-6,
-    kv_bandwidth_factor=1.02,
-    gemm_tokens_half=9.60,
-    gemm_width_half=363.0,
-    graph_step_host_s=MappingProxyType({"python": 1.36e-3, "cpp": 0.02e-3}),
+    bandwidth_ceiling=MappingProxyType({**BANDWIDTH_CEILING, "ada": 1.23, "ampere": 0.91, "hopper": 0.87}),
+    host_exposed_share=0.60,
+    gpu_kernel_s=4.18e-6,
+    kv_bandwidth_factor=1.01,
+    gemm_tokens_half=9.18,
+    gemm_width_half=368.0,
+    graph_step_host_s=MappingProxyType({"python": 1.31e-3, "cpp": 0.02e-3}),
     moe_kernels_per_layer=9.40,
     moe_expert_efficiency=0.61,
 )
