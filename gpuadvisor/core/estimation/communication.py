@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import math
 
-from ..specs.engines import FITTED, EngineProfile, SpeedConstants
+from ..specs.engines import EngineProfile, SpeedConstants, active_constants
 from ..specs.hardware import GpuSpec
 from ..specs.models import ModelSpec
 from .layout import Layout
@@ -159,7 +159,7 @@ def layout_training_performance(
     """Training tokens/s of ``layout`` on ``gpu`` (see the module docstring); ``tp_slowdown`` is
     :func:`tp_width_slowdown` at the layout's TP when the caller has it already."""
     m, w = mm.model, mm.workload
-    k = constants or FITTED
+    k = constants or active_constants()
     if prelude is None:
         prelude = training_prelude(mm, gpu, engine, mfu, constants)
     peak, base_mfu, flops_token = prelude.peak_tflops, prelude.mfu, prelude.flops_per_token

@@ -24,7 +24,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..formats.scenario import Scenario
-from ..specs.engines import FITTED, engine_for
+from ..specs.engines import active_constants, engine_for
 from ..specs.hardware import GpuCatalog, GpuSpec
 from ..specs.models import ModelSpec
 from ..specs.presets import ModelCatalog
@@ -642,7 +642,9 @@ def _ceiling_order(
         if use_slow and lay.tp > 1:
             slow = slowdowns.get(lay.tp, 0.0)
             if not slow:
-                slow = slowdowns[lay.tp] = tp_width_slowdown(mm.model, lay.tp, FITTED.gemm_width_half)
+                slow = slowdowns[lay.tp] = tp_width_slowdown(
+                    mm.model, lay.tp, active_constants().gemm_width_half
+                )
         out.append((ceiling_work(mm, lay, prelude.flops_per_token, slow), i, slow))
     out.sort(key=lambda r: r[0])
     return out
@@ -673,7 +675,7 @@ def _price_searched(
         if t > 1 and not mfu:
             slow = slowdowns.get(t, 0.0)
             if not slow:
-                slow = slowdowns[t] = tp_width_slowdown(model, t, FITTED.gemm_width_half)
+                slow = slowdowns[t] = tp_width_slowdown(model, t, active_constants().gemm_width_half)
         ranked.append((speed_ceiling(mm, lay, prelude, slow), slow, lay, bd, need, host, par))
     ranked.sort(key=lambda r: -r[0])
     best: list[float] = []  # the SEARCH_KEEP fastest speeds so far, fastest first

@@ -591,7 +591,7 @@ class DecodeStep:
 #: ``validation.harness.fit_request_overheads``, printed by ``scripts/fit_engines.py``; the
 #: out-of-sample figures refit it without each source): the value for a stack without its own fit
 #: (:data:`REQUEST_OVERHEAD_BY_ENGINE`). See docs/estimation.md, "Serving".
-REQUEST_OVERHEAD_S = 0.060
+REQUEST_OVERHEAD_S = 0.058
 #: The per-request time of each serving stack with at least :data:`REQUEST_OVERHEAD_MIN_TTFT_ROWS`
 #: first-token rows in the validation set, fitted the same way to that stack's rows alone: a Python
 #: API server (vLLM) takes longer than TensorRT-LLM behind NIM or Triton.

@@ -719,15 +719,15 @@ _FITTED_ENGINES: dict[str, _EngineFit] = {
         "INB-39..56 (Optimum GPTQ: generate and prefill-only)",
     ),
     "megatron": dict(
-        mfu=0.69,
+        mfu=0.68,
         spread_low=0.5,
-        spread_high=0.41,
+        spread_high=0.42,
         calibrated_on="39 rows: TRN-01/03/12/18, MEG1-01/02, LAY-01..42 (Megatron-LM layouts, Megatron-Bridge)",
     ),
     "fsdp": dict(
-        mfu=0.86,
+        mfu=0.85,
         spread_low=0.23,
-        spread_high=0.21,
+        spread_high=0.20,
         calibrated_on="29 rows: TRN-20, TRN-24, TRN-26, LF-01..19, TT-01..06, LAY-06",
     ),
     "deepspeed": dict(
@@ -790,7 +790,7 @@ _FITTED_GLOBALS = dict(
     gpu_kernel_s=4.18e-6,
     kv_bandwidth_factor=1.01,
     gemm_tokens_half=9.18,
-    gemm_width_half=368.0,
+    gemm_width_half=310.0,
     graph_step_host_s=MappingProxyType({"python": 1.31e-3, "cpp": 0.02e-3}),
     moe_kernels_per_layer=9.40,
     moe_expert_efficiency=0.61,
