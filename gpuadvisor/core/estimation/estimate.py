@@ -290,11 +290,12 @@ def estimate(
         # A Mac's GPU is one chip sharing the machine's memory: it is not combined with others
         # unless the scenario asks for a count.
         gpu_setups = single_only if gpu.unified_memory and not hw.gpu_count else setups
-        # A service's engine schedules as it starts on this GPU (vLLM's prefill chunk): once per GPU.
-        gpu_engine = _serving.scheduled_on(engine, gpu)[0] if serving is not None else engine
+        # A service's engine schedules as it starts on this GPU (vLLM's sequences and prefill chunk):
+        # the defaults are looked up once per GPU, reported with each fleet and give the engine its chunk.
         gpu_defaults = (
             batch_defaults(engine.id, gpu.name, gpu.memory_gib_usable) if serving is not None else None
         )
+        gpu_engine = _serving.chunked_as(engine, gpu_defaults)
         fixed_overhead = None  # a calibrated runtime overhead (bytes) replaces the model's
         if lookup:
             # Looked up once per GPU; without calibration the loop below is unchanged.

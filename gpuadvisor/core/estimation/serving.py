@@ -1002,16 +1002,20 @@ def pool_sequences(
     return got
 
 
+def chunked_as(engine: EngineProfile, limits: BatchDefaults | None) -> EngineProfile:
+    """``engine`` with the prefill chunk of its defaults ``limits`` on a GPU (itself without them)."""
+    if limits is None or engine.prefill_chunk_tokens == limits.chunk_tokens:
+        return engine
+    return replace(engine, prefill_chunk_tokens=limits.chunk_tokens)
+
+
 def scheduled_on(engine: EngineProfile, gpu: GpuSpec) -> tuple[EngineProfile, int]:
     """(``engine`` with the prefill chunk it takes by default on ``gpu``, the sequences it schedules
     at most by default there, at most MAX_CONCURRENCY): vLLM's defaults depend on the GPU
     (:func:`~gpuadvisor.core.specs.serving.batch_defaults`); other engines keep their profile's chunk."""
     limits = batch_defaults(engine.id, gpu.name, gpu.memory_gib_usable)
-    if limits is None:
-        return engine, MAX_CONCURRENCY
-    if engine.prefill_chunk_tokens != limits.chunk_tokens:
-        engine = replace(engine, prefill_chunk_tokens=limits.chunk_tokens)
-    return engine, min(limits.max_sequences, MAX_CONCURRENCY)
+    most = MAX_CONCURRENCY if limits is None else min(limits.max_sequences, MAX_CONCURRENCY)
+    return chunked_as(engine, limits), most
 
 
 def _benchmark_curve(r: BenchReplica, requests: int) -> tuple[int, ReplicaCurve]:
