@@ -17,6 +17,7 @@ Sources
   matmul and run slower than 16-bit weights at inference.
 """
 
+import dataclasses
 import math
 
 import pytest
@@ -26,6 +27,8 @@ from gpuadvisor.core.estimation.memory import MemoryModel
 from gpuadvisor.core.estimation.performance import (
     attention_flop_weight,
     inference_performance,
+    shape_of,
+    training_flops_per_token,
     training_performance,
 )
 from gpuadvisor.core.estimation.speed_fit import (
@@ -40,6 +43,7 @@ from gpuadvisor.core.specs.engines import (
     KERNEL_FAMILIES,
     PRIORS,
     RANGE_LABEL,
+    active_constants,
     engine_for,
     kernel_family,
 )
@@ -340,6 +344,98 @@ def test_attention_runs_at_the_16_bit_rate_beside_fp8_gemms(models, gpus):
     n_mm = 2 * (m.counts.active - m.counts.embedding + m.vocab_size * m.hidden_size)
     attn = 2 * m.num_layers * m.q_dim * 32768
     assert gains[1] == pytest.approx((n_mm + attn) / (n_mm / 2 + attn), rel=0.08)
+
+
+def test_sliding_window_layers_attend_to_their_window_only(models, gpus):
+    """gpt-oss alternates 128-token sliding-window layers with full attention (its config's
+    layer_types). A token in a window layer attends to at most 128 keys, so a long prompt's
+    attention FLOPs are about half a full-attention model's, and the keys attended average
+    ``W - W^2 / (2P)`` per window layer: the first ``W`` positions see ``W / 2`` on average."""
+    m = models.get("gpt-oss-20b")
+    assert (m.sliding_window, m.sliding_window_layer_fraction) == (128, 0.5)
+    full = dataclasses.replace(m, sliding_window=None)
+    # Short of the window both count every earlier key.
+    assert m.prefill_attended_tokens(100) == full.prefill_attended_tokens(100) == 50.0
+    assert m.attended_tokens(100) == full.attended_tokens(100) == 100.0
+    # Counted directly: position i (1..P) attends to min(i, W) keys in a window layer, i / 2 by
+    # the pass's convention (P / 2 on average, as the causal mask halves a square) in a full one.
+    p, w = 32_000, 128
+    window_mean = sum(min(i, w) for i in range(1, p + 1)) / p
+    assert m.prefill_attended_tokens(p) == pytest.approx(0.5 * window_mean + 0.5 * p / 2, rel=1e-3)
+    assert m.attended_tokens(p) == 0.5 * w + 0.5 * p  # the KV cache the decode step reads
+
+    # So a 32K-token prompt prefills faster with the window than without it, and a short one not.
+    h100 = gpus.get("h100-sxm")
+
+    def ttft(model: ModelSpec, prompt: int) -> float:
+        wl = Workload(kind="inference", engine="vllm", weights="mxfp4", prompt_tokens=prompt, output_tokens=1)
+        return inference_performance(
+            MemoryModel(model, wl), h100, 1, "none", engine_for("vllm", "inference")
+        ).time_to_first_token_s
+
+    assert ttft(m, 100) == pytest.approx(ttft(full, 100))
+    # A 32K-token prefill is compute-bound: the time falls as its FLOPs per token do, GEMMs (the
+    # MoE's counted at the expert kernels' rate, as the estimate counts them) plus attention.
+    wl = Workload(kind="inference", engine="vllm", weights="mxfp4", prompt_tokens=p, output_tokens=1)
+    gemm = 2 * shape_of(MemoryModel(m, wl), active_constants())[1]
+    attention = 4 * m.num_layers * m.q_dim
+    flops = (gemm + attention * m.prefill_attended_tokens(p)) / (gemm + attention * p / 2)
+    assert m.prefill_attended_tokens(p) < 0.51 * p / 2
+    assert ttft(m, p) / ttft(full, p) == pytest.approx(flops, rel=0.01)
+    # Training counts the same keys in its forward's attention core.
+    tr = Workload(kind="full_finetune", seq_len=p)
+    assert training_flops_per_token(m, tr) - training_flops_per_token(full, tr) == pytest.approx(
+        3 * attention * (m.prefill_attended_tokens(p) - p / 2)
+    )
+
+
+def test_tensor_parallel_ranks_each_hold_and_read_the_kv_heads_they_cannot_split(models, gpus):
+    """Tensor parallelism splits the KV cache by KV head. Latent attention (DeepSeek) has one
+    latent that every head reads, so each of 8 ranks holds and reads all of it (SGLang v0.4 notes:
+    "only have one KV head ... tensor parallelism on 8 GPUs ... duplicated KV cache"); 4 KV heads
+    over 8 ranks are held twice; 8 over 8 once."""
+    r1, qwen, llama = models.get("deepseek-r1"), models.get("qwen3-235b-a22b"), models.get("llama-3.1-70b")
+    assert (r1.kv_copies(8), qwen.kv_copies(8), llama.kv_copies(8), llama.kv_copies(1)) == (8, 2, 1, 1)
+
+    def kv_per_gpu(model: ModelSpec, t: int) -> float:
+        wl = Workload(kind="inference", engine="vllm", weights="fp8", batch_size=16, prompt_tokens=2000)
+        return MemoryModel(model, wl).breakdown(t, "tensor").kv_cache
+
+    # Per GPU: all of the latent cache on each of 8 ranks; a quarter of Qwen3's 4 heads' cache
+    # (one head, held by two ranks each); an eighth of Llama's 8 heads'.
+    assert kv_per_gpu(r1, 8) == pytest.approx(kv_per_gpu(r1, 1))
+    assert kv_per_gpu(qwen, 8) == pytest.approx(kv_per_gpu(qwen, 1) / 4)
+    assert kv_per_gpu(llama, 8) == pytest.approx(kv_per_gpu(llama, 1) / 8)
+
+    # Each rank reads its copy in every decode step: at a long context, where DeepSeek-R1's
+    # step is the KV read, 8 ranks take as long on the latent as one GPU would.
+    b200 = gpus.get("b200")
+    step = {}
+    for batch in (1, 64):
+        wl = Workload(
+            kind="inference",
+            engine="sglang",
+            weights="fp8",
+            batch_size=batch,
+            prompt_tokens=30000,
+            output_tokens=2,
+        )
+        perf = inference_performance(
+            MemoryModel(r1, wl), b200, 8, "tensor", engine_for("sglang", "inference")
+        )
+        step[batch] = 1000.0 / perf.tokens_per_s_per_user  # ms per token at that batch
+    mm = MemoryModel(r1, Workload(kind="inference", engine="sglang", weights="fp8", prompt_tokens=30000))
+    per_seq = (
+        mm.kv_tokens_per_layer(30001) * r1.num_layers * mm.kv_bytes_per_token_layer
+    )  # one sequence's cache
+    k = active_constants()
+    bw = b200.memory_bandwidth_gb_s * 1e9 * k.bandwidth_ceiling.get(b200.architecture, 1.0)
+    stream = min(
+        bw * engine_for("sglang", "inference").bandwidth_efficiency, b200.memory_bandwidth_gb_s * 1e9 * 0.95
+    )
+    # 63 more sequences add their whole caches' read at one GPU's rate (8 x the cache over 8 GPUs).
+    added = 63 * per_seq / (stream * k.kv_bandwidth_factor) * 1000.0
+    assert step[64] - step[1] >= 0.9 * added
 
 
 def test_fp16_accumulating_gemms_run_at_the_geforce_fp16_accumulate_peak(models, gpus):

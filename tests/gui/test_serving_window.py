@@ -85,7 +85,7 @@ def test_a_serving_scenario_opens_and_saves_with_its_service(window, tmp_path):
     assert w.open_path(str(path))
     page = w.workload_page
     assert page.kind.currentData() == "serving"
-    assert page.serving_box.rate.value() == 135
+    assert page.serving_box.rate.value() == data["workload"]["serving"]["requests_per_s"]
     assert w.state.estimate.recommended.serving.replicas == 20
     out = tmp_path / "saved.json"
     assert w._save_to(out)

@@ -113,7 +113,7 @@ def run_flops(mm: MemoryModel, layout: Layout, flops_token: float) -> tuple[floa
     base_passes = 3.0 if w.trains_base else 2.0  # forward, backward (and weight gradients)
     forward = flops_token / (base_passes + (1.0 if w.gradient_checkpointing else 0.0))
     passes = base_passes + (1.0 if layout.recompute == "full" else 0.0)
-    attention_fwd = 2 * mm.model.num_layers * mm.model.q_dim * w.seq_len
+    attention_fwd = 4 * mm.model.num_layers * mm.model.q_dim * mm.model.prefill_attended_tokens(w.seq_len)
     return (
         forward,
         attention_fwd,

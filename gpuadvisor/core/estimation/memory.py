@@ -365,11 +365,7 @@ class MemoryModel:
     # ------------------------------------------------------------------------------------
     def kv_tokens_per_layer(self, context: int) -> float:
         """Average tokens held per layer, with sliding-window layers capped at the window."""
-        m = self.model
-        if m.sliding_window is None or context <= m.sliding_window:
-            return float(context)
-        f = m.sliding_window_layer_fraction
-        return f * m.sliding_window + (1.0 - f) * context
+        return self.model.attended_tokens(context)
 
     def layout_for(self, gpu_count: int, parallelism: str) -> Layout:
         """The :class:`Layout` of a one-word setup (cached: the views ask for it per candidate)."""
@@ -553,7 +549,7 @@ class MemoryModel:
             logits = (logit_rows * m.vocab_size * self.logit_bytes_inference if m.has_kv_cache else 0.0) / t
             act = (chunk * self.inference_transient_per_token + scores) / t + logits + self.dequant_buffer / t
             kv_layers = stage_layers
-            kv_heads_share = math.ceil(m.num_key_value_heads / t) / m.num_key_value_heads
+            kv_heads_share = m.kv_copies(t) / t  # each rank's share of one whole cache
             kv = (
                 b_gpu
                 * self.kv_tokens_per_layer(s)

@@ -429,7 +429,8 @@ def inference_performance(
         gemm_bytes = block_weights + params * family.dequant_bytes_per_weight + other
 
     c_mean = w.prompt_tokens + w.output_tokens / 2
-    kv_read = b * mm.kv_tokens_per_layer(int(c_mean)) * L * mm.kv_bytes_per_token_layer
+    # Ranks that hold a copy of the same KV heads (latent attention: every rank) each read it.
+    kv_read = b * mm.kv_tokens_per_layer(int(c_mean)) * L * mm.kv_bytes_per_token_layer * m.kv_copies(t)
     # A kernel that streams the blocks once per row of the batch gives way to the dequantized GEMM
     # once that is cheaper (exllama's reconstruction threshold, AutoGPTQ's kernel switch).
     per_row = (
@@ -458,7 +459,7 @@ def inference_performance(
         ceiling * b / (b + t_half) * (family.gemm_efficiency if family is not None and gemm_regime else 1.0)
     )
     attn = attention_flop_weight(gpu, prec, peak)
-    t_comp = b * (2 * n_mm + 4 * L * d_q * c_mean * attn) / (t * peak * 1e12 * e_dec)
+    t_comp = b * (2 * n_mm + 4 * L * d_q * m.attended_tokens(c_mean) * attn) / (t * peak * 1e12 * e_dec)
     # A prefill pass runs eagerly (the engines capture CUDA graphs for decode batches, not for
     # long prompts): the host launches every kernel of it.
     t_gpu_fixed, t_cpu, t_cpu_prefill = decode_overhead(engine, L, family, graphs, linears, k, moe)
@@ -499,7 +500,7 @@ def inference_performance(
 
     chunk = engine.prefill_chunk_tokens
     fixed = t_gpu_fixed + t_comm
-    per_token_flops = 2 * n_mm + 2 * L * d_q * w.prompt_tokens * attn
+    per_token_flops = 2 * n_mm + 4 * L * d_q * m.prefill_attended_tokens(w.prompt_tokens) * attn
     prefill_peak = t * p * peak * 1e12  # a pipeline's stages all work on a long prompt
 
     def prefill_time(tokens: float) -> float:
@@ -614,7 +615,7 @@ def llamacpp_performance(
             f"Partial offload: {L - round(share * L)} of {L} layers stay in host RAM and are read "
             "at host-memory bandwidth, which sets the speed."
         )
-    t_comp = b * (2 * n_mm + 4 * L * d_q * c_mean) / (t * peak * 1e12 * model.decode_mfu)
+    t_comp = b * (2 * n_mm + 4 * L * d_q * m.attended_tokens(c_mean)) / (t * peak * 1e12 * model.decode_mfu)
     # CUDA graphs (llama.cpp's default for single-sequence decode since mid-2024) replay a step's
     # kernels without launching each one; Metal encodes its command buffers every step.
     graphs = w.uses_cuda_graphs and gpu.architecture != "apple"
@@ -631,7 +632,7 @@ def llamacpp_performance(
     chunk = model.prefill_chunk_tokens
 
     def prefill_time(tokens: float) -> float:
-        flops = tokens * (2 * n_mm + 2 * L * d_q * w.prompt_tokens)
+        flops = tokens * (2 * n_mm + 4 * L * d_q * m.prefill_attended_tokens(w.prompt_tokens))
         copies = math.ceil(tokens / chunk) if chunk else 1
         return (
             max(flops / (mp * pre_peak * 1e12 * e_pre), weights / (t * bw * e_w)) + t_fixed + copies * t_copy
@@ -643,7 +644,7 @@ def llamacpp_performance(
 def training_flops_per_token(model: ModelSpec, workload: Workload, seq_len: int | None = None) -> float:
     """Model FLOPs per trained token (forward, backward and any recomputation)."""
     s = seq_len or workload.seq_len
-    forward = 2 * matmul_params(model) + 2 * model.num_layers * model.q_dim * s
+    forward = 2 * matmul_params(model) + 4 * model.num_layers * model.q_dim * model.prefill_attended_tokens(s)
     passes = 3.0 if workload.trains_base else 2.0
     if workload.gradient_checkpointing:
         passes += 1.0
@@ -690,7 +691,7 @@ def training_token_time(
     e_attn = k.attention_efficiency_by_arch.get(
         gpu.architecture, k.attention_efficiency * arch_ceiling / k.gemm_ceiling["ampere"]
     )
-    attn = passes * 2 * m.num_layers * m.q_dim * w.seq_len / (half * 1e12 * e_attn)
+    attn = passes * 4 * m.num_layers * m.q_dim * m.prefill_attended_tokens(w.seq_len) / (half * 1e12 * e_attn)
     bw = gpu.memory_bandwidth_gb_s * 1e9 * k.elementwise_bandwidth_efficiency
     elem_passes = (
         passes / 3.0 if w.trains_base else passes / 2.0 * 0.8

@@ -122,13 +122,13 @@ _Z90 = 1.2815515655446004
 #: whose per-request time is near zero) and to the long side (SGLang's first tokens of large MoE
 #: models on eight GPUs, up to 8 times the estimate), and the tokens/s' to the slow side (SGLang's
 #: MLA MoE models on eight GPUs at about half the estimate, a 0.5B model in vLLM 0.7's in-process
-#: async engine at a half to a tenth); the ITL's reaches far to the short side since GPUStack's
-#: MoE bursts joined (gpt-oss behind 2,000-32,000-token prompts: a half to a twelfth of the estimate,
-#: whose chunked prefills steal more of each step than vLLM's did).
+#: async engine at a half to a tenth); the ITL's reached further to the short side (0.65) before
+#: sliding-window layers counted only their window's keys (2026-12-03): gpt-oss behind
+#: 32,000-token prompts was given twice the attention it runs.
 SERVING_SPREADS: dict[str, tuple[float, float]] = {
-    "tokens_per_s": (0.47, 0.39),
-    "ttft": (0.64, 1.14),
-    "itl": (0.43, 0.65),
+    "tokens_per_s": (0.48, 0.34),
+    "ttft": (0.68, 1.08),
+    "itl": (0.48, 0.44),
 }
 SERVING_SPREAD_PROVENANCE = (
     "split-conformal 10%/90% order statistics of the leave-one-source-out residuals of the "
@@ -443,6 +443,7 @@ class DecodeStep:
             mm.kv_tokens_per_layer(int(c_mean))
             * L
             * mm.kv_bytes_per_token_layer
+            * m.kv_copies(t)  # every rank reads its copy (all of it with latent attention)
             / (stream * k.kv_bandwidth_factor)
         )
         # The input embedding is a lookup, not a stream (a tied table is read whole as the head).
@@ -452,7 +453,7 @@ class DecodeStep:
         self.family = family
         self.gemv_max = family.gemv_max_tokens if family is not None else math.inf
         attn = attention_flop_weight(gpu, prec, peak)  # attention at the 16-bit rate
-        flops = 2 * n_mm + 4 * L * d_q * c_mean * attn
+        flops = 2 * n_mm + 4 * L * d_q * m.attended_tokens(c_mean) * attn
         self.comp_gemv = flops / (t * peak * 1e12 * ceiling)
         self.comp_gemm = self.comp_gemv / (family.gemm_efficiency if family is not None else 1.0)
         self.t_half = k.gemm_tokens_half
@@ -470,7 +471,8 @@ class DecodeStep:
             self.comm0 += (p - 1) * PCIE_LATENCY_S
         self.chunk = engine.prefill_chunk_tokens
         self.ceiling = ceiling
-        self.prefill_flops = 2 * n_mm + 2 * L * d_q * w.prompt_tokens * attn  # per prompt token
+        # per prompt token
+        self.prefill_flops = 2 * n_mm + 4 * L * d_q * m.prefill_attended_tokens(w.prompt_tokens) * attn
         self.prefill_peak = t * p * peak * 1e12  # a pipeline's stages all work on a long prompt
         self.expert = moe_mlp_bytes(mm)
         self.keep = 1.0 - m.experts_per_token / m.num_experts if m.is_moe else 1.0
@@ -591,11 +593,11 @@ class DecodeStep:
 #: ``validation.harness.fit_request_overheads``, printed by ``scripts/fit_engines.py``; the
 #: out-of-sample figures refit it without each source): the value for a stack without its own fit
 #: (:data:`REQUEST_OVERHEAD_BY_ENGINE`). See docs/estimation.md, "Serving".
-REQUEST_OVERHEAD_S = 0.058
+REQUEST_OVERHEAD_S = 0.057
 #: The per-request time of each serving stack with at least :data:`REQUEST_OVERHEAD_MIN_TTFT_ROWS`
 #: first-token rows in the validation set, fitted the same way to that stack's rows alone: a Python
 #: API server (vLLM) takes longer than TensorRT-LLM behind NIM or Triton.
-REQUEST_OVERHEAD_BY_ENGINE: dict[str, float] = {"vllm": 0.045, "tensorrt-llm": 0.034, "sglang": 0.090}
+REQUEST_OVERHEAD_BY_ENGINE: dict[str, float] = {"vllm": 0.044, "tensorrt-llm": 0.034, "sglang": 0.091}
 #: First-token rows a stack needs for a per-request time of its own.
 REQUEST_OVERHEAD_MIN_TTFT_ROWS = 3
 #: The range that fit searches (s).

@@ -674,20 +674,20 @@ class _FamilyFit(TypedDict, total=False):
 # ceiling of each GPU generation below scales it).
 _FITTED_ENGINES: dict[str, _EngineFit] = {
     "tensorrt-llm": dict(
-        prefill_mfu=0.58,
+        prefill_mfu=0.59,
         layer_overhead_s=36e-6,
         spread_low=0.44,
-        spread_high=0.24,
+        spread_high=0.26,
         calibrated_on="112 rows: INF-01..10, H200-01..07, F180-01/05, TRTB-01..04; the serving ITLs and "
         "tokens/s SRV-01..31 (NIM, TensorRT-LLM perf overview), SRV-42/44 (GPUStack), SRB-43..81 "
         "(TensorRT-LLM perf overview v0.17, Triton bursts), SRT-01..54 (GPUStack's bursts on H100 and A100), "
         "SRG-07..111 (GPUStack's gpt-oss bursts on H100)",
     ),
     "vllm": dict(
-        prefill_mfu=0.58,
+        prefill_mfu=0.54,
         layer_overhead_s=113e-6,
-        spread_low=0.25,
-        spread_high=0.64,
+        spread_low=0.21,
+        spread_high=0.62,
         calibrated_on="207 rows: MI300-01..10 (MI300X), INB-09/10 (RTX 4090), INB-57 (RTX A6000); the "
         "serving ITLs and tokens/s SRV-19/20 (A40), SRV-36/38 and SRV-48..50 (GPUStack, H100), "
         "SRB-01..09 (RTX 4090 sweep), SRB-83/84/90 (A100, RTX 4090), SRR-01..08 (Modal: L4, A100), "
@@ -706,13 +706,13 @@ _FITTED_ENGINES: dict[str, _EngineFit] = {
         "PR #4766, GPU-Benchmarks-on-LLM-Inference)",
     ),
     "mlc-llm": dict(
-        spread_low=0.25,
-        spread_high=0.64,
+        spread_low=0.21,
+        spread_high=0.62,
         calibrated_on="2 rows: INF-18 (RTX 4090), INB-61 (RTX A6000), decode only; prefill is the prior",
     ),
     "transformers": dict(
         prefill_mfu=0.41,
-        layer_overhead_s=651e-6,
+        layer_overhead_s=661e-6,
         spread_low=0.37,
         spread_high=0.42,
         calibrated_on="41 rows: INF-21, INT8-01..08, LIT-16..34, INB-01..12 and INB-58..60 (engine comparisons), "
@@ -743,8 +743,8 @@ _FITTED_ENGINES: dict[str, _EngineFit] = {
     "sglang": dict(
         prefill_mfu=0.29,
         layer_overhead_s=130e-6,
-        spread_low=0.25,
-        spread_high=0.64,
+        spread_low=0.21,
+        spread_high=0.62,
         calibrated_on="111 rows: the serving ITLs and tokens/s SRV-39..53 (GPUStack, H100; the bursts of "
         "block-FP8 Qwen3 pull the prefill factor down), SRR-04/05 (Modal), SRX-01..33 and SRY-01..111 "
         "(SGLang's cookbook on eight A100, B200 or MI300X, mostly large MoE models), SRG-04..108 and "
@@ -752,15 +752,15 @@ _FITTED_ENGINES: dict[str, _EngineFit] = {
     ),
     "autoawq": dict(
         layer_overhead_s=44e-6,
-        spread_low=0.25,
-        spread_high=0.64,
+        spread_low=0.21,
+        spread_high=0.62,
         calibrated_on="14 rows: AWQ-01..37 decode (one source)",
     ),
     "exllamav2": dict(
         layer_overhead_s=34e-6,
         prefill_mfu=0.57,
         spread_low=0.25,
-        spread_high=0.29,
+        spread_high=0.28,
         calibrated_on="31 rows: EXL-01..07, INB-05/06/62 and INB-15..38 (ExLlama v1, the same kernels' lineage)",
     ),
     "torchtune": dict(
@@ -773,7 +773,7 @@ _FITTED_ENGINES: dict[str, _EngineFit] = {
 #: statistics (the floor((n+1) 0.1)-th and ceil((n+1) 0.9)-th of n ratios; Vovk et al. 2005, Lei et
 #: al. 2018) of measured / estimate over the leave-one-source-out residuals of tests/data/validation
 #: (2026-12-03), per engine with at least 15 speed rows (TensorRT-LLM, Transformers, llama.cpp, ExLlamaV2, Megatron, FSDP), else
-#: pooled over the engines of the same kind with fewer rows (inference 0.75-1.64, training
+#: pooled over the engines of the same kind with fewer rows (inference 0.79-1.62, training
 #: 0.69-1.23); each side at least 10%.
 SPREAD_PROVENANCE = (
     "split-conformal 10%/90% order statistics of leave-one-source-out residuals, tests/data/validation, "
@@ -785,15 +785,15 @@ _FITTED_FAMILIES: dict[str, _FamilyFit] = {}
 #: the exposed share of host launches, the GPU time of a small kernel, the KV-read factor, the
 #: GEMM half sizes and the MoE layers' extra kernels and expert-kernel efficiency.
 _FITTED_GLOBALS = dict(
-    bandwidth_ceiling=MappingProxyType({**BANDWIDTH_CEILING, "ada": 1.23, "ampere": 0.91, "hopper": 0.87}),
-    host_exposed_share=0.60,
-    gpu_kernel_s=4.18e-6,
-    kv_bandwidth_factor=1.01,
-    gemm_tokens_half=9.18,
-    gemm_width_half=310.0,
-    graph_step_host_s=MappingProxyType({"python": 1.31e-3, "cpp": 0.02e-3}),
-    moe_kernels_per_layer=9.40,
-    moe_expert_efficiency=0.61,
+    bandwidth_ceiling=MappingProxyType({**BANDWIDTH_CEILING, "ada": 1.23, "ampere": 0.92, "hopper": 0.84}),
+    host_exposed_share=0.59,
+    gpu_kernel_s=4.12e-6,
+    kv_bandwidth_factor=0.96,
+    gemm_tokens_half=9.12,
+    gemm_width_half=312.0,
+    graph_step_host_s=MappingProxyType({"python": 1.07e-3, "cpp": 0.02e-3}),
+    moe_kernels_per_layer=10.3,
+    moe_expert_efficiency=0.63,
 )
 
 FITTED = replace(

@@ -247,9 +247,49 @@ class ModelSpec:
         return 2 * self.kv_dim
 
     @property
+    def kv_head_groups(self) -> int:
+        """How many parts a tensor-parallel split can divide the KV cache into: its KV heads, or
+        one with latent attention, whose compressed latent every head reads (so every rank holds
+        all of it: SGLang v0.4 release notes, lmsys.org/blog/2024-12-04-sglang-v0-4, "Data
+        Parallelism Attention": "DeepSeek models use MLA and only have one KV head. If we use
+        tensor parallelism on 8 GPUs, it will lead to duplicated KV cache")."""
+        return 1 if self.is_mla else self.num_key_value_heads
+
+    def kv_copies(self, tensor_parallel: int) -> float:
+        """How many whole KV caches ``tensor_parallel`` ranks hold (and read each step) together:
+        ``ceil(g / t) t / g`` for ``g`` :attr:`kv_head_groups`; 1 while every rank holds its own
+        heads, ``t`` with latent attention, 2 for 4 KV heads over 8 ranks."""
+        g, t = self.kv_head_groups, max(1, tensor_parallel)
+        return math.ceil(g / t) * t / g
+
+    @property
     def kv_dim(self) -> int:
         """Width of the keys (or values) of one token in one layer: kv_heads x head_dim."""
         return self.num_key_value_heads * self.head_dim_
+
+    def attended_tokens(self, context: float) -> float:
+        """Keys one token attends to (and holds in the KV cache) at ``context`` tokens of context,
+        averaged over the layers: sliding-window layers stop at their window."""
+        w = self.sliding_window
+        if w is None or context <= w:
+            return float(context)
+        f = self.sliding_window_layer_fraction
+        return f * w + (1.0 - f) * context
+
+    def prefill_attended_tokens(self, prompt: float) -> float:
+        """Keys a prompt token attends to in one causal pass over ``prompt`` tokens, averaged over
+        the prompt's positions and the layers: ``P / 2`` in a full-attention layer, and in a
+        sliding-window layer ``W - W^2 / (2 P)`` once the prompt is longer than its window ``W``
+        (the first ``W`` positions see ``W / 2`` on average, every later one ``W``). The attention
+        core of a pass costs ``4 d_q`` FLOPs per key per layer (scores and the weighted values).
+
+        Llama 4's chunked layers are stored as a window (the cache they hold is the same); within
+        one chunk the two agree, past it a chunk-local token sees ``C / 2`` keys on average, not ``C``."""
+        w = self.sliding_window
+        if w is None or prompt <= w:
+            return prompt / 2.0
+        f = self.sliding_window_layer_fraction
+        return f * (w - w * w / (2.0 * prompt)) + (1.0 - f) * prompt / 2.0
 
     @property
     def expert_intermediate_size(self) -> int:
