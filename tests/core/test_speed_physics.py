@@ -25,6 +25,7 @@ import pytest
 from gpuadvisor.core.errors import InputError
 from gpuadvisor.core.estimation.memory import MemoryModel
 from gpuadvisor.core.estimation.performance import (
+    KV_COPIES_NOTES,
     attention_flop_weight,
     inference_performance,
     shape_of,
@@ -436,6 +437,17 @@ def test_tensor_parallel_ranks_each_hold_and_read_the_kv_heads_they_cannot_split
     # 63 more sequences add their whole caches' read at one GPU's rate (8 x the cache over 8 GPUs).
     added = 63 * per_seq / (stream * k.kv_bandwidth_factor) * 1000.0
     assert step[64] - step[1] >= 0.9 * added
+    # And the estimate says why, in words the window, the CLI and the PDF share.
+    assert KV_COPIES_NOTES[True] in perf.notes
+
+    def notes(model: ModelSpec) -> tuple[str, ...]:
+        wl = Workload(kind="inference", engine="vllm", weights="fp8", prompt_tokens=2000, output_tokens=100)
+        return inference_performance(
+            MemoryModel(model, wl), b200, 8, "tensor", engine_for("vllm", "inference")
+        ).notes
+
+    assert KV_COPIES_NOTES[False] in notes(qwen)
+    assert not set(KV_COPIES_NOTES.values()) & set(notes(llama))
 
 
 def test_fp16_accumulating_gemms_run_at_the_geforce_fp16_accumulate_peak(models, gpus):

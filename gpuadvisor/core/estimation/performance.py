@@ -224,6 +224,22 @@ class StepOverhead(NamedTuple):
     eager_host: float  # host time launching every kernel: a prefill pass, which no graph replays
 
 
+#: Said of a tensor-parallel setup whose ranks hold copies of the same KV heads (see
+#: ``ModelSpec.kv_copies``): the cache per GPU, and its read each step, stop shrinking.
+KV_COPIES_NOTES = {
+    True: (
+        "Latent attention (MLA) keeps one KV latent that every head reads, so with tensor parallelism "
+        'every GPU holds and reads all of the KV cache (SGLang v0.4 notes, "Data Parallelism '
+        'Attention"); data-parallel attention, which gives each GPU its own requests instead, is not '
+        "modelled."
+    ),
+    False: (
+        "More tensor-parallel GPUs than KV heads: GPUs hold copies of the same heads, so the KV cache "
+        "per GPU, and what each reads per step, stop shrinking at one head per GPU."
+    ),
+}
+
+
 #: Appended to a host-bound step's note: the host's own speed, which the estimate cannot know.
 HOST_BOUND_SPREAD_NOTE = (
     "The host's CPU sets such a step, and machines differ: one engine release with a 0.5B model and "
@@ -431,6 +447,8 @@ def inference_performance(
     c_mean = w.prompt_tokens + w.output_tokens / 2
     # Ranks that hold a copy of the same KV heads (latent attention: every rank) each read it.
     kv_read = b * mm.kv_tokens_per_layer(int(c_mean)) * L * mm.kv_bytes_per_token_layer * m.kv_copies(t)
+    if m.kv_copies(t) > 1 and m.has_kv_cache:
+        notes.append(KV_COPIES_NOTES[m.is_mla])
     # A kernel that streams the blocks once per row of the batch gives way to the dequantized GEMM
     # once that is cheaper (exllama's reconstruction threshold, AutoGPTQ's kernel switch).
     per_row = (
