@@ -471,7 +471,7 @@ class DecodeStep:
             self.comm0 += (p - 1) * PCIE_LATENCY_S
         self.chunk = engine.prefill_chunk_tokens
         self.ceiling = ceiling
-        # per prompt token
+        # FLOPs per prompt token: its GEMMs and the keys it attends to in a causal pass.
         self.prefill_flops = 2 * n_mm + 4 * L * d_q * m.prefill_attended_tokens(w.prompt_tokens) * attn
         self.prefill_peak = t * p * peak * 1e12  # a pipeline's stages all work on a long prompt
         self.expert = moe_mlp_bytes(mm)
