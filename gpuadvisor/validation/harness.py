@@ -532,13 +532,15 @@ def fit_engine(
 
 #: Serving figures the speed model is fitted to besides the speed rows: the inter-token latency
 #: (the decode step with the prefill chunks it carries at that concurrency, the roofline of a
-#: batch's decode) and the output tokens/s (the same step plus each request's prefill and the
-#: per-request time), of closed loops (steady or in step) and of bursts alike (a burst is modelled
-#: as one wave of requests, :func:`gpuadvisor.core.estimation.serving.burst`). The time to first
-#: token is left to the per-request times (:func:`fit_request_overheads`): it is mostly queue and
-#: host time, which the engine factors do not describe. See docs/estimation.md, "Engine profiles", for what each choice
-#: did out of sample.
-FIT_SERVING_QUANTITIES = ("serving_itl_ms", "serving_output_tokens_per_s")
+#: batch's decode), the output tokens/s (the same step plus each request's prefill and the
+#: per-request time) and the time to first token (the prompt's prefill, the queue of prompts ahead
+#: and the per-request time), of closed loops (steady or in step) and of bursts alike (a burst is
+#: modelled as one wave of requests, :func:`gpuadvisor.core.estimation.serving.burst`). The
+#: per-request times are fitted after them (:func:`fit_request_overheads`). Until 2026-12-04 the
+#: time to first token stayed out, as mostly queue and host time; with it in, the prefill factors
+#: learn from the figure a prefill sets most directly. See docs/estimation.md, "Engine profiles",
+#: for what each choice did out of sample.
+FIT_SERVING_QUANTITIES = ("serving_itl_ms", "serving_output_tokens_per_s", "serving_ttft_ms")
 #: How a fitted serving row's requests arrived: runs whose pace the engine alone sets. A paced
 #: client (``paced:<s>``, one request offered per interval) is predicted and scored but not fitted:
 #: where its pace binds, its figures are the client's schedule, not the engine's speed.

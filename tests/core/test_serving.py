@@ -1089,7 +1089,7 @@ def test_a_deepseek_style_model_carries_the_measured_speed_caveat():
     )
     assert MLA_MOE_SPEED_WARNING in ds.warnings
     assert "a median 0.84 times the estimate" in render_estimate(ds)
-    assert "0.61 times the estimate" in render_estimate(ds)
+    assert "0.67 times the estimate" in render_estimate(ds)
     assert "2.5 to 5 times lower" in render_estimate(ds)
     llama = run(scenario(hardware={"gpu": "h100-sxm", "gpu_count": 1}))
     assert MLA_MOE_SPEED_WARNING not in llama.warnings
@@ -1311,7 +1311,7 @@ def test_past_a_full_chunk_of_prompts_a_step_the_itl_stops_rising_and_the_rest_w
     at = curve.point(sat, closed=True)
     for c in (16, 64):
         itl, tail, mean, service = curve.point(c, closed=True)
-        assert itl == at[0] == curve.itl(c)
+        assert itl == at[0] == pytest.approx(curve.itl(c), rel=1e-12)  # one closed form, two roundings
         assert c / service == pytest.approx(sat / at[3])  # the requests ended a second stay
         assert mean - at[2] == pytest.approx(service - at[3])  # the rest is waiting
         assert service > at[3]

@@ -28,6 +28,8 @@ from gpuadvisor.core.estimation.performance import (
     KV_COPIES_NOTES,
     attention_flop_weight,
     inference_performance,
+    matmul_params,
+    prompt_head_params,
     shape_of,
     training_flops_per_token,
     training_performance,
@@ -51,6 +53,7 @@ from gpuadvisor.core.specs.engines import (
 from gpuadvisor.core.specs.hardware import load_gpu_catalog
 from gpuadvisor.core.specs.models import ModelSpec
 from gpuadvisor.core.specs.presets import load_model_catalog
+from gpuadvisor.core.specs.quant_types import tensor_type
 from gpuadvisor.core.specs.workload import QUANTIZATIONS, Workload, weight_bytes_per_param
 
 
@@ -167,6 +170,32 @@ def test_bad_keys_name_the_field(workload, field, words):
 )
 def test_quantization_defaults_by_engine_and_weights(weights, engine, kind, family):
     assert Workload(kind=kind, weights=weights, engine=engine).quantization_family == family
+
+
+def test_a_serving_engine_loads_an_fp4_checkpoint_as_published(models):
+    """gpt-oss's checkpoint keeps its attention, routers, embedding and head in BF16 (its
+    quantization_config's modules_to_not_convert) and only the experts in MXFP4; vLLM, SGLang and
+    TensorRT-LLM load it so (vLLM reports 12.88 GiB loaded for gpt-oss-20b, vllm-project/vllm
+    issue #22331). llama.cpp's GGUF stores those other matrices as q8_0 (gpt-oss-120b's MXFP4 GGUF
+    is 59.02 GiB, ggml-org/llama.cpp issue #15253)."""
+    gib = 2**30
+
+    def weights(name: str, engine: str) -> float:
+        wl = Workload(kind="inference", weights="mxfp4", engine=engine)
+        return MemoryModel(models.get(name), wl).weight_bytes / gib
+
+    assert weights("gpt-oss-20b", "vllm") == pytest.approx(12.88, rel=0.01)
+    assert weights("gpt-oss-120b", "llama.cpp") == pytest.approx(59.02, rel=0.005)
+    for engine in ("vllm", "sglang", "tensorrt-llm"):
+        assert weights("gpt-oss-120b", engine) == pytest.approx(60.77, rel=0.005)
+    m = models.get("gpt-oss-20b")
+    assert tensor_type("mxfp4", "ffn_exps", 0, m, checkpoint=True) == "mxfp4"
+    assert tensor_type("mxfp4", "attn_q", 0, m, checkpoint=True) == "bf16"
+    assert tensor_type("mxfp4", "attn_q", 0, m) == "q8_0"
+    assert tensor_type("nvfp4", "output", 0, m, checkpoint=True) == "bf16"
+    # Training scenarios and llama.cpp never read the published FP4 checkpoint this way.
+    assert not Workload(kind="inference", weights="mxfp4", engine="llama.cpp").fp4_checkpoint
+    assert Workload(kind="inference", weights="nvfp4", engine="vllm").fp4_checkpoint
 
 
 def test_cuda_graph_defaults_by_engine():
@@ -378,7 +407,8 @@ def test_sliding_window_layers_attend_to_their_window_only(models, gpus):
     # A 32K-token prefill is compute-bound: the time falls as its FLOPs per token do, GEMMs (the
     # MoE's counted at the expert kernels' rate, as the estimate counts them) plus attention.
     wl = Workload(kind="inference", engine="vllm", weights="mxfp4", prompt_tokens=p, output_tokens=1)
-    gemm = 2 * shape_of(MemoryModel(m, wl), active_constants())[1]
+    vllm = engine_for("vllm", "inference")
+    gemm = 2 * (shape_of(MemoryModel(m, wl), active_constants())[1] - prompt_head_params(m, p, vllm))
     attention = 4 * m.num_layers * m.q_dim
     flops = (gemm + attention * m.prefill_attended_tokens(p)) / (gemm + attention * p / 2)
     assert m.prefill_attended_tokens(p) < 0.51 * p / 2
@@ -861,3 +891,48 @@ def test_host_bound_notes_of_many_gpus_fold_into_one_line_with_the_range():
     host = [w for w in warnings if "bound by its host" in w]
     assert len(host) == 1 and "by GPU" in host[0]
     assert sum("The host's CPU sets such a step" in w for w in warnings) == 1
+
+
+def test_a_prefill_multiplies_the_lm_head_once_per_prompt(models, gpus):
+    """Serving engines compute logits only where they sample, the last position of each prompt
+    (vLLM's logits processor gathers those hidden states before the head), so a prompt of ``P``
+    tokens runs the ``vocab x hidden`` head once, not ``P`` times. For Llama 3.1 8B (a 128,256 x
+    4,096 head, 0.53B of its 7.5B multiplied parameters) a long compute-bound prompt prefills about
+    7% faster than when every position's logits are computed, as Transformers' generate did before
+    v4.45 (its profile keeps ``prompt_logits="all"``); decode, which samples every token, is
+    unchanged. Training projects every position (its loss needs them) and keeps the head."""
+    m = models.get("llama-3.1-8b")
+    h100 = gpus.get("h100-sxm")
+    # A token multiplies with every block matrix and the head once, whether the head is its own
+    # (Llama 3.1 8B: 7.50B, not the 8.03B active parameters with the embedding table counted too)
+    # or tied to the embedding (Llama 3.2 1B).
+    for name in ("llama-3.1-8b", "llama-3.2-1b"):
+        tied = models.get(name)
+        assert bool(tied.counts.lm_head) == (name == "llama-3.1-8b")
+        blocks = tied.counts.blocks + tied.counts.norms_and_other
+        head = tied.vocab_size * tied.hidden_size
+        assert matmul_params(tied) == pytest.approx(blocks + head, rel=1e-9)
+    assert matmul_params(m) == pytest.approx(7.505e9, rel=1e-3)
+    vllm = engine_for("vllm", "inference")
+    every = dataclasses.replace(vllm, prompt_logits="all")
+    assert vllm.prompt_logits == "last"
+    assert engine_for("transformers", "inference").prompt_logits == "all"
+    p = 16_000
+    wl = Workload(kind="inference", engine="vllm", weights="bf16", prompt_tokens=p, output_tokens=2)
+    mm = MemoryModel(m, wl)
+    head = m.vocab_size * m.hidden_size
+    assert prompt_head_params(m, p, vllm) == head * (1 - 1 / p)
+    assert prompt_head_params(m, p, every) == 0.0
+    assert prompt_head_params(m, 1, vllm) == 0.0  # a one-token prompt samples its only position
+
+    last = inference_performance(mm, h100, 1, "none", vllm)
+    full = inference_performance(mm, h100, 1, "none", every)
+    n_mm = matmul_params(m)
+    a = attention_flop_weight(h100, "bf16", h100.bf16_dense_tflops)
+    attention = 4 * m.num_layers * m.q_dim * m.prefill_attended_tokens(p) * a
+    ratio = (2 * (n_mm - head * (1 - 1 / p)) + attention) / (2 * n_mm + attention)
+    assert 0.9 < ratio < 0.95
+    assert last.time_to_first_token_s / full.time_to_first_token_s == pytest.approx(ratio, rel=0.01)
+    assert last.tokens_per_s_per_user == full.tokens_per_s_per_user
+    tr = Workload(kind="full_finetune", seq_len=2048)
+    assert training_flops_per_token(m, tr) > 3 * 2 * n_mm  # the head in every position's forward

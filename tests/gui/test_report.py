@@ -49,9 +49,9 @@ H100_ROW = (
     "32.7",
     "79.7",
     "+46.9",
-    "15,451",
-    "7.3\u201313.0 h",
-    "$27\u2013$180",
+    "16,188",
+    "7.1\u201312.4 h",
+    "$26\u2013$172",
     "$0.09",
     "yes",
     "yes",
@@ -398,7 +398,7 @@ def test_a_service_gets_its_serving_section_with_the_fleet_and_the_chart(qapp, c
     export_pdf(report, est, path, page_size="A4")
     first = page_texts(path)[0]
     assert "Serving: traffic, targets and the fleet" in first
-    assert "125 requests/s of 2,000 prompt and 300 output tokens" in first
+    assert "110 requests/s of 2,000 prompt and 300 output tokens" in first
     # The fleet table's row (pdftotext may write a one-row table's cells column by column).
     for cell in ("NVIDIA H100 SXM5 80 GB", "20 \u00d7 1 GPU", f"{fleet.concurrency_per_replica}", "meets"):
         assert cell in first, cell

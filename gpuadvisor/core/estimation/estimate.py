@@ -166,9 +166,9 @@ MLA_MOE_SPEED_WARNING = (
     "Speed of MLA mixture-of-experts models (DeepSeek-V3/R1 style) is the least certain figure: in "
     "SGLang's own benchmarks (SGLang 0.5.6-0.5.7, late 2025: DeepSeek-R1 and Kimi K2 on 8 \u00d7 B200, "
     "DeepSeek-V3 on 8 \u00d7 MI300X) output tokens/s were a median 0.84 times the estimate here, the time "
-    "between tokens 1.2 times and the first token 1.9 times; in GPUStack's bursts of DeepSeek-R1 on "
-    "8 \u00d7 H200 (vLLM 0.11, SGLang 0.5.3) output tokens/s were 0.61 times the estimate and the first "
-    "token 2.6 times; in an earlier sweep (vLLM 0.7 and SGLang 0.4, March 2025) output tokens/s were "
+    "between tokens 1.2 times and the first token 1.8 times; in GPUStack's bursts of DeepSeek-R1 on "
+    "8 \u00d7 H200 (vLLM 0.11, SGLang 0.5.3) output tokens/s were 0.67 times the estimate and the first "
+    "token 2.7 times; in an earlier sweep (vLLM 0.7 and SGLang 0.4, March 2025) output tokens/s were "
     "2.5 to 5 times lower. Engine releases differ widely on these models: treat the speed and the "
     "first-token time as optimistic."
 )

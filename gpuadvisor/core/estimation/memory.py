@@ -205,10 +205,12 @@ class MemoryModel:
         family = w.quantization_family
         quantized = family is not None
         if w.is_gguf:
-            # llama.cpp's per-tensor recipe (quant_types.py): some tensors get more bits.
-            gguf = gguf_weight_bytes(m, w.weights)
+            # llama.cpp's per-tensor recipe (quant_types.py): some tensors get more bits. A serving
+            # engine reads an FP4 microscaled checkpoint as published instead (the rest in BF16).
+            checkpoint = w.fp4_checkpoint
+            gguf = gguf_weight_bytes(m, w.weights, checkpoint)
             # A model read from a .gguf file: its exact bytes, split like the recipe splits them.
-            scale = m.file_weight_bytes / gguf.total if m.file_weight_bytes else 1.0
+            scale = m.file_weight_bytes / gguf.total if m.file_weight_bytes and not checkpoint else 1.0
             self.block_weight_bytes, self.embedding_bytes = gguf.blocks * scale, gguf.embedding * scale
             self.head_bytes, self.norm_bytes = gguf.lm_head * scale, gguf.norms_and_other * scale
             self.block_bytes_per_weight = self.block_weight_bytes / max(counts.blocks, 1)

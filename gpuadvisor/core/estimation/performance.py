@@ -202,10 +202,23 @@ def link(gpu: GpuSpec, gpu_count: int, gpus_per_node: int) -> tuple[float, float
 
 
 def matmul_params(model: ModelSpec) -> float:
-    """Parameters that take part in a matrix multiply per token (input embedding lookup excluded)."""
+    """Parameters that take part in a matrix multiply per token: the active parameters less the input
+    embedding, a lookup, plus the output head once (an untied head is among the active
+    parameters already; a tied one multiplies with the embedding's table). Before 2026-12-04 an
+    untied head was counted twice (Llama 3.1 8B: 8.03B instead of 7.50B)."""
     c = model.counts
-    head = c.lm_head if c.lm_head else model.vocab_size * model.hidden_size
-    return c.active - c.embedding + head + 0.0
+    tied_head = 0 if c.lm_head else model.vocab_size * model.hidden_size
+    return c.active - c.embedding + tied_head + 0.0
+
+
+def prompt_head_params(model: ModelSpec, prompt_tokens: int, engine: EngineProfile) -> float:
+    """The LM head's parameters a prefill does *not* multiply with, per prompt token: an engine that
+    computes logits only where it samples (the last position of each prompt) runs the head once
+    per prompt, not once per prompt token (``vocab x hidden x (1 - 1/P)``; 0 for an engine that
+    computes every position's logits, ``EngineProfile.prompt_logits``)."""
+    if engine.prompt_logits == "all":
+        return 0.0
+    return model.vocab_size * model.hidden_size * (1.0 - 1.0 / max(prompt_tokens, 1))
 
 
 def gemm_efficiency(tokens: float, ceiling: float, constants: SpeedConstants) -> float:
@@ -518,7 +531,10 @@ def inference_performance(
 
     chunk = engine.prefill_chunk_tokens
     fixed = t_gpu_fixed + t_comm
-    per_token_flops = 2 * n_mm + 4 * L * d_q * m.prefill_attended_tokens(w.prompt_tokens) * attn
+    per_token_flops = (
+        2 * (n_mm - prompt_head_params(m, w.prompt_tokens, engine))
+        + 4 * L * d_q * m.prefill_attended_tokens(w.prompt_tokens) * attn
+    )
     prefill_peak = t * p * peak * 1e12  # a pipeline's stages all work on a long prompt
 
     def prefill_time(tokens: float) -> float:
@@ -612,6 +628,7 @@ def llamacpp_performance(
     pre_peak = gpu.int8_dense_tops if int8 and gpu.int8_dense_tops else peak
     e_pre = prefill_mfu or engine.prefill_mfu_for(gpu.architecture, int8)
     n_mm = matmul_params(m)
+    n_prompt = n_mm - prompt_head_params(m, w.prompt_tokens, engine)
     L, d_q = m.num_layers, m.q_dim
     weights = mm.weight_bytes - unused_expert_bytes(mm, b)  # only the experts the batch uses are read
     c_mean = w.prompt_tokens + w.output_tokens / 2
@@ -650,7 +667,7 @@ def llamacpp_performance(
     chunk = model.prefill_chunk_tokens
 
     def prefill_time(tokens: float) -> float:
-        flops = tokens * (2 * n_mm + 4 * L * d_q * m.prefill_attended_tokens(w.prompt_tokens))
+        flops = tokens * (2 * n_prompt + 4 * L * d_q * m.prefill_attended_tokens(w.prompt_tokens))
         copies = math.ceil(tokens / chunk) if chunk else 1
         return (
             max(flops / (mp * pre_peak * 1e12 * e_pre), weights / (t * bw * e_w)) + t_fixed + copies * t_copy

@@ -90,6 +90,7 @@ from .performance import (
     link,
     moe_mlp_bytes,
     moe_slowdown,
+    prompt_head_params,
     shape_of,
 )
 from .serving_memory import ServingMemory, operating_memory
@@ -126,13 +127,13 @@ _Z90 = 1.2815515655446004
 #: sliding-window layers counted only their window's keys (2026-12-03): gpt-oss behind
 #: 32,000-token prompts was given twice the attention it runs.
 SERVING_SPREADS: dict[str, tuple[float, float]] = {
-    "tokens_per_s": (0.48, 0.34),
-    "ttft": (0.68, 1.08),
-    "itl": (0.48, 0.44),
+    "tokens_per_s": (0.49, 0.41),
+    "ttft": (0.68, 1.02),
+    "itl": (0.46, 0.46),
 }
 SERVING_SPREAD_PROVENANCE = (
     "split-conformal 10%/90% order statistics of the leave-one-source-out residuals of the "
-    "serving rows, tests/data/validation, 2026-12-03"
+    "serving rows, tests/data/validation, 2026-12-04"
 )
 
 
@@ -472,7 +473,10 @@ class DecodeStep:
         self.chunk = engine.prefill_chunk_tokens
         self.ceiling = ceiling
         # FLOPs per prompt token: its GEMMs and the keys it attends to in a causal pass.
-        self.prefill_flops = 2 * n_mm + 4 * L * d_q * m.prefill_attended_tokens(w.prompt_tokens) * attn
+        self.prefill_flops = (
+            2 * (n_mm - prompt_head_params(m, w.prompt_tokens, engine))
+            + 4 * L * d_q * m.prefill_attended_tokens(w.prompt_tokens) * attn
+        )
         self.prefill_peak = t * p * peak * 1e12  # a pipeline's stages all work on a long prompt
         self.expert = moe_mlp_bytes(mm)
         self.keep = 1.0 - m.experts_per_token / m.num_experts if m.is_moe else 1.0
@@ -593,11 +597,11 @@ class DecodeStep:
 #: ``validation.harness.fit_request_overheads``, printed by ``scripts/fit_engines.py``; the
 #: out-of-sample figures refit it without each source): the value for a stack without its own fit
 #: (:data:`REQUEST_OVERHEAD_BY_ENGINE`). See docs/estimation.md, "Serving".
-REQUEST_OVERHEAD_S = 0.057
+REQUEST_OVERHEAD_S = 0.058
 #: The per-request time of each serving stack with at least :data:`REQUEST_OVERHEAD_MIN_TTFT_ROWS`
 #: first-token rows in the validation set, fitted the same way to that stack's rows alone: a Python
 #: API server (vLLM) takes longer than TensorRT-LLM behind NIM or Triton.
-REQUEST_OVERHEAD_BY_ENGINE: dict[str, float] = {"vllm": 0.044, "tensorrt-llm": 0.034, "sglang": 0.091}
+REQUEST_OVERHEAD_BY_ENGINE: dict[str, float] = {"vllm": 0.043, "tensorrt-llm": 0.035, "sglang": 0.092}
 #: First-token rows a stack needs for a per-request time of its own.
 REQUEST_OVERHEAD_MIN_TTFT_ROWS = 3
 #: The range that fit searches (s).

@@ -79,6 +79,11 @@ class EngineProfile:
     #: decode (chunked prefill mixed into decode batches) or runs each prefill as a pass of its
     #: own that the running sequences wait for.
     mixed_prefill: bool = True
+    #: Where a prefill computes logits: "last", only at each prompt's last position, where it
+    #: samples (vLLM, SGLang, TensorRT-LLM, llama.cpp, ExLlama, MLC: the LM head runs once per
+    #: prompt), or "all", at every prompt position (Transformers' generate before v4.45 and any
+    #: plain forward pass).
+    prompt_logits: str = "last"
 
     def layer_overhead_for(self, architecture: str) -> float:
         """Fixed time per layer and decode step on this architecture, s."""
@@ -449,6 +454,12 @@ _PRIOR_PROFILES = (
         # cuBLAS of the FP16 peak; the fit moves each multiplier from 1.
         layer_overhead_by_arch=(("apple", 1.0), ("cuda_graphs", 1.0)),
         prefill_mfu_by_arch=(("apple", 1.0), ("int8", 1.0)),
+        # Builds before llama.cpp PR #6122 (merged 2024-03) projected every token of a prompt
+        # batch through the head; later ones only the tokens whose logits are asked for. Most
+        # llama-bench rows this profile is fitted to ran the earlier builds (discussion #4167's
+        # reference build 8e672ef, PR #3084, PR #4766), so it keeps their behaviour: on a current
+        # build a prompt is faster by the head's share of its FLOPs (3-7% for 7-8B models).
+        prompt_logits="all",
     ),
     EngineProfile(
         "mlc-llm",
@@ -470,6 +481,7 @@ _PRIOR_PROFILES = (
         kernels_per_layer=42,
         runtime="python",
         layer_overhead_s=504e-6,
+        prompt_logits="all",
     ),
     EngineProfile(
         "sglang",
@@ -494,6 +506,7 @@ _PRIOR_PROFILES = (
         kernels_per_layer=10,
         runtime="python",
         layer_overhead_s=120e-6,
+        prompt_logits="all",  # its fused model's forward projects every position
     ),
     EngineProfile(
         "exllamav2",
@@ -674,110 +687,110 @@ class _FamilyFit(TypedDict, total=False):
 # ceiling of each GPU generation below scales it).
 _FITTED_ENGINES: dict[str, _EngineFit] = {
     "tensorrt-llm": dict(
-        prefill_mfu=0.59,
-        layer_overhead_s=36e-6,
-        spread_low=0.44,
-        spread_high=0.26,
-        calibrated_on="112 rows: INF-01..10, H200-01..07, F180-01/05, TRTB-01..04; the serving ITLs and "
-        "tokens/s SRV-01..31 (NIM, TensorRT-LLM perf overview), SRV-42/44 (GPUStack), SRB-43..81 "
+        prefill_mfu=0.56,
+        layer_overhead_s=34e-6,
+        spread_low=0.43,
+        spread_high=0.28,
+        calibrated_on="147 rows: INF-01..10, H200-01..07, F180-01/05, TRTB-01..04; the serving ITLs, "
+        "tokens/s and first tokens SRV-01..31 (NIM, TensorRT-LLM perf overview), SRV-42/44 (GPUStack), SRB-43..81 "
         "(TensorRT-LLM perf overview v0.17, Triton bursts), SRT-01..54 (GPUStack's bursts on H100 and A100), "
         "SRG-07..111 (GPUStack's gpt-oss bursts on H100)",
     ),
     "vllm": dict(
-        prefill_mfu=0.54,
+        prefill_mfu=0.40,
         layer_overhead_s=113e-6,
-        spread_low=0.21,
+        spread_low=0.12,
         spread_high=0.62,
-        calibrated_on="207 rows: MI300-01..10 (MI300X), INB-09/10 (RTX 4090), INB-57 (RTX A6000); the "
-        "serving ITLs and tokens/s SRV-19/20 (A40), SRV-36/38 and SRV-48..50 (GPUStack, H100), "
+        calibrated_on="296 rows: MI300-01..10 (MI300X), INB-09/10 (RTX 4090), INB-57 (RTX A6000); the "
+        "serving ITLs, tokens/s and first tokens SRV-19/20 (A40), SRV-36/38 and SRV-48..50 (GPUStack, H100), "
         "SRB-01..09 (RTX 4090 sweep), SRB-83/84/90 (A100, RTX 4090), SRR-01..08 (Modal: L4, A100), "
         "SRX-34..48 (RTX 4090, 1-32 clients), SRG-01..180 and SRQ-01..120 (GPUStack: gpt-oss-120b and "
         "-20b on one to four H100 or A100, Qwen3-235B-A22B on four or eight, DeepSeek-R1 on eight H200)",
     ),
     "llama.cpp": dict(
         bandwidth_efficiency=0.93,
-        prefill_mfu=0.70,
+        prefill_mfu=0.69,
         layer_overhead_s=93e-6,
         layer_overhead_by_arch=(("apple", 1.81), ("cuda_graphs", 0.44)),
         prefill_mfu_by_arch=(("apple", 1.01), ("int8", 0.25)),
-        spread_low=0.33,
-        spread_high=0.26,
+        spread_low=0.35,
+        spread_high=0.28,
         calibrated_on="148 rows: INF-12, INF-15, LCPP-01..148 (llama.cpp discussions #4167 and #15013, "
         "PR #4766, GPU-Benchmarks-on-LLM-Inference)",
     ),
     "mlc-llm": dict(
-        spread_low=0.21,
+        spread_low=0.12,
         spread_high=0.62,
         calibrated_on="2 rows: INF-18 (RTX 4090), INB-61 (RTX A6000), decode only; prefill is the prior",
     ),
     "transformers": dict(
         prefill_mfu=0.41,
-        layer_overhead_s=661e-6,
-        spread_low=0.37,
-        spread_high=0.42,
+        layer_overhead_s=644e-6,
+        spread_low=0.38,
+        spread_high=0.39,
         calibrated_on="41 rows: INF-21, INT8-01..08, LIT-16..34, INB-01..12 and INB-58..60 (engine comparisons), "
         "INB-39..56 (Optimum GPTQ: generate and prefill-only)",
     ),
     "megatron": dict(
         mfu=0.68,
-        spread_low=0.5,
-        spread_high=0.42,
+        spread_low=0.50,
+        spread_high=0.41,
         calibrated_on="39 rows: TRN-01/03/12/18, MEG1-01/02, LAY-01..42 (Megatron-LM layouts, Megatron-Bridge)",
     ),
     "fsdp": dict(
         mfu=0.85,
         spread_low=0.23,
-        spread_high=0.20,
+        spread_high=0.16,
         calibrated_on="29 rows: TRN-20, TRN-24, TRN-26, LF-01..19, TT-01..06, LAY-06",
     ),
     "deepspeed": dict(
         spread_low=0.31,
-        spread_high=0.23,
+        spread_high=0.21,
         calibrated_on="assumed: the FSDP prior (eager PyTorch modules under ZeRO); the pooled training range",
     ),
     "hf-trainer": dict(
         spread_low=0.31,
-        spread_high=0.23,
+        spread_high=0.21,
         calibrated_on="assumed: prior (eager modules; no Trainer throughput row in the data)",
     ),
     "sglang": dict(
-        prefill_mfu=0.29,
-        layer_overhead_s=130e-6,
-        spread_low=0.21,
+        prefill_mfu=0.28,
+        layer_overhead_s=146e-6,
+        spread_low=0.12,
         spread_high=0.62,
-        calibrated_on="111 rows: the serving ITLs and tokens/s SRV-39..53 (GPUStack, H100; the bursts of "
+        calibrated_on="163 rows: the serving ITLs, tokens/s and first tokens SRV-39..53 (GPUStack, H100; the bursts of "
         "block-FP8 Qwen3 pull the prefill factor down), SRR-04/05 (Modal), SRX-01..33 and SRY-01..111 "
         "(SGLang's cookbook on eight A100, B200 or MI300X, mostly large MoE models), SRG-04..108 and "
         "SRQ-04..93 (GPUStack's MoE bursts); range pooled",
     ),
     "autoawq": dict(
         layer_overhead_s=44e-6,
-        spread_low=0.21,
+        spread_low=0.12,
         spread_high=0.62,
         calibrated_on="14 rows: AWQ-01..37 decode (one source)",
     ),
     "exllamav2": dict(
         layer_overhead_s=34e-6,
-        prefill_mfu=0.57,
-        spread_low=0.25,
+        prefill_mfu=0.56,
+        spread_low=0.26,
         spread_high=0.28,
         calibrated_on="31 rows: EXL-01..07, INB-05/06/62 and INB-15..38 (ExLlama v1, the same kernels' lineage)",
     ),
     "torchtune": dict(
         spread_low=0.31,
-        spread_high=0.23,
+        spread_high=0.21,
         calibrated_on="assumed: prior (the README's speed rows are unscored: checkpointing not stated)",
     ),
 }
 #: How the 80% ranges above were set (scripts/fit_spreads.py): split-conformal 10% and 90% order
 #: statistics (the floor((n+1) 0.1)-th and ceil((n+1) 0.9)-th of n ratios; Vovk et al. 2005, Lei et
 #: al. 2018) of measured / estimate over the leave-one-source-out residuals of tests/data/validation
-#: (2026-12-03), per engine with at least 15 speed rows (TensorRT-LLM, Transformers, llama.cpp, ExLlamaV2, Megatron, FSDP), else
-#: pooled over the engines of the same kind with fewer rows (inference 0.79-1.62, training
-#: 0.69-1.23); each side at least 10%.
+#: (2026-12-04), per engine with at least 15 speed rows (TensorRT-LLM, Transformers, llama.cpp, ExLlamaV2, Megatron, FSDP), else
+#: pooled over the engines of the same kind with fewer rows (inference 0.88-1.62, training
+#: 0.69-1.21); each side at least 10%.
 SPREAD_PROVENANCE = (
     "split-conformal 10%/90% order statistics of leave-one-source-out residuals, tests/data/validation, "
-    "2026-12-03"
+    "2026-12-04"
 )
 _FITTED_FAMILIES: dict[str, _FamilyFit] = {}
 #: Global constants fitted with them (scripts/fit_engines.py; the validation harness refits them with
@@ -785,15 +798,15 @@ _FITTED_FAMILIES: dict[str, _FamilyFit] = {}
 #: the exposed share of host launches, the GPU time of a small kernel, the KV-read factor, the
 #: GEMM half sizes and the MoE layers' extra kernels and expert-kernel efficiency.
 _FITTED_GLOBALS = dict(
-    bandwidth_ceiling=MappingProxyType({**BANDWIDTH_CEILING, "ada": 1.23, "ampere": 0.92, "hopper": 0.84}),
-    host_exposed_share=0.59,
+    bandwidth_ceiling=MappingProxyType({**BANDWIDTH_CEILING, "ada": 1.25, "ampere": 0.96, "hopper": 0.86}),
+    host_exposed_share=0.65,
     gpu_kernel_s=4.12e-6,
-    kv_bandwidth_factor=0.96,
-    gemm_tokens_half=9.12,
+    kv_bandwidth_factor=0.92,
+    gemm_tokens_half=6.44,
     gemm_width_half=312.0,
-    graph_step_host_s=MappingProxyType({"python": 1.07e-3, "cpp": 0.02e-3}),
-    moe_kernels_per_layer=10.3,
-    moe_expert_efficiency=0.63,
+    graph_step_host_s=MappingProxyType({"python": 1.02e-3, "cpp": 0.02e-3}),
+    moe_kernels_per_layer=10.1,
+    moe_expert_efficiency=0.65,
 )
 
 FITTED = replace(
@@ -804,7 +817,7 @@ FITTED = replace(
     ),
     **_FITTED_GLOBALS,  # type: ignore[arg-type]
     provenance="engine factors and global constants: scripts/fit_engines.py over the scored speed rows "
-    "of tests/data/validation (2026-12-03: the 734 rows the fit takes, from 41 sources); engines' bandwidth efficiencies are their priors, scaled by "
+    "of tests/data/validation (2026-12-04: the 734 rows the fit takes, from 41 sources); engines' bandwidth efficiencies are their priors, scaled by "
     "the fitted bandwidth ceiling of each GPU generation; 80% ranges: " + SPREAD_PROVENANCE,
 )
 

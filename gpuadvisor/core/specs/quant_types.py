@@ -125,12 +125,25 @@ def _more_bits(i: int, n: int) -> bool:
     return i < n // 8 or i >= 7 * n // 8 or (i - n // 8) % 3 == 2
 
 
-def tensor_type(recipe: str, role: str, layer: int, model: ModelSpec) -> str:
+#: The FP4 microscaled recipes a serving engine reads from the published checkpoint (not a GGUF).
+CHECKPOINT_FP4 = ("mxfp4", "nvfp4")
+
+
+def tensor_type(recipe: str, role: str, layer: int, model: ModelSpec, checkpoint: bool = False) -> str:
     """Block type llama.cpp gives tensor ``role`` of layer ``layer`` under ``recipe``.
 
     ``role`` is ``token_embd``, ``output``, ``attn_q``, ``attn_k``, ``attn_v``, ``attn_output``,
     ``ffn_gate``, ``ffn_up``, ``ffn_down`` or ``ffn_exps`` (an MoE expert tensor).
+
+    ``checkpoint``: an FP4 microscaled checkpoint as published and as a serving engine (vLLM,
+    SGLang, TensorRT-LLM) loads it, not llama.cpp's conversion: what the recipe leaves out of
+    FP4 stays ``bf16`` (gpt-oss's ``quantization_config`` lists the attention, the routers, the
+    embedding and the head in ``modules_to_not_convert``; NVIDIA's NVFP4 checkpoints keep the
+    embedding and the head in BF16), where llama.cpp stores it as ``q8_0``.
     """
+    if checkpoint and recipe in CHECKPOINT_FP4:
+        kind = tensor_type(recipe, role, layer, model)
+        return kind if kind == recipe else "bf16"
     base = _BASE[recipe]
     n = model.num_layers
     if role == "output":
@@ -177,11 +190,12 @@ class GgufWeightBytes:
         return self.blocks + self.embedding + self.lm_head + self.norms_and_other
 
 
-def gguf_weight_bytes(model: ModelSpec, recipe: str) -> GgufWeightBytes:
+def gguf_weight_bytes(model: ModelSpec, recipe: str, checkpoint: bool = False) -> GgufWeightBytes:
     """Weight bytes of ``model`` quantized with llama.cpp ``recipe`` (see the module docstring).
 
     Block parameters outside the projection matrices (biases, routers, latent-attention norms)
-    are stored as ``f32``, as llama.cpp keeps 1-D tensors.
+    are stored as ``f32``, as llama.cpp keeps 1-D tensors (``bf16`` in an FP4 checkpoint as
+    published, ``checkpoint``: see :func:`tensor_type`).
     """
     counts = model.counts
     per_type: dict[str, int] = {}
@@ -196,39 +210,41 @@ def gguf_weight_bytes(model: ModelSpec, recipe: str) -> GgufWeightBytes:
     for layer in range(model.num_layers):
         for name, (fan_in, fan_out) in attention.items():
             role = _ROLE_OF.get(name, "attn_q")
-            add(tensor_type(recipe, role, layer, model), fan_in * fan_out)
+            add(tensor_type(recipe, role, layer, model, checkpoint), fan_in * fan_out)
             counted += fan_in * fan_out
         moe_layer = model.is_moe and layer >= model.dense_layers
         width = model.expert_intermediate_size if moe_layer else model.intermediate_size
         for role in mlp_roles:
             params = h * width
             if moe_layer:
-                kind = tensor_type(recipe, "ffn_exps", layer, model)
+                kind = tensor_type(recipe, "ffn_exps", layer, model, checkpoint)
                 if role == "ffn_down" and recipe != "mxfp4":
-                    kind = tensor_type(recipe, "ffn_down", layer, model)  # ffn_down_exps follows ffn_down
+                    # ffn_down_exps follows ffn_down
+                    kind = tensor_type(recipe, "ffn_down", layer, model, checkpoint)
                 add(kind, params * model.num_experts)
                 counted += params * model.num_experts
                 if model.shared_experts:
-                    add(tensor_type(recipe, role, layer, model), params * model.shared_experts)
+                    add(tensor_type(recipe, role, layer, model, checkpoint), params * model.shared_experts)
                     counted += params * model.shared_experts
             else:
-                add(tensor_type(recipe, role, layer, model), params)
+                add(tensor_type(recipe, role, layer, model, checkpoint), params)
                 counted += params
+    one_d = "bf16" if checkpoint and recipe in CHECKPOINT_FP4 else "f32"
     rest = max(0, counts.blocks - counted)  # biases, routers, latent norms
     if rest:
-        add("f32", rest)
+        add(one_d, rest)
     blocks = sum(p * bytes_per_weight(t) for t, p in per_type.items())
-    embd_type = tensor_type(recipe, "token_embd", 0, model)
-    head_type = tensor_type(recipe, "output", 0, model)
+    embd_type = tensor_type(recipe, "token_embd", 0, model, checkpoint)
+    head_type = tensor_type(recipe, "output", 0, model, checkpoint)
     add(embd_type, counts.embedding)
     if counts.lm_head:
         add(head_type, counts.lm_head)
-    add("f32", counts.norms_and_other)
+    add(one_d, counts.norms_and_other)
     return GgufWeightBytes(
         blocks=blocks,
         embedding=counts.embedding * bytes_per_weight(embd_type),
         lm_head=counts.lm_head * bytes_per_weight(head_type),
-        norms_and_other=counts.norms_and_other * 4.0,
+        norms_and_other=counts.norms_and_other * bytes_per_weight(one_d),
         types=tuple(sorted(per_type.items(), key=lambda kv: -kv[1])),
     )
 

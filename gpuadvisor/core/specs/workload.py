@@ -492,6 +492,16 @@ class Workload:
         return is_gguf_type(self.weights)
 
     @property
+    def fp4_checkpoint(self) -> bool:
+        """Whether FP4 microscaled weights (``mxfp4``, ``nvfp4``) are a published checkpoint that a
+        serving engine loads as it is, not a llama.cpp GGUF (:func:`default_quantization`)."""
+        return (
+            self.weights in MICROSCALED_FP4
+            and self.kind == "inference"
+            and engine_lineage(self.engine or "vllm") != "llama.cpp"
+        )
+
+    @property
     def kv_bytes_per_element(self) -> float:
         """Bytes of one KV-cache element: kv_cache_dtype (llama.cpp types) or kv_precision."""
         if self.kv_cache_dtype is not None:
