@@ -277,18 +277,24 @@ def test_rows_taken_in_the_engines_process_get_no_api_time_and_do_not_fit_it(row
     assert slow is not None and fast is not None and slow - fast == pytest.approx(150.0, rel=0.05)
 
 
-def test_serving_throughputs_and_latencies_join_the_fit_but_not_first_tokens(rows):
-    """The ITL and the tokens/s of closed loops (in step or not) and bursts alike are the decode step
-    and the prefill the engine factors describe; the time to first token is mostly queue and
-    per-request time, fitted on its own (``fit_request_overhead``); a paced client's figures are
-    scored, not fitted (where its pace binds they are the client's schedule)."""
+def test_serving_figures_of_runs_the_engine_paces_join_the_fit(rows):
+    """The ITL, the tokens/s and the time to first token of closed loops (in step or not) and bursts
+    alike are the decode step, the prefill and the queue of prompts the engine factors describe (the
+    per-request time is fitted after them, ``fit_request_overheads``; the first token joined the fit
+    on 2026-12-04); a paced client's figures are scored, not fitted (where its pace binds they are
+    the client's schedule)."""
     fit = {r.id for r in speed_rows(rows)}
     serving = [r for r in rows if r.scored and r.group == "serving"]
     kinds = {arrival_kind(r.fact("arrival")) for r in serving}
     assert kinds == {"closed_loop", "lockstep", "burst", "paced"}
+    assert {r.quantity for r in serving} == {
+        "serving_itl_ms",
+        "serving_output_tokens_per_s",
+        "serving_ttft_ms",
+    }
     for r in serving:
         expected = (
-            r.quantity in ("serving_itl_ms", "serving_output_tokens_per_s")
+            r.quantity in ("serving_itl_ms", "serving_output_tokens_per_s", "serving_ttft_ms")
             and arrival_kind(r.fact("arrival")) in ("closed_loop", "lockstep", "burst")
             and r.source_id not in SCORE_ONLY_SOURCES
         )
