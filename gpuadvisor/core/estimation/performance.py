@@ -221,6 +221,17 @@ def prompt_head_params(model: ModelSpec, prompt_tokens: int, engine: EngineProfi
     return model.vocab_size * model.hidden_size * (1.0 - 1.0 / max(prompt_tokens, 1))
 
 
+def prefill_flops_per_token(
+    model: ModelSpec, prompt_tokens: int, engine: EngineProfile, n_mm: float, attn: float = 1.0
+) -> float:
+    """FLOPs per prompt token of a causal prefill: the GEMMs of the ``n_mm`` multiplied parameters
+    less the head's rows an engine leaves unprojected (:func:`prompt_head_params`), plus the keys
+    each token attends to (``attn``: :func:`attention_flop_weight`). The roofline, llama.cpp's model
+    and the serving curve's closed form all count a prefill so."""
+    gemm = 2 * (n_mm - prompt_head_params(model, prompt_tokens, engine))
+    return gemm + 4 * model.num_layers * model.q_dim * model.prefill_attended_tokens(prompt_tokens) * attn
+
+
 def gemm_efficiency(tokens: float, ceiling: float, constants: SpeedConstants) -> float:
     """Share of dense peak a GEMM with ``tokens`` rows reaches: ``ceiling x T / (T + T_half)``.
 
@@ -531,10 +542,7 @@ def inference_performance(
 
     chunk = engine.prefill_chunk_tokens
     fixed = t_gpu_fixed + t_comm
-    per_token_flops = (
-        2 * (n_mm - prompt_head_params(m, w.prompt_tokens, engine))
-        + 4 * L * d_q * m.prefill_attended_tokens(w.prompt_tokens) * attn
-    )
+    per_token_flops = prefill_flops_per_token(m, w.prompt_tokens, engine, n_mm, attn)
     prefill_peak = t * p * peak * 1e12  # a pipeline's stages all work on a long prompt
 
     def prefill_time(tokens: float) -> float:
@@ -628,7 +636,7 @@ def llamacpp_performance(
     pre_peak = gpu.int8_dense_tops if int8 and gpu.int8_dense_tops else peak
     e_pre = prefill_mfu or engine.prefill_mfu_for(gpu.architecture, int8)
     n_mm = matmul_params(m)
-    n_prompt = n_mm - prompt_head_params(m, w.prompt_tokens, engine)
+    prompt_flops = prefill_flops_per_token(m, w.prompt_tokens, engine, n_mm)
     L, d_q = m.num_layers, m.q_dim
     weights = mm.weight_bytes - unused_expert_bytes(mm, b)  # only the experts the batch uses are read
     c_mean = w.prompt_tokens + w.output_tokens / 2
@@ -667,7 +675,7 @@ def llamacpp_performance(
     chunk = model.prefill_chunk_tokens
 
     def prefill_time(tokens: float) -> float:
-        flops = tokens * (2 * n_prompt + 4 * L * d_q * m.prefill_attended_tokens(w.prompt_tokens))
+        flops = tokens * prompt_flops
         copies = math.ceil(tokens / chunk) if chunk else 1
         return (
             max(flops / (mp * pre_peak * 1e12 * e_pre), weights / (t * bw * e_w)) + t_fixed + copies * t_copy

@@ -90,7 +90,7 @@ from .performance import (
     link,
     moe_mlp_bytes,
     moe_slowdown,
-    prompt_head_params,
+    prefill_flops_per_token,
     shape_of,
 )
 from .serving_memory import ServingMemory, operating_memory
@@ -473,10 +473,7 @@ class DecodeStep:
         self.chunk = engine.prefill_chunk_tokens
         self.ceiling = ceiling
         # FLOPs per prompt token: its GEMMs and the keys it attends to in a causal pass.
-        self.prefill_flops = (
-            2 * (n_mm - prompt_head_params(m, w.prompt_tokens, engine))
-            + 4 * L * d_q * m.prefill_attended_tokens(w.prompt_tokens) * attn
-        )
+        self.prefill_flops = prefill_flops_per_token(m, w.prompt_tokens, engine, n_mm, attn)
         self.prefill_peak = t * p * peak * 1e12  # a pipeline's stages all work on a long prompt
         self.expert = moe_mlp_bytes(mm)
         self.keep = 1.0 - m.experts_per_token / m.num_experts if m.is_moe else 1.0

@@ -36,7 +36,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import TypedDict, overload
+from typing import Literal, TypedDict, overload
 
 from ..errors import InputError
 
@@ -80,10 +80,10 @@ class EngineProfile:
     #: own that the running sequences wait for.
     mixed_prefill: bool = True
     #: Where a prefill computes logits: "last", only at each prompt's last position, where it
-    #: samples (vLLM, SGLang, TensorRT-LLM, llama.cpp, ExLlama, MLC: the LM head runs once per
-    #: prompt), or "all", at every prompt position (Transformers' generate before v4.45 and any
-    #: plain forward pass).
-    prompt_logits: str = "last"
+    #: samples (vLLM, SGLang, TensorRT-LLM, ExLlama, MLC: the LM head runs once per prompt), or
+    #: "all", at every prompt position (Transformers' generate before v4.45, AutoAWQ's fused
+    #: forward, llama.cpp builds before PR #6122, which most of its rows ran).
+    prompt_logits: Literal["last", "all"] = "last"
 
     def layer_overhead_for(self, architecture: str) -> float:
         """Fixed time per layer and decode step on this architecture, s."""

@@ -125,8 +125,10 @@ def _more_bits(i: int, n: int) -> bool:
     return i < n // 8 or i >= 7 * n // 8 or (i - n // 8) % 3 == 2
 
 
-#: The FP4 microscaled recipes a serving engine reads from the published checkpoint (not a GGUF).
-CHECKPOINT_FP4 = ("mxfp4", "nvfp4")
+#: 4-bit floating-point block formats with a shared scale per small block (OCP MX, NVIDIA's NVFP4):
+#: llama.cpp tensor types, and also the published checkpoints that serving engines run with their
+#: 4-bit kernels (``tensor_type(..., checkpoint=True)``).
+MICROSCALED_FP4 = ("mxfp4", "nvfp4")
 
 
 def tensor_type(recipe: str, role: str, layer: int, model: ModelSpec, checkpoint: bool = False) -> str:
@@ -141,7 +143,7 @@ def tensor_type(recipe: str, role: str, layer: int, model: ModelSpec, checkpoint
     embedding and the head in ``modules_to_not_convert``; NVIDIA's NVFP4 checkpoints keep the
     embedding and the head in BF16), where llama.cpp stores it as ``q8_0``.
     """
-    if checkpoint and recipe in CHECKPOINT_FP4:
+    if checkpoint and recipe in MICROSCALED_FP4:
         kind = tensor_type(recipe, role, layer, model)
         return kind if kind == recipe else "bf16"
     base = _BASE[recipe]
@@ -229,7 +231,7 @@ def gguf_weight_bytes(model: ModelSpec, recipe: str, checkpoint: bool = False) -
             else:
                 add(tensor_type(recipe, role, layer, model, checkpoint), params)
                 counted += params
-    one_d = "bf16" if checkpoint and recipe in CHECKPOINT_FP4 else "f32"
+    one_d = "bf16" if checkpoint and recipe in MICROSCALED_FP4 else "f32"
     rest = max(0, counts.blocks - counted)  # biases, routers, latent norms
     if rest:
         add(one_d, rest)

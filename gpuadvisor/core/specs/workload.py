@@ -45,7 +45,13 @@ from dataclasses import dataclass, field, replace
 
 from ..errors import InputError
 from .engines import engine_lineage
-from .quant_types import GGUF_WEIGHT_TYPES, KV_CACHE_DTYPES, bytes_per_weight, is_gguf_type
+from .quant_types import (
+    GGUF_WEIGHT_TYPES,
+    KV_CACHE_DTYPES,
+    MICROSCALED_FP4,
+    bytes_per_weight,
+    is_gguf_type,
+)
 from .serving import ServingSpec
 
 WORKLOAD_KINDS = ("inference", "lora", "qlora", "full_finetune", "pretrain")
@@ -55,9 +61,6 @@ KV_PRECISIONS = ("fp32", "bf16", "fp16", "fp8", "int8", "int4")
 OPTIMIZERS = ("adamw", "adamw_8bit", "sgd", "adafactor")
 PARALLELISMS = ("ddp", "zero1", "zero2", "zero3", "fsdp", "tensor", "pipeline")
 QUANTIZED = ("int8", "int4", "nf4")
-#: 4-bit floating-point block formats with a shared scale per small block (OCP MX, NVIDIA's NVFP4):
-#: also llama.cpp tensor types, but in a serving engine's checkpoint run by its 4-bit kernels.
-MICROSCALED_FP4 = ("mxfp4", "nvfp4")
 QUANTIZATIONS = ("awq", "gptq", "marlin", "exllama", "bnb", "gguf", "fp8", "w8a8", "torchao", "hqq")
 OPTIMIZER_STATE_DTYPES = ("fp32", "bf16")
 #: Activation recomputation (Korthikanti et al. 2022): keep everything, recompute the attention
@@ -115,6 +118,15 @@ ENGINE_KERNELS: dict[tuple[str, str], str] = {
 }
 
 
+def is_fp4_checkpoint(weights: str, engine: str | None, kind: str) -> bool:
+    """Whether FP4 microscaled weights (``mxfp4``, ``nvfp4``) are a published checkpoint that a
+    serving engine (any but llama.cpp, which reads a GGUF; vLLM when none is named) runs with its
+    4-bit kernels and loads as it is: the FP4 tensors as stored, the rest in BF16."""
+    return (
+        weights in MICROSCALED_FP4 and kind == "inference" and engine_lineage(engine or "vllm") != "llama.cpp"
+    )
+
+
 def default_quantization(weights: str, engine: str | None, kind: str) -> str | None:
     """The kernel family that runs ``weights`` on ``engine`` when the scenario does not say.
 
@@ -128,7 +140,7 @@ def default_quantization(weights: str, engine: str | None, kind: str) -> str | N
     if weights == "fp8":
         return "fp8"
     engine = engine_lineage(engine) or "vllm"
-    if weights in MICROSCALED_FP4 and kind == "inference" and engine != "llama.cpp":
+    if is_fp4_checkpoint(weights, engine, kind):
         # A checkpoint with FP4 microscaled experts (gpt-oss's MXFP4) on a serving engine runs its
         # fused 4-bit weight-only kernels (vLLM: Marlin's MXFP4 path or Triton's matmul_ogs;
         # TensorRT-LLM: its weight-only MoE GEMMs), which never write a 16-bit copy: the engine's
@@ -493,13 +505,9 @@ class Workload:
 
     @property
     def fp4_checkpoint(self) -> bool:
-        """Whether FP4 microscaled weights (``mxfp4``, ``nvfp4``) are a published checkpoint that a
-        serving engine loads as it is, not a llama.cpp GGUF (:func:`default_quantization`)."""
-        return (
-            self.weights in MICROSCALED_FP4
-            and self.kind == "inference"
-            and engine_lineage(self.engine or "vllm") != "llama.cpp"
-        )
+        """Whether the weights are an FP4 checkpoint a serving engine loads as published
+        (:func:`is_fp4_checkpoint`), not a llama.cpp GGUF."""
+        return is_fp4_checkpoint(self.weights, self.engine, self.kind)
 
     @property
     def kv_bytes_per_element(self) -> float:
