@@ -226,6 +226,13 @@ def test_the_engine_release_and_how_it_prefills_are_in_the_report(cats):
     assert "8,192 tokens on a GPU of 70 GiB or more" in words["vllm"]["Prefill chunk"]
     assert "else 2,048" in words["vllm"]["Prefill chunk"]
     assert words["vllm-v0"]["Prefill chunk"] == "8,192 tokens"
+    # Where a prefill projects through the output head: once per prompt in a serving engine.
+    assert words["vllm"]["Output head in a prefill"].startswith("once per prompt")
+    data["workload"]["engine"] = "transformers"
+    data["workload"].pop("serving", None)
+    est = estimate(load_scenario_text(json.dumps(data)), *cats)
+    hf = dict(build_report(est, cats[0].meta, TODAY).engine_factors)
+    assert hf["Output head in a prefill"].startswith("on every prompt token")
 
 
 def test_rent_versus_buy(cats, sample):

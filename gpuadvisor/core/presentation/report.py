@@ -422,6 +422,12 @@ def _engine(est: Estimate) -> tuple[str, tuple[tuple[str, str], ...], str, bool]
                 + ")",
             ),
             ("GEMM efficiency ceiling (prefill, large batches)", pre),
+            (
+                "Output head in a prefill",
+                "once per prompt (logits only at the position it samples)"
+                if e.prompt_logits == "last"
+                else "on every prompt token (logits at every position)",
+            ),
         ]
         if family is not None:
             factors.append(
@@ -490,7 +496,8 @@ def _method(est: Estimate) -> list[str]:
         )
     else:
         lines.append(
-            "Inference speed: prefill is compute-bound (2 \u00d7 active parameters + attention FLOPs per prompt "
+            "Inference speed: prefill is compute-bound (2 \u00d7 multiplied parameters, the output head once per "
+            "prompt where the engine samples only the last position, + attention FLOPs per prompt "
             "token at a GEMM efficiency that grows with the tokens per matmul); each decode step takes the larger "
             "of the memory time (weights, at the quantization kernels' efficiency, and KV cache over bandwidth "
             "\u00d7 efficiency) and the compute time, plus a few microseconds per kernel; without CUDA graphs the "
