@@ -15,6 +15,10 @@ Buying (per GPU, over ``ownership_months`` at ``utilization``)::
 
 Break-even utilization = purchase / ((rent - power) x months x 730): above it, owning is cheaper
 than renting the same hours. Resale value is ignored (conservative for buying).
+
+Without a deadline a job is planned within ``budget.horizon_days`` (90 days by default): a setup
+whose expected job time is beyond it is no plan a person would run (``horizon_status`` "beyond"),
+and the decision passes it over like a setup that misses a deadline.
 """
 
 from __future__ import annotations
@@ -66,14 +70,19 @@ class CostEstimate(NamedTuple):
     deadline_status: str | None = None  # "meets", "likely" or "at risk" (None: no deadline)
     budget_status: str | None = None  # "within", "likely" or "over" (None: no budget or no price)
     unpriced_under_budget: bool = False  # a money limit is set but this GPU has no price to check it
+    #: Without a deadline: "within" when the expected job time is within the planning horizon,
+    #: "beyond" when it is not (None with a deadline).
+    horizon_status: str | None = None
 
     @property
     def workable(self) -> bool:
-        """Not ruled out by the deadline or the budget (a "likely" setup stays in, with a caveat)."""
+        """Not ruled out by the deadline, the horizon or the budget (a "likely" setup stays in, with
+        a caveat)."""
         return (
             self.deadline_status != "at risk"
             and self.budget_status != "over"
             and not self.unpriced_under_budget
+            and self.horizon_status != "beyond"
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -90,6 +99,7 @@ class CostEstimate(NamedTuple):
             "within_budget": self.within_budget,
             "deadline": self.deadline_status,
             "budget": self.budget_status,
+            "horizon": self.horizon_status,
             "buy_vs_rent": None if self.buy is None else self.buy.to_dict(),
         }
 
@@ -173,6 +183,8 @@ def job_cost(
         per_million = cost.expected / tokens * 1e6
         per_hour = prices.expected * gpu_count
     deadline = limit_status(hours, budget.deadline_hours, ("meets", "likely", "at risk"))
+    horizon = budget.horizon_hours if workload.serving is None else None  # a service runs on, not to an end
+    beyond = None if horizon is None else ("within" if hours.expected <= horizon else "beyond")
     within = budget_st = None
     if budget.max_total_usd is not None or budget.max_usd_per_hour is not None:
         if cost is not None and per_hour is not None:
@@ -202,6 +214,7 @@ def job_cost(
         deadline_status=deadline,
         budget_status=budget_st,
         unpriced_under_budget=unpriced,
+        horizon_status=beyond,
     )
 
 

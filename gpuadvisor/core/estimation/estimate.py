@@ -557,14 +557,19 @@ def estimate(
     # Pareto frontier and the cheapest candidate that meets the deadline, before building candidates.
     keys = [_advice.cost_hours(r[8]) if r[4] else None for r in rows]
     front = _advice.pareto_indices(keys)
-    cheapest_meeting = min(
-        (
-            k[0]
-            for k, r in zip(keys, rows)
-            if k is not None and k[0] != float("inf") and (r[8] is None or r[8].deadline_status != "at risk")
-        ),
-        default=None,
-    )
+    # A service has targets, not a job to finish: only its memory can make it over-provisioned.
+    cheapest_meeting = None
+    if w.serving is None:
+        cheapest_meeting = min(
+            (
+                k[0]
+                for k, r in zip(keys, rows)
+                if k is not None
+                and k[0] != float("inf")
+                and (r[8] is None or (r[8].deadline_status != "at risk" and r[8].horizon_status != "beyond"))
+            ),
+            default=None,
+        )
     # Positional arguments, in Candidate's field order: this runs hundreds of times per keystroke.
     under, over = _advice.under_provisioned, _advice.over_provisioned
     candidates = tuple(

@@ -204,6 +204,8 @@ class Decision:
     per_gpu_keys: tuple[str, ...]
     #: "sure", "likely", "limits missed" or "nothing fits".
     status: str
+    #: The cheapest setup of all, when the recommendation costs the same (within 1%) and is faster.
+    same_cost_as_key: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -211,6 +213,7 @@ class Decision:
             "runner_up": self.runner_up_key,
             "status": self.status,
             "per_gpu": list(self.per_gpu_keys),
+            "same_cost_as": self.same_cost_as_key,
         }
 
 

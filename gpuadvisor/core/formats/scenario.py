@@ -52,6 +52,11 @@ ARCHITECTURE_KEYS = (
     "extra_params",
 )
 PRICE_CHOICES = ("low", "expected", "high")
+#: The horizon a job without a deadline is planned within, days (a plan a person would run).
+DEFAULT_HORIZON_DAYS = 90.0
+MAX_HORIZON_DAYS = 3650.0
+#: ``budget.providers``: price every setup at the cheapest instance of any provider in the snapshot.
+ANY_PROVIDER = "any"
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +114,12 @@ class Budget:
     utilization: float = 0.6
     electricity_usd_per_kwh: float = 0.15
     pue: float = 1.3
+    #: Without a deadline, the job is planned to finish within this many days.
+    horizon_days: float = DEFAULT_HORIZON_DAYS
+    #: Where to rent: None prices every GPU at the catalog's range; ``"any"`` at the cheapest cloud
+    #: instance of any provider in the instance snapshot; a tuple of provider names at the cheapest
+    #: instance of those providers.
+    providers: str | tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         for name in ("max_usd_per_hour", "max_total_usd", "deadline_hours"):
@@ -132,6 +143,29 @@ class Budget:
         _require_number("budget.pue", self.pue, positive=True, maximum=5)
         if self.pue < 1.0:
             raise ScenarioError("budget.pue", "must be at least 1.0 (facility power / IT power)", self.pue)
+        _require_number("budget.horizon_days", self.horizon_days, positive=True, maximum=MAX_HORIZON_DAYS)
+        _check_providers(self.providers)
+
+    @property
+    def horizon_hours(self) -> float | None:
+        """The planning horizon in hours when no deadline is set (None when there is a deadline)."""
+        return None if self.deadline_hours is not None else self.horizon_days * 24.0
+
+
+def _check_providers(value: object) -> None:
+    """``budget.providers``: null, "any" or a non-empty list of provider names."""
+    if value is None or value == ANY_PROVIDER:
+        return
+    if (
+        not isinstance(value, tuple)
+        or not value
+        or not all(isinstance(v, str) and v.strip() and len(v) <= 64 for v in value)
+    ):
+        raise ScenarioError(
+            "budget.providers",
+            'must be null (the catalog\'s prices), "any" or a list of provider names such as ["lambda"]',
+            value if not isinstance(value, tuple) else list(value),
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -264,7 +298,7 @@ def scenario_from_dict(data: Any, base_dir: str | None = None) -> Scenario:
         _section(data, "workload"), Workload, "workload", unknown, tuple_fields=("lora_targets",)
     )
     hardware = _take(_section(data, "hardware"), Hardware, "hardware", unknown)
-    budget = _take(_section(data, "budget"), Budget, "budget", unknown)
+    budget = _take(_section(data, "budget"), Budget, "budget", unknown, tuple_fields=("providers",))
     overhead = _take(_section(data, "overhead"), RuntimeOverhead, "overhead", unknown)
     efficiency = _take(_section(data, "efficiency"), Efficiency, "efficiency", unknown)
     name = data.get("name", "Untitled scenario")
@@ -367,12 +401,19 @@ def scenario_to_dict(scenario: Scenario) -> dict[str, Any]:
         "model": model,
         "workload": workload,
         "hardware": asdict(scenario.hardware),
-        "budget": asdict(scenario.budget),
+        "budget": _budget_dict(scenario.budget),
         "overhead": asdict(scenario.overhead),
         "efficiency": asdict(scenario.efficiency),
     }
     if scenario.measurements:  # left out when empty, so files without measurements stay as they were
         out["measurements"] = [m.to_dict() for m in scenario.measurements]
+    return out
+
+
+def _budget_dict(budget: Budget) -> dict[str, Any]:
+    out = asdict(budget)
+    if isinstance(budget.providers, tuple):
+        out["providers"] = list(budget.providers)
     return out
 
 

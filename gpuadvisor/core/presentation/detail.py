@@ -15,6 +15,7 @@ from ..formats.user_catalog import stale_price
 from ..formatting import (
     DASH,
     TIMES,
+    fmt_days,
     fmt_gib,
     fmt_hours,
     fmt_hours_range,
@@ -178,20 +179,43 @@ def candidate_detail(
                 "Tools > Catalog editor.",
             )
         )
-    if c.under_provisioned and c.fits:
-        out.append(
-            (
-                PROBLEM,
-                "Under-provisioned: no room left for longer samples or allocator spikes (the target "
-                f"is 85{DASH}95% of VRAM).",
-            )
+    out += provisioning_lines(est, key)
+    return out
+
+
+def provisioning_lines(est: Estimate, key: str) -> list[tuple[str, str]]:
+    """What the provisioning flags say about the candidate ``key``, in the terms of the workload's
+    own limits (a deadline, the planning horizon, a service's targets). The recommended setup is
+    never flagged against itself: a tight one gets the recommendation's caution instead."""
+    c = est.candidate(key)
+    if c is None or not c.fits:
+        return []
+    recommended = est.decision is not None and key == est.decision.recommended_key
+    out: list[tuple[str, str]] = []
+    if c.under_provisioned:
+        text = (
+            "Memory is tight (above 95% of capacity): a longer sample or an allocator spike may not fit "
+            f"(the target is 85{DASH}95% of VRAM)."
         )
-    if c.over_provisioned:
         out.append(
-            (
-                CAUTION,
-                "Over-provisioned: most of the memory stays idle, or a much cheaper setup meets the "
-                "same deadline.",
-            )
+            (CAUTION if recommended else PROBLEM, text if recommended else "Under-provisioned: " + text)
         )
+    if c.over_provisioned and not recommended:
+        if c.utilization < 0.5:
+            out.append(
+                (
+                    CAUTION,
+                    f"Over-provisioned: {fmt_share(c.utilization)} of the memory is used; a smaller GPU "
+                    "would hold it.",
+                )
+            )
+        else:
+            b, w = est.scenario.budget, est.scenario.workload
+            if w.serving is not None:
+                limit = "meets the same targets"
+            elif b.deadline_hours is not None:
+                limit = f"meets the same {fmt_hours(b.deadline_hours)} deadline"
+            else:
+                limit = f"also finishes within the planning horizon of {fmt_days(b.horizon_days)} (no deadline given)"
+            out.append((CAUTION, f"Over-provisioned: a setup at under half the cost {limit}."))
     return out

@@ -15,6 +15,7 @@ from ..estimation.results import Candidate, Estimate
 from ..formatting import (
     TIMES,
     fmt_count,
+    fmt_days,
     fmt_deadline,
     fmt_gib,
     fmt_hours,
@@ -23,6 +24,7 @@ from ..formatting import (
     fmt_seconds,
     fmt_share,
     fmt_signed_gib,
+    fmt_speedup,
     fmt_usd,
     fmt_usd_per_hour,
     fmt_usd_range,
@@ -247,6 +249,36 @@ def scenario_lines(est: Estimate) -> list[tuple[str, str]]:
     return lines
 
 
+def horizon_applies(est: Estimate) -> bool:
+    """Whether the job is planned within the horizon: no deadline, and a job rather than a service."""
+    return est.scenario.budget.deadline_hours is None and est.scenario.workload.serving is None
+
+
+def horizon_phrase(est: Estimate) -> str:
+    """``no deadline given: the cheapest setup that finishes within 90 days`` ("" with a deadline)."""
+    if not horizon_applies(est):
+        return ""
+    return f"no deadline given: the cheapest setup that finishes within {fmt_days(est.scenario.budget.horizon_days)}"
+
+
+def same_cost_phrase(est: Estimate) -> str:
+    """``same cost as 1 × NVIDIA GH200 ..., 8x faster`` when the decision preferred a faster setup of the
+    same cost (within 1%) to the cheapest one; "" otherwise."""
+    d, rec = est.decision, est.recommended
+    other = est.candidate(d.same_cost_as_key) if d is not None and d.same_cost_as_key else None
+    if rec is None or other is None or rec.cost is None or other.cost is None:
+        return ""
+    rh, oh = rec.cost.job_hours.expected, other.cost.job_hours.expected
+    if not (rh > 0 and math.isfinite(oh)):
+        return ""
+    name = (
+        f"{other.gpu_count} GPU{'s' if other.gpu_count != 1 else ''}"
+        if other.gpu.id == rec.gpu.id
+        else setup_name(other)
+    )
+    return f"same cost as {name}, {fmt_speedup(oh / rh)} faster"
+
+
 def limits_phrase(est: Estimate) -> str:
     b = est.scenario.budget
     parts = []
@@ -370,6 +402,11 @@ def recommendation_text(est: Estimate) -> tuple[str, Candidate | None, Candidate
             key=lambda c: c.cost.job_hours.expected if c.cost is not None else math.inf,
             default=None,
         )
+        if not limits and horizon_applies(est):
+            limits = (
+                f"finishes within {fmt_days(est.scenario.budget.horizon_days)} (no deadline given: the "
+                "planning horizon, which the Budget page sets)"
+            )
         text = (
             f"No setup {limits or 'meets the limits'}. The cheapest that fits is {setup_name(cheapest)}: "
             f"{figures_phrase(cheapest)}."
@@ -395,10 +432,20 @@ def recommendation_text(est: Estimate) -> tuple[str, Candidate | None, Candidate
         else "the fastest-ranked setup that fits"
     )
     likely = decision is not None and decision.status == "likely"
+    if not limits and horizon_applies(est) and math.isfinite(cost_of(rec)):
+        what += f" and finishes within {fmt_days(est.scenario.budget.horizon_days)}"
     text = f"Recommended: {setup_name(rec)}, {what}" + (
         f" and {'likely ' if likely else ''}{limits}" if limits else ""
     )
+    if horizon_applies(est):
+        text += (
+            f" (no deadline given: the job is planned within {fmt_days(est.scenario.budget.horizon_days)}; "
+            "set a deadline or another horizon on the Budget page)"
+        )
     text += ". " + f"It costs {figures_phrase(rec)}; {memory_phrase(rec)}."
+    same = same_cost_phrase(est)
+    if same:
+        text += f" Chosen over the cheapest setup because it is the {same}."
     if likely:
         text += " " + likely_caveat(est, rec)
     if rec.verdict == "tight":
@@ -479,6 +526,9 @@ def summary_line(est: Estimate) -> str:
             text += f"; {'likely ' if likely else ''}{limits}"
             if likely:
                 text += " (the slow or expensive end of the range does not)"
+        for phrase in (same_cost_phrase(est), horizon_phrase(est)):
+            if phrase:
+                text += f"; {phrase}"
         return text + "."
     names = _gpu_names(est)
     working = [a for a in est.advice if a.fits]
@@ -496,6 +546,8 @@ def summary_line(est: Estimate) -> str:
         when = f" ({fmt_hours(cost.job_hours.expected)}" + (
             f", about {fmt_usd(cost.cost_usd.expected)})" if cost.cost_usd is not None else ")"
         )
+    if not limits and horizon_applies(est):
+        limits = f"finishes within {fmt_days(est.scenario.budget.horizon_days)} (no deadline given: the planning horizon)"
     return f"No setup {limits or 'meets the limits'}; closest: {setup_name(closest)}{when}." + fix
 
 
