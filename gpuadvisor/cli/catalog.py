@@ -9,6 +9,7 @@ from pathlib import Path
 
 from ..core.errors import InputError
 from ..core.formats.catalog_exchange import export_text, import_file
+from ..core.formats.instance_import import instance_types
 from ..core.formats.pricelists import (
     PriceImport,
     format_price,
@@ -19,6 +20,7 @@ from ..core.formats.pricelists import (
 from ..core.formats.user_catalog import build_catalogs, bundled_meta, bundled_rows, diff, merge
 from ..core.presentation.text import text_table
 from ..storage import atomic_write_text, backup_path, load_user_catalog, save_user_catalog, user_catalog_file
+from ..storage.instances_store import save_imported_instances
 from .common import EXIT_REJECTED_ROWS, _warn
 
 
@@ -224,10 +226,27 @@ def cmd_prices_import(args: argparse.Namespace) -> int:
     new_rows = [{**row, **by_id.get(row.get("id", ""), {})} for row in table]
     changed = new_rows != table
     saved = _save_rows(loaded, "gpus", new_rows, changed, args.dry_run)
+    # The instance types the lists hold: where to rent each GPU (replacing those providers' rows).
+    ids = [g.id for g in gpus]
+    types = [t for imp in imports for t in instance_types(imp, ids)]
+    instances_saved = None
+    if types and not args.dry_run:
+        instances_saved, _snapshot = save_imported_instances(types, merged.as_of)
     if args.json:
-        print(json.dumps(_prices_to_dict(merged, list(args.files), updates, args.dry_run, saved), indent=2))
+        data = _prices_to_dict(merged, list(args.files), updates, args.dry_run, saved)
+        data["instance_types"] = [t.row() for t in types]
+        data["instances_saved"] = str(instances_saved) if instances_saved else None
+        print(json.dumps(data, indent=2))
     else:
         print(_render_prices(merged, updates))
+        providers = sorted({t.provider for t in types})
+        if types:
+            print(
+                f"Cloud instance types: {len(types)} from {', '.join(providers)}"
+                + (f", saved to {instances_saved}." if instances_saved else " (dry run: not saved).")
+            )
+        else:
+            print("Cloud instance types: none (no offer names a whole-GPU instance).")
         _say_saved(saved, args.dry_run)
     return EXIT_REJECTED_ROWS if merged.rejected else 0
 

@@ -17,6 +17,8 @@ from .estimate import cmd_default_scenario, cmd_estimate, cmd_gpus, cmd_models
 from .measure import cmd_calibrate, cmd_measure_add, cmd_measure_diagnose, cmd_measure_list
 from .report import cmd_report
 
+STRICT_HELP = "exit with status 3 when there is any warning (printed on stderr; the answer is still given)"
+
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
@@ -47,6 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="apply the saved calibration profile (see 'gpuadvisor-cli calibrate')",
     )
+    p.add_argument("--strict", action="store_true", help=STRICT_HELP)
     p.set_defaults(func=cmd_estimate)
     p = sub.add_parser("gpus", help="list the GPU catalog")
     p.add_argument("--json", action="store_true")
@@ -66,6 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--calibrated", action="store_true", help="apply the saved calibration profile (the report says so)"
     )
+    p.add_argument("--strict", action="store_true", help=STRICT_HELP)
     no_user_option(p)
     p.set_defaults(func=cmd_report)
     p = sub.add_parser("default-scenario", help="print the default scenario as JSON (a starting point)")

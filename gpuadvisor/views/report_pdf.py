@@ -160,6 +160,13 @@ VERDICT_COLORS = {"fits": FIT_COLOR, "tight": TIGHT_COLOR, "does not fit": NO_FI
 #: Header cells break into lines of at most this many characters (never inside a word).
 HEADER_LINE_CHARS = 9
 RECOMMENDED_MARK = "\u2605"  # a black star after the recommended GPU's name
+#: A GPU's full name breaks into lines of at most this many characters (between words): it is never cut.
+NAME_LINE_CHARS = 22
+
+
+def wrapped(name: str, width: int = NAME_LINE_CHARS) -> str:
+    """A full name as escaped HTML lines of at most ``width`` characters, broken between words."""
+    return "<br>".join(_e(line) for line in textwrap.wrap(name, width, break_long_words=False)) or "&nbsp;"
 
 
 def report_html(
@@ -177,7 +184,7 @@ def report_html(
     p: list[str] = []
     muted = MUTED_TEXT_COLOR
     p.append(f"<h1 style='font-size:17pt; margin-bottom:2px'>{_e(r.title)}</h1>")
-    p.append(f"<p style='font-size:11pt; margin-top:0'><b>{_e(r.scenario_name)}</b></p>")
+    p.append(f"<p style='font-size:11pt; margin-top:0'><b>{_e(r.subtitle)}</b></p>")
     meta = [
         f"Made {_e(r.date)} with gpuadvisor {_e(r.app_version)}",
         f"GPU catalog: {_e(r.catalog_version)}",
@@ -188,9 +195,14 @@ def report_html(
         p.append(f"<p style='color:{muted}; font-size:8pt'>Notes: {_e(r.scenario_notes)}</p>")
 
     p.append("<h2>1. Recommendation</h2>")
+    box = _e(r.recommendation)
+    if r.rent_as:
+        box += f"<br><b>Where to rent it.</b> {_e(r.rent_as.removeprefix('Where to rent it: '))}"
+    for flag in r.recommendation_flags:
+        box += f"<br><span style='color:{NO_FIT_COLOR}'><b>\u26a0 {_e(flag)}</b></span>"
     p.append(
         "<table width='100%' cellspacing='0' cellpadding='6' "
-        f"style='background-color:{RECOMMENDED_BG}; border-style:none'><tr><td>{_e(r.recommendation)}</td>"
+        f"style='background-color:{RECOMMENDED_BG}; border-style:none'><tr><td>{box}</td>"
         "</tr></table>"
     )
     if r.changes:
@@ -236,9 +248,9 @@ def report_html(
                 style += f"; color:{VERDICT_COLORS.get(row.verdict, TEXT_COLOR)}"
             if i in (10, 11) and cell == "no":
                 style += f"; color:{NO_FIT_COLOR}"
-            text = _e(cell)
+            text = wrapped(cell) if i == 0 else _e(cell)
             if row.recommended and i == 0:
-                text = f"<b>{text} {RECOMMENDED_MARK}</b>"
+                text = f"<b>{text}&nbsp;{RECOMMENDED_MARK}</b>"
             align = "left" if i < 3 else "right"
             p.append(f"<td align='{align}' style='{style}'>{text}</td>")
         p.append("</tr>")
@@ -294,7 +306,8 @@ def report_html(
             p.append(
                 "<tr>"
                 + "".join(
-                    f"<td align='{'left' if i == 0 else 'right'}' style='font-size:8pt; white-space:nowrap'>{_e(c)}</td>"
+                    f"<td align='{'left' if i == 0 else 'right'}' style='font-size:8pt"
+                    f"{'; white-space:nowrap' if i not in (1,) else ''}'>{wrapped(c) if i == 0 else _e(c)}</td>"
                     for i, c in enumerate(row.cells)
                 )
                 + "</tr>"
@@ -374,7 +387,7 @@ def _serving_html(r: Report, chart_width_px: float, chart_size: tuple[int, int] 
             )
             cells = "".join(
                 f"<td align='{'left' if i < 2 else 'right'}' style='font-size:7pt; white-space:nowrap'>"
-                f"{_e(row[i])}</td>"
+                f"{wrapped(row[i]) if i == 0 else _e(row[i])}</td>"
                 for i in keep
             )
             p.append(f"<tr style='background-color:{bg}'>{cells}</tr>")
@@ -435,7 +448,7 @@ def render_pdf_bytes(
     writer.setPageOrientation(QPageLayout.Orientation.Portrait)
     writer.setPageMargins(QMarginsF(*MARGINS_MM), QPageLayout.Unit.Millimeter)
     writer.setResolution(RESOLUTION_DPI)
-    writer.setTitle(f"{report.title}: {report.scenario_name}")
+    writer.setTitle(f"{report.title}: {report.subtitle}")
     writer.setCreator(f"gpuadvisor {report.app_version}")
 
     body = writer.pageLayout().paintRectPixels(writer.resolution())

@@ -62,7 +62,7 @@ def test_minimal_file_loads_with_defaults(tmp_path):
     assert s.hardware == Hardware()
     assert s.budget == Budget()
     assert s.overhead == RuntimeOverhead()
-    assert s.name == "Untitled scenario" and s.notes == ""
+    assert s.name == "" and s.notes == ""  # named after the model and the workload when shown
     assert s.warnings == ()
     assert s.base_dir == str(tmp_path.resolve())
     assert s.workload.kind == "inference" and s.workload.weights == "bf16"

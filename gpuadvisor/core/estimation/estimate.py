@@ -26,6 +26,7 @@ from ..errors import InputError
 from ..formats.scenario import Scenario
 from ..specs.engines import active_constants, engine_for
 from ..specs.hardware import GpuCatalog, GpuSpec
+from ..specs.instances import InstanceCatalog, bundled_instances, instance_price_range, offers_for
 from ..specs.models import ModelSpec
 from ..specs.presets import ModelCatalog
 from ..specs.serving import batch_defaults, batching_for
@@ -40,13 +41,14 @@ from .communication import (
     speed_ceiling,
     tp_width_slowdown,
 )
-from .cost import buy_vs_rent, job_cost, job_tokens, price_range
+from .cost import BuyVsRent, buy_vs_rent, job_cost, job_tokens, price_range
 from .layout import Layout, explicit_layout, gpu_counts, searched_layouts
 from .memory import MemoryBreakdown, MemoryModel, applicable_parallelisms, check_parallelism
 from .performance import (
     SPEED_GROUP,
     WAIT,
     HostWaitNote,
+    Range,
     inference_performance,
     training_performance,
     training_prelude,
@@ -183,15 +185,21 @@ def estimate(
     speed: bool = True,
     _model: ModelSpec | None = None,
     calibration: CalibrationProfile | None = None,
+    instances: InstanceCatalog | None = None,
 ) -> Estimate:
     """Compare every candidate of the scenario (or of ``gpu_ids``) and return the :class:`Estimate`.
 
     ``speed=False`` computes memory and fit only (no speed, cost, ranking or advice).
     ``calibration`` applies a profile's values per GPU (see the module docstring).
+    ``instances`` is the cloud instance snapshot (default: the bundled one): where each setup can
+    be rented and, with ``budget.providers`` set, the price it is costed at.
     """
     model = _model or resolve_model(scenario, models)
     w, hw = scenario.workload, scenario.hardware
     warnings = list(scenario.warnings)
+    snapshot = instances if instances is not None else bundled_instances()
+    # Rented as instances (budget.providers): the price depends on the GPU count (whole instances).
+    rent_from = scenario.budget.providers if isinstance(scenario.budget.price, str) else None
     if model.architecture_assumed:
         warnings.append(
             "Only a parameter count was given: the architecture is assumed (Llama-like), so "
@@ -323,6 +331,9 @@ def estimate(
         cap_bytes = gpu.memory_gib_usable * GIB
         prices = price_range(gpu, scenario.budget)
         buy = buy_vs_rent(gpu, scenario.budget, prices.expected if prices else None)
+        at: Any = None  # n -> (prices, buy) when rented as instances
+        if rent_from is not None:
+            at = _instance_pricing(gpu, scenario.budget, snapshot, rent_from)
         prelude = training_prelude(mm, gpu, engine, mfu) if training and speed else None
         same_speed: dict[Any, tuple[Any, ...]] = {}
         searched_rows: dict[int, list[tuple[Any, ...]]] = {}
@@ -368,12 +379,13 @@ def estimate(
                     line = op_lines.get((n, par))
                     if line is None:
                         line = op_lines[(n, par)] = BatchLine(mm, n, par, reserve)
+                    p_n, b_n = at(n) if at is not None else (prices, buy)
                     fleet = _serving.serving_estimate(
                         curve,
                         kv_max,
                         n,
-                        prices,
-                        buy,
+                        p_n,
+                        b_n,
                         scenario.budget,
                         memory_at=line.memory_at(cap_bytes, engine.id, fixed_overhead),
                         scheduler=gpu_defaults,
@@ -386,8 +398,9 @@ def estimate(
                 if known is None and fleet is not None and fleet.replica is not None and fleet.replica.perf1:
                     # A service's replica has already run the roofline at one sequence.
                     perf = fleet.replica.perf1
+                    p_n, b_n = at(n) if at is not None else (prices, buy)
                     cost = job_cost(
-                        w, scenario.budget, gpu, n, perf.tokens_per_s, prices=prices, buy=buy, tokens=tokens
+                        w, scenario.budget, gpu, n, perf.tokens_per_s, prices=p_n, buy=b_n, tokens=tokens
                     )
                     known = same_speed[group] = (perf, cost)
                     if perf.notes:
@@ -426,8 +439,9 @@ def estimate(
                             gpus_per_node=hw.gpus_per_node,
                             replicas=lay.dp,
                         )
+                    p_n, b_n = at(n) if at is not None else (prices, buy)
                     cost = job_cost(
-                        w, scenario.budget, gpu, n, perf.tokens_per_s, prices=prices, buy=buy, tokens=tokens
+                        w, scenario.budget, gpu, n, perf.tokens_per_s, prices=p_n, buy=b_n, tokens=tokens
                     )
                     same_speed[group] = (perf, cost)
                     if perf.notes:
@@ -464,8 +478,11 @@ def estimate(
             prices: Any = prices,
             buy: Any = buy,
             cap_bytes: float = cap_bytes,
+            at: Any = at,
         ) -> tuple[Any, ...]:
             """The row of a searched layout that fits, priced (its notes kept for the warnings)."""
+            if at is not None:
+                prices, buy = at(n)
             cost = job_cost(
                 w, scenario.budget, gpu, n, perf.tokens_per_s, prices=prices, buy=buy, tokens=tokens
             )
@@ -609,8 +626,30 @@ def estimate(
         gpu_ids=tuple(g.id for g in selected) if ids else (),
         calibration=calibration,
         calibration_fits=tuple(applied),
+        instances=snapshot,
     )
     return _finish(result, with_advice and speed, gpus, models)
+
+
+def _instance_pricing(gpu: GpuSpec, budget: Any, snapshot: InstanceCatalog, providers: Any) -> Any:
+    """``n -> (price range per GPU-hour, buy versus rent)`` of ``gpu`` rented as the cheapest
+    instances of ``providers`` (see :func:`~gpuadvisor.core.specs.instances.instance_price_range`);
+    (None, None) when none of them rents it: the setup is unpriced."""
+    cache: dict[int, tuple[Range | None, BuyVsRent | None]] = {}
+
+    def at(n: int) -> tuple[Range | None, BuyVsRent | None]:
+        got = cache.get(n)
+        if got is None:
+            found = instance_price_range(offers_for(snapshot, gpu.id, n, providers), n, str(budget.price))
+            if found is None:
+                got = (None, None)
+            else:
+                r = found[0]
+                got = (Range(r.low, r.expected, r.high), buy_vs_rent(gpu, budget, r.expected))
+            cache[n] = got
+        return got
+
+    return at
 
 
 def _search_groups(
@@ -794,6 +833,7 @@ def _finish(est: Estimate, with_advice: bool, gpus: GpuCatalog, models: ModelCat
                     with_advice=False,
                     _model=est.model,
                     calibration=est.calibration,
+                    instances=est.instances,
                 )
             except InputError:
                 continue

@@ -15,6 +15,7 @@ from typing import Any, NamedTuple
 from ..formats.scenario import Scenario
 from ..formatting import fmt_gib_unit, fmt_hours, fmt_usd
 from ..specs.hardware import GpuSpec
+from ..specs.instances import InstanceCatalog, InstanceOffer, offers_for
 from ..specs.models import ModelSpec
 from ..specs.workload import RuntimeOverhead
 from ..units import GIB
@@ -236,6 +237,8 @@ class Estimate:
     calibration_fits: tuple[FactorFit, ...] = ()
     #: Which setup to choose and one best setup per GPU type, in order (see :mod:`.recommendation`).
     decision: Decision | None = None
+    #: The cloud instance snapshot: where each setup can be rented (see :meth:`instances_for`).
+    instances: InstanceCatalog | None = None
     #: Filled on first use by :meth:`best_per_gpu` and :meth:`candidate` (the views ask for them
     #: several times per update); not part of the value.
     _memo: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
@@ -273,6 +276,18 @@ class Estimate:
         if rec is not None:
             return rec
         return next((c for c in self.best_per_gpu().values() if c.fits), None)
+
+    def instances_for(self, c: Candidate) -> tuple[InstanceOffer, ...]:
+        """The instances that rent ``c`` (one replica of a service), cheapest first, of the providers
+        the budget rents from (any without a choice); computed on first use."""
+        if self.instances is None:
+            return ()
+        key = ("inst", c.gpu.id, c.gpu_count)
+        got = self._memo.get(key)
+        if got is None:
+            providers = self.scenario.budget.providers
+            got = self._memo[key] = offers_for(self.instances, c.gpu.id, c.gpu_count, providers)
+        return got
 
     def candidate(self, key: str) -> Candidate | None:
         """The candidate with this :attr:`Candidate.key`, or ``None``."""

@@ -193,7 +193,9 @@ class Scenario:
     budget: Budget = field(default_factory=Budget)
     overhead: RuntimeOverhead = field(default_factory=RuntimeOverhead)
     efficiency: Efficiency = field(default_factory=Efficiency)
-    name: str = "Untitled scenario"
+    #: The user's name for the scenario; "" (or the old default "Untitled scenario") takes a name
+    #: built from the model and the workload (``presentation.wording.scenario_title``).
+    name: str = ""
     notes: str = ""
     measurements: tuple[Measurement, ...] = ()  # runs measured for this scenario
     warnings: tuple[str, ...] = field(default=(), compare=False)
@@ -261,8 +263,9 @@ def scenario_from_dict(data: Any, base_dir: str | None = None) -> Scenario:
         raise ScenarioError("version", "must be a whole number >= 1", version)
     if version > FORMAT_VERSION:
         unknown.append(
-            f"version {version} is newer than this gpuadvisor understands ({FORMAT_VERSION}); "
-            "values it does not know are ignored"
+            f"This scenario was written by a newer gpuadvisor (format version {version}; this one reads "
+            f"version {FORMAT_VERSION}): settings it does not know are ignored, so the answer may differ "
+            "from the one it was saved with."
         )
     fmt = data.get("format", FORMAT_NAME)
     if fmt != FORMAT_NAME:
@@ -301,7 +304,7 @@ def scenario_from_dict(data: Any, base_dir: str | None = None) -> Scenario:
     budget = _take(_section(data, "budget"), Budget, "budget", unknown, tuple_fields=("providers",))
     overhead = _take(_section(data, "overhead"), RuntimeOverhead, "overhead", unknown)
     efficiency = _take(_section(data, "efficiency"), Efficiency, "efficiency", unknown)
-    name = data.get("name", "Untitled scenario")
+    name = data.get("name", "")
     if not isinstance(name, str):
         raise ScenarioError("name", "must be text", name)
     notes = data.get("notes", "")
@@ -451,7 +454,7 @@ def default_scenario() -> Scenario:
     """The scenario the app opens with: LoRA fine-tuning of Llama 3.1 8B on the data-centre GPUs
     (the Workload page's GPU choice switches to laptops and desktops or the whole catalog)."""
     return Scenario(
-        name="LoRA fine-tune of Llama 3.1 8B",
+        name="",  # named after its model and workload, which the user may change
         model=ModelSource(preset="llama-3.1-8b"),
         workload=Workload(
             kind="lora",

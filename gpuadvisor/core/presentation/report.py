@@ -44,7 +44,6 @@ from ..formatting import (
     DASH,
     NONE_MARK,
     TIMES,
-    display_gpu_name,
     fmt_gib,
     fmt_hours,
     fmt_hours_range,
@@ -63,9 +62,17 @@ from ..specs.catalog_io import CatalogMeta
 from ..specs.engines import ENGINES, FITTED, RANGE_LABEL, EngineProfile, kernel_family
 from ..specs.hardware import GpuSpec
 from ..specs.serving import KV_POOLS, VLLM_BATCH_DEFAULTS, VLLM_LARGE_GPU_GIB
+from .prices import pick_price_warnings, rent_as
 from .serialize import candidate_to_dict
 from .serving_text import engine_name, serving_report
-from .wording import change_lines, point_to_changes, recommendation_text, scenario_lines, setup_name
+from .wording import (
+    change_lines,
+    point_to_changes,
+    recommendation_text,
+    scenario_lines,
+    scenario_title,
+    setup_name,
+)
 
 TABLE_HEADER: tuple[str, ...] = (
     "GPU",
@@ -179,6 +186,12 @@ class Report:
     fleet_rows: tuple[tuple[str, ...], ...] = ()
     #: The memory chart's caption when it differs from a batch job's (a service's operating point).
     vram_caption: str = ""
+    #: What the recommendation box flags about the recommended setup itself (a stale or undated price).
+    recommendation_flags: tuple[str, ...] = ()
+    #: Where to rent the recommended setup: the instance type and provider, in one sentence.
+    rent_as: str = ""
+    #: The report's kind, under its title.
+    subtitle: str = "GPU comparison report"
 
 
 def table_order(est: Estimate) -> list[Candidate]:
@@ -210,7 +223,7 @@ def row_cells(d: dict[str, Any]) -> tuple[str, ...]:
     cost = d.get("cost_usd") or {}
     has_cost = "job_hours" in d
     return (
-        display_gpu_name(d["gpu_name"]),
+        plain_gpu_name(d["gpu_name"]),  # the full name: a table cell wraps, it is never cut
         report_setup(d),
         d["verdict"],
         fmt_gib(d["memory_per_gpu_gib"]["device_total"]),
@@ -269,6 +282,22 @@ def _purchase(c: Candidate) -> float:
     return buy.purchase_usd if buy is not None else math.inf
 
 
+def missing_buy_cells(c: Candidate) -> tuple[str, ...]:
+    """The rent-versus-buy cells of a setup that cannot be compared: why, in the first empty cell."""
+    if c.cost is None or c.cost.usd_per_hour is None:
+        why = "no rental price in the catalog"
+    elif not (c.gpu.purchase_new_usd or c.gpu.purchase_used_usd):
+        why = "no purchase price (sold only inside systems, or not public)"
+    else:
+        why = "no price for this purchase choice"
+    rent = (
+        fmt_usd_per_hour(c.cost.usd_per_hour / c.gpu_count)
+        if c.cost is not None and c.cost.usd_per_hour is not None
+        else NONE_MARK
+    )
+    return (plain_gpu_name(c.gpu.name), why, NONE_MARK, NONE_MARK, rent, NONE_MARK, NONE_MARK)
+
+
 def _rent_buy(
     est: Estimate, table: list[Candidate], rec: Candidate | None, runner: Candidate | None
 ) -> tuple[list[RentBuyRow], list[str]]:
@@ -276,11 +305,18 @@ def _rent_buy(
     with_buy = [c for c in table if c.fits and c.cost is not None and c.cost.buy is not None]
     chosen: list[Candidate] = []
     picks = [
-        rec,
-        runner,
         min(with_buy, key=_break_even, default=None),
         min(with_buy, key=_purchase, default=None),
     ]
+    # The recommendation and the runner-up always have a row, comparable or not (then it says why).
+    missing: list[Candidate] = []
+    for c in (rec, runner):
+        if c is None:
+            continue
+        if c.cost is not None and c.cost.buy is not None:
+            chosen.append(c)
+        elif all(c.gpu.id != x.gpu.id for x in missing):
+            missing.append(c)
     for c in picks:
         if c is None or c.cost is None or c.cost.buy is None:
             continue
@@ -291,8 +327,8 @@ def _rent_buy(
             break
         if all(c.gpu.id != x.gpu.id for x in chosen):
             chosen.append(c)
-    chosen = chosen[:4]
-    rows = []
+    chosen = chosen[: max(4 - len(missing), 2)]
+    rows = [RentBuyRow(gpu_id=c.gpu.id, cells=missing_buy_cells(c), buy_is_cheaper=False) for c in missing]
     for c in chosen:
         d = candidate_to_dict(c)["buy_vs_rent"]
         rows.append(
@@ -302,10 +338,20 @@ def _rent_buy(
                 buy_is_cheaper=d["buy_is_cheaper"],
             )
         )
+    first = [x.gpu.id for x in (rec, runner) if x is not None]
+    rows.sort(key=lambda r: first.index(r.gpu_id) if r.gpu_id in first else len(first))  # stable
     findings = []
-    if not rows:
+    for c in missing:
+        role = "recommended setup" if rec is not None and c.gpu.id == rec.gpu.id else "runner-up"
         findings.append(
-            "No GPU that fits has both a purchase price and a rental price in the catalog, so owning "
+            f"The {role}, {plain_gpu_name(c.gpu.name)}, cannot be compared: {missing_buy_cells(c)[1]}."
+        )
+    if not chosen:
+        findings.append(
+            "No other GPU that fits has both a purchase price and a rental price in the catalog, so owning "
+            "and renting cannot be compared."
+            if missing
+            else "No GPU that fits has both a purchase price and a rental price in the catalog, so owning "
             "and renting cannot be compared."
         )
         return rows, findings
@@ -618,8 +664,9 @@ def _warnings(
     engine_assumed: bool,
     changes_where: str = "in section 1",
 ) -> tuple[list[str], list[str]]:
-    # The window lists the changes below the summary; the report names its section.
-    out = point_to_changes(est.warnings, changes_where)
+    # The window lists the changes below the summary; the report names its section. A stale price at
+    # the recommendation comes first: it is the one a reviewer must check before anything else.
+    out = pick_price_warnings(est, today, stale_after_months) + point_to_changes(est.warnings, changes_where)
     cutoff = months_before(today, stale_after_months)
     stale, undated, stale_ids = [], [], []
     for c in table:
@@ -773,9 +820,10 @@ def build_report(
     sources, price_sources = _sources(table)
     as_of = tuple(sorted({c.gpu.price_as_of for c in table if c.gpu.price_as_of}))
     meta = catalog_meta
+    title = scenario_title(est)
     return Report(
-        title="GPU comparison report",
-        scenario_name=est.scenario.name,
+        title=title,
+        scenario_name=title,
         date=today.isoformat(),
         app_version=__version__,
         catalog_version=f"{meta.origin}, schema {meta.schema_version}, updated {meta.updated or 'undated'}",
@@ -804,5 +852,7 @@ def build_report(
         warnings=tuple(warnings),
         stale_price_gpus=tuple(stale_ids),
         calibration_lines=tuple(_calibration(est)),
+        recommendation_flags=tuple(pick_price_warnings(est, today, stale_after_months)),
+        rent_as=rent_as(est),
         **serving_report(est),
     )

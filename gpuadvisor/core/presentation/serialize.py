@@ -6,6 +6,7 @@ says ``_s``. The keys are a contract that scripts rely on (see ``docs/cli.md``).
 
 from __future__ import annotations
 
+import datetime as _dt
 from typing import Any
 
 from ..estimation.results import Candidate, Estimate
@@ -138,11 +139,24 @@ def calibration_to_dict(est: Estimate) -> dict[str, Any]:
     }
 
 
-def estimate_to_dict(est: Estimate) -> dict[str, Any]:
+def estimate_to_dict(est: Estimate, today: _dt.date | None = None, stale_months: int = 6) -> dict[str, Any]:
+    """The whole estimate as JSON-ready data; ``today`` (default: the system date) and
+    ``stale_months`` decide which prices are stale."""
+    from .prices import pick_price_warnings, price_date, price_stale
+    from .titles import scenario_title
+
+    today = today or _dt.date.today()
     w = est.scenario.workload
     calibrated = set(est.calibrated_gpus)
+    candidates = []
+    for c in est.candidates:
+        d = candidate_to_dict(c, calibrated=c.gpu.id in calibrated)
+        d["price_date"] = price_date(est, c)
+        d["price_stale"] = price_stale(est, c, today, stale_months)
+        d["instances"] = [o.to_dict() for o in est.instances_for(c)]
+        candidates.append(d)
     out: dict[str, Any] = {
-        "scenario": est.scenario.name,
+        "scenario": scenario_title(est),
         "model": model_to_dict(est.model),
         "workload": {
             "kind": w.kind,
@@ -151,8 +165,8 @@ def estimate_to_dict(est: Estimate) -> dict[str, Any]:
             "batch_size": w.batch_size,
             "context_tokens": w.context_tokens,
         },
-        "candidates": [candidate_to_dict(c, calibrated=c.gpu.id in calibrated) for c in est.candidates],
-        "warnings": list(est.warnings),
+        "candidates": candidates,
+        "warnings": list(dict.fromkeys(list(est.warnings) + pick_price_warnings(est, today, stale_months))),
     }
     out["what_if"] = [
         {

@@ -6,6 +6,7 @@ into lines of text; figures are written by :mod:`gpuadvisor.core.formatting`, li
 
 from __future__ import annotations
 
+import datetime as _dt
 from typing import Any
 
 from ..estimation.results import Candidate, Estimate
@@ -19,6 +20,7 @@ from ..formatting import (
     fmt_usd_range,
 )
 from ..specs.engines import RANGE_LABEL
+from .prices import pick_price_warnings, rent_as
 from .serving_text import (
     FLEET_HEADER,
     capacity_line,
@@ -29,7 +31,7 @@ from .serving_text import (
     targets_phrase,
     traffic_phrase,
 )
-from .wording import point_to_changes, summary_line
+from .wording import point_to_changes, scenario_title, summary_line
 
 
 def text_table(rows: list[list[str]], header: list[str], right: set[int]) -> str:
@@ -53,11 +55,12 @@ def setup_cell(c: Candidate) -> str:
     return f"{c.gpu_count} \u00d7 {lay.name}"
 
 
-def render_estimate(est: Estimate, show_all: bool = False) -> str:
-    """The human-readable comparison."""
+def render_estimate(est: Estimate, show_all: bool = False, warnings: bool = True) -> str:
+    """The human-readable comparison; ``warnings=False`` leaves the warnings out (the CLI prints
+    them on stderr, :func:`text_warnings`)."""
     m, w = est.model, est.scenario.workload
     lines = [
-        f"{est.scenario.name}",
+        scenario_title(est),
         f"Model: {m.name}, {fmt_count(m.parameters)} parameters"
         + (f" ({fmt_count(m.active_parameters)} active)" if m.is_moe else "")
         + f"; workload: {w.kind}, weights {w.weights}, "
@@ -185,11 +188,23 @@ def render_estimate(est: Estimate, show_all: bool = False) -> str:
         )
     lines += calibration_lines(est)
     lines.append(summary_line(est) + f" (engine profile: {est.engine})")
+    where = rent_as(est)
+    if where:
+        lines.append(where)
     for advice in est.advice:
         lines.append(f"Change: {advice}")
     # The text lists the changes before the warnings.
-    lines += [f"Warning: {w}" for w in point_to_changes(est.warnings, "above")]
+    if warnings:
+        lines += [f"Warning: {w}" for w in text_warnings(est)]
     return "\n".join(lines)
+
+
+def text_warnings(est: Estimate, today: _dt.date | None = None, stale_months: int = 6) -> list[str]:
+    """The warnings of the text output: the core's (pointing to the changes printed above it) and a
+    stale or undated price at the recommendation."""
+    today = today or _dt.date.today()
+    out = point_to_changes(est.warnings, "above") + pick_price_warnings(est, today, stale_months)
+    return list(dict.fromkeys(out))
 
 
 def serving_lines(est: Estimate, show_all: bool = False) -> list[str]:

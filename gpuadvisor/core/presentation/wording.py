@@ -32,6 +32,9 @@ from ..formatting import (
 from ..specs.engines import ENGINES
 from .serialize import candidate_to_dict
 from .serving_text import fleet_figures, fleet_name, serving_summary, targets_phrase, traffic_phrase
+from .titles import TITLE_WORDS as TITLE_WORDS  # the titles are the wording's too
+from .titles import default_title as default_title
+from .titles import scenario_title as scenario_title
 
 KIND_WORDS = {
     "inference": "Inference (serving requests)",
@@ -202,13 +205,27 @@ def scenario_lines(est: Estimate) -> list[tuple[str, str]]:
         limits.append(f"at most {fmt_usd(b.max_total_usd)} for the whole job")
     if b.max_usd_per_hour is not None:
         limits.append(f"at most {fmt_usd_per_hour(b.max_usd_per_hour)} per hour for all GPUs together")
-    price = (
-        f"the catalog's {b.price} cloud price per GPU-hour"
-        if isinstance(b.price, str)
-        else f"{fmt_usd_per_hour(b.price)} per GPU-hour (the scenario's own price)"
-    )
+    if not isinstance(b.price, str):
+        price = f"{fmt_usd_per_hour(b.price)} per GPU-hour (the scenario's own price)"
+    elif b.providers is None:
+        price = f"the catalog's {b.price} cloud price per GPU-hour"
+    else:
+        who = "any provider" if isinstance(b.providers, str) else ", ".join(b.providers)
+        dates = est.instances.price_dates if est.instances is not None else ()
+        price = (
+            f"the cheapest cloud instances of {who} (whole instances, {b.price} price; instance snapshot of "
+            f"{', '.join(dates) or 'no date'})"
+        )
     lines.append(("Budget", ("; ".join(limits) if limits else "no limit set") + f"; priced at {price}"))
-    lines.append(("Deadline", fmt_deadline(b.deadline_hours) if b.deadline_hours is not None else "none set"))
+    if b.deadline_hours is not None:
+        deadline = fmt_deadline(b.deadline_hours)
+    elif w.serving is not None:
+        deadline = "none (a service runs on; its targets are the limits)"
+    else:
+        deadline = (
+            f"none set: the job is planned to finish within {fmt_days(b.horizon_days)} (the planning horizon)"
+        )
+    lines.append(("Deadline", deadline))
     engine = ENGINES.get(est.engine)
     lines.append(("Engine profile", f"{engine.name} ({engine.id})" if engine else est.engine))
     hw = s.hardware
@@ -443,9 +460,18 @@ def recommendation_text(est: Estimate) -> tuple[str, Candidate | None, Candidate
             "set a deadline or another horizon on the Budget page)"
         )
     text += ". " + f"It costs {figures_phrase(rec)}; {memory_phrase(rec)}."
-    same = same_cost_phrase(est)
-    if same:
-        text += f" Chosen over the cheapest setup because it is the {same}."
+    other = est.candidate(decision.same_cost_as_key) if decision and decision.same_cost_as_key else None
+    if (
+        other is not None
+        and other.cost is not None
+        and rec.cost is not None
+        and rec.cost.job_hours.expected > 0
+    ):
+        speedup = fmt_speedup(other.cost.job_hours.expected / rec.cost.job_hours.expected)
+        text += (
+            f" It costs the same as the cheapest setup, {setup_name(other)} ({figures_phrase(other)}), "
+            f"within 1%, and finishes {speedup} faster, so it is chosen over it."
+        )
     if likely:
         text += " " + likely_caveat(est, rec)
     if rec.verdict == "tight":
