@@ -23,6 +23,7 @@ from ..core.estimation.calibration import CalibrationProfile
 from ..core.estimation.estimate import Estimate, estimate, searches_layouts
 from ..core.formats.scenario import Scenario, load_scenario, save_scenario
 from ..core.specs.hardware import GpuCatalog
+from ..core.specs.instances import InstanceCatalog, bundled_instances
 from ..core.specs.presets import ModelCatalog
 from .messages import user_message
 
@@ -53,13 +54,21 @@ class AppState(QObject):
     catalogsChanged = Signal(object, object)  # GpuCatalog, ModelCatalog (an edit or an import)
     catalogWarningsChanged = Signal(object)  # tuple[str, ...]: rows left out of the comparison, and why
     staleMonthsChanged = Signal(int)  # prices older than this many months are flagged
+    instancesChanged = Signal(object)  # InstanceCatalog: the cloud instance snapshot (an import)
     computingChanged = Signal(str)  # what runs in the background ("" when the results are current)
 
     def __init__(
-        self, scenario: Scenario, gpus: GpuCatalog, models: ModelCatalog, parent: QObject | None = None
+        self,
+        scenario: Scenario,
+        gpus: GpuCatalog,
+        models: ModelCatalog,
+        parent: QObject | None = None,
+        instances: InstanceCatalog | None = None,
     ):
         super().__init__(parent)
         self.gpus, self.models = gpus, models
+        #: Where setups can be rented (the bundled snapshot and the user's imports).
+        self.instances = instances if instances is not None else bundled_instances()
         self.scenario = scenario
         self.estimate: Estimate | None = None
         self.error = ""
@@ -150,6 +159,12 @@ class AppState(QObject):
             self.catalogWarningsChanged.emit(warnings)
         self._timer.start()
 
+    def set_instances(self, instances: InstanceCatalog) -> None:
+        """A newer cloud instance snapshot (a price-list import): every estimate uses it from now on."""
+        self.instances = instances
+        self.instancesChanged.emit(instances)
+        self._timer.start()
+
     def set_stale_months(self, months: int) -> None:
         """Prices older than ``months`` are flagged (the one place this setting lives while the app runs)."""
         months = int(months)
@@ -189,7 +204,13 @@ class AppState(QObject):
     def _compute_now(self) -> None:
         t0 = time.perf_counter()
         try:
-            result = estimate(self.scenario, self.gpus, self.models, calibration=self.active_calibration)
+            result = estimate(
+                self.scenario,
+                self.gpus,
+                self.models,
+                calibration=self.active_calibration,
+                instances=self.instances,
+            )
         except InputError as exc:
             self._set_computing("")
             self._set_compute_error(user_message(exc))
@@ -199,13 +220,15 @@ class AppState(QObject):
 
     def _start_background(self) -> None:
         generation, scenario = self._generation, self.scenario
-        gpus, models, calibration = self.gpus, self.models, self.active_calibration
+        gpus, models, calibration, instances = self.gpus, self.models, self.active_calibration, self.instances
         relay = self._relay
 
         def work() -> None:
             t0 = time.perf_counter()
             try:
-                outcome: object = estimate(scenario, gpus, models, calibration=calibration)
+                outcome: object = estimate(
+                    scenario, gpus, models, calibration=calibration, instances=instances
+                )
             except Exception as exc:  # noqa: BLE001 -- an InputError, or a bug: both go to the GUI thread
                 outcome = exc
             try:

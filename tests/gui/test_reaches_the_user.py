@@ -14,6 +14,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication
 
 from gpuadvisor.core.estimation.estimate import estimate
+from gpuadvisor.core.formatting import fmt_deadline
 from gpuadvisor.core.presentation.report import build_report
 from gpuadvisor.core.presentation.serialize import estimate_to_dict
 from gpuadvisor.core.presentation.wording import summary_line
@@ -44,13 +45,14 @@ def _names_one_setup(w) -> str | None:
 def test_a_deadline_changes_the_recommendation_in_the_summary_and_the_report(window, qtbot):
     w = window
     before = _names_one_setup(w)
-    assert w.state.estimate.candidate(before).cost.job_hours.expected > 2
+    # A deadline the recommended setup cannot surely meet: half the slow end of its job time.
+    deadline = round(w.state.estimate.candidate(before).cost.job_hours.high / 2, 2)
     w.show_page(2)
-    retype(qtbot, w.budget_page.deadline.edit, "2")
+    retype(qtbot, w.budget_page.deadline.edit, f"{deadline:g}")
     after = _names_one_setup(w)
     rec = w.state.estimate.candidate(after)
-    assert after != before and rec.cost.job_hours.high <= 2  # surely meets it, not only on average
-    assert "meets the 2 h deadline" in w.summary.text()
+    assert after != before and rec.cost.job_hours.high <= deadline  # surely meets it, not only on average
+    assert f"meets the {fmt_deadline(deadline)} deadline" in w.summary.text()
 
 
 def test_a_budget_cap_below_the_cheapest_is_never_recommended(window, qtbot):

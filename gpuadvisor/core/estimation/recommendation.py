@@ -131,15 +131,24 @@ def _same_cost_fastest(first: Candidate, others: Iterable[Candidate]) -> Candida
     return min([first, *same], key=lambda c: (_hours(c), sort_key(c)))
 
 
-def _ordered(cands: list[Candidate]) -> list[Candidate]:
-    """``cands`` in the decision's order: :func:`sort_key`, with the same-cost rule applied to
-    each place in turn (quadratic in the number of GPU types, a few dozen)."""
-    rest = sorted(cands, key=sort_key)
+def ordered(cands: Iterable[Candidate]) -> list[Candidate]:
+    """``cands`` in the decision's order: :func:`sort_key`, with the same-cost rule applied to each
+    place in turn. Sorted by :func:`sort_key`, the setups of a tier within 1% of the first one's cost
+    follow it, so each place looks at that run only."""
+    rest = sorted(((sort_key(c), c) for c in cands), key=lambda kc: kc[0])
     out = []
     while rest:
-        pick = _same_cost_fastest(rest[0], rest[1:])
-        out.append(pick)
-        rest.remove(pick)
+        first = rest[0][1]
+        t, usd = tier(first), _usd(first)
+        best = 0
+        if t in (SURE, LIKELY) and math.isfinite(usd):
+            limit = usd * (1 + SAME_COST)
+            j = 1
+            while j < len(rest) and rest[j][0][0] == t and _usd(rest[j][1]) <= limit:
+                if (_hours(rest[j][1]), rest[j][0]) < (_hours(rest[best][1]), rest[best][0]):
+                    best = j
+                j += 1
+        out.append(rest.pop(best)[1])
     return out
 
 
@@ -155,14 +164,14 @@ def decide(candidates: Iterable[Candidate]) -> Decision:
         best.append(_same_cost_fastest(first, group))
         if cheapest is None or sort_key(first) < sort_key(cheapest):
             cheapest = first
-    ordered = _ordered(best)
-    keys = tuple(c.key for c in ordered)
-    if not ordered or tier(ordered[0]) == NO_FIT:
+    order = ordered(best)
+    keys = tuple(c.key for c in order)
+    if not order or tier(order[0]) == NO_FIT:
         return Decision(None, None, keys, "nothing fits")
-    first = ordered[0]
+    first = order[0]
     if tier(first) == MISSED:
         return Decision(None, None, keys, "limits missed")
-    runner = next((c for c in ordered[1:] if tier(c) in (SURE, LIKELY)), None)
+    runner = next((c for c in order[1:] if tier(c) in (SURE, LIKELY)), None)
     same = (
         cheapest.key
         if cheapest is not None

@@ -11,7 +11,6 @@ import datetime as _dt
 
 from ..estimation.recommendation import TIER_WORDS, tier
 from ..estimation.results import Estimate
-from ..formats.user_catalog import stale_price
 from ..formatting import (
     DASH,
     TIMES,
@@ -27,6 +26,7 @@ from ..formatting import (
     fmt_usd_per_mtok,
     fmt_usd_range,
 )
+from .prices import price_date, price_stale, rent_as
 from .serving_text import fleet_detail
 
 #: Line kinds: a heading, plain text, a caution (amber) and a problem (red).
@@ -170,14 +170,19 @@ def candidate_detail(
                     f"rented {fmt_usd_per_hour(buy.rent_usd_per_hour)}: {verdict}{be}.",
                 )
             )
-    if cost is not None and cost.cost_usd is not None and stale_price(c.gpu, today, stale_months):
-        when = f"dated {c.gpu.price_as_of}" if c.gpu.price_as_of else "undated"
+    where = rent_as(est, c)
+    if where:
+        out.append((TEXT, where))
+    if price_stale(est, c, today, stale_months):
+        day = price_date(est, c)
+        when = f"dated {day}" if day else "undated"
+        fix = (
+            "import a newer price list in Tools > Catalog editor"
+            if est.scenario.budget.providers is not None
+            else "check them in Tools > Catalog editor"
+        )
         out.append(
-            (
-                CAUTION,
-                f"The prices of this GPU are {when}, older than {stale_months} months: check them in "
-                "Tools > Catalog editor.",
-            )
+            (CAUTION, f"The prices of this setup are {when}, older than {stale_months} months: {fix}.")
         )
     out += provisioning_lines(est, key)
     return out

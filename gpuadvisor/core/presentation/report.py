@@ -693,7 +693,15 @@ def _warnings(
         plain_gpu_name(c.gpu.name) for c in table if c.fits and c.cost is not None and c.cost.cost_usd is None
     ]
     if unpriced:
-        out.append(f"No rental price in the catalog for {', '.join(unpriced)}: their cost is not shown.")
+        providers = est.scenario.budget.providers
+        where = (
+            "No rental price in the catalog for"
+            if providers is None
+            else "No cloud instance in the snapshot rents"
+            if isinstance(providers, str)
+            else f"No instance of {', '.join(providers)} rents"
+        )
+        out.append(f"{where} {', '.join(unpriced)}: their cost is not shown.")
     w = est.scenario.workload
     if w.weights == "fp8":
         fallback = [

@@ -130,6 +130,8 @@ class CatalogEditor(QMainWindow):
 
     #: (GpuCatalog, ModelCatalog, warnings) after every change that still leaves a usable catalog.
     catalogsChanged = Signal(object, object, object)
+    #: The cloud instance snapshot after a price-list import saved the instance types it holds.
+    instancesImported = Signal(object)
 
     def __init__(
         self,
@@ -455,7 +457,9 @@ class CatalogEditor(QMainWindow):
         self, paths: list[str] | None = None, preview: bool = True, provider: str | None = None
     ):
         """Update cloud prices from gpuhunt or SkyPilot catalog files; returns the applied updates."""
+        from ...core.formats.instance_import import instance_types
         from ...core.formats.pricelists import merge_price_imports, price_update_rows, read_price_list
+        from ...storage.instances_store import save_imported_instances
 
         model = self.models["gpus"]
         if paths is None:
@@ -505,7 +509,20 @@ class CatalogEditor(QMainWindow):
                 return updates
         if lines:
             self._push_rows(model, after, f"Import prices from {', '.join(Path(p).name for p in paths)}")
-        self._set_notice(merged.summary())
+        notice = merged.summary()
+        types = [t for imp in imports for t in instance_types(imp, [g.id for g in catalog])]
+        if types:
+            try:
+                saved, snapshot = save_imported_instances(types, merged.as_of)
+            except StorageError as exc:
+                notice += f"\nThe cloud instance types could not be saved: {exc}"
+            else:
+                notice += (
+                    f"\n{len(types)} cloud instance types of {', '.join(sorted({t.provider for t in types}))} "
+                    f"saved to {saved.name}: the results name them as where to rent."
+                )
+                self.instancesImported.emit(snapshot)
+        self._set_notice(notice)
         return updates
 
     def _catalog_for_matching(self) -> GpuCatalog:

@@ -1,7 +1,7 @@
 """The ranking's rows and their texts: the core's decision, in words.
 
 Rows are ``Estimate.best_per_gpu()`` (one best setup per GPU type, the recommended one first) or,
-expanded, every candidate in the same order (:func:`gpuadvisor.core.estimation.recommendation.sort_key`).
+expanded, every candidate in the same order (:func:`gpuadvisor.core.estimation.recommendation.ordered`).
 The marks, deadline and budget words are the core's (``Estimate.decision``,
 ``CostEstimate.deadline_status`` and ``budget_status``); figures are formatted with the report's
 formatters, so the table, the CLI and the PDF write numbers the same way.
@@ -17,7 +17,7 @@ from PySide6.QtGui import QBrush, QColor, QGuiApplication
 
 from ...core.estimation.estimate import Candidate, Estimate
 from ...core.estimation.memory import COMPONENTS
-from ...core.estimation.recommendation import sort_key
+from ...core.estimation.recommendation import ordered
 from ...core.formats.user_catalog import stale_price
 from ...core.formatting import (
     NONE_MARK,
@@ -258,7 +258,7 @@ class RankingModel(QAbstractTableModel):
             return []
         if self.expanded:
             if self._all is None:
-                self._all = sorted(est.candidates, key=sort_key)  # the core's order, over every setup
+                self._all = ordered(est.candidates)  # the core's order, over every setup
             rows = self._all
         else:
             rows = list(est.best_per_gpu().values())
