@@ -13,7 +13,7 @@ from PySide6.QtWidgets import QDialog, QLabel, QMessageBox
 from gpuadvisor.core.formats import user_catalog as uc
 from gpuadvisor.gui import catalog_editor as ce
 from gpuadvisor.gui.app import build_window
-from gpuadvisor.gui.catalog_editor import INVALID_BRUSH, STALE_BRUSH
+from gpuadvisor.gui.catalog_editor import STALE_BRUSH
 from gpuadvisor.storage.user_catalog_store import load_user_catalog, user_catalog_file
 
 TODAY = dt.date(2026, 11, 29)
@@ -110,24 +110,34 @@ def test_undo_redo_shortcuts_exist(editor):
     assert any(s.toString() == "Ctrl+Shift+Z" for s in editor.redo_action.shortcuts())
 
 
-def test_invalid_cell_is_marked_named_and_left_out_of_the_estimates(window, editor):
+def test_a_bad_cell_is_refused_where_typed_and_the_row_stays_in_the_comparison(window, editor):
     gpus = editor.models["gpus"]
-    assert _edit(editor, "gpus", "l40s", "memory_bandwidth_gb_s", "-5")
+    messages = []
+    gpus.rejected.connect(messages.append)
     r = _row(gpus, "l40s")
     col = gpus.columns.index("memory_bandwidth_gb_s")
-    assert gpus.data(gpus.index(r, col), Qt.ItemDataRole.BackgroundRole) is INVALID_BRUSH
-    tip = gpus.data(gpus.index(r, col), Qt.ItemDataRole.ToolTipRole)
-    assert "memory_bandwidth_gb_s" in tip and "must be > 0" in tip
-    assert gpus.data(gpus.index(r, col), Qt.ItemDataRole.DisplayRole) == "-5"  # kept, not dropped
+    before = gpus.rows[r]["memory_bandwidth_gb_s"]
+    assert not _edit(editor, "gpus", "l40s", "memory_bandwidth_gb_s", "-5")
+    assert gpus.data(gpus.index(r, col), Qt.ItemDataRole.DisplayRole) == before  # the last valid value
+    assert "must be > 0" in gpus.last_refusal and gpus.last_refusal.startswith("Memory bandwidth (GB/s)")
+    assert messages and "l40s" in messages[0] and "must be > 0" in messages[0]
+    assert "Not changed" in editor.info.text()
     window.state.flush()
-    assert "l40s" not in window.state.gpus.gpus
-    assert "invalid row" in editor.info.text() and "l40s" in editor.info.text()
-    # The file keeps the invalid value so nothing typed is lost.
-    assert load_user_catalog().catalog.gpus.overrides["l40s"]["memory_bandwidth_gb_s"] == "-5"
-    editor.undo.undo()
+    assert "l40s" in window.state.gpus.gpus  # never silently dropped from the comparison
+    assert editor.undo.count() == 0
+
+
+def test_an_incomplete_row_is_marked_named_and_left_out_until_complete(window, editor):
+    """A row added empty is marked, says what it lacks, and joins the comparison once complete."""
+    gpus = editor.models["gpus"]
+    editor.tabs.setCurrentWidget(editor.tabs_by_kind["gpus"])
+    editor.add_row()
+    r = len(gpus.rows) - 1
+    assert r in gpus.invalid_rows() and "required" in gpus.row_error(r)
     editor.flush()
     window.state.flush()
-    assert "l40s" in window.state.gpus.gpus
+    assert gpus.rows[r]["id"] not in window.state.gpus.gpus
+    assert "invalid row" in editor.info.text()
 
 
 def test_duplicate_or_empty_id_is_refused_with_a_message(editor):
@@ -136,7 +146,7 @@ def test_duplicate_or_empty_id_is_refused_with_a_message(editor):
     gpus.rejected.connect(messages.append)
     assert not _edit(editor, "gpus", "l40s", "id", "h100-sxm")
     assert not _edit(editor, "gpus", "l40s", "id", "")
-    assert "already used" in messages[0] and "column id" in messages[0]
+    assert "already used" in messages[0] and "Id:" in messages[0]
     assert "required" in messages[1]
     assert editor.undo.count() == 0
 

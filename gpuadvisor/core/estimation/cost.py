@@ -129,7 +129,7 @@ def price_range(gpu: GpuSpec, budget: Budget) -> Range | None:
 def buy_vs_rent(gpu: GpuSpec, budget: Budget, rent_per_hour: float | None) -> BuyVsRent | None:
     """Owning one GPU against renting it, per hour of use (see the module docstring)."""
     pair = gpu.purchase_used_usd if budget.purchase == "used" else gpu.purchase_new_usd
-    if pair is None or rent_per_hour is None:
+    if pair is None or rent_per_hour is None or gpu.tdp_w is None:  # no power figure: no power bill
         return None
     purchase = (pair[0] + pair[1]) / 2
     power = gpu.tdp_w / 1000 * LOAD_FACTOR * budget.pue * budget.electricity_usd_per_kwh

@@ -164,7 +164,7 @@ def _check_date(r: RowReader, column: str, today: _dt.date) -> None:
 
 def _check_gpu(r: RowReader, spec: GpuSpec, today: _dt.date) -> None:
     low, high = TDP_W_RANGE
-    if not low <= spec.tdp_w <= high:
+    if spec.tdp_w is not None and not low <= spec.tdp_w <= high:
         raise CatalogError(r.where("tdp_w"), f"must be between {low:g} and {high:g} W", r.row.get("tdp_w"))
     if spec.memory_gb is not None and spec.memory_gib_usable > spec.memory_gb * 1.001:
         raise CatalogError(

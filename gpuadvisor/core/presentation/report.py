@@ -288,6 +288,8 @@ def missing_buy_cells(c: Candidate) -> tuple[str, ...]:
         why = "no rental price in the catalog"
     elif not (c.gpu.purchase_new_usd or c.gpu.purchase_used_usd):
         why = "no purchase price (sold only inside systems, or not public)"
+    elif c.gpu.tdp_w is None:
+        why = "no board power in the catalog (the power bill cannot be counted)"
     else:
         why = "no price for this purchase choice"
     rent = (

@@ -100,7 +100,8 @@ class GpuSpec:
     memory_gib_usable: float
     memory_bandwidth_gb_s: float
     fp16_dense_tflops: float
-    tdp_w: float
+    #: Board power, W; None when the catalog row leaves it empty (buying cannot be costed then).
+    tdp_w: float | None
     memory_gb: float | None = None
     memory_type: str = ""
     form_factor: str = ""
@@ -268,8 +269,8 @@ def parse_gpu_row(r: RowReader) -> GpuSpec:
             r.where("memory_bandwidth_gb_s"), "is implausibly large (over 100 TB/s)", bandwidth
         )
     fp16 = r.number("fp16_dense_tflops")
-    tdp = r.number("tdp_w")
-    assert fp16 is not None and tdp is not None
+    tdp = r.number("tdp_w", required=False)  # a datasheet may not state it: only buying needs it
+    assert fp16 is not None
     return GpuSpec(
         id=gpu_id,
         name=r.text("name"),

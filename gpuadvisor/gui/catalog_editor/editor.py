@@ -36,6 +36,7 @@ from ...core.specs.hardware import GpuCatalog
 from ...storage import StorageError, atomic_write_text
 from ...storage.user_catalog_store import restore_user_catalog, save_user_catalog, user_catalog_backups
 from ..theme import colors
+from .add_gpu import AddGpuDialog
 from .columns import KIND_TITLES
 from .commands import RowsCommand
 from .delegates import CatalogDelegate, CatalogProxy
@@ -224,6 +225,12 @@ class CatalogEditor(QMainWindow):
         self.undo.redoTextChanged.connect(
             lambda text: self.redo_action.setToolTip(f"Redo {text}" if text else "Redo")
         )
+        self.add_gpu_action = action(
+            "Add GPU…",
+            self.add_gpu,
+            "Ctrl+Shift+N",
+            "Add a GPU: every field the estimates need on one form, with defaults where the datasheet allows",
+        )
         self.add_action = action(
             "Add row", self.add_row, "Ctrl+N", "Add an empty row (a unique id is filled in)"
         )
@@ -267,6 +274,7 @@ class CatalogEditor(QMainWindow):
             self.undo_action,
             self.redo_action,
             None,
+            self.add_gpu_action,
             self.add_action,
             self.duplicate_action,
             self.delete_action,
@@ -308,6 +316,7 @@ class CatalogEditor(QMainWindow):
         self.delete_action.setEnabled(bool(rows))
         self.reset_row_action.setEnabled(any(tab.model.status(r) == "modified" for r in rows))
         self.prices_action.setEnabled(tab.model.kind == "gpus")
+        self.add_gpu_action.setEnabled(tab.model.kind == "gpus")
 
     def current_tab(self) -> CatalogTab:
         return self.tabs.currentWidget()
@@ -337,6 +346,26 @@ class CatalogEditor(QMainWindow):
         )
         self._push_rows(model, model.snapshot() + [row], f"Add {row['id']}")
         self.current_tab().select_source_row(len(model.rows) - 1)
+
+    def add_gpu(self) -> AddGpuDialog:
+        """Open the Add GPU form (see :mod:`.add_gpu`), window-modal; the row it accepts is added as
+        one undo step and selected. Returns the open dialog."""
+        model = self.models["gpus"]
+        self.tabs.setCurrentWidget(self.tabs_by_kind["gpus"])
+        dialog = AddGpuDialog({r.get("id", "") for r in model.rows}, self.today, self)
+        dialog.accepted.connect(lambda: self._add_gpu_row(dialog.row))
+        self.add_gpu_dialog = dialog
+        dialog.open()
+        return dialog
+
+    def _add_gpu_row(self, new: dict[str, str] | None) -> None:
+        if new is None:
+            return
+        model = self.models["gpus"]
+        row = uc.full_row("gpus", new)
+        self._push_rows(model, model.snapshot() + [row], f"Add {row['id']}")
+        self.tabs_by_kind["gpus"].select_source_row(len(model.rows) - 1)
+        self.statusBar().showMessage(f"Added {row['name']} ({row['id']}): it is in the comparison.", 8000)
 
     def duplicate_rows(self) -> None:
         tab = self.current_tab()
