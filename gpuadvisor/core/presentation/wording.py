@@ -495,6 +495,10 @@ def recommendation_text(est: Estimate) -> tuple[str, Candidate | None, Candidate
             missed.append("the deadline")
         if c.cost is not None and c.cost.budget_status == "over":
             missed.append("the budget")
+        if c.cost is not None and c.cost.horizon_status == "beyond":
+            missed.append(
+                f"the {fmt_days(est.scenario.budget.horizon_days)} horizon (it takes {fmt_hours(c.cost.job_hours.expected)})"
+            )
         text += f" A cheaper setup misses {' and '.join(missed) or 'a limit'}: {setup_name(c)} at {figures_phrase(c)}."
     return text, rec, runner
 
