@@ -158,3 +158,7 @@ def test_an_expected_price_above_the_high_one_is_refused(window, editor, qtbot):
     assert float(row["cloud_usd_per_hour_expected"]) < high
     shown = editor.tabs_by_kind["gpus"].table.itemDelegate().last_refusal_shown
     assert "is above the high price" in shown and "change the high price first" in shown
+    # A quote below the low price is taken (a negotiated deal), widening the range.
+    low = float(row["cloud_usd_per_hour_low"])
+    _type_in_cell(qtbot, editor, "h100-sxm", "cloud_usd_per_hour_expected", f"{low / 2:.2f}")
+    assert row["cloud_usd_per_hour_expected"] == f"{low / 2:.2f}"

@@ -134,16 +134,21 @@ def test_an_own_quote_below_the_low_price_keeps_the_gpu(window):
     assert w.state.estimate.best_per_gpu()["h100-sxm"].gpu.cloud_usd_per_hour.expected == round(low / 2, 2)
 
 
-def test_a_catalog_edit_that_invalidates_a_gpu_is_said_in_the_main_window(window):
+def test_a_catalog_edit_that_would_invalidate_a_gpu_is_refused_and_an_incomplete_row_is_said(window):
     w = window
     editor = w.open_catalog_editor()
     model = editor.models["gpus"]
     row = next(i for i, r in enumerate(model.rows) if r["id"] == "l40s")
-    assert model.setData(model.index(row, model.columns.index("memory_bandwidth_gb_s")), "-5")
+    assert not model.setData(model.index(row, model.columns.index("memory_bandwidth_gb_s")), "-5")
     editor.flush()
     settle(w)
-    assert "l40s" not in {c.gpu.id for c in w.state.estimate.candidates}
-    assert w.results.catalog_banner.isVisibleTo(w) and "l40s" in w.results.catalog_banner.text()
+    assert "l40s" in {c.gpu.id for c in w.state.estimate.candidates}  # refused: still compared
+    editor.tabs.setCurrentWidget(editor.tabs_by_kind["gpus"])
+    editor.add_row()  # an incomplete row is left out of the comparison, and the window says so
+    new_id = model.rows[-1]["id"]
+    editor.flush()
+    settle(w)
+    assert w.results.catalog_banner.isVisibleTo(w) and new_id in w.results.catalog_banner.text()
 
 
 def test_an_out_of_range_number_is_named_by_its_label_and_never_shown_as_a_result(window, qtbot):

@@ -34,22 +34,24 @@ _CLOUD_WORDS = {
 
 
 def price_order_problem(row: dict[str, str], column: str) -> str:
-    """Why a typed cloud price breaks low <= expected <= high ("" when it does not). The catalog's
-    reader widens the range to take an expected price outside it (a quote from a file); typed in the
-    editor, it is refused instead, so a slip never silently raises the high price."""
-    if column not in _CLOUD:
+    """Why a typed cloud price puts the expected price above the high one ("" when it does not). The
+    catalog's reader widens the range to take an expected price outside it (a quote from a file);
+    typed in the editor, an expected price above the high one is more often a slip (25 for 2.5)
+    than a quote, so it is refused rather than silently raising the high price. A quote below the
+    low price is taken: a negotiated deal is below the market's range."""
+    if column not in ("cloud_usd_per_hour_expected", "cloud_usd_per_hour_high"):
         return ""
-    values = {c: number_or_none(row.get(c, "") or "") for c in _CLOUD}
-    order = [c for c in _CLOUD if values[c] is not None]
-    for a, b in zip(order, order[1:]):
-        if values[a] > values[b]:  # type: ignore[operator]
-            other = b if a == column else a
-            side = "above" if a == column else "below"
-            return (
-                f"the {_CLOUD_WORDS[column]} price {values[column]:g} is {side} the {_CLOUD_WORDS[other]} "
-                f"price {values[other]:g}: change the {_CLOUD_WORDS[other]} price first"
-            )
-    return ""
+    expected = number_or_none(row.get("cloud_usd_per_hour_expected", "") or "")
+    high = number_or_none(row.get("cloud_usd_per_hour_high", "") or "")
+    if expected is None or high is None or expected <= high:
+        return ""
+    if column == "cloud_usd_per_hour_expected":
+        return (
+            f"the expected price {expected:g} is above the high price {high:g}: change the high price first"
+        )
+    return (
+        f"the high price {high:g} is below the expected price {expected:g}: change the expected price first"
+    )
 
 
 class CatalogModel(QAbstractTableModel):
