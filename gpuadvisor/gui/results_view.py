@@ -29,6 +29,7 @@ from PySide6.QtWidgets import (
 
 from ..core.estimation.results import Estimate
 from ..core.presentation import detail as _detail
+from ..core.presentation.prices import pick_price_warnings, price_date
 from ..core.presentation.report import decision_warnings
 from ..core.presentation.wording import calibration_note, change_lines, summary_line, workload_line
 from .ranking import ROLE_KEY, RankingTable
@@ -316,6 +317,10 @@ class ResultsView(QWidget):
             answer = "★ " + answer.replace("Recommended:", "<b>Recommended:</b>", 1)
         else:
             answer = f"<span style='color:{c.problem}'>{answer}</span>"
+        stale = self.stale_pick(est)
+        if stale:
+            # Flagged at the pick itself, not only among the warnings behind "hover here".
+            answer += f" <span style='color:{c.caution}'><b>⚠ {html.escape(stale)}</b></span>"
         note = calibration_note(est)
         if note:
             answer += f" <span style='color:{c.ok}'>{html.escape(note)}</span>"
@@ -339,11 +344,20 @@ class ResultsView(QWidget):
             answer = f"<div>{answer}</div>"
         return f"<div>{head}</div>{answer}{notes}"  # the head wraps too: the summary grows to show all
 
+    def stale_pick(self, est: Estimate) -> str:
+        """``price of 2025-06-30: stale`` when the recommendation's price is stale or undated ("" else)."""
+        if not pick_price_warnings(est, datetime.date.today(), self.state.stale_months):
+            return ""
+        rec = est.recommended
+        day = price_date(est, rec) if rec is not None else None
+        return f"price of {day}: stale" if day else "undated price"
+
     def _answer_fits_one_line(self, est: Estimate, note: str) -> bool:
         """Whether the answer line is shown whole on one line at the summary's present width."""
         bold = QFont(self.summary.font())
         bold.setBold(True)  # measured bold: an upper bound for the partly bold line
-        text = "★ " + summary_line(est) + (f" {note}" if note else "")
+        stale = self.stale_pick(est)
+        text = "★ " + summary_line(est) + (f" ⚠ {stale}" if stale else "") + (f" {note}" if note else "")
         room = self.summary.contentsRect().width() - 2 * self.summary.margin() - 8
         return QFontMetrics(bold).horizontalAdvance(text) <= room
 

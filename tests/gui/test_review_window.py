@@ -117,6 +117,8 @@ def test_a_stale_price_at_the_pick_is_flagged_in_the_summary(window, qtbot):
     assert w.results.warnings(est)[0] == flag[0]  # first of the warnings the summary shows
     tooltip = w.summary.toolTip()
     assert "Stale price at the recommendation" in tooltip
+    # ... and at the pick itself, in the answer's line, whatever the window's width.
+    assert "⚠ price of 2026-05-20: stale" in w.summary.text()
 
 
 def test_a_newer_format_version_says_so_in_the_window(window, tmp_path):
