@@ -33,7 +33,7 @@ def _others(folder: Path, keep: Path) -> list[str]:
 
 
 def _temp_files(folder: Path) -> list[str]:
-    return [p.name for p in folder.iterdir() if p.name.startswith(".")]
+    return [p.name for p in folder.iterdir() if p.name.startswith(".") and not p.name.endswith(".lock")]
 
 
 def test_the_file_lives_in_the_data_folder(tmp_path, monkeypatch):
@@ -63,7 +63,7 @@ CORRUPT = [
     (
         "truncated",
         b'{"format": "gpuadvisor-user-catalog", "schema_version": 1, "gpus": {"overr',
-        "could not be loaded: line 1, column 69: is not valid JSON",
+        "could not be loaded: is not valid JSON: Unterminated string starting at at line 1, column 69",
         "corrupt",
     ),
     (
@@ -135,7 +135,7 @@ def test_an_unreadable_file_is_set_aside(monkeypatch):
     path = user_catalog_file()
     path.mkdir(parents=True)  # a folder where the file should be: reading it fails
     loaded = load_user_catalog()
-    assert "cannot be read" in loaded.warnings[0]
+    assert "is a folder, not a file" in loaded.warnings[0]
     assert loaded.set_aside is not None and loaded.set_aside.is_dir() and not path.exists()
 
 
