@@ -12,6 +12,8 @@ from ..storage import load_calibration
 EXIT_INPUT = 2
 EXIT_REJECTED_ROWS = 1
 EXIT_NOTHING_FITTED = 1
+#: Anything unexpected: one ``error:`` line, the traceback in the log file (``--debug`` prints it).
+EXIT_UNEXPECTED = 1
 
 
 def _warn(warnings: Sequence[str]) -> None:
