@@ -86,6 +86,8 @@ class ParameterCounts:
     norms_and_other: int
     total: int
     active: int
+    #: Parameters of the routed experts (what expert parallelism shards); 0 for a dense model.
+    routed_experts: int = 0
 
     @property
     def blocks(self) -> int:
@@ -464,6 +466,7 @@ def _count_parameters(m: ModelSpec) -> ParameterCounts:
         norms_and_other=other,
         total=total,
         active=total - inactive,
+        routed_experts=moe_layers * m.num_experts * expert if m.is_moe else 0,
     )
 
 
