@@ -261,6 +261,12 @@ def load_settings(paths: UserPaths | None = None) -> tuple[Settings, list[str]]:
     first start with no file). See the module docstring for what happens to a damaged file.
     """
     path = settings_file(paths)
+    settings, warnings = _load(path)
+    _BASES[path] = copy.deepcopy(settings)  # what a later save merges against (defaults included)
+    return settings, warnings
+
+
+def _load(path: Path) -> tuple[Settings, list[str]]:
     try:
         data, problem = _read(path)
     except FileNotFoundError:
@@ -275,7 +281,6 @@ def load_settings(paths: UserPaths | None = None) -> tuple[Settings, list[str]]:
     warnings = [f"Settings file {path}: {p}; using the default." for p in problems]
     if problems:
         _keep_aside(path, warnings)
-    _BASES[path] = copy.deepcopy(settings)
     return settings, warnings
 
 
