@@ -154,9 +154,14 @@ def save_user_catalog(user: UserCatalog, paths: UserPaths | None = None) -> Path
         current = _load(path)
         _log_warnings(current.warnings)
         base = _BASES.get(path)
+        merged = user
         if base is not None and not same_edits(current.catalog, base):
-            user = merge_user_catalogs(base, user, current.catalog)
-        return _write(user, path)
+            merged = merge_user_catalogs(base, user, current.catalog)
+        written = _write(merged, path)
+        # The caller goes on editing its own view (``user``, without the other program's changes):
+        # that view is the base of its next save, so what it did not touch is never taken back.
+        _BASES[path] = user
+        return written
 
 
 class UserCatalogEdit:
