@@ -573,7 +573,7 @@ CALIBRATION_SEED = {
 }
 SETTINGS_SEED = {
     "version": 1,
-    "recent_files": ["/tmp/a.json"],
+    "recent_files": ["/home/someone/a.json"],
     "page_size": "A4",
     "stale_price_months": 6,
     "splitter_sizes": {"main": [300, 600]},
