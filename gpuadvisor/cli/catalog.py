@@ -19,8 +19,9 @@ from ..core.formats.pricelists import (
 )
 from ..core.formats.user_catalog import build_catalogs, bundled_meta, bundled_rows, diff, merge
 from ..core.presentation.text import text_table
-from ..storage import atomic_write_text, backup_path, load_user_catalog, save_user_catalog, user_catalog_file
+from ..storage import atomic_write_text, backup_path, load_user_catalog, user_catalog_file
 from ..storage.instances_store import save_imported_instances
+from ..storage.user_catalog_store import UserCatalogEdit, editing_user_catalog
 from .common import EXIT_REJECTED_ROWS, _warn
 
 
@@ -67,12 +68,15 @@ def cmd_catalog_import(args: argparse.Namespace) -> int:
         raise InputError(
             "--no-user-catalog", "cannot be used with catalog import, which changes your user catalog"
         )
-    loaded = load_user_catalog()
-    rows, warnings = merge(args.kind, loaded.catalog.edits(args.kind))
-    _warn(loaded.warnings + warnings)
-    before = [r.row for r in rows]
-    report = import_file(args.kind, args.file, before, fmt=args.format)
-    saved = _save_rows(loaded, args.kind, report.rows, report.changed, args.dry_run)
+    # The lock is held from the read to the write: an import running at the same moment waits
+    # and then applies its rows to this one's result, so neither is lost.
+    with editing_user_catalog() as edit:
+        loaded = edit.loaded
+        rows, warnings = merge(args.kind, loaded.catalog.edits(args.kind))
+        _warn(loaded.warnings + warnings)
+        before = [r.row for r in rows]
+        report = import_file(args.kind, args.file, before, fmt=args.format)
+        saved = _save_rows(edit, args.kind, report.rows, report.changed, args.dry_run)
     if args.json:
         data = report.to_dict()
         data.update(dry_run=args.dry_run, saved=str(saved) if saved else None)
@@ -83,11 +87,11 @@ def cmd_catalog_import(args: argparse.Namespace) -> int:
     return EXIT_REJECTED_ROWS if report.rejected else 0
 
 
-def _save_rows(loaded, kind: str, rows, changed: bool, dry_run: bool) -> Path | None:
+def _save_rows(edit: UserCatalogEdit, kind: str, rows, changed: bool, dry_run: bool) -> Path | None:
     """Save ``rows`` as the user's edits of ``kind`` (unless nothing changed or it is a dry run)."""
     if not changed or dry_run:
         return None
-    return save_user_catalog(loaded.catalog.with_edits(kind, diff(kind, rows)))
+    return edit.save(edit.loaded.catalog.with_edits(kind, diff(kind, rows)))
 
 
 def _say_saved(saved: Path | None, dry_run: bool) -> None:
@@ -210,22 +214,23 @@ def cmd_prices_import(args: argparse.Namespace) -> int:
         raise InputError(
             "--no-user-catalog", "cannot be used with prices import, which changes your user catalog"
         )
-    loaded = load_user_catalog()
-    merged_rows, warnings = merge("gpus", loaded.catalog.edits("gpus"))
-    try:
-        gpus, _models, build_warnings = build_catalogs(loaded.catalog)
-    except InputError as exc:
-        raise InputError("user catalog", f"cannot be used to match GPU names ({exc})") from None
-    _warn(list(dict.fromkeys(loaded.warnings + warnings + build_warnings)))
-    table = [dict(r.row) for r in merged_rows]
-    # Every file is read before anything is saved: one unusable file changes nothing.
-    imports = [read_price_list(f, gpus, provider=args.provider) for f in args.files]
-    merged = merge_price_imports(imports)
-    updates = price_update_rows(merged, table)
-    by_id = dict(updates)
-    new_rows = [{**row, **by_id.get(row.get("id", ""), {})} for row in table]
-    changed = new_rows != table
-    saved = _save_rows(loaded, "gpus", new_rows, changed, args.dry_run)
+    with editing_user_catalog() as edit:
+        loaded = edit.loaded
+        merged_rows, warnings = merge("gpus", loaded.catalog.edits("gpus"))
+        try:
+            gpus, _models, build_warnings = build_catalogs(loaded.catalog)
+        except InputError as exc:
+            raise InputError("user catalog", f"cannot be used to match GPU names ({exc})") from None
+        _warn(list(dict.fromkeys(loaded.warnings + warnings + build_warnings)))
+        table = [dict(r.row) for r in merged_rows]
+        # Every file is read before anything is saved: one unusable file changes nothing.
+        imports = [read_price_list(f, gpus, provider=args.provider) for f in args.files]
+        merged = merge_price_imports(imports)
+        updates = price_update_rows(merged, table)
+        by_id = dict(updates)
+        new_rows = [{**row, **by_id.get(row.get("id", ""), {})} for row in table]
+        changed = new_rows != table
+        saved = _save_rows(edit, "gpus", new_rows, changed, args.dry_run)
     # The instance types the lists hold: where to rent each GPU (replacing those providers' rows).
     ids = [g.id for g in gpus]
     types = [t for imp in imports for t in instance_types(imp, ids)]

@@ -14,6 +14,8 @@ EXIT_REJECTED_ROWS = 1
 EXIT_NOTHING_FITTED = 1
 #: ``--strict``: the answer was given, with warnings.
 EXIT_WARNINGS = 3
+#: Anything unexpected: one ``error:`` line, the traceback in the log file (``--debug`` prints it).
+EXIT_UNEXPECTED = 1
 
 
 def _warn(warnings: Sequence[str]) -> None:

@@ -57,7 +57,7 @@ from ..core.estimation.calibration import (
 from ..core.estimation.estimate import resolve_model
 from ..core.formats.measurements import Measurement, next_measurement_id
 from ..core.formats.scenario import scenario_snapshot
-from ..core.formats.smi_log import Finding, LogSummary, diagnose, parse_nvidia_smi_log
+from ..core.formats.smi_log import Finding, LogSummary, diagnose, read_nvidia_smi_log
 from ..core.specs.engines import ENGINES, engine_for
 from ..storage import (
     StorageError,
@@ -432,16 +432,9 @@ class MeasurementsDialog(QDialog):
         """Read an nvidia-smi CSV log: its peak memory fills the form and its diagnosis is shown."""
         p = Path(path)
         try:
-            text = p.read_bytes().decode("utf-8-sig")
-            summary = parse_nvidia_smi_log(text, origin=p.name).summary()
+            summary = read_nvidia_smi_log(p).summary()
             if not summary.gpus:
                 raise InputError(p.name, "holds no valid nvidia-smi samples")
-        except UnicodeDecodeError:
-            self._show(f"{p.name}: is not UTF-8 text (is it an nvidia-smi CSV log?)", error=True)
-            return False
-        except OSError as exc:
-            self._show(f"{p.name}: cannot be read ({exc.strerror or exc})", error=True)
-            return False
         except InputError as exc:
             self._show(str(exc), error=True)
             return False

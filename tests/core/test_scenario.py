@@ -484,7 +484,7 @@ def test_missing_file(tmp_path):
 
 
 def test_directory_instead_of_file(tmp_path):
-    with pytest.raises(ScenarioError, match="cannot be read"):
+    with pytest.raises(ScenarioError, match="is a folder, not a file"):
         load_scenario(tmp_path)
 
 

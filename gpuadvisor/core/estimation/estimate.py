@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
+from ..files import expand_user
 from ..formats.scenario import Scenario
 from ..specs.engines import active_constants, engine_for
 from ..specs.hardware import GpuCatalog, GpuSpec
@@ -142,14 +143,14 @@ def resolve_model(scenario: Scenario, models: ModelCatalog) -> ModelSpec:
     elif src.hf_config is not None:
         from ..formats.hf_import import model_from_hf_config  # local import: only needed for this source
 
-        path = Path(src.hf_config).expanduser()
+        path = expand_user(src.hf_config, "model.hf_config")
         if not path.is_absolute() and scenario.base_dir:
             path = Path(scenario.base_dir) / path
         spec = model_from_hf_config(path)
     elif src.gguf is not None:
         from ..formats.gguf_file import model_from_gguf  # local import: reads the file header only
 
-        path = Path(src.gguf).expanduser()
+        path = expand_user(src.gguf, "model.gguf")
         if not path.is_absolute() and scenario.base_dir:
             path = Path(scenario.base_dir) / path
         spec = model_from_gguf(path)

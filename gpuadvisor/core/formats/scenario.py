@@ -16,11 +16,22 @@ from __future__ import annotations
 import json
 import math
 import os
+import secrets
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
 from ..errors import InputError, ScenarioError
+from ..files import (
+    MAX_NAME_CHARS,
+    MAX_TEXT_CHARS,
+    FileKind,
+    check_text,
+    expand_user,
+    output_target,
+    parse_json,
+    read_text,
+)
 from ..specs.workload import Hardware, RuntimeOverhead, Workload
 from .measurements import Measurement
 
@@ -57,6 +68,19 @@ DEFAULT_HORIZON_DAYS = 90.0
 MAX_HORIZON_DAYS = 3650.0
 #: ``budget.providers``: price every setup at the cheapest instance of any provider in the snapshot.
 ANY_PROVIDER = "any"
+#: Largest parameter count a scenario may give (``model.parameters``).
+MAX_PARAMETERS = 1e14
+#: Longest file path a scenario may give (Linux's PATH_MAX).
+MAX_PATH_CHARS = 4096
+#: (smallest, largest, why) of the budget's amounts: physical and economic limits, so that an absurd
+#: value is refused with its reason instead of giving absurd figures.
+BUDGET_LIMITS: dict[str, tuple[float, float, str]] = {
+    "max_usd_per_hour": (1e-4, 1e8, "a hundred million dollars an hour"),
+    "max_total_usd": (1e-2, 1e12, "a trillion dollars"),
+    "deadline_hours": (1e-3, 876_000, "a hundred years"),
+}
+#: A price per GPU-hour: the dearest cloud GPUs rent for tens of dollars an hour.
+PRICE_LIMITS = (1e-4, 1000.0, "USD per GPU-hour; cloud GPUs rent for tens of dollars an hour")
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +120,17 @@ class ModelSource:
             raise ScenarioError(
                 "model.parameters", "must be a parameter count >= 1e6 (e.g. 7e9)", self.parameters
             )
+        if self.parameters is not None and self.parameters > MAX_PARAMETERS:
+            raise ScenarioError(
+                "model.parameters",
+                f"must be at most {MAX_PARAMETERS:g} (a hundred trillion; the largest published "
+                "models have about two trillion)",
+                self.parameters,
+            )
+        for key in ("preset", "name"):
+            check_text(f"model.{key}", getattr(self, key), MAX_NAME_CHARS, ScenarioError)
+        for key in ("hf_config", "gguf"):
+            check_text(f"model.{key}", getattr(self, key), MAX_PATH_CHARS, ScenarioError)
 
     def architecture_dict(self) -> dict[str, Any]:
         return dict(self.architecture or ())
@@ -122,17 +157,20 @@ class Budget:
     providers: str | tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
-        for name in ("max_usd_per_hour", "max_total_usd", "deadline_hours"):
+        for name, (low, high, why) in BUDGET_LIMITS.items():
             value = getattr(self, name)
             if value is not None:
-                _require_number(f"budget.{name}", value, positive=True)
+                _require_number(f"budget.{name}", value, positive=True, maximum=high, why=why)
+                _require_at_least(f"budget.{name}", value, low)
         if isinstance(self.price, str):
             if self.price not in PRICE_CHOICES:
                 raise ScenarioError(
                     "budget.price", "must be low, expected, high or a price in USD per GPU-hour", self.price
                 )
         else:
-            _require_number("budget.price", self.price, positive=True)
+            low, high, why = PRICE_LIMITS
+            _require_number("budget.price", self.price, positive=True, maximum=high, why=why)
+            _require_at_least("budget.price", self.price, low)
         if self.purchase not in ("new", "used"):
             raise ScenarioError("budget.purchase", "must be new or used", self.purchase)
         _require_number("budget.ownership_months", self.ownership_months, positive=True, maximum=240)
@@ -202,7 +240,9 @@ class Scenario:
     base_dir: str | None = field(default=None, compare=False)
 
 
-def _require_number(name: str, value: object, positive: bool = True, maximum: float | None = None) -> None:
+def _require_number(
+    name: str, value: object, positive: bool = True, maximum: float | None = None, why: str = ""
+) -> None:
     if (
         isinstance(value, bool)
         or not isinstance(value, (int, float))
@@ -212,7 +252,13 @@ def _require_number(name: str, value: object, positive: bool = True, maximum: fl
     ):
         raise ScenarioError(name, "must be a number " + ("> 0" if positive else ">= 0"), value)
     if maximum is not None and value > maximum:
-        raise ScenarioError(name, f"must be at most {maximum:g}", value)
+        raise ScenarioError(name, f"must be at most {maximum:g}" + (f" ({why})" if why else ""), value)
+
+
+def _require_at_least(name: str, value: float, minimum: float) -> None:
+    """A lower bound for amounts that are divided by (a budget of 1e-300 would underflow)."""
+    if value < minimum:
+        raise ScenarioError(name, f"must be at least {minimum:g}", value)
 
 
 def _take(
@@ -307,9 +353,11 @@ def scenario_from_dict(data: Any, base_dir: str | None = None) -> Scenario:
     name = data.get("name", "")
     if not isinstance(name, str):
         raise ScenarioError("name", "must be text", name)
+    check_text("name", name, MAX_NAME_CHARS, ScenarioError)
     notes = data.get("notes", "")
     if not isinstance(notes, str):
         raise ScenarioError("notes", "must be text", notes)
+    check_text("notes", notes, MAX_TEXT_CHARS, ScenarioError)
     measurements = _measurements(data.get("measurements"))
     warnings = tuple(f"ignored unknown key: {k}" if " " not in k else k for k in unknown)
     return Scenario(
@@ -348,29 +396,25 @@ def _measurements(items: Any) -> tuple[Measurement, ...]:
 
 
 def load_scenario(path: str | os.PathLike[str]) -> Scenario:
-    """Read and validate a scenario file; errors name the file's field, never a traceback."""
-    p = Path(path)
+    """Read and validate a scenario file; errors name the file's field, never a traceback.
+
+    The file is read through :mod:`gpuadvisor.core.files`: a regular file of at most 16 MB,
+    UTF-8 JSON within the nesting and number limits.
+    """
+    p = expand_user(path, "scenario", ScenarioError)
+    text = read_text(p, FileKind.SCENARIO, error=ScenarioError, what="a scenario file")
     try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ScenarioError(p.name, "file not found") from None
-    except UnicodeDecodeError:
-        raise ScenarioError(p.name, "is not UTF-8 text (is it a scenario file?)") from None
-    except OSError as exc:
-        raise ScenarioError(p.name, f"cannot be read ({exc.strerror})") from None
-    return loads_scenario(text, origin=p.name, base_dir=str(p.resolve().parent))
+        base_dir = str(p.resolve().parent)
+    except (OSError, RuntimeError):
+        base_dir = str(p.absolute().parent)
+    return loads_scenario(text, origin=p.name, base_dir=base_dir)
 
 
 def loads_scenario(text: str, origin: str = "scenario", base_dir: str | None = None) -> Scenario:
     """Parse scenario JSON text."""
     if not text.strip():
         raise ScenarioError(origin, "is empty")
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ScenarioError(
-            origin, f"is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"
-        ) from None
+    data = parse_json(text, origin, error=ScenarioError)
     return scenario_from_dict(data, base_dir=base_dir)
 
 
@@ -432,16 +476,21 @@ def dumps_scenario(scenario: Scenario) -> str:
 
 
 def save_scenario(scenario: Scenario, path: str | os.PathLike[str]) -> None:
-    """Write atomically: a temporary file in the same folder, flushed, then renamed over the target."""
+    """Write atomically: a temporary file in the target's folder, flushed, then renamed over it.
+
+    A symbolic link is written through (its target is replaced, the link stays); a folder, device
+    or FIFO at ``path`` is refused (:func:`gpuadvisor.core.files.output_target`).
+    """
     p = Path(path)
     text = dumps_scenario(scenario)
-    tmp = p.with_name(f".{p.name}.tmp-{os.getpid()}")
+    target = output_target(p, error=ScenarioError)
+    tmp = target.with_name(f".{target.name}.{os.getpid()}-{secrets.token_hex(4)}.tmp")
     try:
-        with open(tmp, "w", encoding="utf-8") as fh:
+        with open(tmp, "x", encoding="utf-8") as fh:
             fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
-        os.replace(tmp, p)
+        os.replace(tmp, target)
     except OSError as exc:
         try:
             tmp.unlink(missing_ok=True)

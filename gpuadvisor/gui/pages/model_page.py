@@ -324,10 +324,12 @@ class ModelPage(QWidget):
             self.set_hf_path(path)
 
     def _on_local_models(self) -> None:
-        from ...storage.local_models import scan_local_models
-        from ..local_models_dialog import choose_local_model
+        from ..local_models_dialog import choose_local_model, scan_in_background
 
-        chosen = choose_local_model(self, scan_local_models())
+        scan = scan_in_background(self)  # off the GUI thread, with a time limit
+        if scan is None:
+            return
+        chosen = choose_local_model(self, scan.models, scan.problems())
         if chosen is not None:
             self.set_hf_path(chosen.source.get("gguf") or chosen.source.get("hf_config") or str(chosen.path))
 
