@@ -486,7 +486,7 @@ class CatalogEditor(QMainWindow):
         self, paths: list[str] | None = None, preview: bool = True, provider: str | None = None
     ):
         """Update cloud prices from gpuhunt or SkyPilot catalog files; returns the applied updates."""
-        from ...core.formats.instance_import import instance_types
+        from ...core.formats.instance_import import price_list_instance_types
         from ...core.formats.pricelists import merge_price_imports, price_update_rows, read_price_list
         from ...storage.instances_store import save_imported_instances
 
@@ -539,7 +539,11 @@ class CatalogEditor(QMainWindow):
         if lines:
             self._push_rows(model, after, f"Import prices from {', '.join(Path(p).name for p in paths)}")
         notice = merged.summary()
-        types = [t for imp in imports for t in instance_types(imp, [g.id for g in catalog])]
+        types = [
+            t
+            for p, imp in zip(paths, imports, strict=True)
+            for t in price_list_instance_types(p, imp, catalog)
+        ]
         if types:
             try:
                 saved, snapshot = save_imported_instances(types, merged.as_of)
