@@ -700,6 +700,15 @@ def _tooltip(c, recommended: bool = False) -> str:
                 ),
             )
         )
+    if c.cost.horizon_status:
+        rows.append(
+            (
+                "Horizon",
+                {"within": "finishes within it", "likely": "likely within it", "beyond": "beyond it"}.get(
+                    c.cost.horizon_status, c.cost.horizon_status
+                ),
+            )
+        )
     if c.pareto:
         rows.append(("", "on the Pareto frontier"))
     if recommended:
