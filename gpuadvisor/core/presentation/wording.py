@@ -11,7 +11,7 @@ import math
 from collections.abc import Iterable
 
 from ..estimation.estimate import CHANGES_POINTER
-from ..estimation.recommendation import LIKELY, SURE, tier
+from ..estimation.recommendation import LIKELY, SAME_COST, SURE, tier
 from ..estimation.results import Candidate, Estimate
 from ..formatting import (
     TIMES,
@@ -538,7 +538,11 @@ def recommendation_text(est: Estimate) -> tuple[str, Candidate | None, Candidate
     unsure = [
         c
         for c in ranking
-        if math.isfinite(cost_of(c)) and cost_of(c) < cost_of(rec) and tier(c) == LIKELY and tier(rec) == SURE
+        # cheaper beyond the same-cost rule's 1%, which would have given the tie to the faster setup
+        if math.isfinite(cost_of(c))
+        and cost_of(c) * (1 + SAME_COST) < cost_of(rec)
+        and tier(c) == LIKELY
+        and tier(rec) == SURE
     ]
     if unsure:
         c = unsure[0]
