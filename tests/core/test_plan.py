@@ -158,7 +158,10 @@ def test_a_plan_only_likely_within_the_horizon_says_so(cats):
     assert rec is not None and rec.cost.horizon_status == "likely" and est.decision.status == "likely"
     assert rec.cost.job_hours.expected <= 3 * 24 < rec.cost.job_hours.high
     line = summary_line(est)
-    assert "the cheapest setup that likely finishes within 3 days (the slow end of its time range does not)" in line
+    assert (
+        "the cheapest setup that likely finishes within 3 days (the slow end of its time range does not)"
+        in line
+    )
     text = build_report(est, load_gpu_catalog().meta, TODAY).recommendation
     assert "likely finishes within 3 days" in text
     assert "may go past the planning horizon of 3 days at the slow end of the range" in text
