@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ..core.errors import InputError
 from ..core.formats.catalog_exchange import export_text, import_file
-from ..core.formats.instance_import import instance_types
+from ..core.formats.instance_import import price_list_instance_types
 from ..core.formats.pricelists import (
     PriceImport,
     format_price,
@@ -232,8 +232,9 @@ def cmd_prices_import(args: argparse.Namespace) -> int:
         changed = new_rows != table
         saved = _save_rows(edit, "gpus", new_rows, changed, args.dry_run)
     # The instance types the lists hold: where to rent each GPU (replacing those providers' rows).
-    ids = [g.id for g in gpus]
-    types = [t for imp in imports for t in instance_types(imp, ids)]
+    types = [
+        t for f, imp in zip(args.files, imports, strict=True) for t in price_list_instance_types(f, imp, gpus)
+    ]
     instances_saved = None
     if types and not args.dry_run:
         instances_saved, _snapshot = save_imported_instances(types, merged.as_of)

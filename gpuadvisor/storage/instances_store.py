@@ -22,7 +22,8 @@ from ..core.specs.instances import (
     merge_instances,
 )
 from .atomic import atomic_write_text, set_aside_and_say
-from .paths import UserPaths, user_paths
+from .errors import StorageError, os_reason
+from .paths import UserPaths, ensure_dir, user_paths
 
 INSTANCES_FILENAME = "instances.csv"
 
@@ -55,14 +56,47 @@ def load_instances(paths: UserPaths | None = None) -> tuple[InstanceCatalog, lis
     return merge_instances(base, user.types, user.meta.updated), warnings
 
 
+def instances_text_after_import(
+    types: Sequence[InstanceType], updated: str, paths: UserPaths | None = None
+) -> str:
+    """What the user's ``instances.csv`` holds once ``types`` are kept as the rows of their
+    providers (replacing earlier imports of the same providers, keeping the others)."""
+    user, _warnings = load_user_instances(paths)
+    empty = InstanceCatalog((), bundled_instances().meta)
+    return dumps_instances(merge_instances(user if user is not None else empty, types, updated))
+
+
 def save_imported_instances(
     types: Sequence[InstanceType], updated: str, paths: UserPaths | None = None
 ) -> tuple[Path, InstanceCatalog]:
     """Keep ``types`` as the user's rows of their providers (replacing earlier imports of the same
     providers) and return the file and the new effective snapshot; StorageError when it cannot be
     written."""
-    user, _warnings = load_user_instances(paths)
-    empty = InstanceCatalog((), bundled_instances().meta)
-    mine = merge_instances(user if user is not None else empty, types, updated)
-    path = atomic_write_text(instances_file(paths), dumps_instances(mine))
-    return path, merge_instances(bundled_instances(), mine.types, mine.meta.updated)
+    return put_user_instances(instances_text_after_import(types, updated, paths), paths)
+
+
+def user_instances_text(paths: UserPaths | None = None) -> str | None:
+    """The user's ``instances.csv`` as it stands (None when there is none), to put back on undo."""
+    try:
+        return instances_file(paths).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError):
+        return None  # unreadable: loading sets it aside and uses the bundled snapshot anyway
+
+
+def put_user_instances(text: str | None, paths: UserPaths | None = None) -> tuple[Path, InstanceCatalog]:
+    """Make the user's ``instances.csv`` hold ``text`` (None: remove it, back to the bundled
+    snapshot) and return the file and the effective snapshot; StorageError when it cannot be
+    written or removed. An import and its undo are both this."""
+    path = instances_file(paths)
+    if text is None:
+        try:
+            path.unlink(missing_ok=True)
+        except OSError as exc:
+            raise StorageError(path.name, f"cannot remove {path.name}: {os_reason(exc)}", path=path) from exc
+    else:
+        ensure_dir(path.parent, "user data folder")  # a first import on a fresh install
+        path = atomic_write_text(path, text)
+    snapshot, _warnings = load_instances(paths)
+    return path, snapshot

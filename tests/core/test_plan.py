@@ -114,6 +114,63 @@ def test_the_horizon_is_a_budget_setting(cats, pretrain):
     assert summary_line(none).startswith("No setup finishes within 0.5 days (no deadline given")
 
 
+def test_the_horizon_is_judged_as_a_deadline_is(cats, pretrain):
+    """Within the horizon surely when the slow end of the 80% job-time range is; likely when only the
+    expected time is; beyond when that is not either (deadline_status: meets / likely / at risk)."""
+    for c in pretrain.candidates:
+        if c.cost is None:
+            continue
+        h, horizon = c.cost.job_hours, 90 * 24
+        want = "within" if h.high <= horizon else "likely" if h.expected <= horizon else "beyond"
+        assert c.cost.horizon_status == want
+        if c.fits and want == "likely":
+            assert tier(c) in (LIKELY, MISSED)  # likely, unless the budget rules it out
+        if c.fits and want == "beyond":
+            assert tier(c) == MISSED
+
+
+def test_a_sure_setup_goes_before_a_cheaper_one_only_likely_within_the_horizon(cats):
+    """8 days: 4,096 MI300X take 6.1 days expected but 12.2 at the slow end, so the plan is a setup
+    whose slow end is within 8 days, and the answer says why the cheaper one was passed over."""
+    est = estimate(_pretrain(horizon_days=8), *cats)
+    rec = est.recommended
+    assert rec.cost.horizon_status == "within" and rec.cost.job_hours.high <= 8 * 24
+    assert est.decision.status == "sure"
+    cheaper = [
+        c
+        for c in est.ranking
+        if c.cost is not None
+        and c.cost.cost_usd is not None
+        and c.cost.cost_usd.expected < rec.cost.cost_usd.expected
+        and c.cost.horizon_status == "likely"
+    ]
+    assert cheaper  # the cheaper setups only likely finish in time
+    text = build_report(est, load_gpu_catalog().meta, TODAY).recommendation
+    assert "A cheaper setup only likely finishes within 8 days" in text
+    assert "finishes within 8 days" in summary_line(est) and "likely" not in summary_line(est)
+
+
+def test_a_plan_only_likely_within_the_horizon_says_so(cats):
+    """3 days: no setup finishes within them at the slow end of its range; the cheapest that does at
+    its expected time is recommended as likely, in the summary, the report and the detail panel."""
+    est = estimate(_pretrain(horizon_days=3), *cats)
+    rec = est.recommended
+    assert rec is not None and rec.cost.horizon_status == "likely" and est.decision.status == "likely"
+    assert rec.cost.job_hours.expected <= 3 * 24 < rec.cost.job_hours.high
+    line = summary_line(est)
+    assert (
+        "the cheapest setup that likely finishes within 3 days (the slow end of its time range does not)"
+        in line
+    )
+    text = build_report(est, load_gpu_catalog().meta, TODAY).recommendation
+    assert "likely finishes within 3 days" in text
+    assert "may go past the planning horizon of 3 days at the slow end of the range" in text
+    notes = [t for _k, t in candidate_detail(est, rec.key, TODAY)]
+    assert any(t.startswith("Likely finishes within the planning horizon of 3 days") for t in notes)
+    fitting = [c for c in estimate_to_dict(est)["candidates"] if c["fits"]]
+    assert {"likely", "beyond"} <= {c["horizon"] for c in fitting}  # the JSON says it per setup
+
+
 def test_a_deadline_replaces_the_horizon(cats):
     est = estimate(replace(default_scenario(), budget=Budget(deadline_hours=48, horizon_days=0.01)), *cats)
     assert est.recommended is not None

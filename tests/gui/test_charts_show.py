@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from PySide6.QtCore import QPoint, QPointF, QRectF, Qt
+from PySide6.QtCore import QLineF, QPoint, QPointF, QRectF, Qt
 from PySide6.QtGui import QColor, QPalette, QWheelEvent
 from PySide6.QtWidgets import QApplication
 
@@ -284,7 +284,8 @@ def test_cost_time_labels_do_not_overlap(qtbot, est, est_limits):
         chart.resize(900, 500)
         chart.show()
         qtbot.waitExposed(chart)
-        rects = list(chart.label_rects().values())
+        boxes = chart.label_rects()
+        rects = list(boxes.values())
         assert len(rects) >= 3
         plot = QRectF(0, 0, chart.view_box.width(), chart.view_box.height())
         for i, a in enumerate(rects):
@@ -292,6 +293,8 @@ def test_cost_time_labels_do_not_overlap(qtbot, est, est_limits):
             for b in rects[i + 1 :]:
                 overlap = a.intersected(b)
                 assert overlap.width() * overlap.height() < 0.15 * a.width() * a.height()
+        for key, ((px, py), (ex, ey)) in chart.leader_lines().items():
+            assert not any(_line_through_box(QLineF(px, py, ex, ey), b) for k, b in boxes.items() if k != key)
         chart.close()
 
 
@@ -516,6 +519,20 @@ def test_report_figure_one_names_every_bar(qtbot, est_limits):
     assert lines == len(est_limits.best_per_gpu())
 
 
+def _line_through_box(line: QLineF, box: QRectF) -> bool:
+    """Whether ``line`` enters the inside of ``box`` (ending on its edge does not count)."""
+    inner = box.adjusted(0.5, 0.5, -0.5, -0.5)
+    if inner.contains(line.p1()) or inner.contains(line.p2()):
+        return True
+    edges = (
+        QLineF(inner.topLeft(), inner.topRight()),
+        QLineF(inner.topRight(), inner.bottomRight()),
+        QLineF(inner.bottomRight(), inner.bottomLeft()),
+        QLineF(inner.bottomLeft(), inner.topLeft()),
+    )
+    return any(line.intersects(e)[0] == QLineF.IntersectionType.BoundedIntersection for e in edges)
+
+
 @pytest.fixture(scope="module")
 def est_4096(catalogs):
     """Pre-training a 70B model on 2T tokens, layouts searched up to 4,096 GPUs: hundreds of points."""
@@ -532,7 +549,8 @@ def est_4096(catalogs):
 @pytest.mark.parametrize("size", [(820, 460), (900, 500), (560, 340)])
 def test_cost_time_labels_never_overlap_each_other_or_a_point_at_scale(qtbot, est_4096, size):
     """A 4,096-GPU search: the star and the frontier's ends are labelled; no label overlaps another,
-    any point or the plot's edge; a label placed away from its point has a leader line to it."""
+    any point or the plot's edge; a label placed away from its point has a leader line to it, which
+    runs through no other label and across no other leader line."""
     chart = CostTimeChart(dark=False)
     qtbot.addWidget(chart)
     chart.show(est_4096, None)
@@ -556,10 +574,20 @@ def test_cost_time_labels_never_overlap_each_other_or_a_point_at_scale(qtbot, es
             assert not a.intersects(b)
         for point_key, p in points.items():
             assert not a.intersects(p), (labels[key], point_key)
-    for key, ((px, py), (ex, ey)) in chart.leader_lines().items():
+    leaders = chart.leader_lines()
+    for key, ((px, py), (ex, ey)) in leaders.items():
         r = rects[key]
         assert r.left() <= ex <= r.right() and r.top() <= ey <= r.bottom()
         assert points[key].contains(QPointF(px, py))
+        line = QLineF(px, py, ex, ey)
+        # A leader line never runs through another label's box, nor across another leader line.
+        for other, box in rects.items():
+            if other != key:
+                assert not _line_through_box(line, box), (labels[key], labels[other])
+        for other, ((qx, qy), (fx, fy)) in leaders.items():
+            if other != key:
+                kind, _at = line.intersects(QLineF(qx, qy, fx, fy))
+                assert kind != QLineF.IntersectionType.BoundedIntersection, (labels[key], labels[other])
     # Every labelled text is visible, every other label hidden (its point's tooltip names it).
     shown = [item for item in chart.point_labels if item.isVisible()]
     assert sorted(item.toPlainText() for item in shown) == sorted(labels.values())

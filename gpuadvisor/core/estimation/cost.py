@@ -16,9 +16,11 @@ Buying (per GPU, over ``ownership_months`` at ``utilization``)::
 Break-even utilization = purchase / ((rent - power) x months x 730): above it, owning is cheaper
 than renting the same hours. Resale value is ignored (conservative for buying).
 
-Without a deadline a job is planned within ``budget.horizon_days`` (90 days by default): a setup
-whose expected job time is beyond it is no plan a person would run (``horizon_status`` "beyond"),
-and the decision passes it over like a setup that misses a deadline.
+Without a deadline a job is planned within ``budget.horizon_days`` (90 days by default), judged as a
+deadline is (:func:`limit_status`): a setup "within" it finishes within the horizon even at the slow
+end of its job-time range (the far end of the 80% range), one "likely" within it does at its expected
+time only, and one "beyond" it does not even then, which is no plan a person would run: the decision
+passes it over like a setup that misses a deadline.
 """
 
 from __future__ import annotations
@@ -70,8 +72,9 @@ class CostEstimate(NamedTuple):
     deadline_status: str | None = None  # "meets", "likely" or "at risk" (None: no deadline)
     budget_status: str | None = None  # "within", "likely" or "over" (None: no budget or no price)
     unpriced_under_budget: bool = False  # a money limit is set but this GPU has no price to check it
-    #: Without a deadline: "within" when the expected job time is within the planning horizon,
-    #: "beyond" when it is not (None with a deadline).
+    #: Without a deadline, as a deadline is judged: "within" when even the slow end of the job-time
+    #: range is within the planning horizon, "likely" when only the expected time is, "beyond" when
+    #: that is not either (None with a deadline, and for a service).
     horizon_status: str | None = None
 
     @property
@@ -184,7 +187,7 @@ def job_cost(
         per_hour = prices.expected * gpu_count
     deadline = limit_status(hours, budget.deadline_hours, ("meets", "likely", "at risk"))
     horizon = budget.horizon_hours if workload.serving is None else None  # a service runs on, not to an end
-    beyond = None if horizon is None else ("within" if hours.expected <= horizon else "beyond")
+    beyond = limit_status(hours, horizon, ("within", "likely", "beyond"))
     within = budget_st = None
     if budget.max_total_usd is not None or budget.max_usd_per_hour is not None:
         if cost is not None and per_hour is not None:

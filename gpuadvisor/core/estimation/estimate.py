@@ -334,7 +334,7 @@ def estimate(
         buy = buy_vs_rent(gpu, scenario.budget, prices.expected if prices else None)
         at: Any = None  # n -> (prices, buy) when rented as instances
         if rent_from is not None:
-            at = _instance_pricing(gpu, scenario.budget, snapshot, rent_from)
+            at = _instance_pricing(gpu, scenario.budget, snapshot, rent_from, scenario.hardware.gpus_per_node)
         prelude = training_prelude(mm, gpu, engine, mfu) if training and speed else None
         same_speed: dict[Any, tuple[Any, ...]] = {}
         searched_rows: dict[int, list[tuple[Any, ...]]] = {}
@@ -632,7 +632,9 @@ def estimate(
     return _finish(result, with_advice and speed, gpus, models)
 
 
-def _instance_pricing(gpu: GpuSpec, budget: Any, snapshot: InstanceCatalog, providers: Any) -> Any:
+def _instance_pricing(
+    gpu: GpuSpec, budget: Any, snapshot: InstanceCatalog, providers: Any, gpus_per_node: int
+) -> Any:
     """``n -> (price range per GPU-hour, buy versus rent)`` of ``gpu`` rented as the cheapest
     instances of ``providers`` (see :func:`~gpuadvisor.core.specs.instances.instance_price_range`);
     (None, None) when none of them rents it: the setup is unpriced."""
@@ -641,7 +643,8 @@ def _instance_pricing(gpu: GpuSpec, budget: Any, snapshot: InstanceCatalog, prov
     def at(n: int) -> tuple[Range | None, BuyVsRent | None]:
         got = cache.get(n)
         if got is None:
-            found = instance_price_range(offers_for(snapshot, gpu.id, n, providers), n, str(budget.price))
+            offers = offers_for(snapshot, gpu.id, n, providers, gpus_per_node)
+            found = instance_price_range(offers, n, str(budget.price))
             if found is None:
                 got = (None, None)
             else:

@@ -13,12 +13,14 @@ meeting them come first, cheapest month first (then fewer GPUs in all), then set
    the deadline and even the expensive end of the cost range stays within the budget
    (``deadline_status == "meets"``, ``budget_status == "within"`` or no limit set). Cheapest
    expected cost first, then shortest expected time, then fewer GPUs, then the simpler
-   parallelism (``PARALLELISM_ORDER``). Without a deadline the job must finish within the
-   planning horizon (``budget.horizon_days``, 90 days by default: expected time): a setup beyond
-   it is no plan anyone runs and goes to tier 3.
+   parallelism (``PARALLELISM_ORDER``). Without a deadline the planning horizon
+   (``budget.horizon_days``, 90 days by default) is judged as a deadline is: the slow end of the
+   job-time range finishes within it (``horizon_status == "within"``).
 2. Setups that fit and **likely** meet them (the expected value does, the range's far end does
-   not). Same order. A recommendation from this tier says so ("likely meets").
-3. Setups that fit but miss a limit, fastest first (closest to meeting a deadline).
+   not: ``"likely"`` for the deadline, the budget or the horizon). Same order. A recommendation
+   from this tier says so ("likely meets", "likely finishes within 90 days").
+3. Setups that fit but miss a limit, fastest first (closest to meeting a deadline); without a
+   deadline, a setup whose expected time is beyond the horizon is no plan anyone runs and is here.
 4. Setups that do not fit, closest to fitting first (lowest memory need per capacity).
 
 Same cost, faster (tiers 1-2 of a job): setups whose expected cost is within :data:`SAME_COST`
@@ -71,7 +73,7 @@ def tier(c: Candidate) -> int:
         or cost.horizon_status == "beyond"  # no deadline, and it would not finish within the horizon
     ):
         return MISSED
-    if cost.deadline_status == "likely" or cost.budget_status == "likely":
+    if "likely" in (cost.deadline_status, cost.budget_status, cost.horizon_status):
         return LIKELY
     return SURE
 

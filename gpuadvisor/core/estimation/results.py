@@ -286,7 +286,8 @@ class Estimate:
         got = self._memo.get(key)
         if got is None:
             providers = self.scenario.budget.providers
-            got = self._memo[key] = offers_for(self.instances, c.gpu.id, c.gpu_count, providers)
+            node = self.scenario.hardware.gpus_per_node
+            got = self._memo[key] = offers_for(self.instances, c.gpu.id, c.gpu_count, providers, node)
         return got
 
     def candidate(self, key: str) -> Candidate | None:

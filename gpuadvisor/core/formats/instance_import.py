@@ -5,7 +5,8 @@ reader of gpuhunt and SkyPilot files, with its checks); this module only groups 
 
 - offers without an instance name (GCP's GPU-only rows, priced apart from the VM they attach to)
   and offers of a fraction of a GPU (a shared A10) are left out: neither is an instance one can
-  rent whole for a job;
+  rent whole for a job. A GCP list's machine types are priced whole instead, the VM's price plus
+  its GPUs' (:mod:`gpuadvisor.core.formats.gcp_machines`, :func:`price_list_instance_types`);
 - an instance whose name says ``pcie`` carries the PCIe part where the catalog has one
   (``gpu_1x_h100_pcie`` lists its GPU as plain "H100", which the matcher takes for the SXM part);
 - per (provider, instance type, catalog GPU): the on-demand price is the cheapest region's
@@ -16,10 +17,15 @@ See :mod:`gpuadvisor.core.specs.instances` for how the rows are used.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
+from datetime import date
+from pathlib import Path
 
+from ..specs.hardware import GpuCatalog
 from ..specs.instances import InstanceType
-from .pricelists import PriceImport, PriceOffer
+from .gcp_machines import whole_machine_text
+from .pricelists import PriceImport, PriceOffer, parse_price_list
 
 
 def _whole(count: float) -> int | None:
@@ -79,3 +85,33 @@ def instance_types_from_offers(
             )
         )
     return out
+
+
+def whole_machine_import(
+    text: str, catalog: GpuCatalog, provider: str, origin: str, as_of: date | None = None
+) -> PriceImport | None:
+    """The machines a price list prices in parts (a GCP list: VM rows and GPU rows), priced whole and
+    read by the application's reader; None when the list holds none."""
+    machines = whole_machine_text(text)
+    if machines is None:
+        return None
+    return parse_price_list(
+        machines, catalog, provider, origin=f"{origin} (machines priced whole)", as_of=as_of
+    )
+
+
+def price_list_instance_types(
+    path: str | os.PathLike[str], imp: PriceImport, catalog: GpuCatalog, source: str = ""
+) -> list[InstanceType]:
+    """The instance types of the price list at ``path``, already read as ``imp``: its whole-instance
+    offers, plus its machines priced whole where it prices GPUs apart from the VM (GCP)."""
+    ids = [g.id for g in catalog]
+    types = instance_types(imp, ids, source)
+    try:
+        text = Path(path).read_bytes().decode("utf-8-sig")
+    except (OSError, UnicodeDecodeError):
+        return types  # the list itself was readable a moment ago; without its text there are no machines
+    machines = whole_machine_import(text, catalog, imp.provider, imp.origin, date.fromisoformat(imp.as_of))
+    if machines is not None:
+        types += instance_types(machines, ids, source)
+    return types

@@ -10,7 +10,7 @@ Two public, offline CSV formats are read; the format is detected from the header
   ``gpu_memory`` is the memory of one GPU in GB (only used to tell variants apart).
 - **SkyPilot** (``catalogs/vN/<cloud>/vms.csv``): ``InstanceType, AcceleratorName,
   AcceleratorCount, Price, SpotPrice, Region`` and more, in any order. ``Price`` and
-  ``SpotPrice`` are USD per instance-hour (an empty ``SpotPrice`` means no spot offer);
+  ``SpotPrice`` are USD per instance-hour (an empty or zero ``SpotPrice`` means no spot offer);
   ``GpuInfo``/``GPUInfo`` may hold a Python-literal dict with the memory per GPU in MiB.
 
 The price of one GPU is the instance price divided by its GPU count::
@@ -234,6 +234,17 @@ def _price(row: Mapping[str, str], column: str, label: str) -> float | None:
     return value
 
 
+def _spot_price(row: Mapping[str, str]) -> float | None:
+    """SkyPilot's ``SpotPrice``: None when there is no spot offer, which marketplaces such as
+    Vast.ai (and Azure for some sizes) write as ``0`` or ``0.00`` rather than leaving it empty."""
+    value = _number(row, "spotprice", "SpotPrice")
+    if value == 0:
+        return None
+    if value is not None and value < 0:
+        raise _RowError(f"SpotPrice must not be negative (got {value:g})")
+    return value
+
+
 def _gpu_fields(name: str, count: float | None, name_label: str, count_label: str) -> float | None:
     """The GPU count of a row; None for a row without GPUs (a CPU instance); _RowError when bad."""
     if count is not None and count < 0:
@@ -434,7 +445,7 @@ def _skypilot_row(row: Mapping[str, str]) -> _Parsed | None:
     if count is None:
         return None
     price = _price(row, "price", "Price")
-    spot_price = _price(row, "spotprice", "SpotPrice")
+    spot_price = _spot_price(row)
     if price is None and spot_price is None:
         raise _RowError("Price and SpotPrice are both missing")
     info = row.get("gpuinfo", row.get("gpu_info", "")) or ""

@@ -143,6 +143,22 @@ def candidate_detail(
                     f"{fmt_hours(cost.job_hours.expected)}).",
                 )
             )
+        if cost.horizon_status == "likely":
+            out.append(
+                (
+                    CAUTION,
+                    f"Likely finishes within the planning horizon of {fmt_days(b.horizon_days)} (no deadline "
+                    f"given): the slow end of the range ({fmt_hours(cost.job_hours.high)}) does not.",
+                )
+            )
+        elif cost.horizon_status == "beyond":
+            out.append(
+                (
+                    PROBLEM,
+                    f"Does not finish within the planning horizon of {fmt_days(b.horizon_days)} (no deadline "
+                    f"given; expected {fmt_hours(cost.job_hours.expected)}).",
+                )
+            )
         if cost.budget_status == "likely":
             out.append((CAUTION, "Likely within the budget: the expensive end of the range is not."))
         elif cost.budget_status == "over":

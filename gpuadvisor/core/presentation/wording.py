@@ -11,6 +11,7 @@ import math
 from collections.abc import Iterable
 
 from ..estimation.estimate import CHANGES_POINTER
+from ..estimation.recommendation import LIKELY, SAME_COST, SURE, tier
 from ..estimation.results import Candidate, Estimate
 from ..formatting import (
     TIMES,
@@ -271,11 +272,38 @@ def horizon_applies(est: Estimate) -> bool:
     return est.scenario.budget.deadline_hours is None and est.scenario.workload.serving is None
 
 
+def horizon_likely(est: Estimate) -> bool:
+    """Whether the recommendation finishes within the planning horizon at its expected time only
+    (the slow end of its job-time range does not), as a deadline is "likely" met."""
+    rec = est.recommended
+    return (
+        horizon_applies(est)
+        and rec is not None
+        and rec.cost is not None
+        and rec.cost.horizon_status == "likely"
+    )
+
+
+def finishes_within_days(est: Estimate) -> str:
+    """``finishes within 90 days`` (the planning horizon)."""
+    return f"finishes within {fmt_days(est.scenario.budget.horizon_days)}"
+
+
+def finishes_within(est: Estimate) -> str:
+    """``finishes within 90 days``, or ``likely finishes within 90 days`` (see :func:`horizon_likely`)."""
+    return f"{'likely ' if horizon_likely(est) else ''}{finishes_within_days(est)}"
+
+
 def horizon_phrase(est: Estimate) -> str:
-    """``no deadline given: the cheapest setup that finishes within 90 days`` ("" with a deadline)."""
+    """``no deadline given: the cheapest setup that finishes within 90 days`` ("" with a deadline);
+    ``... that likely finishes within 90 days (the slow end of its time range does not)`` when the
+    recommendation is only likely to."""
     if not horizon_applies(est):
         return ""
-    return f"no deadline given: the cheapest setup that finishes within {fmt_days(est.scenario.budget.horizon_days)}"
+    text = f"no deadline given: the cheapest setup that {finishes_within(est)}"
+    if horizon_likely(est):
+        text += " (the slow end of its time range does not)"
+    return text
 
 
 def same_cost_phrase(est: Estimate) -> str:
@@ -374,6 +402,11 @@ def likely_caveat(est: Estimate, c: Candidate) -> str:
             f"its cost ({fmt_usd_range(cost.cost_usd.low, cost.cost_usd.high)}) may exceed the budget at "
             "the expensive end of the range"
         )
+    if cost is not None and cost.horizon_status == "likely" and horizon_applies(est):
+        out.append(
+            f"its job time ({fmt_hours_range(cost.job_hours.low, cost.job_hours.high)}) may go past the "
+            f"planning horizon of {fmt_days(b.horizon_days)} at the slow end of the range"
+        )
     return ("Not certain: " + " and ".join(out) + ".") if out else ""
 
 
@@ -450,7 +483,7 @@ def recommendation_text(est: Estimate) -> tuple[str, Candidate | None, Candidate
     )
     likely = decision is not None and decision.status == "likely"
     if not limits and horizon_applies(est) and math.isfinite(cost_of(rec)):
-        what += f" and finishes within {fmt_days(est.scenario.budget.horizon_days)}"
+        what += f" and {finishes_within(est)}"
     text = f"Recommended: {setup_name(rec)}, {what}" + (
         f" and {'likely ' if likely else ''}{limits}" if limits else ""
     )
@@ -484,7 +517,8 @@ def recommendation_text(est: Estimate) -> tuple[str, Candidate | None, Candidate
             )
     runner = est.candidate(decision.runner_up_key) if decision and decision.runner_up_key else None
     if runner is not None:
-        text += f" Runner-up: {setup_name(runner)} at {figures_phrase(runner)}; it ranks second because {why_lost(rec, runner)}"
+        at = " at " if math.isfinite(cost_of(runner)) else ": "  # an unpriced runner-up has a time only
+        text += f" Runner-up: {setup_name(runner)}{at}{figures_phrase(runner)}; it ranks second because {why_lost(rec, runner)}"
     cheaper = [
         c for c in ranking if math.isfinite(cost_of(c)) and cost_of(c) < cost_of(rec) and not is_workable(c)
     ]
@@ -497,9 +531,26 @@ def recommendation_text(est: Estimate) -> tuple[str, Candidate | None, Candidate
             missed.append("the budget")
         if c.cost is not None and c.cost.horizon_status == "beyond":
             missed.append(
-                f"the {fmt_days(est.scenario.budget.horizon_days)} horizon (it takes {fmt_hours(c.cost.job_hours.expected)})"
+                f"the planning horizon of {fmt_days(est.scenario.budget.horizon_days)} "
+                f"(it takes {fmt_hours(c.cost.job_hours.expected)})"
             )
         text += f" A cheaper setup misses {' and '.join(missed) or 'a limit'}: {setup_name(c)} at {figures_phrase(c)}."
+    unsure = [
+        c
+        for c in ranking
+        # cheaper beyond the same-cost rule's 1%, which would have given the tie to the faster setup
+        if math.isfinite(cost_of(c))
+        and cost_of(c) * (1 + SAME_COST) < cost_of(rec)
+        and tier(c) == LIKELY
+        and tier(rec) == SURE
+    ]
+    if unsure:
+        c = unsure[0]
+        only = limits or (finishes_within_days(est) if horizon_applies(est) else "meets the limits")
+        text += (
+            f" A cheaper setup only likely {only} (the slow or expensive end of its range does not), so the "
+            f"sure one is chosen: {setup_name(c)} at {figures_phrase(c)}."
+        )
     return text, rec, runner
 
 

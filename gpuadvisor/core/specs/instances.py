@@ -6,7 +6,9 @@ regions, the date of the prices and their source. It is built from SkyPilot-form
 (``scripts/instance_snapshot.py``) and refreshed by importing newer price lists
 (``gpuadvisor-cli prices import``), which replace the rows of the providers they cover.
 
-A setup of ``n`` GPUs on an instance type with ``k`` GPUs needs ``ceil(n / k)`` instances::
+A setup of ``n`` GPUs on an instance type with ``k`` GPUs needs ``ceil(n / k)`` instances, and an
+instance type holds it only if it holds a whole node of it (``k >= min(n, gpus_per_node)``: the
+estimate's GPUs of a node share fast links that separate machines lack)::
 
     usd_per_hour      = ceil(n / k) x instance on-demand price
     usd_per_gpu_hour  = usd_per_hour / n          (idle GPUs of a part-filled instance are paid too)
@@ -154,14 +156,26 @@ def provider_filter(providers: str | Sequence[str] | None) -> frozenset[str] | N
 
 
 def offers_for(
-    catalog: InstanceCatalog, gpu_id: str, gpu_count: int, providers: str | Sequence[str] | None = None
+    catalog: InstanceCatalog,
+    gpu_id: str,
+    gpu_count: int,
+    providers: str | Sequence[str] | None = None,
+    gpus_per_node: int | None = None,
 ) -> tuple[InstanceOffer, ...]:
     """Every way to rent ``gpu_count`` GPUs of ``gpu_id`` (of ``providers``, default any), cheapest
-    on-demand first (spot-only offers last, by their spot price)."""
+    on-demand first (spot-only offers last, by their spot price).
+
+    With ``gpus_per_node``, an instance type smaller than one node of the setup
+    (``min(gpu_count, gpus_per_node)`` GPUs) is left out: the estimate lets the GPUs of a node talk
+    over its fast links, which separate machines (eight single-GPU rentals for an 8-GPU job) do not
+    have."""
     chosen = provider_filter(providers)
+    node = None if gpus_per_node is None else min(gpu_count, gpus_per_node)
     out = []
     for t in catalog.for_gpu(gpu_id):
         if chosen is not None and t.provider.lower() not in chosen:
+            continue
+        if node is not None and t.gpus_per_instance < node:
             continue
         n = math.ceil(gpu_count / t.gpus_per_instance)
         out.append(

@@ -1,7 +1,9 @@
-"""Undo commands: one cell, or whole rows (imports, price updates, resets, restores)."""
+"""Undo commands: one cell, whole rows (imports, price updates, resets, restores), and the
+cloud instance types a price-list import saves."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Protocol
 
 from PySide6.QtGui import QUndoCommand
@@ -53,3 +55,30 @@ class RowsCommand(QUndoCommand):
 
     def undo(self) -> None:
         self.model._replace_rows(self.before)
+
+
+class InstancesCommand(QUndoCommand):
+    """The user's cloud instance types as a price-list import left them: undo puts back the file as
+    it was before (or removes it), redo as the import wrote it. ``put`` writes a text (None: no
+    file) and hands the effective snapshot on; it reports its own failures. The import has
+    already written the file when the command is pushed, so the first redo writes nothing."""
+
+    def __init__(
+        self,
+        before: str | None,
+        after: str,
+        put: Callable[[str | None], None],
+        parent: QUndoCommand | None = None,
+    ) -> None:
+        super().__init__("Save cloud instance types", parent)
+        self.before, self.after, self.put = before, after, put
+        self._written = True
+
+    def redo(self) -> None:
+        if self._written:
+            self._written = False
+            return
+        self.put(self.after)
+
+    def undo(self) -> None:
+        self.put(self.before)

@@ -38,7 +38,7 @@ from ...storage.user_catalog_store import restore_user_catalog, save_user_catalo
 from ..theme import colors
 from .add_gpu import AddGpuDialog
 from .columns import KIND_TITLES
-from .commands import RowsCommand
+from .commands import InstancesCommand, RowsCommand
 from .delegates import CatalogDelegate, CatalogProxy
 from .model import CatalogModel
 from .preview import PreviewDialog, import_details
@@ -207,7 +207,9 @@ class CatalogEditor(QMainWindow):
                 act.setShortcut(QKeySequence(shortcut))
             act.setToolTip(tip or text)
             act.setStatusTip(tip or text)
-            act.triggered.connect(slot)
+            # triggered(bool) would land in the slot's first optional parameter (a path, or
+            # reset_all's confirm): a click calls the slot with none.
+            act.triggered.connect(lambda _checked=False, slot=slot: slot())
             return act
 
         # Short labels on the buttons; what would be undone is in the tooltip (a long command
@@ -486,9 +488,13 @@ class CatalogEditor(QMainWindow):
         self, paths: list[str] | None = None, preview: bool = True, provider: str | None = None
     ):
         """Update cloud prices from gpuhunt or SkyPilot catalog files; returns the applied updates."""
-        from ...core.formats.instance_import import instance_types
+        from ...core.formats.instance_import import price_list_instance_types
         from ...core.formats.pricelists import merge_price_imports, price_update_rows, read_price_list
-        from ...storage.instances_store import save_imported_instances
+        from ...storage.instances_store import (
+            instances_text_after_import,
+            put_user_instances,
+            user_instances_text,
+        )
 
         model = self.models["gpus"]
         if paths is None:
@@ -526,33 +532,65 @@ class CatalogEditor(QMainWindow):
                 f"{changes.get('cloud_usd_per_hour_high', '-')} USD per GPU-hour"
             )
             after[i] = {**old, **changes}
+        types = [
+            t
+            for p, imp in zip(paths, imports, strict=True)
+            for t in price_list_instance_types(p, imp, catalog)
+        ]
         details = "\n".join(lines) + ("\n\n" if lines else "") + merged.summary()
+        providers = ", ".join(sorted({t.provider for t in types}))
         head = (
             f"<b>{len(lines)} GPU{'s' if len(lines) != 1 else ''}</b> get new prices from "
             f"{len(paths)} file{'s' if len(paths) != 1 else ''} ({merged.rows_read} rows read; "
-            f"{sum(merged.unmatched.values())} offers unmatched; {len(merged.rejected)} rows rejected)."
+            f"{sum(merged.unmatched.values())} offers unmatched; {len(merged.rejected)} rows rejected)"
+            + (
+                f"; <b>{len(types)} cloud instance types</b> of {providers} say where to rent."
+                if types
+                else "."
+            )
         )
         if preview:
-            dialog = PreviewDialog("Import cloud price lists", head, details, bool(lines), self)
+            dialog = PreviewDialog("Import cloud price lists", head, details, bool(lines or types), self)
             if dialog.exec() != QDialog.DialogCode.Accepted:
                 return updates
-        if lines:
-            self._push_rows(model, after, f"Import prices from {', '.join(Path(p).name for p in paths)}")
         notice = merged.summary()
-        types = [t for imp in imports for t in instance_types(imp, [g.id for g in catalog])]
+        before = user_instances_text()
+        saved, after_text = None, ""
         if types:
+            after_text = instances_text_after_import(types, merged.as_of)
             try:
-                saved, snapshot = save_imported_instances(types, merged.as_of)
+                saved, snapshot = put_user_instances(after_text)
             except StorageError as exc:
                 notice += f"\nThe cloud instance types could not be saved: {exc}"
             else:
                 notice += (
-                    f"\n{len(types)} cloud instance types of {', '.join(sorted({t.provider for t in types}))} "
-                    f"saved to {saved.name}: the results name them as where to rent."
+                    f"\n{len(types)} cloud instance types of {providers} saved to {saved.name}: "
+                    "the results name them as where to rent."
                 )
-                self.instancesImported.emit(snapshot)
+        # The catalog's new prices and the saved instance types are one step: one undo takes back both.
+        if lines or saved is not None:
+            self.undo.beginMacro(f"Import prices from {', '.join(Path(p).name for p in paths)}")
+            if lines:
+                self._push_rows(model, after, "Import prices")
+            if saved is not None:
+                self.undo.push(InstancesCommand(before, after_text, self._put_instances))
+            self.undo.endMacro()
+        if saved is not None:
+            self.instancesImported.emit(snapshot)
         self._set_notice(notice)
         return updates
+
+    def _put_instances(self, text: str | None) -> None:
+        """Undo or redo of the instance types an import saved: write them back, and let the
+        estimates use the snapshot that results."""
+        from ...storage.instances_store import put_user_instances
+
+        try:
+            _path, snapshot = put_user_instances(text)
+        except StorageError as exc:
+            self._set_notice(f"The cloud instance types could not be put back: {exc}")
+            return
+        self.instancesImported.emit(snapshot)
 
     def _catalog_for_matching(self) -> GpuCatalog:
         if self._current_gpus is not None:

@@ -9,10 +9,12 @@ and the total budget are dashed, labelled lines.
 
 Labels are placed greedily, the star's first, then the frontier's two ends (the fastest and the
 cheapest setup), then the other frontier points: each takes the first place around its point
-(right, left, above, below, the diagonals) that overlaps no label already placed, no point of the
-chart and no edge of the plot; failing that, a place further out on rings around the point, joined
-to it by a leader line; a label with no free place is left out (its point's tooltip names it).
-They are placed again when the plot is resized.
+(right, left, above, below, the diagonals) that overlaps no label already placed, no leader line,
+no point of the chart and no edge of the plot; failing that, a place further out on rings around
+the point, joined to it by a leader line that crosses no other label and no other leader line, of
+those the one whose line passes over the fewest other points, then the nearest; a label with no
+such place is left out (its point's tooltip names it). They are placed again when the plot is
+resized.
 
 Axes switch to log10 when the values shown span more than :data:`LOG_SPAN` times; the data is
 transformed here (pyqtgraph's log mode does not move error bars or infinite lines) and
@@ -26,7 +28,7 @@ import math
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QRectF, Qt, Signal
+from PySide6.QtCore import QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import QColor, QFontMetrics
 from PySide6.QtWidgets import QWidget
 
@@ -362,6 +364,7 @@ class CostTimeChart(ChartBase):
             grid.add(rect)
         self._label_rects, self._leaders = {}, {}
         leaders: list[float] = []
+        placed = _Placed(grid)
         first = (1 if self._recommended is not None else 0) + 2  # the star and the frontier's ends
         for n, ((key, text), item) in enumerate(zip(self._labelled, self.point_labels)):
             px, py = to_px(*self._positions[key])
@@ -370,12 +373,12 @@ class CostTimeChart(ChartBase):
             # The star and the frontier's ends go as far as needed; the points between only where
             # they fit beside or near their point (the rest are on hover), so lines do not criss-cross.
             rings = LEADER_RINGS_PX + FAR_RINGS_PX if n < first else LEADER_RINGS_PX[:1]
-            found = _free_place(px, py, tw, th, bounds, grid, rings)
+            found = _free_place(px, py, tw, th, bounds, placed, rings)
             if found is None:
                 item.hide()  # no free place: the point's tooltip names it
                 continue
             rect, end = found
-            grid.add(rect)
+            placed.add_label(rect, None if end is None else ((px, py), end))
             self._label_rects[key] = rect
             if end is not None:
                 self._leaders[key] = ((px, py), end)
@@ -494,24 +497,118 @@ class _Grid:
         return any(r.intersects(o) for k in self._keys(r) for o in self.cells.get(k, ()))
 
 
+class _Placed:
+    """What a new label must keep clear of: every point and label (``grid``) for its box; the
+    labels and leader lines placed so far for its leader line, which passes over as few points as
+    it can."""
+
+    def __init__(self, grid: _Grid) -> None:
+        self.grid = grid
+        self.labels: list[QRectF] = []
+        self.lines: list[tuple[tuple[float, float], tuple[float, float]]] = []
+
+    def add_label(self, rect: QRectF, line: tuple[tuple[float, float], tuple[float, float]] | None) -> None:
+        self.grid.add(rect)
+        self.labels.append(rect)
+        if line is not None:
+            self.lines.append(line)
+
+    def box_free(self, rect: QRectF) -> bool:
+        """No point, label or leader line under ``rect``."""
+        return not self.grid.hits(rect) and not any(_segment_meets_rect(a, b, rect) for a, b in self.lines)
+
+    def line_free(self, a: tuple[float, float], b: tuple[float, float]) -> bool:
+        """The leader line a-b crosses no label and no other leader line."""
+        return not any(_segment_meets_rect(a, b, r) for r in self.labels) and not any(
+            _segments_cross(a, b, c, d) for c, d in self.lines
+        )
+
+    def points_crossed(self, a: tuple[float, float], b: tuple[float, float], limit: int) -> int:
+        """How many points the leader line a-b passes over, counted up to ``limit`` (a point under
+        its own marker, which any line from there starts in, does not count; labels in the grid
+        were ruled out by :meth:`line_free`). Only the grid cells along the line are looked at."""
+        cell = self.grid.cell
+        length = math.hypot(b[0] - a[0], b[1] - a[1])
+        steps = max(1, math.ceil(4 * length / cell))
+        keys = dict.fromkeys(
+            (
+                math.floor((a[0] + (b[0] - a[0]) * i / steps) / cell),
+                math.floor((a[1] + (b[1] - a[1]) * i / steps) / cell),
+            )
+            for i in range(steps + 1)
+        )
+        start, seen, count = QPointF(*a), set(), 0
+        for k in keys:
+            for r in self.grid.cells.get(k, ()):
+                if id(r) in seen:
+                    continue
+                seen.add(id(r))
+                if not r.contains(start) and _segment_meets_rect(a, b, r):
+                    count += 1
+                    if count >= limit:
+                        return count
+        return count
+
+
+def _segment_meets_rect(a: tuple[float, float], b: tuple[float, float], rect: QRectF) -> bool:
+    """Whether the segment a-b passes through the inside of ``rect`` (Liang-Barsky clipping; a
+    segment that only touches the edge, as a leader line ends on its own label, does not)."""
+    inner = rect.adjusted(0.5, 0.5, -0.5, -0.5)
+    dx, dy = b[0] - a[0], b[1] - a[1]
+    t0, t1 = 0.0, 1.0
+    for p, q in (
+        (-dx, a[0] - inner.left()),
+        (dx, inner.right() - a[0]),
+        (-dy, a[1] - inner.top()),
+        (dy, inner.bottom() - a[1]),
+    ):
+        if p == 0:
+            if q < 0:
+                return False
+            continue
+        t = q / p
+        if p < 0:
+            t0 = max(t0, t)
+        else:
+            t1 = min(t1, t)
+        if t0 > t1:
+            return False
+    return True
+
+
+def _segments_cross(
+    a: tuple[float, float], b: tuple[float, float], c: tuple[float, float], d: tuple[float, float]
+) -> bool:
+    """Whether the segments a-b and c-d cross (touching at an end does not count)."""
+
+    def side(p, q, r) -> float:
+        return (q[0] - p[0]) * (r[1] - p[1]) - (q[1] - p[1]) * (r[0] - p[0])
+
+    d1, d2, d3, d4 = side(c, d, a), side(c, d, b), side(a, b, c), side(a, b, d)
+    return d1 * d2 < 0 and d3 * d4 < 0
+
+
 def _free_place(
     px: float,
     py: float,
     tw: float,
     th: float,
     bounds: QRectF,
-    grid: _Grid,
+    placed: _Placed,
     rings: tuple[float, ...] = LEADER_RINGS_PX,
 ) -> tuple[QRectF, tuple[float, float] | None] | None:
-    """The first place for a ``tw`` x ``th`` label of the point (px, py) that lies inside ``bounds``
-    and touches nothing in ``grid``: next to the point (no leader line), else on the rings further
-    out (with the end of its leader line: the label's nearest point to the point); None if none."""
+    """A place for a ``tw`` x ``th`` label of the point (px, py) inside ``bounds`` and clear of what
+    is ``placed``: next to the point (no leader line) where one is free; else on the rings further
+    out, with the end of its leader line (the label's nearest point to the point) and a line that
+    crosses no label or line, of those the one over the fewest other points, then the nearest;
+    None if none."""
     for (dx, dy), anchor in _PLACES:
         rect = QRectF(
             px + dx * LABEL_GAP_PX - anchor[0] * tw, py + dy * LABEL_GAP_PX - anchor[1] * th, tw, th
         )
-        if bounds.contains(rect) and not grid.hits(rect):
+        if bounds.contains(rect) and placed.box_free(rect):
             return rect, None
+    best: tuple[int, QRectF, tuple[float, float]] | None = None
     for ring in rings:
         for i in range(LEADER_DIRECTIONS):
             angle = 2 * math.pi * i / LEADER_DIRECTIONS
@@ -520,10 +617,17 @@ def _free_place(
             ax = 0.0 if math.cos(angle) > 0.3 else 1.0 if math.cos(angle) < -0.3 else 0.5
             ay = 1.0 if math.sin(angle) > 0.3 else 0.0 if math.sin(angle) < -0.3 else 0.5
             rect = QRectF(cx - ax * tw, cy - ay * th, tw, th)
-            if bounds.contains(rect) and not grid.hits(rect):
-                end = (min(max(px, rect.left()), rect.right()), min(max(py, rect.top()), rect.bottom()))
-                return rect, end
-    return None
+            if not bounds.contains(rect) or not placed.box_free(rect):
+                continue
+            end = (min(max(px, rect.left()), rect.right()), min(max(py, rect.top()), rect.bottom()))
+            if not placed.line_free((px, py), end):
+                continue
+            crossed = placed.points_crossed((px, py), end, best[0] if best is not None else 1 << 30)
+            if best is None or crossed < best[0]:
+                best = (crossed, rect, end)
+                if crossed == 0:
+                    return rect, end  # the nearest place whose line passes over no point
+    return None if best is None else (best[1], best[2])
 
 
 def _plottable(c) -> bool:
@@ -593,6 +697,15 @@ def _tooltip(c, recommended: bool = False) -> str:
                 "Budget",
                 {"within": "within it", "likely": "likely within it", "over": "over"}.get(
                     c.cost.budget_status, c.cost.budget_status
+                ),
+            )
+        )
+    if c.cost.horizon_status:
+        rows.append(
+            (
+                "Horizon",
+                {"within": "finishes within it", "likely": "likely within it", "beyond": "beyond it"}.get(
+                    c.cost.horizon_status, c.cost.horizon_status
                 ),
             )
         )
