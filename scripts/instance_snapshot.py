@@ -5,8 +5,7 @@ catalogs/sources/instance-sources.json, and refresh the catalog prices older tha
     python scripts/instance_snapshot.py --git anycloud-sh/catalog=PATH [--refresh-prices]
 
 Each list of the manifest is read at its commit (``git show COMMIT:PATH``; with ``--dir REPO=DIR``
-from files already checked out there) or from its transcription in ``catalogs/sources``, by the
-application's own price-list reader (``parse_price_list``), and grouped into instance types
+from files already checked out there), by the application's own price-list reader (``parse_price_list``), and grouped into instance types
 (``instance_types``); a list that prices GPUs apart from the VM (GCP) gets its machine types priced
 whole (``whole_machine_import``: VM price + GPU price per zone). Every row carries its list's date
 (the date of the commit that last changed the file, which ``--git`` checks) and source.
@@ -62,9 +61,7 @@ MIN_OFFERS = 3
 
 
 def _list_text(item: dict, gits: dict[str, Path], dirs: dict[str, Path]) -> str:
-    """The text of one manifest list, read at its commit or from its transcription."""
-    if "file" in item:
-        return (ROOT / item["file"]).read_text(encoding="utf-8")
+    """The text of one manifest list, read at its commit."""
     repo, commit, path = item["repo"], item["commit"], item["path"]
     if repo in gits:
         git = ["git", "-C", str(gits[repo])]
