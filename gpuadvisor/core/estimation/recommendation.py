@@ -19,6 +19,9 @@ meeting them come first, cheapest month first (then fewer GPUs in all), then set
 3. Setups that fit but miss a limit, fastest first (closest to meeting a deadline).
 4. Setups that do not fit, closest to fitting first (lowest memory need per capacity).
 
+An interactive session on the machine the user owns (``Estimate.session``) has no job to price: its
+setups that fit come fastest generation first (tier 1).
+
 The recommendation is the first setup in tiers 1-2 over the whole catalog; the runner-up is the
 best setup of another GPU type in the same tiers. Unpriced setups sort after priced ones of
 their tier.
@@ -75,6 +78,9 @@ def sort_key(c: Candidate) -> tuple[object, ...]:
     if c.serving is not None:
         return serving_key(c, t, par)
     cost = c.cost
+    if cost is None and c.performance is not None and c.performance.tokens_per_s_per_user:
+        # A session on the machine the user owns has no job to price: the faster answer first.
+        return (t, -c.performance.tokens_per_s_per_user, c.gpu_count, par, c.gpu.name)
     usd = cost.cost_usd.expected if cost is not None and cost.cost_usd is not None else math.inf
     hours = cost.job_hours.expected if cost is not None else math.inf
     if t == MISSED:  # closest first: priced setups over the limit before unpriced ones

@@ -14,15 +14,16 @@ and an error names it (``measurements[2].tokens_per_s``).
 from __future__ import annotations
 
 import json
-import math
 import os
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
 from ..errors import InputError, ScenarioError
+from ..specs.fields import FIELD_RULES, read_number
 from ..specs.workload import Hardware, RuntimeOverhead, Workload
 from .measurements import Measurement
+from .model_file import file_weights_or_none, gguf_path
 
 FORMAT_NAME = "gpuadvisor-scenario"
 FORMAT_VERSION = 1
@@ -82,15 +83,10 @@ class ModelSource:
                 "give exactly one of preset, architecture, hf_config, gguf or parameters"
                 + (f" (got {', '.join(given)})" if given else ""),
             )
-        if self.parameters is not None and (
-            isinstance(self.parameters, bool)
-            or not isinstance(self.parameters, (int, float))
-            or not math.isfinite(self.parameters)
-            or self.parameters < 1e6
-        ):
-            raise ScenarioError(
-                "model.parameters", "must be a parameter count >= 1e6 (e.g. 7e9)", self.parameters
-            )
+        if self.parameters is not None:
+            problem = FIELD_RULES["model.parameters"].problem(self.parameters)
+            if problem is not None:
+                raise ScenarioError("model.parameters", f"{problem} (e.g. 7e9 or 70B)", self.parameters)
 
     def architecture_dict(self) -> dict[str, Any]:
         return dict(self.architecture or ())
@@ -112,26 +108,18 @@ class Budget:
 
     def __post_init__(self) -> None:
         for name in ("max_usd_per_hour", "max_total_usd", "deadline_hours"):
-            value = getattr(self, name)
-            if value is not None:
-                _require_number(f"budget.{name}", value, positive=True)
+            _require_field(f"budget.{name}", getattr(self, name))
         if isinstance(self.price, str):
             if self.price not in PRICE_CHOICES:
                 raise ScenarioError(
                     "budget.price", "must be low, expected, high or a price in USD per GPU-hour", self.price
                 )
         else:
-            _require_number("budget.price", self.price, positive=True)
+            _require_field("budget.price", self.price)
         if self.purchase not in ("new", "used"):
             raise ScenarioError("budget.purchase", "must be new or used", self.purchase)
-        _require_number("budget.ownership_months", self.ownership_months, positive=True, maximum=240)
-        _require_number("budget.utilization", self.utilization, positive=True, maximum=1.0)
-        _require_number(
-            "budget.electricity_usd_per_kwh", self.electricity_usd_per_kwh, positive=False, maximum=10
-        )
-        _require_number("budget.pue", self.pue, positive=True, maximum=5)
-        if self.pue < 1.0:
-            raise ScenarioError("budget.pue", "must be at least 1.0 (facility power / IT power)", self.pue)
+        for name in ("ownership_months", "utilization", "electricity_usd_per_kwh", "pue"):
+            _require_field(f"budget.{name}", getattr(self, name))
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,9 +132,7 @@ class Efficiency:
 
     def __post_init__(self) -> None:
         for f in fields(self):
-            value = getattr(self, f.name)
-            if value is not None:
-                _require_number(f"efficiency.{f.name}", value, positive=True, maximum=1.0)
+            _require_field(f"efficiency.{f.name}", getattr(self, f.name))
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,17 +152,13 @@ class Scenario:
     base_dir: str | None = field(default=None, compare=False)
 
 
-def _require_number(name: str, value: object, positive: bool = True, maximum: float | None = None) -> None:
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, (int, float))
-        or not math.isfinite(value)
-        or value < 0
-        or (positive and value == 0)
-    ):
-        raise ScenarioError(name, "must be a number " + ("> 0" if positive else ">= 0"), value)
-    if maximum is not None and value > maximum:
-        raise ScenarioError(name, f"must be at most {maximum:g}", value)
+def _require_field(key: str, value: object) -> None:
+    """Check a budget or efficiency value against its key's one rule (None: not set)."""
+    if value is None:
+        return
+    problem = FIELD_RULES[key].problem(value)
+    if problem is not None:
+        raise ScenarioError(key, problem, value)
 
 
 def _take(
@@ -195,6 +177,11 @@ def _take(
         if target in names:
             if target in tuple_fields and isinstance(value, list):
                 value = tuple(value)
+            try:  # numbers may be written as people type them: "8k", "$50", "2h", "24 GB"
+                if not (f"{prefix}.{target}" == "budget.price" and value in PRICE_CHOICES):
+                    value = read_number(f"{prefix}.{target}", value)
+            except ValueError as exc:
+                raise ScenarioError(f"{prefix}.{target}", str(exc)) from None
             kwargs[target] = value
         else:
             unknown.append(f"{prefix}.{key}")
@@ -260,9 +247,13 @@ def scenario_from_dict(data: Any, base_dir: str | None = None) -> Scenario:
         model_data = dict(model_data)
         model_data["architecture"] = tuple((k, v) for k, v in arch.items() if k in ARCHITECTURE_KEYS)
     model = _take(model_data, ModelSource, "model", unknown)
-    workload = _take(
-        _section(data, "workload"), Workload, "workload", unknown, tuple_fields=("lora_targets",)
-    )
+    workload_data = _section(data, "workload")
+    if model.gguf is not None and "weights" not in workload_data:
+        # A .gguf file holds its own weights: they are the workload's unless it states others.
+        weights = file_weights_or_none(gguf_path(model.gguf, base_dir))
+        if weights is not None:
+            workload_data = {**workload_data, "weights": weights}
+    workload = _take(workload_data, Workload, "workload", unknown, tuple_fields=("lora_targets",))
     hardware = _take(_section(data, "hardware"), Hardware, "hardware", unknown)
     budget = _take(_section(data, "budget"), Budget, "budget", unknown)
     overhead = _take(_section(data, "overhead"), RuntimeOverhead, "overhead", unknown)

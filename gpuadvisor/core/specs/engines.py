@@ -36,7 +36,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import Literal, TypedDict, overload
+from typing import Any, Literal, TypedDict, overload
 
 from ..errors import InputError
 
@@ -862,6 +862,24 @@ def using_constants(constants: SpeedConstants | None) -> Iterator[None]:
 DEFAULT_INFERENCE_ENGINE = "vllm"
 DEFAULT_TRAINING_ENGINE = "hf-trainer"
 DEFAULT_PRETRAIN_ENGINE = "megatron"
+
+
+#: Weight types that are both GGUF types and checkpoints serving engines publish and run (gpt-oss's
+#: MXFP4, NVFP4): the engine is not implied by them.
+_CHECKPOINT_FP4 = ("mxfp4", "nvfp4")
+
+
+def engine_of(workload: Any, source: Any = None) -> str | None:
+    """The engine a workload runs on: the one it names, else llama.cpp for inference of a ``.gguf``
+    file or of a GGUF weight type (but not an FP4 checkpoint format, which serving engines run too),
+    else None (the kind's default, :func:`engine_for`)."""
+    named: str | None = workload.engine
+    if named is not None or workload.kind != "inference":
+        return named
+    from_file = source is not None and getattr(source, "gguf", None) is not None
+    if from_file or (workload.is_gguf and workload.weights not in _CHECKPOINT_FP4):
+        return "llama.cpp"
+    return None
 
 
 def engine_for(engine_id: str | None, kind: str, constants: SpeedConstants | None = None) -> EngineProfile:
