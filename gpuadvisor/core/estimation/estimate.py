@@ -60,6 +60,7 @@ from .results import Candidate as Candidate
 from .results import Estimate as Estimate
 from .results import WhatIf as WhatIf
 from .serving_memory import BatchLine
+from .weights_table import wants_table, weights_table
 
 DEFAULT_GPU_COUNTS = (1, 2, 4, 8)
 #: Layouts kept per GPU type and count when the search tries many (the fastest and its runner-ups).
@@ -651,7 +652,10 @@ def estimate(
         own_machine=own,
         session=session and speed,
     )
-    return _finish(result, with_advice and speed, gpus, models)
+    result = _finish(result, with_advice and speed, gpus, models)
+    if with_advice and speed and wants_table(result):
+        result = replace(result, weights_table=weights_table(result, gpus, models, estimate))
+    return result
 
 
 def _search_groups(

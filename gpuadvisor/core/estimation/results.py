@@ -278,6 +278,9 @@ class Estimate:
     #: Whether the answer is an interactive session on that machine (inference without traffic
     #: targets or a number of requests): no job to time or price; the figures of :meth:`session_of`.
     session: bool = False
+    #: One GPU type compared for inference: the scenario once per weight type the engine runs
+    #: (:mod:`.weights_table`); () otherwise.
+    weights_table: tuple[Any, ...] = ()
     #: Filled on first use by :meth:`best_per_gpu` and :meth:`candidate` (the views ask for them
     #: several times per update); not part of the value.
     _memo: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
