@@ -227,3 +227,13 @@ class NumberRule:
         """Text or a number, read with :func:`parse_number` and checked with :meth:`check`."""
         number = parse_number(value, self.quantity) if isinstance(value, str) else value
         return self.check(number)
+
+
+def quantity_name(quantity: Quantity) -> str:
+    """How a field of this quantity is described: ``a number of tokens``."""
+    return _NAMES[quantity]
+
+
+def quantity_examples(quantity: Quantity) -> str:
+    """What people may type in such a field: ``8192, 8k, 1.5M``."""
+    return _EXAMPLES[quantity]

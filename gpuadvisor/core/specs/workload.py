@@ -652,8 +652,9 @@ def adapt_to_kind(workload: Workload, kind: str) -> Workload:
         batch = DEFAULT_BATCH_SIZE
     weights = weights_for_kind(kind, workload.weights)
     if kind in TRAINING_KINDS:
-        # A service is inference: training has no traffic targets.
-        return replace(workload, kind=kind, weights=weights, batch_size=batch, serving=None)
+        # A service is inference: training has no traffic targets, and layers in host RAM
+        # (llama.cpp -ngl) are an inference setting.
+        return replace(workload, kind=kind, weights=weights, batch_size=batch, serving=None, gpu_layers=None)
     # The training-only keys mean nothing for inference.
     return replace(
         workload,
