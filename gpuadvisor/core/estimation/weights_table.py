@@ -61,6 +61,7 @@ class WeightsRow:
     prefill_tokens_per_s: float | None
     max_context: int | None  # the longest context that fits; None: no fit
     memory_gib: float  # the GPU's memory need (the setup ranked first)
+    full_memory_gib: float  # the GPU's memory need with every layer on it (where a split starts)
     current: bool = False  # the scenario's own weights
 
     @property
@@ -82,6 +83,7 @@ class WeightsRow:
             else round(self.prefill_tokens_per_s, 1),
             "max_context": self.max_context,
             "memory_gib": round(self.memory_gib, 3),
+            "full_memory_gib": round(self.full_memory_gib, 3),
             "current": self.current,
         }
 
@@ -159,9 +161,16 @@ def _row(est: Estimate, weights: str, current: bool) -> WeightsRow:
     mm = est.memory_model
     layers = est.model.num_layers
     best = next(iter(est.best_per_gpu().values()), None)
+    full = (
+        mm.breakdown(best.gpu_count, best.parallelism, layout=best.layout).device_total / GIB
+        if best is not None
+        else 0.0
+    )
     if best is None or not best.fits:
         need = best.memory.device_total / GIB if best is not None else 0.0
-        return WeightsRow(weights, mm.weight_bytes / GIB, "no", None, layers, None, None, None, need, current)
+        return WeightsRow(
+            weights, mm.weight_bytes / GIB, "no", None, layers, None, None, None, need, full, current
+        )
     rate = est.tokens_per_s(best)
     perf = best.performance
     return WeightsRow(
@@ -174,5 +183,6 @@ def _row(est: Estimate, weights: str, current: bool) -> WeightsRow:
         prefill_tokens_per_s=perf.prefill_tokens_per_s if perf is not None else None,
         max_context=est.what_if(best).max_context,
         memory_gib=best.memory.device_total / GIB,
+        full_memory_gib=full,
         current=current,
     )

@@ -280,6 +280,14 @@ def weights_cells(row: Any) -> tuple[str, ...]:
     )
 
 
+def weights_title(est: Estimate) -> str:
+    """``Which weight type fits RTX 4090 (llama.cpp)`` ("" without a table)."""
+    lead = next(iter(est.best_per_gpu().values()), None)
+    if not est.weights_table or lead is None:
+        return ""
+    return f"Which weight type fits {plain_gpu_name(lead.gpu.name)} ({engine_name(est.engine)})"
+
+
 def _weights_section(est: Estimate) -> dict[str, Any]:
     """The weights table's part of the report (empty when there is none)."""
     rows = est.weights_table
@@ -288,7 +296,7 @@ def _weights_section(est: Estimate) -> dict[str, Any]:
         return {}
     current = next((i for i, r in enumerate(rows) if r.current), -1)
     return {
-        "weights_title": f"Which weight type fits {plain_gpu_name(lead.gpu.name)} ({engine_name(est.engine)})",
+        "weights_title": weights_title(est),
         "weights_rows": tuple(weights_cells(r) for r in rows),
         "weights_current": current,
         "weights_note": (
