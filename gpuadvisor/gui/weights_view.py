@@ -60,7 +60,7 @@ class WeightsView(QWidget):
             for c, text in enumerate(weights_cells(row)):
                 item = QTableWidgetItem(text)
                 align = Qt.AlignmentFlag.AlignLeft if c == 0 else Qt.AlignmentFlag.AlignRight
-                item.setTextAlignment(int(align | Qt.AlignmentFlag.AlignVCenter))
+                item.setTextAlignment(align | Qt.AlignmentFlag.AlignVCenter)
                 if row.current:
                     font = QFont(item.font())
                     font.setBold(True)
