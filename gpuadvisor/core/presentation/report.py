@@ -588,6 +588,16 @@ def _method(est: Estimate) -> list[str]:
             "step takes at least the time to launch its kernels. Tokens/s = batch \u00d7 output tokens / (prefill "
             "+ output tokens \u00d7 step time)."
         )
+    if est.own_machine and not w.is_training:
+        lines.append(
+            "The machine you own: its GPUs as it has them (one unless a count is given), never copies of it "
+            "to finish a queue sooner. Without a number of requests it is an interactive session: tokens/s "
+            "is the generation of one answer, the prompt's time the wait for its first token. On llama.cpp "
+            "a model too big for the card runs with the most layers that keep the card below 95% full; "
+            "the other layers and the output head run on the CPU from system RAM, and each token takes "
+            "the GPU's layers at its bandwidth plus the CPU's at the host memory's (a stated or assumed "
+            "default per machine class). A Mac's GPU shares one memory pool and is never split."
+        )
     lines.append(
         f"Job time = job tokens / tokens per second (low\u2013high: the {RANGE_LABEL}, which held 8 in 10 published "
         "measurements that the engine profile was not fitted to). Cost = GPU-hours "
@@ -849,6 +859,8 @@ def build_report(
             f"{max_rows} rows); `gpuadvisor-cli estimate` lists them all."
         )
     rent_rows, findings = _rent_buy(est, table, rec, runner)
+    if session:  # no job to rent GPUs for: the PDF says so instead of comparing
+        rent_rows, findings = [], []
     b = est.scenario.budget
     settings = (
         f"{b.purchase.capitalize()} purchase price (mean of the catalog's low and high), "

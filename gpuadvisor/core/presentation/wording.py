@@ -196,6 +196,12 @@ def scenario_lines(est: Estimate) -> list[tuple[str, str]]:
                 "none: an interactive session on the machine you own (give a number of requests to time "
                 "and price a job)"
             )
+            lines[1] = ("Workload", "Inference: an interactive session on the machine you own")
+            if w.batch_size == 1:
+                lines[-1] = (
+                    "Batch and sequence",
+                    f"one answer at a time: a {w.prompt_tokens:,}-token prompt and {w.output_tokens:,} output tokens",
+                )
     if w.serving is not None:  # a service: traffic and targets instead of a batch and a job
         lines[-1] = ("Traffic", traffic_phrase(est))
         job = f"a fleet sized for {targets_phrase(est)}"

@@ -21,9 +21,9 @@ SESSION_COLUMNS = {
         "Layers on the GPU of the model's layers (llama.cpp -ngl); the rest run on the CPU from system RAM",
     ),
     "deadline": ("Context", "The longest context (tokens) that fits this setup"),
-    "budget": ("RAM (GiB)", "System RAM the layers kept off the GPU use"),
+    "budget": ("RAM", "System RAM the layers kept off the GPU use, GiB"),
     "tps": ("Prompt tok/s", "Prompt processing: tokens per second while reading the prompt"),
-    "per_m": ("Left (GiB)", "The card's memory left with the model and the context loaded"),
+    "per_m": ("Left", "The card's memory left with the model and the context loaded, GiB"),
 }
 
 
