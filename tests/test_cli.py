@@ -235,7 +235,9 @@ def test_missing_scenario_file(capsys, tmp_path):
 
 
 def test_subprocess_malformed_scenario_no_traceback(tmp_path):
-    path = write_scenario(tmp_path, '{"model": {"preset": "llama-2-7b"}, "workload": {"batch_size": "eight"}}')
+    path = write_scenario(
+        tmp_path, '{"model": {"preset": "llama-2-7b"}, "workload": {"batch_size": "eight"}}'
+    )
     proc = run_subprocess("-m", "gpuadvisor.cli", "estimate", path)
     assert proc.returncode == 2 and proc.stdout == ""
     line = _one_error_line(proc.stderr)

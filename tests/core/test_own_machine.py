@@ -65,6 +65,18 @@ def test_data_centre_gpus_keep_their_counts(cats):
     assert {c.gpu_count for c in est.candidates} == {1, 2, 4, 8}
 
 
+def test_a_data_centre_card_is_not_offered_a_split_unless_asked(cats):
+    """A cluster is given cards that hold the model; a server's RAM is not known."""
+    s = _scenario("llama-3.1-70b", "t4")
+    est = estimate(s, *cats)
+    assert est.engine == "llama.cpp" and all(c.gpu_layers is None for c in est.candidates)
+    one = next(c for c in est.candidates if c.gpu_count == 1)
+    assert not one.fits
+    asked = estimate(replace(s, workload=replace(s.workload, gpu_layers=20)), *cats)
+    one = next(c for c in asked.candidates if c.gpu_count == 1)
+    assert one.gpu_layers == 20 and one.fits
+
+
 def test_a_stated_job_on_the_own_machine_is_timed_not_a_session(cats):
     s = _scenario("qwen3-32b", "rtx-4090")
     est = estimate(replace(s, workload=replace(s.workload, requests=1000)), *cats)

@@ -361,7 +361,12 @@ BAD_VALUES = [
     ("batch-zero", _with(workload={"batch_size": 0}), "workload.batch_size", "0"),
     ("batch-string", _with(workload={"batch_size": "eight"}), "workload.batch_size", "'eight'"),
     ("batch-money", _with(workload={"batch_size": "$8"}), "workload.batch_size", "'$8'"),
-    ("prompt-beyond-range", _with(workload={"prompt_tokens": "1e12"}), "workload.prompt_tokens", "between 1 and"),
+    (
+        "prompt-beyond-range",
+        _with(workload={"prompt_tokens": "1e12"}),
+        "workload.prompt_tokens",
+        "between 1 and",
+    ),
     ("batch-true", _with(workload={"batch_size": True}), "workload.batch_size", "True"),
     ("batch-float", _with(workload={"batch_size": 8.5}), "workload.batch_size", "8.5"),
     ("batch-huge", _with(workload={"batch_size": 10**12}), "workload.batch_size", str(10**12)),

@@ -44,7 +44,7 @@ from .communication import (
 from .cost import buy_vs_rent, job_cost, job_tokens, price_range
 from .layout import Layout, explicit_layout, gpu_counts, searched_layouts
 from .memory import MemoryBreakdown, MemoryModel, applicable_parallelisms, check_parallelism
-from .offload import LayerSplitter, host_ram, splits_layers
+from .offload import LayerSplitter, host_ram, offers_split, splits_layers
 from .performance import (
     SPEED_GROUP,
     WAIT,
@@ -363,7 +363,7 @@ def estimate(
         for n, lay, bd, need, host, lighter, par, group in plain_setups if shared_plan else gpu_setups:
             fits = need <= cap_bytes
             gpu_layers = w.gpu_layers if w.gpu_layers is not None and w.gpu_layers < mm.layers else None
-            if not fits and splitter is not None and lighter is None and not gpu.unified_memory:
+            if not fits and splitter is not None and lighter is None and offers_split(gpu):
                 # Llama.cpp splits layers: the most that fit on the GPU, the rest in host RAM.
                 split = splitter.largest(n, par, lay, cap_bytes)
                 if split is not None:

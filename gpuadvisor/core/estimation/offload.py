@@ -16,7 +16,9 @@ The rest must fit in host RAM: ``hardware.host_memory_gib`` or, on a laptop or d
 class's default (:data:`~gpuadvisor.core.specs.hardware.HOST_DEFAULTS`), which the answer states. A
 Mac is never split: its GPU and CPU share one memory pool, so layers "kept in host RAM" would sit in
 the same memory, outside the share Metal lets the GPU wire (raise that with
-``sudo sysctl iogpu.wired_limit_mb``).
+``sudo sysctl iogpu.wired_limit_mb``). A data-centre card is not offered a split either: a server
+that rents or buys cards for a model gives it cards that hold it, and its host RAM is not known
+(``workload.gpu_layers`` still splits any card on request).
 """
 
 from __future__ import annotations
@@ -44,6 +46,11 @@ def splits_layers(engine_id: str, workload: Workload) -> bool:
         and workload.gpu_layers is None
         and engine_lineage(engine_id) == "llama.cpp"
     )
+
+
+def offers_split(gpu: GpuSpec) -> bool:
+    """Whether the advisor offers a split on this GPU: a laptop or desktop card (not a Mac)."""
+    return gpu.segment == "local" and not gpu.unified_memory
 
 
 def with_gpu_layers(mm: MemoryModel, gpu_layers: int) -> MemoryModel:
