@@ -112,8 +112,8 @@ def _laid_out_pretrain(window) -> None:
     page.gpu.setCurrentIndex(page.gpu.findData("h100-sxm"))
     page.count.setCurrentIndex(page.count.findData(64))
     page.layout_box.setChecked(True)
-    page.tp.setValue(8)
-    page.pp.setValue(4)
+    page.tp.enter("8")
+    page.pp.enter("4")
     page.recompute.setCurrentIndex(page.recompute.findData("selective"))
     window.state.flush()
     window.results.chart_tabs.setCurrentIndex(0)
@@ -149,7 +149,7 @@ def _record_runs(window) -> None:
     dialog = window.open_measurements()
     dialog.resize(1300, 820)
     dialog.gpu_box.setCurrentIndex(dialog.gpu_box.findData("a100-80gb"))
-    dialog.count_spin.setValue(1)
+    dialog.count_field.enter("1")
     for tokens_s, memory, note in (
         ("2450", "33.1", "first run, nvidia-smi peak"),
         ("2610", "32.8", "second run"),

@@ -237,11 +237,13 @@ def test_missing_scenario_file(capsys, tmp_path):
 
 
 def test_subprocess_malformed_scenario_no_traceback(tmp_path):
-    path = write_scenario(tmp_path, '{"model": {"preset": "llama-2-7b"}, "workload": {"batch_size": "8"}}')
+    path = write_scenario(
+        tmp_path, '{"model": {"preset": "llama-2-7b"}, "workload": {"batch_size": "eight"}}'
+    )
     proc = run_subprocess("-m", "gpuadvisor.cli", "estimate", path)
     assert proc.returncode == 2 and proc.stdout == ""
     line = _one_error_line(proc.stderr)
-    assert "workload.batch_size" in line and "'8'" in line
+    assert "workload.batch_size" in line and "'eight'" in line
 
 
 def test_subprocess_unknown_gpu_no_traceback(tmp_path):

@@ -36,8 +36,8 @@ from .ranking import ROLE_KEY, RankingTable
 from .state import AppState
 from .theme import colors
 
-CHART_NAMES = ("VRAM across GPUs", "Cost vs time", "What-if", "Serving")
-SERVING_TAB = 3
+CHART_NAMES = ("VRAM across GPUs", "Cost vs time", "What-if", "Serving", "Weight types")
+COST_TAB, SERVING_TAB, WEIGHTS_TAB = 1, 3, 4
 #: The most lines the summary grows to before it clips (its tooltip always holds the whole answer).
 SUMMARY_MAX_LINES = 5
 #: How the detail panel's heading starts for the recommended setup (the core's words), and the
@@ -56,6 +56,7 @@ class ResultsView(QWidget):
         self.state = state
         self.charts_ready = False
         self.vram_chart = self.cost_chart = self.whatif_chart = self.serving_chart = None
+        self.weights_view = None
         self.whatif_axis = "context"
         self._stale_charts: set[int] = set()
 
@@ -231,6 +232,7 @@ class ResultsView(QWidget):
         self.whatif_axis_box = QComboBox()
         self.whatif_axis_box.addItem("the context length grows", "context")
         self.whatif_axis_box.addItem("the batch (or concurrent users) grows", "batch")
+        self.whatif_axis_box.addItem("the weight type changes (one GPU compared)", "weights")
         self.whatif_axis_box.setToolTip(
             "Where does each card stop fitting? The selected setup's GPU and the "
             "cheapest ones that fit are drawn, each with its capacity."
@@ -242,7 +244,12 @@ class ResultsView(QWidget):
         row.addStretch(1)
         box_layout.addLayout(row)
         box_layout.addWidget(self.whatif_chart, 1)
-        for i, chart in enumerate((self.vram_chart, self.cost_chart, whatif_box, self.serving_chart)):
+        from .weights_view import WeightsView
+
+        self.weights_view = WeightsView()
+        for i, chart in enumerate(
+            (self.vram_chart, self.cost_chart, whatif_box, self.serving_chart, self.weights_view)
+        ):
             old = self.chart_tabs.widget(i)
             self.chart_tabs.removeTab(i)
             self.chart_tabs.insertTab(i, chart, CHART_NAMES[i])
@@ -261,32 +268,47 @@ class ResultsView(QWidget):
         """Redraw the visible chart now; the hidden ones when their tab is opened."""
         if not self.charts_ready:
             return
-        self._stale_charts = {0, 1, 2, SERVING_TAB}
-        # The Serving tab is offered only for a service (workload.serving).
+        self._stale_charts = {0, 1, 2, SERVING_TAB, WEIGHTS_TAB}
+        # The Serving tab is offered only for a service (workload.serving), the weight types only
+        # with one GPU type compared, the cost-time chart only with a job to time and price.
         serving = est.scenario.workload.serving is not None
-        if self.chart_tabs.isTabVisible(SERVING_TAB) != serving:
-            self.chart_tabs.setTabVisible(SERVING_TAB, serving)
+        for tab, shown in (
+            (SERVING_TAB, serving),
+            (WEIGHTS_TAB, bool(est.weights_table)),
+            (COST_TAB, not est.session),
+        ):
+            if self.chart_tabs.isTabVisible(tab) != shown:
+                self.chart_tabs.setTabVisible(tab, shown)
+        weights_item = self.whatif_axis_box.model().item(self.whatif_axis_box.findData("weights"))
+        weights_item.setEnabled(bool(est.weights_table))
+        if self.whatif_axis == "weights" and not est.weights_table:
+            self.set_whatif_axis("context", show_tab=False)
+        if not self.chart_tabs.isTabVisible(self.chart_tabs.currentIndex()):
+            self.chart_tabs.setCurrentIndex(0)
         self._draw_chart(self.chart_tabs.currentIndex(), est)
 
     def _draw_chart(self, index: int, est: Estimate) -> None:
         if index not in self._stale_charts:
             return
         self._stale_charts.discard(index)
-        chart = (self.vram_chart, self.cost_chart, self.whatif_chart, self.serving_chart)[index]
+        chart = (self.vram_chart, self.cost_chart, self.whatif_chart, self.serving_chart, self.weights_view)[
+            index
+        ]
         chart.show_estimate(est, self.state.selected)
 
     def _on_chart_tab_changed(self, index: int) -> None:
         if self.charts_ready and self.state.estimate is not None:
             self._draw_chart(index, self.state.estimate)
 
-    def set_whatif_axis(self, axis: str) -> None:
+    def set_whatif_axis(self, axis: str, show_tab: bool = True) -> None:
         self.whatif_axis = axis
         if self.charts_ready:
             self.whatif_axis_box.blockSignals(True)
             self.whatif_axis_box.setCurrentIndex(max(0, self.whatif_axis_box.findData(axis)))
             self.whatif_axis_box.blockSignals(False)
             self.whatif_chart.set_axis(axis)
-        self.chart_tabs.setCurrentIndex(2)
+        if show_tab:
+            self.chart_tabs.setCurrentIndex(2)
 
     # --- estimate -> views -------------------------------------------------------------------
     def _on_estimate_changed(self, est: Estimate) -> None:

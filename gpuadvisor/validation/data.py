@@ -528,7 +528,8 @@ def scenario_dict(
     ``weight_choices`` are the weight types the scenario accepts (default: the core's list); a
     type it does not know (a GGUF type, say) falls back to the nearest known one, and says so.
     """
-    from ..core.specs.workload import WEIGHT_PRECISIONS
+    from ..core.specs.quant_types import KV_CACHE_DTYPES
+    from ..core.specs.workload import KV_PRECISIONS, WEIGHT_PRECISIONS
 
     f = dict(row.facts)
     choices = weight_choices or WEIGHT_PRECISIONS
@@ -608,6 +609,11 @@ def scenario_dict(
     offload = _offload_facts(f["offload"]) if training else {}
     if offload:
         workload["offload"] = offload
+    split = _split_facts(f["offload"]) if f["kind"] == "inference" else {}
+    if "gpu_layers" in split:
+        workload["gpu_layers"] = int(split["gpu_layers"])
+    if f["kv_cache"] in KV_CACHE_DTYPES and f["kv_cache"] not in KV_PRECISIONS:
+        workload["kv_cache_dtype"] = workload.pop("kv_cache")  # a llama.cpp cache type (-ctk/-ctv)
     if training and f["recompute"]:
         workload["activation_recompute"] = f["recompute"]
     known = _known(Workload)
@@ -631,12 +637,14 @@ def scenario_dict(
     for key, value in layout.items():
         if key in known_hw:
             hardware[key] = value
+    if "host_memory_bandwidth_gb_s" in split:
+        hardware["host_memory_bandwidth_gb_s"] = split["host_memory_bandwidth_gb_s"]
     if not layout:
         for col in ("tp", "pp", "dp", "cp"):
             if f[col] and not (col == "tp" and f["parallelism"] == "tensor" and f[col] == f["gpu_count"]):
                 if not (f[col] == "1" or (col == "dp" and f[col] == f["gpu_count"])):
                     omitted.append(f"layout {col}={f[col]}")
-    if f["offload"] and not offload:
+    if f["offload"] and not offload and not split:
         omitted.append(f"offload={f['offload']}")
     if f["gemm_precision"] and "compute_precision" not in workload:
         omitted.append(f"gemm_precision={f['gemm_precision']}")
@@ -706,6 +714,18 @@ def _layout_facts(f: dict[str, str]) -> dict[str, int]:
             out[name] = axes[key]
     if f["vp"] and int(float(f["vp"])) > 1 and axes["pp"] > 1:
         out["virtual_pipeline_stages"] = int(float(f["vp"]))
+    return out
+
+
+def _split_facts(text: str) -> dict[str, float]:
+    """An inference row's split between GPU and host from its offload fact:
+    ``gpu_layers=44;host_memory_bandwidth_gb_s=102`` (llama.cpp ``-ngl`` and the host memory's
+    bandwidth where the source states it); {} when it says neither."""
+    out: dict[str, float] = {}
+    for part in text.split(";"):
+        key, sep, value = part.partition("=")
+        if sep and key.strip() in ("gpu_layers", "host_memory_bandwidth_gb_s"):
+            out[key.strip()] = float(value)
     return out
 
 

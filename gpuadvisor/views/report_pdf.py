@@ -52,7 +52,7 @@ from PySide6.QtGui import (
 from PySide6.QtWidgets import QApplication
 
 from ..core.estimation.estimate import Estimate
-from ..core.presentation.report import Report
+from ..core.presentation.report import WEIGHTS_HEADER, Report
 from ..storage import StorageError, atomic_write_bytes
 from .charts.palette import (
     BACKGROUND_COLOR,
@@ -259,6 +259,8 @@ def report_html(
     if any(row.recommended for row in r.table_rows):
         notes.insert(0, f"{RECOMMENDED_MARK} and the green row: the recommended setup.")
     p.append(f"<p style='color:{muted}; font-size:7.5pt; margin-top:3px'>{_e(' '.join(notes))}</p>")
+    if r.weights_rows:
+        p.append(_weights_html(r, table_pt))
 
     p.append("<h2>4. Charts</h2>")
     captions = (
@@ -276,8 +278,9 @@ def report_html(
         ),
     )
     figures = (("vram.png", captions[0]), ("cost-time.png", captions[1]))
-    if r.serving_lines:
-        # A service has no job to time: its throughput-latency chart is in the recommendation.
+    if r.serving_lines or r.session:
+        # A service or a session has no job to time: no cost-time chart (a service's throughput-latency
+        # chart is in the recommendation).
         figures = figures[:1]
     for n, ((name, caption), (w, h)) in enumerate(zip(figures, chart_sizes), 1):
         height = round(chart_width_px * h / w)
@@ -292,7 +295,14 @@ def report_html(
         )
 
     p.append("<h2>5. Rent or buy</h2>")
-    p.append(f"<p style='font-size:8pt'>{_e(r.rent_buy_settings)}</p>")
+    if r.session:
+        p.append(
+            "<p style='font-size:8pt'>Not compared: an interactive session on the machine you own has no job "
+            "to rent GPUs for. Give the scenario a number of requests (workload.requests) to time and price "
+            "one, rented or on your own card.</p>"
+        )
+    else:
+        p.append(f"<p style='font-size:8pt'>{_e(r.rent_buy_settings)}</p>")
     if r.rent_buy_rows:
         p.append(
             f"<table width='100%' cellspacing='0' cellpadding='3' border='1' "
@@ -357,6 +367,36 @@ def report_html(
             f"{_e(s.spec_source)}; {_e(price)}</p>"
         )
     return "\n".join(p)
+
+
+def _weights_html(r: Report, table_pt: float) -> str:
+    """Which weight type fits the one GPU compared: a table with the scenario's own row marked."""
+    muted = MUTED_TEXT_COLOR
+    out = [
+        f"<h3 style='font-size:10pt; margin-top:10px; margin-bottom:3px'>{_e(r.weights_title)}</h3>",
+        f"<table cellspacing='0' cellpadding='2' border='1' "
+        f"style='border-collapse:collapse; border-color:{RULE_COLOR}; font-size:{table_pt}pt'>",
+        f"<thead><tr style='background-color:{HEADER_BG}'>",
+    ]
+    for i, head in enumerate(WEIGHTS_HEADER):
+        lines = "<br>".join(_e(line) for line in textwrap.wrap(head, HEADER_LINE_CHARS))
+        out.append(f"<th align='{'left' if i < 1 else 'right'}' style='font-size:{table_pt}pt'>{lines}</th>")
+    out.append("</tr></thead><tbody>")
+    for n, row in enumerate(r.weights_rows):
+        current = n == r.weights_current
+        bg = RECOMMENDED_BG if current else (STRIPE_BG if n % 2 else BACKGROUND_COLOR)
+        out.append(f"<tr style='background-color:{bg}'>")
+        for i, cell in enumerate(row):
+            style = f"font-size:{table_pt}pt; white-space:nowrap"
+            if i == 2 and cell == "no":
+                style += f"; color:{NO_FIT_COLOR}"
+            text = f"<b>{_e(cell)}</b>" if current and i == 0 else _e(cell)
+            out.append(f"<td align='{'left' if i < 1 else 'right'}' style='{style}'>{text}</td>")
+        out.append("</tr>")
+    out.append("</tbody></table>")
+    note = r.weights_note + (" The green row: the scenario's weights." if r.weights_current >= 0 else "")
+    out.append(f"<p style='color:{muted}; font-size:7.5pt; margin-top:3px'>{_e(note)}</p>")
+    return "".join(out)
 
 
 def _serving_html(r: Report, chart_width_px: float, chart_size: tuple[int, int] | None) -> str:

@@ -26,7 +26,8 @@ def click(qtbot, widget) -> None:
 
 
 def retype(qtbot, line_edit, text: str) -> None:
-    """Select everything in a line edit (or spin box) and type ``text`` over it, key by key."""
+    """Select everything in a line edit (or a number field's) and type ``text`` over it, key by key."""
+    line_edit = getattr(line_edit, "edit", line_edit)
     line_edit.setFocus()
     line_edit.selectAll()
     qtbot.keyClick(line_edit, Qt.Key.Key_Backspace)

@@ -266,7 +266,7 @@ def test_stale_prices_are_flagged_in_editor_results_and_follow_the_setting(windo
     rm = window.ranking_model
     texts = [rm.texts(i) for i, c in enumerate(rm.rows) if c.gpu.id == "h100-sxm"]
     assert texts and texts[0][-1] == "2024-01-15 (stale)"
-    editor.stale_box.setValue(48)  # four years: no longer stale
+    editor.stale_field.enter("4 years")  # 48 months: no longer stale
     assert gpus.data(gpus.index(r, col), Qt.ItemDataRole.BackgroundRole) is not STALE_BRUSH
     assert window.settings.stale_price_months == 48
     texts = [rm.texts(i) for i, c in enumerate(rm.rows) if c.gpu.id == "h100-sxm"]

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from gui_helpers import settle
+from gui_helpers import retype, settle
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QMessageBox
 
@@ -53,7 +53,7 @@ def test_pick_preset_switch_to_qlora_change_batch(window, qtbot):
     settle(w)
     assert w.state.scenario.workload.kind == "qlora"
     assert w.state.scenario.workload.weights == "nf4"  # QLoRA needs a 4-bit base: set for the user
-    w.workload_page.batch.setValue(8)
+    w.workload_page.batch.enter("8")
     settle(w)
     est = w.state.estimate
     assert est.scenario.workload.batch_size == 8
@@ -116,7 +116,7 @@ def test_open_and_save_a_scenario(window, tmp_path, monkeypatch):
     assert w.budget_page.deadline.value() == 12
     assert "serve.json" in w.windowTitle()
 
-    w.workload_page.batch.setValue(4)
+    w.workload_page.batch.enter("4")
     assert w.state.dirty and "*" in w.windowTitle()
     out = tmp_path / "saved.json"
     assert w._save_to(out)
@@ -137,7 +137,7 @@ def test_open_a_corrupt_file_shows_a_message(window, tmp_path, monkeypatch):
 
 def test_unsaved_changes_prompt_on_close(window, monkeypatch, qtbot):
     w = window
-    w.workload_page.batch.setValue(3)
+    w.workload_page.batch.enter("3")
     assert w.state.dirty
     asked = []
     monkeypatch.setattr(
@@ -288,8 +288,7 @@ def test_quantized_weights_for_lora_follow_the_core_not_a_page_rule(window, qtbo
     settle(w)
     assert w.state.scenario.workload.weights == "int8"
     w.show_page(0)
-    w.workload_page.batch.selectAll()
-    qtbot.keyClicks(w.workload_page.batch, "8")
+    retype(qtbot, w.workload_page.batch, "8")
     settle(w)
     assert w.state.scenario.workload.batch_size == 8
     assert w.state.scenario.workload.weights == "int8"
@@ -314,8 +313,8 @@ def test_advanced_layout_writes_the_layout_and_the_ranking_names_it(window, qtbo
     settle(w)
     assert not page.layout_body.isVisible()  # out of the way until asked for
     page.layout_box.setChecked(True)
-    page.tp.setValue(8)
-    page.pp.setValue(4)
+    page.tp.enter("8")
+    page.pp.enter("4")
     page.recompute.setCurrentIndex(page.recompute.findData("selective"))
     settle(w)
     hw, wl = w.state.scenario.hardware, w.state.scenario.workload

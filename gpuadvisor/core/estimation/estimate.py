@@ -24,9 +24,10 @@ from typing import Any
 
 from ..errors import InputError
 from ..files import expand_user
+from ..formats.model_file import gguf_path, weights_of_file_type
 from ..formats.scenario import Scenario
-from ..specs.engines import active_constants, engine_for
-from ..specs.hardware import GpuCatalog, GpuSpec
+from ..specs.engines import active_constants, engine_for, engine_of
+from ..specs.hardware import RAM_RESERVED_GIB, GpuCatalog, GpuSpec
 from ..specs.instances import InstanceCatalog, bundled_instances, instance_price_range, offers_for
 from ..specs.models import ModelSpec
 from ..specs.presets import ModelCatalog
@@ -45,6 +46,7 @@ from .communication import (
 from .cost import BuyVsRent, buy_vs_rent, job_cost, job_tokens, price_range
 from .layout import Layout, explicit_layout, gpu_counts, searched_layouts
 from .memory import MemoryBreakdown, MemoryModel, applicable_parallelisms, check_parallelism
+from .offload import LayerSplitter, host_ram, offers_split, splits_layers
 from .performance import (
     SPEED_GROUP,
     WAIT,
@@ -61,6 +63,7 @@ from .results import Candidate as Candidate
 from .results import Estimate as Estimate
 from .results import WhatIf as WhatIf
 from .serving_memory import BatchLine
+from .weights_table import wants_table, weights_table
 
 DEFAULT_GPU_COUNTS = (1, 2, 4, 8)
 #: Layouts kept per GPU type and count when the search tries many (the fastest and its runner-ups).
@@ -87,6 +90,20 @@ def count_layouts(model: ModelSpec, scenario: Scenario, mm: MemoryModel, n: int)
             pars = tuple(p for p in pars if p in ("zero3", "fsdp"))
         return [mm.layout_for(n, par) for par in pars], False
     return searched_layouts(model, w, hw, n), True
+
+
+def split_misfit(need: float, ram: float, assumed: bool, gpu: GpuSpec, gpu_layers: int, layers: int) -> str:
+    """Why a split does not fit: the layers kept off the GPU need more host RAM than there is."""
+    where = (
+        f"assumed for {gpu.host_defaults.machine} less {RAM_RESERVED_GIB:g} GiB for the system; "
+        "set hardware.host_memory_gib"
+        if assumed
+        else "hardware.host_memory_gib"
+    )
+    return (
+        f"host memory: the {layers - gpu_layers} layers kept off the GPU need {need / GIB:,.1f} GiB "
+        f"of system RAM, {ram / GIB:,.1f} GiB available ({where})"
+    )
 
 
 def searches_layouts(scenario: Scenario) -> bool:
@@ -150,10 +167,7 @@ def resolve_model(scenario: Scenario, models: ModelCatalog) -> ModelSpec:
     elif src.gguf is not None:
         from ..formats.gguf_file import model_from_gguf  # local import: reads the file header only
 
-        path = expand_user(src.gguf, "model.gguf")
-        if not path.is_absolute() and scenario.base_dir:
-            path = Path(scenario.base_dir) / path
-        spec = model_from_gguf(path)
+        spec = model_from_gguf(gguf_path(src.gguf, scenario.base_dir))
     else:
         assert src.parameters is not None
         spec = ModelSpec.from_parameter_count(int(src.parameters), name=src.name or "")
@@ -206,12 +220,13 @@ def estimate(
             "Only a parameter count was given: the architecture is assumed (Llama-like), so "
             "activation and KV-cache figures are approximate."
         )
-    if model.file_type and w.is_gguf and model.file_type != w.weights:
+    file_weights = weights_of_file_type(model.file_type) if model.file_type else None
+    if model.file_type and w.is_gguf and file_weights != w.weights:
         warnings.append(
             f"The GGUF file holds {model.file_type} weights; its own size is used, "
             f"while speed follows workload.weights {w.weights}."
         )
-    elif model.file_weight_bytes and not w.is_gguf:
+    elif model.file_weight_bytes and not w.is_gguf and file_weights != w.weights:
         warnings.append(
             f"The model is a GGUF file ({model.file_type or 'unknown type'}) but workload.weights is "
             f"{w.weights}: memory is computed for {w.weights}; set weights to the file's type."
@@ -244,10 +259,18 @@ def estimate(
             "a service's copies are its replicas, which the estimate sizes: use none, tensor or pipeline",
             hw.parallelism,
         )
-    engine = engine_for(w.engine, w.kind)
+    engine_id = engine_of(w, scenario.model)
+    engine = engine_for(engine_id, w.kind)
+    # The engine the workload runs on is the memory and speed models' too (a GGUF on llama.cpp).
+    w_run = w if engine_id == w.engine else replace(w, engine=engine_id)
     # Serving engines prefill in chunks, which bounds the transient activations.
     chunk = engine.prefill_chunk_tokens if not w.is_training else None
-    mm = MemoryModel(model, w, scenario.overhead, prefill_chunk_tokens=chunk)
+    mm = MemoryModel(model, w_run, scenario.overhead, prefill_chunk_tokens=chunk)
+    # The machine the user owns: laptops, desktops and Macs asked about as such (their segment, or one
+    # of them named). Its count is the one the user has; inference without a stated job is a session.
+    own = all(g.segment == "local" for g in selected) and (hw.segment == "local" or bool(ids))
+    session = own and w.kind == "inference" and w.serving is None and w.requests is None
+    splitter = LayerSplitter(mm) if splits_layers(engine.id, w) else None
     # (count, layout, breakdown, bytes/GPU, host bytes per node, sibling without recomputation when
     # searched, else None): computed once, shared by every GPU.
     # The speed group (setups with the same speed model share one computation: DDP and ZeRO-1/2
@@ -297,8 +320,15 @@ def estimate(
     orders: dict[tuple[int, bool], list[tuple[float, int, float]]] = {}
     for gpu in selected:
         # A Mac's GPU is one chip sharing the machine's memory: it is not combined with others
-        # unless the scenario asks for a count.
-        gpu_setups = single_only if gpu.unified_memory and not hw.gpu_count else setups
+        # unless the scenario asks for a count. The machine a user owns has the GPUs it has (one
+        # unless hardware.gpu_count says more), and is never replicated to finish a queue sooner.
+        if (gpu.unified_memory or (own and gpu.segment == "local")) and not hw.gpu_count:
+            gpu_setups = single_only
+        elif own and gpu.segment == "local" and not w.is_training:
+            gpu_setups = [row for row in setups if not (row[6] == "ddp" and row[0] > 1)]
+        else:
+            gpu_setups = setups
+        split_ram, split_ram_assumed = host_ram(gpu, hw)
         # A service's engine schedules as it starts on this GPU (vLLM's sequences and prefill chunk):
         # the defaults are looked up once per GPU, reported with each fleet and give the engine its chunk.
         gpu_defaults = (
@@ -344,6 +374,14 @@ def estimate(
         shared_plan = bool(plan) and gpu_setups is setups  # else each GPU has its own breakdowns
         for n, lay, bd, need, host, lighter, par, group in plain_setups if shared_plan else gpu_setups:
             fits = need <= cap_bytes
+            gpu_layers = w.gpu_layers if w.gpu_layers is not None and w.gpu_layers < mm.layers else None
+            if not fits and splitter is not None and lighter is None and offers_split(gpu):
+                # Llama.cpp splits layers: the most that fit on the GPU, the rest in host RAM.
+                split = splitter.largest(n, par, lay, cap_bytes)
+                if split is not None:
+                    gpu_layers, bd = split
+                    need, host, fits = bd.device_total, bd.host * min(n, hw.gpus_per_node), True
+                    group = (group, gpu_layers)
             if lighter is not None:
                 # The search lists each layout with recomputation none, selective, full: once one
                 # fits, the ones that recompute more are slower and are not priced.
@@ -355,12 +393,15 @@ def estimate(
                         pending.setdefault(n, []).append((lay, bd, need, host, par))
                         continue
             misfit = ""
-            if host_cap is not None and host > host_cap:
+            if host_cap is not None and host > host_cap and not (gpu_layers is not None and not training):
                 fits = False
                 misfit = (
                     f"host memory: needs {host / GIB:,.0f} GiB per node for offloaded state, "
                     f"{host_cap / GIB:,.0f} GiB available (hardware.host_memory_gib)"
                 )
+            elif gpu_layers is not None and split_ram is not None and host > split_ram:
+                fits = False
+                misfit = split_misfit(host, split_ram, split_ram_assumed, gpu, gpu_layers, mm.layers)
             perf = cost = fleet = None
             if fits and serving is not None:
                 kv_max = _serving.kv_capacity(kv_lines[(n, par)], cap_bytes)
@@ -419,7 +460,7 @@ def estimate(
                         )
                     elif group.__class__ is tuple:
                         perf = inference_performance(
-                            mm,
+                            mm if gpu_layers is None or splitter is None else splitter.model(gpu_layers),
                             gpu,
                             n,
                             par,
@@ -456,11 +497,12 @@ def estimate(
                 need / cap_bytes,
                 (cap_bytes - need) / GIB,
                 perf,
-                cost,
+                None if session else cost,  # a session is no job: nothing to time or price
                 host,
                 misfit,
                 par,
                 fleet,
+                gpu_layers,
             )
             if lighter is not None:
                 searched_rows.setdefault(n, []).append(row)
@@ -502,6 +544,7 @@ def estimate(
                 host,
                 "",
                 par,
+                None,
                 None,
             )
 
@@ -561,6 +604,7 @@ def estimate(
                             misfit,
                             par,
                             None,
+                            None,
                         )
                     )
         for n, fitting in pending.items():
@@ -612,9 +656,10 @@ def estimate(
             lay,
             host / GIB if host else 0.0,
             misfit,
+            gpu_layers,
         )
-        for i, (gpu, n, lay, bd, fits, util, headroom, perf, cost, host, misfit, par, fleet) in enumerate(
-            rows
+        for i, (gpu, n, lay, bd, fits, util, headroom, perf, cost, host, misfit, par, fleet, gpu_layers) in (
+            enumerate(rows)
         )
     )
     result = Estimate(
@@ -628,8 +673,13 @@ def estimate(
         calibration=calibration,
         calibration_fits=tuple(applied),
         instances=snapshot,
+        own_machine=own,
+        session=session and speed,
     )
-    return _finish(result, with_advice and speed, gpus, models)
+    result = _finish(result, with_advice and speed, gpus, models)
+    if with_advice and speed and wants_table(result):
+        result = replace(result, weights_table=weights_table(result, gpus, models, estimate))
+    return result
 
 
 def _instance_pricing(

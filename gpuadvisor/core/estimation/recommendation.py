@@ -29,6 +29,9 @@ order above). The same rule picks each GPU type's setup and orders the GPU types
 recommendation is not the cheapest setup of all, :attr:`Decision.same_cost_as_key` names the
 cheapest one it was preferred to, so the answer can say "same cost, 8x faster".
 
+An interactive session on the machine the user owns (``Estimate.session``) has no job to price: its
+setups that fit come fastest generation first (tier 1).
+
 The recommendation is the first setup in tiers 1-2 over the whole catalog; the runner-up is the
 best setup of another GPU type in the same tiers. Unpriced setups sort after priced ones of
 their tier.
@@ -91,6 +94,9 @@ def sort_key(c: Candidate) -> tuple[object, ...]:
     if c.serving is not None:
         return serving_key(c, t, par)
     cost = c.cost
+    if cost is None and c.performance is not None and c.performance.tokens_per_s_per_user:
+        # A session on the machine the user owns has no job to price: the faster answer first.
+        return (t, -c.performance.tokens_per_s_per_user, c.gpu_count, par, c.gpu.name)
     usd = cost.cost_usd.expected if cost is not None and cost.cost_usd is not None else math.inf
     hours = cost.job_hours.expected if cost is not None else math.inf
     if t == MISSED:  # closest first: priced setups over the limit before unpriced ones

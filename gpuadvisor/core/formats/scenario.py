@@ -14,7 +14,6 @@ and an error names it (``measurements[2].tokens_per_s``).
 from __future__ import annotations
 
 import json
-import math
 import os
 import secrets
 from dataclasses import asdict, dataclass, field, fields, replace
@@ -32,8 +31,10 @@ from ..files import (
     parse_json,
     read_text,
 )
+from ..specs.fields import FIELD_RULES, read_number
 from ..specs.workload import Hardware, RuntimeOverhead, Workload
 from .measurements import Measurement
+from .model_file import file_weights_or_none, gguf_path
 
 FORMAT_NAME = "gpuadvisor-scenario"
 FORMAT_VERSION = 1
@@ -65,22 +66,12 @@ ARCHITECTURE_KEYS = (
 PRICE_CHOICES = ("low", "expected", "high")
 #: The horizon a job without a deadline is planned within, days (a plan a person would run).
 DEFAULT_HORIZON_DAYS = 90.0
-MAX_HORIZON_DAYS = 3650.0
 #: ``budget.providers``: price every setup at the cheapest instance of any provider in the snapshot.
 ANY_PROVIDER = "any"
 #: Largest parameter count a scenario may give (``model.parameters``).
 MAX_PARAMETERS = 1e14
 #: Longest file path a scenario may give (Linux's PATH_MAX).
 MAX_PATH_CHARS = 4096
-#: (smallest, largest, why) of the budget's amounts: physical and economic limits, so that an absurd
-#: value is refused with its reason instead of giving absurd figures.
-BUDGET_LIMITS: dict[str, tuple[float, float, str]] = {
-    "max_usd_per_hour": (1e-4, 1e8, "a hundred million dollars an hour"),
-    "max_total_usd": (1e-2, 1e12, "a trillion dollars"),
-    "deadline_hours": (1e-3, 876_000, "a hundred years"),
-}
-#: A price per GPU-hour: the dearest cloud GPUs rent for tens of dollars an hour.
-PRICE_LIMITS = (1e-4, 1000.0, "USD per GPU-hour; cloud GPUs rent for tens of dollars an hour")
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,22 +102,10 @@ class ModelSource:
                 "give exactly one of preset, architecture, hf_config, gguf or parameters"
                 + (f" (got {', '.join(given)})" if given else ""),
             )
-        if self.parameters is not None and (
-            isinstance(self.parameters, bool)
-            or not isinstance(self.parameters, (int, float))
-            or not math.isfinite(self.parameters)
-            or self.parameters < 1e6
-        ):
-            raise ScenarioError(
-                "model.parameters", "must be a parameter count >= 1e6 (e.g. 7e9)", self.parameters
-            )
-        if self.parameters is not None and self.parameters > MAX_PARAMETERS:
-            raise ScenarioError(
-                "model.parameters",
-                f"must be at most {MAX_PARAMETERS:g} (a hundred trillion; the largest published "
-                "models have about two trillion)",
-                self.parameters,
-            )
+        if self.parameters is not None:
+            problem = FIELD_RULES["model.parameters"].problem(self.parameters)
+            if problem is not None:
+                raise ScenarioError("model.parameters", f"{problem} (e.g. 7e9 or 70B)", self.parameters)
         for key in ("preset", "name"):
             check_text(f"model.{key}", getattr(self, key), MAX_NAME_CHARS, ScenarioError)
         for key in ("hf_config", "gguf"):
@@ -157,31 +136,20 @@ class Budget:
     providers: str | tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
-        for name, (low, high, why) in BUDGET_LIMITS.items():
-            value = getattr(self, name)
-            if value is not None:
-                _require_number(f"budget.{name}", value, positive=True, maximum=high, why=why)
-                _require_at_least(f"budget.{name}", value, low)
+        for name in ("max_usd_per_hour", "max_total_usd", "deadline_hours"):
+            _require_field(f"budget.{name}", getattr(self, name))
         if isinstance(self.price, str):
             if self.price not in PRICE_CHOICES:
                 raise ScenarioError(
                     "budget.price", "must be low, expected, high or a price in USD per GPU-hour", self.price
                 )
         else:
-            low, high, why = PRICE_LIMITS
-            _require_number("budget.price", self.price, positive=True, maximum=high, why=why)
-            _require_at_least("budget.price", self.price, low)
+            _require_field("budget.price", self.price)
         if self.purchase not in ("new", "used"):
             raise ScenarioError("budget.purchase", "must be new or used", self.purchase)
-        _require_number("budget.ownership_months", self.ownership_months, positive=True, maximum=240)
-        _require_number("budget.utilization", self.utilization, positive=True, maximum=1.0)
-        _require_number(
-            "budget.electricity_usd_per_kwh", self.electricity_usd_per_kwh, positive=False, maximum=10
-        )
-        _require_number("budget.pue", self.pue, positive=True, maximum=5)
-        if self.pue < 1.0:
-            raise ScenarioError("budget.pue", "must be at least 1.0 (facility power / IT power)", self.pue)
-        _require_number("budget.horizon_days", self.horizon_days, positive=True, maximum=MAX_HORIZON_DAYS)
+        for name in ("ownership_months", "utilization", "electricity_usd_per_kwh", "pue"):
+            _require_field(f"budget.{name}", getattr(self, name))
+        _require_field("budget.horizon_days", self.horizon_days)
         _check_providers(self.providers)
 
     @property
@@ -216,9 +184,7 @@ class Efficiency:
 
     def __post_init__(self) -> None:
         for f in fields(self):
-            value = getattr(self, f.name)
-            if value is not None:
-                _require_number(f"efficiency.{f.name}", value, positive=True, maximum=1.0)
+            _require_field(f"efficiency.{f.name}", getattr(self, f.name))
 
 
 @dataclass(frozen=True, slots=True)
@@ -240,25 +206,13 @@ class Scenario:
     base_dir: str | None = field(default=None, compare=False)
 
 
-def _require_number(
-    name: str, value: object, positive: bool = True, maximum: float | None = None, why: str = ""
-) -> None:
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, (int, float))
-        or not math.isfinite(value)
-        or value < 0
-        or (positive and value == 0)
-    ):
-        raise ScenarioError(name, "must be a number " + ("> 0" if positive else ">= 0"), value)
-    if maximum is not None and value > maximum:
-        raise ScenarioError(name, f"must be at most {maximum:g}" + (f" ({why})" if why else ""), value)
-
-
-def _require_at_least(name: str, value: float, minimum: float) -> None:
-    """A lower bound for amounts that are divided by (a budget of 1e-300 would underflow)."""
-    if value < minimum:
-        raise ScenarioError(name, f"must be at least {minimum:g}", value)
+def _require_field(key: str, value: object) -> None:
+    """Check a budget or efficiency value against its key's one rule (None: not set)."""
+    if value is None:
+        return
+    problem = FIELD_RULES[key].problem(value)
+    if problem is not None:
+        raise ScenarioError(key, problem, value)
 
 
 def _take(
@@ -277,6 +231,11 @@ def _take(
         if target in names:
             if target in tuple_fields and isinstance(value, list):
                 value = tuple(value)
+            try:  # numbers may be written as people type them: "8k", "$50", "2h", "24 GB"
+                if not (f"{prefix}.{target}" == "budget.price" and value in PRICE_CHOICES):
+                    value = read_number(f"{prefix}.{target}", value)
+            except ValueError as exc:
+                raise ScenarioError(f"{prefix}.{target}", str(exc)) from None
             kwargs[target] = value
         else:
             unknown.append(f"{prefix}.{key}")
@@ -343,9 +302,13 @@ def scenario_from_dict(data: Any, base_dir: str | None = None) -> Scenario:
         model_data = dict(model_data)
         model_data["architecture"] = tuple((k, v) for k, v in arch.items() if k in ARCHITECTURE_KEYS)
     model = _take(model_data, ModelSource, "model", unknown)
-    workload = _take(
-        _section(data, "workload"), Workload, "workload", unknown, tuple_fields=("lora_targets",)
-    )
+    workload_data = _section(data, "workload")
+    if model.gguf is not None and "weights" not in workload_data:
+        # A .gguf file holds its own weights: they are the workload's unless it states others.
+        weights = file_weights_or_none(gguf_path(model.gguf, base_dir))
+        if weights is not None:
+            workload_data = {**workload_data, "weights": weights}
+    workload = _take(workload_data, Workload, "workload", unknown, tuple_fields=("lora_targets",))
     hardware = _take(_section(data, "hardware"), Hardware, "hardware", unknown)
     budget = _take(_section(data, "budget"), Budget, "budget", unknown, tuple_fields=("providers",))
     overhead = _take(_section(data, "overhead"), RuntimeOverhead, "overhead", unknown)

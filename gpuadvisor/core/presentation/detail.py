@@ -26,8 +26,10 @@ from ..formatting import (
     fmt_usd_per_mtok,
     fmt_usd_range,
 )
+from ..specs.engines import RANGE_LABEL
 from .prices import price_date, price_stale, rent_as
 from .serving_text import fleet_detail
+from .wording import host_phrase, prompt_phrase
 
 #: Line kinds: a heading, plain text, a caution (amber) and a problem (red).
 TITLE, TEXT, CAUTION, PROBLEM = "title", "text", "caution", "problem"
@@ -76,7 +78,25 @@ def candidate_detail(
                 ),
             )
         )
-    if c.host_memory_gib > 0.05:
+    if c.gpu_layers is not None and not est.scenario.workload.is_training:
+        layers = est.model.num_layers
+        out.append(
+            (
+                PROBLEM if c.misfit else TEXT,
+                f"{'Fits' if c.fits else 'Would fit'} with {c.gpu_layers} of {layers} layers on the GPU "
+                f"(llama.cpp -ngl {c.gpu_layers}): the other {layers - c.gpu_layers} and the output layer "
+                f"run on the CPU from {fmt_gib(c.host_memory_gib)} GiB of system RAM; "
+                f"{host_phrase(est, c)}, read at {c.gpu.host_memory_bandwidth_gb_s:g} GB/s"
+                + (
+                    ""
+                    if est.scenario.hardware.host_memory_bandwidth_gb_s
+                    else f" ({c.gpu.host_defaults.memory})"
+                )
+                + "."
+                + (f" {c.misfit[0].upper()}{c.misfit[1:]}." if c.misfit else ""),
+            )
+        )
+    elif c.host_memory_gib > 0.05:
         out.append(
             (
                 PROBLEM if c.misfit else TEXT,
@@ -87,6 +107,17 @@ def candidate_detail(
                     else "offloaded state."
                 )
                 + (f" {c.misfit[0].upper()}{c.misfit[1:]}." if c.misfit else ""),
+            )
+        )
+    if c.gpu.unified_memory and not est.scenario.workload.is_training:
+        ram = c.gpu.memory_gb or c.capacity_gib
+        out.append(
+            (
+                TEXT,
+                f"One memory pool: the GPU shares the Mac's {ram:g} GB with macOS and apps, and Metal lets it "
+                f"use {fmt_gib(c.capacity_gib)} GiB by default (sudo sysctl iogpu.wired_limit_mb=<MiB> raises "
+                "that until the next restart). Layers are never kept off the GPU on a Mac: they would sit in "
+                "the same memory.",
             )
         )
     others = [o for o in est.layout_alternatives(c) if o.fits and o.performance is not None][:3]
@@ -113,6 +144,19 @@ def candidate_detail(
         wi = est.what_if(c)
         out.append(
             (TEXT, f"Largest batch that fits: {wi.max_batch:,}; longest context: {wi.max_context:,} tokens.")
+        )
+    session = est.session_of(c)
+    if session is not None and p is not None:
+        rate = est.tokens_per_s(c)
+        spread = f" ({fmt_rate(rate.low)}{DASH}{fmt_rate(rate.high)}, the {RANGE_LABEL})" if rate else ""
+        out.append(
+            (
+                TEXT,
+                f"Generation: ~{fmt_rate(session.tokens_per_s)} tokens/s{spread}, {p.bound}-bound; "
+                f"{prompt_phrase(session.prompt_tokens, session.prompt_s)} "
+                f"({fmt_rate(session.prefill_tokens_per_s)} tokens/s). "
+                f"{fmt_gib(session.memory_left_gib)} GiB of memory left.",
+            )
         )
     if p is not None and cost is not None and est.scenario.workload.serving is None:
         text = (

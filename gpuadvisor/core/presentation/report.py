@@ -48,6 +48,7 @@ from ..formatting import (
     fmt_hours,
     fmt_hours_range,
     fmt_rate,
+    fmt_seconds,
     fmt_setup,
     fmt_share,
     fmt_signed_gib,
@@ -87,6 +88,25 @@ TABLE_HEADER: tuple[str, ...] = (
     "$ per 1M tokens",
     "Meets deadline",
     "Within budget",
+)
+
+#: A session on the machine the user owns (``Estimate.session``): no job, so no time, cost or limits;
+#: how fast it answers, how many layers sit on the GPU and the longest context instead.
+SESSION_TABLE_HEADER: tuple[str, ...] = (
+    *TABLE_HEADER[:7],
+    "GPU layers",
+    "Prompt",
+    "Longest context (tokens)",
+)
+#: Which weight type fits the one GPU compared (``Estimate.weights_table``).
+WEIGHTS_HEADER: tuple[str, ...] = (
+    "Weights",
+    "Weights (GiB)",
+    "Fits",
+    "GPU layers",
+    "Tokens per s",
+    "Prompt tokens per s",
+    "Longest context (tokens)",
 )
 
 #: A service's comparison rows stop after the headroom (GPU, setup, verdict and memory) and add its
@@ -192,6 +212,14 @@ class Report:
     rent_as: str = ""
     #: The report's kind, under its title.
     subtitle: str = "GPU comparison report"
+    #: A session on the machine the user owns: no job to time, price, rent or buy.
+    session: bool = False
+    #: Which weight type fits the one GPU compared: a title, :data:`WEIGHTS_HEADER` rows (the
+    #: scenario's own marked) and a note; empty when more than one GPU type is compared.
+    weights_title: str = ""
+    weights_rows: tuple[tuple[str, ...], ...] = ()
+    weights_current: int = -1  # index of the scenario's own weights in ``weights_rows``
+    weights_note: str = ""
 
 
 def table_order(est: Estimate) -> list[Candidate]:
@@ -236,6 +264,62 @@ def row_cells(d: dict[str, Any]) -> tuple[str, ...]:
         fmt_status(d.get("deadline")) if has_cost else NONE_MARK,
         fmt_status(d.get("budget")) if has_cost else NONE_MARK,
     )
+
+
+def session_cells(d: dict[str, Any]) -> tuple[str, ...]:
+    """A session's cells after the first six of :func:`row_cells` (see :data:`SESSION_TABLE_HEADER`),
+    from its candidate's dictionary (made with the estimate: its ``session`` figures)."""
+    s = d.get("session")
+    if not s:
+        return (fmt_rate(d.get("tokens_per_s")),) + (NONE_MARK,) * 3
+    return (
+        fmt_rate(s["tokens_per_s"]),
+        f"{s['gpu_layers']}/{s['num_layers']}",
+        fmt_seconds(s["prompt_s"]),
+        f"{s['max_context_tokens']:,}",
+    )
+
+
+def weights_cells(row: Any) -> tuple[str, ...]:
+    """One weight type's cells (see :data:`WEIGHTS_HEADER`)."""
+    return (
+        row.label,
+        fmt_gib(row.weights_gib),
+        {"full": "yes", "partial": "partly in RAM", "no": "no"}[row.fit],
+        f"{row.gpu_layers}/{row.num_layers}" if row.gpu_layers is not None else NONE_MARK,
+        fmt_rate(row.tokens_per_s),
+        fmt_rate(row.prefill_tokens_per_s),
+        f"{row.max_context:,}" if row.max_context is not None else NONE_MARK,
+    )
+
+
+def weights_title(est: Estimate) -> str:
+    """``Which weight type fits RTX 4090 (llama.cpp)`` ("" without a table)."""
+    lead = next(iter(est.best_per_gpu().values()), None)
+    if not est.weights_table or lead is None:
+        return ""
+    return f"Which weight type fits {plain_gpu_name(lead.gpu.name)} ({engine_name(est.engine)})"
+
+
+def _weights_section(est: Estimate) -> dict[str, Any]:
+    """The weights table's part of the report (empty when there is none)."""
+    rows = est.weights_table
+    lead = next(iter(est.best_per_gpu().values()), None)
+    if not rows or lead is None:
+        return {}
+    current = next((i for i, r in enumerate(rows) if r.current), -1)
+    return {
+        "weights_title": weights_title(est),
+        "weights_rows": tuple(weights_cells(r) for r in rows),
+        "weights_current": current,
+        "weights_note": (
+            "Each row is the whole estimate again with that weight type on the same GPU and count. Fits: "
+            "yes (every layer on the GPU), partly in RAM (the GPU layers shown, the rest and the output layer "
+            "in system RAM) or no. Tokens per s: "
+            + ("generation of one answer" if est.session else "the job's output tokens per second")
+            + "; longest context: the longest that fits that setup."
+        ),
+    }
 
 
 def service_memory_cells(d: dict[str, Any]) -> tuple[str, ...]:
@@ -552,6 +636,16 @@ def _method(est: Estimate) -> list[str]:
             "step takes at least the time to launch its kernels. Tokens/s = batch \u00d7 output tokens / (prefill "
             "+ output tokens \u00d7 step time)."
         )
+    if est.own_machine and not w.is_training:
+        lines.append(
+            "The machine you own: its GPUs as it has them (one unless a count is given), never copies of it "
+            "to finish a queue sooner. Without a number of requests it is an interactive session: tokens/s "
+            "is the generation of one answer, the prompt's time the wait for its first token. On llama.cpp "
+            "a model too big for the card runs with the most layers that keep the card below 95% full; "
+            "the other layers and the output head run on the CPU from system RAM, and each token takes "
+            "the GPU's layers at its bandwidth plus the CPU's at the host memory's (a stated or assumed "
+            "default per machine class). A Mac's GPU shares one memory pool and is never split."
+        )
     lines.append(
         f"Job time = job tokens / tokens per second (low\u2013high: the {RANGE_LABEL}, which held 8 in 10 published "
         "measurements that the engine profile was not fitted to). Cost = GPU-hours "
@@ -762,17 +856,19 @@ def build_report(
     table = ordered[:max_rows]
     text, rec, runner = recommendation_text(est)
     service = est.scenario.workload.serving is not None
+    session = est.session
     # A service is no batch job: its speed and cost are the fleet's (the serving table); a job's
     # tokens/s, time and cost at the scenario's batch would contradict them, so its rows stop at memory.
-    columns = SERVICE_TABLE_COLUMNS if service else len(TABLE_HEADER)
+    columns = SERVICE_TABLE_COLUMNS if service else 6 if session else len(TABLE_HEADER)
     rows = []
     for c in table:
-        d = candidate_to_dict(c)
+        d = candidate_to_dict(c, est=est)
+        extra = service_memory_cells(d) if service else session_cells(d) if session else ()
         rows.append(
             TableRow(
                 gpu_id=c.gpu.id,
                 key=c.key,
-                cells=row_cells(d)[:columns] + (service_memory_cells(d) if service else ()),
+                cells=row_cells(d)[:columns] + extra,
                 fits=c.fits,
                 verdict=c.verdict,
                 recommended=rec is not None and c.key == rec.key,
@@ -803,6 +899,10 @@ def build_report(
             + ", ".join(f"{engine_name(e)} {p.setting} {p.fraction:g}" for e, p in KV_POOLS.items())
             + "; what nvidia-smi shows). A service's speed, latency and monthly cost are in the fleet table above, one fleet per GPU type."
             if service
+            else ". An interactive session on the machine you own: tokens per s is the generation of one "
+            "answer; GPU layers: the layers on the GPU (the rest in system RAM); prompt: the time to read the "
+            "prompt, the wait for the first token; no job is timed or priced."
+            if session
             else ". Tokens/s: aggregate over the setup's GPUs"
             + (" (trained tokens)." if est.scenario.workload.is_training else " (output tokens).")
             + f" Job time and cost: the {RANGE_LABEL} (low\u2013high). \u2014: no deadline, budget or "
@@ -816,6 +916,8 @@ def build_report(
             f"{max_rows} rows); `gpuadvisor-cli estimate` lists them all."
         )
     rent_rows, findings = _rent_buy(est, table, rec, runner)
+    if session:  # no job to rent GPUs for: the PDF says so instead of comparing
+        rent_rows, findings = [], []
     b = est.scenario.budget
     settings = (
         f"{b.purchase.capitalize()} purchase price (mean of the catalog's low and high), "
@@ -845,7 +947,9 @@ def build_report(
         changes=tuple(change_lines(est)),
         recommended_key=rec.key if rec is not None else None,
         runner_up_key=runner.key if runner else None,
-        table_header=TABLE_HEADER[:columns] + (SERVICE_MEMORY_HEADER if service else ()),
+        table_header=SESSION_TABLE_HEADER
+        if session
+        else TABLE_HEADER[:columns] + (SERVICE_MEMORY_HEADER if service else ()),
         table_rows=tuple(rows),
         table_notes=tuple(notes),
         rent_buy_header=RENT_BUY_HEADER,
@@ -865,4 +969,6 @@ def build_report(
         recommendation_flags=tuple(pick_price_warnings(est, today, stale_after_months)),
         rent_as=rent_as(est),
         **serving_report(est),
+        session=session,
+        **_weights_section(est),
     )

@@ -15,6 +15,7 @@ from ..formatting import (
     fmt_gib,
     fmt_hours_range,
     fmt_rate,
+    fmt_seconds,
     fmt_signed_gib,
     fmt_usd_per_mtok,
     fmt_usd_range,
@@ -97,7 +98,10 @@ def render_estimate(est: Estimate, show_all: bool = False, warnings: bool = True
         header += ["in flight", "engine takes"]
     if has_host:
         header += ["host RAM"]
-    if has_perf:
+    session = est.session and has_perf
+    if session:  # one person on their machine: no job; how fast it answers and how many layers fit
+        header += ["GPU layers", "tokens/s", "prompt tok/s", f"{w.prompt_tokens:,}-tok prompt", "bound"]
+    elif has_perf:
         header += (
             ["tokens/s"]
             + (["tok/s/user", "prompt tok/s"] if inference else [])
@@ -126,7 +130,9 @@ def render_estimate(est: Estimate, show_all: bool = False, warnings: bool = True
             row += [f"{mem['concurrency']:,}", fmt_gib(mem["engine_total"])] if mem else ["-", "-"]
         if has_host:
             row += [f"{c.host_memory_gib:.1f}"]  # host RAM per node (gpu_layers, offload)
-        if has_perf:
+        if session:
+            row += session_cells(est, c)
+        elif has_perf:
             d: dict[str, Any] = {}
             if c.performance is not None:
                 d.update(c.performance.to_dict())
@@ -176,7 +182,13 @@ def render_estimate(est: Estimate, show_all: bool = False, warnings: bool = True
             "preallocates (what nvidia-smi shows). Speed, latency and cost: the fleet table above (one "
             "replica per row here)."
         )
-    if has_perf:
+    if session:
+        lines.append(
+            "A session on the machine you own: tokens/s = generation of one answer; prompt: the time to "
+            "read the prompt (the wait for the first token); GPU layers: layers on the GPU, the rest in "
+            "system RAM. No job is timed or priced (give workload.requests for one)."
+        )
+    elif has_perf:
         lines.append(
             f"job time, cost: the {RANGE_LABEL} (low-high; it held 8 in 10 published measurements the "
             "speed model was not fitted to)."
@@ -186,6 +198,8 @@ def render_estimate(est: Estimate, show_all: bool = False, warnings: bool = True
             "One row per GPU type: its best setup under the deadline and budget (use --all for every "
             "count and parallelism); \u2605 marks the recommendation."
         )
+    if est.weights_table:
+        lines += ["", *weights_table_lines(est)]
     lines += calibration_lines(est)
     lines.append(summary_line(est) + f" (engine profile: {est.engine})")
     where = rent_as(est)
@@ -205,6 +219,47 @@ def text_warnings(est: Estimate, today: _dt.date | None = None, stale_months: in
     today = today or _dt.date.today()
     out = point_to_changes(est.warnings, "above") + pick_price_warnings(est, today, stale_months)
     return list(dict.fromkeys(out))
+
+
+def session_cells(est: Estimate, c: Candidate) -> list[str]:
+    """A session's cells: GPU layers, generation tokens/s, prompt tokens/s, prompt time, bound."""
+    s, perf = est.session_of(c), c.performance
+    if s is None or perf is None:
+        return ["-"] * 5
+    return [
+        f"{s.gpu_layers}/{s.num_layers}",
+        fmt_rate(s.tokens_per_s),
+        fmt_rate(s.prefill_tokens_per_s) if s.prefill_tokens_per_s else "-",
+        fmt_seconds(s.prompt_s),
+        perf.bound,
+    ]
+
+
+def weights_table_lines(est: Estimate) -> list[str]:
+    """Which weight type fits the one GPU compared: the estimate's ``weights_table`` as a text table."""
+    rows = est.weights_table
+    if not rows:
+        return []
+    lead = next(iter(est.best_per_gpu().values()), None)
+    gpu = lead.gpu.name if lead is not None else "the GPU"
+    header = ["weights", "GiB", "fit", "GPU layers", "tokens/s", "prompt tok/s", "max ctx"]
+    table = []
+    for r in rows:
+        table.append(
+            [
+                ("> " if r.current else "  ") + r.label,
+                fmt_gib(r.weights_gib),
+                {"full": "fits", "partial": "partly in RAM", "no": "no"}[r.fit],
+                f"{r.gpu_layers}/{r.num_layers}" if r.gpu_layers is not None else "-",
+                fmt_rate(r.tokens_per_s) if r.tokens_per_s is not None else "-",
+                fmt_rate(r.prefill_tokens_per_s) if r.prefill_tokens_per_s is not None else "-",
+                f"{r.max_context:,}" if r.max_context is not None else "-",
+            ]
+        )
+    return [
+        f"Weight types on {gpu} ({est.engine}; > marks the scenario's):",
+        text_table(table, header, right={1, 3, 4, 5, 6}),
+    ]
 
 
 def serving_lines(est: Estimate, show_all: bool = False) -> list[str]:

@@ -197,6 +197,17 @@ def scenario_lines(est: Estimate) -> list[tuple[str, str]]:
             f"{fmt_count(requests)} requests to serve ({fmt_count(requests * w.output_tokens)} output tokens)"
             + ("" if w.requests else " (default: the scenario gives no job size)")
         )
+        if est.session:
+            job = (
+                "none: an interactive session on the machine you own (give a number of requests to time "
+                "and price a job)"
+            )
+            lines[1] = ("Workload", "Inference: an interactive session on the machine you own")
+            if w.batch_size == 1:
+                lines[-1] = (
+                    "Batch and sequence",
+                    f"one answer at a time: a {w.prompt_tokens:,}-token prompt and {w.output_tokens:,} output tokens",
+                )
     if w.serving is not None:  # a service: traffic and targets instead of a batch and a job
         lines[-1] = ("Traffic", traffic_phrase(est))
         job = f"a fleet sized for {targets_phrase(est)}"
@@ -239,6 +250,8 @@ def scenario_lines(est: Estimate) -> list[tuple[str, str]]:
         }.get(hw.segment or "", "the whole catalog")
         gpus = f"{part} ({len(est.best_per_gpu())} GPU types)"
     counts = f"{hw.gpu_count} GPU{'s' if hw.gpu_count != 1 else ''}" if hw.gpu_count else "1, 2, 4 and 8 GPUs"
+    if est.own_machine and not hw.gpu_count:
+        counts = "the one GPU of the machine you own (set a GPU count for more)"
     if not hw.gpu_count and (hw.gpu_count_max or 0) > 8:
         counts = f"1 to 8 GPUs and whole nodes up to {hw.gpu_count_max:,} GPUs"
     axes = [
@@ -420,6 +433,8 @@ def recommendation_text(est: Estimate) -> tuple[str, Candidate | None, Candidate
         if rec is not None and runner is not None and runner.serving is not None:
             text += f" Runner-up: {fleet_name(runner)}: {fleet_figures(runner.serving)}."
         return text, rec, runner
+    if est.session:  # one person on the machine they own: how fast and how much fits
+        return session_line(est), est.recommended, None
     ranking = list(est.ranking)
     limits = limits_phrase(est)
     if not ranking:
@@ -582,6 +597,8 @@ def summary_line(est: Estimate) -> str:
     recommended setup (the same as the report's), or why there is none and the cheapest change."""
     if est.scenario.workload.serving is not None:
         return serving_summary(est)
+    if est.session:
+        return session_line(est)
     rec = est.recommended
     limits = limits_phrase(est)
     if rec is not None:
@@ -596,11 +613,7 @@ def summary_line(est: Estimate) -> str:
             if cost.cost_usd is not None:
                 figures.append(f"about {fmt_usd(cost.cost_usd.expected)}")
         text = f"Recommended: {setup_name(rec)}" + (": " + ", ".join(figures) if figures else "")
-        speed = (
-            local_speed_line(rec, est.scenario.workload.prompt_tokens)
-            if not est.scenario.workload.is_training
-            else None
-        )
+        speed = speed_phrase(est, rec) if not est.scenario.workload.is_training else None
         if speed:
             text += f"; {speed}"
         if limits:
@@ -642,19 +655,115 @@ def calibration_note(est: Estimate) -> str:
     return f"Calibrated to your measurements on {n} GPU type{'s' if n != 1 else ''}."
 
 
-def local_speed_line(c: Candidate, prompt_tokens: int) -> str | None:
-    """The local-inference sentence for a summary: "runs at ~42 tokens/s, a 4k-token prompt in ~7.0 s".
+def prompt_size(tokens: int) -> str:
+    """A prompt's length as people say it: ``4k``, ``1.5k``, ``512``."""
+    if tokens >= 1000:
+        if tokens % 1024 == 0:  # 4,096 is "4k" as people say it
+            return f"{tokens // 1024}k"
+        k = tokens / 1000
+        return f"{k:.0f}k" if abs(k - round(k)) < 0.05 else f"{k:.1f}k"
+    return f"{tokens}"
 
-    Generation speed is one user's decode rate; the prompt time is ``prompt_tokens`` over the
-    prompt-processing rate. Host RAM is named when layers stay off the GPU. ``None`` for a
-    training candidate or one without a speed.
-    """
-    perf = c.performance
-    if perf is None or perf.tokens_per_s_per_user is None or not perf.prefill_tokens_per_s:
+
+def prompt_phrase(tokens: int, seconds: float) -> str:
+    """``a 4k-token prompt in 1.2 s`` (``in under 1 ms`` for a tiny one)."""
+    return f"a {prompt_size(tokens)}-token prompt in {fmt_seconds(seconds)}"
+
+
+def speed_phrase(est: Estimate, c: Candidate) -> str | None:
+    """How fast a batch job's setup answers, with the estimate's one tokens/s figure (the ranking's):
+    "runs at ~232 tokens/s in all (33.0 per sequence), a 1k-token prompt in 1.1 s". None without a
+    speed."""
+    perf, rate = c.performance, est.tokens_per_s(c)
+    if perf is None or rate is None or not perf.prefill_tokens_per_s:
         return None
-    prompt_s = prompt_tokens / perf.prefill_tokens_per_s
-    size = f"{prompt_tokens / 1000:.0f}k" if prompt_tokens >= 1000 else f"{prompt_tokens}"
-    line = f"runs at ~{fmt_rate(perf.tokens_per_s_per_user)} tokens/s, a {size}-token prompt in ~{fmt_seconds(prompt_s)}"
+    w = est.scenario.workload
+    prompt_s = w.prompt_tokens / perf.prefill_tokens_per_s
+    per_sequence = perf.tokens_per_s_per_user
+    line = f"runs at ~{fmt_rate(rate.expected)} tokens/s"
+    if per_sequence and (c.gpu_count > 1 or w.batch_size > 1):
+        line += f" in all ({fmt_rate(per_sequence)} per sequence)"
+    line += f", {prompt_phrase(w.prompt_tokens, prompt_s)}"
     if c.memory.host:
         line += f", with {c.memory.host / 2**30:.1f} GiB of the model in host RAM"
     return line
+
+
+def host_phrase(est: Estimate, c: Candidate) -> str:
+    """The host RAM the layers kept off the GPU may use, and whether it is assumed:
+    "28 GiB available, assumed for a desktop with 32 GB of dual-channel DDR5-5600"."""
+    hw = est.scenario.hardware
+    if hw.host_memory_gib is not None:
+        return f"{fmt_gib(hw.host_memory_gib)} GiB available (your setting)"
+    defaults = c.gpu.host_defaults
+    if defaults.ram_gib is None:
+        return "host RAM not checked"
+    return f"{fmt_gib(defaults.ram_gib)} GiB available, assumed for {defaults.machine}"
+
+
+def fit_phrase(est: Estimate, c: Candidate) -> str:
+    """How the model sits on the machine: "fits with 43 of 80 layers on the GPU, 19.2 GiB in system
+    RAM (28 GiB available, assumed for a desktop ...)", a Mac's one memory pool, or "fits"."""
+    layers = est.model.num_layers
+    if c.gpu_layers is not None:
+        return (
+            f"fits with {c.gpu_layers} of {layers} layers on the GPU, {fmt_gib(c.host_memory_gib)} GiB in "
+            f"system RAM ({host_phrase(est, c)})"
+        )
+    if c.gpu.unified_memory:
+        return f"one memory pool shared with macOS, of which Metal lets the GPU use {fmt_gib(c.capacity_gib)} GiB"
+    return "fits"
+
+
+def session_figures(est: Estimate, c: Candidate) -> str:
+    """The session's figures: "~41.6 tokens/s, a 1k-token prompt in 587 ms; up to 15,234 tokens of
+    context; 3.7 GiB of 24.0 GiB free"."""
+    s = est.session_of(c)
+    if s is None:
+        return ""
+    left = (
+        f"{fmt_gib(s.memory_left_gib)} GiB of it left"
+        if c.gpu.unified_memory
+        else f"{fmt_gib(s.memory_left_gib)} GiB of {fmt_gib(c.capacity_gib)} GiB free"
+    )
+    return (
+        f"~{fmt_rate(s.tokens_per_s)} tokens/s, {prompt_phrase(s.prompt_tokens, s.prompt_s)}; "
+        f"up to {s.max_context_tokens:,} tokens of context; {left}"
+    )
+
+
+def machine_name(est: Estimate, c: Candidate) -> str:
+    """The machine in a session's answer: ``1 × NVIDIA GeForce RTX 4090``, ``1 × Apple M3 Max (40-core
+    GPU) with 64 GB``."""
+    name = setup_name(c)
+    if c.gpu.unified_memory and c.gpu.memory_gb:
+        name += f" with {c.gpu.memory_gb:g} GB"
+    return name
+
+
+def session_line(est: Estimate) -> str:
+    """A session's answer in one line: on the machine the user owns, how fast and how much fits."""
+    rec = est.recommended
+    if rec is not None and est.session_of(rec) is not None:
+        several = len(est.best_per_gpu()) > 1
+        head = (
+            f"Recommended: {machine_name(est, rec)}, the fastest that fits"
+            if several
+            else f"On {machine_name(est, rec)}"
+        )
+        fit = fit_phrase(est, rec)
+        return f"{head}: " + (f"{fit}; " if fit != "fits" else "") + session_figures(est, rec) + "."
+    names = _gpu_names(est)
+    working = [a for a in est.advice if a.fits]
+    fix = (
+        f" Cheapest change: {working[0].change}, on {key_name(working[0].candidate, names)}."
+        if working
+        else " No standard change makes it fit."
+    )
+    closest = next(iter(est.best_per_gpu().values()), None)
+    if closest is None:
+        return "Nothing fits on any GPU compared." + fix
+    why = closest.misfit or (
+        f"needs {fmt_gib(closest.memory.device_total / 2**30)} GiB of {fmt_gib(closest.capacity_gib)} GiB"
+    )
+    return f"Does not fit {machine_name(est, closest)}: {why}." + fix

@@ -21,7 +21,6 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QMainWindow,
     QMessageBox,
-    QSpinBox,
     QTableView,
     QTabWidget,
     QToolBar,
@@ -32,10 +31,13 @@ from PySide6.QtWidgets import (
 from ...core.errors import CatalogError, InputError
 from ...core.formats import user_catalog as uc
 from ...core.formats.catalog_exchange import ImportReport, export_text, import_file
+from ...core.numbers import NumberRule, Quantity
 from ...core.specs.hardware import GpuCatalog
 from ...storage import StorageError, atomic_write_text
+from ...storage.settings import STALE_PRICE_MONTHS_RANGE
 from ...storage.user_catalog_store import restore_user_catalog, save_user_catalog, user_catalog_backups
 from ..theme import colors
+from ..widgets import NumberField
 from .add_gpu import AddGpuDialog
 from .columns import KIND_TITLES
 from .commands import InstancesCommand, RowsCommand
@@ -296,15 +298,17 @@ class CatalogEditor(QMainWindow):
                 self.addAction(act)
         bar.addSeparator()
         bar.addWidget(QLabel(" Flag prices older than ", self))
-        self.stale_box = QSpinBox(self)
-        self.stale_box.setRange(1, 240)
-        self.stale_box.setSuffix(" months")
-        self.stale_box.setValue(stale_months)
-        self.stale_box.setToolTip(
-            "Prices dated before this are flagged here, in the results and in the report"
+        low, high = STALE_PRICE_MONTHS_RANGE
+        self.stale_field = NumberField(
+            "6", parent=self, rule=NumberRule(Quantity.MONTHS, low, high, integer=True)
         )
-        self.stale_box.valueChanged.connect(self._stale_changed)
-        bar.addWidget(self.stale_box)
+        self.stale_field.set_value(stale_months)
+        self.stale_field.setToolTip(
+            "Prices dated before this many months are flagged here, in the results and in the report"
+        )
+        self.stale_field.edited.connect(self._on_stale_edited)
+        bar.addWidget(self.stale_field)
+        bar.addWidget(QLabel(" months", self))
         self.tabs.currentChanged.connect(lambda _i: self._update_actions())
         for tab in self.tabs_by_kind.values():
             tab.table.selectionModel().selectionChanged.connect(lambda *_a: self._update_actions())
@@ -713,6 +717,15 @@ class CatalogEditor(QMainWindow):
         self.info.setText(
             f"<span style='color:{colors(self.palette()).problem}'><b>Not changed:</b> {html.escape(message)}</span>"
         )
+
+    def _on_stale_edited(self) -> None:
+        """A valid number of months typed: flag prices older than it (an invalid one shows its message)."""
+        try:
+            months = self.stale_field.value()
+        except ValueError:
+            return
+        if months is not None:
+            self._stale_changed(int(months))
 
     def _stale_changed(self, months: int) -> None:
         for model in self.models.values():

@@ -17,7 +17,7 @@ from PySide6.QtWidgets import (
 )
 
 from ...core.errors import InputError
-from ...core.formats.scenario import ANY_PROVIDER, DEFAULT_HORIZON_DAYS, MAX_HORIZON_DAYS, Budget, Scenario
+from ...core.formats.scenario import ANY_PROVIDER, DEFAULT_HORIZON_DAYS, Budget, Scenario
 from ..widgets import ElidedComboBox, NumberField, hint
 
 PRICES = [
@@ -54,18 +54,18 @@ class BudgetPage(QWidget):
             "GPU-hour with its as-of date; prices change monthly, so use your own quote when "
             "you have one."
         )
-        self.own_price = NumberField("2.50", minimum=0.0001)
+        self.own_price = NumberField("2.50", key="budget.price")
         self.own_price.setToolTip("Your price in USD per GPU-hour (applied to every GPU).")
-        self.max_per_hour = NumberField("no limit", optional=True, minimum=0.0001)
+        self.max_per_hour = NumberField("no limit", optional=True, key="budget.max_usd_per_hour")
         self.max_per_hour.setToolTip("The most you will pay per hour for the whole setup (all its GPUs).")
-        self.max_total = NumberField("no limit", optional=True, minimum=0.0001)
+        self.max_total = NumberField("no limit", optional=True, key="budget.max_total_usd")
         self.max_total.setToolTip("The most the whole job may cost.")
-        self.deadline = NumberField("no deadline", optional=True, minimum=0.0001)
+        self.deadline = NumberField("no deadline", optional=True, key="budget.deadline_hours")
         self.deadline.setToolTip(
             "Wall-clock hours the job may take. An underpowered card is cheaper per hour but "
             "can cost more per job and miss the deadline."
         )
-        self.horizon = NumberField(f"{DEFAULT_HORIZON_DAYS:g}", minimum=0.01, maximum=MAX_HORIZON_DAYS)
+        self.horizon = NumberField(f"{DEFAULT_HORIZON_DAYS:g}", key="budget.horizon_days")
         self.horizon.setToolTip(
             "Without a deadline, the answer is the cheapest setup that finishes within this many days: "
             "the cheapest setups of a long pre-training run take years, which is no plan anyone runs. "
@@ -88,16 +88,16 @@ class BudgetPage(QWidget):
         self.purchase.addItem("New", "new")
         self.purchase.addItem("Used", "used")
         self.purchase.setToolTip("Purchase price used for the buy-versus-rent comparison.")
-        self.months = NumberField("36", minimum=1, maximum=240)
+        self.months = NumberField("36", key="budget.ownership_months")
         self.months.setToolTip("Months over which a bought GPU is written off (depreciation).")
-        self.utilization = NumberField("60", minimum=1, maximum=100)
+        self.utilization = NumberField("60", key="budget.utilization", percent=True)
         self.utilization.setToolTip(
             "Percent of hours an owned GPU would be busy. Renting wins for sporadic "
             "work; buying can pay back for continuous use."
         )
-        self.electricity = NumberField("0.15", minimum=0, maximum=10)
+        self.electricity = NumberField("0.15", key="budget.electricity_usd_per_kwh")
         self.electricity.setToolTip("Electricity price in USD per kWh.")
-        self.pue = NumberField("1.3", minimum=1, maximum=5)
+        self.pue = NumberField("1.3", key="budget.pue")
         self.pue.setToolTip("Power usage effectiveness: facility power over IT power (1.0-2.0).")
 
         rent = QFormLayout()

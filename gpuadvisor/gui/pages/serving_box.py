@@ -8,11 +8,11 @@ validation names the field when a value is out of range.
 from __future__ import annotations
 
 from PySide6.QtCore import Signal
-from PySide6.QtWidgets import QComboBox, QFormLayout, QGroupBox, QSpinBox, QWidget
+from PySide6.QtWidgets import QComboBox, QFormLayout, QGroupBox, QWidget
 
 from ...core.estimation.serving import default_request_overhead_s
 from ...core.specs.engines import DEFAULT_INFERENCE_ENGINE
-from ...core.specs.serving import MAX_REQUEST_OVERHEAD_MS, PERCENTILES, ServingSpec
+from ...core.specs.serving import PERCENTILES, ServingSpec
 from ..widgets import NumberField
 
 #: What a new service starts with (the issue's example: 20 requests/s, 1 s to first token, 20 tokens/s).
@@ -26,15 +26,15 @@ class ServingBox(QGroupBox):
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__("Serving: traffic and targets", parent)
-        self.rate = NumberField("20", minimum=1e-6, maximum=1e7)
+        self.rate = NumberField("20", key="workload.serving.requests_per_s")
         self.rate.setToolTip(
             "Requests per second the service must carry (arrivals at random, a Poisson stream)."
         )
-        self.ttft = NumberField("1", minimum=1e-6, maximum=3600)
+        self.ttft = NumberField("1", key="workload.serving.ttft_s")
         self.ttft.setToolTip(
             "Target time to first token, in seconds, at the percentile below; waiting in the queue included."
         )
-        self.itl = NumberField("50", minimum=1e-6, maximum=60_000)
+        self.itl = NumberField("50", key="workload.serving.itl_ms")
         self.itl.setToolTip(
             "Target time between two generated tokens, in milliseconds (50 ms is 20 tokens/s per user)."
         )
@@ -42,27 +42,24 @@ class ServingBox(QGroupBox):
         for p in PERCENTILES:
             self.percentile.addItem(f"p{p}", p)
         self.percentile.setToolTip("The share of requests that must see a first token within the target.")
-        self.prompt_p90 = NumberField("= mean", optional=True, minimum=1, maximum=1e8, integer=True)
+        self.prompt_p90 = NumberField("= mean", optional=True, key="workload.prompt_tokens_p90")
         self.prompt_p90.setToolTip(
             "90th-percentile prompt length (a long tail): each sequence reserves more KV cache and a long "
             "prompt takes longer to its first token. Empty: the mean."
         )
-        self.output_p90 = NumberField("= mean", optional=True, minimum=1, maximum=1e8, integer=True)
+        self.output_p90 = NumberField("= mean", optional=True, key="workload.output_tokens_p90")
         self.output_p90.setToolTip(
             "90th-percentile output length: more KV cache per sequence and longer, more variable service "
             "times. Empty: the mean."
         )
-        self.cache = QSpinBox()
-        self.cache.setRange(0, 99)
-        self.cache.setSuffix(" %")
+        self.cache = NumberField("0", key="workload.serving.prefix_cache_hit_rate", percent=True)
         self.cache.setToolTip(
             "Share of prompt tokens found in the prefix cache (a shared system prompt): not prefilled again."
         )
         self.overhead = NumberField(
             self._fitted_placeholder(DEFAULT_INFERENCE_ENGINE),
             optional=True,
-            minimum=0,
-            maximum=MAX_REQUEST_OVERHEAD_MS,
+            key="workload.serving.request_overhead_ms",
         )
         self.overhead.setToolTip(
             "Time your serving stack adds to every request outside the model's steps, in milliseconds: HTTP, "
@@ -70,9 +67,7 @@ class ServingBox(QGroupBox):
             "first token. Published runs took from about 0 (NIM) to 60 ms (Python API servers). Empty: the "
             "value fitted to the chosen engine's runs."
         )
-        self.hours = QSpinBox()
-        self.hours.setRange(1, 24)
-        self.hours.setSuffix(" h")
+        self.hours = NumberField("24", key="workload.serving.hours_per_day")
         self.hours.setToolTip("Hours a day the fleet runs: the monthly cost follows them.")
         form = QFormLayout(self)
         form.addRow("Requests per second", self.rate)
@@ -84,11 +79,18 @@ class ServingBox(QGroupBox):
         form.addRow("Prefix cache hits", self.cache)
         form.addRow("Per-request time (ms)", self.overhead)
         form.addRow("Hours a day", self.hours)
-        for field in (self.rate, self.ttft, self.itl, self.prompt_p90, self.output_p90, self.overhead):
+        for field in (
+            self.rate,
+            self.ttft,
+            self.itl,
+            self.prompt_p90,
+            self.output_p90,
+            self.overhead,
+            self.cache,
+            self.hours,
+        ):
             field.edited.connect(self.edited)
         self.percentile.currentIndexChanged.connect(self.edited)
-        self.cache.valueChanged.connect(self.edited)
-        self.hours.valueChanged.connect(self.edited)
 
     @staticmethod
     def _fitted_placeholder(engine_id: str) -> str:
@@ -101,7 +103,7 @@ class ServingBox(QGroupBox):
     def set_spec(self, spec: ServingSpec | None, prompt_p90: int | None, output_p90: int | None) -> None:
         """Show a service's values (the defaults when there is none) without emitting ``edited``."""
         spec = spec or DEFAULT_SPEC
-        widgets = (self.percentile, self.cache, self.hours)
+        widgets = (self.percentile,)
         for w in widgets:
             w.blockSignals(True)
         try:
@@ -109,8 +111,8 @@ class ServingBox(QGroupBox):
             self.ttft.set_value(spec.ttft_s)
             self.itl.set_value(spec.itl_ms)
             self.percentile.setCurrentIndex(max(0, self.percentile.findData(spec.percentile)))
-            self.cache.setValue(round(spec.prefix_cache_hit_rate * 100))
-            self.hours.setValue(round(spec.hours_per_day))
+            self.cache.set_value(round(spec.prefix_cache_hit_rate * 100, 4))
+            self.hours.set_value(spec.hours_per_day)
             self.prompt_p90.set_value(prompt_p90)
             self.output_p90.set_value(output_p90)
             self.overhead.set_value(spec.request_overhead_ms)
@@ -126,6 +128,8 @@ class ServingBox(QGroupBox):
             ("First token within", self.ttft),
             ("Between tokens", self.itl),
             ("Per-request time", self.overhead),
+            ("Prefix cache hits", self.cache),
+            ("Hours a day", self.hours),
         ):
             try:
                 values[label] = field.value()
@@ -136,8 +140,8 @@ class ServingBox(QGroupBox):
             ttft_s=float(values["First token within"] or 0.0),
             itl_ms=float(values["Between tokens"] or 0.0),
             percentile=int(self.percentile.currentData()),
-            prefix_cache_hit_rate=self.cache.value() / 100.0,
-            hours_per_day=float(self.hours.value()),
+            prefix_cache_hit_rate=float(values["Prefix cache hits"] or 0.0) / 100.0,
+            hours_per_day=float(values["Hours a day"] or 24.0),
             request_overhead_ms=values["Per-request time"],
         )
 
