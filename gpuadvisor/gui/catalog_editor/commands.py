@@ -3,8 +3,8 @@ cloud instance types a price-list import saves."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Protocol
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
 
 from PySide6.QtGui import QUndoCommand
 
@@ -58,27 +58,31 @@ class RowsCommand(QUndoCommand):
 
 
 class InstancesCommand(QUndoCommand):
-    """The user's cloud instance types as a price-list import left them: undo puts back the file as
-    it was before (or removes it), redo as the import wrote it. ``put`` writes a text (None: no
-    file) and hands the effective snapshot on; it reports its own failures. The import has
-    already written the file when the command is pushed, so the first redo writes nothing."""
+    """The cloud instance types a price-list import saved: undo puts back the rows the import
+    replaced (of its providers only: what another program imported meanwhile stays), redo the
+    rows it wrote. ``put(providers, rows, updated)`` writes them and hands the effective snapshot
+    on; it reports its own failures. The import has already written the file when the command is
+    pushed, so the first redo writes nothing."""
 
     def __init__(
         self,
-        before: str | None,
-        after: str,
-        put: Callable[[str | None], None],
+        providers: Sequence[str],
+        before: Sequence[Any],
+        after: Sequence[Any],
+        updated: str,
+        put: Callable[[Sequence[str], Sequence[Any], str], None],
         parent: QUndoCommand | None = None,
     ) -> None:
         super().__init__("Save cloud instance types", parent)
-        self.before, self.after, self.put = before, after, put
+        self.providers, self.before, self.after = tuple(providers), tuple(before), tuple(after)
+        self.updated, self.put = updated, put
         self._written = True
 
     def redo(self) -> None:
         if self._written:
             self._written = False
             return
-        self.put(self.after)
+        self.put(self.providers, self.after, self.updated)
 
     def undo(self) -> None:
-        self.put(self.before)
+        self.put(self.providers, self.before, "")

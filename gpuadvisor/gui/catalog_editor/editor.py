@@ -6,8 +6,9 @@ import datetime as _dt
 import html
 import logging
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QKeySequence, QUndoStack
@@ -490,11 +491,7 @@ class CatalogEditor(QMainWindow):
         """Update cloud prices from gpuhunt or SkyPilot catalog files; returns the applied updates."""
         from ...core.formats.instance_import import price_list_instance_types
         from ...core.formats.pricelists import merge_price_imports, price_update_rows, read_price_list
-        from ...storage.instances_store import (
-            instances_text_after_import,
-            put_user_instances,
-            user_instances_text,
-        )
+        from ...storage.instances_store import InstancesSaved, save_imported_instances
 
         model = self.models["gpus"]
         if paths is None:
@@ -554,17 +551,15 @@ class CatalogEditor(QMainWindow):
             if dialog.exec() != QDialog.DialogCode.Accepted:
                 return updates
         notice = merged.summary()
-        before = user_instances_text()
-        saved, after_text = None, ""
+        saved: InstancesSaved | None = None
         if types:
-            after_text = instances_text_after_import(types, merged.as_of)
             try:
-                saved, snapshot = put_user_instances(after_text)
+                saved = save_imported_instances(types, merged.as_of)
             except StorageError as exc:
                 notice += f"\nThe cloud instance types could not be saved: {exc}"
             else:
                 notice += (
-                    f"\n{len(types)} cloud instance types of {providers} saved to {saved.name}: "
+                    f"\n{len(types)} cloud instance types of {providers} saved to {saved.path.name}: "
                     "the results name them as where to rent."
                 )
         # The catalog's new prices and the saved instance types are one step: one undo takes back both.
@@ -573,24 +568,26 @@ class CatalogEditor(QMainWindow):
             if lines:
                 self._push_rows(model, after, "Import prices")
             if saved is not None:
-                self.undo.push(InstancesCommand(before, after_text, self._put_instances))
+                self.undo.push(
+                    InstancesCommand(saved.providers, saved.before, types, merged.as_of, self._put_instances)
+                )
             self.undo.endMacro()
         if saved is not None:
-            self.instancesImported.emit(snapshot)
+            self.instancesImported.emit(saved.snapshot)
         self._set_notice(notice)
         return updates
 
-    def _put_instances(self, text: str | None) -> None:
-        """Undo or redo of the instance types an import saved: write them back, and let the
-        estimates use the snapshot that results."""
-        from ...storage.instances_store import put_user_instances
+    def _put_instances(self, providers: Sequence[str], rows: Sequence[Any], updated: str) -> None:
+        """Undo or redo of the instance types an import saved: make ``rows`` the rows of
+        ``providers`` again, and let the estimates use the snapshot that results."""
+        from ...storage.instances_store import put_provider_rows
 
         try:
-            _path, snapshot = put_user_instances(text)
+            saved = put_provider_rows(providers, rows, updated)
         except StorageError as exc:
             self._set_notice(f"The cloud instance types could not be put back: {exc}")
             return
-        self.instancesImported.emit(snapshot)
+        self.instancesImported.emit(saved.snapshot)
 
     def _catalog_for_matching(self) -> GpuCatalog:
         if self._current_gpus is not None:
