@@ -93,6 +93,9 @@ def test_every_candidate_names_its_instances_cheapest_first(capsys, tmp_path):
         "spot_usd_per_hour",
         "price_date",
         "regions",
+        "job_cost_usd",
+        "spot_job_cost_usd",
+        "costed_at",
     }
     prices = [o["usd_per_hour"] for o in offers if o["usd_per_hour"] is not None]
     assert prices == sorted(prices)

@@ -237,7 +237,7 @@ def cmd_prices_import(args: argparse.Namespace) -> int:
     ]
     instances_saved = None
     if types and not args.dry_run:
-        instances_saved, _snapshot = save_imported_instances(types, merged.as_of)
+        instances_saved = save_imported_instances(types, merged.as_of).path
     if args.json:
         data = _prices_to_dict(merged, list(args.files), updates, args.dry_run, saved)
         data["instance_types"] = [t.row() for t in types]

@@ -14,7 +14,8 @@ Loading never fails and never loses the user's data:
 Every save holds the file's lock (:mod:`gpuadvisor.storage.locking`) and re-reads the file first:
 :func:`editing_user_catalog` keeps the lock for a whole load -> change -> save (the CLI's imports),
 and :func:`save_user_catalog` merges a window's edits into whatever another program saved since the
-window read the file. Saving is atomic and keeps the previous file as ``user-catalog.json.bak``;
+window read the file (:func:`save_and_merge_user_catalog` also returns the merged edits, for the
+catalog editor to show). Saving is atomic and keeps the previous file as ``user-catalog.json.bak``;
 :func:`user_catalog_backups` lists that and the set-aside copies, and
 :func:`restore_user_catalog` brings one back after checking it.
 """
@@ -145,23 +146,53 @@ def save_user_catalog(user: UserCatalog, paths: UserPaths | None = None) -> Path
     last read it, writes ``user``'s changes merged into that file
     (:func:`~gpuadvisor.core.formats.user_catalog_merge.merge_user_catalogs`), so no edit is lost.
     Creates the data folder on first use. Raises :class:`StorageError` with a readable message
-    when the file cannot be written; the old file is then untouched.
+    when the file cannot be written; the old file is then untouched. The caller goes on with its
+    own view (``user``); :func:`save_and_merge_user_catalog` is for a caller that keeps its own
+    base and shows what was saved.
     """
+    paths = paths or user_paths()
+    path = user_catalog_file(paths)
+    saved = _save(user, _BASES.get(path), paths)
+    # The caller goes on editing its own view (``user``, without the other program's changes): that
+    # view is the base of its next save, so what it did not touch is never taken back.
+    _BASES[path] = user
+    return saved.path
+
+
+@dataclass(frozen=True)
+class SavedUserCatalog:
+    """What :func:`save_and_merge_user_catalog` wrote: the file, the edits it now holds, and whether
+    they hold changes another program saved meanwhile (then they differ from the caller's)."""
+
+    path: Path
+    catalog: UserCatalog
+    merged: bool
+
+
+def save_and_merge_user_catalog(
+    user: UserCatalog, base: UserCatalog | None, paths: UserPaths | None = None
+) -> SavedUserCatalog:
+    """:func:`save_user_catalog` for a caller that keeps its own base (the catalog editor): ``base``
+    is what it last loaded or saved (None: ``user`` is written as it is). When the file differs from
+    ``base``, another program saved meanwhile and ``user``'s changes since ``base`` are merged into
+    the file; the result says what was written, for the caller to show and to keep as its next base.
+    A load of the file elsewhere in the process (a dialog reading the catalogs) never changes what
+    this caller merges against."""
+    return _save(user, base, paths or user_paths())
+
+
+def _save(user: UserCatalog, base: UserCatalog | None, paths: UserPaths | None) -> SavedUserCatalog:
     paths = paths or user_paths()
     ensure_dir(paths.data_dir, "user data folder")
     path = user_catalog_file(paths)
     with locked(path):
         current = _load(path)
         _log_warnings(current.warnings)
-        base = _BASES.get(path)
         merged = user
         if base is not None and not same_edits(current.catalog, base):
             merged = merge_user_catalogs(base, user, current.catalog)
         written = _write(merged, path)
-        # The caller goes on editing its own view (``user``, without the other program's changes):
-        # that view is the base of its next save, so what it did not touch is never taken back.
-        _BASES[path] = user
-        return written
+        return SavedUserCatalog(written, merged, not same_edits(merged, user))
 
 
 class UserCatalogEdit:

@@ -75,7 +75,7 @@ FOOTER_PT = 7.0
 CHART_DPR = 3.0
 VRAM_CHART_SIZE = (820, 460)  # logical px; render_image grows the height until every GPU's row fits
 COST_CHART_SIZE = (820, 460)
-SERVING_CHART_SIZE = (820, 400)
+SERVING_CHART_SIZE = (820, 370)
 #: Space on the charts page for the heading and the two captions, in px.
 CHART_PAGE_TEXT_PX = 150
 #: Font sizes tried for the comparison table until every row fits the width on one line.
@@ -197,7 +197,9 @@ def report_html(
     p.append("<h2>1. Recommendation</h2>")
     box = _e(r.recommendation)
     if r.rent_as:
-        box += f"<br><b>Where to rent it.</b> {_e(r.rent_as.removeprefix('Where to rent it: '))}"
+        # The core's sentence whole, its opening words ("Rent it as", "Where to rent it:") in bold.
+        cut = r.rent_as.find(" as ") + 4 if r.rent_as.startswith("Rent") else r.rent_as.find(":") + 1
+        box += f"<br><b>{_e(r.rent_as[:cut].rstrip())}</b> {_e(r.rent_as[cut:].lstrip())}"
     for flag in r.recommendation_flags:
         box += f"<br><span style='color:{NO_FIT_COLOR}'><b>\u26a0 {_e(flag)}</b></span>"
     p.append(

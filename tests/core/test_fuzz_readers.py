@@ -51,7 +51,8 @@ from gpuadvisor.core.formats.user_catalog import (
 )
 from gpuadvisor.core.presentation.serialize import estimate_to_dict
 from gpuadvisor.core.presentation.text import render_estimate
-from gpuadvisor.core.specs.hardware import load_gpu_catalog
+from gpuadvisor.core.specs.hardware import bundled_catalog_dir, load_gpu_catalog
+from gpuadvisor.core.specs.instances import InstanceType, instance_price_range, offers_for
 from gpuadvisor.core.specs.presets import load_model_catalog
 from gpuadvisor.core.specs.workload import Workload
 from gpuadvisor.storage import (
@@ -62,6 +63,7 @@ from gpuadvisor.storage import (
     load_user_catalog,
     save_settings,
 )
+from gpuadvisor.storage.instances_store import load_instances, save_imported_instances
 from gpuadvisor.storage.paths import user_paths
 
 CASES = {
@@ -76,6 +78,7 @@ CASES = {
     "calibration": 150,
     "settings": 100,
     "user_catalog": 150,
+    "instances": 150,
 }
 assert sum(CASES.values()) >= 2000
 # A failing example may hold a 140,000-character cell: report it instead of failing on its size.
@@ -646,6 +649,48 @@ def test_fuzz_stored_user_catalog(text):
     gpus, models, warnings = load_effective_catalogs()
     _no_crash(warnings)
     assert len(gpus) > 0 and len(models) > 0
+
+
+# The bundled snapshot's header and a few of its rows (H100s of three providers among them).
+INSTANCES_SEED = "\n".join(
+    (bundled_catalog_dir() / "instances.csv").read_text(encoding="utf-8").splitlines()[:12]
+)
+INSTANCE_CELLS = st.sampled_from(
+    ['"', "x" * 250, "1e308", "1e5", "-5", "0", "", "NaN", "inf", '"a,b"', "\x00", "9" * 40, "z" * 140_000]
+)
+MINE = InstanceType("lambda", "gpu_8x_h100_sxm5", "h100-sxm", 8, 19.99, None, ("us-east-1",), "2026-11-29")
+
+
+@st.composite
+def instance_lists(draw) -> str:
+    """The user's ``instances.csv`` with one to three cells (or the metadata line) made hostile."""
+    lines = INSTANCES_SEED.splitlines()
+    for _ in range(draw(st.integers(1, 3))):
+        i = draw(st.integers(0, len(lines) - 1))
+        cells = lines[i].split(",")
+        j = draw(st.integers(0, len(cells) - 1))
+        cells[j] = draw(INSTANCE_CELLS)
+        lines[i] = ",".join(cells)
+    text = "\n".join(lines) + "\n"
+    return draw(raw_damage(text)) if draw(st.integers(0, 4)) == 0 else text
+
+
+@_settings("instances")
+@given(instance_lists())
+def test_fuzz_stored_instances(text):
+    path = _stored("instances.csv", text)
+    snapshot, warnings = load_instances()
+    _no_crash(warnings)
+    assert len(snapshot) > 0  # the bundled snapshot at least
+    for t in snapshot.types:  # what was accepted is bounded, and prices a setup finitely
+        assert len(t.instance_type) <= 200 and len(t.provider) <= 200
+        found = instance_price_range(offers_for(snapshot, t.gpu_id, 8), 8)
+        if found is not None:
+            r = found[0]
+            assert all(math.isfinite(x) and 0 < x <= 100_000 for x in (r.low, r.expected, r.high))
+    # An import after it always works: a damaged file is set aside under the lock, never in the way.
+    saved = save_imported_instances([MINE], "2026-11-29")
+    assert path.is_file() and MINE in saved.snapshot.types
 
 
 @pytest.fixture(autouse=True)

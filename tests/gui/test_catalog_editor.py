@@ -398,7 +398,7 @@ def test_an_unwritable_catalog_keeps_edits_and_says_why(window, editor, monkeypa
     def refuse(*_a, **_k):
         raise StorageError("user-catalog.json", "cannot write user-catalog.json: No space left on device")
 
-    monkeypatch.setattr(ce.editor, "save_user_catalog", refuse)
+    monkeypatch.setattr(ce.editor, "save_and_merge_user_catalog", refuse)
     assert _edit(editor, "gpus", "h100-sxm", "tdp_w", "650")
     assert "could not be saved" in editor.info.text() and "No space left" in editor.info.text()
     gpus = editor.models["gpus"]

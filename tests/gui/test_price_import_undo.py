@@ -4,6 +4,9 @@ instance types it saved go back together, in one undo step, and come again with 
 from __future__ import annotations
 
 import datetime as dt
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from PySide6.QtCore import Qt, QTimer
@@ -13,7 +16,7 @@ from gpuadvisor.core.formats import user_catalog as uc
 from gpuadvisor.core.specs.instances import bundled_instances
 from gpuadvisor.gui.app import build_window
 from gpuadvisor.gui.catalog_editor.preview import PreviewDialog
-from gpuadvisor.storage.instances_store import instances_file
+from gpuadvisor.storage.instances_store import instances_file, load_user_instances
 
 TODAY = dt.date(2026, 11, 29)
 # Lambda's list in the SkyPilot format, with a price the bundled snapshot does not have.
@@ -22,6 +25,12 @@ LAMBDA_LIST = (
     "gpu_8x_h100_sxm5,H100,8,208,1800,19.99,us-east-1,,\n"
     "gpu_1x_h100_sxm5,H100,1,26,225,2.69,us-east-1,,\n"
 )
+
+RUNPOD_LIST = (
+    "InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,Price,Region,GpuInfo,SpotPrice\n"
+    "8x_H100_SECURE,H100,8,128,1000,23.92,US,,\n"
+)
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
@@ -128,3 +137,46 @@ def test_undo_puts_back_an_earlier_import(window, qtbot, tmp_path, monkeypatch):
     window.state.flush()
     assert _lambda_rows(window)["gpu_8x_h100_sxm5"] == pytest.approx(21.50)
     assert "21.5" in instances_file().read_text(encoding="utf-8")
+
+
+def test_undo_keeps_the_instance_types_another_program_imported_meanwhile(
+    window, qtbot, tmp_path, monkeypatch
+):
+    """The editor imports Lambda's list, ``gpuadvisor-cli prices import`` then saves RunPod's, and
+    the editor's undo and redo touch Lambda's rows only: RunPod's stay in the file and the results."""
+    ours = tmp_path / "lambda" / "vms.csv"
+    ours.parent.mkdir()
+    ours.write_text(LAMBDA_LIST, encoding="utf-8")
+    theirs = tmp_path / "runpod" / "vms.csv"
+    theirs.parent.mkdir()
+    theirs.write_text(RUNPOD_LIST, encoding="utf-8")
+    editor = window.open_catalog_editor()
+    editor.today = TODAY
+    monkeypatch.setattr(QFileDialog, "getOpenFileNames", lambda *a, **k: ([str(ours)], ""))
+    QTimer.singleShot(
+        0, lambda: qtbot.mouseClick(QApplication.activeModalWidget().apply_button, Qt.MouseButton.LeftButton)
+    )
+    _click(qtbot, editor, editor.prices_action)
+    editor.flush()
+    done = subprocess.run(
+        [sys.executable, "-m", "gpuadvisor.cli", "prices", "import", "--provider", "runpod", str(theirs)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+
+    def saved_types() -> set[str]:
+        return {t.instance_type for t in load_user_instances()[0].types}
+
+    assert {"gpu_8x_h100_sxm5", "8x_H100_SECURE"} <= saved_types()
+    _click(qtbot, editor, editor.undo_action)
+    window.state.flush()
+    assert "8x_H100_SECURE" in saved_types() and "gpu_8x_h100_sxm5" not in saved_types()
+    assert "8x_H100_SECURE" in {t.instance_type for t in window.state.instances.types}
+    assert _lambda_rows(window)["gpu_8x_h100_sxm5"] != pytest.approx(19.99)  # the bundled price again
+    _click(qtbot, editor, editor.redo_action)
+    window.state.flush()
+    assert {"gpu_8x_h100_sxm5", "8x_H100_SECURE"} <= saved_types()
+    assert _lambda_rows(window)["gpu_8x_h100_sxm5"] == pytest.approx(19.99)

@@ -13,7 +13,7 @@ from gui_helpers import click, retype, settle
 from PySide6.QtCore import QPoint, Qt
 
 from gpuadvisor.core.formats.scenario import default_scenario, scenario_to_dict
-from gpuadvisor.core.presentation.prices import pick_price_warnings
+from gpuadvisor.core.presentation.prices import pick_price_warnings, rent_as
 from gpuadvisor.core.presentation.report import build_report
 from gpuadvisor.core.presentation.titles import default_title
 
@@ -146,5 +146,8 @@ def test_the_pdf_is_titled_after_the_scenario(window, qtbot, tmp_path):
     qtbot.waitUntil(lambda: target.exists(), timeout=60_000)
     text = subprocess.run(["pdftotext", str(target), "-"], capture_output=True, text=True, check=True).stdout
     assert text.lstrip().startswith("Fine-tune for the support bot")
-    assert "Where to rent it." in text
+    # The recommendation box names the instance and what the job costs there, as the core says it.
+    sentence = rent_as(w.state.estimate)
+    assert sentence.startswith("Rent it as ") and " job about $" in sentence
+    assert " ".join(sentence.split()) in " ".join(text.split())
     click(qtbot, w.name_field.line)  # the window stays usable

@@ -6,9 +6,12 @@ killed with SIGKILL half-way. No edit may be lost, no file damaged, no temporary
 * 60 pairs of a window and an import: one process reads the catalog, waits for the other to
   import a row, then saves its own edit (the window's path: re-read and merge under the lock).
 * 60 pairs of measured runs added at once, and of settings saved by two windows.
+* 60 pairs of price-list imports saving cloud instance types (each its own provider), and 60 of an
+  import racing the undo and redo of another's: no instance type is lost, none comes back.
 * A process saving the catalog in a loop is killed with SIGKILL 40 times at random moments: the
   catalog always loads as one of the versions written, and the next load leaves no orphan.
-* The same race through the real ``gpuadvisor-cli catalog import`` entry point, fewer times.
+* The same races through the real ``gpuadvisor-cli catalog import`` and ``prices import`` entry
+  points, fewer times.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ import pytest
 
 from gpuadvisor.core.formats.measurements import Measurement
 from gpuadvisor.core.formats.user_catalog import KindEdits, UserCatalog, bundled_rows, loads
+from gpuadvisor.core.specs.instances import InstanceType
 from gpuadvisor.storage import (
     load_measurements,
     load_settings,
@@ -34,6 +38,12 @@ from gpuadvisor.storage import (
     save_settings,
     save_user_catalog,
     user_catalog_file,
+)
+from gpuadvisor.storage.instances_store import (
+    instances_file,
+    load_user_instances,
+    put_provider_rows,
+    save_imported_instances,
 )
 from gpuadvisor.storage.locking import orphans
 from gpuadvisor.storage.measurements_store import add_measurement
@@ -159,6 +169,57 @@ def test_two_windows_saving_settings_keep_each_others_changes():
     }
 
 
+# --- cloud instance types ----------------------------------------------------------------------------
+def _instance(provider: str, name: str) -> InstanceType:
+    return InstanceType(provider, name, "h100-sxm", 8, 20.0, None, ("r1",), "2026-11-29")
+
+
+def _instance_importer(home: str, tag: str, barrier, rounds: int) -> None:
+    """Imports a price list of a new provider each round (the CLI's and the editor's path)."""
+    os.environ["GPUADVISOR_HOME"] = home
+    for i in range(rounds):
+        barrier.wait(timeout=60)
+        save_imported_instances([_instance(f"{tag}{i}", f"{tag}-type-{i}")], "2026-11-29")
+
+
+def _instance_undoer(home: str, barrier, rounds: int) -> None:
+    """An editor importing, undoing and redoing its import of one provider, round after round."""
+    os.environ["GPUADVISOR_HOME"] = home
+    mine = [_instance("editor", "editor-type")]
+    for i in range(rounds):
+        barrier.wait(timeout=60)
+        saved = save_imported_instances(mine, "2026-11-29")
+        put_provider_rows(saved.providers, saved.before)  # undo
+        if i % 2:
+            put_provider_rows(saved.providers, mine, "2026-11-29")  # redo
+
+
+def _user_instance_types() -> set[str]:
+    user, warnings = load_user_instances()
+    assert warnings == []
+    return set() if user is None else {t.instance_type for t in user.types}
+
+
+def test_two_price_list_imports_at_once_never_lose_an_instance_type():
+    home = os.environ["GPUADVISOR_HOME"]
+    barrier = FORK.Barrier(2)
+    _run(
+        (_instance_importer, (home, "a", barrier, FEWER)),
+        (_instance_importer, (home, "b", barrier, FEWER)),
+    )
+    assert _user_instance_types() == {f"{t}-type-{i}" for t in "ab" for i in range(FEWER)}
+    assert orphans(instances_file()) == []
+
+
+def test_undo_and_redo_of_an_import_keep_what_another_program_imported_meanwhile():
+    home = os.environ["GPUADVISOR_HOME"]
+    barrier = FORK.Barrier(2)
+    _run((_instance_undoer, (home, barrier, FEWER)), (_instance_importer, (home, "c", barrier, FEWER)))
+    # The last round (odd) redid the editor's import; every import of the other program is kept.
+    expected = {f"c-type-{i}" for i in range(FEWER)} | ({"editor-type"} if (FEWER - 1) % 2 else set())
+    assert _user_instance_types() == expected
+
+
 # --- kill -9 mid-save -------------------------------------------------------------------------------
 SAVER = """
 import os, sys
@@ -223,3 +284,36 @@ def test_two_cli_imports_at_once_keep_both(tmp_path, pair):
     outs = [p.communicate(timeout=120) for p in procs]
     assert [p.returncode for p in procs] == [0, 0], outs
     assert set(_added_ids()) == {f"cli-a-{pair}", f"cli-b-{pair}"}
+
+
+LAMBDA_LIST = (
+    "InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,Price,Region,GpuInfo,SpotPrice\n"
+    "gpu_8x_h100_sxm5,H100,8,208,1800,19.99,us-east-1,,\n"
+)
+RUNPOD_LIST = (
+    "InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,Price,Region,GpuInfo,SpotPrice\n"
+    "8x_H100_SECURE,H100,8,128,1000,23.92,US,,\n"
+)
+
+
+@pytest.mark.parametrize("pair", range(3))
+def test_two_cli_price_imports_at_once_keep_both_providers(tmp_path, pair):
+    files = []
+    for provider, text in (("lambda", LAMBDA_LIST), ("runpod", RUNPOD_LIST)):
+        f = tmp_path / provider / "vms.csv"
+        f.parent.mkdir()
+        f.write_text(text, encoding="utf-8")
+        files.append((provider, f))
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "gpuadvisor.cli", "prices", "import", "--provider", p, str(f)],
+            cwd=REPO,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for p, f in files
+    ]
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outs
+    assert {"gpu_8x_h100_sxm5", "8x_H100_SECURE"} <= _user_instance_types()

@@ -296,3 +296,35 @@ def test_merge_takes_both_sides_changes_cell_by_cell():
     merged = merge_user_catalogs(base, ours, theirs)
     assert dict(merged.gpus.overrides["h100-sxm"]) == {"tdp_w": "650", "notes": "b"}
     assert merged.gpus.deleted == ("t4",)
+
+
+def test_a_caller_with_its_own_base_gets_the_merged_edits_whatever_else_loaded_the_file():
+    """The catalog editor keeps its own base: a load of the file elsewhere in the process (a dialog
+    reading the catalogs) must not make its next save drop what another program saved meanwhile."""
+    from gpuadvisor.storage.user_catalog_store import save_and_merge_user_catalog
+
+    first = save_and_merge_user_catalog(_added("w1"), UserCatalog.empty())
+    assert not first.merged and [r["id"] for r in first.catalog.gpus.added] == ["w1"]
+    atomic_write_text(user_catalog_file(), dumps(_added("w1", "x1")))  # another program
+    load_user_catalog()  # something else in this process reads the file
+    second = save_and_merge_user_catalog(_added("w1", "w2"), first.catalog)
+    assert second.merged and [r["id"] for r in second.catalog.gpus.added] == ["w1", "x1", "w2"]
+    assert _on_disk() == ["w1", "x1", "w2"]
+    # With the merged edits as its base, the caller's next save merges nothing more.
+    third = save_and_merge_user_catalog(_added("w1", "x1", "w2", "w3"), second.catalog)
+    assert not third.merged and _on_disk() == ["w1", "x1", "w2", "w3"]
+
+
+def test_an_editors_table_is_moved_onto_the_merged_edits():
+    from gpuadvisor.core.formats.user_catalog import bundled_rows, diff, merge
+    from gpuadvisor.core.formats.user_catalog_merge import rebase_rows
+
+    bundled = {r["id"]: r for r in bundled_rows("gpus")}
+    mine = [dict(m.row) for m in merge("gpus", _added("w1").gpus)[0]]
+    base = diff("gpus", mine)
+    theirs = KindEdits(overrides={"l4": {"tdp_w": "80"}}, added=_added("w1", "x1").gpus.added)
+    # An undo step's table from before "w1" was added: the other program's row and cell come along.
+    before = [r for r in mine if r["id"] != "w1"]
+    moved = {r["id"]: r for r in rebase_rows("gpus", before, base, theirs)}
+    assert "w1" not in moved and "x1" in moved and moved["l4"]["tdp_w"] == "80"
+    assert moved["h100-sxm"] == {c: bundled["h100-sxm"].get(c, "") for c in moved["h100-sxm"]}

@@ -11,6 +11,13 @@ From the tensor records::
     parameters   = sum over tensors of the product of the shape
     weight bytes = sum over tensors of elements / block_elements x block_bytes   (quant_types.py)
 
+A shape key may be an array with one value per layer (llama.cpp reads ``head_count``,
+``head_count_kv`` and ``feed_forward_length`` so, ``llama_model_loader::get_key_or_arr``): models
+whose layers differ (OpenELM) or whose recurrent layers have no KV heads (hybrids such as Jamba
+and LFM2 write 0 there). The model takes the largest value for every layer, an upper bound: for
+``head_count_kv`` the KV cache is then ``layers x max / sum over layers`` times the file's own,
+and the model's notes say by how much.
+
 Split files (``name-00001-of-00003.gguf``) are read together: all shards must sit in the same
 folder. Every problem (missing, truncated or foreign file, a missing shard or metadata key) raises
 :class:`~gpuadvisor.core.errors.ModelConfigError` naming the file by its base name.
@@ -35,7 +42,7 @@ from typing import Any
 from ..errors import InputError, ModelConfigError
 from ..files import MAX_NAME_CHARS, expand_user, open_untrusted
 from ..specs.models import ModelSpec
-from .gguf_header import parse_gguf_header
+from .gguf_header import MAX_ARRAY_VALUES, MAX_KEPT_VALUES, GgufArray, parse_gguf_header
 
 GGUF_FIELD = "model.gguf"
 _SPLIT = re.compile(r"^(?P<stem>.*)-(?P<index>\d{5})-of-(?P<count>\d{5})\.gguf$", re.IGNORECASE)
@@ -171,20 +178,27 @@ def model_from_gguf(path: str | os.PathLike[str]) -> ModelSpec:
     """A :class:`ModelSpec` from a GGUF file's metadata, with the exact parameter count and weight bytes."""
     s = read_gguf(path)
     md, arch = s.metadata, s.architecture
+    per_layer: list[str] = []  # notes on keys whose value differs between layers
 
     def key(name: str, default: Any = None, required: bool = True) -> Any:
         value = md.get(f"{arch}.{name}")
-        if isinstance(value, list):  # per-layer values (head_count_kv in some models): take the largest
-            value = max(value) if value else None
+        minimum = 1 if required and default is None else 0
+        if isinstance(value, GgufArray):  # one value per layer: the largest (see the module docstring)
+            value = _per_layer(path, f"{arch}.{name}", value, minimum, per_layer)
         if value is None:
             if required and default is None:
                 raise ModelConfigError(GGUF_FIELD, f"{Path(path).name} has no {arch}.{name} in its metadata")
             return default
-        return _whole(path, f"{arch}.{name}", value, minimum=1 if required and default is None else 0)
+        return _whole(path, f"{arch}.{name}", value, minimum=minimum)
 
     hidden = key("embedding_length")
     heads = key("attention.head_count")
-    vocab = md.get(f"{arch}.vocab_size") or md.get("tokenizer.ggml.tokens") or _vocab_from(s, hidden)
+    tokens = md.get("tokenizer.ggml.tokens")
+    vocab = (
+        md.get(f"{arch}.vocab_size")
+        or (tokens.length if isinstance(tokens, GgufArray) else tokens)
+        or _vocab_from(s, hidden)
+    )
     vocab = _whole(path, "vocabulary size", vocab, minimum=1)
     experts = key("expert_count", 1, required=False) or 1
     kwargs: dict[str, Any] = dict(
@@ -204,9 +218,12 @@ def model_from_gguf(path: str | os.PathLike[str]) -> ModelSpec:
         family=arch,
         published_params=s.parameters,
         source=f"GGUF file {Path(path).name} ({s.files} file{'s' if s.files > 1 else ''}, {s.tensors} tensors)",
-        notes=(
-            f"Counted from the GGUF tensor records: {s.parameters:,} parameters in {s.weight_bytes:,} bytes "
-            f"({', '.join(f'{t} {b / 2**30:.2f} GiB' for t, _, b in s.by_type[:4])})."
+        notes=" ".join(
+            [
+                f"Counted from the GGUF tensor records: {s.parameters:,} parameters in {s.weight_bytes:,} "
+                f"bytes ({', '.join(f'{t} {b / 2**30:.2f} GiB' for t, _, b in s.by_type[:4])}).",
+                *per_layer,
+            ]
         ),
         file_weight_bytes=s.weight_bytes,
         file_type=s.file_type,
@@ -226,6 +243,42 @@ def model_from_gguf(path: str | os.PathLike[str]) -> ModelSpec:
         raise ModelConfigError(
             GGUF_FIELD, f"{Path(path).name} describes an architecture gpuadvisor cannot use: {exc}"
         ) from None
+
+
+def _per_layer(
+    path: str | os.PathLike[str], key: str, array: GgufArray, minimum: int, notes: list[str]
+) -> int | None:
+    """The largest of a per-layer array's whole numbers (None for an empty array); a note in
+    ``notes`` when the layers differ. An array of anything else, or too long to keep, is refused."""
+    name = Path(path).name
+    if array.values is None:
+        what = (
+            f"{array.length:,} numbers, more than are kept (at most {MAX_ARRAY_VALUES:,} in one array, "
+            f"{MAX_KEPT_VALUES:,} in all)"
+            if array.numbers
+            else f"{array.length:,} elements that are not numbers one per layer"
+        )
+        raise ModelConfigError(GGUF_FIELD, f"{name}: {key} is an array of {what}; gpuadvisor cannot read it")
+    if not array.values:
+        return None
+    values = [_whole(path, f"{key}[{i}]", v, minimum=0) for i, v in enumerate(array.values)]
+    top, low = max(values), min(values)
+    if top < minimum:
+        raise ModelConfigError(GGUF_FIELD, f"{name}: {key} must be at least {minimum} in some layer", top)
+    if low != top:
+        note = (
+            f"{key} differs between layers ({low} to {top}, {len(values)} values): the largest is used "
+            "for every layer"
+        )
+        if key.endswith("head_count_kv"):
+            with_kv = sum(1 for v in values if v)
+            ratio = len(values) * top / sum(values)
+            note += (
+                f", so the KV cache is an upper bound, {ratio:.2g}x the file's per-layer sum "
+                f"({with_kv} of {len(values)} layers hold a KV cache)"
+            )
+        notes.append(note + ".")
+    return top
 
 
 def _whole(path: str | os.PathLike[str], key: str, value: Any, minimum: int) -> int:

@@ -15,9 +15,12 @@ size: each element takes at least one byte (a string at least eight), so a count
 bytes left is a lie. Arrays are also capped at :data:`MAX_ARRAY_ELEMENTS` and all arrays together at
 :data:`MAX_TOTAL_ELEMENTS` (a 256k-token vocabulary with its scores, types and merges is about 1.5
 million), tensors at :data:`MAX_TENSORS`, dimensions at 4 (``GGML_MAX_DIMS``), nesting of arrays at
-:data:`MAX_ARRAY_NESTING`. Array values are skipped, not kept: the metadata holds their length,
-as the rest of gpuadvisor uses it (the vocabulary's size). Big-endian files (version field
-byte-swapped) are read too.
+:data:`MAX_ARRAY_NESTING`. An array is a :class:`GgufArray`: its length (the vocabulary's size,
+for ``tokenizer.ggml.tokens``) and, for an array of numbers of at most :data:`MAX_ARRAY_VALUES`
+elements, its values (one per layer: ``head_count_kv`` in models whose layers have different
+numbers of KV heads), at most :data:`MAX_KEPT_VALUES` values in all; longer arrays, arrays of
+strings and nested arrays keep their length only. Big-endian files (version field byte-swapped)
+are read too.
 
 Every problem raises :class:`~gpuadvisor.core.errors.ModelConfigError` naming the file, the
 byte offset and the key or tensor. The llama.cpp project's ``gguf`` package supplies the tables
@@ -33,7 +36,7 @@ from __future__ import annotations
 import mmap
 import struct
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..errors import ModelConfigError
 
@@ -48,6 +51,10 @@ MAX_TOTAL_ELEMENTS = 1 << 25
 MAX_TENSORS = 1 << 22
 #: Longest key, tensor name or string value, in bytes (a chat template is a few kilobytes).
 MAX_STRING_BYTES = 1 << 24
+#: Most values kept of one array of numbers: one per layer of the deepest model gpuadvisor accepts.
+MAX_ARRAY_VALUES = 100_000
+#: Most array values kept in all (a 32k-token vocabulary's scores and types are 65,536 of them).
+MAX_KEPT_VALUES = 1_000_000
 #: ``GGML_MAX_DIMS``.
 MAX_DIMS = 4
 MAX_ARRAY_NESTING = 4
@@ -74,6 +81,18 @@ _SCALARS: dict[int, tuple[str, int]] = {
 TensorRecord = tuple[str, str, tuple[int, ...], int, int, int]
 
 
+class GgufArray(NamedTuple):
+    """A metadata array: its length, and its values when it holds numbers and few enough to keep
+    (None otherwise: strings, nested arrays, or more than :data:`MAX_ARRAY_VALUES` elements)."""
+
+    length: int
+    values: tuple[int | float | bool, ...] | None = None
+    numbers: bool = False  # an array of numbers (kept or not)
+
+    def __repr__(self) -> str:  # never a million values in an error message
+        return f"an array of {self.length:,} elements"
+
+
 @dataclass(frozen=True, slots=True)
 class GgufHeader:
     """What one file's header holds; ``data_end`` is where its last tensor's data ends."""
@@ -92,6 +111,7 @@ class _Cursor:
         self.data, self.name, self.order, self.pos = data, name, order, 0
         self.size = len(data)
         self.elements = 0
+        self.kept = 0  # array values kept so far (MAX_KEPT_VALUES)
 
     def fail(self, message: str) -> ModelConfigError:
         return ModelConfigError("model.gguf", f"{self.name}: {message}")
@@ -148,7 +168,7 @@ class _Cursor:
         self.pos += length
 
     def value(self, value_type: int, key: str, depth: int = 0) -> Any:
-        """A metadata value: scalars and strings as Python values, arrays as their length."""
+        """A metadata value: scalars and strings as Python values, arrays as :class:`GgufArray`."""
         if value_type == _STRING:
             return self.text(f"the value of {key}")
         scalar = _SCALARS.get(value_type)
@@ -163,9 +183,16 @@ class _Cursor:
         count = self.u64(f"the length of {key}")
         self.check_count(count, item_type, key)
         if item_type in _SCALARS:
-            self.need(count * _SCALARS[item_type][1], f"the {count:,} elements of {key}")
-            self.pos += count * _SCALARS[item_type][1]
-        elif item_type == _STRING:
+            fmt, size = _SCALARS[item_type]
+            self.need(count * size, f"the {count:,} elements of {key}")
+            values = None
+            if depth == 0 and count <= MAX_ARRAY_VALUES and self.kept + count <= MAX_KEPT_VALUES:
+                raw = struct.unpack_from(f"{self.order}{count}{fmt}", self.data, self.pos)
+                values = tuple(bool(v) for v in raw) if item_type == 7 else raw
+                self.kept += count
+            self.pos += count * size
+            return GgufArray(count, values, numbers=True)
+        if item_type == _STRING:
             for _ in range(count):
                 self.skip_string(f"an element of {key}")
         elif item_type == _ARRAY:
@@ -173,7 +200,7 @@ class _Cursor:
                 self.value(_ARRAY, key, depth + 1)
         else:
             raise self.fail(f"{key} is an array of type {item_type}, which GGUF does not define")
-        return count
+        return GgufArray(count)
 
     def check_count(self, count: int, item_type: int, key: str) -> None:
         smallest = (

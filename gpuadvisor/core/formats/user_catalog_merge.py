@@ -10,6 +10,10 @@ Saving ``ours`` as it is would undo ``theirs``. :func:`merge_user_catalogs` keep
 
 When both changed the same cell, the later save (ours) wins, as with any editor. Rows are kept in
 the order ``theirs`` has them, with rows only ``ours`` added appended in its order.
+
+:func:`rebase_rows` is the same merge for an editor's table: once the editor shows a merged save,
+every table its undo stack would put back is moved onto the merged edits the same way (the rows the
+other program changed come along), so undo takes back the editor's own edits and nothing else.
 """
 
 from __future__ import annotations
@@ -17,7 +21,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TypeVar
 
-from .user_catalog import KINDS, KindEdits, UserCatalog
+from ..errors import CatalogError
+from .user_catalog import KINDS, KindEdits, UserCatalog, diff, merge
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -71,3 +76,18 @@ def merge_user_catalogs(base: UserCatalog, ours: UserCatalog, theirs: UserCatalo
 def same_edits(a: UserCatalog, b: UserCatalog) -> bool:
     """True when ``a`` and ``b`` hold the same edits (the save stamp aside)."""
     return all(a.edits(kind) == b.edits(kind) for kind in KINDS)
+
+
+def rebase_rows(
+    kind: str, rows: list[dict[str, str]], base: KindEdits, theirs: KindEdits
+) -> list[dict[str, str]]:
+    """An editor's table ``rows`` of ``kind``, made when its edits were ``base``, moved onto
+    ``theirs`` (the merged edits it now shows): every change ``rows`` holds against ``base`` over
+    ``theirs`` (see the module docstring). A table whose ids are missing or repeated (which the
+    editor refuses before they happen) is returned as it is."""
+    try:
+        ours = diff(kind, rows)
+    except CatalogError:
+        return rows
+    merged, _warnings = merge(kind, merge_kind(base, ours, theirs))
+    return [dict(m.row) for m in merged]

@@ -9,15 +9,30 @@ rule of the catalog editor and the report.
 The recommendation's own price is what a reviewer checks first: :func:`pick_price_warnings` says
 when it is stale or undated, and :func:`rent_as` names the instance to rent. The window's summary,
 the CLI, ``estimate --json`` and the PDF's recommendation use these same sentences.
+
+Renting a setup as ``k`` whole instances of an offer (:func:`rented_costs`) costs, at the offer's
+price ``p`` per hour for the ``k`` instances (on demand, and spot where offered)::
+
+    a job:      cost = job hours x p                (low / expected / high over the job-time range)
+    a service:  cost per month = replicas x p x 730 h   (each replica rented as the offer)
+
+which is what a reviewer compares with the setup's own cost. That cost is at the catalog's price
+per GPU-hour unless the budget rents from providers (``budget.providers``); an offer whose price is
+the one the cost was worked out at says so ("as costed above") instead of giving the same figure
+twice, and when no offer named is, one sentence says what price the cost above is at.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
+import math
+from typing import Any, NamedTuple
 
+from ..estimation.cost import HOURS_PER_MONTH
+from ..estimation.performance import Range
 from ..estimation.results import Candidate, Estimate
 from ..formats.user_catalog import months_before
-from ..formatting import TIMES, fmt_usd_per_hour, plain_gpu_name
+from ..formatting import TIMES, fmt_hours, fmt_usd, fmt_usd_per_hour, plain_gpu_name
 from ..specs.instances import InstanceOffer
 
 DEFAULT_STALE_MONTHS = 6
@@ -73,40 +88,159 @@ def pick_price_warnings(
     ]
 
 
-def offer_phrase(offer: InstanceOffer) -> str:
-    """``1 × gpu_8x_h100_sxm5 (lambda, 8 GPUs each): $31.92/h on demand, no spot offer; prices of 2026-05-20``."""
-    each = f"{offer.gpus_per_instance} GPU{'s' if offer.gpus_per_instance != 1 else ''} each"
-    on_demand = (
-        f"{fmt_usd_per_hour(offer.usd_per_hour)}/h on demand"
-        if offer.usd_per_hour is not None
-        else "no on-demand offer"
-    )
-    spot = (
-        f"{fmt_usd_per_hour(offer.spot_usd_per_hour)}/h spot"
-        if offer.spot_usd_per_hour is not None
-        else "no spot offer"
-    )
+class RentedCost(NamedTuple):
+    """What a setup costs rented as one instance offer (see the module docstring): the whole job, or
+    for a service the whole fleet for a month, at the offer's on-demand and spot prices."""
+
+    offer: InstanceOffer
+    #: The job's time, its 80% range (None for a service, and for a setup without a job time).
+    job_hours: Range | None
+    #: A service's replicas, each rented as the offer (None for a job).
+    replicas: int | None
+    #: At the on-demand price: the job, or a month of the fleet (None: no on-demand offer or no time).
+    usd: Range | None
+    #: The same at the spot price (None: no spot offer or no time).
+    spot_usd: Range | None
+    #: Which of the offer's prices the setup's own cost was worked out at: "on demand", "spot" or "".
+    costed_at: str = ""
+
+    @property
+    def per_month(self) -> bool:
+        return self.replicas is not None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The offer's fields and its cost: ``job_cost_usd`` / ``spot_job_cost_usd`` for a job,
+        ``fleet_usd_per_month`` / ``spot_fleet_usd_per_month`` for a service ({low, expected, high}
+        or null), and ``costed_at``."""
+        key = "fleet_usd_per_month" if self.per_month else "job_cost_usd"
+        return {
+            **self.offer.to_dict(),
+            key: None if self.usd is None else self.usd.to_dict(2),
+            f"spot_{key}": None if self.spot_usd is None else self.spot_usd.to_dict(2),
+            "costed_at": self.costed_at or None,
+        }
+
+
+def _same_price(a: float | None, b: float | None) -> bool:
+    return a is not None and b is not None and math.isclose(a, b, rel_tol=1e-6)
+
+
+def _own_usd_per_hour(c: Candidate) -> float | None:
+    """What the setup's own cost pays per hour for one replica (a job: the whole setup)."""
+    if c.serving is not None:
+        s = c.serving
+        return None if s.usd_per_hour is None or not s.replicas else s.usd_per_hour / s.replicas
+    return c.cost.usd_per_hour if c.cost is not None and c.cost.cost_usd is not None else None
+
+
+def rented_costs(est: Estimate, c: Candidate) -> tuple[RentedCost, ...]:
+    """Every offer that rents ``c`` (:meth:`Estimate.instances_for`, cheapest first) with what the
+    job, or a month of the service, costs at its prices (see the module docstring)."""
+    own = _own_usd_per_hour(c)
+    hours: Range | None = None
+    replicas: int | None = None
+    scale: Range | None = None  # hours the price is paid for: the job's time, or a month of the fleet
+    if c.serving is not None:
+        s = c.serving
+        replicas = s.replicas
+        lo, hi = s.replicas_range or (s.replicas, s.replicas)
+        scale = Range(lo * HOURS_PER_MONTH, s.replicas * HOURS_PER_MONTH, hi * HOURS_PER_MONTH)
+    elif c.cost is not None:
+        hours = scale = c.cost.job_hours
+    out = []
+    for o in est.instances_for(c):
+        costed = (
+            "on demand"
+            if _same_price(own, o.usd_per_hour)
+            else "spot"
+            if _same_price(own, o.spot_usd_per_hour)
+            else ""
+        )
+        out.append(
+            RentedCost(
+                o,
+                hours,
+                replicas,
+                None if scale is None or o.usd_per_hour is None else scale.scaled(o.usd_per_hour),
+                None if scale is None or o.spot_usd_per_hour is None else scale.scaled(o.spot_usd_per_hour),
+                costed,
+            )
+        )
+    return tuple(out)
+
+
+def _price_and_cost(price: float | None, kind: str, cost: Range | None, r: RentedCost, first: bool) -> str:
+    """``$48.00/h on demand (this 2.2 h job about $106)``; ``(as costed above)`` when the setup's
+    own cost is at this price; ``no spot offer``."""
+    if price is None:
+        return f"no {kind} offer"
+    text = f"{fmt_usd_per_hour(price)}/h {kind}"
+    if r.costed_at == kind:
+        return text + " (as costed above)"
+    if cost is None:
+        return text
+    month = " a month" if r.per_month else ""
+    if not first:
+        return text + f" (about {fmt_usd(cost.expected)}{month})"
+    if r.per_month:
+        n = r.replicas or 0
+        fleet = f"{n} replica{'s' if n != 1 else ''} about " if n > 1 else "about "
+        return text + f" ({fleet}{fmt_usd(cost.expected)}{month})"
+    assert r.job_hours is not None
+    return text + f" (this {fmt_hours(r.job_hours.expected)} job about {fmt_usd(cost.expected)})"
+
+
+def rented_phrase(r: RentedCost, lead: bool = True) -> str:
+    """``1 × Standard_ND96isr_MI300X_v5 (azure, 8 GPUs each): $48.00/h on demand (this 2.2 h job
+    about $106), $8.87/h spot (about $20); prices of 2026-05-20``: the offer with what the setup
+    costs at each of its prices. In the ``lead`` offer the first figure says what it is for (the
+    job and its time, or the replicas), every later one just "about"."""
+    o = r.offer
+    each = f"{o.gpus_per_instance} GPU{'s' if o.gpus_per_instance != 1 else ''} each"
+    on_demand = _price_and_cost(o.usd_per_hour, "on demand", r.usd, r, lead)
+    said = o.usd_per_hour is not None and r.usd is not None and r.costed_at != "on demand"
+    spot = _price_and_cost(o.spot_usd_per_hour, "spot", r.spot_usd, r, lead and not said)
     return (
-        f"{offer.instances} {TIMES} {offer.instance_type} ({offer.provider}, {each}): {on_demand}, {spot}; "
-        f"prices of {offer.price_date or 'no date'}"
+        f"{o.instances} {TIMES} {o.instance_type} ({o.provider}, {each}): {on_demand}, {spot}; "
+        f"prices of {o.price_date or 'no date'}"
     )
+
+
+def _cost_basis(est: Estimate, c: Candidate) -> str:
+    """``The cost above is at the catalog's expected price, $2.00 per GPU-hour.`` ("" without a
+    priced cost)."""
+    own = _own_usd_per_hour(c)
+    if own is None:
+        return ""
+    gpus = c.gpu_count
+    b = est.scenario.budget
+    if not isinstance(b.price, str):
+        what = "your own price"
+    elif b.providers is not None:
+        what = f"the {b.price} instance price of the providers chosen"
+    else:
+        what = f"the catalog's {b.price} price"
+    return f" The cost above is at {what}, {fmt_usd_per_hour(own / gpus)} per GPU-hour."
 
 
 def rent_as(est: Estimate, c: Candidate | None = None) -> str:
-    """Where to rent ``c`` (default: the recommendation), in one sentence ("" without a candidate)."""
+    """Where to rent ``c`` (default: the recommendation) and what it costs there, in one or two
+    sentences ("" without a candidate); see the module docstring."""
     c = c if c is not None else est.recommended
     if c is None:
         return ""
-    offers = est.instances_for(c)
+    rented = rented_costs(est, c)
     where = (
         "the providers chosen on the Budget page offer"
         if est.scenario.budget.providers not in (None, "any")
         else "the cloud instance snapshot lists"
     )
-    replica = " per replica" if c.serving is not None else ""
-    if not offers:
+    if not rented:
         return f"Where to rent it: {where} no {plain_gpu_name(c.gpu.name)} instance."
-    text = f"Rent it as {offer_phrase(offers[0])}{replica}."
-    if len(offers) > 1:
-        text += f" Next: {offer_phrase(offers[1])}."
+    verb = "Rent each replica as" if c.serving is not None else "Rent it as"
+    text = f"{verb} {rented_phrase(rented[0])}."
+    if len(rented) > 1:
+        text += f" Next: {rented_phrase(rented[1], lead=False)}."
+    if not any(r.costed_at for r in rented[:2]):
+        text += _cost_basis(est, c)
     return text

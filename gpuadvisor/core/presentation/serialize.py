@@ -185,7 +185,7 @@ def calibration_to_dict(est: Estimate) -> dict[str, Any]:
 def estimate_to_dict(est: Estimate, today: _dt.date | None = None, stale_months: int = 6) -> dict[str, Any]:
     """The whole estimate as JSON-ready data; ``today`` (default: the system date) and
     ``stale_months`` decide which prices are stale."""
-    from .prices import pick_price_warnings, price_date, price_stale
+    from .prices import pick_price_warnings, price_date, price_stale, rented_costs
     from .titles import scenario_title
 
     today = today or _dt.date.today()
@@ -196,7 +196,7 @@ def estimate_to_dict(est: Estimate, today: _dt.date | None = None, stale_months:
         d = candidate_to_dict(c, calibrated=c.gpu.id in calibrated, est=est)
         d["price_date"] = price_date(est, c)
         d["price_stale"] = price_stale(est, c, today, stale_months)
-        d["instances"] = [o.to_dict() for o in est.instances_for(c)]
+        d["instances"] = [r.to_dict() for r in rented_costs(est, c)]
         candidates.append(d)
     out: dict[str, Any] = {
         "scenario": scenario_title(est),

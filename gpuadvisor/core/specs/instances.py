@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from ..errors import CatalogError
+from ..files import MAX_NAME_CHARS, MAX_TEXT_CHARS, check_text
 from .catalog_io import CatalogMeta, RowReader, read_catalog_file, read_catalog_text
 from .hardware import PriceRange, bundled_catalog_dir
 
@@ -225,6 +226,10 @@ def instance_price_range(
 
 # -- reading and writing ------------------------------------------------------------------------------
 def _parse_row(r: RowReader, gpu_ids: Iterable[str] | None) -> InstanceType:
+    # A user's list may come from anywhere: names as short as a name is, the rest as free text.
+    for column in INSTANCE_COLUMNS:
+        limit = MAX_TEXT_CHARS if column in ("regions", "source") else MAX_NAME_CHARS
+        check_text(r.where(column), r.row.get(column, ""), limit, error=CatalogError)
     provider = r.text("provider").strip()
     name = r.text("instance_type").strip()
     gpu_id = r.text("gpu_id").strip()

@@ -6,11 +6,13 @@ import datetime as _dt
 import html
 import logging
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from PySide6.QtCore import Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QKeySequence, QUndoStack
+from PySide6.QtCore import QItemSelection, QItemSelectionModel, Qt, QTimer, Signal
+from PySide6.QtGui import QAction, QKeySequence, QUndoCommand, QUndoStack
 from PySide6.QtWidgets import (
     QDialog,
     QFileDialog,
@@ -31,11 +33,16 @@ from PySide6.QtWidgets import (
 from ...core.errors import CatalogError, InputError
 from ...core.formats import user_catalog as uc
 from ...core.formats.catalog_exchange import ImportReport, export_text, import_file
+from ...core.formats.user_catalog_merge import rebase_rows
 from ...core.numbers import NumberRule, Quantity
 from ...core.specs.hardware import GpuCatalog
 from ...storage import StorageError, atomic_write_text
 from ...storage.settings import STALE_PRICE_MONTHS_RANGE
-from ...storage.user_catalog_store import restore_user_catalog, save_user_catalog, user_catalog_backups
+from ...storage.user_catalog_store import (
+    restore_user_catalog,
+    save_and_merge_user_catalog,
+    user_catalog_backups,
+)
 from ..theme import colors
 from ..widgets import NumberField
 from .add_gpu import AddGpuDialog
@@ -46,6 +53,15 @@ from .model import CatalogModel
 from .preview import PreviewDialog, import_details
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class TableView:
+    """Where the user was in a table, by row id: what survives the table taking in new rows."""
+
+    selected: tuple[str, ...]
+    current: tuple[str, str] | None  # (row id, column)
+    scroll: tuple[int, int]  # horizontal, vertical
 
 
 class CatalogTab(QWidget):
@@ -120,6 +136,40 @@ class CatalogTab(QWidget):
             rows = {self.proxy.mapToSource(self.table.currentIndex()).row()}
         return sorted(r for r in rows if r >= 0)
 
+    def view_state(self) -> TableView:
+        """The selected rows, the current cell and the scroll position, by row id and column."""
+        m = self.model
+        rows = sorted({self.proxy.mapToSource(i).row() for i in self.table.selectionModel().selectedRows()})
+        selected = tuple(m.rows[r].get("id", "") for r in rows if 0 <= r < len(m.rows))
+        current = None
+        index = self.proxy.mapToSource(self.table.currentIndex())
+        if index.isValid() and index.row() < len(m.rows):
+            current = (m.rows[index.row()].get("id", ""), m.columns[index.column()])
+        scroll = (self.table.horizontalScrollBar().value(), self.table.verticalScrollBar().value())
+        return TableView(selected, current, scroll)
+
+    def restore_view(self, state: TableView) -> None:
+        """Select the same rows (by id) and put the current cell and the scroll back."""
+        m = self.model
+        by_id = {r.get("id", ""): i for i, r in enumerate(m.rows)}
+        chosen = QItemSelection()
+        for row_id in state.selected:
+            i = by_id.get(row_id)
+            if i is None:
+                continue  # removed by the other program
+            first = self.proxy.mapFromSource(m.index(i, 0))
+            last = self.proxy.mapFromSource(m.index(i, len(m.columns) - 1))
+            if first.isValid():
+                chosen.select(first, last)
+        flags = QItemSelectionModel.SelectionFlag
+        selection = self.table.selectionModel()
+        if state.current is not None and state.current[0] in by_id:
+            current = m.index(by_id[state.current[0]], m.columns.index(state.current[1]))
+            selection.setCurrentIndex(self.proxy.mapFromSource(current), flags.NoUpdate)
+        selection.select(chosen, flags.ClearAndSelect | flags.Rows)
+        self.table.horizontalScrollBar().setValue(state.scroll[0])
+        self.table.verticalScrollBar().setValue(state.scroll[1])
+
     def select_source_row(self, row: int) -> None:
         index = self.proxy.mapFromSource(self.model.index(row, 0))
         if index.isValid():
@@ -158,6 +208,8 @@ class CatalogEditor(QMainWindow):
         self.last_saved_path: Path | None = None
         self.build_warnings: list[str] = []
         self.notice = ""  # the last import's report, shown until the next import
+        #: The edits the file held when this window last read or wrote it: what a save merges against.
+        self._base = user
 
         self.models: dict[str, CatalogModel] = {}
         self.tabs_by_kind: dict[str, CatalogTab] = {}
@@ -494,11 +546,7 @@ class CatalogEditor(QMainWindow):
         """Update cloud prices from gpuhunt or SkyPilot catalog files; returns the applied updates."""
         from ...core.formats.instance_import import price_list_instance_types
         from ...core.formats.pricelists import merge_price_imports, price_update_rows, read_price_list
-        from ...storage.instances_store import (
-            instances_text_after_import,
-            put_user_instances,
-            user_instances_text,
-        )
+        from ...storage.instances_store import InstancesSaved, save_imported_instances
 
         model = self.models["gpus"]
         if paths is None:
@@ -558,17 +606,15 @@ class CatalogEditor(QMainWindow):
             if dialog.exec() != QDialog.DialogCode.Accepted:
                 return updates
         notice = merged.summary()
-        before = user_instances_text()
-        saved, after_text = None, ""
+        saved: InstancesSaved | None = None
         if types:
-            after_text = instances_text_after_import(types, merged.as_of)
             try:
-                saved, snapshot = put_user_instances(after_text)
+                saved = save_imported_instances(types, merged.as_of)
             except StorageError as exc:
                 notice += f"\nThe cloud instance types could not be saved: {exc}"
             else:
                 notice += (
-                    f"\n{len(types)} cloud instance types of {providers} saved to {saved.name}: "
+                    f"\n{len(types)} cloud instance types of {providers} saved to {saved.path.name}: "
                     "the results name them as where to rent."
                 )
         # The catalog's new prices and the saved instance types are one step: one undo takes back both.
@@ -577,24 +623,26 @@ class CatalogEditor(QMainWindow):
             if lines:
                 self._push_rows(model, after, "Import prices")
             if saved is not None:
-                self.undo.push(InstancesCommand(before, after_text, self._put_instances))
+                self.undo.push(
+                    InstancesCommand(saved.providers, saved.before, types, merged.as_of, self._put_instances)
+                )
             self.undo.endMacro()
         if saved is not None:
-            self.instancesImported.emit(snapshot)
+            self.instancesImported.emit(saved.snapshot)
         self._set_notice(notice)
         return updates
 
-    def _put_instances(self, text: str | None) -> None:
-        """Undo or redo of the instance types an import saved: write them back, and let the
-        estimates use the snapshot that results."""
-        from ...storage.instances_store import put_user_instances
+    def _put_instances(self, providers: Sequence[str], rows: Sequence[Any], updated: str) -> None:
+        """Undo or redo of the instance types an import saved: make ``rows`` the rows of
+        ``providers`` again, and let the estimates use the snapshot that results."""
+        from ...storage.instances_store import put_provider_rows
 
         try:
-            _path, snapshot = put_user_instances(text)
+            saved = put_provider_rows(providers, rows, updated)
         except StorageError as exc:
             self._set_notice(f"The cloud instance types could not be put back: {exc}")
             return
-        self.instancesImported.emit(snapshot)
+        self.instancesImported.emit(saved.snapshot)
 
     def _catalog_for_matching(self) -> GpuCatalog:
         if self._current_gpus is not None:
@@ -622,6 +670,7 @@ class CatalogEditor(QMainWindow):
         except (InputError, OSError) as exc:
             QMessageBox.warning(self, "Backup not restored", str(exc))
             return False
+        self._base = loaded.catalog  # the file holds it now; the steps below show it
         self.undo.beginMacro(f"Restore {Path(path).name}")
         for kind, model in self.models.items():
             merged, _w = uc.merge(kind, loaded.catalog.edits(kind))
@@ -653,8 +702,13 @@ class CatalogEditor(QMainWindow):
             self._update_info()
             return
         try:
-            self.last_saved_path = save_user_catalog(user)
+            saved = save_and_merge_user_catalog(user, self._base)
+            self._base = saved.catalog
+            self.last_saved_path = saved.path
             self.last_save_error = ""
+            if saved.merged:  # another program saved meanwhile: show what the file holds now
+                self._show_merged(user, saved.catalog)
+                user = saved.catalog
         except StorageError as exc:
             self.last_save_error = f"Your edits are kept in this window but could not be saved: {exc}"
             log.warning("user catalog not saved: %s", exc)
@@ -666,6 +720,58 @@ class CatalogEditor(QMainWindow):
             self.build_warnings = warnings
             self.catalogsChanged.emit(gpus, models, warnings)
         self._update_info()
+
+    def _show_merged(self, mine: uc.UserCatalog, merged: uc.UserCatalog) -> None:
+        """Show the edits a save merged with another program's (:func:`save_and_merge_user_catalog`):
+        each table takes in the other program's rows and cells, the undo stack's tables are moved
+        onto them (:func:`~gpuadvisor.core.formats.user_catalog_merge.rebase_rows`: undo still takes
+        back this window's edits only), and the selection, current cell and scroll stay."""
+        said = []
+        for kind, model in self.models.items():
+            base, theirs = mine.edits(kind), merged.edits(kind)
+            if base == theirs:
+                continue
+            rows = [dict(m.row) for m in uc.merge(kind, theirs)[0]]
+            said.append(self._merged_rows_text(kind, model.rows, rows))
+            self._rebase_undo(model, lambda r, k=kind, b=base, t=theirs: rebase_rows(k, r, b, t))
+            tab = self.tabs_by_kind[kind]
+            where = tab.view_state()
+            model._adopt_rows(rows)
+            tab.restore_view(where)
+        if said:
+            self._set_notice(
+                "Another gpuadvisor window or command saved the catalog meanwhile; its changes are shown "
+                f"here with yours ({'; '.join(said)}). Undo takes back your own edits only."
+            )
+            self.statusBar().showMessage("Merged with changes saved by another program", 8000)
+
+    @staticmethod
+    def _merged_rows_text(kind: str, before: list[dict[str, str]], after: list[dict[str, str]]) -> str:
+        """``GPUs: cli-a added, h100-sxm changed``: what the other program's save changed."""
+        old = {r.get("id", ""): r for r in before}
+        new = {r.get("id", ""): r for r in after}
+        parts = []
+        for verb, ids in (
+            ("added", [i for i in new if i not in old]),
+            ("changed", [i for i in new if i in old and new[i] != old[i]]),
+            ("removed", [i for i in old if i not in new]),
+        ):
+            if ids:
+                more = f" and {len(ids) - 3} more" if len(ids) > 3 else ""
+                parts.append(f"{', '.join(ids[:3])}{more} {verb}")
+        return f"{KIND_TITLES[kind]}: {', '.join(parts)}"
+
+    def _rebase_undo(self, model: CatalogModel, move) -> None:
+        """Move every table the undo stack holds for ``model`` (in macros too) with ``move``."""
+
+        def visit(command: QUndoCommand) -> None:
+            if isinstance(command, RowsCommand) and command.model is model:
+                command.rebase(move)
+            for j in range(command.childCount()):
+                visit(command.child(j))
+
+        for i in range(self.undo.count()):
+            visit(self.undo.command(i))
 
     def flush(self) -> None:
         """Apply a pending change now (tests; closing)."""

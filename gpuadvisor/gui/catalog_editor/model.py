@@ -287,6 +287,13 @@ class CatalogModel(QAbstractTableModel):
         self.endResetModel()
         self.changed.emit()
 
+    def _adopt_rows(self, rows: list[dict[str, str]]) -> None:
+        """Show ``rows`` as saved (another program's changes merged in): no undo step, no new save."""
+        self.beginResetModel()
+        self.rows = [uc.full_row(self.kind, r) for r in rows]
+        self._revalidate()
+        self.endResetModel()
+
     def snapshot(self) -> list[dict[str, str]]:
         return [dict(r) for r in self.rows]
 
