@@ -261,3 +261,21 @@ def test_no_weights_table_for_several_gpu_types_or_a_service(cats):
         estimate(replace(s, workload=replace(s.workload, weights="bf16", kind="lora")), *cats).weights_table
         == ()
     )
+
+
+def test_a_session_on_the_machine_you_own_names_nowhere_to_rent(cats):
+    """The user owns the card or the Mac: the answer offers no cloud instance to rent it from."""
+    import datetime
+
+    from gpuadvisor.core.presentation.detail import candidate_detail
+    from gpuadvisor.core.presentation.prices import rent_as
+
+    for est in (
+        estimate(_scenario("qwen3-32b", "rtx-4090"), *cats),
+        estimate(_scenario("llama-3.1-70b", "apple-m3-max", memory_gib=64), *cats),
+    ):
+        assert est.session and rent_as(est) == ""
+        text = render_estimate(est)
+        assert "Rent it as" not in text and "Where to rent" not in text
+        detail = " ".join(t for t, _tone in candidate_detail(est, est.recommended.key, datetime.date.today()))
+        assert "Rent it as" not in detail and "Where to rent" not in detail

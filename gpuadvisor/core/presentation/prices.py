@@ -225,9 +225,10 @@ def _cost_basis(est: Estimate, c: Candidate) -> str:
 
 def rent_as(est: Estimate, c: Candidate | None = None) -> str:
     """Where to rent ``c`` (default: the recommendation) and what it costs there, in one or two
-    sentences ("" without a candidate); see the module docstring."""
+    sentences ("" without a candidate, and in a session on the machine the user owns: nothing is to
+    be rented there); see the module docstring."""
     c = c if c is not None else est.recommended
-    if c is None:
+    if c is None or est.session:
         return ""
     rented = rented_costs(est, c)
     where = (
