@@ -10,7 +10,9 @@ Usage: .venv/bin/python scripts/validate.py [--out-of-sample | --in-sample | --p
 --in-sample:               the shipped engine profiles on every row (secondary)
 --prospective:             the ledger (tests/data/validation/ledger.jsonl): each new source's first score
                            by the model as shipped, before anything was fitted on it; with --json
-                           {"sources", "rows", "unscorable", "groups": {...: {"n", "median_abs_pct", ...}}}
+                           {"sources", "rows", "unscorable", "groups": {...: {"n", "median_abs_pct", ...}}};
+                           with --now the same rows predicted by the model as it is now (how a change
+                           fares on the sources scored before it; the ledger keeps the first scores)
 --json:                    print only {"rows", "sources", "groups": {...}} for the chosen mode
 --rows:                    also print every row's comparison
 --write:                   regenerate docs/validation.md (out of sample first, the ledger, in sample last)
@@ -59,6 +61,7 @@ from gpuadvisor.validation.ledger import (  # noqa: E402
     load_ledger,
     pending_rows,
     pending_sources,
+    score_now,
     today,
 )
 from gpuadvisor.validation.ledger import summary as ledger_summary  # noqa: E402
@@ -85,12 +88,15 @@ def main() -> int:
         help="fits and leave-one-source-out read new sources too",
     )
     parser.add_argument("--dry-run", action="store_true", help="with --score-new: print, write nothing")
+    parser.add_argument(
+        "--now", action="store_true", help="with --prospective: the ledger's rows scored by the model now"
+    )
     args = parser.parse_args()
     start = time.perf_counter()
     data_dir = Path(args.data) if args.data else DATA_DIR
     try:
         sources = load_sources(data_dir)
-        every_row = args.include_prospective or args.scenario or args.score_new
+        every_row = args.include_prospective or args.scenario or args.score_new or args.now
         rows = load_measurements(data_dir, sources=sources, include_prospective=bool(every_row))
         ledger = load_ledger(data_dir)
         diagnoses = load_diagnoses(data_dir)
@@ -98,7 +104,7 @@ def main() -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     if args.prospective:
-        return _print_prospective(ledger, args.json)
+        return _print_prospective(ledger, args.json, rows if args.now else None)
     if args.score_new:
         return _score_new(rows, ledger, data_dir, args.dry_run)
     if args.scenario:
@@ -124,7 +130,8 @@ def main() -> int:
             if args.in_sample
             else "out of sample (leave one source out)"
         )
-        print(text_summary(results, f"{len(rows)} rows from {len(sources)} sources; {title}"))
+        used = len({r.source_id for r in rows})
+        print(text_summary(results, f"{len(rows)} rows from {used} sources; {title}"))
         if args.rows:
             print()
             for c in results:
@@ -153,10 +160,24 @@ def main() -> int:
     return 0
 
 
-def _print_prospective(ledger: Ledger | None, as_json: bool) -> int:
+def _print_prospective(ledger: Ledger | None, as_json: bool, rows: list[Row] | None) -> int:
+    """The ledger's first scores, or with ``rows`` (``--now``) its rows scored by the model now."""
     if ledger is None:
         print("error: the data folder has no ledger.jsonl", file=sys.stderr)
         return 2
+    if rows is not None:
+        now = score_now(ledger, rows, Predictor(load_gpu_catalog(), load_model_catalog()))
+        if as_json:
+            print(json.dumps(now))
+        else:
+            first = ledger_summary(ledger)["groups"]
+            print("the ledger's rows, first score -> the model now (median abs. error, rows):")
+            for g, f in now["groups"].items():
+                if g != "bounds" and f["n"]:
+                    print(
+                        f"  {g:16s} {first[g]['median_abs_pct']:>7}% -> {f['median_abs_pct']:>7}%  ({f['n']})"
+                    )
+        return 0
     if as_json:
         print(json.dumps(ledger_summary(ledger)))
     else:

@@ -333,27 +333,10 @@ def _number(raw: dict[str, str], col: str, where: str, positive: bool = True) ->
     return value
 
 
-def load_measurements(
-    data_dir: str | Path = DATA_DIR,
-    sources: dict[str, Source] | None = None,
-    include_prospective: bool = False,
-) -> list[Row]:
-    """The measurement rows, checked against the format and the sources.
-
-    Rows of prospective sources (``ledger.jsonl``: sources added after the ledger began and not
-    admitted to the fits since) are left out unless ``include_prospective``: every fit, every
-    leave-one-source-out run and every figure read from these rows stays what it was until a source
-    is admitted on purpose (:mod:`.ledger`). Without a ledger file every row counts."""
-    rows = _load_every_row(data_dir, sources)
-    if include_prospective:
-        return rows
-    from .ledger import fitted_sources  # the ledger reads rows itself: imported on use
-
-    fitted = fitted_sources(data_dir)
-    return rows if fitted is None else [r for r in rows if r.source_id in fitted]
-
-
-def _load_every_row(data_dir: str | Path, sources: dict[str, Source] | None) -> list[Row]:
+def load_measurements(data_dir: str | Path = DATA_DIR, sources: dict[str, Source] | None = None) -> list[Row]:
+    """Every measurement row, checked against the format and the sources. (The package's
+    :func:`gpuadvisor.validation.load_measurements`, which fits and leave-one-source-out read,
+    leaves out the prospective sources of the ledger: :func:`.ledger.load_measurements`.)"""
     sources = load_sources(data_dir) if sources is None else sources
     path = Path(data_dir) / "measurements.csv"
     rows: list[Row] = []

@@ -20,7 +20,8 @@ those scores, one JSON object per line, append-only:
   as written, and stays the figure the ledger reports).
 
 Until it is admitted, a new source takes part in no fit and in no leave-one-source-out run:
-:func:`~.data.load_measurements` leaves its rows out unless asked to include them.
+:func:`load_measurements` (the package's ``gpuadvisor.validation.load_measurements``, which every
+fit, script and test reads) leaves its rows out unless asked to include them.
 
 Tamper evidence: each line carries ``prev_sha256``, the SHA-256 of the file's text before it, so
 that rewriting an earlier line breaks the chain of every later one; a scored entry also carries
@@ -42,7 +43,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .data import DATA_DIR, GROUPS, Row, ValidationDataError
+from .data import DATA_DIR, GROUPS, Row, Source, ValidationDataError
+from .data import load_measurements as load_every_measurement
 
 LEDGER_FILE = "ledger.jsonl"
 DIAGNOSES_FILE = "diagnoses.csv"
@@ -231,6 +233,23 @@ def _entry(raw: dict[str, Any], n: int, where: str) -> Entry:
         predictions_sha256=str(raw.get("predictions_sha256", "")),
         raw=raw,
     )
+
+
+def load_measurements(
+    data_dir: str | Path = DATA_DIR,
+    sources: dict[str, Source] | None = None,
+    include_prospective: bool = False,
+) -> list[Row]:
+    """The measurement rows (:func:`.data.load_measurements`) of the sources the fits read: rows of
+    prospective sources (added after the ledger began and not admitted since) are left out unless
+    ``include_prospective``, so that every fit, every leave-one-source-out run and every figure read
+    from these rows stays what it was until a source is admitted on purpose. Without a ledger file
+    every row counts (a bare data folder of the format)."""
+    rows = load_every_measurement(data_dir, sources)
+    if include_prospective:
+        return rows
+    fitted = fitted_sources(data_dir)
+    return rows if fitted is None else [r for r in rows if r.source_id in fitted]
 
 
 def fitted_sources(data_dir: str | Path = DATA_DIR) -> frozenset[str] | None:
@@ -443,3 +462,18 @@ def load_diagnoses(data_dir: str | Path = DATA_DIR) -> dict[str, tuple[str, str]
         _check_date(raw["date_written"], f"{where}: date_written")
         out[raw["source_id"]] = (raw["date_written"], raw["diagnosis"])
     return out
+
+
+# --- the ledger's rows scored again --------------------------------------------------------------
+def score_now(ledger: Ledger, rows: Sequence[Row], predictor: Any) -> dict[str, Any]:
+    """The ledger's first-scored rows predicted by the model as it is now (shipped constants, nothing
+    refitted), in the shape of :func:`summary`: how a model change fares on the sources scored before
+    it (their first scores stay as written; this is never appended)."""
+    by_id = {r.id: r for r in rows}
+    now = [scored_row(predictor.compare(by_id[r.id])) for r in ledger.scored_rows() if r.id in by_id]
+    return {
+        "sources": len({e.source for e in ledger.scores}),
+        "rows": len(now),
+        "unscorable": sum(len(e.unscorable) for e in ledger.scores),
+        "groups": group_figures(now),
+    }

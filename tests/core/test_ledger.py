@@ -276,3 +276,16 @@ def test_every_first_score_worse_than_the_threshold_has_a_diagnosis(ledger):
         if worst is not None and worst > DIAGNOSIS_THRESHOLD_PCT:
             assert source in diagnoses and len(diagnoses[source][1]) > 80, source
     assert set(diagnoses) <= {e.source for e in ledger.scores}
+
+
+def test_the_ledger_s_rows_can_be_scored_by_the_model_now(ledger, every_row):
+    """How a model change fares on the sources scored before it (``--prospective --now``): the same
+    rows and groups as the first scores, predicted by the model in force, never appended."""
+    from gpuadvisor.validation.ledger import score_now
+
+    before = (DATA_DIR / LEDGER_FILE).read_text(encoding="utf-8")
+    now = score_now(ledger, every_row, Predictor(load_gpu_catalog(), load_model_catalog()))
+    first = summary(ledger)
+    assert set(now) == set(first) and now["rows"] == first["rows"]
+    assert {g: f["n"] for g, f in now["groups"].items()} == {g: f["n"] for g, f in first["groups"].items()}
+    assert (DATA_DIR / LEDGER_FILE).read_text(encoding="utf-8") == before
