@@ -173,9 +173,8 @@ def prospective_table(ledger: Ledger) -> list[str]:
     for g in GROUPS:
         f = s["groups"][g]
         if g == "bounds":
-            lines.append(
-                f"| {GROUP_NAMES[g]} | {f['n']} | {f['right']} of {f['n']} on the right side | | all right |"
-            )
+            right = f"{f['right']} of {f['n']} on the right side" if f["n"] else ""
+            lines.append(f"| {GROUP_NAMES[g]} | {f['n']} | {right} | | all right |")
             continue
         cov = "" if f["coverage"] is None else f"{f['coverage']:.0%}"
         lines.append(
@@ -198,15 +197,17 @@ def prospective_lines(
         PROSPECTIVE_HEADING,
         "",
         f"The ledger (`tests/data/validation/ledger.jsonl`, `gpuadvisor/validation/ledger.py`) began on {base.date} "
-        f"at commit `{base.commit[:10]}` with the {len(base.sources)} sources of the set (the table *Sources* below). Every source added since is "
-        "scored by the model as it stood at a recorded commit, with the shipped constants and nothing refitted "
+        f"at commit `{base.commit[:10]}` with the {len(base.sources)} sources of the set (the table *Sources* below). "
+        "Every source added since is scored by the model as it stood at a recorded commit, with the shipped constants and nothing refitted "
         "(`scripts/validate.py --score-new`, after the rows were committed), before any fit or model change reads "
         "it; that first score is appended to the ledger and never rewritten. These sources take part in no fit "
         "and in none of the figures above until they are admitted (`--include-prospective` lets a run read them "
         "on purpose). Leave-one-source-out refits the constants but not the model's structure, which was chosen "
         "with every source above in view; the first scores below test the structure too. "
         f"{s['sources']} sources, {s['rows']} rows scored, {s['unscorable']} rows recorded that the model cannot "
-        "express yet (counted apart; they are scored the day they become expressible).",
+        "express yet (counted apart; they are scored the day they become expressible). A change to the model is "
+        "judged on both figures: the leave-one-source-out tables above and these rows predicted by the changed "
+        "model (`scripts/validate.py --prospective --now`), against their first scores, which stay as written.",
         "",
         *prospective_table(ledger),
         "",
