@@ -4,6 +4,7 @@
 Usage: .venv/bin/python scripts/validate.py [--out-of-sample | --in-sample | --prospective] [--json] [--rows]
                                              [--write] [--include-prospective]
        .venv/bin/python scripts/validate.py --score-new [--dry-run]
+       .venv/bin/python scripts/validate.py --retrospective SOURCE --why TEXT
 
 --out-of-sample (default): leave one source out: refit the engine profiles without each source and
                            predict its rows; per group median and 80th-percentile abs. error, coverage
@@ -21,6 +22,9 @@ Usage: .venv/bin/python scripts/validate.py [--out-of-sample | --in-sample | --p
 --score-new:               score the rows no ledger entry has scored yet with the model at HEAD (the rows
                            and the model committed first) and append one entry per source to the ledger;
                            --dry-run prints the scores and writes nothing
+--retrospective SOURCE:    record in the ledger that SOURCE was added with a model change built while reading
+                           it (so it cannot be scored first): it is fitted from then on, never in the
+                           prospective figure; --why says so in a sentence
 --scenario ROW:            print the scenario file of one row (feed it to `gpuadvisor-cli estimate --json`)
 """
 
@@ -53,6 +57,7 @@ from gpuadvisor.validation import (  # noqa: E402
 )
 from gpuadvisor.validation.ledger import (  # noqa: E402
     Ledger,
+    LedgerError,
     append,
     changed_since_head,
     first_score,
@@ -77,6 +82,7 @@ def main() -> int:
     mode.add_argument("--in-sample", action="store_true", help="the shipped engine profiles on every row")
     mode.add_argument("--prospective", action="store_true", help="the ledger's first scores")
     mode.add_argument("--score-new", action="store_true", help="first-score new rows into the ledger")
+    mode.add_argument("--retrospective", metavar="SOURCE", help="record a source read by a model change")
     parser.add_argument("--json", action="store_true", help="print the summary object only")
     parser.add_argument("--rows", action="store_true", help="print every row's comparison")
     parser.add_argument("--write", action="store_true", help="write docs/validation.md")
@@ -89,6 +95,9 @@ def main() -> int:
     )
     parser.add_argument("--dry-run", action="store_true", help="with --score-new: print, write nothing")
     parser.add_argument(
+        "--why", default="", help="with --retrospective: why the source could not be scored first"
+    )
+    parser.add_argument(
         "--now", action="store_true", help="with --prospective: the ledger's rows scored by the model now"
     )
     args = parser.parse_args()
@@ -96,7 +105,9 @@ def main() -> int:
     data_dir = Path(args.data) if args.data else DATA_DIR
     try:
         sources = load_sources(data_dir)
-        every_row = args.include_prospective or args.scenario or args.score_new or args.now
+        every_row = (
+            args.include_prospective or args.scenario or args.score_new or args.now or args.retrospective
+        )
         rows = load_measurements(data_dir, sources=sources, include_prospective=bool(every_row))
         ledger = load_ledger(data_dir)
         diagnoses = load_diagnoses(data_dir)
@@ -107,6 +118,8 @@ def main() -> int:
         return _print_prospective(ledger, args.json, rows if args.now else None)
     if args.score_new:
         return _score_new(rows, ledger, data_dir, args.dry_run)
+    if args.retrospective:
+        return _retrospective(args.retrospective, args.why, rows, ledger, data_dir)
     if args.scenario:
         row = next((r for r in rows if r.id == args.scenario), None)
         if row is None:
@@ -182,6 +195,32 @@ def _print_prospective(ledger: Ledger | None, as_json: bool, rows: list[Row] | N
         print(json.dumps(ledger_summary(ledger)))
     else:
         print(prospective_text(ledger))
+    return 0
+
+
+def _retrospective(source: str, why: str, rows: list[Row], ledger: Ledger | None, data_dir: Path) -> int:
+    """Append a ``retrospective`` line for ``source`` (a source whose rows a model change read)."""
+    if ledger is None:
+        print("error: the data folder has no ledger.jsonl", file=sys.stderr)
+        return 2
+    if source not in {r.source_id for r in rows}:
+        print(f"error: source {source!r} has no rows in measurements.csv", file=sys.stderr)
+        return 2
+    if source in ledger.fitted or any(e.source == source for e in ledger.scores):
+        print(f"error: source {source!r} is already in the ledger", file=sys.stderr)
+        return 2
+    try:
+        commit = head_commit(ROOT)
+    except (OSError, subprocess.SubprocessError) as exc:
+        print(f"error: git could not say the commit ({exc})", file=sys.stderr)
+        return 2
+    entry = {"kind": "retrospective", "date": today(), "commit": commit, "source": source, "why": why}
+    try:
+        append(data_dir, entry)
+    except LedgerError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(f"{source}: recorded as retrospective (fitted from now on, not in the prospective figure)")
     return 0
 
 

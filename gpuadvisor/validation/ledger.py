@@ -18,6 +18,9 @@ those scores, one JSON object per line, append-only:
   their own. A row is first-scored once.
 - ``admitted``: a scored source that takes part in the fits from that day on (its first score stays
   as written, and stays the figure the ledger reports).
+- ``retrospective``: a source added together with a model change that was built while reading it
+  (it cannot be scored before anything read it), fitted from the start and never in the prospective
+  figure; the line says why (``scripts/validate.py --retrospective SOURCE --why TEXT``).
 
 Until it is admitted, a new source takes part in no fit and in no leave-one-source-out run:
 :func:`load_measurements` (the package's ``gpuadvisor.validation.load_measurements``, which every
@@ -48,7 +51,7 @@ from .data import load_measurements as load_every_measurement
 
 LEDGER_FILE = "ledger.jsonl"
 DIAGNOSES_FILE = "diagnoses.csv"
-KINDS = ("baseline", "first_score", "admitted")
+KINDS = ("baseline", "first_score", "admitted", "retrospective")
 #: A source whose first score has a speed or memory median above this gets a written diagnosis
 #: (``diagnoses.csv``, printed in docs/validation.md).
 DIAGNOSIS_THRESHOLD_PCT = 30.0
@@ -121,7 +124,8 @@ class Ledger:
 
     @property
     def admitted(self) -> frozenset[str]:
-        return frozenset(e.source for e in self.entries if e.kind == "admitted")
+        """Scored sources admitted to the fits since, and sources added as retrospective."""
+        return frozenset(e.source for e in self.entries if e.kind in ("admitted", "retrospective"))
 
     @property
     def scores(self) -> tuple[Entry, ...]:
@@ -157,7 +161,11 @@ def load_ledger(data_dir: str | Path = DATA_DIR) -> Ledger | None:
     path = ledger_path(data_dir)
     if not path.exists():
         return None
-    text = path.read_text(encoding="utf-8")
+    return parse_ledger(path.read_text(encoding="utf-8"))
+
+
+def parse_ledger(text: str) -> Ledger:
+    """The ledger in ``text``, its chain and entries checked (:class:`LedgerError` names the line)."""
     entries: list[Entry] = []
     consumed = ""
     scored: dict[str, int] = {}
@@ -213,6 +221,10 @@ def _entry(raw: dict[str, Any], n: int, where: str) -> Entry:
     if not isinstance(source, str) or not source:
         raise LedgerError(f"{where}: source is missing")
     if kind == "admitted":
+        return Entry(n, kind, date, commit, source=source, raw=raw)
+    if kind == "retrospective":
+        if not isinstance(raw.get("why"), str) or len(raw["why"]) < 20:
+            raise LedgerError(f"{where}: a retrospective source says why it could not be scored first")
         return Entry(n, kind, date, commit, source=source, raw=raw)
     try:
         rows = tuple(ScoredRow(**r) for r in raw["rows"])
@@ -350,9 +362,9 @@ def append(data_dir: str | Path, entry: dict[str, Any]) -> None:
     line = json.dumps(
         {**entry, "prev_sha256": sha256_text(before)}, ensure_ascii=False, separators=(",", ":")
     )
+    parse_ledger(before + line + "\n")  # checked before anything is written: a refused entry leaves no trace
     with path.open("a", encoding="utf-8") as fh:
         fh.write(line + "\n")
-    load_ledger(data_dir)  # the file as appended must read back
 
 
 # --- figures -------------------------------------------------------------------------------------

@@ -487,8 +487,10 @@ the `baseline` (the sources in the set when the ledger began, read by every fit)
 source (its rows scored by the model at a recorded `commit` before anything was fitted on them: per row the
 measured and estimated figure, the error, the 80% range and whether it held; per group the rows, median and
 coverage; the rows the model cannot express yet with why; `rows_sha256` of the rows as scored and
-`predictions_sha256` of the predictions) and an `admitted` line when a scored source joins the fits. Every line
-carries `prev_sha256`, the SHA-256 of the file before it. Rows of sources neither in the baseline nor admitted
+`predictions_sha256` of the predictions), an `admitted` line when a scored source joins the fits, and a
+`retrospective` line (with `why`) for a source added together with a model change built while reading it, which
+the fits read from the start and the prospective figure never counts (`scripts/validate.py --retrospective SOURCE
+--why TEXT`). Every line carries `prev_sha256`, the SHA-256 of the file before it. Rows of sources neither in the baseline nor admitted
 take part in no fit and in no leave-one-source-out run (`load_measurements(include_prospective=False)`, the
 default). New rows are scored with `scripts/validate.py --score-new` after they are committed.
 

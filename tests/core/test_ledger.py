@@ -179,10 +179,38 @@ def test_edited_predictions_inside_the_last_line_are_caught(tmp_path):
         ),
     ],
 )
-def test_a_bad_entry_is_named_by_its_line(tmp_path, entry, message):
+def test_a_bad_entry_is_named_by_its_line_and_never_written(tmp_path, entry, message):
     _data_with_a_new_source(tmp_path)
+    before = (tmp_path / LEDGER_FILE).read_text(encoding="utf-8")
     with pytest.raises(LedgerError, match=message):
         append(tmp_path, entry)
+    assert (tmp_path / LEDGER_FILE).read_text(encoding="utf-8") == before
+
+
+def test_a_source_a_model_change_read_is_recorded_as_retrospective(tmp_path):
+    """A source added with a model change built while reading it cannot be scored first: a
+    ``retrospective`` line, with why, lets the fits read it and keeps it out of the prospective figure."""
+    new_id = _data_with_a_new_source(tmp_path)
+    with pytest.raises(LedgerError, match="says why"):
+        append(
+            tmp_path,
+            {"kind": "retrospective", "date": "2026-12-07", "commit": A_COMMIT, "source": "a-new-source"},
+        )
+    why = "its rows were read while the model of this workload was built"
+    append(
+        tmp_path,
+        {
+            "kind": "retrospective",
+            "date": "2026-12-07",
+            "commit": A_COMMIT,
+            "source": "a-new-source",
+            "why": why,
+        },
+    )
+    ledger = load_ledger(tmp_path)
+    assert new_id in {r.id for r in load_measurements(tmp_path)}
+    assert pending_rows(load_measurements(tmp_path, include_prospective=True), ledger) == []
+    assert summary(ledger) == summary(load_ledger())
 
 
 def test_the_shipped_ledger_is_intact_and_its_rows_unchanged_since_scored(ledger, every_row):
