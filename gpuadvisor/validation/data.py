@@ -161,6 +161,9 @@ MEASUREMENT_COLUMNS = (
     # bench serve --num-prompts with --max-concurrency): its clients start together and the run
     # ends as the last answers drain. Empty: a steady loop (a long or time-bound run).
     "requests",
+    # Training rows: the expert-parallel degree of a mixture-of-experts layout (Megatron's EP), passed
+    # on as ``hardware.expert_parallel`` with the row's layout.
+    "ep",
 )
 
 #: Weight types the scenario may not know yet, and the nearest type it knows (used only as a fallback).
@@ -259,7 +262,7 @@ class Row:
 
 #: Columns added at the end of the measurements header after rows were written: a row may end
 #: before them (its cells are read as empty), so older rows stay as they were.
-TRAILING_OPTIONAL = ("vp", "recompute", "arrival", "output_tokens_max", "requests")
+TRAILING_OPTIONAL = ("vp", "recompute", "arrival", "output_tokens_max", "requests", "ep")
 #: How a serving row's requests were sent, besides ``paced:<s>`` (and empty for an unscored row):
 #: ``closed_loop`` (clients each sending their next request when one ends), ``lockstep`` (such a
 #: loop of fixed-length requests whose clients started together, so its rounds stay in step) and
@@ -331,7 +334,9 @@ def _number(raw: dict[str, str], col: str, where: str, positive: bool = True) ->
 
 
 def load_measurements(data_dir: str | Path = DATA_DIR, sources: dict[str, Source] | None = None) -> list[Row]:
-    """Every measurement row, checked against the format and the sources."""
+    """Every measurement row, checked against the format and the sources. (The package's
+    :func:`gpuadvisor.validation.load_measurements`, which fits and leave-one-source-out read,
+    leaves out the prospective sources of the ledger: :func:`.ledger.load_measurements`.)"""
     sources = load_sources(data_dir) if sources is None else sources
     path = Path(data_dir) / "measurements.csv"
     rows: list[Row] = []
@@ -396,6 +401,7 @@ def load_measurements(data_dir: str | Path = DATA_DIR, sources: dict[str, Source
             "scale_to_params",
             "output_tokens_max",
             "requests",
+            "ep",
         ):
             _number(raw, col, where)
         _number(raw, "cuda_context_gib", where, positive=False)
@@ -652,6 +658,8 @@ def scenario_dict(
         omitted.append(f"quant_group_size={f['quant_group_size']}")
     if f["vp"] and "virtual_pipeline_stages" not in hardware and f["vp"] != "1":
         omitted.append(f"layout vp={f['vp']}")
+    if f.get("ep") and "expert_parallel" not in hardware and f["ep"] != "1":
+        omitted.append(f"layout ep={f['ep']}")
     if f["recompute"] and "activation_recompute" not in workload:
         omitted.append(f"recompute={f['recompute']}")
     if f["global_batch"] and "global_batch_size" not in workload:
@@ -701,7 +709,7 @@ def _layout_facts(f: dict[str, str]) -> dict[str, int]:
     accounts for every GPU of the row (TP x PP x CP x DP = gpu_count); else {}."""
     n = int(float(f["gpu_count"])) if f["gpu_count"] else 1
     axes = {k: int(float(f[k])) if f[k] else 1 for k in ("tp", "pp", "cp", "dp")}
-    if not any(f[k] for k in ("tp", "pp", "cp")) or n <= 1:
+    if not any(f.get(k) for k in ("tp", "pp", "cp", "ep")) or n <= 1:
         return {}
     if axes["tp"] * axes["pp"] * axes["cp"] * axes["dp"] != n:
         return {}  # the row models a part of the job (one tensor-parallel group, say)
@@ -714,6 +722,8 @@ def _layout_facts(f: dict[str, str]) -> dict[str, int]:
             out[name] = axes[key]
     if f["vp"] and int(float(f["vp"])) > 1 and axes["pp"] > 1:
         out["virtual_pipeline_stages"] = int(float(f["vp"]))
+    if f.get("ep") and int(float(f["ep"])) > 1:
+        out["expert_parallel"] = int(float(f["ep"]))
     return out
 
 
