@@ -204,7 +204,9 @@ class CatalogEditor(QMainWindow):
                 act.setShortcut(QKeySequence(shortcut))
             act.setToolTip(tip or text)
             act.setStatusTip(tip or text)
-            act.triggered.connect(slot)
+            # triggered(bool checked) would fill the slot's first optional argument (a file path,
+            # "confirm"): a click calls the slot with none, as the menu entry promises.
+            act.triggered.connect(lambda _checked=False, run=slot: run())
             return act
 
         # Short labels on the buttons; what would be undone is in the tooltip (a long command
