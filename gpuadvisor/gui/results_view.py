@@ -35,8 +35,9 @@ from .ranking import ROLE_KEY, RankingTable
 from .state import AppState
 from .theme import colors
 
-CHART_NAMES = ("VRAM across GPUs", "Cost vs time", "What-if", "Serving")
+CHART_NAMES = ("VRAM across GPUs", "Cost vs time", "What-if", "Serving", "Latency vs load")
 SERVING_TAB = 3
+LATENCY_TAB = 4
 #: The most lines the summary grows to before it clips (its tooltip always holds the whole answer).
 SUMMARY_MAX_LINES = 5
 #: How the detail panel's heading starts for the recommended setup (the core's words), and the
@@ -55,6 +56,7 @@ class ResultsView(QWidget):
         self.state = state
         self.charts_ready = False
         self.vram_chart = self.cost_chart = self.whatif_chart = self.serving_chart = None
+        self.latency_panel = None
         self.whatif_axis = "context"
         self._stale_charts: set[int] = set()
 
@@ -216,12 +218,14 @@ class ResultsView(QWidget):
         if self.charts_ready:
             return
         from ..views.charts import CostTimeChart, VramChart, WhatIfChart  # deferred: ~0.6 s of imports
+        from ..views.charts.latency_chart import LatencyPanel
         from ..views.charts.serving_chart import ServingChart
 
         self.vram_chart = VramChart()
         self.cost_chart = CostTimeChart()
         self.whatif_chart = WhatIfChart()
         self.serving_chart = ServingChart()
+        self.latency_panel = LatencyPanel()
         whatif_box = QWidget()
         box_layout = QVBoxLayout(whatif_box)
         box_layout.setContentsMargins(0, 0, 0, 0)
@@ -241,7 +245,9 @@ class ResultsView(QWidget):
         row.addStretch(1)
         box_layout.addLayout(row)
         box_layout.addWidget(self.whatif_chart, 1)
-        for i, chart in enumerate((self.vram_chart, self.cost_chart, whatif_box, self.serving_chart)):
+        for i, chart in enumerate(
+            (self.vram_chart, self.cost_chart, whatif_box, self.serving_chart, self.latency_panel)
+        ):
             old = self.chart_tabs.widget(i)
             self.chart_tabs.removeTab(i)
             self.chart_tabs.insertTab(i, chart, CHART_NAMES[i])
@@ -260,18 +266,21 @@ class ResultsView(QWidget):
         """Redraw the visible chart now; the hidden ones when their tab is opened."""
         if not self.charts_ready:
             return
-        self._stale_charts = {0, 1, 2, SERVING_TAB}
-        # The Serving tab is offered only for a service (workload.serving).
+        self._stale_charts = {0, 1, 2, SERVING_TAB, LATENCY_TAB}
+        # The Serving and Latency tabs are offered only for a service (workload.serving).
         serving = est.scenario.workload.serving is not None
-        if self.chart_tabs.isTabVisible(SERVING_TAB) != serving:
-            self.chart_tabs.setTabVisible(SERVING_TAB, serving)
+        for tab in (SERVING_TAB, LATENCY_TAB):
+            if self.chart_tabs.isTabVisible(tab) != serving:
+                self.chart_tabs.setTabVisible(tab, serving)
         self._draw_chart(self.chart_tabs.currentIndex(), est)
 
     def _draw_chart(self, index: int, est: Estimate) -> None:
         if index not in self._stale_charts:
             return
         self._stale_charts.discard(index)
-        chart = (self.vram_chart, self.cost_chart, self.whatif_chart, self.serving_chart)[index]
+        chart = (self.vram_chart, self.cost_chart, self.whatif_chart, self.serving_chart, self.latency_panel)[
+            index
+        ]
         chart.show_estimate(est, self.state.selected)
 
     def _on_chart_tab_changed(self, index: int) -> None:

@@ -40,6 +40,17 @@ class _Relay(QObject):
     done = Signal(int, object, float)  # generation, Estimate or the exception raised, ms
 
 
+def _estimate(
+    scenario: Scenario, gpus: GpuCatalog, models: ModelCatalog, calibration: CalibrationProfile | None
+) -> Estimate:
+    """The estimate, with what its charts will ask for computed here (a service's latency against
+    the load: a simulation per point), so that drawing them costs nothing on the GUI thread."""
+    result = estimate(scenario, gpus, models, calibration=calibration)
+    if scenario.workload.serving is not None:
+        result.load_curves(result.chart_fleets(result.lead.key if result.lead is not None else None))
+    return result
+
+
 class AppState(QObject):
     """Holds the scenario being edited and the latest estimate."""
 
@@ -189,7 +200,7 @@ class AppState(QObject):
     def _compute_now(self) -> None:
         t0 = time.perf_counter()
         try:
-            result = estimate(self.scenario, self.gpus, self.models, calibration=self.active_calibration)
+            result = _estimate(self.scenario, self.gpus, self.models, self.active_calibration)
         except InputError as exc:
             self._set_computing("")
             self._set_compute_error(user_message(exc))
@@ -205,7 +216,7 @@ class AppState(QObject):
         def work() -> None:
             t0 = time.perf_counter()
             try:
-                outcome: object = estimate(scenario, gpus, models, calibration=calibration)
+                outcome: object = _estimate(scenario, gpus, models, calibration)
             except Exception as exc:  # noqa: BLE001 -- an InputError, or a bug: both go to the GUI thread
                 outcome = exc
             try:

@@ -238,7 +238,7 @@ def test_serving_output_json_and_text():
     assert all(s["limited_by"] in ("kv_cache", "latency", "compute") for s in served)
     json.dumps(d, allow_nan=False)
     text = render_estimate(est)
-    assert "Traffic: 20 requests/s" in text and "$/month" in text
+    assert "Load: 20 requests/s" in text and "$/month" in text
 
 
 def test_non_serving_estimates_have_no_fleet():
@@ -1236,9 +1236,11 @@ def test_traffic_phrase_reads_one_request_a_second_in_the_singular():
 
     hardware = {"gpu": "l4", "gpu_count": 1}
     assert traffic_phrase(run(scenario(rate=1.0, hardware=hardware))).startswith(
-        "1 request/s of 2,000 prompt"
+        "1 request/s (Poisson arrivals) of 2,000 prompt"
     )
-    assert traffic_phrase(run(scenario(rate=2.5, hardware=hardware))).startswith("2.5 requests/s of 2,000")
+    assert traffic_phrase(run(scenario(rate=2.5, hardware=hardware))).startswith(
+        "2.5 requests/s (Poisson arrivals) of 2,000"
+    )
 
 
 def test_when_nothing_meets_the_closest_setup_misses_by_the_least_and_says_what_one_request_sees():

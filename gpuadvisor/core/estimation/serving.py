@@ -250,6 +250,9 @@ class ServingEstimate(NamedTuple):
     speculative: SpeculativeGain | None = None
     #: Prefill and decode on separate pools (``serving.disaggregated``).
     disaggregated: DisaggregatedPlan | None = None
+    #: The targets are missed at the load (the simulation), not by one request on an idle replica:
+    #: ``missed`` and ``shortfall`` then come from the percentiles at the load.
+    missed_at_load: bool = False
 
     @property
     def raise_max_sequences_to(self) -> int | None:

@@ -57,7 +57,7 @@ GRID_POINTS = 40
 #: coefficient of variation is 1 (the exponential-like tail the closed-form queue assumes).
 DEFAULT_OUTPUT_SIGMA = math.sqrt(math.log(2.0))
 #: Loads of the latency chart, as multiples of the stated load.
-CURVE_LOADS = (0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0)
+CURVE_LOADS = (0.25, 0.5, 0.75, 1.0, 1.1, 1.25, 1.5, 2.0)
 
 
 def step_grid(top: int) -> np.ndarray:
@@ -158,6 +158,35 @@ def judge(point: AtLoad, spec: ServingSpec) -> TargetStatus | None:
     return worst
 
 
+def with_point(fleet: ServingEstimate, point: AtLoad, spec: ServingSpec) -> ServingEstimate:
+    """``fleet`` with its simulated figures: ``at_load``, the status, and its TTFT and ITL (and
+    their 80% ranges) at the requested percentile, which replace the closed form's."""
+    status = judge(point, spec)
+    q = spec.percentile
+    ttft, itl = point.ttft_s.at(q), point.itl_ms.at(q)
+    if not fleet.meets_slo or not (math.isfinite(ttft) and math.isfinite(itl)):
+        return fleet._replace(at_load=point, status=None if status is None else str(status))
+    fleet = fleet._replace(
+        at_load=point,
+        status=None if status is None else str(status),
+        ttft_s=ttft,
+        itl_ms=itl,
+        ttft_range_s=time_range(ttft, "ttft"),
+        itl_range_ms=time_range(itl, "itl"),
+    )
+    if status == TargetStatus.AT_RISK:
+        # Missed at the load: the figure furthest over its target says which, and by how much.
+        ttft_over, itl_over = missed_by(point, spec)
+        over = max(ttft_over, itl_over, 1.0)
+        fleet = fleet._replace(
+            meets_slo=False,
+            missed="itl" if itl_over > ttft_over else "ttft",
+            shortfall=over if math.isfinite(over) else 1e9,
+            missed_at_load=True,
+        )
+    return fleet
+
+
 def missed_by(point: AtLoad, spec: ServingSpec) -> tuple[float, float]:
     """(TTFT, ITL) at the requested percentile over their targets (0 where no target is set)."""
     q = spec.percentile
@@ -209,11 +238,10 @@ def settle(fleets: Sequence[ServingEstimate], w: Workload) -> list[ServingEstima
         points = _run([_job(out[i]) for i in todo], lengths)
         again = []
         for i, point in zip(todo, points):
-            fleet = out[i]._replace(at_load=point)
+            fleet = with_point(out[i], point, spec)
             status = judge(point, spec)
-            fleet = fleet._replace(status=None if status is None else str(status))
             out[i] = fleet
-            if status == TargetStatus.AT_RISK and fleet.meets_slo and attempt < MAX_CORRECTIONS:
+            if status == TargetStatus.AT_RISK and fleet.missed_at_load and attempt < MAX_CORRECTIONS:
                 corrected = _corrected(fleet, point, spec)
                 if corrected is not None:
                     out[i] = corrected
@@ -274,8 +302,7 @@ def ensure_at_load(fleets: Iterable[ServingEstimate], w: Workload) -> list[Servi
         lengths = service_lengths(w, spec)
         points = _run([_job(fleets[i]) for i in missing], lengths)
         for i, point in zip(missing, points):
-            status = judge(point, spec)
-            fleets[i] = fleets[i]._replace(at_load=point, status=None if status is None else str(status))
+            fleets[i] = with_point(fleets[i], point, spec)
     return fleets
 
 

@@ -289,9 +289,6 @@ def _play(e: EngineLane, load: Load, prompt: list[int], new: list[int], steps: l
     # refuse it: its tail is the length draw's, not the service's).
     hold = [min(p + (o if whole else 0), pool) for p, o in zip(prompt, outputs)]
 
-    def decode(nd: int) -> float:
-        return table[nd] if nd <= top else table[top] + (nd - top) * slope
-
     send, arrive = run.send, run.arrive
     pending: deque[int] = deque()
     sends = _sends(load, n, seed)
@@ -343,7 +340,8 @@ def _play(e: EngineLane, load: Load, prompt: list[int], new: list[int], steps: l
                 admit[i] = t
             prefill_q.append(i)
             alive[i] = True
-            order.append(i)
+            if not whole:
+                order.append(i)
             running += 1
             kv += hold[i]
         nd = len(heap)
@@ -398,7 +396,7 @@ def _play(e: EngineLane, load: Load, prompt: list[int], new: list[int], steps: l
                     rest -= take
                     if rest == 0:
                         break
-        dstep = decode(nd) if nd else 0.0
+        dstep = (table[nd] if nd <= top else table[top] + (nd - top) * slope) if nd else 0.0
         if p:
             alone = p * alone_rate
             if alone < step1:
@@ -463,7 +461,8 @@ def _play(e: EngineLane, load: Load, prompt: list[int], new: list[int], steps: l
             running -= 1
             kv -= hold[i] + (0 if whole else (k - grown_from[i]) * tps)
             done += 1
-            done_times.append(t)
+            if paced:
+                done_times.append(t)
             if closed:
                 j = i + cap
                 if j < n:

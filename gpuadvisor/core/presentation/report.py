@@ -179,6 +179,9 @@ class Report:
     fleet_rows: tuple[tuple[str, ...], ...] = ()
     #: The memory chart's caption when it differs from a batch job's (a service's operating point).
     vram_caption: str = ""
+    #: What the fleet table's columns mean, and the latency chart's caption (a service).
+    fleet_note: str = ""
+    latency_caption: str = ""
 
 
 def table_order(est: Estimate) -> list[Candidate]:

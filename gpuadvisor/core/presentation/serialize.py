@@ -138,6 +138,16 @@ def calibration_to_dict(est: Estimate) -> dict[str, Any]:
     }
 
 
+def _with_load(est: Estimate, c: Candidate, out: dict[str, Any]) -> dict[str, Any]:
+    """A candidate's dict whose fleet carries its figures at the load (every serving candidate
+    reports ``serving.at_load``, simulated on first use where the estimate did not)."""
+    if c.serving is not None:
+        fleet = est.serving_of(c)
+        if fleet is not None:
+            out["serving"] = fleet.to_dict()
+    return out
+
+
 def estimate_to_dict(est: Estimate) -> dict[str, Any]:
     w = est.scenario.workload
     calibrated = set(est.calibrated_gpus)
@@ -151,7 +161,10 @@ def estimate_to_dict(est: Estimate) -> dict[str, Any]:
             "batch_size": w.batch_size,
             "context_tokens": w.context_tokens,
         },
-        "candidates": [candidate_to_dict(c, calibrated=c.gpu.id in calibrated) for c in est.candidates],
+        "candidates": [
+            _with_load(est, c, candidate_to_dict(c, calibrated=c.gpu.id in calibrated))
+            for c in est.candidates
+        ],
         "warnings": list(est.warnings),
     }
     out["what_if"] = [

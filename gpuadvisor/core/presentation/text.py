@@ -21,6 +21,7 @@ from ..formatting import (
 from ..specs.engines import RANGE_LABEL
 from .serving_text import (
     FLEET_HEADER,
+    FLEET_NOTE,
     capacity_line,
     fleet_rows,
     memory_lines,
@@ -195,7 +196,7 @@ def render_estimate(est: Estimate, show_all: bool = False) -> str:
 def serving_lines(est: Estimate, show_all: bool = False) -> list[str]:
     """The fleet table of a service (``workload.serving``), with its traffic and targets."""
     out = [
-        f"Traffic: {traffic_phrase(est)}; targets: {targets_phrase(est)}.",
+        f"Load: {traffic_phrase(est)}; targets: {targets_phrase(est)}.",
         f"Per request: {overhead_phrase(est)}.",
         "",
     ]
@@ -211,11 +212,7 @@ def serving_lines(est: Estimate, show_all: bool = False) -> list[str]:
         out += [
             ("Caution: " if kind == "caution" else "") + text for kind, text in memory_lines(rec, est.engine)
         ]
-    out += [
-        "TTFT at the percentile asked for, queueing included; ITL with every slot busy; "
-        "$/month = replicas x GPUs x price x 730 h x hours a day / 24; $/1M tok per output token served.",
-        "",
-    ]
+    out += [FLEET_NOTE, ""]
     return out
 
 

@@ -371,7 +371,7 @@ class WorkloadPage(QWidget):
             w, hw = scenario.workload, scenario.hardware
             _select(self.kind, SERVING if w.serving is not None else w.kind)
             self._fill_engines(w.kind, w.engine)
-            self.serving_box.set_spec(w.serving, w.prompt_tokens_p90, w.output_tokens_p90)
+            self.serving_box.set_spec(w.serving, w.prompt_tokens_p90, w.output_tokens_p90, w.speculative)
             self._sync_serving_engine()
             self.batch.setValue(w.batch_size)
             self.seq_len.setValue(w.seq_len)
@@ -565,6 +565,7 @@ class WorkloadPage(QWidget):
         else:
             targets = tuple(targets_key.split(","))
         serving = self.serving_box.spec() if choice == SERVING else None
+        speculative = self.serving_box.speculative() if choice == SERVING else None
         tails = (
             self.serving_box.tails()
             if choice == SERVING
@@ -620,6 +621,7 @@ class WorkloadPage(QWidget):
             lora_rank=self.lora_rank.value(),
             lora_targets=targets,
             serving=serving,
+            speculative=speculative,
             prompt_tokens_p90=tails[0],
             output_tokens_p90=tails[1],
         )
