@@ -60,6 +60,22 @@ def reference(engine: EngineLane, load: Load, prompt, output, cached_share: floa
     t = 0.0
     done = 0
     preemptions = 0
+    show: list[tuple[int, bool]] = []  # tokens computed in the last step, shown after the next
+
+    def flush(when: float) -> None:
+        for i, last in show:
+            if not last:
+                if math.isnan(first[i]):
+                    first[i] = when
+                continue
+            end[i] = when
+            if clients:
+                j = i + clients
+                if j < n:
+                    send[j] = when
+                    arrive[j] = when + engine.request_overhead_s
+        show.clear()
+
     while done < n:
         for i in sorted(
             (i for i in range(n) if not math.isnan(arrive[i]) and i not in queued and math.isnan(end[i])),
@@ -78,6 +94,9 @@ def reference(engine: EngineLane, load: Load, prompt, output, cached_share: floa
             running.append(i)
             kv += hold[i]
         if not running:
+            if show:
+                flush(t + engine.step1)
+                continue
             future = [
                 arrive[i]
                 for i in range(n)
@@ -114,6 +133,8 @@ def reference(engine: EngineLane, load: Load, prompt, output, cached_share: floa
             d = max((decode(nd) + p * engine.prefill_s_per_token) if nd > 0 else 0.0, alone)
         else:
             d = decode(nd) + alone
+        if show:
+            flush(t + d)
         t += d
         finished = []
         for i in list(running):
@@ -125,8 +146,7 @@ def reference(engine: EngineLane, load: Load, prompt, output, cached_share: floa
                 if decoding[i] == 0:
                     finished.append(i)
             elif left[i] == 0:
-                if math.isnan(first[i]):
-                    first[i] = t
+                show.append((i, False))
                 made[i] = 0.0
                 if after[i] <= 0:
                     finished.append(i)
@@ -136,13 +156,10 @@ def reference(engine: EngineLane, load: Load, prompt, output, cached_share: floa
             running.remove(i)
             decoding.pop(i, None)
             kv -= hold[i] + (0.0 if whole else made[i])
-            end[i] = t
+            show.append((i, True))
             done += 1
-            if clients:
-                j = i + clients
-                if j < n:
-                    send[j] = t
-                    arrive[j] = t + engine.request_overhead_s
+    if show:
+        flush(t + engine.step1)
     s = np.array(send)
     ttft = np.array(first) - s
     e2e = np.array(end) - s

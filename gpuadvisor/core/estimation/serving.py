@@ -206,7 +206,7 @@ class ServingEstimate(NamedTuple):
     ttft_s: float  # at the requested percentile, queueing included
     itl_ms: float  # mean inter-token latency with every slot busy
     meets_slo: bool
-    limited_by: str  # "kv_cache", "latency" or "compute"
+    limited_by: str  # "kv_cache", "latency", "compute" or "clients" (a closed loop small enough to run whole)
     usd_per_hour: float | None
     usd_per_month: float | None
     usd_per_million_tokens: float | None
@@ -1162,6 +1162,50 @@ def pool_sequences(
     return got
 
 
+def pool_tokens(
+    mm: MemoryModel, gpu_count: int, parallelism: str, context: int, capacity_bytes: float, engine_id: str
+) -> float | None:
+    """KV tokens the pool ``engine_id`` preallocates with its default setting holds (None for an
+    engine without such a pool): :func:`pool_sequences` in tokens, not rounded to sequences."""
+    seqs = pool_sequences(mm, gpu_count, parallelism, context, capacity_bytes, engine_id)
+    if seqs is None:
+        return None
+    bd = mm.breakdown(gpu_count, parallelism, batch_size=1, context=context)
+    sm = operating_memory(bd, 1, context, capacity_bytes, engine_id, mm.overhead.cuda_context_gib * GIB)
+    return float(sm.kv_pool) / bd.kv_cache * context
+
+
+def benchmark_engine(r: BenchReplica, clients: int) -> tuple[ReplicaCurve, int, float]:
+    """(the replica's curve, the most sequences the engine schedules at once, the KV tokens its pool
+    holds) of an engine as a benchmark starts it (its default pool and limits on the GPU, as
+    :func:`_benchmark_curve`), for a simulation of ``clients`` clients (:mod:`.serving_sim`), which
+    admits and queues the requests itself."""
+    mm = r.mm
+    context = reserved_context(mm.workload, batching_for(r.engine.id))
+    line = kv_line(mm, r.gpu_count, r.parallelism, context)
+    capacity = r.gpu.memory_gib_usable * GIB
+    tokens = kv_pool_tokens(line, capacity, context)
+    pooled = pool_tokens(mm, r.gpu_count, r.parallelism, context, capacity, r.engine.id)
+    if pooled is not None:
+        tokens = min(tokens, pooled)
+    engine, most = scheduled_on(r.engine, r.gpu)
+    top = max(1, min(clients, most, max(1, int(tokens // max(context, 1)) * 2)))
+    curve = replica_curve(
+        batch_models(mm, top=top),
+        r.gpu,
+        r.gpu_count,
+        r.parallelism,
+        engine,
+        top,
+        bw_eff=r.bw_eff,
+        prefill_mfu=r.prefill_mfu,
+        gpus_per_node=r.gpus_per_node,
+        spec=OPEN_TARGETS,
+        request_overhead_s=r.request_overhead_s,
+    )
+    return curve, most, tokens
+
+
 def chunked_as(engine: EngineProfile, limits: BatchDefaults | None) -> EngineProfile:
     """``engine`` with the prefill chunk of its defaults ``limits`` on a GPU (itself without them)."""
     if limits is None or engine.prefill_chunk_tokens == limits.chunk_tokens:
@@ -1322,6 +1366,12 @@ def _drain_theta(out: int, longest: int) -> float:
         mid = (lo + hi) / 2.0
         lo, hi = (mid, hi) if mid * -math.expm1(-longest / mid) < out else (lo, mid)
     return hi
+
+
+def drain_theta(out: int, longest: int) -> float:
+    """The scale of exponential answer lengths cut at ``longest`` whose mean is ``out`` (see
+    :func:`drain`)."""
+    return _drain_theta(out, longest)
 
 
 def drain(step: Callable[[float], float], n: int, out: int, longest: int) -> tuple[float, float]:
@@ -1540,6 +1590,9 @@ def serving_estimate(
         rate = replicas * run / service
         replicas_range = (replicas, replicas)
         utilization = min(1.0, per / max(c, 1))
+        c = run  # the sequences a replica runs: its share of the clients, at most what it holds
+        if run == per and not spec.has_targets:
+            limited = "clients"  # every client runs: the load, not the replica, sets the batch
     else:
         rate = float(spec.requests_per_s or 0.0)
         if replicas is None:

@@ -288,13 +288,14 @@ def _refit(fleet: ServingEstimate, c: int, replicas: int | None) -> ServingEstim
         kv_pool_tokens=plan.kv_pool_tokens,
         concurrency=c,
         replicas=replicas,
+        transfer=plan.transfer,
     )
     return refit._replace(speculative=fleet.speculative, disaggregated=fleet.disaggregated)
 
 
 def ensure_at_load(fleets: Iterable[ServingEstimate], w: Workload) -> list[ServingEstimate]:
     """``fleets`` with ``at_load`` and ``status`` (simulated where missing; not corrected: only the
-    decision's fleets are)."""
+    decision's fleets are), each as two pools where the service asks for disaggregation."""
     fleets = list(fleets)
     missing = [i for i, f in enumerate(fleets) if f.at_load is None and f.plan is not None]
     if missing:
@@ -303,6 +304,9 @@ def ensure_at_load(fleets: Iterable[ServingEstimate], w: Workload) -> list[Servi
         points = _run([_job(fleets[i]) for i in missing], lengths)
         for i, point in zip(missing, points):
             fleets[i] = with_point(fleets[i], point, spec)
+            plan = fleets[i].plan
+            if spec.disaggregated and plan is not None and plan.transfer is not None:
+                fleets[i] = disaggregate(fleets[i], w)
     return fleets
 
 
@@ -476,7 +480,10 @@ def disaggregate(fleet: ServingEstimate, w: Workload) -> ServingEstimate:
     return fleet._replace(
         replicas=n_p + n_d,
         gpus_total=total,
+        # A decode instance's: the sequences it runs, the requests it ends, its memory.
         concurrency_per_replica=c_d,
+        requests_per_s_per_replica=rate / n_d,
+        memory=fleet.memory if plan.memory_at is None else plan.memory_at(c_d),
         usd_per_hour=per_hour,
         usd_per_month=month,
         usd_per_million_tokens=per_million,

@@ -26,6 +26,12 @@ prompt tokens first come, first served:
 - *preemption*: where the live KV cache of the running sequences (prompt plus the tokens written
   so far) outgrows the pool, the newest sequences are preempted; each is charged the
   recomputation of its prompt and half its answer as prefill work (vLLM's recompute policy);
+- *tokens shown*: a token computed in one step reaches its client at the end of the next (the
+  engine samples, detokenizes and streams it while the next step runs; a lone token is shown
+  after a step of its own), so a prompt's first token comes one step after its prefill and a
+  closed-loop client sends its next request a step after its last token. This is the structure
+  of the closed form (``TTFT0 = prefill + ITL``), whose prefill and step constants were fitted
+  with it;
 - *prefix cache*: a share ``h`` of each prompt is found in the cache and not prefilled; its KV is
   still counted per request (shared pages are not credited, as in the planner).
 
@@ -203,6 +209,9 @@ class SimResult:
     saturated: bool  # the engine serves less than is offered: the queue grows without bound
     preempted: int  # preemptions (a request may be preempted more than once)
     n: int = 0  # requests measured
+    #: The time between tokens averaged over every gap of every request (a benchmark's "mean ITL"),
+    #: where ``mean_itl_s`` averages each request's own mean ("mean TPOT").
+    itl_token_mean_s: float = math.nan
 
 
 # --- lengths -------------------------------------------------------------------------------------
@@ -329,6 +338,34 @@ def _play(e: EngineLane, load: Load, prompt: list[int], new: list[int], steps: l
     t = 0.0
     k = 0  # steps run
     first, end, admit = run.first, run.end, run.admit
+    # Tokens computed in a step are shown at the end of the next one (see :func:`_show`).
+    show: list[tuple[int, bool]] = []
+
+    def _show(when: float) -> None:
+        nonlocal sent
+        for i, last in show:
+            if not last:
+                if first[i] != first[i]:
+                    first[i] = when
+                continue
+            end[i] = when
+            if paced:
+                done_times.append(when)
+            if closed:
+                j = i + cap
+                if j < n:
+                    send[j] = when
+                    arrive[j] = when + oh
+                    pending.append(j)
+            elif paced and sent < n:
+                gap = 1.0 / load.requests_per_s
+                while sent < n and sent - cap < len(done_times):
+                    send[sent] = max(sent * gap, done_times[sent - cap])
+                    arrive[sent] = send[sent] + oh
+                    pending.append(sent)
+                    sent += 1
+        show.clear()
+
     while done < n:
         # Admit the waiting requests that have arrived, first come first served.
         while pending:
@@ -346,6 +383,9 @@ def _play(e: EngineLane, load: Load, prompt: list[int], new: list[int], steps: l
             kv += hold[i]
         nd = len(heap)
         if nd == 0 and not prefill_q:
+            if show:  # the last tokens computed are shown after a step of their own
+                _show(t + step1)
+                continue
             if not pending:
                 break  # nothing left that can arrive
             nxt = arrive[pending[0]]
@@ -409,6 +449,8 @@ def _play(e: EngineLane, load: Load, prompt: list[int], new: list[int], steps: l
                 d = dstep + alone
         else:
             d = dstep
+        if show:
+            _show(t + d)
         if nd:
             ends_in = heap[0][0] - k
             if ends_in < m or not p:
@@ -446,8 +488,7 @@ def _play(e: EngineLane, load: Load, prompt: list[int], new: list[int], steps: l
                         break
                     finished.append(prefill_q.popleft())
             for i in finished:
-                if first[i] != first[i]:
-                    first[i] = t
+                show.append((i, False))
                 grown_from[i] = k
                 if after[i] <= 0:
                     heapq.heappush(heap, (k, i))
@@ -456,26 +497,13 @@ def _play(e: EngineLane, load: Load, prompt: list[int], new: list[int], steps: l
         # Sequences whose last token this was.
         while heap and heap[0][0] <= k:
             _ek, i = heapq.heappop(heap)
-            end[i] = t
+            show.append((i, True))
             alive[i] = False
             running -= 1
             kv -= hold[i] + (0 if whole else (k - grown_from[i]) * tps)
             done += 1
-            if paced:
-                done_times.append(t)
-            if closed:
-                j = i + cap
-                if j < n:
-                    send[j] = t
-                    arrive[j] = t + oh
-                    pending.append(j)
-            elif paced and sent < n:
-                gap = 1.0 / load.requests_per_s
-                while sent < n and sent - cap < len(done_times):
-                    send[sent] = max(sent * gap, done_times[sent - cap])
-                    arrive[sent] = send[sent] + oh
-                    pending.append(sent)
-                    sent += 1
+    if show:
+        _show(t + step1)
     return run
 
 
@@ -483,7 +511,7 @@ def _play_static(e: EngineLane, load: Load, new: list[int], steps: list[int], se
     """Static batches: when the engine is idle it takes up to its sequence limit of the requests
     that have arrived, prefills them in one pass (``max(tokens tau, the mean prompt's own pass)``),
     and decodes ``step(batch)`` per token until the longest answer ends, when the whole batch
-    returns (the first token is the prefill's)."""
+    returns (the first token is the prefill's, shown a step later as every token)."""
     n = len(new)
     run = _Run(n)
     sends = _sends(load, n, seed)
@@ -513,13 +541,14 @@ def _play_static(e: EngineLane, load: Load, new: list[int], steps: list[int], se
         tokens = sum(new[i] for i in batch)
         prefill = max(tokens * e.prefill_s_per_token, tokens / b * e.prefill_alone_s_per_token, e.step1)
         step = table[b] if b <= top else table[top] + (b - top) * slope
-        first = t + prefill
-        t = first + (max(steps[i] for i in batch) - 1) * step
+        first = t + prefill + step  # shown at the end of the next step, as every token
+        t = t + prefill + (max(steps[i] for i in batch) - 1) * step
+        shown = t + step
         for i in batch:
-            run.admit[i], run.first[i], run.end[i] = run.send[i] + oh, first, t
+            run.admit[i], run.first[i], run.end[i] = run.send[i] + oh, first, shown
             if closed and i + cap < n:
                 j = i + cap
-                run.send[j], run.arrive[j] = t, t + oh
+                run.send[j], run.arrive[j] = shown, shown + oh
                 pending.append(j)
         done += b
     return run
@@ -606,7 +635,15 @@ def _measure(load: Load, run: _Run, o_tok: np.ndarray) -> SimResult:
         saturated=saturated,
         preempted=run.preempted,
         n=max(hi, lo + 1) - lo,
+        itl_token_mean_s=_token_mean(t_first[sl], t_end[sl], o_tok[sl]),
     )
+
+
+def _token_mean(first: np.ndarray, end: np.ndarray, out: np.ndarray) -> float:
+    """Every gap between two tokens of every request, averaged."""
+    gaps = np.maximum(out - 1.0, 0.0)
+    total = float(gaps.sum())
+    return float(np.sum(end - first)) / total if total > 0 else math.nan
 
 
 # --- a service's figures at its load -------------------------------------------------------------

@@ -21,7 +21,10 @@ The drafts:
 
 A large batch is compute bound, where verifying ``k + 1`` tokens per sequence costs about ``k + 1``
 times a plain step: the gain shrinks with the load and vanishes at the concurrency where
-``tau x step(b) <= step_spec(b)`` (:func:`vanishing_concurrency`). Where the step has no closed
+``tau x step(b) <= step_spec(b)`` (:func:`vanishing_concurrency`). From there on the engine
+decodes without speculating (vLLM's ``--speculative-disable-by-batch-size``), so speculation never
+makes a step slower than a plain one: where it does not pay even at one request (a poor acceptance
+rate, a heavy draft), the answer says so and the service runs as without it. Where the step has no closed
 form (llama.cpp's own speed model), verifying the extra ``b k`` tokens is costed at the prefill's
 marginal time per token.
 
@@ -95,13 +98,14 @@ def vanishing_concurrency(plain: np.ndarray, spec_step: np.ndarray, tokens_per_s
 
 
 def gain_of(spec: SpeculativeSpec, plain: np.ndarray, spec_step: np.ndarray, tau: float) -> SpeculativeGain:
-    """The gain at one request and where it vanishes."""
+    """The gain at one request and where it vanishes (none, speed unchanged, where the drafts cost
+    more than they save even at one request: the engine then decodes without them)."""
     return SpeculativeGain(
         method=str(spec.method),
         num_tokens=spec.k,
         acceptance_rate=spec.alpha,
         tokens_per_step=tau,
-        batch1_tokens_per_s=tau / float(spec_step[1]),
+        batch1_tokens_per_s=max(tau / float(spec_step[1]), 1.0 / float(plain[1])),
         batch1_tokens_per_s_without=1.0 / float(plain[1]),
         vanishes_at_concurrency=vanishing_concurrency(plain, spec_step, tau),
         draft_model=spec.draft_model,
@@ -183,10 +187,16 @@ def tables(
     plain = np.empty(top + 1)
     plain[1:] = np.interp(idx, g, plain_g)
     plain[0] = plain[1]
-    step = np.empty(top + 1)
-    step[1:] = np.interp(idx, g, spec.k * draft_g + ver_g)
-    step[0] = step[1]
+    raw = np.empty(top + 1)
+    raw[1:] = np.interp(idx, g, spec.k * draft_g + ver_g)
+    raw[0] = raw[1]
     tau = spec.tokens_per_step
+    gain = gain_of(spec, plain, raw, tau)
+    # Where speculating no longer pays (at and above the batch where it vanishes, or at every batch
+    # when the drafts cost more than they save) the engine decodes without it, as vLLM does above
+    # --speculative-disable-by-batch-size: its step yields one token, written here as tau tokens in
+    # tau plain steps' time so that the table keeps one token count.
+    step = np.minimum(raw, tau * plain)
     return SpeculativeTables(
         step_s=step,
         plain_s=plain,
@@ -194,5 +204,5 @@ def tables(
         extra_prefill_s_per_token=draft_prefill_s_per_token,
         extra_weight_bytes=extra_weight_bytes,
         kv_share=kv_share,
-        gain=gain_of(spec, plain, step, tau),
+        gain=gain,
     )

@@ -59,7 +59,7 @@ VRAM_CAPTION = (
     "The black tick is the usable capacity, the marker on the right the verdict."
 )
 
-_LIMITED = {"kv_cache": "KV cache", "latency": "latency", "compute": "compute"}
+_LIMITED = {"kv_cache": "KV cache", "latency": "latency", "compute": "compute", "clients": "the clients"}
 
 
 def fleet_name(c: Candidate) -> str:
@@ -86,14 +86,14 @@ def targets_phrase(est: Estimate) -> str:
 
 
 def load_phrase(est: Estimate) -> str:
-    """``110 requests/s (Poisson arrivals)`` or ``64 clients, each sending its next request when its
-    answer ends``."""
+    """``110 requests/s (Poisson arrivals)`` or ``64 clients (each sends its next request when its
+    answer ends)``."""
     spec = est.scenario.workload.serving
     if spec is None:
         return ""
     if spec.concurrency is not None:
         n = spec.concurrency
-        return f"{n:,} client{'' if n == 1 else 's'}, each sending its next request when its answer ends"
+        return f"{n:,} client{'' if n == 1 else 's'} (each sends its next request when its answer ends)"
     rate = spec.requests_per_s or 0.0
     how = "bursty arrivals" if spec.arrival == "burst" else "Poisson arrivals"
     return f"{rate:g} request{'' if rate == 1 else 's'}/s ({how})"
@@ -150,9 +150,14 @@ def speculative_phrase(s: ServingEstimate) -> str:
         "ngram": "n-gram lookup",
         "draft": f"draft model {g.draft_model}",
     }
-    text = (
+    head = (
         f"{method.get(g.method, g.method)} ({g.num_tokens} drafted, {g.acceptance_rate:.0%} accepted: "
-        f"{g.tokens_per_step:.1f} tokens a step): one user {g.speedup:.1f}{TIMES} as fast "
+        f"{g.tokens_per_step:.1f} tokens a step)"
+    )
+    if g.vanishes_at_concurrency == 1:
+        return head + ": the drafts cost more than they save even for one user; the service runs without them"
+    text = (
+        f"{head}: one user {g.speedup:.1f}{TIMES} as fast "
         f"({g.batch1_tokens_per_s:,.0f} against {g.batch1_tokens_per_s_without:,.0f} tokens/s)"
     )
     if g.vanishes_at_concurrency is None:
@@ -423,6 +428,12 @@ def capacity_line(c: Candidate) -> str:
     s = c.serving
     if s is None:
         return ""
+    if s.disaggregated is not None and s.at_load is not None:
+        served = s.at_load.output_tokens_per_s
+        return (
+            f"the two pools serve {fmt_rate(served)} output tokens/s at the load "
+            f"({fmt_rate(served / max(s.gpus_total, 1))} per GPU)"
+        )
     return (
         f"one replica serves {fmt_rate(s.tokens_per_s_per_replica)} output tokens/s "
         f"({fmt_rate(s.tokens_per_s_per_replica / c.gpu_count)} per GPU)"

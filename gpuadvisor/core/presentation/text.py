@@ -23,10 +23,12 @@ from .serving_text import (
     FLEET_HEADER,
     FLEET_NOTE,
     capacity_line,
+    disaggregated_phrase,
     fleet_rows,
     memory_lines,
     overhead_phrase,
     range_phrase,
+    speculative_phrase,
     targets_phrase,
     traffic_phrase,
 )
@@ -209,6 +211,10 @@ def serving_lines(est: Estimate, show_all: bool = False) -> list[str]:
         out.append(f"\u2605 {capacity_line(rec)}.")
         if rec.serving is not None and rec.serving.replicas_range is not None:
             out.append(f"\u2605 {range_phrase(rec.serving)}.")
+        if rec.serving is not None and rec.serving.disaggregated is not None:
+            out.append(f"\u2605 Disaggregated: {disaggregated_phrase(rec.serving)}.")
+        if rec.serving is not None and rec.serving.speculative is not None:
+            out.append(f"\u2605 Speculative decoding: {speculative_phrase(rec.serving)}.")
         out += [
             ("Caution: " if kind == "caution" else "") + text for kind, text in memory_lines(rec, est.engine)
         ]

@@ -222,7 +222,7 @@ class ServingSpec:
             raise InputError(
                 "workload.serving.arrival",
                 "describes a rate; a closed loop of clients has none",
-                self.arrival,
+                str(self.arrival),
             )
         if self.ttft_s is not None:
             object.__setattr__(self, "ttft_s", _number("ttft_s", self.ttft_s, 0.0, 3600.0, low_open=True))

@@ -39,7 +39,7 @@ SERVING_COLUMNS = {
     "tps": ("Tokens/s/replica", "Output tokens per second one replica serves at its concurrency"),
     "per_m": ("$ / 1M tokens", "Fleet cost per million output tokens served at the requested rate"),
 }
-_LIMITED = {"kv_cache": "KV cache", "latency": "latency", "compute": "compute"}
+_LIMITED = {"kv_cache": "KV cache", "latency": "latency", "compute": "compute", "clients": "the clients"}
 
 
 def serving_text(c: Candidate, name: str, fleet: ServingEstimate | None = None) -> str | None:
