@@ -61,6 +61,11 @@ ARRIVALS = {
     "burst": "burst",
     "paced": "paced client",
 }
+#: The serving rows by whether their load is stated (``serving_load.csv``), the figures each is
+#: judged on: stated, every figure's median; unstated, tokens/s's median and the latencies' coverage.
+STATED = "stated load: "
+UNSTATED = "load unstated: "
+UNSTATED_LATENCY = "load unstated: TTFT and ITL (coverage only)"
 FITTED_SOURCES = "sources the constants are fitted to"
 SCORE_ONLY = "sources scored, not fitted"
 
@@ -82,6 +87,16 @@ def serving_table(comparisons: Sequence[Comparison]) -> list[str]:
         (name, [c for c in serving if arrival_kind(c.row.fact("arrival")) == a])
         for a, name in ARRIVALS.items()
     ]
+    stated = [c for c in serving if c.row.fact("load") == "stated"]
+    unstated = [c for c in serving if c.row.fact("load") != "stated"]
+    parts += [
+        (STATED + name, [c for c in stated if c.row.quantity == q]) for q, name in SERVING_FIGURES.items()
+    ]
+    parts += [
+        (UNSTATED + SERVING_FIGURES["serving_output_tokens_per_s"],
+         [c for c in unstated if c.row.quantity == "serving_output_tokens_per_s"]),
+        (UNSTATED_LATENCY, [c for c in unstated if c.row.quantity != "serving_output_tokens_per_s"]),
+    ]  # fmt: skip
     parts += [
         (FITTED_SOURCES, [c for c in serving if c.row.source_id not in SCORE_ONLY_SOURCES]),
         (SCORE_ONLY, [c for c in serving if c.row.source_id in SCORE_ONLY_SOURCES]),
@@ -188,9 +203,14 @@ def markdown(
         "held out* recalibrates the ranges without each source before checking its rows, the coverage a new "
         "source can expect.",
         "",
-        "The serving group by figure and by how the benchmark sent its requests (a closed loop of clients, "
+        "The serving group by figure, by how the benchmark sent its requests (a closed loop of clients, "
         "steady or with its rounds in step, one burst, or a client pacing its requests; `docs/estimation.md`, "
-        '"Serving"):',
+        '"Serving") and by whether its load is stated (`serving_load.csv`): a run at a stated load, a closed '
+        "loop of stated clients on an engine whose sequence and chunk limits are known, is replayed request by "
+        "request by the simulation the product answers a stated load with and judged on all three figures; a "
+        "run whose admission is not stated (every request at once, a paced client past what it sustains, an "
+        "engine whose limits the source leaves out) is judged on output tokens/s, its TTFT and ITL counting "
+        "for the range's coverage only, and left out of the group's median:",
         "",
         *serving_table(oos),
         "",
@@ -332,6 +352,14 @@ discussion, own measurement), `date_read` (YYYY-MM-DD), `notes`.
 `rescored.csv` (optional): later decisions to score a row or not, so that `measurements.csv` only grows: `id`
 (a row of `measurements.csv`), `scored` (`yes`/`no`), `why` (required), `date_decided`. The last decision for a row
 wins over its own `scored` and `why` cells.
+
+`serving_load.csv`: each serving run's load, kept apart for the same reason: `id` (a serving row of
+`measurements.csv`), `load` (`stated`: a closed loop of the stated clients on an engine whose sequence and chunk
+limits are the source's or the release's documented defaults, replayed request by request by the simulation
+the product answers a stated load with, and judged on output tokens/s, TTFT and ITL; `unstated`: every request
+at once, a paced client past what it sustains, or an engine whose limits the source leaves out, judged on output
+tokens/s, its TTFT and ITL counting for the range's coverage only) and `why` (required). Every scored serving
+row has one (`tests/core/test_validation.py` checks it).
 
 Engines the core has no profile for (ExLlamaV2, AutoAWQ, torchtune, torchtitan, ...) keep their name in `engine`;
 the scenario uses the profile whose physics is nearest (`ENGINE_FALLBACK` in `gpuadvisor/validation/data.py`) and

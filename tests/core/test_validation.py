@@ -121,10 +121,11 @@ def test_a_broken_data_file_names_the_row_and_column(tmp_path):
 def test_rows_may_stop_before_the_columns_added_at_the_end(tmp_path):
     shutil.copy(DATA_DIR / "sources.csv", tmp_path / "sources.csv")
     text = (DATA_DIR / "measurements.csv").read_text(encoding="utf-8").splitlines()
-    short = text[2]  # written before vp, recompute, arrival, output_tokens_max and requests existed
+    short = text[2]  # written before vp, recompute, arrival, output_tokens_max, requests, speculative and
+    # disaggregated existed
     import csv
 
-    assert len(next(csv.reader([short]))) == len(next(csv.reader([text[1]]))) - 5
+    assert len(next(csv.reader([short]))) == len(next(csv.reader([text[1]]))) - 7
     (tmp_path / "measurements.csv").write_text("\n".join(text[:3]) + "\n", encoding="utf-8")
     (row,) = load_measurements(tmp_path)
     assert row.fact("vp") == "" and row.fact("recompute") == "" and row.fact("arrival") == ""
@@ -134,6 +135,35 @@ def test_rows_may_stop_before_the_columns_added_at_the_end(tmp_path):
         "\n".join(text[:2] + [short.rsplit(",", 1)[0]]) + "\n", encoding="utf-8"
     )
     with pytest.raises(ValidationDataError, match="wrong number of cells"):
+        load_measurements(tmp_path)
+
+
+def test_every_scored_serving_row_says_whether_its_load_is_stated(rows):
+    """``serving_load.csv`` judges each serving run: stated (every figure scored) or unstated
+    (tokens/s scored, its latencies counting for coverage), with the reason."""
+    serving = [r for r in rows if r.scored and r.group == "serving"]
+    assert all(r.fact("load") in ("stated", "unstated") and r.fact("load_why") for r in serving)
+    stated = [r for r in serving if r.fact("load") == "stated"]
+    assert len(stated) >= 150
+    # A burst's or a paced client's admission is never stated.
+    assert all(arrival_kind(r.fact("arrival")) in ("closed_loop", "lockstep") for r in stated)
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("SRV-38,busy,because", "load must be stated or unstated"),
+        ("SRV-38,stated,", "why is empty"),
+        ("NOPE-1,stated,because", "id is not in measurements.csv"),
+        ("INF-01,stated,because", "load is for serving rows"),
+    ],
+)
+def test_a_serving_load_decision_is_checked(tmp_path, line, message):
+    for name in ("sources.csv", "measurements.csv"):
+        shutil.copy(DATA_DIR / name, tmp_path / name)
+    head = (DATA_DIR / "serving_load.csv").read_text(encoding="utf-8").splitlines()[:2]
+    (tmp_path / "serving_load.csv").write_text("\n".join([*head, line]) + "\n", encoding="utf-8")
+    with pytest.raises(ValidationDataError, match=message):
         load_measurements(tmp_path)
 
 
@@ -579,9 +609,61 @@ def test_the_serving_figures_are_reported_one_by_one(oos):
         "paced client",
     )
     fitting = ("sources the constants are fitted to", "sources scored, not fitted")
-    assert set(counts) == {*figures, *arrivals, *fitting}
+    loads = (
+        *(f"stated load: {f}" for f in figures),
+        "load unstated: output tokens/s",
+        "load unstated: TTFT and ITL (coverage only)",
+    )
+    assert set(counts) == {*figures, *arrivals, *fitting, *loads}
     assert sum(counts[f] for f in figures) == n == sum(counts[a] for a in arrivals)
-    assert sum(counts[f] for f in fitting) == n
+    assert sum(counts[f] for f in fitting) == n == sum(counts[f] for f in loads)
+    # The unstated runs' latencies are judged on coverage alone: no median in their line.
+    unstated = next(line for line in lines if "coverage only" in line)
+    assert unstated.split("|")[3].strip() == ""
+
+
+#: A run at a stated load is judged on each of its figures (issue 46): the median |error| of each,
+#: out of sample, over the serving rows whose load is stated.
+STATED_FIGURES = ("serving_output_tokens_per_s", "serving_ttft_ms", "serving_itl_ms")
+#: Stated-load figures the current estimator misses, with the figure measured when the mark was set.
+STATED_MISSES: dict[str, str] = {}
+
+
+@pytest.mark.parametrize(
+    "figure",
+    [
+        pytest.param(f, marks=pytest.mark.xfail(strict=True, reason=STATED_MISSES[f]))
+        if f in STATED_MISSES
+        else f
+        for f in STATED_FIGURES
+    ],
+)
+def test_runs_at_a_stated_load_meet_the_median_target_on_each_figure(oos, figure):
+    mine = [
+        c
+        for c in oos
+        if c.row.scored
+        and c.row.group == "serving"
+        and c.row.fact("load") == "stated"
+        and c.row.quantity == figure
+    ]
+    assert len(mine) >= 40
+    stats = group_stats(mine)["serving"]
+    assert stats.median_abs_pct <= MEDIAN_TARGETS["serving"], stats
+
+
+def test_the_latencies_of_runs_whose_load_is_unstated_count_for_coverage(oos):
+    mine = [
+        c
+        for c in oos
+        if c.row.scored
+        and c.row.group == "serving"
+        and c.row.fact("load") == "unstated"
+        and c.row.quantity != "serving_output_tokens_per_s"
+    ]
+    stats = group_stats(mine)["serving"]
+    assert stats.median_abs_pct is None  # not in any median
+    assert stats.coverage >= COVERAGE_TARGET, stats
 
 
 def test_a_held_out_serving_source_never_reaches_its_prediction_through_the_shipped_per_request_times(
