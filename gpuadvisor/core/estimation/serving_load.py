@@ -35,6 +35,7 @@ from ..specs.workload import Workload
 from . import disaggregated as dz
 from .serving import MAX_CONCURRENCY, ReplicaCurve, ServingEstimate, serving_estimate, time_range
 from .serving_sim import (
+    QUANTILES,
     SEED,
     STEADY_REQUESTS,
     Arrival,
@@ -50,7 +51,7 @@ from .serving_sim import (
 )
 
 #: Corrections of a fleet the simulation judges short of "likely".
-MAX_CORRECTIONS = 4
+MAX_CORRECTIONS = 6
 #: The decode step is evaluated at these batches (and all below 17) and interpolated between them.
 GRID_POINTS = 40
 #: Spread of an answer length whose 90th percentile is not stated: a log-normal whose squared
@@ -242,7 +243,7 @@ def settle(fleets: Sequence[ServingEstimate], w: Workload) -> list[ServingEstima
             status = judge(point, spec)
             out[i] = fleet
             if status == TargetStatus.AT_RISK and fleet.missed_at_load and attempt < MAX_CORRECTIONS:
-                corrected = _corrected(fleet, point, spec)
+                corrected = _corrected(fleet, point, spec, attempt)
                 if corrected is not None:
                     out[i] = corrected
                     again.append(i)
@@ -250,23 +251,30 @@ def settle(fleets: Sequence[ServingEstimate], w: Workload) -> list[ServingEstima
     return out
 
 
-def _corrected(fleet: ServingEstimate, point: AtLoad, spec: ServingSpec) -> ServingEstimate | None:
+def _corrected(
+    fleet: ServingEstimate, point: AtLoad, spec: ServingSpec, attempt: int = 0
+) -> ServingEstimate | None:
     """The fleet resized where the simulation finds it short: fewer sequences per replica for a
     missed ITL (by the ratio of percentile to target, the replicas the closed form then needs),
     more replicas for a missed TTFT or a replica that cannot keep up (by the same ratio, at least
-    one more); None when nothing is left to change."""
+    one more, a quarter more at each further ``attempt``; from the third, a missed TTFT also
+    halves the sequences a replica runs, whose decode steps its prompts share); None when nothing
+    is left to change."""
     curve, plan = fleet.replica, fleet.plan
     assert curve is not None and plan is not None
     ttft_over, itl_over = missed_by(point, spec)
     c, r = fleet.concurrency_per_replica, fleet.replicas
     grow = point.saturated or ttft_over > 1.0
-    shrink = itl_over > 1.0 and c > 1
+    shrink = (itl_over > 1.0 or (ttft_over > 1.0 and attempt >= 2)) and c > 1
     if not grow and not shrink:
         return None
-    new_c = max(1, min(c - 1, math.floor(c / min(itl_over, 2.0)))) if shrink else c
+    if itl_over > 1.0:
+        new_c = max(1, min(c - 1, math.floor(c / min(itl_over, 2.0)))) if shrink else c
+    else:
+        new_c = max(1, c // 2) if shrink else c
     refit = _refit(fleet, new_c, None) if shrink else fleet
     if grow:
-        factor = max(1.25 if point.saturated else 1.1, min(max(ttft_over, 1.0), 2.0))
+        factor = max(1.25 if point.saturated else 1.1, min(max(ttft_over, 1.0), 2.0)) * (1.0 + 0.25 * attempt)
         wanted = max(r + 1, math.ceil(r * factor))
         if refit.replicas < wanted:
             refit = _refit(fleet, new_c, wanted)
@@ -332,28 +340,58 @@ def load_curves(keyed: Sequence[tuple[str, ServingEstimate]], w: Workload) -> tu
         return ()
     spec = keyed[0][1].plan.spec  # type: ignore[union-attr]
     lengths = service_lengths(w, spec)
-    jobs = [_job(f, s) for _k, f in keyed for s in CURVE_LOADS]
-    results = simulate([j.lane for j in jobs], [j.load for j in jobs], [lengths] * len(jobs))
-    out = []
     m = len(CURVE_LOADS)
+    lanes: list[EngineLane] = []
+    loads: list[Load] = []
+    lens: list[Lengths] = []
+    for _k, f in keyed:
+        if f.disaggregated is not None:
+            # Both pools at each load: a prefill instance's lane, then a decode instance's.
+            pools = _pools(f, w, f.disaggregated.decode_concurrency)
+            rate = _pool_rate(f)
+            for s in CURVE_LOADS:
+                lanes += [pools.prefill, pools.decode]
+                loads += [
+                    Load(pools.arrival, requests_per_s=rate * s / f.disaggregated.prefill_instances),
+                    Load(pools.arrival, requests_per_s=rate * s / f.disaggregated.decode_instances),
+                ]
+                lens += [pools.prefill_lengths, pools.decode_lengths]
+        else:
+            for s in CURVE_LOADS:
+                job = _job(f, s)
+                lanes.append(job.lane)
+                loads.append(job.load)
+                lens.append(lengths)
+    results = simulate(lanes, loads, lens)
+    out = []
     base = float(spec.concurrency) if spec.closed_loop else float(spec.requests_per_s or 0.0)
-    for n, (key, _fleet) in enumerate(keyed):
-        rows = [
-            (s, s * base, r)
-            for s, r in zip(CURVE_LOADS, results[n * m : (n + 1) * m])
-            if not r.saturated and math.isfinite(r.ttft_s.p99)
-        ]
+    at = 0
+    for key, f in keyed:
+        points: list[tuple[float, Percentiles, Percentiles, bool]] = []  # (scale, TTFT s, ITL s, saturated)
+        for s in CURVE_LOADS:
+            if f.disaggregated is not None:
+                pre, dec = results[at], results[at + 1]
+                at += 2
+                move = f.disaggregated.kv_transfer_s
+                ttft = Percentiles(*(pre.ttft_s.at(q) + move + dec.ttft_s.at(q) for q in QUANTILES))
+                points.append((s, ttft, dec.itl_s, pre.saturated or dec.saturated))
+            else:
+                r = results[at]
+                at += 1
+                points.append((s, r.ttft_s, r.itl_s, r.saturated))
+        rows = [x for x in points if not x[3] and math.isfinite(x[1].p99)]
         out.append(
             LoadCurve(
                 key=key,
                 scale=tuple(x[0] for x in rows),
-                load=tuple(x[1] for x in rows),
-                ttft_p50_s=_rising(x[2].ttft_s.p50 for x in rows),
-                ttft_p99_s=_rising(x[2].ttft_s.p99 for x in rows),
-                itl_p50_ms=_rising(x[2].itl_s.p50 * 1000.0 for x in rows),
-                itl_p99_ms=_rising(x[2].itl_s.p99 * 1000.0 for x in rows),
+                load=tuple(x[0] * base for x in rows),
+                ttft_p50_s=_rising(x[1].p50 for x in rows),
+                ttft_p99_s=_rising(x[1].p99 for x in rows),
+                itl_p50_ms=_rising(x[2].p50 * 1000.0 for x in rows),
+                itl_p99_ms=_rising(x[2].p99 * 1000.0 for x in rows),
             )
         )
+    assert at == len(results) and len(out) == len(keyed) and m > 0
     return tuple(out)
 
 
@@ -371,6 +409,48 @@ def percentile_phrase(p: Percentiles, unit: str, digits: int) -> str:
 
 
 # --- disaggregated prefill and decode ------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class _Pools:
+    """A prefill instance's and a decode instance's lanes, and their requests."""
+
+    prefill: EngineLane
+    decode: EngineLane
+    prefill_lengths: Lengths
+    decode_lengths: Lengths
+    arrival: Arrival
+
+
+def _pools(fleet: ServingEstimate, w: Workload, decode_concurrency: int) -> _Pools:
+    """The lanes of ``fleet``'s two pools: a prefill instance runs as the replica does, its requests
+    ending at their first token; a decode instance runs at most ``decode_concurrency`` sequences
+    whose prompts arrive in its KV cache (no per-request time: the prefill's side paid it)."""
+    curve, plan = fleet.replica, fleet.plan
+    assert curve is not None and plan is not None
+    lengths = service_lengths(w, plan.spec)
+    top = max(1, min(plan.kv_max, MAX_CONCURRENCY))
+    pre_lane = engine_lane(curve, top, plan.kv_pool_tokens)
+    dec_lane = engine_lane(curve, decode_concurrency, plan.kv_pool_tokens)
+    dec_lane = EngineLane(**{**_fields(dec_lane), "request_overhead_s": 0.0})
+    return _Pools(
+        pre_lane,
+        dec_lane,
+        Lengths(lengths.prompt, np.ones_like(lengths.output), lengths.cached_share),
+        Lengths(lengths.prompt, lengths.output, 0.0, new_tokens=np.ones_like(lengths.prompt)),
+        Arrival.BURST if plan.spec.arrival == ArrivalPattern.BURST else Arrival.POISSON,
+    )
+
+
+def _pool_rate(fleet: ServingEstimate) -> float:
+    """The requests a second the pools serve: the stated rate, or what the one pool's closed loop
+    carried (a closed loop's clients, by Little's law)."""
+    spec = fleet.plan.spec  # type: ignore[union-attr]
+    if spec.requests_per_s is not None:
+        return float(spec.requests_per_s)
+    if fleet.disaggregated is not None:
+        return fleet.disaggregated.at_load.requests_per_s
+    return fleet.requests_per_s_per_replica * fleet.replicas
+
+
 def disaggregate(fleet: ServingEstimate, w: Workload) -> ServingEstimate:
     """``fleet`` as two pools of its layout, a prefill pool sized to the TTFT target and a decode pool
     to the ITL target (:mod:`.disaggregated`); its GPUs, cost, ``at_load`` and status become the
@@ -380,11 +460,7 @@ def disaggregate(fleet: ServingEstimate, w: Workload) -> ServingEstimate:
     transfer = plan.transfer
     spec = plan.spec
     lengths = service_lengths(w, spec)
-    rate = (
-        float(spec.requests_per_s)
-        if spec.requests_per_s is not None
-        else fleet.requests_per_s_per_replica * fleet.replicas
-    )
+    rate = _pool_rate(fleet)
     gpus = fleet.gpu_count
     top = max(1, min(plan.kv_max, MAX_CONCURRENCY))
     table = step_table(curve, top)
@@ -407,19 +483,15 @@ def disaggregate(fleet: ServingEstimate, w: Workload) -> ServingEstimate:
         transfer.link_gb_s,
         transfer.latency_s,
     )
-    arrival = Arrival.BURST if spec.arrival == ArrivalPattern.BURST else Arrival.POISSON
-    pre_lengths = Lengths(lengths.prompt, np.ones_like(lengths.output), lengths.cached_share)
-    dec_lengths = Lengths(lengths.prompt, lengths.output, 0.0, new_tokens=np.ones_like(lengths.prompt))
     point: AtLoad | None = None
     status = None
     for _round in range(dz.MAX_ROUNDS):
-        pre_lane = engine_lane(curve, top, plan.kv_pool_tokens)
-        dec_lane = engine_lane(curve, c_d, plan.kv_pool_tokens)
-        dec_lane = EngineLane(**{**_fields(dec_lane), "request_overhead_s": 0.0})
+        pools = _pools(fleet, w, c_d)
+        arrival = pools.arrival
         pre, dec = simulate(
-            [pre_lane, dec_lane],
+            [pools.prefill, pools.decode],
             [Load(arrival, requests_per_s=rate / n_p), Load(arrival, requests_per_s=rate / n_d)],
-            [pre_lengths, dec_lengths],
+            [pools.prefill_lengths, pools.decode_lengths],
         )
         ttft = Percentiles(
             pre.ttft_s.p50 + move + dec.ttft_s.p50,

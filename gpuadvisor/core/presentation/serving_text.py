@@ -62,10 +62,14 @@ VRAM_CAPTION = (
 _LIMITED = {"kv_cache": "KV cache", "latency": "latency", "compute": "compute", "clients": "the clients"}
 
 
-def fleet_name(c: Candidate) -> str:
-    """``3 × (1 × NVIDIA H100 SXM5 80 GB)`` or ``2 × (4 × NVIDIA L4, tensor)``."""
-    s = c.serving
-    replicas = s.replicas if s is not None else 1
+def fleet_name(c: Candidate, fleet: ServingEstimate | None = None) -> str:
+    """``3 × (1 × NVIDIA H100 SXM5 80 GB)``, ``2 × (4 × NVIDIA L4, tensor)`` or, disaggregated,
+    ``2 prefill + 1 decode × (8 × NVIDIA H100 SXM5 80 GB, tensor)`` (``fleet``: the candidate's
+    fleet at its load, where simulated)."""
+    s = fleet if fleet is not None else c.serving
+    replicas: int | str = s.replicas if s is not None else 1
+    if s is not None and s.disaggregated is not None:
+        replicas = f"{s.disaggregated.prefill_instances} prefill + {s.disaggregated.decode_instances} decode"
     inner = c.gpu.name if c.gpu_count == 1 else f"{c.gpu_count} {TIMES} {c.gpu.name}, {c.parallelism}"
     return f"{replicas} {TIMES} ({inner})" if c.gpu_count > 1 else f"{replicas} {TIMES} {inner}"
 
@@ -233,8 +237,9 @@ def traffic_phrase(est: Estimate) -> str:
         if spec.prefix_cache_hit_rate
         else ""
     )
+    joiner = "with" if spec.closed_loop else "of"
     return (
-        f"{load_phrase(est)} of {w.prompt_tokens:,} prompt and {w.output_tokens:,} output "
+        f"{load_phrase(est)} {joiner} {w.prompt_tokens:,} prompt and {w.output_tokens:,} output "
         f"tokens{tail}{cache}, {spec.hours_per_day:g} h a day"
     )
 
@@ -248,9 +253,10 @@ def buy_phrase(s: ServingEstimate) -> str:
     return f"{verdict}: own {fmt_usd(b.owned_usd_per_month)}/mo ({fmt_usd(b.purchase_usd)} up front)"
 
 
-def fleet_figures(s: ServingEstimate) -> str:
+def fleet_figures(s: ServingEstimate, percentile: int | None = None) -> str:
     """``$4,358 a month ($5.97 an hour, $0.28 per 1M output tokens); 117 requests in flight per
-    replica at most, TTFT p50/p90 0.18 / 0.36 s, ITL 31.0 / 41.1 ms, 87% busy``."""
+    replica at most, TTFT p50/p90 0.18 / 0.36 s, ITL 31.0 / 41.1 ms`` (with ``percentile``, the
+    answer's short form: ``TTFT p90 0.36 s, ITL p90 41.1 ms``)."""
     money = (
         f"{fmt_usd(s.usd_per_month)} a month ({fmt_usd_per_hour(s.usd_per_hour)} an hour, "
         f"{fmt_usd_per_mtok(s.usd_per_million_tokens)} per 1M output tokens)"
@@ -258,7 +264,8 @@ def fleet_figures(s: ServingEstimate) -> str:
         else "no price in the catalog"
     )
     n = s.concurrency_per_replica
-    flight = f"up to {n:,} request{'' if n == 1 else 's'} in flight per replica"
+    where = "decode instance" if s.disaggregated is not None else "replica"
+    flight = f"up to {n:,} request{'' if n == 1 else 's'} in flight per {where}"
     if not s.meets_slo and not s.missed_at_load:
         # A fleet that misses a target is sized for the rate alone: its queue says nothing; what one
         # request sees on an idle replica is why it misses.
@@ -267,6 +274,9 @@ def fleet_figures(s: ServingEstimate) -> str:
             f"and {s.itl_ms:.1f} ms between tokens"
         )
     a = s.at_load
+    if a is not None and percentile is not None:
+        q = percentile
+        return f"{money}; {flight}, TTFT p{q} {a.ttft_s.at(q):.2f} s, ITL p{q} {a.itl_ms.at(q):.1f} ms"
     if a is not None:
         return (
             f"{money}; {flight}, TTFT p50/p90 {percentiles_cell(a.ttft_s, 's', 2)}, "
@@ -294,8 +304,9 @@ def range_phrase(s: ServingEstimate) -> str:
 
 
 def judged_phrase(s: ServingEstimate, est: Estimate) -> str:
-    """``likely meets first token within 1 s and 50 ms between tokens at p90: at p90 the ITL is
-    41.1 ms, and 76.1 ms at the slow end of its 80% range`` (the status and the figure that sets it)."""
+    """``likely meets first token within 1 s and 50 ms between tokens at p90 (the ITL's slow end:
+    76.1 ms)`` (the status and the figure that sets it; its value at the percentile is in the fleet's
+    figures beside it)."""
     spec = est.scenario.workload.serving
     targets = targets_phrase(est)
     if spec is None or not spec.has_targets or s.at_load is None or s.status is None:
@@ -311,11 +322,8 @@ def judged_phrase(s: ServingEstimate, est: Estimate) -> str:
     if s.status == "meets":
         return f"meets {targets} even at the slow end of the 80% range"
     if s.status == "likely":
-        name, v, far, _t, unit, d = max(figures, key=lambda f: f[2] / f[3])
-        return (
-            f"likely meets {targets}: at p{q} the {name} is {v:.{d}f} {unit}, "
-            f"{far:.{d}f} {unit} at the slow end of its 80% range"
-        )
+        name, _v, far, _t, unit, d = max(figures, key=lambda f: f[2] / f[3])
+        return f"likely meets {targets} (the {name}'s slow end: {far:.{d}f} {unit})"
     name, v, _far, t, unit, d = max(figures, key=lambda f: f[1] / f[3])
     return f"at risk of missing {targets}: at p{q} the {name} is {v:.{d}f} {unit} (target {t:g} {unit})"
 
@@ -333,7 +341,8 @@ def serving_summary(est: Estimate) -> str:
                 f"At {load_phrase(est)}: {fleet_name(rec)} ({gpus}) serves it cheapest per output token: "
                 f"{fleet_figures(s)}."
             )
-        return f"Recommended: {fleet_name(rec)} ({gpus}): {fleet_figures(s)}; {judged_phrase(s, est)}."
+        q = spec.percentile if spec is not None else None
+        return f"Recommended: {fleet_name(rec)} ({gpus}): {fleet_figures(s, q)}; {judged_phrase(s, est)}."
     per_gpu = [c for c in est.best_per_gpu().values() if c.serving is not None]
     if not per_gpu:
         return "Nothing fits on any GPU compared: not even one request's weights and KV cache."
@@ -533,7 +542,7 @@ def fleet_detail(
     if s is None:
         return [("problem", "Not even one request's KV cache fits at the 90th-percentile lengths.")]
     out = [
-        ("text", f"Fleet: {fleet_name(c)}, {s.gpus_total} GPU{'s' if s.gpus_total != 1 else ''} in all."),
+        ("text", f"Fleet: {fleet_name(c, s)}, {s.gpus_total} GPU{'s' if s.gpus_total != 1 else ''} in all."),
         ("text", fleet_figures(s) + "."),
     ]
     if s.at_load is not None:

@@ -15,7 +15,11 @@ from ...core.presentation.serving_text import percentiles_cell, status_word
 
 #: (header, tooltip) of the columns that change meaning for a service, by the ranking's column names.
 SERVING_COLUMNS = {
-    "setup": ("Fleet", "Replicas x GPUs per replica (and how a replica splits the model)"),
+    "setup": (
+        "Fleet",
+        "Replicas x GPUs per replica (and how a replica splits the model); disaggregated: prefill (P) "
+        "and decode (D) instances",
+    ),
     "cost": ("Per month", "Monthly cost of the fleet: replicas x GPUs x price x 730 h x hours a day / 24"),
     "range": (
         "Buy vs rent",
@@ -52,6 +56,9 @@ def serving_text(c: Candidate, name: str, fleet: ServingEstimate | None = None) 
         return NONE_MARK
     if name == "setup":
         per = "1 GPU" if c.gpu_count == 1 else f"{c.gpu_count} GPUs, {c.parallelism}"
+        d = s.disaggregated
+        if d is not None:  # a prefill pool and a decode pool of the layout
+            return f"{d.prefill_instances}P + {d.decode_instances}D {TIMES} {per}"
         return f"{s.replicas} {TIMES} {per}"
     if name == "cost":
         return fmt_usd(s.usd_per_month) if s.usd_per_month is not None else NONE_MARK

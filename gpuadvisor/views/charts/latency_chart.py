@@ -17,6 +17,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QVBoxLayout, QWidget
 
+from ...core.formatting import short_gpu_name
 from ._base import ChartBase, ScaleAxis
 from .palette import ChartColors
 
@@ -26,9 +27,11 @@ RECOMMENDED_MARK = "\u2605"
 EMPTY_MESSAGE = "Choose the Serving workload to see its latencies against the load."
 #: What each figure plots: (axis title, target attribute of ServingSpec, p50 and p99 fields).
 FIGURES = {
-    "ttft": ("Time to first token (s)", "ttft_s", "ttft_p50_s", "ttft_p99_s"),
-    "itl": ("Time between tokens (ms)", "itl_ms", "itl_p50_ms", "itl_p99_ms"),
+    "ttft": ("TTFT (s)", "ttft_s", "ttft_p50_s", "ttft_p99_s"),
+    "itl": ("ITL (ms)", "itl_ms", "itl_p50_ms", "itl_p99_ms"),
 }
+#: A GPU's name in the legend at most this long (the count and the fleet's replicas beside it).
+LEGEND_NAME_CHARS = 22
 P99_DASH = (5.0, 3.0)
 
 
@@ -54,7 +57,7 @@ class LatencyChart(ChartBase):
         self.x_axis = ScaleAxis("bottom")
         self.y_axis = ScaleAxis("left")
         super().__init__(
-            parent, legend_columns=3, axis_items={"bottom": self.x_axis, "left": self.y_axis}, dark=dark
+            parent, legend_columns=MAX_SERIES + 3, axis_items={"bottom": self.x_axis, "left": self.y_axis}, dark=dark
         )
         self.y_axis.set_log(True)
         pi = self.plot_item
@@ -161,9 +164,10 @@ class LatencyChart(ChartBase):
         c = self._est.candidate(key) if self._est is not None else None
         if c is None or c.serving is None:
             return key
-        s = c.serving
-        per = "" if c.gpu_count == 1 else f" ({c.gpu_count}, {c.parallelism})"
-        text = f"{s.replicas} \u00d7 {c.gpu.name.replace('NVIDIA ', '')}{per}"
+        s = self._est.serving_of(c, simulate=False) or c.serving
+        d = s.disaggregated
+        count = f"{d.prefill_instances}P + {d.decode_instances}D" if d is not None else f"{s.replicas}"
+        text = f"{count} \u00d7 {short_gpu_name(c.gpu.name, c.gpu_count, LEGEND_NAME_CHARS)}"
         return f"{RECOMMENDED_MARK} {text}" if key == recommended else text
 
     def _update_legend(self, keys: tuple[str, ...], recommended: str | None, target: bool) -> None:
@@ -204,6 +208,9 @@ class LatencyPanel(QWidget):
         super().__init__(parent)
         self.ttft = LatencyChart("ttft", dark=dark)
         self.itl = LatencyChart("itl", dark=dark)
+        # One legend for both (the same fleets, colours and line styles): the lower chart's plot
+        # takes the room of its own.
+        self.itl.plot.ci.removeItem(self.itl.legend)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(2)
