@@ -186,12 +186,14 @@ class AppState(QObject):
     # --- computing ------------------------------------------------------------------------
     def recompute(self) -> None:
         """Run the core (the debounce timer calls this): on the GUI thread when it is quick, in
-        the background when the last estimate was slow or the scenario searches layouts over many
-        nodes (see :data:`BACKGROUND_MS`)."""
+        the background when the last estimate was slow, the scenario searches layouts over many
+        nodes (see :data:`BACKGROUND_MS`) or plans a service (simulated request by request)."""
         self._timer.stop()
         self._generation += 1
         if self.estimate is not None and (
-            self.last_compute_ms > BACKGROUND_MS or searches_layouts(self.scenario)
+            self.last_compute_ms > BACKGROUND_MS
+            or searches_layouts(self.scenario)
+            or self.scenario.workload.serving is not None  # a service is simulated at its load
         ):
             self._start_background()
             return
@@ -228,11 +230,12 @@ class AppState(QObject):
             self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gpuadvisor-estimate")
         w, hw = scenario.workload, scenario.hardware
         top = hw.gpu_count if hw.gpu_count is not None else hw.gpu_count_max
-        what = (
-            f"searching {w.kind.replace('_', ' ')} layouts on up to {top:,} GPUs"
-            if searches_layouts(scenario) and top is not None
-            else f"the last update took {self.last_compute_ms / 1000:.1f} s"
-        )
+        if searches_layouts(scenario) and top is not None:
+            what = f"searching {w.kind.replace('_', ' ')} layouts on up to {top:,} GPUs"
+        elif w.serving is not None:
+            what = "simulating the service at its load"
+        else:
+            what = f"the last update took {self.last_compute_ms / 1000:.1f} s"
         self._set_computing(f"Updating: {what}")
         self._pool.submit(work)
 

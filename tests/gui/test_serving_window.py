@@ -83,6 +83,7 @@ def test_a_serving_scenario_opens_and_saves_with_its_service(window, tmp_path):
     path = tmp_path / "svc.json"
     path.write_text(json.dumps(data))
     assert w.open_path(str(path))
+    w.state.flush()  # a service is estimated in the background: wait for it
     page = w.workload_page
     assert page.kind.currentData() == "serving"
     assert page.serving_box.rate.value() == data["workload"]["serving"]["requests_per_s"]
