@@ -35,8 +35,8 @@ from .results import Candidate, Decision
 PARALLELISM_ORDER = ("none", "ddp", "zero1", "zero2", "fsdp", "zero3", "tensor", "pipeline")
 
 #: Tier names, in order.
-SURE, LIKELY, MISSED, NO_FIT = 0, 1, 2, 3
-TIER_WORDS = {
+SURE, LIKELY, MISSED, NO_FIT = 0.0, 1.0, 2.0, 3.0
+TIER_WORDS: dict[float, str] = {
     SURE: "meets the limits",
     LIKELY: "likely meets the limits",
     MISSED: "misses a limit",
@@ -65,7 +65,7 @@ def tier(c: Candidate) -> float:
 #: A service's fleet that was not simulated (not its GPU type's leading fleet) ranks after the
 #: simulated ones of every tier that meets or misses the targets (only those are judged).
 UNJUDGED = 2.5
-TIER_WORDS[UNJUDGED] = "was not simulated: another setup leads its GPU type"  # type: ignore[index]
+TIER_WORDS[UNJUDGED] = "was not simulated: another setup leads its GPU type"
 
 
 def serving_tier(c: Candidate) -> float:

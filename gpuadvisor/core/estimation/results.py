@@ -285,14 +285,17 @@ class Estimate:
         only what is simulated already (the window's list of every setup, drawn on the GUI thread)."""
         if c.serving is None or c.serving.at_load is not None:
             return c.serving
-        done = self._memo.get("at_load")
+        done: dict[str, ServingEstimate] | None = self._memo.get("at_load")
         if done is None and not simulate:
             return c.serving
         if done is None:
             from .serving_load import ensure_at_load
 
             waiting = [x for x in self.candidates if x.serving is not None and x.serving.at_load is None]
-            fleets = ensure_at_load([x.serving for x in waiting], self.scenario.workload)  # type: ignore[misc]
+            fleets: list[ServingEstimate] = ensure_at_load(
+                [x.serving for x in waiting],  # type: ignore[misc]
+                self.scenario.workload,
+            )
             done = self._memo["at_load"] = {x.key: f for x, f in zip(waiting, fleets)}
         return done.get(c.key, c.serving)
 

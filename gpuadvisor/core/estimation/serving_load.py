@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -364,7 +364,7 @@ def load_curves(keyed: Sequence[tuple[str, ServingEstimate]], w: Workload) -> tu
                 lens.append(lengths)
     results = simulate(lanes, loads, lens)
     out = []
-    base = float(spec.concurrency) if spec.closed_loop else float(spec.requests_per_s or 0.0)
+    base = float(spec.concurrency or 0) if spec.closed_loop else float(spec.requests_per_s or 0.0)
     at = 0
     for key, f in keyed:
         points: list[tuple[float, Percentiles, Percentiles, bool]] = []  # (scale, TTFT s, ITL s, saturated)
@@ -430,7 +430,7 @@ def _pools(fleet: ServingEstimate, w: Workload, decode_concurrency: int) -> _Poo
     top = max(1, min(plan.kv_max, MAX_CONCURRENCY))
     pre_lane = engine_lane(curve, top, plan.kv_pool_tokens)
     dec_lane = engine_lane(curve, decode_concurrency, plan.kv_pool_tokens)
-    dec_lane = EngineLane(**{**_fields(dec_lane), "request_overhead_s": 0.0})
+    dec_lane = replace(dec_lane, request_overhead_s=0.0)
     return _Pools(
         pre_lane,
         dec_lane,
@@ -532,7 +532,7 @@ def disaggregate(fleet: ServingEstimate, w: Workload) -> ServingEstimate:
     hours = spec.hours_per_day / 24.0
     total = (n_p + n_d) * gpus
     month = None if price is None else total * price * 730.0 * hours
-    pools = dz.DisaggregatedPlan(
+    plan_d = dz.DisaggregatedPlan(
         prefill_instances=n_p,
         decode_instances=n_d,
         gpus_per_instance=gpus,
@@ -562,11 +562,7 @@ def disaggregate(fleet: ServingEstimate, w: Workload) -> ServingEstimate:
         meets_slo=status != str(TargetStatus.AT_RISK),
         at_load=point,
         status=status,
-        disaggregated=pools,
+        disaggregated=plan_d,
         replicas_range=None,
         usd_per_month_range=None,
     )
-
-
-def _fields(lane: EngineLane) -> dict[str, object]:
-    return {f: getattr(lane, f) for f in lane.__dataclass_fields__}

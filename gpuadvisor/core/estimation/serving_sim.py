@@ -534,7 +534,7 @@ def _play_static(e: EngineLane, load: Load, new: list[int], steps: list[int], se
     done = 0
     while done < n and pending:
         t = max(t, run.arrive[pending[0]])
-        batch = []
+        batch: list[int] = []
         while pending and len(batch) < e.max_sequences and run.arrive[pending[0]] <= t:
             batch.append(pending.popleft())
         b = len(batch)
