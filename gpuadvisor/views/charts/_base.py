@@ -217,7 +217,10 @@ class ScaleAxis(DirectAxis):
             if len(major) >= 3:
                 break
             trial = majors(denser, 1)
-            if len(trial) < 2 or min(b - a for a, b in zip(trial, trial[1:])) * px_per_decade < MIN_LOG_LABEL_PX:
+            if (
+                len(trial) < 2
+                or min(b - a for a, b in zip(trial, trial[1:])) * px_per_decade < MIN_LOG_LABEL_PX
+            ):
                 break
             mantissas, major = denser, trial
         minor = []

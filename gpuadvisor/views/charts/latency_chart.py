@@ -57,7 +57,10 @@ class LatencyChart(ChartBase):
         self.x_axis = ScaleAxis("bottom")
         self.y_axis = ScaleAxis("left")
         super().__init__(
-            parent, legend_columns=MAX_SERIES + 3, axis_items={"bottom": self.x_axis, "left": self.y_axis}, dark=dark
+            parent,
+            legend_columns=MAX_SERIES + 3,
+            axis_items={"bottom": self.x_axis, "left": self.y_axis},
+            dark=dark,
         )
         self.y_axis.set_log(True)
         pi = self.plot_item
