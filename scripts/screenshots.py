@@ -14,6 +14,7 @@ import tempfile
 from pathlib import Path
 
 from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QAbstractItemView
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -111,8 +112,8 @@ def _laid_out_pretrain(window) -> None:
     page.gpu.setCurrentIndex(page.gpu.findData("h100-sxm"))
     page.count.setCurrentIndex(page.count.findData(64))
     page.layout_box.setChecked(True)
-    page.tp.setValue(8)
-    page.pp.setValue(4)
+    page.tp.enter("8")
+    page.pp.enter("4")
     page.recompute.setCurrentIndex(page.recompute.findData("selective"))
     window.state.flush()
     window.results.chart_tabs.setCurrentIndex(0)
@@ -121,7 +122,8 @@ def _laid_out_pretrain(window) -> None:
 
 
 def _edit_catalog(window) -> None:
-    """The editor with one price quote of our own and one mistake, as a user would see it."""
+    """The editor with one price quote of our own and one mistake refused where it was typed (a
+    negative board power: the row keeps its last valid value and stays compared)."""
     window.state.new(window.default_scenario)  # the measured runs that follow are of the default
     editor = window.open_catalog_editor()
     editor.resize(1500, 760)
@@ -132,11 +134,13 @@ def _edit_catalog(window) -> None:
     editor.duplicate_rows()
     copy = len(model.rows) - 1
     model.setData(model.index(copy, model.columns.index("name")), "H100 SXM5 80 GB (our quote)")
-    model.setData(model.index(copy, model.columns.index("cloud_usd_per_hour_expected")), "2.10")
-    model.setData(model.index(copy, model.columns.index("tdp_w")), "-700")
+    model.setData(model.index(copy, model.columns.index("cloud_usd_per_hour_expected")), "$2.10")
     editor.flush()
+    model.setData(model.index(copy, model.columns.index("tdp_w")), "-700")  # refused, and said so
+    tab.search.setText("h100")  # as a user finds the rows: the H100s, the copy among them
     tab.table.clearSelection()
-    tab.table.scrollTo(tab.proxy.mapFromSource(model.index(copy, model.columns.index("tdp_w"))))
+    cell = tab.proxy.mapFromSource(model.index(copy, model.columns.index("tdp_w")))
+    tab.table.scrollTo(cell, QAbstractItemView.ScrollHint.PositionAtCenter)
 
 
 def _record_runs(window) -> None:
@@ -145,7 +149,7 @@ def _record_runs(window) -> None:
     dialog = window.open_measurements()
     dialog.resize(1300, 820)
     dialog.gpu_box.setCurrentIndex(dialog.gpu_box.findData("a100-80gb"))
-    dialog.count_spin.setValue(1)
+    dialog.count_field.enter("1")
     for tokens_s, memory, note in (
         ("2450", "33.1", "first run, nvidia-smi peak"),
         ("2610", "32.8", "second run"),

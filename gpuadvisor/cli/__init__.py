@@ -29,7 +29,9 @@ folder (``measurements.json``) and in the scenario file, and compares them with 
 
 ``report`` is the only command that needs Qt (imported when it runs); without a display it
 renders offscreen. Bad input prints one line (``error: workload.batch_size: must be ...``) and exits with 2;
-never a traceback.
+never a traceback. Anything unexpected prints one ``error: something went wrong (...)`` line naming
+the log file that holds the traceback, and exits with 1; ``--debug`` (before the command name) also
+prints the traceback.
 """
 
 from .parser import build_parser, main

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from ..core.errors import InputError
 from ..core.formats.catalog_exchange import export_text, import_file
+from ..core.formats.instance_import import price_list_instance_types
 from ..core.formats.pricelists import (
     PriceImport,
     format_price,
@@ -18,7 +19,9 @@ from ..core.formats.pricelists import (
 )
 from ..core.formats.user_catalog import build_catalogs, bundled_meta, bundled_rows, diff, merge
 from ..core.presentation.text import text_table
-from ..storage import atomic_write_text, backup_path, load_user_catalog, save_user_catalog, user_catalog_file
+from ..storage import atomic_write_text, backup_path, load_user_catalog, user_catalog_file
+from ..storage.instances_store import save_imported_instances
+from ..storage.user_catalog_store import UserCatalogEdit, editing_user_catalog
 from .common import EXIT_REJECTED_ROWS, _warn
 
 
@@ -65,12 +68,15 @@ def cmd_catalog_import(args: argparse.Namespace) -> int:
         raise InputError(
             "--no-user-catalog", "cannot be used with catalog import, which changes your user catalog"
         )
-    loaded = load_user_catalog()
-    rows, warnings = merge(args.kind, loaded.catalog.edits(args.kind))
-    _warn(loaded.warnings + warnings)
-    before = [r.row for r in rows]
-    report = import_file(args.kind, args.file, before, fmt=args.format)
-    saved = _save_rows(loaded, args.kind, report.rows, report.changed, args.dry_run)
+    # The lock is held from the read to the write: an import running at the same moment waits
+    # and then applies its rows to this one's result, so neither is lost.
+    with editing_user_catalog() as edit:
+        loaded = edit.loaded
+        rows, warnings = merge(args.kind, loaded.catalog.edits(args.kind))
+        _warn(loaded.warnings + warnings)
+        before = [r.row for r in rows]
+        report = import_file(args.kind, args.file, before, fmt=args.format)
+        saved = _save_rows(edit, args.kind, report.rows, report.changed, args.dry_run)
     if args.json:
         data = report.to_dict()
         data.update(dry_run=args.dry_run, saved=str(saved) if saved else None)
@@ -81,11 +87,11 @@ def cmd_catalog_import(args: argparse.Namespace) -> int:
     return EXIT_REJECTED_ROWS if report.rejected else 0
 
 
-def _save_rows(loaded, kind: str, rows, changed: bool, dry_run: bool) -> Path | None:
+def _save_rows(edit: UserCatalogEdit, kind: str, rows, changed: bool, dry_run: bool) -> Path | None:
     """Save ``rows`` as the user's edits of ``kind`` (unless nothing changed or it is a dry run)."""
     if not changed or dry_run:
         return None
-    return save_user_catalog(loaded.catalog.with_edits(kind, diff(kind, rows)))
+    return edit.save(edit.loaded.catalog.with_edits(kind, diff(kind, rows)))
 
 
 def _say_saved(saved: Path | None, dry_run: bool) -> None:
@@ -208,26 +214,45 @@ def cmd_prices_import(args: argparse.Namespace) -> int:
         raise InputError(
             "--no-user-catalog", "cannot be used with prices import, which changes your user catalog"
         )
-    loaded = load_user_catalog()
-    merged_rows, warnings = merge("gpus", loaded.catalog.edits("gpus"))
-    try:
-        gpus, _models, build_warnings = build_catalogs(loaded.catalog)
-    except InputError as exc:
-        raise InputError("user catalog", f"cannot be used to match GPU names ({exc})") from None
-    _warn(list(dict.fromkeys(loaded.warnings + warnings + build_warnings)))
-    table = [dict(r.row) for r in merged_rows]
-    # Every file is read before anything is saved: one unusable file changes nothing.
-    imports = [read_price_list(f, gpus, provider=args.provider) for f in args.files]
-    merged = merge_price_imports(imports)
-    updates = price_update_rows(merged, table)
-    by_id = dict(updates)
-    new_rows = [{**row, **by_id.get(row.get("id", ""), {})} for row in table]
-    changed = new_rows != table
-    saved = _save_rows(loaded, "gpus", new_rows, changed, args.dry_run)
+    with editing_user_catalog() as edit:
+        loaded = edit.loaded
+        merged_rows, warnings = merge("gpus", loaded.catalog.edits("gpus"))
+        try:
+            gpus, _models, build_warnings = build_catalogs(loaded.catalog)
+        except InputError as exc:
+            raise InputError("user catalog", f"cannot be used to match GPU names ({exc})") from None
+        _warn(list(dict.fromkeys(loaded.warnings + warnings + build_warnings)))
+        table = [dict(r.row) for r in merged_rows]
+        # Every file is read before anything is saved: one unusable file changes nothing.
+        imports = [read_price_list(f, gpus, provider=args.provider) for f in args.files]
+        merged = merge_price_imports(imports)
+        updates = price_update_rows(merged, table)
+        by_id = dict(updates)
+        new_rows = [{**row, **by_id.get(row.get("id", ""), {})} for row in table]
+        changed = new_rows != table
+        saved = _save_rows(edit, "gpus", new_rows, changed, args.dry_run)
+    # The instance types the lists hold: where to rent each GPU (replacing those providers' rows).
+    types = [
+        t for f, imp in zip(args.files, imports, strict=True) for t in price_list_instance_types(f, imp, gpus)
+    ]
+    instances_saved = None
+    if types and not args.dry_run:
+        instances_saved = save_imported_instances(types, merged.as_of).path
     if args.json:
-        print(json.dumps(_prices_to_dict(merged, list(args.files), updates, args.dry_run, saved), indent=2))
+        data = _prices_to_dict(merged, list(args.files), updates, args.dry_run, saved)
+        data["instance_types"] = [t.row() for t in types]
+        data["instances_saved"] = str(instances_saved) if instances_saved else None
+        print(json.dumps(data, indent=2))
     else:
         print(_render_prices(merged, updates))
+        providers = sorted({t.provider for t in types})
+        if types:
+            print(
+                f"Cloud instance types: {len(types)} from {', '.join(providers)}"
+                + (f", saved to {instances_saved}." if instances_saved else " (dry run: not saved).")
+            )
+        else:
+            print("Cloud instance types: none (no offer names a whole-GPU instance).")
         _say_saved(saved, args.dry_run)
     return EXIT_REJECTED_ROWS if merged.rejected else 0
 

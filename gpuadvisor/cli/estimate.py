@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import sys
 
@@ -10,21 +11,27 @@ from ..core.estimation.estimate import estimate
 from ..core.formats.scenario import default_scenario, dumps_scenario, load_scenario
 from ..core.formatting import fmt_count
 from ..core.presentation.serialize import estimate_to_dict, gpu_to_dict, model_to_dict
-from ..core.presentation.text import render_estimate, text_table
+from ..core.presentation.text import render_estimate, text_table, text_warnings
 from ..storage.user_catalog_store import load_catalogs
-from .common import saved_profile
+from .common import EXIT_WARNINGS, _warn, load_inputs, saved_profile
 
 
 def cmd_estimate(args: argparse.Namespace) -> int:
+    """The comparison on stdout (text or JSON), every warning on stderr; ``--strict``: exit 3 when
+    there was any warning."""
     scenario = load_scenario(args.scenario)
-    gpus, models = load_catalogs(not args.no_user_catalog)
+    gpus, models, instances, months, loaded = load_inputs(args)
     profile = saved_profile() if args.calibrated else None
-    est = estimate(scenario, gpus, models, gpu_ids=args.gpu or None, calibration=profile)
+    est = estimate(scenario, gpus, models, gpu_ids=args.gpu or None, calibration=profile, instances=instances)
+    today = datetime.date.today()
     if args.json:
-        print(json.dumps(estimate_to_dict(est), indent=2))
+        print(json.dumps(estimate_to_dict(est, today, months), indent=2))
     else:
-        print(render_estimate(est, show_all=args.all))
-    return 0
+        print(render_estimate(est, show_all=args.all, warnings=False))
+    sys.stdout.flush()  # the answer before the warnings when both go to one terminal
+    warnings = text_warnings(est, today, months)
+    _warn(warnings)
+    return EXIT_WARNINGS if args.strict and (warnings or loaded) else 0
 
 
 def cmd_gpus(args: argparse.Namespace) -> int:

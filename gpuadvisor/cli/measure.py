@@ -6,7 +6,6 @@ import argparse
 import datetime
 import json
 from dataclasses import replace
-from pathlib import Path
 
 from ..core.errors import InputError
 from ..core.estimation.calibration import (
@@ -20,7 +19,7 @@ from ..core.estimation.calibration import (
 from ..core.estimation.estimate import resolve_model
 from ..core.formats.measurements import Measurement, next_measurement_id
 from ..core.formats.scenario import Scenario, dumps_scenario, load_scenario, scenario_snapshot
-from ..core.formats.smi_log import Finding, LogSummary, diagnose, parse_nvidia_smi_log
+from ..core.formats.smi_log import Finding, LogSummary, diagnose, read_nvidia_smi_log
 from ..core.presentation.text import text_table
 from ..core.specs.engines import engine_for
 from ..core.specs.presets import ModelCatalog
@@ -51,15 +50,8 @@ _MEASURE_OPTIONS = {
 
 
 def _read_smi_log(path: str, columns: str | None) -> LogSummary:
-    p = Path(path)
-    try:
-        text = p.read_bytes().decode("utf-8-sig")
-    except FileNotFoundError:
-        raise InputError(path, "file not found") from None
-    except UnicodeDecodeError:
-        raise InputError(path, "is not UTF-8 text (is it an nvidia-smi CSV log?)") from None
     cols = [c.strip() for c in columns.split(",")] if columns else None
-    summary = parse_nvidia_smi_log(text, cols, origin=path).summary()
+    summary = read_nvidia_smi_log(path, cols).summary()
     if not summary.gpus:
         raise InputError(
             path,

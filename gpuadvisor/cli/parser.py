@@ -12,10 +12,12 @@ from ..core.errors import InputError, error_line
 from ..core.formats.catalog_exchange import FORMATS
 from ..core.formats.user_catalog import KINDS
 from .catalog import cmd_catalog_export, cmd_catalog_import, cmd_prices_import
-from .common import EXIT_INPUT
+from .common import EXIT_INPUT, EXIT_UNEXPECTED
 from .estimate import cmd_default_scenario, cmd_estimate, cmd_gpus, cmd_models
 from .measure import cmd_calibrate, cmd_measure_add, cmd_measure_diagnose, cmd_measure_list
 from .report import cmd_report
+
+STRICT_HELP = "exit with status 3 when there is any warning (printed on stderr; the answer is still given)"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -26,6 +28,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"gpuadvisor {__version__}")
     no_user_help = "use the bundled catalogs only, ignoring your own catalog edits"
     parser.add_argument("--no-user-catalog", action="store_true", help=no_user_help)
+    parser.add_argument(
+        "--debug",
+        action="store_true",
+        help="on an unexpected error, also print its traceback (it always goes to the log file)",
+    )
 
     def no_user_option(p: argparse.ArgumentParser) -> None:
         # Accepted after the command name too; SUPPRESS keeps a value given before it.
@@ -47,6 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="apply the saved calibration profile (see 'gpuadvisor-cli calibrate')",
     )
+    p.add_argument("--strict", action="store_true", help=STRICT_HELP)
     p.set_defaults(func=cmd_estimate)
     p = sub.add_parser("gpus", help="list the GPU catalog")
     p.add_argument("--json", action="store_true")
@@ -66,6 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--calibrated", action="store_true", help="apply the saved calibration profile (the report says so)"
     )
+    p.add_argument("--strict", action="store_true", help=STRICT_HELP)
     no_user_option(p)
     p.set_defaults(func=cmd_report)
     p = sub.add_parser("default-scenario", help="print the default scenario as JSON (a starting point)")
@@ -205,3 +214,35 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_INPUT
     except KeyboardInterrupt:
         return 130
+    except Exception as exc:  # noqa: BLE001 - the last line of defence: one line, never a traceback
+        return _unexpected(exc, bool(getattr(args, "debug", False)))
+
+
+def _unexpected(exc: Exception, debug: bool) -> int:
+    """Log the traceback to the log file, print one ``error:`` line (and the traceback with ``--debug``)."""
+    import traceback
+
+    from ..storage.logs import LOG_FILENAME, configure_logging, log_exception, shutdown_logging
+    from ..storage.paths import ensure_dir, user_paths
+
+    log_file = None
+    try:
+        # Only a log file that can be opened: configure_logging's stderr fallback would print the
+        # traceback this line is meant to replace.
+        folder = ensure_dir(user_paths().log_dir, "log folder")
+        with open(folder / LOG_FILENAME, "a", encoding="utf-8"):
+            pass
+        log_file = configure_logging()
+        if log_file is not None:
+            log_exception(type(exc), exc, exc.__traceback__)
+        shutdown_logging()
+    except Exception:  # noqa: BLE001 - a log that cannot be written must not hide the error itself
+        log_file = None
+    detail = " ".join(str(exc).split())[:200]
+    what = f"{type(exc).__name__}: {detail}" if detail else type(exc).__name__
+    where = f"; the details are in {log_file}" if log_file else ""
+    hint = "" if debug else " (--debug shows them here)" if log_file else " (--debug shows the details)"
+    if debug:
+        traceback.print_exception(exc, file=sys.stderr)
+    print(f"error: something went wrong ({what}){where}{hint}", file=sys.stderr)
+    return EXIT_UNEXPECTED

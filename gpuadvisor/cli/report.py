@@ -10,9 +10,7 @@ import sys
 from ..core.errors import InputError
 from ..core.estimation.estimate import estimate
 from ..core.formats.scenario import load_scenario
-from ..storage import load_settings
-from ..storage.user_catalog_store import load_catalogs
-from .common import _warn, saved_profile
+from .common import EXIT_WARNINGS, _warn, load_inputs, saved_profile
 
 
 def _use_offscreen_qt_when_headless() -> None:
@@ -38,16 +36,15 @@ def _quiet_offscreen_warnings() -> None:
 
 def cmd_report(args: argparse.Namespace) -> int:
     from ..core.presentation.report import build_report
+    from ..core.presentation.text import text_warnings
 
     scenario = load_scenario(args.scenario)
-    gpus, models = load_catalogs(not args.no_user_catalog)
+    gpus, models, instances, months, loaded = load_inputs(args)
     profile = saved_profile() if args.calibrated else None
-    est = estimate(scenario, gpus, models, gpu_ids=args.gpu or None, calibration=profile)
-    settings, settings_warnings = load_settings()  # the stale-price age the user chose in the window
-    _warn(settings_warnings)
-    report = build_report(
-        est, gpus.meta, datetime.date.today(), stale_after_months=settings.stale_price_months
-    )
+    est = estimate(scenario, gpus, models, gpu_ids=args.gpu or None, calibration=profile, instances=instances)
+    today = datetime.date.today()
+    report = build_report(est, gpus.meta, today, stale_after_months=months)
+    warnings = text_warnings(est, today, months)
     _use_offscreen_qt_when_headless()
     try:
         from ..views.report_pdf import export_pdf  # Qt and pyqtgraph: only this command needs them
@@ -56,4 +53,6 @@ def cmd_report(args: argparse.Namespace) -> int:
     _quiet_offscreen_warnings()
     stats = export_pdf(report, est, args.output, page_size=args.page_size)
     print(f"{args.output}: {stats.pages} pages in {stats.seconds:.1f} s")
-    return 0
+    sys.stdout.flush()
+    _warn(warnings)  # the report lists them too (section 6; a stale price at the pick in section 1)
+    return EXIT_WARNINGS if args.strict and (warnings or loaded) else 0

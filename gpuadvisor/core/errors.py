@@ -15,8 +15,18 @@ class InputError(ValueError):
         self.field = field
         self.value = value
         self.reason = message
-        shown = "" if value is None else f" (got {value!r})"
+        shown = "" if value is None else f" (got {_short(value)})"
         super().__init__(f"{field}: {message}{shown}")
+
+
+#: Longest value an error message quotes: a hostile file's 100 MB cell is shown by its start.
+MAX_SHOWN_CHARS = 120
+
+
+def _short(value: object) -> str:
+    """``repr(value)``, cut to :data:`MAX_SHOWN_CHARS` (a long string is cut before its repr is made)."""
+    text = repr(value[: MAX_SHOWN_CHARS + 1] if isinstance(value, str) else value)
+    return text if len(text) <= MAX_SHOWN_CHARS else text[:MAX_SHOWN_CHARS] + "..."
 
 
 class CatalogError(InputError):

@@ -121,6 +121,19 @@ def fmt_deadline(hours: float) -> str:
     return text + f" ({hours / 24:,.1f} days)" if hours >= 72 else text
 
 
+def fmt_days(days: float) -> str:
+    """A planning horizon: ``90 days``, ``1 day``, ``2.5 days``."""
+    return f"{days:,.4g} day{'' if days == 1 else 's'}"
+
+
+def fmt_speedup(factor: float) -> str:
+    """How many times faster: ``8x``, ``1.3x``, ``12x``."""
+    if not _finite(factor):
+        return NONE_MARK
+    text = f"{factor:.0f}" if factor >= 9.95 else f"{factor:.1f}".removesuffix(".0")
+    return f"{text}x"
+
+
 def _usd_digits(usd: float) -> int:
     return 0 if abs(round(usd, 2)) >= 10 else 2
 

@@ -8,9 +8,8 @@ figure in the unit its column name states. How figures are written: :mod:`gpuadv
 
 from __future__ import annotations
 
-import math
-
 from .formatting import fmt_count, fmt_hours, fmt_usd
+from .numbers import Quantity, parse_number
 
 GIB = 2**30
 GB = 10**9
@@ -23,25 +22,7 @@ format_usd = fmt_usd
 format_hours = fmt_hours
 
 
-_SUFFIXES = {"k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12}
-
-
 def parse_quantity(text: str) -> float:
-    """Parse a count as people type it: ``7e9``, ``7B``, ``1.5M``, ``100k``, ``2,000,000``.
-
-    Raises ``ValueError`` with a readable message for anything else (including NaN/inf).
-    """
-    raw = text.strip().replace(",", "").replace("_", "").replace(" ", "")
-    if not raw:
-        raise ValueError("enter a number")
-    factor = 1.0
-    if raw[-1].lower() in _SUFFIXES and not raw[-1].isdigit():
-        factor = _SUFFIXES[raw[-1].lower()]
-        raw = raw[:-1]
-    try:
-        value = float(raw) * factor
-    except ValueError:
-        raise ValueError(f"'{text.strip()}' is not a number (examples: 7e9, 7B, 1.5M, 100k)") from None
-    if not math.isfinite(value):
-        raise ValueError("must be a finite number")
-    return value
+    """A count as people type it (``7e9``, ``7B``, ``1.5M``, ``100k``, ``2,000,000``): the one number
+    parser of :mod:`gpuadvisor.core.numbers` for counts. ``ValueError`` with a readable message."""
+    return parse_number(text, Quantity.COUNT)

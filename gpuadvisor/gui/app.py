@@ -71,9 +71,13 @@ def build_window(scenario_path: str | None = None, deferred_charts: bool = True)
     except CatalogError as exc:
         gpus, models = load_gpu_catalog(), load_model_catalog()
         catalog_warnings.append(f"Your catalog edits are not used: {exc}.")
+    from ..storage.instances_store import load_instances
+
+    instances, instance_warnings = load_instances()  # where to rent: bundled + the user's imports
+    catalog_warnings += instance_warnings
     for w in catalog_warnings:
         log.warning(w)
-    state = AppState(default_scenario(), gpus, models)
+    state = AppState(default_scenario(), gpus, models, instances=instances)
     window = MainWindow(
         state,
         settings=settings,

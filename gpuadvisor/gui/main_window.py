@@ -31,12 +31,14 @@ from PySide6.QtWidgets import (
 from ..core.errors import InputError
 from ..core.estimation.results import Estimate
 from ..core.formats.scenario import Scenario
+from ..core.presentation.titles import default_title
 from ..core.presentation.wording import model_line
 from .messages import user_message
 from .pages.budget_page import BudgetPage
 from .pages.model_page import ModelPage
 from .pages.workload_page import WorkloadPage
 from .results_view import ResultsView
+from .scenario_name import ScenarioNameField
 from .state import AppState
 from .theme import APPEARANCES, apply_appearance
 from .window_files import FileActions
@@ -98,9 +100,12 @@ class MainWindow(FileActions, ToolWindows, QMainWindow):
             lambda: self.page_tabs.setCurrentIndex(self.page_tabs.currentIndex() + 1)
         )
         self.page_tabs.currentChanged.connect(self._on_page_changed)
+        self.name_field = ScenarioNameField()
+        self.name_field.edited.connect(self._on_name_edited)
         left = QWidget()
         left_layout = QVBoxLayout(left)
         left_layout.setContentsMargins(6, 6, 0, 6)  # the splitter's handle separates the results
+        left_layout.addWidget(self.name_field)
         left_layout.addWidget(self.page_tabs, 1)
         buttons = QHBoxLayout()
         buttons.addWidget(self.back_button)
@@ -131,6 +136,8 @@ class MainWindow(FileActions, ToolWindows, QMainWindow):
         state.pathChanged.connect(self._update_title)
         state.scenarioChanged.connect(self._on_scenario_loaded)
         state.catalogsChanged.connect(self._on_catalogs_changed)
+        state.instancesChanged.connect(lambda snap: self.budget_page.set_providers(snap.providers()))
+        self.budget_page.set_providers(state.instances.providers())
         self.results.chartsCreated.connect(lambda: setattr(self, "charts_ready", True))
 
         self._fill_pages(state.scenario)
@@ -210,6 +217,7 @@ class MainWindow(FileActions, ToolWindows, QMainWindow):
 
     def _on_estimate_changed(self, est: Estimate) -> None:
         self.model_page.show_model(model_line(est))
+        self.name_field.show_default(default_title(est))
         self.statusBar().showMessage(
             f"{len(est.candidates)} setup{'' if len(est.candidates) == 1 else 's'} compared "
             f"in {self.state.last_compute_ms:.0f} ms"
@@ -384,6 +392,16 @@ class MainWindow(FileActions, ToolWindows, QMainWindow):
     def _fill_pages(self, scenario: Scenario) -> None:
         for page in self.pages:
             page.set_scenario(scenario)
+        self.name_field.set_scenario(scenario)
+
+    def _on_name_edited(self) -> None:
+        """The name typed (or cleared): the scenario takes it; nothing is estimated anew for a name
+        except the title, which the results show."""
+        self._applying = True
+        try:
+            self.state.set_scenario(self.name_field.apply(self.state.scenario))
+        finally:
+            self._applying = False
 
     def eventFilter(self, watched, event) -> bool:  # Qt override
         if event.type() == QEvent.Type.LayoutRequest and watched in getattr(self, "pages", ()):

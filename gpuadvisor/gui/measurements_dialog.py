@@ -38,7 +38,6 @@ from PySide6.QtWidgets import (
     QLabel,
     QLineEdit,
     QPushButton,
-    QSpinBox,
     QSplitter,
     QTableView,
     QTextBrowser,
@@ -57,7 +56,8 @@ from ..core.estimation.calibration import (
 from ..core.estimation.estimate import resolve_model
 from ..core.formats.measurements import Measurement, next_measurement_id
 from ..core.formats.scenario import scenario_snapshot
-from ..core.formats.smi_log import Finding, LogSummary, diagnose, parse_nvidia_smi_log
+from ..core.formats.smi_log import Finding, LogSummary, diagnose, read_nvidia_smi_log
+from ..core.numbers import NumberRule, Quantity
 from ..core.specs.engines import ENGINES, engine_for
 from ..storage import (
     StorageError,
@@ -238,16 +238,21 @@ class MeasurementsDialog(QDialog):
         self.gpu_box = QComboBox()
         for gpu in state.gpus:
             self.gpu_box.addItem(gpu.name, gpu.id)
-        self.count_spin = QSpinBox()
-        self.count_spin.setRange(1, 4096)
-        self.throughput = NumberField("e.g. 1480", optional=True, minimum=1e-9)
+        self.count_field = NumberField("1", key="hardware.gpu_count")
+        self.throughput = NumberField(
+            "e.g. 1480", optional=True, rule=NumberRule(Quantity.PLAIN, 0, None, above=True)
+        )
         self.throughput_unit = QComboBox()
         self.throughput_unit.addItem("tokens/s (all GPUs)", "tokens_per_s")
         self.throughput_unit.addItem("seconds per step", "seconds_per_step")
         self.tokens_per_step = NumberField(
-            "default: batch × sequence × GPUs (training)", optional=True, minimum=1e-9
+            "default: batch × sequence × GPUs (training)",
+            optional=True,
+            rule=NumberRule(Quantity.TOKENS, 0, None, above=True),
         )
-        self.memory = NumberField("GiB per GPU, e.g. 71.2", optional=True, minimum=1e-9, maximum=4096)
+        self.memory = NumberField(
+            "GiB per GPU, e.g. 71.2", optional=True, rule=NumberRule(Quantity.MEMORY, 0, 4096, above=True)
+        )
         self.memory_source = QComboBox()
         self.memory_source.addItem("typed: what nvidia-smi showed", "typed")
         self.memory_source.addItem(
@@ -268,7 +273,7 @@ class MeasurementsDialog(QDialog):
 
         form = QFormLayout()
         form.addRow("GPU", self.gpu_box)
-        form.addRow("Number of GPUs", self.count_spin)
+        form.addRow("Number of GPUs", self.count_field)
         speed = QHBoxLayout()
         speed.addWidget(self.throughput, 1)
         speed.addWidget(self.throughput_unit)
@@ -403,7 +408,9 @@ class MeasurementsDialog(QDialog):
         gpu_id = sc.hardware.gpu or (selected.gpu.id if selected is not None else None)
         if gpu_id is not None and self.gpu_box.findData(gpu_id) >= 0:
             self.gpu_box.setCurrentIndex(self.gpu_box.findData(gpu_id))
-        self.count_spin.setValue(sc.hardware.gpu_count or (selected.gpu_count if selected is not None else 1))
+        self.count_field.set_value(
+            sc.hardware.gpu_count or (selected.gpu_count if selected is not None else 1)
+        )
         wanted = "inference" if w.kind == "inference" else "training"
         self.engine_box.clear()
         try:
@@ -432,16 +439,9 @@ class MeasurementsDialog(QDialog):
         """Read an nvidia-smi CSV log: its peak memory fills the form and its diagnosis is shown."""
         p = Path(path)
         try:
-            text = p.read_bytes().decode("utf-8-sig")
-            summary = parse_nvidia_smi_log(text, origin=p.name).summary()
+            summary = read_nvidia_smi_log(p).summary()
             if not summary.gpus:
                 raise InputError(p.name, "holds no valid nvidia-smi samples")
-        except UnicodeDecodeError:
-            self._show(f"{p.name}: is not UTF-8 text (is it an nvidia-smi CSV log?)", error=True)
-            return False
-        except OSError as exc:
-            self._show(f"{p.name}: cannot be read ({exc.strerror or exc})", error=True)
-            return False
         except InputError as exc:
             self._show(str(exc), error=True)
             return False
@@ -450,8 +450,8 @@ class MeasurementsDialog(QDialog):
         top = max(summary.gpus, key=lambda g: g.peak_memory_mib)
         self.memory.set_value(round(top.peak_memory_gib, 3))
         self.memory_source.setCurrentIndex(self.memory_source.findData("nvidia-smi log"))
-        if len(summary.gpus) > 1 and self.count_spin.value() == 1:
-            self.count_spin.setValue(len(summary.gpus))
+        if len(summary.gpus) > 1 and self.count_field.edit.text().strip() in ("", "1"):
+            self.count_field.set_value(len(summary.gpus))
         self.findings_view.setHtml(self.findings_html())
         self._show(
             f"{p.name}: {len(summary.gpus)} GPU{'s' if len(summary.gpus) != 1 else ''}, peak "
@@ -480,6 +480,7 @@ class MeasurementsDialog(QDialog):
         sc = self.state.scenario
         w = sc.workload
         fields = (
+            ("number of GPUs", self.count_field),
             ("throughput", self.throughput),
             ("tokens per step", self.tokens_per_step),
             ("peak memory", self.memory),
@@ -489,7 +490,7 @@ class MeasurementsDialog(QDialog):
             try:
                 values[name] = box.value()
             except ValueError as exc:
-                raise InputError(name, str(exc), box.edit.text()) from None
+                raise InputError(name, str(exc)) from None
         speed = values["throughput"]
         unit = self.throughput_unit.currentData()
         source = self.memory_source.currentData()
@@ -516,7 +517,7 @@ class MeasurementsDialog(QDialog):
                 kind=w.kind,
                 model=model,
                 engine=self.engine_box.currentData(),
-                num_gpus=self.count_spin.value(),
+                num_gpus=int(values["number of GPUs"] or 1),
                 batch_size=w.batch_size,
                 seq_len=w.seq_len if w.is_training else w.context_tokens,
                 peak_memory_gib=values["peak memory"],

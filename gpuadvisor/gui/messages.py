@@ -54,6 +54,8 @@ FIELD_LABELS: dict[str, tuple[str, str]] = {
     "budget.utilization": ("Budget", "Utilization (%)"),
     "budget.electricity_usd_per_kwh": ("Budget", "Electricity ($/kWh)"),
     "budget.pue": ("Budget", "PUE"),
+    "budget.horizon_days": ("Budget", "Horizon (days)"),
+    "budget.providers": ("Budget", "Providers"),
 }
 
 

@@ -29,15 +29,15 @@ from PySide6.QtWidgets import (
 
 from ..core.estimation.results import Estimate
 from ..core.presentation import detail as _detail
+from ..core.presentation.prices import pick_price_warnings, price_date
 from ..core.presentation.report import decision_warnings
 from ..core.presentation.wording import calibration_note, change_lines, summary_line, workload_line
 from .ranking import ROLE_KEY, RankingTable
 from .state import AppState
 from .theme import colors
 
-CHART_NAMES = ("VRAM across GPUs", "Cost vs time", "What-if", "Serving", "Latency vs load")
-SERVING_TAB = 3
-LATENCY_TAB = 4
+CHART_NAMES = ("VRAM across GPUs", "Cost vs time", "What-if", "Serving", "Latency vs load", "Weight types")
+COST_TAB, SERVING_TAB, LATENCY_TAB, WEIGHTS_TAB = 1, 3, 4, 5
 #: The most lines the summary grows to before it clips (its tooltip always holds the whole answer).
 SUMMARY_MAX_LINES = 5
 #: How the detail panel's heading starts for the recommended setup (the core's words), and the
@@ -57,6 +57,7 @@ class ResultsView(QWidget):
         self.charts_ready = False
         self.vram_chart = self.cost_chart = self.whatif_chart = self.serving_chart = None
         self.latency_panel = None
+        self.weights_view = None
         self.whatif_axis = "context"
         self._stale_charts: set[int] = set()
 
@@ -234,6 +235,7 @@ class ResultsView(QWidget):
         self.whatif_axis_box = QComboBox()
         self.whatif_axis_box.addItem("the context length grows", "context")
         self.whatif_axis_box.addItem("the batch (or concurrent users) grows", "batch")
+        self.whatif_axis_box.addItem("the weight type changes (one GPU compared)", "weights")
         self.whatif_axis_box.setToolTip(
             "Where does each card stop fitting? The selected setup's GPU and the "
             "cheapest ones that fit are drawn, each with its capacity."
@@ -245,8 +247,18 @@ class ResultsView(QWidget):
         row.addStretch(1)
         box_layout.addLayout(row)
         box_layout.addWidget(self.whatif_chart, 1)
+        from .weights_view import WeightsView
+
+        self.weights_view = WeightsView()
         for i, chart in enumerate(
-            (self.vram_chart, self.cost_chart, whatif_box, self.serving_chart, self.latency_panel)
+            (
+                self.vram_chart,
+                self.cost_chart,
+                whatif_box,
+                self.serving_chart,
+                self.latency_panel,
+                self.weights_view,
+            )
         ):
             old = self.chart_tabs.widget(i)
             self.chart_tabs.removeTab(i)
@@ -266,35 +278,53 @@ class ResultsView(QWidget):
         """Redraw the visible chart now; the hidden ones when their tab is opened."""
         if not self.charts_ready:
             return
-        self._stale_charts = {0, 1, 2, SERVING_TAB, LATENCY_TAB}
-        # The Serving and Latency tabs are offered only for a service (workload.serving).
+        self._stale_charts = {0, 1, 2, SERVING_TAB, LATENCY_TAB, WEIGHTS_TAB}
+        # The Serving and Latency tabs are offered only for a service (workload.serving), the weight types only
+        # with one GPU type compared, the cost-time chart only with a job to time and price.
         serving = est.scenario.workload.serving is not None
-        for tab in (SERVING_TAB, LATENCY_TAB):
-            if self.chart_tabs.isTabVisible(tab) != serving:
-                self.chart_tabs.setTabVisible(tab, serving)
+        for tab, shown in (
+            (SERVING_TAB, serving),
+            (LATENCY_TAB, serving),
+            (WEIGHTS_TAB, bool(est.weights_table)),
+            (COST_TAB, not est.session),
+        ):
+            if self.chart_tabs.isTabVisible(tab) != shown:
+                self.chart_tabs.setTabVisible(tab, shown)
+        weights_item = self.whatif_axis_box.model().item(self.whatif_axis_box.findData("weights"))
+        weights_item.setEnabled(bool(est.weights_table))
+        if self.whatif_axis == "weights" and not est.weights_table:
+            self.set_whatif_axis("context", show_tab=False)
+        if not self.chart_tabs.isTabVisible(self.chart_tabs.currentIndex()):
+            self.chart_tabs.setCurrentIndex(0)
         self._draw_chart(self.chart_tabs.currentIndex(), est)
 
     def _draw_chart(self, index: int, est: Estimate) -> None:
         if index not in self._stale_charts:
             return
         self._stale_charts.discard(index)
-        chart = (self.vram_chart, self.cost_chart, self.whatif_chart, self.serving_chart, self.latency_panel)[
-            index
-        ]
+        chart = (
+            self.vram_chart,
+            self.cost_chart,
+            self.whatif_chart,
+            self.serving_chart,
+            self.latency_panel,
+            self.weights_view,
+        )[index]
         chart.show_estimate(est, self.state.selected)
 
     def _on_chart_tab_changed(self, index: int) -> None:
         if self.charts_ready and self.state.estimate is not None:
             self._draw_chart(index, self.state.estimate)
 
-    def set_whatif_axis(self, axis: str) -> None:
+    def set_whatif_axis(self, axis: str, show_tab: bool = True) -> None:
         self.whatif_axis = axis
         if self.charts_ready:
             self.whatif_axis_box.blockSignals(True)
             self.whatif_axis_box.setCurrentIndex(max(0, self.whatif_axis_box.findData(axis)))
             self.whatif_axis_box.blockSignals(False)
             self.whatif_chart.set_axis(axis)
-        self.chart_tabs.setCurrentIndex(2)
+        if show_tab:
+            self.chart_tabs.setCurrentIndex(2)
 
     # --- estimate -> views -------------------------------------------------------------------
     def _on_estimate_changed(self, est: Estimate) -> None:
@@ -325,6 +355,10 @@ class ResultsView(QWidget):
             answer = "★ " + answer.replace("Recommended:", "<b>Recommended:</b>", 1)
         else:
             answer = f"<span style='color:{c.problem}'>{answer}</span>"
+        stale = self.stale_pick(est)
+        if stale:
+            # Flagged at the pick itself, not only among the warnings behind "hover here".
+            answer += f" <span style='color:{c.caution}'><b>⚠ {html.escape(stale)}</b></span>"
         note = calibration_note(est)
         if note:
             answer += f" <span style='color:{c.ok}'>{html.escape(note)}</span>"
@@ -348,11 +382,20 @@ class ResultsView(QWidget):
             answer = f"<div>{answer}</div>"
         return f"<div>{head}</div>{answer}{notes}"  # the head wraps too: the summary grows to show all
 
+    def stale_pick(self, est: Estimate) -> str:
+        """``price of 2025-06-30: stale`` when the recommendation's price is stale or undated ("" else)."""
+        if not pick_price_warnings(est, datetime.date.today(), self.state.stale_months):
+            return ""
+        rec = est.recommended
+        day = price_date(est, rec) if rec is not None else None
+        return f"price of {day}: stale" if day else "undated price"
+
     def _answer_fits_one_line(self, est: Estimate, note: str) -> bool:
         """Whether the answer line is shown whole on one line at the summary's present width."""
         bold = QFont(self.summary.font())
         bold.setBold(True)  # measured bold: an upper bound for the partly bold line
-        text = "★ " + summary_line(est) + (f" {note}" if note else "")
+        stale = self.stale_pick(est)
+        text = "★ " + summary_line(est) + (f" ⚠ {stale}" if stale else "") + (f" {note}" if note else "")
         room = self.summary.contentsRect().width() - 2 * self.summary.margin() - 8
         return QFontMetrics(bold).horizontalAdvance(text) <= room
 

@@ -23,6 +23,7 @@ from ..core.estimation.calibration import CalibrationProfile
 from ..core.estimation.estimate import Estimate, estimate, searches_layouts
 from ..core.formats.scenario import Scenario, load_scenario, save_scenario
 from ..core.specs.hardware import GpuCatalog
+from ..core.specs.instances import InstanceCatalog, bundled_instances
 from ..core.specs.presets import ModelCatalog
 from .messages import user_message
 
@@ -41,11 +42,15 @@ class _Relay(QObject):
 
 
 def _estimate(
-    scenario: Scenario, gpus: GpuCatalog, models: ModelCatalog, calibration: CalibrationProfile | None
+    scenario: Scenario,
+    gpus: GpuCatalog,
+    models: ModelCatalog,
+    calibration: CalibrationProfile | None,
+    instances: InstanceCatalog | None,
 ) -> Estimate:
     """The estimate, with what its charts will ask for computed here (a service's latency against
     the load: a simulation per point), so that drawing them costs nothing on the GUI thread."""
-    result = estimate(scenario, gpus, models, calibration=calibration)
+    result = estimate(scenario, gpus, models, calibration=calibration, instances=instances)
     if scenario.workload.serving is not None:
         result.load_curves(result.chart_fleets(result.lead.key if result.lead is not None else None))
     return result
@@ -64,13 +69,21 @@ class AppState(QObject):
     catalogsChanged = Signal(object, object)  # GpuCatalog, ModelCatalog (an edit or an import)
     catalogWarningsChanged = Signal(object)  # tuple[str, ...]: rows left out of the comparison, and why
     staleMonthsChanged = Signal(int)  # prices older than this many months are flagged
+    instancesChanged = Signal(object)  # InstanceCatalog: the cloud instance snapshot (an import)
     computingChanged = Signal(str)  # what runs in the background ("" when the results are current)
 
     def __init__(
-        self, scenario: Scenario, gpus: GpuCatalog, models: ModelCatalog, parent: QObject | None = None
+        self,
+        scenario: Scenario,
+        gpus: GpuCatalog,
+        models: ModelCatalog,
+        parent: QObject | None = None,
+        instances: InstanceCatalog | None = None,
     ):
         super().__init__(parent)
         self.gpus, self.models = gpus, models
+        #: Where setups can be rented (the bundled snapshot and the user's imports).
+        self.instances = instances if instances is not None else bundled_instances()
         self.scenario = scenario
         self.estimate: Estimate | None = None
         self.error = ""
@@ -161,6 +174,12 @@ class AppState(QObject):
             self.catalogWarningsChanged.emit(warnings)
         self._timer.start()
 
+    def set_instances(self, instances: InstanceCatalog) -> None:
+        """A newer cloud instance snapshot (a price-list import): every estimate uses it from now on."""
+        self.instances = instances
+        self.instancesChanged.emit(instances)
+        self._timer.start()
+
     def set_stale_months(self, months: int) -> None:
         """Prices older than ``months`` are flagged (the one place this setting lives while the app runs)."""
         months = int(months)
@@ -202,7 +221,7 @@ class AppState(QObject):
     def _compute_now(self) -> None:
         t0 = time.perf_counter()
         try:
-            result = _estimate(self.scenario, self.gpus, self.models, self.active_calibration)
+            result = _estimate(self.scenario, self.gpus, self.models, self.active_calibration, self.instances)
         except InputError as exc:
             self._set_computing("")
             self._set_compute_error(user_message(exc))
@@ -212,13 +231,13 @@ class AppState(QObject):
 
     def _start_background(self) -> None:
         generation, scenario = self._generation, self.scenario
-        gpus, models, calibration = self.gpus, self.models, self.active_calibration
+        gpus, models, calibration, instances = self.gpus, self.models, self.active_calibration, self.instances
         relay = self._relay
 
         def work() -> None:
             t0 = time.perf_counter()
             try:
-                outcome: object = _estimate(scenario, gpus, models, calibration)
+                outcome: object = _estimate(scenario, gpus, models, calibration, instances)
             except Exception as exc:  # noqa: BLE001 -- an InputError, or a bug: both go to the GUI thread
                 outcome = exc
             try:

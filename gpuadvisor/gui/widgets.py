@@ -17,7 +17,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ..core.units import parse_quantity
+from ..core.numbers import NumberRule, Quantity, quantity_examples, quantity_name
+from ..core.specs.fields import FIELD_RULES, PERCENT_FIELDS
 from .theme import colors
 
 ERROR_STYLE = "color: #b00020;"
@@ -91,8 +92,12 @@ class ToneLabel(QLabel):
 
 
 class NumberField(QWidget):
-    """A line edit for a number (``7e9``, ``7B``, ``100k``) with its validation message under it.
+    """A line edit for a number as people type it (``7e9``, ``70B``, ``8k``, ``$50``, ``2h``, ``24 GB``)
+    with its validation message under it.
 
+    The field's rule is the core's (:class:`~gpuadvisor.core.numbers.NumberRule`): the scenario key's
+    (``key``, from :data:`~gpuadvisor.core.specs.fields.FIELD_RULES`; ``percent`` for a share shown
+    as a percentage) or one given. A value outside the range is refused with the range, never cut.
     ``value()`` returns the number, ``None`` when empty and optional, or raises ``ValueError``.
     ``edited`` fires on every change; an invalid entry also shows the message under the field.
     """
@@ -107,9 +112,18 @@ class NumberField(QWidget):
         maximum: float | None = None,
         integer: bool = False,
         parent: QWidget | None = None,
+        *,
+        key: str | None = None,
+        percent: bool = False,
+        rule: NumberRule | None = None,
+        quantity: Quantity = Quantity.PLAIN,
     ):
         super().__init__(parent)
-        self.optional, self.minimum, self.maximum, self.integer = optional, minimum, maximum, integer
+        if rule is None and key is not None:
+            rule = PERCENT_FIELDS[key] if percent else FIELD_RULES[key]
+        if rule is None:
+            rule = NumberRule(quantity, minimum, maximum, integer)
+        self.rule, self.optional, self.key = rule, optional, key
         self.edit = QLineEdit(self)
         self.edit.setPlaceholderText(placeholder)
         self.edit.setClearButtonEnabled(optional)
@@ -125,9 +139,27 @@ class NumberField(QWidget):
         layout.addWidget(self.message)
         self.edit.textEdited.connect(self._on_text_edited)
 
+    @property
+    def integer(self) -> bool:
+        return self.rule.integer
+
+    @property
+    def minimum(self) -> float | None:
+        return self.rule.minimum
+
+    @property
+    def maximum(self) -> float | None:
+        return self.rule.maximum
+
     def setToolTip(self, text: str) -> None:  # noqa: N802 - Qt override
-        self.edit.setToolTip(text)
-        super().setToolTip(text)
+        tip = f"{text}\n\n{self.rule_hint()}" if text else self.rule_hint()
+        self.edit.setToolTip(tip)
+        super().setToolTip(tip)
+
+    def rule_hint(self) -> str:
+        """What the field takes, for its tooltip: ``A number of tokens, between 1 and 100,000,000.``"""
+        what = quantity_name(self.rule.quantity)
+        return f"{what[0].upper()}{what[1:]}, {self.rule.range_text()} (e.g. {quantity_examples(self.rule.quantity)})."
 
     def value(self) -> float | None:
         text = self.edit.text()
@@ -135,30 +167,28 @@ class NumberField(QWidget):
             if self.optional:
                 return None
             raise ValueError("is required")
-        value = parse_quantity(text)
-        if self.integer and value != int(value):
-            raise ValueError("must be a whole number")
-        if self.minimum is not None and value < self.minimum:
-            raise ValueError(f"must be at least {self.minimum:g}")
-        if self.maximum is not None and value > self.maximum:
-            raise ValueError(f"must be at most {self.maximum:g}")
-        return int(value) if self.integer else value
+        return self.rule.parse(text)
 
     def set_value(self, value: float | None) -> None:
         """Show a value without emitting ``edited``."""
         if value is None:
             text = ""
-        elif abs(value) >= 1e6:
+        elif abs(value) >= 1e6 and float(value).is_integer() and abs(value) % 1e5 == 0:
             scale, suffix = next(
                 (sc, sf) for sc, sf in ((1e12, "T"), (1e9, "B"), (1e6, "M")) if abs(value) >= sc
             )
             text = f"{value / scale:.6g}{suffix}"
         elif self.integer or float(value).is_integer():
-            text = f"{int(value):d}"
+            text = f"{int(value):,}"
         else:
             text = f"{value:g}"
         self.edit.setText(text)
         self.show_error("")
+
+    def enter(self, text: str) -> None:
+        """Put ``text`` in the field as typing it would (validated, ``edited`` emitted)."""
+        self.edit.setText(text)
+        self._on_text_edited(text)
 
     def show_error(self, message: str) -> None:
         self.message.setText(message)

@@ -34,6 +34,7 @@ class ToolWindows:
                 current_gpus=lambda: self.state.gpus,
             )
             self.catalog_editor.catalogsChanged.connect(self._on_catalogs_edited)
+            self.catalog_editor.instancesImported.connect(self.state.set_instances)
         self.catalog_editor.show()
         self.catalog_editor.raise_()
         self.catalog_editor.activateWindow()

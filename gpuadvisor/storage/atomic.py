@@ -4,6 +4,8 @@ Every write goes to a temporary file in the same folder (``.<name>.<pid>-<random
 is flushed and ``fsync``-ed, then renamed over the target with :func:`os.replace` (atomic on
 POSIX and on Windows within one volume). A reader therefore sees either the old file or the new
 one. With ``backup=True`` the previous content is first saved, the same way, as ``<name>.bak``.
+A symbolic link is written through (its target is replaced, the link stays); a folder, device or
+FIFO in the way is refused with a :class:`StorageError` rather than replaced.
 
 Damaged files are never deleted: :func:`set_aside` renames them out of the way, with a date.
 
@@ -20,6 +22,7 @@ import stat
 from datetime import datetime
 from pathlib import Path
 
+from ..core.files import output_target
 from .errors import StorageError, os_reason
 
 _TAG = re.compile(r"[A-Za-z0-9_-]+\Z")
@@ -52,8 +55,22 @@ def _fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
+def _refused(field: str, message: str) -> StorageError:
+    return StorageError(field, f"cannot write {field}: it {message}")
+
+
+def write_target(path: str | os.PathLike[str]) -> Path:
+    """The file a write to ``path`` replaces: a symbolic link's target; folders, devices and FIFOs
+    raise :class:`StorageError` (:func:`gpuadvisor.core.files.output_target`)."""
+    return output_target(path, error=_refused)
+
+
 def _write_replace(path: Path, data: bytes, mode: int | None = None) -> None:
-    """Temp file, flush, fsync, rename. Raises OSError; the temp file never outlives a failure."""
+    """Temp file, flush, fsync, rename. Raises OSError; the temp file never outlives a failure.
+
+    ``path`` is the resolved target (:func:`write_target`): the temporary file goes in its folder,
+    so the rename never crosses file systems and a symbolic link to it stays a link.
+    """
     if mode is None:
         try:
             mode = stat.S_IMODE(path.stat().st_mode)
@@ -114,7 +131,7 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, backup: bool =
     (``cannot write settings.json: No space left on device``); the target is then untouched
     and no temporary file is left behind.
     """
-    p = Path(path)
+    p = write_target(path)
     if backup:
         _backup(p)
     try:

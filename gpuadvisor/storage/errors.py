@@ -28,3 +28,8 @@ class StorageError(InputError):
 def os_reason(exc: OSError) -> str:
     """The operating system's short reason (``Permission denied``), without the errno noise."""
     return exc.strerror or str(exc) or type(exc).__name__
+
+
+def read_error(field: str, message: str) -> StorageError:
+    """A :class:`StorageError` for a file that cannot be read: ``cannot read old.json: file not found``."""
+    return StorageError(field, f"cannot read {field}: {message}")

@@ -13,7 +13,9 @@ Loading never fails and never loses the user's data, as for the user catalog
   entry) is set aside as ``<name>.<tag>-<date>`` (never deleted), and a warning says what is
   wrong, where the file went and whether the ``.bak`` copy can be restored.
 
-Saving is atomic and keeps the previous file as ``<name>.bak``. Whether the profile is applied
+Saving is atomic, keeps the previous file as ``<name>.bak`` and holds the file's lock
+(:mod:`gpuadvisor.storage.locking`); :func:`add_measurement` reads, adds and writes under one lock,
+so runs recorded by two programs at once are both kept. Whether the profile is applied
 to estimates is the ``calibration_enabled`` setting (:mod:`gpuadvisor.storage.settings`).
 """
 
@@ -29,6 +31,7 @@ from typing import Generic, TypeVar
 from ..core.errors import InputError
 from ..core.estimation.calibration import profile_from_json, profile_to_json
 from ..core.estimation.results import CalibrationProfile
+from ..core.files import FileKind, read_untrusted
 from ..core.formats.measurements import (
     Measurement,
     measurements_from_json,
@@ -36,8 +39,9 @@ from ..core.formats.measurements import (
     next_measurement_id,
 )
 from .atomic import atomic_write_text, backup_path, set_aside_and_say
-from .errors import StorageError, os_reason
+from .locking import locked
 from .paths import UserPaths, ensure_dir, user_paths
+from .stored_file import read_stored
 
 MEASUREMENTS_FILENAME = "measurements.json"
 CALIBRATION_FILENAME = "calibration.json"
@@ -66,21 +70,20 @@ class Loaded(Generic[T]):
     path: Path = field(default_factory=Path)
 
 
-def _read_text(path: Path) -> str:
-    raw = path.read_bytes()
+def _decode(raw: bytes, name: str) -> str:
     try:
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError:
-        raise InputError(path.name, "is not UTF-8 text") from None
+        raise InputError(name, "is not UTF-8 text") from None
 
 
-def _backup_note(path: Path, parse: Callable[[str, str], object]) -> str:
+def _backup_note(path: Path, parse: Callable[[str, str], object], kind: FileKind) -> str:
     bak = backup_path(path)
     if not bak.exists():
         return ""
     try:
-        parse(_read_text(bak), bak.name)
-    except (OSError, InputError):
+        parse(_decode(read_untrusted(bak, kind), bak.name), bak.name)
+    except InputError:
         return f" The backup {bak} is damaged too."
     try:
         stamp = datetime.fromtimestamp(bak.stat().st_mtime).strftime("%Y-%m-%d %H:%M")
@@ -89,25 +92,23 @@ def _backup_note(path: Path, parse: Callable[[str, str], object]) -> str:
     return f" The previous version (saved {stamp}) is in {bak} and can be restored by renaming it."
 
 
-def _load(path: Path, what: str, empty: T, parse: Callable[[str, str], T]) -> Loaded[T]:
+def _load(path: Path, what: str, empty: T, parse: Callable[[str, str], T], kind: FileKind) -> Loaded[T]:
     try:
-        text = _read_text(path)
-    except FileNotFoundError:
-        return Loaded(empty, [], None, path)
-    except OSError as exc:
-        problem, tag = f"cannot be read ({os_reason(exc)})", "unreadable"
+        raw = read_stored(path, kind)
     except InputError as exc:
-        problem, tag = exc.reason, "corrupt"
+        problem, tag = exc.reason, "unreadable"
     else:
+        if raw is None:
+            return Loaded(empty, [], None, path)
         try:
-            return Loaded(parse(text, path.name), [], None, path)
+            return Loaded(parse(_decode(raw, path.name), path.name), [], None, path)
         except InputError as exc:
             problem = str(exc).removeprefix(f"{path.name}: ")
             tag = "unsupported" if exc.field.endswith("schema_version") else "corrupt"
     warning = f"Your {what} in {path} could not be loaded: {problem}."
     kept, note = set_aside_and_say(path, tag)
     warning += note
-    warning += _backup_note(path, parse)
+    warning += _backup_note(path, parse, kind)
     return Loaded(empty, [warning], kept, path)
 
 
@@ -121,6 +122,7 @@ def load_measurements(paths: UserPaths | None = None) -> Loaded[list[Measurement
         "measurements",
         [],
         lambda text, origin: measurements_from_json(text, origin),
+        FileKind.MEASUREMENTS,
     )
 
 
@@ -131,7 +133,9 @@ def save_measurements(measurements: Sequence[Measurement], paths: UserPaths | No
     """
     paths = paths or user_paths()
     ensure_dir(paths.data_dir, "user data folder")
-    return atomic_write_text(measurements_file(paths), measurements_to_json(list(measurements)), backup=True)
+    path = measurements_file(paths)
+    with locked(path):
+        return atomic_write_text(path, measurements_to_json(list(measurements)), backup=True)
 
 
 def merge_measurements(stored: Sequence[Measurement], more: Sequence[Measurement]) -> list[Measurement]:
@@ -152,9 +156,13 @@ def add_measurement(measurement: Measurement, paths: UserPaths | None = None) ->
     A damaged file is set aside first (as :func:`load_measurements` does); raises
     :class:`StorageError` when the file cannot be written.
     """
-    loaded = load_measurements(paths)
-    merged = merge_measurements(loaded.value, [measurement])
-    path = save_measurements(merged, paths)
+    paths = paths or user_paths()
+    ensure_dir(paths.data_dir, "user data folder")
+    path = measurements_file(paths)
+    with locked(path):  # read, add and write as one step: a run added elsewhere meanwhile is kept
+        loaded = load_measurements(paths)
+        merged = merge_measurements(loaded.value, [measurement])
+        path = atomic_write_text(path, measurements_to_json(merged), backup=True)
     return merged[-1] if merged and measurement not in loaded.value else measurement, path
 
 
@@ -168,6 +176,7 @@ def load_calibration(paths: UserPaths | None = None) -> Loaded[CalibrationProfil
         "calibration profile",
         None,
         lambda text, origin: profile_from_json(text, origin),
+        FileKind.CALIBRATION,
     )
 
 
@@ -175,22 +184,16 @@ def save_calibration(profile: CalibrationProfile, paths: UserPaths | None = None
     """Make ``profile`` the saved one, atomically (previous file kept as ``.bak``); return the path."""
     paths = paths or user_paths()
     ensure_dir(paths.data_dir, "user data folder")
-    return atomic_write_text(calibration_file(paths), profile_to_json(profile), backup=True)
+    path = calibration_file(paths)
+    with locked(path):
+        return atomic_write_text(path, profile_to_json(profile), backup=True)
 
 
 def read_profile(path: str | os.PathLike[str]) -> CalibrationProfile:
     """Read a profile file for import. Raises :class:`InputError` naming the file and the field
     (``cal.json: fits[0].value: must be in (0, 1] ...``); nothing is saved."""
     p = Path(path)
-    try:
-        text = _read_text(p)
-    except FileNotFoundError:
-        raise InputError(p.name, "file not found") from None
-    except IsADirectoryError:
-        raise InputError(p.name, "is a folder, not a calibration profile") from None
-    except OSError as exc:
-        raise StorageError(p.name, f"cannot read {p.name}: {os_reason(exc)}", path=p) from None
-    return profile_from_json(text, p.name)
+    return profile_from_json(_decode(read_untrusted(p, FileKind.CALIBRATION), p.name), p.name)
 
 
 def import_calibration(

@@ -11,7 +11,8 @@ Loading never fails and never loses the user's data:
 * keys this version does not know are kept in :attr:`Settings.extra` and written back, so the
   settings of a newer gpuadvisor survive a run of an older one.
 
-Saving is atomic and keeps the previous file as ``settings.json.bak``.
+Saving is atomic, keeps the previous file as ``settings.json.bak``, holds the file's lock and merges
+what another window saved meanwhile (see :func:`save_settings`).
 """
 
 from __future__ import annotations
@@ -22,19 +23,25 @@ import copy
 import json
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, TypeGuard
 
+from ..core.errors import InputError
+from ..core.files import FileKind, parse_json
 from .atomic import atomic_write_text, set_aside
-from .errors import StorageError, os_reason
+from .errors import StorageError
+from .locking import locked
 from .paths import UserPaths, ensure_dir, user_paths
+from .stored_file import read_stored
 
 SETTINGS_FILENAME = "settings.json"
 SETTINGS_VERSION = 1
 MAX_RECENT_FILES = 10
 PAGE_SIZES = ("A4", "Letter")
 STALE_PRICE_MONTHS_RANGE = (1, 240)
+#: What this process last read or wrote per settings file: the base of the merge in save_settings.
+_BASES: dict[Path, Settings] = {}
 
 
 @dataclass
@@ -213,9 +220,12 @@ def settings_to_dict(settings: Settings) -> dict[str, Any]:
 def _read(path: Path) -> tuple[dict[str, Any] | None, str | None]:
     """(object, None) when the file parses, (None, problem) when it is damaged.
 
-    Raises FileNotFoundError for a missing file and OSError when it cannot be read at all.
+    Raises FileNotFoundError for a missing file and :class:`InputError` when it cannot be read at
+    all (a folder, a FIFO or device in its place, more than 1 MB, no permission).
     """
-    raw = path.read_bytes()
+    raw = read_stored(path, FileKind.SETTINGS)
+    if raw is None:
+        raise FileNotFoundError(path)
     try:
         text = raw.decode("utf-8-sig")  # tolerate the BOM that some Windows editors add
     except UnicodeDecodeError:
@@ -225,11 +235,9 @@ def _read(path: Path) -> tuple[dict[str, Any] | None, str | None]:
     if "\x00" in text:
         return None, "contains binary data"
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        return None, f"is not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})"
-    except (ValueError, RecursionError) as exc:
-        return None, f"is not valid JSON ({type(exc).__name__})"
+        data = parse_json(text, path.name)
+    except InputError as exc:
+        return None, str(exc).removeprefix(f"{path.name}: ")
     if not isinstance(data, dict):
         kinds = {list: "a list", str: "text", type(None): "null", bool: "true/false"}
         kind = kinds.get(type(data), "a number")
@@ -253,14 +261,18 @@ def load_settings(paths: UserPaths | None = None) -> tuple[Settings, list[str]]:
     first start with no file). See the module docstring for what happens to a damaged file.
     """
     path = settings_file(paths)
+    settings, warnings = _load(path)
+    _BASES[path] = copy.deepcopy(settings)  # what a later save merges against (defaults included)
+    return settings, warnings
+
+
+def _load(path: Path) -> tuple[Settings, list[str]]:
     try:
         data, problem = _read(path)
     except FileNotFoundError:
         return Settings(), []
-    except OSError as exc:  # unreadable (permissions, a folder of that name): leave it where it is
-        return Settings(), [
-            f"Settings file {path} cannot be read ({os_reason(exc)}); using the default settings."
-        ]
+    except InputError as exc:  # unreadable (permissions, a folder of that name): leave it where it is
+        return Settings(), [f"Settings file {path} {exc.reason}; using the default settings."]
     if data is None:
         warnings = [f"Settings file {path} {problem}; using the default settings."]
         _keep_aside(path, warnings)
@@ -272,20 +284,59 @@ def load_settings(paths: UserPaths | None = None) -> tuple[Settings, list[str]]:
     return settings, warnings
 
 
+def _merge(base: Settings, ours: Settings, theirs: Settings) -> Settings:
+    """``theirs`` with every setting ``ours`` changed since ``base`` (and every changed extra key)."""
+    merged = copy.deepcopy(theirs)
+    for f in fields(Settings):
+        if f.name == "extra":
+            continue
+        if getattr(ours, f.name) != getattr(base, f.name):
+            setattr(merged, f.name, copy.deepcopy(getattr(ours, f.name)))
+    for key in {*base.extra, *ours.extra}:
+        if ours.extra.get(key) != base.extra.get(key):
+            if key in ours.extra:
+                merged.extra[key] = copy.deepcopy(ours.extra[key])
+            else:
+                merged.extra.pop(key, None)
+    return merged
+
+
 def save_settings(settings: Settings, paths: UserPaths | None = None) -> Path:
     """Write ``settings.json`` atomically (the previous one kept as ``.bak``) and return its path.
 
-    Creates the config folder on first use. Raises :class:`StorageError` when a value cannot be
-    saved or the file cannot be written; the old file is then untouched.
+    Holds the file's lock and re-reads it: when another window saved it since this process last
+    read it, only the settings this one changed are written over it (a three-way merge with what
+    was read), and ``settings`` is updated in place to what was saved. Creates the config folder
+    on first use. Raises :class:`StorageError` when a value cannot be saved or the file cannot be
+    written; the old file is then untouched.
     """
     paths = paths or user_paths()
-    data = settings_to_dict(settings)
-    try:
-        text = json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
-    except (TypeError, ValueError) as exc:
-        raise StorageError("extra", f"cannot save the settings: a value is not JSON ({exc})") from None
+    settings_to_dict(settings)  # a bad value is refused before anything is touched
     ensure_dir(paths.config_dir)
-    return atomic_write_text(paths.config_dir / SETTINGS_FILENAME, text, backup=True)
+    path = paths.config_dir / SETTINGS_FILENAME
+    with locked(path):
+        merged = settings
+        base = _BASES.get(path)
+        if base is not None:
+            try:
+                data, _problem = _read(path)
+            except (FileNotFoundError, InputError):
+                data = None
+            if data is not None:
+                theirs, _dropped = settings_from_dict(data)
+                if theirs != base:
+                    merged = _merge(base, settings, theirs)
+        data = settings_to_dict(merged)
+        try:
+            text = json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+        except (TypeError, ValueError) as exc:
+            raise StorageError("extra", f"cannot save the settings: a value is not JSON ({exc})") from None
+        written = atomic_write_text(path, text, backup=True)
+        if merged is not settings:
+            for f in fields(Settings):
+                setattr(settings, f.name, getattr(merged, f.name))
+        _BASES[path] = copy.deepcopy(settings)
+    return written
 
 
 # --- recent files ------------------------------------------------------------------------------

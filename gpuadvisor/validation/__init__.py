@@ -3,6 +3,9 @@
 - :mod:`.data`: the validation set (``tests/data/validation``): sources, measurement rows, and
   each row restated as a scenario;
 - :mod:`.harness`: predictions, the engine-profile fit, leave-one-source-out, summary figures;
+- :mod:`.ledger`: the prospective ledger: each new source's first score by the shipped model,
+  append-only, and the rows the fits read (:func:`load_measurements` leaves new sources out until
+  they are admitted);
 - :mod:`.report`: the text ``scripts/validate.py`` prints and ``docs/validation.md``.
 """
 
@@ -12,7 +15,6 @@ from .data import (
     Row,
     Source,
     ValidationDataError,
-    load_measurements,
     load_sources,
     scenario_dict,
 )
@@ -27,6 +29,7 @@ from .harness import (
     per_source,
     summary,
 )
+from .ledger import load_measurements
 
 __all__ = [
     "DATA_DIR",

@@ -173,6 +173,9 @@ MEASUREMENT_COLUMNS = (
     # bench serve --num-prompts with --max-concurrency): its clients start together and the run
     # ends as the last answers drain. Empty: a steady loop (a long or time-bound run).
     "requests",
+    # Training rows: the expert-parallel degree of a mixture-of-experts layout (Megatron's EP), passed
+    # on as ``hardware.expert_parallel`` with the row's layout.
+    "ep",
     # Serving rows with speculative decoding: the scenario's ``workload.speculative`` as JSON
     # (``{"method": "eagle", "num_tokens": 4}``; an acceptance rate only where the source states one).
     "speculative",
@@ -283,6 +286,7 @@ TRAILING_OPTIONAL = (
     "arrival",
     "output_tokens_max",
     "requests",
+    "ep",
     "speculative",
     "disaggregated",
 )
@@ -357,7 +361,9 @@ def _number(raw: dict[str, str], col: str, where: str, positive: bool = True) ->
 
 
 def load_measurements(data_dir: str | Path = DATA_DIR, sources: dict[str, Source] | None = None) -> list[Row]:
-    """Every measurement row, checked against the format and the sources."""
+    """Every measurement row, checked against the format and the sources. (The package's
+    :func:`gpuadvisor.validation.load_measurements`, which fits and leave-one-source-out read,
+    leaves out the prospective sources of the ledger: :func:`.ledger.load_measurements`.)"""
     sources = load_sources(data_dir) if sources is None else sources
     path = Path(data_dir) / "measurements.csv"
     rows: list[Row] = []
@@ -422,6 +428,7 @@ def load_measurements(data_dir: str | Path = DATA_DIR, sources: dict[str, Source
             "scale_to_params",
             "output_tokens_max",
             "requests",
+            "ep",
         ):
             _number(raw, col, where)
         _number(raw, "cuda_context_gib", where, positive=False)
@@ -594,7 +601,8 @@ def scenario_dict(
     ``weight_choices`` are the weight types the scenario accepts (default: the core's list); a
     type it does not know (a GGUF type, say) falls back to the nearest known one, and says so.
     """
-    from ..core.specs.workload import WEIGHT_PRECISIONS
+    from ..core.specs.quant_types import KV_CACHE_DTYPES
+    from ..core.specs.workload import KV_PRECISIONS, WEIGHT_PRECISIONS
 
     f = dict(row.facts)
     choices = weight_choices or WEIGHT_PRECISIONS
@@ -674,6 +682,11 @@ def scenario_dict(
     offload = _offload_facts(f["offload"]) if training else {}
     if offload:
         workload["offload"] = offload
+    split = _split_facts(f["offload"]) if f["kind"] == "inference" else {}
+    if "gpu_layers" in split:
+        workload["gpu_layers"] = int(split["gpu_layers"])
+    if f["kv_cache"] in KV_CACHE_DTYPES and f["kv_cache"] not in KV_PRECISIONS:
+        workload["kv_cache_dtype"] = workload.pop("kv_cache")  # a llama.cpp cache type (-ctk/-ctv)
     if training and f["recompute"]:
         workload["activation_recompute"] = f["recompute"]
     if f["speculative"]:
@@ -699,12 +712,14 @@ def scenario_dict(
     for key, value in layout.items():
         if key in known_hw:
             hardware[key] = value
+    if "host_memory_bandwidth_gb_s" in split:
+        hardware["host_memory_bandwidth_gb_s"] = split["host_memory_bandwidth_gb_s"]
     if not layout:
         for col in ("tp", "pp", "dp", "cp"):
             if f[col] and not (col == "tp" and f["parallelism"] == "tensor" and f[col] == f["gpu_count"]):
                 if not (f[col] == "1" or (col == "dp" and f[col] == f["gpu_count"])):
                     omitted.append(f"layout {col}={f[col]}")
-    if f["offload"] and not offload:
+    if f["offload"] and not offload and not split:
         omitted.append(f"offload={f['offload']}")
     if f["gemm_precision"] and "compute_precision" not in workload:
         omitted.append(f"gemm_precision={f['gemm_precision']}")
@@ -712,6 +727,8 @@ def scenario_dict(
         omitted.append(f"quant_group_size={f['quant_group_size']}")
     if f["vp"] and "virtual_pipeline_stages" not in hardware and f["vp"] != "1":
         omitted.append(f"layout vp={f['vp']}")
+    if f.get("ep") and "expert_parallel" not in hardware and f["ep"] != "1":
+        omitted.append(f"layout ep={f['ep']}")
     if f["recompute"] and "activation_recompute" not in workload:
         omitted.append(f"recompute={f['recompute']}")
     if f["global_batch"] and "global_batch_size" not in workload:
@@ -761,7 +778,7 @@ def _layout_facts(f: dict[str, str]) -> dict[str, int]:
     accounts for every GPU of the row (TP x PP x CP x DP = gpu_count); else {}."""
     n = int(float(f["gpu_count"])) if f["gpu_count"] else 1
     axes = {k: int(float(f[k])) if f[k] else 1 for k in ("tp", "pp", "cp", "dp")}
-    if not any(f[k] for k in ("tp", "pp", "cp")) or n <= 1:
+    if not any(f.get(k) for k in ("tp", "pp", "cp", "ep")) or n <= 1:
         return {}
     if axes["tp"] * axes["pp"] * axes["cp"] * axes["dp"] != n:
         return {}  # the row models a part of the job (one tensor-parallel group, say)
@@ -774,6 +791,20 @@ def _layout_facts(f: dict[str, str]) -> dict[str, int]:
             out[name] = axes[key]
     if f["vp"] and int(float(f["vp"])) > 1 and axes["pp"] > 1:
         out["virtual_pipeline_stages"] = int(float(f["vp"]))
+    if f.get("ep") and int(float(f["ep"])) > 1:
+        out["expert_parallel"] = int(float(f["ep"]))
+    return out
+
+
+def _split_facts(text: str) -> dict[str, float]:
+    """An inference row's split between GPU and host from its offload fact:
+    ``gpu_layers=44;host_memory_bandwidth_gb_s=102`` (llama.cpp ``-ngl`` and the host memory's
+    bandwidth where the source states it); {} when it says neither."""
+    out: dict[str, float] = {}
+    for part in text.split(";"):
+        key, sep, value = part.partition("=")
+        if sep and key.strip() in ("gpu_layers", "host_memory_bandwidth_gb_s"):
+            out[key.strip()] = float(value)
     return out
 
 

@@ -10,6 +10,9 @@ from collections.abc import Sequence
 
 from .data import GROUPS, Source, arrival_kind
 from .harness import SCORE_ONLY_SOURCES, Comparison, group_stats, per_source
+from .ledger import DIAGNOSIS_THRESHOLD_PCT, Ledger, worst_median
+from .ledger import per_source as ledger_per_source
+from .ledger import summary as ledger_summary
 
 #: Issue 14's targets, out of sample: median |error| per group, coverage, bounds all right.
 TARGETS = {"memory": 10.0, "inference_speed": 15.0, "training_speed": 15.0, "serving": 15.0}
@@ -201,6 +204,148 @@ def coverage_table(comparisons: Sequence[Comparison]) -> list[str]:
     return lines
 
 
+PROSPECTIVE_HEADING = "## Prospective: new sources scored by the model as shipped (the ledger)"
+
+
+def _figure(f: dict, group: str) -> str:
+    if not f.get("n"):
+        return ""
+    if group == "bounds":
+        return f"{f['right']} of {f['n']} right"
+    return f"{_pct(f['median_abs_pct'])} ({f['n']})"
+
+
+def prospective_table(ledger: Ledger) -> list[str]:
+    """The ledger's rows pooled per group: rows, median abs. error and coverage of the shipped ranges."""
+    s = ledger_summary(ledger)
+    lines = [
+        "| group | rows first-scored | median abs. error | coverage (in the shipped 80% range) | target |",
+        "|---|---:|---:|---:|---|",
+    ]
+    targets = {"memory": "median <= 10%", "bounds": "all right"}
+    for g in GROUPS:
+        f = s["groups"][g]
+        if g == "bounds":
+            right = f"{f['right']} of {f['n']} on the right side" if f["n"] else ""
+            lines.append(f"| {GROUP_NAMES[g]} | {f['n']} | {right} | | all right |")
+            continue
+        cov = "" if f["coverage"] is None else f"{f['coverage']:.0%}"
+        lines.append(
+            f"| {GROUP_NAMES[g]} | {f['n']} | {_pct(f['median_abs_pct'])} | {cov} | "
+            f"{targets.get(g, 'median <= 20%')}, coverage >= 75% |"
+        )
+    return lines
+
+
+def prospective_lines(
+    ledger: Ledger | None, sources: dict[str, Source], diagnoses: dict[str, tuple[str, str]]
+) -> list[str]:
+    """The ledger's section of docs/validation.md: the pooled first scores, each source's, the
+    diagnoses of those worse than 30%, the rows the model cannot express yet and every first score."""
+    if ledger is None:
+        return []
+    s = ledger_summary(ledger)
+    base = next(e for e in ledger.entries if e.kind == "baseline")
+    lines = [
+        PROSPECTIVE_HEADING,
+        "",
+        f"The ledger (`tests/data/validation/ledger.jsonl`, `gpuadvisor/validation/ledger.py`) began on {base.date} "
+        f"at commit `{base.commit[:10]}` with the {len(base.sources)} sources of the set (the table *Sources* below). "
+        "Every source added since is scored by the model as it stood at a recorded commit, with the shipped constants and nothing refitted "
+        "(`scripts/validate.py --score-new`, after the rows were committed), before any fit or model change reads "
+        "it; that first score is appended to the ledger and never rewritten. These sources take part in no fit "
+        "and in none of the figures above until they are admitted (`--include-prospective` lets a run read them "
+        "on purpose). Leave-one-source-out refits the constants but not the model's structure, which was chosen "
+        "with every source above in view; the first scores below test the structure too. "
+        f"{s['sources']} sources, {s['rows']} rows scored, {s['unscorable']} rows recorded that the model cannot "
+        "express yet (counted apart; they are scored the day they become expressible). A change to the model is "
+        "judged on both figures: the leave-one-source-out tables above and these rows predicted by the changed "
+        "model (`scripts/validate.py --prospective --now`), against their first scores, which stay as written.",
+        "",
+        *prospective_table(ledger),
+        "",
+        "| source | kind | first scored | model commit | rows | unscorable | memory | bounds | inference speed "
+        "| training speed | serving |",
+        "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for sid, date, commit, n, n_un, figures in ledger_per_source(ledger):
+        src = sources.get(sid)
+        title = f"{sid}: {_cell(src.title)}" if src else sid
+        cells = " | ".join(_figure(figures[g], g) for g in GROUPS)
+        lines.append(
+            f"| {title} | {src.kind if src else ''} | {date} | `{commit[:10]}` | {n} | {n_un} | {cells} |"
+        )
+    worse = [
+        (sid, worst_median(figures))
+        for sid, _, _, _, _, figures in ledger_per_source(ledger)
+        if (worst_median(figures) or 0.0) > DIAGNOSIS_THRESHOLD_PCT
+    ]
+    lines += [
+        "",
+        f"### Diagnoses: first scores worse than {DIAGNOSIS_THRESHOLD_PCT:.0f}%",
+        "",
+        "What the runs have that the model lacks (`tests/data/validation/diagnoses.csv`), written after the "
+        "first score and changing nothing in it.",
+        "",
+    ]
+    for sid, worst in worse:
+        date, text = diagnoses.get(sid, ("", "no diagnosis written yet"))
+        lines.append(
+            f"- `{sid}` (worst group median {worst:.1f}%{', written ' + date if date else ''}): {text}"
+        )
+    unscorable = [(rid, e.source, why) for e in ledger.scores for rid, why in e.unscorable]
+    lines += [
+        "",
+        f"### Rows the model cannot express yet ({len(unscorable)})",
+        "",
+        "| row | source | why |",
+        "|---|---|---|",
+        *[f"| {rid} | {sid} | {_cell(why)} |" for rid, sid, why in unscorable],
+        "",
+        "### Every first score",
+        "",
+        "| row | source | group | measured | estimate | low-high | error | in range | note |",
+        "|---|---|---|---:|---:|---|---:|---|---|",
+    ]
+    for e in ledger.scores:
+        for r in e.rows:
+            rng = f"{_num(r.low)}-{_num(r.high)}" if r.low is not None else ""
+            if r.error_pct is not None:
+                err = f"{r.error_pct:+.1f}%"
+            else:
+                err = "right" if r.right else "WRONG"
+            lines.append(
+                f"| {r.id} | {e.source} | {r.group} | {_num(r.measured)} | {_num(r.estimate)} | {rng} | {err} | "
+                f"{'yes' if r.covered else ''} | {_cell(r.note)} |"
+            )
+    return lines + [""]
+
+
+def prospective_text(ledger: Ledger) -> str:
+    """The ledger for the terminal: pooled per group, then per source."""
+    s = ledger_summary(ledger)
+    lines = [
+        f"prospective (ledger): {s['rows']} rows from {s['sources']} new sources first-scored by the model as "
+        f"shipped; {s['unscorable']} rows not expressible yet",
+        "",
+    ]
+    for g in GROUPS:
+        f = s["groups"][g]
+        if g == "bounds":
+            lines.append(f"  {GROUP_NAMES[g]:30s} n={f['n']:3d}  right {f['right']} of {f['n']}")
+            continue
+        cov = "-" if f["coverage"] is None else f"{f['coverage']:.0%}"
+        lines.append(
+            f"  {GROUP_NAMES[g]:30s} n={f['n']:3d}  median {_pct(f['median_abs_pct']) or '-':>7s}  coverage {cov}"
+        )
+    lines += ["", "  per source (first scored, commit, rows, unscorable, worst group median):"]
+    for sid, date, commit, n, n_un, figures in ledger_per_source(ledger):
+        lines.append(
+            f"    {sid:34s} {date} {commit[:10]} {n:3d} {n_un:3d}  {_pct(worst_median(figures)) or '-'}"
+        )
+    return "\n".join(lines)
+
+
 def markdown(
     oos: Sequence[Comparison],
     ins: Sequence[Comparison],
@@ -208,6 +353,8 @@ def markdown(
     date: str,
     seconds: float,
     fitted: Sequence[Comparison] | None = None,
+    ledger: Ledger | None = None,
+    diagnoses: dict[str, tuple[str, str]] | None = None,
 ) -> str:
     """``docs/validation.md``."""
     scored = [c for c in oos if c.row.scored]
@@ -281,6 +428,7 @@ def markdown(
         "",
         *coverage_table(oos),
         "",
+        *prospective_lines(ledger, sources, diagnoses or {}),
         "## Sources",
         "",
         "| source | kind | rows | scored | median abs. error (out of sample) | citation | read |",
@@ -395,7 +543,8 @@ discussion, own measurement), `date_read` (YYYY-MM-DD), `notes`.
   dataset replayed with its own lengths, `output_tokens` being their mean; predicted as a wave that drains until
   its longest answer ends; empty when every answer is `output_tokens` long; also a closed loop's with
   `requests`) and `requests` (a closed loop of that many requests in all, whose clients start together and
-  whose run ends as its last answers drain; empty for a steady loop);
+  whose run ends as its last answers drain; empty for a steady loop) and `ep` (training rows: the expert-parallel
+  degree of a mixture-of-experts layout, passed on as `hardware.expert_parallel` with the layout);
 - scoring: `scored` (`yes`/`no`), `why` (required when unscored), `assumptions` (every value chosen where the
   source is silent).
 
@@ -410,6 +559,22 @@ the product answers a stated load with, and judged on output tokens/s, TTFT and 
 at once, a paced client past what it sustains, or an engine whose limits the source leaves out, judged on output
 tokens/s, its TTFT and ITL counting for the range's coverage only) and `why` (required). Every scored serving
 row has one (`tests/core/test_validation.py` checks it).
+
+`ledger.jsonl`: the prospective ledger (`gpuadvisor/validation/ledger.py`), one JSON object per line, append-only:
+the `baseline` (the sources in the set when the ledger began, read by every fit), then a `first_score` per new
+source (its rows scored by the model at a recorded `commit` before anything was fitted on them: per row the
+measured and estimated figure, the error, the 80% range and whether it held; per group the rows, median and
+coverage; the rows the model cannot express yet with why; `rows_sha256` of the rows as scored and
+`predictions_sha256` of the predictions), an `admitted` line when a scored source joins the fits, and a
+`retrospective` line (with `why`) for a source added together with a model change built while reading it, which
+the fits read from the start and the prospective figure never counts (`scripts/validate.py --retrospective SOURCE
+--why TEXT`). Every line carries `prev_sha256`, the SHA-256 of the file before it. Rows of sources neither in the baseline nor admitted
+take part in no fit and in no leave-one-source-out run (`load_measurements(include_prospective=False)`, the
+default). New rows are scored with `scripts/validate.py --score-new` after they are committed.
+
+`diagnoses.csv`: `source_id`, `date_written`, `diagnosis`: for each ledger source whose first score was worse
+than 30% in a group, what its runs have that the model lacks (written after the first score, changing nothing in
+it).
 
 Engines the core has no profile for (ExLlamaV2, AutoAWQ, torchtune, torchtitan, ...) keep their name in `engine`;
 the scenario uses the profile whose physics is nearest (`ENGINE_FALLBACK` in `gpuadvisor/validation/data.py`) and

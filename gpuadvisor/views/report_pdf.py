@@ -52,7 +52,7 @@ from PySide6.QtGui import (
 from PySide6.QtWidgets import QApplication
 
 from ..core.estimation.estimate import Estimate
-from ..core.presentation.report import Report
+from ..core.presentation.report import WEIGHTS_HEADER, Report
 from ..storage import StorageError, atomic_write_bytes
 from .charts.palette import (
     BACKGROUND_COLOR,
@@ -75,7 +75,7 @@ FOOTER_PT = 7.0
 CHART_DPR = 3.0
 VRAM_CHART_SIZE = (820, 460)  # logical px; render_image grows the height until every GPU's row fits
 COST_CHART_SIZE = (820, 460)
-SERVING_CHART_SIZE = (820, 400)
+SERVING_CHART_SIZE = (820, 370)
 #: Each latency-against-load chart (the time to first token, the time between tokens).
 LATENCY_CHART_SIZE = (820, 300)
 #: Space on the charts page for the heading and the two captions, in px.
@@ -171,6 +171,13 @@ VERDICT_COLORS = {"fits": FIT_COLOR, "tight": TIGHT_COLOR, "does not fit": NO_FI
 #: Header cells break into lines of at most this many characters (never inside a word).
 HEADER_LINE_CHARS = 9
 RECOMMENDED_MARK = "\u2605"  # a black star after the recommended GPU's name
+#: A GPU's full name breaks into lines of at most this many characters (between words): it is never cut.
+NAME_LINE_CHARS = 22
+
+
+def wrapped(name: str, width: int = NAME_LINE_CHARS) -> str:
+    """A full name as escaped HTML lines of at most ``width`` characters, broken between words."""
+    return "<br>".join(_e(line) for line in textwrap.wrap(name, width, break_long_words=False)) or "&nbsp;"
 
 
 def report_html(
@@ -190,7 +197,7 @@ def report_html(
     p: list[str] = []
     muted = MUTED_TEXT_COLOR
     p.append(f"<h1 style='font-size:17pt; margin-bottom:2px'>{_e(r.title)}</h1>")
-    p.append(f"<p style='font-size:11pt; margin-top:0'><b>{_e(r.scenario_name)}</b></p>")
+    p.append(f"<p style='font-size:11pt; margin-top:0'><b>{_e(r.subtitle)}</b></p>")
     meta = [
         f"Made {_e(r.date)} with gpuadvisor {_e(r.app_version)}",
         f"GPU catalog: {_e(r.catalog_version)}",
@@ -201,9 +208,16 @@ def report_html(
         p.append(f"<p style='color:{muted}; font-size:8pt'>Notes: {_e(r.scenario_notes)}</p>")
 
     p.append("<h2>1. Recommendation</h2>")
+    box = _e(r.recommendation)
+    if r.rent_as:
+        # The core's sentence whole, its opening words ("Rent it as", "Where to rent it:") in bold.
+        cut = r.rent_as.find(" as ") + 4 if r.rent_as.startswith("Rent") else r.rent_as.find(":") + 1
+        box += f"<br><b>{_e(r.rent_as[:cut].rstrip())}</b> {_e(r.rent_as[cut:].lstrip())}"
+    for flag in r.recommendation_flags:
+        box += f"<br><span style='color:{NO_FIT_COLOR}'><b>\u26a0 {_e(flag)}</b></span>"
     p.append(
         "<table width='100%' cellspacing='0' cellpadding='6' "
-        f"style='background-color:{RECOMMENDED_BG}; border-style:none'><tr><td>{_e(r.recommendation)}</td>"
+        f"style='background-color:{RECOMMENDED_BG}; border-style:none'><tr><td>{box}</td>"
         "</tr></table>"
     )
     if r.changes:
@@ -249,9 +263,9 @@ def report_html(
                 style += f"; color:{VERDICT_COLORS.get(row.verdict, TEXT_COLOR)}"
             if i in (10, 11) and cell == "no":
                 style += f"; color:{NO_FIT_COLOR}"
-            text = _e(cell)
+            text = wrapped(cell) if i == 0 else _e(cell)
             if row.recommended and i == 0:
-                text = f"<b>{text} {RECOMMENDED_MARK}</b>"
+                text = f"<b>{text}&nbsp;{RECOMMENDED_MARK}</b>"
             align = "left" if i < 3 else "right"
             p.append(f"<td align='{align}' style='{style}'>{text}</td>")
         p.append("</tr>")
@@ -260,6 +274,8 @@ def report_html(
     if any(row.recommended for row in r.table_rows):
         notes.insert(0, f"{RECOMMENDED_MARK} and the green row: the recommended setup.")
     p.append(f"<p style='color:{muted}; font-size:7.5pt; margin-top:3px'>{_e(' '.join(notes))}</p>")
+    if r.weights_rows:
+        p.append(_weights_html(r, table_pt))
 
     p.append("<h2>4. Charts</h2>")
     captions = (
@@ -277,8 +293,9 @@ def report_html(
         ),
     )
     figures = (("vram.png", captions[0]), ("cost-time.png", captions[1]))
-    if r.serving_lines:
-        # A service has no job to time: its throughput-latency chart is in the recommendation.
+    if r.serving_lines or r.session:
+        # A service or a session has no job to time: no cost-time chart (a service's throughput-latency
+        # chart is in the recommendation).
         figures = figures[:1]
     for n, ((name, caption), (w, h)) in enumerate(zip(figures, chart_sizes), 1):
         height = round(chart_width_px * h / w)
@@ -293,7 +310,14 @@ def report_html(
         )
 
     p.append("<h2>5. Rent or buy</h2>")
-    p.append(f"<p style='font-size:8pt'>{_e(r.rent_buy_settings)}</p>")
+    if r.session:
+        p.append(
+            "<p style='font-size:8pt'>Not compared: an interactive session on the machine you own has no job "
+            "to rent GPUs for. Give the scenario a number of requests (workload.requests) to time and price "
+            "one, rented or on your own card.</p>"
+        )
+    else:
+        p.append(f"<p style='font-size:8pt'>{_e(r.rent_buy_settings)}</p>")
     if r.rent_buy_rows:
         p.append(
             f"<table width='100%' cellspacing='0' cellpadding='3' border='1' "
@@ -307,7 +331,8 @@ def report_html(
             p.append(
                 "<tr>"
                 + "".join(
-                    f"<td align='{'left' if i == 0 else 'right'}' style='font-size:8pt; white-space:nowrap'>{_e(c)}</td>"
+                    f"<td align='{'left' if i == 0 else 'right'}' style='font-size:8pt"
+                    f"{'; white-space:nowrap' if i not in (1,) else ''}'>{wrapped(c) if i == 0 else _e(c)}</td>"
                     for i, c in enumerate(row.cells)
                 )
                 + "</tr>"
@@ -359,6 +384,36 @@ def report_html(
     return "\n".join(p)
 
 
+def _weights_html(r: Report, table_pt: float) -> str:
+    """Which weight type fits the one GPU compared: a table with the scenario's own row marked."""
+    muted = MUTED_TEXT_COLOR
+    out = [
+        f"<h3 style='font-size:10pt; margin-top:10px; margin-bottom:3px'>{_e(r.weights_title)}</h3>",
+        f"<table cellspacing='0' cellpadding='2' border='1' "
+        f"style='border-collapse:collapse; border-color:{RULE_COLOR}; font-size:{table_pt}pt'>",
+        f"<thead><tr style='background-color:{HEADER_BG}'>",
+    ]
+    for i, head in enumerate(WEIGHTS_HEADER):
+        lines = "<br>".join(_e(line) for line in textwrap.wrap(head, HEADER_LINE_CHARS))
+        out.append(f"<th align='{'left' if i < 1 else 'right'}' style='font-size:{table_pt}pt'>{lines}</th>")
+    out.append("</tr></thead><tbody>")
+    for n, row in enumerate(r.weights_rows):
+        current = n == r.weights_current
+        bg = RECOMMENDED_BG if current else (STRIPE_BG if n % 2 else BACKGROUND_COLOR)
+        out.append(f"<tr style='background-color:{bg}'>")
+        for i, cell in enumerate(row):
+            style = f"font-size:{table_pt}pt; white-space:nowrap"
+            if i == 2 and cell == "no":
+                style += f"; color:{NO_FIT_COLOR}"
+            text = f"<b>{_e(cell)}</b>" if current and i == 0 else _e(cell)
+            out.append(f"<td align='{'left' if i < 1 else 'right'}' style='{style}'>{text}</td>")
+        out.append("</tr>")
+    out.append("</tbody></table>")
+    note = r.weights_note + (" The green row: the scenario's weights." if r.weights_current >= 0 else "")
+    out.append(f"<p style='color:{muted}; font-size:7.5pt; margin-top:3px'>{_e(note)}</p>")
+    return "".join(out)
+
+
 def _serving_html(
     r: Report,
     chart_width_px: float,
@@ -392,7 +447,7 @@ def _serving_html(
             )
             cells = "".join(
                 f"<td align='{'left' if i < 2 else 'right'}' style='font-size:7pt; white-space:nowrap'>"
-                f"{_e(row[i])}</td>"
+                f"{wrapped(row[i]) if i == 0 else _e(row[i])}</td>"
                 for i in keep
             )
             p.append(f"<tr style='background-color:{bg}'>{cells}</tr>")
@@ -465,7 +520,7 @@ def render_pdf_bytes(
     writer.setPageOrientation(QPageLayout.Orientation.Portrait)
     writer.setPageMargins(QMarginsF(*MARGINS_MM), QPageLayout.Unit.Millimeter)
     writer.setResolution(RESOLUTION_DPI)
-    writer.setTitle(f"{report.title}: {report.scenario_name}")
+    writer.setTitle(f"{report.title}: {report.subtitle}")
     writer.setCreator(f"gpuadvisor {report.app_version}")
 
     body = writer.pageLayout().paintRectPixels(writer.resolution())

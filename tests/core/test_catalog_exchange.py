@@ -280,7 +280,10 @@ def test_import_json_list_with_numbers_and_partial_updates():
             "r.json: schema_version: 3 is not supported",
         ),
         ('{"catalog": "gpus"}', "r.json: rows: is required"),
-        ('{"catalog": "gpus", "rows": [\n  {"id": "x"},\n', "r.json: line 3, column 1: is not valid JSON"),
+        (
+            '{"catalog": "gpus", "rows": [\n  {"id": "x"},\n',
+            "r.json: is not valid JSON: Expecting value at line 3, column 1",
+        ),
         ('"rows"', 'r.json: must hold an object with "rows" or a list of row objects'),
     ],
 )

@@ -4,11 +4,12 @@ import json
 
 import numpy as np
 import pytest
-from gguf import GGML_QUANT_SIZES, GGMLQuantizationType, GGUFWriter, LlamaFileType
+from gguf import GGML_QUANT_SIZES, GGMLQuantizationType, GGUFValueType, GGUFWriter, LlamaFileType
 
 from gpuadvisor.core.errors import ModelConfigError
 from gpuadvisor.core.estimation.estimate import estimate
 from gpuadvisor.core.formats.gguf_file import model_from_gguf, read_gguf
+from gpuadvisor.core.formats.gguf_header import MAX_ARRAY_VALUES, MAX_KEPT_VALUES, GgufArray
 from gpuadvisor.core.formats.scenario import load_scenario
 from gpuadvisor.core.specs.hardware import load_gpu_catalog
 from gpuadvisor.core.specs.presets import load_model_catalog
@@ -23,8 +24,10 @@ def _quant(rows: int, cols: int, qtype: GGMLQuantizationType) -> np.ndarray:
     return np.zeros((rows, cols // block * size), dtype=np.uint8)
 
 
-def _write(path, split: int = 0):
-    """A 2-layer Llama-shaped model: Q4_K attention and MLP, Q6_K output, F32 norms and embedding."""
+def _write(path, split: int = 0, kv_heads=2, tokens: bool = False, extra=None):
+    """A 2-layer Llama-shaped model: Q4_K attention and MLP, Q6_K output, F32 norms and embedding.
+    ``kv_heads`` may be one value per layer; ``tokens`` writes the vocabulary as a token list
+    instead of its size; ``extra(writer)`` adds more metadata."""
     w = GGUFWriter(path, "llama", split_max_tensors=split)
     w.add_name("tiny test model")
     w.add_file_type(LlamaFileType.MOSTLY_Q4_K_M)
@@ -33,8 +36,13 @@ def _write(path, split: int = 0):
     w.add_embedding_length(H)
     w.add_feed_forward_length(FF)
     w.add_head_count(4)
-    w.add_head_count_kv(2)
-    w.add_vocab_size(VOCAB)
+    w.add_head_count_kv(kv_heads)
+    if tokens:
+        w.add_token_list([f"t{i}" for i in range(VOCAB)])
+    else:
+        w.add_vocab_size(VOCAB)
+    if extra is not None:
+        extra(w)
     w.add_tensor("token_embd.weight", np.zeros((VOCAB, H), dtype=np.float32))
     for i in range(LAYERS):
         w.add_tensor(f"blk.{i}.attn_norm.weight", np.ones(H, dtype=np.float32))
@@ -134,3 +142,72 @@ def test_a_gguf_file_is_a_model_source_in_a_scenario(gguf_path, tmp_path):
     est = estimate(load_scenario(scenario_file), load_gpu_catalog(), load_model_catalog())
     assert est.memory_model.weight_bytes == pytest.approx(BYTES)
     assert est.model.published_params == PARAMS
+
+
+# --- metadata arrays: one value per layer ---------------------------------------------------------
+def test_a_per_layer_kv_head_array_is_read_as_its_values(tmp_path):
+    """A hybrid's layers: KV heads in one layer, none in the other (a recurrent layer), as llama.cpp
+    writes head_count_kv for Jamba or LFM2. The largest per-layer count is used for every layer (an
+    upper bound on the KV cache), and the model's notes say by how much; the array's length (2, the
+    layer count) must not be taken for a head count."""
+    path = tmp_path / "hybrid.gguf"
+    _write(path, kv_heads=[4, 0])
+    md = read_gguf(path).metadata
+    assert md["llama.attention.head_count_kv"] == GgufArray(2, (4, 0), numbers=True)
+    m = model_from_gguf(path)
+    assert m.num_key_value_heads == 4 and m.num_attention_heads == 4
+    assert "llama.attention.head_count_kv differs between layers (0 to 4, 2 values)" in m.notes
+    assert "the KV cache is an upper bound, 2x the file's per-layer sum (1 of 2 layers" in m.notes
+    same = tmp_path / "same.gguf"
+    _write(same, kv_heads=[1, 1])  # equal in every layer: that value, and no note
+    m = model_from_gguf(same)
+    assert m.num_key_value_heads == 1 and "differs between layers" not in m.notes
+
+
+def test_the_vocabulary_size_is_the_token_lists_length(tmp_path):
+    path = tmp_path / "tokens.gguf"
+    _write(path, tokens=True)
+    md = read_gguf(path).metadata
+    tokens = md["tokenizer.ggml.tokens"]
+    assert tokens.length == VOCAB and tokens.values is None  # strings: the length only
+    assert model_from_gguf(path).vocab_size == VOCAB
+
+
+@pytest.mark.parametrize(
+    ("value_type", "values", "message"),
+    [
+        (GGUFValueType.STRING, ["a", "b"], "is an array of 2 elements that are not numbers one per layer"),
+        (GGUFValueType.FLOAT32, [1.5, 2.0], "llama.attention.head_count_kv[0] must be a whole number"),
+    ],
+)
+def test_a_per_layer_array_of_anything_else_is_refused_in_one_line(tmp_path, value_type, values, message):
+    def swap(w):  # head_count_kv as an array of another element type
+        w.add_key_value("llama.attention.head_count_kv", values, GGUFValueType.ARRAY, sub_type=value_type)
+
+    path = tmp_path / "odd.gguf"
+    _write(path, extra=swap)
+    with pytest.raises(ModelConfigError) as err:
+        model_from_gguf(path)
+    assert message in str(err.value) and "\n" not in str(err.value) and "odd.gguf" in str(err.value)
+
+
+def test_array_values_are_kept_only_up_to_the_cap(tmp_path):
+    """Values are materialised for arrays of at most MAX_ARRAY_VALUES numbers; a longer one keeps
+    its length only, so a file cannot make the reader hold more than the cap."""
+    path = tmp_path / "long.gguf"
+    _write(path, extra=lambda w: w.add_array("test.long", bytes(MAX_ARRAY_VALUES + 1)))
+    md = read_gguf(path).metadata
+    assert md["test.long"].length == MAX_ARRAY_VALUES + 1 and md["test.long"].values is None
+    assert repr(md["test.long"]) == "an array of 100,001 elements"
+    # ... and at most MAX_KEPT_VALUES values in all: the eleventh array of 100,000 keeps its length.
+    many = tmp_path / "many.gguf"
+
+    def arrays(w):
+        for i in range(MAX_KEPT_VALUES // MAX_ARRAY_VALUES + 1):
+            w.add_array(f"test.a{i:02d}", bytes(MAX_ARRAY_VALUES))
+
+    _write(many, extra=arrays)
+    md = read_gguf(many).metadata
+    kept = [md[f"test.a{i:02d}"].values is not None for i in range(MAX_KEPT_VALUES // MAX_ARRAY_VALUES + 1)]
+    assert sum(kept) == MAX_KEPT_VALUES // MAX_ARRAY_VALUES and not kept[-1]
+    assert model_from_gguf(many).num_key_value_heads == 2  # the shape keys came first, and were kept

@@ -322,7 +322,9 @@ def test_partial_offload_keeps_layers_in_host_ram_and_is_slower(cats):
 
 
 def test_summary_sentence_for_local_inference(cats):
-    from gpuadvisor.core.presentation.wording import local_speed_line
+    """On a Mac the user owns, inference without a job is a session: the answer is its generation
+    speed, the time to read the prompt, the longest context and the memory left, one memory pool."""
+    from gpuadvisor.core.presentation.wording import summary_line
 
     scenario = scenario_from_dict(
         {
@@ -337,11 +339,15 @@ def test_summary_sentence_for_local_inference(cats):
             "hardware": {"gpu": "apple-m4-max", "gpu_count": 1, "memory_gib": 64},
         }
     )
-    c = estimate(scenario, *cats).candidates[0]
-    line = local_speed_line(c, 4096)
+    est = estimate(scenario, *cats)
+    c = est.candidates[0]
+    line = summary_line(est)
     perf = c.performance
-    assert line.startswith("runs at ~") and "a 4k-token prompt in ~" in line
-    assert f"{4096 / perf.prefill_tokens_per_s:.1f} s" in line and "host RAM" not in line
+    assert est.session and line.startswith("On 1 × Apple M4 Max") and "with 64 GB" in line
+    assert f"~{perf.tokens_per_s_per_user:.1f} tokens/s" in line
+    assert f"a 4k-token prompt in {4096 / perf.prefill_tokens_per_s:.1f} s" in line
+    assert f"up to {est.what_if(c).max_context:,} tokens of context" in line
+    assert "one memory pool shared with macOS" in line and "system RAM" not in line
 
 
 def test_a_short_prompt_time_reads_in_milliseconds():

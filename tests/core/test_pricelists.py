@@ -381,3 +381,25 @@ def test_row_with_more_cells_than_the_header(catalog):
     text = "\n".join([GPUHUNT_HEADER, gh("x", "r", "0.5", 1, "T4", 16) + ",extra"])
     imp = parse_price_list(text, catalog, "x", as_of=DAY)
     assert imp.rejected == [(2, "has 13 cells, the header has 12")]
+
+
+def test_a_zero_spot_price_is_no_spot_offer(catalog):
+    """Vast.ai's SkyPilot list writes 0.00 where a machine has no spot price: the on-demand
+    offer stays and no spot offer is made up; a negative spot price is still refused."""
+    gpuinfo = "\"{'Gpus': [{'Name': 'RTX5090', 'Count': 1, 'MemoryInfo': {'SizeInMiB': 32607}}]}\""
+    text = (
+        "InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,GpuInfo,Price,SpotPrice,Region\n"
+        f'1x-RTX_5090-32-65536,RTX5090,1,32,64.0,{gpuinfo},0.44,0.00,"Denmark, DK, EU"\n'  # 2
+        f'1x-RTX_5090-32-65536,RTX5090,1,32,64.0,{gpuinfo},0.52,0,"South Korea, KR, AS"\n'  # 3
+        f'1x-RTX_5090-32-65536,RTX5090,1,32,64.0,{gpuinfo},0.47,0.21,"Taiwan, TW, AS"\n'  # 4
+        f'1x-RTX_5090-32-65536,RTX5090,1,32,64.0,{gpuinfo},0.47,-0.1,"Taiwan, TW, AS"\n'  # 5
+        f'1x-RTX_5090-32-65536,RTX5090,1,32,64.0,{gpuinfo},,0.00,"Taiwan, TW, AS"\n'  # 6
+    )
+    imp = parse_price_list(text, catalog, "vast", as_of=DAY)
+    assert imp.rejected == [
+        (5, "SpotPrice must not be negative (got -0.1)"),
+        (6, "Price and SpotPrice are both missing"),
+    ]
+    rtx = imp.prices["rtx-5090"]
+    assert rtx.on_demand.count == 3 and rtx.on_demand.low == pytest.approx(0.44)
+    assert rtx.spot.count == 1 and rtx.spot.low == pytest.approx(0.21)

@@ -12,7 +12,7 @@ import pytest
 
 from gpuadvisor import __version__
 from gpuadvisor.core.estimation.estimate import estimate
-from gpuadvisor.core.estimation.recommendation import LIKELY, SURE, sort_key, tier
+from gpuadvisor.core.estimation.recommendation import LIKELY, SAME_COST, SURE, sort_key, tier
 from gpuadvisor.core.formats.scenario import ModelSource, Scenario, load_scenario
 from gpuadvisor.core.formats.scenario import loads_scenario as load_scenario_text
 from gpuadvisor.core.formats.user_catalog import months_before
@@ -137,9 +137,9 @@ def test_report_is_frozen_plain_data(sample):
     with pytest.raises(dataclasses.FrozenInstanceError):
         report.title = "x"  # type: ignore[misc]
     assert report.app_version == __version__
-    assert report.catalog_updated == "2026-11-30" and "schema 1" in report.catalog_version
+    assert report.catalog_updated == "2026-12-06" and "schema 1" in report.catalog_version
     assert report.date == "2026-11-29"
-    assert report.price_as_of == ("2025-06-30", "2026-05-18", "2026-06-30", "2026-11-30")
+    assert report.price_as_of == ("2025-06-30", "2026-05-18", "2026-05-20", "2026-06-30", "2026-11-30")
 
 
 def test_rows_are_the_json_figures_in_table_order(sample):
@@ -160,11 +160,17 @@ def test_rows_are_the_json_figures_in_table_order(sample):
     assert fits == sorted(fits, reverse=True)  # fitting rows first
 
 
-def test_recommendation_is_the_cheapest_workable_setup(sample):
+def test_recommendation_is_the_fastest_of_the_cheapest_workable_setups(sample):
+    """The cheapest setup that surely meets the limits, or the fastest one costing the same (within 1%)."""
     est, report = sample
     sure = [c for c in est.candidates if tier(c) == SURE]
-    cheapest = min(sure, key=sort_key)
+    least = min(sure, key=sort_key)
+    same = [c for c in sure if c.cost.cost_usd.expected <= least.cost.cost_usd.expected * (1 + SAME_COST)]
+    cheapest = min(same, key=lambda c: (c.cost.job_hours.expected, sort_key(c)))
     assert report.recommended_key == cheapest.key == est.decision.recommended_key
+    if cheapest.key != least.key:
+        assert est.decision.same_cost_as_key == least.key
+        assert "It costs the same as the cheapest setup" in report.recommendation
     # Surely meets the 24 h deadline: even the slow end of its range does.
     assert cheapest.cost.job_hours.high <= 24 and cheapest.cost.deadline_status == "meets"
     assert report.recommendation.startswith(
@@ -235,13 +241,12 @@ def test_the_engine_release_and_how_it_prefills_are_in_the_report(cats):
     assert hf["Output head in a prefill"].startswith("on every prompt token")
 
 
-def test_rent_versus_buy(cats, sample):
+def test_rent_versus_buy_covers_the_pick_and_the_runner_up(cats, sample):
     est, report = sample
     assert 2 <= len(report.rent_buy_rows) <= 4
-    # The recommended GH200 has no purchase price in the catalog: the runner-up leads the rows.
-    assert report.runner_up_key == est.decision.runner_up_key == est.best_per_gpu()["mi300x"].key
-    assert report.rent_buy_rows[0].gpu_id == "mi300x"
-    d = candidate_to_dict(est.best_per_gpu()["mi300x"])["buy_vs_rent"]
+    rec, runner = est.recommended, est.candidate(est.decision.runner_up_key)
+    assert [r.gpu_id for r in report.rent_buy_rows[:2]] == [rec.gpu.id, runner.gpu.id]
+    d = candidate_to_dict(rec)["buy_vs_rent"]
     cells = report.rent_buy_rows[0].cells
     assert cells[1] == fmt_usd(d["purchase_usd"], 0) and cells[4] == f"${d['rent_usd_per_gpu_hour']:.2f}"
     assert cells[5] == fmt_share(d["break_even_utilization"])
@@ -252,6 +257,21 @@ def test_rent_versus_buy(cats, sample):
     one = estimate(replace(est.scenario, hardware=replace(est.scenario.hardware, gpu="mi300x")), *cats)
     alone = build_report(one, cats[0].meta, TODAY)
     assert any("This job alone keeps" in f for f in alone.rent_buy_findings)
+
+
+def test_rent_versus_buy_says_why_the_pick_cannot_be_compared(cats, sample):
+    """The GH200 is sold only inside systems (no purchase price): its row says so, it is not left out."""
+    est, _ = sample
+    gh = estimate(est.scenario, *cats, gpu_ids=["gh200", "h100-sxm"])
+    assert gh.recommended.gpu.id == "gh200"
+    report = build_report(gh, cats[0].meta, TODAY)
+    first = report.rent_buy_rows[0]
+    assert first.gpu_id == "gh200" and first.cells[1].startswith("no purchase price")
+    assert report.rent_buy_rows[1].gpu_id == "h100-sxm"
+    assert any(
+        f.startswith("The recommended setup, GH200") and "cannot be compared" in f
+        for f in report.rent_buy_findings
+    )
 
 
 def test_stale_prices_depend_on_today(cats, sample):

@@ -1,8 +1,11 @@
 """The scenario JSON format: defaults, every documented key, unknown keys, round trip,
 atomic saving, and one clear error (dotted field and value) for each kind of bad input."""
 
+import contextlib
 import json
 import os
+import shutil
+import subprocess
 
 import pytest
 
@@ -62,7 +65,7 @@ def test_minimal_file_loads_with_defaults(tmp_path):
     assert s.hardware == Hardware()
     assert s.budget == Budget()
     assert s.overhead == RuntimeOverhead()
-    assert s.name == "Untitled scenario" and s.notes == ""
+    assert s.name == "" and s.notes == ""  # named after the model and the workload when shown
     assert s.warnings == ()
     assert s.base_dir == str(tmp_path.resolve())
     assert s.workload.kind == "inference" and s.workload.weights == "bf16"
@@ -303,19 +306,58 @@ def test_existing_file_is_replaced_whole(tmp_path):
     assert sorted(os.listdir(tmp_path)) == ["s.json"]
 
 
-def test_read_only_directory_raises_and_leaves_no_temp_file(tmp_path):
-    folder = tmp_path / "ro"
-    folder.mkdir()
+@contextlib.contextmanager
+def _read_only(folder):
+    """``folder`` made read-only for whoever runs the tests: mode 0500, which stops a user, and for
+    root, whom modes do not stop (CI runs as root), the immutable attribute (``chattr +i``), which
+    the kernel enforces for root too. Skips only where neither can be set."""
+    chattr = shutil.which("chattr")
+    immutable = False
     folder.chmod(0o500)
     try:
         if os.access(folder, os.W_OK):
-            pytest.skip("running with privileges that ignore directory permissions (root)")
+            if chattr is None:
+                pytest.skip("running as root and chattr (e2fsprogs) is not installed")
+            made = subprocess.run([chattr, "+i", str(folder)], capture_output=True, text=True, check=False)
+            if made.returncode != 0:
+                pytest.skip(f"running as root and this file system refuses chattr +i: {made.stderr.strip()}")
+            immutable = True
+        yield folder
+    finally:
+        if immutable:
+            subprocess.run([chattr, "-i", str(folder)], check=True)
+        folder.chmod(0o700)
+
+
+def test_read_only_directory_raises_and_leaves_no_temp_file(tmp_path):
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    with _read_only(folder):
         with pytest.raises(ScenarioError) as info:
             save_scenario(ROUND_TRIP[0], folder / "s.json")
         assert "s.json" in str(info.value) and "cannot be written" in str(info.value)
         assert os.listdir(folder) == []
-    finally:
-        folder.chmod(0o700)
+
+
+def test_read_only_directory_keeps_the_file_it_holds(tmp_path):
+    """Saving over a file in a read-only folder fails and leaves the old file as it was."""
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    (folder / "s.json").write_text("old content", encoding="utf-8")
+    with _read_only(folder):
+        with pytest.raises(ScenarioError, match="s.json: cannot be written"):
+            save_scenario(ROUND_TRIP[0], folder / "s.json")
+        assert os.listdir(folder) == ["s.json"]
+        assert (folder / "s.json").read_text(encoding="utf-8") == "old content"
+
+
+def test_a_file_where_the_folder_should_be_raises_scenario_error(tmp_path):
+    """A path through a file (ENOTDIR): refused for root as for anyone."""
+    (tmp_path / "notes").write_text("a file, not a folder", encoding="utf-8")
+    with pytest.raises(ScenarioError) as info:
+        save_scenario(ROUND_TRIP[0], tmp_path / "notes" / "s.json")
+    assert str(info.value).startswith("s.json: cannot be written")
+    assert sorted(os.listdir(tmp_path)) == ["notes"]
 
 
 def test_unwritable_directory_simulated(tmp_path, monkeypatch):
@@ -359,7 +401,14 @@ BAD_VALUES = [
     # (id, data, field, value shown)
     ("batch-negative", _with(workload={"batch_size": -1}), "workload.batch_size", "-1"),
     ("batch-zero", _with(workload={"batch_size": 0}), "workload.batch_size", "0"),
-    ("batch-string", _with(workload={"batch_size": "8"}), "workload.batch_size", "'8'"),
+    ("batch-string", _with(workload={"batch_size": "eight"}), "workload.batch_size", "'eight'"),
+    ("batch-money", _with(workload={"batch_size": "$8"}), "workload.batch_size", "'$8'"),
+    (
+        "prompt-beyond-range",
+        _with(workload={"prompt_tokens": "1e12"}),
+        "workload.prompt_tokens",
+        "between 1 and",
+    ),
     ("batch-true", _with(workload={"batch_size": True}), "workload.batch_size", "True"),
     ("batch-float", _with(workload={"batch_size": 8.5}), "workload.batch_size", "8.5"),
     ("batch-huge", _with(workload={"batch_size": 10**12}), "workload.batch_size", str(10**12)),
@@ -386,7 +435,7 @@ BAD_VALUES = [
     ("fragmentation-big", _with(overhead={"fragmentation": 2.0}), "overhead.fragmentation", "2.0"),
     ("mfu-big", _with(efficiency={"mfu": 1.5}), "efficiency.mfu", "1.5"),
     ("params-too-small", {"model": {"parameters": 1000}}, "model.parameters", "1000"),
-    ("params-string", {"model": {"parameters": "7B"}}, "model.parameters", "'7B'"),
+    ("params-string", {"model": {"parameters": "seven billion"}}, "model.parameters", "'seven billion'"),
     ("params-bool", {"model": {"parameters": True}}, "model.parameters", "True"),
     ("format-unknown", _with(format="other-tool"), "format", "'other-tool'"),
     ("version-zero", _with(version=0), "version", "0"),
@@ -484,7 +533,7 @@ def test_missing_file(tmp_path):
 
 
 def test_directory_instead_of_file(tmp_path):
-    with pytest.raises(ScenarioError, match="cannot be read"):
+    with pytest.raises(ScenarioError, match="is a folder, not a file"):
         load_scenario(tmp_path)
 
 

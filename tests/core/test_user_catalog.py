@@ -390,7 +390,7 @@ BAD_FILES = [
     ('{"format": \x00}', "mine.json: contains binary data"),
     (
         '{"format": "gpuadvisor-user-catalog",\n "gpus": {"overr',
-        "mine.json: line 2, column 11: is not valid JSON",
+        "mine.json: is not valid JSON: Unterminated string starting at at line 2, column 11",
     ),
     ("[1, 2]", "mine.json: must hold a JSON object, not a list"),
     ('"text"', "mine.json: must hold a JSON object, not text"),

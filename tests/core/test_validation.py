@@ -35,7 +35,14 @@ def sources():
 
 @pytest.fixture(scope="module")
 def rows(sources):
+    """The rows every fit and leave-one-source-out run reads: the ledger's baseline sources (and any
+    admitted since); the prospective sources' rows are checked in tests/core/test_ledger.py."""
     return load_measurements(sources=sources)
+
+
+@pytest.fixture(scope="module")
+def every_row(sources):
+    return load_measurements(sources=sources, include_prospective=True)
 
 
 @pytest.fixture(scope="module")
@@ -53,8 +60,8 @@ def oos_summary(oos):
     return summary(oos)
 
 
-def test_every_scored_row_cites_its_source_and_quotes_the_figure(rows, sources):
-    for r in rows:
+def test_every_scored_row_cites_its_source_and_quotes_the_figure(every_row, sources):
+    for r in every_row:
         assert r.locator and r.quote and r.date_read, r.id
         assert sources[r.source_id].citation, r.id
         if r.scored:
@@ -63,10 +70,10 @@ def test_every_scored_row_cites_its_source_and_quotes_the_figure(rows, sources):
             assert r.why, r.id
 
 
-def test_the_set_is_large_and_diverse(rows, sources):
-    used = {r.source_id for r in rows}
+def test_the_set_is_large_and_diverse(rows, every_row, sources):
+    used = {r.source_id for r in every_row}
     assert used == set(sources), "every source has rows and every row a source"
-    assert len(sources) >= 20, len(sources)
+    assert len({r.source_id for r in rows}) >= 20, len(sources)
     assert len(rows) >= 120, len(rows)
     for g in GROUPS:
         assert any(r.scored and r.group == g for r in rows), g
@@ -83,8 +90,8 @@ def test_the_former_calibration_rows_are_kept(rows):
         assert ours[cid] == pytest.approx(value * (1000 if cid in ("MEM-23", "MEM-25") else 1)), cid
 
 
-def test_every_scored_row_is_a_valid_scenario(rows):
-    for r in rows:
+def test_every_scored_row_is_a_valid_scenario(every_row):
+    for r in every_row:
         if not r.scored:
             continue
         data, omitted = scenario_dict(r)
@@ -121,15 +128,15 @@ def test_a_broken_data_file_names_the_row_and_column(tmp_path):
 def test_rows_may_stop_before_the_columns_added_at_the_end(tmp_path):
     shutil.copy(DATA_DIR / "sources.csv", tmp_path / "sources.csv")
     text = (DATA_DIR / "measurements.csv").read_text(encoding="utf-8").splitlines()
-    short = text[2]  # written before vp, recompute, arrival, output_tokens_max, requests, speculative and
-    # disaggregated existed
+    short = text[2]  # written before vp, recompute, arrival, output_tokens_max, requests, ep, speculative
+    # and disaggregated existed
     import csv
 
-    assert len(next(csv.reader([short]))) == len(next(csv.reader([text[1]]))) - 7
+    assert len(next(csv.reader([short]))) == len(next(csv.reader([text[1]]))) - 8
     (tmp_path / "measurements.csv").write_text("\n".join(text[:3]) + "\n", encoding="utf-8")
     (row,) = load_measurements(tmp_path)
     assert row.fact("vp") == "" and row.fact("recompute") == "" and row.fact("arrival") == ""
-    assert row.fact("output_tokens_max") == "" and row.fact("requests") == ""
+    assert row.fact("output_tokens_max") == "" and row.fact("requests") == "" and row.fact("ep") == ""
     # A row that stops earlier still is an error.
     (tmp_path / "measurements.csv").write_text(
         "\n".join(text[:2] + [short.rsplit(",", 1)[0]]) + "\n", encoding="utf-8"
@@ -453,7 +460,7 @@ def test_rescored_rows_take_the_later_decision_and_a_bad_one_names_the_row(tmp_p
 
 def test_summary_has_exactly_the_documented_shape(oos_summary, rows, sources):
     assert set(oos_summary) == {"rows", "sources", "groups"}
-    assert oos_summary["rows"] == len(rows) and oos_summary["sources"] == len(sources)
+    assert oos_summary["rows"] == len(rows) and oos_summary["sources"] == len({r.source_id for r in rows})
     assert set(oos_summary["groups"]) == set(GROUPS)
     assert set(oos_summary["groups"]["bounds"]) == {"n", "right"}
     assert set(oos_summary["groups"]["memory"]) == {"n", "median_abs_pct", "p80_abs_pct", "coverage"}
@@ -560,10 +567,82 @@ def test_out_of_sample_median_error_within_target(oos_summary, group):
     assert s["median_abs_pct"] <= MEDIAN_TARGETS[group], s
 
 
-@pytest.mark.parametrize("group", _groups("coverage"))
+#: Coverage with the 80% ranges themselves held out (``coverage_held_out``: recalibrated without each
+#: source before its rows are checked, the coverage a new source can expect) below the target, with the
+#: figure measured when the mark was set (strict: remove the mark as soon as the target holds).
+HELD_OUT_COVERAGE_MISSES: dict[str, str] = {
+    "inference_speed": "held-out coverage 77% over 265 rows on 2026-12-06 (83% with the shipped ranges, calibrated on every source): "
+    "errors cluster by source, so a range calibrated without a source misses its rows more often",
+    "training_speed": "held-out coverage 69% over 68 rows on 2026-12-06 (82% with the shipped ranges): the training sources each "
+    "miss in their own direction (ZeRO-3 at small batches fast, FP8 Megatron recipes slow)",
+    "serving": "held-out coverage 78% over 1,000 rows on 2026-12-06 (80% with the shipped ranges)",
+}
+
+
+def _coverage_groups():
+    return [
+        pytest.param(g, marks=pytest.mark.xfail(strict=True, reason=HELD_OUT_COVERAGE_MISSES[g]))
+        if g in HELD_OUT_COVERAGE_MISSES
+        else g
+        for g in MEDIAN_TARGETS
+    ]
+
+
+@pytest.mark.parametrize("group", _coverage_groups())
 def test_out_of_sample_coverage_at_least_80_percent(oos_summary, group):
+    """The target on the honest figure: for the speed groups the share of rows inside an 80% range
+    calibrated without their own source (``coverage_held_out``); the shipped ranges were calibrated on
+    every source's residuals, the held-out one's included, so their ``coverage`` says how well they
+    were fitted, not how well they predict. Memory's band (10% of the estimate) is not calibrated on
+    the rows: its ``coverage`` is already held out."""
     s = oos_summary["groups"][group]
-    assert s["coverage"] >= COVERAGE_TARGET, s
+    figure = s["coverage"] if group == "memory" else s["coverage_held_out"]
+    assert figure >= COVERAGE_TARGET, s
+
+
+@pytest.mark.parametrize("group", ["inference_speed", "training_speed", "serving"])
+def test_the_shipped_ranges_hold_80_percent_of_the_rows_they_were_calibrated_on(oos_summary, group):
+    """A check of the calibration itself (split-conformal at 10%/90% over these residuals), not of
+    the target: see test_out_of_sample_coverage_at_least_80_percent."""
+    s = oos_summary["groups"][group]
+    assert s["coverage"] >= COVERAGE_TARGET - 0.02, s
+
+
+def _sections(text: str) -> dict[str, str]:
+    """The text under each ``##``/``###`` heading (the heading line as the key)."""
+    out: dict[str, list[str]] = {}
+    current = None
+    for line in text.splitlines():
+        if line.startswith(("## ", "### ")):
+            current = line
+            out[current] = []
+        elif current is not None:
+            out[current].append(line)
+    return {k: "\n".join(v).strip() for k, v in out.items()}
+
+
+def test_docs_validation_md_is_what_the_script_prints_now(oos, rows, sources, predictor):
+    """docs/validation.md as scripts/validate.py --write would write it today, section by section: the
+    out-of-sample tables, the ledger's first scores, the sources, the unscored rows, every row's
+    comparison, the in-sample table and the data format. Not compared: the first paragraph (its date
+    and run time) and the table of profiles refitted to every row (``--write`` alone computes it)."""
+    from gpuadvisor.validation.ledger import load_diagnoses, load_ledger
+    from gpuadvisor.validation.report import markdown
+
+    ins = in_sample(rows, predictor)
+    now = _sections(
+        markdown(oos, ins, sources, "today", 0.0, None, ledger=load_ledger(), diagnoses=load_diagnoses())
+    )
+    doc = _sections((ROOT / "docs" / "validation.md").read_text(encoding="utf-8"))
+    assert list(now) == list(doc), "the same sections in the same order"
+    stale = []
+    for heading, text in now.items():
+        if heading == "## In sample (secondary)":
+            if not doc[heading].startswith(text):  # the refitted-profiles table follows in the doc
+                stale.append(heading)
+        elif doc.get(heading) != text:
+            stale.append(heading)
+    assert not stale, f"docs/validation.md is stale (run scripts/validate.py --write): {stale}"
 
 
 def test_out_of_sample_bounds_all_right(oos_summary):

@@ -52,7 +52,7 @@ def test_detail_uses_the_report_cells(est):
         assert lines[0].startswith(f"{c.verdict.capitalize()}: {cells[3]} of {cells[4]} GiB per GPU")
         assert f"headroom {cells[5]} GiB" in lines[0]
         if c.cost is not None and c.cost.cost_usd is not None:
-            speed = lines[2]
+            speed = next(line for line in lines if " tokens/s (" in line)
             assert f"({fmt_hours_range(c.cost.job_hours.low, c.cost.job_hours.high)})" in speed
             assert fmt_usd_range(c.cost.cost_usd.low, c.cost.cost_usd.high) in speed
             assert cells[7] in speed and cells[8] in speed and f"{cells[9]} per 1M tokens" in speed

@@ -5,13 +5,16 @@ curves told apart without colour, and dark mode that follows the application pal
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
-from PySide6.QtCore import QPoint, QPointF, QRectF, Qt
+from PySide6.QtCore import QLineF, QPoint, QPointF, QRectF, Qt
 from PySide6.QtGui import QColor, QPalette, QWheelEvent
 from PySide6.QtWidgets import QApplication
 
 from gpuadvisor.core.estimation.estimate import estimate
-from gpuadvisor.core.formats.scenario import default_scenario
+from gpuadvisor.core.formats.scenario import ModelSource, default_scenario
+from gpuadvisor.core.specs.workload import Hardware, Workload
 from gpuadvisor.views.charts import CostTimeChart, VramChart, WhatIfChart
 from gpuadvisor.views.charts.cost_time_chart import point_label
 from gpuadvisor.views.charts.labels import short_gpu_name
@@ -260,7 +263,11 @@ def test_cost_time_labels_pareto_points_and_stars_the_recommendation(qtbot, est_
     assert labels[rec] == f"{RECOMMENDED_MARK} {point_label(by_key[rec])}"
     shown = set(chart.keys())
     frontier = [c for c in est_limits.candidates if c.key in shown and c.pareto]
-    assert frontier and all(labels[c.key] == point_label(c) for c in frontier if c.key != rec)
+    # The frontier's points are labelled where a label fits (the rest on hover), never other points.
+    assert frontier and all(
+        labels[c.key] == point_label(c) for c in frontier if c.key in labels and c.key != rec
+    )
+    assert set(labels) <= {c.key for c in frontier} | {rec}
     assert point_label(by_key[rec]).endswith(f"×{by_key[rec].gpu_count}")
     legend = [label.text for _, label in chart.legend.items]
     assert "Recommended" in legend and "Pareto frontier" in legend
@@ -277,7 +284,8 @@ def test_cost_time_labels_do_not_overlap(qtbot, est, est_limits):
         chart.resize(900, 500)
         chart.show()
         qtbot.waitExposed(chart)
-        rects = list(chart.label_rects().values())
+        boxes = chart.label_rects()
+        rects = list(boxes.values())
         assert len(rects) >= 3
         plot = QRectF(0, 0, chart.view_box.width(), chart.view_box.height())
         for i, a in enumerate(rects):
@@ -285,6 +293,8 @@ def test_cost_time_labels_do_not_overlap(qtbot, est, est_limits):
             for b in rects[i + 1 :]:
                 overlap = a.intersected(b)
                 assert overlap.width() * overlap.height() < 0.15 * a.width() * a.height()
+        for key, ((px, py), (ex, ey)) in chart.leader_lines().items():
+            assert not any(_line_through_box(QLineF(px, py, ex, ey), b) for k, b in boxes.items() if k != key)
         chart.close()
 
 
@@ -507,3 +517,78 @@ def test_report_figure_one_names_every_bar(qtbot, est_limits):
     inked = [any(near(image.pixel(x, y), text, 60) for x in names) for y in range(top - 10, bottom + 10)]
     lines = sum(1 for a, b in zip([False, *inked], inked) if b and not a)
     assert lines == len(est_limits.best_per_gpu())
+
+
+def _line_through_box(line: QLineF, box: QRectF) -> bool:
+    """Whether ``line`` enters the inside of ``box`` (ending on its edge does not count)."""
+    inner = box.adjusted(0.5, 0.5, -0.5, -0.5)
+    if inner.contains(line.p1()) or inner.contains(line.p2()):
+        return True
+    edges = (
+        QLineF(inner.topLeft(), inner.topRight()),
+        QLineF(inner.topRight(), inner.bottomRight()),
+        QLineF(inner.bottomRight(), inner.bottomLeft()),
+        QLineF(inner.bottomLeft(), inner.topLeft()),
+    )
+    return any(line.intersects(e)[0] == QLineF.IntersectionType.BoundedIntersection for e in edges)
+
+
+@pytest.fixture(scope="module")
+def est_4096(catalogs):
+    """Pre-training a 70B model on 2T tokens, layouts searched up to 4,096 GPUs: hundreds of points."""
+    s = default_scenario()
+    s = replace(
+        s,
+        model=ModelSource(preset="llama-3.1-70b"),
+        workload=Workload(kind="pretrain", weights="bf16", batch_size=1, seq_len=4096, train_tokens=2e12),
+        hardware=Hardware(segment="data_centre", gpu_count_max=4096),
+    )
+    return estimate(s, *catalogs)
+
+
+@pytest.mark.parametrize("size", [(820, 460), (900, 500), (560, 340)])
+def test_cost_time_labels_never_overlap_each_other_or_a_point_at_scale(qtbot, est_4096, size):
+    """A 4,096-GPU search: the star and the frontier's ends are labelled; no label overlaps another,
+    any point or the plot's edge; a label placed away from its point has a leader line to it, which
+    runs through no other label and across no other leader line."""
+    chart = CostTimeChart(dark=False)
+    qtbot.addWidget(chart)
+    chart.show(est_4096, None)
+    chart.resize(*size)
+    chart.show()
+    qtbot.waitExposed(chart)
+    assert len(chart.keys()) > 200
+    rects = chart.label_rects()
+    points = chart.point_rects()
+    labels = chart.labels()
+    assert set(rects) == set(labels) and len(labels) >= 3
+    rec = est_4096.decision.recommended_key
+    assert rec in labels and labels[rec].startswith(RECOMMENDED_MARK)
+    frontier = sorted((chart.point_position(k)[0], k) for k in chart.keys() if est_4096.candidate(k).pareto)
+    assert frontier[0][1] in labels and frontier[-1][1] in labels  # the frontier's two ends
+    plot = QRectF(0, 0, chart.view_box.width(), chart.view_box.height())
+    items = list(rects.items())
+    for i, (key, a) in enumerate(items):
+        assert plot.contains(a), (key, a)  # never cut by the plot's edge
+        for _other, b in items[i + 1 :]:
+            assert not a.intersects(b)
+        for point_key, p in points.items():
+            assert not a.intersects(p), (labels[key], point_key)
+    leaders = chart.leader_lines()
+    for key, ((px, py), (ex, ey)) in leaders.items():
+        r = rects[key]
+        assert r.left() <= ex <= r.right() and r.top() <= ey <= r.bottom()
+        assert points[key].contains(QPointF(px, py))
+        line = QLineF(px, py, ex, ey)
+        # A leader line never runs through another label's box, nor across another leader line.
+        for other, box in rects.items():
+            if other != key:
+                assert not _line_through_box(line, box), (labels[key], labels[other])
+        for other, ((qx, qy), (fx, fy)) in leaders.items():
+            if other != key:
+                kind, _at = line.intersects(QLineF(qx, qy, fx, fy))
+                assert kind != QLineF.IntersectionType.BoundedIntersection, (labels[key], labels[other])
+    # Every labelled text is visible, every other label hidden (its point's tooltip names it).
+    shown = [item for item in chart.point_labels if item.isVisible()]
+    assert sorted(item.toPlainText() for item in shown) == sorted(labels.values())
+    chart.close()

@@ -87,10 +87,12 @@ def test_the_catalog_editors_tinted_rows_and_counts_are_readable_on_a_dark_deskt
     tab.select_source_row(row)
     editor.duplicate_rows()
     copy = len(model.rows) - 1
-    model.setData(model.index(copy, model.columns.index("tdp_w")), "-700")
+    editor.add_row()  # an empty row: incomplete, so its first missing cell is marked invalid
+    empty = len(model.rows) - 1
     editor.flush()
-    for column in ("name", "tdp_w"):  # an added row's tint, and an invalid cell's
-        index = model.index(copy, model.columns.index(column))
+    missing = next(c for c in model.columns if model.cell_error(empty, c))
+    for row, column in ((copy, "name"), (empty, missing)):  # an added row's tint, and an invalid cell's
+        index = model.index(row, model.columns.index(column))
         background = model.data(index, Qt.ItemDataRole.BackgroundRole)
         foreground = model.data(index, Qt.ItemDataRole.ForegroundRole)
         assert background is not None and foreground is not None

@@ -48,7 +48,7 @@ def test_the_menu_opens_a_non_modal_window(window, dialog):
 
 def test_record_a_typed_measurement(window, dialog, qtbot):
     choose(dialog.gpu_box, GPU)
-    dialog.count_spin.setValue(1)
+    dialog.count_field.enter("1")
     qtbot.keyClicks(dialog.throughput.edit, "2500")
     qtbot.keyClicks(dialog.memory.edit, "31.5")
     qtbot.keyClicks(dialog.note, "first run")
@@ -83,7 +83,7 @@ def test_bad_input_is_named_and_nothing_is_recorded(dialog, qtbot):
     assert "give the throughput, the peak memory or both" in dialog.message.text()
     qtbot.keyClicks(dialog.throughput.edit, "-3")
     click(qtbot, dialog.record_button)
-    assert dialog.message.text().startswith("Not recorded: throughput: must be at least")
+    assert dialog.message.text() == "Not recorded: throughput: must be above 0 (got -3)"
     assert load_measurements().value == [] and dialog.model.rowCount() == 0
 
 

@@ -21,7 +21,7 @@ from PySide6.QtGui import QAction, QColor, QContextMenuEvent, QKeySequence, QPal
 from PySide6.QtWidgets import QApplication, QLineEdit, QVBoxLayout, QWidget
 
 from gpuadvisor.core.estimation.estimate import estimate
-from gpuadvisor.core.estimation.recommendation import sort_key
+from gpuadvisor.core.estimation.recommendation import ordered
 from gpuadvisor.core.formats.scenario import Budget, ModelSource, default_scenario
 from gpuadvisor.core.formatting import fmt_usd
 from gpuadvisor.core.presentation.wording import change_lines, summary_line
@@ -162,12 +162,12 @@ def test_one_row_per_gpu_type_in_decision_order(table, plain):
     assert header.logicalIndex(0) == COL_PICK and header.logicalIndex(1) == COL_GPU
 
 
-def test_deadline_recommends_four_gpus_and_says_meets(table, deadline):
+def test_deadline_recommends_several_gpus_and_says_meets(table, deadline):
     table.show(deadline, None)
     rec = deadline.recommended
     assert rec.gpu_count > 1 and keys(table)[0] == rec.key == deadline.decision.recommended_key
     assert cell(table, 0, COL_PICK) == RECOMMENDED_MARK
-    assert cell(table, 0, COL_SETUP) == "4 × ddp"
+    assert cell(table, 0, COL_SETUP) == f"{rec.gpu_count} × ddp"
     assert cell(table, 0, COL_DEADLINE) == rec.cost.deadline_status == "meets"
     assert cell(table, 0, COL_BUDGET) == "—"
     # The single-GPU setup of that type, cheaper without the deadline, is not a row of its own.
@@ -199,7 +199,7 @@ def test_expand_checkbox_shows_every_setup_in_the_same_order(qtbot, table, deadl
     with qtbot.waitSignal(table.expandedChanged) as blocker:
         click_box(qtbot, table.expand_box)
     assert blocker.args == [True] and table.is_expanded()
-    expected = [c.key for c in sorted(deadline.candidates, key=sort_key) if c.fits]
+    expected = [c.key for c in ordered(deadline.candidates) if c.fits]
     assert keys(table) == expected and len(expected) > len(deadline.best_per_gpu())
     assert cell(table, 0, COL_PICK) == RECOMMENDED_MARK
     assert (
@@ -259,7 +259,8 @@ def test_ctrl_c_copies_the_selected_rows_as_tsv_with_a_header(qtbot, table, dead
     header = lines[0].split("\t")
     assert header[:3] == ["Pick", "GPU", "Setup"] and set(header) == set(HEADERS)
     first = dict(zip(header, lines[1].split("\t")))
-    assert first["Pick"] == RECOMMENDED_MARK and first["Setup"] == "4 × ddp" and first["Deadline"] == "meets"
+    setup = f"{deadline.recommended.gpu_count} × ddp"
+    assert first["Pick"] == RECOMMENDED_MARK and first["Setup"] == setup and first["Deadline"] == "meets"
     assert first["Expected cost"] == fmt_usd(deadline.recommended.cost.cost_usd.expected)
     assert [line.split("\t")[1] for line in lines[1:]] == [cell(table, r, COL_GPU) for r in range(3)]
 
@@ -308,7 +309,7 @@ def test_export_writes_every_shown_row_as_csv(qtbot, table, deadline, tmp_path):
     assert raw.startswith(b"\xef\xbb\xbf")  # a byte-order mark: spreadsheets then read UTF-8
     rows = list(csv.reader(io.StringIO(raw.decode("utf-8-sig"))))
     assert rows[0][:3] == ["Pick", "GPU", "Setup"] and len(rows) == table.proxy.rowCount() + 1
-    assert rows[1][0] == RECOMMENDED_MARK and rows[1][2] == "4 × ddp"
+    assert rows[1][0] == RECOMMENDED_MARK and rows[1][2] == f"{deadline.recommended.gpu_count} × ddp"
     assert not list(tmp_path.glob(".*.tmp"))  # the atomic writer left no temporary file
 
 
@@ -320,7 +321,9 @@ def test_export_from_the_menu_and_a_clear_error(qtbot, table, deadline, tmp_path
     target = tmp_path / "from-menu.csv"
     monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *a, **k: (str(target), "CSV files (*.csv)"))
     menu_click(qtbot, table, 0, table.export_action)
-    assert target.exists() and "4 × ddp" in target.read_text(encoding="utf-8-sig")
+    assert target.exists() and f"{deadline.recommended.gpu_count} × ddp" in target.read_text(
+        encoding="utf-8-sig"
+    )
     with pytest.raises(StorageError) as info:
         table.export_csv(tmp_path / "no-such-folder" / "ranking.csv")
     assert str(info.value).startswith("cannot write ranking.csv:") and "\n" not in str(info.value)

@@ -14,6 +14,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication
 
 from gpuadvisor.core.estimation.estimate import estimate
+from gpuadvisor.core.formatting import fmt_deadline
 from gpuadvisor.core.presentation.report import build_report
 from gpuadvisor.core.presentation.serialize import estimate_to_dict
 from gpuadvisor.core.presentation.wording import summary_line
@@ -44,13 +45,14 @@ def _names_one_setup(w) -> str | None:
 def test_a_deadline_changes_the_recommendation_in_the_summary_and_the_report(window, qtbot):
     w = window
     before = _names_one_setup(w)
-    assert w.state.estimate.candidate(before).cost.job_hours.expected > 2
+    # A deadline the recommended setup cannot surely meet: half the slow end of its job time.
+    deadline = round(w.state.estimate.candidate(before).cost.job_hours.high / 2, 2)
     w.show_page(2)
-    retype(qtbot, w.budget_page.deadline.edit, "2")
+    retype(qtbot, w.budget_page.deadline.edit, f"{deadline:g}")
     after = _names_one_setup(w)
     rec = w.state.estimate.candidate(after)
-    assert after != before and rec.cost.job_hours.high <= 2  # surely meets it, not only on average
-    assert "meets the 2 h deadline" in w.summary.text()
+    assert after != before and rec.cost.job_hours.high <= deadline  # surely meets it, not only on average
+    assert f"meets the {fmt_deadline(deadline)} deadline" in w.summary.text()
 
 
 def test_a_budget_cap_below_the_cheapest_is_never_recommended(window, qtbot):
@@ -132,16 +134,21 @@ def test_an_own_quote_below_the_low_price_keeps_the_gpu(window):
     assert w.state.estimate.best_per_gpu()["h100-sxm"].gpu.cloud_usd_per_hour.expected == round(low / 2, 2)
 
 
-def test_a_catalog_edit_that_invalidates_a_gpu_is_said_in_the_main_window(window):
+def test_a_catalog_edit_that_would_invalidate_a_gpu_is_refused_and_an_incomplete_row_is_said(window):
     w = window
     editor = w.open_catalog_editor()
     model = editor.models["gpus"]
     row = next(i for i, r in enumerate(model.rows) if r["id"] == "l40s")
-    assert model.setData(model.index(row, model.columns.index("memory_bandwidth_gb_s")), "-5")
+    assert not model.setData(model.index(row, model.columns.index("memory_bandwidth_gb_s")), "-5")
     editor.flush()
     settle(w)
-    assert "l40s" not in {c.gpu.id for c in w.state.estimate.candidates}
-    assert w.results.catalog_banner.isVisibleTo(w) and "l40s" in w.results.catalog_banner.text()
+    assert "l40s" in {c.gpu.id for c in w.state.estimate.candidates}  # refused: still compared
+    editor.tabs.setCurrentWidget(editor.tabs_by_kind["gpus"])
+    editor.add_row()  # an incomplete row is left out of the comparison, and the window says so
+    new_id = model.rows[-1]["id"]
+    editor.flush()
+    settle(w)
+    assert w.results.catalog_banner.isVisibleTo(w) and new_id in w.results.catalog_banner.text()
 
 
 def test_an_out_of_range_number_is_named_by_its_label_and_never_shown_as_a_result(window, qtbot):

@@ -44,13 +44,13 @@ needs_poppler = pytest.mark.skipif(
 #: fitted 2026-12-03).
 H100_ROW = (
     "H100 SXM5 80 GB",
-    "2 \u00d7 ddp (DP2\u00b7full)",
+    "8 \u00d7 ddp (DP8\u00b7full)",
     "fits",
     "32.7",
     "79.7",
     "+46.9",
-    "16,188",
-    "7.1\u201312.4 h",
+    "64,750",
+    "1.8\u20133.1 h",
     "$26\u2013$172",
     "$0.09",
     "yes",

@@ -57,8 +57,8 @@ def test_a_laid_out_job_is_named_in_full_in_the_ranking(window, qtbot):
     page.gpu.setCurrentIndex(page.gpu.findData("h100-sxm"))
     page.count.setCurrentIndex(page.count.findData(64))
     page.layout_box.setChecked(True)
-    page.tp.setValue(8)
-    page.pp.setValue(4)
+    page.tp.enter("8")
+    page.pp.enter("4")
     page.recompute.setCurrentIndex(page.recompute.findData("selective"))
     settle(w)
     view = w.results.table
@@ -141,20 +141,24 @@ def test_opening_a_gguf_scenario_keeps_its_weights(window, tmp_path):
 
 
 def test_the_selection_follows_the_answer_when_the_user_did_not_pick_another(window, qtbot):
-    """Two RTX 3060 with tensor parallelism are the answer for 16-bit weights; with Q4_K_M weights
-    the answer changes. The detail panel and the chart follow it, as the ranking's star does."""
+    """Two RTX 3060 the user owns split a 16-bit model (tensor or pipeline); with Q4_K_M weights one
+    card holds it and the answer changes. The detail panel and the chart follow it, as the ranking's
+    star does."""
     w = window
     page, model = w.workload_page, w.model_page
     page.kind.setCurrentIndex(page.kind.findData("inference"))
     page.gpu.setCurrentIndex(page.gpu.findData("rtx-3060-12gb"))
+    page.count.setCurrentIndex(page.count.findData(2))
     settle(w)
     first = w.state.estimate.recommended
     assert w.state.selected == first.key
     w.page_tabs.setCurrentIndex(1)
     model.weights.setCurrentIndex(model.weights.findData("q4_k_m"))
     settle(w)
+    page.count.setCurrentIndex(page.count.findData(0))  # the GPUs of the machine: one card
+    settle(w)
     now = w.state.estimate.recommended
-    assert now.key != first.key  # the quantized model fits another setup best
+    assert now.key != first.key  # the quantized model fits one card
     assert w.state.selected == now.key
     assert w.detail.toPlainText().startswith("★ Recommended")
 

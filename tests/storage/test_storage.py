@@ -487,9 +487,9 @@ def test_an_unreadable_settings_path_warns_and_is_left_alone():
     path = settings_file()
     path.mkdir(parents=True)  # a folder where the file should be
     settings, warnings = load_settings()
-    assert settings == Settings() and len(warnings) == 1 and "cannot be read" in warnings[0]
+    assert settings == Settings() and len(warnings) == 1 and "is a folder, not a file" in warnings[0]
     assert path.is_dir()
-    with pytest.raises(StorageError, match="settings.json: Is a directory"):
+    with pytest.raises(StorageError, match="cannot write settings.json: it is a folder, not a file"):
         save_settings(settings)
 
 

@@ -13,6 +13,7 @@ from gpuadvisor.core.specs.hardware import load_gpu_catalog
 from gpuadvisor.storage import (
     USER_CATALOG_FILENAME,
     StorageError,
+    atomic_write_text,
     load_effective_catalogs,
     load_user_catalog,
     restore_user_catalog,
@@ -33,7 +34,7 @@ def _others(folder: Path, keep: Path) -> list[str]:
 
 
 def _temp_files(folder: Path) -> list[str]:
-    return [p.name for p in folder.iterdir() if p.name.startswith(".")]
+    return [p.name for p in folder.iterdir() if p.name.startswith(".") and not p.name.endswith(".lock")]
 
 
 def test_the_file_lives_in_the_data_folder(tmp_path, monkeypatch):
@@ -63,7 +64,7 @@ CORRUPT = [
     (
         "truncated",
         b'{"format": "gpuadvisor-user-catalog", "schema_version": 1, "gpus": {"overr',
-        "could not be loaded: line 1, column 69: is not valid JSON",
+        "could not be loaded: is not valid JSON: Unterminated string starting at at line 1, column 69",
         "corrupt",
     ),
     (
@@ -135,7 +136,7 @@ def test_an_unreadable_file_is_set_aside(monkeypatch):
     path = user_catalog_file()
     path.mkdir(parents=True)  # a folder where the file should be: reading it fails
     loaded = load_user_catalog()
-    assert "cannot be read" in loaded.warnings[0]
+    assert "is a folder, not a file" in loaded.warnings[0]
     assert loaded.set_aside is not None and loaded.set_aside.is_dir() and not path.exists()
 
 
@@ -256,3 +257,74 @@ def test_effective_catalogs_survive_a_damaged_file_and_bad_edits():
         "Your catalog edits are not used: user catalog: leaves no valid GPU row (restore a "
         "backup or reset the GPU catalog)."
     ]
+
+
+def _added(*ids):
+    return UserCatalog(gpus=KindEdits(added=tuple({"id": i, "name": i} for i in ids)))
+
+
+def _on_disk():
+    return [r["id"] for r in loads(user_catalog_file().read_bytes()).gpus.added]
+
+
+def test_a_window_saving_twice_keeps_what_another_program_saved_in_between():
+    """The catalog editor saves its own view after every change; another program's row, merged in
+    by the first save, must survive the second (the editor's view never had it)."""
+    load_user_catalog()
+    save_user_catalog(_added("w1"))
+    # Another program (a CLI import) saves meanwhile; this process did not see it.
+    atomic_write_text(user_catalog_file(), dumps(_added("w1", "x1")))
+    save_user_catalog(_added("w1", "w2"))
+    assert _on_disk() == ["w1", "x1", "w2"]
+    save_user_catalog(_added("w1", "w2", "w3"))
+    assert _on_disk() == ["w1", "x1", "w2", "w3"]
+    # ... and a row the window removes goes, while the other program's stays.
+    save_user_catalog(_added("w2", "w3"))
+    assert _on_disk() == ["x1", "w2", "w3"]
+
+
+def test_merge_takes_both_sides_changes_cell_by_cell():
+    from gpuadvisor.core.formats.user_catalog_merge import merge_user_catalogs
+
+    base = UserCatalog(
+        gpus=KindEdits(overrides={"h100-sxm": {"tdp_w": "700", "notes": "a"}}, deleted=("l4",))
+    )
+    ours = UserCatalog(gpus=KindEdits(overrides={"h100-sxm": {"tdp_w": "650", "notes": "a"}}, deleted=()))
+    theirs = UserCatalog(
+        gpus=KindEdits(overrides={"h100-sxm": {"tdp_w": "700", "notes": "b"}}, deleted=("l4", "t4"))
+    )
+    merged = merge_user_catalogs(base, ours, theirs)
+    assert dict(merged.gpus.overrides["h100-sxm"]) == {"tdp_w": "650", "notes": "b"}
+    assert merged.gpus.deleted == ("t4",)
+
+
+def test_a_caller_with_its_own_base_gets_the_merged_edits_whatever_else_loaded_the_file():
+    """The catalog editor keeps its own base: a load of the file elsewhere in the process (a dialog
+    reading the catalogs) must not make its next save drop what another program saved meanwhile."""
+    from gpuadvisor.storage.user_catalog_store import save_and_merge_user_catalog
+
+    first = save_and_merge_user_catalog(_added("w1"), UserCatalog.empty())
+    assert not first.merged and [r["id"] for r in first.catalog.gpus.added] == ["w1"]
+    atomic_write_text(user_catalog_file(), dumps(_added("w1", "x1")))  # another program
+    load_user_catalog()  # something else in this process reads the file
+    second = save_and_merge_user_catalog(_added("w1", "w2"), first.catalog)
+    assert second.merged and [r["id"] for r in second.catalog.gpus.added] == ["w1", "x1", "w2"]
+    assert _on_disk() == ["w1", "x1", "w2"]
+    # With the merged edits as its base, the caller's next save merges nothing more.
+    third = save_and_merge_user_catalog(_added("w1", "x1", "w2", "w3"), second.catalog)
+    assert not third.merged and _on_disk() == ["w1", "x1", "w2", "w3"]
+
+
+def test_an_editors_table_is_moved_onto_the_merged_edits():
+    from gpuadvisor.core.formats.user_catalog import bundled_rows, diff, merge
+    from gpuadvisor.core.formats.user_catalog_merge import rebase_rows
+
+    bundled = {r["id"]: r for r in bundled_rows("gpus")}
+    mine = [dict(m.row) for m in merge("gpus", _added("w1").gpus)[0]]
+    base = diff("gpus", mine)
+    theirs = KindEdits(overrides={"l4": {"tdp_w": "80"}}, added=_added("w1", "x1").gpus.added)
+    # An undo step's table from before "w1" was added: the other program's row and cell come along.
+    before = [r for r in mine if r["id"] != "w1"]
+    moved = {r["id"]: r for r in rebase_rows("gpus", before, base, theirs)}
+    assert "w1" not in moved and "x1" in moved and moved["l4"]["tdp_w"] == "80"
+    assert moved["h100-sxm"] == {c: bundled["h100-sxm"].get(c, "") for c in moved["h100-sxm"]}

@@ -13,6 +13,7 @@ from datetime import date
 from typing import Any
 
 from ..errors import InputError
+from ..files import parse_json
 from .results import CalibrationProfile, FactorFit
 
 PROFILE_FORMAT = "gpuadvisor-calibration"
@@ -191,10 +192,4 @@ def profile_from_dict(data: Any, origin: str = "calibration profile") -> Calibra
 
 def profile_from_json(text: str, origin: str = "calibration profile") -> CalibrationProfile:
     """Parse :func:`profile_to_json` output."""
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(
-            origin, f"is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"
-        ) from None
-    return profile_from_dict(data, origin)
+    return profile_from_dict(parse_json(text, origin), origin)

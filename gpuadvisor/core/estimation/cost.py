@@ -15,6 +15,12 @@ Buying (per GPU, over ``ownership_months`` at ``utilization``)::
 
 Break-even utilization = purchase / ((rent - power) x months x 730): above it, owning is cheaper
 than renting the same hours. Resale value is ignored (conservative for buying).
+
+Without a deadline a job is planned within ``budget.horizon_days`` (90 days by default), judged as a
+deadline is (:func:`limit_status`): a setup "within" it finishes within the horizon even at the slow
+end of its job-time range (the far end of the 80% range), one "likely" within it does at its expected
+time only, and one "beyond" it does not even then, which is no plan a person would run: the decision
+passes it over like a setup that misses a deadline.
 """
 
 from __future__ import annotations
@@ -66,14 +72,20 @@ class CostEstimate(NamedTuple):
     deadline_status: str | None = None  # "meets", "likely" or "at risk" (None: no deadline)
     budget_status: str | None = None  # "within", "likely" or "over" (None: no budget or no price)
     unpriced_under_budget: bool = False  # a money limit is set but this GPU has no price to check it
+    #: Without a deadline, as a deadline is judged: "within" when even the slow end of the job-time
+    #: range is within the planning horizon, "likely" when only the expected time is, "beyond" when
+    #: that is not either (None with a deadline, and for a service).
+    horizon_status: str | None = None
 
     @property
     def workable(self) -> bool:
-        """Not ruled out by the deadline or the budget (a "likely" setup stays in, with a caveat)."""
+        """Not ruled out by the deadline, the horizon or the budget (a "likely" setup stays in, with
+        a caveat)."""
         return (
             self.deadline_status != "at risk"
             and self.budget_status != "over"
             and not self.unpriced_under_budget
+            and self.horizon_status != "beyond"
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -90,6 +102,7 @@ class CostEstimate(NamedTuple):
             "within_budget": self.within_budget,
             "deadline": self.deadline_status,
             "budget": self.budget_status,
+            "horizon": self.horizon_status,
             "buy_vs_rent": None if self.buy is None else self.buy.to_dict(),
         }
 
@@ -119,7 +132,7 @@ def price_range(gpu: GpuSpec, budget: Budget) -> Range | None:
 def buy_vs_rent(gpu: GpuSpec, budget: Budget, rent_per_hour: float | None) -> BuyVsRent | None:
     """Owning one GPU against renting it, per hour of use (see the module docstring)."""
     pair = gpu.purchase_used_usd if budget.purchase == "used" else gpu.purchase_new_usd
-    if pair is None or rent_per_hour is None:
+    if pair is None or rent_per_hour is None or gpu.tdp_w is None:  # no power figure: no power bill
         return None
     purchase = (pair[0] + pair[1]) / 2
     power = gpu.tdp_w / 1000 * LOAD_FACTOR * budget.pue * budget.electricity_usd_per_kwh
@@ -173,6 +186,8 @@ def job_cost(
         per_million = cost.expected / tokens * 1e6
         per_hour = prices.expected * gpu_count
     deadline = limit_status(hours, budget.deadline_hours, ("meets", "likely", "at risk"))
+    horizon = budget.horizon_hours if workload.serving is None else None  # a service runs on, not to an end
+    beyond = limit_status(hours, horizon, ("within", "likely", "beyond"))
     within = budget_st = None
     if budget.max_total_usd is not None or budget.max_usd_per_hour is not None:
         if cost is not None and per_hour is not None:
@@ -202,6 +217,7 @@ def job_cost(
         deadline_status=deadline,
         budget_status=budget_st,
         unpriced_under_budget=unpriced,
+        horizon_status=beyond,
     )
 
 

@@ -23,9 +23,12 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
+from ..files import expand_user
+from ..formats.model_file import gguf_path, weights_of_file_type
 from ..formats.scenario import Scenario
-from ..specs.engines import active_constants, engine_for
-from ..specs.hardware import GpuCatalog, GpuSpec
+from ..specs.engines import active_constants, engine_for, engine_of
+from ..specs.hardware import RAM_RESERVED_GIB, GpuCatalog, GpuSpec
+from ..specs.instances import InstanceCatalog, bundled_instances, instance_price_range, offers_for
 from ..specs.models import ModelSpec
 from ..specs.presets import ModelCatalog
 from ..specs.serving import batch_defaults, batching_for
@@ -41,14 +44,16 @@ from .communication import (
     speed_ceiling,
     tp_width_slowdown,
 )
-from .cost import buy_vs_rent, job_cost, job_tokens, price_range
+from .cost import BuyVsRent, buy_vs_rent, job_cost, job_tokens, price_range
 from .disaggregated import Transfer
 from .layout import Layout, explicit_layout, gpu_counts, searched_layouts
 from .memory import MemoryBreakdown, MemoryModel, applicable_parallelisms, check_parallelism
+from .offload import LayerSplitter, host_ram, offers_split, splits_layers
 from .performance import (
     SPEED_GROUP,
     WAIT,
     HostWaitNote,
+    Range,
     inference_performance,
     link,
     training_performance,
@@ -61,6 +66,7 @@ from .results import Candidate as Candidate
 from .results import Estimate as Estimate
 from .results import WhatIf as WhatIf
 from .serving_memory import BatchLine
+from .weights_table import wants_table, weights_table
 
 DEFAULT_GPU_COUNTS = (1, 2, 4, 8)
 #: Layouts kept per GPU type and count when the search tries many (the fastest and its runner-ups).
@@ -87,6 +93,20 @@ def count_layouts(model: ModelSpec, scenario: Scenario, mm: MemoryModel, n: int)
             pars = tuple(p for p in pars if p in ("zero3", "fsdp"))
         return [mm.layout_for(n, par) for par in pars], False
     return searched_layouts(model, w, hw, n), True
+
+
+def split_misfit(need: float, ram: float, assumed: bool, gpu: GpuSpec, gpu_layers: int, layers: int) -> str:
+    """Why a split does not fit: the layers kept off the GPU need more host RAM than there is."""
+    where = (
+        f"assumed for {gpu.host_defaults.machine} less {RAM_RESERVED_GIB:g} GiB for the system; "
+        "set hardware.host_memory_gib"
+        if assumed
+        else "hardware.host_memory_gib"
+    )
+    return (
+        f"host memory: the {layers - gpu_layers} layers kept off the GPU need {need / GIB:,.1f} GiB "
+        f"of system RAM, {ram / GIB:,.1f} GiB available ({where})"
+    )
 
 
 def searches_layouts(scenario: Scenario) -> bool:
@@ -143,17 +163,14 @@ def resolve_model(scenario: Scenario, models: ModelCatalog) -> ModelSpec:
     elif src.hf_config is not None:
         from ..formats.hf_import import model_from_hf_config  # local import: only needed for this source
 
-        path = Path(src.hf_config).expanduser()
+        path = expand_user(src.hf_config, "model.hf_config")
         if not path.is_absolute() and scenario.base_dir:
             path = Path(scenario.base_dir) / path
         spec = model_from_hf_config(path)
     elif src.gguf is not None:
         from ..formats.gguf_file import model_from_gguf  # local import: reads the file header only
 
-        path = Path(src.gguf).expanduser()
-        if not path.is_absolute() and scenario.base_dir:
-            path = Path(scenario.base_dir) / path
-        spec = model_from_gguf(path)
+        spec = model_from_gguf(gguf_path(src.gguf, scenario.base_dir))
     else:
         assert src.parameters is not None
         spec = ModelSpec.from_parameter_count(int(src.parameters), name=src.name or "")
@@ -186,26 +203,33 @@ def estimate(
     speed: bool = True,
     _model: ModelSpec | None = None,
     calibration: CalibrationProfile | None = None,
+    instances: InstanceCatalog | None = None,
 ) -> Estimate:
     """Compare every candidate of the scenario (or of ``gpu_ids``) and return the :class:`Estimate`.
 
     ``speed=False`` computes memory and fit only (no speed, cost, ranking or advice).
     ``calibration`` applies a profile's values per GPU (see the module docstring).
+    ``instances`` is the cloud instance snapshot (default: the bundled one): where each setup can
+    be rented and, with ``budget.providers`` set, the price it is costed at.
     """
     model = _model or resolve_model(scenario, models)
     w, hw = scenario.workload, scenario.hardware
     warnings = list(scenario.warnings)
+    snapshot = instances if instances is not None else bundled_instances()
+    # Rented as instances (budget.providers): the price depends on the GPU count (whole instances).
+    rent_from = scenario.budget.providers if isinstance(scenario.budget.price, str) else None
     if model.architecture_assumed:
         warnings.append(
             "Only a parameter count was given: the architecture is assumed (Llama-like), so "
             "activation and KV-cache figures are approximate."
         )
-    if model.file_type and w.is_gguf and model.file_type != w.weights:
+    file_weights = weights_of_file_type(model.file_type) if model.file_type else None
+    if model.file_type and w.is_gguf and file_weights != w.weights:
         warnings.append(
             f"The GGUF file holds {model.file_type} weights; its own size is used, "
             f"while speed follows workload.weights {w.weights}."
         )
-    elif model.file_weight_bytes and not w.is_gguf:
+    elif model.file_weight_bytes and not w.is_gguf and file_weights != w.weights:
         warnings.append(
             f"The model is a GGUF file ({model.file_type or 'unknown type'}) but workload.weights is "
             f"{w.weights}: memory is computed for {w.weights}; set weights to the file's type."
@@ -238,10 +262,18 @@ def estimate(
             "a service's copies are its replicas, which the estimate sizes: use none, tensor or pipeline",
             hw.parallelism,
         )
-    engine = engine_for(w.engine, w.kind)
+    engine_id = engine_of(w, scenario.model)
+    engine = engine_for(engine_id, w.kind)
+    # The engine the workload runs on is the memory and speed models' too (a GGUF on llama.cpp).
+    w_run = w if engine_id == w.engine else replace(w, engine=engine_id)
     # Serving engines prefill in chunks, which bounds the transient activations.
     chunk = engine.prefill_chunk_tokens if not w.is_training else None
-    mm = MemoryModel(model, w, scenario.overhead, prefill_chunk_tokens=chunk)
+    mm = MemoryModel(model, w_run, scenario.overhead, prefill_chunk_tokens=chunk)
+    # The machine the user owns: laptops, desktops and Macs asked about as such (their segment, or one
+    # of them named). Its count is the one the user has; inference without a stated job is a session.
+    own = all(g.segment == "local" for g in selected) and (hw.segment == "local" or bool(ids))
+    session = own and w.kind == "inference" and w.serving is None and w.requests is None
+    splitter = LayerSplitter(mm) if splits_layers(engine.id, w) else None
     # (count, layout, breakdown, bytes/GPU, host bytes per node, sibling without recomputation when
     # searched, else None): computed once, shared by every GPU.
     # The speed group (setups with the same speed model share one computation: DDP and ZeRO-1/2
@@ -307,8 +339,15 @@ def estimate(
     orders: dict[tuple[int, bool], list[tuple[float, int, float]]] = {}
     for gpu in selected:
         # A Mac's GPU is one chip sharing the machine's memory: it is not combined with others
-        # unless the scenario asks for a count.
-        gpu_setups = single_only if gpu.unified_memory and not hw.gpu_count else setups
+        # unless the scenario asks for a count. The machine a user owns has the GPUs it has (one
+        # unless hardware.gpu_count says more), and is never replicated to finish a queue sooner.
+        if (gpu.unified_memory or (own and gpu.segment == "local")) and not hw.gpu_count:
+            gpu_setups = single_only
+        elif own and gpu.segment == "local" and not w.is_training:
+            gpu_setups = [row for row in setups if not (row[6] == "ddp" and row[0] > 1)]
+        else:
+            gpu_setups = setups
+        split_ram, split_ram_assumed = host_ram(gpu, hw)
         # A service's engine schedules as it starts on this GPU (vLLM's sequences and prefill chunk):
         # the defaults are looked up once per GPU, reported with each fleet and give the engine its chunk.
         gpu_defaults = (
@@ -342,6 +381,9 @@ def estimate(
         cap_bytes = gpu.memory_gib_usable * GIB
         prices = price_range(gpu, scenario.budget)
         buy = buy_vs_rent(gpu, scenario.budget, prices.expected if prices else None)
+        at: Any = None  # n -> (prices, buy) when rented as instances
+        if rent_from is not None:
+            at = _instance_pricing(gpu, scenario.budget, snapshot, rent_from, scenario.hardware.gpus_per_node)
         prelude = training_prelude(mm, gpu, engine, mfu) if training and speed else None
         same_speed: dict[Any, tuple[Any, ...]] = {}
         searched_rows: dict[int, list[tuple[Any, ...]]] = {}
@@ -351,6 +393,14 @@ def estimate(
         shared_plan = bool(plan) and gpu_setups is setups  # else each GPU has its own breakdowns
         for n, lay, bd, need, host, lighter, par, group in plain_setups if shared_plan else gpu_setups:
             fits = need <= cap_bytes
+            gpu_layers = w.gpu_layers if w.gpu_layers is not None and w.gpu_layers < mm.layers else None
+            if not fits and splitter is not None and lighter is None and offers_split(gpu):
+                # Llama.cpp splits layers: the most that fit on the GPU, the rest in host RAM.
+                split = splitter.largest(n, par, lay, cap_bytes)
+                if split is not None:
+                    gpu_layers, bd = split
+                    need, host, fits = bd.device_total, bd.host * min(n, hw.gpus_per_node), True
+                    group = (group, gpu_layers)
             if lighter is not None:
                 # The search lists each layout with recomputation none, selective, full: once one
                 # fits, the ones that recompute more are slower and are not priced.
@@ -362,12 +412,15 @@ def estimate(
                         pending.setdefault(n, []).append((lay, bd, need, host, par))
                         continue
             misfit = ""
-            if host_cap is not None and host > host_cap:
+            if host_cap is not None and host > host_cap and not (gpu_layers is not None and not training):
                 fits = False
                 misfit = (
                     f"host memory: needs {host / GIB:,.0f} GiB per node for offloaded state, "
                     f"{host_cap / GIB:,.0f} GiB available (hardware.host_memory_gib)"
                 )
+            elif gpu_layers is not None and split_ram is not None and host > split_ram:
+                fits = False
+                misfit = split_misfit(host, split_ram, split_ram_assumed, gpu, gpu_layers, mm.layers)
             perf = cost = fleet = None
             if fits and serving is not None:
                 kv_max = _serving.kv_capacity(kv_lines[(n, par)], cap_bytes)
@@ -388,12 +441,13 @@ def estimate(
                     line = op_lines.get((n, par))
                     if line is None:
                         line = op_lines[(n, par)] = BatchLine(mm, n, par, reserve)
+                    p_n, b_n = at(n) if at is not None else (prices, buy)
                     fleet = _serving.serving_estimate(
                         curve,
                         kv_max,
                         n,
-                        prices,
-                        buy,
+                        p_n,
+                        b_n,
                         scenario.budget,
                         memory_at=line.memory_at(cap_bytes, engine.id, fixed_overhead),
                         scheduler=gpu_defaults,
@@ -410,8 +464,9 @@ def estimate(
                 if known is None and fleet is not None and fleet.replica is not None and fleet.replica.perf1:
                     # A service's replica has already run the roofline at one sequence.
                     perf = fleet.replica.perf1
+                    p_n, b_n = at(n) if at is not None else (prices, buy)
                     cost = job_cost(
-                        w, scenario.budget, gpu, n, perf.tokens_per_s, prices=prices, buy=buy, tokens=tokens
+                        w, scenario.budget, gpu, n, perf.tokens_per_s, prices=p_n, buy=b_n, tokens=tokens
                     )
                     known = same_speed[group] = (perf, cost)
                     if perf.notes:
@@ -429,7 +484,7 @@ def estimate(
                         )
                     elif group.__class__ is tuple:
                         perf = inference_performance(
-                            mm,
+                            mm if gpu_layers is None or splitter is None else splitter.model(gpu_layers),
                             gpu,
                             n,
                             par,
@@ -450,8 +505,9 @@ def estimate(
                             gpus_per_node=hw.gpus_per_node,
                             replicas=lay.dp,
                         )
+                    p_n, b_n = at(n) if at is not None else (prices, buy)
                     cost = job_cost(
-                        w, scenario.budget, gpu, n, perf.tokens_per_s, prices=prices, buy=buy, tokens=tokens
+                        w, scenario.budget, gpu, n, perf.tokens_per_s, prices=p_n, buy=b_n, tokens=tokens
                     )
                     same_speed[group] = (perf, cost)
                     if perf.notes:
@@ -465,11 +521,12 @@ def estimate(
                 need / cap_bytes,
                 (cap_bytes - need) / GIB,
                 perf,
-                cost,
+                None if session else cost,  # a session is no job: nothing to time or price
                 host,
                 misfit,
                 par,
                 fleet,
+                gpu_layers,
             )
             if lighter is not None:
                 searched_rows.setdefault(n, []).append(row)
@@ -488,8 +545,11 @@ def estimate(
             prices: Any = prices,
             buy: Any = buy,
             cap_bytes: float = cap_bytes,
+            at: Any = at,
         ) -> tuple[Any, ...]:
             """The row of a searched layout that fits, priced (its notes kept for the warnings)."""
+            if at is not None:
+                prices, buy = at(n)
             cost = job_cost(
                 w, scenario.budget, gpu, n, perf.tokens_per_s, prices=prices, buy=buy, tokens=tokens
             )
@@ -508,6 +568,7 @@ def estimate(
                 host,
                 "",
                 par,
+                None,
                 None,
             )
 
@@ -567,6 +628,7 @@ def estimate(
                             misfit,
                             par,
                             None,
+                            None,
                         )
                     )
         for n, fitting in pending.items():
@@ -583,14 +645,19 @@ def estimate(
     # Pareto frontier and the cheapest candidate that meets the deadline, before building candidates.
     keys = [_advice.cost_hours(r[8]) if r[4] else None for r in rows]
     front = _advice.pareto_indices(keys)
-    cheapest_meeting = min(
-        (
-            k[0]
-            for k, r in zip(keys, rows)
-            if k is not None and k[0] != float("inf") and (r[8] is None or r[8].deadline_status != "at risk")
-        ),
-        default=None,
-    )
+    # A service has targets, not a job to finish: only its memory can make it over-provisioned.
+    cheapest_meeting = None
+    if w.serving is None:
+        cheapest_meeting = min(
+            (
+                k[0]
+                for k, r in zip(keys, rows)
+                if k is not None
+                and k[0] != float("inf")
+                and (r[8] is None or (r[8].deadline_status != "at risk" and r[8].horizon_status != "beyond"))
+            ),
+            default=None,
+        )
     # Positional arguments, in Candidate's field order: this runs hundreds of times per keystroke.
     under, over = _advice.under_provisioned, _advice.over_provisioned
     candidates = tuple(
@@ -615,9 +682,10 @@ def estimate(
             lay,
             host / GIB if host else 0.0,
             misfit,
+            gpu_layers,
         )
-        for i, (gpu, n, lay, bd, fits, util, headroom, perf, cost, host, misfit, par, fleet) in enumerate(
-            rows
+        for i, (gpu, n, lay, bd, fits, util, headroom, perf, cost, host, misfit, par, fleet, gpu_layers) in (
+            enumerate(rows)
         )
     )
     result = Estimate(
@@ -630,8 +698,38 @@ def estimate(
         gpu_ids=tuple(g.id for g in selected) if ids else (),
         calibration=calibration,
         calibration_fits=tuple(applied),
+        instances=snapshot,
+        own_machine=own,
+        session=session and speed,
     )
-    return _finish(result, with_advice and speed, gpus, models)
+    result = _finish(result, with_advice and speed, gpus, models)
+    if with_advice and speed and wants_table(result):
+        result = replace(result, weights_table=weights_table(result, gpus, models, estimate))
+    return result
+
+
+def _instance_pricing(
+    gpu: GpuSpec, budget: Any, snapshot: InstanceCatalog, providers: Any, gpus_per_node: int
+) -> Any:
+    """``n -> (price range per GPU-hour, buy versus rent)`` of ``gpu`` rented as the cheapest
+    instances of ``providers`` (see :func:`~gpuadvisor.core.specs.instances.instance_price_range`);
+    (None, None) when none of them rents it: the setup is unpriced."""
+    cache: dict[int, tuple[Range | None, BuyVsRent | None]] = {}
+
+    def at(n: int) -> tuple[Range | None, BuyVsRent | None]:
+        got = cache.get(n)
+        if got is None:
+            offers = offers_for(snapshot, gpu.id, n, providers, gpus_per_node)
+            found = instance_price_range(offers, n, str(budget.price))
+            if found is None:
+                got = (None, None)
+            else:
+                r = found[0]
+                got = (Range(r.low, r.expected, r.high), buy_vs_rent(gpu, budget, r.expected))
+            cache[n] = got
+        return got
+
+    return at
 
 
 def _disaggregation_link(mm: MemoryModel, gpu: GpuSpec, gpu_count: int, gpus_per_node: int) -> Transfer:
@@ -670,12 +768,12 @@ def _settle_services(rows: list[tuple[Any, ...]], w: Workload) -> list[tuple[Any
         settled = [_serving_load.disaggregate(f, w) for f in settled]
     out = list(rows)
     for i, fleet in zip(chosen, settled):
-        gpu, n, lay, bd, fits, util, headroom, perf, cost, host, misfit, par, _old = out[i]
+        gpu, n, lay, bd, fits, util, headroom, perf, cost, host, misfit, par, _old, gpu_layers = out[i]
         if fleet.memory is not None:
             cap = gpu.memory_gib_usable * GIB
             bd = fleet.memory.breakdown
             util, headroom = bd.device_total / cap, (cap - bd.device_total) / GIB
-        out[i] = (gpu, n, lay, bd, fits, util, headroom, perf, cost, host, misfit, par, fleet)
+        out[i] = (gpu, n, lay, bd, fits, util, headroom, perf, cost, host, misfit, par, fleet, gpu_layers)
     return out
 
 
@@ -860,6 +958,7 @@ def _finish(est: Estimate, with_advice: bool, gpus: GpuCatalog, models: ModelCat
                     with_advice=False,
                     _model=est.model,
                     calibration=est.calibration,
+                    instances=est.instances,
                 )
             except InputError:
                 continue

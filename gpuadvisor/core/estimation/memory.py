@@ -110,6 +110,7 @@ class MemoryBreakdown:
     gathered: float = 0.0  # part of ``weights``: ZeRO-3/FSDP layers gathered in flight
     host: float = 0.0  # not on the GPU: layers kept in host RAM (gpu_layers), offloaded training state
     stage: str = ""  # with pipeline parallelism, the stage these figures are for ("first" or "last")
+    offloaded: float = 0.0  # training state moved off the GPU, to host RAM or NVMe (ZeRO-Offload/Infinity)
 
     @property
     def model_states(self) -> float:
@@ -313,8 +314,15 @@ class MemoryModel:
         # Norm inputs/outputs and residual dropout masks: what tensor parallelism leaves whole on
         # every rank unless sequence parallelism splits it (Korthikanti et al. 2022, eq. 2 vs 3).
         self.act_replicated_per_token_layer = replicated
-        # Share of the block weights in the MoE experts (expert parallelism shards them).
-        self.expert_share = counts.mlp / max(counts.blocks, 1) if m.is_moe else 0.0
+        # Share of the block weights in the routed experts (expert parallelism shards them; shared
+        # experts, routers and the leading dense layers' MLPs stay whole on every rank).
+        self.expert_share = counts.routed_experts / max(counts.blocks, 1) if m.is_moe else 0.0
+        # Share of the LoRA adapters on the routed experts' projections (split over EP with them).
+        self.adapter_expert_share = 0.0
+        if m.is_moe and self.adapter_params:
+            expert_targets = [t for t in self.targets if t in ("gate_proj", "up_proj", "down_proj")]
+            on_experts = lora_parameters(m, w.lora_rank, tuple(expert_targets)) if expert_targets else 0
+            self.adapter_expert_share = on_experts / self.adapter_params
         self._layouts: dict[tuple[int, str], Layout] = {}
         self._stages: dict[Layout, str] = {}
         # Eager attention keeps the softmax: fp32 output plus the 16-bit copy (and dropout mask/output).
@@ -415,6 +423,13 @@ class MemoryModel:
             return self._breakdown(layout, batch_size, context, stage)
         return self._breakdown(layout, batch_size, context, "")
 
+    def stage_breakdown(self, layout: Layout, stage: str) -> MemoryBreakdown:
+        """Per-GPU memory of one pipeline stage of a training layout: ``"first"`` (with the
+        embedding) or ``"last"`` (with the head), at the workload's batch and context."""
+        if stage not in ("first", "last"):
+            raise InputError("stage", "must be first or last", stage)
+        return self._breakdown(layout, None, None, stage)
+
     def _breakdown(
         self, layout: Layout, batch_size: int | None, context: int | None, stage: str
     ) -> MemoryBreakdown:
@@ -430,14 +445,17 @@ class MemoryModel:
         n = layout.gpus
         sharding = layout.sharding
         L = self.layers
+        c = self.model.counts
         # Experts are sharded over expert parallelism: the block share one GPU holds.
         block_mult = 1.0 - self.expert_share + self.expert_share / layout.ep if layout.ep > 1 else 1.0
 
-        # Model-parallel share of the weights held by one GPU.
+        # Model-parallel share of the weights held by one GPU, and of the trainable state: ``local``
+        # with the routed experts split over EP (what a GPU keeps unsharded), ``whole`` without (what
+        # ZeRO divides: dense state over the DP x CP group, the experts over EP and then over the
+        # expert data-parallel group of DP x CP / EP GPUs, which is again 1 / (DP x CP) of the whole).
         stage_layers = math.ceil(L / p)
         if p > 1:
             block_share = stage_layers / L
-            c = self.model.counts
             if stage == "first":
                 edge, edge_params = self.embedding_bytes, c.embedding
             elif stage == "last":  # the head (a copy of the embedding when they are tied)
@@ -448,45 +466,56 @@ class MemoryModel:
                 edge_params = max(c.embedding, c.lm_head or c.embedding)
             weights = (self.block_weight_bytes * block_share * block_mult + edge) / t
             weights += self.norm_bytes * block_share
-            state_share = (
+            whole_weights = (self.block_weight_bytes * block_share + edge) / t + self.norm_bytes * block_share
+            share_local = (
                 (c.blocks * block_share * block_mult + edge_params) / t + c.norms_and_other * block_share
             ) / c.total
-            if self.workload.uses_adapters:
-                state_share = block_share / t  # LoRA adapters live only in the blocks
+            share_whole = (
+                (c.blocks * block_share + edge_params) / t + c.norms_and_other * block_share
+            ) / c.total
             if not self.training and w.engine in BALANCED_PIPELINE_ENGINES:
                 # accelerate's device_map="auto" fills the GPUs to balanced byte counts, whole layers
                 # at a time, so the GPU with the embedding holds fewer layers than the others.
                 total = self.block_weight_bytes + self.embedding_bytes + self.head_bytes + self.norm_bytes
                 weights = min(weights, (total / p + self.block_weight_bytes / L) / t)
         else:
+            block_share = 1.0
             weights = (
                 self.block_weight_bytes * block_mult + self.embedding_bytes + self.head_bytes
             ) / t + self.norm_bytes
-            state_share = 1.0 / t
-            if block_mult != 1.0:
-                c = self.model.counts
-                state_share = (c.total - c.blocks * (1.0 - block_mult)) / c.total / t
-        grads, optim = self.grad_bytes * state_share, self.optim_bytes * state_share
-        adapters = self.adapter_bytes * state_share
+            whole_weights = (
+                self.block_weight_bytes + self.embedding_bytes + self.head_bytes
+            ) / t + self.norm_bytes
+            share_whole = 1.0 / t
+            share_local = (c.total - c.blocks * (1.0 - block_mult)) / c.total / t
+        if self.workload.uses_adapters:  # LoRA adapters live only in the blocks
+            share_whole = block_share / t
+            ep_mult = 1.0 - self.adapter_expert_share + self.adapter_expert_share / layout.ep
+            share_local = share_whole * ep_mult
         # Context-parallel ranks hold the same weights, so ZeRO/FSDP shards over DP x CP (Megatron's
         # data-parallel-with-context group; torchtitan's dp_shard x cp mesh), never over TP or PP.
         d = d * cp
-        if sharding in ("zero1", "zero2", "zero3", "fsdp"):
+        zero = sharding in ("zero1", "zero2", "zero3", "fsdp")
+        zero_grads = sharding in ("zero2", "zero3", "fsdp")
+        optim = self.optim_bytes * (share_whole if zero else share_local)
+        grads = self.grad_bytes * (share_whole if zero_grads else share_local)
+        adapters = self.adapter_bytes * share_local
+        if zero:
             optim /= d
-        if sharding in ("zero2", "zero3", "fsdp"):
+        if zero_grads:
             grads /= d
         # Layers gathered in flight: the one computing, the one prefetched, one reducing.
         layer = self.block_weight_bytes * block_mult / L / t
         if sharding in ("zero3", "fsdp"):
             full = weights
-            weights = weights / d
-            adapters = adapters / d
-            gathered = min(3 * layer, full - weights)
+            weights = whole_weights / d
+            adapters = self.adapter_bytes * share_whole / d
+            gathered = min(3 * layer, max(full - weights, 0.0))
             weights += gathered
         else:
             gathered = 0.0
 
-        host = 0.0
+        host = offloaded = 0.0
         if self.training:
             tokens = b * s / cp  # context parallelism splits every sequence
             per_tok = self.act_per_token_layer
@@ -529,12 +558,14 @@ class MemoryModel:
                 # behind pinned host buffers) and the 16-bit gradients stream to them layer by
                 # layer, so the GPU keeps about two layers of gradients in flight.
                 moved = optim + grads
+                offloaded += moved
                 in_flight_grads = min(grads, 2 * grads / max(stage_layers, 1))
                 host += moved if off.optimizer == "cpu" else 2 * moved / max(stage_layers, 1)
                 optim, grads = 0.0, in_flight_grads
             if off.parameters != "none":
                 # ZeRO-Infinity / FSDP CPU offload: the GPU holds only the layers being gathered.
                 shard = weights - gathered
+                offloaded += shard
                 keep_w = gathered if gathered > 0 else min(3 * layer, weights)
                 host += shard if off.parameters == "cpu" else keep_w
                 weights, gathered = keep_w, keep_w
@@ -584,6 +615,7 @@ class MemoryModel:
             logits=logits,
             gathered=gathered,
             host=host,
+            offloaded=offloaded,
             stage=stage,
         )
 

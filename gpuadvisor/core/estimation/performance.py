@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any, NamedTuple
 
 from ..specs.engines import (
@@ -648,21 +649,21 @@ def llamacpp_performance(
     share = mm.gpu_layer_share
     t_host = t_copy = 0.0
     if share < 1.0:
-        host_bw = gpu.host_memory_bandwidth_gb_s * 1e9
-        host_weights = weights * (1.0 - share)
-        t_host = (host_weights + kv_read * (1.0 - share)) / (host_bw * e_w)
-        t_mem = t_mem * share + t_host
-        if not gpu.unified_memory:
-            t_copy = host_weights / (gpu.pcie_gb_s * 1e9)
+        split = split_decode(mm, gpu, weights, kv_read, b, model)
+        t_host, t_copy = split.host_s, split.copy_s
+        t_mem = (split.gpu_bytes + kv_read * share) / (t * bw * e_w) + t_host
         notes.append(
-            f"Partial offload: {L - round(share * L)} of {L} layers stay in host RAM and are read "
-            "at host-memory bandwidth, which sets the speed."
+            f"Partial offload: {L - round(share * L)} of {L} layers and the output layer run on the CPU "
+            + ("from the unified memory" if gpu.unified_memory else "from host RAM")
+            + f" ({split.host_bytes / 2**30:.1f} GiB read per token at "
+            f"{gpu.host_memory_bandwidth_gb_s:g} GB/s), which sets the speed."
         )
     t_comp = b * (2 * n_mm + 4 * L * d_q * m.attended_tokens(c_mean)) / (t * peak * 1e12 * model.decode_mfu)
     # CUDA graphs (llama.cpp's default for single-sequence decode since mid-2024) replay a step's
     # kernels without launching each one; Metal encodes its command buffers every step.
     graphs = w.uses_cuda_graphs and gpu.architecture != "apple"
-    t_fixed = L * engine.layer_overhead_for("cuda_graphs" if graphs else gpu.architecture)
+    # The fixed time per layer is the GPU's: layers kept on the CPU pay their time in t_host.
+    t_fixed = L * share * engine.layer_overhead_for("cuda_graphs" if graphs else gpu.architecture)
     if t > 1:
         bw_link, lat, _ = link(gpu, n, gpus_per_node)
         t_fixed += 2 * L * (lat + 2 * (t - 1) / t * b * m.hidden_size * 2 / (bw_link * 1e9))
@@ -681,7 +682,50 @@ def llamacpp_performance(
             max(flops / (mp * pre_peak * 1e12 * e_pre), weights / (t * bw * e_w)) + t_fixed + copies * t_copy
         )
 
+    if share < 1.0:  # the host's memory and cores vary more than one engine's kernels
+        engine = replace(
+            engine,
+            spread_low=max(engine.spread_low, model.split_spread_low),
+            spread_high=max(engine.spread_high, model.split_spread_high),
+        )
     return _served(w, b, step, prefill_time, replicas, engine, bound, prec, peak, notes)
+
+
+class SplitDecode(NamedTuple):
+    """One decode step of llama.cpp with ``-ngl g`` below the layer count (see :func:`split_decode`)."""
+
+    gpu_bytes: float  # weights the GPU streams per token (its g layers)
+    host_bytes: float  # weights and KV cache read on the CPU per token
+    host_s: float  # the CPU's share of the step, s
+    copy_s: float  # copying the CPU's layers to the GPU for one prompt batch, s
+
+
+def split_decode(
+    mm: MemoryModel, gpu: GpuSpec, weights: float, kv_read: float, batch: int, model: LlamaCppModel
+) -> SplitDecode:
+    """Where llama.cpp runs a model whose last ``g`` of ``L`` layers are on the GPU (``-ngl g``):
+    the first ``L - g`` layers and, below ``L + 1``, the output head on the CPU, reading their
+    weights and KV cache from host RAM; the input embedding is a row lookup (read once per token).
+
+    CPU time per token = max(bytes / (host bandwidth x ``host_stream_efficiency``), 2 x params x
+    batch / CPU peak): at one sequence the CPU's FMA units outrun its memory, so the read sets it.
+    The GPU runs its layers after the CPU's: the two times add. A prompt batch (llama.cpp offloads
+    batches of 32 tokens and more to the GPU) first copies the CPU's layers over PCIe; on a Mac the
+    GPU reads them where they are.
+    """
+    share = mm.gpu_layer_share
+    head = mm.head_bytes or mm.embedding_bytes  # a tied table is read whole as the head
+    blocks = max(weights - mm.embedding_bytes - mm.head_bytes, 0.0)  # blocks and norms (experts used)
+    host_weights = blocks * (1.0 - share) + head
+    host_bytes = host_weights + kv_read * (1.0 - share)
+    m = mm.model
+    head_params = m.vocab_size * m.hidden_size
+    host_params = (matmul_params(m) - head_params) * (1.0 - share) + head_params
+    host = gpu.host_defaults
+    t_read = host_bytes / (gpu.host_memory_bandwidth_gb_s * 1e9 * model.host_stream_efficiency)
+    t_math = 2.0 * host_params * batch / (host.cpu_tflops * 1e12)
+    copy = 0.0 if gpu.unified_memory else blocks * (1.0 - share) / (gpu.pcie_gb_s * 1e9)
+    return SplitDecode(blocks * share, host_bytes, max(t_read, t_math), copy)
 
 
 def training_flops_per_token(model: ModelSpec, workload: Workload, seq_len: int | None = None) -> float:

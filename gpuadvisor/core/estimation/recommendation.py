@@ -13,11 +13,24 @@ meeting them come first, cheapest month first (then fewer GPUs in all), then set
    the deadline and even the expensive end of the cost range stays within the budget
    (``deadline_status == "meets"``, ``budget_status == "within"`` or no limit set). Cheapest
    expected cost first, then shortest expected time, then fewer GPUs, then the simpler
-   parallelism (``PARALLELISM_ORDER``).
+   parallelism (``PARALLELISM_ORDER``). Without a deadline the planning horizon
+   (``budget.horizon_days``, 90 days by default) is judged as a deadline is: the slow end of the
+   job-time range finishes within it (``horizon_status == "within"``).
 2. Setups that fit and **likely** meet them (the expected value does, the range's far end does
-   not). Same order. A recommendation from this tier says so ("likely meets").
-3. Setups that fit but miss a limit, fastest first (closest to meeting a deadline).
+   not: ``"likely"`` for the deadline, the budget or the horizon). Same order. A recommendation
+   from this tier says so ("likely meets", "likely finishes within 90 days").
+3. Setups that fit but miss a limit, fastest first (closest to meeting a deadline); without a
+   deadline, a setup whose expected time is beyond the horizon is no plan anyone runs and is here.
 4. Setups that do not fit, closest to fitting first (lowest memory need per capacity).
+
+Same cost, faster (tiers 1-2 of a job): setups whose expected cost is within :data:`SAME_COST`
+(1%) of the cheapest one left are the same cost, and the fastest of them comes first (then the
+order above). The same rule picks each GPU type's setup and orders the GPU types; when the
+recommendation is not the cheapest setup of all, :attr:`Decision.same_cost_as_key` names the
+cheapest one it was preferred to, so the answer can say "same cost, 8x faster".
+
+An interactive session on the machine the user owns (``Estimate.session``) has no job to price: its
+setups that fit come fastest generation first (tier 1).
 
 The recommendation is the first setup in tiers 1-2 over the whole catalog; the runner-up is the
 best setup of another GPU type in the same tiers. Unpriced setups sort after priced ones of
@@ -33,6 +46,9 @@ from .results import Candidate, Decision
 
 #: Simpler ways to split the work win ties (same cost and time): no sharding before sharding.
 PARALLELISM_ORDER = ("none", "ddp", "zero1", "zero2", "fsdp", "zero3", "tensor", "pipeline")
+
+#: Expected costs within this share of the cheapest are the same cost: the faster setup wins.
+SAME_COST = 0.01
 
 #: Tier names, in order.
 SURE, LIKELY, MISSED, NO_FIT = 0.0, 1.0, 2.0, 3.0
@@ -53,11 +69,14 @@ def tier(c: Candidate) -> float:
     cost = c.cost
     if cost is None:
         return SURE
-    if cost.deadline_status == "at risk" or cost.budget_status == "over" or cost.unpriced_under_budget:
-        return (
-            MISSED  # an unpriced GPU (a Mac, a rack-only part) cannot be shown to stay within a money limit
-        )
-    if cost.deadline_status == "likely" or cost.budget_status == "likely":
+    if (
+        cost.deadline_status == "at risk"
+        or cost.budget_status == "over"
+        or cost.unpriced_under_budget  # an unpriced GPU (a Mac, a rack-only part) cannot show it stays within
+        or cost.horizon_status == "beyond"  # no deadline, and it would not finish within the horizon
+    ):
+        return MISSED
+    if "likely" in (cost.deadline_status, cost.budget_status, cost.horizon_status):
         return LIKELY
     return SURE
 
@@ -94,6 +113,9 @@ def sort_key(c: Candidate) -> tuple[object, ...]:
     if c.serving is not None:
         return serving_key(c, t, par)
     cost = c.cost
+    if cost is None and c.performance is not None and c.performance.tokens_per_s_per_user:
+        # A session on the machine the user owns has no job to price: the faster answer first.
+        return (t, -c.performance.tokens_per_s_per_user, c.gpu_count, par, c.gpu.name)
     usd = cost.cost_usd.expected if cost is not None and cost.cost_usd is not None else math.inf
     hours = cost.job_hours.expected if cost is not None else math.inf
     if t == MISSED:  # closest first: priced setups over the limit before unpriced ones
@@ -112,25 +134,82 @@ def serving_key(c: Candidate, t: float, par: int) -> tuple[object, ...]:
     return (t, *s.order[1:], s.gpus_total, c.gpu_count, par, c.gpu.name)
 
 
+def _usd(c: Candidate) -> float:
+    """Expected job cost (inf when unpriced or a service)."""
+    cost = c.cost
+    if c.serving is not None or cost is None or cost.cost_usd is None:
+        return math.inf
+    return cost.cost_usd.expected
+
+
+def _hours(c: Candidate) -> float:
+    return c.cost.job_hours.expected if c.cost is not None else math.inf
+
+
+def _same_cost_fastest(first: Candidate, others: Iterable[Candidate]) -> Candidate:
+    """``first`` (the first by :func:`sort_key`), or the fastest setup of its tier whose expected
+    cost is within :data:`SAME_COST` of it (ties: the order of :func:`sort_key`)."""
+    t = tier(first)
+    usd = _usd(first)
+    if t not in (SURE, LIKELY) or not math.isfinite(usd):
+        return first
+    limit = usd * (1 + SAME_COST)
+    same = [c for c in others if tier(c) == t and _usd(c) <= limit]
+    return min([first, *same], key=lambda c: (_hours(c), sort_key(c)))
+
+
+def ordered(cands: Iterable[Candidate]) -> list[Candidate]:
+    """``cands`` in the decision's order: :func:`sort_key`, with the same-cost rule applied to each
+    place in turn. Sorted by :func:`sort_key`, the setups of a tier within 1% of the first one's cost
+    follow it, so each place looks at that run only."""
+    rest = sorted(((sort_key(c), c) for c in cands), key=lambda kc: kc[0])
+    out = []
+    while rest:
+        first = rest[0][1]
+        t, usd = tier(first), _usd(first)
+        best = 0
+        if t in (SURE, LIKELY) and math.isfinite(usd):
+            limit = usd * (1 + SAME_COST)
+            j = 1
+            while j < len(rest) and rest[j][0][0] == t and _usd(rest[j][1]) <= limit:
+                if (_hours(rest[j][1]), rest[j][0]) < (_hours(rest[best][1]), rest[best][0]):
+                    best = j
+                j += 1
+        out.append(rest.pop(best)[1])
+    return out
+
+
 def decide(candidates: Iterable[Candidate]) -> Decision:
     """The decision over ``candidates`` (all setups of every GPU type compared)."""
-    best: dict[str, tuple[tuple[object, ...], Candidate]] = {}
+    by_gpu: dict[str, list[Candidate]] = {}
     for c in candidates:
-        k = sort_key(c)
-        cur = best.get(c.gpu.id)
-        if cur is None or k < cur[0]:
-            best[c.gpu.id] = (k, c)
-    ordered = [c for _k, c in sorted(best.values(), key=lambda kc: kc[0])]
-    keys = tuple(c.key for c in ordered)
-    if not ordered or tier(ordered[0]) == NO_FIT:
+        by_gpu.setdefault(c.gpu.id, []).append(c)
+    best = []
+    cheapest: Candidate | None = None
+    for group in by_gpu.values():
+        first = min(group, key=sort_key)
+        best.append(_same_cost_fastest(first, group))
+        if cheapest is None or sort_key(first) < sort_key(cheapest):
+            cheapest = first
+    order = ordered(best)
+    keys = tuple(c.key for c in order)
+    if not order or tier(order[0]) == NO_FIT:
         return Decision(None, None, keys, "nothing fits")
-    first = ordered[0]
+    first = order[0]
     if tier(first) >= MISSED:
         return Decision(None, None, keys, "limits missed")
-    runner = next((c for c in ordered[1:] if tier(c) in (SURE, LIKELY)), None)
+    runner = next((c for c in order[1:] if tier(c) in (SURE, LIKELY)), None)
+    same = (
+        cheapest.key
+        if cheapest is not None
+        and cheapest.key != first.key
+        and _usd(first) <= _usd(cheapest) * (1 + SAME_COST)
+        else None
+    )
     return Decision(
         first.key,
         runner.key if runner is not None else None,
         keys,
         "sure" if tier(first) == SURE else "likely",
+        same,
     )

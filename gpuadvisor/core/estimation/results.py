@@ -15,13 +15,14 @@ from typing import Any, NamedTuple
 from ..formats.scenario import Scenario
 from ..formatting import fmt_gib_unit, fmt_hours, fmt_usd
 from ..specs.hardware import GpuSpec
+from ..specs.instances import InstanceCatalog, InstanceOffer, offers_for
 from ..specs.models import ModelSpec
 from ..specs.workload import RuntimeOverhead
 from ..units import GIB
 from .cost import CostEstimate
 from .layout import Layout, plain_layout
 from .memory import MemoryBreakdown, MemoryModel
-from .performance import PerformanceEstimate
+from .performance import PerformanceEstimate, Range
 from .serving import ServingEstimate
 
 #: Memory utilization above this is too tight for a long job (allocator spikes, longer samples).
@@ -143,6 +144,9 @@ class Candidate(NamedTuple):
     host_memory_gib: float = 0.0
     #: Why it does not fit when the GPU memory is not the reason (host memory), else "".
     misfit: str = ""
+    #: Layers on the GPU when fewer than all (llama.cpp ``-ngl``: the rest run on the CPU from host
+    #: RAM), whether offered by the advisor or set by ``workload.gpu_layers``; None: all of them.
+    gpu_layers: int | None = None
 
     @property
     def the_layout(self) -> Layout:
@@ -179,6 +183,42 @@ class Candidate(NamedTuple):
             return "does not fit"
         return "tight" if self.utilization > TIGHT_UTILIZATION else "fits"
 
+    @property
+    def fit_kind(self) -> str:
+        """``full`` (every layer on the GPU), ``partial`` (some in host RAM) or ``no``."""
+        if not self.fits:
+            return "no"
+        return "full" if self.gpu_layers is None else "partial"
+
+
+@dataclass(frozen=True, slots=True)
+class Session:
+    """One person's interactive session on the machine they own (:attr:`Estimate.session`): how fast
+    the answer comes, how long a prompt it can read and what memory is left."""
+
+    tokens_per_s: float  # generation speed of the one sequence
+    prompt_tokens: int
+    prompt_s: float  # time to read a prompt of ``prompt_tokens`` (the first token's wait)
+    prefill_tokens_per_s: float
+    max_context_tokens: int  # the longest context that fits, at most the model's own
+    memory_left_gib: float  # the card's capacity less what the session needs
+    gpu_layers: int  # layers on the GPU (``num_layers`` when all)
+    num_layers: int
+    host_memory_gib: float  # host RAM the layers kept off the GPU need
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "tokens_per_s": round(self.tokens_per_s, 2),
+            "prompt_tokens": self.prompt_tokens,
+            "prompt_s": round(self.prompt_s, 3),
+            "prefill_tokens_per_s": round(self.prefill_tokens_per_s, 1),
+            "max_context_tokens": self.max_context_tokens,
+            "memory_left_gib": round(self.memory_left_gib, 3),
+            "gpu_layers": self.gpu_layers,
+            "num_layers": self.num_layers,
+            "host_memory_gib": round(self.host_memory_gib, 3),
+        }
+
 
 @dataclass(frozen=True, slots=True)
 class WhatIf:
@@ -204,6 +244,8 @@ class Decision:
     per_gpu_keys: tuple[str, ...]
     #: "sure", "likely", "limits missed" or "nothing fits".
     status: str
+    #: The cheapest setup of all, when the recommendation costs the same (within 1%) and is faster.
+    same_cost_as_key: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -211,6 +253,7 @@ class Decision:
             "runner_up": self.runner_up_key,
             "status": self.status,
             "per_gpu": list(self.per_gpu_keys),
+            "same_cost_as": self.same_cost_as_key,
         }
 
 
@@ -233,6 +276,17 @@ class Estimate:
     calibration_fits: tuple[FactorFit, ...] = ()
     #: Which setup to choose and one best setup per GPU type, in order (see :mod:`.recommendation`).
     decision: Decision | None = None
+    #: The cloud instance snapshot: where each setup can be rented (see :meth:`instances_for`).
+    instances: InstanceCatalog | None = None
+    #: Whether the GPUs compared are the machine the user owns (a laptop, desktop or Mac): its count
+    #: is the one the user has, never replicated (docs/estimation.md, "The machine you own").
+    own_machine: bool = False
+    #: Whether the answer is an interactive session on that machine (inference without traffic
+    #: targets or a number of requests): no job to time or price; the figures of :meth:`session_of`.
+    session: bool = False
+    #: One GPU type compared for inference: the scenario once per weight type the engine runs
+    #: (:mod:`.weights_table`); () otherwise.
+    weights_table: tuple[Any, ...] = ()
     #: Filled on first use by :meth:`best_per_gpu` and :meth:`candidate` (the views ask for them
     #: several times per update); not part of the value.
     _memo: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
@@ -270,6 +324,19 @@ class Estimate:
         if rec is not None:
             return rec
         return next((c for c in self.best_per_gpu().values() if c.fits), None)
+
+    def instances_for(self, c: Candidate) -> tuple[InstanceOffer, ...]:
+        """The instances that rent ``c`` (one replica of a service), cheapest first, of the providers
+        the budget rents from (any without a choice); computed on first use."""
+        if self.instances is None:
+            return ()
+        key = ("inst", c.gpu.id, c.gpu_count)
+        got = self._memo.get(key)
+        if got is None:
+            providers = self.scenario.budget.providers
+            node = self.scenario.hardware.gpus_per_node
+            got = self._memo[key] = offers_for(self.instances, c.gpu.id, c.gpu_count, providers, node)
+        return got
 
     def candidate(self, key: str) -> Candidate | None:
         """The candidate with this :attr:`Candidate.key`, or ``None``."""
@@ -345,6 +412,57 @@ class Estimate:
         """Whether this GPU's figures use calibrated values."""
         return gpu_id in self.calibrated_gpus
 
+    def memory_model_of(self, candidate: Candidate) -> MemoryModel:
+        """The memory model of this candidate: its GPU's calibrated runtime overhead, and its layers
+        on the GPU when fewer than all."""
+        mm = self._memory_model_for(candidate.gpu.id) if self.calibration_fits else self.memory_model
+        g = candidate.gpu_layers
+        if g is None or g == mm.workload.gpu_layers:
+            return mm
+        key = ("layers", id(mm), g)
+        found = self._memo.get(key)
+        if found is None:
+            from .offload import with_gpu_layers
+
+            found = self._memo[key] = with_gpu_layers(mm, g)
+        return found
+
+    def tokens_per_s(self, candidate: Candidate) -> Range | None:
+        """The one tokens/s figure of this candidate that every view shows: in a session the speed
+        of generation (one sequence's decode); otherwise the output (or trained) tokens per second
+        of the whole job. With its 80% range; None without a speed."""
+        perf = candidate.performance
+        if perf is None:
+            return None
+        if self.session and perf.tokens_per_s_per_user:
+            rate = perf.tokens_per_s_per_user
+            whole = perf.tokens_per_s
+            if whole.expected <= 0:
+                return Range(rate, rate, rate)
+            return Range(rate * whole.low / whole.expected, rate, rate * whole.high / whole.expected)
+        return perf.tokens_per_s
+
+    def session_of(self, candidate: Candidate) -> Session | None:
+        """The session figures of this candidate (None outside a session or without a speed)."""
+        perf = candidate.performance
+        if not self.session or perf is None or not perf.tokens_per_s_per_user:
+            return None
+        w = self.scenario.workload
+        prefill = perf.prefill_tokens_per_s or 0.0
+        wi = self.what_if(candidate)
+        layers = self.model.num_layers
+        return Session(
+            tokens_per_s=perf.tokens_per_s_per_user,
+            prompt_tokens=w.prompt_tokens,
+            prompt_s=perf.time_to_first_token_s or (w.prompt_tokens / prefill if prefill else 0.0),
+            prefill_tokens_per_s=prefill,
+            max_context_tokens=wi.max_context,
+            memory_left_gib=candidate.headroom_gib,
+            gpu_layers=layers if candidate.gpu_layers is None else candidate.gpu_layers,
+            num_layers=layers,
+            host_memory_gib=candidate.host_memory_gib,
+        )
+
     def _memory_model_for(self, gpu_id: str) -> MemoryModel:
         """The memory model with this GPU's calibrated runtime overhead (the shared one otherwise)."""
         overhead = next(
@@ -373,7 +491,7 @@ class Estimate:
         """Largest batch and longest context that fit for this candidate's GPU and setup (the context
         no longer than the model's maximum: a Mac's large memory must not promise more)."""
         cap = candidate.capacity_gib * GIB
-        mm = self._memory_model_for(candidate.gpu.id) if self.calibration_fits else self.memory_model
+        mm = self.memory_model_of(candidate)
         lay = candidate.layout
         return WhatIf(
             gpu_id=candidate.gpu.id,

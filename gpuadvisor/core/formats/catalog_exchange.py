@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import CatalogError
+from ..files import FileKind, csv_problem, parse_json, read_untrusted
 from ..specs.catalog_io import parse_meta
 from ..specs.hardware import GPU_REQUIRED_COLUMNS
 from ..specs.presets import MODEL_REQUIRED_COLUMNS
@@ -216,9 +217,7 @@ def _csv_records(kind: str, text: str, origin: str, report: ImportReport) -> lis
             else:
                 starts.append((start, len(record)))
     except csv.Error as exc:
-        raise CatalogError(
-            f"{origin}: line {reader.line_num + offset}", f"is not valid CSV ({exc})"
-        ) from None
+        raise CatalogError(f"{origin}: line {reader.line_num + offset}", csv_problem(exc)) from None
     if header is None:
         raise CatalogError(origin, "has no header row (and no rows)")
     repeated = sorted({c for c in header if header.count(c) > 1 and c})
@@ -341,14 +340,7 @@ def _json_records(
     kind: str, text: str, origin: str, report: ImportReport
 ) -> list[tuple[int, dict[str, str]]]:
     """(physical line, row) for every row object; bad rows go to ``report.rejected``."""
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise CatalogError(
-            f"{origin}: line {exc.lineno}, column {exc.colno}", f"is not valid JSON ({exc.msg})"
-        ) from None
-    except (ValueError, RecursionError) as exc:
-        raise CatalogError(origin, f"is not valid JSON ({type(exc).__name__})") from None
+    data = parse_json(text, origin, error=CatalogError)
     if isinstance(data, dict):
         if "catalog" in data and data["catalog"] != kind:
             raise CatalogError(f"{origin}: catalog", f"is a {data['catalog']!r} catalog, expected {kind!r}")
@@ -477,14 +469,7 @@ def import_file(
     """
     p = Path(path)
     origin = p.name
-    try:
-        raw = p.read_bytes()
-    except FileNotFoundError:
-        raise CatalogError(origin, "file not found") from None
-    except IsADirectoryError:
-        raise CatalogError(origin, "is a folder, not a file") from None
-    except OSError as exc:
-        raise CatalogError(origin, f"cannot be read ({exc.strerror or exc})") from None
+    raw = read_untrusted(p, FileKind.CATALOG, error=CatalogError)
     if b"\x00" in raw:
         raise CatalogError(origin, "is not a text file (binary content)")
     try:

@@ -15,6 +15,7 @@ from functools import cache
 from types import MappingProxyType
 
 from ..errors import CatalogError
+from ..files import MAX_NAME_CHARS, MAX_TEXT_CHARS
 from ..specs.catalog_io import CatalogMeta, RowReader, read_catalog_file
 from ..specs.hardware import (
     GPU_REQUIRED_COLUMNS,
@@ -58,6 +59,25 @@ MODEL_MAXIMA: tuple[tuple[str, int], ...] = (
     ("vocab_size", 4_000_000),
     ("max_context", 100_000_000),
 )
+
+#: The most each GPU figure may be, and why: far above every GPU made, so that a typing slip of a
+#: few zeros (or a hostile file's 1e300) is refused with its reason instead of ranking first.
+GPU_MAXIMA: tuple[tuple[str, float, str], ...] = (
+    ("memory_gb", 4096.0, "the largest GPU memory is 288 GB"),
+    ("memory_gib_usable", 4096.0, "the largest GPU memory is 288 GB"),
+    ("memory_bandwidth_gb_s", 100_000.0, "the fastest GPU memory moves about 8,000 GB/s"),
+    ("fp32_tflops", 100_000.0, "the fastest GPUs reach a few hundred"),
+    ("fp16_dense_tflops", 100_000.0, "the fastest GPUs reach about 2,500"),
+    ("nvlink_gb_s", 100_000.0, "the fastest links move 1,800 GB/s"),
+    ("mig_instances", 64.0, "GPUs split into at most 7 instances"),
+    ("purchase_new_usd_low", 10_000_000.0, "the dearest GPUs cost tens of thousands of dollars"),
+    ("purchase_new_usd_high", 10_000_000.0, "the dearest GPUs cost tens of thousands of dollars"),
+    ("purchase_used_usd_low", 10_000_000.0, "the dearest GPUs cost tens of thousands of dollars"),
+    ("purchase_used_usd_high", 10_000_000.0, "the dearest GPUs cost tens of thousands of dollars"),
+)
+#: Free-text columns, which may be longer than a name (``MAX_TEXT_CHARS``); every other text cell
+#: is at most ``MAX_NAME_CHARS``.
+LONG_TEXT_COLUMNS = ("source", "notes")
 
 CLOUD_COLUMNS = ("cloud_usd_per_hour_low", "cloud_usd_per_hour_expected", "cloud_usd_per_hour_high")
 PRICE_COLUMNS = CLOUD_COLUMNS + (
@@ -163,8 +183,12 @@ def _check_date(r: RowReader, column: str, today: _dt.date) -> None:
 
 
 def _check_gpu(r: RowReader, spec: GpuSpec, today: _dt.date) -> None:
+    for column, limit, why in GPU_MAXIMA:
+        value = _number(r, column)
+        if value is not None and value > limit:
+            raise CatalogError(r.where(column), f"must be at most {limit:,g} ({why})", r.row.get(column))
     low, high = TDP_W_RANGE
-    if not low <= spec.tdp_w <= high:
+    if spec.tdp_w is not None and not low <= spec.tdp_w <= high:
         raise CatalogError(r.where("tdp_w"), f"must be between {low:g} and {high:g} W", r.row.get("tdp_w"))
     if spec.memory_gb is not None and spec.memory_gib_usable > spec.memory_gb * 1.001:
         raise CatalogError(
@@ -251,6 +275,14 @@ def validate_row(
     today = today or _dt.date.today()
     clean = {k: (v or "").strip() for k, v in row.items() if isinstance(k, str) and isinstance(v, str)}
     r = _Reader(origin, line, clean)
+    for column, value in clean.items():
+        limit = MAX_TEXT_CHARS if column in LONG_TEXT_COLUMNS else MAX_NAME_CHARS
+        if len(value) > limit:
+            raise CatalogError(
+                r.where(column),
+                f"is {len(value):,} characters long; at most {limit:,} are accepted",
+                value[:40],
+            )
     row_id = r.text("id")
     if not ID_PATTERN.match(row_id):
         raise CatalogError(r.where("id"), _ID_RULE, row_id)

@@ -11,6 +11,13 @@ From the tensor records::
     parameters   = sum over tensors of the product of the shape
     weight bytes = sum over tensors of elements / block_elements x block_bytes   (quant_types.py)
 
+A shape key may be an array with one value per layer (llama.cpp reads ``head_count``,
+``head_count_kv`` and ``feed_forward_length`` so, ``llama_model_loader::get_key_or_arr``): models
+whose layers differ (OpenELM) or whose recurrent layers have no KV heads (hybrids such as Jamba
+and LFM2 write 0 there). The model takes the largest value for every layer, an upper bound: for
+``head_count_kv`` the KV cache is then ``layers x max / sum over layers`` times the file's own,
+and the model's notes say by how much.
+
 Split files (``name-00001-of-00003.gguf``) are read together: all shards must sit in the same
 folder. Every problem (missing, truncated or foreign file, a missing shard or metadata key) raises
 :class:`~gpuadvisor.core.errors.ModelConfigError` naming the file by its base name.
@@ -24,14 +31,18 @@ References
 
 from __future__ import annotations
 
+import mmap
 import os
 import re
+import struct
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..errors import InputError, ModelConfigError
+from ..files import MAX_NAME_CHARS, expand_user, open_untrusted
 from ..specs.models import ModelSpec
+from .gguf_header import MAX_ARRAY_VALUES, MAX_KEPT_VALUES, GgufArray, parse_gguf_header
 
 GGUF_FIELD = "model.gguf"
 _SPLIT = re.compile(r"^(?P<stem>.*)-(?P<index>\d{5})-of-(?P<count>\d{5})\.gguf$", re.IGNORECASE)
@@ -73,7 +84,7 @@ def shard_paths(path: Path) -> list[Path]:
 
 def read_gguf(path: str | os.PathLike[str]) -> GgufSummary:
     """Summarize a ``.gguf`` file (or split set) from its headers."""
-    target = Path(os.fspath(path)).expanduser()
+    target = expand_user(path, GGUF_FIELD, ModelConfigError)
     if not target.is_file():
         raise ModelConfigError(GGUF_FIELD, f"no such file: '{target.name}'")
     metadata: dict[str, Any] = {}
@@ -99,7 +110,9 @@ def read_gguf(path: str | os.PathLike[str]) -> GgufSummary:
             GGUF_FIELD, f"{target.name} has no general.architecture; it is not a model file"
         )
     return GgufSummary(
-        name=str(metadata.get("general.name") or _SPLIT.sub(r"\g<stem>", target.name).removesuffix(".gguf")),
+        name=str(metadata.get("general.name") or _SPLIT.sub(r"\g<stem>", target.name).removesuffix(".gguf"))[
+            :MAX_NAME_CHARS
+        ],
         architecture=arch,
         file_type=_file_type(metadata.get("general.file_type")),
         metadata=metadata,
@@ -113,49 +126,39 @@ def read_gguf(path: str | os.PathLike[str]) -> GgufSummary:
 
 
 def _read_one(file: Path) -> tuple[dict[str, Any], list[tuple[str, str, tuple[int, ...], int, int]]]:
-    """(metadata, [(tensor, GGML type, shape, elements, bytes)]) of one file, checked against its size."""
-    name = file.name
-    try:
-        size = file.stat().st_size
-        with file.open("rb") as stream:
-            magic = stream.read(4)
-    except OSError as exc:
-        raise ModelConfigError(GGUF_FIELD, f"cannot read {name}: {exc.strerror or exc}") from None
-    if magic != b"GGUF":
-        raise ModelConfigError(GGUF_FIELD, f"{name} is not a GGUF file (it does not start with 'GGUF')")
-    try:
-        from gguf import GGUFReader  # the llama.cpp project's reader; imported only when needed
+    """(metadata, [(tensor, GGML type, shape, elements, bytes)]) of one file, checked against its size.
 
-        reader = GGUFReader(file, "r")
-        fields = {key: _value(field) for key, field in reader.fields.items() if not key.startswith("GGUF.")}
-        records = []
-        end = 0
-        for t in reader.tensors:
-            shape = tuple(int(d) for d in t.shape)
-            records.append((t.name, t.tensor_type.name.lower(), shape, int(t.n_elements), int(t.n_bytes)))
-            end = max(end, int(t.data_offset) + int(t.n_bytes))
-    except ModelConfigError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - any parser failure means a damaged file
-        raise ModelConfigError(
-            GGUF_FIELD, f"{name} is truncated or damaged; its header cannot be read ({type(exc).__name__})"
-        ) from None
-    if end > size:
+    The header is parsed by :func:`~gpuadvisor.core.formats.gguf_header.parse_gguf_header`, which
+    checks every count and length against the bytes left before using it (metadata arrays become
+    their length); the file is memory-mapped, never read whole.
+    """
+    name = file.name
+    with open_untrusted(file, GGUF_FIELD, ModelConfigError) as f:
+        if f.read(4) != b"GGUF":
+            raise ModelConfigError(GGUF_FIELD, f"{name} is not a GGUF file (it does not start with 'GGUF')")
+        size = f.size
+        try:
+            view = mmap.mmap(f.file.fileno(), 0, access=mmap.ACCESS_READ)
+        except (OSError, ValueError) as exc:
+            raise ModelConfigError(GGUF_FIELD, f"cannot read {name}: {exc}") from None
+        with view:
+            try:
+                header = parse_gguf_header(view, name)
+            except ModelConfigError:
+                raise
+            except (ValueError, OverflowError, MemoryError, struct.error) as exc:
+                raise ModelConfigError(
+                    GGUF_FIELD,
+                    f"{name} is truncated or damaged; its header cannot be read ({type(exc).__name__})",
+                ) from None
+    fields = {key: value for key, value in header.metadata.items() if not key.startswith("GGUF.")}
+    records = [(t[0], t[1], t[2], t[3], t[4]) for t in header.tensors]
+    if header.data_end > size:
         raise ModelConfigError(
             GGUF_FIELD,
-            f"{name} is truncated: its tensors end at byte {end:,} but the file has {size:,} bytes",
+            f"{name} is truncated: its tensors end at byte {header.data_end:,} but the file has {size:,} bytes",
         )
     return fields, records
-
-
-def _value(field: Any) -> Any:
-    """A metadata value as a plain Python value; long arrays (the vocabulary) become their length."""
-    from gguf import GGUFValueType
-
-    if field.types and field.types[0] == GGUFValueType.ARRAY:
-        return len(field.data)
-    value = field.contents()
-    return value.item() if hasattr(value, "item") else value
 
 
 def _file_type(value: Any) -> str:
@@ -175,20 +178,28 @@ def model_from_gguf(path: str | os.PathLike[str]) -> ModelSpec:
     """A :class:`ModelSpec` from a GGUF file's metadata, with the exact parameter count and weight bytes."""
     s = read_gguf(path)
     md, arch = s.metadata, s.architecture
+    per_layer: list[str] = []  # notes on keys whose value differs between layers
 
     def key(name: str, default: Any = None, required: bool = True) -> Any:
         value = md.get(f"{arch}.{name}")
-        if isinstance(value, list):  # per-layer values (head_count_kv in some models): take the largest
-            value = max(value) if value else None
+        minimum = 1 if required and default is None else 0
+        if isinstance(value, GgufArray):  # one value per layer: the largest (see the module docstring)
+            value = _per_layer(path, f"{arch}.{name}", value, minimum, per_layer)
         if value is None:
             if required and default is None:
                 raise ModelConfigError(GGUF_FIELD, f"{Path(path).name} has no {arch}.{name} in its metadata")
             return default
-        return value
+        return _whole(path, f"{arch}.{name}", value, minimum=minimum)
 
     hidden = key("embedding_length")
     heads = key("attention.head_count")
-    vocab = md.get(f"{arch}.vocab_size") or md.get("tokenizer.ggml.tokens") or _vocab_from(s, hidden)
+    tokens = md.get("tokenizer.ggml.tokens")
+    vocab = (
+        md.get(f"{arch}.vocab_size")
+        or (tokens.length if isinstance(tokens, GgufArray) else tokens)
+        or _vocab_from(s, hidden)
+    )
+    vocab = _whole(path, "vocabulary size", vocab, minimum=1)
     experts = key("expert_count", 1, required=False) or 1
     kwargs: dict[str, Any] = dict(
         name=s.name,
@@ -207,9 +218,12 @@ def model_from_gguf(path: str | os.PathLike[str]) -> ModelSpec:
         family=arch,
         published_params=s.parameters,
         source=f"GGUF file {Path(path).name} ({s.files} file{'s' if s.files > 1 else ''}, {s.tensors} tensors)",
-        notes=(
-            f"Counted from the GGUF tensor records: {s.parameters:,} parameters in {s.weight_bytes:,} bytes "
-            f"({', '.join(f'{t} {b / 2**30:.2f} GiB' for t, _, b in s.by_type[:4])})."
+        notes=" ".join(
+            [
+                f"Counted from the GGUF tensor records: {s.parameters:,} parameters in {s.weight_bytes:,} "
+                f"bytes ({', '.join(f'{t} {b / 2**30:.2f} GiB' for t, _, b in s.by_type[:4])}).",
+                *per_layer,
+            ]
         ),
         file_weight_bytes=s.weight_bytes,
         file_type=s.file_type,
@@ -229,6 +243,55 @@ def model_from_gguf(path: str | os.PathLike[str]) -> ModelSpec:
         raise ModelConfigError(
             GGUF_FIELD, f"{Path(path).name} describes an architecture gpuadvisor cannot use: {exc}"
         ) from None
+
+
+def _per_layer(
+    path: str | os.PathLike[str], key: str, array: GgufArray, minimum: int, notes: list[str]
+) -> int | None:
+    """The largest of a per-layer array's whole numbers (None for an empty array); a note in
+    ``notes`` when the layers differ. An array of anything else, or too long to keep, is refused."""
+    name = Path(path).name
+    if array.values is None:
+        what = (
+            f"{array.length:,} numbers, more than are kept (at most {MAX_ARRAY_VALUES:,} in one array, "
+            f"{MAX_KEPT_VALUES:,} in all)"
+            if array.numbers
+            else f"{array.length:,} elements that are not numbers one per layer"
+        )
+        raise ModelConfigError(GGUF_FIELD, f"{name}: {key} is an array of {what}; gpuadvisor cannot read it")
+    if not array.values:
+        return None
+    values = [_whole(path, f"{key}[{i}]", v, minimum=0) for i, v in enumerate(array.values)]
+    top, low = max(values), min(values)
+    if top < minimum:
+        raise ModelConfigError(GGUF_FIELD, f"{name}: {key} must be at least {minimum} in some layer", top)
+    if low != top:
+        note = (
+            f"{key} differs between layers ({low} to {top}, {len(values)} values): the largest is used "
+            "for every layer"
+        )
+        if key.endswith("head_count_kv"):
+            with_kv = sum(1 for v in values if v)
+            ratio = len(values) * top / sum(values)
+            note += (
+                f", so the KV cache is an upper bound, {ratio:.2g}x the file's per-layer sum "
+                f"({with_kv} of {len(values)} layers hold a KV cache)"
+            )
+        notes.append(note + ".")
+    return top
+
+
+def _whole(path: str | os.PathLike[str], key: str, value: Any, minimum: int) -> int:
+    """A metadata value that must be a whole number of at least ``minimum``."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ModelConfigError(
+            GGUF_FIELD,
+            f"{Path(path).name}: {key} must be a whole number",
+            value if not isinstance(value, str) else value[:40],
+        )
+    if value < minimum:
+        raise ModelConfigError(GGUF_FIELD, f"{Path(path).name}: {key} must be at least {minimum}", value)
+    return value
 
 
 def _vocab_from(s: GgufSummary, hidden: int) -> int:

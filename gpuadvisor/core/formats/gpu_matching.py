@@ -82,8 +82,10 @@ _STEMS: dict[str, str] = {
     "h200": "h200",
     "gh200": "gh200",
     "b200": "b200",
+    "b300": "b300",
     "mi300x": "mi300x",
     "mi325x": "mi325x",
+    "mi355x": "mi355x",
 }
 # Family -> catalog ids in order of preference when memory and form factor leave a choice.
 _FAMILIES: dict[str, tuple[str, ...]] = {

@@ -24,7 +24,6 @@ then the tensor data.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import struct
@@ -33,6 +32,7 @@ from pathlib import Path
 from typing import Any, TypeGuard, cast
 
 from ..errors import InputError, ModelConfigError
+from ..files import FileKind, open_untrusted, parse_json, read_text
 from ..specs.models import ModelSpec
 
 __all__ = [
@@ -48,8 +48,6 @@ SAFETENSORS_FIELD = "model.safetensors"
 
 #: Largest safetensors header accepted (the format's own reference reader uses the same bound).
 MAX_HEADER_BYTES = 100_000_000
-#: Largest config.json accepted; real ones are a few kilobytes.
-MAX_CONFIG_BYTES = 50_000_000
 
 #: Bits per element of the safetensors dtypes.
 _DTYPE_BITS: dict[str, int] = {
@@ -158,9 +156,9 @@ def summarize_safetensors(path: str | os.PathLike[str]) -> SafetensorsSummary:
 def _read_header(path: Path) -> tuple[dict[str, Any], int]:
     """(header, bytes of tensor data that follow it)."""
     name = path.name
-    try:
-        size = path.stat().st_size
-        with path.open("rb") as stream:
+    with open_untrusted(path, SAFETENSORS_FIELD, ModelConfigError) as stream:
+        size = stream.size
+        try:
             prefix = stream.read(8)
             if len(prefix) < 8:
                 raise ModelConfigError(
@@ -188,8 +186,8 @@ def _read_header(path: Path) -> tuple[dict[str, Any], int]:
                     "truncated or not a safetensors file",
                 )
             raw = stream.read(length)
-    except OSError as exc:
-        raise ModelConfigError(SAFETENSORS_FIELD, f"cannot read {name}: {exc.strerror or exc}") from None
+        except OSError as exc:
+            raise ModelConfigError(SAFETENSORS_FIELD, f"cannot read {name}: {exc.strerror or exc}") from None
     if len(raw) < length:
         raise ModelConfigError(
             SAFETENSORS_FIELD, f"{name} ended inside its {length:,}-byte header; the file is truncated"
@@ -201,14 +199,7 @@ def _read_header(path: Path) -> tuple[dict[str, Any], int]:
             SAFETENSORS_FIELD,
             f"the header of {name} is not UTF-8 text; the file is corrupt or not a safetensors file",
         ) from None
-    try:
-        header = json.loads(text)
-    except (ValueError, RecursionError) as exc:
-        detail = f": {exc.msg} at character {exc.pos}" if isinstance(exc, json.JSONDecodeError) else ""
-        raise ModelConfigError(
-            SAFETENSORS_FIELD,
-            f"the header of {name} is not valid JSON{detail}; the file is corrupt or not a safetensors file",
-        ) from None
+    header = parse_json(text, f"the header of {name}", SAFETENSORS_FIELD, ModelConfigError)
     if not isinstance(header, dict):
         raise ModelConfigError(
             SAFETENSORS_FIELD, f"the header of {name} must be a JSON object, not {_json_kind(header)}"
@@ -1253,26 +1244,9 @@ def _fspath(path: object, field_name: str) -> str:
 
 def _load_json_object(path: Path, field_name: str) -> dict[str, Any]:
     name = path.name
-    try:
-        if path.stat().st_size > MAX_CONFIG_BYTES:
-            raise ModelConfigError(
-                field_name, f"{name} is larger than {MAX_CONFIG_BYTES:,} bytes; it is not a model config"
-            )
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise ModelConfigError(field_name, f"cannot read {name}: {exc.strerror or exc}") from None
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise ModelConfigError(field_name, f"{name} is not UTF-8 text") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ModelConfigError(
-            field_name, f"{name} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
-        ) from None
-    except (ValueError, RecursionError):
-        raise ModelConfigError(field_name, f"{name} is not valid JSON") from None
+    kind = FileKind.SAFETENSORS_INDEX if name.endswith(".index.json") else FileKind.MODEL_CONFIG
+    text = read_text(path, kind, field_name, ModelConfigError)
+    data = parse_json(text, name, field_name, ModelConfigError)
     if not isinstance(data, dict):
         raise ModelConfigError(field_name, f"{name} must hold a JSON object, not {_json_kind(data)}")
     return data

@@ -29,6 +29,7 @@ from datetime import date
 from typing import Any
 
 from ..errors import InputError
+from ..files import MAX_NAME_CHARS, MAX_TEXT_CHARS, check_text, parse_json
 from ..specs.workload import TRAINING_KINDS, WORKLOAD_KINDS
 
 MEASUREMENTS_FORMAT = "gpuadvisor-measurements"
@@ -38,11 +39,20 @@ MEMORY_SOURCES = ("typed", "torch.cuda.max_memory_allocated", "nvidia-smi log")
 DEVICE_MEMORY_SOURCES = ("typed", "nvidia-smi log")
 
 
+#: Largest whole numbers a measurement may hold, and why (a larger one is a typing slip).
+WHOLE_LIMITS: dict[str, tuple[int, str]] = {
+    "num_gpus": (100_000, "the largest training clusters have about 100,000 GPUs"),
+    "batch_size": (1_000_000, "as workload.batch_size"),
+    "seq_len": (100_000_000, "as workload.seq_len"),
+}
+
+
 def _text(name: str, value: object, required: bool = True) -> None:
     if value is None and not required:
         return
     if not isinstance(value, str) or not value.strip():
         raise InputError(f"measurement.{name}", "must be non-empty text", value)
+    check_text(f"measurement.{name}", value, MAX_NAME_CHARS)
 
 
 def _whole(name: str, value: object, optional: bool = False) -> None:
@@ -50,6 +60,9 @@ def _whole(name: str, value: object, optional: bool = False) -> None:
         return
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise InputError(f"measurement.{name}", "must be a whole number >= 1", value)
+    limit, why = WHOLE_LIMITS[name]
+    if value > limit:
+        raise InputError(f"measurement.{name}", f"must be at most {limit:,} ({why})", value)
 
 
 def _positive(name: str, value: object, maximum: float | None = None) -> None:
@@ -98,13 +111,14 @@ class Measurement:
         _whole("batch_size", self.batch_size)
         _whole("seq_len", self.seq_len, optional=True)
         _positive("peak_memory_gib", self.peak_memory_gib, maximum=4096)
-        _positive("tokens_per_s", self.tokens_per_s)
-        _positive("seconds_per_step", self.seconds_per_step)
-        _positive("tokens_per_step", self.tokens_per_step)
+        _positive("tokens_per_s", self.tokens_per_s, maximum=1e12)
+        _positive("seconds_per_step", self.seconds_per_step, maximum=1e7)
+        _positive("tokens_per_step", self.tokens_per_step, maximum=1e12)
         if self.source not in MEMORY_SOURCES:
             raise InputError("measurement.source", f"must be one of {', '.join(MEMORY_SOURCES)}", self.source)
         if not isinstance(self.note, str):
             raise InputError("measurement.note", "must be text", self.note)
+        check_text("measurement.note", self.note, MAX_TEXT_CHARS)
         if not isinstance(self.measured_on, str):
             raise InputError(
                 "measurement.measured_on", "must be an ISO date (YYYY-MM-DD) or empty", self.measured_on
@@ -217,12 +231,7 @@ def measurements_to_json(measurements: Sequence[Measurement]) -> str:
 def measurements_from_json(text: str, origin: str = "measurements file") -> list[Measurement]:
     """Parse :func:`measurements_to_json` output; anything malformed raises :class:`InputError`
     whose field reads ``<origin>: measurements[3].batch_size``."""
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(
-            origin, f"is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"
-        ) from None
+    doc = parse_json(text, origin)
     if not isinstance(doc, dict):
         raise InputError(origin, "must be a JSON object at the top level", type(doc).__name__)
     if doc.get("format") != MEASUREMENTS_FORMAT:

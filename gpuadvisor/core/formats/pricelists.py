@@ -10,7 +10,7 @@ Two public, offline CSV formats are read; the format is detected from the header
   ``gpu_memory`` is the memory of one GPU in GB (only used to tell variants apart).
 - **SkyPilot** (``catalogs/vN/<cloud>/vms.csv``): ``InstanceType, AcceleratorName,
   AcceleratorCount, Price, SpotPrice, Region`` and more, in any order. ``Price`` and
-  ``SpotPrice`` are USD per instance-hour (an empty ``SpotPrice`` means no spot offer);
+  ``SpotPrice`` are USD per instance-hour (an empty or zero ``SpotPrice`` means no spot offer);
   ``GpuInfo``/``GPUInfo`` may hold a Python-literal dict with the memory per GPU in MiB.
 
 The price of one GPU is the instance price divided by its GPU count::
@@ -44,13 +44,14 @@ import math
 import os
 import re
 import statistics
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from ..errors import InputError
+from ..files import MAX_NAME_CHARS, FileKind, csv_problem, expand_user, read_text
 from ..specs.hardware import GpuCatalog
 from .gpu_matching import MIB_THRESHOLD as MIB_THRESHOLD  # matching rules, kept importable here
 from .gpu_matching import GpuMatch as GpuMatch
@@ -74,6 +75,10 @@ GPUHUNT_COLUMNS = (
     "flags",
 )
 SKYPILOT_REQUIRED = ("InstanceType", "AcceleratorName", "AcceleratorCount", "Price")
+#: Bounds of a price-list row: physical and market limits, named in the row's rejection.
+MAX_INSTANCE_USD_PER_HOUR = 100_000.0
+MAX_GPUS_PER_INSTANCE = 1024
+MAX_GPU_INFO_CHARS = 10_000
 SKYPILOT_OPTIONAL = ("SpotPrice", "Region", "AvailabilityZone", "GpuInfo", "vCPUs", "MemoryGiB")
 
 
@@ -221,6 +226,22 @@ def _price(row: Mapping[str, str], column: str, label: str) -> float | None:
     value = _number(row, column, label)
     if value is not None and value <= 0:
         raise _RowError(f"{label} must be above 0 (got {value:g})")
+    if value is not None and value > MAX_INSTANCE_USD_PER_HOUR:
+        raise _RowError(
+            f"{label} must be at most {MAX_INSTANCE_USD_PER_HOUR:,.0f} USD per instance-hour "
+            f"(the dearest cloud instances cost about 100; got {value:g})"
+        )
+    return value
+
+
+def _spot_price(row: Mapping[str, str]) -> float | None:
+    """SkyPilot's ``SpotPrice``: None when there is no spot offer, which marketplaces such as
+    Vast.ai (and Azure for some sizes) write as ``0`` or ``0.00`` rather than leaving it empty."""
+    value = _number(row, "spotprice", "SpotPrice")
+    if value == 0:
+        return None
+    if value is not None and value < 0:
+        raise _RowError(f"SpotPrice must not be negative (got {value:g})")
     return value
 
 
@@ -236,6 +257,14 @@ def _gpu_fields(name: str, count: float | None, name_label: str, count_label: st
         raise _RowError(f"{count_label} is missing for a GPU offer ({name})")
     if count == 0:
         raise _RowError(f"{count_label} must be above 0 for a GPU offer ({name})")
+    if count > MAX_GPUS_PER_INSTANCE:
+        raise _RowError(
+            f"{count_label} must be at most {MAX_GPUS_PER_INSTANCE} (an instance has at most 16 GPUs; got {count:g})"
+        )
+    if len(name) > MAX_NAME_CHARS:
+        raise _RowError(
+            f"{name_label} is {len(name):,} characters long; at most {MAX_NAME_CHARS} are accepted"
+        )
     return count
 
 
@@ -251,15 +280,15 @@ def _boolean(raw: str, label: str) -> bool:
 def _gpu_info_memory_gib(raw: str, count: float) -> float | None:
     """Memory of one GPU from SkyPilot's GpuInfo cell (a Python-literal or JSON dict), or None."""
     raw = raw.strip()
-    if not raw.startswith("{"):
+    if not raw.startswith("{") or len(raw) > MAX_GPU_INFO_CHARS:
         return None
     info = None
     try:
-        info = ast.literal_eval(raw)
+        info = ast.literal_eval(raw)  # literals only: nothing in the cell is ever executed
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         try:
             info = json.loads(raw)
-        except ValueError:
+        except (ValueError, RecursionError, MemoryError):
             return None
     if not isinstance(info, dict):
         return None
@@ -301,8 +330,9 @@ def parse_price_list(
     if "\x00" in text:
         raise InputError(origin, "is not a text CSV file (binary content)")
     reader = csv.reader(io.StringIO(text.lstrip("\ufeff")))
+    records = _csv_rows(reader, origin)
     header: list[str] | None = None
-    for cells in reader:
+    for cells in records:
         if any(c.strip() for c in cells):
             header = [c.strip() for c in cells]
             break
@@ -326,7 +356,7 @@ def parse_price_list(
     rejected: list[tuple[int, str]] = []
     skipped = rows = 0
     matches: dict[tuple[str, float | None], GpuMatch] = {}
-    for cells in reader:
+    for cells in records:
         if not any(c.strip() for c in cells):
             continue
         line = reader.line_num
@@ -376,6 +406,18 @@ def parse_price_list(
     )
 
 
+def _csv_rows(reader: Any, origin: str) -> Iterator[list[str]]:
+    """The reader's records; a CSV error (a cell over the csv module's limit) names the line."""
+    while True:
+        try:
+            cells = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            raise InputError(f"{origin}: line {reader.line_num}", csv_problem(exc)) from None
+        yield cells
+
+
 _Parsed = tuple[str, float, float | None, str, str, list[tuple[float, bool]]]
 
 
@@ -403,7 +445,7 @@ def _skypilot_row(row: Mapping[str, str]) -> _Parsed | None:
     if count is None:
         return None
     price = _price(row, "price", "Price")
-    spot_price = _price(row, "spotprice", "SpotPrice")
+    spot_price = _spot_price(row)
     if price is None and spot_price is None:
         raise _RowError("Price and SpotPrice are both missing")
     info = row.get("gpuinfo", row.get("gpu_info", "")) or ""
@@ -427,17 +469,8 @@ def read_price_list(
     path: str | os.PathLike[str], catalog: GpuCatalog, provider: str | None = None, as_of: date | None = None
 ) -> PriceImport:
     """Read a price-list file; errors name the file (by its name only)."""
-    p = Path(path)
-    try:
-        raw = p.read_bytes()
-    except FileNotFoundError:
-        raise InputError(p.name, "file not found") from None
-    except OSError as exc:
-        raise InputError(p.name, f"cannot be read ({exc.strerror})") from None
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise InputError(p.name, "is not UTF-8 text (is it a CSV price list?)") from None
+    p = expand_user(path, "price list")
+    text = read_text(p, FileKind.PRICE_LIST, what="a CSV price list")
     return parse_price_list(text, catalog, provider or default_provider(p), origin=p.name, as_of=as_of)
 
 

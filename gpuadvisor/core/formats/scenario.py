@@ -14,15 +14,27 @@ and an error names it (``measurements[2].tokens_per_s``).
 from __future__ import annotations
 
 import json
-import math
 import os
+import secrets
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
 from ..errors import InputError, ScenarioError
+from ..files import (
+    MAX_NAME_CHARS,
+    MAX_TEXT_CHARS,
+    FileKind,
+    check_text,
+    expand_user,
+    output_target,
+    parse_json,
+    read_text,
+)
+from ..specs.fields import FIELD_RULES, read_number
 from ..specs.workload import Hardware, RuntimeOverhead, Workload
 from .measurements import Measurement
+from .model_file import file_weights_or_none, gguf_path
 
 FORMAT_NAME = "gpuadvisor-scenario"
 FORMAT_VERSION = 1
@@ -52,6 +64,14 @@ ARCHITECTURE_KEYS = (
     "extra_params",
 )
 PRICE_CHOICES = ("low", "expected", "high")
+#: The horizon a job without a deadline is planned within, days (a plan a person would run).
+DEFAULT_HORIZON_DAYS = 90.0
+#: ``budget.providers``: price every setup at the cheapest instance of any provider in the snapshot.
+ANY_PROVIDER = "any"
+#: Largest parameter count a scenario may give (``model.parameters``).
+MAX_PARAMETERS = 1e14
+#: Longest file path a scenario may give (Linux's PATH_MAX).
+MAX_PATH_CHARS = 4096
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,15 +102,14 @@ class ModelSource:
                 "give exactly one of preset, architecture, hf_config, gguf or parameters"
                 + (f" (got {', '.join(given)})" if given else ""),
             )
-        if self.parameters is not None and (
-            isinstance(self.parameters, bool)
-            or not isinstance(self.parameters, (int, float))
-            or not math.isfinite(self.parameters)
-            or self.parameters < 1e6
-        ):
-            raise ScenarioError(
-                "model.parameters", "must be a parameter count >= 1e6 (e.g. 7e9)", self.parameters
-            )
+        if self.parameters is not None:
+            problem = FIELD_RULES["model.parameters"].problem(self.parameters)
+            if problem is not None:
+                raise ScenarioError("model.parameters", f"{problem} (e.g. 7e9 or 70B)", self.parameters)
+        for key in ("preset", "name"):
+            check_text(f"model.{key}", getattr(self, key), MAX_NAME_CHARS, ScenarioError)
+        for key in ("hf_config", "gguf"):
+            check_text(f"model.{key}", getattr(self, key), MAX_PATH_CHARS, ScenarioError)
 
     def architecture_dict(self) -> dict[str, Any]:
         return dict(self.architecture or ())
@@ -109,29 +128,50 @@ class Budget:
     utilization: float = 0.6
     electricity_usd_per_kwh: float = 0.15
     pue: float = 1.3
+    #: Without a deadline, the job is planned to finish within this many days.
+    horizon_days: float = DEFAULT_HORIZON_DAYS
+    #: Where to rent: None prices every GPU at the catalog's range; ``"any"`` at the cheapest cloud
+    #: instance of any provider in the instance snapshot; a tuple of provider names at the cheapest
+    #: instance of those providers.
+    providers: str | tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         for name in ("max_usd_per_hour", "max_total_usd", "deadline_hours"):
-            value = getattr(self, name)
-            if value is not None:
-                _require_number(f"budget.{name}", value, positive=True)
+            _require_field(f"budget.{name}", getattr(self, name))
         if isinstance(self.price, str):
             if self.price not in PRICE_CHOICES:
                 raise ScenarioError(
                     "budget.price", "must be low, expected, high or a price in USD per GPU-hour", self.price
                 )
         else:
-            _require_number("budget.price", self.price, positive=True)
+            _require_field("budget.price", self.price)
         if self.purchase not in ("new", "used"):
             raise ScenarioError("budget.purchase", "must be new or used", self.purchase)
-        _require_number("budget.ownership_months", self.ownership_months, positive=True, maximum=240)
-        _require_number("budget.utilization", self.utilization, positive=True, maximum=1.0)
-        _require_number(
-            "budget.electricity_usd_per_kwh", self.electricity_usd_per_kwh, positive=False, maximum=10
+        for name in ("ownership_months", "utilization", "electricity_usd_per_kwh", "pue"):
+            _require_field(f"budget.{name}", getattr(self, name))
+        _require_field("budget.horizon_days", self.horizon_days)
+        _check_providers(self.providers)
+
+    @property
+    def horizon_hours(self) -> float | None:
+        """The planning horizon in hours when no deadline is set (None when there is a deadline)."""
+        return None if self.deadline_hours is not None else self.horizon_days * 24.0
+
+
+def _check_providers(value: object) -> None:
+    """``budget.providers``: null, "any" or a non-empty list of provider names."""
+    if value is None or value == ANY_PROVIDER:
+        return
+    if (
+        not isinstance(value, tuple)
+        or not value
+        or not all(isinstance(v, str) and v.strip() and len(v) <= 64 for v in value)
+    ):
+        raise ScenarioError(
+            "budget.providers",
+            'must be null (the catalog\'s prices), "any" or a list of provider names such as ["lambda"]',
+            value if not isinstance(value, tuple) else list(value),
         )
-        _require_number("budget.pue", self.pue, positive=True, maximum=5)
-        if self.pue < 1.0:
-            raise ScenarioError("budget.pue", "must be at least 1.0 (facility power / IT power)", self.pue)
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,9 +184,7 @@ class Efficiency:
 
     def __post_init__(self) -> None:
         for f in fields(self):
-            value = getattr(self, f.name)
-            if value is not None:
-                _require_number(f"efficiency.{f.name}", value, positive=True, maximum=1.0)
+            _require_field(f"efficiency.{f.name}", getattr(self, f.name))
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,24 +197,22 @@ class Scenario:
     budget: Budget = field(default_factory=Budget)
     overhead: RuntimeOverhead = field(default_factory=RuntimeOverhead)
     efficiency: Efficiency = field(default_factory=Efficiency)
-    name: str = "Untitled scenario"
+    #: The user's name for the scenario; "" (or the old default "Untitled scenario") takes a name
+    #: built from the model and the workload (``presentation.wording.scenario_title``).
+    name: str = ""
     notes: str = ""
     measurements: tuple[Measurement, ...] = ()  # runs measured for this scenario
     warnings: tuple[str, ...] = field(default=(), compare=False)
     base_dir: str | None = field(default=None, compare=False)
 
 
-def _require_number(name: str, value: object, positive: bool = True, maximum: float | None = None) -> None:
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, (int, float))
-        or not math.isfinite(value)
-        or value < 0
-        or (positive and value == 0)
-    ):
-        raise ScenarioError(name, "must be a number " + ("> 0" if positive else ">= 0"), value)
-    if maximum is not None and value > maximum:
-        raise ScenarioError(name, f"must be at most {maximum:g}", value)
+def _require_field(key: str, value: object) -> None:
+    """Check a budget or efficiency value against its key's one rule (None: not set)."""
+    if value is None:
+        return
+    problem = FIELD_RULES[key].problem(value)
+    if problem is not None:
+        raise ScenarioError(key, problem, value)
 
 
 def _take(
@@ -195,6 +231,11 @@ def _take(
         if target in names:
             if target in tuple_fields and isinstance(value, list):
                 value = tuple(value)
+            try:  # numbers may be written as people type them: "8k", "$50", "2h", "24 GB"
+                if not (f"{prefix}.{target}" == "budget.price" and value in PRICE_CHOICES):
+                    value = read_number(f"{prefix}.{target}", value)
+            except ValueError as exc:
+                raise ScenarioError(f"{prefix}.{target}", str(exc)) from None
             kwargs[target] = value
         else:
             unknown.append(f"{prefix}.{key}")
@@ -227,8 +268,9 @@ def scenario_from_dict(data: Any, base_dir: str | None = None) -> Scenario:
         raise ScenarioError("version", "must be a whole number >= 1", version)
     if version > FORMAT_VERSION:
         unknown.append(
-            f"version {version} is newer than this gpuadvisor understands ({FORMAT_VERSION}); "
-            "values it does not know are ignored"
+            f"This scenario was written by a newer gpuadvisor (format version {version}; this one reads "
+            f"version {FORMAT_VERSION}): settings it does not know are ignored, so the answer may differ "
+            "from the one it was saved with."
         )
     fmt = data.get("format", FORMAT_NAME)
     if fmt != FORMAT_NAME:
@@ -260,19 +302,25 @@ def scenario_from_dict(data: Any, base_dir: str | None = None) -> Scenario:
         model_data = dict(model_data)
         model_data["architecture"] = tuple((k, v) for k, v in arch.items() if k in ARCHITECTURE_KEYS)
     model = _take(model_data, ModelSource, "model", unknown)
-    workload = _take(
-        _section(data, "workload"), Workload, "workload", unknown, tuple_fields=("lora_targets",)
-    )
+    workload_data = _section(data, "workload")
+    if model.gguf is not None and "weights" not in workload_data:
+        # A .gguf file holds its own weights: they are the workload's unless it states others.
+        weights = file_weights_or_none(gguf_path(model.gguf, base_dir))
+        if weights is not None:
+            workload_data = {**workload_data, "weights": weights}
+    workload = _take(workload_data, Workload, "workload", unknown, tuple_fields=("lora_targets",))
     hardware = _take(_section(data, "hardware"), Hardware, "hardware", unknown)
-    budget = _take(_section(data, "budget"), Budget, "budget", unknown)
+    budget = _take(_section(data, "budget"), Budget, "budget", unknown, tuple_fields=("providers",))
     overhead = _take(_section(data, "overhead"), RuntimeOverhead, "overhead", unknown)
     efficiency = _take(_section(data, "efficiency"), Efficiency, "efficiency", unknown)
-    name = data.get("name", "Untitled scenario")
+    name = data.get("name", "")
     if not isinstance(name, str):
         raise ScenarioError("name", "must be text", name)
+    check_text("name", name, MAX_NAME_CHARS, ScenarioError)
     notes = data.get("notes", "")
     if not isinstance(notes, str):
         raise ScenarioError("notes", "must be text", notes)
+    check_text("notes", notes, MAX_TEXT_CHARS, ScenarioError)
     measurements = _measurements(data.get("measurements"))
     warnings = tuple(f"ignored unknown key: {k}" if " " not in k else k for k in unknown)
     return Scenario(
@@ -311,29 +359,25 @@ def _measurements(items: Any) -> tuple[Measurement, ...]:
 
 
 def load_scenario(path: str | os.PathLike[str]) -> Scenario:
-    """Read and validate a scenario file; errors name the file's field, never a traceback."""
-    p = Path(path)
+    """Read and validate a scenario file; errors name the file's field, never a traceback.
+
+    The file is read through :mod:`gpuadvisor.core.files`: a regular file of at most 16 MB,
+    UTF-8 JSON within the nesting and number limits.
+    """
+    p = expand_user(path, "scenario", ScenarioError)
+    text = read_text(p, FileKind.SCENARIO, error=ScenarioError, what="a scenario file")
     try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ScenarioError(p.name, "file not found") from None
-    except UnicodeDecodeError:
-        raise ScenarioError(p.name, "is not UTF-8 text (is it a scenario file?)") from None
-    except OSError as exc:
-        raise ScenarioError(p.name, f"cannot be read ({exc.strerror})") from None
-    return loads_scenario(text, origin=p.name, base_dir=str(p.resolve().parent))
+        base_dir = str(p.resolve().parent)
+    except (OSError, RuntimeError):
+        base_dir = str(p.absolute().parent)
+    return loads_scenario(text, origin=p.name, base_dir=base_dir)
 
 
 def loads_scenario(text: str, origin: str = "scenario", base_dir: str | None = None) -> Scenario:
     """Parse scenario JSON text."""
     if not text.strip():
         raise ScenarioError(origin, "is empty")
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ScenarioError(
-            origin, f"is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"
-        ) from None
+    data = parse_json(text, origin, error=ScenarioError)
     return scenario_from_dict(data, base_dir=base_dir)
 
 
@@ -371,12 +415,19 @@ def scenario_to_dict(scenario: Scenario) -> dict[str, Any]:
         "model": model,
         "workload": workload,
         "hardware": asdict(scenario.hardware),
-        "budget": asdict(scenario.budget),
+        "budget": _budget_dict(scenario.budget),
         "overhead": asdict(scenario.overhead),
         "efficiency": asdict(scenario.efficiency),
     }
     if scenario.measurements:  # left out when empty, so files without measurements stay as they were
         out["measurements"] = [m.to_dict() for m in scenario.measurements]
+    return out
+
+
+def _budget_dict(budget: Budget) -> dict[str, Any]:
+    out = asdict(budget)
+    if isinstance(budget.providers, tuple):
+        out["providers"] = list(budget.providers)
     return out
 
 
@@ -392,16 +443,21 @@ def dumps_scenario(scenario: Scenario) -> str:
 
 
 def save_scenario(scenario: Scenario, path: str | os.PathLike[str]) -> None:
-    """Write atomically: a temporary file in the same folder, flushed, then renamed over the target."""
+    """Write atomically: a temporary file in the target's folder, flushed, then renamed over it.
+
+    A symbolic link is written through (its target is replaced, the link stays); a folder, device
+    or FIFO at ``path`` is refused (:func:`gpuadvisor.core.files.output_target`).
+    """
     p = Path(path)
     text = dumps_scenario(scenario)
-    tmp = p.with_name(f".{p.name}.tmp-{os.getpid()}")
+    target = output_target(p, error=ScenarioError)
+    tmp = target.with_name(f".{target.name}.{os.getpid()}-{secrets.token_hex(4)}.tmp")
     try:
-        with open(tmp, "w", encoding="utf-8") as fh:
+        with open(tmp, "x", encoding="utf-8") as fh:
             fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
-        os.replace(tmp, p)
+        os.replace(tmp, target)
     except OSError as exc:
         try:
             tmp.unlink(missing_ok=True)
@@ -414,7 +470,7 @@ def default_scenario() -> Scenario:
     """The scenario the app opens with: LoRA fine-tuning of Llama 3.1 8B on the data-centre GPUs
     (the Workload page's GPU choice switches to laptops and desktops or the whole catalog)."""
     return Scenario(
-        name="LoRA fine-tune of Llama 3.1 8B",
+        name="",  # named after its model and workload, which the user may change
         model=ModelSource(preset="llama-3.1-8b"),
         workload=Workload(
             kind="lora",

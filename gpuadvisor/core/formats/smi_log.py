@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import csv
 import math
+import os
 import re
 import statistics
 from collections.abc import Mapping, Sequence
@@ -27,6 +28,7 @@ from types import MappingProxyType
 from typing import Any, NamedTuple
 
 from ..errors import InputError
+from ..files import FileKind, csv_problem, expand_user, read_text
 from .measurements import Measurement
 
 SMI_DEFAULT_COLUMNS = (
@@ -172,6 +174,21 @@ def _smi_time(raw: str) -> datetime:
         ) from None
 
 
+def _cells(line: str) -> list[str] | str:
+    """The cells of one log line, or why it is not CSV."""
+    try:
+        return next(csv.reader([line], skipinitialspace=True), [])
+    except csv.Error as exc:
+        return csv_problem(exc)
+
+
+def read_nvidia_smi_log(path: str | os.PathLike[str], columns: Sequence[str] | None = None) -> SmiLog:
+    """:func:`parse_nvidia_smi_log` of a file (a regular file of at most 128 MB, UTF-8); errors name it."""
+    p = expand_user(path, "nvidia-smi log")
+    text = read_text(p, FileKind.SMI_LOG, what="an nvidia-smi CSV log")
+    return parse_nvidia_smi_log(text, columns, origin=p.name)
+
+
 def parse_nvidia_smi_log(
     text: str, columns: Sequence[str] | None = None, origin: str = "nvidia-smi log"
 ) -> SmiLog:
@@ -184,21 +201,24 @@ def parse_nvidia_smi_log(
     """
     # One line at a time, so a stray quote cannot swallow the lines after it.
     lines = text.lstrip("\ufeff").splitlines()
-    rows = [next(csv.reader([line], skipinitialspace=True), []) for line in lines]
+    rows = [_cells(line) for line in lines]
     start = 0
     if columns is None:
         while start < len(rows) and not any(c.strip() for c in rows[start]):
             start += 1
         if start == len(rows):
             raise InputError(origin, "is empty")
-        cols = tuple(_column_name(c) for c in rows[start])
+        header = rows[start]
+        if isinstance(header, str):
+            raise InputError(f"{origin}: line {start + 1}", header)
+        cols = tuple(_column_name(c) for c in header)
         if "memory.used" not in cols:
             raise InputError(
                 f"{origin}: line {start + 1}",
                 "is not an nvidia-smi --query-gpu CSV header; expected columns like "
                 "'timestamp, name, memory.used [MiB], memory.total [MiB], utilization.gpu [%], "
                 "utilization.memory [%]' (for --format=csv,noheader pass the column list)",
-                ",".join(rows[start])[:80],
+                ",".join(header)[:80],
             )
         start += 1
     else:
@@ -214,6 +234,9 @@ def parse_nvidia_smi_log(
     block_stamp: str | None = None
     block_slot = 0
     for number, cells in enumerate(rows[start:], start=start + 1):
+        if isinstance(cells, str):  # the line is not CSV (a cell over the csv module's limit)
+            bad.append((number, cells))
+            continue
         if not any(c.strip() for c in cells):
             continue
         if tuple(_column_name(c) for c in cells) == cols:

@@ -40,6 +40,7 @@ from types import MappingProxyType
 from typing import Any, Literal
 
 from ..errors import CatalogError
+from ..files import parse_json
 from ..specs.catalog_io import CatalogMeta
 from ..specs.hardware import GpuCatalog, GpuSpec
 from ..specs.presets import ModelCatalog
@@ -437,15 +438,7 @@ def loads(text: str | bytes, origin: str = "user catalog") -> UserCatalog:
         raise CatalogError(origin, "is empty")
     if "\x00" in text:
         raise CatalogError(origin, "contains binary data (it is not a JSON text file)")
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise CatalogError(
-            f"{origin}: line {exc.lineno}, column {exc.colno}",
-            f"is not valid JSON ({exc.msg}); the file may be truncated",
-        ) from None
-    except (ValueError, RecursionError) as exc:
-        raise CatalogError(origin, f"is not valid JSON ({type(exc).__name__})") from None
+    data = parse_json(text, origin, error=CatalogError)
     if not isinstance(data, dict):
         raise CatalogError(origin, f"must hold a JSON object, not {_json_kind(data)}")
     if data.get("format") != USER_CATALOG_FORMAT:

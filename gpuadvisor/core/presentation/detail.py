@@ -11,10 +11,10 @@ import datetime as _dt
 
 from ..estimation.recommendation import TIER_WORDS, tier
 from ..estimation.results import Estimate
-from ..formats.user_catalog import stale_price
 from ..formatting import (
     DASH,
     TIMES,
+    fmt_days,
     fmt_gib,
     fmt_hours,
     fmt_hours_range,
@@ -26,7 +26,10 @@ from ..formatting import (
     fmt_usd_per_mtok,
     fmt_usd_range,
 )
+from ..specs.engines import RANGE_LABEL
+from .prices import price_date, price_stale, rent_as
 from .serving_text import fleet_detail
+from .wording import host_phrase, prompt_phrase
 
 #: Line kinds: a heading, plain text, a caution (amber) and a problem (red).
 TITLE, TEXT, CAUTION, PROBLEM = "title", "text", "caution", "problem"
@@ -75,7 +78,25 @@ def candidate_detail(
                 ),
             )
         )
-    if c.host_memory_gib > 0.05:
+    if c.gpu_layers is not None and not est.scenario.workload.is_training:
+        layers = est.model.num_layers
+        out.append(
+            (
+                PROBLEM if c.misfit else TEXT,
+                f"{'Fits' if c.fits else 'Would fit'} with {c.gpu_layers} of {layers} layers on the GPU "
+                f"(llama.cpp -ngl {c.gpu_layers}): the other {layers - c.gpu_layers} and the output layer "
+                f"run on the CPU from {fmt_gib(c.host_memory_gib)} GiB of system RAM; "
+                f"{host_phrase(est, c)}, read at {c.gpu.host_memory_bandwidth_gb_s:g} GB/s"
+                + (
+                    ""
+                    if est.scenario.hardware.host_memory_bandwidth_gb_s
+                    else f" ({c.gpu.host_defaults.memory})"
+                )
+                + "."
+                + (f" {c.misfit[0].upper()}{c.misfit[1:]}." if c.misfit else ""),
+            )
+        )
+    elif c.host_memory_gib > 0.05:
         out.append(
             (
                 PROBLEM if c.misfit else TEXT,
@@ -86,6 +107,17 @@ def candidate_detail(
                     else "offloaded state."
                 )
                 + (f" {c.misfit[0].upper()}{c.misfit[1:]}." if c.misfit else ""),
+            )
+        )
+    if c.gpu.unified_memory and not est.scenario.workload.is_training:
+        ram = c.gpu.memory_gb or c.capacity_gib
+        out.append(
+            (
+                TEXT,
+                f"One memory pool: the GPU shares the Mac's {ram:g} GB with macOS and apps, and Metal lets it "
+                f"use {fmt_gib(c.capacity_gib)} GiB by default (sudo sysctl iogpu.wired_limit_mb=<MiB> raises "
+                "that until the next restart). Layers are never kept off the GPU on a Mac: they would sit in "
+                "the same memory.",
             )
         )
     others = [o for o in est.layout_alternatives(c) if o.fits and o.performance is not None][:3]
@@ -114,6 +146,19 @@ def candidate_detail(
         wi = est.what_if(c)
         out.append(
             (TEXT, f"Largest batch that fits: {wi.max_batch:,}; longest context: {wi.max_context:,} tokens.")
+        )
+    session = est.session_of(c)
+    if session is not None and p is not None:
+        rate = est.tokens_per_s(c)
+        spread = f" ({fmt_rate(rate.low)}{DASH}{fmt_rate(rate.high)}, the {RANGE_LABEL})" if rate else ""
+        out.append(
+            (
+                TEXT,
+                f"Generation: ~{fmt_rate(session.tokens_per_s)} tokens/s{spread}, {p.bound}-bound; "
+                f"{prompt_phrase(session.prompt_tokens, session.prompt_s)} "
+                f"({fmt_rate(session.prefill_tokens_per_s)} tokens/s). "
+                f"{fmt_gib(session.memory_left_gib)} GiB of memory left.",
+            )
         )
     if p is not None and cost is not None and est.scenario.workload.serving is None:
         text = (
@@ -144,6 +189,22 @@ def candidate_detail(
                     f"{fmt_hours(cost.job_hours.expected)}).",
                 )
             )
+        if cost.horizon_status == "likely":
+            out.append(
+                (
+                    CAUTION,
+                    f"Likely finishes within the planning horizon of {fmt_days(b.horizon_days)} (no deadline "
+                    f"given): the slow end of the range ({fmt_hours(cost.job_hours.high)}) does not.",
+                )
+            )
+        elif cost.horizon_status == "beyond":
+            out.append(
+                (
+                    PROBLEM,
+                    f"Does not finish within the planning horizon of {fmt_days(b.horizon_days)} (no deadline "
+                    f"given; expected {fmt_hours(cost.job_hours.expected)}).",
+                )
+            )
         if cost.budget_status == "likely":
             out.append((CAUTION, "Likely within the budget: the expensive end of the range is not."))
         elif cost.budget_status == "over":
@@ -171,29 +232,57 @@ def candidate_detail(
                     f"rented {fmt_usd_per_hour(buy.rent_usd_per_hour)}: {verdict}{be}.",
                 )
             )
-    if cost is not None and cost.cost_usd is not None and stale_price(c.gpu, today, stale_months):
-        when = f"dated {c.gpu.price_as_of}" if c.gpu.price_as_of else "undated"
-        out.append(
-            (
-                CAUTION,
-                f"The prices of this GPU are {when}, older than {stale_months} months: check them in "
-                "Tools > Catalog editor.",
-            )
+    where = rent_as(est, c)
+    if where:
+        out.append((TEXT, where))
+    if price_stale(est, c, today, stale_months):
+        day = price_date(est, c)
+        when = f"dated {day}" if day else "undated"
+        fix = (
+            "import a newer price list in Tools > Catalog editor"
+            if est.scenario.budget.providers is not None
+            else "check them in Tools > Catalog editor"
         )
-    if c.under_provisioned and c.fits:
         out.append(
-            (
-                PROBLEM,
-                "Under-provisioned: no room left for longer samples or allocator spikes (the target "
-                f"is 85{DASH}95% of VRAM).",
-            )
+            (CAUTION, f"The prices of this setup are {when}, older than {stale_months} months: {fix}.")
         )
-    if c.over_provisioned:
+    out += provisioning_lines(est, key)
+    return out
+
+
+def provisioning_lines(est: Estimate, key: str) -> list[tuple[str, str]]:
+    """What the provisioning flags say about the candidate ``key``, in the terms of the workload's
+    own limits (a deadline, the planning horizon, a service's targets). The recommended setup is
+    never flagged against itself: a tight one gets the recommendation's caution instead."""
+    c = est.candidate(key)
+    if c is None or not c.fits:
+        return []
+    recommended = est.decision is not None and key == est.decision.recommended_key
+    out: list[tuple[str, str]] = []
+    if c.under_provisioned:
+        text = (
+            "Memory is tight (above 95% of capacity): a longer sample or an allocator spike may not fit "
+            f"(the target is 85{DASH}95% of VRAM)."
+        )
         out.append(
-            (
-                CAUTION,
-                "Over-provisioned: most of the memory stays idle, or a much cheaper setup meets the "
-                "same deadline.",
-            )
+            (CAUTION if recommended else PROBLEM, text if recommended else "Under-provisioned: " + text)
         )
+    if c.over_provisioned and not recommended:
+        if c.utilization < 0.5:
+            out.append(
+                (
+                    CAUTION,
+                    f"Over-provisioned: {fmt_share(c.utilization)} of the memory is used; a smaller GPU "
+                    "would hold it.",
+                )
+            )
+        else:
+            b, w = est.scenario.budget, est.scenario.workload
+            if w.serving is not None:
+                limit = "meets the same targets"
+            elif b.deadline_hours is not None:
+                limit = f"meets the same {fmt_hours(b.deadline_hours)} deadline"
+            else:
+                limit = f"also finishes within the planning horizon of {fmt_days(b.horizon_days)} (no deadline given)"
+            out.append((CAUTION, f"Over-provisioned: a setup at under half the cost {limit}."))
     return out

@@ -44,11 +44,11 @@ from ..formatting import (
     DASH,
     NONE_MARK,
     TIMES,
-    display_gpu_name,
     fmt_gib,
     fmt_hours,
     fmt_hours_range,
     fmt_rate,
+    fmt_seconds,
     fmt_setup,
     fmt_share,
     fmt_signed_gib,
@@ -63,9 +63,17 @@ from ..specs.catalog_io import CatalogMeta
 from ..specs.engines import ENGINES, FITTED, RANGE_LABEL, EngineProfile, kernel_family
 from ..specs.hardware import GpuSpec
 from ..specs.serving import KV_POOLS, VLLM_BATCH_DEFAULTS, VLLM_LARGE_GPU_GIB
+from .prices import pick_price_warnings, rent_as
 from .serialize import candidate_to_dict
 from .serving_text import engine_name, serving_report
-from .wording import change_lines, point_to_changes, recommendation_text, scenario_lines, setup_name
+from .wording import (
+    change_lines,
+    point_to_changes,
+    recommendation_text,
+    scenario_lines,
+    scenario_title,
+    setup_name,
+)
 
 TABLE_HEADER: tuple[str, ...] = (
     "GPU",
@@ -80,6 +88,25 @@ TABLE_HEADER: tuple[str, ...] = (
     "$ per 1M tokens",
     "Meets deadline",
     "Within budget",
+)
+
+#: A session on the machine the user owns (``Estimate.session``): no job, so no time, cost or limits;
+#: how fast it answers, how many layers sit on the GPU and the longest context instead.
+SESSION_TABLE_HEADER: tuple[str, ...] = (
+    *TABLE_HEADER[:7],
+    "GPU layers",
+    "Prompt",
+    "Longest context (tokens)",
+)
+#: Which weight type fits the one GPU compared (``Estimate.weights_table``).
+WEIGHTS_HEADER: tuple[str, ...] = (
+    "Weights",
+    "Weights (GiB)",
+    "Fits",
+    "GPU layers",
+    "Tokens per s",
+    "Prompt tokens per s",
+    "Longest context (tokens)",
 )
 
 #: A service's comparison rows stop after the headroom (GPU, setup, verdict and memory) and add its
@@ -182,6 +209,20 @@ class Report:
     #: What the fleet table's columns mean, and the latency chart's caption (a service).
     fleet_note: str = ""
     latency_caption: str = ""
+    #: What the recommendation box flags about the recommended setup itself (a stale or undated price).
+    recommendation_flags: tuple[str, ...] = ()
+    #: Where to rent the recommended setup: the instance type and provider, in one sentence.
+    rent_as: str = ""
+    #: The report's kind, under its title.
+    subtitle: str = "GPU comparison report"
+    #: A session on the machine the user owns: no job to time, price, rent or buy.
+    session: bool = False
+    #: Which weight type fits the one GPU compared: a title, :data:`WEIGHTS_HEADER` rows (the
+    #: scenario's own marked) and a note; empty when more than one GPU type is compared.
+    weights_title: str = ""
+    weights_rows: tuple[tuple[str, ...], ...] = ()
+    weights_current: int = -1  # index of the scenario's own weights in ``weights_rows``
+    weights_note: str = ""
 
 
 def table_order(est: Estimate) -> list[Candidate]:
@@ -213,7 +254,7 @@ def row_cells(d: dict[str, Any]) -> tuple[str, ...]:
     cost = d.get("cost_usd") or {}
     has_cost = "job_hours" in d
     return (
-        display_gpu_name(d["gpu_name"]),
+        plain_gpu_name(d["gpu_name"]),  # the full name: a table cell wraps, it is never cut
         report_setup(d),
         d["verdict"],
         fmt_gib(d["memory_per_gpu_gib"]["device_total"]),
@@ -226,6 +267,62 @@ def row_cells(d: dict[str, Any]) -> tuple[str, ...]:
         fmt_status(d.get("deadline")) if has_cost else NONE_MARK,
         fmt_status(d.get("budget")) if has_cost else NONE_MARK,
     )
+
+
+def session_cells(d: dict[str, Any]) -> tuple[str, ...]:
+    """A session's cells after the first six of :func:`row_cells` (see :data:`SESSION_TABLE_HEADER`),
+    from its candidate's dictionary (made with the estimate: its ``session`` figures)."""
+    s = d.get("session")
+    if not s:
+        return (fmt_rate(d.get("tokens_per_s")),) + (NONE_MARK,) * 3
+    return (
+        fmt_rate(s["tokens_per_s"]),
+        f"{s['gpu_layers']}/{s['num_layers']}",
+        fmt_seconds(s["prompt_s"]),
+        f"{s['max_context_tokens']:,}",
+    )
+
+
+def weights_cells(row: Any) -> tuple[str, ...]:
+    """One weight type's cells (see :data:`WEIGHTS_HEADER`)."""
+    return (
+        row.label,
+        fmt_gib(row.weights_gib),
+        {"full": "yes", "partial": "partly in RAM", "no": "no"}[row.fit],
+        f"{row.gpu_layers}/{row.num_layers}" if row.gpu_layers is not None else NONE_MARK,
+        fmt_rate(row.tokens_per_s),
+        fmt_rate(row.prefill_tokens_per_s),
+        f"{row.max_context:,}" if row.max_context is not None else NONE_MARK,
+    )
+
+
+def weights_title(est: Estimate) -> str:
+    """``Which weight type fits RTX 4090 (llama.cpp)`` ("" without a table)."""
+    lead = next(iter(est.best_per_gpu().values()), None)
+    if not est.weights_table or lead is None:
+        return ""
+    return f"Which weight type fits {plain_gpu_name(lead.gpu.name)} ({engine_name(est.engine)})"
+
+
+def _weights_section(est: Estimate) -> dict[str, Any]:
+    """The weights table's part of the report (empty when there is none)."""
+    rows = est.weights_table
+    lead = next(iter(est.best_per_gpu().values()), None)
+    if not rows or lead is None:
+        return {}
+    current = next((i for i, r in enumerate(rows) if r.current), -1)
+    return {
+        "weights_title": weights_title(est),
+        "weights_rows": tuple(weights_cells(r) for r in rows),
+        "weights_current": current,
+        "weights_note": (
+            "Each row is the whole estimate again with that weight type on the same GPU and count. Fits: "
+            "yes (every layer on the GPU), partly in RAM (the GPU layers shown, the rest and the output layer "
+            "in system RAM) or no. Tokens per s: "
+            + ("generation of one answer" if est.session else "the job's output tokens per second")
+            + "; longest context: the longest that fits that setup."
+        ),
+    }
 
 
 def service_memory_cells(d: dict[str, Any]) -> tuple[str, ...]:
@@ -272,6 +369,24 @@ def _purchase(c: Candidate) -> float:
     return buy.purchase_usd if buy is not None else math.inf
 
 
+def missing_buy_cells(c: Candidate) -> tuple[str, ...]:
+    """The rent-versus-buy cells of a setup that cannot be compared: why, in the first empty cell."""
+    if c.cost is None or c.cost.usd_per_hour is None:
+        why = "no rental price in the catalog"
+    elif not (c.gpu.purchase_new_usd or c.gpu.purchase_used_usd):
+        why = "no purchase price (sold only inside systems, or not public)"
+    elif c.gpu.tdp_w is None:
+        why = "no board power in the catalog (the power bill cannot be counted)"
+    else:
+        why = "no price for this purchase choice"
+    rent = (
+        fmt_usd_per_hour(c.cost.usd_per_hour / c.gpu_count)
+        if c.cost is not None and c.cost.usd_per_hour is not None
+        else NONE_MARK
+    )
+    return (plain_gpu_name(c.gpu.name), why, NONE_MARK, NONE_MARK, rent, NONE_MARK, NONE_MARK)
+
+
 def _rent_buy(
     est: Estimate, table: list[Candidate], rec: Candidate | None, runner: Candidate | None
 ) -> tuple[list[RentBuyRow], list[str]]:
@@ -279,11 +394,18 @@ def _rent_buy(
     with_buy = [c for c in table if c.fits and c.cost is not None and c.cost.buy is not None]
     chosen: list[Candidate] = []
     picks = [
-        rec,
-        runner,
         min(with_buy, key=_break_even, default=None),
         min(with_buy, key=_purchase, default=None),
     ]
+    # The recommendation and the runner-up always have a row, comparable or not (then it says why).
+    missing: list[Candidate] = []
+    for c in (rec, runner):
+        if c is None:
+            continue
+        if c.cost is not None and c.cost.buy is not None:
+            chosen.append(c)
+        elif all(c.gpu.id != x.gpu.id for x in missing):
+            missing.append(c)
     for c in picks:
         if c is None or c.cost is None or c.cost.buy is None:
             continue
@@ -294,8 +416,8 @@ def _rent_buy(
             break
         if all(c.gpu.id != x.gpu.id for x in chosen):
             chosen.append(c)
-    chosen = chosen[:4]
-    rows = []
+    chosen = chosen[: max(4 - len(missing), 2)]
+    rows = [RentBuyRow(gpu_id=c.gpu.id, cells=missing_buy_cells(c), buy_is_cheaper=False) for c in missing]
     for c in chosen:
         d = candidate_to_dict(c)["buy_vs_rent"]
         rows.append(
@@ -305,10 +427,20 @@ def _rent_buy(
                 buy_is_cheaper=d["buy_is_cheaper"],
             )
         )
+    first = [x.gpu.id for x in (rec, runner) if x is not None]
+    rows.sort(key=lambda r: first.index(r.gpu_id) if r.gpu_id in first else len(first))  # stable
     findings = []
-    if not rows:
+    for c in missing:
+        role = "recommended setup" if rec is not None and c.gpu.id == rec.gpu.id else "runner-up"
         findings.append(
-            "No GPU that fits has both a purchase price and a rental price in the catalog, so owning "
+            f"The {role}, {plain_gpu_name(c.gpu.name)}, cannot be compared: {missing_buy_cells(c)[1]}."
+        )
+    if not chosen:
+        findings.append(
+            "No other GPU that fits has both a purchase price and a rental price in the catalog, so owning "
+            "and renting cannot be compared."
+            if missing
+            else "No GPU that fits has both a purchase price and a rental price in the catalog, so owning "
             "and renting cannot be compared."
         )
         return rows, findings
@@ -507,6 +639,16 @@ def _method(est: Estimate) -> list[str]:
             "step takes at least the time to launch its kernels. Tokens/s = batch \u00d7 output tokens / (prefill "
             "+ output tokens \u00d7 step time)."
         )
+    if est.own_machine and not w.is_training:
+        lines.append(
+            "The machine you own: its GPUs as it has them (one unless a count is given), never copies of it "
+            "to finish a queue sooner. Without a number of requests it is an interactive session: tokens/s "
+            "is the generation of one answer, the prompt's time the wait for its first token. On llama.cpp "
+            "a model too big for the card runs with the most layers that keep the card below 95% full; "
+            "the other layers and the output head run on the CPU from system RAM, and each token takes "
+            "the GPU's layers at its bandwidth plus the CPU's at the host memory's (a stated or assumed "
+            "default per machine class). A Mac's GPU shares one memory pool and is never split."
+        )
     lines.append(
         f"Job time = job tokens / tokens per second (low\u2013high: the {RANGE_LABEL}, which held 8 in 10 published "
         "measurements that the engine profile was not fitted to). Cost = GPU-hours "
@@ -621,8 +763,9 @@ def _warnings(
     engine_assumed: bool,
     changes_where: str = "in section 1",
 ) -> tuple[list[str], list[str]]:
-    # The window lists the changes below the summary; the report names its section.
-    out = point_to_changes(est.warnings, changes_where)
+    # The window lists the changes below the summary; the report names its section. A stale price at
+    # the recommendation comes first: it is the one a reviewer must check before anything else.
+    out = pick_price_warnings(est, today, stale_after_months) + point_to_changes(est.warnings, changes_where)
     cutoff = months_before(today, stale_after_months)
     stale, undated, stale_ids = [], [], []
     for c in table:
@@ -649,7 +792,15 @@ def _warnings(
         plain_gpu_name(c.gpu.name) for c in table if c.fits and c.cost is not None and c.cost.cost_usd is None
     ]
     if unpriced:
-        out.append(f"No rental price in the catalog for {', '.join(unpriced)}: their cost is not shown.")
+        providers = est.scenario.budget.providers
+        where = (
+            "No rental price in the catalog for"
+            if providers is None
+            else "No cloud instance in the snapshot rents"
+            if isinstance(providers, str)
+            else f"No instance of {', '.join(providers)} rents"
+        )
+        out.append(f"{where} {', '.join(unpriced)}: their cost is not shown.")
     w = est.scenario.workload
     if w.weights == "fp8":
         fallback = [
@@ -708,17 +859,19 @@ def build_report(
     table = ordered[:max_rows]
     text, rec, runner = recommendation_text(est)
     service = est.scenario.workload.serving is not None
+    session = est.session
     # A service is no batch job: its speed and cost are the fleet's (the serving table); a job's
     # tokens/s, time and cost at the scenario's batch would contradict them, so its rows stop at memory.
-    columns = SERVICE_TABLE_COLUMNS if service else len(TABLE_HEADER)
+    columns = SERVICE_TABLE_COLUMNS if service else 6 if session else len(TABLE_HEADER)
     rows = []
     for c in table:
-        d = candidate_to_dict(c)
+        d = candidate_to_dict(c, est=est)
+        extra = service_memory_cells(d) if service else session_cells(d) if session else ()
         rows.append(
             TableRow(
                 gpu_id=c.gpu.id,
                 key=c.key,
-                cells=row_cells(d)[:columns] + (service_memory_cells(d) if service else ()),
+                cells=row_cells(d)[:columns] + extra,
                 fits=c.fits,
                 verdict=c.verdict,
                 recommended=rec is not None and c.key == rec.key,
@@ -749,6 +902,10 @@ def build_report(
             + ", ".join(f"{engine_name(e)} {p.setting} {p.fraction:g}" for e, p in KV_POOLS.items())
             + "; what nvidia-smi shows). A service's speed, latency and monthly cost are in the fleet table above, one fleet per GPU type."
             if service
+            else ". An interactive session on the machine you own: tokens per s is the generation of one "
+            "answer; GPU layers: the layers on the GPU (the rest in system RAM); prompt: the time to read the "
+            "prompt, the wait for the first token; no job is timed or priced."
+            if session
             else ". Tokens/s: aggregate over the setup's GPUs"
             + (" (trained tokens)." if est.scenario.workload.is_training else " (output tokens).")
             + f" Job time and cost: the {RANGE_LABEL} (low\u2013high). \u2014: no deadline, budget or "
@@ -762,6 +919,8 @@ def build_report(
             f"{max_rows} rows); `gpuadvisor-cli estimate` lists them all."
         )
     rent_rows, findings = _rent_buy(est, table, rec, runner)
+    if session:  # no job to rent GPUs for: the PDF says so instead of comparing
+        rent_rows, findings = [], []
     b = est.scenario.budget
     settings = (
         f"{b.purchase.capitalize()} purchase price (mean of the catalog's low and high), "
@@ -776,9 +935,10 @@ def build_report(
     sources, price_sources = _sources(table)
     as_of = tuple(sorted({c.gpu.price_as_of for c in table if c.gpu.price_as_of}))
     meta = catalog_meta
+    title = scenario_title(est)
     return Report(
-        title="GPU comparison report",
-        scenario_name=est.scenario.name,
+        title=title,
+        scenario_name=title,
         date=today.isoformat(),
         app_version=__version__,
         catalog_version=f"{meta.origin}, schema {meta.schema_version}, updated {meta.updated or 'undated'}",
@@ -790,7 +950,9 @@ def build_report(
         changes=tuple(change_lines(est)),
         recommended_key=rec.key if rec is not None else None,
         runner_up_key=runner.key if runner else None,
-        table_header=TABLE_HEADER[:columns] + (SERVICE_MEMORY_HEADER if service else ()),
+        table_header=SESSION_TABLE_HEADER
+        if session
+        else TABLE_HEADER[:columns] + (SERVICE_MEMORY_HEADER if service else ()),
         table_rows=tuple(rows),
         table_notes=tuple(notes),
         rent_buy_header=RENT_BUY_HEADER,
@@ -807,5 +969,9 @@ def build_report(
         warnings=tuple(warnings),
         stale_price_gpus=tuple(stale_ids),
         calibration_lines=tuple(_calibration(est)),
+        recommendation_flags=tuple(pick_price_warnings(est, today, stale_after_months)),
+        rent_as=rent_as(est),
         **serving_report(est),
+        session=session,
+        **_weights_section(est),
     )

@@ -6,6 +6,7 @@ says ``_s``. The keys are a contract that scripts rely on (see ``docs/cli.md``).
 
 from __future__ import annotations
 
+import datetime as _dt
 from typing import Any
 
 from ..estimation.results import Candidate, Estimate
@@ -75,8 +76,12 @@ def gpu_to_dict(gpu: GpuSpec) -> dict[str, Any]:
     }
 
 
-def candidate_to_dict(c: Candidate, calibrated: bool | None = None) -> dict[str, Any]:
-    """One candidate; ``calibrated`` (when given) adds whether its GPU used calibrated values."""
+def candidate_to_dict(
+    c: Candidate, calibrated: bool | None = None, est: Estimate | None = None
+) -> dict[str, Any]:
+    """One candidate; ``calibrated`` (when given) adds whether its GPU used calibrated values; ``est``
+    (the estimate it belongs to) adds the figures only the estimate knows: the one tokens/s figure
+    of every view (generation speed in a session), the layers on the GPU and the session."""
     mem = {k: _r(v) for k, v in c.memory.gib().items()}
     out: dict[str, Any] = {
         "gpu": c.gpu.id,
@@ -103,6 +108,8 @@ def candidate_to_dict(c: Candidate, calibrated: bool | None = None) -> dict[str,
         out["does_not_fit_because"] = c.misfit
     if c.performance is not None:
         out.update(c.performance.to_dict())
+    if est is not None:
+        out.update(_estimate_figures(c, est))
     if c.cost is not None:
         out.update(c.cost.to_dict())
     if c.serving is not None:
@@ -115,6 +122,43 @@ def candidate_to_dict(c: Candidate, calibrated: bool | None = None) -> dict[str,
     if c.warnings:
         out["warnings"] = list(c.warnings)
     return out
+
+
+def _estimate_figures(c: Candidate, est: Estimate) -> dict[str, Any]:
+    """A candidate's figures that need its estimate (see :func:`candidate_to_dict`)."""
+    out: dict[str, Any] = {}
+    rate = est.tokens_per_s(c)
+    if rate is not None:
+        out["tokens_per_s"] = round(rate.expected, 2)
+        out["tokens_per_s_range"] = rate.to_dict(2)
+    w = est.scenario.workload
+    if not w.is_training:
+        layers = est.model.num_layers
+        out["gpu_layers"] = None if not c.fits else (layers if c.gpu_layers is None else c.gpu_layers)
+        out["num_layers"] = layers
+        if c.gpu_layers is not None or est.own_machine:
+            out["host"] = host_to_dict(c, est)
+    session = est.session_of(c)
+    if session is not None:
+        out["session"] = session.to_dict()
+    return out
+
+
+def host_to_dict(c: Candidate, est: Estimate) -> dict[str, Any]:
+    """The host the layers kept off the GPU would use: its RAM available to them and its memory's
+    bandwidth, and whether those are the machine class's defaults (stated in the answer)."""
+    hw = est.scenario.hardware
+    defaults = c.gpu.host_defaults
+    ram = hw.host_memory_gib if hw.host_memory_gib is not None else defaults.ram_gib
+    return {
+        "machine": defaults.machine,
+        "machine_class": str(c.gpu.machine_class),
+        "ram_available_gib": ram,
+        "ram_assumed": hw.host_memory_gib is None,
+        "bandwidth_gb_s": c.gpu.host_memory_bandwidth_gb_s,
+        "bandwidth_assumed": hw.host_memory_bandwidth_gb_s is None,
+        "memory": defaults.memory if hw.host_memory_bandwidth_gb_s is None else "as stated",
+    }
 
 
 def calibration_to_dict(est: Estimate) -> dict[str, Any]:
@@ -148,11 +192,24 @@ def _with_load(est: Estimate, c: Candidate, out: dict[str, Any]) -> dict[str, An
     return out
 
 
-def estimate_to_dict(est: Estimate) -> dict[str, Any]:
+def estimate_to_dict(est: Estimate, today: _dt.date | None = None, stale_months: int = 6) -> dict[str, Any]:
+    """The whole estimate as JSON-ready data; ``today`` (default: the system date) and
+    ``stale_months`` decide which prices are stale."""
+    from .prices import pick_price_warnings, price_date, price_stale, rented_costs
+    from .titles import scenario_title
+
+    today = today or _dt.date.today()
     w = est.scenario.workload
     calibrated = set(est.calibrated_gpus)
+    candidates = []
+    for c in est.candidates:
+        d = _with_load(est, c, candidate_to_dict(c, calibrated=c.gpu.id in calibrated, est=est))
+        d["price_date"] = price_date(est, c)
+        d["price_stale"] = price_stale(est, c, today, stale_months)
+        d["instances"] = [r.to_dict() for r in rented_costs(est, c)]
+        candidates.append(d)
     out: dict[str, Any] = {
-        "scenario": est.scenario.name,
+        "scenario": scenario_title(est),
         "model": model_to_dict(est.model),
         "workload": {
             "kind": w.kind,
@@ -160,13 +217,16 @@ def estimate_to_dict(est: Estimate) -> dict[str, Any]:
             "kv_cache": w.kv_precision,
             "batch_size": w.batch_size,
             "context_tokens": w.context_tokens,
+            "engine": est.engine,
         },
-        "candidates": [
-            _with_load(est, c, candidate_to_dict(c, calibrated=c.gpu.id in calibrated))
-            for c in est.candidates
-        ],
-        "warnings": list(est.warnings),
+        # "session": one person on the machine they own (no job to time or price); "job" otherwise.
+        "answer": "session" if est.session else "job",
+        "own_machine": est.own_machine,
+        "candidates": candidates,
+        "warnings": list(dict.fromkeys(list(est.warnings) + pick_price_warnings(est, today, stale_months))),
     }
+    if est.weights_table:
+        out["weights_table"] = [row.to_dict() for row in est.weights_table]
     out["what_if"] = [
         {
             "gpu": c.gpu.id,

@@ -6,6 +6,7 @@ into lines of text; figures are written by :mod:`gpuadvisor.core.formatting`, li
 
 from __future__ import annotations
 
+import datetime as _dt
 from typing import Any
 
 from ..estimation.results import Candidate, Estimate
@@ -14,11 +15,13 @@ from ..formatting import (
     fmt_gib,
     fmt_hours_range,
     fmt_rate,
+    fmt_seconds,
     fmt_signed_gib,
     fmt_usd_per_mtok,
     fmt_usd_range,
 )
 from ..specs.engines import RANGE_LABEL
+from .prices import pick_price_warnings, rent_as
 from .serving_text import (
     FLEET_HEADER,
     FLEET_NOTE,
@@ -32,7 +35,7 @@ from .serving_text import (
     targets_phrase,
     traffic_phrase,
 )
-from .wording import point_to_changes, summary_line
+from .wording import point_to_changes, scenario_title, summary_line
 
 
 def text_table(rows: list[list[str]], header: list[str], right: set[int]) -> str:
@@ -56,11 +59,12 @@ def setup_cell(c: Candidate) -> str:
     return f"{c.gpu_count} \u00d7 {lay.name}"
 
 
-def render_estimate(est: Estimate, show_all: bool = False) -> str:
-    """The human-readable comparison."""
+def render_estimate(est: Estimate, show_all: bool = False, warnings: bool = True) -> str:
+    """The human-readable comparison; ``warnings=False`` leaves the warnings out (the CLI prints
+    them on stderr, :func:`text_warnings`)."""
     m, w = est.model, est.scenario.workload
     lines = [
-        f"{est.scenario.name}",
+        scenario_title(est),
         f"Model: {m.name}, {fmt_count(m.parameters)} parameters"
         + (f" ({fmt_count(m.active_parameters)} active)" if m.is_moe else "")
         + f"; workload: {w.kind}, weights {w.weights}, "
@@ -97,7 +101,10 @@ def render_estimate(est: Estimate, show_all: bool = False) -> str:
         header += ["in flight", "engine takes"]
     if has_host:
         header += ["host RAM"]
-    if has_perf:
+    session = est.session and has_perf
+    if session:  # one person on their machine: no job; how fast it answers and how many layers fit
+        header += ["GPU layers", "tokens/s", "prompt tok/s", f"{w.prompt_tokens:,}-tok prompt", "bound"]
+    elif has_perf:
         header += (
             ["tokens/s"]
             + (["tok/s/user", "prompt tok/s"] if inference else [])
@@ -126,7 +133,9 @@ def render_estimate(est: Estimate, show_all: bool = False) -> str:
             row += [f"{mem['concurrency']:,}", fmt_gib(mem["engine_total"])] if mem else ["-", "-"]
         if has_host:
             row += [f"{c.host_memory_gib:.1f}"]  # host RAM per node (gpu_layers, offload)
-        if has_perf:
+        if session:
+            row += session_cells(est, c)
+        elif has_perf:
             d: dict[str, Any] = {}
             if c.performance is not None:
                 d.update(c.performance.to_dict())
@@ -176,7 +185,13 @@ def render_estimate(est: Estimate, show_all: bool = False) -> str:
             "preallocates (what nvidia-smi shows). Speed, latency and cost: the fleet table above (one "
             "replica per row here)."
         )
-    if has_perf:
+    if session:
+        lines.append(
+            "A session on the machine you own: tokens/s = generation of one answer; prompt: the time to "
+            "read the prompt (the wait for the first token); GPU layers: layers on the GPU, the rest in "
+            "system RAM. No job is timed or priced (give workload.requests for one)."
+        )
+    elif has_perf:
         lines.append(
             f"job time, cost: the {RANGE_LABEL} (low-high; it held 8 in 10 published measurements the "
             "speed model was not fitted to)."
@@ -186,13 +201,68 @@ def render_estimate(est: Estimate, show_all: bool = False) -> str:
             "One row per GPU type: its best setup under the deadline and budget (use --all for every "
             "count and parallelism); \u2605 marks the recommendation."
         )
+    if est.weights_table:
+        lines += ["", *weights_table_lines(est)]
     lines += calibration_lines(est)
     lines.append(summary_line(est) + f" (engine profile: {est.engine})")
+    where = rent_as(est)
+    if where:
+        lines.append(where)
     for advice in est.advice:
         lines.append(f"Change: {advice}")
     # The text lists the changes before the warnings.
-    lines += [f"Warning: {w}" for w in point_to_changes(est.warnings, "above")]
+    if warnings:
+        lines += [f"Warning: {w}" for w in text_warnings(est)]
     return "\n".join(lines)
+
+
+def text_warnings(est: Estimate, today: _dt.date | None = None, stale_months: int = 6) -> list[str]:
+    """The warnings of the text output: the core's (pointing to the changes printed above it) and a
+    stale or undated price at the recommendation."""
+    today = today or _dt.date.today()
+    out = point_to_changes(est.warnings, "above") + pick_price_warnings(est, today, stale_months)
+    return list(dict.fromkeys(out))
+
+
+def session_cells(est: Estimate, c: Candidate) -> list[str]:
+    """A session's cells: GPU layers, generation tokens/s, prompt tokens/s, prompt time, bound."""
+    s, perf = est.session_of(c), c.performance
+    if s is None or perf is None:
+        return ["-"] * 5
+    return [
+        f"{s.gpu_layers}/{s.num_layers}",
+        fmt_rate(s.tokens_per_s),
+        fmt_rate(s.prefill_tokens_per_s) if s.prefill_tokens_per_s else "-",
+        fmt_seconds(s.prompt_s),
+        perf.bound,
+    ]
+
+
+def weights_table_lines(est: Estimate) -> list[str]:
+    """Which weight type fits the one GPU compared: the estimate's ``weights_table`` as a text table."""
+    rows = est.weights_table
+    if not rows:
+        return []
+    lead = next(iter(est.best_per_gpu().values()), None)
+    gpu = lead.gpu.name if lead is not None else "the GPU"
+    header = ["weights", "GiB", "fit", "GPU layers", "tokens/s", "prompt tok/s", "max ctx"]
+    table = []
+    for r in rows:
+        table.append(
+            [
+                ("> " if r.current else "  ") + r.label,
+                fmt_gib(r.weights_gib),
+                {"full": "fits", "partial": "partly in RAM", "no": "no"}[r.fit],
+                f"{r.gpu_layers}/{r.num_layers}" if r.gpu_layers is not None else "-",
+                fmt_rate(r.tokens_per_s) if r.tokens_per_s is not None else "-",
+                fmt_rate(r.prefill_tokens_per_s) if r.prefill_tokens_per_s is not None else "-",
+                f"{r.max_context:,}" if r.max_context is not None else "-",
+            ]
+        )
+    return [
+        f"Weight types on {gpu} ({est.engine}; > marks the scenario's):",
+        text_table(table, header, right={1, 3, 4, 5, 6}),
+    ]
 
 
 def serving_lines(est: Estimate, show_all: bool = False) -> list[str]:

@@ -11,10 +11,12 @@ import math
 from collections.abc import Iterable
 
 from ..estimation.estimate import CHANGES_POINTER
+from ..estimation.recommendation import LIKELY, SAME_COST, SURE, tier
 from ..estimation.results import Candidate, Estimate
 from ..formatting import (
     TIMES,
     fmt_count,
+    fmt_days,
     fmt_deadline,
     fmt_gib,
     fmt_hours,
@@ -23,6 +25,7 @@ from ..formatting import (
     fmt_seconds,
     fmt_share,
     fmt_signed_gib,
+    fmt_speedup,
     fmt_usd,
     fmt_usd_per_hour,
     fmt_usd_range,
@@ -30,6 +33,9 @@ from ..formatting import (
 from ..specs.engines import ENGINES
 from .serialize import candidate_to_dict
 from .serving_text import fleet_figures, fleet_name, serving_summary, targets_phrase, traffic_phrase
+from .titles import TITLE_WORDS as TITLE_WORDS  # the titles are the wording's too
+from .titles import default_title as default_title
+from .titles import scenario_title as scenario_title
 
 KIND_WORDS = {
     "inference": "Inference (serving requests)",
@@ -191,6 +197,17 @@ def scenario_lines(est: Estimate) -> list[tuple[str, str]]:
             f"{fmt_count(requests)} requests to serve ({fmt_count(requests * w.output_tokens)} output tokens)"
             + ("" if w.requests else " (default: the scenario gives no job size)")
         )
+        if est.session:
+            job = (
+                "none: an interactive session on the machine you own (give a number of requests to time "
+                "and price a job)"
+            )
+            lines[1] = ("Workload", "Inference: an interactive session on the machine you own")
+            if w.batch_size == 1:
+                lines[-1] = (
+                    "Batch and sequence",
+                    f"one answer at a time: a {w.prompt_tokens:,}-token prompt and {w.output_tokens:,} output tokens",
+                )
     if w.serving is not None:  # a service: traffic and targets instead of a batch and a job
         lines[-1] = ("Traffic", traffic_phrase(est))
         job = f"a fleet sized for {targets_phrase(est)}"
@@ -200,13 +217,27 @@ def scenario_lines(est: Estimate) -> list[tuple[str, str]]:
         limits.append(f"at most {fmt_usd(b.max_total_usd)} for the whole job")
     if b.max_usd_per_hour is not None:
         limits.append(f"at most {fmt_usd_per_hour(b.max_usd_per_hour)} per hour for all GPUs together")
-    price = (
-        f"the catalog's {b.price} cloud price per GPU-hour"
-        if isinstance(b.price, str)
-        else f"{fmt_usd_per_hour(b.price)} per GPU-hour (the scenario's own price)"
-    )
+    if not isinstance(b.price, str):
+        price = f"{fmt_usd_per_hour(b.price)} per GPU-hour (the scenario's own price)"
+    elif b.providers is None:
+        price = f"the catalog's {b.price} cloud price per GPU-hour"
+    else:
+        who = "any provider" if isinstance(b.providers, str) else ", ".join(b.providers)
+        dates = est.instances.price_dates if est.instances is not None else ()
+        price = (
+            f"the cheapest cloud instances of {who} (whole instances, {b.price} price; instance snapshot of "
+            f"{', '.join(dates) or 'no date'})"
+        )
     lines.append(("Budget", ("; ".join(limits) if limits else "no limit set") + f"; priced at {price}"))
-    lines.append(("Deadline", fmt_deadline(b.deadline_hours) if b.deadline_hours is not None else "none set"))
+    if b.deadline_hours is not None:
+        deadline = fmt_deadline(b.deadline_hours)
+    elif w.serving is not None:
+        deadline = "none (a service runs on; its targets are the limits)"
+    else:
+        deadline = (
+            f"none set: the job is planned to finish within {fmt_days(b.horizon_days)} (the planning horizon)"
+        )
+    lines.append(("Deadline", deadline))
     engine = ENGINES.get(est.engine)
     lines.append(("Engine profile", f"{engine.name} ({engine.id})" if engine else est.engine))
     hw = s.hardware
@@ -219,6 +250,8 @@ def scenario_lines(est: Estimate) -> list[tuple[str, str]]:
         }.get(hw.segment or "", "the whole catalog")
         gpus = f"{part} ({len(est.best_per_gpu())} GPU types)"
     counts = f"{hw.gpu_count} GPU{'s' if hw.gpu_count != 1 else ''}" if hw.gpu_count else "1, 2, 4 and 8 GPUs"
+    if est.own_machine and not hw.gpu_count:
+        counts = "the one GPU of the machine you own (set a GPU count for more)"
     if not hw.gpu_count and (hw.gpu_count_max or 0) > 8:
         counts = f"1 to 8 GPUs and whole nodes up to {hw.gpu_count_max:,} GPUs"
     axes = [
@@ -245,6 +278,63 @@ def scenario_lines(est: Estimate) -> list[tuple[str, str]]:
         )
     )
     return lines
+
+
+def horizon_applies(est: Estimate) -> bool:
+    """Whether the job is planned within the horizon: no deadline, and a job rather than a service."""
+    return est.scenario.budget.deadline_hours is None and est.scenario.workload.serving is None
+
+
+def horizon_likely(est: Estimate) -> bool:
+    """Whether the recommendation finishes within the planning horizon at its expected time only
+    (the slow end of its job-time range does not), as a deadline is "likely" met."""
+    rec = est.recommended
+    return (
+        horizon_applies(est)
+        and rec is not None
+        and rec.cost is not None
+        and rec.cost.horizon_status == "likely"
+    )
+
+
+def finishes_within_days(est: Estimate) -> str:
+    """``finishes within 90 days`` (the planning horizon)."""
+    return f"finishes within {fmt_days(est.scenario.budget.horizon_days)}"
+
+
+def finishes_within(est: Estimate) -> str:
+    """``finishes within 90 days``, or ``likely finishes within 90 days`` (see :func:`horizon_likely`)."""
+    return f"{'likely ' if horizon_likely(est) else ''}{finishes_within_days(est)}"
+
+
+def horizon_phrase(est: Estimate) -> str:
+    """``no deadline given: the cheapest setup that finishes within 90 days`` ("" with a deadline);
+    ``... that likely finishes within 90 days (the slow end of its time range does not)`` when the
+    recommendation is only likely to."""
+    if not horizon_applies(est):
+        return ""
+    text = f"no deadline given: the cheapest setup that {finishes_within(est)}"
+    if horizon_likely(est):
+        text += " (the slow end of its time range does not)"
+    return text
+
+
+def same_cost_phrase(est: Estimate) -> str:
+    """``same cost as 1 × NVIDIA GH200 ..., 8x faster`` when the decision preferred a faster setup of the
+    same cost (within 1%) to the cheapest one; "" otherwise."""
+    d, rec = est.decision, est.recommended
+    other = est.candidate(d.same_cost_as_key) if d is not None and d.same_cost_as_key else None
+    if rec is None or other is None or rec.cost is None or other.cost is None:
+        return ""
+    rh, oh = rec.cost.job_hours.expected, other.cost.job_hours.expected
+    if not (rh > 0 and math.isfinite(oh)):
+        return ""
+    name = (
+        f"{other.gpu_count} GPU{'s' if other.gpu_count != 1 else ''}"
+        if other.gpu.id == rec.gpu.id
+        else setup_name(other)
+    )
+    return f"same cost as {name}, {fmt_speedup(oh / rh)} faster"
 
 
 def limits_phrase(est: Estimate) -> str:
@@ -325,6 +415,11 @@ def likely_caveat(est: Estimate, c: Candidate) -> str:
             f"its cost ({fmt_usd_range(cost.cost_usd.low, cost.cost_usd.high)}) may exceed the budget at "
             "the expensive end of the range"
         )
+    if cost is not None and cost.horizon_status == "likely" and horizon_applies(est):
+        out.append(
+            f"its job time ({fmt_hours_range(cost.job_hours.low, cost.job_hours.high)}) may go past the "
+            f"planning horizon of {fmt_days(b.horizon_days)} at the slow end of the range"
+        )
     return ("Not certain: " + " and ".join(out) + ".") if out else ""
 
 
@@ -338,6 +433,8 @@ def recommendation_text(est: Estimate) -> tuple[str, Candidate | None, Candidate
         if rec is not None and runner is not None and runner.serving is not None:
             text += f" Runner-up: {fleet_name(runner)}: {fleet_figures(runner.serving)}."
         return text, rec, runner
+    if est.session:  # one person on the machine they own: how fast and how much fits
+        return session_line(est), est.recommended, None
     ranking = list(est.ranking)
     limits = limits_phrase(est)
     if not ranking:
@@ -370,6 +467,11 @@ def recommendation_text(est: Estimate) -> tuple[str, Candidate | None, Candidate
             key=lambda c: c.cost.job_hours.expected if c.cost is not None else math.inf,
             default=None,
         )
+        if not limits and horizon_applies(est):
+            limits = (
+                f"finishes within {fmt_days(est.scenario.budget.horizon_days)} (no deadline given: the "
+                "planning horizon, which the Budget page sets)"
+            )
         text = (
             f"No setup {limits or 'meets the limits'}. The cheapest that fits is {setup_name(cheapest)}: "
             f"{figures_phrase(cheapest)}."
@@ -395,10 +497,29 @@ def recommendation_text(est: Estimate) -> tuple[str, Candidate | None, Candidate
         else "the fastest-ranked setup that fits"
     )
     likely = decision is not None and decision.status == "likely"
+    if not limits and horizon_applies(est) and math.isfinite(cost_of(rec)):
+        what += f" and {finishes_within(est)}"
     text = f"Recommended: {setup_name(rec)}, {what}" + (
         f" and {'likely ' if likely else ''}{limits}" if limits else ""
     )
+    if horizon_applies(est):
+        text += (
+            f" (no deadline given: the job is planned within {fmt_days(est.scenario.budget.horizon_days)}; "
+            "set a deadline or another horizon on the Budget page)"
+        )
     text += ". " + f"It costs {figures_phrase(rec)}; {memory_phrase(rec)}."
+    other = est.candidate(decision.same_cost_as_key) if decision and decision.same_cost_as_key else None
+    if (
+        other is not None
+        and other.cost is not None
+        and rec.cost is not None
+        and rec.cost.job_hours.expected > 0
+    ):
+        speedup = fmt_speedup(other.cost.job_hours.expected / rec.cost.job_hours.expected)
+        text += (
+            f" It costs the same as the cheapest setup, {setup_name(other)} ({figures_phrase(other)}), "
+            f"within 1%, and finishes {speedup} faster, so it is chosen over it."
+        )
     if likely:
         text += " " + likely_caveat(est, rec)
     if rec.verdict == "tight":
@@ -411,7 +532,8 @@ def recommendation_text(est: Estimate) -> tuple[str, Candidate | None, Candidate
             )
     runner = est.candidate(decision.runner_up_key) if decision and decision.runner_up_key else None
     if runner is not None:
-        text += f" Runner-up: {setup_name(runner)} at {figures_phrase(runner)}; it ranks second because {why_lost(rec, runner)}"
+        at = " at " if math.isfinite(cost_of(runner)) else ": "  # an unpriced runner-up has a time only
+        text += f" Runner-up: {setup_name(runner)}{at}{figures_phrase(runner)}; it ranks second because {why_lost(rec, runner)}"
     cheaper = [
         c for c in ranking if math.isfinite(cost_of(c)) and cost_of(c) < cost_of(rec) and not is_workable(c)
     ]
@@ -422,7 +544,28 @@ def recommendation_text(est: Estimate) -> tuple[str, Candidate | None, Candidate
             missed.append("the deadline")
         if c.cost is not None and c.cost.budget_status == "over":
             missed.append("the budget")
+        if c.cost is not None and c.cost.horizon_status == "beyond":
+            missed.append(
+                f"the planning horizon of {fmt_days(est.scenario.budget.horizon_days)} "
+                f"(it takes {fmt_hours(c.cost.job_hours.expected)})"
+            )
         text += f" A cheaper setup misses {' and '.join(missed) or 'a limit'}: {setup_name(c)} at {figures_phrase(c)}."
+    unsure = [
+        c
+        for c in ranking
+        # cheaper beyond the same-cost rule's 1%, which would have given the tie to the faster setup
+        if math.isfinite(cost_of(c))
+        and cost_of(c) * (1 + SAME_COST) < cost_of(rec)
+        and tier(c) == LIKELY
+        and tier(rec) == SURE
+    ]
+    if unsure:
+        c = unsure[0]
+        only = limits or (finishes_within_days(est) if horizon_applies(est) else "meets the limits")
+        text += (
+            f" A cheaper setup only likely {only} (the slow or expensive end of its range does not), so the "
+            f"sure one is chosen: {setup_name(c)} at {figures_phrase(c)}."
+        )
     return text, rec, runner
 
 
@@ -454,6 +597,8 @@ def summary_line(est: Estimate) -> str:
     recommended setup (the same as the report's), or why there is none and the cheapest change."""
     if est.scenario.workload.serving is not None:
         return serving_summary(est)
+    if est.session:
+        return session_line(est)
     rec = est.recommended
     limits = limits_phrase(est)
     if rec is not None:
@@ -468,17 +613,16 @@ def summary_line(est: Estimate) -> str:
             if cost.cost_usd is not None:
                 figures.append(f"about {fmt_usd(cost.cost_usd.expected)}")
         text = f"Recommended: {setup_name(rec)}" + (": " + ", ".join(figures) if figures else "")
-        speed = (
-            local_speed_line(rec, est.scenario.workload.prompt_tokens)
-            if not est.scenario.workload.is_training
-            else None
-        )
+        speed = speed_phrase(est, rec) if not est.scenario.workload.is_training else None
         if speed:
             text += f"; {speed}"
         if limits:
             text += f"; {'likely ' if likely else ''}{limits}"
             if likely:
                 text += " (the slow or expensive end of the range does not)"
+        for phrase in (same_cost_phrase(est), horizon_phrase(est)):
+            if phrase:
+                text += f"; {phrase}"
         return text + "."
     names = _gpu_names(est)
     working = [a for a in est.advice if a.fits]
@@ -496,6 +640,8 @@ def summary_line(est: Estimate) -> str:
         when = f" ({fmt_hours(cost.job_hours.expected)}" + (
             f", about {fmt_usd(cost.cost_usd.expected)})" if cost.cost_usd is not None else ")"
         )
+    if not limits and horizon_applies(est):
+        limits = f"finishes within {fmt_days(est.scenario.budget.horizon_days)} (no deadline given: the planning horizon)"
     return f"No setup {limits or 'meets the limits'}; closest: {setup_name(closest)}{when}." + fix
 
 
@@ -509,19 +655,115 @@ def calibration_note(est: Estimate) -> str:
     return f"Calibrated to your measurements on {n} GPU type{'s' if n != 1 else ''}."
 
 
-def local_speed_line(c: Candidate, prompt_tokens: int) -> str | None:
-    """The local-inference sentence for a summary: "runs at ~42 tokens/s, a 4k-token prompt in ~7.0 s".
+def prompt_size(tokens: int) -> str:
+    """A prompt's length as people say it: ``4k``, ``1.5k``, ``512``."""
+    if tokens >= 1000:
+        if tokens % 1024 == 0:  # 4,096 is "4k" as people say it
+            return f"{tokens // 1024}k"
+        k = tokens / 1000
+        return f"{k:.0f}k" if abs(k - round(k)) < 0.05 else f"{k:.1f}k"
+    return f"{tokens}"
 
-    Generation speed is one user's decode rate; the prompt time is ``prompt_tokens`` over the
-    prompt-processing rate. Host RAM is named when layers stay off the GPU. ``None`` for a
-    training candidate or one without a speed.
-    """
-    perf = c.performance
-    if perf is None or perf.tokens_per_s_per_user is None or not perf.prefill_tokens_per_s:
+
+def prompt_phrase(tokens: int, seconds: float) -> str:
+    """``a 4k-token prompt in 1.2 s`` (``in under 1 ms`` for a tiny one)."""
+    return f"a {prompt_size(tokens)}-token prompt in {fmt_seconds(seconds)}"
+
+
+def speed_phrase(est: Estimate, c: Candidate) -> str | None:
+    """How fast a batch job's setup answers, with the estimate's one tokens/s figure (the ranking's):
+    "runs at ~232 tokens/s in all (33.0 per sequence), a 1k-token prompt in 1.1 s". None without a
+    speed."""
+    perf, rate = c.performance, est.tokens_per_s(c)
+    if perf is None or rate is None or not perf.prefill_tokens_per_s:
         return None
-    prompt_s = prompt_tokens / perf.prefill_tokens_per_s
-    size = f"{prompt_tokens / 1000:.0f}k" if prompt_tokens >= 1000 else f"{prompt_tokens}"
-    line = f"runs at ~{fmt_rate(perf.tokens_per_s_per_user)} tokens/s, a {size}-token prompt in ~{fmt_seconds(prompt_s)}"
+    w = est.scenario.workload
+    prompt_s = w.prompt_tokens / perf.prefill_tokens_per_s
+    per_sequence = perf.tokens_per_s_per_user
+    line = f"runs at ~{fmt_rate(rate.expected)} tokens/s"
+    if per_sequence and (c.gpu_count > 1 or w.batch_size > 1):
+        line += f" in all ({fmt_rate(per_sequence)} per sequence)"
+    line += f", {prompt_phrase(w.prompt_tokens, prompt_s)}"
     if c.memory.host:
         line += f", with {c.memory.host / 2**30:.1f} GiB of the model in host RAM"
     return line
+
+
+def host_phrase(est: Estimate, c: Candidate) -> str:
+    """The host RAM the layers kept off the GPU may use, and whether it is assumed:
+    "28 GiB available, assumed for a desktop with 32 GB of dual-channel DDR5-5600"."""
+    hw = est.scenario.hardware
+    if hw.host_memory_gib is not None:
+        return f"{fmt_gib(hw.host_memory_gib)} GiB available (your setting)"
+    defaults = c.gpu.host_defaults
+    if defaults.ram_gib is None:
+        return "host RAM not checked"
+    return f"{fmt_gib(defaults.ram_gib)} GiB available, assumed for {defaults.machine}"
+
+
+def fit_phrase(est: Estimate, c: Candidate) -> str:
+    """How the model sits on the machine: "fits with 43 of 80 layers on the GPU, 19.2 GiB in system
+    RAM (28 GiB available, assumed for a desktop ...)", a Mac's one memory pool, or "fits"."""
+    layers = est.model.num_layers
+    if c.gpu_layers is not None:
+        return (
+            f"fits with {c.gpu_layers} of {layers} layers on the GPU, {fmt_gib(c.host_memory_gib)} GiB in "
+            f"system RAM ({host_phrase(est, c)})"
+        )
+    if c.gpu.unified_memory:
+        return f"one memory pool shared with macOS, of which Metal lets the GPU use {fmt_gib(c.capacity_gib)} GiB"
+    return "fits"
+
+
+def session_figures(est: Estimate, c: Candidate) -> str:
+    """The session's figures: "~41.6 tokens/s, a 1k-token prompt in 587 ms; up to 15,234 tokens of
+    context; 3.7 GiB of 24.0 GiB free"."""
+    s = est.session_of(c)
+    if s is None:
+        return ""
+    left = (
+        f"{fmt_gib(s.memory_left_gib)} GiB of it left"
+        if c.gpu.unified_memory
+        else f"{fmt_gib(s.memory_left_gib)} GiB of {fmt_gib(c.capacity_gib)} GiB free"
+    )
+    return (
+        f"~{fmt_rate(s.tokens_per_s)} tokens/s, {prompt_phrase(s.prompt_tokens, s.prompt_s)}; "
+        f"up to {s.max_context_tokens:,} tokens of context; {left}"
+    )
+
+
+def machine_name(est: Estimate, c: Candidate) -> str:
+    """The machine in a session's answer: ``1 × NVIDIA GeForce RTX 4090``, ``1 × Apple M3 Max (40-core
+    GPU) with 64 GB``."""
+    name = setup_name(c)
+    if c.gpu.unified_memory and c.gpu.memory_gb:
+        name += f" with {c.gpu.memory_gb:g} GB"
+    return name
+
+
+def session_line(est: Estimate) -> str:
+    """A session's answer in one line: on the machine the user owns, how fast and how much fits."""
+    rec = est.recommended
+    if rec is not None and est.session_of(rec) is not None:
+        several = len(est.best_per_gpu()) > 1
+        head = (
+            f"Recommended: {machine_name(est, rec)}, the fastest that fits"
+            if several
+            else f"On {machine_name(est, rec)}"
+        )
+        fit = fit_phrase(est, rec)
+        return f"{head}: " + (f"{fit}; " if fit != "fits" else "") + session_figures(est, rec) + "."
+    names = _gpu_names(est)
+    working = [a for a in est.advice if a.fits]
+    fix = (
+        f" Cheapest change: {working[0].change}, on {key_name(working[0].candidate, names)}."
+        if working
+        else " No standard change makes it fit."
+    )
+    closest = next(iter(est.best_per_gpu().values()), None)
+    if closest is None:
+        return "Nothing fits on any GPU compared." + fix
+    why = closest.misfit or (
+        f"needs {fmt_gib(closest.memory.device_total / 2**30)} GiB of {fmt_gib(closest.capacity_gib)} GiB"
+    )
+    return f"Does not fit {machine_name(est, closest)}: {why}." + fix

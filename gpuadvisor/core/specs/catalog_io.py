@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from ..errors import CatalogError
+from ..files import csv_problem
 
 T = TypeVar("T")
 
@@ -81,18 +82,21 @@ def read_catalog_text(
             f"(supported: {', '.join(map(str, supported))})",
         )
     reader = csv.DictReader(io.StringIO("\n".join(lines[1:])))
-    header = reader.fieldnames or []
-    missing = [c for c in required_columns if c not in header]
-    if missing:
-        raise CatalogError(f"{origin}: line 2", f"missing column(s) {', '.join(missing)}")
-    rows = []
-    for index, row in enumerate(reader):
-        line_no = index + 3
-        if None in row:
-            raise CatalogError(f"{origin}: line {line_no}", "has more cells than the header")
-        if all(not (v or "").strip() for v in row.values()):
-            continue
-        rows.append((line_no, {k: (v or "").strip() for k, v in row.items()}))
+    try:
+        header = reader.fieldnames or []
+        missing = [c for c in required_columns if c not in header]
+        if missing:
+            raise CatalogError(f"{origin}: line 2", f"missing column(s) {', '.join(missing)}")
+        rows = []
+        for index, row in enumerate(reader):
+            line_no = index + 3
+            if None in row:
+                raise CatalogError(f"{origin}: line {line_no}", "has more cells than the header")
+            if all(not (v or "").strip() for v in row.values()):
+                continue
+            rows.append((line_no, {k: (v or "").strip() for k, v in row.items()}))
+    except csv.Error as exc:  # a cell over the csv module's limit, a NUL byte: the line, in words
+        raise CatalogError(f"{origin}: line {reader.line_num + 1}", csv_problem(exc)) from None
     return meta, rows
 
 

@@ -36,7 +36,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import Literal, TypedDict, overload
+from typing import Any, Literal, TypedDict, overload
 
 from ..errors import InputError
 
@@ -150,6 +150,16 @@ class LlamaCppModel:
 
     decode_mfu: float = 0.3
     prefill_chunk_tokens: int = 512  # llama.cpp's default batch (-b / -ub 512)
+    #: Share of the host memory's datasheet bandwidth that the CPU's dot products stream the layers
+    #: kept off the GPU at (partial offload, ``-ngl`` below the layer count). Fitted by
+    #: ``scripts/fit_host_stream.py`` to the scored partial-offload rows of tests/data/validation
+    #: (2026-12-06: OFL-01..10, three sources; held out one source at a time it misses by a median
+    #: 32%: machines differ, see docs/estimation.md, "Partial offload"). Before it, the GPU's 0.93.
+    host_stream_efficiency: float = 0.54
+    #: The 80% range of a step with layers on the CPU (measured / estimate over the same rows, held
+    #: out by source): wider than the engine's own, since the host's memory and cores vary.
+    split_spread_low: float = 0.35
+    split_spread_high: float = 1.04
 
 
 LLAMA_CPP = LlamaCppModel()
@@ -852,6 +862,24 @@ def using_constants(constants: SpeedConstants | None) -> Iterator[None]:
 DEFAULT_INFERENCE_ENGINE = "vllm"
 DEFAULT_TRAINING_ENGINE = "hf-trainer"
 DEFAULT_PRETRAIN_ENGINE = "megatron"
+
+
+#: Weight types that are both GGUF types and checkpoints serving engines publish and run (gpt-oss's
+#: MXFP4, NVFP4): the engine is not implied by them.
+_CHECKPOINT_FP4 = ("mxfp4", "nvfp4")
+
+
+def engine_of(workload: Any, source: Any = None) -> str | None:
+    """The engine a workload runs on: the one it names, else llama.cpp for inference of a ``.gguf``
+    file or of a GGUF weight type (but not an FP4 checkpoint format, which serving engines run too),
+    else None (the kind's default, :func:`engine_for`)."""
+    named: str | None = workload.engine
+    if named is not None or workload.kind != "inference":
+        return named
+    from_file = source is not None and getattr(source, "gguf", None) is not None
+    if from_file or (workload.is_gguf and workload.weights not in _CHECKPOINT_FP4):
+        return "llama.cpp"
+    return None
 
 
 def engine_for(engine_id: str | None, kind: str, constants: SpeedConstants | None = None) -> EngineProfile:

@@ -19,6 +19,7 @@ import re
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 
 from ..errors import CatalogError, InputError
@@ -58,9 +59,67 @@ KNOWN_ARCHITECTURES = frozenset(
 
 #: Where a part is used: servers in a data centre, or a laptop or desktop of one person.
 SEGMENTS = ("data_centre", "local")
-#: Host (CPU) memory bandwidth assumed when a row gives none, GB/s: dual-channel DDR5-5600 in a
-#: desktop or laptop (2 x 44.8), eight-channel DDR5-4800 in a server socket (8 x 38.4).
-DEFAULT_HOST_BANDWIDTH_GB_S = {"local": 89.6, "data_centre": 307.2}
+
+
+class MachineClass(StrEnum):
+    """The kind of machine a GPU sits in, which sets the host defaults of :data:`HOST_DEFAULTS`."""
+
+    DESKTOP = "desktop"
+    LAPTOP = "laptop"
+    MAC = "mac"
+    SERVER = "server"
+
+
+@dataclass(frozen=True, slots=True)
+class HostDefaults:
+    """What the answer assumes of the host of a machine class when the scenario does not say.
+
+    ``ram_gib``: host RAM the job may use (installed RAM less ``RAM_RESERVED_GIB`` for the system),
+    None: not checked; ``bandwidth_gb_s``: the memory's datasheet bandwidth (channels x bus bytes x
+    transfer rate); ``cpu_tflops``: the cores' FP32 FMA peak (cores x clock x 32 FLOPs a cycle with
+    two 256-bit FMA units), what layers computed on the CPU can reach at most.
+    """
+
+    machine: str  # in words: "a desktop with 32 GB of dual-channel DDR5-5600"
+    ram_gib: float | None
+    bandwidth_gb_s: float
+    memory: str  # the memory the bandwidth is of: "dual-channel DDR5-5600"
+    cpu_tflops: float
+
+
+#: RAM kept for the operating system and the desktop when layers live in host RAM, GiB.
+RAM_RESERVED_GIB = 4.0
+#: Host defaults per machine class (docs/estimation.md, "Host memory"): JEDEC DDR5-5600 moves
+#: 5,600 MT/s x 8 bytes = 44.8 GB/s per 64-bit channel, DDR5-4800 38.4 GB/s; a desktop or laptop has
+#: two channels, a server socket eight. A Mac's defaults come from the chip (:attr:`GpuSpec.host_defaults`).
+HOST_DEFAULTS: dict[MachineClass, HostDefaults] = {
+    MachineClass.DESKTOP: HostDefaults(
+        "a desktop with 32 GB of dual-channel DDR5-5600",
+        32.0 - RAM_RESERVED_GIB,
+        89.6,
+        "dual-channel DDR5-5600",
+        8 * 4.5 * 32 / 1000,
+    ),
+    MachineClass.LAPTOP: HostDefaults(
+        "a laptop with 16 GB of dual-channel DDR5-5600",
+        16.0 - RAM_RESERVED_GIB,
+        89.6,
+        "dual-channel DDR5-5600",
+        8 * 3.0 * 32 / 1000,
+    ),
+    MachineClass.SERVER: HostDefaults(
+        "a server node with eight-channel DDR5-4800 per socket",
+        None,
+        307.2,
+        "eight-channel DDR5-4800",
+        32 * 2.5 * 32 / 1000,
+    ),
+}
+#: Host (CPU) memory bandwidth assumed when the scenario gives none, GB/s, by segment.
+DEFAULT_HOST_BANDWIDTH_GB_S = {
+    "local": HOST_DEFAULTS[MachineClass.DESKTOP].bandwidth_gb_s,
+    "data_centre": HOST_DEFAULTS[MachineClass.SERVER].bandwidth_gb_s,
+}
 #: Name fragments of laptop, desktop and workstation parts.
 _LOCAL_NAMES = ("GeForce", "Radeon RX", "RTX A", "RTX PRO", "RTX 6000 Ada", "Apple")
 _MEMORY_OPTIONS = re.compile(r"Memory options \(GB\): ([0-9., ]+)")
@@ -100,7 +159,8 @@ class GpuSpec:
     memory_gib_usable: float
     memory_bandwidth_gb_s: float
     fp16_dense_tflops: float
-    tdp_w: float
+    #: Board power, W; None when the catalog row leaves it empty (buying cannot be costed then).
+    tdp_w: float | None
     memory_gb: float | None = None
     memory_type: str = ""
     form_factor: str = ""
@@ -149,17 +209,43 @@ class GpuSpec:
         return tuple(float(v) for v in re.findall(r"\d+(?:\.\d+)?", found.group(1)))
 
     @property
-    def host_memory_bandwidth_gb_s(self) -> float:
-        """Bandwidth of the memory that layers kept off the GPU are read from, GB/s (partial offload).
+    def machine_class(self) -> MachineClass:
+        """The machine this part sits in: a Mac (Apple silicon), a laptop, a desktop (the other
+        laptop and desktop parts) or a server (data-centre parts)."""
+        if self.unified_memory:
+            return MachineClass.MAC
+        if self.form_factor == "laptop" or "Laptop" in self.name:
+            return MachineClass.LAPTOP
+        return MachineClass.DESKTOP if self.segment == "local" else MachineClass.SERVER
 
-        Apple silicon: the CPU cores reach about half the unified bandwidth (AnandTech's M1 Max
-        review measured about 200 of 400 GB/s); other parts: :data:`DEFAULT_HOST_BANDWIDTH_GB_S`;
-        the scenario's ``hardware.host_memory_bandwidth_gb_s`` wins over both."""
+    @property
+    def host_defaults(self) -> HostDefaults:
+        """The host this part is assumed to sit in (:data:`HOST_DEFAULTS`). A Mac's host is its own
+        unified memory: the CPU cores reach about half its bandwidth (AnandTech's M1 Max review
+        measured about 200 of 400 GB/s) and share the RAM with the GPU, so no RAM is left over for
+        layers kept off the GPU."""
+        machine = self.machine_class
+        if machine is MachineClass.MAC:
+            ram = self.memory_gb or self.memory_gib_usable
+            # What the CPU may hold beside the GPU's working set and the system.
+            left = max(ram - self.memory_gib_usable - RAM_RESERVED_GIB, 0.0)
+            return HostDefaults(
+                f"a Mac with {ram:g} GB of unified memory",
+                left,
+                self.memory_bandwidth_gb_s / 2,
+                "unified memory",
+                self.fp32_tflops or self.fp16_dense_tflops,
+            )
+        return HOST_DEFAULTS[machine]
+
+    @property
+    def host_memory_bandwidth_gb_s(self) -> float:
+        """Bandwidth of the memory that layers kept off the GPU are read from, GB/s (partial offload):
+        the scenario's ``hardware.host_memory_bandwidth_gb_s``, else the machine class's default
+        (:attr:`host_defaults`)."""
         if self.host_bandwidth_override_gb_s is not None:
             return self.host_bandwidth_override_gb_s
-        if self.unified_memory:
-            return self.memory_bandwidth_gb_s / 2
-        return DEFAULT_HOST_BANDWIDTH_GB_S[self.segment]
+        return self.host_defaults.bandwidth_gb_s
 
     def capacity_gib(self, memory_gib: float) -> float:
         """GPU-usable GiB of this part fitted with ``memory_gib`` of memory: the Metal working-set
@@ -268,8 +354,8 @@ def parse_gpu_row(r: RowReader) -> GpuSpec:
             r.where("memory_bandwidth_gb_s"), "is implausibly large (over 100 TB/s)", bandwidth
         )
     fp16 = r.number("fp16_dense_tflops")
-    tdp = r.number("tdp_w")
-    assert fp16 is not None and tdp is not None
+    tdp = r.number("tdp_w", required=False)  # a datasheet may not state it: only buying needs it
+    assert fp16 is not None
     return GpuSpec(
         id=gpu_id,
         name=r.text("name"),

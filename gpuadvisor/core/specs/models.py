@@ -86,6 +86,8 @@ class ParameterCounts:
     norms_and_other: int
     total: int
     active: int
+    #: Parameters of the routed experts (what expert parallelism shards); 0 for a dense model.
+    routed_experts: int = 0
 
     @property
     def blocks(self) -> int:
@@ -158,6 +160,7 @@ class ModelSpec:
             _require_positive_int(
                 f"model.architecture.{name}", getattr(self, name), allow_zero=name == "norms_per_layer"
             )
+            _require_at_most(f"model.architecture.{name}", getattr(self, name))
         for name in (
             "head_dim",
             "moe_intermediate_size",
@@ -171,8 +174,10 @@ class ModelSpec:
             value = getattr(self, name)
             if value is not None:
                 _require_positive_int(f"model.architecture.{name}", value)
+                _require_at_most(f"model.architecture.{name}", value)
         for name in ("dense_layers", "shared_experts"):
             _require_positive_int(f"model.architecture.{name}", getattr(self, name), allow_zero=True)
+            _require_at_most(f"model.architecture.{name}", getattr(self, name))
         if self.dense_layers > self.num_layers:
             raise InputError(
                 "model.architecture.dense_layers",
@@ -216,7 +221,14 @@ class ModelSpec:
         _require_choice("model.architecture.kind", self.kind, MODEL_KINDS)
         _require_choice("model.architecture.position_embedding", self.position_embedding, POSITION_KINDS)
         _require_choice("model.architecture.norm", self.norm, NORM_KINDS)
-        object.__setattr__(self, "_counts", _count_parameters(self))
+        counts = _count_parameters(self)
+        if counts.total > MAX_MODEL_PARAMETERS:
+            raise InputError(
+                "model.architecture",
+                f"describes {counts.total:.3g} parameters; at most {MAX_MODEL_PARAMETERS:g} are accepted "
+                "(a hundred trillion; the largest published models have about two trillion)",
+            )
+        object.__setattr__(self, "_counts", counts)
 
     # --- derived shapes -------------------------------------------------------------------
     @property
@@ -454,7 +466,37 @@ def _count_parameters(m: ModelSpec) -> ParameterCounts:
         norms_and_other=other,
         total=total,
         active=total - inactive,
+        routed_experts=moe_layers * m.num_experts * expert if m.is_moe else 0,
     )
+
+
+#: Largest size of each architecture field: far above any published model, low enough that no
+#: figure computed from them overflows or reads as nonsense.
+ARCHITECTURE_LIMITS: dict[str, tuple[int, str]] = {
+    "num_layers": (100_000, "the deepest published models have a few hundred layers"),
+    "hidden_size": (1_048_576, "published models are at most about 50,000 wide"),
+    "num_attention_heads": (65_536, "published models have at most a few hundred heads"),
+    "num_key_value_heads": (65_536, "published models have at most a few hundred heads"),
+    "intermediate_size": (16_777_216, "published MLPs are at most about 200,000 wide"),
+    "moe_intermediate_size": (16_777_216, "published MLPs are at most about 200,000 wide"),
+    "vocab_size": (16_777_216, "published vocabularies hold at most about a million tokens"),
+    "num_experts": (1_048_576, "published models have at most a few thousand experts"),
+    "experts_per_token": (1_048_576, "published models route to at most a few dozen experts"),
+    "shared_experts": (1_048_576, "published models have at most a few shared experts"),
+    "max_context": (1_000_000_000, "published models read at most about ten million tokens"),
+    "sliding_window": (1_000_000_000, "a window longer than any context"),
+    "norms_per_layer": (64, "blocks have two to four norms"),
+    "dense_layers": (100_000, "the deepest published models have a few hundred layers"),
+}
+_DIMENSION_LIMIT = (1_048_576, "published heads and ranks are at most a few thousand wide")
+#: Largest parameter count accepted from any source.
+MAX_MODEL_PARAMETERS = 1e14
+
+
+def _require_at_most(field_name: str, value: int) -> None:
+    limit, why = ARCHITECTURE_LIMITS.get(field_name.rsplit(".", 1)[-1], _DIMENSION_LIMIT)
+    if value > limit:
+        raise InputError(field_name, f"must be at most {limit:,} ({why})", value)
 
 
 def _require_positive_int(field_name: str, value: object, allow_zero: bool = False) -> None:

@@ -61,6 +61,7 @@ from typing import Any
 
 from ..errors import InputError
 from .engines import engine_lineage
+from .fields import checked, read_number
 
 #: The percentiles a target can be stated at.
 PERCENTILES = (50, 90, 95, 99)
@@ -163,13 +164,15 @@ def batching_for(engine_id: str) -> str:
     return BATCHING.get(engine_lineage(engine_id) or "", "static")
 
 
-def _number(name: str, value: object, low: float, high: float, low_open: bool = False) -> float:
+def _number(name: str, value: object) -> float:
+    """A service's value checked against its key's one rule (:data:`~.fields.FIELD_RULES`)."""
     field = f"workload.serving.{name}"
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise InputError(field, "must be a number", value)
-    if value < low or (low_open and value == low) or value > high:
-        bound = f"> {low:g}" if low_open else f">= {low:g}"
-        raise InputError(field, f"must be {bound} and at most {high:g}", value)
+    try:
+        value = read_number(field, value)
+    except ValueError as exc:
+        raise InputError(field, str(exc)) from None
+    checked(field, value)
+    assert isinstance(value, (int, float))
     return float(value)
 
 
@@ -204,17 +207,11 @@ class ServingSpec:
                 "workload.serving.requests_per_s",
                 "give the load as requests_per_s or as concurrency (clients), one of the two",
             )
-        if self.requests_per_s is not None:
-            _number("requests_per_s", self.requests_per_s, 0.0, 1e7, low_open=True)
-            object.__setattr__(self, "requests_per_s", float(self.requests_per_s))
+        for name in ("requests_per_s", "ttft_s", "itl_ms", "prefix_cache_hit_rate", "hours_per_day"):
+            if getattr(self, name) is not None:
+                object.__setattr__(self, name, _number(name, getattr(self, name)))
         if self.concurrency is not None:
-            c = self.concurrency
-            if isinstance(c, bool) or not isinstance(c, int) or not 1 <= c <= MAX_CLIENTS:
-                raise InputError(
-                    "workload.serving.concurrency",
-                    f"must be a whole number of clients, 1 to {MAX_CLIENTS:,}",
-                    c,
-                )
+            object.__setattr__(self, "concurrency", int(_number("concurrency", self.concurrency)))
         if self.arrival not in tuple(ArrivalPattern):
             raise InputError("workload.serving.arrival", "must be poisson or burst", self.arrival)
         object.__setattr__(self, "arrival", ArrivalPattern(self.arrival))
@@ -224,24 +221,13 @@ class ServingSpec:
                 "describes a rate; a closed loop of clients has none",
                 str(self.arrival),
             )
-        if self.ttft_s is not None:
-            object.__setattr__(self, "ttft_s", _number("ttft_s", self.ttft_s, 0.0, 3600.0, low_open=True))
-        if self.itl_ms is not None:
-            object.__setattr__(self, "itl_ms", _number("itl_ms", self.itl_ms, 0.0, 60_000.0, low_open=True))
         if self.percentile not in PERCENTILES or isinstance(self.percentile, bool):
             raise InputError("workload.serving.percentile", "must be one of 50, 90, 95, 99", self.percentile)
         object.__setattr__(self, "percentile", int(self.percentile))
-        _number("prefix_cache_hit_rate", self.prefix_cache_hit_rate, 0.0, 1.0)
-        if self.prefix_cache_hit_rate >= 1.0:
-            raise InputError(
-                "workload.serving.prefix_cache_hit_rate",
-                "must be below 1 (some prompt tokens are always new)",
-                self.prefix_cache_hit_rate,
-            )
-        _number("hours_per_day", self.hours_per_day, 1.0, 24.0)
         if self.request_overhead_ms is not None:
-            value = _number("request_overhead_ms", self.request_overhead_ms, 0.0, MAX_REQUEST_OVERHEAD_MS)
-            object.__setattr__(self, "request_overhead_ms", value)
+            object.__setattr__(
+                self, "request_overhead_ms", _number("request_overhead_ms", self.request_overhead_ms)
+            )
         if not isinstance(self.disaggregated, bool):
             raise InputError("workload.serving.disaggregated", "must be true or false", self.disaggregated)
         if self.disaggregated and (self.ttft_s is None or self.itl_ms is None):

@@ -40,11 +40,11 @@ References
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field, replace
 
 from ..errors import InputError
 from .engines import engine_lineage
+from .fields import FIELD_RULES, checked
 from .quant_types import (
     GGUF_WEIGHT_TYPES,
     KV_CACHE_DTYPES,
@@ -195,24 +195,16 @@ def is_quantized_weights(precision: str) -> bool:
     return precision in ("int8", "int4", "nf4", "fp8") or is_gguf_type(precision)
 
 
-def _positive_int(name: str, value: object, minimum: int = 1, maximum: int | None = None) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise InputError(name, f"must be a whole number >= {minimum}", value)
-    if maximum is not None and value > maximum:
-        raise InputError(name, f"must be at most {maximum:,}", value)
-
-
-def _positive_float(name: str, value: object, allow_zero: bool = False, maximum: float | None = None) -> None:
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, (int, float))
-        or not math.isfinite(value)
-        or value < 0
-        or (value == 0 and not allow_zero)
-    ):
-        raise InputError(name, "must be a number " + (">= 0" if allow_zero else "> 0"), value)
-    if maximum is not None and value > maximum:
-        raise InputError(name, f"must be at most {maximum:g}", value)
+def _field(obj: object, section: str, name: str) -> None:
+    """Check ``obj.name`` against the scenario key's one rule (:data:`~.fields.FIELD_RULES`); a whole
+    number given as a float (``4.0``) is kept as an int. None (not set) passes."""
+    value = getattr(obj, name)
+    if value is None:
+        return
+    key = f"{section}.{name}"
+    checked(key, value)
+    if FIELD_RULES[key].integer and not isinstance(value, int):
+        object.__setattr__(obj, name, int(value))
 
 
 def _choice(name: str, value: object, choices: tuple[str, ...]) -> None:
@@ -309,13 +301,10 @@ class Workload:
         _choice("workload.weights", self.weights, WEIGHT_PRECISIONS)
         if self.kv_cache is not None:
             _choice("workload.kv_cache", self.kv_cache, KV_PRECISIONS)
-        _positive_int("workload.batch_size", self.batch_size, maximum=1_000_000)
-        _positive_int("workload.seq_len", self.seq_len, maximum=100_000_000)
-        _positive_int("workload.prompt_tokens", self.prompt_tokens, maximum=100_000_000)
-        _positive_int("workload.output_tokens", self.output_tokens, maximum=100_000_000)
+        for name in ("batch_size", "seq_len", "prompt_tokens", "output_tokens", "lora_rank"):
+            _field(self, "workload", name)
         _choice("workload.optimizer", self.optimizer, OPTIMIZERS)
         self._check_local_keys()
-        _positive_int("workload.lora_rank", self.lora_rank, maximum=65536)
         for name in (
             "gradient_checkpointing",
             "flash_attention",
@@ -338,11 +327,8 @@ class Workload:
                     "must be 'all_linear' or a non-empty list of module names",
                     self.lora_targets,
                 )
-        for name in ("train_tokens", "dataset_tokens", "requests"):
-            value = getattr(self, name)
-            if value is not None:
-                _positive_float(f"workload.{name}", value, maximum=1e18)
-        _positive_float("workload.epochs", self.epochs, maximum=1e6)
+        for name in ("train_tokens", "dataset_tokens", "requests", "epochs"):
+            _field(self, "workload", name)
         self._check_serving_keys()
         self._check_layout_keys()
         if self.kind in ("full_finetune", "pretrain") and self.weights in QUANTIZED:
@@ -392,8 +378,7 @@ class Workload:
         """activation_recompute, global_batch_size, compute_precision and offload."""
         if self.activation_recompute is not None:
             _choice("workload.activation_recompute", self.activation_recompute, RECOMPUTE_CHOICES)
-        if self.global_batch_size is not None:
-            _positive_int("workload.global_batch_size", self.global_batch_size, maximum=100_000_000)
+        _field(self, "workload", "global_batch_size")
         if self.compute_precision is not None:
             _choice("workload.compute_precision", self.compute_precision, COMPUTE_PRECISIONS)
         object.__setattr__(self, "offload", _offload(self.offload))
@@ -458,7 +443,8 @@ class Workload:
             value = getattr(self, name)
             if value is None:
                 continue
-            _positive_int(f"workload.{name}", value, maximum=100_000_000)
+            _field(self, "workload", name)
+            value = getattr(self, name)
             if value < mean:
                 raise InputError(
                     f"workload.{name}", f"must be at least the mean ({mean:,}); the 90th percentile", value
@@ -498,8 +484,8 @@ class Workload:
                     "llama.cpp; set flash_attention to true or use f16",
                     self.kv_cache_dtype,
                 )
+        _field(self, "workload", "gpu_layers")
         if self.gpu_layers is not None:
-            _positive_int("workload.gpu_layers", self.gpu_layers, minimum=0, maximum=10_000)
             if self.kind != "inference":
                 raise InputError(
                     "workload.gpu_layers", "partial offload is for inference only", self.gpu_layers
@@ -606,31 +592,19 @@ class Hardware:
     gpu_count_max: int | None = None
 
     def __post_init__(self) -> None:
-        for name in LAYOUT_AXES:
-            value = getattr(self, name)
-            if value is not None:
-                _positive_int(f"hardware.{name}", value, maximum=MAX_GPU_COUNT)
+        for name in (*LAYOUT_AXES, "host_memory_gib", "host_memory_bandwidth_gb_s", "gpu_count_max"):
+            _field(self, "hardware", name)
         if self.sequence_parallel is not None and not isinstance(self.sequence_parallel, bool):
             raise InputError("hardware.sequence_parallel", "must be true or false", self.sequence_parallel)
-        if self.host_memory_gib is not None:
-            _positive_float("hardware.host_memory_gib", self.host_memory_gib, maximum=1_048_576)
-        if self.host_memory_bandwidth_gb_s is not None:
-            _positive_float(
-                "hardware.host_memory_bandwidth_gb_s", self.host_memory_bandwidth_gb_s, maximum=100_000
-            )
-        if self.gpu_count_max is not None:
-            _positive_int("hardware.gpu_count_max", self.gpu_count_max, maximum=MAX_GPU_COUNT)
         if self.segment is not None:
             _choice("hardware.segment", self.segment, SEGMENTS)
-        if self.memory_gib is not None:
-            _positive_float("hardware.memory_gib", self.memory_gib, maximum=4096)
+        _field(self, "hardware", "memory_gib")
         if self.gpu is not None and (not isinstance(self.gpu, str) or not self.gpu):
             raise InputError("hardware.gpu", "must be a catalog id", self.gpu)
-        if self.gpu_count is not None:
-            _positive_int("hardware.gpu_count", self.gpu_count, maximum=100_000)
+        _field(self, "hardware", "gpu_count")
         if self.parallelism is not None:
             _choice("hardware.parallelism", self.parallelism, PARALLELISMS)
-        _positive_int("hardware.gpus_per_node", self.gpus_per_node, maximum=1024)
+        _field(self, "hardware", "gpus_per_node")
 
     @property
     def layout_given(self) -> bool:
@@ -653,9 +627,8 @@ class RuntimeOverhead:
     fragmentation: float | None = None
 
     def __post_init__(self) -> None:
-        _positive_float("overhead.cuda_context_gib", self.cuda_context_gib, allow_zero=True, maximum=64)
-        if self.fragmentation is not None:
-            _positive_float("overhead.fragmentation", self.fragmentation, allow_zero=True, maximum=1.0)
+        _field(self, "overhead", "cuda_context_gib")
+        _field(self, "overhead", "fragmentation")
 
     def fragmentation_for(self, training: bool) -> float:
         if self.fragmentation is not None:
@@ -686,8 +659,17 @@ def adapt_to_kind(workload: Workload, kind: str) -> Workload:
         batch = DEFAULT_BATCH_SIZE
     weights = weights_for_kind(kind, workload.weights)
     if kind in TRAINING_KINDS:
-        # A service is inference: training has no traffic targets.
-        return replace(workload, kind=kind, weights=weights, batch_size=batch, serving=None, speculative=None)
+        # A service is inference: training has no traffic targets, and layers in host RAM
+        # (llama.cpp -ngl) are an inference setting.
+        return replace(
+            workload,
+            kind=kind,
+            weights=weights,
+            batch_size=batch,
+            serving=None,
+            speculative=None,
+            gpu_layers=None,
+        )
     # The training-only keys mean nothing for inference.
     return replace(
         workload,

@@ -106,6 +106,31 @@ def is_numeric(column: str) -> bool:
     )
 
 
+_CURRENCY_PREFIXES = ("US$", "USD", "$")
+_UNIT_SUFFIXES = ("USD/GPU-h", "/GPU-h", "$/h", "/hr", "/h", "USD", "$")
+
+
+def clean_number_text(text: str) -> str:
+    """A number as typed, in the catalog's spelling: ``$2.5`` -> ``2.5``, ``2.50 USD/h`` -> ``2.50``,
+    ``1,200`` -> ``1200``. Text that is no number even then comes back as typed (the row check
+    then says why it is refused)."""
+    t = text.strip()
+    for prefix in _CURRENCY_PREFIXES:
+        if t.upper().startswith(prefix.upper()):
+            t = t[len(prefix) :].strip()
+            break
+    for suffix in _UNIT_SUFFIXES:
+        if t.upper().endswith(suffix.upper()):
+            t = t[: -len(suffix)].strip()
+            break
+    t = t.replace(",", "").replace("_", "").replace(" ", "")
+    try:
+        float(t)
+    except ValueError:
+        return text.strip()
+    return t
+
+
 def number_or_none(text: str) -> float | None:
     try:
         return float(text.replace(",", "").replace("_", ""))

@@ -9,6 +9,7 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLineEdit,
     QStyledItemDelegate,
+    QToolTip,
     QWidget,
 )
 
@@ -58,6 +59,7 @@ class CatalogDelegate(QStyledItemDelegate):
     def __init__(self, model: CatalogModel, parent=None) -> None:
         super().__init__(parent)
         self._model = model
+        self.last_refusal_shown = ""  # the last refusal said under its cell (tests; accessibility)
 
     def _column(self, index) -> str:
         return self._model.columns[index.column()]
@@ -98,6 +100,7 @@ class CatalogDelegate(QStyledItemDelegate):
             super().setEditorData(editor, index)
 
     def setModelData(self, editor, model, index) -> None:  # noqa: N802 - Qt override
+        self._model.last_refusal = ""
         if isinstance(editor, QComboBox):
             model.setData(index, editor.currentText())
         elif isinstance(editor, QDateEdit):
@@ -107,6 +110,13 @@ class CatalogDelegate(QStyledItemDelegate):
             model.setData(index, editor.text())
         else:
             super().setModelData(editor, model, index)
+        reason = self._model.last_refusal
+        if reason:
+            # Said where it was typed: under the cell, as it closes on the last valid value.
+            self.last_refusal_shown = reason
+            view = self.parent()
+            where = editor.mapToGlobal(editor.rect().bottomLeft())
+            QToolTip.showText(where, f"Not changed: {reason}", view)
 
 
 class CatalogProxy(QSortFilterProxyModel):

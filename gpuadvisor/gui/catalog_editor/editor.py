@@ -6,11 +6,13 @@ import datetime as _dt
 import html
 import logging
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from PySide6.QtCore import Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QKeySequence, QUndoStack
+from PySide6.QtCore import QItemSelection, QItemSelectionModel, Qt, QTimer, Signal
+from PySide6.QtGui import QAction, QKeySequence, QUndoCommand, QUndoStack
 from PySide6.QtWidgets import (
     QDialog,
     QFileDialog,
@@ -21,7 +23,6 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QMainWindow,
     QMessageBox,
-    QSpinBox,
     QTableView,
     QTabWidget,
     QToolBar,
@@ -32,17 +33,35 @@ from PySide6.QtWidgets import (
 from ...core.errors import CatalogError, InputError
 from ...core.formats import user_catalog as uc
 from ...core.formats.catalog_exchange import ImportReport, export_text, import_file
+from ...core.formats.user_catalog_merge import rebase_rows
+from ...core.numbers import NumberRule, Quantity
 from ...core.specs.hardware import GpuCatalog
 from ...storage import StorageError, atomic_write_text
-from ...storage.user_catalog_store import restore_user_catalog, save_user_catalog, user_catalog_backups
+from ...storage.settings import STALE_PRICE_MONTHS_RANGE
+from ...storage.user_catalog_store import (
+    restore_user_catalog,
+    save_and_merge_user_catalog,
+    user_catalog_backups,
+)
 from ..theme import colors
+from ..widgets import NumberField
+from .add_gpu import AddGpuDialog
 from .columns import KIND_TITLES
-from .commands import RowsCommand
+from .commands import InstancesCommand, RowsCommand
 from .delegates import CatalogDelegate, CatalogProxy
 from .model import CatalogModel
 from .preview import PreviewDialog, import_details
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class TableView:
+    """Where the user was in a table, by row id: what survives the table taking in new rows."""
+
+    selected: tuple[str, ...]
+    current: tuple[str, str] | None  # (row id, column)
+    scroll: tuple[int, int]  # horizontal, vertical
 
 
 class CatalogTab(QWidget):
@@ -117,6 +136,40 @@ class CatalogTab(QWidget):
             rows = {self.proxy.mapToSource(self.table.currentIndex()).row()}
         return sorted(r for r in rows if r >= 0)
 
+    def view_state(self) -> TableView:
+        """The selected rows, the current cell and the scroll position, by row id and column."""
+        m = self.model
+        rows = sorted({self.proxy.mapToSource(i).row() for i in self.table.selectionModel().selectedRows()})
+        selected = tuple(m.rows[r].get("id", "") for r in rows if 0 <= r < len(m.rows))
+        current = None
+        index = self.proxy.mapToSource(self.table.currentIndex())
+        if index.isValid() and index.row() < len(m.rows):
+            current = (m.rows[index.row()].get("id", ""), m.columns[index.column()])
+        scroll = (self.table.horizontalScrollBar().value(), self.table.verticalScrollBar().value())
+        return TableView(selected, current, scroll)
+
+    def restore_view(self, state: TableView) -> None:
+        """Select the same rows (by id) and put the current cell and the scroll back."""
+        m = self.model
+        by_id = {r.get("id", ""): i for i, r in enumerate(m.rows)}
+        chosen = QItemSelection()
+        for row_id in state.selected:
+            i = by_id.get(row_id)
+            if i is None:
+                continue  # removed by the other program
+            first = self.proxy.mapFromSource(m.index(i, 0))
+            last = self.proxy.mapFromSource(m.index(i, len(m.columns) - 1))
+            if first.isValid():
+                chosen.select(first, last)
+        flags = QItemSelectionModel.SelectionFlag
+        selection = self.table.selectionModel()
+        if state.current is not None and state.current[0] in by_id:
+            current = m.index(by_id[state.current[0]], m.columns.index(state.current[1]))
+            selection.setCurrentIndex(self.proxy.mapFromSource(current), flags.NoUpdate)
+        selection.select(chosen, flags.ClearAndSelect | flags.Rows)
+        self.table.horizontalScrollBar().setValue(state.scroll[0])
+        self.table.verticalScrollBar().setValue(state.scroll[1])
+
     def select_source_row(self, row: int) -> None:
         index = self.proxy.mapFromSource(self.model.index(row, 0))
         if index.isValid():
@@ -130,6 +183,8 @@ class CatalogEditor(QMainWindow):
 
     #: (GpuCatalog, ModelCatalog, warnings) after every change that still leaves a usable catalog.
     catalogsChanged = Signal(object, object, object)
+    #: The cloud instance snapshot after a price-list import saved the instance types it holds.
+    instancesImported = Signal(object)
 
     def __init__(
         self,
@@ -153,6 +208,8 @@ class CatalogEditor(QMainWindow):
         self.last_saved_path: Path | None = None
         self.build_warnings: list[str] = []
         self.notice = ""  # the last import's report, shown until the next import
+        #: The edits the file held when this window last read or wrote it: what a save merges against.
+        self._base = user
 
         self.models: dict[str, CatalogModel] = {}
         self.tabs_by_kind: dict[str, CatalogTab] = {}
@@ -204,7 +261,9 @@ class CatalogEditor(QMainWindow):
                 act.setShortcut(QKeySequence(shortcut))
             act.setToolTip(tip or text)
             act.setStatusTip(tip or text)
-            act.triggered.connect(slot)
+            # triggered(bool) would land in the slot's first optional parameter (a path, or
+            # reset_all's confirm): a click calls the slot with none.
+            act.triggered.connect(lambda _checked=False, slot=slot: slot())
             return act
 
         # Short labels on the buttons; what would be undone is in the tooltip (a long command
@@ -221,6 +280,12 @@ class CatalogEditor(QMainWindow):
         )
         self.undo.redoTextChanged.connect(
             lambda text: self.redo_action.setToolTip(f"Redo {text}" if text else "Redo")
+        )
+        self.add_gpu_action = action(
+            "Add GPU…",
+            self.add_gpu,
+            "Ctrl+Shift+N",
+            "Add a GPU: every field the estimates need on one form, with defaults where the datasheet allows",
         )
         self.add_action = action(
             "Add row", self.add_row, "Ctrl+N", "Add an empty row (a unique id is filled in)"
@@ -265,6 +330,7 @@ class CatalogEditor(QMainWindow):
             self.undo_action,
             self.redo_action,
             None,
+            self.add_gpu_action,
             self.add_action,
             self.duplicate_action,
             self.delete_action,
@@ -284,15 +350,17 @@ class CatalogEditor(QMainWindow):
                 self.addAction(act)
         bar.addSeparator()
         bar.addWidget(QLabel(" Flag prices older than ", self))
-        self.stale_box = QSpinBox(self)
-        self.stale_box.setRange(1, 240)
-        self.stale_box.setSuffix(" months")
-        self.stale_box.setValue(stale_months)
-        self.stale_box.setToolTip(
-            "Prices dated before this are flagged here, in the results and in the report"
+        low, high = STALE_PRICE_MONTHS_RANGE
+        self.stale_field = NumberField(
+            "6", parent=self, rule=NumberRule(Quantity.MONTHS, low, high, integer=True)
         )
-        self.stale_box.valueChanged.connect(self._stale_changed)
-        bar.addWidget(self.stale_box)
+        self.stale_field.set_value(stale_months)
+        self.stale_field.setToolTip(
+            "Prices dated before this many months are flagged here, in the results and in the report"
+        )
+        self.stale_field.edited.connect(self._on_stale_edited)
+        bar.addWidget(self.stale_field)
+        bar.addWidget(QLabel(" months", self))
         self.tabs.currentChanged.connect(lambda _i: self._update_actions())
         for tab in self.tabs_by_kind.values():
             tab.table.selectionModel().selectionChanged.connect(lambda *_a: self._update_actions())
@@ -306,6 +374,7 @@ class CatalogEditor(QMainWindow):
         self.delete_action.setEnabled(bool(rows))
         self.reset_row_action.setEnabled(any(tab.model.status(r) == "modified" for r in rows))
         self.prices_action.setEnabled(tab.model.kind == "gpus")
+        self.add_gpu_action.setEnabled(tab.model.kind == "gpus")
 
     def current_tab(self) -> CatalogTab:
         return self.tabs.currentWidget()
@@ -335,6 +404,26 @@ class CatalogEditor(QMainWindow):
         )
         self._push_rows(model, model.snapshot() + [row], f"Add {row['id']}")
         self.current_tab().select_source_row(len(model.rows) - 1)
+
+    def add_gpu(self) -> AddGpuDialog:
+        """Open the Add GPU form (see :mod:`.add_gpu`), window-modal; the row it accepts is added as
+        one undo step and selected. Returns the open dialog."""
+        model = self.models["gpus"]
+        self.tabs.setCurrentWidget(self.tabs_by_kind["gpus"])
+        dialog = AddGpuDialog({r.get("id", "") for r in model.rows}, self.today, self)
+        dialog.accepted.connect(lambda: self._add_gpu_row(dialog.row))
+        self.add_gpu_dialog = dialog
+        dialog.open()
+        return dialog
+
+    def _add_gpu_row(self, new: dict[str, str] | None) -> None:
+        if new is None:
+            return
+        model = self.models["gpus"]
+        row = uc.full_row("gpus", new)
+        self._push_rows(model, model.snapshot() + [row], f"Add {row['id']}")
+        self.tabs_by_kind["gpus"].select_source_row(len(model.rows) - 1)
+        self.statusBar().showMessage(f"Added {row['name']} ({row['id']}): it is in the comparison.", 8000)
 
     def duplicate_rows(self) -> None:
         tab = self.current_tab()
@@ -455,7 +544,9 @@ class CatalogEditor(QMainWindow):
         self, paths: list[str] | None = None, preview: bool = True, provider: str | None = None
     ):
         """Update cloud prices from gpuhunt or SkyPilot catalog files; returns the applied updates."""
+        from ...core.formats.instance_import import price_list_instance_types
         from ...core.formats.pricelists import merge_price_imports, price_update_rows, read_price_list
+        from ...storage.instances_store import InstancesSaved, save_imported_instances
 
         model = self.models["gpus"]
         if paths is None:
@@ -493,20 +584,65 @@ class CatalogEditor(QMainWindow):
                 f"{changes.get('cloud_usd_per_hour_high', '-')} USD per GPU-hour"
             )
             after[i] = {**old, **changes}
+        types = [
+            t
+            for p, imp in zip(paths, imports, strict=True)
+            for t in price_list_instance_types(p, imp, catalog)
+        ]
         details = "\n".join(lines) + ("\n\n" if lines else "") + merged.summary()
+        providers = ", ".join(sorted({t.provider for t in types}))
         head = (
             f"<b>{len(lines)} GPU{'s' if len(lines) != 1 else ''}</b> get new prices from "
             f"{len(paths)} file{'s' if len(paths) != 1 else ''} ({merged.rows_read} rows read; "
-            f"{sum(merged.unmatched.values())} offers unmatched; {len(merged.rejected)} rows rejected)."
+            f"{sum(merged.unmatched.values())} offers unmatched; {len(merged.rejected)} rows rejected)"
+            + (
+                f"; <b>{len(types)} cloud instance types</b> of {providers} say where to rent."
+                if types
+                else "."
+            )
         )
         if preview:
-            dialog = PreviewDialog("Import cloud price lists", head, details, bool(lines), self)
+            dialog = PreviewDialog("Import cloud price lists", head, details, bool(lines or types), self)
             if dialog.exec() != QDialog.DialogCode.Accepted:
                 return updates
-        if lines:
-            self._push_rows(model, after, f"Import prices from {', '.join(Path(p).name for p in paths)}")
-        self._set_notice(merged.summary())
+        notice = merged.summary()
+        saved: InstancesSaved | None = None
+        if types:
+            try:
+                saved = save_imported_instances(types, merged.as_of)
+            except StorageError as exc:
+                notice += f"\nThe cloud instance types could not be saved: {exc}"
+            else:
+                notice += (
+                    f"\n{len(types)} cloud instance types of {providers} saved to {saved.path.name}: "
+                    "the results name them as where to rent."
+                )
+        # The catalog's new prices and the saved instance types are one step: one undo takes back both.
+        if lines or saved is not None:
+            self.undo.beginMacro(f"Import prices from {', '.join(Path(p).name for p in paths)}")
+            if lines:
+                self._push_rows(model, after, "Import prices")
+            if saved is not None:
+                self.undo.push(
+                    InstancesCommand(saved.providers, saved.before, types, merged.as_of, self._put_instances)
+                )
+            self.undo.endMacro()
+        if saved is not None:
+            self.instancesImported.emit(saved.snapshot)
+        self._set_notice(notice)
         return updates
+
+    def _put_instances(self, providers: Sequence[str], rows: Sequence[Any], updated: str) -> None:
+        """Undo or redo of the instance types an import saved: make ``rows`` the rows of
+        ``providers`` again, and let the estimates use the snapshot that results."""
+        from ...storage.instances_store import put_provider_rows
+
+        try:
+            saved = put_provider_rows(providers, rows, updated)
+        except StorageError as exc:
+            self._set_notice(f"The cloud instance types could not be put back: {exc}")
+            return
+        self.instancesImported.emit(saved.snapshot)
 
     def _catalog_for_matching(self) -> GpuCatalog:
         if self._current_gpus is not None:
@@ -534,6 +670,7 @@ class CatalogEditor(QMainWindow):
         except (InputError, OSError) as exc:
             QMessageBox.warning(self, "Backup not restored", str(exc))
             return False
+        self._base = loaded.catalog  # the file holds it now; the steps below show it
         self.undo.beginMacro(f"Restore {Path(path).name}")
         for kind, model in self.models.items():
             merged, _w = uc.merge(kind, loaded.catalog.edits(kind))
@@ -565,8 +702,13 @@ class CatalogEditor(QMainWindow):
             self._update_info()
             return
         try:
-            self.last_saved_path = save_user_catalog(user)
+            saved = save_and_merge_user_catalog(user, self._base)
+            self._base = saved.catalog
+            self.last_saved_path = saved.path
             self.last_save_error = ""
+            if saved.merged:  # another program saved meanwhile: show what the file holds now
+                self._show_merged(user, saved.catalog)
+                user = saved.catalog
         except StorageError as exc:
             self.last_save_error = f"Your edits are kept in this window but could not be saved: {exc}"
             log.warning("user catalog not saved: %s", exc)
@@ -578,6 +720,58 @@ class CatalogEditor(QMainWindow):
             self.build_warnings = warnings
             self.catalogsChanged.emit(gpus, models, warnings)
         self._update_info()
+
+    def _show_merged(self, mine: uc.UserCatalog, merged: uc.UserCatalog) -> None:
+        """Show the edits a save merged with another program's (:func:`save_and_merge_user_catalog`):
+        each table takes in the other program's rows and cells, the undo stack's tables are moved
+        onto them (:func:`~gpuadvisor.core.formats.user_catalog_merge.rebase_rows`: undo still takes
+        back this window's edits only), and the selection, current cell and scroll stay."""
+        said = []
+        for kind, model in self.models.items():
+            base, theirs = mine.edits(kind), merged.edits(kind)
+            if base == theirs:
+                continue
+            rows = [dict(m.row) for m in uc.merge(kind, theirs)[0]]
+            said.append(self._merged_rows_text(kind, model.rows, rows))
+            self._rebase_undo(model, lambda r, k=kind, b=base, t=theirs: rebase_rows(k, r, b, t))
+            tab = self.tabs_by_kind[kind]
+            where = tab.view_state()
+            model._adopt_rows(rows)
+            tab.restore_view(where)
+        if said:
+            self._set_notice(
+                "Another gpuadvisor window or command saved the catalog meanwhile; its changes are shown "
+                f"here with yours ({'; '.join(said)}). Undo takes back your own edits only."
+            )
+            self.statusBar().showMessage("Merged with changes saved by another program", 8000)
+
+    @staticmethod
+    def _merged_rows_text(kind: str, before: list[dict[str, str]], after: list[dict[str, str]]) -> str:
+        """``GPUs: cli-a added, h100-sxm changed``: what the other program's save changed."""
+        old = {r.get("id", ""): r for r in before}
+        new = {r.get("id", ""): r for r in after}
+        parts = []
+        for verb, ids in (
+            ("added", [i for i in new if i not in old]),
+            ("changed", [i for i in new if i in old and new[i] != old[i]]),
+            ("removed", [i for i in old if i not in new]),
+        ):
+            if ids:
+                more = f" and {len(ids) - 3} more" if len(ids) > 3 else ""
+                parts.append(f"{', '.join(ids[:3])}{more} {verb}")
+        return f"{KIND_TITLES[kind]}: {', '.join(parts)}"
+
+    def _rebase_undo(self, model: CatalogModel, move) -> None:
+        """Move every table the undo stack holds for ``model`` (in macros too) with ``move``."""
+
+        def visit(command: QUndoCommand) -> None:
+            if isinstance(command, RowsCommand) and command.model is model:
+                command.rebase(move)
+            for j in range(command.childCount()):
+                visit(command.child(j))
+
+        for i in range(self.undo.count()):
+            visit(self.undo.command(i))
 
     def flush(self) -> None:
         """Apply a pending change now (tests; closing)."""
@@ -629,6 +823,15 @@ class CatalogEditor(QMainWindow):
         self.info.setText(
             f"<span style='color:{colors(self.palette()).problem}'><b>Not changed:</b> {html.escape(message)}</span>"
         )
+
+    def _on_stale_edited(self) -> None:
+        """A valid number of months typed: flag prices older than it (an invalid one shows its message)."""
+        try:
+            months = self.stale_field.value()
+        except ValueError:
+            return
+        if months is not None:
+            self._stale_changed(int(months))
 
     def _stale_changed(self, months: int) -> None:
         for model in self.models.values():

@@ -17,12 +17,41 @@ from .columns import (
     ROLE_SORT,
     STALE_BRUSH,
     TINTED_TEXT_BRUSH,
+    clean_number_text,
     column_label,
     column_unit,
     is_numeric,
     number_or_none,
 )
 from .commands import SetCellCommand
+
+_CLOUD = ("cloud_usd_per_hour_low", "cloud_usd_per_hour_expected", "cloud_usd_per_hour_high")
+_CLOUD_WORDS = {
+    "cloud_usd_per_hour_low": "low",
+    "cloud_usd_per_hour_expected": "expected",
+    "cloud_usd_per_hour_high": "high",
+}
+
+
+def price_order_problem(row: dict[str, str], column: str) -> str:
+    """Why a typed cloud price puts the expected price above the high one ("" when it does not). The
+    catalog's reader widens the range to take an expected price outside it (a quote from a file);
+    typed in the editor, an expected price above the high one is more often a slip (25 for 2.5)
+    than a quote, so it is refused rather than silently raising the high price. A quote below the
+    low price is taken: a negotiated deal is below the market's range."""
+    if column not in ("cloud_usd_per_hour_expected", "cloud_usd_per_hour_high"):
+        return ""
+    expected = number_or_none(row.get("cloud_usd_per_hour_expected", "") or "")
+    high = number_or_none(row.get("cloud_usd_per_hour_high", "") or "")
+    if expected is None or high is None or expected <= high:
+        return ""
+    if column == "cloud_usd_per_hour_expected":
+        return (
+            f"the expected price {expected:g} is above the high price {high:g}: change the high price first"
+        )
+    return (
+        f"the high price {high:g} is below the expected price {expected:g}: change the expected price first"
+    )
 
 
 class CatalogModel(QAbstractTableModel):
@@ -50,6 +79,7 @@ class CatalogModel(QAbstractTableModel):
         self._bundled = {r["id"]: r for r in uc.bundled_rows(kind)}
         self.rows: list[dict[str, str]] = [uc.full_row(kind, r) for r in rows]
         self._errors: dict[int, tuple[str | None, str]] = {}
+        self.last_refusal = ""  # why the last edit was refused ("" when it was not)
         self._revalidate()
 
     # -- what the views ask -------------------------------------------------------------------------
@@ -124,20 +154,42 @@ class CatalogModel(QAbstractTableModel):
         return None
 
     def setData(self, index, value, role=Qt.ItemDataRole.EditRole) -> bool:
+        """Change one cell; a value that would take a valid row out of the comparison is refused,
+        with the reason (``rejected``, and :attr:`last_refusal` for the cell's editor)."""
         if not index.isValid() or role != Qt.ItemDataRole.EditRole:
             return False
         row, column = index.row(), self.columns[index.column()]
         text = "" if value is None else str(value).strip()
+        if is_numeric(column):
+            text = clean_number_text(text)  # "$2.5" is a price
+        self.last_refusal = ""
         old = self.rows[row].get(column, "")
         if text == old:
             return False
-        if column == "id":
-            reason = self.id_problem(text, row)
-            if reason:
-                self.rejected.emit(f"{KIND_TITLES[self.kind]}, row {row + 1}, column id: {reason}")
-                return False
+        reason = self.id_problem(text, row) if column == "id" else self.cell_problem(row, column, text)
+        if reason:
+            self.last_refusal = f"{column_label(column)}: {reason}"
+            row_id = self.rows[row].get("id") or f"row {row + 1}"
+            self.rejected.emit(f"{KIND_TITLES[self.kind]}, {row_id}, {self.last_refusal}")
+            return False
         self.undo.push(SetCellCommand(self, row, column, old, text))
         return True
+
+    def cell_problem(self, row: int, column: str, text: str) -> str:
+        """Why ``text`` in ``column`` of ``row`` is refused ("" when it is not): a row that is in the
+        comparison must stay in it, so a value that makes it fail the catalog's checks is refused
+        where it is typed. A row that is already incomplete (just added, or imported with a
+        problem) takes any value, so it can be completed one cell at a time."""
+        if row in self._errors:
+            return ""
+        candidate = {**self.rows[row], column: text}
+        try:
+            uc.validate_row(self.kind, candidate, origin=KIND_TITLES[self.kind], today=self.today)
+        except CatalogError as exc:
+            bad = uc.error_column(exc)
+            words = exc.reason + ("" if exc.value is None else f" (got {exc.value!r})")
+            return words if bad in (None, column) else f"{column_label(bad)} would then be wrong: {words}"
+        return price_order_problem(candidate, column)
 
     # -- facts about rows ---------------------------------------------------------------------------
     def id_problem(self, text: str, row: int | None = None) -> str:
@@ -234,6 +286,13 @@ class CatalogModel(QAbstractTableModel):
         self._revalidate()
         self.endResetModel()
         self.changed.emit()
+
+    def _adopt_rows(self, rows: list[dict[str, str]]) -> None:
+        """Show ``rows`` as saved (another program's changes merged in): no undo step, no new save."""
+        self.beginResetModel()
+        self.rows = [uc.full_row(self.kind, r) for r in rows]
+        self._revalidate()
+        self.endResetModel()
 
     def snapshot(self) -> list[dict[str, str]]:
         return [dict(r) for r in self.rows]

@@ -19,12 +19,12 @@ from PySide6.QtWidgets import (
     QListWidgetItem,
     QPushButton,
     QRadioButton,
-    QSpinBox,
     QVBoxLayout,
     QWidget,
 )
 
 from ...core.errors import InputError
+from ...core.formats.model_file import file_weights_or_none
 from ...core.formats.scenario import ModelSource, Scenario
 from ...core.specs.presets import ModelCatalog
 from ...core.specs.quant_types import GGUF_WEIGHT_TYPES
@@ -50,12 +50,12 @@ KV = [
     ("fp32", "FP32"),
 ]
 ARCH_FIELDS = [
-    ("num_layers", "Layers", 1, 1000),
-    ("hidden_size", "Hidden size", 1, 1_000_000),
-    ("num_attention_heads", "Attention heads", 1, 10_000),
-    ("num_key_value_heads", "KV heads", 1, 10_000),
-    ("intermediate_size", "MLP width", 1, 10_000_000),
-    ("vocab_size", "Vocabulary", 1, 10_000_000),
+    ("num_layers", "Layers"),
+    ("hidden_size", "Hidden size"),
+    ("num_attention_heads", "Attention heads"),
+    ("num_key_value_heads", "KV heads"),
+    ("intermediate_size", "MLP width"),
+    ("vocab_size", "Vocabulary"),
 ]
 
 
@@ -71,6 +71,7 @@ class ModelPage(QWidget):
         self.models = models
         self.hf_path = ""
         self.file_chosen = False
+        self._picked_gguf = False  # a .gguf just chosen: apply() sets its weights' engine
 
         self.source_preset = QRadioButton("A preset")
         # Short enough for the pages' width on a laptop (a radio button's text never wraps).
@@ -103,14 +104,13 @@ class ModelPage(QWidget):
                 "exact parameter count. Weights are never loaded."
             )
 
-        self.arch_fields: dict[str, QSpinBox] = {}
+        self.arch_fields: dict[str, NumberField] = {}
         arch_form = QFormLayout()
-        for key, label, lo, hi in ARCH_FIELDS:
-            spin = QSpinBox()
-            spin.setRange(lo, hi)
-            spin.setGroupSeparatorShown(True)
-            self.arch_fields[key] = spin
-            arch_form.addRow(label, spin)
+        for key, label in ARCH_FIELDS:
+            field = NumberField("", key=f"model.architecture.{key}")
+            field.setToolTip(label)
+            self.arch_fields[key] = field
+            arch_form.addRow(label, field)
         self.gated = QCheckBox("Gated MLP (SwiGLU, as in Llama)")
         self.tied = QCheckBox("Tied input and output embeddings")
         arch_form.addRow(self.gated)
@@ -122,7 +122,7 @@ class ModelPage(QWidget):
             "attention) shrink the KV cache."
         )
 
-        self.params = NumberField("7e9 or 7B", minimum=1e6)
+        self.params = NumberField("7e9 or 70B", key="model.parameters")
         self.params.setToolTip(
             "Total parameters, e.g. 7B or 7e9. A Llama-shaped architecture is assumed, so "
             "activation and KV-cache figures are approximate."
@@ -191,8 +191,8 @@ class ModelPage(QWidget):
         self.preset_list.currentItemChanged.connect(self._on_preset_changed)
         self.hf_file_button.clicked.connect(self._on_choose_file)
         self.hf_folder_button.clicked.connect(self._on_choose_folder)
-        for spin in self.arch_fields.values():
-            spin.valueChanged.connect(self._on_input_changed)
+        for field in self.arch_fields.values():
+            field.edited.connect(self._on_input_changed)
         for box in (self.gated, self.tied):
             box.toggled.connect(self._on_input_changed)
         self.params.edited.connect(self._on_input_changed)
@@ -214,9 +214,9 @@ class ModelPage(QWidget):
             elif src.architecture is not None:
                 self.source_arch.setChecked(True)
                 arch = src.architecture_dict()
-                for key, spin in self.arch_fields.items():
+                for key, field in self.arch_fields.items():
                     if key in arch:
-                        spin.setValue(int(arch[key]))
+                        field.set_value(int(arch[key]))
                 self.gated.setChecked(bool(arch.get("gated_mlp", True)))
                 self.tied.setChecked(bool(arch.get("tied_embeddings", False)))
             else:
@@ -274,10 +274,8 @@ class ModelPage(QWidget):
         if item is None:
             return
         m = self.models.get(item.data(Qt.ItemDataRole.UserRole))
-        for key, spin in self.arch_fields.items():
-            spin.blockSignals(True)
-            spin.setValue(getattr(m, key))
-            spin.blockSignals(False)
+        for key, field in self.arch_fields.items():
+            field.set_value(getattr(m, key))
         self.gated.blockSignals(True)
         self.gated.setChecked(m.gated_mlp)
         self.gated.blockSignals(False)
@@ -324,19 +322,33 @@ class ModelPage(QWidget):
             self.set_hf_path(path)
 
     def _on_local_models(self) -> None:
-        from ...storage.local_models import scan_local_models
-        from ..local_models_dialog import choose_local_model
+        from ..local_models_dialog import choose_local_model, scan_in_background
 
-        chosen = choose_local_model(self, scan_local_models())
+        scan = scan_in_background(self)  # off the GUI thread, with a time limit
+        if scan is None:
+            return
+        chosen = choose_local_model(self, scan.models, scan.problems())
         if chosen is not None:
             self.set_hf_path(chosen.source.get("gguf") or chosen.source.get("hf_config") or str(chosen.path))
 
     def set_hf_path(self, path: str) -> None:
-        """Use a config.json or model folder (also called by tests and drag-and-drop)."""
+        """Use a config.json, a model folder or a .gguf file (also called by tests and drag-and-drop).
+
+        A .gguf file also sets the weights to the file's own type (its header says which) and the
+        engine to llama.cpp, which reads it: the next :meth:`apply` writes both."""
         self.hf_path = path
         self.file_chosen = True  # the same path chosen again may have new content: always recompute
         self.hf_label.setText(path)
         self.source_hf.setChecked(True)
+        self._picked_gguf = path.lower().endswith(".gguf")
+        if self._picked_gguf:
+            weights = file_weights_or_none(path)
+            if weights is not None:
+                if self.weights.findData(weights) < 0:
+                    self.weights.addItem(weights, weights)
+                self.weights.blockSignals(True)
+                self.weights.setCurrentIndex(self.weights.findData(weights))
+                self.weights.blockSignals(False)
         self._on_input_changed()
 
     def _on_input_changed(self, *_args) -> None:
@@ -376,7 +388,13 @@ class ModelPage(QWidget):
             else:
                 source = ModelSource(hf_config=self.hf_path)
         elif mode == 2:
-            arch = {k: s.value() for k, s in self.arch_fields.items()}
+            arch: dict[str, object] = {}
+            for key, label in ARCH_FIELDS:
+                try:
+                    value = self.arch_fields[key].value()
+                except ValueError as exc:
+                    raise InputError(f"model.architecture.{key}", f"{label}: {exc}") from None
+                arch[key] = int(value or 1)
             arch["gated_mlp"] = self.gated.isChecked()
             arch["tied_embeddings"] = self.tied.isChecked()
             source = ModelSource(architecture=tuple(arch.items()), name="custom architecture")
@@ -387,5 +405,13 @@ class ModelPage(QWidget):
                 raise InputError("model.parameters", str(exc)) from None
             source = ModelSource(parameters=value)
         weights = self.weights.currentData()
-        workload = replace(scenario.workload, weights=weights, kv_cache=self.kv.currentData() or None)
+        changes: dict[str, object] = {"weights": weights, "kv_cache": self.kv.currentData() or None}
+        if getattr(self, "_picked_gguf", False):
+            # A .gguf just chosen runs on llama.cpp, which reads it (the Workload page shows the engine).
+            changes["engine"] = "llama.cpp"
+            changes["quantization"] = None
+            self._picked_gguf = False
+        if changes["kv_cache"] is not None:
+            changes["kv_cache_dtype"] = None  # a generic KV precision replaces llama.cpp's cache type
+        workload = replace(scenario.workload, **changes)
         return replace(scenario, model=source, workload=workload)

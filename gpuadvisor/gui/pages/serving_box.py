@@ -12,18 +12,12 @@ field when a value is out of range.
 from __future__ import annotations
 
 from PySide6.QtCore import Signal
-from PySide6.QtWidgets import QCheckBox, QComboBox, QFormLayout, QGroupBox, QSpinBox, QWidget
+from PySide6.QtWidgets import QCheckBox, QComboBox, QFormLayout, QGroupBox, QWidget
 
 from ...core.estimation.serving import default_request_overhead_s
 from ...core.specs.engines import DEFAULT_INFERENCE_ENGINE
 from ...core.specs.presets import load_model_catalog
-from ...core.specs.serving import (
-    MAX_CLIENTS,
-    MAX_REQUEST_OVERHEAD_MS,
-    PERCENTILES,
-    ArrivalPattern,
-    ServingSpec,
-)
+from ...core.specs.serving import PERCENTILES, ArrivalPattern, ServingSpec
 from ...core.specs.speculative import METHOD_DEFAULTS, SpeculativeMethod, SpeculativeSpec
 from ..widgets import NumberField
 
@@ -65,9 +59,9 @@ class ServingBox(QGroupBox):
             "State the load as a rate of requests, or as a number of clients that each send their next "
             "request when the last answer ends (a closed loop, as a load test or a chat UI runs)."
         )
-        self.rate = NumberField("20", minimum=1e-6, maximum=1e7)
+        self.rate = NumberField("20", key="workload.serving.requests_per_s")
         self.rate.setToolTip("Requests per second the service must carry (e.g. 20, 1.5k).")
-        self.clients = NumberField("64", minimum=1, maximum=MAX_CLIENTS, integer=True)
+        self.clients = NumberField("64", key="workload.serving.concurrency")
         self.clients.setToolTip("Clients sending requests, each waiting for its answer before the next one.")
         self.arrival = QComboBox()
         self.arrival.addItem("At random (Poisson)", ArrivalPattern.POISSON)
@@ -76,12 +70,12 @@ class ServingBox(QGroupBox):
             "How the requests arrive: independently at random, or in bursts (gaps twice as variable as "
             "random ones), which lengthen the queue."
         )
-        self.ttft = NumberField("no target", optional=True, minimum=1e-6, maximum=3600)
+        self.ttft = NumberField("no target", optional=True, key="workload.serving.ttft_s")
         self.ttft.setToolTip(
             "Target time to first token, in seconds, at the percentile below; waiting in the queue included. "
             "Empty: no target (the answer is what the load gives)."
         )
-        self.itl = NumberField("no target", optional=True, minimum=1e-6, maximum=60_000)
+        self.itl = NumberField("no target", optional=True, key="workload.serving.itl_ms")
         self.itl.setToolTip(
             "Target time between two generated tokens, in milliseconds (50 ms is 20 tokens/s per user), "
             "at the percentile below. Empty: no target."
@@ -93,29 +87,24 @@ class ServingBox(QGroupBox):
             "The share of requests that must meet the targets: a target is met when even the slow end of "
             "the estimate's 80% range is within it at this percentile, likely met when the expected value is."
         )
-        self.prompt_p90 = NumberField("= mean", optional=True, minimum=1, maximum=1e8, integer=True)
+        self.prompt_p90 = NumberField("= mean", optional=True, key="workload.prompt_tokens_p90")
         self.prompt_p90.setToolTip(
             "90th-percentile prompt length (a long tail): each sequence reserves more KV cache and a long "
             "prompt takes longer to its first token. Empty: every prompt is the mean."
         )
-        self.output_p90 = NumberField(
-            "about 2 \u00d7 mean", optional=True, minimum=1, maximum=1e8, integer=True
-        )
+        self.output_p90 = NumberField("about 2 \u00d7 mean", optional=True, key="workload.output_tokens_p90")
         self.output_p90.setToolTip(
             "90th-percentile output length: more KV cache per sequence and longer, more variable requests. "
             "Empty: answers vary as much as an exponential's (the 90th percentile about twice the mean)."
         )
-        self.cache = QSpinBox()
-        self.cache.setRange(0, 99)
-        self.cache.setSuffix(" %")
+        self.cache = NumberField("0", key="workload.serving.prefix_cache_hit_rate", percent=True)
         self.cache.setToolTip(
             "Share of prompt tokens found in the prefix cache (a shared system prompt): not prefilled again."
         )
         self.overhead = NumberField(
             self._fitted_placeholder(DEFAULT_INFERENCE_ENGINE),
             optional=True,
-            minimum=0,
-            maximum=MAX_REQUEST_OVERHEAD_MS,
+            key="workload.serving.request_overhead_ms",
         )
         self.overhead.setToolTip(
             "Time your serving stack adds to every request outside the model's steps, in milliseconds: HTTP, "
@@ -123,9 +112,7 @@ class ServingBox(QGroupBox):
             "first token. Published runs took from about 0 (NIM) to 60 ms (Python API servers). Empty: the "
             "value fitted to the chosen engine's runs."
         )
-        self.hours = QSpinBox()
-        self.hours.setRange(1, 24)
-        self.hours.setSuffix(" h")
+        self.hours = NumberField("24", key="workload.serving.hours_per_day")
         self.hours.setToolTip("Hours a day the fleet runs: the monthly cost follows them.")
         self.disaggregated = QCheckBox("Prefill and decode on separate GPUs")
         self.disaggregated.setToolTip(
@@ -176,14 +163,14 @@ class ServingBox(QGroupBox):
             self.output_p90,
             self.overhead,
             self.acceptance,
+            self.cache,
+            self.hours,
         ):
             field.edited.connect(self.edited)
         for combo in (self.percentile, self.arrival, self.draft):
             combo.currentIndexChanged.connect(self.edited)
         self.load_kind.currentIndexChanged.connect(self._on_shape_changed)
         self.method.currentIndexChanged.connect(self._on_shape_changed)
-        self.cache.valueChanged.connect(self.edited)
-        self.hours.valueChanged.connect(self.edited)
         self.disaggregated.toggled.connect(self.edited)
         self._show_rows()
 
@@ -226,8 +213,6 @@ class ServingBox(QGroupBox):
         spec = spec or DEFAULT_SPEC
         widgets = (
             self.percentile,
-            self.cache,
-            self.hours,
             self.load_kind,
             self.arrival,
             self.disaggregated,
@@ -245,8 +230,8 @@ class ServingBox(QGroupBox):
             self.ttft.set_value(spec.ttft_s)
             self.itl.set_value(spec.itl_ms)
             self.percentile.setCurrentIndex(max(0, self.percentile.findData(spec.percentile)))
-            self.cache.setValue(round(spec.prefix_cache_hit_rate * 100))
-            self.hours.setValue(round(spec.hours_per_day))
+            self.cache.set_value(round(spec.prefix_cache_hit_rate * 100, 4))
+            self.hours.set_value(spec.hours_per_day)
             self.prompt_p90.set_value(prompt_p90)
             self.output_p90.set_value(output_p90)
             self.overhead.set_value(spec.request_overhead_ms)
@@ -287,8 +272,8 @@ class ServingBox(QGroupBox):
             ttft_s=self._number("First token within", self.ttft),
             itl_ms=self._number("Between tokens", self.itl),
             percentile=int(self.percentile.currentData()),
-            prefix_cache_hit_rate=self.cache.value() / 100.0,
-            hours_per_day=float(self.hours.value()),
+            prefix_cache_hit_rate=float(self._number("Prefix cache hits", self.cache) or 0.0) / 100.0,
+            hours_per_day=float(self._number("Hours a day", self.hours) or 24.0),
             request_overhead_ms=self._number("Per-request time", self.overhead),
             disaggregated=self.disaggregated.isChecked(),
         )

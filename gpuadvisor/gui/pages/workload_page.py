@@ -11,17 +11,23 @@ from PySide6.QtWidgets import (
     QFormLayout,
     QGroupBox,
     QLineEdit,
-    QSpinBox,
     QVBoxLayout,
     QWidget,
 )
 
 from ...core.formats.scenario import Scenario
-from ...core.specs.engines import DEFAULT_INFERENCE_ENGINE, ENGINES
-from ...core.specs.hardware import GpuCatalog
+from ...core.specs.engines import DEFAULT_INFERENCE_ENGINE, ENGINES, engine_for, engine_lineage, engine_of
+from ...core.specs.hardware import HOST_DEFAULTS, GpuCatalog, MachineClass
 from ...core.specs.workload import Offload, adapt_to_kind
 from ..widgets import ElidedComboBox, NumberField, hint
 from .serving_box import ServingBox
+
+#: llama.cpp's KV cache types offered (``workload.kv_cache_dtype``; "" keeps its default, f16).
+LLAMA_KV_TYPES = [
+    ("", "f16 (llama.cpp's default)"),
+    ("q8_0", "q8_0 (half the cache)"),
+    ("q4_0", "q4_0 (a quarter)"),
+]
 
 #: "serving" is inference with traffic and latency targets (``workload.serving``): the core sizes a fleet.
 SERVING = "serving"
@@ -99,14 +105,25 @@ def _combo(items, tooltip: str) -> QComboBox:
     return box
 
 
-def _spin(minimum: int, maximum: int, tooltip: str, step: int = 1) -> QSpinBox:
-    spin = QSpinBox()
-    spin.setRange(minimum, maximum)
-    spin.setSingleStep(step)
-    spin.setGroupSeparatorShown(True)
-    spin.setToolTip(tooltip)
-    spin.setKeyboardTracking(True)
-    return spin
+def _number(key: str, placeholder: str, tooltip: str) -> NumberField:
+    """A number field with the scenario key's one rule (the core's ``FIELD_RULES``)."""
+    field = NumberField(placeholder, key=key)
+    field.setToolTip(tooltip)
+    return field
+
+
+def _axis(field: NumberField, label: str) -> int | None:
+    """A layout axis as the scenario keeps it: None for 1 (or empty)."""
+    value = _read(field, label)
+    return int(value) if value is not None and value > 1 else None
+
+
+def _read(field: NumberField, label: str) -> float | None:
+    """The field's value; a ``ValueError`` that names the field's label (shown with its page)."""
+    try:
+        return field.value()
+    except ValueError as exc:
+        raise ValueError(f"{label}: {exc}") from None
 
 
 def _select(box: QComboBox, value) -> None:
@@ -136,35 +153,38 @@ class WorkloadPage(QWidget):
             "(docs/estimation.md): an optimized server such as TensorRT-LLM gets closer to the "
             "hardware limits than eager PyTorch."
         )
-        self.batch = _spin(1, 100_000, "")
-        self.seq_len = _spin(
-            1,
-            10_000_000,
+        self.batch = NumberField("1", key="workload.batch_size")
+        self.seq_len = _number(
+            "workload.seq_len",
+            "2048",
             "Tokens per training sequence. Activation memory grows with it "
             "(quadratically without FlashAttention).",
-            256,
         )
-        self.prompt = _spin(
-            1, 10_000_000, "Tokens in each request's prompt. Prefill time and the KV cache grow with it.", 128
+        self.prompt = _number(
+            "workload.prompt_tokens",
+            "1024",
+            "Tokens in each request's prompt. Prefill time and the KV cache grow with it.",
         )
-        self.output = _spin(
-            1,
-            10_000_000,
+        self.output = _number(
+            "workload.output_tokens",
+            "256",
             "Tokens generated per request. Decoding is usually limited by memory "
             "bandwidth: every new token reads all the weights once.",
-            64,
         )
-        self.requests = NumberField("10000", optional=True, minimum=1, maximum=1e18)
-        self.requests.setToolTip("How many requests the job serves (for job time and cost). Empty: 10,000.")
-        self.train_tokens = NumberField("1e8", optional=True, minimum=1, maximum=1e18)
+        self.requests = NumberField("none: a session", optional=True, key="workload.requests")
+        self.requests.setToolTip(
+            "How many requests the job serves (for job time and cost). Empty: 10,000 on data-centre GPUs; "
+            "on the machine you own, an interactive session with no job to time or price."
+        )
+        self.train_tokens = NumberField("1e8", optional=True, key="workload.train_tokens")
         self.train_tokens.setToolTip(
             "Tokens to train on in total (dataset tokens x epochs), e.g. 5e8 or 500M. Empty: 100M."
         )
-        self.dataset_tokens = NumberField("e.g. 200M", optional=True, minimum=1, maximum=1e18)
+        self.dataset_tokens = NumberField("e.g. 200M", optional=True, key="workload.dataset_tokens")
         self.dataset_tokens.setToolTip(
             "Tokens in your dataset; with epochs, used when 'Tokens to train' is empty."
         )
-        self.epochs = NumberField("1", optional=True, minimum=0.01, maximum=1e6)
+        self.epochs = NumberField("1", optional=True, key="workload.epochs")
         self.epochs.setToolTip("Passes over the dataset.")
         self.optimizer = _combo(
             OPTIMIZERS,
@@ -181,9 +201,9 @@ class WorkloadPage(QWidget):
             "Computes attention without storing the full attention matrix. Without it, memory "
             "grows with the square of the sequence length."
         )
-        self.lora_rank = _spin(
-            1,
-            4096,
+        self.lora_rank = _number(
+            "workload.lora_rank",
+            "16",
             "LoRA rank: adapter size. 8-64 is typical; larger ranks add trainable "
             "parameters (rank x (in + out) per targeted layer).",
         )
@@ -224,9 +244,17 @@ class WorkloadPage(QWidget):
         )
 
         # Advanced layout (large training jobs): out of the way unless asked for.
-        self.tp = _spin(1, 1024, "Tensor parallel: GPUs that split every layer (inside one node).")
-        self.pp = _spin(1, 16_384, "Pipeline parallel: stages the layers are split into.")
-        self.cp = _spin(1, 1024, "Context parallel: GPUs that split every sequence (ring attention).")
+        self.tp = _number(
+            "hardware.tensor_parallel", "1", "Tensor parallel: GPUs that split every layer (inside one node)."
+        )
+        self.pp = _number(
+            "hardware.pipeline_parallel", "1", "Pipeline parallel: stages the layers are split into."
+        )
+        self.cp = _number(
+            "hardware.context_parallel",
+            "1",
+            "Context parallel: GPUs that split every sequence (ring attention).",
+        )
         self.recompute = _combo(
             RECOMPUTE,
             "Activation recomputation: selective recomputes the attention core (little time), "
@@ -242,12 +270,12 @@ class WorkloadPage(QWidget):
             "Where the weights live between uses (ZeRO-Infinity, FSDP CPU offload): the GPU keeps "
             "only the layers being computed. Needs ZeRO-3 or FSDP with several GPUs.",
         )
-        self.host_memory = NumberField("not checked", optional=True, minimum=1, maximum=1_048_576)
+        self.host_memory = NumberField("not checked", optional=True, key="hardware.host_memory_gib")
         self.host_memory.setToolTip(
             "Host RAM per node available to the job, GiB; offloaded state must fit in it."
         )
         self.global_batch = NumberField(
-            "one micro-batch per GPU", optional=True, minimum=1, maximum=1e8, integer=True
+            "one micro-batch per GPU", optional=True, key="workload.global_batch_size"
         )
         self.global_batch.setToolTip(
             "Sequences per optimizer step: sets the micro-batches per pipeline and so the pipeline bubble."
@@ -318,11 +346,53 @@ class WorkloadPage(QWidget):
         hw_box = QGroupBox("GPUs")
         hw_box.setLayout(hw)
 
+        # The machine the user owns, on llama.cpp: layers on the GPU, the KV cache type, the host.
+        self.gpu_layers = NumberField(
+            "automatic: the most that fit", optional=True, key="workload.gpu_layers"
+        )
+        self.gpu_layers.setToolTip(
+            "llama.cpp's -ngl: how many layers sit on the GPU; the rest and the output layer run on "
+            "the CPU from system RAM, read at its bandwidth. Empty: the advisor offers the most that fit "
+            "(the answer says how many)."
+        )
+        self.kv_type = _combo(
+            LLAMA_KV_TYPES,
+            "llama.cpp's KV cache type (--cache-type-k/-v): q8_0 halves the cache and q4_0 quarters it, "
+            "so a longer context fits; a quantized V cache needs FlashAttention.",
+        )
+        self.system_ram = NumberField(
+            "assumed for the machine", optional=True, key="hardware.host_memory_gib"
+        )
+        self.system_ram.setToolTip(
+            "System RAM the layers kept off the GPU may use, GiB (your RAM less what the system and your "
+            "apps need). Empty: the machine class's default, which the answer states."
+        )
+        self.ram_bandwidth = NumberField(
+            "assumed for the machine", optional=True, key="hardware.host_memory_bandwidth_gb_s"
+        )
+        self.ram_bandwidth.setToolTip(
+            "Bandwidth of the system RAM, GB/s: channels x 8 bytes x transfer rate (dual-channel DDR5-5600: "
+            "89.6; DDR4-3200: 51.2). The CPU reads the layers kept off the GPU at it, so it sets their speed."
+        )
+        self.form_local = QFormLayout()
+        self.form_local.addRow("Layers on the GPU", self.gpu_layers)
+        self.form_local.addRow("KV cache type", self.kv_type)
+        self.form_local.addRow("System RAM (GiB)", self.system_ram)
+        self.form_local.addRow("RAM bandwidth (GB/s)", self.ram_bandwidth)
+        self.local_box = QGroupBox("This machine (llama.cpp)")
+        self.local_box.setLayout(self.form_local)
+        self.local_box.setToolTip(
+            "How llama.cpp runs on the machine you own: layers that do not fit the GPU run on the CPU "
+            "from system RAM. A Mac shares one memory pool: nothing is offloaded there."
+        )
+        self._llama_default = False  # the scenario's default engine is llama.cpp (a GGUF)
+
         layout = QVBoxLayout(self)
         layout.addWidget(job)
         layout.addWidget(self.serving_box)
         layout.addWidget(self.train_box)
         layout.addWidget(hw_box)
+        layout.addWidget(self.local_box)
         layout.addWidget(self.layout_box)
         layout.addWidget(
             hint("Every change updates the results at once. Hover over a field for what it changes.")
@@ -342,6 +412,7 @@ class WorkloadPage(QWidget):
             self.offload_optimizer,
             self.offload_parameters,
             self.search_up_to,
+            self.kv_type,
         ):
             w.currentIndexChanged.connect(self._on_input_changed)
         for w in (
@@ -353,9 +424,12 @@ class WorkloadPage(QWidget):
             self.tp,
             self.pp,
             self.cp,
+            self.host_memory,
+            self.global_batch,
+            self.gpu_layers,
+            self.system_ram,
+            self.ram_bandwidth,
         ):
-            w.valueChanged.connect(self._on_input_changed)
-        for w in (self.host_memory, self.global_batch):
             w.edited.connect(self._on_input_changed)
         for w in (self.checkpointing, self.flash):
             w.toggled.connect(self._on_input_changed)
@@ -370,13 +444,14 @@ class WorkloadPage(QWidget):
         try:
             w, hw = scenario.workload, scenario.hardware
             _select(self.kind, SERVING if w.serving is not None else w.kind)
+            self._llama_default = engine_of(replace(w, engine=None), scenario.model) == "llama.cpp"
             self._fill_engines(w.kind, w.engine)
             self.serving_box.set_spec(w.serving, w.prompt_tokens_p90, w.output_tokens_p90, w.speculative)
             self._sync_serving_engine()
-            self.batch.setValue(w.batch_size)
-            self.seq_len.setValue(w.seq_len)
-            self.prompt.setValue(w.prompt_tokens)
-            self.output.setValue(w.output_tokens)
+            self.batch.set_value(w.batch_size)
+            self.seq_len.set_value(w.seq_len)
+            self.prompt.set_value(w.prompt_tokens)
+            self.output.set_value(w.output_tokens)
             self.requests.set_value(w.requests)
             self.train_tokens.set_value(w.train_tokens)
             self.dataset_tokens.set_value(w.dataset_tokens)
@@ -384,7 +459,7 @@ class WorkloadPage(QWidget):
             _select(self.optimizer, w.optimizer)
             self.checkpointing.setChecked(w.gradient_checkpointing)
             self.flash.setChecked(w.flash_attention)
-            self.lora_rank.setValue(w.lora_rank)
+            self.lora_rank.set_value(w.lora_rank)
             targets = w.lora_targets if isinstance(w.lora_targets, str) else ",".join(w.lora_targets)
             if self.lora_targets.findData(targets) >= 0:
                 _select(self.lora_targets, targets)
@@ -396,9 +471,14 @@ class WorkloadPage(QWidget):
             self._fill_mac_memory(hw.memory_gib)
             _select(self.count, hw.gpu_count or 0)
             _select(self.parallelism, hw.parallelism or "")
-            self.tp.setValue(hw.tensor_parallel or 1)
-            self.pp.setValue(hw.pipeline_parallel or 1)
-            self.cp.setValue(hw.context_parallel or 1)
+            self.tp.set_value(hw.tensor_parallel or 1)
+            self.pp.set_value(hw.pipeline_parallel or 1)
+            self.cp.set_value(hw.context_parallel or 1)
+            self.gpu_layers.set_value(w.gpu_layers)
+            _select(self.kv_type, w.kv_cache_dtype or "")
+            self.system_ram.set_value(hw.host_memory_gib)
+            self.ram_bandwidth.set_value(hw.host_memory_bandwidth_gb_s)
+            self._fill_host_defaults()
             _select(self.recompute, w.activation_recompute or "")
             _select(self.offload_optimizer, w.offload.optimizer)
             _select(self.offload_parameters, w.offload.parameters)
@@ -468,12 +548,49 @@ class WorkloadPage(QWidget):
         wanted = "inference" if kind in ("inference", SERVING) else "training"
         self.engine.blockSignals(True)
         self.engine.clear()
-        self.engine.addItem("Default for this workload", "")
+        default = engine_for("llama.cpp" if wanted == "inference" and self._llama_default else None, kind)
+        self.engine.addItem(f"Default for this workload ({default.name})", "")
         for e in ENGINES.values():
             if e.kind == wanted:
                 self.engine.addItem(e.name, e.id)
         _select(self.engine, current or "")
         self.engine.blockSignals(False)
+
+    def _batch_label(self) -> str:
+        """The batch field's label as shown ("Concurrent sequences" or "Micro-batch per GPU")."""
+        label = self.form_job.labelForField(self.batch)
+        return label.text() if label is not None else "Batch"
+
+    def _chosen_spec(self):
+        """The chosen GPU's spec (None for a group or an id the catalog lacks)."""
+        gpu_id = self.gpu.currentData() or ""
+        return self.gpus.gpus.get(gpu_id) if not gpu_id.startswith("segment:") else None
+
+    def _local_choice(self) -> bool:
+        """Whether the GPU choice is the machine the user owns: a laptop or desktop part or all of them."""
+        spec = self._chosen_spec()
+        return self.gpu.currentData() == SEGMENT_LOCAL or (spec is not None and spec.segment == "local")
+
+    def _llama(self) -> bool:
+        """Whether the workload runs on llama.cpp: chosen, or the default for a GGUF."""
+        engine = self.engine.currentData() or ""
+        return engine_lineage(engine) == "llama.cpp" if engine else self._llama_default
+
+    def _local_on(self) -> bool:
+        """Whether the llama.cpp settings apply: inference without traffic targets on llama.cpp."""
+        return self.kind.currentData() == "inference" and self._llama()
+
+    def _fill_host_defaults(self) -> None:
+        """The system RAM and bandwidth fields' placeholders: the machine class's defaults (the core's)."""
+        spec = self._chosen_spec()
+        defaults = spec.host_defaults if spec is not None else HOST_DEFAULTS[MachineClass.DESKTOP]
+        ram = "not checked" if defaults.ram_gib is None else f"{defaults.ram_gib:g} (assumed)"
+        self.system_ram.edit.setPlaceholderText(ram)
+        self.ram_bandwidth.edit.setPlaceholderText(f"{defaults.bandwidth_gb_s:g} ({defaults.memory})")
+        self.system_ram.setToolTip(
+            "System RAM the layers kept off the GPU may use, GiB (your RAM less what the system and your "
+            f"apps need). Empty: {ram.split(' ')[0]} GiB, assumed for {defaults.machine}."
+        )
 
     def _update_visibility(self) -> None:
         kind = self.kind.currentData()
@@ -481,6 +598,14 @@ class WorkloadPage(QWidget):
         training = kind not in ("inference", SERVING)
         adapters = kind in ("lora", "qlora")
         one_gpu = self.count.currentData() == 1
+        mac = self._chosen_mac() is not None
+        local = self._local_on()
+        self.local_box.setVisible(local)
+        for widget in (self.gpu_layers, self.system_ram, self.ram_bandwidth):
+            self.form_local.setRowVisible(widget, local and not mac)  # a Mac is one memory pool
+        self.count.setItemText(
+            0, "The GPUs you have (1)" if self._local_choice() else "Let the advisor choose (1, 2, 4, 8)"
+        )
         state = (training, adapters, self.lora_targets.currentData() == "custom", serving, one_gpu)
         if state == getattr(self, "_visibility", None):
             return  # showing rows, even unchanged ones, re-lays out and repaints the whole page
@@ -537,6 +662,7 @@ class WorkloadPage(QWidget):
             self._fill_engines(self.kind.currentData(), self.engine.currentData() or None)
         if self.sender() is self.gpu:
             self._fill_mac_memory(None)
+            self._fill_host_defaults()
         if self.sender() in (self.kind, self.engine):
             self._sync_serving_engine()
         self._update_visibility()
@@ -555,7 +681,7 @@ class WorkloadPage(QWidget):
         # micro-batch per GPU). The window then shows the adapted scenario on every page.
         base = adapt_to_kind(scenario.workload, kind)
         kind_changed = kind != scenario.workload.kind
-        batch = base.batch_size if kind_changed else self.batch.value()
+        batch = base.batch_size if kind_changed else int(_read(self.batch, self._batch_label()) or 1)
         targets_key = self.lora_targets.currentData()
         if targets_key == "custom":
             names = tuple(t.strip() for t in self.custom_targets.text().split(",") if t.strip())
@@ -585,10 +711,29 @@ class WorkloadPage(QWidget):
         except ValueError as exc:
             raise ValueError(f"Dataset tokens and epochs: {exc}") from None
         advanced = self.layout_box.isChecked() and kind != "inference"
-        try:
-            host_memory = self.host_memory.value() if advanced else None
-        except ValueError as exc:
-            raise ValueError(f"Host RAM per node: {exc}") from None
+        local = self._local_on()
+        if advanced:
+            host_memory = _read(self.host_memory, "Host RAM per node")
+        elif local:
+            host_memory = _read(self.system_ram, "System RAM")
+        else:
+            host_memory = None
+        bandwidth = (
+            _read(self.ram_bandwidth, "RAM bandwidth")
+            if local
+            else scenario.hardware.host_memory_bandwidth_gb_s
+        )
+        if local:
+            layers = _read(self.gpu_layers, "Layers on the GPU")
+            kv_type = self.kv_type.currentData() or None
+            local_keys = {
+                "gpu_layers": None if layers is None else int(layers),
+                "kv_cache_dtype": kv_type,
+                # A llama.cpp cache type wins over the generic KV precision (the core takes one of them).
+                "kv_cache": None if kv_type else base.kv_cache,
+            }
+        else:
+            local_keys = {}
         try:
             global_batch = self.global_batch.value() if advanced else None
         except ValueError as exc:
@@ -606,11 +751,12 @@ class WorkloadPage(QWidget):
         workload = replace(
             base,
             **(layout_keys if kind != "inference" else {}),
+            **local_keys,
             engine=self.engine.currentData() or None,
             batch_size=batch,
-            seq_len=self.seq_len.value(),
-            prompt_tokens=self.prompt.value(),
-            output_tokens=self.output.value(),
+            seq_len=int(_read(self.seq_len, "Sequence length") or 1),
+            prompt_tokens=int(_read(self.prompt, "Prompt tokens") or 1),
+            output_tokens=int(_read(self.output, "Output tokens") or 1),
             requests=requests,
             train_tokens=train_tokens,
             dataset_tokens=dataset_tokens,
@@ -618,7 +764,7 @@ class WorkloadPage(QWidget):
             optimizer=self.optimizer.currentData(),
             gradient_checkpointing=self.checkpointing.isChecked(),
             flash_attention=self.flash.isChecked(),
-            lora_rank=self.lora_rank.value(),
+            lora_rank=int(_read(self.lora_rank, "LoRA rank") or 1),
             lora_targets=targets,
             serving=serving,
             speculative=speculative,
@@ -639,10 +785,11 @@ class WorkloadPage(QWidget):
             gpu_count=self.count.currentData() or None,
             parallelism=self.parallelism.currentData() or None,
             memory_gib=memory,
-            tensor_parallel=self.tp.value() if advanced and self.tp.value() > 1 else None,
-            pipeline_parallel=self.pp.value() if advanced and self.pp.value() > 1 else None,
-            context_parallel=self.cp.value() if advanced and self.cp.value() > 1 else None,
+            tensor_parallel=_axis(self.tp, "Tensor parallel") if advanced else None,
+            pipeline_parallel=_axis(self.pp, "Pipeline parallel") if advanced else None,
+            context_parallel=_axis(self.cp, "Context parallel") if advanced else None,
             host_memory_gib=host_memory,
+            host_memory_bandwidth_gb_s=bandwidth,
             gpu_count_max=(self.search_up_to.currentData() or None) if advanced else None,
         )
         return replace(scenario, workload=workload, hardware=hardware)

@@ -1,7 +1,7 @@
 """The ranking's rows and their texts: the core's decision, in words.
 
 Rows are ``Estimate.best_per_gpu()`` (one best setup per GPU type, the recommended one first) or,
-expanded, every candidate in the same order (:func:`gpuadvisor.core.estimation.recommendation.sort_key`).
+expanded, every candidate in the same order (:func:`gpuadvisor.core.estimation.recommendation.ordered`).
 The marks, deadline and budget words are the core's (``Estimate.decision``,
 ``CostEstimate.deadline_status`` and ``budget_status``); figures are formatted with the report's
 formatters, so the table, the CLI and the PDF write numbers the same way.
@@ -17,7 +17,7 @@ from PySide6.QtGui import QBrush, QColor, QGuiApplication
 
 from ...core.estimation.estimate import Candidate, Estimate
 from ...core.estimation.memory import COMPONENTS
-from ...core.estimation.recommendation import sort_key
+from ...core.estimation.recommendation import ordered
 from ...core.formats.user_catalog import stale_price
 from ...core.formatting import (
     NONE_MARK,
@@ -35,6 +35,7 @@ from ...core.formatting import (
 from ...core.presentation.wording import change_lines, summary_line
 from .colors import TableColors, table_colors
 from .serving_cells import SERVING_COLUMNS, serving_sort_value, serving_text
+from .session_cells import SESSION_COLUMNS, session_sort_value, session_text
 
 # Logical columns, in the order shown (the decision's figures first). The GPU stays column 0 and
 # the price date the last one; the pick mark is moved in front of the GPU when shown.
@@ -191,6 +192,7 @@ class RankingModel(QAbstractTableModel):
         self._texts: dict[int, list[str]] = {}
         self._row_of: dict[str, int] | None = None
         self._serving = False  # a service: some columns show the fleet (see .serving_cells)
+        self._session = False  # a session on the user's machine: the session's figures (.session_cells)
 
     @property
     def estimate(self) -> Estimate | None:
@@ -204,8 +206,9 @@ class RankingModel(QAbstractTableModel):
         self._runner_up = decision.runner_up_key if decision is not None else None
         self._all = None  # every setup in decision order, built only when expanded
         serving = est is not None and est.scenario.workload.serving is not None
-        if serving != self._serving:
-            self._serving = serving
+        session = est is not None and est.session
+        if (serving, session) != (self._serving, self._session):
+            self._serving, self._session = serving, session
             self.headerDataChanged.emit(Qt.Orientation.Horizontal, 0, len(HEADERS) - 1)
         self._refill()
 
@@ -258,7 +261,7 @@ class RankingModel(QAbstractTableModel):
             return []
         if self.expanded:
             if self._all is None:
-                self._all = sorted(est.candidates, key=sort_key)  # the core's order, over every setup
+                self._all = ordered(est.candidates)  # the core's order, over every setup
             rows = self._all
         else:
             rows = list(est.best_per_gpu().values())
@@ -304,6 +307,8 @@ class RankingModel(QAbstractTableModel):
     def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):
         if orientation == Qt.Orientation.Horizontal:
             fleet = SERVING_COLUMNS.get(_SERVING_NAMES.get(section, "")) if self._serving else None
+            if self._session:
+                fleet = SESSION_COLUMNS.get(_SERVING_NAMES.get(section, ""))
             if role == Qt.ItemDataRole.DisplayRole:
                 return fleet[0] if fleet else HEADERS[section]
             if role == Qt.ItemDataRole.ToolTipRole:
@@ -338,6 +343,8 @@ class RankingModel(QAbstractTableModel):
         if self._serving and col in _SERVING_NAMES:
             fleet = self._est.serving_of(c, simulate=False) if self._est is not None else None
             return serving_text(c, _SERVING_NAMES[col], fleet) or NONE_MARK
+        if self._session and self._est is not None and _SERVING_NAMES.get(col) in SESSION_COLUMNS:
+            return session_text(self._est, c, _SERVING_NAMES[col]) or NONE_MARK
         perf, cost = c.performance, c.cost
         if col == COL_GPU:
             name = display_gpu_name(c.gpu.name)
@@ -359,7 +366,8 @@ class RankingModel(QAbstractTableModel):
         if perf is None or cost is None:
             return NONE_MARK
         if col == COL_TPS:
-            return fmt_rate(perf.tokens_per_s.expected)
+            rate = self._est.tokens_per_s(c) if self._est is not None else perf.tokens_per_s
+            return fmt_rate(rate.expected if rate is not None else None)
         if col == COL_TIME:
             h = cost.job_hours
             return f"{fmt_hours(h.expected)} ({fmt_hours_range(h.low, h.high)})"
@@ -390,6 +398,8 @@ class RankingModel(QAbstractTableModel):
             return row  # the decision order
         if self._serving and col in _SERVING_NAMES:
             return serving_sort_value(c, _SERVING_NAMES[col])
+        if self._session and self._est is not None and _SERVING_NAMES.get(col) in SESSION_COLUMNS:
+            return session_sort_value(self._est, c, _SERVING_NAMES[col])
         if col == COL_GPU:
             return c.gpu.name
         if col == COL_SETUP:

@@ -7,9 +7,14 @@ it is dominated. Each frontier point is labelled "GPU × count"; the recommended
 (``Estimate.decision``) is a star with its own label; the selected one is ringed. The deadline
 and the total budget are dashed, labelled lines.
 
-Labels are placed greedily around their point (right, left, above, below, then the diagonals),
-taking the first place that overlaps no label already placed, no other labelled point and no
-edge of the plot; they are placed again when the plot is resized.
+Labels are placed greedily, the star's first, then the frontier's two ends (the fastest and the
+cheapest setup), then the other frontier points: each takes the first place around its point
+(right, left, above, below, the diagonals) that overlaps no label already placed, no leader line,
+no point of the chart and no edge of the plot; failing that, a place further out on rings around
+the point, joined to it by a leader line that crosses no other label and no other leader line, of
+those the one whose line passes over the fewest other points, then the nearest; a label with no
+such place is left out (its point's tooltip names it). They are placed again when the plot is
+resized.
 
 Axes switch to log10 when the values shown span more than :data:`LOG_SPAN` times; the data is
 transformed here (pyqtgraph's log mode does not move error bars or infinite lines) and
@@ -23,7 +28,7 @@ import math
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QRectF, Qt, Signal
+from PySide6.QtCore import QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import QColor, QFontMetrics
 from PySide6.QtWidgets import QWidget
 
@@ -37,7 +42,18 @@ NO_PRICES = "The GPUs that fit have no known price.\nAdd prices in the catalog t
 RECOMMENDED_MARK = "\u2605"
 LABEL_GAP_PX = 7  # between a point and its label
 LABEL_MARGIN_PX = 1  # around a label's text, inside its background
-MAX_POINT_LABELS = 12  # the recommendation and the first frontier points (fastest first)
+MAX_POINT_LABELS = 12  # the recommendation, the frontier's ends and the frontier points that fit
+#: Distances (px) of the places further out, joined to the point by a leader line, and how many
+#: directions are tried on each ring.
+LEADER_RINGS_PX = (22.0, 36.0, 54.0, 78.0, 110.0)
+#: The star's and the frontier ends' labels look further out before they give up.
+FAR_RINGS_PX = (150.0, 200.0, 260.0, 340.0)
+LEADER_DIRECTIONS = 16
+#: Half the size (px) a point takes as an obstacle: its marker and a pixel of air.
+POINT_RADIUS_PX = 6.5
+STAR_RADIUS_PX = 12.5
+#: The grid (px) the obstacles are bucketed in, so a place is checked against its neighbours only.
+GRID_PX = 48.0
 #: Where a label may go around its point, in order of preference: (dx, dy) direction and anchor.
 _PLACES = (
     ((1, 0), (0.0, 0.5)),
@@ -115,6 +131,10 @@ class CostTimeChart(ChartBase):
         for line in (self.deadline_line, self.budget_line):
             pi.addItem(line, ignoreBounds=True)
             line.hide()
+        #: Leader lines from points to labels placed away from them (pairs of points, in view coordinates).
+        self.leaders = pg.PlotCurveItem(x=empty, y=empty, connect="pairs")
+        self.leaders.setZValue(5.5)
+        pi.addItem(self.leaders, ignoreBounds=True)
         #: Point labels, a fixed pool reused between updates (unused ones hidden).
         self.point_labels: list[pg.TextItem] = []
         for _ in range(MAX_POINT_LABELS):
@@ -144,6 +164,9 @@ class CostTimeChart(ChartBase):
         self._recommended: str | None = None
         self._labelled: list[tuple[str, str]] = []  # (key, text), placement order
         self._label_rects: dict[str, QRectF] = {}
+        self._point_rects: dict[str, QRectF] = {}
+        self._leaders: dict[str, tuple[tuple[float, float], tuple[float, float]]] = {}
+        self._placed = False  # whether the labels were placed at the present layout
         self.set_estimate(None)
 
     # -- public API -----------------------------------------------------------------------
@@ -160,6 +183,18 @@ class CostTimeChart(ChartBase):
         self._tooltips = {}  # filled on demand: building ~500 rich-text tooltips per keystroke is costly
         budget = est.scenario.budget if est is not None else None
         deadline = budget.deadline_hours if budget is not None and finite(budget.deadline_hours) else None
+        deadline_text = f"Deadline {fmt_hours(deadline)}" if deadline else ""
+        if (
+            deadline is None
+            and budget is not None
+            and est is not None
+            and est.scenario.workload.serving is None
+        ):
+            # No deadline: the planning horizon, drawn where the setups reach it.
+            horizon = budget.horizon_hours
+            longest = max((c.cost.job_hours.expected for c in shown), default=0.0)
+            if horizon is not None and horizon <= longest:
+                deadline, deadline_text = horizon, f"Horizon {fmt_hours(horizon)} (no deadline)"
         max_usd = budget.max_total_usd if budget is not None and finite(budget.max_total_usd) else None
         decision = est.decision if est is not None else None
         recommended = decision.recommended_key if decision is not None else None
@@ -217,14 +252,17 @@ class CostTimeChart(ChartBase):
             ),
             key=lambda t: t[0],
         )
-        labelled += [(k, point_label(c)) for _, k, c in frontier]
+        # The frontier's ends first (the fastest and the cheapest setup), then the points between.
+        ends = frontier[:1] + frontier[-1:] if len(frontier) > 1 else frontier
+        middle = [f for f in frontier if f not in ends]
+        labelled += [(k, point_label(c)) for _, k, c in ends + middle]
         self._labelled = labelled[:MAX_POINT_LABELS]
         self._label_rects = {}
+        self._placed = False
+        self._clear_leaders()
         self._set_label_texts()
 
-        self._set_line(
-            self.deadline_line, deadline, fx, f"Deadline {fmt_hours(deadline)}" if deadline else ""
-        )
+        self._set_line(self.deadline_line, deadline, fx, deadline_text)
         self._set_line(self.budget_line, max_usd, fy, f"Budget {fmt_usd(max_usd)}" if max_usd else "")
         self.set_selected(self._selected)
 
@@ -263,12 +301,23 @@ class CostTimeChart(ChartBase):
         return list(self._candidates)
 
     def labels(self) -> dict[str, str]:
-        """The point labels on show: candidate key -> text."""
-        return dict(self._labelled)
+        """The point labels on show: candidate key -> text (before the first layout: the ones meant
+        to be shown, in their order)."""
+        if not self._placed:
+            return dict(self._labelled)
+        return {key: text for key, text in self._labelled if key in self._label_rects}
 
     def label_rects(self) -> dict[str, QRectF]:
         """Where each point label was placed, in pixels of the plot area (0, 0 at its top left)."""
         return dict(self._label_rects)
+
+    def point_rects(self) -> dict[str, QRectF]:
+        """The square each plotted point takes, in pixels of the plot area (as the labels avoid it)."""
+        return dict(self._point_rects)
+
+    def leader_lines(self) -> dict[str, tuple[tuple[float, float], tuple[float, float]]]:
+        """For labels placed away from their point: (point, label end) in pixels of the plot area."""
+        return dict(self._leaders)
 
     def point_position(self, key: str) -> tuple[float, float]:
         """Where ``key`` is drawn, in view coordinates (log10 on a log axis)."""
@@ -279,19 +328,20 @@ class CostTimeChart(ChartBase):
 
     # -- labels --------------------------------------------------------------------------
     def _set_label_texts(self) -> None:
+        """The labels' texts; they show once placed (:meth:`_place_labels`)."""
         for i, item in enumerate(self.point_labels):
             item.setZValue(7 if i == 0 and self._recommended is not None else 6)  # the recommendation on top
             if i < len(self._labelled):
                 text = self._labelled[i][1]
                 if item.toPlainText() != text:
                     item.setText(text)
-                item.show()
-            elif item.isVisible():
+            if item.isVisible():
                 item.hide()
 
     def _place_labels(self, *_args) -> None:
-        """Put each label next to its point where it overlaps nothing already placed."""
+        """Put each label where it overlaps no label, no point and no edge (see the module docstring)."""
         if not self._labelled or self._message.isVisible():
+            self._clear_leaders()
             return
         view = self.view_box.viewRect()
         w, h = self.view_box.width(), self.view_box.height()
@@ -304,42 +354,47 @@ class CostTimeChart(ChartBase):
 
         metrics = QFontMetrics(self.point_labels[0].textItem.font())
         bounds = QRectF(0, 0, w, h)
-        self._label_rects = {}
-        points = [to_px(*self._positions[key]) for key, _ in self._labelled]
-        # every labelled point, the star (always first when shown) with its ring a little larger
-        obstacles = [
-            QRectF(px - r, py - r, 2 * r, 2 * r)
-            for i, (px, py) in enumerate(points)
-            for r in [12 if i == 0 and self._recommended is not None else 6]
-        ]
-        placed: list[QRectF] = []
-        for (key, text), item, (px, py) in zip(self._labelled, self.point_labels, points):
+        grid = _Grid(GRID_PX)
+        self._point_rects = {}
+        for key, (x, y) in self._positions.items():
+            px, py = to_px(x, y)
+            r = STAR_RADIUS_PX if key == self._recommended else POINT_RADIUS_PX
+            rect = QRectF(px - r, py - r, 2 * r, 2 * r)
+            self._point_rects[key] = rect
+            grid.add(rect)
+        self._label_rects, self._leaders = {}, {}
+        leaders: list[float] = []
+        placed = _Placed(grid)
+        first = (1 if self._recommended is not None else 0) + 2  # the star and the frontier's ends
+        for n, ((key, text), item) in enumerate(zip(self._labelled, self.point_labels)):
+            px, py = to_px(*self._positions[key])
             tw = metrics.horizontalAdvance(text) + 2 * LABEL_MARGIN_PX + 2
             th = metrics.height() + 2 * LABEL_MARGIN_PX
-            best, best_cost = None, math.inf
-            for (dx, dy), anchor in _PLACES:
-                ax = px + dx * LABEL_GAP_PX - anchor[0] * tw
-                ay = py + dy * LABEL_GAP_PX - anchor[1] * th
-                rect = QRectF(ax, ay, tw, th)
-                cost = tw * th - _overlap(rect, bounds)  # the part outside the plot
-                for r in placed:
-                    if rect.intersects(r):
-                        cost += _overlap(rect, r)
-                for r in obstacles:
-                    if rect.intersects(r):
-                        cost += _overlap(rect, r)
-                if cost < best_cost:
-                    best, best_cost = (rect, anchor, dx, dy), cost
-                    if cost == 0:
-                        break
-            rect, anchor, dx, dy = best
-            placed.append(rect)
+            # The star and the frontier's ends go as far as needed; the points between only where
+            # they fit beside or near their point (the rest are on hover), so lines do not criss-cross.
+            rings = LEADER_RINGS_PX + FAR_RINGS_PX if n < first else LEADER_RINGS_PX[:1]
+            found = _free_place(px, py, tw, th, bounds, placed, rings)
+            if found is None:
+                item.hide()  # no free place: the point's tooltip names it
+                continue
+            rect, end = found
+            placed.add_label(rect, None if end is None else ((px, py), end))
             self._label_rects[key] = rect
-            if tuple(item.anchor) != anchor:
-                item.setAnchor(anchor)
-            x = view.left() + (px + dx * LABEL_GAP_PX) / sx
-            y = view.bottom() - (py + dy * LABEL_GAP_PX) / sy
-            item.setPos(x, y)
+            if end is not None:
+                self._leaders[key] = ((px, py), end)
+                leaders += [px, py, end[0], end[1]]
+            if tuple(item.anchor) != (0.0, 0.0):
+                item.setAnchor((0.0, 0.0))
+            item.setPos(view.left() + rect.left() / sx, view.bottom() - rect.top() / sy)
+            item.show()
+        self._placed = True
+        xs = [view.left() + v / sx for v in leaders[0::2]]
+        ys = [view.bottom() - v / sy for v in leaders[1::2]]
+        self.leaders.setData(x=np.array(xs, dtype=float), y=np.array(ys, dtype=float), connect="pairs")
+
+    def _clear_leaders(self) -> None:
+        self._leaders = {}
+        self.leaders.setData(x=np.zeros(0), y=np.zeros(0))
 
     def _after_layout(self) -> None:
         self._place_labels()
@@ -378,6 +433,9 @@ class CostTimeChart(ChartBase):
             line.label.setColor(color)
             line.label.fill = pg.mkBrush(fill)
             line.label.update()
+        leader = QColor(colors.text)
+        leader.setAlpha(150)
+        self.leaders.setPen(pg.mkPen(leader, width=1))
         for item in self.point_labels:
             item.setColor(colors.text)
             item.fill = self._label_fill()
@@ -418,9 +476,158 @@ class CostTimeChart(ChartBase):
             self.candidateSelected.emit(key)
 
 
-def _overlap(a: QRectF, b: QRectF) -> float:
-    r = a.intersected(b)
-    return max(0.0, r.width()) * max(0.0, r.height())
+class _Grid:
+    """Rectangles bucketed on a square grid: which of them a rectangle may touch is a few lookups."""
+
+    def __init__(self, cell: float) -> None:
+        self.cell = cell
+        self.cells: dict[tuple[int, int], list[QRectF]] = {}
+
+    def _keys(self, r: QRectF):
+        c = self.cell
+        for gx in range(math.floor(r.left() / c), math.floor(r.right() / c) + 1):
+            for gy in range(math.floor(r.top() / c), math.floor(r.bottom() / c) + 1):
+                yield gx, gy
+
+    def add(self, r: QRectF) -> None:
+        for k in self._keys(r):
+            self.cells.setdefault(k, []).append(r)
+
+    def hits(self, r: QRectF) -> bool:
+        return any(r.intersects(o) for k in self._keys(r) for o in self.cells.get(k, ()))
+
+
+class _Placed:
+    """What a new label must keep clear of: every point and label (``grid``) for its box; the
+    labels and leader lines placed so far for its leader line, which passes over as few points as
+    it can."""
+
+    def __init__(self, grid: _Grid) -> None:
+        self.grid = grid
+        self.labels: list[QRectF] = []
+        self.lines: list[tuple[tuple[float, float], tuple[float, float]]] = []
+
+    def add_label(self, rect: QRectF, line: tuple[tuple[float, float], tuple[float, float]] | None) -> None:
+        self.grid.add(rect)
+        self.labels.append(rect)
+        if line is not None:
+            self.lines.append(line)
+
+    def box_free(self, rect: QRectF) -> bool:
+        """No point, label or leader line under ``rect``."""
+        return not self.grid.hits(rect) and not any(_segment_meets_rect(a, b, rect) for a, b in self.lines)
+
+    def line_free(self, a: tuple[float, float], b: tuple[float, float]) -> bool:
+        """The leader line a-b crosses no label and no other leader line."""
+        return not any(_segment_meets_rect(a, b, r) for r in self.labels) and not any(
+            _segments_cross(a, b, c, d) for c, d in self.lines
+        )
+
+    def points_crossed(self, a: tuple[float, float], b: tuple[float, float], limit: int) -> int:
+        """How many points the leader line a-b passes over, counted up to ``limit`` (a point under
+        its own marker, which any line from there starts in, does not count; labels in the grid
+        were ruled out by :meth:`line_free`). Only the grid cells along the line are looked at."""
+        cell = self.grid.cell
+        length = math.hypot(b[0] - a[0], b[1] - a[1])
+        steps = max(1, math.ceil(4 * length / cell))
+        keys = dict.fromkeys(
+            (
+                math.floor((a[0] + (b[0] - a[0]) * i / steps) / cell),
+                math.floor((a[1] + (b[1] - a[1]) * i / steps) / cell),
+            )
+            for i in range(steps + 1)
+        )
+        start, seen, count = QPointF(*a), set(), 0
+        for k in keys:
+            for r in self.grid.cells.get(k, ()):
+                if id(r) in seen:
+                    continue
+                seen.add(id(r))
+                if not r.contains(start) and _segment_meets_rect(a, b, r):
+                    count += 1
+                    if count >= limit:
+                        return count
+        return count
+
+
+def _segment_meets_rect(a: tuple[float, float], b: tuple[float, float], rect: QRectF) -> bool:
+    """Whether the segment a-b passes through the inside of ``rect`` (Liang-Barsky clipping; a
+    segment that only touches the edge, as a leader line ends on its own label, does not)."""
+    inner = rect.adjusted(0.5, 0.5, -0.5, -0.5)
+    dx, dy = b[0] - a[0], b[1] - a[1]
+    t0, t1 = 0.0, 1.0
+    for p, q in (
+        (-dx, a[0] - inner.left()),
+        (dx, inner.right() - a[0]),
+        (-dy, a[1] - inner.top()),
+        (dy, inner.bottom() - a[1]),
+    ):
+        if p == 0:
+            if q < 0:
+                return False
+            continue
+        t = q / p
+        if p < 0:
+            t0 = max(t0, t)
+        else:
+            t1 = min(t1, t)
+        if t0 > t1:
+            return False
+    return True
+
+
+def _segments_cross(
+    a: tuple[float, float], b: tuple[float, float], c: tuple[float, float], d: tuple[float, float]
+) -> bool:
+    """Whether the segments a-b and c-d cross (touching at an end does not count)."""
+
+    def side(p, q, r) -> float:
+        return (q[0] - p[0]) * (r[1] - p[1]) - (q[1] - p[1]) * (r[0] - p[0])
+
+    d1, d2, d3, d4 = side(c, d, a), side(c, d, b), side(a, b, c), side(a, b, d)
+    return d1 * d2 < 0 and d3 * d4 < 0
+
+
+def _free_place(
+    px: float,
+    py: float,
+    tw: float,
+    th: float,
+    bounds: QRectF,
+    placed: _Placed,
+    rings: tuple[float, ...] = LEADER_RINGS_PX,
+) -> tuple[QRectF, tuple[float, float] | None] | None:
+    """A place for a ``tw`` x ``th`` label of the point (px, py) inside ``bounds`` and clear of what
+    is ``placed``: next to the point (no leader line) where one is free; else on the rings further
+    out, with the end of its leader line (the label's nearest point to the point) and a line that
+    crosses no label or line, of those the one over the fewest other points, then the nearest;
+    None if none."""
+    for (dx, dy), anchor in _PLACES:
+        rect = QRectF(
+            px + dx * LABEL_GAP_PX - anchor[0] * tw, py + dy * LABEL_GAP_PX - anchor[1] * th, tw, th
+        )
+        if bounds.contains(rect) and placed.box_free(rect):
+            return rect, None
+    best: tuple[int, QRectF, tuple[float, float]] | None = None
+    for ring in rings:
+        for i in range(LEADER_DIRECTIONS):
+            angle = 2 * math.pi * i / LEADER_DIRECTIONS
+            cx, cy = px + ring * math.cos(angle), py - ring * math.sin(angle)
+            # The label's corner or edge nearest the point sits on the ring.
+            ax = 0.0 if math.cos(angle) > 0.3 else 1.0 if math.cos(angle) < -0.3 else 0.5
+            ay = 1.0 if math.sin(angle) > 0.3 else 0.0 if math.sin(angle) < -0.3 else 0.5
+            rect = QRectF(cx - ax * tw, cy - ay * th, tw, th)
+            if not bounds.contains(rect) or not placed.box_free(rect):
+                continue
+            end = (min(max(px, rect.left()), rect.right()), min(max(py, rect.top()), rect.bottom()))
+            if not placed.line_free((px, py), end):
+                continue
+            crossed = placed.points_crossed((px, py), end, best[0] if best is not None else 1 << 30)
+            if best is None or crossed < best[0]:
+                best = (crossed, rect, end)
+                if crossed == 0:
+                    return rect, end  # the nearest place whose line passes over no point
+    return None if best is None else (best[1], best[2])
 
 
 def _plottable(c) -> bool:
@@ -490,6 +697,15 @@ def _tooltip(c, recommended: bool = False) -> str:
                 "Budget",
                 {"within": "within it", "likely": "likely within it", "over": "over"}.get(
                     c.cost.budget_status, c.cost.budget_status
+                ),
+            )
+        )
+    if c.cost.horizon_status:
+        rows.append(
+            (
+                "Horizon",
+                {"within": "finishes within it", "likely": "likely within it", "beyond": "beyond it"}.get(
+                    c.cost.horizon_status, c.cost.horizon_status
                 ),
             )
         )

@@ -25,7 +25,7 @@ from PySide6.QtWidgets import QWidget
 from ._base import ChartBase, ScaleAxis
 from .labels import finite
 from .palette import SERIES_COLORS, ChartColors
-from .whatif_data import AXES, WhatIfCurve, axis_label, whatif_curves, whatif_gpu_ids
+from .whatif_data import AXES, WhatIfCurve, axis_label, weights_curves, whatif_curves, whatif_gpu_ids
 
 MAX_SERIES = len(SERIES_COLORS)
 LOG_SPAN = 100.0  # a log x axis above this max/min ratio (contexts: yes; a batch of 1 to 64: no)
@@ -117,13 +117,24 @@ class WhatIfChart(ChartBase):
         (``est=None``: the empty state), against the current axis (:meth:`set_axis`)."""
         self._est, self._selected = est, selected
         if est is None:
+            self.x_axis.setTicks(None)
             self.set_curves(AXIS_LABEL_DEFAULT, [])
             return
+        if self._axis == "weights":
+            # One GPU compared, each weight type of its table at a position of the axis.
+            curves, labels = weights_curves(est)
+            self.x_axis.setTicks([list(enumerate(labels))] if labels else None)
+            self.set_curves(axis_label(est, self._axis), curves, log_x=False)
+            if curves:
+                self.current_line.label.setFormat(f"chosen: {labels[curves[0].current_x or 0]}")
+            return
+        self.x_axis.setTicks(None)
         ids = whatif_gpu_ids(est, selected)
         self.set_curves(axis_label(est, self._axis), whatif_curves(est, ids, self._axis))
 
     def set_axis(self, axis: str) -> None:
-        """``"context"`` or ``"batch"``; redraws the last estimate against it."""
+        """``"context"``, ``"batch"`` or ``"weights"`` (one GPU compared: each weight type of the
+        estimate's table); redraws the last estimate against it."""
         if axis not in AXES:
             raise ValueError(f"axis must be one of {AXES}, not {axis!r}")
         if axis != self._axis:
@@ -213,7 +224,7 @@ class WhatIfChart(ChartBase):
         self._update_legend(usable, bool(limit_x))
 
         current = usable[0].current_x if usable else None
-        if current and finite(current) and (current > 0 or not log_x):
+        if current is not None and finite(current) and (current > 0 or not log_x):
             self.current_line.show()  # before the text: a hidden label ignores new text
             self.current_line.setValue(fx(current))
             self.current_line.label.setFormat(f"current: {current:,}")

@@ -14,8 +14,8 @@ from gpuadvisor.core.estimation.memory import curve_points, memory_curve
 
 from .labels import short_gpu_name
 
-AXES = ("context", "batch")
-AXIS_LABELS = {"context": "Context length (tokens)", "batch": "Batch size"}
+AXES = ("context", "batch", "weights")
+AXIS_LABELS = {"context": "Context length (tokens)", "batch": "Batch size", "weights": "Weight type"}
 CONTEXT_START = 128
 
 
@@ -85,6 +85,33 @@ def whatif_curves(est, gpu_ids, axis: str = "context", points: int = 48) -> list
     return curves
 
 
+def weights_curves(est) -> tuple[list[WhatIfCurve], tuple[str, ...]]:
+    """The memory of the one GPU compared for each weight type of ``est.weights_table`` (the whole
+    model on the GPU), and the weight types' names for the axis: where each type stops fitting the
+    card whole. ``([], ())`` without a table."""
+    rows = est.weights_table
+    lead = next(iter(est.best_per_gpu().values()), None)
+    if not rows or lead is None:
+        return [], ()
+    labels = tuple(r.label for r in rows)
+    xs = tuple(float(i) for i in range(len(rows)))
+    ys = tuple(r.full_memory_gib for r in rows)
+    whole = [i for i, r in enumerate(rows) if r.fit == "full"]
+    current = next((i for i, r in enumerate(rows) if r.current), None)
+    label = short_gpu_name(lead.gpu.name, lead.gpu_count)
+    curve = WhatIfCurve(
+        label=label,
+        xs=xs,
+        ys_gib=ys,
+        capacity_gib=lead.capacity_gib,
+        gpu_id=lead.gpu.id,
+        limit_x=whole[0] if whole else None,
+        current_x=current,
+        recommended=False,
+    )
+    return [curve], labels
+
+
 def axis_label(est, axis: str) -> str:
     """The x-axis title in the workload's own words (training: sequence and micro-batch;
     inference: context per request and concurrent sequences)."""
@@ -93,6 +120,8 @@ def axis_label(est, axis: str) -> str:
         return "Sequence length (tokens)" if training else "Context per request (tokens)"
     if axis == "batch":
         return "Micro-batch per GPU" if training else "Concurrent sequences"
+    if axis == "weights":
+        return "Weight type (the whole model on the GPU)"
     raise ValueError(f"axis must be one of {AXES}, not {axis!r}")
 
 

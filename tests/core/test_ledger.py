@@ -1,0 +1,319 @@
+"""The prospective ledger (tests/data/validation/ledger.jsonl): append-only, first scores by the shipped
+model, new sources kept out of every fit until admitted (issue 45)."""
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gpuadvisor.core.specs.hardware import load_gpu_catalog
+from gpuadvisor.core.specs.presets import load_model_catalog
+from gpuadvisor.validation import GROUPS, Predictor, load_measurements, load_sources
+from gpuadvisor.validation.data import DATA_DIR
+from gpuadvisor.validation.harness import measured_value
+from gpuadvisor.validation.ledger import (
+    DIAGNOSIS_THRESHOLD_PCT,
+    LEDGER_FILE,
+    LedgerError,
+    ScoredRow,
+    append,
+    first_score,
+    load_diagnoses,
+    load_ledger,
+    pending_rows,
+    per_source,
+    predictions_sha256,
+    rows_sha256,
+    summary,
+    worst_median,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+A_COMMIT = "0123456789abcdef0123456789abcdef01234567"
+
+
+@pytest.fixture(scope="module")
+def ledger():
+    found = load_ledger()
+    assert found is not None, "the data folder has a ledger"
+    return found
+
+
+@pytest.fixture(scope="module")
+def every_row():
+    return load_measurements(include_prospective=True)
+
+
+def _data_with_a_new_source(tmp_path: Path) -> str:
+    """The data folder and its ledger copied to ``tmp_path`` with one more source added: a copy of the
+    first scored row under the id NEW-01 (source ``a-new-source``)."""
+    for name in ("sources.csv", "measurements.csv", "rescored.csv", LEDGER_FILE):
+        shutil.copy(DATA_DIR / name, tmp_path / name)
+    with (tmp_path / "sources.csv").open("a", encoding="utf-8") as fh:
+        fh.write(
+            'a-new-source,A new source,"github.com/example/bench README.md (commit abc), table 1",blog,2026-12-06,\n'
+        )
+    lines = (DATA_DIR / "measurements.csv").read_text(encoding="utf-8").splitlines()
+    first = next(r for r in load_measurements() if r.scored)
+    line = next(text for text in lines if text.startswith(first.id + ","))
+    with (tmp_path / "measurements.csv").open("a", encoding="utf-8") as fh:
+        fh.write("NEW-01,a-new-source," + line.split(",", 2)[2] + "\n")
+    return "NEW-01"
+
+
+# --- new sources stay out of the fits ---------------------------------------------------------------
+def test_the_fits_read_the_baseline_sources_only_unless_asked(ledger, every_row):
+    """Every fit and leave-one-source-out run loads its rows with ``load_measurements()``: that is
+    exactly the rows of the sources the ledger began with (or admitted since), so nothing of a new
+    source moves a fitted constant or an out-of-sample figure until it is admitted on purpose."""
+    fitted = load_measurements()
+    assert {r.source_id for r in fitted} == set(ledger.fitted)
+    assert [r for r in every_row if r.source_id in ledger.fitted] == fitted
+    new = [r for r in every_row if r.source_id not in ledger.fitted]
+    assert {r.source_id for r in new} == {e.source for e in ledger.scores}
+
+
+def test_a_source_added_after_the_baseline_is_prospective_until_admitted(tmp_path):
+    new_id = _data_with_a_new_source(tmp_path)
+    assert new_id not in {r.id for r in load_measurements(tmp_path)}
+    every = load_measurements(tmp_path, include_prospective=True)
+    assert new_id in {r.id for r in every}
+    ledger = load_ledger(tmp_path)
+    assert [r.id for r in pending_rows(every, ledger)] == [new_id]
+    # Without a ledger every row counts (a bare data folder of the format).
+    (tmp_path / LEDGER_FILE).unlink()
+    assert new_id in {r.id for r in load_measurements(tmp_path)}
+
+
+def test_a_first_score_is_the_shipped_model_s_prediction_and_reads_back(tmp_path):
+    new_id = _data_with_a_new_source(tmp_path)
+    every = load_measurements(tmp_path, include_prospective=True)
+    ledger = ledger_before = load_ledger(tmp_path)
+    predictor = Predictor(load_gpu_catalog(), load_model_catalog())
+    pending = pending_rows(every, ledger)
+    entry = first_score("a-new-source", pending, predictor, A_COMMIT, "2026-12-06")
+    append(tmp_path, entry)
+    again = load_ledger(tmp_path)
+    scored = again.scores[-1]
+    (row,) = scored.rows
+    shipped = predictor.compare(next(r for r in every if r.id == new_id))
+    assert row.id == new_id and row.estimate == pytest.approx(shipped.estimate, rel=1e-5)
+    assert row.error_pct == pytest.approx(100 * shipped.error, abs=0.01)
+    assert scored.commit == A_COMMIT and scored.rows_sha256 == rows_sha256(
+        [r for r in every if r.id == new_id]
+    )
+    # Scored once: nothing is pending, and the source stays out of the fits until admitted.
+    assert pending_rows(every, again) == []
+    assert new_id not in {r.id for r in load_measurements(tmp_path)}
+    append(tmp_path, {"kind": "admitted", "date": "2026-12-07", "commit": A_COMMIT, "source": "a-new-source"})
+    assert new_id in {r.id for r in load_measurements(tmp_path)}
+    # The first score stays what the ledger reports after admission.
+    assert summary(load_ledger(tmp_path))["rows"] == summary(ledger_before)["rows"] + 1
+
+
+# --- append-only ------------------------------------------------------------------------------------
+def test_rewriting_an_earlier_line_breaks_the_chain(tmp_path):
+    _data_with_a_new_source(tmp_path)
+    every = load_measurements(tmp_path, include_prospective=True)
+    predictor = Predictor(load_gpu_catalog(), load_model_catalog())
+    entry = first_score(
+        "a-new-source", pending_rows(every, load_ledger(tmp_path)), predictor, A_COMMIT, "2026-12-06"
+    )
+    append(tmp_path, entry)
+    append(tmp_path, {"kind": "admitted", "date": "2026-12-07", "commit": A_COMMIT, "source": "a-new-source"})
+    path = tmp_path / LEDGER_FILE
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    # A better first score written over the old one: its own hash would match, the next line's does not.
+    doctored = json.loads(lines[1])
+    doctored["rows"][0]["estimate"] = doctored["rows"][0]["measured"]
+    doctored["rows"][0]["error_pct"] = 0.0
+    doctored["predictions_sha256"] = predictions_sha256(tuple(ScoredRow(**r) for r in doctored["rows"]))
+    lines[1] = json.dumps(doctored, separators=(",", ":")) + "\n"
+    path.write_text("".join(lines), encoding="utf-8")
+    with pytest.raises(LedgerError, match=r"line 3: prev_sha256 does not match"):
+        load_ledger(tmp_path)
+
+
+def test_edited_predictions_inside_the_last_line_are_caught(tmp_path):
+    _data_with_a_new_source(tmp_path)
+    every = load_measurements(tmp_path, include_prospective=True)
+    predictor = Predictor(load_gpu_catalog(), load_model_catalog())
+    append(
+        tmp_path,
+        first_score(
+            "a-new-source", pending_rows(every, load_ledger(tmp_path)), predictor, A_COMMIT, "2026-12-06"
+        ),
+    )
+    path = tmp_path / LEDGER_FILE
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    last = json.loads(lines[-1])
+    last["rows"][0]["error_pct"] = 0.0
+    lines[-1] = json.dumps(last, separators=(",", ":")) + "\n"
+    path.write_text("".join(lines), encoding="utf-8")
+    with pytest.raises(LedgerError, match="predictions_sha256 does not match"):
+        load_ledger(tmp_path)
+
+
+@pytest.mark.parametrize(
+    "entry, message",
+    [
+        ({"kind": "rescore", "date": "2026-12-06", "commit": A_COMMIT}, "kind must be one of"),
+        (
+            {"kind": "admitted", "date": "yesterday", "commit": A_COMMIT, "source": "x"},
+            "date must be YYYY-MM-DD",
+        ),
+        (
+            {"kind": "admitted", "date": "2026-12-06", "commit": "1c1317e", "source": "x"},
+            "full 40-digit commit",
+        ),
+        (
+            {"kind": "admitted", "date": "2026-12-06", "commit": A_COMMIT, "source": "x"},
+            "admitted before any first score",
+        ),
+        (
+            {"kind": "baseline", "date": "2026-12-06", "commit": A_COMMIT, "sources": ["x"]},
+            "the first line, and only it",
+        ),
+    ],
+)
+def test_a_bad_entry_is_named_by_its_line_and_never_written(tmp_path, entry, message):
+    _data_with_a_new_source(tmp_path)
+    before = (tmp_path / LEDGER_FILE).read_text(encoding="utf-8")
+    with pytest.raises(LedgerError, match=message):
+        append(tmp_path, entry)
+    assert (tmp_path / LEDGER_FILE).read_text(encoding="utf-8") == before
+
+
+def test_a_source_a_model_change_read_is_recorded_as_retrospective(tmp_path):
+    """A source added with a model change built while reading it cannot be scored first: a
+    ``retrospective`` line, with why, lets the fits read it and keeps it out of the prospective figure."""
+    new_id = _data_with_a_new_source(tmp_path)
+    with pytest.raises(LedgerError, match="says why"):
+        append(
+            tmp_path,
+            {"kind": "retrospective", "date": "2026-12-07", "commit": A_COMMIT, "source": "a-new-source"},
+        )
+    why = "its rows were read while the model of this workload was built"
+    append(
+        tmp_path,
+        {
+            "kind": "retrospective",
+            "date": "2026-12-07",
+            "commit": A_COMMIT,
+            "source": "a-new-source",
+            "why": why,
+        },
+    )
+    ledger = load_ledger(tmp_path)
+    assert new_id in {r.id for r in load_measurements(tmp_path)}
+    assert pending_rows(load_measurements(tmp_path, include_prospective=True), ledger) == []
+    assert summary(ledger) == summary(load_ledger())
+
+
+def test_the_shipped_ledger_is_intact_and_its_rows_unchanged_since_scored(ledger, every_row):
+    """The chain holds (load_ledger checks it), every row is first-scored once, and the rows of each
+    first score are still, cell for cell, the rows that were scored (measurements.csv only grows;
+    later decisions go to rescored.csv, which the hash leaves out)."""
+    by_id = {r.id: r for r in every_row}
+    seen: set[str] = set()
+    for e in ledger.scores:
+        ids = [r.id for r in e.rows] + [rid for rid, _ in e.unscorable]
+        assert not seen & {r.id for r in e.rows}, e.source
+        seen |= {r.id for r in e.rows}
+        assert all(rid in by_id and by_id[rid].source_id == e.source for rid in ids), e.source
+        assert e.rows_sha256 == rows_sha256([by_id[rid] for rid in ids]), (
+            f"{e.source}: rows edited after their first score"
+        )
+        for r in e.rows:
+            assert r.measured == pytest.approx(measured_value(by_id[r.id])[0], rel=1e-5)
+
+
+def _git(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, timeout=60)
+
+
+def test_the_ledger_at_each_recorded_commit_is_a_prefix_of_the_ledger_now(ledger):
+    """Append-only across history: the ledger as committed at the commit each first score ran at (the
+    rows committed, the ledger not yet holding that score) is a prefix of the ledger now, and so is
+    the ledger at HEAD (nothing committed was rewritten in the working tree)."""
+    if shutil.which("git") is None or _git("rev-parse", "--git-dir").returncode != 0:
+        pytest.skip("not a git checkout")
+    now = (DATA_DIR / LEDGER_FILE).read_text(encoding="utf-8")
+    rel = (DATA_DIR / LEDGER_FILE).relative_to(ROOT).as_posix()
+    commits = [e.commit for e in ledger.entries]
+    checked = 0
+    for commit in [*dict.fromkeys(commits), "HEAD"]:
+        if _git("cat-file", "-e", f"{commit}^{{commit}}").returncode != 0:
+            continue  # a shallow clone or a rewritten history: nothing to compare with
+        then = _git("show", f"{commit}:{rel}")
+        if then.returncode != 0:
+            continue  # the ledger did not exist yet at that commit
+        assert now.startswith(then.stdout), f"the ledger at {commit[:10]} is not a prefix of the ledger now"
+        checked += 1
+    assert checked or len(commits) == 1
+
+
+def test_a_first_score_records_the_commit_that_held_its_rows(ledger):
+    """Score after commit: each first score's commit already holds every row it scored."""
+    if shutil.which("git") is None or _git("rev-parse", "--git-dir").returncode != 0:
+        pytest.skip("not a git checkout")
+    rel = (DATA_DIR / "measurements.csv").relative_to(ROOT).as_posix()
+    for e in ledger.scores:
+        then = _git("show", f"{e.commit}:{rel}")
+        if then.returncode != 0:
+            continue
+        ids = {line.split(",", 1)[0] for line in then.stdout.splitlines()}
+        assert {r.id for r in e.rows} <= ids, f"{e.source}: scored before its rows were committed"
+
+
+# --- what the ledger reports ---------------------------------------------------------------------
+def test_the_script_prints_the_prospective_summary():
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "validate.py"), "--prospective", "--json"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    data = json.loads(out.stdout)
+    assert set(data) == {"sources", "rows", "unscorable", "groups"}
+    assert set(data["groups"]) == set(GROUPS)
+    for g, figures in data["groups"].items():
+        assert {"n", "median_abs_pct"} <= set(figures), g
+    assert data == summary(load_ledger())
+
+
+def test_the_ledger_holds_the_sources_added_since_the_baseline(ledger, every_row):
+    """Ten new sources and a hundred rows at least, all first-scored (none pending), the rows the model
+    cannot express counted apart with their reason."""
+    s = summary(ledger)
+    assert s["sources"] >= 10 and s["rows"] >= 100, s
+    assert pending_rows(every_row, ledger) == []
+    assert all(why for e in ledger.scores for _, why in e.unscorable)
+    sources = load_sources()
+    assert all(e.source in sources for e in ledger.scores)
+
+
+def test_every_first_score_worse_than_the_threshold_has_a_diagnosis(ledger):
+    diagnoses = load_diagnoses()
+    for source, _, _, _, _, figures in per_source(ledger):
+        worst = worst_median(figures)
+        if worst is not None and worst > DIAGNOSIS_THRESHOLD_PCT:
+            assert source in diagnoses and len(diagnoses[source][1]) > 80, source
+    assert set(diagnoses) <= {e.source for e in ledger.scores}
+
+
+def test_the_ledger_s_rows_can_be_scored_by_the_model_now(ledger, every_row):
+    """How a model change fares on the sources scored before it (``--prospective --now``): the same
+    rows and groups as the first scores, predicted by the model in force, never appended."""
+    from gpuadvisor.validation.ledger import score_now
+
+    before = (DATA_DIR / LEDGER_FILE).read_text(encoding="utf-8")
+    now = score_now(ledger, every_row, Predictor(load_gpu_catalog(), load_model_catalog()))
+    first = summary(ledger)
+    assert set(now) == set(first) and now["rows"] == first["rows"]
+    assert {g: f["n"] for g, f in now["groups"].items()} == {g: f["n"] for g, f in first["groups"].items()}
+    assert (DATA_DIR / LEDGER_FILE).read_text(encoding="utf-8") == before
