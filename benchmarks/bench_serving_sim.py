@@ -85,7 +85,7 @@ def main() -> None:
         med, p90 = timeit(lambda keyed=keyed, w=w: load_curves(keyed, w), repeat=5)
         print(f"  latency-against-load, four fleets   median {med:7.1f} ms, p90 {p90:7.1f} ms")
         med, p90 = timeit(lambda sc=sc: estimate(sc, gpus, models, with_advice=False), repeat=5)
-        print(f"  the whole estimate (sized, simulated, corrected) median {med:7.1f} ms, p90 {p90:7.1f} ms")
+        print(f"  the whole estimate (sized, simulated, resized) median {med:7.1f} ms, p90 {p90:7.1f} ms")
 
 
 if __name__ == "__main__":

@@ -417,10 +417,23 @@ def fleet_of(rate, ttft, itl, percentile=90, engine="vllm"):
     engine=st.sampled_from(["vllm", "vllm-v0", "sglang"]),
 )
 def test_more_traffic_never_fewer_replicas_random(rate, factor, ttft, itl, percentile, engine):
+    """More traffic never gets fewer replicas, fleet by fleet as each was sized (by the closed form
+    alone, or by the simulation at the load), and never a cheaper leader per GPU type: a fleet the
+    simulation sized at the higher load is compared with what it got at the lower one, and the
+    leader of each GPU type at the higher load needs at least the GPUs of the lower load's."""
     low = fleet_of(rate, ttft, itl, percentile, engine)
     high = fleet_of(rate * factor, ttft, itl, percentile, engine)
     for key in low:
-        assert high[key].serving.replicas >= low[key].serving.replicas, key
+        lo, hi = low[key].serving, high[key].serving
+        if not lo.settled:  # the closed form's fleet; the simulation only grows it
+            assert hi.replicas >= lo.replicas, key
+        elif hi.settled and hi.concurrency_per_replica == lo.concurrency_per_replica:
+            assert hi.replicas >= lo.replicas, key
+    lead_low = min(low.values(), key=lambda c: (c.serving.order, c.serving.gpus_total))
+    lead_high = min(high.values(), key=lambda c: (c.serving.order, c.serving.gpus_total))
+    assert lead_low.serving.settled and lead_high.serving.settled
+    if lead_low.serving.meets_slo and lead_high.serving.meets_slo:
+        assert lead_high.serving.gpus_total >= lead_low.serving.gpus_total
 
 
 @PROPERTY_SETTINGS

@@ -267,3 +267,100 @@ def test_speculative_keys_are_checked():
             scenario({"concurrency": 1}, speculative=bad)
         assert field in str(exc.value), bad
     assert not math.isnan(tokens_per_step(0.5, 3))
+
+
+# --- the planner's search for replicas ----------------------------------------------------------------
+
+
+def _settled_leaders(est):
+    return [c for c in est.best_per_gpu().values() if c.serving is not None]
+
+
+@pytest.mark.parametrize("percentile", [90, 99])
+def test_a_fleet_grown_by_the_simulation_is_the_fewest_replicas_judged_likely(percentile):
+    """A leader the simulation had to grow beyond the closed form's fleet is the least one judged at
+    least "likely": with one replica fewer (the same requests, the same concurrency) it is judged
+    "at risk", not a multiple overshooting the need."""
+    from gpuadvisor.core.estimation.serving_load import _job, _refit, _run, service_lengths
+
+    serving = {"requests_per_s": 10.0, "ttft_s": 0.2, "itl_ms": 30.0, "percentile": percentile}
+    s = scenario(serving, gpu="l40s")
+    g, m = catalogs()
+    est = estimate(s, g, m)
+    spec = s.workload.serving
+    grown = 0
+    for c in est.candidates:
+        f = c.serving
+        if f is None or not f.settled or f.status not in ("meets", "likely"):
+            continue
+        closed = _refit(f, f.concurrency_per_replica, None)
+        if f.replicas <= closed.replicas:
+            continue
+        grown += 1
+        fewer = _refit(f, f.concurrency_per_replica, f.replicas - 1)
+        (point,) = _run([_job(fewer)], service_lengths(s.workload, spec))
+        assert judge(point, spec) == TargetStatus.AT_RISK, (c.key, f.replicas)
+    assert grown, "these targets are tight enough that the simulation grows some fleet"
+
+
+def test_no_unsettled_fleet_could_undercut_the_leader():
+    """Sizing at the load only grows a fleet, so every closed-form fleet of a GPU type that ranks
+    ahead of the leader must have been settled: the leader is the cheapest the simulation knows."""
+    serving = {"requests_per_s": 1.0, "ttft_s": 0.25, "itl_ms": 13.0, "percentile": 95}
+    est, cands = serving_candidates(scenario(serving, gpu="l40s"))
+    leader = _settled_leaders(est)[0].serving
+    assert leader.settled
+    for c in cands:
+        if not c.serving.settled and c.fits:
+            assert (c.serving.order, c.serving.gpus_total) >= (leader.order, leader.gpus_total)
+
+
+def test_a_target_with_no_room_to_queue_stops_the_search_and_says_why():
+    """A TTFT target 1% above one request's own time at p99 leaves no room for a request to wait:
+    the planner stops at MAX_SEARCH_FACTOR times the queue's fleet, marks it at risk and says why in
+    the user's words, instead of answering with hundreds of nearly idle replicas as if they served."""
+    from gpuadvisor.core.estimation.serving_load import MAX_SEARCH_FACTOR
+    from gpuadvisor.core.presentation.serving_text import fleet_detail, serving_summary
+
+    g, m = catalogs()
+    loose = estimate(
+        scenario({"requests_per_s": 0.5, "ttft_s": 10.0, "itl_ms": 40.0, "percentile": 99}, gpu="l40s"), g, m
+    )
+    alone = {c.key: c.serving.ttft_alone_s for c in loose.candidates if c.serving is not None}
+    key = max(alone, key=lambda k: alone[k])
+    tight = scenario(
+        {"requests_per_s": 0.5, "ttft_s": alone[key] * 1.01, "itl_ms": 40.0, "percentile": 99}, gpu="l40s"
+    )
+    est = estimate(tight, g, m)
+    stopped = [c for c in est.candidates if c.serving is not None and c.serving.stopped]
+    assert stopped, "a target 1% above the idle TTFT at p99 must stop some fleet's search"
+    for c in stopped:
+        f = c.serving
+        assert f.stopped == "headroom" and f.status == "at risk" and not f.meets_slo
+        assert f.replicas >= MAX_SEARCH_FACTOR
+        text = " ".join(line for _kind, line in fleet_detail(c, "vllm", est.serving_of(c)))
+        assert "leaves no room for a request to wait" in text
+    if est.recommended is None:
+        assert (
+            "no room" in serving_summary(est)
+            or "cannot meet" in serving_summary(est)
+            or "needed" in serving_summary(est)
+        )
+
+
+def test_an_idle_miss_is_worded_as_no_fleet_size_helping():
+    from gpuadvisor.core.estimation.serving_sim import AtLoad, Percentiles
+    from gpuadvisor.core.presentation.serving_text import stopped_phrase
+
+    spec = ServingSpec(requests_per_s=1.0, ttft_s=0.2, itl_ms=40.0, percentile=95)
+    p = Percentiles(0.3, 0.35, 0.4)
+    idle = AtLoad(1.0, 0.5, 100.0, p, Percentiles(20.0, 22.0, 25.0), p, Percentiles(0.0, 0.0, 0.0), 1)
+    g, m = catalogs()
+    est, cands = serving_candidates(
+        scenario({"requests_per_s": 1.0, "ttft_s": 2.0, "itl_ms": 40.0}, gpu="l40s")
+    )
+    f = cands[0].serving._replace(stopped="idle", idle=idle)
+    text = stopped_phrase(f, spec)
+    assert "even one request at a time on one replica" in text
+    assert f"{idle.ttft_s.at(95):.2f} s to the first token (target 0.2 s)" in text
+    assert "more replicas cannot meet it" in text and "ms between tokens" not in text

@@ -741,40 +741,62 @@ def _disaggregation_link(mm: MemoryModel, gpu: GpuSpec, gpu_count: int, gpus_per
 
 
 def _settle_services(rows: list[tuple[Any, ...]], w: Workload) -> list[tuple[Any, ...]]:
-    """Each GPU type's leading fleet simulated at its load and corrected where it falls short
+    """Each GPU type's leading fleet simulated at its load and resized where it falls short
     (:func:`.serving_load.settle`), disaggregated when the service asks; the rows' memory follows
-    a corrected fleet's concurrency."""
+    a resized fleet's concurrency.
+
+    A resized fleet may no longer lead its GPU type: resizing only grows a fleet, so the closed
+    form's fleets are lower bounds, and every fleet of the type whose closed-form place is ahead of
+    the best settled one is settled too, round by round, until the leader of each GPU type is a
+    settled fleet that no unsettled one can overtake (the planner stands behind only the fleets it
+    simulated)."""
+    out = list(rows)
+    settled: set[int] = set()
+    chosen = [i for i in _service_leaders(out).values()]
+    while chosen:
+        fleets = _serving_load.settle([out[i][12] for i in chosen], w)
+        spec = w.serving
+        if spec is not None and spec.disaggregated:
+            fleets = [_serving_load.disaggregate(f, w) for f in fleets]
+        for i, fleet in zip(chosen, fleets):
+            gpu, n, lay, bd, fits, util, headroom, perf, cost, host, misfit, par, _old, gpu_layers = out[i]
+            if fleet.memory is not None:
+                cap = gpu.memory_gib_usable * GIB
+                bd = fleet.memory.breakdown
+                util, headroom = bd.device_total / cap, (cap - bd.device_total) / GIB
+            out[i] = (gpu, n, lay, bd, fits, util, headroom, perf, cost, host, misfit, par, fleet, gpu_layers)
+            settled.add(i)
+        best = {out[i][0].id: _service_key(out[i]) for i in _service_leaders(out, settled).values()}
+        chosen = [
+            i
+            for i, r in enumerate(out)
+            if i not in settled
+            and r[12] is not None
+            and r[4]
+            and r[0].id in best
+            and _service_key(r) < best[r[0].id]
+        ]
+    return out
+
+
+def _service_key(r: tuple[Any, ...]) -> tuple[Any, ...]:
+    """A fitting fleet's place within its GPU type: the fleet's order (meets the targets, then
+    monthly cost), its GPUs, then its GPU count and the parallelism's order."""
+    par = PARALLELISM_ORDER.index(r[11]) if r[11] in PARALLELISM_ORDER else len(PARALLELISM_ORDER)
+    return (r[12].order, r[12].gpus_total, r[1], par)
+
+
+def _service_leaders(rows: list[tuple[Any, ...]], among: set[int] | None = None) -> dict[str, int]:
+    """Per GPU type, the index of its leading fitting fleet (:func:`_service_key`), among the
+    indices ``among`` when given."""
     lead: dict[str, int] = {}
     for i, r in enumerate(rows):
-        fleet = r[12]
-        if fleet is None or not r[4]:
+        if r[12] is None or not r[4] or (among is not None and i not in among):
             continue
-        par = PARALLELISM_ORDER.index(r[11]) if r[11] in PARALLELISM_ORDER else len(PARALLELISM_ORDER)
-        key = (fleet.order, fleet.gpus_total, r[1], par)
         j = lead.get(r[0].id)
-        if j is None or key < (
-            rows[j][12].order,
-            rows[j][12].gpus_total,
-            rows[j][1],
-            PARALLELISM_ORDER.index(rows[j][11])
-            if rows[j][11] in PARALLELISM_ORDER
-            else len(PARALLELISM_ORDER),
-        ):
+        if j is None or _service_key(r) < _service_key(rows[j]):
             lead[r[0].id] = i
-    chosen = list(lead.values())
-    settled = _serving_load.settle([rows[i][12] for i in chosen], w)
-    spec = w.serving
-    if spec is not None and spec.disaggregated:
-        settled = [_serving_load.disaggregate(f, w) for f in settled]
-    out = list(rows)
-    for i, fleet in zip(chosen, settled):
-        gpu, n, lay, bd, fits, util, headroom, perf, cost, host, misfit, par, _old, gpu_layers = out[i]
-        if fleet.memory is not None:
-            cap = gpu.memory_gib_usable * GIB
-            bd = fleet.memory.breakdown
-            util, headroom = bd.device_total / cap, (cap - bd.device_total) / GIB
-        out[i] = (gpu, n, lay, bd, fits, util, headroom, perf, cost, host, misfit, par, fleet, gpu_layers)
-    return out
+    return lead
 
 
 def _search_groups(

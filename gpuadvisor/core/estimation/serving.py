@@ -255,6 +255,17 @@ class ServingEstimate(NamedTuple):
     #: The targets are missed at the load (the simulation), not by one request on an idle replica:
     #: ``missed`` and ``shortfall`` then come from the percentiles at the load.
     missed_at_load: bool = False
+    #: Why the search for replicas stopped short of the targets (:mod:`.serving_load`): "idle" (even
+    #: an idle replica misses a target: more replicas cannot help), "headroom" (an idle replica meets
+    #: them, but not one carrying the least load the search allows: the target leaves no room for
+    #: queueing); "" when the fleet meets them or was not searched.
+    stopped: str = ""
+    #: The simulation of one replica with one request at a time (each alone on the engine): the
+    #: floor no fleet size lowers. None unless the search for replicas stopped.
+    idle: AtLoad | None = None
+    #: Sized by the simulation at the load (:func:`.serving_load.settle`: the GPU type's candidate),
+    #: not by the closed form alone.
+    settled: bool = False
 
     @property
     def raise_max_sequences_to(self) -> int | None:
@@ -318,6 +329,9 @@ class ServingEstimate(NamedTuple):
             "memory_gib": None if self.memory is None else self.memory.to_dict(),
             "status": self.status,
             "at_load": None if self.at_load is None else self.at_load.to_dict(),
+            "stopped": self.stopped or None,
+            "idle": None if self.idle is None else self.idle.to_dict(),
+            "sized_at_load": self.settled,
             "speculative": None if self.speculative is None else self.speculative.to_dict(),
             "prefill_gpus": None if self.disaggregated is None else self.disaggregated.prefill_gpus,
             "decode_gpus": None if self.disaggregated is None else self.disaggregated.decode_gpus,
@@ -1573,6 +1587,29 @@ def fewest_replicas(
         else:
             lo = mid
     return hi, ttft(hi)
+
+
+def rate_within_ttft(curve: ReplicaCurve, c: int) -> float:
+    """The requests/s one replica of ``curve`` takes at ``c`` slots with its TTFT within the target
+    by the closed form (:func:`wait_at_percentile` plus ``TTFT0``); 0 when even an idle replica
+    misses it, the replica's whole rate ``c / S`` when the target sets no bound. The fewest replicas
+    of :func:`fewest_replicas` carry at most this much each."""
+    spec = curve.spec
+    _itl, tail, _tm, service = curve.point(c)
+    full = c / service
+    if tail > spec.ttft_limit_s:
+        return 0.0
+    if not math.isfinite(spec.ttft_limit_s):
+        return full
+    cv2 = service_cv2(curve.w.output_tokens, curve.w.output_tokens_p90)
+    lo, hi = 0.0, full
+    for _ in range(60):  # the wait rises with the rate: bisect to a relative 1e-18 of the full rate
+        mid = 0.5 * (lo + hi)
+        if wait_at_percentile(mid, c, service, cv2, spec.percentile) + tail <= spec.ttft_limit_s:
+            lo = mid
+        else:
+            hi = mid
+    return lo
 
 
 def serving_estimate(

@@ -12,11 +12,13 @@ from it like a deadline:
 - **likely**: the expected value is, the far end is not;
 - **at risk**: the expected value is not (or the replica cannot keep up with its share).
 
-Where the closed form's fleet is not "likely" by the simulation, the planner corrects it, at most
-:data:`MAX_CORRECTIONS` times: a missed ITL lowers the concurrency per replica (the engine's
-``max_num_seqs``) by the ratio of target to percentile, a missed TTFT adds replicas in the same
-ratio; each correction is simulated again. The other fleets of a GPU type are simulated when
-their figures are asked for (:func:`ensure_at_load`), with the same requests.
+Where the closed form's fleet is not "likely" by the simulation, the planner resizes it
+(:func:`settle`): a missed ITL first lowers the concurrency per replica (the engine's
+``max_num_seqs``) by the ratio of target to percentile; then, the concurrency held, the fewest
+replicas the simulation judges at least "likely" are searched, unless one replica running one
+request at a time already misses a target (more replicas cannot help: ``stopped="idle"``). The
+other fleets of a GPU type are simulated when their figures are asked for (:func:`ensure_at_load`),
+with the same requests, and keep the closed form's size.
 
 A rate's requests and a closed loop's are the same for every GPU type (the same seed), so the
 percentiles compare the GPUs on the same stream.
@@ -50,8 +52,10 @@ from .serving_sim import (
     simulate,
 )
 
-#: Corrections of a fleet the simulation judges short of "likely".
-MAX_CORRECTIONS = 6
+#: Times a missed ITL lowers a fleet's concurrency before its replicas are searched.
+CONCURRENCY_ROUNDS = 3
+#: The replica search stops at this multiple of the fleet's size (``stopped="headroom"``).
+MAX_SEARCH_FACTOR = 8
 #: The decode step is evaluated at these batches (and all below 17) and interpolated between them.
 GRID_POINTS = 40
 #: Spread of an answer length whose 90th percentile is not stated: a log-normal whose squared
@@ -224,8 +228,18 @@ def _run(jobs: Sequence[_Job], lengths: Lengths) -> list[AtLoad]:
 
 
 def settle(fleets: Sequence[ServingEstimate], w: Workload) -> list[ServingEstimate]:
-    """Simulate ``fleets`` (one per GPU type: the decision's candidates), correct those the
-    simulation finds short of their targets, and return them with ``at_load`` and ``status``."""
+    """Simulate ``fleets`` (one per GPU type: the decision's candidates), resize those the
+    simulation finds short of their targets, and return them with ``at_load`` and ``status``.
+
+    Two steps, both batched over the fleets. First the concurrency: a missed ITL lowers the
+    sequences a replica runs by the ratio of percentile to target (the replicas then follow by the
+    closed form), at most :data:`CONCURRENCY_ROUNDS` times. Then the replicas, the concurrency held:
+    a fleet still short is tried with one request at a time on one replica (:func:`_idle_points`);
+    where even that misses a target more replicas cannot help, and the fleet is kept at its size
+    with ``stopped="idle"``. Otherwise the fewest replicas whose simulation is judged at least
+    "likely" are searched (:func:`_fewest_at_load`). The requests are the same at every size, so the
+    judgement falls as a replica's share of the load rises and the search finds the least fleet:
+    more traffic never gets fewer replicas."""
     if not fleets:
         return []
     spec = fleets[0].plan.spec if fleets[0].plan is not None else None
@@ -233,52 +247,89 @@ def settle(fleets: Sequence[ServingEstimate], w: Workload) -> list[ServingEstima
     lengths = service_lengths(w, spec)
     out = list(fleets)
     todo = list(range(len(out)))
-    for attempt in range(MAX_CORRECTIONS + 1):
+    short: list[int] = []
+    for attempt in range(CONCURRENCY_ROUNDS + 1):
         if not todo:
             break
         points = _run([_job(out[i]) for i in todo], lengths)
         again = []
         for i, point in zip(todo, points):
-            fleet = with_point(out[i], point, spec)
-            status = judge(point, spec)
+            fleet = with_point(out[i], point, spec)._replace(settled=True)
             out[i] = fleet
-            if status == TargetStatus.AT_RISK and fleet.missed_at_load and attempt < MAX_CORRECTIONS:
-                corrected = _corrected(fleet, point, spec, attempt)
-                if corrected is not None:
-                    out[i] = corrected
-                    again.append(i)
+            if judge(point, spec) != TargetStatus.AT_RISK or not fleet.missed_at_load:
+                continue
+            _ttft_over, itl_over = missed_by(point, spec)
+            c = fleet.concurrency_per_replica
+            if itl_over > 1.0 and c > 1 and attempt < CONCURRENCY_ROUNDS:
+                new_c = max(1, min(c - 1, math.floor(c / min(itl_over, 2.0))))
+                refit = _refit(fleet, new_c, None)
+                if refit.replicas < fleet.replicas:
+                    refit = _refit(fleet, new_c, fleet.replicas)
+                out[i] = refit
+                again.append(i)
+            else:
+                short.append(i)
         todo = again
+    if short:
+        idle = _idle_points([out[i] for i in short], lengths)
+        search = []
+        for i, point in zip(short, idle):
+            if judge(point, spec) == TargetStatus.AT_RISK:
+                out[i] = out[i]._replace(stopped="idle", idle=point)
+            else:
+                search.append(i)
+        for i, fleet in zip(search, _fewest_at_load([out[i] for i in search], lengths, spec)):
+            out[i] = fleet
     return out
 
 
-def _corrected(
-    fleet: ServingEstimate, point: AtLoad, spec: ServingSpec, attempt: int = 0
-) -> ServingEstimate | None:
-    """The fleet resized where the simulation finds it short: fewer sequences per replica for a
-    missed ITL (by the ratio of percentile to target, the replicas the closed form then needs),
-    more replicas for a missed TTFT or a replica that cannot keep up (by the same ratio, at least
-    one more, a quarter more at each further ``attempt``; from the third, a missed TTFT also
-    halves the sequences a replica runs, whose decode steps its prompts share); None when nothing
-    is left to change."""
-    curve, plan = fleet.replica, fleet.plan
-    assert curve is not None and plan is not None
-    ttft_over, itl_over = missed_by(point, spec)
-    c, r = fleet.concurrency_per_replica, fleet.replicas
-    grow = point.saturated or ttft_over > 1.0
-    shrink = (itl_over > 1.0 or (ttft_over > 1.0 and attempt >= 2)) and c > 1
-    if not grow and not shrink:
-        return None
-    if itl_over > 1.0:
-        new_c = max(1, min(c - 1, math.floor(c / min(itl_over, 2.0)))) if shrink else c
-    else:
-        new_c = max(1, c // 2) if shrink else c
-    refit = _refit(fleet, new_c, None) if shrink else fleet
-    if grow:
-        factor = max(1.25 if point.saturated else 1.1, min(max(ttft_over, 1.0), 2.0)) * (1.0 + 0.25 * attempt)
-        wanted = max(r + 1, math.ceil(r * factor))
-        if refit.replicas < wanted:
-            refit = _refit(fleet, new_c, wanted)
-    return refit
+def _idle_points(fleets: Sequence[ServingEstimate], lengths: Lengths) -> list[AtLoad]:
+    """Each fleet's replica with one request at a time (a closed loop of one client): the floor of
+    its TTFT and ITL that no number of replicas lowers."""
+    jobs = []
+    for fleet in fleets:
+        job = _job(fleet)
+        jobs.append(replace(job, load=Load(Arrival.CLOSED, clients=1), clients=None))
+    return _run(jobs, lengths)
+
+
+def _fewest_at_load(
+    fleets: Sequence[ServingEstimate], lengths: Lengths, spec: ServingSpec
+) -> list[ServingEstimate]:
+    """The fewest replicas of each fleet (its concurrency held) whose simulation is judged at least
+    "likely", each fleet's current size known to fall short: the size doubles until one is judged
+    so, then is bisected between the last short size and it. A fleet still short at
+    :data:`MAX_SEARCH_FACTOR` times its size keeps that size with ``stopped="headroom"``."""
+    lo = [f.replicas for f in fleets]
+    hi: list[int | None] = [None] * len(fleets)
+    best: list[ServingEstimate | None] = [None] * len(fleets)
+    cap = [max(f.replicas + 1, f.replicas * MAX_SEARCH_FACTOR) for f in fleets]
+    last: list[ServingEstimate] = list(fleets)
+    while True:
+        trial: list[tuple[int, ServingEstimate]] = []
+        for k, fleet in enumerate(fleets):
+            h = hi[k]
+            if h is None:
+                if lo[k] >= cap[k]:
+                    continue
+                r = min(cap[k], max(lo[k] + 1, 2 * lo[k]))
+            elif h - lo[k] > 1:
+                r = (lo[k] + h) // 2
+            else:
+                continue
+            trial.append((k, _refit(fleet, fleet.concurrency_per_replica, r)))
+        if not trial:
+            break
+        points = _run([_job(f) for _k, f in trial], lengths)
+        for (k, fleet), point in zip(trial, points):
+            judged = with_point(fleet, point, spec)._replace(settled=True)
+            if judge(point, spec) == TargetStatus.AT_RISK:
+                lo[k] = fleet.replicas
+                last[k] = judged
+            else:
+                hi[k] = fleet.replicas
+                best[k] = judged
+    return [b if b is not None else last[k]._replace(stopped="headroom") for k, b in enumerate(best)]
 
 
 def _refit(fleet: ServingEstimate, c: int, replicas: int | None) -> ServingEstimate:

@@ -16,6 +16,7 @@ from ..estimation.serving import (
 from ..estimation.serving_sim import Percentiles
 from ..formatting import fmt_gib, fmt_rate, fmt_usd, fmt_usd_per_hour, fmt_usd_per_mtok
 from ..specs.engines import ENGINES, RANGE_LABEL, engine_lineage
+from ..specs.serving import ServingSpec
 
 TIMES = "\u00d7"
 
@@ -328,6 +329,30 @@ def judged_phrase(s: ServingEstimate, est: Estimate) -> str:
     return f"at risk of missing {targets}: at p{q} the {name} is {v:.{d}f} {unit} (target {t:g} {unit})"
 
 
+def stopped_phrase(s: ServingEstimate, spec: ServingSpec) -> str:
+    """Why the planner stopped adding replicas to a fleet still short at its load ("" when it did
+    not stop: the fleet meets the targets or was not sized at the load)."""
+    q = spec.percentile
+    if s.stopped == "idle" and s.idle is not None:
+        a = s.idle
+        over = []
+        if math.isfinite(spec.ttft_limit_s) and a.ttft_s.at(q) > spec.ttft_limit_s:
+            over.append(f"{a.ttft_s.at(q):.2f} s to the first token (target {spec.ttft_limit_s:g} s)")
+        if math.isfinite(spec.itl_limit_ms) and a.itl_ms.at(q) > spec.itl_limit_ms:
+            over.append(f"{a.itl_ms.at(q):.1f} ms between tokens (target {spec.itl_limit_ms:g} ms)")
+        figures = " and ".join(over) or "more than the targets allow"
+        return (
+            f"even one request at a time on one replica takes {figures} at p{q}: more replicas cannot "
+            "meet it; a faster GPU, a shorter prompt or a looser target can"
+        )
+    if s.stopped == "headroom":
+        return (
+            f"still short with {s.replicas:,} replicas, each nearly idle: at p{q} the target leaves no "
+            "room for a request to wait behind another; a looser target or a faster GPU is needed"
+        )
+    return ""
+
+
 def serving_summary(est: Estimate) -> str:
     """The answer in one line for a service: the decision's fleet, or the closest setup and why."""
     rec = est.recommended
@@ -355,10 +380,11 @@ def serving_summary(est: Estimate) -> str:
             "behind and its queue grows without end."
         )
     if closest.missed_at_load:
+        why = stopped_phrase(closest, spec) or "more replicas, a faster GPU or a looser target is needed"
         return (
             f"No setup meets {targets} in the simulation at its load. Closest: {fleet_name(c)}, "
             f"{judged_phrase(closest, est).removeprefix('at risk of missing ' + targets + ': ')}; "
-            "more replicas, a faster GPU or a looser target is needed."
+            f"{why}."
         )
     # Why it misses: the figures of one request on an idle replica, which no fleet size improves
     # (the fleet's own TTFT adds the queue of a fleet sized for the rate alone).
@@ -569,6 +595,10 @@ def fleet_detail(
                 f"At risk: at the load {what} misses its target, even after the planner's corrections.",
             )
         )
+        spec = s.plan.spec if s.plan is not None else None
+        why = "" if spec is None else stopped_phrase(s, spec)
+        if why:
+            out.append(("problem", why[0].upper() + why[1:] + "."))
     if s.buy is not None:
         b = s.buy
         verdict = "buying is cheaper" if b.buy_is_cheaper else "renting is cheaper"
