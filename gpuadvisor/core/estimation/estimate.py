@@ -32,10 +32,11 @@ from ..specs.instances import InstanceCatalog, bundled_instances, instance_price
 from ..specs.models import ModelSpec
 from ..specs.presets import ModelCatalog
 from ..specs.serving import batch_defaults, batching_for
-from ..specs.workload import RuntimeOverhead
+from ..specs.workload import RuntimeOverhead, Workload
 from ..units import GIB
 from . import advice as _advice
 from . import serving as _serving
+from . import serving_load as _serving_load
 from .communication import (
     ceiling_work,
     is_legacy,
@@ -44,6 +45,7 @@ from .communication import (
     tp_width_slowdown,
 )
 from .cost import BuyVsRent, buy_vs_rent, job_cost, job_tokens, price_range
+from .disaggregated import Transfer
 from .layout import Layout, explicit_layout, gpu_counts, searched_layouts
 from .memory import MemoryBreakdown, MemoryModel, applicable_parallelisms, check_parallelism
 from .offload import LayerSplitter, host_ram, offers_split, splits_layers
@@ -53,10 +55,11 @@ from .performance import (
     HostWaitNote,
     Range,
     inference_performance,
+    link,
     training_performance,
     training_prelude,
 )
-from .recommendation import decide
+from .recommendation import PARALLELISM_ORDER, decide
 from .results import TIGHT_UTILIZATION as TIGHT_UTILIZATION  # the result types stay importable here
 from .results import CalibrationProfile, Change, FactorFit
 from .results import Candidate as Candidate
@@ -310,6 +313,22 @@ def estimate(
         batch_mms = _serving.batch_models(mm)
         reserve = _serving.reserved_context(w, batching_for(engine.id))
         kv_lines = {(row[0], row[6]): _serving.kv_line(mm, row[0], row[6], reserve) for row in setups}
+        # A speculative proposer's weights and KV cache sit beside the target's (a draft model's
+        # preset; EAGLE and MTP: one layer).
+        draft_mm = None
+        if w.speculative is not None and w.speculative.draft_model:
+            draft_w = replace(w, serving=None, speculative=None)
+            draft_mm = MemoryModel(
+                models.get(w.speculative.draft_model, "workload.speculative.draft_model"),
+                draft_w,
+                scenario.overhead,
+                prefill_chunk_tokens=chunk,
+            )
+        if w.speculative is not None:
+            kv_lines = {
+                (n, par): _serving.with_proposer(line, *_serving.speculative_memory(mm, draft_mm, n))
+                for (n, par), line in kv_lines.items()
+            }
         # A service's memory is its operating point's, per (count, setup) a line over the concurrency.
         op_lines: dict[tuple[int, str], BatchLine] = {}
     slowdowns: dict[int, float] = {}  # TP width slowdown per TP size (the model's: shared by every GPU)
@@ -417,6 +436,7 @@ def estimate(
                         bw_eff=bw_eff,
                         prefill_mfu=prefill_mfu,
                         gpus_per_node=hw.gpus_per_node,
+                        draft=draft_mm,
                     )
                     line = op_lines.get((n, par))
                     if line is None:
@@ -431,6 +451,10 @@ def estimate(
                         scenario.budget,
                         memory_at=line.memory_at(cap_bytes, engine.id, fixed_overhead),
                         scheduler=gpu_defaults,
+                        kv_pool_tokens=_serving.kv_pool_tokens(kv_lines[(n, par)], cap_bytes, reserve),
+                        transfer=_disaggregation_link(mm, gpu, n, hw.gpus_per_node)
+                        if serving.disaggregated
+                        else None,
                     )
                     assert fleet.memory is not None
                     bd = fleet.memory.breakdown
@@ -616,6 +640,8 @@ def estimate(
                 found.append(priced(n, lay, bd, need, host, par, perf))
         for found in searched_rows.values():
             rows.extend(_prune(found))
+    if serving is not None:
+        rows = _settle_services(rows, w)
     # Pareto frontier and the cheapest candidate that meets the deadline, before building candidates.
     keys = [_advice.cost_hours(r[8]) if r[4] else None for r in rows]
     front = _advice.pareto_indices(keys)
@@ -704,6 +730,73 @@ def _instance_pricing(
         return got
 
     return at
+
+
+def _disaggregation_link(mm: MemoryModel, gpu: GpuSpec, gpu_count: int, gpus_per_node: int) -> Transfer:
+    """How a prompt's KV cache travels from a prefill to a decode instance of ``gpu_count`` GPUs:
+    over the GPUs' own links when both fit in a node, else the network."""
+    bw, latency, name = link(gpu, 2 * gpu_count, gpus_per_node)
+    per_token = mm.kv_bytes_per_token_layer * mm.model.num_layers
+    return Transfer(per_token, bw, latency, name)
+
+
+def _settle_services(rows: list[tuple[Any, ...]], w: Workload) -> list[tuple[Any, ...]]:
+    """Each GPU type's leading fleet simulated at its load and resized where it falls short
+    (:func:`.serving_load.settle`), disaggregated when the service asks; the rows' memory follows
+    a resized fleet's concurrency.
+
+    A resized fleet may no longer lead its GPU type: resizing only grows a fleet, so the closed
+    form's fleets are lower bounds, and every fleet of the type whose closed-form place is ahead of
+    the best settled one is settled too, round by round, until the leader of each GPU type is a
+    settled fleet that no unsettled one can overtake (the planner stands behind only the fleets it
+    simulated)."""
+    out = list(rows)
+    settled: set[int] = set()
+    chosen = [i for i in _service_leaders(out).values()]
+    while chosen:
+        fleets = _serving_load.settle([out[i][12] for i in chosen], w)
+        spec = w.serving
+        if spec is not None and spec.disaggregated:
+            fleets = [_serving_load.disaggregate(f, w) for f in fleets]
+        for i, fleet in zip(chosen, fleets):
+            gpu, n, lay, bd, fits, util, headroom, perf, cost, host, misfit, par, _old, gpu_layers = out[i]
+            if fleet.memory is not None:
+                cap = gpu.memory_gib_usable * GIB
+                bd = fleet.memory.breakdown
+                util, headroom = bd.device_total / cap, (cap - bd.device_total) / GIB
+            out[i] = (gpu, n, lay, bd, fits, util, headroom, perf, cost, host, misfit, par, fleet, gpu_layers)
+            settled.add(i)
+        best = {out[i][0].id: _service_key(out[i]) for i in _service_leaders(out, settled).values()}
+        chosen = [
+            i
+            for i, r in enumerate(out)
+            if i not in settled
+            and r[12] is not None
+            and r[4]
+            and r[0].id in best
+            and _service_key(r) < best[r[0].id]
+        ]
+    return out
+
+
+def _service_key(r: tuple[Any, ...]) -> tuple[Any, ...]:
+    """A fitting fleet's place within its GPU type: the fleet's order (meets the targets, then
+    monthly cost), its GPUs, then its GPU count and the parallelism's order."""
+    par = PARALLELISM_ORDER.index(r[11]) if r[11] in PARALLELISM_ORDER else len(PARALLELISM_ORDER)
+    return (r[12].order, r[12].gpus_total, r[1], par)
+
+
+def _service_leaders(rows: list[tuple[Any, ...]], among: set[int] | None = None) -> dict[str, int]:
+    """Per GPU type, the index of its leading fitting fleet (:func:`_service_key`), among the
+    indices ``among`` when given."""
+    lead: dict[str, int] = {}
+    for i, r in enumerate(rows):
+        if r[12] is None or not r[4] or (among is not None and i not in among):
+            continue
+        j = lead.get(r[0].id)
+        if j is None or _service_key(r) < _service_key(rows[j]):
+            lead[r[0].id] = i
+    return lead
 
 
 def _search_groups(
