@@ -128,14 +128,15 @@ def test_a_broken_data_file_names_the_row_and_column(tmp_path):
 def test_rows_may_stop_before_the_columns_added_at_the_end(tmp_path):
     shutil.copy(DATA_DIR / "sources.csv", tmp_path / "sources.csv")
     text = (DATA_DIR / "measurements.csv").read_text(encoding="utf-8").splitlines()
-    short = text[2]  # written before vp, recompute, arrival, output_tokens_max, requests and ep existed
+    short = text[2]  # written before vp, recompute, arrival, output_tokens_max, requests, ep and sp existed
     import csv
 
-    assert len(next(csv.reader([short]))) == len(next(csv.reader([text[1]]))) - 6
+    assert len(next(csv.reader([short]))) == len(next(csv.reader([text[1]]))) - 7
     (tmp_path / "measurements.csv").write_text("\n".join(text[:3]) + "\n", encoding="utf-8")
     (row,) = load_measurements(tmp_path)
     assert row.fact("vp") == "" and row.fact("recompute") == "" and row.fact("arrival") == ""
     assert row.fact("output_tokens_max") == "" and row.fact("requests") == "" and row.fact("ep") == ""
+    assert row.fact("sp") == ""
     # A row that stops earlier still is an error.
     (tmp_path / "measurements.csv").write_text(
         "\n".join(text[:2] + [short.rsplit(",", 1)[0]]) + "\n", encoding="utf-8"
@@ -405,6 +406,26 @@ def test_layout_rows_reach_the_scenario(rows):
     assert not any(o.startswith("layout") for o in omitted)
     offload = next(r for r in rows if r.id == "LAY-07")
     assert scenario_dict(offload)[0]["workload"]["offload"] == {"optimizer": "cpu"}
+
+
+def test_a_stack_s_own_words_reach_the_scenario_as_the_scenario_s(every_row):
+    """torchtitan's "selective" checkpointing is its per-operator policy, and its tensor parallelism
+    always splits the sequence; a Megatron row's "selective" stays Megatron's, and a row's own ``sp``
+    cell wins over any stack's default."""
+    by_id = {r.id: r for r in every_row}
+    fsdp = scenario_dict(by_id["TTB-02"])[0]
+    assert fsdp["workload"]["activation_recompute"] == "op"
+    assert "sequence_parallel" not in fsdp["hardware"]  # no TP: nothing to split
+    tp = scenario_dict(by_id["TTB-22"])[0]
+    assert tp["workload"]["activation_recompute"] == "full" and tp["hardware"]["sequence_parallel"] is True
+    megatron = next(r for r in every_row if r.engine == "megatron" and r.fact("recompute") == "selective")
+    assert scenario_dict(megatron)[0]["workload"]["activation_recompute"] == "selective"
+    from dataclasses import replace
+
+    stated = replace(
+        by_id["TTB-22"], facts=tuple((k, "no" if k == "sp" else v) for k, v in by_id["TTB-22"].facts)
+    )
+    assert scenario_dict(stated)[0]["hardware"]["sequence_parallel"] is False
 
 
 def test_rescored_rows_take_the_later_decision_and_a_bad_one_names_the_row(tmp_path, rows):

@@ -6,7 +6,8 @@ The per-token compute time comes from :func:`~gpuadvisor.core.estimation.perform
 tokens per pipeline, hidden size ``h``, 2-byte activations and ``B`` the link bandwidth:
 
 - **Recomputation**: full adds one forward pass (4 instead of 3 passes); selective adds the
-  attention core's forward (``2 L d_q s`` FLOPs per token, Korthikanti et al. 2022, section 5).
+  attention core's forward (``2 L d_q s`` FLOPs per token, Korthikanti et al. 2022, section 5);
+  the per-operator policy adds every other matrix multiply's forward (recompute.py).
 - **Tensor parallelism** (Shoeybi et al. 2019; Korthikanti et al. 2022): 4 all-reduces (or, with
   sequence parallelism, all-gather + reduce-scatter pairs of the same volume) of ``b s h / CP``
   elements per layer and micro-batch, 6 with full recomputation; ring volume ``2 (t-1)/t``; inside
@@ -114,11 +115,18 @@ def run_flops(mm: MemoryModel, layout: Layout, flops_token: float) -> tuple[floa
     forward = flops_token / (base_passes + (1.0 if w.gradient_checkpointing else 0.0))
     passes = base_passes + (1.0 if layout.recompute == "full" else 0.0)
     attention_fwd = 4 * mm.model.num_layers * mm.model.q_dim * mm.model.prefill_attended_tokens(w.seq_len)
-    return (
-        forward,
-        attention_fwd,
-        passes * forward + (attention_fwd if layout.recompute == "selective" else 0.0),
-    )
+    return forward, attention_fwd, passes * forward + recomputed_flops(mm, layout.recompute, attention_fwd)
+
+
+def recomputed_flops(mm: MemoryModel, recompute: str, attention_fwd: float) -> float:
+    """Forward FLOPs per token that a partial recomputation runs again (full recomputation counts a
+    whole pass): Megatron's selective recomputes the attention core; the per-operator policy every
+    other matrix multiply of a block (recompute.py), the attention kernel being kept."""
+    if recompute == "selective":
+        return attention_fwd
+    if recompute == "op":
+        return mm.op_kept.recompute_flops
+    return 0.0
 
 
 def speed_ceiling(
