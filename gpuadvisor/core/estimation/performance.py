@@ -748,6 +748,28 @@ class TrainingPrelude(NamedTuple):
     notes: tuple[str, ...]
 
 
+def fp8_gemm_share(
+    gpu: GpuSpec, peak_tflops: float, ceiling: float, width: float, k: SpeedConstants
+) -> float:
+    """Share of the 16-bit GEMM efficiency that a training GEMM of hidden width ``width`` keeps in
+    FP8 on ``gpu`` (docs/estimation.md, "FP8 GEMMs").
+
+    A ``k x n`` GEMM runs ``6 k n`` FLOPs per token in forward and backward; FP8 first casts its
+    input (``k`` elements) and its output gradient (``n``), each read in 16 bits and written as an
+    FP8 copy and a transposed FP8 copy (``fp8_cast_bytes`` = 4 per element), a memory-bound
+    ``4 (k + n)`` bytes per token. With ``k = n = w`` the casts take ``W8 / w`` of the GEMM's time:
+
+        W8    = fp8_cast_bytes / 3 x P_fp8 x ceiling / (bandwidth x elementwise efficiency)
+        share = fp8_gemm_factor x w / (w + W8)
+
+    so wide GEMMs keep the FP8 peak (70B, 405B) and narrow ones lose much of it (1B-3B models); the
+    crossover width follows each GPU's FP8 FLOPs per byte of memory bandwidth (about 880 on H100 SXM,
+    1,370 on L40S)."""
+    bw = gpu.memory_bandwidth_gb_s * 1e9 * k.elementwise_bandwidth_efficiency
+    w_cast = k.fp8_cast_bytes / 3.0 * peak_tflops * 1e12 * ceiling / max(bw, 1.0)
+    return k.fp8_gemm_factor * width / (width + w_cast)
+
+
 def training_token_time(
     mm: MemoryModel, gpu: GpuSpec, engine: EngineProfile, constants: SpeedConstants, width_divisor: int = 1
 ) -> tuple[float, dict[str, float]]:
@@ -773,7 +795,7 @@ def training_token_time(
         / (width + k.gemm_width_half)
     )
     if prec == "fp8":
-        e_gemm *= k.fp8_gemm_factor
+        e_gemm *= fp8_gemm_share(gpu, peak, arch_ceiling, width, k)
     gemm = passes * 2 * matmul_params(m) / (peak * 1e12 * e_gemm)
     e_attn = k.attention_efficiency_by_arch.get(
         gpu.architecture, k.attention_efficiency * arch_ceiling / k.gemm_ceiling["ampere"]
