@@ -9,11 +9,15 @@ from hypothesis import strategies as st
 
 from gpuadvisor.cli.parser import main
 from gpuadvisor.core.errors import InputError
-from gpuadvisor.core.estimation.communication import layout_training_performance
+from gpuadvisor.core.estimation.communication import (
+    layout_training_performance,
+    ring_latency,
+    sharded_exposed,
+)
 from gpuadvisor.core.estimation.estimate import estimate
 from gpuadvisor.core.estimation.layout import Layout, explicit_layout, gpu_counts, searched_layouts
 from gpuadvisor.core.estimation.memory import MemoryModel
-from gpuadvisor.core.estimation.performance import training_prelude
+from gpuadvisor.core.estimation.performance import NVLINK_LATENCY_S, training_prelude
 from gpuadvisor.core.formats.scenario import (
     ModelSource,
     Scenario,
@@ -455,6 +459,40 @@ def test_more_micro_batches_shrink_the_bubble(cats):
     assert many.tokens_per_s.expected > few.tokens_per_s.expected
     inter = _speed(cats, pretrain(global_batch_size=32), lay._replace(vpp=5))
     assert inter.tokens_per_s.expected > few.tokens_per_s.expected
+
+
+def test_nccl_ring_latency_counts_one_hop_per_step():
+    """NCCL src/graph/tuning.cc (ring, Simple): base 8.4 us, 3.4 us per NVLink hop, 9.6 us per
+    network hop; an all-gather over d ranks on k nodes takes d - 1 steps, k - 1 of them between nodes."""
+    assert ring_latency(8, 1, 8, NVLINK_LATENCY_S) == pytest.approx(8.4e-6 + 7 * 3.4e-6)
+    assert ring_latency(16, 1, 8, NVLINK_LATENCY_S) == pytest.approx(8.4e-6 + 14 * 3.4e-6 + 9.6e-6)
+    # A group strided over TP8 has one member per node: every step crosses the network.
+    assert ring_latency(4, 8, 8, NVLINK_LATENCY_S) == pytest.approx(8.4e-6 + 3 * 9.6e-6)
+
+
+def test_sharded_gathers_are_exposed_only_where_a_layer_computes_for_less_time():
+    g = 7 / 8 * 1e9 / 100e9 + 20e-6  # one layer's gather: 1 GB over 8 ranks at 100 GB/s
+    r = 7 / 8 * 2e9 / 100e9 + 20e-6  # its gradients' reduce-scatter (fp32)
+    args = (1e9, 2e9, 8, 100e9, 20e-6)
+    # Long layers hide every gather but the first and every reduce-scatter but the last.
+    assert sharded_exposed(*args, 1.0, 2.0, 32) == pytest.approx(g + r)
+    # Short layers leave the rest exposed, layer by layer.
+    short = sharded_exposed(*args, 1e-3, 2e-3, 32)
+    assert short == pytest.approx(g + r + 31 * (g - 1e-3) + 31 * (g + r - 2e-3))
+    assert sharded_exposed(*args, 0.0, 0.0, 32) == pytest.approx(32 * g + 32 * (g + r) - g)
+
+
+def test_fsdp_with_little_work_per_replica_exposes_its_gathers(cats):
+    """Llama 3.1 8B under FSDP over 256 H100: at 512 tokens per GPU a layer computes for less time
+    than its gather takes, so the step waits on the network; at 16K tokens the gathers hide."""
+    lay = Layout(dp=256, sharding="fsdp")
+    thin = _speed(cats, Workload(kind="pretrain", seq_len=512, batch_size=1, global_batch_size=256), lay,
+                  model="llama-3.1-8b")  # fmt: skip
+    thick = _speed(cats, Workload(kind="pretrain", seq_len=8192, batch_size=2, global_batch_size=512), lay,
+                   model="llama-3.1-8b")  # fmt: skip
+    assert thin.communication_share > 0.3
+    assert thick.communication_share < 0.1
+    assert thin.mfu < thick.mfu
 
 
 def test_recompute_costs_speed(cats):
