@@ -21,7 +21,7 @@ module holds them, in three groups:
    GEMV kernel, and the share of 16-bit tensor throughput its GEMM reaches.
 3. **Global** (:class:`SpeedConstants`): launch times per kernel (CPU side for Python and C++
    runtimes, GPU side), the GEMM-shape half-saturation sizes, the attention-kernel efficiency,
-   the FP8 GEMM factor and the GEMM ceiling per GPU generation.
+   the FP8 GEMM factor and cast bytes and the GEMM ceiling per GPU generation.
 
 ``FITTED`` holds the values in use. Its ``provenance`` says which rows they were fitted to;
 :func:`gpuadvisor.core.estimation.speed_fit.fit_speed_constants` refits them over any set of rows (the
