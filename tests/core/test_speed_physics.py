@@ -584,6 +584,22 @@ def test_fp8_gains_more_on_wide_models_than_on_narrow_ones(models, gpus):
     assert 1.4 < large < 1.9
 
 
+def test_fsdp_gathers_hide_only_behind_enough_work_per_layer(models, gpus):
+    """A one-word FSDP setup exposes its collectives layer by layer (docs/estimation.md, "ZeRO-3/FSDP
+    layer by layer"): at 16K tokens per GPU a layer of Llama 3.1 8B computes for longer than its
+    gather takes, at 512 it does not, and more ranks add ring latency to every collective."""
+    m, gpu = models.get("llama-3.1-8b"), gpus.get("h100-sxm")
+
+    def share(n, batch, seq):
+        perf = training(m, gpu, n, "fsdp", kind="pretrain", engine="fsdp", batch_size=batch, seq_len=seq)
+        return perf.communication_share
+
+    assert share(8, 2, 8192) < 0.05
+    assert share(256, 2, 8192) < 0.15
+    assert share(8, 1, 512) > 0.5
+    assert share(256, 1, 512) > share(8, 1, 512)
+
+
 def test_hopper_reaches_a_lower_mfu_than_ampere(models, gpus):
     m = models.get("llama-2-7b")
     kw = dict(kind="pretrain", engine="fsdp", batch_size=4, seq_len=2048)

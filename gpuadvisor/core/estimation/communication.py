@@ -53,11 +53,12 @@ from .performance import (
     LINK_EFFICIENCY,
     NETWORK_GB_S,
     NETWORK_LATENCY_S,
-    NVLINK_LATENCY_S,
     PerformanceEstimate,
     Range,
     TrainingPrelude,
     link,
+    ring_latency,
+    sharded_exposed,
     training_performance,
     training_prelude,
 )
@@ -84,49 +85,6 @@ def group_link(
         return node
     per_node = max(1, gpus_per_node // stride)
     return min(node[0], net[0] * per_node), net[1]
-
-
-#: NCCL's ring latency model (src/graph/tuning.cc, ``baseLat`` and ``hwLat``, Simple protocol): a
-#: base per collective, then one hop per ring step, each inside a node (NVLink or PCIe) or between
-#: nodes; an all-gather or reduce-scatter over ``d`` ranks on ``k`` nodes takes ``d - 1`` steps, of
-#: which ``k - 1`` cross the network. Seconds.
-RING_BASE_S = 8.4e-6
-RING_HOP_NVLINK_S, RING_HOP_PCIE_S, RING_HOP_NET_S = 3.4e-6, 5.7e-6, 9.6e-6
-
-
-def ring_latency(members: int, stride: int, gpus_per_node: int, node_lat: float) -> float:
-    """Latency of one ring all-gather or reduce-scatter over ``members`` ranks ``stride`` apart
-    (NCCL's model, :data:`RING_BASE_S`): ``base + (d - 1 - (k - 1)) hop_node + (k - 1) hop_net``."""
-    nodes = max(1, math.ceil(members * stride / gpus_per_node))
-    nodes = min(nodes, members)
-    hop = RING_HOP_NVLINK_S if node_lat <= NVLINK_LATENCY_S else RING_HOP_PCIE_S
-    return RING_BASE_S + (members - nodes) * hop + (nodes - 1) * RING_HOP_NET_S
-
-
-def sharded_exposed(
-    layer_params: float,
-    layer_grads: float,
-    d: int,
-    bw: float,
-    coll_lat: float,
-    fwd_s: float,
-    bwd_s: float,
-    layers: int,
-) -> float:
-    """Seconds of one micro-batch that ZeRO-3/FSDP's collectives leave exposed, layer by layer.
-
-    Each layer's parameters (``layer_params`` bytes of this GPU's shard group) are all-gathered
-    while the previous layer computes: ``g = (d-1)/d x P / B + latency``. In forward a layer hides
-    its successor's gather behind its ``fwd_s``; in backward the gather of the next layer and the
-    reduce-scatter of the last one's gradients (``r``, the same with ``layer_grads``) share the
-    link behind ``bwd_s``. The first gather of a pass waits for nothing to hide behind:
-
-        exposed = g + (L - 1) max(0, g - t_fwd) + (L - 1) max(0, g + r - t_bwd) + r"""
-    share = (d - 1) / d
-    g = share * layer_params / bw + coll_lat
-    r = share * layer_grads / bw + coll_lat
-    rest = max(layers - 1, 0)
-    return g + rest * max(0.0, g - fwd_s) + rest * max(0.0, g + r - bwd_s) + r
 
 
 def tp_width_slowdown(m: ModelSpec, t: int, half: float) -> float:
