@@ -182,6 +182,10 @@ MEASUREMENT_COLUMNS = (
     # Serving rows of disaggregated prefill and decode: ``<P>p<D>d``, P prefill and D decode instances
     # of the row's layout (``gpu_count`` GPUs each), behind one router.
     "disaggregated",
+    # Training rows: whether tensor parallelism also split the sequence between blocks (Megatron's
+    # --sequence-parallel; yes/no), passed on as ``hardware.sequence_parallel``; empty: the stack's
+    # default (:data:`SEQUENCE_PARALLEL_STACKS`).
+    "sp",
 )
 
 #: Weight types the scenario may not know yet, and the nearest type it knows (used only as a fallback).
@@ -217,6 +221,23 @@ ENGINE_FALLBACK = {
     "metaseq": (None, "megatron"),
     "mosaic-composer": (None, "fsdp"),
 }
+
+
+#: A training stack's words for recomputation where they mean another policy than the scenario's
+#: (Megatron's) words: torchtitan's ``selective`` mode runs its per-operator policy, ``op``, the option
+#: its Llama configurations set (``selective_ac_option = "op"``; pytorch/torchtitan
+#: ``torchtitan/parallelisms/parallelize_llama.py``, ``_apply_ac_to_transformer_block``, commit 004b314).
+STACK_RECOMPUTE = {"torchtitan": {"selective": "op"}}
+#: Training stacks whose tensor parallelism always splits the sequence between blocks: torchtitan's
+#: plan shards each block's norms over the sequence (``SequenceParallel``) and reduce-scatters the
+#: row-parallel outputs (``output_layouts=Shard(1)``; ``apply_tp`` of the same file). Megatron's
+#: default comes from the core (``layout.default_sequence_parallel``).
+SEQUENCE_PARALLEL_STACKS = ("torchtitan",)
+
+
+def stack_recompute(engine: str, recompute: str) -> str:
+    """The scenario's recomputation policy for a row's ``recompute`` under its ``engine``'s words."""
+    return STACK_RECOMPUTE.get(engine, {}).get(recompute, recompute)
 
 
 def fallback_engine(engine: str, kind: str) -> str | None:
@@ -289,6 +310,7 @@ TRAILING_OPTIONAL = (
     "ep",
     "speculative",
     "disaggregated",
+    "sp",
 )
 #: How a serving row's requests were sent, besides ``paced:<s>`` (and empty for an unscored row):
 #: ``closed_loop`` (clients each sending their next request when one ends), ``lockstep`` (such a
@@ -439,11 +461,12 @@ def load_measurements(data_dir: str | Path = DATA_DIR, sources: dict[str, Source
             "lora_dropout",
             "double_quant",
             "cuda_graphs",
+            "sp",
         ):
             if raw[col] not in ("", "yes", "no"):
                 raise ValidationDataError(f"{where}: {col} must be yes, no or empty")
-        if raw["recompute"] not in ("", "none", "selective", "full"):
-            raise ValidationDataError(f"{where}: recompute must be none, selective, full or empty")
+        if raw["recompute"] not in ("", "none", "selective", "op", "full"):
+            raise ValidationDataError(f"{where}: recompute must be none, selective, op, full or empty")
         if raw["arrival"] not in ARRIVALS and paced_interval(raw["arrival"]) is None:
             raise ValidationDataError(
                 f"{where}: arrival must be closed_loop, lockstep, burst, paced:<seconds between requests> "
@@ -688,7 +711,7 @@ def scenario_dict(
     if f["kv_cache"] in KV_CACHE_DTYPES and f["kv_cache"] not in KV_PRECISIONS:
         workload["kv_cache_dtype"] = workload.pop("kv_cache")  # a llama.cpp cache type (-ctk/-ctv)
     if training and f["recompute"]:
-        workload["activation_recompute"] = f["recompute"]
+        workload["activation_recompute"] = stack_recompute(f["engine"], f["recompute"])
     if f["speculative"]:
         workload["speculative"] = json.loads(f["speculative"])
     known = _known(Workload)
@@ -712,6 +735,9 @@ def scenario_dict(
     for key, value in layout.items():
         if key in known_hw:
             hardware[key] = value
+    sp = _sequence_parallel(f) if training else None
+    if sp is not None:
+        hardware["sequence_parallel"] = sp
     if "host_memory_bandwidth_gb_s" in split:
         hardware["host_memory_bandwidth_gb_s"] = split["host_memory_bandwidth_gb_s"]
     if not layout:
@@ -794,6 +820,18 @@ def _layout_facts(f: dict[str, str]) -> dict[str, int]:
     if f.get("ep") and int(float(f["ep"])) > 1:
         out["expert_parallel"] = int(float(f["ep"]))
     return out
+
+
+def _sequence_parallel(f: dict[str, str]) -> bool | None:
+    """A training row's sequence parallelism: its ``sp`` cell, else yes for a stack whose tensor
+    parallelism always splits the sequence (:data:`SEQUENCE_PARALLEL_STACKS`) when the row runs TP;
+    None leaves it to the core's default."""
+    if f.get("sp"):
+        return f["sp"] == "yes"
+    tp = int(float(f["tp"])) if f["tp"] else 1
+    if f["engine"] in SEQUENCE_PARALLEL_STACKS and (tp > 1 or f["parallelism"] == "tensor"):
+        return True
+    return None
 
 
 def _split_facts(text: str) -> dict[str, float]:

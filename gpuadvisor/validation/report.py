@@ -533,7 +533,8 @@ discussion, own measurement), `date_read` (YYYY-MM-DD), `notes`.
   `gemm_precision` (fp8/mxfp8 on 16-bit weights becomes `compute_precision`), `cuda_context_gib`,
   `tokens_trained`, `scale_to_params` (analytic per-parameter rows: the estimate is rescaled to this parameter
   count), and, added at the end (older rows may stop before them), `vp` (interleaved stages per pipeline rank),
-  `recompute` (`none`, `selective`, `full`) and `arrival` (serving rows, required when scored: `closed_loop`, a
+  `recompute` (`none`, `selective`, `op`, `full`, in the stack's own words: torchtitan's `selective` is its
+  per-operator policy, `op`, `data.STACK_RECOMPUTE`) and `arrival` (serving rows, required when scored: `closed_loop`, a
   stated number of clients each sending its next request when one ends; `lockstep`, such a loop whose clients
   started together with every prompt and output the same length, as the source's own counts show, so that its
   rounds stay in step; `burst`, every request sent at once,
@@ -544,7 +545,10 @@ discussion, own measurement), `date_read` (YYYY-MM-DD), `notes`.
   its longest answer ends; empty when every answer is `output_tokens` long; also a closed loop's with
   `requests`) and `requests` (a closed loop of that many requests in all, whose clients start together and
   whose run ends as its last answers drain; empty for a steady loop) and `ep` (training rows: the expert-parallel
-  degree of a mixture-of-experts layout, passed on as `hardware.expert_parallel` with the layout);
+  degree of a mixture-of-experts layout, passed on as `hardware.expert_parallel` with the layout) and `sp`
+  (training rows: `yes`/`no`, whether tensor parallelism also split the sequence, passed on as
+  `hardware.sequence_parallel`; empty: the stack's default, yes for torchtitan with TP,
+  `data.SEQUENCE_PARALLEL_STACKS`, else the core's);
 - scoring: `scored` (`yes`/`no`), `why` (required when unscored), `assumptions` (every value chosen where the
   source is silent).
 

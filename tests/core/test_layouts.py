@@ -9,11 +9,15 @@ from hypothesis import strategies as st
 
 from gpuadvisor.cli.parser import main
 from gpuadvisor.core.errors import InputError
-from gpuadvisor.core.estimation.communication import layout_training_performance
+from gpuadvisor.core.estimation.communication import (
+    layout_training_performance,
+    ring_latency,
+    sharded_exposed,
+)
 from gpuadvisor.core.estimation.estimate import estimate
 from gpuadvisor.core.estimation.layout import Layout, explicit_layout, gpu_counts, searched_layouts
 from gpuadvisor.core.estimation.memory import MemoryModel
-from gpuadvisor.core.estimation.performance import training_prelude
+from gpuadvisor.core.estimation.performance import NVLINK_LATENCY_S, training_prelude
 from gpuadvisor.core.formats.scenario import (
     ModelSource,
     Scenario,
@@ -244,6 +248,47 @@ def test_recompute_none_over_selective_over_full(flash, tp, pp, sp):
         assert act["none"] > act["selective"]
 
 
+def test_per_operator_checkpointing_keeps_every_other_matmul_and_the_attention_output():
+    """torchtitan's ``op`` policy on Llama 3.1 8B: a block keeps its input, q (1st matmul), v (3rd),
+    gate (5th), down (7th), the attention output and its log-sum-exp (4 bytes per head); it
+    recomputes k, o and up (parallelize_llama.py at torchtitan commit 004b314)."""
+    from gpuadvisor.core.estimation.recompute import op_policy
+
+    m = load_model_catalog().get("llama-3.1-8b")
+    kept = op_policy(m, 2.0)
+    h, dq, dkv, i = 4096, 4096, 1024, 14336
+    assert kept.per_token_layer(1, False) == 2 * (h + dq + dkv + i + h + dq) + 4 * 32
+    assert kept.recompute_flops == 2 * (h * dkv + dq * h + h * i) * 32
+    # Under TP8 the row-parallel output (down) stays a whole-sequence partial sum; with SP the block
+    # input splits and each of the two reduce-scatters keeps its split output.
+    split = 2 * (dq + dkv + i + dq) + 4 * 32
+    assert kept.per_token_layer(8, False) == pytest.approx(split / 8 + 2 * h + 2 * h)
+    assert kept.per_token_layer(8, True) == pytest.approx(split / 8 + 2 * h + 2 * h / 8 + 2 * (2 * h) / 8)
+    w = Workload(kind="pretrain", engine="fsdp", seq_len=8192, batch_size=2, activation_recompute="op")
+    mm = MemoryModel(m, w)
+    act = {
+        r: mm.breakdown(layout=Layout(recompute=r)).activations for r in ("none", "selective", "op", "full")
+    }
+    assert act["none"] >= act["selective"] > act["op"] > act["full"]
+    # 16,384 tokens x 32 layers x 62 KiB kept, one layer rebuilt, and the loss's 10 bytes per logit.
+    assert act["op"] / GIB == pytest.approx(53.8, abs=0.5)
+
+
+def test_per_operator_checkpointing_costs_speed_between_selective_and_full(cats):
+    lay = Layout(dp=8, sharding="fsdp")
+    w = Workload(kind="pretrain", seq_len=8192, batch_size=2, global_batch_size=16, activation_recompute="op")
+    m = cats[1].get("llama-3.1-8b")
+    speeds = {
+        r: _speed(cats, w, lay._replace(recompute=r), model="llama-3.1-8b").tokens_per_s.expected
+        for r in ("selective", "op", "full")
+    }
+    assert speeds["selective"] > speeds["op"] > speeds["full"]
+    # op recomputes k, o and up: 2 L (h d_kv + d_q h + h i) FLOPs per token more than no recomputation.
+    h, dkv, i = m.hidden_size, m.kv_dim, m.intermediate_size
+    extra = 2 * m.num_layers * (h * dkv + h * h + h * i)
+    assert extra / (6 * 8.03e9) == pytest.approx(0.105, abs=0.01)
+
+
 def test_sequence_parallel_splits_what_tensor_parallel_leaves_whole():
     m = load_model_catalog().get("llama-3.1-70b")
     mm = MemoryModel(m, pretrain())
@@ -268,6 +313,53 @@ def test_pipeline_first_stage_holds_pp_micro_batches_and_interleaving_more():
     # With fewer micro-batches per step than stages, fewer are in flight.
     few = MemoryModel(m, pretrain(activation_recompute="selective", global_batch_size=2))
     assert few.breakdown(layout=lay).activations < bd.activations
+
+
+def test_context_parallel_ranks_are_sharded_like_data_parallel_ones(cats):
+    """FSDP over CP8 with one data-parallel replica still shards eight ways (torchtitan's
+    ``dp_shard x cp`` mesh): Llama 3.1 8B at 262,144 tokens, as torchtitan ran it in 84.5 GiB."""
+    gpus, models = cats
+    m = models.get("llama-3.1-8b")
+    w = Workload(kind="pretrain", seq_len=262144, batch_size=1, activation_recompute="full")
+    lay = explicit_layout(
+        m, w, Hardware(gpu="h100-sxm", gpu_count=8, parallelism="fsdp", context_parallel=8), 8
+    )
+    assert (lay.cp, lay.dp, lay.sharding) == (8, 1, "fsdp") and lay.name == "CP8 · FSDP · full recompute"
+    mm = MemoryModel(m, w)
+    sharded = mm.breakdown(layout=lay)
+    whole = mm.breakdown(layout=lay._replace(sharding="none"))
+    assert sharded.optimizer == pytest.approx(whole.optimizer / 8)
+    assert sharded.device_total / GIB < 80
+
+
+def test_fsdp_under_a_pipeline_holds_its_stage_gathered_and_its_gradients_unsharded():
+    """PyTorch pipelining with FSDP2 (torchtitan): no resharding after forward and no gradient
+    reduction until the last micro-batch, so a stage keeps its 16-bit weights and fp32 gradients."""
+    m = load_model_catalog().get("llama-3.1-405b")
+    w = Workload(
+        kind="pretrain", seq_len=8192, batch_size=4, global_batch_size=256, activation_recompute="full"
+    )
+    mm = MemoryModel(m, w)
+    lay = Layout(tp=8, pp=8, dp=8, sequence_parallel=True, recompute="full", sharding="fsdp")
+    bd = mm.breakdown(layout=lay)
+    stage_params = m.counts.blocks * 16 / 126 / 8
+    assert bd.accumulating == pytest.approx(4 * stage_params, rel=0.05)
+    assert bd.gathered == pytest.approx(2 * stage_params, rel=0.1)
+    assert bd.model_states < bd.device_total / 3  # the sharded state is the smaller part
+    assert 70 < bd.device_total / GIB < 85  # measured 75-85 GiB (torchtitan, 512 H100)
+    # Without a pipeline FSDP gathers three layers at a time and reduces every micro-batch.
+    flat = mm.breakdown(layout=Layout(tp=8, dp=64, sequence_parallel=True, recompute="full", sharding="fsdp"))
+    assert flat.accumulating == 0 and flat.gathered < bd.gathered / 4
+
+
+def test_interleaving_holds_no_more_micro_batches_than_a_step_has():
+    m = load_model_catalog().get("llama-3.1-70b")
+    w = pretrain(activation_recompute="full", global_batch_size=4)  # 4 micro-batches for PP4
+    mm = MemoryModel(m, w)
+    lay = Layout(pp=4, recompute="full")
+    assert mm.breakdown(layout=lay._replace(vpp=2)).activations == pytest.approx(
+        mm.breakdown(layout=lay).activations, rel=1e-9
+    )
 
 
 def test_context_parallel_splits_the_sequence():
@@ -367,6 +459,40 @@ def test_more_micro_batches_shrink_the_bubble(cats):
     assert many.tokens_per_s.expected > few.tokens_per_s.expected
     inter = _speed(cats, pretrain(global_batch_size=32), lay._replace(vpp=5))
     assert inter.tokens_per_s.expected > few.tokens_per_s.expected
+
+
+def test_nccl_ring_latency_counts_one_hop_per_step():
+    """NCCL src/graph/tuning.cc (ring, Simple): base 8.4 us, 3.4 us per NVLink hop, 9.6 us per
+    network hop; an all-gather over d ranks on k nodes takes d - 1 steps, k - 1 of them between nodes."""
+    assert ring_latency(8, 1, 8, NVLINK_LATENCY_S) == pytest.approx(8.4e-6 + 7 * 3.4e-6)
+    assert ring_latency(16, 1, 8, NVLINK_LATENCY_S) == pytest.approx(8.4e-6 + 14 * 3.4e-6 + 9.6e-6)
+    # A group strided over TP8 has one member per node: every step crosses the network.
+    assert ring_latency(4, 8, 8, NVLINK_LATENCY_S) == pytest.approx(8.4e-6 + 3 * 9.6e-6)
+
+
+def test_sharded_gathers_are_exposed_only_where_a_layer_computes_for_less_time():
+    g = 7 / 8 * 1e9 / 100e9 + 20e-6  # one layer's gather: 1 GB over 8 ranks at 100 GB/s
+    r = 7 / 8 * 2e9 / 100e9 + 20e-6  # its gradients' reduce-scatter (fp32)
+    args = (1e9, 2e9, 8, 100e9, 20e-6)
+    # Long layers hide every gather but the first and every reduce-scatter but the last.
+    assert sharded_exposed(*args, 1.0, 2.0, 32) == pytest.approx(g + r)
+    # Short layers leave the rest exposed, layer by layer.
+    short = sharded_exposed(*args, 1e-3, 2e-3, 32)
+    assert short == pytest.approx(g + r + 31 * (g - 1e-3) + 31 * (g + r - 2e-3))
+    assert sharded_exposed(*args, 0.0, 0.0, 32) == pytest.approx(32 * g + 32 * (g + r) - g)
+
+
+def test_fsdp_with_little_work_per_replica_exposes_its_gathers(cats):
+    """Llama 3.1 8B under FSDP over 256 H100: at 512 tokens per GPU a layer computes for less time
+    than its gather takes, so the step waits on the network; at 16K tokens the gathers hide."""
+    lay = Layout(dp=256, sharding="fsdp")
+    thin = _speed(cats, Workload(kind="pretrain", seq_len=512, batch_size=1, global_batch_size=256), lay,
+                  model="llama-3.1-8b")  # fmt: skip
+    thick = _speed(cats, Workload(kind="pretrain", seq_len=8192, batch_size=2, global_batch_size=512), lay,
+                   model="llama-3.1-8b")  # fmt: skip
+    assert thin.communication_share > 0.3
+    assert thick.communication_share < 0.1
+    assert thin.mfu < thick.mfu
 
 
 def test_recompute_costs_speed(cats):

@@ -27,6 +27,7 @@ from gpuadvisor.core.estimation.memory import MemoryModel
 from gpuadvisor.core.estimation.performance import (
     KV_COPIES_NOTES,
     attention_flop_weight,
+    fp8_gemm_share,
     inference_performance,
     matmul_params,
     prompt_head_params,
@@ -547,6 +548,56 @@ def test_fp8_training_gains_far_less_than_2x(models, gpus):
     fp8 = training(m, gpu, kind="pretrain", engine="megatron", weights="fp8", batch_size=2, seq_len=4096)
     gain = fp8.tokens_per_s.expected / bf16.tokens_per_s.expected
     assert 1.0 < gain < 1.6
+
+
+def fp8_gain(model, gpu) -> float:
+    kw = dict(kind="pretrain", engine="megatron", batch_size=2, seq_len=4096)
+    bf16 = training(model, gpu, weights="bf16", **kw)
+    fp8 = training(model, gpu, weights="fp8", **kw)
+    return fp8.tokens_per_s.expected / bf16.tokens_per_s.expected
+
+
+def test_fp8_casts_cost_a_share_that_shrinks_with_the_gemm_width(gpus):
+    """docs/estimation.md, "FP8 GEMMs": W8 = 4/3 x P_fp8 x ceiling / (BW x 0.7), share = w / (w + W8)."""
+    gpu, k = gpus.get("h100-sxm"), FITTED
+    ceiling = k.gemm_ceiling["hopper"]
+    w8 = 4.0 / 3.0 * gpu.fp8_dense_tflops * 1e12 * ceiling / (gpu.memory_bandwidth_gb_s * 1e9 * 0.7)
+    assert 850 < w8 < 900  # about 880 FP8 FLOPs per byte on an H100 SXM, x 4/3
+    shares = [
+        fp8_gemm_share(gpu, gpu.fp8_dense_tflops, ceiling, w, k) for w in (1024, 2048, 4096, 8192, 16384)
+    ]
+    assert shares == sorted(shares)
+    assert shares[3] == pytest.approx(8192 / (8192 + w8))
+    assert shares[-1] < k.fp8_gemm_factor
+    # A GPU with fewer FP8 FLOPs per byte of bandwidth pays less for the same casts.
+    h200 = gpus.get("h200")
+    assert fp8_gemm_share(h200, h200.fp8_dense_tflops, ceiling, 4096, k) > shares[2]
+
+
+def test_fp8_gains_more_on_wide_models_than_on_narrow_ones(models, gpus):
+    """The Megatron-Bridge tables imply about 1.5x for Llama 3 70B and 405B on H100; a 1B model's
+    casts eat most of the gain."""
+    gpu = gpus.get("h100-sxm")
+    small = fp8_gain(models.get("tinyllama-1.1b"), gpu)
+    large = fp8_gain(models.get("llama-3.1-70b"), gpu)
+    assert 1.0 < small < large
+    assert 1.4 < large < 1.9
+
+
+def test_fsdp_gathers_hide_only_behind_enough_work_per_layer(models, gpus):
+    """A one-word FSDP setup exposes its collectives layer by layer (docs/estimation.md, "ZeRO-3/FSDP
+    layer by layer"): at 16K tokens per GPU a layer of Llama 3.1 8B computes for longer than its
+    gather takes, at 512 it does not, and more ranks add ring latency to every collective."""
+    m, gpu = models.get("llama-3.1-8b"), gpus.get("h100-sxm")
+
+    def share(n, batch, seq):
+        perf = training(m, gpu, n, "fsdp", kind="pretrain", engine="fsdp", batch_size=batch, seq_len=seq)
+        return perf.communication_share
+
+    assert share(8, 2, 8192) < 0.05
+    assert share(256, 2, 8192) < 0.15
+    assert share(8, 1, 512) > 0.5
+    assert share(256, 1, 512) > share(8, 1, 512)
 
 
 def test_hopper_reaches_a_lower_mfu_than_ampere(models, gpus):

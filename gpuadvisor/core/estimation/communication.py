@@ -6,7 +6,8 @@ The per-token compute time comes from :func:`~gpuadvisor.core.estimation.perform
 tokens per pipeline, hidden size ``h``, 2-byte activations and ``B`` the link bandwidth:
 
 - **Recomputation**: full adds one forward pass (4 instead of 3 passes); selective adds the
-  attention core's forward (``2 L d_q s`` FLOPs per token, Korthikanti et al. 2022, section 5).
+  attention core's forward (``2 L d_q s`` FLOPs per token, Korthikanti et al. 2022, section 5);
+  the per-operator policy adds every other matrix multiply's forward (recompute.py).
 - **Tensor parallelism** (Shoeybi et al. 2019; Korthikanti et al. 2022): 4 all-reduces (or, with
   sequence parallelism, all-gather + reduce-scatter pairs of the same volume) of ``b s h / CP``
   elements per layer and micro-batch, 6 with full recomputation; ring volume ``2 (t-1)/t``; inside
@@ -17,8 +18,9 @@ tokens per pipeline, hidden size ``h``, 2-byte activations and ``B`` the link ba
 - **Data parallel** (ZeRO paper, section 7): ring all-reduce (DDP) or reduce-scatter + all-gather
   (ZeRO-1/2) of the GPU's gradient shard, ``2 (d-1)/d`` of its bytes, overlapped with the backward
   pass of the last micro-batch up to ``DP_OVERLAP``; ZeRO-3/FSDP gathers the parameters in
-  forward and backward of every micro-batch and reduce-scatters the gradients, overlapped with
-  the whole step up to ``DP_OVERLAP``.
+  forward and backward of every micro-batch and reduce-scatters its gradients, each layer's
+  collectives behind the previous layer's compute (:func:`sharded_exposed`), with NCCL's ring
+  latency (:func:`ring_latency`), at most ``DP_OVERLAP`` of the traffic hidden.
 - **Context parallel** (ring attention, Liu et al. 2023; Llama 3 paper section 3.3.2): each layer
   passes K and V around the ring in forward and K, V and their gradients in backward,
   ``3 (c-1)/c`` of ``b s 2 d_kv`` elements, hidden behind the attention compute.
@@ -55,6 +57,8 @@ from .performance import (
     Range,
     TrainingPrelude,
     link,
+    ring_latency,
+    sharded_exposed,
     training_performance,
     training_prelude,
 )
@@ -114,11 +118,18 @@ def run_flops(mm: MemoryModel, layout: Layout, flops_token: float) -> tuple[floa
     forward = flops_token / (base_passes + (1.0 if w.gradient_checkpointing else 0.0))
     passes = base_passes + (1.0 if layout.recompute == "full" else 0.0)
     attention_fwd = 4 * mm.model.num_layers * mm.model.q_dim * mm.model.prefill_attended_tokens(w.seq_len)
-    return (
-        forward,
-        attention_fwd,
-        passes * forward + (attention_fwd if layout.recompute == "selective" else 0.0),
-    )
+    return forward, attention_fwd, passes * forward + recomputed_flops(mm, layout.recompute, attention_fwd)
+
+
+def recomputed_flops(mm: MemoryModel, recompute: str, attention_fwd: float) -> float:
+    """Forward FLOPs per token that a partial recomputation runs again (full recomputation counts a
+    whole pass): Megatron's selective recomputes the attention core; the per-operator policy every
+    other matrix multiply of a block (recompute.py), the attention kernel being kept."""
+    if recompute == "selective":
+        return attention_fwd
+    if recompute == "op":
+        return mm.op_kept.recompute_flops
+    return 0.0
 
 
 def speed_ceiling(
@@ -222,9 +233,15 @@ def layout_training_performance(
         d = d_all
         if layout.sharding in ("zero3", "fsdp"):
             params = mm.weight_bytes * state_share
-            volume = (d - 1) / d * grads + micro * 2 * (d - 1) / d * params
-            total = volume / bw + lat * micro * 2 * layers_gpu
-            dp = max(total - useful, (1 - DP_OVERLAP) * total)
+            coll_lat = ring_latency(d, t, gpus_per_node, node_lat)
+            total = micro * (d - 1) / d * (2 * params + grads) / bw + micro * 3 * layers_gpu * coll_lat
+            per_layer = sharded_exposed(
+                params / layers_gpu, grads / layers_gpu, d, bw, coll_lat,
+                useful * forward / flops_run / (micro * layers_gpu),
+                useful * (flops_run - forward) / flops_run / (micro * layers_gpu),
+                layers_gpu,
+            )  # fmt: skip
+            dp = max(micro * per_layer, total - useful, (1 - DP_OVERLAP) * total)
         else:
             total = ring * grads / bw + lat
             window = BACKWARD_SHARE * useful / micro  # the last micro-batch's backward pass

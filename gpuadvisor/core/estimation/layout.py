@@ -36,6 +36,8 @@ CP_CHOICES = (1, 2, 4, 8)
 EP_CHOICES = (1, 2, 4, 8, 16, 32, 64)
 #: Engines that run sequence parallelism with tensor parallelism by default.
 SEQUENCE_PARALLEL_ENGINES = ("megatron",)
+#: How a layout's name calls its recomputation policy, where not by its key.
+RECOMPUTE_NAMES = {"op": "per-op"}
 _SHARDING_NAMES = {
     "zero1": "ZeRO-1",
     "zero2": "ZeRO-2",
@@ -88,13 +90,15 @@ class Layout(NamedTuple):
             parts.append(f"CP{self.cp}")
         if self.ep > 1:
             parts.append(f"EP{self.ep}")
+        shard = _SHARDING_NAMES.get(self.sharding)
         if self.dp > 1:
-            shard = _SHARDING_NAMES.get(self.sharding)
             parts.append(f"DP{self.dp}" + (f" {shard}" if shard else ""))
+        elif shard and self.cp > 1:
+            parts.append(shard)  # sharded over the context-parallel ranks
         if not parts:
             parts.append("1 GPU")
         if self.recompute != "none":
-            parts.append(f"{self.recompute} recompute")
+            parts.append(f"{RECOMPUTE_NAMES.get(self.recompute, self.recompute)} recompute")
         return " · ".join(parts)
 
     @property
@@ -256,7 +260,10 @@ def explicit_layout(model: ModelSpec, workload: Workload, hw: Hardware, gpu_coun
         )
     dp = n // group
     if par in DATA_PARALLEL:
-        sharding = par if dp > 1 or workload.offload.parameters != "none" else "none"
+        # ZeRO and FSDP shard over the data-parallel x context group (context-parallel ranks hold the
+        # same weights): CP8 with one data-parallel replica still shards eight ways.
+        sharded = dp * cp > 1 or workload.offload.parameters != "none"
+        sharding = par if sharded else "none"
     elif par in ("tensor", "pipeline") and dp > 1:
         sharding = "ddp"
     else:

@@ -52,7 +52,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..errors import InputError
 from ..specs.models import ModelSpec, lora_parameters, resolve_lora_targets
@@ -60,6 +60,7 @@ from ..specs.quant_types import gguf_weight_bytes
 from ..specs.workload import RuntimeOverhead, Workload, bytes_per_element, weight_bytes_per_param
 from ..units import GIB
 from .layout import Layout, from_parallelism
+from .recompute import op_policy
 
 COMPONENTS = ("weights", "gradients", "optimizer", "activations", "kv_cache", "adapters", "overhead")
 DATA_PARALLEL = ("ddp", "zero1", "zero2", "zero3", "fsdp")
@@ -111,11 +112,14 @@ class MemoryBreakdown:
     host: float = 0.0  # not on the GPU: layers kept in host RAM (gpu_layers), offloaded training state
     stage: str = ""  # with pipeline parallelism, the stage these figures are for ("first" or "last")
     offloaded: float = 0.0  # training state moved off the GPU, to host RAM or NVMe (ZeRO-Offload/Infinity)
+    accumulating: float = 0.0  # part of ``gradients``: a sharded pipeline stage's unsharded fp32 gradients
 
     @property
     def model_states(self) -> float:
         """Sharded weights, gradients and optimizer state (the ZeRO paper's "model states")."""
-        return self.weights - self.gathered + self.gradients + self.optimizer + self.adapters
+        return (
+            self.weights - self.gathered + self.gradients - self.accumulating + self.optimizer + self.adapters
+        )
 
     @property
     def tensors_total(self) -> float:
@@ -177,6 +181,26 @@ def check_parallelism(model: ModelSpec, workload: Workload, gpu_count: int, para
             parallelism,
         )
     return parallelism
+
+
+class StageHeld(NamedTuple):
+    """What a pipeline stage sharded by ZeRO-3/FSDP holds unsharded through a step (bytes per GPU)."""
+
+    gathered: float  # the stage's 16-bit weights, gathered once and kept
+    gradients: float  # the stage's gradients, accumulated unsharded in fp32
+
+
+def pipeline_sharded_stage(stage_grad_bytes: float, unsharded_weight_bytes: float) -> StageHeld:
+    """FSDP under a pipeline schedule (PyTorch's ``torch.distributed.pipelining`` with FSDP2, as
+    torchtitan runs it): the stage's layers are gathered once and not resharded after their forward
+    pass (``reshard_after_forward=False``: no gather per micro-batch), and the backward passes of all
+    but the last micro-batch skip the reduce-scatter (``set_requires_gradient_sync(False)``), so the
+    stage's gradients accumulate unsharded, upcast to the fp32 reduce dtype (FSDP2's
+    ``to_accumulated_grad_if_needed``), until the last micro-batch reduces them. Per GPU that is the
+    stage's 16-bit weights and 4 bytes per trainable parameter of the stage (``stage_grad_bytes``
+    holds 2 per 16-bit gradient), beside the sharded state. (DeepSpeed refuses ZeRO-2/3 with its
+    pipeline engine; Megatron shards no weights.)"""
+    return StageHeld(max(unsharded_weight_bytes, 0.0), 2.0 * stage_grad_bytes)
 
 
 class MemoryModel:
@@ -329,6 +353,9 @@ class MemoryModel:
         score_bytes = (4.0 + (a if a < 4 else 0.0)) + ((1.0 + a) if dropout else 0.0)
         self.score_bytes = 0.0 if w.flash_attention else score_bytes * m.num_attention_heads
         self.checkpoint_per_token_layer = a * h
+        # Per-operator selective checkpointing (recompute.py): the block input, every other matmul
+        # output and the attention output.
+        self.op_kept = op_policy(m, a)
         # Loss: 16-bit logits, fp32 log-probabilities and their fp32 gradient (eager); Megatron's fused
         # cross entropy keeps the 16-bit logits and one fp32 softmax.
         loss_bytes = (a + 4.0) if self.activation_framework == "fused" else (a + 4.0 + 4.0)
@@ -506,11 +533,17 @@ class MemoryModel:
             grads /= d
         # Layers gathered in flight: the one computing, the one prefetched, one reducing.
         layer = self.block_weight_bytes * block_mult / L / t
+        accumulating = 0.0
         if sharding in ("zero3", "fsdp"):
             full = weights
             weights = whole_weights / d
             adapters = self.adapter_bytes * share_whole / d
-            gathered = min(3 * layer, max(full - weights, 0.0))
+            if self.training and p > 1:
+                held = pipeline_sharded_stage(self.grad_bytes * share_local, full - weights)
+                gathered, accumulating = held.gathered, held.gradients
+                grads += accumulating
+            else:
+                gathered = min(3 * layer, max(full - weights, 0.0))
             weights += gathered
         else:
             gathered = 0.0
@@ -534,6 +567,11 @@ class MemoryModel:
                 # Korthikanti et al. 2022, section 5: the attention core (softmax, its dropout and
                 # the score matmuls) is recomputed; its buffers live for one layer at a time.
                 keep, one_layer = tokens * layer_tok, tokens * score_tok
+            elif rec == "op":
+                # Per-operator selective checkpointing (recompute.py): what the policy saves stays;
+                # the rest of one layer is rebuilt at a time in the backward pass.
+                op_tok = self.op_kept.per_token_layer(t, layout.sequence_parallel)
+                keep, one_layer = tokens * op_tok, tokens * (layer_tok + score_tok)
             else:
                 keep, one_layer = tokens * ckpt_tok, tokens * (layer_tok + score_tok)
             logits = tokens * self.logit_bytes_per_token / t
@@ -541,10 +579,11 @@ class MemoryModel:
                 if stage == "first":
                     # 1F1B: the first stage holds the activations of up to PP micro-batches (fewer
                     # when a step has fewer); interleaving adds 1 + (p - 1) / (p v) (Korthikanti
-                    # et al. 2022, section 4.2.3).
-                    in_flight = min(p, self.micro_batches(layout, b))
+                    # et al. 2022, section 4.2.3), never beyond every micro-batch of the step.
+                    micro = self.micro_batches(layout, b)
+                    in_flight = min(p, micro)
                     factor = 1.0 + (p - 1) / (p * layout.vpp) if layout.vpp > 1 else 1.0
-                    act = keep * stage_layers * in_flight * factor + one_layer
+                    act = keep * stage_layers * min(in_flight * factor, micro) + one_layer
                     logits = 0.0
                 else:
                     act = keep * stage_layers + one_layer + logits
@@ -557,11 +596,14 @@ class MemoryModel:
                 # ZeRO-Offload: the fp32 master copy and moments live in host memory (or on NVMe
                 # behind pinned host buffers) and the 16-bit gradients stream to them layer by
                 # layer, so the GPU keeps about two layers of gradients in flight.
-                moved = optim + grads
+                # (A sharded pipeline stage's unsharded accumulation stays on the GPU until its
+                # last micro-batch reduces it.)
+                sharded_grads = grads - accumulating
+                moved = optim + sharded_grads
                 offloaded += moved
-                in_flight_grads = min(grads, 2 * grads / max(stage_layers, 1))
+                in_flight_grads = min(sharded_grads, 2 * sharded_grads / max(stage_layers, 1))
                 host += moved if off.optimizer == "cpu" else 2 * moved / max(stage_layers, 1)
-                optim, grads = 0.0, in_flight_grads
+                optim, grads = 0.0, in_flight_grads + accumulating
             if off.parameters != "none":
                 # ZeRO-Infinity / FSDP CPU offload: the GPU holds only the layers being gathered.
                 shard = weights - gathered
@@ -614,6 +656,7 @@ class MemoryModel:
             overhead=overhead,
             logits=logits,
             gathered=gathered,
+            accumulating=accumulating,
             host=host,
             offloaded=offloaded,
             stage=stage,

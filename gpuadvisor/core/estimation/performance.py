@@ -202,6 +202,49 @@ def link(gpu: GpuSpec, gpu_count: int, gpus_per_node: int) -> tuple[float, float
     return gpu.pcie_gb_s * LINK_EFFICIENCY, PCIE_LATENCY_S, "PCIe"
 
 
+#: NCCL's ring latency model (src/graph/tuning.cc, ``baseLat`` and ``hwLat``, Simple protocol): a
+#: base per collective, then one hop per ring step, each inside a node (NVLink or PCIe) or between
+#: nodes; an all-gather or reduce-scatter over ``d`` ranks on ``k`` nodes takes ``d - 1`` steps, of
+#: which ``k - 1`` cross the network. Seconds.
+RING_BASE_S = 8.4e-6
+RING_HOP_NVLINK_S, RING_HOP_PCIE_S, RING_HOP_NET_S = 3.4e-6, 5.7e-6, 9.6e-6
+
+
+def ring_latency(members: int, stride: int, gpus_per_node: int, node_lat: float) -> float:
+    """Latency of one ring all-gather or reduce-scatter over ``members`` ranks ``stride`` apart
+    (NCCL's model, :data:`RING_BASE_S`): ``base + (d - 1 - (k - 1)) hop_node + (k - 1) hop_net``."""
+    nodes = max(1, math.ceil(members * stride / gpus_per_node))
+    nodes = min(nodes, members)
+    hop = RING_HOP_NVLINK_S if node_lat <= NVLINK_LATENCY_S else RING_HOP_PCIE_S
+    return RING_BASE_S + (members - nodes) * hop + (nodes - 1) * RING_HOP_NET_S
+
+
+def sharded_exposed(
+    layer_params: float,
+    layer_grads: float,
+    d: int,
+    bw: float,
+    coll_lat: float,
+    fwd_s: float,
+    bwd_s: float,
+    layers: int,
+) -> float:
+    """Seconds of one micro-batch that ZeRO-3/FSDP's collectives leave exposed, layer by layer.
+
+    Each layer's parameters (``layer_params`` bytes of this GPU's shard group) are all-gathered
+    while the previous layer computes: ``g = (d-1)/d x P / B + latency``. In forward a layer hides
+    its successor's gather behind its ``fwd_s``; in backward the gather of the next layer and the
+    reduce-scatter of the last one's gradients (``r``, the same with ``layer_grads``) share the
+    link behind ``bwd_s``. The first gather of a pass waits for nothing to hide behind:
+
+        exposed = g + (L - 1) max(0, g - t_fwd) + (L - 1) max(0, g + r - t_bwd) + r"""
+    share = (d - 1) / d
+    g = share * layer_params / bw + coll_lat
+    r = share * layer_grads / bw + coll_lat
+    rest = max(layers - 1, 0)
+    return g + rest * max(0.0, g - fwd_s) + rest * max(0.0, g + r - bwd_s) + r
+
+
 def matmul_params(model: ModelSpec) -> float:
     """Parameters that take part in a matrix multiply per token: the active parameters less the input
     embedding, a lookup, plus the output head once (an untied head is among the active
@@ -748,6 +791,28 @@ class TrainingPrelude(NamedTuple):
     notes: tuple[str, ...]
 
 
+def fp8_gemm_share(
+    gpu: GpuSpec, peak_tflops: float, ceiling: float, width: float, k: SpeedConstants
+) -> float:
+    """Share of the 16-bit GEMM efficiency that a training GEMM of hidden width ``width`` keeps in
+    FP8 on ``gpu`` (docs/estimation.md, "FP8 GEMMs").
+
+    A ``k x n`` GEMM runs ``6 k n`` FLOPs per token in forward and backward; FP8 first casts its
+    input (``k`` elements) and its output gradient (``n``), each read in 16 bits and written as an
+    FP8 copy and a transposed FP8 copy (``fp8_cast_bytes`` = 4 per element), a memory-bound
+    ``4 (k + n)`` bytes per token. With ``k = n = w`` the casts take ``W8 / w`` of the GEMM's time:
+
+        W8    = fp8_cast_bytes / 3 x P_fp8 x ceiling / (bandwidth x elementwise efficiency)
+        share = fp8_gemm_factor x w / (w + W8)
+
+    so wide GEMMs keep the FP8 peak (70B, 405B) and narrow ones lose much of it (1B-3B models); the
+    crossover width follows each GPU's FP8 FLOPs per byte of memory bandwidth (about 880 on H100 SXM,
+    1,370 on L40S)."""
+    bw = gpu.memory_bandwidth_gb_s * 1e9 * k.elementwise_bandwidth_efficiency
+    w_cast = k.fp8_cast_bytes / 3.0 * peak_tflops * 1e12 * ceiling / max(bw, 1.0)
+    return k.fp8_gemm_factor * width / (width + w_cast)
+
+
 def training_token_time(
     mm: MemoryModel, gpu: GpuSpec, engine: EngineProfile, constants: SpeedConstants, width_divisor: int = 1
 ) -> tuple[float, dict[str, float]]:
@@ -773,7 +838,7 @@ def training_token_time(
         / (width + k.gemm_width_half)
     )
     if prec == "fp8":
-        e_gemm *= k.fp8_gemm_factor
+        e_gemm *= fp8_gemm_share(gpu, peak, arch_ceiling, width, k)
     gemm = passes * 2 * matmul_params(m) / (peak * 1e12 * e_gemm)
     e_attn = k.attention_efficiency_by_arch.get(
         gpu.architecture, k.attention_efficiency * arch_ceiling / k.gemm_ceiling["ampere"]
@@ -876,10 +941,19 @@ def training_performance(
             comm = max(total - BACKWARD_SHARE * compute, (1 - DP_OVERLAP) * total)
         elif group == "sharded":
             # Every weight is gathered in forward and backward, frozen LoRA/QLoRA bases included;
-            # prefetched gathers and reduce-scatters run behind the whole forward and backward.
+            # each layer's gathers and reduce-scatter run behind the previous layer's compute
+            # (sharded_exposed), at most DP_OVERLAP of the traffic hidden.
+            layers = max(m.num_layers, 1)
+            passes = (3.0 if w.trains_base else 2.0) + (1.0 if w.gradient_checkpointing else 0.0)
+            coll_lat = ring_latency(n, 1, gpus_per_node, link(gpu, min(n, gpus_per_node), gpus_per_node)[1])
+            bw = bw_link * 1e9
             volume = ring * grads + 2 * (n - 1) / n * mm.weight_bytes
-            total = volume / (bw_link * 1e9) + lat
-            comm = max(total - compute, (1 - DP_OVERLAP) * total)
+            total = volume / bw + 3 * layers * coll_lat
+            per_layer = sharded_exposed(
+                mm.weight_bytes / layers, grads / layers, n, bw, coll_lat,
+                compute / passes / layers, compute * (passes - 1) / passes / layers, layers,
+            )  # fmt: skip
+            comm = max(per_layer, total - compute, (1 - DP_OVERLAP) * total)
         elif parallelism == "tensor":
             act = w.batch_size * n * w.seq_len * m.hidden_size * 2 / n  # tokens of the shared batch
             comm = 4 * m.num_layers * (ring * act * n / (bw_link * 1e9) + lat)

@@ -44,6 +44,8 @@ KIND_WORDS = {
     "full_finetune": "Full fine-tuning",
     "pretrain": "Pre-training",
 }
+#: How the assumptions name a recomputation policy where its key is not a word (``op``).
+RECOMPUTE_WORDS = {"op": "per operator (every other matrix multiply kept)"}
 OPTIMIZER_WORDS = {
     "adamw": "AdamW",
     "adamw_8bit": "8-bit AdamW",
@@ -164,7 +166,7 @@ def scenario_lines(est: Estimate) -> list[tuple[str, str]]:
         extras = [
             f"gradient checkpointing {'on' if w.gradient_checkpointing else 'off'}"
             if w.activation_recompute is None
-            else f"activation recomputation {w.activation_recompute}",
+            else f"activation recomputation {RECOMPUTE_WORDS.get(w.activation_recompute, w.activation_recompute)}",
             f"FlashAttention {'on' if w.flash_attention else 'off'}",
         ]
         lines.append(

@@ -21,7 +21,7 @@ module holds them, in three groups:
    GEMV kernel, and the share of 16-bit tensor throughput its GEMM reaches.
 3. **Global** (:class:`SpeedConstants`): launch times per kernel (CPU side for Python and C++
    runtimes, GPU side), the GEMM-shape half-saturation sizes, the attention-kernel efficiency,
-   the FP8 GEMM factor and the GEMM ceiling per GPU generation.
+   the FP8 GEMM factor and cast bytes and the GEMM ceiling per GPU generation.
 
 ``FITTED`` holds the values in use. Its ``provenance`` says which rows they were fitted to;
 :func:`gpuadvisor.core.estimation.speed_fit.fit_speed_constants` refits them over any set of rows (the
@@ -374,8 +374,14 @@ class SpeedConstants:
     #: FlashAttention-2 on H100 SXM reaches about a third of the BF16 peak in forward + backward
     #: (Shah et al. 2024, FlashAttention-3, figures 5-6, the FlashAttention-2 baseline).
     attention_efficiency_by_arch: Mapping[str, float] = field(default_factory=lambda: {"hopper": 0.33})
-    #: Share of the BF16 GEMM efficiency that FP8 GEMMs reach (scaling, casts, smaller tiles).
-    fp8_gemm_factor: float = 0.65
+    #: Share of the BF16 GEMM efficiency that a large FP8 GEMM itself reaches, before its casts
+    #: (``core.estimation.performance.fp8_gemm_share`` adds them by GEMM width and GPU): 1, the
+    #: same share of its peak as a BF16 GEMM (an assumption; docs/estimation.md, "FP8 GEMMs").
+    fp8_gemm_factor: float = 1.0
+    #: Bytes moved per element of a training GEMM's input and output gradient to cast it to FP8:
+    #: the 16-bit tensor read (2), its FP8 copy and the transposed FP8 copy the other pass needs
+    #: written (1 + 1). See :func:`~gpuadvisor.core.estimation.performance.fp8_gemm_share`.
+    fp8_cast_bytes: float = 4.0
     #: Share of the memory bandwidth that non-GEMM training kernels reach.
     elementwise_bandwidth_efficiency: float = 0.7
     #: Ceiling of dense GEMM throughput per GPU generation as a share of the datasheet peak.

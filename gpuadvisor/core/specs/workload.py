@@ -65,8 +65,10 @@ QUANTIZED = ("int8", "int4", "nf4")
 QUANTIZATIONS = ("awq", "gptq", "marlin", "exllama", "bnb", "gguf", "fp8", "w8a8", "torchao", "hqq")
 OPTIMIZER_STATE_DTYPES = ("fp32", "bf16")
 #: Activation recomputation (Korthikanti et al. 2022): keep everything, recompute the attention
-#: core only, or keep each layer's input and recompute the whole layer.
-RECOMPUTE_CHOICES = ("none", "selective", "full")
+#: core only (Megatron's selective), keep the outputs of every other matrix multiply and the
+#: attention kernel and recompute the rest (PyTorch's per-operator selective checkpointing, torchtitan's
+#: ``op``), or keep each layer's input and recompute the whole layer.
+RECOMPUTE_CHOICES = ("none", "selective", "op", "full")
 #: Precision of the training GEMMs (Transformer Engine): weights and master copy stay 16/32-bit.
 COMPUTE_PRECISIONS = ("bf16", "fp8", "mxfp8")
 #: Where offloaded optimizer states or parameters live (ZeRO-Offload, ZeRO-Infinity, FSDP CPU offload).

@@ -64,6 +64,7 @@ RECOMPUTE = [
     ("", "As checkpointing says"),
     ("none", "None"),
     ("selective", "Selective (attention)"),
+    ("op", "Per operator (every other matmul)"),
     ("full", "Full (every layer)"),
 ]
 OFFLOAD = [("none", "On the GPU"), ("cpu", "Host RAM (CPU)"), ("nvme", "NVMe")]
