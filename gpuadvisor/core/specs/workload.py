@@ -299,6 +299,8 @@ class Workload:
         if self.kv_cache is not None:
             _choice("workload.kv_cache", self.kv_cache, KV_PRECISIONS)
         for name in ("batch_size", "seq_len", "prompt_tokens", "output_tokens", "lora_rank"):
+            if getattr(self, name) is None:  # a null in the file: these have no "not set"
+                raise InputError(f"workload.{name}", "must be a number", None)
             _field(self, "workload", name)
         _choice("workload.optimizer", self.optimizer, OPTIMIZERS)
         self._check_local_keys()
