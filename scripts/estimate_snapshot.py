@@ -5,8 +5,8 @@ move none of them.
 The snapshot holds:
 
 - ``examples``: each scenario of ``docs/examples/*.json``, answered as the CLI answers it (the
-  ``--json`` object and the text table, with a fixed date), plus every figure of every candidate
-  at full precision;
+  ``--json`` object, the text table and the PDF report's content, with a fixed date), plus every
+  figure of every candidate at full precision;
 - ``grid``: scenarios built here that reach every workload kind, engine (release lines included),
   weight precision and kernel family, every one-word parallelism and explicit layouts (TP, PP, CP,
   EP, ZeRO, offload, the layout search beyond a node), the machine you own (a laptop or desktop card,
@@ -42,6 +42,7 @@ sys.path.insert(0, str(ROOT))
 from gpuadvisor.core.errors import InputError  # noqa: E402
 from gpuadvisor.core.estimation.estimate import estimate  # noqa: E402
 from gpuadvisor.core.formats.scenario import default_scenario, scenario_from_dict, scenario_to_dict  # noqa: E402
+from gpuadvisor.core.presentation.report import build_report  # noqa: E402
 from gpuadvisor.core.presentation.serialize import estimate_to_dict  # noqa: E402
 from gpuadvisor.core.presentation.text import render_estimate  # noqa: E402
 from gpuadvisor.core.specs.hardware import load_gpu_catalog  # noqa: E402
@@ -98,6 +99,7 @@ def answer(data: dict[str, Any], gpus: Any, models: Any, base_dir: str | None = 
         return {"refused": str(exc)}
     out: dict[str, Any] = {
         "json": estimate_to_dict(est, TODAY),
+        "report": figures(build_report(est, gpus.meta, TODAY)),
         "text": render_estimate(est, show_all=True, warnings=True).splitlines(),
         "engine": est.engine,
         "warnings": list(est.warnings),
