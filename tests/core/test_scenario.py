@@ -92,6 +92,11 @@ def test_a_null_count_is_refused_with_its_field(key):
         scenario_from_dict(_with(workload={"kind": "lora", key: None}))
 
 
+def test_a_null_price_is_refused():
+    with pytest.raises(ScenarioError, match="budget.price: must be low, expected, high"):
+        scenario_from_dict(_with(budget={"price": None}))
+
+
 # --- every documented key ----------------------------------------------------------------
 
 
