@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from gpuadvisor.core.estimation.serving import REQUEST_OVERHEAD_S, default_request_overhead_s
 from gpuadvisor.core.specs import engines as core_engines
-from gpuadvisor.core.specs.engines import ENGINES
+from gpuadvisor.core.specs.constants import ENGINES
 from gpuadvisor.core.specs.hardware import load_gpu_catalog
 from gpuadvisor.core.specs.presets import load_model_catalog
 from gpuadvisor.validation import Predictor, load_measurements

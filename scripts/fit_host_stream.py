@@ -24,7 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from gpuadvisor.core.estimation import performance
-from gpuadvisor.core.specs.engines import LLAMA_CPP
+from gpuadvisor.core.specs.constants import LLAMA_CPP
 from gpuadvisor.core.specs.hardware import load_gpu_catalog
 from gpuadvisor.core.specs.presets import load_model_catalog
 from gpuadvisor.validation.data import load_measurements

@@ -23,7 +23,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from gpuadvisor.core.estimation.serving import SERVING_SPREADS
-from gpuadvisor.core.specs.engines import ENGINES
+from gpuadvisor.core.specs.constants import ENGINES
 from gpuadvisor.core.specs.hardware import load_gpu_catalog
 from gpuadvisor.core.specs.presets import load_model_catalog
 from gpuadvisor.validation import Predictor, load_measurements

@@ -32,7 +32,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from gpuadvisor.core.specs import engines as core_engines
+from gpuadvisor.core.specs import constants as core_constants
 from gpuadvisor.core.specs.hardware import load_gpu_catalog
 from gpuadvisor.core.specs.presets import load_model_catalog
 from gpuadvisor.validation import Predictor, load_measurements
@@ -58,7 +58,7 @@ def gpu_side(rows: list[Row], predictor: Predictor) -> list[Point]:
         rest = [r for r in scored if r.source_id != source]
         engines = {scenario_engine(r) for r in held if is_fit_row(r)}
         constants, profiles = fit_all(rest, predictor, engines) if engines else (None, None)
-        with core_engines.using_constants(constants):
+        with core_constants.using_constants(constants):
             for r in held:
                 if not r.scored or r.quantity != "serving_ttft_ms":
                     continue

@@ -58,7 +58,7 @@ from ..core.formats.measurements import Measurement, next_measurement_id
 from ..core.formats.scenario import scenario_snapshot
 from ..core.formats.smi_log import Finding, LogSummary, diagnose, read_nvidia_smi_log
 from ..core.numbers import NumberRule, Quantity
-from ..core.specs.engines import ENGINES, engine_for
+from ..core.specs.constants import ENGINES, engine_for
 from ..storage import (
     StorageError,
     add_measurement,

@@ -63,8 +63,10 @@ from ..core.estimation.serving import (
 )
 from ..core.estimation.speed_fit import engine_spreads, spread_from_ratios
 from ..core.formats.scenario import Scenario, scenario_from_dict
+from ..core.specs import constants as core_constants
 from ..core.specs import engines as core_engines
-from ..core.specs.engines import EngineProfile, SpeedConstants
+from ..core.specs.constants import SpeedConstants
+from ..core.specs.engines import EngineProfile, SpeedModel
 from ..core.specs.hardware import GpuCatalog
 from ..core.specs.models import ModelSpec
 from ..core.specs.presets import ModelCatalog
@@ -143,16 +145,16 @@ def engine_profiles(profiles: Mapping[str, EngineProfile] | None) -> Iterator[No
     if not profiles:
         yield
         return
-    saved = {k: core_engines.ENGINES[k] for k in profiles if k in core_engines.ENGINES}
+    saved = {k: core_constants.ENGINES[k] for k in profiles if k in core_constants.ENGINES}
     try:
-        core_engines.ENGINES.update(profiles)
+        core_constants.ENGINES.update(profiles)
         yield
     finally:
         for k in profiles:
             if k in saved:
-                core_engines.ENGINES[k] = saved[k]
+                core_constants.ENGINES[k] = saved[k]
             else:
-                del core_engines.ENGINES[k]
+                del core_constants.ENGINES[k]
 
 
 def _class_default(name: str) -> float:
@@ -195,7 +197,7 @@ def with_factor(profile: EngineProfile, name: str, value: float) -> EngineProfil
 def prior_profile(profile: EngineProfile) -> EngineProfile:
     """The profile with every fitted factor at its documented prior (``core.engines.PRIORS``; the
     class default for an engine without one): what a fit starts from."""
-    prior = core_engines.PRIORS.engines.get(profile.id)
+    prior = core_constants.PRIORS.engines.get(profile.id)
     names = [*factors_for(profile), *PRIOR_ONLY]
     current = profile
     if prior is not None:  # the prior's per-architecture multipliers, every one of them
@@ -339,7 +341,7 @@ def _compare_serving(
                     row, measured, None, None, None, unit, omitted, "no candidate for this layout"
                 )
             mm, cand = got
-            engine = core_engines.engine_for(sc.workload.engine, sc.workload.kind)
+            engine = core_constants.engine_for(sc.workload.engine, sc.workload.kind)
             eff, hw = sc.efficiency, sc.hardware
             replica = BenchReplica(
                 mm, cand.gpu, cand.gpu_count, cand.parallelism, engine,
@@ -380,7 +382,7 @@ def _compare_serving(
 def _speed_of(mm, cand: Candidate, sc: Scenario):
     """Speed of a candidate the estimate judged too big, through the core's public speed functions."""
     w, eff, hw = sc.workload, sc.efficiency, sc.hardware
-    engine = core_engines.engine_for(w.engine, w.kind)
+    engine = core_constants.engine_for(w.engine, w.kind)
     if w.is_training:
         return training_speed(
             mm,
@@ -593,12 +595,12 @@ def fit_engines(
     Engines without rows get their prior (class defaults for the fitted factors). A release line
     of an engine (``core.specs.engines.RELEASE_LINES``) is not fitted: it is derived from its
     engine's fitted profile, and its own rows take no part in that fit."""
-    ids = _base_ids(engine_ids if engine_ids is not None else core_engines.ENGINES)
+    ids = _base_ids(engine_ids if engine_ids is not None else core_constants.ENGINES)
     by_engine: dict[str, list[Row]] = {}
     for r in speed_rows(rows):
         by_engine.setdefault(scenario_engine(r), []).append(r)
     return core_engines.with_release_lines(
-        {e: fit_engine(core_engines.ENGINES[e], by_engine.get(e, []), predictor) for e in ids}
+        {e: fit_engine(core_constants.ENGINES[e], by_engine.get(e, []), predictor) for e in ids}
     )
 
 
@@ -743,7 +745,7 @@ def fit_globals(
     (on its logarithm; ``host_exposed_share`` on the share itself), minimising the mean absolute
     log error. Starts from the documented priors (``core.specs.engines.PRIORS``); a constant no
     row moves keeps its prior."""
-    constants = start or core_engines.PRIORS
+    constants = start or core_constants.PRIORS
     mine = global_rows(rows)
     if not mine:
         return constants
@@ -752,7 +754,7 @@ def fit_globals(
     def logs_at(trial: SpeedConstants, base: list[float | None], which: Iterable[int]) -> list[float | None]:
         """``base`` with the rows ``which`` worked out again under ``trial``."""
         logs = list(base)
-        with core_engines.using_constants(trial):
+        with core_constants.using_constants(trial):
             for i in which:
                 logs[i] = _log_error(predictor.compare(mine[i], profiles))
         return logs
@@ -812,7 +814,7 @@ def rows_reading(name: str, rows: Sequence[Row], predictor: Predictor) -> list[i
             except InputError:
                 reads = True
         else:
-            reads = core_engines.engine_for(sc.workload.engine, sc.workload.kind).runtime == key
+            reads = core_constants.engine_for(sc.workload.engine, sc.workload.kind).runtime == key
         if reads:
             out.append(i)
     return out
@@ -821,7 +823,7 @@ def rows_reading(name: str, rows: Sequence[Row], predictor: Predictor) -> list[i
 #: Engines with a speed model of their own that reads none of the global constants (llama.cpp:
 #: :func:`gpuadvisor.core.estimation.performance.llamacpp_performance`): their rows neither move
 #: the globals nor depend on them.
-OWN_MODEL_ENGINES = ("llama.cpp",)
+OWN_MODEL_ENGINES = tuple(p.id for p in core_engines.RECORDS.values() if p.speed_model != SpeedModel.ROOFLINE)
 
 
 def global_rows(rows: Iterable[Row]) -> list[Row]:
@@ -870,7 +872,7 @@ def _fit_engines_memo(
     by_engine: dict[str, list[Row]] = {}
     for r in speed_rows(rows):
         by_engine.setdefault(scenario_engine(r), []).append(r)
-    constants = repr(core_engines.active_constants())
+    constants = repr(core_constants.active_constants())
     out = {}
     for e in _base_ids(engine_ids):
         mine = by_engine.get(e, [])
@@ -878,7 +880,7 @@ def _fit_engines_memo(
         # by every fold that keeps their rows, whatever per-request times it fitted.
         per_request = _overheads_key() if any(r.group == "serving" for r in mine) else ()
         key = ("engine", e, tuple(r.id for r in mine), constants, per_request)
-        out[e] = _memo(key, lambda e=e, mine=mine: fit_engine(core_engines.ENGINES[e], mine, predictor))
+        out[e] = _memo(key, lambda e=e, mine=mine: fit_engine(core_constants.ENGINES[e], mine, predictor))
     return core_engines.with_release_lines(out)
 
 
@@ -890,20 +892,20 @@ def fit_all(
     globals under those engines, then the engines again under the fitted globals (the profiles
     returned are for ``engine_ids``, default every engine). The engines of
     :data:`OWN_MODEL_ENGINES` take no part in the globals' fit."""
-    ids = list(engine_ids) if engine_ids is not None else list(core_engines.ENGINES)
+    ids = list(engine_ids) if engine_ids is not None else list(core_constants.ENGINES)
     mine = global_rows(rows)
     if all(e in OWN_MODEL_ENGINES for e in ids):
-        constants = core_engines.PRIORS  # not read by these engines' speed model
+        constants = core_constants.PRIORS  # not read by these engines' speed model
     else:
         used = {scenario_engine(r) for r in mine}
 
         def globals_fit() -> SpeedConstants:
-            with core_engines.using_constants(core_engines.PRIORS):
+            with core_constants.using_constants(core_constants.PRIORS):
                 first = _fit_engines_memo(rows, predictor, sorted(used))
             return fit_globals(rows, predictor, first)
 
         constants = _memo(("globals", tuple(r.id for r in mine), _overheads_key()), globals_fit)
-    with core_engines.using_constants(constants):
+    with core_constants.using_constants(constants):
         profiles = _fit_engines_memo(rows, predictor, ids)
     return constants, profiles
 
@@ -1013,7 +1015,7 @@ def _fold(
     engines = _refitted_engines(held)
     with _fold_overheads(_prior_overheads(rest, predictor)):
         constants, profiles = fit_all(rest, predictor, engines) if engines else (None, None)
-    with core_engines.using_constants(constants):
+    with core_constants.using_constants(constants):
         # A serving source's rows get the per-request times fitted to the other sources' serving rows.
         stacks = {stack_of(r) for r in held if r.group == "serving"}
         overheads = fit_request_overheads(rest, predictor, stacks=stacks) if stacks else None
@@ -1026,7 +1028,7 @@ def _prior_overheads(rows: Sequence[Row], predictor: Predictor) -> dict[str, flo
     mine = tuple(r.id for r in rows if _carries_request_overhead(r))
 
     def fit() -> dict[str, float]:
-        with core_engines.using_constants(core_engines.PRIORS):
+        with core_constants.using_constants(core_constants.PRIORS):
             return fit_request_overheads(rows, predictor)
 
     return _memo(("overheads", mine), fit)  # type: ignore[no-any-return]
@@ -1108,7 +1110,7 @@ def spreads_from(comparisons: Iterable[Comparison], tail: float = 0.1) -> dict[s
         ratio = speed_ratio(c)
         if c.row.scored and ratio is not None and c.row.group in SPEED_GROUPS:
             by_key.setdefault(range_key(c), []).append(ratio)
-    kinds = {eid: p.kind for eid, p in core_engines.ENGINES.items()}
+    kinds = {eid: p.kind for eid, p in core_constants.ENGINES.items()}
     out = dict(engine_spreads({k: v for k, v in by_key.items() if k in kinds}, kinds, tail, 1.0 - tail))
     for key, ratios in by_key.items():
         if key.startswith("serving:"):

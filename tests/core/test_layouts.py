@@ -22,7 +22,7 @@ from gpuadvisor.core.formats.scenario import (
     scenario_from_dict,
 )
 from gpuadvisor.core.presentation.serialize import estimate_to_dict
-from gpuadvisor.core.specs.engines import engine_for
+from gpuadvisor.core.specs.constants import engine_for
 from gpuadvisor.core.specs.hardware import load_gpu_catalog
 from gpuadvisor.core.specs.presets import load_model_catalog
 from gpuadvisor.core.specs.workload import Hardware, Offload, Workload
@@ -669,7 +669,7 @@ def test_the_constants_in_force_reach_a_layouts_speed(cats):
     tried, and the shipped values (fitted with the held-out source) leaked into its fold."""
     from dataclasses import replace
 
-    from gpuadvisor.core.specs.engines import FITTED, using_constants
+    from gpuadvisor.core.specs.constants import FITTED, using_constants
 
     gpus, models = cats
     workload = pretrain()

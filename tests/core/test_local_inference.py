@@ -20,7 +20,7 @@ from gpuadvisor.core.estimation.memory import MemoryModel
 from gpuadvisor.core.estimation.performance import inference_performance
 from gpuadvisor.core.formats.scenario import ModelSource, Scenario, scenario_from_dict
 from gpuadvisor.core.presentation.serialize import estimate_to_dict
-from gpuadvisor.core.specs.engines import ENGINES
+from gpuadvisor.core.specs.constants import ENGINES
 from gpuadvisor.core.specs.hardware import load_gpu_catalog, metal_working_set_share
 from gpuadvisor.core.specs.presets import load_model_catalog
 from gpuadvisor.core.specs.quant_types import GGUF_WEIGHT_TYPES, bits_per_weight, gguf_weight_bytes

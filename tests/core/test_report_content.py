@@ -41,7 +41,7 @@ from gpuadvisor.core.presentation.report import (
     table_order,
 )
 from gpuadvisor.core.presentation.serialize import candidate_to_dict
-from gpuadvisor.core.specs.engines import ENGINES
+from gpuadvisor.core.specs.constants import ENGINES
 from gpuadvisor.core.specs.workload import Hardware, Workload
 from gpuadvisor.storage.user_catalog_store import load_catalogs
 

@@ -455,7 +455,7 @@ def _replica(preset, weights, engine_id, gpu_id, n=1, par="none", kv=None, close
 
     from gpuadvisor.core.estimation.memory import MemoryModel
     from gpuadvisor.core.estimation.serving import batch_models, replica_curve
-    from gpuadvisor.core.specs.engines import engine_for
+    from gpuadvisor.core.specs.constants import engine_for
     from gpuadvisor.core.specs.serving import ServingSpec
     from gpuadvisor.core.specs.workload import Workload
 
@@ -553,7 +553,7 @@ def test_request_overhead_lengthens_the_first_token_and_the_request():
     time a client's request takes, not to the decode steps."""
     from gpuadvisor.core.estimation.memory import MemoryModel
     from gpuadvisor.core.estimation.serving import closed_loop
-    from gpuadvisor.core.specs.engines import engine_for
+    from gpuadvisor.core.specs.constants import engine_for
     from gpuadvisor.core.specs.workload import Workload
 
     gpus, models = catalogs()
@@ -689,7 +689,7 @@ def test_ranges_reach_json_and_every_text():
 
 def _burst_setup(prompt=467, output=256, model="llama-3.1-8b", gpu="h100-sxm"):
     from gpuadvisor.core.estimation.memory import MemoryModel
-    from gpuadvisor.core.specs.engines import engine_for
+    from gpuadvisor.core.specs.constants import engine_for
     from gpuadvisor.core.specs.workload import Workload
 
     gpus, models = catalogs()
@@ -790,7 +790,7 @@ def test_the_workload_shape_is_remembered_per_constants_object():
     from dataclasses import replace as dc_replace
 
     from gpuadvisor.core.estimation.performance import inference_shape, shape_of
-    from gpuadvisor.core.specs.engines import FITTED
+    from gpuadvisor.core.specs.constants import FITTED
 
     mm, _gpu, _engine = _burst_setup()
     assert shape_of(mm, FITTED) is shape_of(mm, FITTED)
@@ -846,7 +846,7 @@ def test_a_benchmark_runs_no_more_sequences_than_the_engines_default_pool_holds(
         reserved_context,
     )
     from gpuadvisor.core.estimation.serving_memory import operating_memory
-    from gpuadvisor.core.specs.engines import engine_for
+    from gpuadvisor.core.specs.constants import engine_for
     from gpuadvisor.core.specs.serving import batching_for
     from gpuadvisor.core.specs.workload import Workload
     from gpuadvisor.core.units import GIB
@@ -883,7 +883,7 @@ def test_vllm_schedules_as_its_defaults_on_each_gpu(gpu_id, sequences, chunk):
     sequences than that at once, with that chunk; other engines keep their profile's chunk."""
     from gpuadvisor.core.estimation.memory import MemoryModel
     from gpuadvisor.core.estimation.serving import _benchmark_curve, scheduled_on
-    from gpuadvisor.core.specs.engines import engine_for
+    from gpuadvisor.core.specs.constants import engine_for
     from gpuadvisor.core.specs.serving import batch_defaults
     from gpuadvisor.core.specs.workload import Workload
 
@@ -1053,7 +1053,7 @@ def test_tensorrt_llm_reserves_each_requests_whole_answer():
     runs about half as many sequences at once on TensorRT-LLM from the same memory."""
     from gpuadvisor.core.estimation.memory import MemoryModel
     from gpuadvisor.core.estimation.serving import closed_loop, reserved_context
-    from gpuadvisor.core.specs.engines import engine_for
+    from gpuadvisor.core.specs.constants import engine_for
     from gpuadvisor.core.specs.serving import batching_for
     from gpuadvisor.core.specs.workload import Workload
 
@@ -1105,8 +1105,8 @@ def test_an_earlier_release_line_is_its_engine_with_host_time_per_sequence():
     from dataclasses import fields
 
     from gpuadvisor.core.estimation.serving import default_request_overhead_s
-    from gpuadvisor.core.estimation.serving_memory import KV_POOLS
-    from gpuadvisor.core.specs.engines import ENGINES, PRIORS, RELEASE_LINES, engine_for, engine_lineage
+    from gpuadvisor.core.specs.constants import ENGINES, PRIORS, engine_for
+    from gpuadvisor.core.specs.engines import RECORDS, RELEASE_LINES, engine_lineage
     from gpuadvisor.core.specs.serving import batching_for
     from gpuadvisor.core.specs.workload import Workload
 
@@ -1114,12 +1114,15 @@ def test_an_earlier_release_line_is_its_engine_with_host_time_per_sequence():
     assert "vllm-v0" in ENGINES and "vllm-v0" in PRIORS.engines
     assert v0.seq_host_s == pytest.approx(RELEASE_LINES["vllm-v0"]["seq_host_s"]) == pytest.approx(100e-6)
     assert v1.seq_host_s == 0.0
-    same = {f.name for f in fields(v1)} - {"id", "name", "seq_host_s", "mixed_prefill", "calibrated_on"}
+    # V1's GPU-dependent scheduler defaults are not V0's.
+    own = {"id", "name", "seq_host_s", "mixed_prefill", "calibrated_on", "gpu_batch_defaults"}
+    same = {f.name for f in fields(v1)} - own
+    assert v0.gpu_batch_defaults is None and v1.gpu_batch_defaults is not None
     assert {n: getattr(v0, n) for n in same} == {n: getattr(v1, n) for n in same}
     assert "#6801" in v0.calibrated_on and v1.calibrated_on in v0.calibrated_on
     assert engine_lineage("vllm-v0") == "vllm" and engine_lineage("sglang") == "sglang"
     assert batching_for("vllm-v0") == batching_for("vllm") == "paged"
-    assert KV_POOLS["vllm"] is not None and default_request_overhead_s(
+    assert RECORDS["vllm-v0"].kv_pool == RECORDS["vllm"].kv_pool is not None and default_request_overhead_s(
         "vllm-v0"
     ) == default_request_overhead_s("vllm")
     w0 = Workload(kind="inference", engine="vllm-v0", weights="int4", quantization="gptq")
@@ -1134,7 +1137,7 @@ def test_a_v0_burst_is_host_bound_so_more_gpus_barely_help():
     keeps shrinking with the GPUs' weight stream."""
     from gpuadvisor.core.estimation.memory import MemoryModel
     from gpuadvisor.core.estimation.serving import burst
-    from gpuadvisor.core.specs.engines import engine_for
+    from gpuadvisor.core.specs.constants import engine_for
     from gpuadvisor.core.specs.workload import Workload
 
     gpus, models = catalogs()
@@ -1168,7 +1171,7 @@ def test_an_engine_that_prefills_in_passes_of_their_own_stalls_every_running_seq
     forward pass of its own: every running sequence waits the whole pass (weights read, kernels
     launched), not only the marginal time of the prompt's tokens inside a decode batch (vLLM V1,
     TensorRT-LLM). The ITL at c clients carries (c - 1) / O such passes."""
-    from gpuadvisor.core.specs.engines import engine_for
+    from gpuadvisor.core.specs.constants import engine_for
 
     assert not engine_for("sglang", "inference").mixed_prefill
     assert not engine_for("vllm-v0", "inference").mixed_prefill

@@ -41,9 +41,8 @@ from gpuadvisor.core.estimation.speed_fit import (
     speed_row,
 )
 from gpuadvisor.core.formats.scenario import ScenarioError, scenario_from_dict, scenario_to_dict
-from gpuadvisor.core.specs.engines import (
+from gpuadvisor.core.specs.constants import (
     FITTED,
-    KERNEL_FAMILIES,
     PRIORS,
     RANGE_LABEL,
     active_constants,
@@ -51,6 +50,7 @@ from gpuadvisor.core.specs.engines import (
     kernel_family,
 )
 from gpuadvisor.core.specs.hardware import load_gpu_catalog
+from gpuadvisor.core.specs.kernels import KERNEL_FAMILIES
 from gpuadvisor.core.specs.models import ModelSpec
 from gpuadvisor.core.specs.presets import load_model_catalog
 from gpuadvisor.core.specs.quant_types import tensor_type
@@ -714,7 +714,7 @@ def test_slower_expert_kernels_slow_a_moe_and_leave_a_dense_model_alone(models, 
     of the experts), and moves nothing of a dense model."""
     from dataclasses import replace
 
-    from gpuadvisor.core.specs.engines import FITTED, using_constants
+    from gpuadvisor.core.specs.constants import FITTED, using_constants
 
     gpu = gpus.get("h100-sxm")
     slow = replace(FITTED, moe_expert_efficiency=FITTED.moe_expert_efficiency / 2)
@@ -741,7 +741,7 @@ def test_moe_layers_add_kernels_and_graph_engines_pay_a_host_step(models, gpus):
     """A MoE layer launches router, top-k, alignment and two grouped GEMMs; an engine that replays
     CUDA graphs still schedules and samples every step on the host."""
     from gpuadvisor.core.estimation.performance import decode_overhead
-    from gpuadvisor.core.specs.engines import FITTED
+    from gpuadvisor.core.specs.constants import FITTED
 
     engine = engine_for("vllm", "inference")
     dense = decode_overhead(engine, 32, None, True, 7, FITTED, moe=False)
@@ -783,7 +783,7 @@ def test_a_prefill_pass_launches_its_kernels_without_cuda_graphs(models, gpus):
     is bound by the host launching every kernel of the pass (the eager step), which a decode step
     replayed from a graph does not pay."""
     from gpuadvisor.core.estimation.performance import decode_overhead
-    from gpuadvisor.core.specs.engines import FITTED
+    from gpuadvisor.core.specs.constants import FITTED
 
     engine = engine_for("sglang", "inference")
     m, gpu = models.get("qwen3-235b-a22b"), gpus.get("b200")
@@ -801,7 +801,7 @@ def test_a_host_bound_step_is_explained_by_its_real_cause():
     per-sequence work, and the note says which."""
     from gpuadvisor.core.estimation.memory import MemoryModel
     from gpuadvisor.core.estimation.performance import inference_performance
-    from gpuadvisor.core.specs.engines import engine_for
+    from gpuadvisor.core.specs.constants import engine_for
     from gpuadvisor.core.specs.hardware import load_gpu_catalog
     from gpuadvisor.core.specs.presets import load_model_catalog
 

@@ -746,7 +746,7 @@ def test_a_global_constant_moves_only_the_rows_said_to_read_it(rows, predictor, 
     """The global fit works out again, for each trial value of a constant, only the rows that read
     it (``rows_reading``); moving the constant far must leave every other row where it was. Rows of
     every engine, GPU architecture and kind of figure stand in for the set."""
-    from gpuadvisor.core.specs import engines as core_engines
+    from gpuadvisor.core.specs import constants as core_constants
     from gpuadvisor.validation.harness import _global, _with_global, global_rows, rows_reading
 
     picked = {}
@@ -761,10 +761,10 @@ def test_a_global_constant_moves_only_the_rows_said_to_read_it(rows, predictor, 
     some = list(picked.values())
     reading = set(rows_reading(name, some, predictor) or range(len(some)))
     assert 0 < len(reading) < len(some), "the constant is read by some rows and not others"
-    shipped = core_engines.active_constants()
+    shipped = core_constants.active_constants()
     moved = _with_global(shipped, name, _global(shipped, name) * 1.7)
     before = [predictor.compare(r).estimate for r in some]
-    with core_engines.using_constants(moved):
+    with core_constants.using_constants(moved):
         after = [predictor.compare(r).estimate for r in some]
     assert [i for i, (b, a) in enumerate(zip(before, after)) if a != b and i not in reading] == []
     assert any(after[i] != before[i] for i in reading), "moving the constant moves some row that reads it"

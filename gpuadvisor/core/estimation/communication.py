@@ -40,7 +40,8 @@ from __future__ import annotations
 
 import math
 
-from ..specs.engines import EngineProfile, SpeedConstants, active_constants
+from ..specs.constants import SpeedConstants, active_constants
+from ..specs.engines import EngineProfile
 from ..specs.hardware import GpuSpec
 from ..specs.models import ModelSpec
 from .layout import Layout

@@ -26,7 +26,8 @@ from ..errors import InputError
 from ..files import expand_user
 from ..formats.model_file import gguf_path, weights_of_file_type
 from ..formats.scenario import Scenario
-from ..specs.engines import active_constants, engine_for, engine_of
+from ..specs.constants import active_constants, engine_for
+from ..specs.engines import engine_of
 from ..specs.hardware import RAM_RESERVED_GIB, GpuCatalog, GpuSpec
 from ..specs.instances import InstanceCatalog, bundled_instances, instance_price_range, offers_for
 from ..specs.models import ModelSpec

@@ -24,6 +24,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from ..errors import InputError
+from ..specs.engines import record_of
 from ..specs.models import ModelSpec
 from ..specs.workload import Hardware, Workload
 
@@ -34,8 +35,6 @@ CP_MIN_TOKENS = 16_384
 CP_CHOICES = (1, 2, 4, 8)
 #: Expert-parallel degrees the search tries for mixture-of-experts models.
 EP_CHOICES = (1, 2, 4, 8, 16, 32, 64)
-#: Engines that run sequence parallelism with tensor parallelism by default.
-SEQUENCE_PARALLEL_ENGINES = ("megatron",)
 _SHARDING_NAMES = {
     "zero1": "ZeRO-1",
     "zero2": "ZeRO-2",
@@ -121,8 +120,7 @@ class Layout(NamedTuple):
 
 def default_sequence_parallel(workload: Workload, tp: int) -> bool:
     """Sequence parallelism goes with tensor parallelism in Megatron (the pretraining default)."""
-    engine = workload.engine or ("megatron" if workload.kind == "pretrain" else "hf-trainer")
-    return tp > 1 and engine in SEQUENCE_PARALLEL_ENGINES
+    return tp > 1 and record_of(workload.engine, workload.kind).sequence_parallel
 
 
 def from_parallelism(

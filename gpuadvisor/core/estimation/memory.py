@@ -55,6 +55,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InputError
+from ..specs.engines import record_of
 from ..specs.models import ModelSpec, lora_parameters, resolve_lora_targets
 from ..specs.quant_types import gguf_weight_bytes
 from ..specs.workload import RuntimeOverhead, Workload, bytes_per_element, weight_bytes_per_param
@@ -65,31 +66,15 @@ COMPONENTS = ("weights", "gradients", "optimizer", "activations", "kv_cache", "a
 DATA_PARALLEL = ("ddp", "zero1", "zero2", "zero3", "fsdp")
 INFERENCE_PARALLELISMS = ("ddp", "tensor", "pipeline")
 
-#: Training engines that compute the loss over chunks of the sequence (torchtune: 8 chunks).
-CHUNKED_LOSS_ENGINES = ("torchtune",)
-#: Inference engines whose prefill returns the logits of every prompt position (a Hugging Face forward).
-FULL_LOGIT_ENGINES = ("transformers", "autoawq")
-#: Inference engines that load a checkpoint and then fuse its q, k and v projections into one new
-#: tensor while the originals stay referenced until every layer is done (AutoAWQ ``fuse_layers``:
-#: ``LlamaFuser`` keeps the list of original attention modules while ``_fuse_qkv`` concatenates
-#: qweight/qzeros/scales; casper-hansen/AutoAWQ awq/models/llama.py, commit 0091f1e), so the load
-#: peaks at the weights plus a second copy of every layer's q/k/v.
-QKV_COPY_ENGINES = ("autoawq",)
-#: Inference engines whose layer-by-layer split over GPUs balances bytes, not layer counts
-#: (Hugging Face Transformers with accelerate's ``device_map="auto"``: ``infer_auto_device_map``
-#: with the ``balanced`` strategy of ``get_balanced_memory``).
-BALANCED_PIPELINE_ENGINES = ("transformers",)
 #: Model families whose checkpoints already hold q, k and v as one projection (MPT ``Wqkv``, Falcon
 #: ``query_key_value``, Phi-3/Phi-4 ``qkv_proj``, GPT-2/StarCoder ``c_attn``): nothing is copied.
 FUSED_QKV_FAMILIES = ("MPT", "Falcon", "Phi-3", "Phi-4", "GPT-2", "StarCoder")
-#: Training engines whose layers run fused kernels (Transformer Engine); the others run eager modules.
-FUSED_ACTIVATION_ENGINES = ("megatron",)
 
 
 def activation_framework(workload: Workload) -> str:
-    """``"fused"`` (Megatron-Core with Transformer Engine) or ``"eager"`` (PyTorch modules)."""
-    engine = workload.engine or ("megatron" if workload.kind == "pretrain" else "hf-trainer")
-    return "fused" if engine in FUSED_ACTIVATION_ENGINES else "eager"
+    """``"fused"`` (Megatron-Core with Transformer Engine) or ``"eager"`` (PyTorch modules): the
+    engine's :attr:`~gpuadvisor.core.specs.engines.EngineProfile.fused_activations`."""
+    return "fused" if record_of(workload.engine, workload.kind).fused_activations else "eager"
 
 
 _OPTIMIZER_STATE_BYTES = {"adamw": 8.0, "adamw_8bit": 2.0, "sgd": 4.0, "adafactor": 0.0}
@@ -332,24 +317,25 @@ class MemoryModel:
         # Loss: 16-bit logits, fp32 log-probabilities and their fp32 gradient (eager); Megatron's fused
         # cross entropy keeps the 16-bit logits and one fp32 softmax.
         loss_bytes = (a + 4.0) if self.activation_framework == "fused" else (a + 4.0 + 4.0)
-        if (w.engine or "") in CHUNKED_LOSS_ENGINES:
+        engine = record_of(w.engine, w.kind)
+        if engine.chunked_loss:
             # torchtune's CEWithChunkedOutputLoss: 16-bit logits, upcast to fp32 one of 8 chunks at a time.
             loss_bytes = a + 8.0 / 8
 
         self.logit_bytes_per_token = 0.0 if m.kind == "encoder" else m.vocab_size * loss_bytes
 
         # --- inference ----------------------------------------------------------------------
-        self.full_prompt_logits = (w.engine in FULL_LOGIT_ENGINES) and not w.is_training
+        self.full_prompt_logits = engine.full_prompt_logits and not w.is_training
         self.logit_bytes_inference = (a + 4.0) if self.full_prompt_logits else 4.0
         # KV cache per token and layer: the model's elements (latent attention stores its compressed
         # latent) times the element size (llama.cpp's cache types, or the KV precision).
         kv_elem = w.kv_bytes_per_element
         self.kv_bytes_per_token_layer = m.kv_elements_per_token_layer * kv_elem if m.has_kv_cache else 0.0
         self.inference_transient_per_token = a * (2 * h + d_q + 2 * d_kv + 3 * i * k_exp)
-        # Load peak of engines that fuse q/k/v into a copy (see QKV_COPY_ENGINES): the run's peak is
+        # Load peak of engines that fuse q/k/v into a copy (EngineProfile.qkv_copy_on_load): the run's peak is
         # the larger of it and the inference peak.
         self.qkv_copy_bytes = 0.0
-        if not self.training and w.engine in QKV_COPY_ENGINES and m.family not in FUSED_QKV_FAMILIES:
+        if not self.training and engine.qkv_copy_on_load and m.family not in FUSED_QKV_FAMILIES:
             shapes = m.attention_shapes()
             qkv = sum(a_ * b_ for name, (a_, b_) in shapes.items() if name in ("q_proj", "k_proj", "v_proj"))
             self.qkv_copy_bytes = self.layers * qkv * self.block_bytes_per_weight
@@ -473,7 +459,7 @@ class MemoryModel:
             share_whole = (
                 (c.blocks * block_share + edge_params) / t + c.norms_and_other * block_share
             ) / c.total
-            if not self.training and w.engine in BALANCED_PIPELINE_ENGINES:
+            if not self.training and record_of(w.engine, w.kind).balanced_pipeline:
                 # accelerate's device_map="auto" fills the GPUs to balanced byte counts, whole layers
                 # at a time, so the GPU with the embedding holds fewer layers than the others.
                 total = self.block_weight_bytes + self.embedding_bytes + self.head_bytes + self.norm_bytes

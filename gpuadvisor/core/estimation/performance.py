@@ -42,19 +42,17 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, NamedTuple
 
-from ..specs.engines import (
+from ..specs.constants import (
     FITTED,
-    HOST_STEP_SPREAD_MS,
-    HOST_STEP_SPREAD_SOURCE,
     LLAMA_CPP,
-    EngineProfile,
-    KernelFamily,
     LlamaCppModel,
     SpeedConstants,
     active_constants,
     kernel_family,
 )
+from ..specs.engines import HOST_STEP_SPREAD_MS, HOST_STEP_SPREAD_SOURCE, EngineProfile, SpeedModel
 from ..specs.hardware import GpuSpec
+from ..specs.kernels import KernelFamily
 from ..specs.models import ModelSpec
 from ..specs.quant_types import is_gguf_type
 from ..specs.workload import Workload, is_quantized_weights
@@ -417,7 +415,7 @@ def inference_performance(
 
     ``replicas`` > 1: that many copies of this ``gpu_count``-GPU setup (tensor or pipeline parallel)
     share the requests, each serving its share of the batch; the speed is their sum."""
-    if engine.id == "llama.cpp":
+    if engine.speed_model == SpeedModel.LLAMA_CPP:
         return llamacpp_performance(
             mm,
             gpu,

@@ -70,9 +70,10 @@ from dataclasses import replace
 from typing import Any, NamedTuple
 
 from ..formats.scenario import Budget
-from ..specs.engines import EngineProfile, active_constants, engine_lineage
+from ..specs.constants import active_constants
+from ..specs.engines import BatchDefaults, EngineProfile, SpeedModel, engine_lineage
 from ..specs.hardware import GpuSpec
-from ..specs.serving import BatchDefaults, ServingSpec, batch_defaults, batching_for
+from ..specs.serving import ServingSpec, batch_defaults, batching_for
 from ..specs.workload import Workload
 from ..units import GIB
 from .cost import HOURS_PER_MONTH, BuyVsRent
@@ -934,7 +935,7 @@ def replica_curve(
     spec = spec or w.serving
     assert spec is not None
     decode = None
-    if closed_form and engine.id != "llama.cpp":
+    if closed_form and engine.speed_model == SpeedModel.ROOFLINE:
         decode = DecodeStep(
             models[1], gpu, gpu_count, parallelism, engine, bw_eff, prefill_mfu, gpus_per_node
         )
@@ -987,7 +988,7 @@ def pool_sequences(
     mm: MemoryModel, gpu_count: int, parallelism: str, context: int, capacity_bytes: float, engine_id: str
 ) -> int | None:
     """Sequences of ``context`` reserved tokens that the KV pool ``engine_id`` preallocates with its
-    default setting holds (:data:`~gpuadvisor.core.specs.serving.KV_POOLS`, sized as
+    default setting holds (:attr:`~gpuadvisor.core.specs.engines.EngineProfile.kv_pool`, sized as
     :func:`.serving_memory.operating_memory` shows it), or None for an engine without such a pool.
     A benchmark runs the engine as it starts, so this, not the card's free memory, caps the
     sequences it runs at once (vLLM's default pool leaves a tenth of the card unused)."""

@@ -16,7 +16,7 @@ from dataclasses import replace
 from typing import Any, NamedTuple
 
 from ..errors import InputError
-from ..specs.engines import SpeedConstants
+from ..specs.constants import SpeedConstants
 from ..specs.hardware import GpuSpec
 from ..specs.models import ModelSpec
 from ..specs.workload import Workload
@@ -150,7 +150,7 @@ def fit_speed_constants(
     inside its bounds; ``sweeps`` passes over all parameters. Parameters that no row depends on
     keep the prior (``start``, default the documented ``PRIORS``, never values fitted to the same
     rows). Deterministic for given rows."""
-    from ..specs.engines import PRIORS
+    from ..specs.constants import PRIORS
 
     prior = start or PRIORS
     constants = prior
@@ -205,7 +205,7 @@ def held_out_residuals(
 
 
 def _priors() -> SpeedConstants:
-    from ..specs.engines import PRIORS
+    from ..specs.constants import PRIORS
 
     return PRIORS
 
@@ -315,7 +315,7 @@ def speed_row(
     ``metric``: ``tokens_per_s`` (aggregate over the GPUs), ``tokens_per_s_per_gpu``,
     ``tokens_per_s_per_user`` (1 / decode step), ``tflops_per_gpu`` (achieved model TFLOP/s) or
     ``time_to_first_token_s``."""
-    from ..specs.engines import engine_for
+    from ..specs.constants import engine_for
     from .memory import MemoryModel
 
     if metric not in SPEED_METRICS:

@@ -2,7 +2,7 @@
 
 When one GPU type is compared (``hardware.gpu``, or one ``--gpu``) for inference without traffic
 targets, :func:`weights_table` estimates the scenario again for each weight type the engine runs
-(:data:`ENGINE_WEIGHTS`: llama.cpp's GGUF types and 16-bit; a serving engine's BF16, FP8, INT8 and
+(:attr:`~gpuadvisor.core.specs.engines.EngineProfile.weight_types`: llama.cpp's GGUF types and 16-bit; a serving engine's BF16, FP8, INT8 and
 INT4 kernels; ...), on the same GPU with the same count, and keeps per type the setup the decision
 ranks first: whether it fits whole, with layers in host RAM or not at all, with how many layers on
 the GPU, its generation and prompt speed and the longest context that fits. The question people ask
@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..specs.engines import engine_lineage
+from ..specs.engines import record_of
 from ..specs.hardware import GpuCatalog
 from ..specs.models import ModelSpec
 from ..specs.presets import ModelCatalog
@@ -26,17 +26,6 @@ from ..specs.workload import Workload
 from ..units import GIB
 from .results import Estimate
 
-#: Weight types each engine runs, from the most bits to the fewest (the rows of the table).
-ENGINE_WEIGHTS: dict[str, tuple[str, ...]] = {
-    "llama.cpp": ("bf16", "q8_0", "q6_k", "q5_k_m", "q4_k_m", "q4_0", "iq4_xs", "q3_k_m", "q2_k"),
-    "vllm": ("bf16", "fp8", "int8", "int4"),
-    "sglang": ("bf16", "fp8", "int8", "int4"),
-    "tensorrt-llm": ("bf16", "fp8", "int8", "int4"),
-    "mlc-llm": ("fp16", "int4"),
-    "transformers": ("bf16", "int8", "int4", "nf4"),
-    "autoawq": ("fp16", "int4"),
-    "exllamav2": ("fp16", "int4"),
-}
 #: How a row's weights read in a table ("AWQ/GPTQ int4" where the engine runs those kernels).
 WEIGHT_LABELS = {
     "bf16": "BF16",
@@ -89,9 +78,10 @@ class WeightsRow:
 
 
 def table_weights(engine_id: str, workload: Workload) -> tuple[str, ...]:
-    """The weight types of the table: the engine's (:data:`ENGINE_WEIGHTS`), with the scenario's own
+    """The weight types of the table: the engine's
+    (:attr:`~gpuadvisor.core.specs.engines.EngineProfile.weight_types`), with the scenario's own
     added where the engine's list lacks it."""
-    kinds = ENGINE_WEIGHTS.get(engine_lineage(engine_id) or "", ("bf16", "fp8", "int8", "int4"))
+    kinds = record_of(engine_id, workload.kind).weight_types
     return kinds if workload.weights in kinds else (*kinds, workload.weights)
 
 

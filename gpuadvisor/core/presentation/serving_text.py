@@ -9,7 +9,8 @@ from typing import Any
 from ..estimation.results import Candidate, Estimate
 from ..estimation.serving import REQUEST_OVERHEAD_BY_ENGINE, ServingEstimate, request_overhead_s_of
 from ..formatting import fmt_gib, fmt_rate, fmt_usd, fmt_usd_per_hour, fmt_usd_per_mtok
-from ..specs.engines import ENGINES, RANGE_LABEL, engine_lineage
+from ..specs.constants import ENGINES, RANGE_LABEL
+from ..specs.engines import engine_lineage
 
 TIMES = "\u00d7"
 

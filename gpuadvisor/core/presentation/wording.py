@@ -30,7 +30,7 @@ from ..formatting import (
     fmt_usd_per_hour,
     fmt_usd_range,
 )
-from ..specs.engines import ENGINES
+from ..specs.constants import ENGINES
 from .serialize import candidate_to_dict
 from .serving_text import fleet_figures, fleet_name, serving_summary, targets_phrase, traffic_phrase
 from .titles import TITLE_WORDS as TITLE_WORDS  # the titles are the wording's too

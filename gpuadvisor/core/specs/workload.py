@@ -43,7 +43,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from ..errors import InputError
-from .engines import engine_lineage
+from .engines import record_of
 from .fields import FIELD_RULES, checked
 from .quant_types import (
     GGUF_WEIGHT_TYPES,
@@ -95,8 +95,6 @@ _GROUP = {
 }
 #: llama.cpp block formats chosen for the generic weights values (bytes per weight, block constants included).
 _GGUF_BYTES = {"int4": 18 / 32, "int8": 34 / 32, "fp8": 34 / 32}
-#: Engines that capture the decode step in CUDA graphs (or run a compiled graph) by default.
-CUDA_GRAPH_ENGINES = ("vllm", "sglang", "tensorrt-llm", "llama.cpp", "mlc-llm", "megatron")
 
 _BYTES = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0, "int4": 0.5, "nf4": 0.5}
 
@@ -106,40 +104,26 @@ def bytes_per_element(precision: str) -> float:
     return _BYTES[precision]
 
 
-#: (engine, checkpoint format) -> the kernel family that engine runs it with, where the engine has
-#: its own kernels for another project's format: ExLlamaV2 loads GPTQ checkpoints into its own
-#: ``QMatrix`` kernels (turboderp/exllamav2 README: "supports the same 4-bit GPTQ models as V1");
-#: vLLM (and SGLang, which uses its kernels) runs ``quantization='gptq'`` with its own GPTQ GEMM,
-#: adapted from ExLlamaV2 (the ``vllm-gptq`` family; ``marlin`` is what it picks when not told).
-ENGINE_KERNELS: dict[tuple[str, str], str] = {
-    ("exllamav2", "gptq"): "exllama",
-    ("vllm", "gptq"): "vllm-gptq",
-    ("sglang", "gptq"): "vllm-gptq",
-}
-
-
 def is_fp4_checkpoint(weights: str, engine: str | None, kind: str) -> bool:
     """Whether FP4 microscaled weights (``mxfp4``, ``nvfp4``) are a published checkpoint that a
     serving engine (any but llama.cpp, which reads a GGUF; vLLM when none is named) runs with its
     4-bit kernels and loads as it is: the FP4 tensors as stored, the rest in BF16."""
-    return (
-        weights in MICROSCALED_FP4 and kind == "inference" and engine_lineage(engine or "vllm") != "llama.cpp"
-    )
+    return weights in MICROSCALED_FP4 and kind == "inference" and not record_of(engine, kind).reads_gguf
 
 
 def default_quantization(weights: str, engine: str | None, kind: str) -> str | None:
     """The kernel family that runs ``weights`` on ``engine`` when the scenario does not say.
 
-    None for 16/32-bit weights. Serving engines run 4-bit checkpoints with their fast GEMV/GEMM
-    kernels (vLLM: Marlin, TensorRT-LLM: AWQ-style weight-only, Transformers: GPTQ through the
-    ExLlama kernels, MLC LLM: its own q4f16 kernels, reported as ``mlc``); llama.cpp runs GGUF;
-    training (QLoRA) uses bitsandbytes.
+    None for 16/32-bit weights. Serving engines run 4-bit and 8-bit checkpoints with the kernels
+    their record names (:attr:`~.engines.EngineProfile.int4_kernel`, ``int8_kernel``: vLLM Marlin,
+    TensorRT-LLM AWQ-style weight-only, Transformers GPTQ through the ExLlama kernels, MLC LLM its
+    own q4f16 kernels, reported as ``mlc``); the GGUF engine (llama.cpp) runs GGUF; training
+    (QLoRA) uses bitsandbytes.
     """
     if weights in ("fp32", "bf16", "fp16"):
         return None
     if weights == "fp8":
         return "fp8"
-    engine = engine_lineage(engine) or "vllm"
     if is_fp4_checkpoint(weights, engine, kind):
         # A checkpoint with FP4 microscaled experts (gpt-oss's MXFP4) on a serving engine runs its
         # fused 4-bit weight-only kernels (vLLM: Marlin's MXFP4 path or Triton's matmul_ogs;
@@ -150,19 +134,8 @@ def default_quantization(weights: str, engine: str | None, kind: str) -> str | N
         return "gguf"  # a llama.cpp tensor type
     if weights == "nf4" or kind in TRAINING_KINDS:
         return "bnb"
-    if engine == "llama.cpp":
-        return "gguf"
-    if weights == "int8":
-        return "bnb" if engine == "transformers" else "gptq"
-    return {
-        "vllm": "marlin",
-        "sglang": "marlin",
-        "tensorrt-llm": "awq",
-        "mlc-llm": "mlc",
-        "transformers": "exllama",
-        "autoawq": "awq",
-        "exllamav2": "exllama",
-    }.get(engine, "gptq")
+    record = record_of(engine, kind)
+    return record.int8_kernel if weights == "int8" else record.int4_kernel
 
 
 def weight_bytes_per_param(
@@ -410,9 +383,8 @@ class Workload:
         if self.weights in ("fp32", "bf16", "fp16"):
             return None  # a 16/32-bit GGUF file runs the plain half-precision kernels
         if self.quantization is not None:
-            return ENGINE_KERNELS.get(
-                (engine_lineage(self.engine) or "", self.quantization), self.quantization
-            )
+            own = record_of(self.engine, self.kind).format_kernels
+            return own.get(self.quantization, self.quantization)
         return default_quantization(self.weights, self.engine, self.kind)
 
     @property
@@ -420,10 +392,7 @@ class Workload:
         """Whether the decode step is captured in CUDA graphs: as given, else the engine's default."""
         if self.cuda_graphs is not None:
             return self.cuda_graphs
-        engine = self.engine or (
-            "vllm" if self.kind == "inference" else "megatron" if self.kind == "pretrain" else "hf-trainer"
-        )
-        return engine_lineage(engine) in CUDA_GRAPH_ENGINES
+        return record_of(self.engine, self.kind).cuda_graphs
 
     def _check_serving_keys(self) -> None:
         """``workload.serving`` (a JSON object becomes a :class:`ServingSpec`) and the p90 lengths."""

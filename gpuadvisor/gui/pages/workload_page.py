@@ -16,7 +16,8 @@ from PySide6.QtWidgets import (
 )
 
 from ...core.formats.scenario import Scenario
-from ...core.specs.engines import DEFAULT_INFERENCE_ENGINE, ENGINES, engine_for, engine_lineage, engine_of
+from ...core.specs.constants import ENGINES, engine_for
+from ...core.specs.engines import DEFAULT_INFERENCE_ENGINE, engine_lineage, engine_of
 from ...core.specs.hardware import HOST_DEFAULTS, GpuCatalog, MachineClass
 from ...core.specs.workload import Offload, adapt_to_kind
 from ..widgets import ElidedComboBox, NumberField, hint
