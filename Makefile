@@ -19,17 +19,23 @@ system-deps:
 
 # As root with GPUADVISOR_TEST_DEB_INSTALL=1 (set by .ci/run), the packaging test also installs
 # the built .deb on this machine with dpkg and purges it again; without it that one test skips.
+# The tests run in parallel, one worker process per CPU (pytest-xdist; PYTEST_WORKERS=0 runs them
+# in one process). The leave-one-source-out targets (marker validation) are `make validate`'s; .ci/run
+# runs both. See docs/development.md, "Checks".
+PYTEST_WORKERS ?= auto
 test:
 	@bash scripts/venv.sh test
-	QT_QPA_PLATFORM=offscreen $(PY) -m pytest --durations=12
+	QT_QPA_PLATFORM=offscreen $(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadfile -m "not validation" --durations=12
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/ruff check gpuadvisor tests benchmarks scripts packaging
 	$(VENV)/bin/ruff format --check gpuadvisor tests benchmarks scripts packaging
 	$(VENV)/bin/mypy
 
+# The out-of-sample targets: the leave-one-source-out run (its folds spread over the CPUs) and the
+# tests that check its figures. `scripts/validate.py` prints the same figures as a table.
 validate:
-	@bash scripts/venv.sh runtime
-	$(PY) scripts/validate.py
+	@bash scripts/venv.sh test
+	QT_QPA_PLATFORM=offscreen $(PY) -m pytest -m validation --durations=5
 
 bench:
 	@bash scripts/venv.sh runtime

@@ -62,47 +62,11 @@ APPSTREAM_ID = "org.gpuadvisor.gpuadvisor"
 #: how old a bundled price may be before ``make dist`` warns (six months)
 STALE_PRICE_DAYS = 183
 
-# Libraries the bundle needs but does not ship (the spec leaves them to the system; see SYSTEM_LIBS
-# there), by Debian package. tests/packaging/test_dist.py checks, with dpkg -S, that every library
-# the bundled files need and the bundle lacks belongs to one of these. libc6's floor is computed
-# from the symbol versions the bundle needs.
-DEB_DEPENDS = (
-    "libstdc++6",
-    "libgcc-s1",
-    "libglib2.0-0",
-    "libdbus-1-3",
-    "libfontconfig1",
-    "libfreetype6",
-    "libegl1",
-    "libgl1",
-    "libx11-6",
-    "libx11-xcb1",
-    "libxcb1",
-    "libxcb-cursor0",
-    "libxcb-glx0",
-    "libxcb-icccm4",
-    "libxcb-image0",
-    "libxcb-keysyms1",
-    "libxcb-randr0",
-    "libxcb-render0",
-    "libxcb-render-util0",
-    "libxcb-shape0",
-    "libxcb-shm0",
-    "libxcb-sync1",
-    "libxcb-util1",
-    "libxcb-xfixes0",
-    "libxcb-xkb1",
-    "libxkbcommon0",
-    "libxkbcommon-x11-0",
-    "zlib1g",
-    "libbz2-1.0",
-    "liblzma5",
-    "libzstd1",
-    "libffi8",
-    "libuuid1",
-    # without any font Qt draws empty boxes and writes text-less PDFs, silently
-    "fonts-dejavu-core | fonts-liberation2 | fonts-freefont-ttf",
-)
+# The .deb's Depends: the packages of the libraries the bundle needs and does not ship (the spec
+# leaves them to the system; see SYSTEM_LIBS there), with their minimum versions, as
+# dpkg-shlibdeps computes them from the staged files (libc6's from the symbol versions used), then
+# what no ELF file names: a font, without which Qt draws empty boxes and writes text-less PDFs.
+EXTRA_DEPENDS = ("fonts-dejavu-core | fonts-liberation2 | fonts-freefont-ttf",)
 DEB_ARCH = {"x86_64": "amd64", "aarch64": "arm64"}
 DESKTOP_ENTRY = """\
 [Desktop Entry]
@@ -198,18 +162,9 @@ def _load_sibling(name: str):
 
 
 def drop_build_runpaths(folder: Path) -> int:
-    """Remove library search paths that point at the build machine; return the files changed."""
-    elfdeps = _load_sibling("elfdeps")
-    changed = 0
-    for path in folder.rglob("*"):
-        if (
-            path.is_file()
-            and not path.is_symlink()
-            and elfdeps.is_elf(path)
-            and elfdeps.drop_build_runpaths(path)
-        ):
-            changed += 1
-    return changed
+    """Remove library search paths that point at the build machine (patchelf); return the files changed."""
+    sharedlibs = _load_sibling("sharedlibs")
+    return sum(1 for path in sharedlibs.elf_files(folder) if sharedlibs.drop_build_runpaths(path))
 
 
 def install_share(share: Path, icons: Path) -> None:
@@ -311,22 +266,15 @@ def make_tarball(folder: Path, out: Path, top: str) -> Path:
     return out
 
 
-def glibc_floor(folder: Path) -> str:
-    """The highest GLIBC_x.y symbol version any bundled ELF file needs (the libc6 minimum)."""
-    sys.path.insert(0, str(HERE))
-    import elfdeps
-
-    best = (2, 17)
-    for path in folder.rglob("*"):
-        if path.is_symlink() or not path.is_file() or not elfdeps.is_elf(path):
-            continue
-        info = elfdeps.read_elf(path)
-        for versions in info.version_needs.values() if info else ():
-            for v in versions:
-                m = re.fullmatch(r"GLIBC_(\d+)\.(\d+)(?:\.\d+)?", v)
-                if m:
-                    best = max(best, (int(m[1]), int(m[2])))
-    return f"{best[0]}.{best[1]}"
+def deb_depends(stage: Path) -> str:
+    """The staged package's ``Depends``: dpkg-shlibdeps over its ELF files, then
+    :data:`EXTRA_DEPENDS`."""
+    sharedlibs = _load_sibling("sharedlibs")
+    try:
+        found = sharedlibs.shlibs_depends(stage, APP, sharedlibs.elf_files(stage / INSTALL_DIR))
+    except sharedlibs.ToolMissing as exc:
+        raise SystemExit(f"error: {exc}") from None
+    return ", ".join([*found, *EXTRA_DEPENDS])
 
 
 SHARED_LIBRARY = re.compile(r"\.so(\.[0-9.]+)?$|\.so\.")
@@ -399,9 +347,9 @@ def make_deb(folder: Path, out_dir: Path, version: str, icons: Path, work: Path,
     _normalise_modes(stage)
 
     installed_kib = int(sum(p.lstat().st_size for p in stage.rglob("*") if not p.is_dir()) / 1024) + 1
-    depends = ", ".join((f"libc6 (>= {glibc_floor(folder)})",) + DEB_DEPENDS)
     control = stage / "DEBIAN" / "control"
     control.parent.mkdir()
+    depends = deb_depends(stage)  # dpkg-shlibdeps tells the package's own files by DEBIAN/
     description = "\n".join(" " + (line if line.strip() else ".") for line in DESCRIPTION.splitlines())
     control.write_text(
         f"Package: {APP}\n"

@@ -22,7 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from gpuadvisor.core.estimation.serving import REQUEST_OVERHEAD_S, default_request_overhead_s
-from gpuadvisor.core.specs import engines as core_engines
+from gpuadvisor.core.specs import constants as core_constants
 from gpuadvisor.core.specs.constants import ENGINES
 from gpuadvisor.core.specs.hardware import load_gpu_catalog
 from gpuadvisor.core.specs.presets import load_model_catalog
@@ -47,7 +47,7 @@ def main() -> None:
     constants, fitted = fit_all([r for r in rows if r.scored], predictor)
     for name in FIT_GLOBALS:
         print(
-            f"{name:30s} fitted {_global(constants, name):.4g}   shipped {_global(core_engines.FITTED, name):.4g}"
+            f"{name:30s} fitted {_global(constants, name):.4g}   shipped {_global(core_constants.FITTED, name):.4g}"
         )
     for engine_id, profile in fitted.items():
         own = [r for r in speed_rows(rows) if scenario_engine(r) == engine_id]
@@ -57,7 +57,7 @@ def main() -> None:
         if not own:
             continue
         before = _loss(predictor.compare(r) for r in own)
-        with core_engines.using_constants(constants):
+        with core_constants.using_constants(constants):
             after = _loss(predictor.compare(r, {engine_id: profile}) for r in own)
         print(
             f"{'':13s} fitted  "

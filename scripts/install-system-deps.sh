@@ -4,10 +4,11 @@
 #   --runtime  what `make run` needs: python3-venv (to create .venv) and, when a display is there,
 #              Qt's runtime libraries for the xcb platform and a font (without one Qt silently
 #              draws empty boxes).
-#   --test     (the default) what `make test` and CI need besides: the offscreen and xcb
-#              platforms' libraries, poppler-utils (PDF checks), every package the .deb depends on
-#              (packaging/build.py DEB_DEPENDS, so that `dpkg -i` can be tried), binutils (strip),
-#              Xvfb and xauth (the window on a real X server), and the package checkers
+#   --test     (the default) what `make test`, `make dist` and CI need besides: the offscreen and
+#              xcb platforms' libraries, poppler-utils (PDF checks), every package the .deb depends
+#              on (its Depends, which dpkg-shlibdeps computes, so that `dpkg -i` can be tried),
+#              binutils (strip), patchelf (library search paths) and dpkg-dev (dpkg-shlibdeps) for
+#              the build, Xvfb and xauth (the window on a real X server), and the package checkers
 #              desktop-file-utils, appstream and lintian.
 # As root, installs what is missing; otherwise lists it with the command to install it. Does
 # nothing when everything is present, or on a system without dpkg.
@@ -32,7 +33,7 @@ else
   packages+=("${qt_runtime[@]}" poppler-utils
              libstdc++6 libgcc-s1 libx11-6 libxcb1 libxcb-glx0 libxcb-render0 libxcb-shm0 libxcb-sync1
              libxcb-util1 libxcb-xfixes0 zlib1g libbz2-1.0 liblzma5 libzstd1 libffi8 libuuid1
-             binutils xvfb xauth desktop-file-utils appstream lintian)
+             binutils patchelf dpkg-dev xvfb xauth desktop-file-utils appstream lintian)
 fi
 missing=()
 for p in "${packages[@]}"; do

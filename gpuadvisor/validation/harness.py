@@ -54,8 +54,11 @@ from ..core.estimation.serving import (
     REQUEST_OVERHEAD_RANGE,
     REQUEST_OVERHEAD_S,
     BenchReplica,
+    ClosedLoop,
+    CurveMemo,
     burst,
     closed_loop,
+    default_request_overhead_s,
     lockstep,
     paced,
     rate_range,
@@ -219,6 +222,9 @@ class Predictor:
         self.gpus, self.models = gpus, models
         self._prepared: dict[str, tuple[Scenario, ModelSpec, tuple[str, ...]] | str] = {}
         self._layouts: dict[str, tuple[MemoryModel, Candidate] | None] = {}
+        self._run_keys: dict[str, Scenario] = {}
+        #: The last benchmark figures of each serving run (see :meth:`run_point`).
+        self._runs: dict[tuple[object, ...], tuple[EngineProfile, SpeedConstants, float, ClosedLoop]] = {}
 
     def prepare(self, row: Row) -> tuple[Scenario, ModelSpec, tuple[str, ...]] | str:
         """(scenario, model, omitted facts), or the one-line reason the scenario is refused."""
@@ -244,12 +250,49 @@ class Predictor:
             self._layouts[row.id] = None if cand is None else (est.memory_model, cand)
         return self._layouts[row.id]
 
+    def run_key(self, row: Row, sc: Scenario) -> tuple[object, ...]:
+        """What a serving row's benchmark figures depend on besides the engine profile, the
+        constants and the per-request time: its scenario (less its name, the row's id) and how its
+        requests arrived. A run's tokens/s, TTFT and ITL rows share it."""
+        # The scenario is the row id's (as :meth:`prepare` keeps it); the facts that shape the
+        # benchmark are read from the row itself, as the benchmark models read them.
+        plain = self._run_keys.get(row.id)
+        if plain is None:
+            plain = self._run_keys[row.id] = replace(sc, name="")
+        return (plain, row.fact("arrival"), row.fact("requests"), row.fact("output_tokens_max"))
+
+    def run_point(
+        self,
+        key: tuple[object, ...],
+        engine: EngineProfile,
+        overhead_s: float,
+        compute: Callable[[], ClosedLoop],
+    ) -> ClosedLoop:
+        """The figures of the serving run ``key`` (:meth:`run_key`) with ``engine`` under the constants
+        in force and the per-request time ``overhead_s``: remembered, so that the run's other rows
+        (a benchmark reports tokens/s, TTFT and ITL of the same run) and a fit's next row of that
+        run take them instead of working the same benchmark out again. Only the last figures of each
+        run are kept, valid while the same profile and constants objects are in force (a fit's
+        trial value is a new object: the first row of the run under it computes)."""
+        constants = core_constants.active_constants()
+        got = self._runs.get(key)
+        if got is not None and got[0] is engine and got[1] is constants and got[2] == overhead_s:
+            return got[3]
+        point = compute()
+        self._runs[key] = (engine, constants, overhead_s, point)
+        return point
+
     def compare(
         self,
         row: Row,
         profiles: Mapping[str, EngineProfile] | None = None,
         request_overhead_s: float | None = None,
+        curves: CurveMemo | None = None,
     ) -> Comparison:
+        """``row`` set against its estimate under ``profiles`` (by engine id; the shipped ones where
+        None) and, for a serving row, the per-request time ``request_overhead_s``. ``curves``: a
+        serving row's replica curves kept by a caller that asks for the row again with only the
+        per-request time changed (``core.estimation.serving._benchmark_curve``)."""
         prepared = self.prepare(row)
         measured, unit = measured_value(row)
         if isinstance(prepared, str):
@@ -262,7 +305,7 @@ class Predictor:
                 # Measured in the engine's own process: no API server, so none of its per-request time.
                 request_overhead_s = 0.0
             return _compare_serving(
-                self, row, sc, model, omitted, measured, unit, profiles, request_overhead_s
+                self, row, sc, model, omitted, measured, unit, profiles, request_overhead_s, curves
             )
         speed = row.group in ("inference_speed", "training_speed")
         try:
@@ -326,6 +369,7 @@ def _compare_serving(
     unit: str,
     profiles: Mapping[str, EngineProfile] | None,
     request_overhead_s: float | None = None,
+    curves: CurveMemo | None = None,
 ) -> Comparison:
     """A serving benchmark at a stated concurrency, predicted as a closed loop
     (:func:`gpuadvisor.core.estimation.serving.closed_loop`), for a row whose requests were all
@@ -342,28 +386,36 @@ def _compare_serving(
                 )
             mm, cand = got
             engine = core_constants.engine_for(sc.workload.engine, sc.workload.kind)
+            # The stack's fitted time when none is given (as the benchmark models take it), named
+            # here so that the run's remembered figures are keyed by the time they were made with.
+            if request_overhead_s is None:
+                request_overhead_s = default_request_overhead_s(engine.id)
             eff, hw = sc.efficiency, sc.hardware
             replica = BenchReplica(
                 mm, cand.gpu, cand.gpu_count, cand.parallelism, engine,
                 eff.bandwidth_efficiency, eff.prefill_mfu, hw.gpus_per_node, request_overhead_s,
             )  # fmt: skip
-            n = sc.workload.batch_size
-            interval = paced_interval(row.fact("arrival"))
-            if interval is not None:
-                point = paced(replica, n, 1.0 / interval)
-            elif row.fact("arrival") == "burst":
-                longest = row.fact("output_tokens_max")
-                point = burst(replica, n, int(float(longest)) if longest else None)
-            elif row.fact("arrival") == "lockstep":
-                point = lockstep(replica, n)
-            else:
+
+            def run() -> ClosedLoop:
+                n = sc.workload.batch_size
+                interval = paced_interval(row.fact("arrival"))
+                if interval is not None:
+                    return paced(replica, n, 1.0 / interval, curves)
+                if row.fact("arrival") == "burst":
+                    longest = row.fact("output_tokens_max")
+                    return burst(replica, n, int(float(longest)) if longest else None, curves)
+                if row.fact("arrival") == "lockstep":
+                    return lockstep(replica, n, curves)
                 total, longest = row.fact("requests"), row.fact("output_tokens_max")
-                point = closed_loop(
+                return closed_loop(
                     replica,
                     n,
                     int(float(total)) if total else None,
                     int(float(longest)) if longest else None,
+                    curves,
                 )
+
+            point = predictor.run_point(predictor.run_key(row, sc), engine, request_overhead_s, run)
     except InputError as exc:
         return Comparison(row, measured, None, None, None, unit, omitted, f"estimate refused: {exc}")
     running = point.running
@@ -620,19 +672,31 @@ def _carries_request_overhead(row: Row) -> bool:
     )
 
 
-def fit_request_overhead(rows: Sequence[Row], predictor: Predictor, iterations: int = 14) -> float:
+def fit_request_overhead(
+    rows: Sequence[Row],
+    predictor: Predictor,
+    iterations: int = 14,
+    curves: dict[str, CurveMemo] | None = None,
+) -> float:
     """The serving engines' per-request time (:data:`~gpuadvisor.core.estimation.serving.REQUEST_OVERHEAD_S`)
     that minimises the mean absolute log error over the scored serving ``rows`` measured through an
     API server (golden section in its range; :data:`SCORE_ONLY_SOURCES` and rows taken in the
-    engine's process left out); the shipped value when there are none."""
+    engine's process left out); the shipped value when there are none.
+
+    Only the per-request time changes from one trial to the next, so each row's replica curves are
+    built once and reused (``curves``, by row id: the caller's, when it fits again over the same
+    rows under the same constants)."""
     serving_rows = [r for r in rows if _carries_request_overhead(r)]
     if not serving_rows:
         return REQUEST_OVERHEAD_S
     cache: dict[float, float] = {}
+    memo: dict[str, CurveMemo] = {} if curves is None else curves
 
     def loss(value: float) -> float:
         if value not in cache:
-            cache[value] = _loss(predictor.compare(r, None, value) for r in serving_rows)
+            cache[value] = _loss(
+                predictor.compare(r, None, value, memo.setdefault(r.id, {})) for r in serving_rows
+            )
         return cache[value]
 
     lo, hi = REQUEST_OVERHEAD_RANGE
@@ -668,10 +732,11 @@ def fit_request_overheads(
     }
     wanted = set(by_engine) if stacks is None else set(stacks)
     out: dict[str, float] = {}
+    curves: dict[str, CurveMemo] = {}  # the same rows under the same constants: built once
     if stacks is None or wanted - own:
-        out[EVERY_STACK] = fit_request_overhead(serving_rows, predictor, iterations)
+        out[EVERY_STACK] = fit_request_overhead(serving_rows, predictor, iterations, curves)
     for engine_id in sorted(own & wanted):
-        out[engine_id] = fit_request_overhead(by_engine[engine_id], predictor, iterations)
+        out[engine_id] = fit_request_overhead(by_engine[engine_id], predictor, iterations, curves)
     return out
 
 

@@ -482,6 +482,29 @@ def test_search_keeps_the_fastest_fitting_layouts_and_runner_ups(cats):
     assert all(len({c.key for c in est.candidates}) == len(est.candidates) for _ in (0,))
 
 
+def test_the_search_tries_zero1_and_chooses_it_where_it_is_best(cats):
+    """An 8B model pre-trained on two nodes of H100s: every replica's model states fit with the
+    optimizer sharded (ZeRO-1: 2Psi + 2Psi + 12Psi/16, 35 GiB of model states a GPU), so
+    nothing is gained by also sharding the weights (ZeRO-3 gathers every layer's weights in the
+    forward and the backward pass: 1.5x the data-parallel traffic, ZeRO section 7.2.2) or by
+    splitting the layers (TP2 all-reduces every layer's activations). The search must try ZeRO-1
+    and choose it: DP16 ZeRO-1."""
+    model = cats[1].get("llama-3.1-8b")
+    workload = Workload(kind="pretrain", seq_len=4096, batch_size=1)
+    tried = searched_layouts(model, workload, Hardware(), 16)
+    assert {lay.sharding for lay in tried if lay.dp > 1} == {"zero1", "zero3"}
+    est = estimate(sc("llama-3.1-8b", hardware={"gpu": "h100-sxm", "gpu_count": 16}), *cats)
+    best = est.recommended
+    assert best is not None and best.gpu_count == 16 and best.fits
+    assert (best.layout.tp, best.layout.pp, best.layout.cp, best.layout.dp) == (1, 1, 1, 16)
+    assert best.layout.sharding == "zero1" and best.layout.name.startswith("DP16 ZeRO-1")
+    # Its ZeRO-3 twin (the same layout with the weights sharded too) fits and is slower.
+    twin = next(c for c in est.candidates if c.layout == best.layout._replace(sharding="zero3"))
+    assert twin.fits
+    assert twin.performance.tokens_per_s.expected < best.performance.tokens_per_s.expected
+    assert twin.memory.device_total < best.memory.device_total
+
+
 def test_a_searched_layout_fits_where_the_old_setups_did_not(cats):
     est = estimate(
         sc(

@@ -95,6 +95,30 @@ def test_zero_formulas_exact(llama2, parallelism, per_param):
     )
 
 
+@pytest.mark.parametrize("sharding", ["zero1", "zero2", "zero3", "fsdp"])
+@pytest.mark.parametrize(("cp", "dp"), [(1, 64), (2, 32), (4, 16), (8, 8)])
+def test_zero_with_context_parallel_shards_over_dp_times_cp(llama2, sharding, cp, dp):
+    """ZeRO section 5 with context parallelism: the CP ranks of a replica hold the same weights and
+    take part in the data-parallel reduction, so the sharding group is N_d = DP x CP (Megatron-Core's
+    distributed optimizer shards over the data-parallel-with-context group). At DP x CP = 64 the
+    model states are the paper's 2Psi + 2Psi + K Psi/N_d, 2Psi + (2 + K) Psi/N_d and
+    (2 + 2 + K) Psi/N_d (K = 12), whatever the split between CP and DP."""
+    from gpuadvisor.core.estimation.layout import Layout
+
+    n_d, k = dp * cp, 12
+    per_param = {
+        "zero1": 2 + 2 + k / n_d,
+        "zero2": 2 + (2 + k) / n_d,
+        "zero3": (2 + 2 + k) / n_d,
+        "fsdp": (2 + 2 + k) / n_d,
+    }[sharding]
+    mm = MemoryModel(llama2, Workload(kind="pretrain", weights="fp16", seq_len=65536))
+    bd = mm.breakdown(layout=Layout(cp=cp, dp=dp, sharding=sharding))
+    assert bd.model_states / llama2.parameters == pytest.approx(per_param, rel=1e-12)
+    # The optimizer state alone: K Psi / N_d for every ZeRO stage.
+    assert bd.optimizer / llama2.parameters == pytest.approx(k / n_d, rel=1e-12)
+
+
 def test_zero3_weights_include_layers_in_flight(llama2):
     mm = MemoryModel(llama2, Workload(kind="pretrain", weights="fp16"))
     bd = mm.breakdown(64, "zero3")

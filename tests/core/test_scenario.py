@@ -1,8 +1,11 @@
 """The scenario JSON format: defaults, every documented key, unknown keys, round trip,
 atomic saving, and one clear error (dotted field and value) for each kind of bad input."""
 
+import contextlib
 import json
 import os
+import shutil
+import subprocess
 
 import pytest
 
@@ -316,19 +319,58 @@ def test_existing_file_is_replaced_whole(tmp_path):
     assert sorted(os.listdir(tmp_path)) == ["s.json"]
 
 
-def test_read_only_directory_raises_and_leaves_no_temp_file(tmp_path):
-    folder = tmp_path / "ro"
-    folder.mkdir()
+@contextlib.contextmanager
+def _read_only(folder):
+    """``folder`` made read-only for whoever runs the tests: mode 0500, which stops a user, and for
+    root, whom modes do not stop (CI runs as root), the immutable attribute (``chattr +i``), which
+    the kernel enforces for root too. Skips only where neither can be set."""
+    chattr = shutil.which("chattr")
+    immutable = False
     folder.chmod(0o500)
     try:
         if os.access(folder, os.W_OK):
-            pytest.skip("running with privileges that ignore directory permissions (root)")
+            if chattr is None:
+                pytest.skip("running as root and chattr (e2fsprogs) is not installed")
+            made = subprocess.run([chattr, "+i", str(folder)], capture_output=True, text=True, check=False)
+            if made.returncode != 0:
+                pytest.skip(f"running as root and this file system refuses chattr +i: {made.stderr.strip()}")
+            immutable = True
+        yield folder
+    finally:
+        if immutable:
+            subprocess.run([chattr, "-i", str(folder)], check=True)
+        folder.chmod(0o700)
+
+
+def test_read_only_directory_raises_and_leaves_no_temp_file(tmp_path):
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    with _read_only(folder):
         with pytest.raises(ScenarioError) as info:
             save_scenario(ROUND_TRIP[0], folder / "s.json")
         assert "s.json" in str(info.value) and "cannot be written" in str(info.value)
         assert os.listdir(folder) == []
-    finally:
-        folder.chmod(0o700)
+
+
+def test_read_only_directory_keeps_the_file_it_holds(tmp_path):
+    """Saving over a file in a read-only folder fails and leaves the old file as it was."""
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    (folder / "s.json").write_text("old content", encoding="utf-8")
+    with _read_only(folder):
+        with pytest.raises(ScenarioError, match="s.json: cannot be written"):
+            save_scenario(ROUND_TRIP[0], folder / "s.json")
+        assert os.listdir(folder) == ["s.json"]
+        assert (folder / "s.json").read_text(encoding="utf-8") == "old content"
+
+
+def test_a_file_where_the_folder_should_be_raises_scenario_error(tmp_path):
+    """A path through a file (ENOTDIR): refused for root as for anyone."""
+    (tmp_path / "notes").write_text("a file, not a folder", encoding="utf-8")
+    with pytest.raises(ScenarioError) as info:
+        save_scenario(ROUND_TRIP[0], tmp_path / "notes" / "s.json")
+    assert str(info.value).startswith("s.json: cannot be written")
+    assert sorted(os.listdir(tmp_path)) == ["notes"]
 
 
 def test_unwritable_directory_simulated(tmp_path, monkeypatch):

@@ -185,12 +185,14 @@ def test_the_workload_page_widens_when_the_advanced_layout_opens(window, qtbot):
     settle(window)
     page.layout_box.setChecked(True)
     settle(window)
-    qtbot.waitUntil(lambda: _page_shown_whole(window, 0))
+    # The 64-GPU layout search runs on a worker thread meanwhile; with the tests in parallel on a
+    # busy machine the relayout can take longer than pytest-qt's default 5 s.
+    qtbot.waitUntil(lambda: _page_shown_whole(window, 0), timeout=30_000)
     # and again when the same page then compares every data-centre GPU at 150% (1280 x 720)
     _at(window, qtbot, HIDPI_1080)
     page.gpu.setCurrentIndex(page.gpu.findData("segment:data_centre"))
     settle(window)
-    qtbot.waitUntil(lambda: _page_shown_whole(window, 0))
+    qtbot.waitUntil(lambda: _page_shown_whole(window, 0), timeout=30_000)
 
 
 def _page_shown_whole(window, index: int) -> bool:

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from gui_helpers import retype, settle
+from gui_helpers import choose, click, click_item, enter, settle, show_tab, tick, type_over
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QMessageBox
 
@@ -29,31 +29,33 @@ def test_window_shows_the_default_estimate(window):
     assert est.recommended.gpu.name in window.summary.text()
 
 
-def _select_preset(w, preset_id):
+def _select_preset(w, qtbot, preset_id):
+    """Click the preset in the Model page's list (the Model tab must be showing)."""
     lst = w.model_page.preset_list
     for i in range(lst.count()):
         if lst.item(i).data(Qt.ItemDataRole.UserRole) == preset_id:
-            lst.setCurrentRow(i)
+            click_item(qtbot, lst, lst.indexFromItem(lst.item(i)))
+            assert lst.currentRow() == i
             return
     raise AssertionError(preset_id)
 
 
 def test_pick_preset_switch_to_qlora_change_batch(window, qtbot):
     w = window
-    w.page_tabs.setCurrentIndex(1)
+    show_tab(qtbot, w.page_tabs, 1)
     qtbot.keyClicks(w.model_page.search, "13b")
     assert not w.model_page.preset_list.findItems("Llama 2 13B", Qt.MatchFlag.MatchContains)[0].isHidden()
-    _select_preset(w, "llama-2-13b")
+    _select_preset(w, qtbot, "llama-2-13b")
     settle(w)
     assert w.state.scenario.model.preset == "llama-2-13b"
     assert w.state.estimate.model.name == "Llama 2 13B"
 
-    w.page_tabs.setCurrentIndex(0)
-    w.workload_page.kind.setCurrentIndex(w.workload_page.kind.findData("qlora"))
+    show_tab(qtbot, w.page_tabs, 0)
+    choose(qtbot, w.workload_page.kind, "qlora")
     settle(w)
     assert w.state.scenario.workload.kind == "qlora"
     assert w.state.scenario.workload.weights == "nf4"  # QLoRA needs a 4-bit base: set for the user
-    w.workload_page.batch.enter("8")
+    type_over(qtbot, w.workload_page.batch, "8")
     settle(w)
     est = w.state.estimate
     assert est.scenario.workload.batch_size == 8
@@ -74,13 +76,12 @@ def test_pick_preset_switch_to_qlora_change_batch(window, qtbot):
 def test_bad_parameter_count_shows_a_message_next_to_the_field(window, qtbot):
     w = window
     page = w.model_page
-    page.source_params.click()
-    page.params.edit.clear()
-    qtbot.keyClicks(page.params.edit, "seven billion")
+    show_tab(qtbot, w.page_tabs, 1)
+    click(qtbot, page.source_params)
+    type_over(qtbot, page.params.edit, "seven billion")
     assert page.params.message.isVisible() or not page.params.message.isHidden()
     assert "not a number" in page.params.message.text()
-    page.params.edit.clear()
-    qtbot.keyClicks(page.params.edit, "7B")
+    type_over(qtbot, page.params.edit, "7B")
     settle(w)
     assert page.params.message.text() == ""
     assert w.state.scenario.model.parameters == pytest.approx(7e9)
@@ -91,8 +92,8 @@ def test_invalid_budget_is_reported_and_keeps_the_last_estimate(window, qtbot):
     w = window
     before = w.state.estimate
     page = w.budget_page
-    page.utilization.edit.clear()
-    qtbot.keyClicks(page.utilization.edit, "150")
+    show_tab(qtbot, w.page_tabs, w.pages.index(page))
+    type_over(qtbot, page.utilization.edit, "150")
     assert "at most 100" in page.utilization.message.text()
     assert w.state.estimate is before
 
@@ -165,20 +166,20 @@ def test_close_persists_layout_and_recent_files(window, tmp_path):
     assert (user_paths().config_dir / "settings.json").exists()
 
 
-def test_selecting_a_row_updates_the_detail_panel(window):
+def test_selecting_a_row_updates_the_detail_panel(window, qtbot):
     w = window
     index = w.ranking_proxy.index(2, 0)
-    w.table.setCurrentIndex(index)
+    click_item(qtbot, w.table, index)
     key = index.data(ROLE_KEY)
     assert w.state.selected == key
     assert "tokens/s" in w.detail.toPlainText()
 
 
-def test_nothing_fits_lists_changes(window):
+def test_nothing_fits_lists_changes(window, qtbot):
     w = window
-    w.workload_page.gpu.setCurrentIndex(w.workload_page.gpu.findData("rtx-4090"))
-    w.workload_page.count.setCurrentIndex(w.workload_page.count.findData(1))
-    w.workload_page.kind.setCurrentIndex(w.workload_page.kind.findData("full_finetune"))
+    choose(qtbot, w.workload_page.gpu, "rtx-4090")
+    choose(qtbot, w.workload_page.count, 1)
+    choose(qtbot, w.workload_page.kind, "full_finetune")
     settle(w)
     assert not w.state.estimate.ranking
     assert "Nothing fits" in w.summary.text()
@@ -228,12 +229,9 @@ def test_about_box_names_version_catalogs_license_and_notices(window, qtbot):
 def test_dataset_tokens_and_epochs_set_the_job_size(window, qtbot):
     w = window
     page = w.workload_page
-    page.train_tokens.edit.clear()
-    page.train_tokens._on_text_edited("")
-    page.dataset_tokens.edit.setText("200M")
-    page.dataset_tokens._on_text_edited("200M")
-    page.epochs.edit.setText("3")
-    page.epochs._on_text_edited("3")
+    type_over(qtbot, page.train_tokens.edit, "")
+    type_over(qtbot, page.dataset_tokens.edit, "200M")
+    type_over(qtbot, page.epochs.edit, "3")
     settle(w)
     wl = w.state.scenario.workload
     assert wl.train_tokens is None and wl.dataset_tokens == 200e6 and wl.epochs == 3
@@ -241,9 +239,10 @@ def test_dataset_tokens_and_epochs_set_the_job_size(window, qtbot):
     assert best.cost.job_tokens == pytest.approx(600e6)
 
 
-def test_what_if_axis_switch_redraws_with_batch_on_x(window):
+def test_what_if_axis_switch_redraws_with_batch_on_x(window, qtbot):
     w = window
-    w.results.whatif_axis_box.setCurrentIndex(w.results.whatif_axis_box.findData("batch"))
+    show_tab(qtbot, w.results.chart_tabs, 2)
+    choose(qtbot, w.results.whatif_axis_box, "batch")
     assert w.results.chart_tabs.currentIndex() == 2
     curves = w.results.whatif_chart.shown_curves()
     assert curves and all(c.xs[0] == 1 for c in curves)
@@ -283,39 +282,39 @@ def test_quantized_weights_for_lora_follow_the_core_not_a_page_rule(window, qtbo
     """LoRA on an int8 base is a valid scenario: changing only the batch keeps the weights."""
     w = window
     assert w.state.scenario.workload.kind == "lora"
-    w.show_page(1)
-    w.model_page.weights.setCurrentIndex(w.model_page.weights.findData("int8"))
+    show_tab(qtbot, w.page_tabs, 1)
+    choose(qtbot, w.model_page.weights, "int8")
     settle(w)
     assert w.state.scenario.workload.weights == "int8"
-    w.show_page(0)
-    retype(qtbot, w.workload_page.batch, "8")
+    show_tab(qtbot, w.page_tabs, 0)
+    type_over(qtbot, w.workload_page.batch, "8")
     settle(w)
     assert w.state.scenario.workload.batch_size == 8
     assert w.state.scenario.workload.weights == "int8"
     assert w.model_page.weights.currentData() == "int8"
 
 
-def _pretrain_70b_on_h100(w) -> None:
+def _pretrain_70b_on_h100(w, qtbot) -> None:
     """Pick Llama 3.1 70B on the Model page, then pre-training on H100 SXM on the Workload page."""
     page = w.workload_page
-    w.page_tabs.setCurrentIndex(1)
-    _select_preset(w, "llama-3.1-70b")
-    w.page_tabs.setCurrentIndex(0)
-    page.kind.setCurrentIndex(page.kind.findData("pretrain"))
-    page.gpu.setCurrentIndex(page.gpu.findData("h100-sxm"))
+    show_tab(qtbot, w.page_tabs, 1)
+    _select_preset(w, qtbot, "llama-3.1-70b")
+    show_tab(qtbot, w.page_tabs, 0)
+    choose(qtbot, page.kind, "pretrain")
+    choose(qtbot, page.gpu, "h100-sxm")
 
 
 def test_advanced_layout_writes_the_layout_and_the_ranking_names_it(window, qtbot):
     w = window
     page = w.workload_page
-    _pretrain_70b_on_h100(w)
-    page.count.setCurrentIndex(page.count.findData(64))
+    _pretrain_70b_on_h100(w, qtbot)
+    choose(qtbot, page.count, 64)
     settle(w)
     assert not page.layout_body.isVisible()  # out of the way until asked for
-    page.layout_box.setChecked(True)
-    page.tp.enter("8")
-    page.pp.enter("4")
-    page.recompute.setCurrentIndex(page.recompute.findData("selective"))
+    tick(qtbot, page.layout_box, True)
+    type_over(qtbot, page.tp, "8")
+    type_over(qtbot, page.pp, "4")
+    choose(qtbot, page.recompute, "selective")
     settle(w)
     hw, wl = w.state.scenario.hardware, w.state.scenario.workload
     assert (hw.tensor_parallel, hw.pipeline_parallel, wl.activation_recompute) == (8, 4, "selective")
@@ -325,7 +324,7 @@ def test_advanced_layout_writes_the_layout_and_the_ranking_names_it(window, qtbo
     setups = [w.ranking_proxy.index(r, COL_SETUP).data() for r in range(w.ranking_proxy.rowCount())]
     assert any("TP8" in (s or "") and "PP4" in (s or "") for s in setups)
     # Unticking hands the layout back to the advisor.
-    page.layout_box.setChecked(False)
+    tick(qtbot, page.layout_box, False)
     settle(w)
     assert w.state.scenario.hardware.tensor_parallel is None
     assert w.state.scenario.workload.activation_recompute is None
@@ -334,15 +333,14 @@ def test_advanced_layout_writes_the_layout_and_the_ranking_names_it(window, qtbo
 def test_offloading_the_optimizer_needs_host_memory(window, qtbot):
     w = window
     page = w.workload_page
-    page.kind.setCurrentIndex(page.kind.findData("full_finetune"))
-    page.gpu.setCurrentIndex(page.gpu.findData("a100-80gb"))
-    page.count.setCurrentIndex(page.count.findData(1))
+    choose(qtbot, page.kind, "full_finetune")
+    choose(qtbot, page.gpu, "a100-80gb")
+    choose(qtbot, page.count, 1)
     settle(w)
-    page.layout_box.setChecked(True)
+    tick(qtbot, page.layout_box, True)
     assert not page.form_layout.isRowVisible(page.tp)  # one GPU: no tensor/pipeline rows
-    page.offload_optimizer.setCurrentIndex(page.offload_optimizer.findData("cpu"))
-    page.host_memory.edit.setText("16")
-    page.host_memory.edited.emit()
+    choose(qtbot, page.offload_optimizer, "cpu")
+    enter(qtbot, page.host_memory, "16")
     settle(w)
     c = w.state.estimate.candidates[0]
     assert w.state.scenario.workload.offload.optimizer == "cpu"
@@ -391,15 +389,15 @@ def test_a_layout_search_runs_in_the_background_and_the_window_stays_usable(wind
     an edit made during the search replaces it, and the answer for the last input arrives."""
     w = window
     page = w.workload_page
-    _pretrain_70b_on_h100(w)
+    _pretrain_70b_on_h100(w, qtbot)
     settle(w)
-    page.count.setCurrentIndex(page.count.findData(64))  # no flush: the debounce timer runs it
+    choose(qtbot, page.count, 64)  # no flush: the debounce timer runs it
     qtbot.waitUntil(lambda: bool(w.state.computing), timeout=5000)
     assert "searching pretrain layouts on up to 64 GPUs" in w.state.computing
     assert w.results.banner.isVisible() and "Updating" in w.results.banner.text()
     assert not w.results.table.isEnabled()  # the previous input's results, greyed
     # The GUI thread still answers while the search runs: another edit goes through at once.
-    page.count.setCurrentIndex(page.count.findData(32))
+    choose(qtbot, page.count, 32)
     assert w.state.scenario.hardware.gpu_count == 32
     qtbot.waitUntil(
         lambda: not w.state.computing and w.state.estimate.scenario == w.state.scenario, timeout=60000

@@ -63,6 +63,7 @@ approximation formula L_q = alpha rho^beta / (1 - rho)"; Hopp and Spearman, Fact
 
 from __future__ import annotations
 
+import copy
 import functools
 import math
 from collections.abc import Callable
@@ -693,6 +694,17 @@ class ReplicaCurve:
             out = w.output_tokens
             self.saturation = 1.0 + max(self.chunk - 1.0, 0.0) * out / (out + self.new_mean)
 
+    def with_overhead(self, request_overhead_s: float) -> ReplicaCurve:
+        """This curve with another per-request time. The time enters only the operating points
+        (:meth:`point`), so the decode step, the prefill and the drains, which it does not move, are
+        shared with this curve; the points are worked out anew."""
+        if request_overhead_s == self.overhead:
+            return self
+        other = copy.copy(self)
+        other.overhead = request_overhead_s
+        other._point_memo = {}
+        return other
+
     def _at(self, b: int) -> tuple[float, float, str]:
         """(decode step s, the batch's prefill s, bound) of the roofline at batch ``b``."""
         got = self._points.get(b)
@@ -1022,11 +1034,37 @@ def scheduled_on(engine: EngineProfile, gpu: GpuSpec) -> tuple[EngineProfile, in
     return chunked_as(engine, limits), most
 
 
-def _benchmark_curve(r: BenchReplica, requests: int) -> tuple[int, ReplicaCurve]:
+#: Curves a caller keeps for one replica while only its per-request time changes (a fit of that
+#: time), by the requests in flight: see :func:`_benchmark_curve`.
+CurveMemo = dict[int, tuple[int, ReplicaCurve]]
+
+
+def _benchmark_curve(
+    r: BenchReplica, requests: int, memo: CurveMemo | None = None
+) -> tuple[int, ReplicaCurve]:
     """(sequences the engine runs at once, the replica's curve up to them) of a benchmark that keeps
     ``requests`` in flight: ``min(requests, KV capacity, the default pool's sequences, the
     sequences the engine schedules by default)`` (:func:`pool_sequences`, :func:`scheduled_on`),
-    the rest wait. The engine runs with the prefill chunk it takes by default on the GPU."""
+    the rest wait. The engine runs with the prefill chunk it takes by default on the GPU.
+
+    ``memo``: curves built before for this replica under the same constants, differing at most in
+    ``request_overhead_s``, which the caller keeps (a fit of the per-request time asks for the same
+    rows many times): the curve is built once and given each per-request time
+    (:meth:`ReplicaCurve.with_overhead`), the same figures as a curve built anew."""
+    if memo is None:
+        return _build_benchmark_curve(r, requests)
+    got = memo.get(requests)
+    if got is None:
+        got = memo[requests] = _build_benchmark_curve(r, requests)
+    c, curve = got
+    overhead = (
+        default_request_overhead_s(r.engine.id) if r.request_overhead_s is None else r.request_overhead_s
+    )
+    return c, curve.with_overhead(overhead)
+
+
+def _build_benchmark_curve(r: BenchReplica, requests: int) -> tuple[int, ReplicaCurve]:
+    """:func:`_benchmark_curve` without a memo."""
     mm = r.mm
     context = reserved_context(mm.workload, batching_for(r.engine.id))
     line = kv_line(mm, r.gpu_count, r.parallelism, context)
@@ -1066,6 +1104,7 @@ def closed_loop(
     concurrency: int,
     requests: int | None = None,
     longest_output: int | None = None,
+    memo: CurveMemo | None = None,
 ) -> ClosedLoop:
     """Output tokens/s, mean TTFT and ITL, and the sequences the engine runs at once, of a closed-loop benchmark
     with ``concurrency`` clients, each sending its next request when one ends (``vllm bench serve
@@ -1087,8 +1126,9 @@ def closed_loop(
 
     which tends to the steady loop as ``N / c`` grows; a run of five requests per client (SGLang's
     cookbook) spends a sizeable share of its time in the first wave's prompts and the last answers.
-    A loop whose clients the KV cache cannot all hold (``c`` below them) stays the steady loop."""
-    c, curve = _benchmark_curve(replica, concurrency)
+    A loop whose clients the KV cache cannot all hold (``c`` below them) stays the steady loop.
+    (``memo``: see :func:`_benchmark_curve`; the same for the other benchmark models.)"""
+    c, curve = _benchmark_curve(replica, concurrency, memo)
     out = replica.mm.workload.output_tokens
     if requests is None or concurrency > c or requests <= concurrency:
         return _loop_figures(c, curve, concurrency, out)
@@ -1108,7 +1148,9 @@ def closed_loop(
     )
 
 
-def burst(replica: BenchReplica, requests: int, longest_output: int | None = None) -> ClosedLoop:
+def burst(
+    replica: BenchReplica, requests: int, longest_output: int | None = None, memo: CurveMemo | None = None
+) -> ClosedLoop:
     """The same figures for a burst: ``requests`` sent at once and none after them (``vllm bench serve
     --request-rate inf`` without a concurrency cap, a Triton benchmark at QPS INF).
 
@@ -1139,7 +1181,7 @@ def burst(replica: BenchReplica, requests: int, longest_output: int | None = Non
     token, ``O`` on average and none past ``longest_output`` (a request's ``max_tokens``, or the
     longest answer of a dataset replayed with its own lengths). The wave then drains: see
     :func:`drain`."""
-    c, curve = _benchmark_curve(replica, requests)
+    c, curve = _benchmark_curve(replica, requests, memo)
     out = replica.mm.workload.output_tokens
     if requests <= c:
         ttft, itl, makespan = _wave(curve, requests, out, longest_output)
@@ -1233,7 +1275,7 @@ def _wave(curve: ReplicaCurve, n: int, out: int, longest: int | None = None) -> 
     return ttft, itl, makespan
 
 
-def lockstep(replica: BenchReplica, clients: int) -> ClosedLoop:
+def lockstep(replica: BenchReplica, clients: int, memo: CurveMemo | None = None) -> ClosedLoop:
     """The same figures for a closed loop whose rounds stay in step: ``clients`` clients started
     together, every request with the same prompt and output length (a fixed-length synthetic
     benchmark: genai-perf's concurrency mode with ``ignore_eos`` and a zero spread of lengths).
@@ -1247,7 +1289,7 @@ def lockstep(replica: BenchReplica, clients: int) -> ClosedLoop:
     ``c < N`` sequences, the rounds are waves of ``c`` and the rest wait for a whole wave to end:
     by Little's law a request takes ``N / c x makespan(c)`` from sending to its end, of which its
     decode is ``(O - 1) x ITL``."""
-    c, curve = _benchmark_curve(replica, clients)
+    c, curve = _benchmark_curve(replica, clients, memo)
     out = replica.mm.workload.output_tokens
     ttft, itl, makespan = _wave(curve, c, out)
     if clients > c:
@@ -1255,7 +1297,9 @@ def lockstep(replica: BenchReplica, clients: int) -> ClosedLoop:
     return ClosedLoop(c * out / makespan, ttft, itl, c)
 
 
-def paced(replica: BenchReplica, requests: int, rate_per_s: float) -> ClosedLoop:
+def paced(
+    replica: BenchReplica, requests: int, rate_per_s: float, memo: CurveMemo | None = None
+) -> ClosedLoop:
     """The same figures for a client that offers ``rate_per_s`` requests a second, evenly spaced, to at
     most ``requests`` workers (``vllm bench serve --request-rate R --max-concurrency N`` with even
     spacing; a load generator that queues one request per tick).
@@ -1264,7 +1308,7 @@ def paced(replica: BenchReplica, requests: int, rate_per_s: float) -> ClosedLoop
     the client's queue never empties and the figures are that closed loop's. Otherwise the client
     sets the pace: by Little's law the engine runs ``x`` sequences with ``x / S(x) = rate_per_s``
     (at least one), a request waits for no worker, and the output tokens/s are ``rate_per_s x O``."""
-    c, curve = _benchmark_curve(replica, requests)
+    c, curve = _benchmark_curve(replica, requests, memo)
     w = replica.mm.workload
     loop = _loop_figures(c, curve, requests, w.output_tokens)
     if loop.tokens_per_s <= rate_per_s * w.output_tokens:

@@ -32,7 +32,7 @@ modelled here, for a model with ``L`` layers and ``more(i) = i < L/8 or i >= 7L/
   ``q8_0``.
 
 Check: LLaMA-2 7B gives 3.56 GiB (Q4_0), 3.80 GiB (Q4_K_M) and 6.67 GiB (Q8_0), the sizes
-llama-bench prints for it (``tests/core/test_gguf.py``).
+llama-bench prints for it (``tests/core/test_local_inference.py``).
 
 References
 ----------
