@@ -82,12 +82,13 @@ def test_remembered_figures_follow_the_profile_the_constants_and_the_per_request
     shipped = predictor.compare(row).estimate
     assert predictor.compare(row, None, 0.0).estimate < shipped  # the per-request time counts
     assert predictor.compare(row).estimate == shipped
-    engine = core_constants.ENGINES["vllm"]
-    slower = {"vllm": replace(engine, prefill_mfu=engine.prefill_mfu / 2)}
+    constants = core_constants.shipped_constants()
+    engine = constants.engines["vllm"]
+    slower = constants.with_engines(vllm=replace(engine, prefill_mfu=engine.prefill_mfu / 2))
     assert predictor.compare(row, slower).estimate > shipped  # another profile object
-    constants = core_constants.active_constants()
-    with core_constants.using_constants(replace(constants, gemm_tokens_half=4 * constants.gemm_tokens_half)):
-        moved = predictor.compare(row).estimate
+    moved = predictor.compare(
+        row, replace(constants, gemm_tokens_half=4 * constants.gemm_tokens_half)
+    ).estimate
     assert moved != shipped  # other constants
     assert predictor.compare(row).estimate == shipped
 

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import math
 
-from ..specs.constants import SpeedConstants, active_constants
+from ..specs.constants import SpeedConstants, shipped_constants
 from ..specs.engines import EngineProfile
 from ..specs.hardware import GpuSpec
 from ..specs.models import ModelSpec
@@ -160,7 +160,7 @@ def layout_training_performance(
     """Training tokens/s of ``layout`` on ``gpu`` (see the module docstring); ``tp_slowdown`` is
     :func:`tp_width_slowdown` at the layout's TP when the caller has it already."""
     m, w = mm.model, mm.workload
-    k = constants or active_constants()
+    k = constants or shipped_constants()
     if prelude is None:
         prelude = training_prelude(mm, gpu, engine, mfu, constants)
     peak, base_mfu, flops_token = prelude.peak_tflops, prelude.mfu, prelude.flops_per_token

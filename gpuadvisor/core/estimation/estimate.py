@@ -26,7 +26,7 @@ from ..errors import InputError
 from ..files import expand_user
 from ..formats.model_file import gguf_path, weights_of_file_type
 from ..formats.scenario import Scenario
-from ..specs.constants import active_constants, engine_for
+from ..specs.constants import SpeedConstants, engine_for, shipped_constants
 from ..specs.engines import engine_of
 from ..specs.hardware import RAM_RESERVED_GIB, GpuCatalog, GpuSpec
 from ..specs.instances import InstanceCatalog, bundled_instances, instance_price_range, offers_for
@@ -202,14 +202,18 @@ def estimate(
     _model: ModelSpec | None = None,
     calibration: CalibrationProfile | None = None,
     instances: InstanceCatalog | None = None,
+    constants: SpeedConstants | None = None,
 ) -> Estimate:
     """Compare every candidate of the scenario (or of ``gpu_ids``) and return the :class:`Estimate`.
 
     ``speed=False`` computes memory and fit only (no speed, cost, ranking or advice).
     ``calibration`` applies a profile's values per GPU (see the module docstring).
     ``instances`` is the cloud instance snapshot (default: the bundled one): where each setup can
-    be rented and, with ``budget.providers`` set, the price it is costed at.
+    be rented and, with ``budget.providers`` set, the price it is costed at. ``constants`` are the
+    speed model's (:class:`~gpuadvisor.core.specs.constants.SpeedConstants`; the shipped ones when
+    None): the estimate is a function of the scenario, the catalogs and these alone.
     """
+    k = constants or shipped_constants()
     model = _model or resolve_model(scenario, models)
     w, hw = scenario.workload, scenario.hardware
     warnings = list(scenario.warnings)
@@ -261,7 +265,7 @@ def estimate(
             hw.parallelism,
         )
     engine_id = engine_of(w, scenario.model)
-    engine = engine_for(engine_id, w.kind)
+    engine = engine_for(engine_id, w.kind, k)
     # The engine the workload runs on is the memory and speed models' too (a GGUF on llama.cpp).
     w_run = w if engine_id == w.engine else replace(w, engine=engine_id)
     # Serving engines prefill in chunks, which bounds the transient activations.
@@ -366,7 +370,7 @@ def estimate(
         at: Any = None  # n -> (prices, buy) when rented as instances
         if rent_from is not None:
             at = _instance_pricing(gpu, scenario.budget, snapshot, rent_from, scenario.hardware.gpus_per_node)
-        prelude = training_prelude(mm, gpu, engine, mfu) if training and speed else None
+        prelude = training_prelude(mm, gpu, engine, mfu, k) if training and speed else None
         same_speed: dict[Any, tuple[Any, ...]] = {}
         searched_rows: dict[int, list[tuple[Any, ...]]] = {}
         # Searched layouts that fit, priced after the loop from the highest speed ceiling down.
@@ -418,6 +422,7 @@ def estimate(
                         bw_eff=bw_eff,
                         prefill_mfu=prefill_mfu,
                         gpus_per_node=hw.gpus_per_node,
+                        constants=k,
                     )
                     line = op_lines.get((n, par))
                     if line is None:
@@ -453,11 +458,26 @@ def estimate(
                 else:
                     if training and group.__class__ is tuple:  # a one-word setup: the original model
                         perf = training_performance(
-                            mm, gpu, n, par, engine, mfu=mfu, gpus_per_node=hw.gpus_per_node, prelude=prelude
+                            mm,
+                            gpu,
+                            n,
+                            par,
+                            engine,
+                            mfu=mfu,
+                            gpus_per_node=hw.gpus_per_node,
+                            constants=k,
+                            prelude=prelude,
                         )
                     elif training:
                         perf = layout_training_performance(
-                            mm, gpu, lay, engine, mfu=mfu, gpus_per_node=hw.gpus_per_node, prelude=prelude
+                            mm,
+                            gpu,
+                            lay,
+                            engine,
+                            mfu=mfu,
+                            gpus_per_node=hw.gpus_per_node,
+                            constants=k,
+                            prelude=prelude,
                         )
                     elif group.__class__ is tuple:
                         perf = inference_performance(
@@ -469,6 +489,7 @@ def estimate(
                             bw_eff=bw_eff,
                             prefill_mfu=prefill_mfu,
                             gpus_per_node=hw.gpus_per_node,
+                            constants=k,
                         )
                     else:  # replicas of a tensor- or pipeline-parallel group share the requests
                         perf = inference_performance(
@@ -480,6 +501,7 @@ def estimate(
                             bw_eff=bw_eff,
                             prefill_mfu=prefill_mfu,
                             gpus_per_node=hw.gpus_per_node,
+                            constants=k,
                             replicas=lay.dp,
                         )
                     p_n, b_n = at(n) if at is not None else (prices, buy)
@@ -556,7 +578,7 @@ def estimate(
                 found = searched_rows.setdefault(n, [])
                 order = orders.get((n, use_slow))
                 if order is None:
-                    order = orders[(n, use_slow)] = _ceiling_order(mm, srows, prelude, slowdowns, use_slow)
+                    order = orders[(n, use_slow)] = _ceiling_order(mm, srows, prelude, slowdowns, use_slow, k)
                 ceiling_scale = n * prelude.peak_tflops * 1e12 * prelude.mfu
                 best: list[float] = []  # the SEARCH_KEEP fastest speeds so far
                 if srows[smallest][3] <= cap_bytes:
@@ -577,6 +599,7 @@ def estimate(
                             engine,
                             mfu=mfu,
                             gpus_per_node=hw.gpus_per_node,
+                            constants=k,
                             prelude=prelude,
                             tp_slowdown=slow,
                         )
@@ -612,7 +635,7 @@ def estimate(
             assert prelude is not None
             found = searched_rows.setdefault(n, [])
             for lay, bd, need, host, par, perf in _price_searched(
-                mm, gpu, fitting, engine, mfu, hw.gpus_per_node, prelude, slowdowns
+                mm, gpu, fitting, engine, mfu, hw.gpus_per_node, prelude, slowdowns, k
             ):
                 found.append(priced(n, lay, bd, need, host, par, perf))
         for found in searched_rows.values():
@@ -674,6 +697,7 @@ def estimate(
         calibration=calibration,
         calibration_fits=tuple(applied),
         instances=snapshot,
+        constants=k,
         own_machine=own,
         session=session and speed,
     )
@@ -731,7 +755,12 @@ def _search_groups(
 
 
 def _ceiling_order(
-    mm: MemoryModel, rows: list[tuple[Any, ...]], prelude: Any, slowdowns: dict[int, float], use_slow: bool
+    mm: MemoryModel,
+    rows: list[tuple[Any, ...]],
+    prelude: Any,
+    slowdowns: dict[int, float],
+    use_slow: bool,
+    constants: SpeedConstants,
 ) -> list[tuple[float, int, float]]:
     """``(work, index, TP slowdown)`` of the searched setups ``rows``, the highest speed ceiling
     (least work, :func:`~.communication.ceiling_work`) first."""
@@ -742,9 +771,7 @@ def _ceiling_order(
         if use_slow and lay.tp > 1:
             slow = slowdowns.get(lay.tp, 0.0)
             if not slow:
-                slow = slowdowns[lay.tp] = tp_width_slowdown(
-                    mm.model, lay.tp, active_constants().gemm_width_half
-                )
+                slow = slowdowns[lay.tp] = tp_width_slowdown(mm.model, lay.tp, constants.gemm_width_half)
         out.append((ceiling_work(mm, lay, prelude.flops_per_token, slow), i, slow))
     out.sort(key=lambda r: r[0])
     return out
@@ -759,6 +786,7 @@ def _price_searched(
     gpus_per_node: int,
     prelude: Any,
     slowdowns: dict[int, float],
+    constants: SpeedConstants,
 ) -> list[tuple[Any, ...]]:
     """The searched layouts of one GPU type and count that fit, ``(layout, breakdown, bytes/GPU,
     host bytes, parallelism)``, with their speed appended: the fastest :data:`SEARCH_KEEP` of them
@@ -775,7 +803,7 @@ def _price_searched(
         if t > 1 and not mfu:
             slow = slowdowns.get(t, 0.0)
             if not slow:
-                slow = slowdowns[t] = tp_width_slowdown(model, t, active_constants().gemm_width_half)
+                slow = slowdowns[t] = tp_width_slowdown(model, t, constants.gemm_width_half)
         ranked.append((speed_ceiling(mm, lay, prelude, slow), slow, lay, bd, need, host, par))
     ranked.sort(key=lambda r: -r[0])
     best: list[float] = []  # the SEARCH_KEEP fastest speeds so far, fastest first
@@ -784,7 +812,15 @@ def _price_searched(
         if len(best) >= SEARCH_KEEP and ceiling < best[-1] * (1 - 1e-9):
             break
         perf = layout_training_performance(
-            mm, gpu, lay, engine, mfu=mfu, gpus_per_node=gpus_per_node, prelude=prelude, tp_slowdown=slow
+            mm,
+            gpu,
+            lay,
+            engine,
+            mfu=mfu,
+            gpus_per_node=gpus_per_node,
+            constants=constants,
+            prelude=prelude,
+            tp_slowdown=slow,
         )
         best = sorted((*best, perf.tokens_per_s.expected), reverse=True)[:SEARCH_KEEP]
         out.append((lay, bd, need, host, par, perf))
@@ -889,6 +925,7 @@ def _finish(est: Estimate, with_advice: bool, gpus: GpuCatalog, models: ModelCat
                     _model=est.model,
                     calibration=est.calibration,
                     instances=est.instances,
+                    constants=est.constants,
                 )
             except InputError:
                 continue

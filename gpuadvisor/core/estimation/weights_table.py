@@ -125,6 +125,7 @@ def weights_table(
                 with_advice=False,
                 _model=_model_for(est.model, weights, s.workload.weights),
                 calibration=est.calibration,
+                constants=est.constants,
             )
         rows.append(_row(variant, weights, weights == s.workload.weights))
     return tuple(rows)

@@ -60,7 +60,7 @@ from ..formatting import (
     plain_gpu_name,
 )
 from ..specs.catalog_io import CatalogMeta
-from ..specs.constants import ENGINES, FITTED, RANGE_LABEL, kernel_family
+from ..specs.constants import RANGE_LABEL, kernel_family
 from ..specs.engines import PROFILES, Batching, EngineProfile
 from ..specs.hardware import GpuSpec
 from .prices import pick_price_warnings, rent_as
@@ -510,7 +510,8 @@ def _rent_buy(
 
 
 def _engine(est: Estimate) -> tuple[str, tuple[tuple[str, str], ...], str, bool]:
-    e: EngineProfile | None = ENGINES.get(est.engine)
+    constants = est.speed_constants
+    e: EngineProfile | None = constants.engines.get(est.engine)
     if e is None:
         return est.engine, (), "unknown", True
     eff = est.scenario.efficiency
@@ -521,7 +522,7 @@ def _engine(est: Estimate) -> tuple[str, tuple[tuple[str, str], ...], str, bool]
             mfu = f"{eff.mfu:.2f} MFU (set by the scenario; profile ceiling {e.mfu:.2f})"
         factors.append(("GEMM efficiency on large matmuls", mfu))
         arch = sorted({c.gpu.architecture for c in est.candidates})
-        scale = ", ".join(f"{a} {FITTED.gemm_ceiling.get(a, 0.75):g}" for a in arch)
+        scale = ", ".join(f"{a} {constants.gemm_ceiling.get(a, 0.75):g}" for a in arch)
         factors.append(("GEMM ceiling by GPU generation", scale + " of the datasheet peak"))
         factors.append(
             (
@@ -540,7 +541,7 @@ def _engine(est: Estimate) -> tuple[str, tuple[tuple[str, str], ...], str, bool]
         if eff.prefill_mfu is not None:
             pre = f"{eff.prefill_mfu:.2f} (set by the scenario; profile {e.prefill_mfu:.2f})"
         w = est.scenario.workload
-        family = kernel_family(w.quantization_family, w.weights)
+        family = kernel_family(w.quantization_family, w.weights, constants)
         factors += [
             ("Memory bandwidth efficiency (decode)", bw),
             (

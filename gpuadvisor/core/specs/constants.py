@@ -1,42 +1,62 @@
-"""The speed model's constants: the global ones, each engine's fitted factors and the kernel
-families, as one immutable value (:class:`SpeedConstants`) that an estimate is computed with.
+"""The speed model's constants: the global ones, each engine's fitted factors, the kernel
+families, the serving stacks' per-request times and the 80% ranges, as one immutable value
+(:class:`SpeedConstants`) that an estimate is computed with.
 
-Three groups (the per-engine facts that no fit moves live in :mod:`.engines`, the kernel families'
-priors in :mod:`.kernels`):
+The engines' facts that no fit moves live in their records (:mod:`.engines`), the kernel families'
+priors in :mod:`.kernels`. The constants come in three groups:
 
-1. **Per engine** (:class:`~.engines.EngineProfile`, fitted): ``bandwidth_efficiency`` (llama.cpp),
-   ``prefill_mfu``, ``layer_overhead_s``, ``mfu``, the per-architecture multipliers and each
-   engine's 80% range.
+1. **Per engine** (:class:`~.engines.EngineProfile`, fitted): ``prefill_mfu``, ``layer_overhead_s``,
+   ``mfu``, llama.cpp's ``bandwidth_efficiency`` and per-architecture multipliers, each engine's
+   80% range; and each serving stack's per-request time.
 2. **Per kernel family** (:class:`~.kernels.KernelFamily`): how well the family's GEMV streams the
    quantized weights at batch 1, the extra kernels it launches per linear layer, the bytes a
    dequantized 16-bit copy costs once a batch is too large for the GEMV kernel, and the share of
    16-bit tensor throughput its GEMM reaches.
 3. **Global** (:class:`SpeedConstants`): launch times per kernel (CPU side for Python and C++
    runtimes, GPU side), the GEMM-shape half-saturation sizes, the attention-kernel efficiency,
-   the FP8 GEMM factor and the GEMM ceiling per GPU generation.
+   the FP8 GEMM factor, the GEMM ceiling and the streaming ceiling per GPU generation, the
+   mixture-of-experts kernels; the serving figures' 80% ranges; llama.cpp's host stream.
 
-``PRIORS`` holds the documented priors (datasheet-level facts, kernel counts read from the engines'
-code, published kernel benchmarks; ``docs/estimation.md`` lists each with its source). ``FITTED``
-holds the values in use; its ``provenance`` says which rows they were fitted to. The validation
-harness (:mod:`gpuadvisor.validation.harness`) refits them, with each source held out for the
-out-of-sample figures.
+:data:`PRIORS` holds the documented priors (datasheet-level facts, kernel counts read from the
+engines' code, published kernel benchmarks; ``docs/estimation.md`` lists each with its source).
+:func:`shipped_constants` holds the values in use: the priors with the fitted values of
+``fitted_constants.json`` (this folder) in place. That file is data the fit writes (``make fit``,
+:mod:`gpuadvisor.validation.fit`) with the rows each value rests on, the priors it started from
+and a hash of the data it read; ``make fit-check`` refuses it when the data changed since or a
+value was edited by hand. Nothing changes the constants in force: an estimate takes them as an
+argument (the shipped ones when none is given), and a fit or a held-out fold builds its own.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+import functools
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
+from importlib import resources
 from types import MappingProxyType
-from typing import TypedDict
+from typing import Any
 
 from ..errors import InputError
-from .engines import PROFILES, EngineProfile, default_engine, with_release_lines
+from .engines import (
+    PROFILES,
+    RECORDS,
+    RELEASE_LINES,
+    EngineKind,
+    EngineProfile,
+    default_engine,
+    engine_lineage,
+    with_release_lines,
+)
 from .kernels import KERNEL_FAMILIES, KernelFamily
 
 #: What the low and high figures of every speed, time and cost range mean.
 RANGE_LABEL = "80% range"
 RANGE_COVERAGE = 0.8
+#: The key of the per-request time of a stack without a fit of its own.
+EVERY_STACK = "*"
+#: The serving figures with a range of their own.
+SERVING_FIGURES = ("tokens_per_s", "ttft", "itl")
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,36 +72,35 @@ class LlamaCppModel:
     llama.cpp's MMQ kernels (NVIDIA). Metal and CUDA kernels differ, so the profile carries a
     multiplier per architecture (``layer_overhead_by_arch``, ``prefill_mfu_by_arch``; ``cuda_graphs``
     for decode replayed from CUDA graphs, ``int8`` for prefill on the INT8 peak). Those six factors
-    are fitted by the validation harness
-    (``scripts/fit_engines.py``; refitted with each source held out by ``scripts/validate.py
-    --out-of-sample``) to the published llama-bench rows of tests/data/validation. This class holds
+    are fitted by the validation harness (``make fit``; refitted with each source held out by
+    ``scripts/validate.py --out-of-sample``) to the published llama-bench rows of
+    tests/data/validation. This class holds the rest: the host stream of a split (fitted too) and
     what is not fitted; see docs/estimation.md, "llama.cpp".
     """
 
     decode_mfu: float = 0.3
     prefill_chunk_tokens: int = 512  # llama.cpp's default batch (-b / -ub 512)
     #: Share of the host memory's datasheet bandwidth that the CPU's dot products stream the layers
-    #: kept off the GPU at (partial offload, ``-ngl`` below the layer count). Fitted by
-    #: ``scripts/fit_host_stream.py`` to the scored partial-offload rows of tests/data/validation
-    #: (2026-12-06: OFL-01..10, three sources; held out one source at a time it misses by a median
-    #: 32%: machines differ, see docs/estimation.md, "Partial offload"). Before it, the GPU's 0.93.
-    host_stream_efficiency: float = 0.54
+    #: kept off the GPU at (partial offload, ``-ngl`` below the layer count). Fitted (``make fit``)
+    #: to the scored partial-offload rows of tests/data/validation (held out one source at a time
+    #: it misses by a median 32%: machines differ, see docs/estimation.md, "Partial offload"). The
+    #: prior is the GPU's stream, 0.93.
+    host_stream_efficiency: float = 0.93
     #: The 80% range of a step with layers on the CPU (measured / estimate over the same rows, held
-    #: out by source): wider than the engine's own, since the host's memory and cores vary.
-    split_spread_low: float = 0.35
-    split_spread_high: float = 1.04
-
-
-LLAMA_CPP = LlamaCppModel()
+    #: out by source): wider than the engine's own, since the host's memory and cores vary. Fitted;
+    #: the prior is the engines' common one.
+    split_spread_low: float = 0.2
+    split_spread_high: float = 0.2
 
 
 @dataclass(frozen=True)
 class SpeedConstants:
-    """Global constants of the speed model and the engine profiles, fitted together (see the module
-    docstring). ``provenance`` says where the values come from."""
+    """The speed model's constants and the engine profiles, fitted together: one immutable value an
+    estimate is computed with (see the module docstring). Every mapping is read-only. The defaults
+    are the documented priors; ``provenance`` says where the values come from."""
 
     engines: Mapping[str, EngineProfile]
-    families: Mapping[str, KernelFamily] = field(default_factory=lambda: dict(KERNEL_FAMILIES))
+    families: Mapping[str, KernelFamily] = field(default_factory=lambda: KERNEL_FAMILIES)
     #: CPU time to launch one kernel of an eager step (framework dispatch included), seconds.
     cpu_kernel_s: Mapping[str, float] = field(default_factory=lambda: {"python": 12e-6, "cpp": 4e-6})
     #: GPU-side cost of one small kernel (launch latency and tail) even inside a CUDA graph, seconds.
@@ -130,18 +149,75 @@ class SpeedConstants:
     #: they alternate (step = their sum). Synchronising ops and kernels shorter than their own
     #: launch leave the GPU waiting part of the time; fitted (prior 0.5: no reason for either end).
     host_exposed_share: float = 0.5
+    #: Time a serving stack adds to every request outside the model's steps (s): the HTTP request,
+    #: chat template and tokenization, admission by the scheduler, detokenizing and streaming the
+    #: first token. By engine (its lineage's), with :data:`EVERY_STACK` for a stack without a fit of
+    #: its own. Fitted (``make fit``, see docs/estimation.md, "Per-request time"): over every scored
+    #: serving row measured through an API server for the common value, over a stack's own rows
+    #: for a stack with at least three first-token rows. Prior: about 50 ms, what single-client
+    #: runs of vLLM measure (17-52 ms by host, GPUStack's about 47 ms); no fit reads it, each searches
+    #: 0 to 200 ms.
+    request_overhead_s: Mapping[str, float] = field(default_factory=lambda: {EVERY_STACK: 0.05})
+    #: The 80% range of a service's figures, per figure (``tokens_per_s``, ``ttft``, ``itl``), as
+    #: ``(spread_low, spread_high)`` of the ratio of measured to estimated speed (a time is
+    #: inverted, so a ratio above 1 is always a faster service than estimated): the range is
+    #: ``x (1 - low) .. x (1 + high)`` of a rate and ``t / (1 + high) .. t / (1 - low)`` of a time.
+    #: Fitted from the leave-one-source-out residuals of the serving rows; the prior is the
+    #: engines' common 20%.
+    serving_spreads: Mapping[str, tuple[float, float]] = field(
+        default_factory=lambda: {f: (0.2, 0.2) for f in SERVING_FIGURES}
+    )
+    #: llama.cpp's own speed model's constants (its host stream is fitted).
+    llama_cpp: LlamaCppModel = field(default_factory=LlamaCppModel)
     provenance: str = ""
 
+    def __post_init__(self) -> None:
+        # An engine is one record (:mod:`.engines`): constants hold a (fitted) version of each
+        # record, under its own id, and no engine without one.
+        for eid, profile in self.engines.items():
+            record = RECORDS.get(eid)
+            if record is None or profile.id != eid or profile.kind != record.kind:
+                raise ValueError(f"engine {eid!r} of the speed constants has no record of that id and kind")
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, Mapping) and not isinstance(value, MappingProxyType):
+                object.__setattr__(self, f.name, MappingProxyType(dict(value)))
+
     def with_engines(self, **profiles: EngineProfile) -> SpeedConstants:
+        """These constants with ``profiles`` in place of (or beside) their engines'."""
         engines = dict(self.engines)
         engines.update({p.id: p for p in profiles.values()})
         return replace(self, engines=engines)
 
+    def request_overhead_for(self, engine_id: str) -> float:
+        """The fitted per-request time of the serving stack ``engine_id`` (s): its own, else the
+        common one."""
+        return self.request_overhead_s.get(engine_lineage(engine_id), self.request_overhead_s[EVERY_STACK])
+
+    def has_own_request_overhead(self, engine_id: str) -> bool:
+        """Whether the stack ``engine_id`` has a per-request time fitted to its own rows."""
+        return engine_lineage(engine_id) in self.request_overhead_s
+
+    def rate_range(self, value: float, figure: str) -> tuple[float, float]:
+        """The 80% range of a service's rate (``figure`` a key of :attr:`serving_spreads`)."""
+        low, high = self.serving_spreads[figure]
+        return value * (1.0 - low), value * (1.0 + high)
+
+    def time_range(self, value: float, figure: str) -> tuple[float, float]:
+        """The 80% range of a service's time (``figure`` a key of :attr:`serving_spreads`): the
+        shorter end first."""
+        low, high = self.serving_spreads[figure]
+        return value / (1.0 + high), value / (1.0 - low)
+
+    def engine(self, engine_id: str | None, kind: str) -> EngineProfile:
+        """The profile named ``engine_id`` (the kind's default engine when None), refused when it is
+        unknown or of the other kind."""
+        return engine_for(engine_id, kind, self)
+
 
 #: Dense BF16/FP16 GEMM throughput reached by large cuBLAS/hipBLASLt GEMMs as a share of the
 #: datasheet peak (boost clock). A100 about 290 of 312 TFLOPS; H100 SXM about 750-800 of 989
-
-
+#: (the datasheet clock is not held under load); MI300X well below its 1,307 TFLOPS. The values
 #: for other generations are assumptions. See docs/estimation.md.
 GEMM_CEILING: Mapping[str, float] = MappingProxyType(
     {
@@ -165,223 +241,166 @@ GEMM_CEILING: Mapping[str, float] = MappingProxyType(
 BANDWIDTH_CEILING: Mapping[str, float] = MappingProxyType({"cdna2": 0.75, "cdna3": 0.75, "cdna4": 0.75})
 
 
-def kernel_family(
-    family: str | None, weights: str, constants: SpeedConstants | None = None
-) -> KernelFamily | None:
-    """The :class:`KernelFamily` that runs ``weights`` (None for 16/32-bit weights)."""
-    if family is None:
-        return None
-    if family == "bnb" and weights == "int8":
-        family = "bnb-int8"
-    return (constants or active_constants()).families[family]
-
-
+#: The documented priors: every engine's record as written, the defaults above. Every fit starts
+#: here (never from values fitted to the same rows).
 PRIORS = SpeedConstants(
-    engines=MappingProxyType(with_release_lines({p.id: p for p in PROFILES})),
+    engines=with_release_lines({p.id: p for p in PROFILES}),
     cpu_kernel_s={"python": 12e-6, "cpp": 4e-6},
     provenance="priors (docs/estimation.md): no row fitted",
 )
 
 
-class _EngineFit(TypedDict, total=False):
-    """The :class:`EngineProfile` fields that a fit overrides."""
-
-    bandwidth_efficiency: float
-    prefill_mfu: float
-    layer_overhead_s: float
-    mfu: float
-    layer_overhead_by_arch: tuple[tuple[str, float], ...]
-    prefill_mfu_by_arch: tuple[tuple[str, float], ...]
-    spread_low: float
-    spread_high: float
-    calibrated_on: str
-
-
-class _FamilyFit(TypedDict, total=False):
-    """The :class:`KernelFamily` fields that a fit overrides."""
-
-    gemv_efficiency: float
-
-
-# Values fitted by scripts/fit_engines.py from the priors (rounded), with the rows they rest on.
-# An engine's bandwidth efficiency is never fitted (its documented prior; the fitted bandwidth
-# ceiling of each GPU generation below scales it).
-_FITTED_ENGINES: dict[str, _EngineFit] = {
-    "tensorrt-llm": dict(
-        prefill_mfu=0.56,
-        layer_overhead_s=34e-6,
-        spread_low=0.43,
-        spread_high=0.28,
-        calibrated_on="147 rows: INF-01..10, H200-01..07, F180-01/05, TRTB-01..04; the serving ITLs, "
-        "tokens/s and first tokens SRV-01..31 (NIM, TensorRT-LLM perf overview), SRV-42/44 (GPUStack), SRB-43..81 "
-        "(TensorRT-LLM perf overview v0.17, Triton bursts), SRT-01..54 (GPUStack's bursts on H100 and A100), "
-        "SRG-07..111 (GPUStack's gpt-oss bursts on H100)",
-    ),
-    "vllm": dict(
-        prefill_mfu=0.40,
-        layer_overhead_s=113e-6,
-        spread_low=0.12,
-        spread_high=0.62,
-        calibrated_on="296 rows: MI300-01..10 (MI300X), INB-09/10 (RTX 4090), INB-57 (RTX A6000); the "
-        "serving ITLs, tokens/s and first tokens SRV-19/20 (A40), SRV-36/38 and SRV-48..50 (GPUStack, H100), "
-        "SRB-01..09 (RTX 4090 sweep), SRB-83/84/90 (A100, RTX 4090), SRR-01..08 (Modal: L4, A100), "
-        "SRX-34..48 (RTX 4090, 1-32 clients), SRG-01..180 and SRQ-01..120 (GPUStack: gpt-oss-120b and "
-        "-20b on one to four H100 or A100, Qwen3-235B-A22B on four or eight, DeepSeek-R1 on eight H200)",
-    ),
-    "llama.cpp": dict(
-        bandwidth_efficiency=0.93,
-        prefill_mfu=0.69,
-        layer_overhead_s=93e-6,
-        layer_overhead_by_arch=(("apple", 1.81), ("cuda_graphs", 0.44)),
-        prefill_mfu_by_arch=(("apple", 1.01), ("int8", 0.25)),
-        spread_low=0.35,
-        spread_high=0.28,
-        calibrated_on="148 rows: INF-12, INF-15, LCPP-01..148 (llama.cpp discussions #4167 and #15013, "
-        "PR #4766, GPU-Benchmarks-on-LLM-Inference)",
-    ),
-    "mlc-llm": dict(
-        spread_low=0.12,
-        spread_high=0.62,
-        calibrated_on="2 rows: INF-18 (RTX 4090), INB-61 (RTX A6000), decode only; prefill is the prior",
-    ),
-    "transformers": dict(
-        prefill_mfu=0.41,
-        layer_overhead_s=644e-6,
-        spread_low=0.38,
-        spread_high=0.39,
-        calibrated_on="41 rows: INF-21, INT8-01..08, LIT-16..34, INB-01..12 and INB-58..60 (engine comparisons), "
-        "INB-39..56 (Optimum GPTQ: generate and prefill-only)",
-    ),
-    "megatron": dict(
-        mfu=0.68,
-        spread_low=0.50,
-        spread_high=0.41,
-        calibrated_on="39 rows: TRN-01/03/12/18, MEG1-01/02, LAY-01..42 (Megatron-LM layouts, Megatron-Bridge)",
-    ),
-    "fsdp": dict(
-        mfu=0.85,
-        spread_low=0.23,
-        spread_high=0.16,
-        calibrated_on="29 rows: TRN-20, TRN-24, TRN-26, LF-01..19, TT-01..06, LAY-06",
-    ),
-    "deepspeed": dict(
-        spread_low=0.31,
-        spread_high=0.21,
-        calibrated_on="assumed: the FSDP prior (eager PyTorch modules under ZeRO); the pooled training range",
-    ),
-    "hf-trainer": dict(
-        spread_low=0.31,
-        spread_high=0.21,
-        calibrated_on="assumed: prior (eager modules; no Trainer throughput row in the data)",
-    ),
-    "sglang": dict(
-        prefill_mfu=0.28,
-        layer_overhead_s=146e-6,
-        spread_low=0.12,
-        spread_high=0.62,
-        calibrated_on="163 rows: the serving ITLs, tokens/s and first tokens SRV-39..53 (GPUStack, H100; the bursts of "
-        "block-FP8 Qwen3 pull the prefill factor down), SRR-04/05 (Modal), SRX-01..33 and SRY-01..111 "
-        "(SGLang's cookbook on eight A100, B200 or MI300X, mostly large MoE models), SRG-04..108 and "
-        "SRQ-04..93 (GPUStack's MoE bursts); range pooled",
-    ),
-    "autoawq": dict(
-        layer_overhead_s=44e-6,
-        spread_low=0.12,
-        spread_high=0.62,
-        calibrated_on="14 rows: AWQ-01..37 decode (one source)",
-    ),
-    "exllamav2": dict(
-        layer_overhead_s=34e-6,
-        prefill_mfu=0.56,
-        spread_low=0.26,
-        spread_high=0.28,
-        calibrated_on="31 rows: EXL-01..07, INB-05/06/62 and INB-15..38 (ExLlama v1, the same kernels' lineage)",
-    ),
-    "torchtune": dict(
-        spread_low=0.31,
-        spread_high=0.21,
-        calibrated_on="assumed: prior (the README's speed rows are unscored: checkpointing not stated)",
-    ),
-}
-#: How the 80% ranges above were set (scripts/fit_spreads.py): split-conformal 10% and 90% order
-#: statistics (the floor((n+1) 0.1)-th and ceil((n+1) 0.9)-th of n ratios; Vovk et al. 2005, Lei et
-#: al. 2018) of measured / estimate over the leave-one-source-out residuals of tests/data/validation
-#: (2026-12-04), per engine with at least 15 speed rows (TensorRT-LLM, Transformers, llama.cpp, ExLlamaV2, Megatron, FSDP), else
-#: pooled over the engines of the same kind with fewer rows (inference 0.88-1.62, training
-#: 0.69-1.21); each side at least 10%.
-SPREAD_PROVENANCE = (
-    "split-conformal 10%/90% order statistics of leave-one-source-out residuals, tests/data/validation, "
-    "2026-12-04"
-)
-_FITTED_FAMILIES: dict[str, _FamilyFit] = {}
-#: Global constants fitted with them (scripts/fit_engines.py; the validation harness refits them with
-#: each source held out): bandwidth ceilings relative to the engines' priors per NVIDIA generation,
-#: the exposed share of host launches, the GPU time of a small kernel, the KV-read factor, the
-#: GEMM half sizes and the MoE layers' extra kernels and expert-kernel efficiency.
-_FITTED_GLOBALS = dict(
-    bandwidth_ceiling=MappingProxyType({**BANDWIDTH_CEILING, "ada": 1.25, "ampere": 0.96, "hopper": 0.86}),
-    host_exposed_share=0.65,
-    gpu_kernel_s=4.12e-6,
-    kv_bandwidth_factor=0.92,
-    gemm_tokens_half=6.44,
-    gemm_width_half=312.0,
-    graph_step_host_s=MappingProxyType({"python": 1.02e-3, "cpp": 0.02e-3}),
-    moe_kernels_per_layer=10.1,
-    moe_expert_efficiency=0.65,
-)
-
-FITTED = replace(
-    PRIORS,
-    engines=with_release_lines({p.id: replace(p, **_FITTED_ENGINES.get(p.id, {})) for p in PROFILES}),
-    families=MappingProxyType(
-        {f.id: replace(f, **_FITTED_FAMILIES.get(f.id, {})) for f in KERNEL_FAMILIES.values()}
-    ),
-    **_FITTED_GLOBALS,  # type: ignore[arg-type]
-    provenance="engine factors and global constants: scripts/fit_engines.py over the scored speed rows "
-    "of tests/data/validation (2026-12-04: the 734 rows the fit takes, from 41 sources); engines' bandwidth efficiencies are their priors, scaled by "
-    "the fitted bandwidth ceiling of each GPU generation; 80% ranges: " + SPREAD_PROVENANCE,
-)
-
-#: The engine profiles in use (``FITTED.engines``; a validation harness may swap entries for a refit).
-ENGINES: dict[str, EngineProfile] = FITTED.engines  # type: ignore[assignment]
-
-#: Global constants in force when a caller passes none (innermost :func:`using_constants` first).
-_ACTIVE: list[SpeedConstants] = []
-
-
-def active_constants() -> SpeedConstants:
-    """The speed model's global constants in force: ``FITTED`` unless :func:`using_constants` says
-    otherwise. (The engine profiles always come from :data:`ENGINES`.)"""
-    return _ACTIVE[-1] if _ACTIVE else FITTED
-
-
-@contextmanager
-def using_constants(constants: SpeedConstants | None) -> Iterator[None]:
-    """Within the block, estimates use ``constants``' global values (launch times, GEMM half
-    sizes, attention efficiency, ...) instead of ``FITTED``'s: how a leave-one-source-out
-    validation refits them without the held-out source. ``None`` changes nothing."""
-    if constants is None:
-        yield
-        return
-    _ACTIVE.append(constants)
-    try:
-        yield
-    finally:
-        _ACTIVE.pop()
-
-
 def engine_for(engine_id: str | None, kind: str, constants: SpeedConstants | None = None) -> EngineProfile:
-    """The profile named ``engine_id``, or the default one for the workload kind."""
+    """The profile named ``engine_id``, or the default one for the workload kind, in ``constants``
+    (the shipped ones when None)."""
     if engine_id is None:
         engine_id = default_engine(kind)
-    engines = (constants or FITTED).engines
+    engines = (constants or shipped_constants()).engines
     profile = engines.get(engine_id)
     if profile is None:
         raise InputError("workload.engine", f"unknown engine; known engines: {', '.join(engines)}", engine_id)
-    wanted = "inference" if kind == "inference" else "training"
+    wanted = EngineKind.INFERENCE if kind == "inference" else EngineKind.TRAINING
     if profile.kind != wanted:
         names = ", ".join(p.id for p in engines.values() if p.kind == wanted)
         raise InputError(
             "workload.engine", f"is a {profile.kind} engine; for {kind} use one of {names}", engine_id
         )
     return profile
+
+
+def kernel_family(family: str | None, weights: str, constants: SpeedConstants) -> KernelFamily | None:
+    """The :class:`~.kernels.KernelFamily` that runs ``weights`` in ``constants`` (None for 16/32-bit
+    weights)."""
+    if family is None:
+        return None
+    if family == "bnb" and weights == "int8":
+        family = "bnb-int8"
+    return constants.families[family]
+
+
+# --- the fitted values, as data -------------------------------------------------------------------
+#: The file the fit writes, in this package.
+FITTED_FILE = "fitted_constants.json"
+FITTED_FORMAT = "gpuadvisor-fitted-constants"
+FITTED_VERSION = 1
+
+
+def fitted_fields(profile: EngineProfile) -> tuple[str, ...]:
+    """The fields of ``profile`` a fit sets (the rest of a record is never fitted): a training
+    engine's GEMM efficiency; an inference engine's prefill efficiency and host time per layer, and
+    where the record has per-architecture multipliers (llama.cpp's own speed model) its bandwidth
+    efficiency and those multipliers (the other engines' bandwidth follows the fitted ceiling of
+    each GPU generation); every engine's 80% range and the words saying what it rests on."""
+    if profile.kind == EngineKind.TRAINING:
+        speed: tuple[str, ...] = ("mfu",)
+    else:
+        speed = ("prefill_mfu", "layer_overhead_s")
+        if profile.layer_overhead_by_arch:
+            speed += ("bandwidth_efficiency", "layer_overhead_by_arch", "prefill_mfu_by_arch")
+    return (*speed, "spread_low", "spread_high", "calibrated_on")
+
+
+#: The global constants a fit sets (a mapping's entries are set one by one).
+FITTED_GLOBALS = (
+    "bandwidth_ceiling",
+    "host_exposed_share",
+    "gpu_kernel_s",
+    "kv_bandwidth_factor",
+    "gemm_tokens_half",
+    "gemm_width_half",
+    "graph_step_host_s",
+    "moe_kernels_per_layer",
+    "moe_expert_efficiency",
+)
+#: llama.cpp's constants a fit sets.
+FITTED_LLAMA_CPP = ("host_stream_efficiency", "split_spread_low", "split_spread_high")
+
+
+class FittedFileError(ValueError):
+    """``fitted_constants.json`` is not what the fit writes (a bug of the installation or of a hand edit)."""
+
+
+def _fitted_engine(prior: EngineProfile, values: Mapping[str, Any]) -> EngineProfile:
+    wanted = fitted_fields(prior)
+    if sorted(values) != sorted(wanted):
+        raise FittedFileError(f"{FITTED_FILE}: engine {prior.id} must set exactly {', '.join(wanted)}")
+    change: dict[str, Any] = {}
+    for name, value in values.items():
+        if name.endswith("_by_arch"):
+            arches = dict(getattr(prior, name))
+            if set(value) != set(arches):
+                raise FittedFileError(
+                    f"{FITTED_FILE}: engine {prior.id}: {name} must set {', '.join(arches)}"
+                )
+            change[name] = tuple((arch, float(value[arch])) for arch in arches)
+        elif name == "calibrated_on":
+            change[name] = str(value)
+        else:
+            change[name] = float(value)
+    return replace(prior, **change)
+
+
+def constants_from_values(values: Mapping[str, Any], provenance: str = "") -> SpeedConstants:
+    """:data:`PRIORS` with the fitted ``values`` (the ``values`` object of ``fitted_constants.json``)
+    in place. Every engine of the records (release lines are derived) must be in it and nothing
+    else: a file that misses one is refused, never filled with a default."""
+    engines = values["engines"]
+    bases = [p.id for p in PROFILES]
+    if sorted(engines) != sorted(bases):
+        raise FittedFileError(
+            f"{FITTED_FILE}: engines must be exactly {', '.join(bases)}; got {', '.join(engines)}"
+        )
+    profiles = {p.id: _fitted_engine(p, engines[p.id]) for p in PROFILES}
+    g = values["globals"]
+    if sorted(g) != sorted(FITTED_GLOBALS):
+        raise FittedFileError(f"{FITTED_FILE}: globals must be exactly {', '.join(FITTED_GLOBALS)}")
+    change: dict[str, Any] = {}
+    for name in FITTED_GLOBALS:
+        prior = getattr(PRIORS, name)
+        change[name] = {**prior, **g[name]} if isinstance(prior, Mapping) else float(g[name])
+    families = {k: replace(f, **values["families"].get(k, {})) for k, f in KERNEL_FAMILIES.items()}
+    spreads = {f: (float(lo), float(hi)) for f, (lo, hi) in values["serving_spreads"].items()}
+    if sorted(spreads) != sorted(SERVING_FIGURES):
+        raise FittedFileError(f"{FITTED_FILE}: serving_spreads must be exactly {', '.join(SERVING_FIGURES)}")
+    overheads = {k: float(v) for k, v in values["request_overhead_s"].items()}
+    if EVERY_STACK not in overheads or not set(overheads) <= {EVERY_STACK, *bases} - set(RELEASE_LINES):
+        raise FittedFileError(f"{FITTED_FILE}: request_overhead_s needs {EVERY_STACK!r} and engine ids only")
+    llama = values["llama_cpp"]
+    if sorted(llama) != sorted(FITTED_LLAMA_CPP):
+        raise FittedFileError(f"{FITTED_FILE}: llama_cpp must be exactly {', '.join(FITTED_LLAMA_CPP)}")
+    return replace(
+        PRIORS,
+        engines=with_release_lines(profiles),
+        families=families,
+        request_overhead_s=overheads,
+        serving_spreads=spreads,
+        llama_cpp=replace(
+            PRIORS.llama_cpp,
+            host_stream_efficiency=float(llama["host_stream_efficiency"]),
+            split_spread_low=float(llama["split_spread_low"]),
+            split_spread_high=float(llama["split_spread_high"]),
+        ),
+        provenance=provenance,
+        **change,
+    )
+
+
+def read_fitted_file() -> dict[str, Any]:
+    """The fitted file as shipped in this package (its whole JSON object)."""
+    text = resources.files(__package__).joinpath(FITTED_FILE).read_text(encoding="utf-8")
+    data = json.loads(text)
+    if not isinstance(data, dict) or data.get("format") != FITTED_FORMAT:
+        raise FittedFileError(f"{FITTED_FILE}: not a {FITTED_FORMAT} file")
+    if data.get("version") != FITTED_VERSION:
+        raise FittedFileError(
+            f"{FITTED_FILE}: version {data.get('version')!r}, this program reads {FITTED_VERSION}"
+        )
+    return data
+
+
+@functools.cache
+def shipped_constants() -> SpeedConstants:
+    """The constants in use: :data:`PRIORS` with the values of ``fitted_constants.json`` (read once,
+    on first use)."""
+    data = read_fitted_file()
+    return constants_from_values(data["values"], str(data.get("provenance", "")))

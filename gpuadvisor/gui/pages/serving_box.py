@@ -10,7 +10,7 @@ from __future__ import annotations
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QComboBox, QFormLayout, QGroupBox, QWidget
 
-from ...core.estimation.serving import default_request_overhead_s
+from ...core.specs.constants import shipped_constants
 from ...core.specs.engines import DEFAULT_INFERENCE_ENGINE
 from ...core.specs.serving import PERCENTILES, ServingSpec
 from ..widgets import NumberField
@@ -94,7 +94,7 @@ class ServingBox(QGroupBox):
 
     @staticmethod
     def _fitted_placeholder(engine_id: str) -> str:
-        return f"{default_request_overhead_s(engine_id) * 1000:g} (fitted)"
+        return f"{shipped_constants().request_overhead_for(engine_id) * 1000:g} (fitted)"
 
     def set_engine(self, engine_id: str) -> None:
         """Show the fitted per-request time of the engine that will serve (when none is typed)."""

@@ -16,8 +16,8 @@ from PySide6.QtWidgets import (
 )
 
 from ...core.formats.scenario import Scenario
-from ...core.specs.constants import ENGINES, engine_for
-from ...core.specs.engines import DEFAULT_INFERENCE_ENGINE, engine_lineage, engine_of
+from ...core.specs.constants import engine_for
+from ...core.specs.engines import DEFAULT_INFERENCE_ENGINE, RECORDS, engine_lineage, engine_of
 from ...core.specs.hardware import HOST_DEFAULTS, GpuCatalog, MachineClass
 from ...core.specs.workload import Offload, adapt_to_kind
 from ..widgets import ElidedComboBox, NumberField, hint
@@ -551,7 +551,7 @@ class WorkloadPage(QWidget):
         self.engine.clear()
         default = engine_for("llama.cpp" if wanted == "inference" and self._llama_default else None, kind)
         self.engine.addItem(f"Default for this workload ({default.name})", "")
-        for e in ENGINES.values():
+        for e in RECORDS.values():
             if e.kind == wanted:
                 self.engine.addItem(e.name, e.id)
         _select(self.engine, current or "")
