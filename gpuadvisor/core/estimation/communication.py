@@ -214,43 +214,11 @@ def layout_training_performance(
         parts["experts"] = micro * moe_layers * 4 * per
     exposed = sum(parts.values())
     if d * c > 1:
-        # Gradients are reduced over every replica of the weights: DP x CP (stride TP).
-        d_all = d * c
-        bw, lat = group_link(t, d_all, gpus_per_node, node, net)
-        state_share = 1.0 / (t * p)
-        grads = mm.grad_bytes * state_share
-        ring = 2 * (d_all - 1) / d_all
-        d = d_all
-        if layout.sharding in ("zero3", "fsdp"):
-            params = mm.weight_bytes * state_share
-            volume = (d - 1) / d * grads + micro * 2 * (d - 1) / d * params
-            total = volume / bw + lat * micro * 2 * layers_gpu
-            dp = max(total - useful, (1 - DP_OVERLAP) * total)
-        else:
-            total = ring * grads / bw + lat
-            window = BACKWARD_SHARE * useful / micro  # the last micro-batch's backward pass
-            dp = max(total - window, (1 - DP_OVERLAP) * total)
+        dp = _data_parallel_time(mm, layout, gpus_per_node, node, net, useful, micro, layers_gpu)
         parts["data"] = dp
         exposed += dp
-    off = w.offload
-    if off.any:
-        pcie = gpu.pcie_gb_s * 1e9 * PCIE_EFFICIENCY
-        shard_params = mm.weight_bytes / max(mm.block_bytes_per_weight, 1.0) / (t * p * d)
-        offload = 0.0
-        if off.optimizer != "none":
-            grads = mm.grad_bytes / (t * p * d)
-            to_host = grads / pcie
-            back = 2.0 * shard_params / pcie
-            host_bw = gpu.host_memory_bandwidth_gb_s * 1e9
-            # All GPUs of a node share its host memory bandwidth for the CPU Adam step.
-            per_node = min(n, gpus_per_node)
-            cpu_adam = CPU_ADAM_BYTES * shard_params * per_node / host_bw
-            if off.optimizer == "nvme":
-                cpu_adam *= 2  # states read from and written back to NVMe through host buffers
-            offload += max(to_host - BACKWARD_SHARE * useful, (1 - DP_OVERLAP) * to_host) + back + cpu_adam
-        if off.parameters != "none":
-            xfer = micro * 2 * mm.weight_bytes / (t * p * d) / pcie
-            offload += max(xfer - useful, (1 - DP_OVERLAP) * xfer)
+    if w.offload.any:
+        offload = _offload_time(mm, gpu, layout, gpus_per_node, useful, micro)
         parts["offload"] = offload
         exposed += offload
         if offload > 0.2 * (compute + exposed):
@@ -278,6 +246,65 @@ def layout_training_performance(
         communication_share=share,
         notes=tuple(notes),
     )
+
+
+def _data_parallel_time(
+    mm: MemoryModel,
+    layout: Layout,
+    gpus_per_node: int,
+    node: tuple[float, float],
+    net: tuple[float, float],
+    useful: float,
+    micro: int,
+    layers_gpu: int,
+) -> float:
+    """Exposed time of the data-parallel traffic of a step (s): gradients reduced over every
+    replica of the weights, DP x CP (stride TP); under ZeRO-3/FSDP the weights gathered too,
+    overlapped with the whole step's compute, else with the last micro-batch's backward pass."""
+    t, p = layout.tp, layout.pp
+    d = layout.dp * layout.cp
+    bw, lat = group_link(t, d, gpus_per_node, node, net)
+    state_share = 1.0 / (t * p)
+    grads = mm.grad_bytes * state_share
+    ring = 2 * (d - 1) / d
+    if layout.sharding in ("zero3", "fsdp"):
+        params = mm.weight_bytes * state_share
+        volume = (d - 1) / d * grads + micro * 2 * (d - 1) / d * params
+        total = volume / bw + lat * micro * 2 * layers_gpu
+        return max(total - useful, (1 - DP_OVERLAP) * total)
+    total = ring * grads / bw + lat
+    window = BACKWARD_SHARE * useful / micro  # the last micro-batch's backward pass
+    return max(total - window, (1 - DP_OVERLAP) * total)
+
+
+def _offload_time(
+    mm: MemoryModel, gpu: GpuSpec, layout: Layout, gpus_per_node: int, useful: float, micro: int
+) -> float:
+    """Exposed time of offloading in a step (s): gradients to the host, the CPU Adam step and the
+    weights back (optimizer offload), and the weights streamed in per micro-batch (parameter
+    offload), each over PCIe and partly hidden behind compute."""
+    w = mm.workload
+    off = w.offload
+    t, p, d = layout.tp, layout.pp, layout.dp * layout.cp
+    n = layout.gpus
+    pcie = gpu.pcie_gb_s * 1e9 * PCIE_EFFICIENCY
+    shard_params = mm.weight_bytes / max(mm.block_bytes_per_weight, 1.0) / (t * p * d)
+    offload = 0.0
+    if off.optimizer != "none":
+        grads = mm.grad_bytes / (t * p * d)
+        to_host = grads / pcie
+        back = 2.0 * shard_params / pcie
+        host_bw = gpu.host_memory_bandwidth_gb_s * 1e9
+        # All GPUs of a node share its host memory bandwidth for the CPU Adam step.
+        per_node = min(n, gpus_per_node)
+        cpu_adam = CPU_ADAM_BYTES * shard_params * per_node / host_bw
+        if off.optimizer == "nvme":
+            cpu_adam *= 2  # states read from and written back to NVMe through host buffers
+        offload += max(to_host - BACKWARD_SHARE * useful, (1 - DP_OVERLAP) * to_host) + back + cpu_adam
+    if off.parameters != "none":
+        xfer = micro * 2 * mm.weight_bytes / (t * p * d) / pcie
+        offload += max(xfer - useful, (1 - DP_OVERLAP) * xfer)
+    return offload
 
 
 def is_legacy(mm: MemoryModel, layout: Layout) -> bool:

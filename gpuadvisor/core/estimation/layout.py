@@ -158,6 +158,24 @@ def _divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
 
 
+def _check_expert_parallel(model: ModelSpec, layout: Layout) -> None:
+    """Raise when expert parallelism ``layout.ep`` cannot split the model's experts."""
+    if not model.is_moe:
+        raise InputError("hardware.expert_parallel", "needs a mixture-of-experts model", layout.ep)
+    if model.num_experts % layout.ep:
+        raise InputError(
+            "hardware.expert_parallel",
+            f"the {model.num_experts} experts do not divide evenly over EP{layout.ep}",
+            layout.ep,
+        )
+    if (layout.dp * layout.cp) % layout.ep:
+        raise InputError(
+            "hardware.expert_parallel",
+            f"EP{layout.ep} must divide the data-parallel x context group ({layout.dp * layout.cp} GPUs)",
+            layout.ep,
+        )
+
+
 def check_layout(model: ModelSpec, workload: Workload, hw: Hardware, layout: Layout) -> Layout:
     """Raise a one-line :class:`InputError` naming the field when ``layout`` cannot run."""
     if layout.tp > 1:
@@ -192,20 +210,7 @@ def check_layout(model: ModelSpec, workload: Workload, hw: Hardware, layout: Lay
                 layout.vpp,
             )
     if layout.ep > 1:
-        if not model.is_moe:
-            raise InputError("hardware.expert_parallel", "needs a mixture-of-experts model", layout.ep)
-        if model.num_experts % layout.ep:
-            raise InputError(
-                "hardware.expert_parallel",
-                f"the {model.num_experts} experts do not divide evenly over EP{layout.ep}",
-                layout.ep,
-            )
-        if (layout.dp * layout.cp) % layout.ep:
-            raise InputError(
-                "hardware.expert_parallel",
-                f"EP{layout.ep} must divide the data-parallel x context group ({layout.dp * layout.cp} GPUs)",
-                layout.ep,
-            )
+        _check_expert_parallel(model, layout)
     if layout.cp > 1 and workload.seq_len % layout.cp:
         raise InputError(
             "hardware.context_parallel",

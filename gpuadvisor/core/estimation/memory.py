@@ -180,13 +180,18 @@ class MemoryModel:
         self.overhead = overhead or RuntimeOverhead()
         self.prefill_chunk_tokens = prefill_chunk_tokens
         m, w = model, workload
-        counts = m.counts
         self.layers = m.num_layers
-        h, a = m.hidden_size, w.activation_bytes
-        d_q, d_kv, i = m.q_dim, m.kv_dim, m.expert_intermediate_size
-        k_exp = m.experts_per_token
         self.training = w.is_training
+        shapes = m.linear_shapes()
+        self._init_weights(shapes)
+        self._init_trainable(shapes)
+        self._init_activations(shapes)
+        self._init_inference()
 
+    def _init_weights(self, shapes: dict[str, tuple[int, int]]) -> None:
+        """The weights' bytes by part (blocks, embedding, head, norms) and the dequantization buffer."""
+        m, w = self.model, self.workload
+        counts, h = m.counts, m.hidden_size
         # --- weights ----------------------------------------------------------------------
         family = w.quantization_family
         quantized = family is not None
@@ -216,11 +221,14 @@ class MemoryModel:
             self.norm_bytes = counts.norms_and_other * other_bytes
         self.weight_bytes = self.block_weight_bytes + self.embedding_bytes + self.head_bytes + self.norm_bytes
         # Dequantized copy of the largest projection while it runs (bitsandbytes, weight-only int4).
-        shapes = m.linear_shapes()
         largest = max(a_ * b_ for a_, b_ in shapes.values())
         # (Marlin, AWQ, GGUF, torchao and FP8 kernels dequantize in registers and keep no copy.)
         self.dequant_buffer = largest * 2.0 if family in ("bnb", "gptq", "exllama", "hqq") else 0.0
 
+    def _init_trainable(self, shapes: dict[str, tuple[int, int]]) -> None:
+        """Gradients, optimizer state and LoRA adapters: what training keeps besides the weights."""
+        m, w = self.model, self.workload
+        counts = m.counts
         # --- trainable state --------------------------------------------------------------
         # Pure bf16 training (torchtune-style): AdamW moments in bf16 and no fp32 master copy.
         bf16_states = w.optimizer_state_dtype == "bf16"
@@ -256,6 +264,11 @@ class MemoryModel:
         if not w.uses_adapters:
             self.targets = ()
 
+    def _init_activations(self, shapes: dict[str, tuple[int, int]]) -> None:
+        """Training activations per token and layer, and what expert parallelism shards."""
+        m, w = self.model, self.workload
+        counts, h, a = m.counts, m.hidden_size, w.activation_bytes
+        d_q, d_kv, i, k_exp = m.q_dim, m.kv_dim, m.expert_intermediate_size, m.experts_per_token
         # --- activations per token per layer (training) -----------------------------------
         rms = m.norm == "rmsnorm"
         dropout = m.position_embedding == "learned"  # GPT-2/BERT-era models train with dropout 0.1
@@ -308,6 +321,13 @@ class MemoryModel:
             expert_targets = [t for t in self.targets if t in ("gate_proj", "up_proj", "down_proj")]
             on_experts = lora_parameters(m, w.lora_rank, tuple(expert_targets)) if expert_targets else 0
             self.adapter_expert_share = on_experts / self.adapter_params
+
+    def _init_inference(self) -> None:
+        """Attention scores, the loss's logits, the KV cache per token and the inference transients."""
+        m, w = self.model, self.workload
+        h, a = m.hidden_size, w.activation_bytes
+        d_q, d_kv, i, k_exp = m.q_dim, m.kv_dim, m.expert_intermediate_size, m.experts_per_token
+        dropout = m.position_embedding == "learned"  # GPT-2/BERT-era models train with dropout 0.1
         self._layouts: dict[tuple[int, str], Layout] = {}
         self._stages: dict[Layout, str] = {}
         # Eager attention keeps the softmax: fp32 output plus the 16-bit copy (and dropout mask/output).
@@ -419,7 +439,7 @@ class MemoryModel:
     def _breakdown(
         self, layout: Layout, batch_size: int | None, context: int | None, stage: str
     ) -> MemoryBreakdown:
-        m, w = self.model, self.workload
+        w = self.workload
         b = w.batch_size if batch_size is None else batch_size
         if context is None:
             s = w.context_tokens
@@ -428,10 +448,8 @@ class MemoryModel:
             s = context
             prompt = max(1, context - w.output_tokens)
         t, p, d, cp = layout.tp, layout.pp, layout.dp, layout.cp
-        n = layout.gpus
         sharding = layout.sharding
         L = self.layers
-        c = self.model.counts
         # Experts are sharded over expert parallelism: the block share one GPU holds.
         block_mult = 1.0 - self.expert_share + self.expert_share / layout.ep if layout.ep > 1 else 1.0
 
@@ -440,6 +458,78 @@ class MemoryModel:
         # ZeRO divides: dense state over the DP x CP group, the experts over EP and then over the
         # expert data-parallel group of DP x CP / EP GPUs, which is again 1 / (DP x CP) of the whole).
         stage_layers = math.ceil(L / p)
+        block_share, weights, whole_weights, share_local, share_whole = self._weight_shares(
+            layout, stage, stage_layers, block_mult
+        )
+        if self.workload.uses_adapters:  # LoRA adapters live only in the blocks
+            share_whole = block_share / t
+            ep_mult = 1.0 - self.adapter_expert_share + self.adapter_expert_share / layout.ep
+            share_local = share_whole * ep_mult
+        # Context-parallel ranks hold the same weights, so ZeRO/FSDP shards over DP x CP (Megatron's
+        # data-parallel-with-context group; torchtitan's dp_shard x cp mesh), never over TP or PP.
+        d = d * cp
+        zero = sharding in ("zero1", "zero2", "zero3", "fsdp")
+        zero_grads = sharding in ("zero2", "zero3", "fsdp")
+        optim = self.optim_bytes * (share_whole if zero else share_local)
+        grads = self.grad_bytes * (share_whole if zero_grads else share_local)
+        adapters = self.adapter_bytes * share_local
+        if zero:
+            optim /= d
+        if zero_grads:
+            grads /= d
+        # Layers gathered in flight: the one computing, the one prefetched, one reducing.
+        layer = self.block_weight_bytes * block_mult / L / t
+        if sharding in ("zero3", "fsdp"):
+            full = weights
+            weights = whole_weights / d
+            adapters = self.adapter_bytes * share_whole / d
+            gathered = min(3 * layer, max(full - weights, 0.0))
+            weights += gathered
+        else:
+            gathered = 0.0
+
+        host = offloaded = 0.0
+        if self.training:
+            act, logits = self._training_activations(layout, b, s, stage, stage_layers)
+            kv = 0.0
+            off = w.offload
+            if off.any:
+                optim, grads, weights, gathered, host, offloaded = self._offloaded(
+                    optim, grads, weights, gathered, layer, stage_layers
+                )
+        else:
+            act, kv, logits, weights, host = self._inference_memory(
+                layout, b, s, prompt, d, stage_layers, weights
+            )
+        tensors = weights + grads + optim + act + kv + adapters
+        overhead = (
+            self.overhead.cuda_context_gib * GIB + self.overhead.fragmentation_for(self.training) * tensors
+        )
+        return MemoryBreakdown(
+            weights=weights,
+            gradients=grads,
+            optimizer=optim,
+            activations=act,
+            kv_cache=kv,
+            adapters=adapters,
+            overhead=overhead,
+            logits=logits,
+            gathered=gathered,
+            host=host,
+            offloaded=offloaded,
+            stage=stage,
+        )
+
+    def _weight_shares(
+        self, layout: Layout, stage: str, stage_layers: int, block_mult: float
+    ) -> tuple[float, float, float, float, float]:
+        """(share of the blocks on one pipeline stage, weight bytes one GPU holds, the same without
+        expert parallelism, the share of the trainable state one GPU keeps unsharded, the share ZeRO
+        divides): see :meth:`_breakdown`."""
+        w = self.workload
+        t, p = layout.tp, layout.pp
+        L = self.layers
+        c = self.model.counts
         if p > 1:
             block_share = stage_layers / L
             if stage == "first":
@@ -474,136 +564,108 @@ class MemoryModel:
             ) / t + self.norm_bytes
             share_whole = 1.0 / t
             share_local = (c.total - c.blocks * (1.0 - block_mult)) / c.total / t
-        if self.workload.uses_adapters:  # LoRA adapters live only in the blocks
-            share_whole = block_share / t
-            ep_mult = 1.0 - self.adapter_expert_share + self.adapter_expert_share / layout.ep
-            share_local = share_whole * ep_mult
-        # Context-parallel ranks hold the same weights, so ZeRO/FSDP shards over DP x CP (Megatron's
-        # data-parallel-with-context group; torchtitan's dp_shard x cp mesh), never over TP or PP.
-        d = d * cp
-        zero = sharding in ("zero1", "zero2", "zero3", "fsdp")
-        zero_grads = sharding in ("zero2", "zero3", "fsdp")
-        optim = self.optim_bytes * (share_whole if zero else share_local)
-        grads = self.grad_bytes * (share_whole if zero_grads else share_local)
-        adapters = self.adapter_bytes * share_local
-        if zero:
-            optim /= d
-        if zero_grads:
-            grads /= d
-        # Layers gathered in flight: the one computing, the one prefetched, one reducing.
-        layer = self.block_weight_bytes * block_mult / L / t
-        if sharding in ("zero3", "fsdp"):
-            full = weights
-            weights = whole_weights / d
-            adapters = self.adapter_bytes * share_whole / d
-            gathered = min(3 * layer, max(full - weights, 0.0))
-            weights += gathered
-        else:
-            gathered = 0.0
+        return block_share, weights, whole_weights, share_local, share_whole
 
-        host = offloaded = 0.0
-        if self.training:
-            tokens = b * s / cp  # context parallelism splits every sequence
-            per_tok = self.act_per_token_layer
-            rep = self.act_replicated_per_token_layer
-            if layout.sequence_parallel or t == 1:
-                layer_tok = per_tok / t
-                ckpt_tok = self.checkpoint_per_token_layer / t
-            else:
-                layer_tok = rep + (per_tok - rep) / t
-                ckpt_tok = self.checkpoint_per_token_layer
-            score_tok = self.score_bytes * s / t  # attention heads split over TP
-            rec = layout.recompute
-            if rec == "none":
-                keep, one_layer = tokens * (layer_tok + score_tok), 0.0
-            elif rec == "selective":
-                # Korthikanti et al. 2022, section 5: the attention core (softmax, its dropout and
-                # the score matmuls) is recomputed; its buffers live for one layer at a time.
-                keep, one_layer = tokens * layer_tok, tokens * score_tok
-            else:
-                keep, one_layer = tokens * ckpt_tok, tokens * (layer_tok + score_tok)
-            logits = tokens * self.logit_bytes_per_token / t
-            if p > 1:
-                if stage == "first":
-                    # 1F1B: the first stage holds the activations of up to PP micro-batches (fewer
-                    # when a step has fewer); interleaving adds 1 + (p - 1) / (p v) (Korthikanti
-                    # et al. 2022, section 4.2.3).
-                    in_flight = min(p, self.micro_batches(layout, b))
-                    factor = 1.0 + (p - 1) / (p * layout.vpp) if layout.vpp > 1 else 1.0
-                    act = keep * stage_layers * in_flight * factor + one_layer
-                    logits = 0.0
-                else:
-                    act = keep * stage_layers + one_layer + logits
-            else:
-                act = keep * L + one_layer + logits
-            act += self.dequant_buffer / t
-            kv = 0.0
-            off = w.offload
-            if off.optimizer != "none":
-                # ZeRO-Offload: the fp32 master copy and moments live in host memory (or on NVMe
-                # behind pinned host buffers) and the 16-bit gradients stream to them layer by
-                # layer, so the GPU keeps about two layers of gradients in flight.
-                moved = optim + grads
-                offloaded += moved
-                in_flight_grads = min(grads, 2 * grads / max(stage_layers, 1))
-                host += moved if off.optimizer == "cpu" else 2 * moved / max(stage_layers, 1)
-                optim, grads = 0.0, in_flight_grads
-            if off.parameters != "none":
-                # ZeRO-Infinity / FSDP CPU offload: the GPU holds only the layers being gathered.
-                shard = weights - gathered
-                offloaded += shard
-                keep_w = gathered if gathered > 0 else min(3 * layer, weights)
-                host += shard if off.parameters == "cpu" else keep_w
-                weights, gathered = keep_w, keep_w
+    def _training_activations(
+        self, layout: Layout, b: int, s: int, stage: str, stage_layers: int
+    ) -> tuple[float, float]:
+        """(activation bytes, logit bytes) one GPU keeps for a training step of ``layout``."""
+        t, p, cp = layout.tp, layout.pp, layout.cp
+        L = self.layers
+        tokens = b * s / cp  # context parallelism splits every sequence
+        per_tok = self.act_per_token_layer
+        rep = self.act_replicated_per_token_layer
+        if layout.sequence_parallel or t == 1:
+            layer_tok = per_tok / t
+            ckpt_tok = self.checkpoint_per_token_layer / t
         else:
-            replicas = d if sharding == "ddp" else 1
-            b_gpu = math.ceil(b / replicas) if replicas > 1 else b
-            chunk = b_gpu * prompt
-            if self.prefill_chunk_tokens:
-                chunk = min(chunk, self.prefill_chunk_tokens)
-            scores = 0.0 if w.flash_attention else b_gpu * m.num_attention_heads * prompt * prompt * 6.0
-            # Serving engines compute the logits of the last position only; a Hugging Face forward
-            # (Transformers, AutoAWQ) returns them for every prompt token, upcast to fp32.
-            logit_rows = b_gpu * (prompt if self.full_prompt_logits else 1)
-            logits = (logit_rows * m.vocab_size * self.logit_bytes_inference if m.has_kv_cache else 0.0) / t
-            act = (chunk * self.inference_transient_per_token + scores) / t + logits + self.dequant_buffer / t
-            kv_layers = stage_layers
-            kv_heads_share = m.kv_copies(t) / t  # each rank's share of one whole cache
-            kv = (
-                b_gpu
-                * self.kv_tokens_per_layer(s)
-                * kv_layers
-                * self.kv_bytes_per_token_layer
-                * kv_heads_share
-            )
-            # A load that copies q/k/v peaks above a short run: the peak is the larger of the two.
-            act = max(act, self.qkv_copy_bytes / (t * p) - kv)
-            share = self.gpu_layer_share
-            if share < 1.0:
-                # llama.cpp -ngl: the first layers, the embedding and the output head stay in host RAM
-                # with their KV cache; the GPU holds the offloaded layers' weights and cache.
-                gpu_weights = (self.block_weight_bytes + self.norm_bytes) * share / t
-                host = weights - gpu_weights + kv * (1.0 - share)
-                weights, kv = gpu_weights, kv * share
-        del n
-        tensors = weights + grads + optim + act + kv + adapters
-        overhead = (
-            self.overhead.cuda_context_gib * GIB + self.overhead.fragmentation_for(self.training) * tensors
-        )
-        return MemoryBreakdown(
-            weights=weights,
-            gradients=grads,
-            optimizer=optim,
-            activations=act,
-            kv_cache=kv,
-            adapters=adapters,
-            overhead=overhead,
-            logits=logits,
-            gathered=gathered,
-            host=host,
-            offloaded=offloaded,
-            stage=stage,
-        )
+            layer_tok = rep + (per_tok - rep) / t
+            ckpt_tok = self.checkpoint_per_token_layer
+        score_tok = self.score_bytes * s / t  # attention heads split over TP
+        rec = layout.recompute
+        if rec == "none":
+            keep, one_layer = tokens * (layer_tok + score_tok), 0.0
+        elif rec == "selective":
+            # Korthikanti et al. 2022, section 5: the attention core (softmax, its dropout and
+            # the score matmuls) is recomputed; its buffers live for one layer at a time.
+            keep, one_layer = tokens * layer_tok, tokens * score_tok
+        else:
+            keep, one_layer = tokens * ckpt_tok, tokens * (layer_tok + score_tok)
+        logits = tokens * self.logit_bytes_per_token / t
+        if p > 1:
+            if stage == "first":
+                # 1F1B: the first stage holds the activations of up to PP micro-batches (fewer
+                # when a step has fewer); interleaving adds 1 + (p - 1) / (p v) (Korthikanti
+                # et al. 2022, section 4.2.3).
+                in_flight = min(p, self.micro_batches(layout, b))
+                factor = 1.0 + (p - 1) / (p * layout.vpp) if layout.vpp > 1 else 1.0
+                act = keep * stage_layers * in_flight * factor + one_layer
+                logits = 0.0
+            else:
+                act = keep * stage_layers + one_layer + logits
+        else:
+            act = keep * L + one_layer + logits
+        act += self.dequant_buffer / t
+        return act, logits
+
+    def _offloaded(
+        self, optim: float, grads: float, weights: float, gathered: float, layer: float, stage_layers: int
+    ) -> tuple[float, float, float, float, float, float]:
+        """(optimizer, gradients, weights, gathered bytes left on the GPU, host bytes, offloaded
+        bytes) once ZeRO-Offload or ZeRO-Infinity moves state to the host or NVMe."""
+        host = offloaded = 0.0
+        off = self.workload.offload
+        if off.optimizer != "none":
+            # ZeRO-Offload: the fp32 master copy and moments live in host memory (or on NVMe
+            # behind pinned host buffers) and the 16-bit gradients stream to them layer by
+            # layer, so the GPU keeps about two layers of gradients in flight.
+            moved = optim + grads
+            offloaded += moved
+            in_flight_grads = min(grads, 2 * grads / max(stage_layers, 1))
+            host += moved if off.optimizer == "cpu" else 2 * moved / max(stage_layers, 1)
+            optim, grads = 0.0, in_flight_grads
+        if off.parameters != "none":
+            # ZeRO-Infinity / FSDP CPU offload: the GPU holds only the layers being gathered.
+            shard = weights - gathered
+            offloaded += shard
+            keep_w = gathered if gathered > 0 else min(3 * layer, weights)
+            host += shard if off.parameters == "cpu" else keep_w
+            weights, gathered = keep_w, keep_w
+        return optim, grads, weights, gathered, host, offloaded
+
+    def _inference_memory(
+        self, layout: Layout, b: int, s: int, prompt: int, d: int, stage_layers: int, weights: float
+    ) -> tuple[float, float, float, float, float]:
+        """(activation bytes, KV cache, logit bytes, weights on the GPU, host bytes) of serving
+        ``layout``: the prefill's transients, the cache of the batch, llama.cpp's layers in host RAM."""
+        m, w = self.model, self.workload
+        t, p = layout.tp, layout.pp
+        sharding = layout.sharding
+        host = 0.0
+        replicas = d if sharding == "ddp" else 1
+        b_gpu = math.ceil(b / replicas) if replicas > 1 else b
+        chunk = b_gpu * prompt
+        if self.prefill_chunk_tokens:
+            chunk = min(chunk, self.prefill_chunk_tokens)
+        scores = 0.0 if w.flash_attention else b_gpu * m.num_attention_heads * prompt * prompt * 6.0
+        # Serving engines compute the logits of the last position only; a Hugging Face forward
+        # (Transformers, AutoAWQ) returns them for every prompt token, upcast to fp32.
+        logit_rows = b_gpu * (prompt if self.full_prompt_logits else 1)
+        logits = (logit_rows * m.vocab_size * self.logit_bytes_inference if m.has_kv_cache else 0.0) / t
+        act = (chunk * self.inference_transient_per_token + scores) / t + logits + self.dequant_buffer / t
+        kv_layers = stage_layers
+        kv_heads_share = m.kv_copies(t) / t  # each rank's share of one whole cache
+        kv = b_gpu * self.kv_tokens_per_layer(s) * kv_layers * self.kv_bytes_per_token_layer * kv_heads_share
+        # A load that copies q/k/v peaks above a short run: the peak is the larger of the two.
+        act = max(act, self.qkv_copy_bytes / (t * p) - kv)
+        share = self.gpu_layer_share
+        if share < 1.0:
+            # llama.cpp -ngl: the first layers, the embedding and the output head stay in host RAM
+            # with their KV cache; the GPU holds the offloaded layers' weights and cache.
+            gpu_weights = (self.block_weight_bytes + self.norm_bytes) * share / t
+            host = weights - gpu_weights + kv * (1.0 - share)
+            weights, kv = gpu_weights, kv * share
+        return act, kv, logits, weights, host
 
     @property
     def gpu_layer_share(self) -> float:
