@@ -968,7 +968,7 @@ SERVING_8B = {
 def test_serving_prints_the_fleet_table(capsys, tmp_path):
     code, out, _ = run_main(capsys, "estimate", write_scenario(tmp_path, SERVING_8B))
     assert code == 0
-    assert "Traffic: 20 requests/s" in out and "$/month" in out and "in flight/replica" in out
+    assert "Load: 20 requests/s" in out and "$/month" in out and "in flight/replica" in out
     assert "Recommended: " in out
     # The per-GPU memory table that follows carries no batch-job speed or cost: the service's are
     # the fleet's, and one sequence's job time and cost would contradict its monthly cost.

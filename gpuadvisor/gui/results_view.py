@@ -36,8 +36,8 @@ from .ranking import ROLE_KEY, RankingTable
 from .state import AppState
 from .theme import colors
 
-CHART_NAMES = ("VRAM across GPUs", "Cost vs time", "What-if", "Serving", "Weight types")
-COST_TAB, SERVING_TAB, WEIGHTS_TAB = 1, 3, 4
+CHART_NAMES = ("VRAM across GPUs", "Cost vs time", "What-if", "Serving", "Latency vs load", "Weight types")
+COST_TAB, SERVING_TAB, LATENCY_TAB, WEIGHTS_TAB = 1, 3, 4, 5
 #: The most lines the summary grows to before it clips (its tooltip always holds the whole answer).
 SUMMARY_MAX_LINES = 5
 #: How the detail panel's heading starts for the recommended setup (the core's words), and the
@@ -56,6 +56,7 @@ class ResultsView(QWidget):
         self.state = state
         self.charts_ready = False
         self.vram_chart = self.cost_chart = self.whatif_chart = self.serving_chart = None
+        self.latency_panel = None
         self.weights_view = None
         self.whatif_axis = "context"
         self._stale_charts: set[int] = set()
@@ -218,12 +219,14 @@ class ResultsView(QWidget):
         if self.charts_ready:
             return
         from ..views.charts import CostTimeChart, VramChart, WhatIfChart  # deferred: ~0.6 s of imports
+        from ..views.charts.latency_chart import LatencyPanel
         from ..views.charts.serving_chart import ServingChart
 
         self.vram_chart = VramChart()
         self.cost_chart = CostTimeChart()
         self.whatif_chart = WhatIfChart()
         self.serving_chart = ServingChart()
+        self.latency_panel = LatencyPanel()
         whatif_box = QWidget()
         box_layout = QVBoxLayout(whatif_box)
         box_layout.setContentsMargins(0, 0, 0, 0)
@@ -248,7 +251,14 @@ class ResultsView(QWidget):
 
         self.weights_view = WeightsView()
         for i, chart in enumerate(
-            (self.vram_chart, self.cost_chart, whatif_box, self.serving_chart, self.weights_view)
+            (
+                self.vram_chart,
+                self.cost_chart,
+                whatif_box,
+                self.serving_chart,
+                self.latency_panel,
+                self.weights_view,
+            )
         ):
             old = self.chart_tabs.widget(i)
             self.chart_tabs.removeTab(i)
@@ -268,12 +278,13 @@ class ResultsView(QWidget):
         """Redraw the visible chart now; the hidden ones when their tab is opened."""
         if not self.charts_ready:
             return
-        self._stale_charts = {0, 1, 2, SERVING_TAB, WEIGHTS_TAB}
-        # The Serving tab is offered only for a service (workload.serving), the weight types only
+        self._stale_charts = {0, 1, 2, SERVING_TAB, LATENCY_TAB, WEIGHTS_TAB}
+        # The Serving and Latency tabs are offered only for a service (workload.serving), the weight types only
         # with one GPU type compared, the cost-time chart only with a job to time and price.
         serving = est.scenario.workload.serving is not None
         for tab, shown in (
             (SERVING_TAB, serving),
+            (LATENCY_TAB, serving),
             (WEIGHTS_TAB, bool(est.weights_table)),
             (COST_TAB, not est.session),
         ):
@@ -291,9 +302,14 @@ class ResultsView(QWidget):
         if index not in self._stale_charts:
             return
         self._stale_charts.discard(index)
-        chart = (self.vram_chart, self.cost_chart, self.whatif_chart, self.serving_chart, self.weights_view)[
-            index
-        ]
+        chart = (
+            self.vram_chart,
+            self.cost_chart,
+            self.whatif_chart,
+            self.serving_chart,
+            self.latency_panel,
+            self.weights_view,
+        )[index]
         chart.show_estimate(est, self.state.selected)
 
     def _on_chart_tab_changed(self, index: int) -> None:

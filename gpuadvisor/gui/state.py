@@ -41,6 +41,21 @@ class _Relay(QObject):
     done = Signal(int, object, float)  # generation, Estimate or the exception raised, ms
 
 
+def _estimate(
+    scenario: Scenario,
+    gpus: GpuCatalog,
+    models: ModelCatalog,
+    calibration: CalibrationProfile | None,
+    instances: InstanceCatalog | None,
+) -> Estimate:
+    """The estimate, with what its charts will ask for computed here (a service's latency against
+    the load: a simulation per point), so that drawing them costs nothing on the GUI thread."""
+    result = estimate(scenario, gpus, models, calibration=calibration, instances=instances)
+    if scenario.workload.serving is not None:
+        result.load_curves(result.chart_fleets(result.lead.key if result.lead is not None else None))
+    return result
+
+
 class AppState(QObject):
     """Holds the scenario being edited and the latest estimate."""
 
@@ -190,12 +205,14 @@ class AppState(QObject):
     # --- computing ------------------------------------------------------------------------
     def recompute(self) -> None:
         """Run the core (the debounce timer calls this): on the GUI thread when it is quick, in
-        the background when the last estimate was slow or the scenario searches layouts over many
-        nodes (see :data:`BACKGROUND_MS`)."""
+        the background when the last estimate was slow, the scenario searches layouts over many
+        nodes (see :data:`BACKGROUND_MS`) or plans a service (simulated request by request)."""
         self._timer.stop()
         self._generation += 1
         if self.estimate is not None and (
-            self.last_compute_ms > BACKGROUND_MS or searches_layouts(self.scenario)
+            self.last_compute_ms > BACKGROUND_MS
+            or searches_layouts(self.scenario)
+            or self.scenario.workload.serving is not None  # a service is simulated at its load
         ):
             self._start_background()
             return
@@ -204,13 +221,7 @@ class AppState(QObject):
     def _compute_now(self) -> None:
         t0 = time.perf_counter()
         try:
-            result = estimate(
-                self.scenario,
-                self.gpus,
-                self.models,
-                calibration=self.active_calibration,
-                instances=self.instances,
-            )
+            result = _estimate(self.scenario, self.gpus, self.models, self.active_calibration, self.instances)
         except InputError as exc:
             self._set_computing("")
             self._set_compute_error(user_message(exc))
@@ -226,9 +237,7 @@ class AppState(QObject):
         def work() -> None:
             t0 = time.perf_counter()
             try:
-                outcome: object = estimate(
-                    scenario, gpus, models, calibration=calibration, instances=instances
-                )
+                outcome: object = _estimate(scenario, gpus, models, calibration, instances)
             except Exception as exc:  # noqa: BLE001 -- an InputError, or a bug: both go to the GUI thread
                 outcome = exc
             try:
@@ -240,11 +249,12 @@ class AppState(QObject):
             self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gpuadvisor-estimate")
         w, hw = scenario.workload, scenario.hardware
         top = hw.gpu_count if hw.gpu_count is not None else hw.gpu_count_max
-        what = (
-            f"searching {w.kind.replace('_', ' ')} layouts on up to {top:,} GPUs"
-            if searches_layouts(scenario) and top is not None
-            else f"the last update took {self.last_compute_ms / 1000:.1f} s"
-        )
+        if searches_layouts(scenario) and top is not None:
+            what = f"searching {w.kind.replace('_', ' ')} layouts on up to {top:,} GPUs"
+        elif w.serving is not None:
+            what = "simulating the service at its load"
+        else:
+            what = f"the last update took {self.last_compute_ms / 1000:.1f} s"
         self._set_computing(f"Updating: {what}")
         self._pool.submit(work)
 

@@ -16,11 +16,14 @@ from __future__ import annotations
 import csv
 import json
 import math
+import re
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
+from ..core.errors import InputError
 from ..core.formats.scenario import ARCHITECTURE_KEYS
+from ..core.specs.speculative import SpeculativeSpec
 from ..core.specs.workload import Hardware, RuntimeOverhead, Workload
 
 #: Default location of the data files in a source checkout.
@@ -77,6 +80,15 @@ SOURCE_COLUMNS = ("source_id", "title", "citation", "kind", "date_read", "notes"
 #: ``rescored.csv``: later decisions to score a row or not, kept apart so that ``measurements.csv``
 #: only grows (a row's own ``scored``/``why`` cells stay as first written; the last decision wins).
 RESCORED_COLUMNS = ("id", "scored", "why", "date_decided")
+#: ``serving_load.csv``: whether a serving run's load and its engine's admission are stated, and why,
+#: kept apart so that ``measurements.csv`` only grows. ``stated``: a closed loop of stated clients (or
+#: a rate the setup sustains) on an engine whose sequence and chunk limits are known, scored on output
+#: tokens/s, TTFT and ITL; ``unstated``: every request at once, a rate past saturation, or limits the
+#: source leaves out, scored on output tokens/s, its TTFT and ITL counting for range coverage only.
+#: Read into each row's facts as ``load`` and ``load_why``.
+SERVING_LOAD_COLUMNS = ("id", "load", "why")
+#: The values of ``load``.
+LOADS = ("stated", "unstated")
 #: The columns that describe the measurement itself; every other column is a setup fact.
 RECORD_COLUMNS = (
     "id",
@@ -164,6 +176,12 @@ MEASUREMENT_COLUMNS = (
     # Training rows: the expert-parallel degree of a mixture-of-experts layout (Megatron's EP), passed
     # on as ``hardware.expert_parallel`` with the row's layout.
     "ep",
+    # Serving rows with speculative decoding: the scenario's ``workload.speculative`` as JSON
+    # (``{"method": "eagle", "num_tokens": 4}``; an acceptance rate only where the source states one).
+    "speculative",
+    # Serving rows of disaggregated prefill and decode: ``<P>p<D>d``, P prefill and D decode instances
+    # of the row's layout (``gpu_count`` GPUs each), behind one router.
+    "disaggregated",
 )
 
 #: Weight types the scenario may not know yet, and the nearest type it knows (used only as a fallback).
@@ -262,7 +280,16 @@ class Row:
 
 #: Columns added at the end of the measurements header after rows were written: a row may end
 #: before them (its cells are read as empty), so older rows stay as they were.
-TRAILING_OPTIONAL = ("vp", "recompute", "arrival", "output_tokens_max", "requests", "ep")
+TRAILING_OPTIONAL = (
+    "vp",
+    "recompute",
+    "arrival",
+    "output_tokens_max",
+    "requests",
+    "ep",
+    "speculative",
+    "disaggregated",
+)
 #: How a serving row's requests were sent, besides ``paced:<s>`` (and empty for an unscored row):
 #: ``closed_loop`` (clients each sending their next request when one ends), ``lockstep`` (such a
 #: loop of fixed-length requests whose clients started together, so its rounds stay in step) and
@@ -433,6 +460,18 @@ def load_measurements(data_dir: str | Path = DATA_DIR, sources: dict[str, Source
                 )
             if not raw["micro_batch"] or float(raw["requests"]) < float(raw["micro_batch"]):
                 raise ValidationDataError(f"{where}: requests must be at least the clients (micro_batch)")
+        if raw["speculative"] or raw["disaggregated"]:
+            if raw["group"] != "serving":
+                raise ValidationDataError(f"{where}: speculative and disaggregated are for serving rows")
+            if raw["speculative"]:
+                try:
+                    SpeculativeSpec.from_value(json.loads(raw["speculative"]))
+                except (ValueError, InputError) as exc:
+                    raise ValidationDataError(f"{where}: speculative: {exc}") from None
+            if raw["disaggregated"] and disaggregated_instances(raw["disaggregated"]) is None:
+                raise ValidationDataError(
+                    f"{where}: disaggregated must be <P>p<D>d (prefill and decode instances, e.g. 1p3d)"
+                )
         if raw["output_tokens_max"]:
             if arrival_kind(raw["arrival"]) != "burst" and not raw["requests"]:
                 raise ValidationDataError(
@@ -477,7 +516,29 @@ def load_measurements(data_dir: str | Path = DATA_DIR, sources: dict[str, Source
                 facts,
             )
         )
-    return _apply_rescored(Path(data_dir) / "rescored.csv", rows)
+    rows = _apply_rescored(Path(data_dir) / "rescored.csv", rows)
+    return _apply_serving_load(Path(data_dir) / "serving_load.csv", rows)
+
+
+def _apply_serving_load(path: Path, rows: list[Row]) -> list[Row]:
+    """``rows`` with the loads of ``serving_load.csv`` (if present) among their facts, checked."""
+    if not path.exists():
+        return rows
+    by_id = {r.id: n for n, r in enumerate(rows)}
+    for raw in _read(path, SERVING_LOAD_COLUMNS):
+        where = f"{path.name} row {raw['id'] or '?'}"
+        n = by_id.get(raw["id"])
+        if n is None:
+            raise ValidationDataError(f"{where}: id is not in measurements.csv")
+        if rows[n].group != "serving":
+            raise ValidationDataError(f"{where}: load is for serving rows")
+        if raw["load"] not in LOADS:
+            raise ValidationDataError(f"{where}: load must be stated or unstated")
+        if not raw["why"]:
+            raise ValidationDataError(f"{where}: why is empty (every decision says why)")
+        facts = tuple(kv for kv in rows[n].facts if kv[0] not in ("load", "load_why"))
+        rows[n] = replace(rows[n], facts=facts + (("load", raw["load"]), ("load_why", raw["why"])))
+    return rows
 
 
 def _apply_rescored(path: Path, rows: list[Row]) -> list[Row]:
@@ -504,6 +565,12 @@ def arrival_kind(arrival: str) -> str:
     """``closed_loop``, ``lockstep``, ``burst`` or ``paced`` (a row's ``arrival`` without a paced
     client's interval)."""
     return arrival.split(":", 1)[0]
+
+
+def disaggregated_instances(text: str) -> tuple[int, int] | None:
+    """(prefill, decode) instances of a row's ``disaggregated`` cell (``1p3d``), or None."""
+    m = re.fullmatch(r"([1-9][0-9]*)p([1-9][0-9]*)d", text)
+    return None if m is None else (int(m.group(1)), int(m.group(2)))
 
 
 def paced_interval(arrival: str) -> float | None:
@@ -622,6 +689,8 @@ def scenario_dict(
         workload["kv_cache_dtype"] = workload.pop("kv_cache")  # a llama.cpp cache type (-ctk/-ctv)
     if training and f["recompute"]:
         workload["activation_recompute"] = f["recompute"]
+    if f["speculative"]:
+        workload["speculative"] = json.loads(f["speculative"])
     known = _known(Workload)
     for key in list(workload):
         if key not in known:

@@ -42,21 +42,28 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
+import numpy as np
+
 from ..core.errors import InputError
 from ..core.estimation.calibration import golden_section_min
 from ..core.estimation.communication import training_speed
+from ..core.estimation.disaggregated import kv_transfer_s
 from ..core.estimation.estimate import Candidate, estimate, resolve_model
 from ..core.estimation.memory import MemoryModel
-from ..core.estimation.performance import inference_performance
+from ..core.estimation.performance import inference_performance, link
 from ..core.estimation.serving import (
     BenchReplica,
     ClosedLoop,
     CurveMemo,
+    benchmark_engine,
     burst,
     closed_loop,
+    drain_theta,
     lockstep,
     paced,
 )
+from ..core.estimation.serving_load import engine_lane
+from ..core.estimation.serving_sim import SEED, Arrival, Lengths, Load, SimResult, simulate
 from ..core.formats.scenario import Scenario, scenario_from_dict
 from ..core.specs import constants as core_constants
 from ..core.specs import engines as core_engines
@@ -65,7 +72,16 @@ from ..core.specs.engines import EngineProfile, SpeedModel
 from ..core.specs.hardware import GpuCatalog
 from ..core.specs.models import ModelSpec
 from ..core.specs.presets import ModelCatalog
-from .data import GROUPS, UNIT_BYTES, Row, arrival_kind, paced_interval, scenario_dict, scenario_engine
+from .data import (
+    GROUPS,
+    UNIT_BYTES,
+    Row,
+    arrival_kind,
+    disaggregated_instances,
+    paced_interval,
+    scenario_dict,
+    scenario_engine,
+)
 from .spreads import engine_spreads, spread_from_ratios
 
 #: The memory aim; a memory row within it of the estimate counts as covered.
@@ -278,6 +294,7 @@ class Predictor:
         row: Row,
         constants: SpeedConstants | None = None,
         request_overhead_s: float | None = None,
+        simulate: bool = False,
         curves: CurveMemo | None = None,
         overheads: Mapping[str, float] | None = None,
     ) -> Comparison:
@@ -299,7 +316,7 @@ class Predictor:
                 # Measured in the engine's own process: no API server, so none of its per-request time.
                 request_overhead_s = 0.0
             return _compare_serving(
-                self, row, sc, model, omitted, measured, unit, constants, request_overhead_s, curves
+                self, row, sc, model, omitted, measured, unit, constants, request_overhead_s, simulate, curves
             )
         speed = row.group in ("inference_speed", "training_speed")
         try:
@@ -363,6 +380,7 @@ def _compare_serving(
     unit: str,
     constants: SpeedConstants,
     request_overhead_s: float | None = None,
+    simulate: bool = False,
     curves: CurveMemo | None = None,
 ) -> Comparison:
     """A serving benchmark at a stated concurrency, predicted as a closed loop
@@ -390,6 +408,14 @@ def _compare_serving(
         def run() -> ClosedLoop:
             n = sc.workload.batch_size
             interval = paced_interval(row.fact("arrival"))
+            pools = disaggregated_instances(row.fact("disaggregated"))
+            if pools is not None:
+                # Disaggregated prefill and decode: replayed pool by pool (no closed form).
+                return disaggregated_benchmark(replica, row, n, *pools, hw.gpus_per_node)
+            if simulate and is_stated_load(row):
+                # A run at a stated load: replayed request by request, as the product answers a
+                # stated load (core.estimation.serving_sim).
+                return simulated_benchmark(replica, row, n)
             if interval is not None:
                 return paced(replica, n, 1.0 / interval, curves)
             if row.fact("arrival") == "burst":
@@ -406,7 +432,9 @@ def _compare_serving(
                 curves,
             )
 
-        point = predictor.run_point(predictor.run_key(row, sc), engine, constants, request_overhead_s, run)
+        point = predictor.run_point(
+            (*predictor.run_key(row, sc), simulate), engine, constants, request_overhead_s, run
+        )
     except InputError as exc:
         return Comparison(row, measured, None, None, None, unit, omitted, f"estimate refused: {exc}")
     running = point.running
@@ -422,6 +450,146 @@ def _compare_serving(
         return Comparison(row, measured, value, *constants.time_range(value, "ttft"), unit, omitted, note)
     value = point.itl_s * 1000.0
     return Comparison(row, measured, value, *constants.time_range(value, "itl"), unit, omitted, note)
+
+
+def is_stated_load(row: Row) -> bool:
+    """A serving run at a stated load below saturation, whose engine's admission is known (the
+    row's ``load``): scored on output tokens/s, TTFT and ITL; the others on output tokens/s."""
+    return row.group == "serving" and row.fact("load") == "stated"
+
+
+def median_judged(c: Comparison) -> bool:
+    """Whether a row counts in its group's median: every row but the TTFT and ITL of a serving run
+    whose admission is not stated (those count for the range's coverage only)."""
+    return not (
+        c.row.group == "serving"
+        and c.row.fact("load") == "unstated"
+        and c.row.quantity in ("serving_ttft_ms", "serving_itl_ms")
+    )
+
+
+#: Requests a simulated steady closed loop runs at least, and per client.
+SIM_REQUESTS, SIM_ROUNDS = 1200, 10
+#: How far a simulated benchmark's answers vary either way around their stated mean, when the
+#: source states no longest answer.
+JITTER = 0.15
+
+
+def simulated_benchmark(replica: BenchReplica, row: Row, clients: int) -> ClosedLoop:
+    """A closed-loop benchmark replayed by the request-level simulation: ``clients`` clients on the
+    engine as the benchmark starts it (:func:`~gpuadvisor.core.estimation.serving.benchmark_engine`:
+    its default pool and sequence limit), each sending its next request when its answer ends;
+    every prompt of the stated length; answers of the stated length where the source shows them
+    fixed (``lockstep``), exponential up to ``output_tokens_max`` with the stated mean where it is
+    given (as :func:`~gpuadvisor.core.estimation.serving.drain` takes them), else the stated mean
+    jittered by :data:`JITTER` either way: a closed loop of equal answers would stay in step, and a
+    wider spread than the benchmark's (which rarely states it: answers capped at ``max_tokens``)
+    would drain its last answers too slowly. A run of stated ``requests`` is replayed whole (its clients start together, its
+    last answers drain); a steady loop is measured in its middle. Mean TTFT, mean time between
+    tokens (every gap of every request) and output tokens/s, as the benchmarks report them."""
+    curve, most, pool = benchmark_engine(replica, clients)
+    lane = engine_lane(curve, max(1, min(clients, most)), pool)
+    total = row.fact("requests")
+    n = int(float(total)) if total else max(SIM_REQUESTS, SIM_ROUNDS * clients)
+    load = Load(Arrival.CLOSED, clients=clients, whole_run=bool(total))
+    (got,) = simulate([lane], [load], [_bench_lengths(replica, row, n)])
+    return ClosedLoop(got.output_tokens_per_s, got.mean_ttft_s, got.itl_token_mean_s, min(clients, most))
+
+
+def _bench_lengths(replica: BenchReplica, row: Row, n: int) -> Lengths:
+    """The prompt and answer lengths of ``n`` requests of a replayed benchmark (see
+    :func:`simulated_benchmark`)."""
+    w = replica.mm.workload
+    prompt = np.full(n, w.prompt_tokens, dtype=np.int64)
+    longest = row.fact("output_tokens_max")
+    if longest and float(longest) > w.output_tokens:
+        theta = drain_theta(w.output_tokens, int(float(longest)))
+        u = np.random.default_rng(SEED + 5).random(n)
+        out = np.minimum(np.ceil(-theta * np.log1p(-u)), float(longest))
+        output = np.maximum(1, out).astype(np.int64)
+    elif row.fact("arrival") == "lockstep":  # fixed lengths, as the source's own counts show
+        output = np.full(n, w.output_tokens, dtype=np.int64)
+    else:
+        # The stated mean, jittered (uniform, +-JITTER): answers that stop at their end token or a
+        # dataset's own lengths put the clients out of step, which equal answers would not.
+        u = np.random.default_rng(SEED + 3).uniform(-JITTER, JITTER, n)
+        output = np.maximum(1, np.rint(w.output_tokens * (1.0 + u))).astype(np.int64)
+    return Lengths(prompt, output)
+
+
+#: Bisection steps of the fixed point between a disaggregated run's prefill and decode pools.
+DISAGGREGATED_STEPS = 10
+
+
+def disaggregated_benchmark(
+    replica: BenchReplica, row: Row, clients: int, prefill: int, decode: int, gpus_per_node: int
+) -> ClosedLoop:
+    """A closed loop of ``clients`` on ``prefill`` prefill and ``decode`` decode instances of the
+    replica's layout behind one router (SGLang's or vLLM's disaggregated serving), replayed by the
+    request-level simulation as the product sizes such pools
+    (:func:`~gpuadvisor.core.estimation.serving_load.disaggregate`).
+
+    Each decode instance runs its share of the clients as a closed loop whose requests arrive
+    already prefilled: a client's next request reaches it ``Z`` after its last answer ended, the
+    API's per-request time, the prefill (its wait included) and the KV cache's transfer over the
+    GPUs' link (:func:`~gpuadvisor.core.estimation.disaggregated.kv_transfer_s`). The prefill
+    instances serve the requests the decode pool ends, a stream of that rate (Poisson), each ending
+    at its first token. ``Z`` is the fixed point of the two (bisection: a longer ``Z`` slows the
+    loop, which shortens the prefill's queue); the run is then replayed whole on the decode pool
+    with it. Mean TTFT, time between tokens and output tokens/s as the benchmarks report them."""
+    w = replica.mm.workload
+    curve, most, pool = benchmark_engine(replica, clients)
+    total = row.fact("requests")
+    per_decode = max(1, round(clients / decode))
+    mm = replica.mm
+    bw, latency, _name = link(replica.gpu, 2 * replica.gpu_count, gpus_per_node)
+    move = kv_transfer_s(
+        float(w.prompt_tokens),
+        mm.kv_bytes_per_token_layer * mm.model.num_layers,
+        replica.gpu_count,
+        bw,
+        latency,
+    )
+    pre_lane = replace(engine_lane(curve, max(1, min(clients, most)), pool), request_overhead_s=0.0)
+    dec_base = engine_lane(curve, max(1, min(per_decode, most)), pool)
+    steady = max(SIM_REQUESTS, SIM_ROUNDS * per_decode)
+    drawn = _bench_lengths(replica, row, steady)
+    pre_lengths = Lengths(drawn.prompt, np.ones_like(drawn.output))
+    dec_steady = Lengths(drawn.prompt, drawn.output, new_tokens=np.ones_like(drawn.prompt))
+
+    def decode_rate(think: float, lengths: Lengths, whole: bool) -> SimResult:
+        lane = replace(dec_base, request_overhead_s=think)
+        (got,) = simulate([lane], [Load(Arrival.CLOSED, clients=per_decode, whole_run=whole)], [lengths])
+        return got
+
+    def gap(think: float) -> float:
+        """The loop's prefill delay at think time ``think``, less ``think``."""
+        rate = decode * decode_rate(think, dec_steady, False).requests_per_s / prefill
+        (pre,) = simulate([pre_lane], [Load(Arrival.POISSON, requests_per_s=rate)], [pre_lengths])
+        return curve.overhead + move + pre.mean_ttft_s - think
+
+    lo = curve.overhead + move + max(curve.ttft1, curve.step1)
+    hi = 2.0 * lo
+    while gap(hi) > 0 and hi < 1e4:
+        lo, hi = hi, 2.0 * hi
+    for _ in range(DISAGGREGATED_STEPS):
+        mid = 0.5 * (lo + hi)
+        if gap(mid) > 0:
+            lo = mid
+        else:
+            hi = mid
+    think = 0.5 * (lo + hi)
+    n = int(float(total)) if total else steady * decode
+    whole = _bench_lengths(replica, row, max(n // decode, per_decode))
+    got = decode_rate(
+        think, Lengths(whole.prompt, whole.output, new_tokens=np.ones_like(whole.prompt)), bool(total)
+    )
+    return ClosedLoop(
+        decode * got.output_tokens_per_s,
+        got.mean_ttft_s,
+        got.itl_token_mean_s,
+        clients if per_decode <= most else most * decode,
+    )
 
 
 def _speed_of(mm, cand: Candidate, sc: Scenario, constants: SpeedConstants):
@@ -626,6 +794,18 @@ SCORE_ONLY_SOURCES: dict[str, str] = {
         "model here (a 0.5B model at a quarter to nine tenths of the estimate). Fitted, it moved "
         "the inference group's out-of-sample median from 9.2% to 12.7% (before the release line)"
     ),
+    "gpustack-qwen3-8b-eagle3": (
+        "speculative decoding (EAGLE-3), a mechanism no fitted constant describes; scored before "
+        "anything was fitted to it (issue 46) and kept out of the fits so that its score stays "
+        "prospective: its acceptance rate is not stated, and fitting the engine to its rows would "
+        "fold the acceptance into SGLang's factors"
+    ),
+    "dstack-pd-ratio": (
+        "disaggregated prefill and decode, replayed pool by pool (harness.disaggregated_benchmark); "
+        "scored before anything was fitted to it (issue 46) and kept out of the fits so that its "
+        "score stays prospective: its 81 rows on one model and one GPU would otherwise weigh on "
+        "SGLang's factors as much as all of SGLang's colocated rows"
+    ),
 }
 
 
@@ -712,7 +892,7 @@ def fit_request_overhead(
     def loss(value: float) -> float:
         if value not in cache:
             cache[value] = _loss(
-                predictor.compare(r, constants, value, memo.setdefault(r.id, {})) for r in serving_rows
+                predictor.compare(r, constants, value, curves=memo.setdefault(r.id, {})) for r in serving_rows
             )
         return cache[value]
 
@@ -772,7 +952,7 @@ def stack_of(row: Row) -> str:
 def in_sample(rows: Sequence[Row], predictor: Predictor, fitted: bool = False) -> list[Comparison]:
     """Every row against the shipped constants (or, with ``fitted``, profiles fitted to all rows)."""
     constants = predictor.in_force(profiles=fit_engines(rows, predictor)) if fitted else None
-    return [predictor.compare(r, constants) for r in rows]
+    return [predictor.compare(r, constants, simulate=True) for r in rows]
 
 
 #: Global constants of the speed model that every fit refits with the engine factors, with their
@@ -1107,7 +1287,7 @@ def _fold(
         else None
     )
     constants = predictor.in_force(fold, profiles)
-    return {r.id: predictor.compare(r, constants, overhead_for(r, overheads)) for r in held}
+    return {r.id: predictor.compare(r, constants, overhead_for(r, overheads), simulate=True) for r in held}
 
 
 def _prior_overheads(rows: Sequence[Row], predictor: Predictor) -> dict[str, float]:
@@ -1232,7 +1412,9 @@ def held_out_coverage(comparisons: Sequence[Comparison]) -> dict[str, float]:
 
 def group_stats(comparisons: Sequence[Comparison]) -> dict[str, GroupStats]:
     """Per group over the scored rows: median and 80th-percentile |error| in %, coverage (and the
-    coverage with the ranges calibrated without each source); bounds right."""
+    coverage with the ranges calibrated without each source); bounds right. The serving group's
+    median and 80th percentile leave out the TTFT and ITL of runs whose load is unstated
+    (:func:`median_judged`); they count for its coverage."""
     held_out = held_out_coverage(comparisons)
     out = {}
     for g in GROUPS:
@@ -1240,9 +1422,11 @@ def group_stats(comparisons: Sequence[Comparison]) -> dict[str, GroupStats]:
         if g == "bounds":
             out[g] = GroupStats(len(cs), right=sum(1 for c in cs if c.right))
             continue
-        errs = [abs(c.error) * 100.0 for c in cs if c.error is not None]
+        errs = [abs(c.error) * 100.0 for c in cs if c.error is not None and median_judged(c)]
         if not errs:
-            out[g] = GroupStats(0)
+            out[g] = GroupStats(
+                len(cs), coverage=round(sum(c.covered for c in cs) / len(cs), 3) if cs else None
+            )
             continue
         out[g] = GroupStats(
             len(cs),

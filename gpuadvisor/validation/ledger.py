@@ -337,7 +337,7 @@ def first_score(source: str, rows: Sequence[Row], predictor: Any, commit: str, d
     profiles, speed constants and per-request times (nothing refitted: this is the model a user has
     today), each unscored row listed with why."""
     mine = [r for r in rows if r.source_id == source]
-    scored = [scored_row(predictor.compare(r)) for r in mine if r.scored]
+    scored = [scored_row(predictor.compare(r, simulate=True)) for r in mine if r.scored]
     entry: dict[str, Any] = {
         "kind": "first_score",
         "source": source,
@@ -482,7 +482,11 @@ def score_now(ledger: Ledger, rows: Sequence[Row], predictor: Any) -> dict[str, 
     refitted), in the shape of :func:`summary`: how a model change fares on the sources scored before
     it (their first scores stay as written; this is never appended)."""
     by_id = {r.id: r for r in rows}
-    now = [scored_row(predictor.compare(by_id[r.id])) for r in ledger.scored_rows() if r.id in by_id]
+    now = [
+        scored_row(predictor.compare(by_id[r.id], simulate=True))
+        for r in ledger.scored_rows()
+        if r.id in by_id
+    ]
     return {
         "sources": len({e.source for e in ledger.scores}),
         "rows": len(now),

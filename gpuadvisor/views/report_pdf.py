@@ -76,6 +76,8 @@ CHART_DPR = 3.0
 VRAM_CHART_SIZE = (820, 460)  # logical px; render_image grows the height until every GPU's row fits
 COST_CHART_SIZE = (820, 460)
 SERVING_CHART_SIZE = (820, 370)
+#: Each latency-against-load chart (the time to first token, the time between tokens).
+LATENCY_CHART_SIZE = (820, 300)
 #: Space on the charts page for the heading and the two captions, in px.
 CHART_PAGE_TEXT_PX = 150
 #: Font sizes tried for the comparison table until every row fits the width on one line.
@@ -139,14 +141,23 @@ def chart_images(est: Estimate, selected_key: str | None = None) -> tuple[QImage
         for chart in (vram, cost):
             chart.deleteLater()
     if est.scenario.workload.serving is not None:
+        from .charts.latency_chart import LatencyChart
         from .charts.serving_chart import ServingChart
 
         serving = ServingChart(dark=False)
+        ttft, itl = LatencyChart("ttft", dark=False), LatencyChart("itl", dark=False)
         try:
             serving.show_estimate(est, selected_key)
-            images = images + (serving.render_image(dpr=CHART_DPR, size=SERVING_CHART_SIZE),)
+            ttft.show_estimate(est, selected_key)
+            itl.show_estimate(est, selected_key)
+            images = images + (
+                serving.render_image(dpr=CHART_DPR, size=SERVING_CHART_SIZE),
+                ttft.render_image(dpr=CHART_DPR, size=LATENCY_CHART_SIZE),
+                itl.render_image(dpr=CHART_DPR, size=LATENCY_CHART_SIZE),
+            )
         finally:
-            serving.deleteLater()
+            for chart in (serving, ttft, itl):
+                chart.deleteLater()
     # No alpha channel: the PDF then embeds one image per chart instead of an image and a mask.
     return images
 
@@ -175,8 +186,10 @@ def report_html(
     chart_sizes: tuple[tuple[int, int], ...],
     table_pt: float = TABLE_PT_STEPS[0],
     serving_chart_size: tuple[int, int] | None = None,
+    latency_chart_size: tuple[int, int] | None = None,
 ) -> str:
-    """The report body as HTML for ``QTextDocument`` (images named ``vram.png`` and ``cost-time.png``).
+    """The report body as HTML for ``QTextDocument`` (images named ``vram.png`` and ``cost-time.png``;
+    a service's ``serving.png``, ``latency-ttft.png`` and ``latency-itl.png``).
 
     Body cells of the comparison table never wrap, so no row can be split by a page break.
     """
@@ -220,7 +233,7 @@ def report_html(
         )
 
     if r.serving_lines:
-        p.append(_serving_html(r, chart_width_px, serving_chart_size))
+        p.append(_serving_html(r, chart_width_px, serving_chart_size, latency_chart_size))
 
     p.append("<h2>2. The scenario in plain words</h2>")
     p.append("<table cellspacing='0' cellpadding='2'>")
@@ -401,7 +414,12 @@ def _weights_html(r: Report, table_pt: float) -> str:
     return "".join(out)
 
 
-def _serving_html(r: Report, chart_width_px: float, chart_size: tuple[int, int] | None) -> str:
+def _serving_html(
+    r: Report,
+    chart_width_px: float,
+    chart_size: tuple[int, int] | None,
+    latency_size: tuple[int, int] | None = None,
+) -> str:
     """The service's part of the recommendation: traffic, targets, the fleet, its monthly cost, the
     fleet table and the throughput-latency chart (all the core's words and figures)."""
     muted = MUTED_TEXT_COLOR
@@ -436,8 +454,7 @@ def _serving_html(r: Report, chart_width_px: float, chart_size: tuple[int, int] 
         p.append("</tbody></table>")
         p.append(
             f"<p style='color:{muted}; font-size:7.5pt; margin-top:3px'>One row per GPU type, its cheapest "
-            "fleet meeting the targets first. TTFT at the percentile asked for, queueing included; ITL with "
-            "every slot busy; $/month = replicas × GPUs × price × 730 h × hours a day / 24.</p>"
+            f"fleet meeting the targets first. {_e(r.fleet_note)}</p>"
         )
     if chart_size is not None:
         w, h = chart_size
@@ -452,6 +469,18 @@ def _serving_html(r: Report, chart_width_px: float, chart_size: tuple[int, int] 
             f"<p align='center' style='margin-top:0'><img src='serving.png' width='{round(width)}' "
             f"height='{round(width * h / w)}'></p>"
         )
+    if latency_size is not None:
+        w, h = latency_size
+        width = min(chart_width_px, 820.0)
+        p.append(
+            f"<h4 style='color:{muted}; font-size:7.5pt; font-weight:normal; margin-top:8px; margin-bottom:2px'>"
+            f"<b>Latency against load.</b> {_e(r.latency_caption)}</h4>"
+        )
+        for name in ("latency-ttft.png", "latency-itl.png"):
+            p.append(
+                f"<p align='center' style='margin-top:0; margin-bottom:0'><img src='{name}' "
+                f"width='{round(width)}' height='{round(width * h / w)}'></p>"
+            )
     return "\n".join(p)
 
 
@@ -481,6 +510,7 @@ def render_pdf_bytes(
         images = chart_images(est, report.recommended_key)
     vram_img, cost_img = images[0], images[1]
     serving_img = images[2] if len(images) > 2 else None
+    latency_imgs = images[3:5] if len(images) > 4 else ()
 
     data = QByteArray()
     buffer = QBuffer(data)
@@ -508,6 +538,10 @@ def render_pdf_bytes(
     if serving_img is not None:
         doc.addResource(QTextDocument.ResourceType.ImageResource, QUrl("serving.png"), serving_img)
         serving_size = (round(serving_img.width() / CHART_DPR), round(serving_img.height() / CHART_DPR))
+    latency_size = None
+    for name, img in zip(("latency-ttft.png", "latency-itl.png"), latency_imgs):
+        doc.addResource(QTextDocument.ResourceType.ImageResource, QUrl(name), img)
+        latency_size = (round(img.width() / CHART_DPR), round(img.height() / CHART_DPR))
     sizes = tuple(
         (round(img.width() / CHART_DPR), round(img.height() / CHART_DPR)) for img in (vram_img, cost_img)
     )
@@ -515,7 +549,9 @@ def render_pdf_bytes(
     chart_w = min(body_w, (page_h - CHART_PAGE_TEXT_PX) / sum(h / w for w, h in sizes))
     doc.setPageSize(QSizeF(body_w, page_h))
     for table_pt in TABLE_PT_STEPS:
-        doc.setHtml(f"<body>{report_html(report, chart_w, sizes, table_pt, serving_size)}</body>")
+        doc.setHtml(
+            f"<body>{report_html(report, chart_w, sizes, table_pt, serving_size, latency_size)}</body>"
+        )
         if comparison_table_width(doc) <= body_w + TABLE_BORDER_PX:
             break
     keep_headings_with_next(doc, page_h)

@@ -92,6 +92,8 @@ def _build(key: str, value: float):
     *section, name = key.split(".")
     if section == ["workload", "serving"]:
         fields = {"requests_per_s": 1.0, "ttft_s": 1.0, "itl_ms": 50.0}
+        if name == "concurrency":  # the load as clients instead of a rate: one of the two
+            fields = {"ttft_s": 1.0, "itl_ms": 50.0}
         return ServingSpec(**{**fields, name: value})
     extra = (
         {"kind": "inference"}

@@ -128,10 +128,11 @@ def test_a_broken_data_file_names_the_row_and_column(tmp_path):
 def test_rows_may_stop_before_the_columns_added_at_the_end(tmp_path):
     shutil.copy(DATA_DIR / "sources.csv", tmp_path / "sources.csv")
     text = (DATA_DIR / "measurements.csv").read_text(encoding="utf-8").splitlines()
-    short = text[2]  # written before vp, recompute, arrival, output_tokens_max, requests and ep existed
+    short = text[2]  # written before vp, recompute, arrival, output_tokens_max, requests, ep, speculative
+    # and disaggregated existed
     import csv
 
-    assert len(next(csv.reader([short]))) == len(next(csv.reader([text[1]]))) - 6
+    assert len(next(csv.reader([short]))) == len(next(csv.reader([text[1]]))) - 8
     (tmp_path / "measurements.csv").write_text("\n".join(text[:3]) + "\n", encoding="utf-8")
     (row,) = load_measurements(tmp_path)
     assert row.fact("vp") == "" and row.fact("recompute") == "" and row.fact("arrival") == ""
@@ -141,6 +142,35 @@ def test_rows_may_stop_before_the_columns_added_at_the_end(tmp_path):
         "\n".join(text[:2] + [short.rsplit(",", 1)[0]]) + "\n", encoding="utf-8"
     )
     with pytest.raises(ValidationDataError, match="wrong number of cells"):
+        load_measurements(tmp_path)
+
+
+def test_every_scored_serving_row_says_whether_its_load_is_stated(rows):
+    """``serving_load.csv`` judges each serving run: stated (every figure scored) or unstated
+    (tokens/s scored, its latencies counting for coverage), with the reason."""
+    serving = [r for r in rows if r.scored and r.group == "serving"]
+    assert all(r.fact("load") in ("stated", "unstated") and r.fact("load_why") for r in serving)
+    stated = [r for r in serving if r.fact("load") == "stated"]
+    assert len(stated) >= 150
+    # A burst's or a paced client's admission is never stated.
+    assert all(arrival_kind(r.fact("arrival")) in ("closed_loop", "lockstep") for r in stated)
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("SRV-38,busy,because", "load must be stated or unstated"),
+        ("SRV-38,stated,", "why is empty"),
+        ("NOPE-1,stated,because", "id is not in measurements.csv"),
+        ("INF-01,stated,because", "load is for serving rows"),
+    ],
+)
+def test_a_serving_load_decision_is_checked(tmp_path, line, message):
+    for name in ("sources.csv", "measurements.csv"):
+        shutil.copy(DATA_DIR / name, tmp_path / name)
+    head = (DATA_DIR / "serving_load.csv").read_text(encoding="utf-8").splitlines()[:2]
+    (tmp_path / "serving_load.csv").write_text("\n".join([*head, line]) + "\n", encoding="utf-8")
+    with pytest.raises(ValidationDataError, match=message):
         load_measurements(tmp_path)
 
 
@@ -312,16 +342,18 @@ def test_serving_figures_of_runs_the_engine_paces_join_the_fit(rows):
 
 
 def test_a_score_only_source_is_scored_everywhere_and_fitted_nowhere(rows, oos, predictor):
-    """The NIM sizing dataset's rows count in every median and table (they are scored and predicted
-    with their source held out like any other) but move no fitted constant: no speed fit, and the
-    per-request time is fitted to the other sources' serving rows alone."""
+    """The NIM sizing dataset's rows (and every other score-only source's) count in every median and
+    table (they are scored and predicted with their source held out like any other) but move no
+    fitted constant: no speed fit, and the per-request time is fitted to the other sources' serving
+    rows alone."""
     from gpuadvisor.core.specs.constants import shipped_constants
 
     assert SCORE_ONLY_SOURCES, "the mechanism is in use"
     fitted = {s.id for s in speed_rows(rows)}
     for source, why in SCORE_ONLY_SOURCES.items():
         held = [r for r in rows if r.source_id == source and r.scored]
-        assert len(held) >= 100 and len(why) > 40, source
+        # A large source kept out of the fits, or a new one kept prospective (issue 46's sources).
+        assert len(held) >= 20 and len(why) > 40, source
         assert not any(r.id in fitted for r in held), source
         scored = {c.row.id for c in oos if c.row.source_id == source and c.estimate is not None}
         assert scored >= {r.id for r in held}, source
@@ -490,7 +522,12 @@ COVERAGE_TARGET = 0.80
 #: turns the mark into a failure, so it is removed as soon as the physics meets the target).
 MISSES: dict[tuple[str, str], str] = {
     ("median", "serving"): (
-        "out-of-sample median 22.4% > 15% over 1,000 rows from 14 sources (2026-12-04: a prompt "
+        "out-of-sample median 22.1% > 15% over 1,105 rows from 16 sources (2026-12-06, issue 46: the "
+        "TTFT and ITL of the 426 runs whose load is unstated now count for coverage only, the 204 at a "
+        "stated load are replayed by the request-level simulation, and two sources scored only joined, "
+        "speculative decoding and disaggregated pools, 105 rows at 16.1% and 39.2%; over the 1,000 rows "
+        "before them 20.1%, 22.4% when every row's latencies counted as before); "
+        "22.4% over 1,000 rows from 14 sources (2026-12-04: a prompt "
         "runs the LM head once, FP4 checkpoints counted as published, an untied head counted once "
         "and the first tokens in the fit, 23.1% before; 2026-12-03: sliding-window layers attend to their window only and tensor-parallel ranks each hold the "
         "KV heads they cannot split, 24.5% before; a step holds at most one prefill chunk, 24.6% "
@@ -510,6 +547,12 @@ MISSES: dict[tuple[str, str], str] = {
         "per-request time chosen in sample per source, stack and GPU: scripts/ttft_bound.py; "
         "19% with one factor per setup chosen in sample: scripts/serving_bound.py), "
         "tokens/s 19.0%, ITL 21.8%"
+    ),
+    ("coverage", "serving"): (
+        "out-of-sample coverage 79% < 80% over 1,105 rows (2026-12-06): the 105 rows of the two "
+        "sources issue 46 added, scored before any fit, are covered at 63% (the disaggregated pools' "
+        "tokens/s at 15%: gpt-oss-120b's prefill and decode on H200 slower than measured); the 1,000 "
+        "rows before them at 80%"
     ),
 }
 
@@ -663,9 +706,79 @@ def test_the_serving_figures_are_reported_one_by_one(oos):
         "paced client",
     )
     fitting = ("sources the constants are fitted to", "sources scored, not fitted")
-    assert set(counts) == {*figures, *arrivals, *fitting}
+    loads = (
+        *(f"stated load: {f}" for f in figures),
+        "load unstated: output tokens/s",
+        "load unstated: TTFT and ITL (coverage only)",
+    )
+    assert set(counts) == {*figures, *arrivals, *fitting, *loads}
     assert sum(counts[f] for f in figures) == n == sum(counts[a] for a in arrivals)
-    assert sum(counts[f] for f in fitting) == n
+    assert sum(counts[f] for f in fitting) == n == sum(counts[f] for f in loads)
+    # The unstated runs' latencies are judged on coverage alone: no median in their line.
+    unstated = next(line for line in lines if "coverage only" in line)
+    assert unstated.split("|")[3].strip() == ""
+
+
+#: A run at a stated load is judged on each of its figures (issue 46): the median |error| of each,
+#: out of sample, over the serving rows whose load is stated.
+STATED_FIGURES = ("serving_output_tokens_per_s", "serving_ttft_ms", "serving_itl_ms")
+#: Stated-load figures the current estimator misses, with the figure measured when the mark was set.
+STATED_MISSES: dict[str, str] = {
+    "serving_output_tokens_per_s": (
+        "23.1% > 15% over 138 rows (2026-12-06): 18.3% over the 103 scored before issue 46's sources "
+        "(16.9% with the closed-form loop), the 27 disaggregated rows at about 40% (gpt-oss-120b on "
+        "H200: prefill about twice, decode about 30% slower than measured)"
+    ),
+    "serving_ttft_ms": (
+        "62.2% > 15% over 86 rows (2026-12-06): 59.5% over the 51 scored before issue 46's sources, as "
+        "with the closed-form loop: AccelMark's single-client first tokens inside the engine (11-40 ms "
+        "for under 100 prompt tokens, 6 modelled) and its 28,000-token prompts (prefill modelled 1.7x "
+        "slow), two 4090 sweeps' queued first tokens; SGLang's fitted per-request time (92 ms) on the "
+        "speculative rows (40 ms measured)"
+    ),
+    "serving_itl_ms": (
+        "17.8% > 15% over 85 rows (2026-12-06): 13.5% over the 50 scored before issue 46's sources "
+        "(13.6% with the closed-form loop); the 27 disaggregated rows at about 29% (gpt-oss-120b's "
+        "decode step on two H200s)"
+    ),
+}
+
+
+@pytest.mark.parametrize(
+    "figure",
+    [
+        pytest.param(f, marks=pytest.mark.xfail(strict=True, reason=STATED_MISSES[f]))
+        if f in STATED_MISSES
+        else f
+        for f in STATED_FIGURES
+    ],
+)
+def test_runs_at_a_stated_load_meet_the_median_target_on_each_figure(oos, figure):
+    mine = [
+        c
+        for c in oos
+        if c.row.scored
+        and c.row.group == "serving"
+        and c.row.fact("load") == "stated"
+        and c.row.quantity == figure
+    ]
+    assert len(mine) >= 40
+    stats = group_stats(mine)["serving"]
+    assert stats.median_abs_pct <= MEDIAN_TARGETS["serving"], stats
+
+
+def test_the_latencies_of_runs_whose_load_is_unstated_count_for_coverage(oos):
+    mine = [
+        c
+        for c in oos
+        if c.row.scored
+        and c.row.group == "serving"
+        and c.row.fact("load") == "unstated"
+        and c.row.quantity != "serving_output_tokens_per_s"
+    ]
+    stats = group_stats(mine)["serving"]
+    assert stats.median_abs_pct is None  # not in any median
+    assert stats.coverage >= COVERAGE_TARGET, stats
 
 
 def test_a_held_out_serving_source_never_reaches_its_prediction_through_the_shipped_per_request_times(

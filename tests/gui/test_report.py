@@ -398,15 +398,25 @@ def test_a_service_gets_its_serving_section_with_the_fleet_and_the_chart(qapp, c
     export_pdf(report, est, path, page_size="A4")
     first = page_texts(path)[0]
     assert "Serving: traffic, targets and the fleet" in first
-    assert "110 requests/s of 2,000 prompt and 300 output tokens" in first
-    # The fleet table's row (pdftotext may write a one-row table's cells column by column).
-    for cell in ("NVIDIA H100 SXM5 80 GB", "20 \u00d7 1 GPU", f"{fleet.concurrency_per_replica}", "meets"):
+    assert "110 requests/s (Poisson arrivals) of 2,000 prompt and 300 output tokens" in first
+    # The fleet table's row (pdftotext may write a one-row table's cells column by column), with the
+    # targets judged like a deadline from the simulated percentiles.
+    for cell in (
+        "NVIDIA H100 SXM5 80 GB",
+        "20 \u00d7 1 GPU",
+        f"{fleet.concurrency_per_replica}",
+        fleet.status,
+    ):
         assert cell in first, cell
+    a = fleet.at_load
+    assert f"TTFT p50/p90/p99 {a.ttft_s.p50:.2f} / {a.ttft_s.p90:.2f} / {a.ttft_s.p99:.2f} s" in normalise(
+        first
+    )
     assert normalise(fmt_usd(fleet.usd_per_month)) in first
     # The serving chart is embedded in place of the cost-versus-time chart (a service has no job
     # to time), and the rent-or-buy findings speak of the fleet's hours, not of a job.
     images = run("pdfimages", "-list", str(path)).strip().splitlines()[2:]
-    assert len(images) == 2
+    assert len(images) == 4  # memory, throughput against speed, and latency against load (TTFT, ITL)
     text = " ".join(page_texts(path))
     assert "Job time against cost" not in text and "This job alone" not in text
     assert "The service keeps its 20 GPUs busy 24 h a day" in text

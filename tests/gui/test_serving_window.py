@@ -84,6 +84,7 @@ def test_a_serving_scenario_opens_and_saves_with_its_service(window, tmp_path):
     path = tmp_path / "svc.json"
     path.write_text(json.dumps(data))
     assert w.open_path(str(path))
+    w.state.flush()  # a service is estimated in the background: wait for it
     page = w.workload_page
     assert page.kind.currentData() == "serving"
     assert page.serving_box.rate.value() == data["workload"]["serving"]["requests_per_s"]
@@ -181,7 +182,43 @@ def test_a_setup_that_misses_shows_one_request_alone_in_the_ranking():
     )
     assert serving_sort_value(miss, "time")[0] == miss.serving.ttft_alone_s
     meet = run(2.0)
-    assert (
-        meet.serving.meets_slo
-        and serving_text(meet, "time") == f"{meet.serving.ttft_s:.2f} s · {meet.serving.itl_ms:.0f} ms"
+    a = meet.serving.at_load
+    assert meet.serving.meets_slo and a is not None
+    # A setup that meets shows the p50 / p90 of its simulated requests, and the targets' status.
+    assert serving_text(meet, "time") == (
+        f"{a.ttft_s.p50:.2f} / {a.ttft_s.p90:.2f} s · {a.itl_ms.p50:.0f} / {a.itl_ms.p90:.0f} ms"
     )
+    assert serving_text(meet, "deadline") == meet.serving.status in ("meets", "likely")
+
+
+def test_a_load_in_clients_without_targets_gives_the_operating_point(window, qtbot):
+    """Issue 46: the load as clients, no targets; the ranking shows the percentiles at that load and
+    the Latency tab draws the latencies against the load; speculation typed in reaches the core."""
+    from gpuadvisor.gui.results_view import LATENCY_TAB
+
+    w = window
+    page = choose_serving(w, qtbot)
+    box = page.serving_box
+    box.load_kind.setCurrentIndex(box.load_kind.findData("clients"))
+    assert box.clients.isVisible() and not box.rate.isVisible() and not box.arrival.isVisible()
+    retype(qtbot, box.clients.edit, "32")
+    retype(qtbot, box.ttft.edit, "")
+    retype(qtbot, box.itl.edit, "")
+    w.state.flush()
+    est = w.state.estimate
+    spec = est.scenario.workload.serving
+    assert spec.concurrency == 32 and spec.requests_per_s is None and not spec.has_targets
+    rec = est.recommended
+    assert rec is not None and rec.serving.at_load is not None and rec.serving.status is None
+    model = w.results.ranking_model
+    texts = model.texts(model.row_of(rec.key))
+    p = rec.serving.at_load.ttft_s
+    assert any(f"{p.p50:.2f} / {p.p90:.2f}" in t for t in texts), texts
+    tabs = w.results.chart_tabs
+    assert tabs.isTabVisible(LATENCY_TAB)
+    tabs.setCurrentIndex(LATENCY_TAB)
+    qtbot.waitUntil(lambda: bool(w.results.latency_panel.ttft.shown_keys()), timeout=20_000)
+    assert rec.key in w.results.latency_panel.ttft.shown_keys()
+    box.method.setCurrentIndex(box.method.findData("eagle"))
+    w.state.flush()
+    assert w.state.estimate.scenario.workload.speculative.method == "eagle"

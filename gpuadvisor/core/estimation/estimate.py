@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from ..errors import InputError
 from ..files import expand_user
@@ -43,13 +44,14 @@ from ..specs.presets import ModelCatalog
 from ..specs.workload import Workload
 from ..units import GIB
 from . import advice as _advice
+from . import serving_load as _serving_load
 from .cost import job_tokens
 from .gpu_rows import GpuPass, Inputs, Row, Shared, setups
 from .layout import gpu_counts
 from .memory import MemoryModel
 from .offload import LayerSplitter, splits_layers
 from .performance import WAIT, HostWaitNote
-from .recommendation import decide
+from .recommendation import PARALLELISM_ORDER, decide
 from .results import TIGHT_UTILIZATION as TIGHT_UTILIZATION  # the result types stay importable here
 from .results import CalibrationProfile, Change
 from .results import Candidate as Candidate
@@ -176,11 +178,14 @@ def estimate(
         speed=speed,
     )
     # Stage 2: layouts and memory, shared by every GPU.
-    shared = Shared.build(inputs, setups(inputs, counts), job_tokens(w), calibration)
+    shared = Shared.build(inputs, setups(inputs, counts), job_tokens(w), calibration, models)
     # Stage 3: per GPU type, fit, speed and cost.
     rows: list[Row] = []
     for gpu in selected:
         rows.extend(GpuPass(inputs, shared, gpu).rows())
+    if speed and w.serving is not None:
+        # Each GPU type's leading fleets simulated at their load and resized where they fall short.
+        rows = _settle_services(rows, w)
     # Stage 4: decide.
     result = Estimate(
         scenario=scenario,
@@ -319,6 +324,69 @@ def candidates_of(rows: list[Row], w: Workload) -> tuple[Candidate, ...]:
             enumerate(rows)
         )
     )
+
+
+def _settle_services(rows: list[Row], w: Workload) -> list[Row]:
+    """Each GPU type's leading fleet simulated at its load and resized where it falls short
+    (:func:`.serving_load.settle`), disaggregated when the service asks; the rows' memory follows
+    a resized fleet's concurrency.
+
+    A resized fleet may no longer lead its GPU type: resizing only grows a fleet, so the closed
+    form's fleets are lower bounds, and every fleet of the type whose closed-form place is ahead of
+    the best settled one is settled too, round by round, until the leader of each GPU type is a
+    settled fleet that no unsettled one can overtake (the planner stands behind only the fleets it
+    simulated)."""
+    out = list(rows)
+    settled: set[int] = set()
+    chosen = [i for i in _service_leaders(out).values()]
+    while chosen:
+        fleets = _serving_load.settle([f for i in chosen if (f := out[i].fleet) is not None], w)
+        spec = w.serving
+        if spec is not None and spec.disaggregated:
+            fleets = [_serving_load.disaggregate(f, w) for f in fleets]
+        for i, fleet in zip(chosen, fleets):
+            gpu, n, lay, bd, fits, util, headroom, perf, cost, host, misfit, par, _old, gpu_layers = out[i]
+            if fleet.memory is not None:
+                cap = gpu.memory_gib_usable * GIB
+                bd = fleet.memory.breakdown
+                util, headroom = bd.device_total / cap, (cap - bd.device_total) / GIB
+            out[i] = Row(
+                gpu, n, lay, bd, fits, util, headroom, perf, cost, host, misfit, par, fleet, gpu_layers
+            )
+            settled.add(i)
+        best = {out[i][0].id: _service_key(out[i]) for i in _service_leaders(out, settled).values()}
+        chosen = [
+            i
+            for i, r in enumerate(out)
+            if i not in settled
+            and r[12] is not None
+            and r[4]
+            and r[0].id in best
+            and _service_key(r) < best[r[0].id]
+        ]
+    return out
+
+
+def _service_key(r: Row) -> tuple[Any, ...]:
+    """A fitting fleet's place within its GPU type: the fleet's order (meets the targets, then
+    monthly cost), its GPUs, then its GPU count and the parallelism's order."""
+    par = PARALLELISM_ORDER.index(r[11]) if r[11] in PARALLELISM_ORDER else len(PARALLELISM_ORDER)
+    fleet = r.fleet
+    assert fleet is not None
+    return (fleet.order, fleet.gpus_total, r[1], par)
+
+
+def _service_leaders(rows: list[Row], among: set[int] | None = None) -> dict[str, int]:
+    """Per GPU type, the index of its leading fitting fleet (:func:`_service_key`), among the
+    indices ``among`` when given."""
+    lead: dict[str, int] = {}
+    for i, r in enumerate(rows):
+        if r[12] is None or not r[4] or (among is not None and i not in among):
+            continue
+        j = lead.get(r[0].id)
+        if j is None or _service_key(r) < _service_key(rows[j]):
+            lead[r[0].id] = i
+    return lead
 
 
 #: How a warning points to the suggested changes, in the window's layout (they are listed below

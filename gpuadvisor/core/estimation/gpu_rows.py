@@ -32,6 +32,7 @@ from ..specs.engines import BatchDefaults, EngineProfile
 from ..specs.hardware import RAM_RESERVED_GIB, GpuSpec
 from ..specs.instances import InstanceCatalog, instance_price_range, offers_for
 from ..specs.models import ModelSpec
+from ..specs.presets import ModelCatalog
 from ..specs.serving import batch_defaults, batching_for
 from ..specs.workload import RuntimeOverhead
 from ..units import GIB
@@ -44,6 +45,7 @@ from .communication import (
     tp_width_slowdown,
 )
 from .cost import BuyVsRent, CostEstimate, buy_vs_rent, job_cost, price_range
+from .disaggregated import Transfer
 from .layout import Layout, explicit_layout, searched_layouts
 from .memory import MemoryBreakdown, MemoryModel, applicable_parallelisms, check_parallelism
 from .offload import LayerSplitter, host_ram, offers_split
@@ -53,6 +55,7 @@ from .performance import (
     Range,
     TrainingPrelude,
     inference_performance,
+    link,
     training_performance,
     training_prelude,
 )
@@ -222,6 +225,14 @@ def instance_pricing(
     return at
 
 
+def disaggregation_link(mm: MemoryModel, gpu: GpuSpec, gpu_count: int, gpus_per_node: int) -> Transfer:
+    """How a prompt's KV cache travels from a prefill to a decode instance of ``gpu_count`` GPUs:
+    over the GPUs' own links when both fit in a node, else the network."""
+    bw, latency, name = link(gpu, 2 * gpu_count, gpus_per_node)
+    per_token = mm.kv_bytes_per_token_layer * mm.model.num_layers
+    return Transfer(per_token, bw, latency, name)
+
+
 def calibration_lookup(
     profile: CalibrationProfile, engine: str, scenario: Scenario
 ) -> dict[str, tuple[FactorFit, ...]]:
@@ -254,7 +265,34 @@ class ServiceShared:
     batch_mms: dict[int, MemoryModel]
     reserve: int
     kv_lines: dict[tuple[int, str], tuple[float, float, float]]
+    #: A speculative proposer's memory model (a draft model's; None for EAGLE and MTP or none).
+    draft_mm: MemoryModel | None = None
     op_lines: dict[tuple[int, str], BatchLine] = field(default_factory=dict)
+
+
+def _service_shared(inputs: Inputs, all_setups: list[Setup], models: ModelCatalog) -> ServiceShared:
+    """A service's parts shared by every GPU (:class:`ServiceShared`). A speculative proposer's
+    weights and KV cache sit beside the target's (a draft model's preset; EAGLE and MTP: one
+    layer)."""
+    scenario, mm = inputs.scenario, inputs.mm
+    w = scenario.workload
+    reserve = _serving.reserved_context(w, batching_for(inputs.engine.id))
+    kv_lines = {(s[0], s[6]): _serving.kv_line(mm, s[0], s[6], reserve) for s in all_setups}
+    draft_mm = None
+    if w.speculative is not None and w.speculative.draft_model:
+        draft_w = replace(w, serving=None, speculative=None)
+        draft_mm = MemoryModel(
+            models.get(w.speculative.draft_model, "workload.speculative.draft_model"),
+            draft_w,
+            scenario.overhead,
+            prefill_chunk_tokens=mm.prefill_chunk_tokens,
+        )
+    if w.speculative is not None:
+        kv_lines = {
+            (n, par): _serving.with_proposer(line, *_serving.speculative_memory(mm, draft_mm, n))
+            for (n, par), line in kv_lines.items()
+        }
+    return ServiceShared(_serving.batch_models(mm), reserve, kv_lines, draft_mm)
 
 
 @dataclass(slots=True)
@@ -280,19 +318,18 @@ class Shared:
 
     @classmethod
     def build(
-        cls, inputs: Inputs, all_setups: list[Setup], tokens: float, calibration: CalibrationProfile | None
+        cls,
+        inputs: Inputs,
+        all_setups: list[Setup],
+        tokens: float,
+        calibration: CalibrationProfile | None,
+        models: ModelCatalog,
     ) -> Shared:
         scenario, engine = inputs.scenario, inputs.engine
         w, hw = scenario.workload, scenario.hardware
         service = None
         if w.serving is not None and inputs.speed:
-            mm = inputs.mm
-            reserve = _serving.reserved_context(w, batching_for(engine.id))
-            service = ServiceShared(
-                _serving.batch_models(mm),
-                reserve,
-                {(s[0], s[6]): _serving.kv_line(mm, s[0], s[6], reserve) for s in all_setups},
-            )
+            service = _service_shared(inputs, all_setups, models)
         plan = search_groups(all_setups) if inputs.speed and w.is_training else {}
         return cls(
             setups=all_setups,
@@ -534,6 +571,7 @@ class GpuPass:
             prefill_mfu=self.prefill_mfu,
             gpus_per_node=self.hw.gpus_per_node,
             constants=inputs.constants,
+            draft=service.draft_mm,
         )
         line = service.op_lines.get((n, par))
         if line is None:
@@ -548,6 +586,10 @@ class GpuPass:
             self.budget,
             memory_at=line.memory_at(cap_bytes, inputs.engine.id, self.fixed_overhead),
             scheduler=self.gpu_defaults,
+            kv_pool_tokens=_serving.kv_pool_tokens(service.kv_lines[(n, par)], cap_bytes, service.reserve),
+            transfer=disaggregation_link(inputs.mm, self.gpu, n, self.hw.gpus_per_node)
+            if self.serving is not None and self.serving.disaggregated
+            else None,
         )
 
     def _speed(

@@ -51,8 +51,8 @@ PARALLELISM_ORDER = ("none", "ddp", "zero1", "zero2", "fsdp", "zero3", "tensor",
 SAME_COST = 0.01
 
 #: Tier names, in order.
-SURE, LIKELY, MISSED, NO_FIT = 0, 1, 2, 3
-TIER_WORDS = {
+SURE, LIKELY, MISSED, NO_FIT = 0.0, 1.0, 2.0, 3.0
+TIER_WORDS: dict[float, str] = {
     SURE: "meets the limits",
     LIKELY: "likely meets the limits",
     MISSED: "misses a limit",
@@ -60,12 +60,12 @@ TIER_WORDS = {
 }
 
 
-def tier(c: Candidate) -> int:
+def tier(c: Candidate) -> float:
     """The candidate's tier (see the module docstring)."""
     if not c.fits:
         return NO_FIT
-    if c.serving is not None:  # a service: the latency targets are the limits
-        return SURE if c.serving.meets_slo else MISSED
+    if c.serving is not None:  # a service: the latency targets are the limits, judged like a deadline
+        return serving_tier(c)
     cost = c.cost
     if cost is None:
         return SURE
@@ -79,6 +79,25 @@ def tier(c: Candidate) -> int:
     if "likely" in (cost.deadline_status, cost.budget_status, cost.horizon_status):
         return LIKELY
     return SURE
+
+
+#: A service's fleet that was not simulated (not its GPU type's leading fleet) ranks after the
+#: simulated ones of every tier that meets or misses the targets (only those are judged).
+UNJUDGED = 2.5
+TIER_WORDS[UNJUDGED] = "was not simulated: another setup leads its GPU type"
+
+
+def serving_tier(c: Candidate) -> float:
+    """A service's tier from its simulated status: "meets" (even the far end of the 80% range is
+    within the targets), "likely" (the expected value is), "at risk"; a service without targets
+    is sure when its fleet carries the load and missed when it cannot (it saturates)."""
+    s = c.serving
+    assert s is not None
+    if s.at_load is None:
+        return UNJUDGED
+    if s.status is None:  # no targets
+        return MISSED if s.at_load.saturated else SURE
+    return {"meets": SURE, "likely": LIKELY}.get(s.status, MISSED)
 
 
 def sort_key(c: Candidate) -> tuple[object, ...]:
@@ -104,13 +123,13 @@ def sort_key(c: Candidate) -> tuple[object, ...]:
     return (t, usd, hours, c.gpu_count, par, c.gpu.name)
 
 
-def serving_key(c: Candidate, t: int, par: int) -> tuple[object, ...]:
+def serving_key(c: Candidate, t: float, par: int) -> tuple[object, ...]:
     """A service's order: cheapest month first among setups meeting the targets (then fewer GPUs);
     among those missing them, the closest to its targets first."""
     s = c.serving
     assert s is not None
     # ServingEstimate.order after its met/missed flag, which the tier already holds: the ranking's order.
-    if t == MISSED:
+    if t >= MISSED:
         return (t, *s.order[1:], c.gpu_count, par, c.gpu.name)
     return (t, *s.order[1:], s.gpus_total, c.gpu_count, par, c.gpu.name)
 
@@ -177,7 +196,7 @@ def decide(candidates: Iterable[Candidate]) -> Decision:
     if not order or tier(order[0]) == NO_FIT:
         return Decision(None, None, keys, "nothing fits")
     first = order[0]
-    if tier(first) == MISSED:
+    if tier(first) >= MISSED:
         return Decision(None, None, keys, "limits missed")
     runner = next((c for c in order[1:] if tier(c) in (SURE, LIKELY)), None)
     same = (

@@ -354,6 +354,64 @@ class Estimate:
             index = self._memo["index"] = {c.key: c for c in self.candidates}
         return index.get(key)
 
+    def serving_of(self, c: Candidate, simulate: bool = True) -> ServingEstimate | None:
+        """``c``'s fleet with its figures at the load (``at_load``, ``status``): each GPU type's
+        leading fleet was simulated by :func:`~.estimate.estimate`; the others are, all at once,
+        the first time one of them is asked for (the CLI's JSON, the PDF). ``simulate=False``:
+        only what is simulated already (the window's list of every setup, drawn on the GUI thread)."""
+        if c.serving is None or c.serving.at_load is not None:
+            return c.serving
+        done: dict[str, ServingEstimate] | None = self._memo.get("at_load")
+        if done is None and not simulate:
+            return c.serving
+        if done is None:
+            from .serving_load import ensure_at_load
+
+            waiting = [x for x in self.candidates if x.serving is not None and x.serving.at_load is None]
+            fleets: list[ServingEstimate] = ensure_at_load(
+                [x.serving for x in waiting],  # type: ignore[misc]
+                self.scenario.workload,
+            )
+            done = self._memo["at_load"] = {x.key: f for x, f in zip(waiting, fleets)}
+        return done.get(c.key, c.serving)
+
+    def chart_fleets(self, selected: str | None = None, most: int = 4) -> tuple[str, ...]:
+        """The fleets a serving chart draws: the selected one, then each GPU type's best fleet in
+        the decision's order, one per GPU type, at most ``most``."""
+        if self.scenario.workload.serving is None:
+            return ()
+        keys: list[str] = []
+        gpus: set[str] = set()
+        sel = self.candidate(selected) if selected else None
+        if sel is not None and sel.serving is not None:
+            keys.append(sel.key)
+            gpus.add(sel.gpu.id)
+        for c in self.best_per_gpu().values():
+            if len(keys) >= most:
+                break
+            if c.serving is not None and c.gpu.id not in gpus:
+                keys.append(c.key)
+                gpus.add(c.gpu.id)
+        return tuple(keys)
+
+    def load_curves(self, keys: tuple[str, ...]) -> tuple[Any, ...]:
+        """The latency-against-load curves (:class:`.serving_load.LoadCurve`) of these candidates'
+        fleets, computed on first use and remembered."""
+        memo = self._memo.setdefault("load_curves", {})
+        missing = tuple(k for k in keys if k not in memo)
+        if missing:
+            from .serving_load import load_curves
+
+            keyed = []
+            for k in missing:
+                c = self.candidate(k)
+                fleet = self.serving_of(c) if c is not None else None
+                if fleet is not None and fleet.plan is not None:
+                    keyed.append((k, fleet))
+            for curve in load_curves(keyed, self.scenario.workload):
+                memo[curve.key] = curve
+        return tuple(memo[k] for k in keys if k in memo)
+
     @property
     def calibrated_gpus(self) -> tuple[str, ...]:
         """Ids of the GPUs whose figures use calibrated values, in catalog order."""

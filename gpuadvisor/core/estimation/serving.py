@@ -75,9 +75,12 @@ from ..specs.constants import SpeedConstants, shipped_constants
 from ..specs.engines import BatchDefaults, EngineProfile, SpeedModel
 from ..specs.hardware import GpuSpec
 from ..specs.serving import ServingSpec, batch_defaults, batching_for
+from ..specs.speculative import SpeculativeMethod
 from ..specs.workload import Workload
 from ..units import GIB
+from . import speculative as _speculative
 from .cost import HOURS_PER_MONTH, BuyVsRent
+from .disaggregated import DisaggregatedPlan, Transfer
 from .memory import MemoryModel
 from .performance import (
     PCIE_LATENCY_S,
@@ -96,6 +99,8 @@ from .performance import (
     shape_of,
 )
 from .serving_memory import ServingMemory, operating_memory
+from .serving_sim import AtLoad
+from .speculative import SpeculativeGain, SpeculativeTables, is_light, light_draft_share
 
 #: Sequences in flight per replica at most: the order of the engines' own defaults (vLLM's
 #: max_num_seqs 256-1024, TensorRT-LLM's max_batch_size 2048); beyond it a replica is compute
@@ -142,6 +147,21 @@ class FleetBuy(NamedTuple):
         }
 
 
+class FleetPlan(NamedTuple):
+    """What a fleet was sized from: enough to resize it at another concurrency or replica count
+    and to simulate its replicas."""
+
+    spec: ServingSpec
+    kv_max: int  # sequences of the reserved context the GPU's memory holds
+    kv_pool_tokens: float  # KV tokens the GPU's memory holds beside the weights and activations
+    price: Range | None
+    buy: BuyVsRent | None
+    budget: Budget
+    memory_at: Callable[[int], ServingMemory] | None
+    engine_max: int  # the most sequences the engine schedules (its default on the GPU, or the planner's)
+    transfer: Transfer | None = None  # KV cache between a prefill and a decode instance
+
+
 class ServingEstimate(NamedTuple):
     """The fleet one candidate needs for the scenario's traffic and targets."""
 
@@ -152,7 +172,7 @@ class ServingEstimate(NamedTuple):
     ttft_s: float  # at the requested percentile, queueing included
     itl_ms: float  # mean inter-token latency with every slot busy
     meets_slo: bool
-    limited_by: str  # "kv_cache", "latency" or "compute"
+    limited_by: str  # "kv_cache", "latency", "compute" or "clients" (a closed loop small enough to run whole)
     usd_per_hour: float | None
     usd_per_month: float | None
     usd_per_million_tokens: float | None
@@ -183,6 +203,33 @@ class ServingEstimate(NamedTuple):
     #: ``max_num_batched_tokens``, :func:`~gpuadvisor.core.specs.serving.batch_defaults`); None for
     #: an engine without such a rule.
     scheduler: BatchDefaults | None = None
+    #: The service at its load, simulated request by request (:mod:`.serving_sim`): percentiles of
+    #: the time to first token, between tokens, of the whole request and of the wait for admission;
+    #: None until simulated (:meth:`simulated`).
+    at_load: AtLoad | None = None
+    #: The targets judged like a deadline from ``at_load`` (:func:`.serving_load.judge`): "meets",
+    #: "likely" or "at risk"; None without targets or before the simulation.
+    status: str | None = None
+    #: What the fleet was sized from (to resize it, to simulate it).
+    plan: FleetPlan | None = None
+    #: Speculative decoding's gain at one request and the load at which it vanishes.
+    speculative: SpeculativeGain | None = None
+    #: Prefill and decode on separate pools (``serving.disaggregated``).
+    disaggregated: DisaggregatedPlan | None = None
+    #: The targets are missed at the load (the simulation), not by one request on an idle replica:
+    #: ``missed`` and ``shortfall`` then come from the percentiles at the load.
+    missed_at_load: bool = False
+    #: Why the search for replicas stopped short of the targets (:mod:`.serving_load`): "idle" (even
+    #: an idle replica misses a target: more replicas cannot help), "headroom" (an idle replica meets
+    #: them, but not one carrying the least load the search allows: the target leaves no room for
+    #: queueing); "" when the fleet meets them or was not searched.
+    stopped: str = ""
+    #: The simulation of one replica with one request at a time (each alone on the engine): the
+    #: floor no fleet size lowers. None unless the search for replicas stopped.
+    idle: AtLoad | None = None
+    #: Sized by the simulation at the load (:func:`.serving_load.settle`: the GPU type's candidate),
+    #: not by the closed form alone.
+    settled: bool = False
 
     @property
     def raise_max_sequences_to(self) -> int | None:
@@ -207,6 +254,10 @@ class ServingEstimate(NamedTuple):
         (``recommendation.serving_key``) both sort by it, so the ranking's top row is the setup the
         summary names."""
         month = self.usd_per_month if self.usd_per_month is not None else math.inf
+        if self.plan is not None and not self.plan.spec.has_targets:
+            # No target: the cheapest fleet per output token that carries the load comes first.
+            per_m = self.usd_per_million_tokens if self.usd_per_million_tokens is not None else math.inf
+            return (0.0, per_m, month)
         return (0.0, month) if self.meets_slo else (1.0, self.shortfall, month)
 
     def curve(self) -> tuple[CurvePoint, ...]:
@@ -240,6 +291,15 @@ class ServingEstimate(NamedTuple):
             "buy_vs_rent": None if self.buy is None else self.buy.to_dict(),
             "range_80": self.ranges_dict(),
             "memory_gib": None if self.memory is None else self.memory.to_dict(),
+            "status": self.status,
+            "at_load": None if self.at_load is None else self.at_load.to_dict(),
+            "stopped": self.stopped or None,
+            "idle": None if self.idle is None else self.idle.to_dict(),
+            "sized_at_load": self.settled,
+            "speculative": None if self.speculative is None else self.speculative.to_dict(),
+            "prefill_gpus": None if self.disaggregated is None else self.disaggregated.prefill_gpus,
+            "decode_gpus": None if self.disaggregated is None else self.disaggregated.decode_gpus,
+            "disaggregated": None if self.disaggregated is None else self.disaggregated.to_dict(),
             "engine_defaults": None
             if self.scheduler is None
             else {
@@ -306,6 +366,37 @@ def kv_line(mm: MemoryModel, gpu_count: int, parallelism: str, context: int) -> 
 
     result: tuple[float, float, float] = mm.cached(f"kv_line:{gpu_count}:{parallelism}:{context}", line)
     return result
+
+
+def speculative_memory(mm: MemoryModel, draft: MemoryModel | None, gpu_count: int) -> tuple[float, float]:
+    """(bytes per GPU, KV share of the target's per token) of a service's speculative proposer: a
+    draft model's weights and KV cache, one layer's for EAGLE and MTP, none for an n-gram lookup."""
+    sp = mm.workload.speculative
+    if sp is None:
+        return 0.0, 0.0
+    layers = max(mm.model.num_layers, 1)
+    if sp.method == SpeculativeMethod.DRAFT and draft is not None:
+        share = (draft.kv_bytes_per_token_layer * draft.model.num_layers) / max(
+            mm.kv_bytes_per_token_layer * layers, 1.0
+        )
+        return draft.weight_bytes / gpu_count, share
+    if is_light(sp):
+        return mm.block_weight_bytes / layers / gpu_count, 1.0 / layers
+    return 0.0, 0.0
+
+
+def with_proposer(
+    line: tuple[float, float, float], extra_bytes: float, kv_share: float
+) -> tuple[float, float, float]:
+    """A KV line (:func:`kv_line`) with a speculative proposer's weights and KV cache beside the target's."""
+    one, base, per_seq = line
+    return one + extra_bytes + per_seq * kv_share, base + extra_bytes, per_seq * (1.0 + kv_share)
+
+
+def kv_pool_tokens(line: tuple[float, float, float], capacity_bytes: float, context: int) -> float:
+    """KV tokens the GPU's memory holds beside the weights and activations (the simulation's pool)."""
+    _one, base, per_seq = line
+    return max(0.0, (capacity_bytes - base) / per_seq * context)
 
 
 def kv_capacity(line: tuple[float, float, float], capacity_bytes: float) -> int:
@@ -603,6 +694,7 @@ class ReplicaCurve:
         self.top_limit = max(1, top)
         self.top_batch = 1 << max(0, (self.top_limit - 1).bit_length())
         self.w, self.spec, self.batching = w, spec, batching
+        self.speculative: SpeculativeTables | None = None
         self.ttft1 = 0.0
         self.perf1: PerformanceEstimate | None = None  # the roofline at one sequence (set by _at(1))
         step1 = self._at(1)[0]  # also sets ttft1, the prompt alone
@@ -681,8 +773,22 @@ class ReplicaCurve:
             self._pow_steps[b] = got
         return got
 
+    def use_speculative(self, tables: SpeculativeTables) -> None:
+        """Decode speculatively from now on: :meth:`step` becomes the time per generated token of
+        a sequence, ``step_spec(c) / tau`` (:mod:`.speculative`), and the prompts also pay the
+        proposer's prefill."""
+        self.speculative = tables
+        self.tau += tables.extra_prefill_s_per_token
+        self.ttft1 += tables.extra_prefill_s_per_token * self.w.prompt_tokens
+        self._point_memo.clear()
+        self._drain_memo.clear()
+        self.step1 = self.step(1)
+
     def step(self, c: float) -> float:
-        """The decode step (s) with ``c`` sequences in flight."""
+        """The decode step (s) with ``c`` sequences in flight (with speculative decoding, the time
+        per generated token of one sequence)."""
+        if self.speculative is not None:
+            return self.speculative.per_token(max(c, 1.0))
         if self.decode is not None:
             return self.decode(max(c, 1.0))
         if c <= 1:
@@ -789,7 +895,7 @@ class ReplicaCurve:
 
     def meets(self, c: int) -> bool:
         itl, ttft_tail, _tm, _s = self.point(c)
-        return itl * 1000.0 <= self.spec.itl_ms and ttft_tail <= self.spec.ttft_s
+        return itl * 1000.0 <= self.spec.itl_limit_ms and ttft_tail <= self.spec.ttft_limit_s
 
     def itl(self, c: float) -> float:
         """Mean inter-token latency (s) with ``c`` sequences in flight (the first term of :meth:`point`)."""
@@ -809,7 +915,7 @@ class ReplicaCurve:
         needs the whole operating point, is then checked there and, if missed, bisected below it."""
         if top < 1 or not self.meets(1):
             return 0
-        target = self.spec.itl_ms / 1000.0
+        target = self.spec.itl_limit_ms / 1000.0
         solved = None
         if self.decode is not None:
             per_seq = 0.0 if self.batching == "static" else self.new_mean * self.tau / self.w.output_tokens
@@ -872,10 +978,13 @@ def replica_curve(
     closed_form: bool = True,
     request_overhead_s: float | None = None,
     constants: SpeedConstants | None = None,
+    draft: MemoryModel | None = None,
 ) -> ReplicaCurve:
     """The replica's curve up to ``top`` sequences under ``constants`` (the shipped ones when None):
     the closed-form decode step (checked against the roofline), or the roofline at 1, 2, 4, ...
-    evaluated lazily (llama.cpp, which has its own speed model, or ``closed_form=False``)."""
+    evaluated lazily (llama.cpp, which has its own speed model, or ``closed_form=False``). With
+    ``workload.speculative`` the curve decodes speculatively (:meth:`ReplicaCurve.use_speculative`;
+    ``draft``: the draft model's memory model, for ``method: draft``)."""
     k = constants or shipped_constants()
 
     def perf_at(b: int) -> PerformanceEstimate:
@@ -899,7 +1008,7 @@ def replica_curve(
         decode = DecodeStep(
             models[1], gpu, gpu_count, parallelism, engine, bw_eff, prefill_mfu, gpus_per_node, k
         )
-    return ReplicaCurve(
+    curve = ReplicaCurve(
         perf_at,
         top,
         w,
@@ -910,6 +1019,70 @@ def replica_curve(
         request_overhead_s_of(spec, engine.id, k) if request_overhead_s is None else request_overhead_s,
         engine.mixed_prefill,
         k,
+    )
+    if w.speculative is not None:
+        curve.use_speculative(
+            speculative_tables(
+                models[1],
+                curve,
+                gpu,
+                gpu_count,
+                parallelism,
+                engine,
+                draft,
+                bw_eff,
+                prefill_mfu,
+                gpus_per_node,
+            )
+        )
+    return curve
+
+
+def speculative_tables(
+    mm: MemoryModel,
+    curve: ReplicaCurve,
+    gpu: GpuSpec,
+    gpu_count: int,
+    parallelism: str,
+    engine: EngineProfile,
+    draft: MemoryModel | None,
+    bw_eff: float | None,
+    prefill_mfu: float | None,
+    gpus_per_node: int,
+) -> SpeculativeTables:
+    """The speculative step of a replica (:mod:`.speculative`): the target's step terms for the
+    verification, the draft model's own decode step (``method: draft``) or a layer's share of the
+    target's step (EAGLE, MTP), and the proposer's weights and KV cache."""
+    w = mm.workload
+    sp = w.speculative
+    assert sp is not None
+    model = mm.model
+    decode = curve.decode
+    draft_step = None
+    draft_prefill = 0.0
+    if sp.method == SpeculativeMethod.DRAFT and draft is not None:
+        d = DecodeStep(
+            draft, gpu, gpu_count, parallelism, engine, bw_eff, prefill_mfu, gpus_per_node, curve.constants
+        )
+        draft_step = d
+        draft_prefill = d.prefill(float(w.prompt_tokens), 1) / max(w.prompt_tokens, 1)
+    extra, kv_share = speculative_memory(mm, draft, gpu_count)
+    share = light_draft_share(
+        mm.block_weight_bytes, model.num_layers, mm.head_bytes or mm.embedding_bytes, mm.weight_bytes
+    )
+    return _speculative.tables(
+        sp,
+        curve.top_limit,
+        curve.step,
+        None if decode is None else decode.terms,
+        0.0 if decode is None else decode.exposed,
+        0.0 if decode is None else decode.kv_s,
+        curve.tau,
+        draft_step,
+        share,
+        draft_prefill,
+        extra,
+        kv_share,
     )
 
 
@@ -967,6 +1140,51 @@ def pool_sequences(
         f"pool:{gpu_count}:{parallelism}:{context}:{capacity_bytes}:{engine_id}", compute
     )
     return got
+
+
+def pool_tokens(
+    mm: MemoryModel, gpu_count: int, parallelism: str, context: int, capacity_bytes: float, engine_id: str
+) -> float | None:
+    """KV tokens the pool ``engine_id`` preallocates with its default setting holds (None for an
+    engine without such a pool): :func:`pool_sequences` in tokens, not rounded to sequences."""
+    seqs = pool_sequences(mm, gpu_count, parallelism, context, capacity_bytes, engine_id)
+    if seqs is None:
+        return None
+    bd = mm.breakdown(gpu_count, parallelism, batch_size=1, context=context)
+    sm = operating_memory(bd, 1, context, capacity_bytes, engine_id, mm.overhead.cuda_context_gib * GIB)
+    return float(sm.kv_pool) / bd.kv_cache * context
+
+
+def benchmark_engine(r: BenchReplica, clients: int) -> tuple[ReplicaCurve, int, float]:
+    """(the replica's curve, the most sequences the engine schedules at once, the KV tokens its pool
+    holds) of an engine as a benchmark starts it (its default pool and limits on the GPU, as
+    :func:`_benchmark_curve`), for a simulation of ``clients`` clients (:mod:`.serving_sim`), which
+    admits and queues the requests itself."""
+    mm = r.mm
+    context = reserved_context(mm.workload, batching_for(r.engine.id))
+    line = kv_line(mm, r.gpu_count, r.parallelism, context)
+    capacity = r.gpu.memory_gib_usable * GIB
+    tokens = kv_pool_tokens(line, capacity, context)
+    pooled = pool_tokens(mm, r.gpu_count, r.parallelism, context, capacity, r.engine.id)
+    if pooled is not None:
+        tokens = min(tokens, pooled)
+    engine, most = scheduled_on(r.engine, r.gpu)
+    top = max(1, min(clients, most, max(1, int(tokens // max(context, 1)) * 2)))
+    curve = replica_curve(
+        batch_models(mm, top=top),
+        r.gpu,
+        r.gpu_count,
+        r.parallelism,
+        engine,
+        top,
+        bw_eff=r.bw_eff,
+        prefill_mfu=r.prefill_mfu,
+        gpus_per_node=r.gpus_per_node,
+        spec=OPEN_TARGETS,
+        request_overhead_s=r.request_overhead_s,
+        constants=r.constants,
+    )
+    return curve, most, tokens
 
 
 def chunked_as(engine: EngineProfile, limits: BatchDefaults | None) -> EngineProfile:
@@ -1164,6 +1382,12 @@ def _drain_theta(out: int, longest: int) -> float:
     return hi
 
 
+def drain_theta(out: int, longest: int) -> float:
+    """The scale of exponential answer lengths cut at ``longest`` whose mean is ``out`` (see
+    :func:`drain`)."""
+    return _drain_theta(out, longest)
+
+
 def drain(step: Callable[[float], float], n: int, out: int, longest: int) -> tuple[float, float]:
     """(decode time s, mean decode step per token s) of a wave of ``n`` sequences whose answers
     stop at their end token: ``out`` tokens on average, none longer than ``longest``.
@@ -1304,22 +1528,45 @@ def fewest_replicas(
     def ttft(r: int) -> float:
         return wait_at_percentile(rate / r, c, service, cv2, spec.percentile) + ttft_tail
 
-    if rate_only or ttft_tail > spec.ttft_s:
+    if rate_only or ttft_tail > spec.ttft_limit_s or not math.isfinite(spec.ttft_limit_s):
         # A target is out of reach: size for the rate at a utilization that keeps the queue short.
         r = max(1, math.ceil(rate / (per_replica * RATE_ONLY_UTILIZATION)))
         return r, ttft(r)
-    if ttft(lo) <= spec.ttft_s:
+    if ttft(lo) <= spec.ttft_limit_s:
         return lo, ttft(lo)
     hi = lo * 2
-    while ttft(hi) > spec.ttft_s and hi < MAX_REPLICAS:
+    while ttft(hi) > spec.ttft_limit_s and hi < MAX_REPLICAS:
         lo, hi = hi, hi * 2
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        if ttft(mid) <= spec.ttft_s:
+        if ttft(mid) <= spec.ttft_limit_s:
             hi = mid
         else:
             lo = mid
     return hi, ttft(hi)
+
+
+def rate_within_ttft(curve: ReplicaCurve, c: int) -> float:
+    """The requests/s one replica of ``curve`` takes at ``c`` slots with its TTFT within the target
+    by the closed form (:func:`wait_at_percentile` plus ``TTFT0``); 0 when even an idle replica
+    misses it, the replica's whole rate ``c / S`` when the target sets no bound. The fewest replicas
+    of :func:`fewest_replicas` carry at most this much each."""
+    spec = curve.spec
+    _itl, tail, _tm, service = curve.point(c)
+    full = c / service
+    if tail > spec.ttft_limit_s:
+        return 0.0
+    if not math.isfinite(spec.ttft_limit_s):
+        return full
+    cv2 = service_cv2(curve.w.output_tokens, curve.w.output_tokens_p90)
+    lo, hi = 0.0, full
+    for _ in range(60):  # the wait rises with the rate: bisect to a relative 1e-18 of the full rate
+        mid = 0.5 * (lo + hi)
+        if wait_at_percentile(mid, c, service, cv2, spec.percentile) + tail <= spec.ttft_limit_s:
+            lo = mid
+        else:
+            hi = mid
+    return lo
 
 
 def serving_estimate(
@@ -1331,43 +1578,82 @@ def serving_estimate(
     budget: Budget,
     memory_at: Callable[[int], ServingMemory] | None = None,
     scheduler: BatchDefaults | None = None,
+    kv_pool_tokens: float = math.inf,
+    concurrency: int | None = None,
+    replicas: int | None = None,
+    transfer: Transfer | None = None,
 ) -> ServingEstimate:
-    """The fleet for the scenario's traffic on one replica layout (see the module docstring);
+    """The fleet for the scenario's load on one replica layout (see the module docstring);
     ``memory_at`` gives the memory per GPU at a concurrency (:mod:`.serving_memory`), ``scheduler``
-    what the engine schedules by default on the GPU (reported, see :class:`ServingEstimate`)."""
+    what the engine schedules by default on the GPU (reported, see :class:`ServingEstimate`),
+    ``kv_pool_tokens`` the KV tokens the GPU's memory holds (for the simulation).
+
+    With targets, the concurrency per replica is the largest meeting them and the replicas the
+    fewest meeting the TTFT target (a closed loop of clients: as many replicas as its clients need
+    at that concurrency). Without targets the fleet carries the load: a rate on the fewest
+    replicas that stay at most :data:`RATE_ONLY_UTILIZATION` busy, a closed loop on one replica.
+    ``concurrency`` and ``replicas`` force a fleet (the simulation's corrections)."""
     spec, w = curve.spec, curve.w
-    top = min(kv_max, MAX_CONCURRENCY)
-    c = curve.largest_meeting(top)
-    meets = c >= 1
+    engine_max = MAX_CONCURRENCY if scheduler is None else min(scheduler.max_sequences, MAX_CONCURRENCY)
+    top = min(kv_max, MAX_CONCURRENCY) if spec.has_targets else min(kv_max, engine_max)
+    if concurrency is not None:
+        c = max(1, min(concurrency, top))
+        meets = curve.meets(c) if spec.has_targets else True
+    elif spec.has_targets:
+        c = curve.largest_meeting(top)
+        meets = c >= 1
+    else:
+        c, meets = max(1, top), True
     missed = ""
     # One request on an idle replica: what no fleet size improves (why a setup misses, if it does).
     itl_1, alone, _tm1, _s1 = curve.point(1)
     if not meets:
         c = 1
-        missed = "itl" if itl_1 * 1000.0 > spec.itl_ms else "ttft"
+        missed = "itl" if itl_1 * 1000.0 > spec.itl_limit_ms else "ttft"
         limited = "compute" if curve.bound_at(1) == "compute" else "latency"
     elif c == top:
-        limited = "kv_cache" if kv_max <= MAX_CONCURRENCY else "compute"
+        limited = "kv_cache" if kv_max <= min(MAX_CONCURRENCY, top) else "compute"
     else:
         limited = "compute" if curve.bound_at(c) == "compute" else "latency"
     cv2 = service_cv2(w.output_tokens, w.output_tokens_p90)
-    replicas, ttft = fewest_replicas(curve, c, spec.requests_per_s, cv2, rate_only=not meets)
     itl, _tt, _tm, service = curve.point(c)
-    if meets and ttft > spec.ttft_s:  # cannot happen by construction; kept honest
-        meets, missed = False, "ttft"
-    # The fleet at both ends of the 80% range: the same concurrency per replica, the service time
-    # and the TTFT stretched by the ranges of the throughput and the TTFT.
     k = curve.constants
-    tp_low, tp_high = k.serving_spreads["tokens_per_s"]
-    ttft_low, ttft_high = k.serving_spreads["ttft"]
-    r_fast = fewest_replicas(
-        curve, c, spec.requests_per_s, cv2, not meets, 1.0 / (1.0 + tp_high), 1.0 / (1.0 + ttft_high)
-    )[0]
-    r_slow = fewest_replicas(
-        curve, c, spec.requests_per_s, cv2, not meets, 1.0 / (1.0 - tp_low), 1.0 / (1.0 - ttft_low)
-    )[0]
-    replicas_range = (min(r_fast, replicas), max(r_slow, replicas))
-    rate_r = spec.requests_per_s / replicas
+    if spec.closed_loop:
+        clients = int(spec.concurrency or 1)
+        if replicas is None:
+            replicas = max(1, math.ceil(clients / c)) if spec.has_targets else 1
+        per = math.ceil(clients / replicas)
+        run = max(1, min(per, c))
+        itl, _tt, ttft, service = curve.point(run, closed=True)
+        if per > run:  # the clients the engine cannot hold wait for a slot (Little's law)
+            ttft += (per / run - 1.0) * service
+        rate = replicas * run / service
+        replicas_range = (replicas, replicas)
+        utilization = min(1.0, per / max(c, 1))
+        c = run  # the sequences a replica runs: its share of the clients, at most what it holds
+        if run == per and not spec.has_targets:
+            limited = "clients"  # every client runs: the load, not the replica, sets the batch
+    else:
+        rate = float(spec.requests_per_s or 0.0)
+        if replicas is None:
+            replicas, ttft = fewest_replicas(curve, c, rate, cv2, rate_only=not meets or not spec.has_targets)
+        else:
+            _tl, ttft_tail, _tm2, _sv = curve.point(c)
+            ttft = wait_at_percentile(rate / replicas, c, service, cv2, spec.percentile) + ttft_tail
+        if meets and spec.has_targets and ttft > spec.ttft_limit_s and concurrency is None:
+            meets, missed = False, "ttft"  # cannot happen by construction; kept honest
+        # The fleet at both ends of the 80% range: the same concurrency per replica, the service time
+        # and the TTFT stretched by the ranges of the throughput and the TTFT.
+        tp_low, tp_high = k.serving_spreads["tokens_per_s"]
+        ttft_low, ttft_high = k.serving_spreads["ttft"]
+        loose = not meets or not spec.has_targets
+        r_fast = fewest_replicas(curve, c, rate, cv2, loose, 1.0 / (1.0 + tp_high), 1.0 / (1.0 + ttft_high))[
+            0
+        ]
+        r_slow = fewest_replicas(curve, c, rate, cv2, loose, 1.0 / (1.0 - tp_low), 1.0 / (1.0 - ttft_low))[0]
+        replicas_range = (min(r_fast, replicas), max(r_slow, replicas))
+        utilization = min(1.0, rate / replicas * service / c)
+    rate_r = rate / replicas
     gpus = replicas * gpu_count
     per_hour = per_month = per_million = None
     month_range: tuple[float, float] | None = None
@@ -1378,13 +1664,16 @@ def serving_estimate(
         per_month = per_hour * HOURS_PER_MONTH * hours_share
         lo, hi = (r * gpu_count * price.expected * HOURS_PER_MONTH * hours_share for r in replicas_range)
         month_range = (lo, hi)
-        per_million = per_hour / (spec.requests_per_s * w.output_tokens * 3600.0) * 1e6
+        per_million = per_hour / (rate * w.output_tokens * 3600.0) * 1e6 if rate > 0 else None
         if buy is not None:
             owned = gpus * (
                 buy.purchase_usd / budget.ownership_months
                 + buy.power_usd_per_hour * HOURS_PER_MONTH * hours_share
             )
             fleet_buy = FleetBuy(gpus * buy.purchase_usd, owned, per_month, owned < per_month)
+    shortfall = 0.0
+    if not meets:
+        shortfall = max(itl_1 * 1000.0 / spec.itl_limit_ms, alone / spec.ttft_limit_s)
     return ServingEstimate(
         replicas=replicas,
         gpus_total=gpus,
@@ -1397,7 +1686,7 @@ def serving_estimate(
         usd_per_hour=per_hour,
         usd_per_month=per_month,
         usd_per_million_tokens=per_million,
-        utilization=min(1.0, rate_r * service / c),
+        utilization=utilization,
         tokens_per_s_per_replica=c * w.output_tokens / service,
         missed=missed,
         buy=fleet_buy,
@@ -1410,6 +1699,8 @@ def serving_estimate(
         itl_range_ms=k.time_range(itl * 1000.0, "itl"),
         memory=None if memory_at is None else memory_at(c),
         ttft_alone_s=alone,
-        shortfall=0.0 if meets else max(itl_1 * 1000.0 / spec.itl_ms, alone / spec.ttft_s),
+        shortfall=shortfall,
         scheduler=scheduler,
+        plan=FleetPlan(spec, kv_max, kv_pool_tokens, price, buy, budget, memory_at, engine_max, transfer),
+        speculative=None if curve.speculative is None else curve.speculative.gain,
     )

@@ -405,6 +405,10 @@ def scenario_to_dict(scenario: Scenario) -> dict[str, Any]:
     workload.pop("ignored_keys", None)
     if scenario.workload.serving is not None:  # an unstated per-request time stays unstated
         workload["serving"] = scenario.workload.serving.to_dict()
+    if scenario.workload.speculative is None:  # left out, so files without it stay as they were
+        workload.pop("speculative", None)
+    else:
+        workload["speculative"] = scenario.workload.speculative.to_dict()
     if isinstance(workload.get("lora_targets"), tuple):
         workload["lora_targets"] = list(workload["lora_targets"])
     out = {

@@ -139,7 +139,9 @@ def candidate_detail(
     p, cost = c.performance, c.cost
     if est.scenario.workload.serving is not None:  # a service: the fleet, not one batch
         kinds = {"problem": PROBLEM, "caution": CAUTION}
-        out += [(kinds.get(kind, TEXT), text) for kind, text in fleet_detail(c, est.engine)]
+        out += [
+            (kinds.get(kind, TEXT), text) for kind, text in fleet_detail(c, est.engine, est.serving_of(c))
+        ]
     else:
         wi = est.what_if(c)
         out.append(

@@ -206,6 +206,9 @@ class Report:
     fleet_rows: tuple[tuple[str, ...], ...] = ()
     #: The memory chart's caption when it differs from a batch job's (a service's operating point).
     vram_caption: str = ""
+    #: What the fleet table's columns mean, and the latency chart's caption (a service).
+    fleet_note: str = ""
+    latency_caption: str = ""
     #: What the recommendation box flags about the recommended setup itself (a stale or undated price).
     recommendation_flags: tuple[str, ...] = ()
     #: Where to rent the recommended setup: the instance type and provider, in one sentence.

@@ -182,6 +182,16 @@ def calibration_to_dict(est: Estimate) -> dict[str, Any]:
     }
 
 
+def _with_load(est: Estimate, c: Candidate, out: dict[str, Any]) -> dict[str, Any]:
+    """A candidate's dict whose fleet carries its figures at the load (every serving candidate
+    reports ``serving.at_load``, simulated on first use where the estimate did not)."""
+    if c.serving is not None:
+        fleet = est.serving_of(c)
+        if fleet is not None:
+            out["serving"] = fleet.to_dict()
+    return out
+
+
 def estimate_to_dict(est: Estimate, today: _dt.date | None = None, stale_months: int = 6) -> dict[str, Any]:
     """The whole estimate as JSON-ready data; ``today`` (default: the system date) and
     ``stale_months`` decide which prices are stale."""
@@ -193,7 +203,7 @@ def estimate_to_dict(est: Estimate, today: _dt.date | None = None, stale_months:
     calibrated = set(est.calibrated_gpus)
     candidates = []
     for c in est.candidates:
-        d = candidate_to_dict(c, calibrated=c.gpu.id in calibrated, est=est)
+        d = _with_load(est, c, candidate_to_dict(c, calibrated=c.gpu.id in calibrated, est=est))
         d["price_date"] = price_date(est, c)
         d["price_stale"] = price_stale(est, c, today, stale_months)
         d["instances"] = [r.to_dict() for r in rented_costs(est, c)]

@@ -24,11 +24,14 @@ from ..specs.constants import RANGE_LABEL
 from .prices import pick_price_warnings, rent_as
 from .serving_text import (
     FLEET_HEADER,
+    FLEET_NOTE,
     capacity_line,
+    disaggregated_phrase,
     fleet_rows,
     memory_lines,
     overhead_phrase,
     range_phrase,
+    speculative_phrase,
     targets_phrase,
     traffic_phrase,
 )
@@ -265,7 +268,7 @@ def weights_table_lines(est: Estimate) -> list[str]:
 def serving_lines(est: Estimate, show_all: bool = False) -> list[str]:
     """The fleet table of a service (``workload.serving``), with its traffic and targets."""
     out = [
-        f"Traffic: {traffic_phrase(est)}; targets: {targets_phrase(est)}.",
+        f"Load: {traffic_phrase(est)}; targets: {targets_phrase(est)}.",
         f"Per request: {overhead_phrase(est)}.",
         "",
     ]
@@ -278,14 +281,14 @@ def serving_lines(est: Estimate, show_all: bool = False) -> list[str]:
         out.append(f"\u2605 {capacity_line(rec)}.")
         if rec.serving is not None and rec.serving.replicas_range is not None:
             out.append(f"\u2605 {range_phrase(rec.serving)}.")
+        if rec.serving is not None and rec.serving.disaggregated is not None:
+            out.append(f"\u2605 Disaggregated: {disaggregated_phrase(rec.serving)}.")
+        if rec.serving is not None and rec.serving.speculative is not None:
+            out.append(f"\u2605 Speculative decoding: {speculative_phrase(rec.serving)}.")
         out += [
             ("Caution: " if kind == "caution" else "") + text for kind, text in memory_lines(rec, est.engine)
         ]
-    out += [
-        "TTFT at the percentile asked for, queueing included; ITL with every slot busy; "
-        "$/month = replicas x GPUs x price x 730 h x hours a day / 24; $/1M tok per output token served.",
-        "",
-    ]
+    out += [FLEET_NOTE, ""]
     return out
 
 

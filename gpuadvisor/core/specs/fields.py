@@ -42,6 +42,7 @@ FIELD_RULES: MappingProxyType[str, NumberRule] = MappingProxyType(
         "workload.gpu_layers": NumberRule(Quantity.COUNT, 0, 10_000, integer=True),
         "workload.global_batch_size": NumberRule(Quantity.COUNT, 1, _MAX_TOKENS, integer=True),
         "workload.serving.requests_per_s": NumberRule(Quantity.PLAIN, 0, 1e7, above=True),
+        "workload.serving.concurrency": NumberRule(Quantity.COUNT, 1, 10_000_000, integer=True),
         "workload.serving.ttft_s": NumberRule(Quantity.SECONDS, 0, 3600, above=True),
         "workload.serving.itl_ms": NumberRule(Quantity.MILLISECONDS, 0, 60_000, above=True),
         "workload.serving.prefix_cache_hit_rate": NumberRule(Quantity.PLAIN, 0, 0.99),

@@ -54,7 +54,9 @@ Serving with PagedAttention"); Orca (Yu et al. 2022, iteration-level scheduling)
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
 from ..errors import InputError
@@ -74,13 +76,27 @@ def batch_defaults(engine_id: str, gpu_name: str, memory_gib: float) -> BatchDef
 
 _KEYS = (
     "requests_per_s",
+    "concurrency",
+    "arrival",
     "ttft_s",
     "itl_ms",
     "percentile",
     "prefix_cache_hit_rate",
     "hours_per_day",
     "request_overhead_ms",
+    "disaggregated",
 )
+#: The most clients a service may state.
+MAX_CLIENTS = 10_000_000
+
+
+class ArrivalPattern(StrEnum):
+    """How a stated rate of requests arrives."""
+
+    POISSON = "poisson"  # independent arrivals (a Poisson stream)
+    BURST = "burst"  # bursts: gaps with a coefficient of variation of 2 (see serving_sim.BURSTINESS)
+
+
 #: The most per-request time a service may state (ms).
 MAX_REQUEST_OVERHEAD_MS = 10_000.0
 
@@ -109,22 +125,49 @@ def _number(name: str, value: object) -> float:
 
 @dataclass(frozen=True, slots=True)
 class ServingSpec:
-    """Traffic and latency targets of a service (units in the field names)."""
+    """A service: its load and latency targets (units in the field names).
 
-    requests_per_s: float
-    ttft_s: float
-    itl_ms: float
+    The load is either a rate (``requests_per_s``, arriving as ``arrival``) or a closed loop of
+    ``concurrency`` clients, each sending its next request when its last one ends. The targets
+    (``ttft_s``, ``itl_ms``, at ``percentile``) are optional: with them the planner sizes the fleet
+    that meets them, without them the answer is the operating point at the stated load."""
+
+    requests_per_s: float | None = None
+    ttft_s: float | None = None
+    itl_ms: float | None = None
     percentile: int = 90
     prefix_cache_hit_rate: float = 0.0
     hours_per_day: float = 24.0
     #: Time the serving stack adds to every request outside the model's steps (HTTP, chat template
     #: and tokenizing, admission, streaming the first token), in ms; None: the value fitted to the
-    #: published serving runs (``core.estimation.serving.REQUEST_OVERHEAD_S``).
+    #: published serving runs (``SpeedConstants.request_overhead_for``, ``fitted_constants.json``).
     request_overhead_ms: float | None = None
+    #: Clients of a closed loop (instead of a rate).
+    concurrency: int | None = None
+    arrival: str = ArrivalPattern.POISSON
+    #: Prefill and decode on separate pools of GPUs, each sized to its own target.
+    disaggregated: bool = False
 
     def __post_init__(self) -> None:
+        if (self.requests_per_s is None) == (self.concurrency is None):
+            raise InputError(
+                "workload.serving.requests_per_s",
+                "give the load as requests_per_s or as concurrency (clients), one of the two",
+            )
         for name in ("requests_per_s", "ttft_s", "itl_ms", "prefix_cache_hit_rate", "hours_per_day"):
-            object.__setattr__(self, name, _number(name, getattr(self, name)))
+            if getattr(self, name) is not None:
+                object.__setattr__(self, name, _number(name, getattr(self, name)))
+        if self.concurrency is not None:
+            object.__setattr__(self, "concurrency", int(_number("concurrency", self.concurrency)))
+        if self.arrival not in tuple(ArrivalPattern):
+            raise InputError("workload.serving.arrival", "must be poisson or burst", self.arrival)
+        object.__setattr__(self, "arrival", ArrivalPattern(self.arrival))
+        if self.concurrency is not None and self.arrival != ArrivalPattern.POISSON:
+            raise InputError(
+                "workload.serving.arrival",
+                "describes a rate; a closed loop of clients has none",
+                str(self.arrival),
+            )
         if self.percentile not in PERCENTILES or isinstance(self.percentile, bool):
             raise InputError("workload.serving.percentile", "must be one of 50, 90, 95, 99", self.percentile)
         object.__setattr__(self, "percentile", int(self.percentile))
@@ -132,6 +175,33 @@ class ServingSpec:
             object.__setattr__(
                 self, "request_overhead_ms", _number("request_overhead_ms", self.request_overhead_ms)
             )
+        if not isinstance(self.disaggregated, bool):
+            raise InputError("workload.serving.disaggregated", "must be true or false", self.disaggregated)
+        if self.disaggregated and (self.ttft_s is None or self.itl_ms is None):
+            raise InputError(
+                "workload.serving.disaggregated",
+                "sizes a prefill pool to ttft_s and a decode pool to itl_ms: state both targets",
+            )
+
+    @property
+    def has_targets(self) -> bool:
+        """Whether a latency target is stated (else the answer is the operating point at the load)."""
+        return self.ttft_s is not None or self.itl_ms is not None
+
+    @property
+    def ttft_limit_s(self) -> float:
+        """The TTFT target (s), infinite when none is stated."""
+        return math.inf if self.ttft_s is None else self.ttft_s
+
+    @property
+    def itl_limit_ms(self) -> float:
+        """The ITL target (ms), infinite when none is stated."""
+        return math.inf if self.itl_ms is None else self.itl_ms
+
+    @property
+    def closed_loop(self) -> bool:
+        """The load is a closed loop of ``concurrency`` clients."""
+        return self.concurrency is not None
 
     @classmethod
     def from_value(cls, value: object) -> ServingSpec:
@@ -145,15 +215,26 @@ class ServingSpec:
             raise InputError(
                 f"workload.serving.{unknown[0]}", f"is not a serving key; known keys: {', '.join(_KEYS)}"
             )
-        for key in ("requests_per_s", "ttft_s", "itl_ms"):
-            if key not in value:
-                raise InputError(f"workload.serving.{key}", "is required")
+        if "requests_per_s" not in value and "concurrency" not in value:
+            raise InputError(
+                "workload.serving.requests_per_s", "is required (or concurrency: a number of clients)"
+            )
         return cls(**value)
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON object (``request_overhead_ms`` only when stated)."""
-        return {
-            k: getattr(self, k)
-            for k in _KEYS
-            if k != "request_overhead_ms" or self.request_overhead_ms is not None
-        }
+        """The JSON object: the keys a file of the first version wrote, the newer ones only when
+        stated (so an older service saves as it was)."""
+        out: dict[str, Any] = {}
+        for k in _KEYS:
+            v = getattr(self, k)
+            if (
+                k in ("request_overhead_ms", "concurrency", "requests_per_s", "ttft_s", "itl_ms")
+                and v is None
+            ):
+                continue
+            if k == "arrival" and (v == ArrivalPattern.POISSON):
+                continue
+            if k == "disaggregated" and not v:
+                continue
+            out[k] = str(v) if k == "arrival" else v
+        return out

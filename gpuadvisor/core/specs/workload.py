@@ -53,6 +53,7 @@ from .quant_types import (
     is_gguf_type,
 )
 from .serving import ServingSpec
+from .speculative import SpeculativeSpec
 
 WORKLOAD_KINDS = ("inference", "lora", "qlora", "full_finetune", "pretrain")
 TRAINING_KINDS = ("lora", "qlora", "full_finetune", "pretrain")
@@ -256,6 +257,8 @@ class Workload:
     requests: float | None = None
     # A service (``workload.serving``): traffic and latency targets, and the long tail of lengths.
     serving: ServingSpec | None = None
+    #: Speculative decoding (inference): who drafts, how many tokens, how many are accepted.
+    speculative: SpeculativeSpec | None = None
     prompt_tokens_p90: int | None = None
     output_tokens_p90: int | None = None
     # Large training jobs (see docs/scenario.md, "Layouts"): recomputation, sequences per optimizer
@@ -400,6 +403,10 @@ class Workload:
             if self.kind != "inference":
                 raise InputError("workload.serving", "is for inference; set kind to inference", self.kind)
             object.__setattr__(self, "serving", ServingSpec.from_value(self.serving))
+        if self.speculative is not None:
+            if self.kind != "inference":
+                raise InputError("workload.speculative", "is for inference; set kind to inference", self.kind)
+            object.__setattr__(self, "speculative", SpeculativeSpec.from_value(self.speculative))
         for name, mean in (
             ("prompt_tokens_p90", self.prompt_tokens),
             ("output_tokens_p90", self.output_tokens),
@@ -625,7 +632,15 @@ def adapt_to_kind(workload: Workload, kind: str) -> Workload:
     if kind in TRAINING_KINDS:
         # A service is inference: training has no traffic targets, and layers in host RAM
         # (llama.cpp -ngl) are an inference setting.
-        return replace(workload, kind=kind, weights=weights, batch_size=batch, serving=None, gpu_layers=None)
+        return replace(
+            workload,
+            kind=kind,
+            weights=weights,
+            batch_size=batch,
+            serving=None,
+            speculative=None,
+            gpu_layers=None,
+        )
     # The training-only keys mean nothing for inference.
     return replace(
         workload,

@@ -447,7 +447,7 @@ class WorkloadPage(QWidget):
             _select(self.kind, SERVING if w.serving is not None else w.kind)
             self._llama_default = engine_of(replace(w, engine=None), scenario.model) == "llama.cpp"
             self._fill_engines(w.kind, w.engine)
-            self.serving_box.set_spec(w.serving, w.prompt_tokens_p90, w.output_tokens_p90)
+            self.serving_box.set_spec(w.serving, w.prompt_tokens_p90, w.output_tokens_p90, w.speculative)
             self._sync_serving_engine()
             self.batch.set_value(w.batch_size)
             self.seq_len.set_value(w.seq_len)
@@ -692,6 +692,7 @@ class WorkloadPage(QWidget):
         else:
             targets = tuple(targets_key.split(","))
         serving = self.serving_box.spec() if choice == SERVING else None
+        speculative = self.serving_box.speculative() if choice == SERVING else None
         tails = (
             self.serving_box.tails()
             if choice == SERVING
@@ -767,6 +768,7 @@ class WorkloadPage(QWidget):
             lora_rank=int(_read(self.lora_rank, "LoRA rank") or 1),
             lora_targets=targets,
             serving=serving,
+            speculative=speculative,
             prompt_tokens_p90=tails[0],
             output_tokens_p90=tails[1],
         )

@@ -273,7 +273,7 @@ class RankingModel(QAbstractTableModel):
                 for c in rows
                 if c.fits
                 and (c.cost is None or c.cost.workable)
-                and (c.serving is None or c.serving.meets_slo)
+                and (c.serving is None or (c.serving.meets_slo and c.serving.status != "at risk"))
             ]
         return list(rows)
 
@@ -341,7 +341,8 @@ class RankingModel(QAbstractTableModel):
 
     def _text(self, c: Candidate, col: int) -> str:
         if self._serving and col in _SERVING_NAMES:
-            return serving_text(c, _SERVING_NAMES[col]) or NONE_MARK
+            fleet = self._est.serving_of(c, simulate=False) if self._est is not None else None
+            return serving_text(c, _SERVING_NAMES[col], fleet) or NONE_MARK
         if self._session and self._est is not None and _SERVING_NAMES.get(col) in SESSION_COLUMNS:
             return session_text(self._est, c, _SERVING_NAMES[col]) or NONE_MARK
         perf, cost = c.performance, c.cost

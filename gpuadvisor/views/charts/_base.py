@@ -160,6 +160,10 @@ def _over_background(color: QColor, bg: QColor) -> QColor:
     )
 
 
+#: The least distance between two labels of a log axis made denser for a short axis (px).
+MIN_LOG_LABEL_PX = 16
+
+
 class ScaleAxis(DirectAxis):
     """An axis with readable tick labels, linear or log10 (the data is already in log10)."""
 
@@ -185,20 +189,40 @@ class ScaleAxis(DirectAxis):
         if not (math.isfinite(minVal) and math.isfinite(maxVal)) or maxVal <= minVal or size <= 0:
             return []
         px_per_decade = size / (maxVal - minVal)
-        if px_per_decade > 300:
-            mantissas: tuple[int, ...] = (1, 2, 3, 5, 7)
-        elif px_per_decade > 140:
-            mantissas = (1, 2, 5)
-        elif px_per_decade > 70:
-            mantissas = (1, 3)
-        else:
-            mantissas = (1,)
-        step = max(1, math.ceil(45 / px_per_decade))  # decades between labels on a very long axis
         lo, hi = math.floor(minVal), math.ceil(maxVal)
         if hi - lo > 60:  # a degenerate range: do not loop over hundreds of decades
             return []
-        major = [d + math.log10(m) for d in range(lo, hi + 1) if d % step == 0 for m in mantissas]
-        major = [v for v in major if minVal <= v <= maxVal]
+        densities: tuple[tuple[int, ...], ...] = ((1,), (1, 3), (1, 2, 5), (1, 2, 3, 5, 7))
+        if px_per_decade > 300:
+            start = 3
+        elif px_per_decade > 140:
+            start = 2
+        elif px_per_decade > 70:
+            start = 1
+        else:
+            start = 0
+        step = max(1, math.ceil(45 / px_per_decade))  # decades between labels on a very long axis
+
+        def majors(mantissas: tuple[int, ...], every: int) -> list[float]:
+            values = [d + math.log10(m) for d in range(lo, hi + 1) if d % every == 0 for m in mantissas]
+            return [v for v in values if minVal <= v <= maxVal]
+
+        mantissas = densities[start]
+        major = majors(mantissas, step if start == 0 else 1)
+        if len(major) < 2 and step > 1 and px_per_decade >= MIN_LOG_LABEL_PX:
+            major = majors(mantissas, 1)  # every decade rather than one label on a short axis
+        # A short axis (a small chart, a high scale factor) over a decade or two: denser values while
+        # fewer than three are labelled and the labels stay at least MIN_LOG_LABEL_PX apart.
+        for denser in densities[start + 1 :]:
+            if len(major) >= 3:
+                break
+            trial = majors(denser, 1)
+            if (
+                len(trial) < 2
+                or min(b - a for a, b in zip(trial, trial[1:])) * px_per_decade < MIN_LOG_LABEL_PX
+            ):
+                break
+            mantissas, major = denser, trial
         minor = []
         if px_per_decade > 40:
             minor = [d + math.log10(m) for d in range(lo, hi + 1) for m in range(2, 10) if m not in mantissas]

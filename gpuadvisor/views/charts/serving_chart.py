@@ -166,7 +166,9 @@ class ServingChart(ChartBase):
     def _label(self, c, recommended: str | None) -> str:
         s = c.serving
         per = "" if c.gpu_count == 1 else f" ({c.gpu_count}, {c.parallelism})"
-        text = f"{s.replicas} \u00d7 {c.gpu.name.replace('NVIDIA ', '')}{per}"
+        d = s.disaggregated
+        count = f"{d.prefill_instances}P + {d.decode_instances}D" if d is not None else f"{s.replicas}"
+        text = f"{count} \u00d7 {c.gpu.name.replace('NVIDIA ', '')}{per}"
         return f"{RECOMMENDED_MARK} {text}" if c.key == recommended else text
 
     def _update_legend(self, cands: list, recommended: str | None) -> None:
