@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from ..vocabulary import Parallelism, WorkloadKind
 from .results import Change as Change  # a remedy's result type, kept importable here
 
 if TYPE_CHECKING:
@@ -99,7 +100,7 @@ def _training_remedies(w: Workload, hw: Hardware) -> list[tuple[str, str, Transf
     sharding, and the combinations."""
     wl = _workload_change
     out: list[tuple[str, str, Transform]] = []
-    if w.kind in ("full_finetune", "pretrain"):
+    if w.kind in (WorkloadKind.FULL_FINETUNE, WorkloadKind.PRETRAIN):
         out.append(
             (
                 "LoRA instead of full fine-tuning",
@@ -115,7 +116,7 @@ def _training_remedies(w: Workload, hw: Hardware) -> list[tuple[str, str, Transf
                     wl(optimizer="adamw_8bit"),
                 )
             )
-    if w.kind in ("full_finetune", "lora"):
+    if w.kind in (WorkloadKind.FULL_FINETUNE, WorkloadKind.LORA):
         out.append(
             (
                 "QLoRA (NF4 base)",
@@ -139,7 +140,7 @@ def _training_remedies(w: Workload, hw: Hardware) -> list[tuple[str, str, Transf
                 wl(batch_size=1),
             )
         )
-    if hw.parallelism in (None, "ddp"):
+    if hw.parallelism in (None, Parallelism.DDP):
         out.append(
             (
                 "ZeRO-3 / FSDP",
@@ -148,7 +149,7 @@ def _training_remedies(w: Workload, hw: Hardware) -> list[tuple[str, str, Transf
             )
         )
     savers = {"gradient_checkpointing": True, "batch_size": 1}
-    if w.kind in ("full_finetune", "lora"):
+    if w.kind in (WorkloadKind.FULL_FINETUNE, WorkloadKind.LORA):
         out.append(
             (
                 "QLoRA + gradient checkpointing + micro-batch 1",
@@ -156,7 +157,7 @@ def _training_remedies(w: Workload, hw: Hardware) -> list[tuple[str, str, Transf
                 wl(kind="qlora", weights="nf4", **savers),
             )
         )
-    if w.kind in ("full_finetune", "pretrain"):
+    if w.kind in (WorkloadKind.FULL_FINETUNE, WorkloadKind.PRETRAIN):
         out.append(
             (
                 "LoRA + gradient checkpointing + micro-batch 1",

@@ -44,6 +44,7 @@ from ..specs.constants import SpeedConstants, shipped_constants
 from ..specs.engines import EngineProfile
 from ..specs.hardware import GpuSpec
 from ..specs.models import ModelSpec
+from ..vocabulary import GATHERING_SHARDINGS
 from .layout import Layout
 from .memory import MemoryModel
 from .performance import (
@@ -267,7 +268,7 @@ def _data_parallel_time(
     state_share = 1.0 / (t * p)
     grads = mm.grad_bytes * state_share
     ring = 2 * (d - 1) / d
-    if layout.sharding in ("zero3", "fsdp"):
+    if layout.sharding in GATHERING_SHARDINGS:
         params = mm.weight_bytes * state_share
         volume = (d - 1) / d * grads + micro * 2 * (d - 1) / d * params
         total = volume / bw + lat * micro * 2 * layers_gpu

@@ -43,6 +43,7 @@ from ..specs.models import ModelSpec
 from ..specs.presets import ModelCatalog
 from ..specs.workload import Workload
 from ..units import GIB
+from ..vocabulary import HorizonStatus, Parallelism, TargetStatus, WorkloadKind
 from . import advice as _advice
 from . import serving_load as _serving_load
 from .cost import job_tokens
@@ -162,7 +163,7 @@ def estimate(
     # The machine the user owns: laptops, desktops and Macs asked about as such (their segment, or one
     # of them named). Its count is the one the user has; inference without a stated job is a session.
     own = all(g.segment == "local" for g in selected) and (hw.segment == "local" or bool(ids))
-    session = own and w.kind == "inference" and w.serving is None and w.requests is None
+    session = own and w.kind == WorkloadKind.INFERENCE and w.serving is None and w.requests is None
     inputs = Inputs(
         scenario=scenario,
         model=model,
@@ -230,7 +231,7 @@ def input_warnings(scenario: Scenario, model: ModelSpec) -> list[str]:
             f"The model is a GGUF file ({model.file_type or 'unknown type'}) but workload.weights is "
             f"{w.weights}: memory is computed for {w.weights}; set weights to the file's type."
         )
-    if w.kind == "inference" and model.is_mla and model.is_moe:
+    if w.kind == WorkloadKind.INFERENCE and model.is_mla and model.is_moe:
         warnings.append(MLA_MOE_SPEED_WARNING)
     if w.context_tokens > model.max_context:
         warnings.append(
@@ -267,7 +268,7 @@ def candidate_counts(scenario: Scenario) -> tuple[int, ...]:
     replica = (hw.tensor_parallel or 1) * (hw.pipeline_parallel or 1) * (hw.context_parallel or 1)
     if not hw.gpu_count and replica > 1:
         counts = tuple(sorted({n for n in (*counts, replica) if n % replica == 0}))
-    if w.serving is not None and hw.parallelism == "ddp" and any(n > 1 for n in counts):
+    if w.serving is not None and hw.parallelism == Parallelism.DDP and any(n > 1 for n in counts):
         raise InputError(
             "hardware.parallelism",
             "a service's copies are its replicas, which the estimate sizes: use none, tensor or pipeline",
@@ -290,7 +291,13 @@ def candidates_of(rows: list[Row], w: Workload) -> tuple[Candidate, ...]:
                 for key, r in zip(keys, rows)
                 if key is not None
                 and key[0] != float("inf")
-                and (r[8] is None or (r[8].deadline_status != "at risk" and r[8].horizon_status != "beyond"))
+                and (
+                    r[8] is None
+                    or (
+                        r[8].deadline_status != TargetStatus.AT_RISK
+                        and r[8].horizon_status != HorizonStatus.BEYOND
+                    )
+                )
             ),
             default=None,
         )

@@ -36,6 +36,7 @@ from ..specs.presets import ModelCatalog
 from ..specs.serving import batch_defaults, batching_for
 from ..specs.workload import RuntimeOverhead
 from ..units import GIB
+from ..vocabulary import GATHERING_SHARDINGS, Parallelism
 from . import serving as _serving
 from .communication import (
     ceiling_work,
@@ -145,7 +146,7 @@ def count_layouts(model: ModelSpec, scenario: Scenario, mm: MemoryModel, n: int)
     if n <= hw.gpus_per_node or not w.is_training:
         pars = applicable_parallelisms(model, w, n, hw.gpus_per_node)
         if w.offload.parameters != "none" and n > 1:  # offloaded weights are gathered: ZeRO-3/FSDP
-            pars = tuple(p for p in pars if p in ("zero3", "fsdp"))
+            pars = tuple(p for p in pars if p in GATHERING_SHARDINGS)
         return [mm.layout_for(n, par) for par in pars], False
     return searched_layouts(model, w, hw, n), True
 
@@ -162,7 +163,7 @@ def setups(inputs: Inputs, counts: tuple[int, ...]) -> list[Setup]:
         layouts, searched = count_layouts(inputs.model, scenario, mm, n)
         per_node = min(n, hw.gpus_per_node)
         if w.serving is not None:  # replicas are the fleet's business: a candidate is one replica
-            layouts = [lay for lay in layouts if lay.dp == 1 and lay.parallelism != "ddp"]
+            layouts = [lay for lay in layouts if lay.dp == 1 and lay.parallelism != Parallelism.DDP]
         for lay in layouts:
             bd = mm.breakdown(n, lay.parallelism, layout=lay)
             par = lay.parallelism
@@ -449,7 +450,7 @@ class GpuPass:
         if (gpu.unified_memory or (own and gpu.segment == "local")) and not self.hw.gpu_count:
             return shared.single_only
         if own and gpu.segment == "local" and not self.w.is_training:
-            return [s for s in shared.setups if not (s[6] == "ddp" and s[0] > 1)]
+            return [s for s in shared.setups if not (s[6] == Parallelism.DDP and s[0] > 1)]
         return shared.setups
 
     def prices_at(self, n: int) -> tuple[Range | None, BuyVsRent | None]:

@@ -27,6 +27,7 @@ from ..errors import InputError
 from ..specs.engines import record_of
 from ..specs.models import ModelSpec
 from ..specs.workload import Hardware, Workload
+from ..vocabulary import GATHERING_SHARDINGS
 
 DATA_PARALLEL = ("ddp", "zero1", "zero2", "zero3", "fsdp")
 #: Sequence length from which the search also tries context parallelism.
@@ -218,7 +219,7 @@ def check_layout(model: ModelSpec, workload: Workload, hw: Hardware, layout: Lay
             layout.cp,
         )
     off = workload.offload
-    if off.parameters != "none" and layout.sharding not in ("zero3", "fsdp") and layout.gpus > 1:
+    if off.parameters != "none" and layout.sharding not in GATHERING_SHARDINGS and layout.gpus > 1:
         raise InputError(
             "workload.offload.parameters",
             "offloading parameters needs ZeRO-3 or FSDP (hardware.parallelism zero3 or fsdp)",

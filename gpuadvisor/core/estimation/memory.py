@@ -60,6 +60,7 @@ from ..specs.models import ModelSpec, lora_parameters, resolve_lora_targets
 from ..specs.quant_types import gguf_weight_bytes
 from ..specs.workload import RuntimeOverhead, Workload, bytes_per_element, weight_bytes_per_param
 from ..units import GIB
+from ..vocabulary import GATHERING_SHARDINGS, GRADIENT_SHARDINGS, OPTIMIZER_SHARDINGS
 from .layout import Layout, from_parallelism
 
 COMPONENTS = ("weights", "gradients", "optimizer", "activations", "kv_cache", "adapters", "overhead")
@@ -468,8 +469,8 @@ class MemoryModel:
         # Context-parallel ranks hold the same weights, so ZeRO/FSDP shards over DP x CP (Megatron's
         # data-parallel-with-context group; torchtitan's dp_shard x cp mesh), never over TP or PP.
         d = d * cp
-        zero = sharding in ("zero1", "zero2", "zero3", "fsdp")
-        zero_grads = sharding in ("zero2", "zero3", "fsdp")
+        zero = sharding in OPTIMIZER_SHARDINGS
+        zero_grads = sharding in GRADIENT_SHARDINGS
         optim = self.optim_bytes * (share_whole if zero else share_local)
         grads = self.grad_bytes * (share_whole if zero_grads else share_local)
         adapters = self.adapter_bytes * share_local
@@ -479,7 +480,7 @@ class MemoryModel:
             grads /= d
         # Layers gathered in flight: the one computing, the one prefetched, one reducing.
         layer = self.block_weight_bytes * block_mult / L / t
-        if sharding in ("zero3", "fsdp"):
+        if sharding in GATHERING_SHARDINGS:
             full = weights
             weights = whole_weights / d
             adapters = self.adapter_bytes * share_whole / d

@@ -30,6 +30,7 @@ from ..specs.engines import record_of
 from ..specs.hardware import GpuSpec
 from ..specs.workload import Hardware, Workload
 from ..units import GIB
+from ..vocabulary import WorkloadKind
 from .layout import Layout
 from .memory import MemoryBreakdown, MemoryModel
 
@@ -41,7 +42,7 @@ def splits_layers(engine_id: str, workload: Workload) -> bool:
     """Whether the advisor may offer a split for this workload: inference without traffic targets on
     an engine that splits layers (llama.cpp), with ``workload.gpu_layers`` left to the advisor."""
     return (
-        workload.kind == "inference"
+        workload.kind == WorkloadKind.INFERENCE
         and workload.serving is None
         and workload.gpu_layers is None
         and record_of(engine_id, workload.kind).splits_layers

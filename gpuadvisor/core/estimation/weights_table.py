@@ -24,6 +24,7 @@ from ..specs.models import ModelSpec
 from ..specs.presets import ModelCatalog
 from ..specs.workload import Workload
 from ..units import GIB
+from ..vocabulary import Parallelism, WorkloadKind
 from .results import Estimate
 
 #: How a row's weights read in a table ("AWQ/GPTQ int4" where the engine runs those kernels).
@@ -89,7 +90,7 @@ def wants_table(est: Estimate) -> bool:
     """Whether this estimate gets a table: inference without traffic targets, one GPU type compared."""
     w = est.scenario.workload
     gpus = {c.gpu.id for c in est.candidates}
-    return w.kind == "inference" and w.serving is None and len(gpus) == 1
+    return w.kind == WorkloadKind.INFERENCE and w.serving is None and len(gpus) == 1
 
 
 def weights_table(
@@ -107,7 +108,7 @@ def weights_table(
         return ()
     s = est.scenario
     hardware = replace(s.hardware, gpu_count=lead.gpu_count)
-    if lead.gpu_count > 1 and lead.parallelism != "none":
+    if lead.gpu_count > 1 and lead.parallelism != Parallelism.NONE:
         hardware = replace(hardware, parallelism=lead.parallelism)
     rows = []
     for weights in table_weights(est.engine, s.workload):

@@ -43,6 +43,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from ..errors import InputError
+from ..vocabulary import OffloadTarget, Optimizer, Parallelism, Precision, Recompute, WorkloadKind
 from .engines import record_of
 from .fields import FIELD_RULES, checked
 from .quant_types import (
@@ -55,22 +56,22 @@ from .quant_types import (
 from .serving import ServingSpec
 from .speculative import SpeculativeSpec
 
-WORKLOAD_KINDS = ("inference", "lora", "qlora", "full_finetune", "pretrain")
-TRAINING_KINDS = ("lora", "qlora", "full_finetune", "pretrain")
-WEIGHT_PRECISIONS = ("fp32", "bf16", "fp16", "fp8", "int8", "int4", "nf4") + GGUF_WEIGHT_TYPES
-KV_PRECISIONS = ("fp32", "bf16", "fp16", "fp8", "int8", "int4")
-OPTIMIZERS = ("adamw", "adamw_8bit", "sgd", "adafactor")
-PARALLELISMS = ("ddp", "zero1", "zero2", "zero3", "fsdp", "tensor", "pipeline")
+WORKLOAD_KINDS: tuple[WorkloadKind, ...] = tuple(WorkloadKind)
+TRAINING_KINDS: tuple[WorkloadKind, ...] = tuple(k for k in WorkloadKind if k.is_training)
+WEIGHT_PRECISIONS: tuple[str, ...] = tuple(Precision) + GGUF_WEIGHT_TYPES
+KV_PRECISIONS: tuple[Precision, ...] = tuple(p for p in Precision if p is not Precision.NF4)
+OPTIMIZERS: tuple[Optimizer, ...] = tuple(Optimizer)
+PARALLELISMS: tuple[Parallelism, ...] = tuple(p for p in Parallelism if p is not Parallelism.NONE)
 QUANTIZED = ("int8", "int4", "nf4")
 QUANTIZATIONS = ("awq", "gptq", "marlin", "exllama", "bnb", "gguf", "fp8", "w8a8", "torchao", "hqq")
 OPTIMIZER_STATE_DTYPES = ("fp32", "bf16")
 #: Activation recomputation (Korthikanti et al. 2022): keep everything, recompute the attention
 #: core only, or keep each layer's input and recompute the whole layer.
-RECOMPUTE_CHOICES = ("none", "selective", "full")
+RECOMPUTE_CHOICES: tuple[Recompute, ...] = tuple(Recompute)
 #: Precision of the training GEMMs (Transformer Engine): weights and master copy stay 16/32-bit.
 COMPUTE_PRECISIONS = ("bf16", "fp8", "mxfp8")
 #: Where offloaded optimizer states or parameters live (ZeRO-Offload, ZeRO-Infinity, FSDP CPU offload).
-OFFLOAD_TARGETS = ("none", "cpu", "nvme")
+OFFLOAD_TARGETS: tuple[OffloadTarget, ...] = tuple(OffloadTarget)
 #: Weight precisions each kernel family can run (other weights values, e.g. llama.cpp types, go to gguf).
 QUANTIZATION_WEIGHTS = {
     "awq": ("int4",),

@@ -20,6 +20,7 @@ from ...core.specs.constants import engine_for
 from ...core.specs.engines import DEFAULT_INFERENCE_ENGINE, RECORDS, engine_lineage, engine_of
 from ...core.specs.hardware import HOST_DEFAULTS, GpuCatalog, MachineClass
 from ...core.specs.workload import Offload, adapt_to_kind
+from ...core.vocabulary import OffloadTarget, Optimizer, Parallelism, Recompute, WorkloadKind
 from ..widgets import ElidedComboBox, NumberField, hint
 from .serving_box import ServingBox
 
@@ -30,21 +31,22 @@ LLAMA_KV_TYPES = [
     ("q4_0", "q4_0 (a quarter)"),
 ]
 
+#: The window's lists hold the core's vocabularies (core/vocabulary.py) with their labels.
 #: "serving" is inference with traffic and latency targets (``workload.serving``): the core sizes a fleet.
 SERVING = "serving"
 KINDS = [
-    ("inference", "Inference (a batch of requests)"),
+    (WorkloadKind.INFERENCE, "Inference (a batch of requests)"),
     (SERVING, "Serving (traffic and latency targets)"),
-    ("lora", "LoRA fine-tuning"),
-    ("qlora", "QLoRA fine-tuning"),
-    ("full_finetune", "Full fine-tuning"),
-    ("pretrain", "Pre-training"),
+    (WorkloadKind.LORA, "LoRA fine-tuning"),
+    (WorkloadKind.QLORA, "QLoRA fine-tuning"),
+    (WorkloadKind.FULL_FINETUNE, "Full fine-tuning"),
+    (WorkloadKind.PRETRAIN, "Pre-training"),
 ]
 OPTIMIZERS = [
-    ("adamw", "AdamW"),
-    ("adamw_8bit", "8-bit AdamW"),
-    ("sgd", "SGD with momentum"),
-    ("adafactor", "Adafactor"),
+    (Optimizer.ADAMW, "AdamW"),
+    (Optimizer.ADAMW_8BIT, "8-bit AdamW"),
+    (Optimizer.SGD, "SGD with momentum"),
+    (Optimizer.ADAFACTOR, "Adafactor"),
 ]
 TARGETS = [
     ("all_linear", "All linear layers"),
@@ -53,21 +55,25 @@ TARGETS = [
 ]
 PARALLELISMS = [
     ("", "Let the advisor choose"),
-    ("ddp", "Data parallel (DDP)"),
-    ("zero1", "ZeRO-1"),
-    ("zero2", "ZeRO-2"),
-    ("zero3", "ZeRO-3"),
-    ("fsdp", "FSDP"),
-    ("tensor", "Tensor parallel"),
-    ("pipeline", "Pipeline parallel"),
+    (Parallelism.DDP, "Data parallel (DDP)"),
+    (Parallelism.ZERO1, "ZeRO-1"),
+    (Parallelism.ZERO2, "ZeRO-2"),
+    (Parallelism.ZERO3, "ZeRO-3"),
+    (Parallelism.FSDP, "FSDP"),
+    (Parallelism.TENSOR, "Tensor parallel"),
+    (Parallelism.PIPELINE, "Pipeline parallel"),
 ]
 RECOMPUTE = [
     ("", "As checkpointing says"),
-    ("none", "None"),
-    ("selective", "Selective (attention)"),
-    ("full", "Full (every layer)"),
+    (Recompute.NONE, "None"),
+    (Recompute.SELECTIVE, "Selective (attention)"),
+    (Recompute.FULL, "Full (every layer)"),
 ]
-OFFLOAD = [("none", "On the GPU"), ("cpu", "Host RAM (CPU)"), ("nvme", "NVMe")]
+OFFLOAD = [
+    (OffloadTarget.NONE, "On the GPU"),
+    (OffloadTarget.CPU, "Host RAM (CPU)"),
+    (OffloadTarget.NVME, "NVMe"),
+]
 SEARCH_UP_TO = [
     (0, "One node (8 GPUs)"),
     (64, "64 GPUs"),
