@@ -198,7 +198,10 @@ def sha256_json(data: Any) -> str:
 # --- what the fit reads ---------------------------------------------------------------------------
 def data_sha256(rows: Sequence[Row], catalogs: Path = CATALOGS) -> str:
     """A hash of the data a fit reads: every row of the fitted sources as it is scored (all but the
-    quote, locator and date read) and the bundled catalogs' specs (no price, source or note)."""
+    quote, locator and date read) and the specs of the catalogs' GPUs and models those rows name (no
+    price, source or note). A GPU or model that no row names is not in it: adding one to a catalog
+    needs no refit."""
+    named = {v for r in rows for _k, v in r.facts if v}
     data: dict[str, Any] = {
         "rows": [
             [
@@ -220,7 +223,9 @@ def data_sha256(rows: Sequence[Row], catalogs: Path = CATALOGS) -> str:
         lines = (catalogs / name).read_text(encoding="utf-8").splitlines()
         table = list(csv.DictReader(line for line in lines if not line.startswith("#")))
         data[name] = [
-            {k: v for k, v in row.items() if k and not k.startswith(UNREAD_COLUMNS)} for row in table
+            {k: v for k, v in row.items() if k and not k.startswith(UNREAD_COLUMNS)}
+            for row in table
+            if row.get("id") in named
         ]
     return sha256_json(data)
 

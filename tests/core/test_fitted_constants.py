@@ -87,6 +87,11 @@ def test_a_changed_row_or_catalog_spec_fails_the_check(rows, shipped_file, tmp_p
     assert priced != gpus
     (tmp_path / "gpus.csv").write_text(priced, encoding="utf-8")
     assert fit.check(shipped_file, rows, tmp_path) == []
+    # A GPU no row names is not data the fit reads either: adding one needs no refit.
+    line = next(line for line in gpus.splitlines() if line.startswith("rtx-4090,"))
+    added = gpus.rstrip("\n") + "\n" + line.replace("rtx-4090,", "my-new-gpu,", 1) + "\n"
+    (tmp_path / "gpus.csv").write_text(added, encoding="utf-8")
+    assert fit.check(shipped_file, rows, tmp_path) == []
     faster = gpus.replace("rtx-4090,NVIDIA GeForce RTX 4090,nvidia,ada,pcie,2022,24,23.99,GDDR6X,1008,",
                           "rtx-4090,NVIDIA GeForce RTX 4090,nvidia,ada,pcie,2022,24,23.99,GDDR6X,1009,")  # fmt: skip
     assert faster != gpus
