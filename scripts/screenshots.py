@@ -47,6 +47,7 @@ def main() -> int:
             lambda: (window.page_tabs.setCurrentIndex(2), window.results.chart_tabs.setCurrentIndex(2)),
         ),
         ("06-serving.png", lambda: _serving(window)),
+        ("06-serving-latency-load.png", lambda: _serving_latency(window)),
         ("06-serving-memory.png", lambda: _serving_memory(window)),
         ("07-layout-pretrain.png", lambda: _laid_out_pretrain(window)),
         ("04-catalog-editor.png", lambda: _edit_catalog(window)),
@@ -87,6 +88,14 @@ def _serving(window) -> None:
     window.page_tabs.setCurrentIndex(0)
     window.state.flush()
     window.results.chart_tabs.setCurrentIndex(SERVING_TAB)
+
+
+def _serving_latency(window) -> None:
+    """The same service's TTFT and ITL (p50 and p99) against the load, with the targets and the stated
+    load drawn."""
+    from gpuadvisor.gui.results_view import LATENCY_TAB
+
+    window.results.chart_tabs.setCurrentIndex(LATENCY_TAB)
 
 
 def _serving_memory(window) -> None:
