@@ -8,7 +8,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 export PYTHON
 
-.PHONY: run test system-deps validate bench dist clean
+.PHONY: run test system-deps validate fit fit-check bench dist clean
 
 run:
 	@bash scripts/venv.sh runtime
@@ -26,6 +26,7 @@ PYTEST_WORKERS ?= auto
 test:
 	@bash scripts/venv.sh test
 	QT_QPA_PLATFORM=offscreen $(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadfile -m "not validation" --durations=12
+	$(PY) scripts/fit_constants.py --check
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/ruff check gpuadvisor tests benchmarks scripts packaging
 	$(VENV)/bin/ruff format --check gpuadvisor tests benchmarks scripts packaging
@@ -36,6 +37,19 @@ test:
 validate:
 	@bash scripts/venv.sh test
 	QT_QPA_PLATFORM=offscreen $(PY) -m pytest -m validation --durations=5
+
+# The speed model's fitted constants (gpuadvisor/core/specs/fitted_constants.json), refitted to the
+# validation rows the ledger lets fits read: engine factors, global constants, per-request times,
+# llama.cpp's host stream and the 80% ranges (a leave-one-source-out run: minutes). fit-check
+# (seconds, in make test too) fails when the rows or the catalogs' specs changed since the fit or a
+# value was edited by hand. See docs/estimation.md, "Fitted constants as data".
+fit:
+	@bash scripts/venv.sh runtime
+	$(PY) scripts/fit_constants.py
+
+fit-check:
+	@bash scripts/venv.sh runtime
+	$(PY) scripts/fit_constants.py --check
 
 bench:
 	@bash scripts/venv.sh runtime

@@ -3,7 +3,7 @@
 
 The TTFT the estimator predicts is its GPU side (the prompt's prefill, the chunks' decode steps and
 the wait for other prompts) plus one fitted per-request time per serving stack
-(``REQUEST_OVERHEAD_BY_ENGINE`` in ``gpuadvisor/core/estimation/serving.py``). This script asks
+(``request_overhead_s`` in ``gpuadvisor/core/specs/fitted_constants.json``). This script asks
 whether a better per-request time alone could bring the TTFT rows within 15%, by giving it every
 advantage:
 
@@ -32,7 +32,6 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from gpuadvisor.core.specs import engines as core_engines
 from gpuadvisor.core.specs.hardware import load_gpu_catalog
 from gpuadvisor.core.specs.presets import load_model_catalog
 from gpuadvisor.validation import Predictor, load_measurements
@@ -57,15 +56,15 @@ def gpu_side(rows: list[Row], predictor: Predictor) -> list[Point]:
         held = [r for r in rows if r.source_id == source]
         rest = [r for r in scored if r.source_id != source]
         engines = {scenario_engine(r) for r in held if is_fit_row(r)}
-        constants, profiles = fit_all(rest, predictor, engines) if engines else (None, None)
-        with core_engines.using_constants(constants):
-            for r in held:
-                if not r.scored or r.quantity != "serving_ttft_ms":
-                    continue
-                at0 = predictor.compare(r, profiles, 0.0)
-                at1 = predictor.compare(r, profiles, PROBE_MS / 1000.0)
-                if at0.estimate and at1.estimate:
-                    out.append((r, at0.measured, at0.estimate, (at1.estimate - at0.estimate) / PROBE_MS))
+        fold, profiles = fit_all(rest, predictor, engines) if engines else (None, None)
+        constants = predictor.in_force(fold, profiles)
+        for r in held:
+            if not r.scored or r.quantity != "serving_ttft_ms":
+                continue
+            at0 = predictor.compare(r, constants, 0.0)
+            at1 = predictor.compare(r, constants, PROBE_MS / 1000.0)
+            if at0.estimate and at1.estimate:
+                out.append((r, at0.measured, at0.estimate, (at1.estimate - at0.estimate) / PROBE_MS))
     return out
 
 

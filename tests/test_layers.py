@@ -108,3 +108,53 @@ def test_import_contracts_hold():
     proc = subprocess.run([lint, "--no-cache"], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     assert "0 broken" in proc.stdout
+
+
+# --- the size of the core's functions -------------------------------------------------------------
+#: Most lines a function of the core may span (docs/architecture.md, "Rooms and their size").
+MAX_FUNCTION_LINES = 120
+#: Core functions still above it, with their length when the limit came in: each may only shrink,
+#: and leaves this list once it is split (the estimate's stages were split this way).
+LONG_FUNCTIONS = {
+    "gpuadvisor/core/estimation/performance.py:inference_performance": 172,
+    "gpuadvisor/core/estimation/serving.py:serving_estimate": 135,
+    "gpuadvisor/core/estimation/serving_sim.py:_play": 234,
+    "gpuadvisor/core/presentation/detail.py:candidate_detail": 213,
+    "gpuadvisor/core/presentation/report.py:_rent_buy": 123,
+    "gpuadvisor/core/presentation/report.py:build_report": 138,
+    "gpuadvisor/core/presentation/text.py:render_estimate": 155,
+    "gpuadvisor/core/presentation/wording.py:scenario_lines": 146,
+    "gpuadvisor/core/presentation/wording.py:recommendation_text": 144,
+}
+
+
+def _core_function_lengths() -> dict[str, int]:
+    import ast
+
+    out: dict[str, int] = {}
+    for path in sorted((REPO / "gpuadvisor" / "core").rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                key = f"{path.relative_to(REPO).as_posix()}:{node.name}"
+                length = (node.end_lineno or node.lineno) - node.lineno + 1
+                out[key] = max(out.get(key, 0), length)
+    return out
+
+
+def test_no_core_function_grows_past_the_limit():
+    lengths = _core_function_lengths()
+    over = {k: v for k, v in lengths.items() if v > MAX_FUNCTION_LINES}
+    new = {k: v for k, v in over.items() if k not in LONG_FUNCTIONS}
+    assert new == {}, f"split these into named steps of at most {MAX_FUNCTION_LINES} lines"
+    grown = {k: v for k, v in over.items() if v > LONG_FUNCTIONS[k]}
+    assert grown == {}, "a function on the list may only shrink"
+    split = sorted(k for k in LONG_FUNCTIONS if lengths.get(k, 0) <= MAX_FUNCTION_LINES)
+    assert split == [], "split: take these off LONG_FUNCTIONS"
+
+
+def test_the_estimates_stages_are_short():
+    """estimate() reads as its stages: resolve, setups, per GPU, decide."""
+    lengths = _core_function_lengths()
+    assert lengths["gpuadvisor/core/estimation/estimate.py:estimate"] <= 90
+    assert lengths["gpuadvisor/core/estimation/gpu_rows.py:rows"] <= MAX_FUNCTION_LINES

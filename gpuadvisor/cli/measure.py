@@ -21,7 +21,7 @@ from ..core.formats.measurements import Measurement, next_measurement_id
 from ..core.formats.scenario import Scenario, dumps_scenario, load_scenario, scenario_snapshot
 from ..core.formats.smi_log import Finding, LogSummary, diagnose, read_nvidia_smi_log
 from ..core.presentation.text import text_table
-from ..core.specs.engines import engine_for
+from ..core.specs.constants import engine_for
 from ..core.specs.presets import ModelCatalog
 from ..core.specs.workload import Workload
 from ..storage import (

@@ -58,7 +58,8 @@ from ..core.formats.measurements import Measurement, next_measurement_id
 from ..core.formats.scenario import scenario_snapshot
 from ..core.formats.smi_log import Finding, LogSummary, diagnose, read_nvidia_smi_log
 from ..core.numbers import NumberRule, Quantity
-from ..core.specs.engines import ENGINES, engine_for
+from ..core.specs.constants import engine_for
+from ..core.specs.engines import RECORDS
 from ..storage import (
     StorageError,
     add_measurement,
@@ -418,7 +419,7 @@ class MeasurementsDialog(QDialog):
         except InputError:
             default = None
         self._kind = w.kind
-        for e in ENGINES.values():
+        for e in RECORDS.values():
             if e.kind == wanted:
                 self.engine_box.addItem(f"{e.name} ({e.id})", e.id)
         if default is not None:

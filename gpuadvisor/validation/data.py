@@ -775,18 +775,14 @@ def scenario_dict(
 
 
 def engine_choices() -> tuple[str, ...]:
-    from ..core.specs.engines import ENGINES
+    from ..core.specs.engines import RECORDS
 
-    return tuple(ENGINES)
+    return tuple(RECORDS)
 
 
 def scenario_engine(row: Row) -> str:
     """The engine profile the row's scenario runs with (after any fallback; default by kind)."""
-    from ..core.specs.engines import (
-        DEFAULT_INFERENCE_ENGINE,
-        DEFAULT_PRETRAIN_ENGINE,
-        DEFAULT_TRAINING_ENGINE,
-    )
+    from ..core.specs.engines import default_engine
 
     engine = row.engine
     kind = row.fact("kind") or "inference"
@@ -794,9 +790,7 @@ def scenario_engine(row: Row) -> str:
         engine = fallback_engine(engine, kind) or engine
     if engine:
         return engine
-    return {"inference": DEFAULT_INFERENCE_ENGINE, "pretrain": DEFAULT_PRETRAIN_ENGINE}.get(
-        kind, DEFAULT_TRAINING_ENGINE
-    )
+    return default_engine(kind)
 
 
 def _layout_facts(f: dict[str, str]) -> dict[str, int]:

@@ -37,10 +37,9 @@ import math
 import multiprocessing
 import os
 import statistics
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from contextlib import contextmanager
-from dataclasses import MISSING, dataclass, fields, replace
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 import numpy as np
@@ -53,28 +52,23 @@ from ..core.estimation.estimate import Candidate, estimate, resolve_model
 from ..core.estimation.memory import MemoryModel
 from ..core.estimation.performance import inference_performance, link
 from ..core.estimation.serving import (
-    REQUEST_OVERHEAD_MIN_TTFT_ROWS,
-    REQUEST_OVERHEAD_RANGE,
-    REQUEST_OVERHEAD_S,
     BenchReplica,
     ClosedLoop,
     CurveMemo,
     benchmark_engine,
     burst,
     closed_loop,
-    default_request_overhead_s,
     drain_theta,
     lockstep,
     paced,
-    rate_range,
-    time_range,
 )
 from ..core.estimation.serving_load import engine_lane
 from ..core.estimation.serving_sim import SEED, Arrival, Lengths, Load, SimResult, simulate
-from ..core.estimation.speed_fit import engine_spreads, spread_from_ratios
 from ..core.formats.scenario import Scenario, scenario_from_dict
+from ..core.specs import constants as core_constants
 from ..core.specs import engines as core_engines
-from ..core.specs.engines import EngineProfile, SpeedConstants
+from ..core.specs.constants import EVERY_STACK, SpeedConstants, shipped_constants
+from ..core.specs.engines import EngineProfile, SpeedModel
 from ..core.specs.hardware import GpuCatalog
 from ..core.specs.models import ModelSpec
 from ..core.specs.presets import ModelCatalog
@@ -88,6 +82,7 @@ from .data import (
     scenario_dict,
     scenario_engine,
 )
+from .spreads import engine_spreads, spread_from_ratios
 
 #: The memory aim; a memory row within it of the estimate counts as covered.
 MEMORY_BAND = 0.10
@@ -98,7 +93,7 @@ MEMORY_BAND = 0.10
 #: from the other engines' rows on the same GPUs.
 PRIOR_ONLY = ("bandwidth_efficiency",)
 #: Weight of the pull of each fitted factor towards its prior, per squared log ratio, against the
-#: summed absolute log error of the rows (the value of ``core.estimation.speed_fit.PRIOR_WEIGHT``).
+#: summed absolute log error of the rows.
 PRIOR_WEIGHT = 0.5
 #: Efficiency factors the fit may move, per engine kind, with their search range.
 #: A factor the profile class does not have is skipped.
@@ -156,29 +151,6 @@ class Comparison:
 
 
 # --- engine profiles for a fit ---------------------------------------------------------------------
-@contextmanager
-def engine_profiles(profiles: Mapping[str, EngineProfile] | None) -> Iterator[None]:
-    """Let :func:`estimate` use ``profiles`` (by engine id) instead of the shipped ones, inside the block."""
-    if not profiles:
-        yield
-        return
-    saved = {k: core_engines.ENGINES[k] for k in profiles if k in core_engines.ENGINES}
-    try:
-        core_engines.ENGINES.update(profiles)
-        yield
-    finally:
-        for k in profiles:
-            if k in saved:
-                core_engines.ENGINES[k] = saved[k]
-            else:
-                del core_engines.ENGINES[k]
-
-
-def _class_default(name: str) -> float:
-    f = next(f for f in fields(EngineProfile) if f.name == name)
-    return f.default if f.default is not MISSING else 0.0  # type: ignore[return-value]
-
-
 def factors_for(profile: EngineProfile) -> dict[str, tuple[float, float]]:
     names = FIT_FACTORS["inference" if profile.kind == "inference" else "training"]
     found = {k: v for k, v in names.items() if hasattr(profile, k)}
@@ -212,28 +184,30 @@ def with_factor(profile: EngineProfile, name: str, value: float) -> EngineProfil
 
 
 def prior_profile(profile: EngineProfile) -> EngineProfile:
-    """The profile with every fitted factor at its documented prior (``core.engines.PRIORS``; the
-    class default for an engine without one): what a fit starts from."""
-    prior = core_engines.PRIORS.engines.get(profile.id)
+    """The profile with every fitted factor at its documented prior (``core.specs.constants.PRIORS``,
+    the engine's record as written): what a fit starts from."""
+    prior = core_constants.PRIORS.engines[profile.id]
     names = [*factors_for(profile), *PRIOR_ONLY]
-    current = profile
-    if prior is not None:  # the prior's per-architecture multipliers, every one of them
-        current = replace(current, **{f: getattr(prior, f) for f in ARCH_FACTORS if hasattr(prior, f)})
+    # The prior's per-architecture multipliers, every one of them.
+    current = replace(profile, **{f: getattr(prior, f) for f in ARCH_FACTORS})
     for k in dict.fromkeys([*factors_for(current), *names]):
-        if prior is not None:
-            value = get_factor(prior, k)
-        else:
-            value = 1.0 if ":" in k else _class_default(k)
-        current = with_factor(current, k, value)
+        current = with_factor(current, k, get_factor(prior, k))
     return current
 
 
 # --- prediction -----------------------------------------------------------------------------------
 class Predictor:
-    """Turns rows into scenarios once and answers them (with given engine profiles, for fits)."""
+    """Turns rows into scenarios once and answers them under given constants (for fits).
 
-    def __init__(self, gpus: GpuCatalog, models: ModelCatalog) -> None:
+    ``constants`` are the ones a row is answered with when none are given (the shipped ones when
+    None); a fit builds its own from them (:meth:`in_force`) and passes them to :meth:`compare`,
+    nothing in the core is changed for it."""
+
+    def __init__(
+        self, gpus: GpuCatalog, models: ModelCatalog, constants: SpeedConstants | None = None
+    ) -> None:
         self.gpus, self.models = gpus, models
+        self.shipped = constants or shipped_constants()
         self._prepared: dict[str, tuple[Scenario, ModelSpec, tuple[str, ...]] | str] = {}
         self._layouts: dict[str, tuple[MemoryModel, Candidate] | None] = {}
         self._run_keys: dict[str, Scenario] = {}
@@ -264,6 +238,25 @@ class Predictor:
             self._layouts[row.id] = None if cand is None else (est.memory_model, cand)
         return self._layouts[row.id]
 
+    def in_force(
+        self, globals_: SpeedConstants | None = None, profiles: Mapping[str, EngineProfile] | None = None
+    ) -> SpeedConstants:
+        """The constants a fit answers rows with: the speed model's global constants of ``globals_``
+        (the shipped ones when None), the shipped engine profiles with ``profiles`` in their place,
+        and the shipped values that no fit of the engines and global constants moves (the serving
+        stacks' per-request times unless a fit gives its own, the serving ranges, llama.cpp's host
+        stream). With neither, the shipped constants themselves."""
+        if globals_ is None and not profiles:
+            return self.shipped
+        base = globals_ or self.shipped
+        return replace(
+            base,
+            engines={**self.shipped.engines, **(profiles or {})},
+            request_overhead_s=self.shipped.request_overhead_s,
+            serving_spreads=self.shipped.serving_spreads,
+            llama_cpp=self.shipped.llama_cpp,
+        )
+
     def run_key(self, row: Row, sc: Scenario) -> tuple[object, ...]:
         """What a serving row's benchmark figures depend on besides the engine profile, the
         constants and the per-request time: its scenario (less its name, the row's id) and how its
@@ -279,16 +272,16 @@ class Predictor:
         self,
         key: tuple[object, ...],
         engine: EngineProfile,
+        constants: SpeedConstants,
         overhead_s: float,
         compute: Callable[[], ClosedLoop],
     ) -> ClosedLoop:
-        """The figures of the serving run ``key`` (:meth:`run_key`) with ``engine`` under the constants
-        in force and the per-request time ``overhead_s``: remembered, so that the run's other rows
-        (a benchmark reports tokens/s, TTFT and ITL of the same run) and a fit's next row of that
-        run take them instead of working the same benchmark out again. Only the last figures of each
-        run are kept, valid while the same profile and constants objects are in force (a fit's
+        """The figures of the serving run ``key`` (:meth:`run_key`) with ``engine`` under
+        ``constants`` and the per-request time ``overhead_s``: remembered, so that the run's other
+        rows (a benchmark reports tokens/s, TTFT and ITL of the same run) and a fit's next row of
+        that run take them instead of working the same benchmark out again. Only the last figures
+        of each run are kept, valid while the same profile and constants objects are given (a fit's
         trial value is a new object: the first row of the run under it computes)."""
-        constants = core_engines.active_constants()
         got = self._runs.get(key)
         if got is not None and got[0] is engine and got[1] is constants and got[2] == overhead_s:
             return got[3]
@@ -299,33 +292,37 @@ class Predictor:
     def compare(
         self,
         row: Row,
-        profiles: Mapping[str, EngineProfile] | None = None,
+        constants: SpeedConstants | None = None,
         request_overhead_s: float | None = None,
         simulate: bool = False,
         curves: CurveMemo | None = None,
+        overheads: Mapping[str, float] | None = None,
     ) -> Comparison:
-        """``row`` set against its estimate under ``profiles`` (by engine id; the shipped ones where
-        None) and, for a serving row, the per-request time ``request_overhead_s``. ``curves``: a
+        """``row`` set against its estimate under ``constants`` (:attr:`shipped` when None) and, for
+        a serving row, the per-request time ``request_overhead_s`` (else the stack's of
+        ``overheads``, a fit's :func:`fit_request_overheads`, else the constants'). ``curves``: a
         serving row's replica curves kept by a caller that asks for the row again with only the
         per-request time changed (``core.estimation.serving._benchmark_curve``)."""
+        constants = constants or self.shipped
         prepared = self.prepare(row)
         measured, unit = measured_value(row)
         if isinstance(prepared, str):
             return Comparison(row, measured, None, None, None, unit, (), prepared)
         sc, model, omitted = prepared
         if row.group == "serving":
-            if request_overhead_s is None and _FOLD_OVERHEADS is not None:
-                request_overhead_s = overhead_for(row, _FOLD_OVERHEADS)
+            if request_overhead_s is None and overheads is not None:
+                request_overhead_s = overhead_for(row, overheads)
             if row.basis == "engine":
                 # Measured in the engine's own process: no API server, so none of its per-request time.
                 request_overhead_s = 0.0
             return _compare_serving(
-                self, row, sc, model, omitted, measured, unit, profiles, request_overhead_s, simulate, curves
+                self, row, sc, model, omitted, measured, unit, constants, request_overhead_s, simulate, curves
             )
         speed = row.group in ("inference_speed", "training_speed")
         try:
-            with engine_profiles(profiles):
-                est = estimate(sc, self.gpus, self.models, with_advice=False, speed=speed, _model=model)
+            est = estimate(
+                sc, self.gpus, self.models, with_advice=False, speed=speed, _model=model, constants=constants
+            )
         except InputError as exc:
             return Comparison(row, measured, None, None, None, unit, omitted, f"estimate refused: {exc}")
         cand = _candidate(est.candidates, sc)
@@ -360,8 +357,7 @@ class Predictor:
                 f"estimate: does not fit ({cand.memory.device_total / 2**30:.1f} GiB needed of "
                 f"{cand.capacity_gib:.1f})"
             )
-            with engine_profiles(profiles):
-                perf = _speed_of(est.memory_model, cand, sc)
+            perf = _speed_of(est.memory_model, cand, sc, constants)
         value = speed_value(row, perf, sc)
         if value is None:
             return Comparison(
@@ -382,7 +378,7 @@ def _compare_serving(
     omitted: tuple[str, ...],
     measured: float,
     unit: str,
-    profiles: Mapping[str, EngineProfile] | None,
+    constants: SpeedConstants,
     request_overhead_s: float | None = None,
     simulate: bool = False,
     curves: CurveMemo | None = None,
@@ -394,67 +390,66 @@ def _compare_serving(
     (:func:`~gpuadvisor.core.estimation.serving.lockstep`), for a client that offers one request
     per interval as a paced run (:func:`~gpuadvisor.core.estimation.serving.paced`)."""
     try:
-        with engine_profiles(profiles):
-            got = predictor.serving_layout(row, sc, model)
-            if got is None:
-                return Comparison(
-                    row, measured, None, None, None, unit, omitted, "no candidate for this layout"
-                )
-            mm, cand = got
-            engine = core_engines.engine_for(sc.workload.engine, sc.workload.kind)
-            # The stack's fitted time when none is given (as the benchmark models take it), named
-            # here so that the run's remembered figures are keyed by the time they were made with.
-            if request_overhead_s is None:
-                request_overhead_s = default_request_overhead_s(engine.id)
-            eff, hw = sc.efficiency, sc.hardware
-            replica = BenchReplica(
-                mm, cand.gpu, cand.gpu_count, cand.parallelism, engine,
-                eff.bandwidth_efficiency, eff.prefill_mfu, hw.gpus_per_node, request_overhead_s,
-            )  # fmt: skip
+        got = predictor.serving_layout(row, sc, model)
+        if got is None:
+            return Comparison(row, measured, None, None, None, unit, omitted, "no candidate for this layout")
+        mm, cand = got
+        engine = constants.engine(sc.workload.engine, sc.workload.kind)
+        # The stack's fitted time when none is given (as the benchmark models take it), named
+        # here so that the run's remembered figures are keyed by the time they were made with.
+        if request_overhead_s is None:
+            request_overhead_s = constants.request_overhead_for(engine.id)
+        eff, hw = sc.efficiency, sc.hardware
+        replica = BenchReplica(
+            mm, cand.gpu, cand.gpu_count, cand.parallelism, engine,
+            eff.bandwidth_efficiency, eff.prefill_mfu, hw.gpus_per_node, request_overhead_s, constants,
+        )  # fmt: skip
 
-            def run() -> ClosedLoop:
-                n = sc.workload.batch_size
-                interval = paced_interval(row.fact("arrival"))
-                pools = disaggregated_instances(row.fact("disaggregated"))
-                if pools is not None:
-                    # Disaggregated prefill and decode: replayed pool by pool (no closed form).
-                    return disaggregated_benchmark(replica, row, n, *pools, hw.gpus_per_node)
-                if simulate and is_stated_load(row):
-                    # A run at a stated load: replayed request by request, as the product answers a
-                    # stated load (core.estimation.serving_sim).
-                    return simulated_benchmark(replica, row, n)
-                if interval is not None:
-                    return paced(replica, n, 1.0 / interval, curves)
-                if row.fact("arrival") == "burst":
-                    longest = row.fact("output_tokens_max")
-                    return burst(replica, n, int(float(longest)) if longest else None, curves)
-                if row.fact("arrival") == "lockstep":
-                    return lockstep(replica, n, curves)
-                total, longest = row.fact("requests"), row.fact("output_tokens_max")
-                return closed_loop(
-                    replica,
-                    n,
-                    int(float(total)) if total else None,
-                    int(float(longest)) if longest else None,
-                    curves,
-                )
-
-            point = predictor.run_point(
-                (*predictor.run_key(row, sc), simulate), engine, request_overhead_s, run
+        def run() -> ClosedLoop:
+            n = sc.workload.batch_size
+            interval = paced_interval(row.fact("arrival"))
+            pools = disaggregated_instances(row.fact("disaggregated"))
+            if pools is not None:
+                # Disaggregated prefill and decode: replayed pool by pool (no closed form).
+                return disaggregated_benchmark(replica, row, n, *pools, hw.gpus_per_node)
+            if simulate and is_stated_load(row):
+                # A run at a stated load: replayed request by request, as the product answers a
+                # stated load (core.estimation.serving_sim).
+                return simulated_benchmark(replica, row, n)
+            if interval is not None:
+                return paced(replica, n, 1.0 / interval, curves)
+            if row.fact("arrival") == "burst":
+                longest = row.fact("output_tokens_max")
+                return burst(replica, n, int(float(longest)) if longest else None, curves)
+            if row.fact("arrival") == "lockstep":
+                return lockstep(replica, n, curves)
+            total, longest = row.fact("requests"), row.fact("output_tokens_max")
+            return closed_loop(
+                replica,
+                n,
+                int(float(total)) if total else None,
+                int(float(longest)) if longest else None,
+                curves,
             )
+
+        point = predictor.run_point(
+            (*predictor.run_key(row, sc), simulate), engine, constants, request_overhead_s, run
+        )
     except InputError as exc:
         return Comparison(row, measured, None, None, None, unit, omitted, f"estimate refused: {exc}")
     running = point.running
     note = "" if running >= sc.workload.batch_size else f"estimate: {running} sequences fit at once"
-    # The core's 80% ranges of a service's figures (SERVING_SPREADS), each on its own residuals.
+    # The core's 80% ranges of a service's figures (the constants' serving_spreads), each on its own residuals.
     if row.quantity == "serving_output_tokens_per_s":
         value = point.tokens_per_s
-        return Comparison(row, measured, value, *rate_range(value, "tokens_per_s"), unit, omitted, note)
+        return Comparison(
+            row, measured, value, *constants.rate_range(value, "tokens_per_s"), unit, omitted, note
+        )
     if row.quantity == "serving_ttft_ms":
         value = point.ttft_s * 1000.0
-        return Comparison(row, measured, value, *time_range(value, "ttft"), unit, omitted, note)
+        return Comparison(row, measured, value, *constants.time_range(value, "ttft"), unit, omitted, note)
     value = point.itl_s * 1000.0
-    return Comparison(row, measured, value, *time_range(value, "itl"), unit, omitted, note)
+    return Comparison(row, measured, value, *constants.time_range(value, "itl"), unit, omitted, note)
 
 
 def is_stated_load(row: Row) -> bool:
@@ -597,10 +592,10 @@ def disaggregated_benchmark(
     )
 
 
-def _speed_of(mm, cand: Candidate, sc: Scenario):
+def _speed_of(mm, cand: Candidate, sc: Scenario, constants: SpeedConstants):
     """Speed of a candidate the estimate judged too big, through the core's public speed functions."""
     w, eff, hw = sc.workload, sc.efficiency, sc.hardware
-    engine = core_engines.engine_for(w.engine, w.kind)
+    engine = constants.engine(w.engine, w.kind)
     if w.is_training:
         return training_speed(
             mm,
@@ -609,6 +604,7 @@ def _speed_of(mm, cand: Candidate, sc: Scenario):
             engine,
             mfu=eff.mfu,
             gpus_per_node=hw.gpus_per_node,
+            constants=constants,
         )
     return inference_performance(
         mm,
@@ -619,6 +615,7 @@ def _speed_of(mm, cand: Candidate, sc: Scenario):
         bw_eff=eff.bandwidth_efficiency,
         prefill_mfu=eff.prefill_mfu,
         gpus_per_node=hw.gpus_per_node,
+        constants=constants,
     )
 
 
@@ -697,13 +694,22 @@ def _loss(comparisons: Iterable[Comparison]) -> float:
 
 
 def fit_engine(
-    profile: EngineProfile, rows: Sequence[Row], predictor: Predictor, passes: int = 4, iterations: int = 10
+    profile: EngineProfile,
+    rows: Sequence[Row],
+    predictor: Predictor,
+    passes: int = 4,
+    iterations: int = 10,
+    base: SpeedConstants | None = None,
+    overheads: Mapping[str, float] | None = None,
 ) -> EngineProfile:
     """Coordinate descent on the profile's free factors (golden section on each, in its range)
-    minimising the mean absolute log error over ``rows`` (speed rows run with this engine).
+    minimising the mean absolute log error over ``rows`` (speed rows run with this engine), each
+    trial answered under ``base`` (the predictor's shipped constants when None) with the trial
+    profile in place, and the serving rows with the per-request times ``overheads``.
 
     A factor the rows cannot move (same loss at both ends of its range and at its prior) keeps its
     prior; the passes stop early once a whole pass improves the loss by less than 0.1%."""
+    base = base or predictor.shipped
     current = prior_profile(profile)
     if not rows:
         return current
@@ -713,7 +719,7 @@ def fit_engine(
     prior = prior_profile(profile)
 
     def pull(trial: EngineProfile) -> float:
-        # Each factor is pulled towards its documented prior (as in core.estimation.speed_fit):
+        # Each factor is pulled towards its documented prior:
         # PRIOR_WEIGHT x ln(value / prior)^2 against the rows' summed |log error|, so a factor the
         # rows barely constrain (prefill GEMM efficiency from batch-1 decode rows) stays near it.
         total = 0.0
@@ -727,7 +733,10 @@ def fit_engine(
         trial = with_factor(current, name, value)
         key = tuple(get_factor(trial, n) for n in ranges)
         if key not in cache:
-            cache[key] = _loss(predictor.compare(r, {profile.id: trial}) for r in rows) + pull(trial)
+            constants = base.with_engines(trial=trial)
+            cache[key] = _loss(predictor.compare(r, constants, overheads=overheads) for r in rows) + pull(
+                trial
+            )
         return cache[key]
 
     frozen: set[str] = set()
@@ -820,23 +829,30 @@ def speed_rows(rows: Iterable[Row]) -> list[Row]:
 def fit_engines(
     rows: Sequence[Row], predictor: Predictor, engine_ids: Iterable[str] | None = None
 ) -> dict[str, EngineProfile]:
-    """Profiles fitted to the scored speed ``rows`` (each engine on its own rows), by engine id.
+    """Profiles fitted to the scored speed ``rows`` (each engine on its own rows) under the
+    predictor's shipped global constants, by engine id.
 
-    Engines without rows get their prior (class defaults for the fitted factors). A release line
-    of an engine (``core.specs.engines.RELEASE_LINES``) is not fitted: it is derived from its
-    engine's fitted profile, and its own rows take no part in that fit."""
-    ids = _base_ids(engine_ids if engine_ids is not None else core_engines.ENGINES)
+    Engines without rows get their prior. A release line of an engine
+    (``core.specs.engines.RELEASE_LINES``) is not fitted: it is derived from its engine's fitted
+    profile, and its own rows take no part in that fit."""
+    ids = _base_ids(engine_ids if engine_ids is not None else predictor.shipped.engines)
     by_engine: dict[str, list[Row]] = {}
     for r in speed_rows(rows):
         by_engine.setdefault(scenario_engine(r), []).append(r)
     return core_engines.with_release_lines(
-        {e: fit_engine(core_engines.ENGINES[e], by_engine.get(e, []), predictor) for e in ids}
+        {e: fit_engine(predictor.shipped.engines[e], by_engine.get(e, []), predictor) for e in ids}
     )
 
 
 def _base_ids(engine_ids: Iterable[str]) -> list[str]:
     """The engines to fit for ``engine_ids``: each release line's engine in its place."""
     return list(dict.fromkeys(core_engines.engine_lineage(e) for e in engine_ids))
+
+
+#: First-token rows a stack needs for a per-request time of its own.
+REQUEST_OVERHEAD_MIN_TTFT_ROWS = 3
+#: The range a per-request time is searched in (s).
+REQUEST_OVERHEAD_RANGE = (0.0, 0.2)
 
 
 def _carries_request_overhead(row: Row) -> bool:
@@ -855,25 +871,28 @@ def fit_request_overhead(
     predictor: Predictor,
     iterations: int = 14,
     curves: dict[str, CurveMemo] | None = None,
+    constants: SpeedConstants | None = None,
 ) -> float:
-    """The serving engines' per-request time (:data:`~gpuadvisor.core.estimation.serving.REQUEST_OVERHEAD_S`)
-    that minimises the mean absolute log error over the scored serving ``rows`` measured through an
-    API server (golden section in its range; :data:`SCORE_ONLY_SOURCES` and rows taken in the
-    engine's process left out); the shipped value when there are none.
+    """The serving engines' per-request time (``SpeedConstants.request_overhead_s``) that minimises
+    the mean absolute log error over the scored serving ``rows`` measured through an API server,
+    answered under ``constants`` (the predictor's shipped ones when None; golden section in
+    :data:`REQUEST_OVERHEAD_RANGE`; :data:`SCORE_ONLY_SOURCES` and rows taken in the engine's
+    process left out); the common value of ``constants`` when there are none.
 
     Only the per-request time changes from one trial to the next, so each row's replica curves are
     built once and reused (``curves``, by row id: the caller's, when it fits again over the same
     rows under the same constants)."""
+    constants = constants or predictor.shipped
     serving_rows = [r for r in rows if _carries_request_overhead(r)]
     if not serving_rows:
-        return REQUEST_OVERHEAD_S
+        return constants.request_overhead_s[EVERY_STACK]
     cache: dict[float, float] = {}
     memo: dict[str, CurveMemo] = {} if curves is None else curves
 
     def loss(value: float) -> float:
         if value not in cache:
             cache[value] = _loss(
-                predictor.compare(r, None, value, curves=memo.setdefault(r.id, {})) for r in serving_rows
+                predictor.compare(r, constants, value, curves=memo.setdefault(r.id, {})) for r in serving_rows
             )
         return cache[value]
 
@@ -882,20 +901,17 @@ def fit_request_overhead(
     return min((loss(v), v) for v in (best, lo, hi))[1]
 
 
-#: The key of :func:`fit_request_overheads`' common value (every stack's rows).
-EVERY_STACK = "*"
-
-
 def fit_request_overheads(
     rows: Sequence[Row],
     predictor: Predictor,
     iterations: int = 14,
     stacks: Iterable[str] | None = None,
+    constants: SpeedConstants | None = None,
 ) -> dict[str, float]:
-    """The per-request time of every serving stack with at least
-    :data:`~gpuadvisor.core.estimation.serving.REQUEST_OVERHEAD_MIN_TTFT_ROWS` scored first-token
-    rows (:func:`fit_request_overhead` over that engine's serving rows alone), by engine id, and
-    under :data:`EVERY_STACK` the common value over all of them (for the other stacks).
+    """The per-request time of every serving stack with at least :data:`REQUEST_OVERHEAD_MIN_TTFT_ROWS`
+    scored first-token rows (:func:`fit_request_overhead` over that engine's serving rows alone,
+    under ``constants``), by engine id, and under :data:`EVERY_STACK` the common value over all of
+    them (for the other stacks).
 
     With ``stacks`` (engine ids), only what those stacks' rows need is fitted: their own values,
     and the common one only when one of them has too few first-token rows for its own."""
@@ -912,9 +928,9 @@ def fit_request_overheads(
     out: dict[str, float] = {}
     curves: dict[str, CurveMemo] = {}  # the same rows under the same constants: built once
     if stacks is None or wanted - own:
-        out[EVERY_STACK] = fit_request_overhead(serving_rows, predictor, iterations, curves)
+        out[EVERY_STACK] = fit_request_overhead(serving_rows, predictor, iterations, curves, constants)
     for engine_id in sorted(own & wanted):
-        out[engine_id] = fit_request_overhead(by_engine[engine_id], predictor, iterations, curves)
+        out[engine_id] = fit_request_overhead(by_engine[engine_id], predictor, iterations, curves, constants)
     return out
 
 
@@ -934,9 +950,9 @@ def stack_of(row: Row) -> str:
 
 # --- runs -----------------------------------------------------------------------------------------
 def in_sample(rows: Sequence[Row], predictor: Predictor, fitted: bool = False) -> list[Comparison]:
-    """Every row against the shipped profiles (or, with ``fitted``, profiles fitted to all rows)."""
-    profiles = fit_engines(rows, predictor) if fitted else None
-    return [predictor.compare(r, profiles, simulate=True) for r in rows]
+    """Every row against the shipped constants (or, with ``fitted``, profiles fitted to all rows)."""
+    constants = predictor.in_force(profiles=fit_engines(rows, predictor)) if fitted else None
+    return [predictor.compare(r, constants, simulate=True) for r in rows]
 
 
 #: Global constants of the speed model that every fit refits with the engine factors, with their
@@ -982,13 +998,14 @@ def fit_globals(
     profiles: Mapping[str, EngineProfile],
     start: SpeedConstants | None = None,
     iterations: int = 12,
+    overheads: Mapping[str, float] | None = None,
 ) -> SpeedConstants:
     """The global constants (:data:`FIT_GLOBALS`) fitted over the scored speed ``rows`` with the
     engines' ``profiles`` held fixed: coordinate descent, one golden-section search per constant
     (on its logarithm; ``host_exposed_share`` on the share itself), minimising the mean absolute
     log error. Starts from the documented priors (``core.specs.engines.PRIORS``); a constant no
     row moves keeps its prior."""
-    constants = start or core_engines.PRIORS
+    constants = start or core_constants.PRIORS
     mine = global_rows(rows)
     if not mine:
         return constants
@@ -997,9 +1014,9 @@ def fit_globals(
     def logs_at(trial: SpeedConstants, base: list[float | None], which: Iterable[int]) -> list[float | None]:
         """``base`` with the rows ``which`` worked out again under ``trial``."""
         logs = list(base)
-        with core_engines.using_constants(trial):
-            for i in which:
-                logs[i] = _log_error(predictor.compare(mine[i], profiles))
+        constants = predictor.in_force(trial, profiles)
+        for i in which:
+            logs[i] = _log_error(predictor.compare(mine[i], constants, overheads=overheads))
         return logs
 
     # While one constant is searched, a row that does not read it (:func:`rows_reading`) keeps its
@@ -1057,7 +1074,7 @@ def rows_reading(name: str, rows: Sequence[Row], predictor: Predictor) -> list[i
             except InputError:
                 reads = True
         else:
-            reads = core_engines.engine_for(sc.workload.engine, sc.workload.kind).runtime == key
+            reads = core_engines.record_of(sc.workload.engine, sc.workload.kind).runtime == key
         if reads:
             out.append(i)
     return out
@@ -1066,7 +1083,7 @@ def rows_reading(name: str, rows: Sequence[Row], predictor: Predictor) -> list[i
 #: Engines with a speed model of their own that reads none of the global constants (llama.cpp:
 #: :func:`gpuadvisor.core.estimation.performance.llamacpp_performance`): their rows neither move
 #: the globals nor depend on them.
-OWN_MODEL_ENGINES = ("llama.cpp",)
+OWN_MODEL_ENGINES = tuple(p.id for p in core_engines.RECORDS.values() if p.speed_model != SpeedModel.ROOFLINE)
 
 
 def global_rows(rows: Iterable[Row]) -> list[Row]:
@@ -1078,25 +1095,11 @@ def global_rows(rows: Iterable[Row]) -> list[Row]:
 #: use and the constants in force): holding out a source that has none of an engine's rows, or no
 #: row the globals act on, gives the same fit, which is then made once.
 _MEMO: dict[tuple[object, ...], object] | None = None
-#: The per-request times (:func:`fit_request_overheads`) that serving rows take, within one fold of
-#: :func:`out_of_sample`, where no per-request time is given: fitted without the held-out source,
-#: in place of the shipped ones (fitted with it). None: the shipped values.
-_FOLD_OVERHEADS: Mapping[str, float] | None = None
 
 
-@contextmanager
-def _fold_overheads(overheads: Mapping[str, float] | None) -> Iterator[None]:
-    global _FOLD_OVERHEADS
-    saved, _FOLD_OVERHEADS = _FOLD_OVERHEADS, overheads
-    try:
-        yield
-    finally:
-        _FOLD_OVERHEADS = saved
-
-
-def _overheads_key() -> tuple[tuple[str, float], ...]:
-    """The per-request times in force, as part of a memo key."""
-    return tuple(sorted(_FOLD_OVERHEADS.items())) if _FOLD_OVERHEADS is not None else ()
+def _overheads_key(overheads: Mapping[str, float] | None) -> tuple[tuple[str, float], ...]:
+    """The per-request times a fit answers serving rows with, as part of a memo key."""
+    return tuple(sorted(overheads.items())) if overheads is not None else ()
 
 
 def _memo(key: tuple[object, ...], compute: Callable[[], Any]) -> Any:
@@ -1108,48 +1111,63 @@ def _memo(key: tuple[object, ...], compute: Callable[[], Any]) -> Any:
 
 
 def _fit_engines_memo(
-    rows: Sequence[Row], predictor: Predictor, engine_ids: Iterable[str]
+    rows: Sequence[Row],
+    predictor: Predictor,
+    engine_ids: Iterable[str],
+    globals_: SpeedConstants,
+    overheads: Mapping[str, float] | None,
 ) -> dict[str, EngineProfile]:
-    """:func:`fit_engines`, one engine at a time, each remembered by its own rows and the constants
-    in force."""
+    """:func:`fit_engines` under the global constants ``globals_`` and the per-request times
+    ``overheads``, one engine at a time, each remembered by its own rows and what it is fitted
+    under."""
     by_engine: dict[str, list[Row]] = {}
     for r in speed_rows(rows):
         by_engine.setdefault(scenario_engine(r), []).append(r)
-    constants = repr(core_engines.active_constants())
+    base = predictor.in_force(globals_)
+    under = repr(globals_)
     out = {}
     for e in _base_ids(engine_ids):
         mine = by_engine.get(e, [])
         # Only an engine with serving rows reads the per-request times: the others' fits are shared
         # by every fold that keeps their rows, whatever per-request times it fitted.
-        per_request = _overheads_key() if any(r.group == "serving" for r in mine) else ()
-        key = ("engine", e, tuple(r.id for r in mine), constants, per_request)
-        out[e] = _memo(key, lambda e=e, mine=mine: fit_engine(core_engines.ENGINES[e], mine, predictor))
+        per_request = _overheads_key(overheads) if any(r.group == "serving" for r in mine) else ()
+        key = ("engine", e, tuple(r.id for r in mine), under, per_request)
+        out[e] = _memo(
+            key,
+            lambda e=e, mine=mine: fit_engine(
+                predictor.shipped.engines[e], mine, predictor, base=base, overheads=overheads
+            ),
+        )
     return core_engines.with_release_lines(out)
 
 
 def fit_all(
-    rows: Sequence[Row], predictor: Predictor, engine_ids: Iterable[str] | None = None
+    rows: Sequence[Row],
+    predictor: Predictor,
+    engine_ids: Iterable[str] | None = None,
+    overheads: Mapping[str, float] | None = None,
 ) -> tuple[SpeedConstants, dict[str, EngineProfile]]:
-    """Global constants and engine profiles fitted over ``rows``: the engines under the prior
-    globals (``PRIORS``, never the shipped values, which were fitted to every row), then the
+    """Global constants and engine profiles fitted over ``rows`` (serving rows answered with the
+    per-request times ``overheads``, the predictor's shipped ones when None): the engines under the
+    prior globals (``PRIORS``, never the shipped values, which were fitted to every row), then the
     globals under those engines, then the engines again under the fitted globals (the profiles
     returned are for ``engine_ids``, default every engine). The engines of
-    :data:`OWN_MODEL_ENGINES` take no part in the globals' fit."""
-    ids = list(engine_ids) if engine_ids is not None else list(core_engines.ENGINES)
+    :data:`OWN_MODEL_ENGINES` take no part in the globals' fit. Returns (the fitted global
+    constants, the profiles): :meth:`Predictor.in_force` puts them together."""
+    ids = list(engine_ids) if engine_ids is not None else list(predictor.shipped.engines)
     mine = global_rows(rows)
+    priors = core_constants.PRIORS
     if all(e in OWN_MODEL_ENGINES for e in ids):
-        constants = core_engines.PRIORS  # not read by these engines' speed model
+        constants = priors  # not read by these engines' speed model
     else:
         used = {scenario_engine(r) for r in mine}
 
         def globals_fit() -> SpeedConstants:
-            with core_engines.using_constants(core_engines.PRIORS):
-                first = _fit_engines_memo(rows, predictor, sorted(used))
-            return fit_globals(rows, predictor, first)
+            first = _fit_engines_memo(rows, predictor, sorted(used), priors, overheads)
+            return fit_globals(rows, predictor, first, overheads=overheads)
 
-        constants = _memo(("globals", tuple(r.id for r in mine), _overheads_key()), globals_fit)
-    with core_engines.using_constants(constants):
-        profiles = _fit_engines_memo(rows, predictor, ids)
+        constants = _memo(("globals", tuple(r.id for r in mine), _overheads_key(overheads)), globals_fit)
+    profiles = _fit_engines_memo(rows, predictor, ids, constants, overheads)
     return constants, profiles
 
 
@@ -1256,13 +1274,20 @@ def _fold(
     held = [r for r in rows if r.source_id == source]
     rest = [r for r in scored if r.source_id != source]
     engines = _refitted_engines(held)
-    with _fold_overheads(_prior_overheads(rest, predictor)):
-        constants, profiles = fit_all(rest, predictor, engines) if engines else (None, None)
-    with core_engines.using_constants(constants):
-        # A serving source's rows get the per-request times fitted to the other sources' serving rows.
-        stacks = {stack_of(r) for r in held if r.group == "serving"}
-        overheads = fit_request_overheads(rest, predictor, stacks=stacks) if stacks else None
-        return {r.id: predictor.compare(r, profiles, overhead_for(r, overheads), simulate=True) for r in held}
+    fold: SpeedConstants | None = None
+    profiles: dict[str, EngineProfile] | None = None
+    if engines:
+        fold, profiles = fit_all(rest, predictor, engines, _prior_overheads(rest, predictor))
+    # A serving source's rows get the per-request times fitted to the other sources' serving rows
+    # (under the fold's global constants and the shipped profiles, then answered with its profiles).
+    stacks = {stack_of(r) for r in held if r.group == "serving"}
+    overheads = (
+        fit_request_overheads(rest, predictor, stacks=stacks, constants=predictor.in_force(fold))
+        if stacks
+        else None
+    )
+    constants = predictor.in_force(fold, profiles)
+    return {r.id: predictor.compare(r, constants, overhead_for(r, overheads), simulate=True) for r in held}
 
 
 def _prior_overheads(rows: Sequence[Row], predictor: Predictor) -> dict[str, float]:
@@ -1271,8 +1296,7 @@ def _prior_overheads(rows: Sequence[Row], predictor: Predictor) -> dict[str, flo
     mine = tuple(r.id for r in rows if _carries_request_overhead(r))
 
     def fit() -> dict[str, float]:
-        with core_engines.using_constants(core_engines.PRIORS):
-            return fit_request_overheads(rows, predictor)
+        return fit_request_overheads(rows, predictor, constants=predictor.in_force(core_constants.PRIORS))
 
     return _memo(("overheads", mine), fit)  # type: ignore[no-any-return]
 
@@ -1320,7 +1344,7 @@ TIME_LIKE = (
     "serving_ttft_ms",
     "serving_itl_ms",
 )
-#: The serving figures with a range of their own (``core.estimation.serving.SERVING_SPREADS``).
+#: The serving figures with a range of their own (``SpeedConstants.serving_spreads``).
 SERVING_FIGURES = {
     "serving_output_tokens_per_s": "tokens_per_s",
     "serving_ttft_ms": "ttft",
@@ -1344,8 +1368,8 @@ def range_key(c: Comparison) -> str:
 
 
 def spreads_from(comparisons: Iterable[Comparison], tail: float = 0.1) -> dict[str, tuple[float, float]]:
-    """The 80% ranges the shipped values are set from (``scripts/fit_spreads.py``): each engine's
-    (``core.estimation.speed_fit.engine_spreads``, pooled by kind under 15 rows) and each serving
+    """The 80% ranges the shipped values are set from (``make fit``): each engine's
+    (:func:`.spreads.engine_spreads`, pooled by kind under 15 rows) and each serving
     figure's (key ``serving:<figure>``), the split-conformal order statistics at ``tail`` and
     ``1 - tail`` of the speed ratios of the scored ``comparisons``."""
     by_key: dict[str, list[float]] = {}
@@ -1353,7 +1377,7 @@ def spreads_from(comparisons: Iterable[Comparison], tail: float = 0.1) -> dict[s
         ratio = speed_ratio(c)
         if c.row.scored and ratio is not None and c.row.group in SPEED_GROUPS:
             by_key.setdefault(range_key(c), []).append(ratio)
-    kinds = {eid: p.kind for eid, p in core_engines.ENGINES.items()}
+    kinds = {eid: str(p.kind) for eid, p in core_engines.RECORDS.items()}
     out = dict(engine_spreads({k: v for k, v in by_key.items() if k in kinds}, kinds, tail, 1.0 - tail))
     for key, ratios in by_key.items():
         if key.startswith("serving:"):

@@ -384,7 +384,7 @@ def markdown(
         "Error is `estimate / measured - 1`. Coverage is the share of scored rows whose measured value lies in the "
         "estimate's low-high range (speed); the core gives memory as one figure, so a memory row counts as covered "
         "when it lies within 10% of it. The shipped 80% ranges are set from these same out-of-sample residuals "
-        "(split-conformal, `scripts/fit_spreads.py`), every source's included; the column *coverage, ranges also "
+        "(split-conformal, `make fit`), every source's included; the column *coverage, ranges also "
         "held out* recalibrates the ranges without each source before checking its rows, the coverage a new "
         "source can expect.",
         "",
@@ -484,7 +484,7 @@ def markdown(
     ]
     if fitted is not None:
         lines += [
-            "The same rows with every engine profile refitted to all of them (`scripts/fit_engines.py` prints the "
+            "The same rows with every engine profile refitted to all of them (`make fit` writes the "
             "fitted factors); the gap to the out-of-sample table is what fitting to the answers hides.",
             "",
             *stats_table(fitted),

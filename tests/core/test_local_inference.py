@@ -20,7 +20,7 @@ from gpuadvisor.core.estimation.memory import MemoryModel
 from gpuadvisor.core.estimation.performance import inference_performance
 from gpuadvisor.core.formats.scenario import ModelSource, Scenario, scenario_from_dict
 from gpuadvisor.core.presentation.serialize import estimate_to_dict
-from gpuadvisor.core.specs.engines import ENGINES
+from gpuadvisor.core.specs.constants import shipped_constants
 from gpuadvisor.core.specs.hardware import load_gpu_catalog, metal_working_set_share
 from gpuadvisor.core.specs.presets import load_model_catalog
 from gpuadvisor.core.specs.quant_types import GGUF_WEIGHT_TYPES, bits_per_weight, gguf_weight_bytes
@@ -211,7 +211,7 @@ PUBLISHED = [
 
 
 def _speeds(gpus, model, gpu_id, weights):
-    engine = ENGINES["llama.cpp"]
+    engine = shipped_constants().engines["llama.cpp"]
     pp = Workload(kind="inference", weights=weights, prompt_tokens=512, output_tokens=1, engine="llama.cpp")
     tg = Workload(kind="inference", weights=weights, prompt_tokens=1, output_tokens=128, engine="llama.cpp")
     gpu = gpus.get(gpu_id)
@@ -223,7 +223,7 @@ def _speeds(gpus, model, gpu_id, weights):
 def test_llama_cpp_speeds_land_near_the_published_ones(cats, llama2):
     """The shipped factors (fitted to the validation set, which holds these rows) put every figure
     inside the engine's 80% range; the out-of-sample check is in test_validation.py."""
-    engine = ENGINES["llama.cpp"]
+    engine = shipped_constants().engines["llama.cpp"]
     errors, inside = [], []
     for gpu_id, weights, pp, tg in PUBLISHED:
         prefill, decode = _speeds(cats[0], llama2, gpu_id, weights)
@@ -246,7 +246,7 @@ def test_prompt_processing_is_compute_bound_and_generation_bandwidth_bound(cats,
 
 
 def test_cuda_graphs_cut_the_per_layer_time_on_cuda_only(cats, llama2):
-    engine = ENGINES["llama.cpp"]
+    engine = shipped_constants().engines["llama.cpp"]
 
     def decode(gpu_id, graphs):
         w = Workload(
@@ -307,7 +307,7 @@ def test_partial_offload_keeps_layers_in_host_ram_and_is_slower(cats):
         bd_full.weights + bd_full.kv_cache, rel=1e-9
     )
     assert bd_part.weights == pytest.approx((mm_full.block_weight_bytes + mm_full.norm_bytes) * 40 / 80)
-    engine = ENGINES["llama.cpp"]
+    engine = shipped_constants().engines["llama.cpp"]
     fast = inference_performance(mm_full, gpus.get("h100-sxm"), 1, "none", engine)
     slow = inference_performance(mm_part, gpu, 1, "none", engine)
     # 40 of 80 layers (about 20 GB) from dual-channel DDR5 at ~90 GB/s: a few tokens per second at most.

@@ -41,7 +41,7 @@ from gpuadvisor.core.presentation.report import (
     table_order,
 )
 from gpuadvisor.core.presentation.serialize import candidate_to_dict
-from gpuadvisor.core.specs.engines import ENGINES
+from gpuadvisor.core.specs.constants import shipped_constants
 from gpuadvisor.core.specs.workload import Hardware, Workload
 from gpuadvisor.storage.user_catalog_store import load_catalogs
 
@@ -292,7 +292,10 @@ def test_calibration_warnings(cats, sample):
     assert any(w.startswith("Outside the calibrated range: the engine profile") for w in report.warnings)
     sc = replace(load_scenario(SAMPLE), workload=replace(load_scenario(SAMPLE).workload, engine="fsdp"))
     fitted = build_report(estimate(sc, *cats), cats[0].meta, TODAY)
-    assert not fitted.engine_assumed and fitted.engine_calibrated_on == ENGINES["fsdp"].calibrated_on
+    assert (
+        not fitted.engine_assumed
+        and fitted.engine_calibrated_on == shipped_constants().engines["fsdp"].calibrated_on
+    )
     assert fitted.engine_calibrated_on.startswith("29 rows: TRN-20")
     assert not any("engine profile" in w for w in fitted.warnings)
     guessed = Scenario(model=ModelSource(parameters=3e9), workload=Workload(kind="lora"))

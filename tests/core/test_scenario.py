@@ -87,6 +87,19 @@ def test_null_section_means_defaults():
     assert s.workload == Workload() and s.hardware == Hardware()
 
 
+@pytest.mark.parametrize("key", ["batch_size", "seq_len", "prompt_tokens", "output_tokens", "lora_rank"])
+def test_a_null_count_is_refused_with_its_field(key):
+    """A count the estimate needs has no "not set": null in the file is refused in one line, not
+    carried into the memory model as None."""
+    with pytest.raises(ScenarioError, match=f"workload.{key}: must be a number"):
+        scenario_from_dict(_with(workload={"kind": "lora", key: None}))
+
+
+def test_a_null_price_is_refused():
+    with pytest.raises(ScenarioError, match="budget.price: must be low, expected, high"):
+        scenario_from_dict(_with(budget={"price": None}))
+
+
 # --- every documented key ----------------------------------------------------------------
 
 

@@ -19,7 +19,6 @@ from gpuadvisor.core.errors import InputError, ScenarioError
 from gpuadvisor.core.estimation.estimate import estimate
 from gpuadvisor.core.estimation.serving import (
     MAX_CONCURRENCY,
-    SERVING_SPREADS,
     BenchReplica,
     service_cv2,
     wait_at_percentile,
@@ -29,6 +28,7 @@ from gpuadvisor.core.presentation.serialize import estimate_to_dict
 from gpuadvisor.core.presentation.serving_text import fleet_detail, serving_report
 from gpuadvisor.core.presentation.text import render_estimate
 from gpuadvisor.core.presentation.wording import summary_line
+from gpuadvisor.core.specs.constants import shipped_constants
 from gpuadvisor.core.specs.hardware import load_gpu_catalog
 from gpuadvisor.core.specs.presets import load_model_catalog
 
@@ -371,9 +371,8 @@ def test_a_stated_per_request_time_replaces_the_fitted_one_in_every_ttft():
     """``request_overhead_ms`` is the serving stack's time per request: stating the fitted value
     changes nothing; a slower stack lengthens the TTFT at the same operating point (generous targets,
     so the concurrency is set by the ITL and the KV cache alone) and every view says which it is."""
-    from gpuadvisor.core.estimation.serving import REQUEST_OVERHEAD_BY_ENGINE
 
-    fitted = REQUEST_OVERHEAD_BY_ENGINE["vllm"]  # scenario()'s engine
+    fitted = shipped_constants().request_overhead_s["vllm"]  # scenario()'s engine
     loose = {"ttft": 30.0, "itl": 80.0, "hardware": {"gpu": "h100-sxm", "gpu_count": 1}}
     default = fleets(run(scenario(**loose)))
     same = fleets(run(scenario(request_overhead_ms=fitted * 1000, **loose)))
@@ -476,7 +475,7 @@ def _replica(preset, weights, engine_id, gpu_id, n=1, par="none", kv=None, close
 
     from gpuadvisor.core.estimation.memory import MemoryModel
     from gpuadvisor.core.estimation.serving import batch_models, replica_curve
-    from gpuadvisor.core.specs.engines import engine_for
+    from gpuadvisor.core.specs.constants import engine_for
     from gpuadvisor.core.specs.serving import ServingSpec
     from gpuadvisor.core.specs.workload import Workload
 
@@ -574,7 +573,7 @@ def test_request_overhead_lengthens_the_first_token_and_the_request():
     time a client's request takes, not to the decode steps."""
     from gpuadvisor.core.estimation.memory import MemoryModel
     from gpuadvisor.core.estimation.serving import closed_loop
-    from gpuadvisor.core.specs.engines import engine_for
+    from gpuadvisor.core.specs.constants import engine_for
     from gpuadvisor.core.specs.workload import Workload
 
     gpus, models = catalogs()
@@ -592,27 +591,38 @@ def test_each_serving_stack_has_its_own_fitted_per_request_time():
     """Unstated, the per-request time is the one fitted to the chosen engine's published runs (a
     Python API server takes longer than TensorRT-LLM behind NIM or Triton), or the common one for a
     stack with too few first-token rows; the estimate, the text and the TTFT follow the engine."""
-    from gpuadvisor.core.estimation.serving import (
-        REQUEST_OVERHEAD_BY_ENGINE,
-        REQUEST_OVERHEAD_S,
-        default_request_overhead_s,
-        request_overhead_s_of,
-    )
+    from gpuadvisor.core.estimation.serving import request_overhead_s_of
     from gpuadvisor.core.presentation.serving_text import MEASURED_REQUEST_MS
     from gpuadvisor.core.specs.serving import ServingSpec
 
     # A C++ runtime behind NIM or Triton spends less per request than a Python API server.
-    assert REQUEST_OVERHEAD_BY_ENGINE["tensorrt-llm"] < REQUEST_OVERHEAD_BY_ENGINE["vllm"]
-    assert default_request_overhead_s("sglang") == REQUEST_OVERHEAD_BY_ENGINE["sglang"]  # the cookbook's rows
-    assert default_request_overhead_s("vllm-v0") == REQUEST_OVERHEAD_BY_ENGINE["vllm"]  # a release line
-    assert default_request_overhead_s("mlc-llm") == REQUEST_OVERHEAD_S  # no first-token rows: the common one
+    assert (
+        shipped_constants().request_overhead_s["tensorrt-llm"]
+        < shipped_constants().request_overhead_s["vllm"]
+    )
+    assert (
+        shipped_constants().request_overhead_for("sglang") == shipped_constants().request_overhead_s["sglang"]
+    )  # the cookbook's rows
+    assert (
+        shipped_constants().request_overhead_for("vllm-v0") == shipped_constants().request_overhead_s["vllm"]
+    )  # a release line
+    assert (
+        shipped_constants().request_overhead_for("mlc-llm") == shipped_constants().request_overhead_s["*"]
+    )  # no first-token rows: the common one
     spec = ServingSpec(requests_per_s=1.0, ttft_s=1.0, itl_ms=50.0)
-    assert request_overhead_s_of(spec, "tensorrt-llm") == REQUEST_OVERHEAD_BY_ENGINE["tensorrt-llm"]
+    assert (
+        request_overhead_s_of(spec, "tensorrt-llm", shipped_constants())
+        == shipped_constants().request_overhead_s["tensorrt-llm"]
+    )
     stated = ServingSpec(requests_per_s=1.0, ttft_s=1.0, itl_ms=50.0, request_overhead_ms=7.0)
-    assert request_overhead_s_of(stated, "tensorrt-llm") == request_overhead_s_of(stated, "vllm") == 0.007
+    assert (
+        request_overhead_s_of(stated, "tensorrt-llm", shipped_constants())
+        == request_overhead_s_of(stated, "vllm", shipped_constants())
+        == 0.007
+    )
 
     hw = {"gpu": "h100-sxm", "gpu_count": 1}
-    trt_ms = round(REQUEST_OVERHEAD_BY_ENGINE["tensorrt-llm"] * 1000)
+    trt_ms = round(shipped_constants().request_overhead_s["tensorrt-llm"] * 1000)
     trt = run(scenario(engine="tensorrt-llm", ttft=30.0, itl=80.0, hardware=hw))
     assert f"{trt_ms} ms of serving-stack time" in render_estimate(trt)
     assert "fitted to published TensorRT-LLM runs" in render_estimate(trt)
@@ -622,19 +632,21 @@ def test_each_serving_stack_has_its_own_fitted_per_request_time():
         c.serving.to_dict() for c in same.candidates if c.serving
     ]
     mlc = run(scenario(engine="mlc-llm", ttft=30.0, itl=80.0, hardware=hw))
-    assert f"{round(REQUEST_OVERHEAD_S * 1000)} ms of serving-stack time" in render_estimate(mlc)
+    assert (
+        f"{round(shipped_constants().request_overhead_s['*'] * 1000)} ms of serving-stack time"
+        in render_estimate(mlc)
+    )
     assert "fitted to published runs of every stack" in render_estimate(mlc)
     # A fitted value above what any single request measured says so, and asks for the user's own.
     for engine_id in ("sglang", "vllm", "tensorrt-llm"):
         text = render_estimate(run(scenario(engine=engine_id, ttft=30.0, itl=80.0, hardware=hw)))
-        above = default_request_overhead_s(engine_id) * 1000 > MEASURED_REQUEST_MS[1]
+        above = shipped_constants().request_overhead_for(engine_id) * 1000 > MEASURED_REQUEST_MS[1]
         assert ("this fit is above that" in text) == above, engine_id
 
 
 def test_request_overhead_fit_stays_in_its_range():
-    from gpuadvisor.core.estimation.serving import REQUEST_OVERHEAD_RANGE, REQUEST_OVERHEAD_S
     from gpuadvisor.validation import load_measurements
-    from gpuadvisor.validation.harness import Predictor, fit_request_overhead
+    from gpuadvisor.validation.harness import REQUEST_OVERHEAD_RANGE, Predictor, fit_request_overhead
 
     gpus, models = catalogs()
     rows = load_measurements()
@@ -642,7 +654,10 @@ def test_request_overhead_fit_stays_in_its_range():
     assert REQUEST_OVERHEAD_RANGE[0] <= value <= REQUEST_OVERHEAD_RANGE[1]
     # Without serving rows nothing can move it: the shipped value.
     no_serving = [r for r in rows if r.group != "serving"]
-    assert fit_request_overhead(no_serving, Predictor(gpus, models)) == REQUEST_OVERHEAD_S
+    assert (
+        fit_request_overhead(no_serving, Predictor(gpus, models))
+        == shipped_constants().request_overhead_s["*"]
+    )
 
 
 # --- 80% ranges -----------------------------------------------------------------------------------
@@ -652,7 +667,7 @@ def test_request_overhead_fit_stays_in_its_range():
 def test_ranges_bracket_the_fleet_and_follow_the_spreads(rate):
     g, _ = catalogs()
     est = run(scenario(rate=rate))
-    tp_low, tp_high = SERVING_SPREADS["tokens_per_s"]
+    tp_low, tp_high = shipped_constants().serving_spreads["tokens_per_s"]
     checked = 0
     for c in fleets(est).values():
         f = c.serving
@@ -710,7 +725,7 @@ def test_ranges_reach_json_and_every_text():
 
 def _burst_setup(prompt=467, output=256, model="llama-3.1-8b", gpu="h100-sxm"):
     from gpuadvisor.core.estimation.memory import MemoryModel
-    from gpuadvisor.core.specs.engines import engine_for
+    from gpuadvisor.core.specs.constants import engine_for
     from gpuadvisor.core.specs.workload import Workload
 
     gpus, models = catalogs()
@@ -811,8 +826,9 @@ def test_the_workload_shape_is_remembered_per_constants_object():
     from dataclasses import replace as dc_replace
 
     from gpuadvisor.core.estimation.performance import inference_shape, shape_of
-    from gpuadvisor.core.specs.engines import FITTED
+    from gpuadvisor.core.specs.constants import shipped_constants
 
+    FITTED = shipped_constants()
     mm, _gpu, _engine = _burst_setup()
     assert shape_of(mm, FITTED) is shape_of(mm, FITTED)
     other = dc_replace(FITTED, moe_expert_efficiency=0.5)
@@ -867,7 +883,7 @@ def test_a_benchmark_runs_no_more_sequences_than_the_engines_default_pool_holds(
         reserved_context,
     )
     from gpuadvisor.core.estimation.serving_memory import operating_memory
-    from gpuadvisor.core.specs.engines import engine_for
+    from gpuadvisor.core.specs.constants import engine_for
     from gpuadvisor.core.specs.serving import batching_for
     from gpuadvisor.core.specs.workload import Workload
     from gpuadvisor.core.units import GIB
@@ -904,7 +920,7 @@ def test_vllm_schedules_as_its_defaults_on_each_gpu(gpu_id, sequences, chunk):
     sequences than that at once, with that chunk; other engines keep their profile's chunk."""
     from gpuadvisor.core.estimation.memory import MemoryModel
     from gpuadvisor.core.estimation.serving import _benchmark_curve, scheduled_on
-    from gpuadvisor.core.specs.engines import engine_for
+    from gpuadvisor.core.specs.constants import engine_for
     from gpuadvisor.core.specs.serving import batch_defaults
     from gpuadvisor.core.specs.workload import Workload
 
@@ -1074,7 +1090,7 @@ def test_tensorrt_llm_reserves_each_requests_whole_answer():
     runs about half as many sequences at once on TensorRT-LLM from the same memory."""
     from gpuadvisor.core.estimation.memory import MemoryModel
     from gpuadvisor.core.estimation.serving import closed_loop, reserved_context
-    from gpuadvisor.core.specs.engines import engine_for
+    from gpuadvisor.core.specs.constants import engine_for
     from gpuadvisor.core.specs.serving import batching_for
     from gpuadvisor.core.specs.workload import Workload
 
@@ -1125,24 +1141,28 @@ def test_an_earlier_release_line_is_its_engine_with_host_time_per_sequence():
     the host time per sequence and step that its Python loop spent (vLLM issue #6801)."""
     from dataclasses import fields
 
-    from gpuadvisor.core.estimation.serving import default_request_overhead_s
-    from gpuadvisor.core.estimation.serving_memory import KV_POOLS
-    from gpuadvisor.core.specs.engines import ENGINES, PRIORS, RELEASE_LINES, engine_for, engine_lineage
+    from gpuadvisor.core.specs.constants import PRIORS, engine_for, shipped_constants
+    from gpuadvisor.core.specs.engines import RECORDS, RELEASE_LINES, engine_lineage
     from gpuadvisor.core.specs.serving import batching_for
     from gpuadvisor.core.specs.workload import Workload
 
     v0, v1 = engine_for("vllm-v0", "inference"), engine_for("vllm", "inference")
-    assert "vllm-v0" in ENGINES and "vllm-v0" in PRIORS.engines
+    assert "vllm-v0" in shipped_constants().engines and "vllm-v0" in PRIORS.engines
     assert v0.seq_host_s == pytest.approx(RELEASE_LINES["vllm-v0"]["seq_host_s"]) == pytest.approx(100e-6)
     assert v1.seq_host_s == 0.0
-    same = {f.name for f in fields(v1)} - {"id", "name", "seq_host_s", "mixed_prefill", "calibrated_on"}
+    # V1's GPU-dependent scheduler defaults are not V0's.
+    own = {"id", "name", "seq_host_s", "mixed_prefill", "calibrated_on", "gpu_batch_defaults"}
+    same = {f.name for f in fields(v1)} - own
+    assert v0.gpu_batch_defaults is None and v1.gpu_batch_defaults is not None
     assert {n: getattr(v0, n) for n in same} == {n: getattr(v1, n) for n in same}
     assert "#6801" in v0.calibrated_on and v1.calibrated_on in v0.calibrated_on
     assert engine_lineage("vllm-v0") == "vllm" and engine_lineage("sglang") == "sglang"
     assert batching_for("vllm-v0") == batching_for("vllm") == "paged"
-    assert KV_POOLS["vllm"] is not None and default_request_overhead_s(
+    assert RECORDS["vllm-v0"].kv_pool == RECORDS[
+        "vllm"
+    ].kv_pool is not None and shipped_constants().request_overhead_for(
         "vllm-v0"
-    ) == default_request_overhead_s("vllm")
+    ) == shipped_constants().request_overhead_for("vllm")
     w0 = Workload(kind="inference", engine="vllm-v0", weights="int4", quantization="gptq")
     w1 = Workload(kind="inference", engine="vllm", weights="int4", quantization="gptq")
     assert w0.uses_cuda_graphs and w0.quantization_family == w1.quantization_family == "vllm-gptq"
@@ -1155,7 +1175,7 @@ def test_a_v0_burst_is_host_bound_so_more_gpus_barely_help():
     keeps shrinking with the GPUs' weight stream."""
     from gpuadvisor.core.estimation.memory import MemoryModel
     from gpuadvisor.core.estimation.serving import burst
-    from gpuadvisor.core.specs.engines import engine_for
+    from gpuadvisor.core.specs.constants import engine_for
     from gpuadvisor.core.specs.workload import Workload
 
     gpus, models = catalogs()
@@ -1189,7 +1209,7 @@ def test_an_engine_that_prefills_in_passes_of_their_own_stalls_every_running_seq
     forward pass of its own: every running sequence waits the whole pass (weights read, kernels
     launched), not only the marginal time of the prompt's tokens inside a decode batch (vLLM V1,
     TensorRT-LLM). The ITL at c clients carries (c - 1) / O such passes."""
-    from gpuadvisor.core.specs.engines import engine_for
+    from gpuadvisor.core.specs.constants import engine_for
 
     assert not engine_for("sglang", "inference").mixed_prefill
     assert not engine_for("vllm-v0", "inference").mixed_prefill
@@ -1302,10 +1322,9 @@ def test_when_nothing_meets_the_closest_setup_misses_by_the_least_and_says_what_
 def test_a_per_request_time_longer_than_the_ttft_target_is_named_as_the_reason():
     """No GPU shortens the serving stack's own time: the sentence says so instead of suggesting a
     faster GPU, and stating a shorter per-request time is the way out it names."""
-    from gpuadvisor.core.estimation.serving import default_request_overhead_s
 
     line = summary_line(run(scenario(ttft=0.01, preset="llama-3.1-8b")))
-    ms = default_request_overhead_s("vllm") * 1000
+    ms = shipped_constants().request_overhead_for("vllm") * 1000
     assert f"per-request time alone ({ms:.0f} ms" in line and "no GPU can meet it" in line
     assert "a faster GPU" not in line
     ok = summary_line(run(scenario(ttft=0.5, request_overhead_ms=5.0)))

@@ -14,9 +14,9 @@ from gpuadvisor.core.estimation.estimate import estimate
 from gpuadvisor.core.estimation.serving_memory import BatchLine, operating_memory
 from gpuadvisor.core.formats.scenario import loads_scenario
 from gpuadvisor.core.presentation.serialize import estimate_to_dict
+from gpuadvisor.core.specs.engines import RECORDS
 from gpuadvisor.core.specs.hardware import load_gpu_catalog
 from gpuadvisor.core.specs.presets import load_model_catalog
-from gpuadvisor.core.specs.serving import KV_POOLS
 from gpuadvisor.core.units import GIB
 
 LLAMA_8B_KV_BYTES_PER_TOKEN = 2 * 32 * 8 * 128 * 2
@@ -156,7 +156,7 @@ def test_a_pool_too_small_for_the_concurrency_says_which_setting_makes_room():
 def test_tensorrt_llm_takes_its_share_of_the_free_memory_and_llama_cpp_no_pool():
     trt = served(run(engine="tensorrt-llm", hardware={"gpu": "h100-sxm", "gpu_count": 1}))[0].serving.memory
     free = trt.capacity - (trt.need - trt.kv_in_flight)
-    assert trt.kv_pool == pytest.approx(KV_POOLS["tensorrt-llm"].fraction * free)
+    assert trt.kv_pool == pytest.approx(RECORDS["tensorrt-llm"].kv_pool.fraction * free)
     cpp = served(run(engine="llama.cpp", hardware={"gpu": "h100-sxm", "gpu_count": 1}, itl=200, ttft=10))
     m = cpp[0].serving.memory
     assert m.setting == "" and m.kv_pool == m.kv_in_flight and m.engine_total == m.need

@@ -8,7 +8,7 @@ from gpuadvisor.core.estimation.estimate import estimate
 from gpuadvisor.core.estimation.memory import MemoryModel
 from gpuadvisor.core.estimation.performance import inference_performance
 from gpuadvisor.core.formats.scenario import Budget, ModelSource, Scenario
-from gpuadvisor.core.specs.engines import engine_for
+from gpuadvisor.core.specs.constants import engine_for
 from gpuadvisor.core.specs.hardware import load_gpu_catalog
 from gpuadvisor.core.specs.presets import load_model_catalog
 from gpuadvisor.core.specs.workload import Hardware, Workload

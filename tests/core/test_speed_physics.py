@@ -18,11 +18,9 @@ Sources
 """
 
 import dataclasses
-import math
 
 import pytest
 
-from gpuadvisor.core.errors import InputError
 from gpuadvisor.core.estimation.memory import MemoryModel
 from gpuadvisor.core.estimation.performance import (
     KV_COPIES_NOTES,
@@ -35,23 +33,10 @@ from gpuadvisor.core.estimation.performance import (
     training_flops_per_token,
     training_performance,
 )
-from gpuadvisor.core.estimation.speed_fit import (
-    calibrate_spreads,
-    fit_speed_constants,
-    held_out_residuals,
-    speed_row,
-)
 from gpuadvisor.core.formats.scenario import ScenarioError, scenario_from_dict, scenario_to_dict
-from gpuadvisor.core.specs.engines import (
-    FITTED,
-    KERNEL_FAMILIES,
-    PRIORS,
-    RANGE_LABEL,
-    active_constants,
-    engine_for,
-    kernel_family,
-)
+from gpuadvisor.core.specs.constants import RANGE_LABEL, engine_for, kernel_family, shipped_constants
 from gpuadvisor.core.specs.hardware import load_gpu_catalog
+from gpuadvisor.core.specs.kernels import KERNEL_FAMILIES
 from gpuadvisor.core.specs.models import ModelSpec
 from gpuadvisor.core.specs.presets import load_model_catalog
 from gpuadvisor.core.specs.quant_types import tensor_type
@@ -413,7 +398,7 @@ def test_sliding_window_layers_attend_to_their_window_only(models, gpus):
     # MoE's counted at the expert kernels' rate, as the estimate counts them) plus attention.
     wl = Workload(kind="inference", engine="vllm", weights="mxfp4", prompt_tokens=p, output_tokens=1)
     vllm = engine_for("vllm", "inference")
-    gemm = 2 * (shape_of(MemoryModel(m, wl), active_constants())[1] - prompt_head_params(m, p, vllm))
+    gemm = 2 * (shape_of(MemoryModel(m, wl), shipped_constants())[1] - prompt_head_params(m, p, vllm))
     attention = 4 * m.num_layers * m.q_dim
     flops = (gemm + attention * m.prefill_attended_tokens(p)) / (gemm + attention * p / 2)
     assert m.prefill_attended_tokens(p) < 0.51 * p / 2
@@ -464,7 +449,7 @@ def test_tensor_parallel_ranks_each_hold_and_read_the_kv_heads_they_cannot_split
     per_seq = (
         mm.kv_tokens_per_layer(30001) * r1.num_layers * mm.kv_bytes_per_token_layer
     )  # one sequence's cache
-    k = active_constants()
+    k = shipped_constants()
     bw = b200.memory_bandwidth_gb_s * 1e9 * k.bandwidth_ceiling.get(b200.architecture, 1.0)
     stream = min(
         bw * engine_for("sglang", "inference").bandwidth_efficiency, b200.memory_bandwidth_gb_s * 1e9 * 0.95
@@ -559,7 +544,7 @@ def fp8_gain(model, gpu) -> float:
 
 def test_fp8_casts_cost_a_share_that_shrinks_with_the_gemm_width(gpus):
     """docs/estimation.md, "FP8 GEMMs": W8 = 4/3 x P_fp8 x ceiling / (BW x 0.7), share = w / (w + W8)."""
-    gpu, k = gpus.get("h100-sxm"), FITTED
+    gpu, k = gpus.get("h100-sxm"), shipped_constants()
     ceiling = k.gemm_ceiling["hopper"]
     w8 = 4.0 / 3.0 * gpu.fp8_dense_tflops * 1e12 * ceiling / (gpu.memory_bandwidth_gb_s * 1e9 * 0.7)
     assert 850 < w8 < 900  # about 880 FP8 FLOPs per byte on an H100 SXM, x 4/3
@@ -621,58 +606,10 @@ def test_the_range_has_a_name_and_brackets_the_estimate(models, gpus):
     assert r.low < r.expected < r.high
 
 
-def _rows(models, gpus, truth):
-    """Rows measured on a stack whose bandwidth efficiency is ``truth`` (the real estimator
-    under known constants): the fit must recover it."""
-    # The fit starts from PRIORS' global constants, so the truth shares them (FITTED's per-generation
-    # bandwidth ceilings are themselves fitted values).
-    engine = PRIORS.engines["tensorrt-llm"]
-    true_constants = PRIORS.with_engines(
-        e=type(engine)(**{**{f: getattr(engine, f) for f in engine.__slots__}, "bandwidth_efficiency": truth})
-    )
-    rows = []
-    for i, (preset, gpu) in enumerate(
-        [
-            ("llama-2-7b", "a100-80gb"),
-            ("llama-2-13b", "h100-sxm"),
-            ("llama-3.1-8b", "l40s"),
-            ("mistral-7b", "a100-40gb"),
-        ]
-    ):
-        w = Workload(kind="inference", engine="tensorrt-llm", prompt_tokens=64, output_tokens=64)
-        probe = speed_row(
-            f"R{i}", f"src{i % 2}", models.get(preset), w, gpus.get(gpu), 1.0, "tokens_per_s_per_user"
-        )
-        rows.append(probe._replace(measured=probe.predict(true_constants)))
-    return rows
-
-
-def test_fit_recovers_a_known_bandwidth_efficiency(models, gpus):
-    rows = _rows(models, gpus, truth=0.55)
-    fitted = fit_speed_constants(rows)
-    assert fitted.engines["tensorrt-llm"].bandwidth_efficiency == pytest.approx(0.55, rel=0.05)
-    assert PRIORS.engines["tensorrt-llm"].bandwidth_efficiency != pytest.approx(0.55, rel=0.05)
-    assert "4 rows from 2 sources" in fitted.provenance
-
-
-def test_held_out_residuals_and_spreads(models, gpus):
-    rows = _rows(models, gpus, truth=0.55)
-    res = held_out_residuals(rows)
-    assert sorted(r.row_id for r, _ in res) == ["R0", "R1", "R2", "R3"]
-    assert all(math.isfinite(ratio) and 0.8 < ratio < 1.25 for _, ratio in res)
-    spread = calibrate_spreads(res, FITTED, min_rows=4)
-    p = spread.engines["tensorrt-llm"]
-    assert p.spread_low >= 0.1 and p.spread_high >= 0.1
-
-
 def test_every_kernel_family_has_its_source():
     assert all(f.source for f in KERNEL_FAMILIES.values())
-    assert kernel_family("bnb", "int8").id == "bnb-int8" and kernel_family(None, "bf16") is None
-
-
-def test_unknown_metric_is_refused(models, gpus):
-    with pytest.raises(InputError, match="metric"):
-        speed_row("X", "s", models.get("llama-2-7b"), Workload(), gpus.get("a100-80gb"), 1.0, "tokens")
+    k = shipped_constants()
+    assert kernel_family("bnb", "int8", k).id == "bnb-int8" and kernel_family(None, "bf16", k) is None
 
 
 def test_a_hugging_face_forward_keeps_every_prompt_positions_logits(models):
@@ -769,24 +706,29 @@ def test_slower_expert_kernels_slow_a_moe_and_leave_a_dense_model_alone(models, 
     of the experts), and moves nothing of a dense model."""
     from dataclasses import replace
 
-    from gpuadvisor.core.specs.engines import FITTED, using_constants
+    from gpuadvisor.core.specs.constants import shipped_constants
 
     gpu = gpus.get("h100-sxm")
-    slow = replace(FITTED, moe_expert_efficiency=FITTED.moe_expert_efficiency / 2)
+    shipped = shipped_constants()
+    slow = replace(shipped, moe_expert_efficiency=shipped.moe_expert_efficiency / 2)
 
-    def speeds(preset, batch):
+    def speeds(preset, batch, constants=None):
         """(decode tokens/s per user, time to first token of a 2,000-token prompt)."""
         w = Workload(kind="inference", batch_size=batch, prompt_tokens=2000, output_tokens=16, engine="vllm")
         perf = inference_performance(
-            MemoryModel(models.get(preset), w), gpu, 1, "none", engine_for("vllm", "inference")
+            MemoryModel(models.get(preset), w),
+            gpu,
+            1,
+            "none",
+            engine_for("vllm", "inference"),
+            constants=constants,
         )
         return perf.tokens_per_s_per_user, perf.time_to_first_token_s
 
     base = {b: speeds("qwen3-30b-a3b", b) for b in (1, 64)}
     dense = {b: speeds("llama-3.1-8b", b) for b in (1, 64)}
-    with using_constants(slow):
-        slower = {b: speeds("qwen3-30b-a3b", b) for b in (1, 64)}
-        assert {b: speeds("llama-3.1-8b", b) for b in (1, 64)} == dense
+    slower = {b: speeds("qwen3-30b-a3b", b, slow) for b in (1, 64)}
+    assert {b: speeds("llama-3.1-8b", b, slow) for b in (1, 64)} == dense
     for b in (1, 64):
         assert slower[b][0] < base[b][0] and slower[b][1] > base[b][1], b
     assert slower[64][0] / base[64][0] < slower[1][0] / base[1][0]
@@ -796,7 +738,9 @@ def test_moe_layers_add_kernels_and_graph_engines_pay_a_host_step(models, gpus):
     """A MoE layer launches router, top-k, alignment and two grouped GEMMs; an engine that replays
     CUDA graphs still schedules and samples every step on the host."""
     from gpuadvisor.core.estimation.performance import decode_overhead
-    from gpuadvisor.core.specs.engines import FITTED
+    from gpuadvisor.core.specs.constants import shipped_constants
+
+    FITTED = shipped_constants()
 
     engine = engine_for("vllm", "inference")
     dense = decode_overhead(engine, 32, None, True, 7, FITTED, moe=False)
@@ -838,7 +782,9 @@ def test_a_prefill_pass_launches_its_kernels_without_cuda_graphs(models, gpus):
     is bound by the host launching every kernel of the pass (the eager step), which a decode step
     replayed from a graph does not pay."""
     from gpuadvisor.core.estimation.performance import decode_overhead
-    from gpuadvisor.core.specs.engines import FITTED
+    from gpuadvisor.core.specs.constants import shipped_constants
+
+    FITTED = shipped_constants()
 
     engine = engine_for("sglang", "inference")
     m, gpu = models.get("qwen3-235b-a22b"), gpus.get("b200")
@@ -856,7 +802,7 @@ def test_a_host_bound_step_is_explained_by_its_real_cause():
     per-sequence work, and the note says which."""
     from gpuadvisor.core.estimation.memory import MemoryModel
     from gpuadvisor.core.estimation.performance import inference_performance
-    from gpuadvisor.core.specs.engines import engine_for
+    from gpuadvisor.core.specs.constants import engine_for
     from gpuadvisor.core.specs.hardware import load_gpu_catalog
     from gpuadvisor.core.specs.presets import load_model_catalog
 

@@ -299,7 +299,7 @@ def test_rows_taken_in_the_engines_process_get_no_api_time_and_do_not_fit_it(row
     """A client inside the engine's process (AccelMark's in-process engine) meets no API server:
     its rows are predicted without the per-request time, whatever value is offered, and take no
     part in that time's fit; a row taken through the API server gets the value offered."""
-    from gpuadvisor.core.estimation.serving import REQUEST_OVERHEAD_S
+    from gpuadvisor.core.specs.constants import shipped_constants
 
     inside = [r for r in rows if r.scored and r.group == "serving" and r.basis == "engine"]
     assert len(inside) >= 100 and {r.source_id for r in inside} == {"accelmark"}
@@ -308,7 +308,7 @@ def test_rows_taken_in_the_engines_process_get_no_api_time_and_do_not_fit_it(row
     got = {predictor.compare(first, None, v).estimate for v in (None, 0.0, 0.15)}
     assert len(got) == 1 and None not in got
     # Fitted to these rows alone there is nothing to fit: the shipped value stays.
-    assert fit_request_overhead(inside, predictor) == REQUEST_OVERHEAD_S
+    assert fit_request_overhead(inside, predictor) == shipped_constants().request_overhead_s["*"]
     api = next(r for r in rows if r.id == "SRV-37")  # GPUStack's vLLM, 4 clients through the API
     assert api.basis == ""
     slow, fast = (predictor.compare(api, None, v).estimate for v in (0.15, 0.0))
@@ -347,7 +347,7 @@ def test_a_score_only_source_is_scored_everywhere_and_fitted_nowhere(rows, oos, 
     table (they are scored and predicted with their source held out like any other) but move no
     fitted constant: no speed fit, and the per-request time is fitted to the other sources' serving
     rows alone."""
-    from gpuadvisor.core.estimation.serving import REQUEST_OVERHEAD_S
+    from gpuadvisor.core.specs.constants import shipped_constants
 
     assert SCORE_ONLY_SOURCES, "the mechanism is in use"
     fitted = {s.id for s in speed_rows(rows)}
@@ -360,7 +360,7 @@ def test_a_score_only_source_is_scored_everywhere_and_fitted_nowhere(rows, oos, 
         assert scored >= {r.id for r in held}, source
     only = [r for r in rows if r.source_id in SCORE_ONLY_SOURCES]
     # Fitted to nothing but these rows, the per-request time stays at the shipped value.
-    assert fit_request_overhead(only, predictor) == REQUEST_OVERHEAD_S
+    assert fit_request_overhead(only, predictor) == shipped_constants().request_overhead_s["*"]
 
 
 def test_a_closed_loop_is_in_step_only_where_its_source_shows_fixed_lengths_and_a_common_start(rows):
@@ -392,9 +392,14 @@ def test_a_closed_loop_is_in_step_only_where_its_source_shows_fixed_lengths_and_
 def test_per_request_times_are_fitted_per_stack_with_enough_first_token_rows(rows, predictor):
     """A stack gets its own per-request time when its rows hold enough first tokens to pin it; the
     others share the value fitted to every stack's rows, and each row is predicted with its stack's."""
-    from gpuadvisor.core.estimation.serving import REQUEST_OVERHEAD_MIN_TTFT_ROWS, REQUEST_OVERHEAD_RANGE
     from gpuadvisor.validation.data import scenario_engine
-    from gpuadvisor.validation.harness import EVERY_STACK, fit_request_overheads, overhead_for
+    from gpuadvisor.validation.harness import (
+        EVERY_STACK,
+        REQUEST_OVERHEAD_MIN_TTFT_ROWS,
+        REQUEST_OVERHEAD_RANGE,
+        fit_request_overheads,
+        overhead_for,
+    )
 
     trt = [r for r in rows if r.source_id == "nim-llm-benchmarking"]
     sglang = [r for r in rows if r.id in ("SRV-39", "SRV-40", "SRV-41", "SRV-45", "SRV-46", "SRV-47")]
@@ -805,7 +810,9 @@ def test_a_held_out_serving_source_never_reaches_its_prediction_through_the_ship
     not use them: each fold fits its own, without the held-out source (for its engine and global
     fits as well as for the held-out rows). Shipped values far off leave every prediction as it
     was. Three small vLLM serving sources stand in for the whole set (a run of seconds)."""
-    from gpuadvisor.core.estimation import serving
+    from dataclasses import replace
+
+    from gpuadvisor.core.specs.constants import shipped_constants
 
     few = [
         r
@@ -814,17 +821,17 @@ def test_a_held_out_serving_source_never_reaches_its_prediction_through_the_ship
     ]
     assert sum(r.scored and r.group == "serving" for r in few) >= 15
     before = {c.row.id: c.estimate for c in out_of_sample(few, predictor)}
-    monkeypatch.setattr(serving, "REQUEST_OVERHEAD_S", 0.2)
-    monkeypatch.setattr(
-        serving, "REQUEST_OVERHEAD_BY_ENGINE", {"vllm": 0.2, "tensorrt-llm": 0.2, "sglang": 0.2}
+    far = replace(
+        shipped_constants(), request_overhead_s={"*": 0.2, "vllm": 0.2, "tensorrt-llm": 0.2, "sglang": 0.2}
     )
-    after = {c.row.id: c.estimate for c in out_of_sample(few, predictor)}
+    other = Predictor(predictor.gpus, predictor.models, far)
+    after = {c.row.id: c.estimate for c in out_of_sample(few, other)}
     assert after == before
-    # ... while a prediction that is handed no per-request time does take the shipped one.
+    # ... while a prediction that is handed no per-request time does take the one of its constants.
     row = next(r for r in few if r.scored and r.quantity == "serving_ttft_ms" and r.basis != "engine")
     shipped = predictor.compare(row).estimate
-    monkeypatch.setattr(serving, "REQUEST_OVERHEAD_BY_ENGINE", {"vllm": 0.0})
-    assert predictor.compare(row).estimate < shipped
+    none = replace(shipped_constants(), request_overhead_s={"*": 0.0, "vllm": 0.0})
+    assert predictor.compare(row, none).estimate < shipped
 
 
 def test_leave_one_source_out_gives_the_same_answer_in_one_process_or_several(rows, predictor):
@@ -881,7 +888,7 @@ def test_a_global_constant_moves_only_the_rows_said_to_read_it(rows, predictor, 
     """The global fit works out again, for each trial value of a constant, only the rows that read
     it (``rows_reading``); moving the constant far must leave every other row where it was. Rows of
     every engine, GPU architecture and kind of figure stand in for the set."""
-    from gpuadvisor.core.specs import engines as core_engines
+    from gpuadvisor.core.specs import constants as core_constants
     from gpuadvisor.validation.harness import _global, _with_global, global_rows, rows_reading
 
     picked = {}
@@ -896,10 +903,9 @@ def test_a_global_constant_moves_only_the_rows_said_to_read_it(rows, predictor, 
     some = list(picked.values())
     reading = set(rows_reading(name, some, predictor) or range(len(some)))
     assert 0 < len(reading) < len(some), "the constant is read by some rows and not others"
-    shipped = core_engines.active_constants()
+    shipped = core_constants.shipped_constants()
     moved = _with_global(shipped, name, _global(shipped, name) * 1.7)
     before = [predictor.compare(r).estimate for r in some]
-    with core_engines.using_constants(moved):
-        after = [predictor.compare(r).estimate for r in some]
+    after = [predictor.compare(r, moved).estimate for r in some]
     assert [i for i, (b, a) in enumerate(zip(before, after)) if a != b and i not in reading] == []
     assert any(after[i] != before[i] for i in reading), "moving the constant moves some row that reads it"

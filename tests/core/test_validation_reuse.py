@@ -12,8 +12,8 @@ import pytest
 
 from gpuadvisor.core.estimation.memory import MemoryModel
 from gpuadvisor.core.estimation.serving import BenchReplica, burst, closed_loop, lockstep, paced
-from gpuadvisor.core.specs import engines as core_engines
-from gpuadvisor.core.specs.engines import engine_for
+from gpuadvisor.core.specs import constants as core_constants
+from gpuadvisor.core.specs.constants import engine_for
 from gpuadvisor.core.specs.hardware import load_gpu_catalog
 from gpuadvisor.core.specs.presets import load_model_catalog
 from gpuadvisor.core.specs.workload import Workload
@@ -82,12 +82,13 @@ def test_remembered_figures_follow_the_profile_the_constants_and_the_per_request
     shipped = predictor.compare(row).estimate
     assert predictor.compare(row, None, 0.0).estimate < shipped  # the per-request time counts
     assert predictor.compare(row).estimate == shipped
-    engine = core_engines.ENGINES["vllm"]
-    slower = {"vllm": replace(engine, prefill_mfu=engine.prefill_mfu / 2)}
+    constants = core_constants.shipped_constants()
+    engine = constants.engines["vllm"]
+    slower = constants.with_engines(vllm=replace(engine, prefill_mfu=engine.prefill_mfu / 2))
     assert predictor.compare(row, slower).estimate > shipped  # another profile object
-    constants = core_engines.active_constants()
-    with core_engines.using_constants(replace(constants, gemm_tokens_half=4 * constants.gemm_tokens_half)):
-        moved = predictor.compare(row).estimate
+    moved = predictor.compare(
+        row, replace(constants, gemm_tokens_half=4 * constants.gemm_tokens_half)
+    ).estimate
     assert moved != shipped  # other constants
     assert predictor.compare(row).estimate == shipped
 

@@ -12,6 +12,7 @@ from PySide6.QtCore import Qt
 
 from gpuadvisor.core.formats.scenario import load_scenario
 from gpuadvisor.core.presentation.text import render_estimate
+from gpuadvisor.core.specs.constants import shipped_constants
 from gpuadvisor.gui.ranking.model import COL_COST, COL_SETUP
 from gpuadvisor.gui.results_view import SERVING_TAB
 
@@ -98,13 +99,15 @@ def test_a_per_request_time_typed_in_reaches_the_estimate_and_clearing_it_restor
 ):
     """The serving stack's time per request is an input: typed, it is the scenario's and lengthens
     the recommended fleet's TTFT; cleared, the fitted value is back (the field's placeholder)."""
-    from gpuadvisor.core.estimation.serving import REQUEST_OVERHEAD_BY_ENGINE
 
     w = window
     page = choose_serving(w, qtbot)
     box = page.serving_box
     # The default engine (vLLM) serves: its fitted per-request time.
-    assert box.overhead.edit.placeholderText() == f"{REQUEST_OVERHEAD_BY_ENGINE['vllm'] * 1000:g} (fitted)"
+    assert (
+        box.overhead.edit.placeholderText()
+        == f"{shipped_constants().request_overhead_s['vllm'] * 1000:g} (fitted)"
+    )
     fitted = w.state.estimate
     assert fitted.scenario.workload.serving.request_overhead_ms is None
     retype(qtbot, box.overhead.edit, "300")
@@ -123,7 +126,7 @@ def test_a_per_request_time_typed_in_reaches_the_estimate_and_clearing_it_restor
     # Another engine, another stack: TensorRT-LLM's fitted time, and the estimate uses it.
     page.engine.setCurrentIndex(page.engine.findData("tensorrt-llm"))
     w.state.flush()
-    trt = REQUEST_OVERHEAD_BY_ENGINE["tensorrt-llm"]
+    trt = shipped_constants().request_overhead_s["tensorrt-llm"]
     assert box.overhead.edit.placeholderText() == f"{trt * 1000:g} (fitted)"
     assert w.state.estimate.engine == "tensorrt-llm"
     assert f"{trt * 1000:g} ms of serving-stack time" in render_estimate(w.state.estimate)
@@ -133,7 +136,6 @@ def test_an_older_vllm_release_is_a_choice_right_after_vllm_and_costs_more_gpus(
     """vLLM 0.7 and earlier (the V0 engine) sits right after vLLM in the engine list; picking it
     keeps vLLM's per-request time and gives the slower engine's fleet: no fewer replicas for the
     same traffic and targets, and the core's engine id reaches the estimate."""
-    from gpuadvisor.core.estimation.serving import REQUEST_OVERHEAD_BY_ENGINE
 
     w = window
     page = choose_serving(w, qtbot)
@@ -149,7 +151,7 @@ def test_an_older_vllm_release_is_a_choice_right_after_vllm_and_costs_more_gpus(
     assert older.engine == "vllm-v0"
     assert (
         page.serving_box.overhead.edit.placeholderText()
-        == f"{REQUEST_OVERHEAD_BY_ENGINE['vllm'] * 1000:g} (fitted)"
+        == f"{shipped_constants().request_overhead_s['vllm'] * 1000:g} (fitted)"
     )
     assert older.recommended.serving.replicas >= current.replicas
     assert "vLLM 0.7 and earlier" in render_estimate(older)

@@ -18,10 +18,12 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from ..vocabulary import Parallelism, WorkloadKind
 from .results import Change as Change  # a remedy's result type, kept importable here
 
 if TYPE_CHECKING:
     from ..formats.scenario import Scenario
+    from ..specs.workload import Hardware, Workload
     from .cost import CostEstimate
     from .results import Candidate, Estimate
 
@@ -81,14 +83,24 @@ def over_provisioned(
 
 
 def remedies(est: Estimate) -> list[tuple[str, str, Transform]]:
-    """(label, why, scenario transform) for each standard remedy that applies to this workload."""
-    w = est.scenario.workload
+    """(label, why, scenario transform) for each standard remedy that applies to this workload:
+    the training job's or the inference's memory savers, then more or other GPUs."""
+    w, hw = est.scenario.workload, est.scenario.hardware
+    savers = _training_remedies(w, hw) if w.is_training else _inference_remedies(w)
+    return savers + _hardware_remedies(hw)
+
+
+def _workload_change(**kw: Any) -> Transform:
+    """A scenario transform that sets workload fields."""
+    return lambda s: replace(s, workload=replace(s.workload, **kw))
+
+
+def _training_remedies(w: Workload, hw: Hardware) -> list[tuple[str, str, Transform]]:
+    """A training job's memory savers: a lighter method, optimizer, checkpointing, micro-batch,
+    sharding, and the combinations."""
+    wl = _workload_change
     out: list[tuple[str, str, Transform]] = []
-
-    def wl(**kw: Any) -> Transform:
-        return lambda s: replace(s, workload=replace(s.workload, **kw))
-
-    if w.kind in ("full_finetune", "pretrain"):
+    if w.kind in (WorkloadKind.FULL_FINETUNE, WorkloadKind.PRETRAIN):
         out.append(
             (
                 "LoRA instead of full fine-tuning",
@@ -104,7 +116,7 @@ def remedies(est: Estimate) -> list[tuple[str, str, Transform]]:
                     wl(optimizer="adamw_8bit"),
                 )
             )
-    if w.kind in ("full_finetune", "lora"):
+    if w.kind in (WorkloadKind.FULL_FINETUNE, WorkloadKind.LORA):
         out.append(
             (
                 "QLoRA (NF4 base)",
@@ -112,7 +124,7 @@ def remedies(est: Estimate) -> list[tuple[str, str, Transform]]:
                 wl(kind="qlora", weights="nf4"),
             )
         )
-    if w.is_training and not w.gradient_checkpointing:
+    if not w.gradient_checkpointing:
         out.append(
             (
                 "gradient checkpointing",
@@ -120,7 +132,7 @@ def remedies(est: Estimate) -> list[tuple[str, str, Transform]]:
                 wl(gradient_checkpointing=True),
             )
         )
-    if w.is_training and w.batch_size > 1:
+    if w.batch_size > 1:
         out.append(
             (
                 f"micro-batch 1 with {w.batch_size}x gradient accumulation",
@@ -128,7 +140,7 @@ def remedies(est: Estimate) -> list[tuple[str, str, Transform]]:
                 wl(batch_size=1),
             )
         )
-    if w.is_training and est.scenario.hardware.parallelism in (None, "ddp"):
+    if hw.parallelism in (None, Parallelism.DDP):
         out.append(
             (
                 "ZeRO-3 / FSDP",
@@ -136,49 +148,58 @@ def remedies(est: Estimate) -> list[tuple[str, str, Transform]]:
                 lambda s: replace(s, hardware=replace(s.hardware, parallelism="zero3", gpu_count=None)),
             )
         )
-    if w.is_training:
-        savers = {"gradient_checkpointing": True, "batch_size": 1}
-        if w.kind in ("full_finetune", "lora"):
-            out.append(
-                (
-                    "QLoRA + gradient checkpointing + micro-batch 1",
-                    "every memory saver at once",
-                    wl(kind="qlora", weights="nf4", **savers),
-                )
+    savers = {"gradient_checkpointing": True, "batch_size": 1}
+    if w.kind in (WorkloadKind.FULL_FINETUNE, WorkloadKind.LORA):
+        out.append(
+            (
+                "QLoRA + gradient checkpointing + micro-batch 1",
+                "every memory saver at once",
+                wl(kind="qlora", weights="nf4", **savers),
             )
-        if w.kind in ("full_finetune", "pretrain"):
-            out.append(
-                (
-                    "LoRA + gradient checkpointing + micro-batch 1",
-                    "adapters only, activations minimal",
-                    wl(kind="lora", **savers),
-                )
+        )
+    if w.kind in (WorkloadKind.FULL_FINETUNE, WorkloadKind.PRETRAIN):
+        out.append(
+            (
+                "LoRA + gradient checkpointing + micro-batch 1",
+                "adapters only, activations minimal",
+                wl(kind="lora", **savers),
             )
-    if not w.is_training:
-        if w.weights in ("fp32", "bf16", "fp16", "fp8") and w.kv_precision in ("fp32", "bf16", "fp16"):
-            out.append(
-                ("INT4 weights + FP8 KV cache", "both savers at once", wl(weights="int4", kv_cache="fp8"))
+        )
+    return out
+
+
+def _inference_remedies(w: Workload) -> list[tuple[str, str, Transform]]:
+    """Inference's memory savers: lighter weights and KV cache, fewer sequences at once."""
+    wl = _workload_change
+    out: list[tuple[str, str, Transform]] = []
+    if w.weights in ("fp32", "bf16", "fp16", "fp8") and w.kv_precision in ("fp32", "bf16", "fp16"):
+        out.append(("INT4 weights + FP8 KV cache", "both savers at once", wl(weights="int4", kv_cache="fp8")))
+    if w.weights in ("fp32", "bf16", "fp16"):
+        out.append(
+            (
+                "FP8 weights",
+                "1 byte per weight; full speed on Ada, Hopper and Blackwell",
+                wl(weights="fp8"),
             )
-        if w.weights in ("fp32", "bf16", "fp16"):
-            out.append(
-                (
-                    "FP8 weights",
-                    "1 byte per weight; full speed on Ada, Hopper and Blackwell",
-                    wl(weights="fp8"),
-                )
+        )
+        out.append(("INT4 weights (AWQ/GPTQ)", "about 0.53 bytes per weight", wl(weights="int4")))
+    if w.kv_precision in ("fp32", "bf16", "fp16"):
+        out.append(("FP8 KV cache", "halves the KV cache", wl(kv_cache="fp8")))
+    if w.batch_size > 1:
+        out.append(
+            (
+                f"{max(1, w.batch_size // 2)} concurrent sequences",
+                "the KV cache scales with them",
+                wl(batch_size=max(1, w.batch_size // 2)),
             )
-            out.append(("INT4 weights (AWQ/GPTQ)", "about 0.53 bytes per weight", wl(weights="int4")))
-        if w.kv_precision in ("fp32", "bf16", "fp16"):
-            out.append(("FP8 KV cache", "halves the KV cache", wl(kv_cache="fp8")))
-        if w.batch_size > 1:
-            out.append(
-                (
-                    f"{max(1, w.batch_size // 2)} concurrent sequences",
-                    "the KV cache scales with them",
-                    wl(batch_size=max(1, w.batch_size // 2)),
-                )
-            )
-    if est.scenario.hardware.gpu_count and est.scenario.hardware.gpu_count < 8:
+        )
+    return out
+
+
+def _hardware_remedies(hw: Hardware) -> list[tuple[str, str, Transform]]:
+    """More GPUs of the type asked for, or any GPU of the catalog."""
+    out: list[tuple[str, str, Transform]] = []
+    if hw.gpu_count and hw.gpu_count < 8:
         out.append(
             (
                 "up to 8 GPUs",
@@ -186,7 +207,7 @@ def remedies(est: Estimate) -> list[tuple[str, str, Transform]]:
                 lambda s: replace(s, hardware=replace(s.hardware, gpu_count=None, parallelism=None)),
             )
         )
-    if est.scenario.hardware.gpu:
+    if hw.gpu:
         out.append(
             (
                 "any GPU of the catalog",

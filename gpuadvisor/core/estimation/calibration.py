@@ -45,7 +45,7 @@ from typing import Any, NamedTuple
 from ..errors import InputError
 from ..formats.measurements import Measurement
 from ..formats.scenario import Scenario, scenario_from_dict
-from ..specs.engines import engine_for
+from ..specs.constants import engine_for
 from ..specs.hardware import GpuCatalog
 from ..specs.models import ModelSpec
 from ..specs.presets import ModelCatalog

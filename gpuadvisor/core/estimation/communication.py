@@ -42,9 +42,11 @@ from __future__ import annotations
 
 import math
 
-from ..specs.engines import EngineProfile, SpeedConstants, active_constants
+from ..specs.constants import SpeedConstants, shipped_constants
+from ..specs.engines import EngineProfile
 from ..specs.hardware import GpuSpec
 from ..specs.models import ModelSpec
+from ..vocabulary import GATHERING_SHARDINGS
 from .layout import Layout
 from .memory import MemoryModel
 from .performance import (
@@ -170,7 +172,7 @@ def layout_training_performance(
     """Training tokens/s of ``layout`` on ``gpu`` (see the module docstring); ``tp_slowdown`` is
     :func:`tp_width_slowdown` at the layout's TP when the caller has it already."""
     m, w = mm.model, mm.workload
-    k = constants or active_constants()
+    k = constants or shipped_constants()
     if prelude is None:
         prelude = training_prelude(mm, gpu, engine, mfu, constants)
     peak, base_mfu, flops_token = prelude.peak_tflops, prelude.mfu, prelude.flops_per_token
@@ -224,49 +226,13 @@ def layout_training_performance(
         parts["experts"] = micro * moe_layers * 4 * per
     exposed = sum(parts.values())
     if d * c > 1:
-        # Gradients are reduced over every replica of the weights: DP x CP (stride TP).
-        d_all = d * c
-        bw, lat = group_link(t, d_all, gpus_per_node, node, net)
-        state_share = 1.0 / (t * p)
-        grads = mm.grad_bytes * state_share
-        ring = 2 * (d_all - 1) / d_all
-        d = d_all
-        if layout.sharding in ("zero3", "fsdp"):
-            params = mm.weight_bytes * state_share
-            coll_lat = ring_latency(d, t, gpus_per_node, node_lat)
-            total = micro * (d - 1) / d * (2 * params + grads) / bw + micro * 3 * layers_gpu * coll_lat
-            per_layer = sharded_exposed(
-                params / layers_gpu, grads / layers_gpu, d, bw, coll_lat,
-                useful * forward / flops_run / (micro * layers_gpu),
-                useful * (flops_run - forward) / flops_run / (micro * layers_gpu),
-                layers_gpu,
-            )  # fmt: skip
-            dp = max(micro * per_layer, total - useful, (1 - DP_OVERLAP) * total)
-        else:
-            total = ring * grads / bw + lat
-            window = BACKWARD_SHARE * useful / micro  # the last micro-batch's backward pass
-            dp = max(total - window, (1 - DP_OVERLAP) * total)
+        dp = _data_parallel_time(
+            mm, layout, gpus_per_node, node, net, useful, micro, layers_gpu, forward / flops_run
+        )
         parts["data"] = dp
         exposed += dp
-    off = w.offload
-    if off.any:
-        pcie = gpu.pcie_gb_s * 1e9 * PCIE_EFFICIENCY
-        shard_params = mm.weight_bytes / max(mm.block_bytes_per_weight, 1.0) / (t * p * d)
-        offload = 0.0
-        if off.optimizer != "none":
-            grads = mm.grad_bytes / (t * p * d)
-            to_host = grads / pcie
-            back = 2.0 * shard_params / pcie
-            host_bw = gpu.host_memory_bandwidth_gb_s * 1e9
-            # All GPUs of a node share its host memory bandwidth for the CPU Adam step.
-            per_node = min(n, gpus_per_node)
-            cpu_adam = CPU_ADAM_BYTES * shard_params * per_node / host_bw
-            if off.optimizer == "nvme":
-                cpu_adam *= 2  # states read from and written back to NVMe through host buffers
-            offload += max(to_host - BACKWARD_SHARE * useful, (1 - DP_OVERLAP) * to_host) + back + cpu_adam
-        if off.parameters != "none":
-            xfer = micro * 2 * mm.weight_bytes / (t * p * d) / pcie
-            offload += max(xfer - useful, (1 - DP_OVERLAP) * xfer)
+    if w.offload.any:
+        offload = _offload_time(mm, gpu, layout, gpus_per_node, useful, micro)
         parts["offload"] = offload
         exposed += offload
         if offload > 0.2 * (compute + exposed):
@@ -294,6 +260,75 @@ def layout_training_performance(
         communication_share=share,
         notes=tuple(notes),
     )
+
+
+def _data_parallel_time(
+    mm: MemoryModel,
+    layout: Layout,
+    gpus_per_node: int,
+    node: tuple[float, float],
+    net: tuple[float, float],
+    useful: float,
+    micro: int,
+    layers_gpu: int,
+    forward_share: float,
+) -> float:
+    """Exposed time of the data-parallel traffic of a step (s): gradients reduced over every
+    replica of the weights, DP x CP (stride TP). Under ZeRO-3/FSDP the weights are gathered layer
+    by layer and the gradients reduce-scattered every micro-batch, each collective hidden behind
+    the neighbouring layer's compute only as far as that lasts (:func:`sharded_exposed`, with NCCL's
+    ring latency); otherwise the reduction overlaps the last micro-batch's backward pass.
+    ``forward_share``: the forward pass's share of the FLOPs run."""
+    t, p = layout.tp, layout.pp
+    d = layout.dp * layout.cp
+    bw, lat = group_link(t, d, gpus_per_node, node, net)
+    state_share = 1.0 / (t * p)
+    grads = mm.grad_bytes * state_share
+    ring = 2 * (d - 1) / d
+    if layout.sharding in GATHERING_SHARDINGS:
+        params = mm.weight_bytes * state_share
+        coll_lat = ring_latency(d, t, gpus_per_node, node[1])
+        total = micro * (d - 1) / d * (2 * params + grads) / bw + micro * 3 * layers_gpu * coll_lat
+        per_layer = sharded_exposed(
+            params / layers_gpu, grads / layers_gpu, d, bw, coll_lat,
+            useful * forward_share / (micro * layers_gpu),
+            useful * (1.0 - forward_share) / (micro * layers_gpu),
+            layers_gpu,
+        )  # fmt: skip
+        return max(micro * per_layer, total - useful, (1 - DP_OVERLAP) * total)
+    total = ring * grads / bw + lat
+    window = BACKWARD_SHARE * useful / micro  # the last micro-batch's backward pass
+    return max(total - window, (1 - DP_OVERLAP) * total)
+
+
+def _offload_time(
+    mm: MemoryModel, gpu: GpuSpec, layout: Layout, gpus_per_node: int, useful: float, micro: int
+) -> float:
+    """Exposed time of offloading in a step (s): gradients to the host, the CPU Adam step and the
+    weights back (optimizer offload), and the weights streamed in per micro-batch (parameter
+    offload), each over PCIe and partly hidden behind compute."""
+    w = mm.workload
+    off = w.offload
+    t, p, d = layout.tp, layout.pp, layout.dp * layout.cp
+    n = layout.gpus
+    pcie = gpu.pcie_gb_s * 1e9 * PCIE_EFFICIENCY
+    shard_params = mm.weight_bytes / max(mm.block_bytes_per_weight, 1.0) / (t * p * d)
+    offload = 0.0
+    if off.optimizer != "none":
+        grads = mm.grad_bytes / (t * p * d)
+        to_host = grads / pcie
+        back = 2.0 * shard_params / pcie
+        host_bw = gpu.host_memory_bandwidth_gb_s * 1e9
+        # All GPUs of a node share its host memory bandwidth for the CPU Adam step.
+        per_node = min(n, gpus_per_node)
+        cpu_adam = CPU_ADAM_BYTES * shard_params * per_node / host_bw
+        if off.optimizer == "nvme":
+            cpu_adam *= 2  # states read from and written back to NVMe through host buffers
+        offload += max(to_host - BACKWARD_SHARE * useful, (1 - DP_OVERLAP) * to_host) + back + cpu_adam
+    if off.parameters != "none":
+        xfer = micro * 2 * mm.weight_bytes / (t * p * d) / pcie
+        offload += max(xfer - useful, (1 - DP_OVERLAP) * xfer)
+    return offload
 
 
 def is_legacy(mm: MemoryModel, layout: Layout) -> bool:

@@ -30,6 +30,7 @@ from typing import Any, NamedTuple
 from ..formats.scenario import Budget
 from ..specs.hardware import GpuSpec
 from ..specs.workload import Workload
+from ..vocabulary import BudgetStatus, HorizonStatus, TargetStatus
 from .performance import Range
 
 HOURS_PER_MONTH = 730.0
@@ -185,17 +186,17 @@ def job_cost(
         )
         per_million = cost.expected / tokens * 1e6
         per_hour = prices.expected * gpu_count
-    deadline = limit_status(hours, budget.deadline_hours, ("meets", "likely", "at risk"))
+    deadline = limit_status(hours, budget.deadline_hours, tuple(TargetStatus))
     horizon = budget.horizon_hours if workload.serving is None else None  # a service runs on, not to an end
-    beyond = limit_status(hours, horizon, ("within", "likely", "beyond"))
+    beyond = limit_status(hours, horizon, tuple(HorizonStatus))
     within = budget_st = None
     if budget.max_total_usd is not None or budget.max_usd_per_hour is not None:
         if cost is not None and per_hour is not None:
-            total = limit_status(cost, budget.max_total_usd, ("within", "likely", "over"))
+            total = limit_status(cost, budget.max_total_usd, tuple(BudgetStatus))
             hourly = (
                 None
                 if budget.max_usd_per_hour is None
-                else ("within" if per_hour <= budget.max_usd_per_hour else "over")
+                else (BudgetStatus.WITHIN if per_hour <= budget.max_usd_per_hour else BudgetStatus.OVER)
             )
             statuses = [s for s in (total, hourly) if s is not None]
             budget_st = "over" if "over" in statuses else "likely" if "likely" in statuses else "within"
@@ -221,7 +222,7 @@ def job_cost(
     )
 
 
-def limit_status(value: Range, limit: float | None, words: tuple[str, str, str]) -> str | None:
+def limit_status(value: Range, limit: float | None, words: tuple[str, ...]) -> str | None:
     """Where a range stands against an upper limit: ``words[0]`` when even its high end is within it,
     ``words[1]`` ("likely") when only the expected value is, ``words[2]`` when the expected value is not."""
     if limit is None:

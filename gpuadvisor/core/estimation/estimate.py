@@ -1,12 +1,21 @@
-"""The one orchestrator: ``estimate(scenario, gpus, models) -> Estimate``.
+"""The one orchestrator: ``estimate(scenario, gpus, models) -> Estimate``, in named stages.
 
-For every candidate (GPU x count x parallelism) it computes the per-GPU memory breakdown and
-the fit verdict; :mod:`gpuadvisor.core.estimation.performance` and :mod:`gpuadvisor.core.estimation.cost` add speed,
-job time and cost, and :mod:`gpuadvisor.core.estimation.advice` ranks candidates and proposes changes.
+1. **Inputs**: the model (:func:`resolve_model`), the GPUs compared (:func:`selected_gpus`), the GPU
+   counts (:func:`candidate_counts`), the engine, the memory model and the warnings about the
+   inputs (:func:`input_warnings`), gathered in :class:`~.gpu_rows.Inputs`;
+2. **setups**: every (count, layout) with its per-GPU memory breakdown
+   (:func:`~.gpu_rows.setups`). Memory does not depend on which GPU runs the job (a card without FP8
+   or BF16 stores the same bytes), so each breakdown is computed once and shared by every GPU of the
+   catalog: that is what keeps a whole-catalog comparison in the low milliseconds;
+3. **per GPU type**: fit, service, speed and cost of each setup (:class:`~.gpu_rows.GpuPass`;
+   :mod:`~gpuadvisor.core.estimation.performance`, :mod:`~gpuadvisor.core.estimation.serving`,
+   :mod:`~gpuadvisor.core.estimation.cost`);
+4. **decide**: the candidates with the Pareto frontier and provisioning flags
+   (:func:`candidates_of`), the ranking, the decision and the cheapest changes (:func:`_finish`,
+   :mod:`~gpuadvisor.core.estimation.advice`, :mod:`~gpuadvisor.core.estimation.recommendation`).
 
-Memory does not depend on which GPU runs the job (a card without FP8 or BF16 stores the same
-bytes), so each (count, parallelism) breakdown is computed once and shared by every GPU of
-the catalog: that is what keeps a whole-catalog comparison in the low milliseconds.
+The estimate is a function of the scenario, the catalogs and the speed model's constants
+(``constants``; the shipped ones when None): nothing it reads is changed by anyone else.
 
 Calibration (``estimate(..., calibration=profile)``, see :mod:`gpuadvisor.core.estimation.calibration` and
 ``docs/measurements.md``): the profile's values for each GPU and the resolved engine are looked
@@ -26,87 +35,32 @@ from ..errors import InputError
 from ..files import expand_user
 from ..formats.model_file import gguf_path, weights_of_file_type
 from ..formats.scenario import Scenario
-from ..specs.engines import active_constants, engine_for, engine_of
-from ..specs.hardware import RAM_RESERVED_GIB, GpuCatalog, GpuSpec
-from ..specs.instances import InstanceCatalog, bundled_instances, instance_price_range, offers_for
+from ..specs.constants import SpeedConstants, engine_for, shipped_constants
+from ..specs.engines import engine_of
+from ..specs.hardware import GpuCatalog, GpuSpec
+from ..specs.instances import InstanceCatalog, bundled_instances
 from ..specs.models import ModelSpec
 from ..specs.presets import ModelCatalog
-from ..specs.serving import batch_defaults, batching_for
-from ..specs.workload import RuntimeOverhead, Workload
+from ..specs.workload import Workload
 from ..units import GIB
+from ..vocabulary import HorizonStatus, Parallelism, TargetStatus, WorkloadKind
 from . import advice as _advice
-from . import serving as _serving
 from . import serving_load as _serving_load
-from .communication import (
-    ceiling_work,
-    is_legacy,
-    layout_training_performance,
-    speed_ceiling,
-    tp_width_slowdown,
-)
-from .cost import BuyVsRent, buy_vs_rent, job_cost, job_tokens, price_range
-from .disaggregated import Transfer
-from .layout import Layout, explicit_layout, gpu_counts, searched_layouts
-from .memory import MemoryBreakdown, MemoryModel, applicable_parallelisms, check_parallelism
-from .offload import LayerSplitter, host_ram, offers_split, splits_layers
-from .performance import (
-    SPEED_GROUP,
-    WAIT,
-    HostWaitNote,
-    Range,
-    inference_performance,
-    link,
-    training_performance,
-    training_prelude,
-)
+from .cost import job_tokens
+from .gpu_rows import GpuPass, Inputs, Row, Shared, setups
+from .layout import gpu_counts
+from .memory import MemoryModel
+from .offload import LayerSplitter, splits_layers
+from .performance import WAIT, HostWaitNote
 from .recommendation import PARALLELISM_ORDER, decide
 from .results import TIGHT_UTILIZATION as TIGHT_UTILIZATION  # the result types stay importable here
-from .results import CalibrationProfile, Change, FactorFit
+from .results import CalibrationProfile, Change
 from .results import Candidate as Candidate
 from .results import Estimate as Estimate
 from .results import WhatIf as WhatIf
-from .serving_memory import BatchLine
 from .weights_table import wants_table, weights_table
 
 DEFAULT_GPU_COUNTS = (1, 2, 4, 8)
-#: Layouts kept per GPU type and count when the search tries many (the fastest and its runner-ups).
-SEARCH_KEEP = 3
-
-
-def count_layouts(model: ModelSpec, scenario: Scenario, mm: MemoryModel, n: int) -> tuple[list[Layout], bool]:
-    """(layouts to price at ``n`` GPUs, whether they come from the search and are pruned per GPU)."""
-    w, hw = scenario.workload, scenario.hardware
-    if hw.layout_given:
-        simple = hw.parallelism is not None and not any(
-            getattr(hw, a) is not None
-            for a in ("tensor_parallel", "pipeline_parallel", "context_parallel", "expert_parallel")
-        )
-        if simple:
-            assert hw.parallelism is not None
-            check_parallelism(model, w, n, hw.parallelism)  # the errors of the one-word setups
-        if n == 1 and simple:
-            return [mm.layout_for(1, "none")], False
-        return [explicit_layout(model, w, hw, n)], False
-    if n <= hw.gpus_per_node or not w.is_training:
-        pars = applicable_parallelisms(model, w, n, hw.gpus_per_node)
-        if w.offload.parameters != "none" and n > 1:  # offloaded weights are gathered: ZeRO-3/FSDP
-            pars = tuple(p for p in pars if p in ("zero3", "fsdp"))
-        return [mm.layout_for(n, par) for par in pars], False
-    return searched_layouts(model, w, hw, n), True
-
-
-def split_misfit(need: float, ram: float, assumed: bool, gpu: GpuSpec, gpu_layers: int, layers: int) -> str:
-    """Why a split does not fit: the layers kept off the GPU need more host RAM than there is."""
-    where = (
-        f"assumed for {gpu.host_defaults.machine} less {RAM_RESERVED_GIB:g} GiB for the system; "
-        "set hardware.host_memory_gib"
-        if assumed
-        else "hardware.host_memory_gib"
-    )
-    return (
-        f"host memory: the {layers - gpu_layers} layers kept off the GPU need {need / GIB:,.1f} GiB "
-        f"of system RAM, {ram / GIB:,.1f} GiB available ({where})"
-    )
 
 
 def searches_layouts(scenario: Scenario) -> bool:
@@ -116,29 +70,6 @@ def searches_layouts(scenario: Scenario) -> bool:
     w, hw = scenario.workload, scenario.hardware
     top = hw.gpu_count if hw.gpu_count is not None else hw.gpu_count_max
     return w.is_training and not hw.layout_given and top is not None and top > hw.gpus_per_node
-
-
-def calibration_lookup(
-    profile: CalibrationProfile, engine: str, scenario: Scenario
-) -> dict[str, tuple[FactorFit, ...]]:
-    """GPU id -> the profile's fits for ``engine`` that the scenario leaves to the calibration.
-
-    Efficiencies the scenario sets itself win; a fitted runtime overhead is used only while the
-    scenario keeps the default ``overhead``.
-    """
-    eff = scenario.efficiency
-    own_overhead = scenario.overhead != RuntimeOverhead()
-    out: dict[str, list[FactorFit]] = {}
-    for f in profile.fits:
-        if f.engine != engine:
-            continue
-        if f.factor_name == "runtime_overhead_gib":
-            if own_overhead:
-                continue
-        elif getattr(eff, f.factor_name, None) is not None:
-            continue
-        out.setdefault(f.gpu_id, []).append(f)
-    return {gpu_id: tuple(fits) for gpu_id, fits in out.items()}
 
 
 def resolve_model(scenario: Scenario, models: ModelCatalog) -> ModelSpec:
@@ -204,20 +135,86 @@ def estimate(
     _model: ModelSpec | None = None,
     calibration: CalibrationProfile | None = None,
     instances: InstanceCatalog | None = None,
+    constants: SpeedConstants | None = None,
 ) -> Estimate:
     """Compare every candidate of the scenario (or of ``gpu_ids``) and return the :class:`Estimate`.
 
     ``speed=False`` computes memory and fit only (no speed, cost, ranking or advice).
     ``calibration`` applies a profile's values per GPU (see the module docstring).
     ``instances`` is the cloud instance snapshot (default: the bundled one): where each setup can
-    be rented and, with ``budget.providers`` set, the price it is costed at.
+    be rented and, with ``budget.providers`` set, the price it is costed at. ``constants`` are the
+    speed model's (:class:`~gpuadvisor.core.specs.constants.SpeedConstants`; the shipped ones when
+    None): the estimate is a function of the scenario, the catalogs and these alone.
     """
+    k = constants or shipped_constants()
     model = _model or resolve_model(scenario, models)
     w, hw = scenario.workload, scenario.hardware
+    # Stage 1: the model and the hardware.
+    warnings = input_warnings(scenario, model)
+    selected, ids = selected_gpus(scenario, gpus, gpu_ids)
+    counts = candidate_counts(scenario)
+    engine_id = engine_of(w, scenario.model)
+    engine = engine_for(engine_id, w.kind, k)
+    # The engine the workload runs on is the memory and speed models' too (a GGUF on llama.cpp).
+    w_run = w if engine_id == w.engine else replace(w, engine=engine_id)
+    # Serving engines prefill in chunks, which bounds the transient activations.
+    chunk = engine.prefill_chunk_tokens if not w.is_training else None
+    mm = MemoryModel(model, w_run, scenario.overhead, prefill_chunk_tokens=chunk)
+    # The machine the user owns: laptops, desktops and Macs asked about as such (their segment, or one
+    # of them named). Its count is the one the user has; inference without a stated job is a session.
+    own = all(g.segment == "local" for g in selected) and (hw.segment == "local" or bool(ids))
+    session = own and w.kind == WorkloadKind.INFERENCE and w.serving is None and w.requests is None
+    inputs = Inputs(
+        scenario=scenario,
+        model=model,
+        constants=k,
+        engine=engine,
+        mm=mm,
+        own_machine=own,
+        session=session,
+        splitter=LayerSplitter(mm) if splits_layers(engine.id, w) else None,
+        instances=instances if instances is not None else bundled_instances(),
+        # Rented as instances (budget.providers): the price depends on the GPU count (whole instances).
+        rent_from=scenario.budget.providers if isinstance(scenario.budget.price, str) else None,
+        speed=speed,
+    )
+    # Stage 2: layouts and memory, shared by every GPU.
+    shared = Shared.build(inputs, setups(inputs, counts), job_tokens(w), calibration, models)
+    # Stage 3: per GPU type, fit, speed and cost.
+    rows: list[Row] = []
+    for gpu in selected:
+        rows.extend(GpuPass(inputs, shared, gpu).rows())
+    if speed and w.serving is not None:
+        # Each GPU type's leading fleets simulated at their load and resized where they fall short.
+        rows = _settle_services(rows, w)
+    # Stage 4: decide.
+    result = Estimate(
+        scenario=scenario,
+        model=model,
+        candidates=candidates_of(rows, w),
+        memory_model=mm,
+        warnings=tuple(dict.fromkeys(warnings + group_gpu_notes(shared.notes))),
+        engine=engine.id,
+        gpu_ids=tuple(g.id for g in selected) if ids else (),
+        calibration=calibration,
+        calibration_fits=tuple(shared.applied),
+        instances=inputs.instances,
+        constants=k,
+        own_machine=own,
+        session=session and speed,
+    )
+    result = _finish(result, with_advice and speed, gpus, models)
+    if with_advice and speed and wants_table(result):
+        result = replace(result, weights_table=weights_table(result, gpus, models, estimate))
+    return result
+
+
+def input_warnings(scenario: Scenario, model: ModelSpec) -> list[str]:
+    """The scenario's own warnings and what the model and the workload say about the answer's
+    reliability (an assumed architecture, a GGUF file of other weights, a context beyond the
+    model's)."""
+    w = scenario.workload
     warnings = list(scenario.warnings)
-    snapshot = instances if instances is not None else bundled_instances()
-    # Rented as instances (budget.providers): the price depends on the GPU count (whole instances).
-    rent_from = scenario.budget.providers if isinstance(scenario.budget.price, str) else None
     if model.architecture_assumed:
         warnings.append(
             "Only a parameter count was given: the architecture is assumed (Llama-like), so "
@@ -234,12 +231,21 @@ def estimate(
             f"The model is a GGUF file ({model.file_type or 'unknown type'}) but workload.weights is "
             f"{w.weights}: memory is computed for {w.weights}; set weights to the file's type."
         )
-    if w.kind == "inference" and model.is_mla and model.is_moe:
+    if w.kind == WorkloadKind.INFERENCE and model.is_mla and model.is_moe:
         warnings.append(MLA_MOE_SPEED_WARNING)
     if w.context_tokens > model.max_context:
         warnings.append(
             f"The context ({w.context_tokens:,} tokens) exceeds the model's maximum ({model.max_context:,})."
         )
+    return warnings
+
+
+def selected_gpus(
+    scenario: Scenario, gpus: GpuCatalog, gpu_ids: list[str] | None
+) -> tuple[list[GpuSpec], list[str] | None]:
+    """(the GPUs compared, the ids asked for: ``gpu_ids``, else the scenario's GPU, else None for
+    the catalog's segment), each with the memory and host bandwidth the scenario states."""
+    hw = scenario.hardware
     ids = gpu_ids or ([hw.gpu] if hw.gpu else None)
     if ids:
         selected = [gpus.get(i, "hardware.gpu" if not gpu_ids else "--gpu") for i in ids]
@@ -251,416 +257,53 @@ def estimate(
         selected = [g.with_memory_gib(hw.memory_gib) for g in selected]
     if hw.host_memory_bandwidth_gb_s is not None:
         selected = [replace(g, host_bandwidth_override_gb_s=hw.host_memory_bandwidth_gb_s) for g in selected]
+    return selected, ids
+
+
+def candidate_counts(scenario: Scenario) -> tuple[int, ...]:
+    """The GPU counts compared: the scenario's, else :data:`DEFAULT_GPU_COUNTS`; a layout without
+    a count takes the counts that hold whole replicas of it."""
+    w, hw = scenario.workload, scenario.hardware
     counts = gpu_counts(hw, DEFAULT_GPU_COUNTS)
     replica = (hw.tensor_parallel or 1) * (hw.pipeline_parallel or 1) * (hw.context_parallel or 1)
     if not hw.gpu_count and replica > 1:
-        # A layout without a count: the counts that hold whole replicas of it (at least one).
         counts = tuple(sorted({n for n in (*counts, replica) if n % replica == 0}))
-    if w.serving is not None and hw.parallelism == "ddp" and any(n > 1 for n in counts):
+    if w.serving is not None and hw.parallelism == Parallelism.DDP and any(n > 1 for n in counts):
         raise InputError(
             "hardware.parallelism",
             "a service's copies are its replicas, which the estimate sizes: use none, tensor or pipeline",
             hw.parallelism,
         )
-    engine_id = engine_of(w, scenario.model)
-    engine = engine_for(engine_id, w.kind)
-    # The engine the workload runs on is the memory and speed models' too (a GGUF on llama.cpp).
-    w_run = w if engine_id == w.engine else replace(w, engine=engine_id)
-    # Serving engines prefill in chunks, which bounds the transient activations.
-    chunk = engine.prefill_chunk_tokens if not w.is_training else None
-    mm = MemoryModel(model, w_run, scenario.overhead, prefill_chunk_tokens=chunk)
-    # The machine the user owns: laptops, desktops and Macs asked about as such (their segment, or one
-    # of them named). Its count is the one the user has; inference without a stated job is a session.
-    own = all(g.segment == "local" for g in selected) and (hw.segment == "local" or bool(ids))
-    session = own and w.kind == "inference" and w.serving is None and w.requests is None
-    splitter = LayerSplitter(mm) if splits_layers(engine.id, w) else None
-    # (count, layout, breakdown, bytes/GPU, host bytes per node, sibling without recomputation when
-    # searched, else None): computed once, shared by every GPU.
-    # The speed group (setups with the same speed model share one computation: DDP and ZeRO-1/2
-    # move the same gradient bytes, ZeRO-3 and FSDP the same gathers) is decided here too.
-    setups: list[tuple[int, Layout, MemoryBreakdown, float, float, Layout | None, str, Any]] = []
-    for n in counts:
-        layouts, searched = count_layouts(model, scenario, mm, n)
-        per_node = min(n, hw.gpus_per_node)
-        if w.serving is not None:  # replicas are the fleet's business: a candidate is one replica
-            layouts = [lay for lay in layouts if lay.dp == 1 and lay.parallelism != "ddp"]
-        for lay in layouts:
-            bd = mm.breakdown(n, lay.parallelism, layout=lay)
-            par = lay.parallelism
-            if not w.is_training:
-                group: Any = (n, par) if lay.shorthand or lay.dp == 1 or lay.gpus == lay.dp else lay
-            elif is_legacy(mm, lay):
-                group = (n, SPEED_GROUP.get(par, par))
-            else:
-                group = lay
-            # A searched layout carries its sibling without recomputation (see the GPU loop).
-            sibling = lay._replace(recompute="none") if searched else None
-            setups.append((n, lay, bd, bd.device_total, bd.host * per_node, sibling, par, group))
-    host_cap = hw.host_memory_gib * GIB if hw.host_memory_gib is not None else None
-    eff = scenario.efficiency
-    mfu, bw_eff, prefill_mfu = eff.mfu, eff.bandwidth_efficiency, eff.prefill_mfu
-    lookup = calibration_lookup(calibration, engine.id, scenario) if calibration is not None else None
-    applied: list[FactorFit] = []
-    rows = []
-    notes: list[str] = []
-    tokens = job_tokens(w)
-    training = w.is_training
-    single_only = [row for row in setups if row[0] == 1]
-    serving = w.serving if speed else None
-    if serving is not None:
-        # Built once and shared by every GPU: the roofline at batches 1, 2, 4, ... and the KV
-        # cache each setup holds per sequence.
-        batch_mms = _serving.batch_models(mm)
-        reserve = _serving.reserved_context(w, batching_for(engine.id))
-        kv_lines = {(row[0], row[6]): _serving.kv_line(mm, row[0], row[6], reserve) for row in setups}
-        # A speculative proposer's weights and KV cache sit beside the target's (a draft model's
-        # preset; EAGLE and MTP: one layer).
-        draft_mm = None
-        if w.speculative is not None and w.speculative.draft_model:
-            draft_w = replace(w, serving=None, speculative=None)
-            draft_mm = MemoryModel(
-                models.get(w.speculative.draft_model, "workload.speculative.draft_model"),
-                draft_w,
-                scenario.overhead,
-                prefill_chunk_tokens=chunk,
-            )
-        if w.speculative is not None:
-            kv_lines = {
-                (n, par): _serving.with_proposer(line, *_serving.speculative_memory(mm, draft_mm, n))
-                for (n, par), line in kv_lines.items()
-            }
-        # A service's memory is its operating point's, per (count, setup) a line over the concurrency.
-        op_lines: dict[tuple[int, str], BatchLine] = {}
-    slowdowns: dict[int, float] = {}  # TP width slowdown per TP size (the model's: shared by every GPU)
-    # The searched layouts by count, priced from the highest speed ceiling down: their order and
-    # families do not depend on the GPU, so they are built once (see _search_groups).
-    plan = _search_groups(setups) if speed and training else {}
-    plain_setups = [row for row in setups if row[5] is None] if plan else setups
-    orders: dict[tuple[int, bool], list[tuple[float, int, float]]] = {}
-    for gpu in selected:
-        # A Mac's GPU is one chip sharing the machine's memory: it is not combined with others
-        # unless the scenario asks for a count. The machine a user owns has the GPUs it has (one
-        # unless hardware.gpu_count says more), and is never replicated to finish a queue sooner.
-        if (gpu.unified_memory or (own and gpu.segment == "local")) and not hw.gpu_count:
-            gpu_setups = single_only
-        elif own and gpu.segment == "local" and not w.is_training:
-            gpu_setups = [row for row in setups if not (row[6] == "ddp" and row[0] > 1)]
-        else:
-            gpu_setups = setups
-        split_ram, split_ram_assumed = host_ram(gpu, hw)
-        # A service's engine schedules as it starts on this GPU (vLLM's sequences and prefill chunk):
-        # the defaults are looked up once per GPU, reported with each fleet and give the engine its chunk.
-        gpu_defaults = (
-            batch_defaults(engine.id, gpu.name, gpu.memory_gib_usable) if serving is not None else None
-        )
-        gpu_engine = _serving.chunked_as(engine, gpu_defaults)
-        fixed_overhead = None  # a calibrated runtime overhead (bytes) replaces the model's
-        if lookup:
-            # Looked up once per GPU; without calibration the loop below is unchanged.
-            mfu, bw_eff, prefill_mfu = eff.mfu, eff.bandwidth_efficiency, eff.prefill_mfu
-            for f in lookup.get(gpu.id, ()):
-                if f.factor_name == "runtime_overhead_gib":
-                    fixed_overhead = f.value * GIB
-                    # The breakdowns are shared by every GPU: this GPU gets its own copies.
-                    gpu_setups = [
-                        (n, lay, bd2, bd2.device_total, host, sib, par, group)
-                        for n, lay, bd, _need, host, sib, par, group in gpu_setups
-                        for bd2 in (replace(bd, overhead=f.value * GIB),)
-                    ]
-                elif f.factor_name == "mfu":
-                    if not w.is_training:
-                        continue
-                    mfu = f.value
-                elif w.is_training:
-                    continue  # bandwidth and prefill efficiencies only enter the inference model
-                elif f.factor_name == "bandwidth_efficiency":
-                    bw_eff = f.value
-                else:
-                    prefill_mfu = f.value
-                applied.append(f)
-        cap_bytes = gpu.memory_gib_usable * GIB
-        prices = price_range(gpu, scenario.budget)
-        buy = buy_vs_rent(gpu, scenario.budget, prices.expected if prices else None)
-        at: Any = None  # n -> (prices, buy) when rented as instances
-        if rent_from is not None:
-            at = _instance_pricing(gpu, scenario.budget, snapshot, rent_from, scenario.hardware.gpus_per_node)
-        prelude = training_prelude(mm, gpu, engine, mfu) if training and speed else None
-        same_speed: dict[Any, tuple[Any, ...]] = {}
-        searched_rows: dict[int, list[tuple[Any, ...]]] = {}
-        # Searched layouts that fit, priced after the loop from the highest speed ceiling down.
-        pending: dict[int, list[tuple[Any, ...]]] = {}
-        faster_fits: set[Layout] = set()  # searched layouts whose less-recomputing sibling fits
-        shared_plan = bool(plan) and gpu_setups is setups  # else each GPU has its own breakdowns
-        for n, lay, bd, need, host, lighter, par, group in plain_setups if shared_plan else gpu_setups:
-            fits = need <= cap_bytes
-            gpu_layers = w.gpu_layers if w.gpu_layers is not None and w.gpu_layers < mm.layers else None
-            if not fits and splitter is not None and lighter is None and offers_split(gpu):
-                # Llama.cpp splits layers: the most that fit on the GPU, the rest in host RAM.
-                split = splitter.largest(n, par, lay, cap_bytes)
-                if split is not None:
-                    gpu_layers, bd = split
-                    need, host, fits = bd.device_total, bd.host * min(n, hw.gpus_per_node), True
-                    group = (group, gpu_layers)
-            if lighter is not None:
-                # The search lists each layout with recomputation none, selective, full: once one
-                # fits, the ones that recompute more are slower and are not priced.
-                if lighter in faster_fits:
-                    continue
-                if fits and (host_cap is None or host <= host_cap):
-                    faster_fits.add(lighter)
-                    if speed:
-                        pending.setdefault(n, []).append((lay, bd, need, host, par))
-                        continue
-            misfit = ""
-            if host_cap is not None and host > host_cap and not (gpu_layers is not None and not training):
-                fits = False
-                misfit = (
-                    f"host memory: needs {host / GIB:,.0f} GiB per node for offloaded state, "
-                    f"{host_cap / GIB:,.0f} GiB available (hardware.host_memory_gib)"
-                )
-            elif gpu_layers is not None and split_ram is not None and host > split_ram:
-                fits = False
-                misfit = split_misfit(host, split_ram, split_ram_assumed, gpu, gpu_layers, mm.layers)
-            perf = cost = fleet = None
-            if fits and serving is not None:
-                kv_max = _serving.kv_capacity(kv_lines[(n, par)], cap_bytes)
-                fits = kv_max >= 1  # a long (90th-percentile) request must fit too
-                if fits:
-                    curve = _serving.replica_curve(
-                        batch_mms,
-                        gpu,
-                        n,
-                        par,
-                        gpu_engine,
-                        min(kv_max, _serving.MAX_CONCURRENCY),
-                        bw_eff=bw_eff,
-                        prefill_mfu=prefill_mfu,
-                        gpus_per_node=hw.gpus_per_node,
-                        draft=draft_mm,
-                    )
-                    line = op_lines.get((n, par))
-                    if line is None:
-                        line = op_lines[(n, par)] = BatchLine(mm, n, par, reserve)
-                    p_n, b_n = at(n) if at is not None else (prices, buy)
-                    fleet = _serving.serving_estimate(
-                        curve,
-                        kv_max,
-                        n,
-                        p_n,
-                        b_n,
-                        scenario.budget,
-                        memory_at=line.memory_at(cap_bytes, engine.id, fixed_overhead),
-                        scheduler=gpu_defaults,
-                        kv_pool_tokens=_serving.kv_pool_tokens(kv_lines[(n, par)], cap_bytes, reserve),
-                        transfer=_disaggregation_link(mm, gpu, n, hw.gpus_per_node)
-                        if serving.disaggregated
-                        else None,
-                    )
-                    assert fleet.memory is not None
-                    bd = fleet.memory.breakdown
-                    need = bd.device_total
-            if fits and speed:
-                known = same_speed.get(group)
-                if known is None and fleet is not None and fleet.replica is not None and fleet.replica.perf1:
-                    # A service's replica has already run the roofline at one sequence.
-                    perf = fleet.replica.perf1
-                    p_n, b_n = at(n) if at is not None else (prices, buy)
-                    cost = job_cost(
-                        w, scenario.budget, gpu, n, perf.tokens_per_s, prices=p_n, buy=b_n, tokens=tokens
-                    )
-                    known = same_speed[group] = (perf, cost)
-                    if perf.notes:
-                        notes.extend(perf.notes)
-                if known is not None:
-                    perf, cost = known
-                else:
-                    if training and group.__class__ is tuple:  # a one-word setup: the original model
-                        perf = training_performance(
-                            mm, gpu, n, par, engine, mfu=mfu, gpus_per_node=hw.gpus_per_node, prelude=prelude
-                        )
-                    elif training:
-                        perf = layout_training_performance(
-                            mm, gpu, lay, engine, mfu=mfu, gpus_per_node=hw.gpus_per_node, prelude=prelude
-                        )
-                    elif group.__class__ is tuple:
-                        perf = inference_performance(
-                            mm if gpu_layers is None or splitter is None else splitter.model(gpu_layers),
-                            gpu,
-                            n,
-                            par,
-                            engine,
-                            bw_eff=bw_eff,
-                            prefill_mfu=prefill_mfu,
-                            gpus_per_node=hw.gpus_per_node,
-                        )
-                    else:  # replicas of a tensor- or pipeline-parallel group share the requests
-                        perf = inference_performance(
-                            mm,
-                            gpu,
-                            lay.tp * lay.pp,
-                            "tensor" if lay.tp > 1 else "pipeline",
-                            engine,
-                            bw_eff=bw_eff,
-                            prefill_mfu=prefill_mfu,
-                            gpus_per_node=hw.gpus_per_node,
-                            replicas=lay.dp,
-                        )
-                    p_n, b_n = at(n) if at is not None else (prices, buy)
-                    cost = job_cost(
-                        w, scenario.budget, gpu, n, perf.tokens_per_s, prices=p_n, buy=b_n, tokens=tokens
-                    )
-                    same_speed[group] = (perf, cost)
-                    if perf.notes:
-                        notes.extend(perf.notes)
-            row = (
-                gpu,
-                n,
-                lay,
-                bd,
-                fits,
-                need / cap_bytes,
-                (cap_bytes - need) / GIB,
-                perf,
-                None if session else cost,  # a session is no job: nothing to time or price
-                host,
-                misfit,
-                par,
-                fleet,
-                gpu_layers,
-            )
-            if lighter is not None:
-                searched_rows.setdefault(n, []).append(row)
-            else:
-                rows.append(row)
+    return counts
 
-        def priced(
-            n: int,
-            lay: Layout,
-            bd: MemoryBreakdown,
-            need: float,
-            host: float,
-            par: str,
-            perf: Any,
-            gpu: GpuSpec = gpu,
-            prices: Any = prices,
-            buy: Any = buy,
-            cap_bytes: float = cap_bytes,
-            at: Any = at,
-        ) -> tuple[Any, ...]:
-            """The row of a searched layout that fits, priced (its notes kept for the warnings)."""
-            if at is not None:
-                prices, buy = at(n)
-            cost = job_cost(
-                w, scenario.budget, gpu, n, perf.tokens_per_s, prices=prices, buy=buy, tokens=tokens
-            )
-            if perf.notes:
-                notes.extend(perf.notes)
-            return (
-                gpu,
-                n,
-                lay,
-                bd,
-                True,
-                need / cap_bytes,
-                (cap_bytes - need) / GIB,
-                perf,
-                cost,
-                host,
-                "",
-                par,
-                None,
-                None,
-            )
 
-        if shared_plan:
-            assert prelude is not None
-            use_slow = not mfu
-            for n, (srows, earlier, smallest) in plan.items():
-                found = searched_rows.setdefault(n, [])
-                order = orders.get((n, use_slow))
-                if order is None:
-                    order = orders[(n, use_slow)] = _ceiling_order(mm, srows, prelude, slowdowns, use_slow)
-                ceiling_scale = n * prelude.peak_tflops * 1e12 * prelude.mfu
-                best: list[float] = []  # the SEARCH_KEEP fastest speeds so far
-                if srows[smallest][3] <= cap_bytes:
-
-                    def ok(i: int, srows: list[tuple[Any, ...]] = srows, cap: float = cap_bytes) -> bool:
-                        return srows[i][3] <= cap and (host_cap is None or srows[i][4] <= host_cap)
-
-                    for work, i, slow in order:
-                        if len(best) >= SEARCH_KEEP and ceiling_scale / work < best[-1] * (1 - 1e-9):
-                            break  # no layout left can be faster than the ones kept
-                        if not ok(i) or any(ok(j) for j in earlier[i]):
-                            continue  # does not fit, or a sibling that recomputes less fits
-                        _, lay, bd, need, host, _, par, _ = srows[i]
-                        perf = layout_training_performance(
-                            mm,
-                            gpu,
-                            lay,
-                            engine,
-                            mfu=mfu,
-                            gpus_per_node=hw.gpus_per_node,
-                            prelude=prelude,
-                            tp_slowdown=slow,
-                        )
-                        best = sorted((*best, perf.tokens_per_s.expected), reverse=True)[:SEARCH_KEEP]
-                        found.append(priced(n, lay, bd, need, host, par, perf))
-                if not found:  # nothing fits: the layout closest to fitting
-                    _, lay, bd, need, host, _, par, _ = srows[smallest]
-                    misfit = ""
-                    if host_cap is not None and host > host_cap:
-                        misfit = (
-                            f"host memory: needs {host / GIB:,.0f} GiB per node for offloaded state, "
-                            f"{host_cap / GIB:,.0f} GiB available (hardware.host_memory_gib)"
-                        )
-                    found.append(
-                        (
-                            gpu,
-                            n,
-                            lay,
-                            bd,
-                            False,
-                            need / cap_bytes,
-                            (cap_bytes - need) / GIB,
-                            None,
-                            None,
-                            host,
-                            misfit,
-                            par,
-                            None,
-                            None,
-                        )
-                    )
-        for n, fitting in pending.items():
-            assert prelude is not None
-            found = searched_rows.setdefault(n, [])
-            for lay, bd, need, host, par, perf in _price_searched(
-                mm, gpu, fitting, engine, mfu, hw.gpus_per_node, prelude, slowdowns
-            ):
-                found.append(priced(n, lay, bd, need, host, par, perf))
-        for found in searched_rows.values():
-            rows.extend(_prune(found))
-    if serving is not None:
-        rows = _settle_services(rows, w)
-    # Pareto frontier and the cheapest candidate that meets the deadline, before building candidates.
+def candidates_of(rows: list[Row], w: Workload) -> tuple[Candidate, ...]:
+    """The rows as candidates, with the Pareto frontier (cost against time) and the provisioning
+    flags, which need every row: over-provisioned is judged against the cheapest setup that meets
+    the deadline (a service has targets, not a job to finish: only its memory can make it so)."""
     keys = [_advice.cost_hours(r[8]) if r[4] else None for r in rows]
     front = _advice.pareto_indices(keys)
-    # A service has targets, not a job to finish: only its memory can make it over-provisioned.
     cheapest_meeting = None
     if w.serving is None:
         cheapest_meeting = min(
             (
-                k[0]
-                for k, r in zip(keys, rows)
-                if k is not None
-                and k[0] != float("inf")
-                and (r[8] is None or (r[8].deadline_status != "at risk" and r[8].horizon_status != "beyond"))
+                key[0]
+                for key, r in zip(keys, rows)
+                if key is not None
+                and key[0] != float("inf")
+                and (
+                    r[8] is None
+                    or (
+                        r[8].deadline_status != TargetStatus.AT_RISK
+                        and r[8].horizon_status != HorizonStatus.BEYOND
+                    )
+                )
             ),
             default=None,
         )
     # Positional arguments, in Candidate's field order: this runs hundreds of times per keystroke.
     under, over = _advice.under_provisioned, _advice.over_provisioned
-    candidates = tuple(
+    return tuple(
         Candidate(
             gpu,
             n,
@@ -688,59 +331,9 @@ def estimate(
             enumerate(rows)
         )
     )
-    result = Estimate(
-        scenario=scenario,
-        model=model,
-        candidates=candidates,
-        memory_model=mm,
-        warnings=tuple(dict.fromkeys(warnings + group_gpu_notes(notes))),
-        engine=engine.id,
-        gpu_ids=tuple(g.id for g in selected) if ids else (),
-        calibration=calibration,
-        calibration_fits=tuple(applied),
-        instances=snapshot,
-        own_machine=own,
-        session=session and speed,
-    )
-    result = _finish(result, with_advice and speed, gpus, models)
-    if with_advice and speed and wants_table(result):
-        result = replace(result, weights_table=weights_table(result, gpus, models, estimate))
-    return result
 
 
-def _instance_pricing(
-    gpu: GpuSpec, budget: Any, snapshot: InstanceCatalog, providers: Any, gpus_per_node: int
-) -> Any:
-    """``n -> (price range per GPU-hour, buy versus rent)`` of ``gpu`` rented as the cheapest
-    instances of ``providers`` (see :func:`~gpuadvisor.core.specs.instances.instance_price_range`);
-    (None, None) when none of them rents it: the setup is unpriced."""
-    cache: dict[int, tuple[Range | None, BuyVsRent | None]] = {}
-
-    def at(n: int) -> tuple[Range | None, BuyVsRent | None]:
-        got = cache.get(n)
-        if got is None:
-            offers = offers_for(snapshot, gpu.id, n, providers, gpus_per_node)
-            found = instance_price_range(offers, n, str(budget.price))
-            if found is None:
-                got = (None, None)
-            else:
-                r = found[0]
-                got = (Range(r.low, r.expected, r.high), buy_vs_rent(gpu, budget, r.expected))
-            cache[n] = got
-        return got
-
-    return at
-
-
-def _disaggregation_link(mm: MemoryModel, gpu: GpuSpec, gpu_count: int, gpus_per_node: int) -> Transfer:
-    """How a prompt's KV cache travels from a prefill to a decode instance of ``gpu_count`` GPUs:
-    over the GPUs' own links when both fit in a node, else the network."""
-    bw, latency, name = link(gpu, 2 * gpu_count, gpus_per_node)
-    per_token = mm.kv_bytes_per_token_layer * mm.model.num_layers
-    return Transfer(per_token, bw, latency, name)
-
-
-def _settle_services(rows: list[tuple[Any, ...]], w: Workload) -> list[tuple[Any, ...]]:
+def _settle_services(rows: list[Row], w: Workload) -> list[Row]:
     """Each GPU type's leading fleet simulated at its load and resized where it falls short
     (:func:`.serving_load.settle`), disaggregated when the service asks; the rows' memory follows
     a resized fleet's concurrency.
@@ -754,7 +347,7 @@ def _settle_services(rows: list[tuple[Any, ...]], w: Workload) -> list[tuple[Any
     settled: set[int] = set()
     chosen = [i for i in _service_leaders(out).values()]
     while chosen:
-        fleets = _serving_load.settle([out[i][12] for i in chosen], w)
+        fleets = _serving_load.settle([f for i in chosen if (f := out[i].fleet) is not None], w)
         spec = w.serving
         if spec is not None and spec.disaggregated:
             fleets = [_serving_load.disaggregate(f, w) for f in fleets]
@@ -764,7 +357,9 @@ def _settle_services(rows: list[tuple[Any, ...]], w: Workload) -> list[tuple[Any
                 cap = gpu.memory_gib_usable * GIB
                 bd = fleet.memory.breakdown
                 util, headroom = bd.device_total / cap, (cap - bd.device_total) / GIB
-            out[i] = (gpu, n, lay, bd, fits, util, headroom, perf, cost, host, misfit, par, fleet, gpu_layers)
+            out[i] = Row(
+                gpu, n, lay, bd, fits, util, headroom, perf, cost, host, misfit, par, fleet, gpu_layers
+            )
             settled.add(i)
         best = {out[i][0].id: _service_key(out[i]) for i in _service_leaders(out, settled).values()}
         chosen = [
@@ -779,14 +374,16 @@ def _settle_services(rows: list[tuple[Any, ...]], w: Workload) -> list[tuple[Any
     return out
 
 
-def _service_key(r: tuple[Any, ...]) -> tuple[Any, ...]:
+def _service_key(r: Row) -> tuple[Any, ...]:
     """A fitting fleet's place within its GPU type: the fleet's order (meets the targets, then
     monthly cost), its GPUs, then its GPU count and the parallelism's order."""
     par = PARALLELISM_ORDER.index(r[11]) if r[11] in PARALLELISM_ORDER else len(PARALLELISM_ORDER)
-    return (r[12].order, r[12].gpus_total, r[1], par)
+    fleet = r.fleet
+    assert fleet is not None
+    return (fleet.order, fleet.gpus_total, r[1], par)
 
 
-def _service_leaders(rows: list[tuple[Any, ...]], among: set[int] | None = None) -> dict[str, int]:
+def _service_leaders(rows: list[Row], among: set[int] | None = None) -> dict[str, int]:
     """Per GPU type, the index of its leading fitting fleet (:func:`_service_key`), among the
     indices ``among`` when given."""
     lead: dict[str, int] = {}
@@ -797,104 +394,6 @@ def _service_leaders(rows: list[tuple[Any, ...]], among: set[int] | None = None)
         if j is None or _service_key(r) < _service_key(rows[j]):
             lead[r[0].id] = i
     return lead
-
-
-def _search_groups(
-    setups: list[tuple[Any, ...]],
-) -> dict[int, tuple[list[tuple[Any, ...]], list[tuple[int, ...]], int]]:
-    """Per GPU count, the searched setups (in the search's order), for each the indices of its
-    siblings that recompute less (listed before it), and the index of the one needing the least
-    memory per GPU (the closest to fitting when none fits)."""
-    by_count: dict[int, list[tuple[Any, ...]]] = {}
-    for row in setups:
-        if row[5] is not None:
-            by_count.setdefault(row[0], []).append(row)
-    out = {}
-    for n, rows in by_count.items():
-        family: dict[Layout, list[int]] = {}
-        earlier = []
-        for i, row in enumerate(rows):
-            members = family.setdefault(row[5], [])
-            earlier.append(tuple(members))
-            members.append(i)
-        smallest = min(range(len(rows)), key=lambda i: rows[i][3])
-        out[n] = (rows, earlier, smallest)
-    return out
-
-
-def _ceiling_order(
-    mm: MemoryModel, rows: list[tuple[Any, ...]], prelude: Any, slowdowns: dict[int, float], use_slow: bool
-) -> list[tuple[float, int, float]]:
-    """``(work, index, TP slowdown)`` of the searched setups ``rows``, the highest speed ceiling
-    (least work, :func:`~.communication.ceiling_work`) first."""
-    out = []
-    for i, row in enumerate(rows):
-        lay = row[1]
-        slow = 1.0
-        if use_slow and lay.tp > 1:
-            slow = slowdowns.get(lay.tp, 0.0)
-            if not slow:
-                slow = slowdowns[lay.tp] = tp_width_slowdown(
-                    mm.model, lay.tp, active_constants().gemm_width_half
-                )
-        out.append((ceiling_work(mm, lay, prelude.flops_per_token, slow), i, slow))
-    out.sort(key=lambda r: r[0])
-    return out
-
-
-def _price_searched(
-    mm: MemoryModel,
-    gpu: Any,
-    fitting: list[tuple[Any, ...]],
-    engine: Any,
-    mfu: float | None,
-    gpus_per_node: int,
-    prelude: Any,
-    slowdowns: dict[int, float],
-) -> list[tuple[Any, ...]]:
-    """The searched layouts of one GPU type and count that fit, ``(layout, breakdown, bytes/GPU,
-    host bytes, parallelism)``, with their speed appended: the fastest :data:`SEARCH_KEEP` of them
-    at least (what :func:`_prune` keeps).
-
-    Layouts are priced from the highest :func:`~.communication.speed_ceiling` down; once the next
-    ceiling is below the slowest of the ``SEARCH_KEEP`` fastest speeds found, no layout left can
-    join them and the rest are not priced (branch and bound: the same layouts are kept)."""
-    model = mm.model
-    ranked = []
-    for lay, bd, need, host, par in fitting:
-        t = lay.tp
-        slow = 1.0
-        if t > 1 and not mfu:
-            slow = slowdowns.get(t, 0.0)
-            if not slow:
-                slow = slowdowns[t] = tp_width_slowdown(model, t, active_constants().gemm_width_half)
-        ranked.append((speed_ceiling(mm, lay, prelude, slow), slow, lay, bd, need, host, par))
-    ranked.sort(key=lambda r: -r[0])
-    best: list[float] = []  # the SEARCH_KEEP fastest speeds so far, fastest first
-    out = []
-    for ceiling, slow, lay, bd, need, host, par in ranked:
-        if len(best) >= SEARCH_KEEP and ceiling < best[-1] * (1 - 1e-9):
-            break
-        perf = layout_training_performance(
-            mm, gpu, lay, engine, mfu=mfu, gpus_per_node=gpus_per_node, prelude=prelude, tp_slowdown=slow
-        )
-        best = sorted((*best, perf.tokens_per_s.expected), reverse=True)[:SEARCH_KEEP]
-        out.append((lay, bd, need, host, par, perf))
-    return out
-
-
-def _prune(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
-    """The searched layouts of one GPU type and count worth showing: the fastest fitting ones
-    (ties: less memory), else the one closest to fitting."""
-    fitting = [r for r in rows if r[4]]
-    if not fitting:
-        return [min(rows, key=lambda r: r[5])]
-
-    def speed(r: tuple[Any, ...]) -> float:
-        return r[7].tokens_per_s.expected if r[7] is not None else 0.0
-
-    fitting.sort(key=lambda r: (-round(speed(r), 6), r[5]))
-    return fitting[:SEARCH_KEEP]
 
 
 #: How a warning points to the suggested changes, in the window's layout (they are listed below
@@ -981,6 +480,7 @@ def _finish(est: Estimate, with_advice: bool, gpus: GpuCatalog, models: ModelCat
                     _model=est.model,
                     calibration=est.calibration,
                     instances=est.instances,
+                    constants=est.constants,
                 )
             except InputError:
                 continue

@@ -24,8 +24,10 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from ..errors import InputError
+from ..specs.engines import record_of
 from ..specs.models import ModelSpec
 from ..specs.workload import Hardware, Workload
+from ..vocabulary import GATHERING_SHARDINGS
 
 DATA_PARALLEL = ("ddp", "zero1", "zero2", "zero3", "fsdp")
 #: Sequence length from which the search also tries context parallelism.
@@ -34,8 +36,6 @@ CP_MIN_TOKENS = 16_384
 CP_CHOICES = (1, 2, 4, 8)
 #: Expert-parallel degrees the search tries for mixture-of-experts models.
 EP_CHOICES = (1, 2, 4, 8, 16, 32, 64)
-#: Engines that run sequence parallelism with tensor parallelism by default.
-SEQUENCE_PARALLEL_ENGINES = ("megatron",)
 #: How a layout's name calls its recomputation policy, where not by its key.
 RECOMPUTE_NAMES = {"op": "per-op"}
 _SHARDING_NAMES = {
@@ -125,8 +125,7 @@ class Layout(NamedTuple):
 
 def default_sequence_parallel(workload: Workload, tp: int) -> bool:
     """Sequence parallelism goes with tensor parallelism in Megatron (the pretraining default)."""
-    engine = workload.engine or ("megatron" if workload.kind == "pretrain" else "hf-trainer")
-    return tp > 1 and engine in SEQUENCE_PARALLEL_ENGINES
+    return tp > 1 and record_of(workload.engine, workload.kind).sequence_parallel
 
 
 def from_parallelism(
@@ -164,6 +163,24 @@ def _divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
 
 
+def _check_expert_parallel(model: ModelSpec, layout: Layout) -> None:
+    """Raise when expert parallelism ``layout.ep`` cannot split the model's experts."""
+    if not model.is_moe:
+        raise InputError("hardware.expert_parallel", "needs a mixture-of-experts model", layout.ep)
+    if model.num_experts % layout.ep:
+        raise InputError(
+            "hardware.expert_parallel",
+            f"the {model.num_experts} experts do not divide evenly over EP{layout.ep}",
+            layout.ep,
+        )
+    if (layout.dp * layout.cp) % layout.ep:
+        raise InputError(
+            "hardware.expert_parallel",
+            f"EP{layout.ep} must divide the data-parallel x context group ({layout.dp * layout.cp} GPUs)",
+            layout.ep,
+        )
+
+
 def check_layout(model: ModelSpec, workload: Workload, hw: Hardware, layout: Layout) -> Layout:
     """Raise a one-line :class:`InputError` naming the field when ``layout`` cannot run."""
     if layout.tp > 1:
@@ -198,20 +215,7 @@ def check_layout(model: ModelSpec, workload: Workload, hw: Hardware, layout: Lay
                 layout.vpp,
             )
     if layout.ep > 1:
-        if not model.is_moe:
-            raise InputError("hardware.expert_parallel", "needs a mixture-of-experts model", layout.ep)
-        if model.num_experts % layout.ep:
-            raise InputError(
-                "hardware.expert_parallel",
-                f"the {model.num_experts} experts do not divide evenly over EP{layout.ep}",
-                layout.ep,
-            )
-        if (layout.dp * layout.cp) % layout.ep:
-            raise InputError(
-                "hardware.expert_parallel",
-                f"EP{layout.ep} must divide the data-parallel x context group ({layout.dp * layout.cp} GPUs)",
-                layout.ep,
-            )
+        _check_expert_parallel(model, layout)
     if layout.cp > 1 and workload.seq_len % layout.cp:
         raise InputError(
             "hardware.context_parallel",
@@ -219,7 +223,7 @@ def check_layout(model: ModelSpec, workload: Workload, hw: Hardware, layout: Lay
             layout.cp,
         )
     off = workload.offload
-    if off.parameters != "none" and layout.sharding not in ("zero3", "fsdp") and layout.gpus > 1:
+    if off.parameters != "none" and layout.sharding not in GATHERING_SHARDINGS and layout.gpus > 1:
         raise InputError(
             "workload.offload.parameters",
             "offloading parameters needs ZeRO-3 or FSDP (hardware.parallelism zero3 or fsdp)",

@@ -55,10 +55,12 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from ..errors import InputError
+from ..specs.engines import record_of
 from ..specs.models import ModelSpec, lora_parameters, resolve_lora_targets
 from ..specs.quant_types import gguf_weight_bytes
 from ..specs.workload import RuntimeOverhead, Workload, bytes_per_element, weight_bytes_per_param
 from ..units import GIB
+from ..vocabulary import GATHERING_SHARDINGS, GRADIENT_SHARDINGS, OPTIMIZER_SHARDINGS
 from .layout import Layout, from_parallelism
 from .recompute import op_policy
 
@@ -66,31 +68,15 @@ COMPONENTS = ("weights", "gradients", "optimizer", "activations", "kv_cache", "a
 DATA_PARALLEL = ("ddp", "zero1", "zero2", "zero3", "fsdp")
 INFERENCE_PARALLELISMS = ("ddp", "tensor", "pipeline")
 
-#: Training engines that compute the loss over chunks of the sequence (torchtune: 8 chunks).
-CHUNKED_LOSS_ENGINES = ("torchtune",)
-#: Inference engines whose prefill returns the logits of every prompt position (a Hugging Face forward).
-FULL_LOGIT_ENGINES = ("transformers", "autoawq")
-#: Inference engines that load a checkpoint and then fuse its q, k and v projections into one new
-#: tensor while the originals stay referenced until every layer is done (AutoAWQ ``fuse_layers``:
-#: ``LlamaFuser`` keeps the list of original attention modules while ``_fuse_qkv`` concatenates
-#: qweight/qzeros/scales; casper-hansen/AutoAWQ awq/models/llama.py, commit 0091f1e), so the load
-#: peaks at the weights plus a second copy of every layer's q/k/v.
-QKV_COPY_ENGINES = ("autoawq",)
-#: Inference engines whose layer-by-layer split over GPUs balances bytes, not layer counts
-#: (Hugging Face Transformers with accelerate's ``device_map="auto"``: ``infer_auto_device_map``
-#: with the ``balanced`` strategy of ``get_balanced_memory``).
-BALANCED_PIPELINE_ENGINES = ("transformers",)
 #: Model families whose checkpoints already hold q, k and v as one projection (MPT ``Wqkv``, Falcon
 #: ``query_key_value``, Phi-3/Phi-4 ``qkv_proj``, GPT-2/StarCoder ``c_attn``): nothing is copied.
 FUSED_QKV_FAMILIES = ("MPT", "Falcon", "Phi-3", "Phi-4", "GPT-2", "StarCoder")
-#: Training engines whose layers run fused kernels (Transformer Engine); the others run eager modules.
-FUSED_ACTIVATION_ENGINES = ("megatron",)
 
 
 def activation_framework(workload: Workload) -> str:
-    """``"fused"`` (Megatron-Core with Transformer Engine) or ``"eager"`` (PyTorch modules)."""
-    engine = workload.engine or ("megatron" if workload.kind == "pretrain" else "hf-trainer")
-    return "fused" if engine in FUSED_ACTIVATION_ENGINES else "eager"
+    """``"fused"`` (Megatron-Core with Transformer Engine) or ``"eager"`` (PyTorch modules): the
+    engine's :attr:`~gpuadvisor.core.specs.engines.EngineProfile.fused_activations`."""
+    return "fused" if record_of(workload.engine, workload.kind).fused_activations else "eager"
 
 
 _OPTIMIZER_STATE_BYTES = {"adamw": 8.0, "adamw_8bit": 2.0, "sgd": 4.0, "adafactor": 0.0}
@@ -219,13 +205,18 @@ class MemoryModel:
         self.overhead = overhead or RuntimeOverhead()
         self.prefill_chunk_tokens = prefill_chunk_tokens
         m, w = model, workload
-        counts = m.counts
         self.layers = m.num_layers
-        h, a = m.hidden_size, w.activation_bytes
-        d_q, d_kv, i = m.q_dim, m.kv_dim, m.expert_intermediate_size
-        k_exp = m.experts_per_token
         self.training = w.is_training
+        shapes = m.linear_shapes()
+        self._init_weights(shapes)
+        self._init_trainable(shapes)
+        self._init_activations(shapes)
+        self._init_inference()
 
+    def _init_weights(self, shapes: dict[str, tuple[int, int]]) -> None:
+        """The weights' bytes by part (blocks, embedding, head, norms) and the dequantization buffer."""
+        m, w = self.model, self.workload
+        counts, h = m.counts, m.hidden_size
         # --- weights ----------------------------------------------------------------------
         family = w.quantization_family
         quantized = family is not None
@@ -255,11 +246,14 @@ class MemoryModel:
             self.norm_bytes = counts.norms_and_other * other_bytes
         self.weight_bytes = self.block_weight_bytes + self.embedding_bytes + self.head_bytes + self.norm_bytes
         # Dequantized copy of the largest projection while it runs (bitsandbytes, weight-only int4).
-        shapes = m.linear_shapes()
         largest = max(a_ * b_ for a_, b_ in shapes.values())
         # (Marlin, AWQ, GGUF, torchao and FP8 kernels dequantize in registers and keep no copy.)
         self.dequant_buffer = largest * 2.0 if family in ("bnb", "gptq", "exllama", "hqq") else 0.0
 
+    def _init_trainable(self, shapes: dict[str, tuple[int, int]]) -> None:
+        """Gradients, optimizer state and LoRA adapters: what training keeps besides the weights."""
+        m, w = self.model, self.workload
+        counts = m.counts
         # --- trainable state --------------------------------------------------------------
         # Pure bf16 training (torchtune-style): AdamW moments in bf16 and no fp32 master copy.
         bf16_states = w.optimizer_state_dtype == "bf16"
@@ -295,6 +289,11 @@ class MemoryModel:
         if not w.uses_adapters:
             self.targets = ()
 
+    def _init_activations(self, shapes: dict[str, tuple[int, int]]) -> None:
+        """Training activations per token and layer, and what expert parallelism shards."""
+        m, w = self.model, self.workload
+        counts, h, a = m.counts, m.hidden_size, w.activation_bytes
+        d_q, d_kv, i, k_exp = m.q_dim, m.kv_dim, m.expert_intermediate_size, m.experts_per_token
         # --- activations per token per layer (training) -----------------------------------
         rms = m.norm == "rmsnorm"
         dropout = m.position_embedding == "learned"  # GPT-2/BERT-era models train with dropout 0.1
@@ -347,6 +346,13 @@ class MemoryModel:
             expert_targets = [t for t in self.targets if t in ("gate_proj", "up_proj", "down_proj")]
             on_experts = lora_parameters(m, w.lora_rank, tuple(expert_targets)) if expert_targets else 0
             self.adapter_expert_share = on_experts / self.adapter_params
+
+    def _init_inference(self) -> None:
+        """Attention scores, the loss's logits, the KV cache per token and the inference transients."""
+        m, w = self.model, self.workload
+        h, a = m.hidden_size, w.activation_bytes
+        d_q, d_kv, i, k_exp = m.q_dim, m.kv_dim, m.expert_intermediate_size, m.experts_per_token
+        dropout = m.position_embedding == "learned"  # GPT-2/BERT-era models train with dropout 0.1
         self._layouts: dict[tuple[int, str], Layout] = {}
         self._stages: dict[Layout, str] = {}
         # Eager attention keeps the softmax: fp32 output plus the 16-bit copy (and dropout mask/output).
@@ -359,24 +365,25 @@ class MemoryModel:
         # Loss: 16-bit logits, fp32 log-probabilities and their fp32 gradient (eager); Megatron's fused
         # cross entropy keeps the 16-bit logits and one fp32 softmax.
         loss_bytes = (a + 4.0) if self.activation_framework == "fused" else (a + 4.0 + 4.0)
-        if (w.engine or "") in CHUNKED_LOSS_ENGINES:
+        engine = record_of(w.engine, w.kind)
+        if engine.chunked_loss:
             # torchtune's CEWithChunkedOutputLoss: 16-bit logits, upcast to fp32 one of 8 chunks at a time.
             loss_bytes = a + 8.0 / 8
 
         self.logit_bytes_per_token = 0.0 if m.kind == "encoder" else m.vocab_size * loss_bytes
 
         # --- inference ----------------------------------------------------------------------
-        self.full_prompt_logits = (w.engine in FULL_LOGIT_ENGINES) and not w.is_training
+        self.full_prompt_logits = engine.full_prompt_logits and not w.is_training
         self.logit_bytes_inference = (a + 4.0) if self.full_prompt_logits else 4.0
         # KV cache per token and layer: the model's elements (latent attention stores its compressed
         # latent) times the element size (llama.cpp's cache types, or the KV precision).
         kv_elem = w.kv_bytes_per_element
         self.kv_bytes_per_token_layer = m.kv_elements_per_token_layer * kv_elem if m.has_kv_cache else 0.0
         self.inference_transient_per_token = a * (2 * h + d_q + 2 * d_kv + 3 * i * k_exp)
-        # Load peak of engines that fuse q/k/v into a copy (see QKV_COPY_ENGINES): the run's peak is
+        # Load peak of engines that fuse q/k/v into a copy (EngineProfile.qkv_copy_on_load): the run's peak is
         # the larger of it and the inference peak.
         self.qkv_copy_bytes = 0.0
-        if not self.training and w.engine in QKV_COPY_ENGINES and m.family not in FUSED_QKV_FAMILIES:
+        if not self.training and engine.qkv_copy_on_load and m.family not in FUSED_QKV_FAMILIES:
             shapes = m.attention_shapes()
             qkv = sum(a_ * b_ for name, (a_, b_) in shapes.items() if name in ("q_proj", "k_proj", "v_proj"))
             self.qkv_copy_bytes = self.layers * qkv * self.block_bytes_per_weight
@@ -460,7 +467,7 @@ class MemoryModel:
     def _breakdown(
         self, layout: Layout, batch_size: int | None, context: int | None, stage: str
     ) -> MemoryBreakdown:
-        m, w = self.model, self.workload
+        w = self.workload
         b = w.batch_size if batch_size is None else batch_size
         if context is None:
             s = w.context_tokens
@@ -469,10 +476,8 @@ class MemoryModel:
             s = context
             prompt = max(1, context - w.output_tokens)
         t, p, d, cp = layout.tp, layout.pp, layout.dp, layout.cp
-        n = layout.gpus
         sharding = layout.sharding
         L = self.layers
-        c = self.model.counts
         # Experts are sharded over expert parallelism: the block share one GPU holds.
         block_mult = 1.0 - self.expert_share + self.expert_share / layout.ep if layout.ep > 1 else 1.0
 
@@ -481,40 +486,9 @@ class MemoryModel:
         # ZeRO divides: dense state over the DP x CP group, the experts over EP and then over the
         # expert data-parallel group of DP x CP / EP GPUs, which is again 1 / (DP x CP) of the whole).
         stage_layers = math.ceil(L / p)
-        if p > 1:
-            block_share = stage_layers / L
-            if stage == "first":
-                edge, edge_params = self.embedding_bytes, c.embedding
-            elif stage == "last":  # the head (a copy of the embedding when they are tied)
-                edge = self.head_bytes or self.embedding_bytes
-                edge_params = c.lm_head or c.embedding
-            else:  # inference: the larger end
-                edge = max(self.embedding_bytes, self.head_bytes or self.embedding_bytes)
-                edge_params = max(c.embedding, c.lm_head or c.embedding)
-            weights = (self.block_weight_bytes * block_share * block_mult + edge) / t
-            weights += self.norm_bytes * block_share
-            whole_weights = (self.block_weight_bytes * block_share + edge) / t + self.norm_bytes * block_share
-            share_local = (
-                (c.blocks * block_share * block_mult + edge_params) / t + c.norms_and_other * block_share
-            ) / c.total
-            share_whole = (
-                (c.blocks * block_share + edge_params) / t + c.norms_and_other * block_share
-            ) / c.total
-            if not self.training and w.engine in BALANCED_PIPELINE_ENGINES:
-                # accelerate's device_map="auto" fills the GPUs to balanced byte counts, whole layers
-                # at a time, so the GPU with the embedding holds fewer layers than the others.
-                total = self.block_weight_bytes + self.embedding_bytes + self.head_bytes + self.norm_bytes
-                weights = min(weights, (total / p + self.block_weight_bytes / L) / t)
-        else:
-            block_share = 1.0
-            weights = (
-                self.block_weight_bytes * block_mult + self.embedding_bytes + self.head_bytes
-            ) / t + self.norm_bytes
-            whole_weights = (
-                self.block_weight_bytes + self.embedding_bytes + self.head_bytes
-            ) / t + self.norm_bytes
-            share_whole = 1.0 / t
-            share_local = (c.total - c.blocks * (1.0 - block_mult)) / c.total / t
+        block_share, weights, whole_weights, share_local, share_whole = self._weight_shares(
+            layout, stage, stage_layers, block_mult
+        )
         if self.workload.uses_adapters:  # LoRA adapters live only in the blocks
             share_whole = block_share / t
             ep_mult = 1.0 - self.adapter_expert_share + self.adapter_expert_share / layout.ep
@@ -522,8 +496,8 @@ class MemoryModel:
         # Context-parallel ranks hold the same weights, so ZeRO/FSDP shards over DP x CP (Megatron's
         # data-parallel-with-context group; torchtitan's dp_shard x cp mesh), never over TP or PP.
         d = d * cp
-        zero = sharding in ("zero1", "zero2", "zero3", "fsdp")
-        zero_grads = sharding in ("zero2", "zero3", "fsdp")
+        zero = sharding in OPTIMIZER_SHARDINGS
+        zero_grads = sharding in GRADIENT_SHARDINGS
         optim = self.optim_bytes * (share_whole if zero else share_local)
         grads = self.grad_bytes * (share_whole if zero_grads else share_local)
         adapters = self.adapter_bytes * share_local
@@ -534,7 +508,7 @@ class MemoryModel:
         # Layers gathered in flight: the one computing, the one prefetched, one reducing.
         layer = self.block_weight_bytes * block_mult / L / t
         accumulating = 0.0
-        if sharding in ("zero3", "fsdp"):
+        if sharding in GATHERING_SHARDINGS:
             full = weights
             weights = whole_weights / d
             adapters = self.adapter_bytes * share_whole / d
@@ -550,98 +524,17 @@ class MemoryModel:
 
         host = offloaded = 0.0
         if self.training:
-            tokens = b * s / cp  # context parallelism splits every sequence
-            per_tok = self.act_per_token_layer
-            rep = self.act_replicated_per_token_layer
-            if layout.sequence_parallel or t == 1:
-                layer_tok = per_tok / t
-                ckpt_tok = self.checkpoint_per_token_layer / t
-            else:
-                layer_tok = rep + (per_tok - rep) / t
-                ckpt_tok = self.checkpoint_per_token_layer
-            score_tok = self.score_bytes * s / t  # attention heads split over TP
-            rec = layout.recompute
-            if rec == "none":
-                keep, one_layer = tokens * (layer_tok + score_tok), 0.0
-            elif rec == "selective":
-                # Korthikanti et al. 2022, section 5: the attention core (softmax, its dropout and
-                # the score matmuls) is recomputed; its buffers live for one layer at a time.
-                keep, one_layer = tokens * layer_tok, tokens * score_tok
-            elif rec == "op":
-                # Per-operator selective checkpointing (recompute.py): what the policy saves stays;
-                # the rest of one layer is rebuilt at a time in the backward pass.
-                op_tok = self.op_kept.per_token_layer(t, layout.sequence_parallel)
-                keep, one_layer = tokens * op_tok, tokens * (layer_tok + score_tok)
-            else:
-                keep, one_layer = tokens * ckpt_tok, tokens * (layer_tok + score_tok)
-            logits = tokens * self.logit_bytes_per_token / t
-            if p > 1:
-                if stage == "first":
-                    # 1F1B: the first stage holds the activations of up to PP micro-batches (fewer
-                    # when a step has fewer); interleaving adds 1 + (p - 1) / (p v) (Korthikanti
-                    # et al. 2022, section 4.2.3), never beyond every micro-batch of the step.
-                    micro = self.micro_batches(layout, b)
-                    in_flight = min(p, micro)
-                    factor = 1.0 + (p - 1) / (p * layout.vpp) if layout.vpp > 1 else 1.0
-                    act = keep * stage_layers * min(in_flight * factor, micro) + one_layer
-                    logits = 0.0
-                else:
-                    act = keep * stage_layers + one_layer + logits
-            else:
-                act = keep * L + one_layer + logits
-            act += self.dequant_buffer / t
+            act, logits = self._training_activations(layout, b, s, stage, stage_layers)
             kv = 0.0
             off = w.offload
-            if off.optimizer != "none":
-                # ZeRO-Offload: the fp32 master copy and moments live in host memory (or on NVMe
-                # behind pinned host buffers) and the 16-bit gradients stream to them layer by
-                # layer, so the GPU keeps about two layers of gradients in flight.
-                # (A sharded pipeline stage's unsharded accumulation stays on the GPU until its
-                # last micro-batch reduces it.)
-                sharded_grads = grads - accumulating
-                moved = optim + sharded_grads
-                offloaded += moved
-                in_flight_grads = min(sharded_grads, 2 * sharded_grads / max(stage_layers, 1))
-                host += moved if off.optimizer == "cpu" else 2 * moved / max(stage_layers, 1)
-                optim, grads = 0.0, in_flight_grads + accumulating
-            if off.parameters != "none":
-                # ZeRO-Infinity / FSDP CPU offload: the GPU holds only the layers being gathered.
-                shard = weights - gathered
-                offloaded += shard
-                keep_w = gathered if gathered > 0 else min(3 * layer, weights)
-                host += shard if off.parameters == "cpu" else keep_w
-                weights, gathered = keep_w, keep_w
+            if off.any:
+                optim, grads, weights, gathered, host, offloaded = self._offloaded(
+                    optim, grads, weights, gathered, layer, stage_layers, accumulating
+                )
         else:
-            replicas = d if sharding == "ddp" else 1
-            b_gpu = math.ceil(b / replicas) if replicas > 1 else b
-            chunk = b_gpu * prompt
-            if self.prefill_chunk_tokens:
-                chunk = min(chunk, self.prefill_chunk_tokens)
-            scores = 0.0 if w.flash_attention else b_gpu * m.num_attention_heads * prompt * prompt * 6.0
-            # Serving engines compute the logits of the last position only; a Hugging Face forward
-            # (Transformers, AutoAWQ) returns them for every prompt token, upcast to fp32.
-            logit_rows = b_gpu * (prompt if self.full_prompt_logits else 1)
-            logits = (logit_rows * m.vocab_size * self.logit_bytes_inference if m.has_kv_cache else 0.0) / t
-            act = (chunk * self.inference_transient_per_token + scores) / t + logits + self.dequant_buffer / t
-            kv_layers = stage_layers
-            kv_heads_share = m.kv_copies(t) / t  # each rank's share of one whole cache
-            kv = (
-                b_gpu
-                * self.kv_tokens_per_layer(s)
-                * kv_layers
-                * self.kv_bytes_per_token_layer
-                * kv_heads_share
+            act, kv, logits, weights, host = self._inference_memory(
+                layout, b, s, prompt, d, stage_layers, weights
             )
-            # A load that copies q/k/v peaks above a short run: the peak is the larger of the two.
-            act = max(act, self.qkv_copy_bytes / (t * p) - kv)
-            share = self.gpu_layer_share
-            if share < 1.0:
-                # llama.cpp -ngl: the first layers, the embedding and the output head stay in host RAM
-                # with their KV cache; the GPU holds the offloaded layers' weights and cache.
-                gpu_weights = (self.block_weight_bytes + self.norm_bytes) * share / t
-                host = weights - gpu_weights + kv * (1.0 - share)
-                weights, kv = gpu_weights, kv * share
-        del n
         tensors = weights + grads + optim + act + kv + adapters
         overhead = (
             self.overhead.cuda_context_gib * GIB + self.overhead.fragmentation_for(self.training) * tensors
@@ -661,6 +554,169 @@ class MemoryModel:
             offloaded=offloaded,
             stage=stage,
         )
+
+    def _weight_shares(
+        self, layout: Layout, stage: str, stage_layers: int, block_mult: float
+    ) -> tuple[float, float, float, float, float]:
+        """(share of the blocks on one pipeline stage, weight bytes one GPU holds, the same without
+        expert parallelism, the share of the trainable state one GPU keeps unsharded, the share ZeRO
+        divides): see :meth:`_breakdown`."""
+        w = self.workload
+        t, p = layout.tp, layout.pp
+        L = self.layers
+        c = self.model.counts
+        if p > 1:
+            block_share = stage_layers / L
+            if stage == "first":
+                edge, edge_params = self.embedding_bytes, c.embedding
+            elif stage == "last":  # the head (a copy of the embedding when they are tied)
+                edge = self.head_bytes or self.embedding_bytes
+                edge_params = c.lm_head or c.embedding
+            else:  # inference: the larger end
+                edge = max(self.embedding_bytes, self.head_bytes or self.embedding_bytes)
+                edge_params = max(c.embedding, c.lm_head or c.embedding)
+            weights = (self.block_weight_bytes * block_share * block_mult + edge) / t
+            weights += self.norm_bytes * block_share
+            whole_weights = (self.block_weight_bytes * block_share + edge) / t + self.norm_bytes * block_share
+            share_local = (
+                (c.blocks * block_share * block_mult + edge_params) / t + c.norms_and_other * block_share
+            ) / c.total
+            share_whole = (
+                (c.blocks * block_share + edge_params) / t + c.norms_and_other * block_share
+            ) / c.total
+            if not self.training and record_of(w.engine, w.kind).balanced_pipeline:
+                # accelerate's device_map="auto" fills the GPUs to balanced byte counts, whole layers
+                # at a time, so the GPU with the embedding holds fewer layers than the others.
+                total = self.block_weight_bytes + self.embedding_bytes + self.head_bytes + self.norm_bytes
+                weights = min(weights, (total / p + self.block_weight_bytes / L) / t)
+        else:
+            block_share = 1.0
+            weights = (
+                self.block_weight_bytes * block_mult + self.embedding_bytes + self.head_bytes
+            ) / t + self.norm_bytes
+            whole_weights = (
+                self.block_weight_bytes + self.embedding_bytes + self.head_bytes
+            ) / t + self.norm_bytes
+            share_whole = 1.0 / t
+            share_local = (c.total - c.blocks * (1.0 - block_mult)) / c.total / t
+        return block_share, weights, whole_weights, share_local, share_whole
+
+    def _training_activations(
+        self, layout: Layout, b: int, s: int, stage: str, stage_layers: int
+    ) -> tuple[float, float]:
+        """(activation bytes, logit bytes) one GPU keeps for a training step of ``layout``."""
+        t, p, cp = layout.tp, layout.pp, layout.cp
+        L = self.layers
+        tokens = b * s / cp  # context parallelism splits every sequence
+        per_tok = self.act_per_token_layer
+        rep = self.act_replicated_per_token_layer
+        if layout.sequence_parallel or t == 1:
+            layer_tok = per_tok / t
+            ckpt_tok = self.checkpoint_per_token_layer / t
+        else:
+            layer_tok = rep + (per_tok - rep) / t
+            ckpt_tok = self.checkpoint_per_token_layer
+        score_tok = self.score_bytes * s / t  # attention heads split over TP
+        rec = layout.recompute
+        if rec == "none":
+            keep, one_layer = tokens * (layer_tok + score_tok), 0.0
+        elif rec == "selective":
+            # Korthikanti et al. 2022, section 5: the attention core (softmax, its dropout and
+            # the score matmuls) is recomputed; its buffers live for one layer at a time.
+            keep, one_layer = tokens * layer_tok, tokens * score_tok
+        elif rec == "op":
+            # Per-operator selective checkpointing (recompute.py): what the policy saves stays;
+            # the rest of one layer is rebuilt at a time in the backward pass.
+            op_tok = self.op_kept.per_token_layer(t, layout.sequence_parallel)
+            keep, one_layer = tokens * op_tok, tokens * (layer_tok + score_tok)
+        else:
+            keep, one_layer = tokens * ckpt_tok, tokens * (layer_tok + score_tok)
+        logits = tokens * self.logit_bytes_per_token / t
+        if p > 1:
+            if stage == "first":
+                # 1F1B: the first stage holds the activations of up to PP micro-batches (fewer
+                # when a step has fewer); interleaving adds 1 + (p - 1) / (p v) (Korthikanti
+                # et al. 2022, section 4.2.3), never beyond every micro-batch of the step.
+                micro = self.micro_batches(layout, b)
+                in_flight = min(p, micro)
+                factor = 1.0 + (p - 1) / (p * layout.vpp) if layout.vpp > 1 else 1.0
+                act = keep * stage_layers * min(in_flight * factor, micro) + one_layer
+                logits = 0.0
+            else:
+                act = keep * stage_layers + one_layer + logits
+        else:
+            act = keep * L + one_layer + logits
+        act += self.dequant_buffer / t
+        return act, logits
+
+    def _offloaded(
+        self,
+        optim: float,
+        grads: float,
+        weights: float,
+        gathered: float,
+        layer: float,
+        stage_layers: int,
+        accumulating: float = 0.0,
+    ) -> tuple[float, float, float, float, float, float]:
+        """(optimizer, gradients, weights, gathered bytes left on the GPU, host bytes, offloaded
+        bytes) once ZeRO-Offload or ZeRO-Infinity moves state to the host or NVMe; ``accumulating``
+        (part of ``grads``) is a sharded pipeline stage's unsharded accumulation, which stays on the
+        GPU until its last micro-batch reduces it."""
+        host = offloaded = 0.0
+        off = self.workload.offload
+        if off.optimizer != "none":
+            # ZeRO-Offload: the fp32 master copy and moments live in host memory (or on NVMe
+            # behind pinned host buffers) and the 16-bit gradients stream to them layer by
+            # layer, so the GPU keeps about two layers of gradients in flight.
+            sharded_grads = grads - accumulating
+            moved = optim + sharded_grads
+            offloaded += moved
+            in_flight_grads = min(sharded_grads, 2 * sharded_grads / max(stage_layers, 1))
+            host += moved if off.optimizer == "cpu" else 2 * moved / max(stage_layers, 1)
+            optim, grads = 0.0, in_flight_grads + accumulating
+        if off.parameters != "none":
+            # ZeRO-Infinity / FSDP CPU offload: the GPU holds only the layers being gathered.
+            shard = weights - gathered
+            offloaded += shard
+            keep_w = gathered if gathered > 0 else min(3 * layer, weights)
+            host += shard if off.parameters == "cpu" else keep_w
+            weights, gathered = keep_w, keep_w
+        return optim, grads, weights, gathered, host, offloaded
+
+    def _inference_memory(
+        self, layout: Layout, b: int, s: int, prompt: int, d: int, stage_layers: int, weights: float
+    ) -> tuple[float, float, float, float, float]:
+        """(activation bytes, KV cache, logit bytes, weights on the GPU, host bytes) of serving
+        ``layout``: the prefill's transients, the cache of the batch, llama.cpp's layers in host RAM."""
+        m, w = self.model, self.workload
+        t, p = layout.tp, layout.pp
+        sharding = layout.sharding
+        host = 0.0
+        replicas = d if sharding == "ddp" else 1
+        b_gpu = math.ceil(b / replicas) if replicas > 1 else b
+        chunk = b_gpu * prompt
+        if self.prefill_chunk_tokens:
+            chunk = min(chunk, self.prefill_chunk_tokens)
+        scores = 0.0 if w.flash_attention else b_gpu * m.num_attention_heads * prompt * prompt * 6.0
+        # Serving engines compute the logits of the last position only; a Hugging Face forward
+        # (Transformers, AutoAWQ) returns them for every prompt token, upcast to fp32.
+        logit_rows = b_gpu * (prompt if self.full_prompt_logits else 1)
+        logits = (logit_rows * m.vocab_size * self.logit_bytes_inference if m.has_kv_cache else 0.0) / t
+        act = (chunk * self.inference_transient_per_token + scores) / t + logits + self.dequant_buffer / t
+        kv_layers = stage_layers
+        kv_heads_share = m.kv_copies(t) / t  # each rank's share of one whole cache
+        kv = b_gpu * self.kv_tokens_per_layer(s) * kv_layers * self.kv_bytes_per_token_layer * kv_heads_share
+        # A load that copies q/k/v peaks above a short run: the peak is the larger of the two.
+        act = max(act, self.qkv_copy_bytes / (t * p) - kv)
+        share = self.gpu_layer_share
+        if share < 1.0:
+            # llama.cpp -ngl: the first layers, the embedding and the output head stay in host RAM
+            # with their KV cache; the GPU holds the offloaded layers' weights and cache.
+            gpu_weights = (self.block_weight_bytes + self.norm_bytes) * share / t
+            host = weights - gpu_weights + kv * (1.0 - share)
+            weights, kv = gpu_weights, kv * share
+        return act, kv, logits, weights, host
 
     @property
     def gpu_layer_share(self) -> float:

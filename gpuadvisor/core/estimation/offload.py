@@ -26,10 +26,11 @@ from __future__ import annotations
 import copy
 from dataclasses import replace
 
-from ..specs.engines import engine_lineage
+from ..specs.engines import record_of
 from ..specs.hardware import GpuSpec
 from ..specs.workload import Hardware, Workload
 from ..units import GIB
+from ..vocabulary import WorkloadKind
 from .layout import Layout
 from .memory import MemoryBreakdown, MemoryModel
 
@@ -39,12 +40,12 @@ SPLIT_FILL = 0.95
 
 def splits_layers(engine_id: str, workload: Workload) -> bool:
     """Whether the advisor may offer a split for this workload: inference without traffic targets on
-    llama.cpp (or a release of it), with ``workload.gpu_layers`` left to the advisor."""
+    an engine that splits layers (llama.cpp), with ``workload.gpu_layers`` left to the advisor."""
     return (
-        workload.kind == "inference"
+        workload.kind == WorkloadKind.INFERENCE
         and workload.serving is None
         and workload.gpu_layers is None
-        and engine_lineage(engine_id) == "llama.cpp"
+        and record_of(engine_id, workload.kind).splits_layers
     )
 
 

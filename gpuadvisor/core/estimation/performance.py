@@ -42,19 +42,10 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, NamedTuple
 
-from ..specs.engines import (
-    FITTED,
-    HOST_STEP_SPREAD_MS,
-    HOST_STEP_SPREAD_SOURCE,
-    LLAMA_CPP,
-    EngineProfile,
-    KernelFamily,
-    LlamaCppModel,
-    SpeedConstants,
-    active_constants,
-    kernel_family,
-)
+from ..specs.constants import LlamaCppModel, SpeedConstants, kernel_family, shipped_constants
+from ..specs.engines import HOST_STEP_SPREAD_MS, HOST_STEP_SPREAD_SOURCE, EngineProfile, SpeedModel
 from ..specs.hardware import GpuSpec
+from ..specs.kernels import KernelFamily
 from ..specs.models import ModelSpec
 from ..specs.quant_types import is_gguf_type
 from ..specs.workload import Workload, is_quantized_weights
@@ -404,13 +395,10 @@ def inference_shape(mm: MemoryModel, k: SpeedConstants) -> _InferenceShape:
 
 
 def shape_of(mm: MemoryModel, k: SpeedConstants) -> _InferenceShape:
-    """:func:`inference_shape`, computed once per memory model for the shipped constants and once per
-    memory model and constants object otherwise (a fit tries many constants, each on many rows)."""
-    if k is FITTED:
-        shape: _InferenceShape = mm.cached("inference_shape", lambda: inference_shape(mm, k))
-        return shape
-    last: _InferenceShape = mm.cached_for("inference_shape:last", k, lambda: inference_shape(mm, k))
-    return last
+    """:func:`inference_shape`, computed once per memory model and constants object (the last one
+    asked: an estimate asks with one, a fit tries many constants, each on many rows)."""
+    shape: _InferenceShape = mm.cached_for("inference_shape", k, lambda: inference_shape(mm, k))
+    return shape
 
 
 def moe_slowdown(model: ModelSpec, constants: SpeedConstants) -> float:
@@ -459,8 +447,10 @@ def inference_performance(
     """Serving speed of one candidate (see the module docstring).
 
     ``replicas`` > 1: that many copies of this ``gpu_count``-GPU setup (tensor or pipeline parallel)
-    share the requests, each serving its share of the batch; the speed is their sum."""
-    if engine.id == "llama.cpp":
+    share the requests, each serving its share of the batch; the speed is their sum. ``constants``:
+    the speed model's (the shipped ones when None)."""
+    k = constants or shipped_constants()
+    if engine.speed_model == SpeedModel.LLAMA_CPP:
         return llamacpp_performance(
             mm,
             gpu,
@@ -470,9 +460,9 @@ def inference_performance(
             bw_eff=bw_eff,
             prefill_mfu=prefill_mfu,
             gpus_per_node=gpus_per_node,
+            model=k.llama_cpp,
             replicas=replicas,
         )
-    k = constants or active_constants()
     m, w = mm.model, mm.workload
     prec, peak, notes = _precision(gpu, w.weights, w.quantization_family)
     peak = engine_peak(gpu, engine, prec, peak)
@@ -655,7 +645,7 @@ def llamacpp_performance(
     bw_eff: float | None = None,
     prefill_mfu: float | None = None,
     gpus_per_node: int = 8,
-    model: LlamaCppModel = LLAMA_CPP,
+    model: LlamaCppModel | None = None,
     replicas: int = 1,
 ) -> PerformanceEstimate:
     """llama.cpp: token generation (tg, bandwidth-bound) and prompt processing (pp, compute-bound)
@@ -663,7 +653,9 @@ def llamacpp_performance(
     their Metal/CUDA multipliers come from ``engine``, the llama.cpp profile), with partial offload
     (``workload.gpu_layers``): the layers left in host RAM are read at host-memory bandwidth and,
     on a discrete GPU, copied over PCIe for each prompt batch. The range is the engine's fitted
-    80% range (``spread_low``/``spread_high``)."""
+    80% range (``spread_low``/``spread_high``). ``model``: the constants of llama.cpp's own model
+    (the shipped ones' when None)."""
+    model = model or shipped_constants().llama_cpp
     m, w = mm.model, mm.workload
     prec, peak, notes = _precision(gpu, w.weights)
     peak = engine_peak(gpu, engine, prec, peak)
@@ -891,7 +883,7 @@ def training_prelude(
     if mfu:
         base_mfu = mfu
     else:
-        seconds, parts = training_token_time(mm, gpu, engine, constants or active_constants())
+        seconds, parts = training_token_time(mm, gpu, engine, constants or shipped_constants())
         base_mfu = flops_token / (peak * 1e12 * seconds)
         if parts["dequantization"] > 0.15 * seconds:
             notes.append(
@@ -960,7 +952,7 @@ def training_performance(
             tokens_step = w.batch_size * w.seq_len * n
             if not mfu:
                 # Each rank multiplies h / n wide matrices, which run further from the GEMM ceiling.
-                half = (constants or active_constants()).gemm_width_half
+                half = (constants or shipped_constants()).gemm_width_half
                 h = m.hidden_size
                 compute *= (h / (h + half)) / ((h / n) / (h / n + half))
         elif parallelism == "pipeline":

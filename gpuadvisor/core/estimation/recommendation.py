@@ -42,6 +42,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 
+from ..vocabulary import BudgetStatus, DecisionStatus, HorizonStatus, TargetStatus
 from .results import Candidate, Decision
 
 #: Simpler ways to split the work win ties (same cost and time): no sharding before sharding.
@@ -70,13 +71,14 @@ def tier(c: Candidate) -> float:
     if cost is None:
         return SURE
     if (
-        cost.deadline_status == "at risk"
-        or cost.budget_status == "over"
+        cost.deadline_status == TargetStatus.AT_RISK
+        or cost.budget_status == BudgetStatus.OVER
         or cost.unpriced_under_budget  # an unpriced GPU (a Mac, a rack-only part) cannot show it stays within
-        or cost.horizon_status == "beyond"  # no deadline, and it would not finish within the horizon
+        or cost.horizon_status
+        == HorizonStatus.BEYOND  # no deadline, and it would not finish within the horizon
     ):
         return MISSED
-    if "likely" in (cost.deadline_status, cost.budget_status, cost.horizon_status):
+    if TargetStatus.LIKELY in (cost.deadline_status, cost.budget_status, cost.horizon_status):
         return LIKELY
     return SURE
 
@@ -97,7 +99,8 @@ def serving_tier(c: Candidate) -> float:
         return UNJUDGED
     if s.status is None:  # no targets
         return MISSED if s.at_load.saturated else SURE
-    return {"meets": SURE, "likely": LIKELY}.get(s.status, MISSED)
+    tiers: dict[str, float] = {TargetStatus.MEETS: SURE, TargetStatus.LIKELY: LIKELY}
+    return tiers.get(s.status, MISSED)
 
 
 def sort_key(c: Candidate) -> tuple[object, ...]:
@@ -194,10 +197,10 @@ def decide(candidates: Iterable[Candidate]) -> Decision:
     order = ordered(best)
     keys = tuple(c.key for c in order)
     if not order or tier(order[0]) == NO_FIT:
-        return Decision(None, None, keys, "nothing fits")
+        return Decision(None, None, keys, DecisionStatus.NOTHING_FITS)
     first = order[0]
     if tier(first) >= MISSED:
-        return Decision(None, None, keys, "limits missed")
+        return Decision(None, None, keys, DecisionStatus.LIMITS_MISSED)
     runner = next((c for c in order[1:] if tier(c) in (SURE, LIKELY)), None)
     same = (
         cheapest.key
@@ -210,6 +213,6 @@ def decide(candidates: Iterable[Candidate]) -> Decision:
         first.key,
         runner.key if runner is not None else None,
         keys,
-        "sure" if tier(first) == SURE else "likely",
+        DecisionStatus.SURE if tier(first) == SURE else DecisionStatus.LIKELY,
         same,
     )

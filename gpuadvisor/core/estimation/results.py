@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 
 from ..formats.scenario import Scenario
 from ..formatting import fmt_gib_unit, fmt_hours, fmt_usd
+from ..specs.constants import SpeedConstants, shipped_constants
 from ..specs.hardware import GpuSpec
 from ..specs.instances import InstanceCatalog, InstanceOffer, offers_for
 from ..specs.models import ModelSpec
@@ -278,6 +279,9 @@ class Estimate:
     decision: Decision | None = None
     #: The cloud instance snapshot: where each setup can be rented (see :meth:`instances_for`).
     instances: InstanceCatalog | None = None
+    #: The speed model's constants the estimate was computed with (the engine profiles, the 80%
+    #: ranges, ...): what the views and the report state about them is read here.
+    constants: SpeedConstants | None = None
     #: Whether the GPUs compared are the machine the user owns (a laptop, desktop or Mac): its count
     #: is the one the user has, never replicated (docs/estimation.md, "The machine you own").
     own_machine: bool = False
@@ -290,6 +294,11 @@ class Estimate:
     #: Filled on first use by :meth:`best_per_gpu` and :meth:`candidate` (the views ask for them
     #: several times per update); not part of the value.
     _memo: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def speed_constants(self) -> SpeedConstants:
+        """The constants the estimate was computed with (the shipped ones for a bare Estimate)."""
+        return self.constants if self.constants is not None else shipped_constants()
 
     def best_per_gpu(self) -> dict[str, Candidate]:
         """For each GPU type its best setup (see :mod:`.recommendation`), best GPU type first.

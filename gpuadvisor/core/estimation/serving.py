@@ -71,9 +71,10 @@ from dataclasses import replace
 from typing import Any, NamedTuple
 
 from ..formats.scenario import Budget
-from ..specs.engines import EngineProfile, active_constants, engine_lineage
+from ..specs.constants import SpeedConstants, shipped_constants
+from ..specs.engines import BatchDefaults, EngineProfile, SpeedModel
 from ..specs.hardware import GpuSpec
-from ..specs.serving import BatchDefaults, ServingSpec, batch_defaults, batching_for
+from ..specs.serving import ServingSpec, batch_defaults, batching_for
 from ..specs.speculative import SpeculativeMethod
 from ..specs.workload import Workload
 from ..units import GIB
@@ -117,43 +118,6 @@ CURVE_SPAN, CURVE_SPAN_MIN = 4, 16
 MAX_REPLICAS = 100_000
 #: z of the 90th percentile of a normal distribution (for the log-normal length tail).
 _Z90 = 1.2815515655446004
-
-#: The 80% range of a service's figures, per figure, as ``(spread_low, spread_high)`` of the ratio
-#: of measured to estimated speed (a time is inverted, so a ratio above 1 is always a faster
-#: service than estimated): the range is ``x (1 - low) .. x (1 + high)`` of a rate and
-#: ``t / (1 + high) .. t / (1 - low)`` of a time. Split-conformal 10% and 90% order statistics of
-#: the leave-one-source-out residuals of the serving rows of tests/data/validation
-#: (``scripts/fit_spreads.py``), each figure on its own rows: output tokens/s, time to first token
-#: and time between tokens. The ranges are wide because the serving sources disagree with the
-#: estimate by source (docs/validation.md): the TTFT's reaches far to the short side (an older NIM
-#: whose per-request time is near zero) and to the long side (SGLang's first tokens of large MoE
-#: models on eight GPUs, up to 8 times the estimate), and the tokens/s' to the slow side (SGLang's
-#: MLA MoE models on eight GPUs at about half the estimate, a 0.5B model in vLLM 0.7's in-process
-#: async engine at a half to a tenth); the ITL's reached further to the short side (0.65) before
-#: sliding-window layers counted only their window's keys (2026-12-03): gpt-oss behind
-#: 32,000-token prompts was given twice the attention it runs.
-SERVING_SPREADS: dict[str, tuple[float, float]] = {
-    "tokens_per_s": (0.49, 0.41),
-    "ttft": (0.68, 1.26),
-    "itl": (0.46, 0.46),
-}
-SERVING_SPREAD_PROVENANCE = (
-    "split-conformal 10%/90% order statistics of the leave-one-source-out residuals of the "
-    "serving rows, tests/data/validation, 2026-12-04; the TTFT's fast end 2026-12-06 (1.02 to "
-    "1.26), since the runs at a stated load are replayed by the request-level simulation"
-)
-
-
-def rate_range(value: float, figure: str) -> tuple[float, float]:
-    """The 80% range of a rate (``figure`` a key of :data:`SERVING_SPREADS`)."""
-    low, high = SERVING_SPREADS[figure]
-    return value * (1.0 - low), value * (1.0 + high)
-
-
-def time_range(value: float, figure: str) -> tuple[float, float]:
-    """The 80% range of a time (``figure`` a key of :data:`SERVING_SPREADS`): shorter end first."""
-    low, high = SERVING_SPREADS[figure]
-    return value / (1.0 + high), value / (1.0 - low)
 
 
 class CurvePoint(NamedTuple):
@@ -218,7 +182,7 @@ class ServingEstimate(NamedTuple):
     buy: FleetBuy | None = None
     replica: ReplicaCurve | None = None  # the replica's throughput-latency curve (for charts)
     gpu_count: int = 1
-    #: The 80% ranges (:data:`SERVING_SPREADS`): the replicas and monthly cost the traffic needs at
+    #: The 80% ranges (``SpeedConstants.serving_spreads``): the replicas and monthly cost the traffic needs at
     #: the fast and the slow end of the throughput range (the same concurrency per replica), the
     #: replica's output tokens/s, and the TTFT and ITL at the operating point. None when not computed.
     replicas_range: tuple[int, int] | None = None
@@ -346,7 +310,7 @@ class ServingEstimate(NamedTuple):
         }
 
     def ranges_dict(self) -> dict[str, list[float | int]] | None:
-        """The 80% ranges as ``{figure: [low, high]}`` (see :data:`SERVING_SPREADS`)."""
+        """The 80% ranges as ``{figure: [low, high]}`` (see ``SpeedConstants.serving_spreads``)."""
         if self.replicas_range is None:
             return None
         out: dict[str, list[float | int]] = {"replicas": list(self.replicas_range)}
@@ -513,8 +477,9 @@ class DecodeStep:
         bw_eff: float | None = None,
         prefill_mfu: float | None = None,
         gpus_per_node: int = 8,
+        constants: SpeedConstants | None = None,
     ) -> None:
-        k = active_constants()
+        k = constants or shipped_constants()
         m, w = mm.model, mm.workload
         family, n_mm, L, d_q, linears, graphs, moe = shape_of(mm, k)
         prec, peak, _ = compute_precision(gpu, w.weights, w.quantization_family)
@@ -680,35 +645,12 @@ class DecodeStep:
         return self.raw(b)
 
 
-#: Time a serving engine adds to every request outside the model's steps (s): the HTTP request, chat
-#: template and tokenization, admission by the scheduler, detokenizing and streaming the first token.
-#: It lengthens the time to first token and the time a client's request takes. Fitted to every
-#: scored serving row (mean absolute log error over their tokens/s, TTFT and ITL;
-#: ``validation.harness.fit_request_overheads``, printed by ``scripts/fit_engines.py``; the
-#: out-of-sample figures refit it without each source): the value for a stack without its own fit
-#: (:data:`REQUEST_OVERHEAD_BY_ENGINE`). See docs/estimation.md, "Serving".
-REQUEST_OVERHEAD_S = 0.058
-#: The per-request time of each serving stack with at least :data:`REQUEST_OVERHEAD_MIN_TTFT_ROWS`
-#: first-token rows in the validation set, fitted the same way to that stack's rows alone: a Python
-#: API server (vLLM) takes longer than TensorRT-LLM behind NIM or Triton.
-REQUEST_OVERHEAD_BY_ENGINE: dict[str, float] = {"vllm": 0.043, "tensorrt-llm": 0.035, "sglang": 0.092}
-#: First-token rows a stack needs for a per-request time of its own.
-REQUEST_OVERHEAD_MIN_TTFT_ROWS = 3
-#: The range that fit searches (s).
-REQUEST_OVERHEAD_RANGE = (0.0, 0.2)
-
-
-def default_request_overhead_s(engine_id: str) -> float:
-    """The fitted per-request time of the serving stack ``engine_id`` (s): its own, else the common one."""
-    return REQUEST_OVERHEAD_BY_ENGINE.get(engine_lineage(engine_id) or "", REQUEST_OVERHEAD_S)
-
-
-def request_overhead_s_of(spec: ServingSpec, engine_id: str) -> float:
+def request_overhead_s_of(spec: ServingSpec, engine_id: str, constants: SpeedConstants) -> float:
     """The per-request time of a service on ``engine_id`` (s): its stated ``request_overhead_ms``,
-    else the stack's fitted value."""
+    else the stack's fitted value in ``constants`` (:meth:`~.SpeedConstants.request_overhead_for`)."""
     if spec.request_overhead_ms is not None:
         return spec.request_overhead_ms / 1000.0
-    return default_request_overhead_s(engine_id)
+    return constants.request_overhead_for(engine_id)
 
 
 #: Relative difference up to which the closed-form step is taken to be the roofline's.
@@ -738,7 +680,10 @@ class ReplicaCurve:
         decode: DecodeStep | None,
         request_overhead_s: float,
         mixed_prefill: bool = True,
+        constants: SpeedConstants | None = None,
     ) -> None:
+        #: The constants the curve was computed with (its figures' 80% ranges come from them).
+        self.constants = constants or shipped_constants()
         self._perf_at = perf_at
         self.overhead = request_overhead_s
         self.mixed_prefill = mixed_prefill
@@ -1032,13 +977,15 @@ def replica_curve(
     spec: ServingSpec | None = None,
     closed_form: bool = True,
     request_overhead_s: float | None = None,
+    constants: SpeedConstants | None = None,
     draft: MemoryModel | None = None,
 ) -> ReplicaCurve:
-    """The replica's curve up to ``top`` sequences: the closed-form decode step (checked against the
-    roofline), or the roofline at 1, 2, 4, ... evaluated lazily (llama.cpp, which has its own speed
-    model, or ``closed_form=False``). With ``workload.speculative`` the curve decodes speculatively
-    (:meth:`ReplicaCurve.use_speculative`; ``draft``: the draft model's memory model, for
-    ``method: draft``)."""
+    """The replica's curve up to ``top`` sequences under ``constants`` (the shipped ones when None):
+    the closed-form decode step (checked against the roofline), or the roofline at 1, 2, 4, ...
+    evaluated lazily (llama.cpp, which has its own speed model, or ``closed_form=False``). With
+    ``workload.speculative`` the curve decodes speculatively (:meth:`ReplicaCurve.use_speculative`;
+    ``draft``: the draft model's memory model, for ``method: draft``)."""
+    k = constants or shipped_constants()
 
     def perf_at(b: int) -> PerformanceEstimate:
         return inference_performance(
@@ -1050,15 +997,16 @@ def replica_curve(
             bw_eff=bw_eff,
             prefill_mfu=prefill_mfu,
             gpus_per_node=gpus_per_node,
+            constants=k,
         )
 
     w = models[1].workload
     spec = spec or w.serving
     assert spec is not None
     decode = None
-    if closed_form and engine.id != "llama.cpp":
+    if closed_form and engine.speed_model == SpeedModel.ROOFLINE:
         decode = DecodeStep(
-            models[1], gpu, gpu_count, parallelism, engine, bw_eff, prefill_mfu, gpus_per_node
+            models[1], gpu, gpu_count, parallelism, engine, bw_eff, prefill_mfu, gpus_per_node, k
         )
     curve = ReplicaCurve(
         perf_at,
@@ -1068,8 +1016,9 @@ def replica_curve(
         batching_for(engine.id),
         engine.prefill_chunk_tokens,
         decode,
-        request_overhead_s_of(spec, engine.id) if request_overhead_s is None else request_overhead_s,
+        request_overhead_s_of(spec, engine.id, k) if request_overhead_s is None else request_overhead_s,
         engine.mixed_prefill,
+        k,
     )
     if w.speculative is not None:
         curve.use_speculative(
@@ -1112,7 +1061,9 @@ def speculative_tables(
     draft_step = None
     draft_prefill = 0.0
     if sp.method == SpeculativeMethod.DRAFT and draft is not None:
-        d = DecodeStep(draft, gpu, gpu_count, parallelism, engine, bw_eff, prefill_mfu, gpus_per_node)
+        d = DecodeStep(
+            draft, gpu, gpu_count, parallelism, engine, bw_eff, prefill_mfu, gpus_per_node, curve.constants
+        )
         draft_step = d
         draft_prefill = d.prefill(float(w.prompt_tokens), 1) / max(w.prompt_tokens, 1)
     extra, kv_share = speculative_memory(mm, draft, gpu_count)
@@ -1165,13 +1116,15 @@ class BenchReplica(NamedTuple):
     prefill_mfu: float | None = None
     gpus_per_node: int = 8
     request_overhead_s: float | None = None
+    #: The constants the benchmark is predicted with (the shipped ones when None).
+    constants: SpeedConstants | None = None
 
 
 def pool_sequences(
     mm: MemoryModel, gpu_count: int, parallelism: str, context: int, capacity_bytes: float, engine_id: str
 ) -> int | None:
     """Sequences of ``context`` reserved tokens that the KV pool ``engine_id`` preallocates with its
-    default setting holds (:data:`~gpuadvisor.core.specs.serving.KV_POOLS`, sized as
+    default setting holds (:attr:`~gpuadvisor.core.specs.engines.EngineProfile.kv_pool`, sized as
     :func:`.serving_memory.operating_memory` shows it), or None for an engine without such a pool.
     A benchmark runs the engine as it starts, so this, not the card's free memory, caps the
     sequences it runs at once (vLLM's default pool leaves a tenth of the card unused)."""
@@ -1229,6 +1182,7 @@ def benchmark_engine(r: BenchReplica, clients: int) -> tuple[ReplicaCurve, int, 
         gpus_per_node=r.gpus_per_node,
         spec=OPEN_TARGETS,
         request_overhead_s=r.request_overhead_s,
+        constants=r.constants,
     )
     return curve, most, tokens
 
@@ -1273,7 +1227,9 @@ def _benchmark_curve(
         got = memo[requests] = _build_benchmark_curve(r, requests)
     c, curve = got
     overhead = (
-        default_request_overhead_s(r.engine.id) if r.request_overhead_s is None else r.request_overhead_s
+        curve.constants.request_overhead_for(r.engine.id)
+        if r.request_overhead_s is None
+        else r.request_overhead_s
     )
     return c, curve.with_overhead(overhead)
 
@@ -1302,6 +1258,7 @@ def _build_benchmark_curve(r: BenchReplica, requests: int) -> tuple[int, Replica
         gpus_per_node=r.gpus_per_node,
         spec=OPEN_TARGETS,
         request_overhead_s=r.request_overhead_s,
+        constants=r.constants,
     )
     return c, curve
 
@@ -1660,6 +1617,7 @@ def serving_estimate(
         limited = "compute" if curve.bound_at(c) == "compute" else "latency"
     cv2 = service_cv2(w.output_tokens, w.output_tokens_p90)
     itl, _tt, _tm, service = curve.point(c)
+    k = curve.constants
     if spec.closed_loop:
         clients = int(spec.concurrency or 1)
         if replicas is None:
@@ -1686,8 +1644,8 @@ def serving_estimate(
             meets, missed = False, "ttft"  # cannot happen by construction; kept honest
         # The fleet at both ends of the 80% range: the same concurrency per replica, the service time
         # and the TTFT stretched by the ranges of the throughput and the TTFT.
-        tp_low, tp_high = SERVING_SPREADS["tokens_per_s"]
-        ttft_low, ttft_high = SERVING_SPREADS["ttft"]
+        tp_low, tp_high = k.serving_spreads["tokens_per_s"]
+        ttft_low, ttft_high = k.serving_spreads["ttft"]
         loose = not meets or not spec.has_targets
         r_fast = fewest_replicas(curve, c, rate, cv2, loose, 1.0 / (1.0 + tp_high), 1.0 / (1.0 + ttft_high))[
             0
@@ -1736,9 +1694,9 @@ def serving_estimate(
         gpu_count=gpu_count,
         replicas_range=replicas_range,
         usd_per_month_range=month_range,
-        tokens_per_s_range=rate_range(c * w.output_tokens / service, "tokens_per_s"),
-        ttft_range_s=time_range(ttft, "ttft"),
-        itl_range_ms=time_range(itl * 1000.0, "itl"),
+        tokens_per_s_range=k.rate_range(c * w.output_tokens / service, "tokens_per_s"),
+        ttft_range_s=k.time_range(ttft, "ttft"),
+        itl_range_ms=k.time_range(itl * 1000.0, "itl"),
         memory=None if memory_at is None else memory_at(c),
         ttft_alone_s=alone,
         shortfall=shortfall,

@@ -32,10 +32,11 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from ..specs.constants import SpeedConstants, shipped_constants
 from ..specs.serving import ArrivalPattern, ServingSpec
 from ..specs.workload import Workload
 from . import disaggregated as dz
-from .serving import MAX_CONCURRENCY, ReplicaCurve, ServingEstimate, serving_estimate, time_range
+from .serving import MAX_CONCURRENCY, ReplicaCurve, ServingEstimate, serving_estimate
 from .serving_sim import (
     QUANTILES,
     SEED,
@@ -142,10 +143,17 @@ def replica_load(spec: ServingSpec, replicas: int, scale: float = 1.0) -> tuple[
     return Load(arrival, requests_per_s=float(spec.requests_per_s or 0.0) * scale / replicas), None
 
 
-def judge(point: AtLoad, spec: ServingSpec) -> TargetStatus | None:
-    """The targets judged like a deadline (see the module docstring); None without targets."""
+def constants_of(fleet: ServingEstimate) -> SpeedConstants:
+    """The speed model's constants ``fleet`` was sized with (its replica curve's)."""
+    return fleet.replica.constants if fleet.replica is not None else shipped_constants()
+
+
+def judge(point: AtLoad, spec: ServingSpec, constants: SpeedConstants | None = None) -> TargetStatus | None:
+    """The targets judged like a deadline (see the module docstring), with the 80% ranges of
+    ``constants`` (the shipped ones when None); None without targets."""
     if not spec.has_targets:
         return None
+    k = constants or shipped_constants()
     if point.saturated:
         return TargetStatus.AT_RISK
     q = spec.percentile
@@ -158,7 +166,7 @@ def judge(point: AtLoad, spec: ServingSpec) -> TargetStatus | None:
             continue
         if not math.isfinite(value) or value > limit:
             return TargetStatus.AT_RISK
-        if time_range(value, figure)[1] > limit:
+        if k.time_range(value, figure)[1] > limit:
             worst = TargetStatus.LIKELY
     return worst
 
@@ -166,7 +174,8 @@ def judge(point: AtLoad, spec: ServingSpec) -> TargetStatus | None:
 def with_point(fleet: ServingEstimate, point: AtLoad, spec: ServingSpec) -> ServingEstimate:
     """``fleet`` with its simulated figures: ``at_load``, the status, and its TTFT and ITL (and
     their 80% ranges) at the requested percentile, which replace the closed form's."""
-    status = judge(point, spec)
+    k = constants_of(fleet)
+    status = judge(point, spec, k)
     q = spec.percentile
     ttft, itl = point.ttft_s.at(q), point.itl_ms.at(q)
     if not fleet.meets_slo or not (math.isfinite(ttft) and math.isfinite(itl)):
@@ -176,8 +185,8 @@ def with_point(fleet: ServingEstimate, point: AtLoad, spec: ServingSpec) -> Serv
         status=None if status is None else str(status),
         ttft_s=ttft,
         itl_ms=itl,
-        ttft_range_s=time_range(ttft, "ttft"),
-        itl_range_ms=time_range(itl, "itl"),
+        ttft_range_s=k.time_range(ttft, "ttft"),
+        itl_range_ms=k.time_range(itl, "itl"),
     )
     if status == TargetStatus.AT_RISK:
         # Missed at the load: the figure furthest over its target says which, and by how much.
@@ -256,7 +265,7 @@ def settle(fleets: Sequence[ServingEstimate], w: Workload) -> list[ServingEstima
         for i, point in zip(todo, points):
             fleet = with_point(out[i], point, spec)._replace(settled=True)
             out[i] = fleet
-            if judge(point, spec) != TargetStatus.AT_RISK or not fleet.missed_at_load:
+            if judge(point, spec, constants_of(fleet)) != TargetStatus.AT_RISK or not fleet.missed_at_load:
                 continue
             _ttft_over, itl_over = missed_by(point, spec)
             c = fleet.concurrency_per_replica
@@ -274,7 +283,7 @@ def settle(fleets: Sequence[ServingEstimate], w: Workload) -> list[ServingEstima
         idle = _idle_points([out[i] for i in short], lengths)
         search = []
         for i, point in zip(short, idle):
-            if judge(point, spec) == TargetStatus.AT_RISK:
+            if judge(point, spec, constants_of(out[i])) == TargetStatus.AT_RISK:
                 out[i] = out[i]._replace(stopped="idle", idle=point)
             else:
                 search.append(i)
@@ -323,7 +332,7 @@ def _fewest_at_load(
         points = _run([_job(f) for _k, f in trial], lengths)
         for (k, fleet), point in zip(trial, points):
             judged = with_point(fleet, point, spec)._replace(settled=True)
-            if judge(point, spec) == TargetStatus.AT_RISK:
+            if judge(point, spec, constants_of(fleet)) == TargetStatus.AT_RISK:
                 lo[k] = fleet.replicas
                 last[k] = judged
             else:
@@ -565,7 +574,7 @@ def disaggregate(fleet: ServingEstimate, w: Workload) -> ServingEstimate:
             replicas=n_p + n_d,
             saturated=pre.saturated or dec.saturated,
         )
-        judged = judge(point, spec)
+        judged = judge(point, spec, constants_of(fleet))
         status = None if judged is None else str(judged)
         if judged != TargetStatus.AT_RISK:
             break

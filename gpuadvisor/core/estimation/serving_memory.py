@@ -13,7 +13,7 @@ batches). Per GPU of the replica, from the memory model at batch ``c`` and conte
     overhead    CUDA context + the allocator's share of the tensors
     need        weights + activations + KV + overhead (the planner's fit test: need <= capacity)
 
-Engines that preallocate their KV pool (``core.specs.serving.KV_POOLS``) take more than ``need``
+Engines that preallocate their KV pool (``EngineProfile.kv_pool``, :mod:`gpuadvisor.core.specs.engines`) take more than ``need``
 from the card however few requests are in flight; with ``C`` the usable memory, ``f`` the engine's
 setting, ``N = need - KV`` everything but the KV cache and ``ctx`` the CUDA context::
 
@@ -38,8 +38,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, NamedTuple
 
-from ..specs.engines import engine_lineage
-from ..specs.serving import KV_POOLS
+from ..specs.engines import PoolBasis, record_of
 from ..units import GIB
 from .memory import COMPONENTS, MemoryBreakdown, MemoryModel
 
@@ -211,13 +210,13 @@ def operating_memory(
     kv = bd.kv_cache
     need = bd.device_total
     rest = need - kv  # everything but the KV cache
-    pool_spec = KV_POOLS.get(engine_lineage(engine_id) or "")
+    pool_spec = record_of(engine_id, "inference").kv_pool
     if pool_spec is None:
         return ServingMemory(bd, concurrency, tokens_per_sequence, capacity_bytes, kv)
     f, cap = pool_spec.fraction, capacity_bytes
-    if pool_spec.basis == "total":
+    if pool_spec.basis == PoolBasis.TOTAL:
         pool, needed = f * cap - rest, need / cap
-    elif pool_spec.basis == "static":
+    elif pool_spec.basis == PoolBasis.STATIC:
         usable = max(cap - cuda_context_bytes, 1.0)
         weights = bd.weights + bd.adapters
         pool, needed = f * usable - weights, (weights + kv) / usable

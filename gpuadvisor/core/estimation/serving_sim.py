@@ -68,6 +68,8 @@ from enum import StrEnum
 
 import numpy as np
 
+from ..vocabulary import TargetStatus as _TargetStatus
+
 #: The percentiles every result reports.
 QUANTILES = (50, 90, 99)
 #: Requests simulated per lane at a steady load, and how many of them are measured: the first
@@ -647,12 +649,8 @@ def _token_mean(first: np.ndarray, end: np.ndarray, out: np.ndarray) -> float:
 
 
 # --- a service's figures at its load -------------------------------------------------------------
-class TargetStatus(StrEnum):
-    """How a latency target is met, judged like a deadline against the estimate's 80% range."""
-
-    MEETS = "meets"  # even the slow end of the range is within the target
-    LIKELY = "likely"  # the expected value is, the slow end is not
-    AT_RISK = "at risk"  # the expected value is not
+#: How a latency target is met (:class:`~gpuadvisor.core.vocabulary.TargetStatus`, importable here too).
+TargetStatus = _TargetStatus
 
 
 @dataclass(frozen=True, slots=True)

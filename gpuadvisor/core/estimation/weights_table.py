@@ -2,7 +2,7 @@
 
 When one GPU type is compared (``hardware.gpu``, or one ``--gpu``) for inference without traffic
 targets, :func:`weights_table` estimates the scenario again for each weight type the engine runs
-(:data:`ENGINE_WEIGHTS`: llama.cpp's GGUF types and 16-bit; a serving engine's BF16, FP8, INT8 and
+(:attr:`~gpuadvisor.core.specs.engines.EngineProfile.weight_types`: llama.cpp's GGUF types and 16-bit; a serving engine's BF16, FP8, INT8 and
 INT4 kernels; ...), on the same GPU with the same count, and keeps per type the setup the decision
 ranks first: whether it fits whole, with layers in host RAM or not at all, with how many layers on
 the GPU, its generation and prompt speed and the longest context that fits. The question people ask
@@ -18,25 +18,15 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..specs.engines import engine_lineage
+from ..specs.engines import record_of
 from ..specs.hardware import GpuCatalog
 from ..specs.models import ModelSpec
 from ..specs.presets import ModelCatalog
 from ..specs.workload import Workload
 from ..units import GIB
+from ..vocabulary import Parallelism, WorkloadKind
 from .results import Estimate
 
-#: Weight types each engine runs, from the most bits to the fewest (the rows of the table).
-ENGINE_WEIGHTS: dict[str, tuple[str, ...]] = {
-    "llama.cpp": ("bf16", "q8_0", "q6_k", "q5_k_m", "q4_k_m", "q4_0", "iq4_xs", "q3_k_m", "q2_k"),
-    "vllm": ("bf16", "fp8", "int8", "int4"),
-    "sglang": ("bf16", "fp8", "int8", "int4"),
-    "tensorrt-llm": ("bf16", "fp8", "int8", "int4"),
-    "mlc-llm": ("fp16", "int4"),
-    "transformers": ("bf16", "int8", "int4", "nf4"),
-    "autoawq": ("fp16", "int4"),
-    "exllamav2": ("fp16", "int4"),
-}
 #: How a row's weights read in a table ("AWQ/GPTQ int4" where the engine runs those kernels).
 WEIGHT_LABELS = {
     "bf16": "BF16",
@@ -89,9 +79,10 @@ class WeightsRow:
 
 
 def table_weights(engine_id: str, workload: Workload) -> tuple[str, ...]:
-    """The weight types of the table: the engine's (:data:`ENGINE_WEIGHTS`), with the scenario's own
+    """The weight types of the table: the engine's
+    (:attr:`~gpuadvisor.core.specs.engines.EngineProfile.weight_types`), with the scenario's own
     added where the engine's list lacks it."""
-    kinds = ENGINE_WEIGHTS.get(engine_lineage(engine_id) or "", ("bf16", "fp8", "int8", "int4"))
+    kinds = record_of(engine_id, workload.kind).weight_types
     return kinds if workload.weights in kinds else (*kinds, workload.weights)
 
 
@@ -99,7 +90,7 @@ def wants_table(est: Estimate) -> bool:
     """Whether this estimate gets a table: inference without traffic targets, one GPU type compared."""
     w = est.scenario.workload
     gpus = {c.gpu.id for c in est.candidates}
-    return w.kind == "inference" and w.serving is None and len(gpus) == 1
+    return w.kind == WorkloadKind.INFERENCE and w.serving is None and len(gpus) == 1
 
 
 def weights_table(
@@ -117,7 +108,7 @@ def weights_table(
         return ()
     s = est.scenario
     hardware = replace(s.hardware, gpu_count=lead.gpu_count)
-    if lead.gpu_count > 1 and lead.parallelism != "none":
+    if lead.gpu_count > 1 and lead.parallelism != Parallelism.NONE:
         hardware = replace(hardware, parallelism=lead.parallelism)
     rows = []
     for weights in table_weights(est.engine, s.workload):
@@ -135,6 +126,7 @@ def weights_table(
                 with_advice=False,
                 _model=_model_for(est.model, weights, s.workload.weights),
                 calibration=est.calibration,
+                constants=est.constants,
             )
         rows.append(_row(variant, weights, weights == s.workload.weights))
     return tuple(rows)

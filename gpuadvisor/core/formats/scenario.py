@@ -143,6 +143,10 @@ class Budget:
                 raise ScenarioError(
                     "budget.price", "must be low, expected, high or a price in USD per GPU-hour", self.price
                 )
+        elif self.price is None:  # a null in the file: the price has no "not set"
+            raise ScenarioError(
+                "budget.price", "must be low, expected, high or a price in USD per GPU-hour", None
+            )
         else:
             _require_field("budget.price", self.price)
         if self.purchase not in ("new", "used"):

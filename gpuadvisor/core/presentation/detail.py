@@ -26,7 +26,7 @@ from ..formatting import (
     fmt_usd_per_mtok,
     fmt_usd_range,
 )
-from ..specs.engines import RANGE_LABEL
+from ..specs.constants import RANGE_LABEL
 from .prices import price_date, price_stale, rent_as
 from .serving_text import fleet_detail
 from .wording import host_phrase, prompt_phrase

@@ -60,9 +60,9 @@ from ..formatting import (
     plain_gpu_name,
 )
 from ..specs.catalog_io import CatalogMeta
-from ..specs.engines import ENGINES, FITTED, RANGE_LABEL, EngineProfile, kernel_family
+from ..specs.constants import RANGE_LABEL, kernel_family
+from ..specs.engines import PROFILES, Batching, EngineProfile
 from ..specs.hardware import GpuSpec
-from ..specs.serving import KV_POOLS, VLLM_BATCH_DEFAULTS, VLLM_LARGE_GPU_GIB
 from .prices import pick_price_warnings, rent_as
 from .serialize import candidate_to_dict
 from .serving_text import engine_name, serving_report
@@ -513,7 +513,8 @@ def _rent_buy(
 
 
 def _engine(est: Estimate) -> tuple[str, tuple[tuple[str, str], ...], str, bool]:
-    e: EngineProfile | None = ENGINES.get(est.engine)
+    constants = est.speed_constants
+    e: EngineProfile | None = constants.engines.get(est.engine)
     if e is None:
         return est.engine, (), "unknown", True
     eff = est.scenario.efficiency
@@ -524,7 +525,7 @@ def _engine(est: Estimate) -> tuple[str, tuple[tuple[str, str], ...], str, bool]
             mfu = f"{eff.mfu:.2f} MFU (set by the scenario; profile ceiling {e.mfu:.2f})"
         factors.append(("GEMM efficiency on large matmuls", mfu))
         arch = sorted({c.gpu.architecture for c in est.candidates})
-        scale = ", ".join(f"{a} {FITTED.gemm_ceiling.get(a, 0.75):g}" for a in arch)
+        scale = ", ".join(f"{a} {constants.gemm_ceiling.get(a, 0.75):g}" for a in arch)
         factors.append(("GEMM ceiling by GPU generation", scale + " of the datasheet peak"))
         factors.append(
             (
@@ -543,7 +544,7 @@ def _engine(est: Estimate) -> tuple[str, tuple[tuple[str, str], ...], str, bool]
         if eff.prefill_mfu is not None:
             pre = f"{eff.prefill_mfu:.2f} (set by the scenario; profile {e.prefill_mfu:.2f})"
         w = est.scenario.workload
-        family = kernel_family(w.quantization_family, w.weights)
+        family = kernel_family(w.quantization_family, w.weights, constants)
         factors += [
             ("Memory bandwidth efficiency (decode)", bw),
             (
@@ -571,13 +572,14 @@ def _engine(est: Estimate) -> tuple[str, tuple[tuple[str, str], ...], str, bool]
                     f"{family.name}: {family.gemv_efficiency:.2f} of the bandwidth efficiency at batch 1",
                 )
             )
-        if e.id == "vllm":  # vLLM's default chunk depends on the GPU (specs.serving.batch_defaults)
-            large, other = VLLM_BATCH_DEFAULTS["large"], VLLM_BATCH_DEFAULTS["other"]
+        if e.gpu_batch_defaults is not None:  # vLLM's default chunk depends on the GPU
+            rule = e.gpu_batch_defaults
+            large, other = rule.large, rule.other
             factors.append(
                 (
                     "Prefill chunk",
-                    f"{large.chunk_tokens:,} tokens on a GPU of {VLLM_LARGE_GPU_GIB:g} GiB or more that is not "
-                    f"an A100, else {other.chunk_tokens:,} (vLLM's defaults, with at most "
+                    f"{large.chunk_tokens:,} tokens on a GPU of {rule.large_gpu_gib:g} GiB or more that is not "
+                    f"{rule.excluded_name}, else {other.chunk_tokens:,} (vLLM's defaults, with at most "
                     f"{large.max_sequences:,} and {other.max_sequences:,} sequences at once)",
                 )
             )
@@ -899,7 +901,12 @@ def build_report(
             "requests in flight (each reserving its 90th-percentile prompt and, with paged KV, half its "
             "90th-percentile answer; TensorRT-LLM reserves the whole answer) and the overhead. Engine takes: that plus the part of the KV pool "
             "the engine preallocates and no request uses ("
-            + ", ".join(f"{engine_name(e)} {p.setting} {p.fraction:g}" for e, p in KV_POOLS.items())
+            + ", ".join(
+                f"{engine_name(e.id)} {e.kv_pool.setting} {e.kv_pool.fraction:g}"
+                # The paged engines first, then those that reserve a request's whole context.
+                for e in sorted(PROFILES, key=lambda e: e.batching != Batching.PAGED)
+                if e.kv_pool is not None
+            )
             + "; what nvidia-smi shows). A service's speed, latency and monthly cost are in the fleet table above, one fleet per GPU type."
             if service
             else ". An interactive session on the machine you own: tokens per s is the generation of one "

@@ -7,15 +7,11 @@ import math
 from typing import Any
 
 from ..estimation.results import Candidate, Estimate
-from ..estimation.serving import (
-    REQUEST_OVERHEAD_BY_ENGINE,
-    ServingEstimate,
-    request_overhead_s_of,
-    time_range,
-)
+from ..estimation.serving import ServingEstimate, request_overhead_s_of
 from ..estimation.serving_sim import Percentiles
 from ..formatting import fmt_gib, fmt_rate, fmt_usd, fmt_usd_per_hour, fmt_usd_per_mtok
-from ..specs.engines import ENGINES, RANGE_LABEL, engine_lineage
+from ..specs.constants import RANGE_LABEL
+from ..specs.engines import RECORDS, engine_lineage
 from ..specs.serving import ServingSpec
 
 TIMES = "\u00d7"
@@ -201,13 +197,13 @@ def overhead_phrase(est: Estimate) -> str:
     spec = est.scenario.workload.serving
     if spec is None:
         return ""
-    ms = request_overhead_s_of(spec, est.engine) * 1000.0
+    constants = est.speed_constants
+    ms = request_overhead_s_of(spec, est.engine, constants) * 1000.0
     if spec.request_overhead_ms is not None:
         return f"{ms:g} ms of serving-stack time in every request (stated)"
-    engine = ENGINES.get(engine_lineage(est.engine) or "")
     whose = (
-        f"published {engine.name} runs"
-        if engine is not None and engine_lineage(est.engine) in REQUEST_OVERHEAD_BY_ENGINE
+        f"published {engine_name(engine_lineage(est.engine))} runs"
+        if constants.has_own_request_overhead(est.engine)
         else "published runs of every stack"
     )
     lo, hi = MEASURED_REQUEST_MS
@@ -316,10 +312,10 @@ def judged_phrase(s: ServingEstimate, est: Estimate) -> str:
     figures = []
     if spec.ttft_s is not None:
         v = a.ttft_s.at(q)
-        figures.append(("TTFT", v, time_range(v, "ttft")[1], spec.ttft_s, "s", 2))
+        figures.append(("TTFT", v, est.speed_constants.time_range(v, "ttft")[1], spec.ttft_s, "s", 2))
     if spec.itl_ms is not None:
         v = a.itl_ms.at(q)
-        figures.append(("ITL", v, time_range(v, "itl")[1], spec.itl_ms, "ms", 1))
+        figures.append(("ITL", v, est.speed_constants.time_range(v, "itl")[1], spec.itl_ms, "ms", 1))
     if s.status == "meets":
         return f"meets {targets} even at the slow end of the 80% range"
     if s.status == "likely":
@@ -398,7 +394,7 @@ def serving_summary(est: Estimate) -> str:
             why += f" and its {first}"
     else:
         why = f"even one request's {first}"
-    overhead_s = request_overhead_s_of(spec, est.engine)
+    overhead_s = request_overhead_s_of(spec, est.engine, est.speed_constants)
     if overhead_s >= spec.ttft_limit_s:
         # No GPU shortens the serving stack's own time: say so rather than suggest faster GPUs.
         return (
@@ -482,7 +478,7 @@ def _sentence(text: str) -> str:
 
 def engine_name(engine_id: str) -> str:
     """``vLLM``, ``TensorRT-LLM`` (the engine profile's name, else its id)."""
-    profile = ENGINES.get(engine_id)
+    profile = RECORDS.get(engine_id)
     return profile.name if profile is not None else engine_id
 
 

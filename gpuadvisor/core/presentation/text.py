@@ -20,7 +20,7 @@ from ..formatting import (
     fmt_usd_per_mtok,
     fmt_usd_range,
 )
-from ..specs.engines import RANGE_LABEL
+from ..specs.constants import RANGE_LABEL
 from .prices import pick_price_warnings, rent_as
 from .serving_text import (
     FLEET_HEADER,

@@ -30,7 +30,7 @@ from ..formatting import (
     fmt_usd_per_hour,
     fmt_usd_range,
 )
-from ..specs.engines import ENGINES
+from ..specs.engines import RECORDS
 from .serialize import candidate_to_dict
 from .serving_text import fleet_figures, fleet_name, serving_summary, targets_phrase, traffic_phrase
 from .titles import TITLE_WORDS as TITLE_WORDS  # the titles are the wording's too
@@ -240,7 +240,7 @@ def scenario_lines(est: Estimate) -> list[tuple[str, str]]:
             f"none set: the job is planned to finish within {fmt_days(b.horizon_days)} (the planning horizon)"
         )
     lines.append(("Deadline", deadline))
-    engine = ENGINES.get(est.engine)
+    engine = RECORDS.get(est.engine)
     lines.append(("Engine profile", f"{engine.name} ({engine.id})" if engine else est.engine))
     hw = s.hardware
     if est.gpu_ids:

@@ -1,89 +1,239 @@
-"""Engine profiles, kernel families and the speed model's constants: the one place that holds
-every number the speed model takes from measurements rather than from datasheets.
+"""Engine profiles: one record per serving or training engine, holding everything the estimate
+takes from the engine rather than from the model or the GPU.
 
-The speed model (:mod:`gpuadvisor.core.performance`) is physics with few parameters. This
-module holds them, in three groups:
+An :class:`EngineProfile` is complete or refused: every field is required (a record that leaves
+one out fails at import), so no table elsewhere falls back to a default for an engine it does not
+list. Adding an engine is one record in :data:`PROFILES` plus its validation rows. A record holds:
 
-1. **Per engine** (:class:`EngineProfile`). Inference: ``bandwidth_efficiency`` (share of the
-   memory bandwidth that weight and KV-cache streaming reaches in decode), ``prefill_mfu`` (the
-   ceiling of the GEMM efficiency curve, reached by long prompts and large batches),
-   ``kernels_per_layer`` (kernel launches per layer and decode step, counted from each engine's
-   layer code) and ``runtime`` (who launches them: Python or C++). Training: ``mfu`` (the GEMM
-   efficiency ceiling of the framework on large matmuls, before the shape, attention,
-   element-wise and overhead terms) and ``elementwise_bytes_per_h`` (bytes moved per token,
-   layer and unit of hidden size by the non-GEMM kernels of forward and backward: norms,
-   RoPE, activation, residual adds, casts; large for eager PyTorch modules, small for fused
-   Transformer Engine layers). ``spread_low`` / ``spread_high``: the 80% range of the ratio
-   measured / predicted.
-2. **Per kernel family** (:class:`KernelFamily`, ``workload.quantization``): how well the
-   family's GEMV streams the quantized weights at batch 1, the extra kernels it launches per
-   linear layer, the bytes a dequantized 16-bit copy costs once a batch is too large for the
-   GEMV kernel, and the share of 16-bit tensor throughput its GEMM reaches.
-3. **Global** (:class:`SpeedConstants`): launch times per kernel (CPU side for Python and C++
-   runtimes, GPU side), the GEMM-shape half-saturation sizes, the attention-kernel efficiency,
-   the FP8 GEMM factor and cast bytes and the GEMM ceiling per GPU generation.
+- **Speed, before any fit** (the priors ``docs/estimation.md`` sources). Inference:
+  ``bandwidth_efficiency`` (share of the memory bandwidth that weight and KV-cache streaming
+  reaches in decode), ``prefill_mfu`` (the ceiling of the GEMM efficiency curve, reached by long
+  prompts and large batches), ``kernels_per_layer`` (kernel launches per layer and decode step,
+  counted from each engine's layer code), ``runtime`` (who launches them: Python or C++) and
+  ``layer_overhead_s`` (the host time that takes per layer without CUDA graphs). Training: ``mfu``
+  (the GEMM efficiency ceiling of the framework on large matmuls, before the shape, attention,
+  element-wise and overhead terms) and ``elementwise_bytes_per_h`` (bytes moved per token, layer
+  and unit of hidden size by the non-GEMM kernels of forward and backward: norms, RoPE,
+  activation, residual adds, casts; large for eager PyTorch modules, small for fused Transformer
+  Engine layers). ``spread_low`` / ``spread_high``: the 80% range of the ratio measured /
+  predicted. The fitted values replace these from ``fitted_constants.json``
+  (:mod:`gpuadvisor.core.specs.constants`).
+- **How it runs**: whether it replays the decode step from CUDA graphs by default, whether it has
+  a speed model of its own (llama.cpp), the quantization kernels it runs each weight type with,
+  the weight types it runs at all (the Weight types table), where its prefill computes logits.
+- **How it serves**: its batching (continuous with a paged KV cache, the same with the whole
+  context reserved at admission, one slot per sequence, static batches), the KV pool it
+  preallocates and its default share of the GPU, its GPU-dependent scheduler defaults.
+- **What its memory holds**: the logits of every prompt position, a copy of q/k/v while it fuses
+  them at load, a split over GPUs balanced by bytes, a chunked loss, fused activation kernels,
+  sequence parallelism with tensor parallelism.
 
-``FITTED`` holds the values in use. Its ``provenance`` says which rows they were fitted to;
-:func:`gpuadvisor.core.estimation.speed_fit.fit_speed_constants` refits them over any set of rows (the
-validation harness refits with each source held out). Values not fitted are documented priors
-(datasheet-level facts, kernel counts read from the engines' code, published kernel
-benchmarks); ``docs/estimation.md`` lists each with its source.
+Earlier release lines of an engine (:data:`RELEASE_LINES`, such as ``vllm-v0``) are records
+derived from their engine's with the release's own host side.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, fields, replace
+from enum import StrEnum
 from types import MappingProxyType
-from typing import Any, Literal, TypedDict, overload
+from typing import Any, TypedDict, overload
 
 from ..errors import InputError
+from .kernels import KERNEL_FAMILIES
 
-#: What the low and high figures of every speed, time and cost range mean.
-RANGE_LABEL = "80% range"
-RANGE_COVERAGE = 0.8
+
+class EngineKind(StrEnum):
+    """What an engine runs."""
+
+    INFERENCE = "inference"
+    TRAINING = "training"
+
+
+class Runtime(StrEnum):
+    """Who launches the kernels of an eager step."""
+
+    PYTHON = "python"
+    CPP = "cpp"
+
+
+class Batching(StrEnum):
+    """How an engine schedules requests (see :mod:`gpuadvisor.core.specs.serving`)."""
+
+    #: Continuous batching, KV cache in pages: a sequence holds only the pages it has filled.
+    PAGED = "paged"
+    #: The same, but a request is admitted only with the pages of its whole context reserved.
+    PAGED_RESERVED = "paged-reserved"
+    #: Continuous batching, each sequence reserves its whole context up front.
+    SLOTS = "slots"
+    #: A batch starts together and ends with its longest member.
+    STATIC = "static"
+
+
+class PromptLogits(StrEnum):
+    """Where a prefill computes logits."""
+
+    #: Only at each prompt's last position, where it samples: the LM head runs once per prompt.
+    LAST = "last"
+    #: At every prompt position.
+    ALL = "all"
+
+
+class SpeedModel(StrEnum):
+    """Which speed model predicts an engine."""
+
+    #: The roofline of :mod:`gpuadvisor.core.estimation.performance` with the global constants.
+    ROOFLINE = "roofline"
+    #: llama.cpp's own (``performance.llamacpp_performance``): prompt processing and token
+    #: generation apart, reading none of the global constants.
+    LLAMA_CPP = "llama.cpp"
+
+
+class PoolBasis(StrEnum):
+    """What an engine's KV-pool share is a share of."""
+
+    #: The GPU's memory, for everything the engine allocates (weights, activations, KV pool).
+    TOTAL = "total"
+    #: The GPU's memory, for the weights and the KV pool.
+    STATIC = "static"
+    #: The memory left free after the weights and activations.
+    FREE = "free"
 
 
 @dataclass(frozen=True, slots=True)
+class KvPool:
+    """How an engine sizes its preallocated KV pool (see :mod:`gpuadvisor.core.specs.serving`)."""
+
+    setting: str  # the engine's option, in its own spelling
+    fraction: float  # its default
+    basis: PoolBasis
+
+
+@dataclass(frozen=True, slots=True)
+class BatchDefaults:
+    """How many sequences an engine schedules at once and how many prompt tokens one step carries,
+    when started without those settings on a given GPU."""
+
+    max_sequences: int  # vLLM's max_num_seqs
+    chunk_tokens: int  # vLLM's max_num_batched_tokens: the prompt tokens one step prefills at most
+
+
+@dataclass(frozen=True, slots=True)
+class GpuBatchDefaults:
+    """Scheduler defaults that depend on the GPU: ``large`` on a GPU of at least ``large_gpu_gib``
+    whose name does not contain ``excluded``, ``other`` elsewhere."""
+
+    large_gpu_gib: float
+    excluded: str
+    large: BatchDefaults
+    other: BatchDefaults
+
+    @property
+    def excluded_name(self) -> str:
+        """The excluded GPUs in words ("an A100")."""
+        name = self.excluded.upper()
+        return f"{'an' if name[:1] in 'AEFHILMNORSX' else 'a'} {name}"
+
+    def on(self, gpu_name: str, memory_gib: float) -> BatchDefaults:
+        """The defaults on a GPU named ``gpu_name`` with ``memory_gib`` of memory."""
+        large = memory_gib >= self.large_gpu_gib and self.excluded not in gpu_name.lower()
+        return self.large if large else self.other
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class EngineProfile:
+    """Everything engine-specific (see the module docstring). Every field is required."""
+
     id: str
     name: str
-    kind: str  # "inference" or "training"
-    bandwidth_efficiency: float = 0.8
-    prefill_mfu: float = 0.6
-    kernels_per_layer: float = 12.0
-    runtime: str = "cpp"  # "python" or "cpp": who launches the kernels of an eager step
-    layer_overhead_s: float = 0.0  # host time to launch one layer's kernels without CUDA graphs
-    prefill_chunk_tokens: int | None = None
-    mfu: float = 0.6
-    elementwise_bytes_per_h: float = 300.0
-    spread_low: float = 0.2  # the 80% range is expected x (1 - spread_low) .. expected x (1 + spread_high)
-    spread_high: float = 0.2
-    calibrated_on: str = ""
-    # Per-architecture multipliers of layer_overhead_s and prefill_mfu (llama.cpp: Metal and CUDA
-    # kernels differ), as (architecture, factor) pairs; "int8" applies to prefill on the INT8 peak.
-    # Ratios, so a refit of the two base values moves every architecture with them.
-    layer_overhead_by_arch: tuple[tuple[str, float], ...] = ()
-    prefill_mfu_by_arch: tuple[tuple[str, float], ...] = ()
-    #: Quantized prefill runs on the INT8 tensor-core peak (llama.cpp's MMQ kernels) where known.
-    int8_prefill: bool = False
+    kind: EngineKind
+    # --- speed (priors; the fitted values come from fitted_constants.json) ---
+    bandwidth_efficiency: float
+    prefill_mfu: float
+    kernels_per_layer: float
+    runtime: Runtime
+    #: Host time to launch one layer's kernels without CUDA graphs (s).
+    layer_overhead_s: float
+    #: Prompt tokens one prefill step carries at most (None: the whole prompt).
+    prefill_chunk_tokens: int | None
+    mfu: float
+    elementwise_bytes_per_h: float
+    #: The 80% range is expected x (1 - spread_low) .. expected x (1 + spread_high).
+    spread_low: float
+    spread_high: float
+    #: The rows the fitted values rest on, in words ("assumed: ..." for an engine without rows).
+    calibrated_on: str
+    #: Per-architecture multipliers of layer_overhead_s and prefill_mfu (llama.cpp: Metal and CUDA
+    #: kernels differ), as (architecture, factor) pairs; "int8" applies to prefill on the INT8
+    #: peak, "cuda_graphs" to decode replayed from CUDA graphs. Ratios, so a refit of the two base
+    #: values moves every architecture with them.
+    layer_overhead_by_arch: tuple[tuple[str, float], ...]
+    prefill_mfu_by_arch: tuple[tuple[str, float], ...]
     #: 16-bit GEMMs accumulate in FP16 (cuBLAS ``cublasHgemm`` or ``CUBLAS_COMPUTE_16F``), which
     #: GeForce cards run at twice their FP32-accumulate rate (the catalog's ``fp16_acc16_dense_tflops``).
-    fp16_accumulate: bool = False
+    fp16_accumulate: bool
     #: Host time per sequence in flight and decode step (s): the scheduler's bookkeeping, the
     #: batch's input preparation, sampling and output processing, which grow with the batch and
     #: which no CUDA graph removes.
-    seq_host_s: float = 0.0
+    seq_host_s: float
     #: Whether a serving step carries new prompts' chunks together with the running sequences'
     #: decode (chunked prefill mixed into decode batches) or runs each prefill as a pass of its
     #: own that the running sequences wait for.
-    mixed_prefill: bool = True
-    #: Where a prefill computes logits: "last", only at each prompt's last position, where it
-    #: samples (vLLM, SGLang, TensorRT-LLM, ExLlama, MLC: the LM head runs once per prompt), or
-    #: "all", at every prompt position (Transformers' generate before v4.45, AutoAWQ's fused
-    #: forward, llama.cpp builds before PR #6122, which most of its rows ran).
-    prompt_logits: Literal["last", "all"] = "last"
+    mixed_prefill: bool
+    #: Where a prefill computes logits: "last" (vLLM, SGLang, TensorRT-LLM, ExLlama, MLC) or "all"
+    #: (Transformers' generate before v4.45, AutoAWQ's fused forward, llama.cpp builds before PR
+    #: #6122, which most of its rows ran).
+    prompt_logits: PromptLogits
+    # --- how it runs ---
+    #: Whether it captures the decode step in CUDA graphs (or runs a compiled graph) by default.
+    cuda_graphs: bool
+    speed_model: SpeedModel
+    #: Whether it runs GGUF files (llama.cpp): a ``.gguf`` model or a GGUF weight type runs on it.
+    reads_gguf: bool
+    #: Whether the advisor may split its layers between the GPU and host RAM.
+    splits_layers: bool
+    #: The kernel family that runs 4-bit and 8-bit integer weights when the scenario names none.
+    int4_kernel: str
+    int8_kernel: str
+    #: Checkpoint formats it runs with its own kernels, format -> kernel family (ExLlamaV2 loads
+    #: GPTQ checkpoints into its QMatrix kernels; vLLM and SGLang run ``quantization='gptq'`` with
+    #: a GPTQ GEMM adapted from ExLlamaV2, the ``vllm-gptq`` family).
+    format_kernels: Mapping[str, str]
+    #: The weight types it runs, from the most bits to the fewest (the Weight types table's rows).
+    weight_types: tuple[str, ...]
+    # --- how it serves ---
+    batching: Batching | None
+    #: The KV pool it preallocates when it starts (None: none beyond what its sequences reserve).
+    kv_pool: KvPool | None
+    #: Scheduler defaults that depend on the GPU (vLLM V1's ``max_num_seqs`` and
+    #: ``max_num_batched_tokens``); None where none is known.
+    gpu_batch_defaults: GpuBatchDefaults | None
+    # --- what its memory holds ---
+    #: Its prefill returns the logits of every prompt position (a Hugging Face forward).
+    full_prompt_logits: bool
+    #: It fuses q, k and v into one new tensor after loading while the originals stay referenced.
+    qkv_copy_on_load: bool
+    #: Its layer-by-layer split over GPUs balances bytes, not layer counts.
+    balanced_pipeline: bool
+    #: It computes the loss over chunks of the sequence (torchtune: 8 chunks).
+    chunked_loss: bool
+    #: Its layers run fused kernels (Transformer Engine) rather than eager PyTorch modules.
+    fused_activations: bool
+    #: It runs sequence parallelism with tensor parallelism by default (Megatron).
+    sequence_parallel: bool
+
+    def __post_init__(self) -> None:
+        inference = self.kind == EngineKind.INFERENCE
+        where = f"engine profile {self.id}"
+        if inference and (self.batching is None or not self.weight_types):
+            raise ValueError(f"{where}: an inference engine states its batching and weight types")
+        if not inference and (self.batching is not None or self.kv_pool is not None or self.weight_types):
+            raise ValueError(f"{where}: a training engine has no batching, KV pool or weight types")
+        for family in (self.int4_kernel, self.int8_kernel, *self.format_kernels.values()):
+            if family not in KERNEL_FAMILIES:
+                raise ValueError(f"{where}: unknown kernel family {family!r}")
+        object.__setattr__(self, "format_kernels", MappingProxyType(dict(self.format_kernels)))
 
     def layer_overhead_for(self, architecture: str) -> float:
         """Fixed time per layer and decode step on this architecture, s."""
@@ -105,482 +255,429 @@ class EngineProfile:
         """The larger side of the range, as one relative figure."""
         return max(self.spread_low, self.spread_high)
 
-
-@dataclass(frozen=True, slots=True)
-class KernelFamily:
-    """How one quantization kernel family runs (see the module docstring)."""
-
-    id: str
-    name: str
-    gemv_efficiency: (
-        float  # share of the engine's 16-bit bandwidth efficiency its batch-1 weight stream reaches
-    )
-    extra_kernels_per_linear: float  # launches added per quantized linear layer and step
-    gemv_max_tokens: int  # tokens per GEMM up to which the GEMV/fused kernel runs
-    dequant_bytes_per_weight: float  # beyond that: bytes per weight to write and read a 16-bit copy
-    gemm_efficiency: float  # share of 16-bit tensor throughput its GEMM reaches (prefill, large batches)
-    source: str = ""
-    #: Whether the small-batch kernel streams the quantized weights once per row of the batch
-    #: (a matrix-vector kernel run for each sequence) rather than once per step.
-    gemv_per_row: bool = False
-    #: With ``gemv_per_row``: rows of the batch one pass over the weights serves (a kernel whose
-    #: thread blocks each take a tile of the weights and up to this many rows streams the weights
-    #: ``ceil(batch / gemv_row_block)`` times).
-    gemv_row_block: int = 1
+    def batch_defaults_on(self, gpu_name: str, memory_gib: float) -> BatchDefaults | None:
+        """The sequences and prompt tokens per step it schedules by default on a GPU named
+        ``gpu_name`` with ``memory_gib`` of memory (None where no GPU-dependent default is known)."""
+        rule = self.gpu_batch_defaults
+        return None if rule is None else rule.on(gpu_name, memory_gib)
 
 
-@dataclass(frozen=True, slots=True)
-class LlamaCppModel:
-    """llama.cpp's own speed model: prompt processing (pp) and token generation (tg) apart.
+#: Field names an :class:`EngineProfile` record must state (all of them).
+PROFILE_FIELDS = tuple(f.name for f in fields(EngineProfile))
 
-    Generation streams every weight once per token at the llama.cpp profile's
-    ``bandwidth_efficiency`` of the memory bandwidth (GGUF blocks included: the MMVQ kernels read
-    them at the same rate as 16-bit weights) plus a fixed cost per layer and token
-    (``layer_overhead_s``: kernel launches and small ops, cut by CUDA graphs, llama.cpp's default
-    for single-sequence decode on CUDA since mid-2024); prompt processing reaches
-    ``prefill_mfu`` of the FP16 peak, or of the INT8 tensor peak when quantized weights run on
-    llama.cpp's MMQ kernels (NVIDIA). Metal and CUDA kernels differ, so the profile carries a
-    multiplier per architecture (``layer_overhead_by_arch``, ``prefill_mfu_by_arch``; ``cuda_graphs``
-    for decode replayed from CUDA graphs, ``int8`` for prefill on the INT8 peak). Those six factors
-    are fitted by the validation harness
-    (``scripts/fit_engines.py``; refitted with each source held out by ``scripts/validate.py
-    --out-of-sample``) to the published llama-bench rows of tests/data/validation. This class holds
-    what is not fitted; see docs/estimation.md, "llama.cpp".
-    """
-
-    decode_mfu: float = 0.3
-    prefill_chunk_tokens: int = 512  # llama.cpp's default batch (-b / -ub 512)
-    #: Share of the host memory's datasheet bandwidth that the CPU's dot products stream the layers
-    #: kept off the GPU at (partial offload, ``-ngl`` below the layer count). Fitted by
-    #: ``scripts/fit_host_stream.py`` to the scored partial-offload rows of tests/data/validation
-    #: (2026-12-06: OFL-01..16, four sources; in sample a median 13.4%, held out one source at a
-    #: time 21%: machines differ, see docs/estimation.md, "Partial offload"). 0.54 on the first
-    #: three sources; before it, the GPU's 0.93.
-    host_stream_efficiency: float = 0.68
-    #: The 80% range of a step with layers on the CPU (measured / estimate over the same rows, held
-    #: out by source): wider than the engine's own, since the host's memory and cores vary.
-    split_spread_low: float = 0.29
-    split_spread_high: float = 0.69
-
-
-LLAMA_CPP = LlamaCppModel()
-
-
-#: Kernel families (``workload.quantization``). ``bnb`` with 8-bit weights is LLM.int8 (``bnb-int8``).
-KERNEL_FAMILIES: Mapping[str, KernelFamily] = MappingProxyType(
-    {
-        k.id: k
-        for k in (
-            KernelFamily(
-                "marlin",
-                "Marlin (vLLM)",
-                0.95,
-                0.0,
-                64,
-                0.0,
-                0.90,
-                "Frantar et al. 2024 (MARLIN): near-ideal 3.9x over FP16 up to batch 16-32",
-            ),
-            KernelFamily(
-                "awq",
-                "AWQ (GEMV at batch 1, GEMM beyond)",
-                0.90,
-                0.0,
-                8,
-                0.0,
-                0.60,
-                "Lin et al. 2023 (AWQ), TinyChat kernels; AutoAWQ: GEMV for batch 1, GEMM slower than FP16 at large batch",
-            ),
-            KernelFamily(
-                "exllama",
-                "ExLlama(v2) GPTQ kernels",
-                0.95,
-                0.0,
-                32,
-                4.0,
-                1.00,
-                "turboderp/exllamav2: reconstructs an FP16 matrix for larger batches and runs cuBLAS; "
-                "the small-batch q4 kernel (exllama's q4_matmul, a grid over the batch's rows) reads the "
-                "weights for each row",
-                gemv_per_row=True,
-            ),
-            KernelFamily(
-                "gptq",
-                "GPTQ (AutoGPTQ CUDA/Triton kernels)",
-                0.70,
-                0.0,
-                32,
-                4.0,
-                0.90,
-                "Frantar et al. 2022 (GPTQ) kernels: about 3x over FP16 at batch 1 on A100, reconstruct beyond; "
-                "AutoGPTQ's cuda kernels (VecQuant4MatMul) are matrix-vector products, one per row of the batch",
-                gemv_per_row=True,
-            ),
-            KernelFamily(
-                "vllm-gptq",
-                "GPTQ kernel of vLLM and SGLang (gptq_gemm, from ExLlamaV2)",
-                0.85,
-                0.0,
-                50,
-                4.0,
-                0.90,
-                "vllm-project/vllm csrc/quantization/gptq/q_gemm.cu (commit 03b2ee5): each thread block "
-                "multiplies a tile of the weights with up to BLOCK_M_SIZE_MAX = 8 rows of the batch, so the "
-                "weights stream once per 8 rows; beyond MAX_Q_GEMM_ROWS = 50 rows the matrix is reconstructed "
-                "to FP16 for cuBLAS. The engine runs it where a GPTQ checkpoint is loaded with quantization "
-                "'gptq' (not gptq_marlin). Batch-1 efficiency a prior between AutoGPTQ's and ExLlama's",
-                gemv_per_row=True,
-                gemv_row_block=8,
-            ),
-            KernelFamily(
-                "w8a8",
-                "INT8 W8A8 (SmoothQuant, compressed-tensors; CUTLASS scaled_mm)",
-                0.65,
-                0.5,
-                1,
-                0.0,
-                1.00,
-                "INT8 weights and activations on the INT8 tensor cores (vLLM's CUTLASS scaled_mm): a GEMM "
-                "padded to a tile at batch 1, not a GEMV, with a small kernel quantizing the activations "
-                "per token; priors as the FP8 family's",
-            ),
-            KernelFamily(
-                "bnb",
-                "bitsandbytes 4-bit (NF4/FP4)",
-                0.45,
-                3.0,
-                1,
-                4.5,
-                0.95,
-                "Dettmers et al. 2023 (QLoRA); bitsandbytes gemv_4bit at batch 1, a full FP16 dequantization "
-                "per matmul otherwise",
-            ),
-            KernelFamily(
-                "bnb-int8",
-                "bitsandbytes LLM.int8 (outlier decomposition)",
-                0.40,
-                8.0,
-                1,
-                1.0,
-                0.45,
-                "Dettmers et al. 2022 (LLM.int8): int8 matmul plus an FP16 matmul of the outlier columns, "
-                "activations quantized per row on the fly; slower than FP16",
-            ),
-            KernelFamily(
-                "gguf",
-                "llama.cpp GGUF",
-                0.75,
-                0.0,
-                32,
-                4.0,
-                1.0,
-                "llama.cpp: MMVQ kernels for small batches; beyond, the weights are dequantized to FP16 and "
-                "multiplied with cuBLAS",
-            ),
-            KernelFamily(
-                "fp8",
-                "FP8 (W8A8 tensor cores)",
-                0.65,
-                0.5,
-                1,
-                0.0,
-                1.00,
-                "FP8 weights and activations: an FP8 GEMM padded to a tile at batch 1, not a GEMV; dynamic "
-                "activation scales add a small kernel",
-            ),
-            KernelFamily(
-                "mlc",
-                "MLC LLM q4f16 (TVM-generated)",
-                0.90,
-                0.0,
-                8,
-                0.0,
-                0.60,
-                "mlc-ai/mlc-llm: group-32 symmetric int4 with fp16 scales, kernels tuned per GPU",
-            ),
-            KernelFamily(
-                "torchao",
-                "torchao int4 weight-only (tinygemm)",
-                0.62,
-                0.0,
-                8,
-                0.0,
-                0.35,
-                "pytorch-labs/gpt-fast README: Llama-2-7B on A100, int4 862.69 GB/s vs bf16 1397.31 GB/s",
-            ),
-            KernelFamily(
-                "hqq",
-                "HQQ (torchao tinygemm backend)",
-                0.60,
-                0.5,
-                8,
-                0.0,
-                0.35,
-                "mobiusml/hqq: inference through the torchao int4 kernel",
-            ),
-        )
-    }
+_INFERENCE_NEVER: dict[str, Any] = dict(
+    mfu=0.6,
+    elementwise_bytes_per_h=300.0,
+    chunked_loss=False,
+    fused_activations=False,
+    sequence_parallel=False,
 )
+"""Training-only fields as an inference record states them (no inference estimate reads them)."""
 
-
-def kernel_family(
-    family: str | None, weights: str, constants: SpeedConstants | None = None
-) -> KernelFamily | None:
-    """The :class:`KernelFamily` that runs ``weights`` (None for 16/32-bit weights)."""
-    if family is None:
-        return None
-    if family == "bnb" and weights == "int8":
-        family = "bnb-int8"
-    return (constants or active_constants()).families[family]
-
-
-@dataclass(frozen=True)
-class SpeedConstants:
-    """Global constants of the speed model and the engine profiles, fitted together (see the module
-    docstring). ``provenance`` says where the values come from."""
-
-    engines: Mapping[str, EngineProfile]
-    families: Mapping[str, KernelFamily] = field(default_factory=lambda: dict(KERNEL_FAMILIES))
-    #: CPU time to launch one kernel of an eager step (framework dispatch included), seconds.
-    cpu_kernel_s: Mapping[str, float] = field(default_factory=lambda: {"python": 12e-6, "cpp": 4e-6})
-    #: GPU-side cost of one small kernel (launch latency and tail) even inside a CUDA graph, seconds.
-    gpu_kernel_s: float = 2.5e-6
-    #: Host time of one decode step of an engine that replays CUDA graphs, by runtime: scheduling
-    #: the batch, preparing its inputs, sampling and handing the tokens out, which a graph does not
-    #: remove (the eager engines' per-layer launch time holds it). Priors: about a millisecond for
-    #: a Python scheduler (vLLM's v0.6.0 post, Sept. 2024: before multi-step scheduling the GPU was
-    #: busy only 38% of a Llama 3 8B step on an H100), a few tenths for a C++ runtime; fitted.
-    graph_step_host_s: Mapping[str, float] = field(default_factory=lambda: {"python": 1.0e-3, "cpp": 0.3e-3})
-    #: Kernels a mixture-of-experts layer adds to a decode step (counted from vLLM's fused-MoE path:
-    #: router GEMM, top-k softmax, token alignment, two grouped expert GEMMs, activation, weighted
-    #: sum), each paying ``gpu_kernel_s`` (and a launch without CUDA graphs).
-    moe_kernels_per_layer: float = 7.0
-    #: Share of the dense kernels' throughput (weight streaming and FLOPs alike) that a
-    #: mixture-of-experts layer's expert kernels reach in serving: grouped GEMMs over many small
-    #: per-expert shapes, with the tokens permuted to their experts and the outputs gathered back.
-    #: The TensorRT-LLM team describes the routed experts of a tensor-parallel MoE at tens to a few
-    #: hundred tokens as memory-bound yet paying for small per-expert shapes, expert scheduling,
-    #: input permutation and output accumulation ("MoE as Dense GEMM", TensorRT-LLM tech blog 24).
-    #: Prior 0.7 (an assumption: no published share of the dense stream); fitted on the MoE rows.
-    #: Applies to the MLP share of an MoE model's blocks (``core.estimation.performance.moe_mlp_bytes``).
-    moe_expert_efficiency: float = 0.7
-    #: Tokens per GEMM at which a GEMM reaches half its ceiling: e = T / (T + this).
-    gemm_tokens_half: float = 8.0
-    #: Hidden size (per tensor-parallel rank) at which training GEMMs reach half their ceiling.
-    gemm_width_half: float = 320.0
-    #: Share of dense peak that the attention kernel (FlashAttention forward + backward) reaches, on Ampere.
-    attention_efficiency: float = 0.5
-    #: The same on other generations where a published figure exists (else scaled by the GEMM ceiling):
-    #: FlashAttention-2 on H100 SXM reaches about a third of the BF16 peak in forward + backward
-    #: (Shah et al. 2024, FlashAttention-3, figures 5-6, the FlashAttention-2 baseline).
-    attention_efficiency_by_arch: Mapping[str, float] = field(default_factory=lambda: {"hopper": 0.33})
-    #: Share of the BF16 GEMM efficiency that a large FP8 GEMM itself reaches, before its casts
-    #: (``core.estimation.performance.fp8_gemm_share`` adds them by GEMM width and GPU): 1, the
-    #: same share of its peak as a BF16 GEMM (an assumption; docs/estimation.md, "FP8 GEMMs").
-    fp8_gemm_factor: float = 1.0
-    #: Bytes moved per element of a training GEMM's input and output gradient to cast it to FP8:
-    #: the 16-bit tensor read (2), its FP8 copy and the transposed FP8 copy the other pass needs
-    #: written (1 + 1). See :func:`~gpuadvisor.core.estimation.performance.fp8_gemm_share`.
-    fp8_cast_bytes: float = 4.0
-    #: Share of the memory bandwidth that non-GEMM training kernels reach.
-    elementwise_bandwidth_efficiency: float = 0.7
-    #: Ceiling of dense GEMM throughput per GPU generation as a share of the datasheet peak.
-    gemm_ceiling: Mapping[str, float] = field(default_factory=lambda: dict(GEMM_CEILING))
-    #: Share of the datasheet memory bandwidth that streaming kernels reach, per GPU generation.
-    bandwidth_ceiling: Mapping[str, float] = field(default_factory=lambda: dict(BANDWIDTH_CEILING))
-    #: Bandwidth efficiency of decode attention (KV-cache reads) relative to weight streaming.
-    kv_bandwidth_factor: float = 0.7
-    #: Share of the shorter of an eager decode step's two streams (GPU work, host launches) that the
-    #: other does not hide: 0 when the host always runs ahead (step = the longer stream), 1 when
-    #: they alternate (step = their sum). Synchronising ops and kernels shorter than their own
-    #: launch leave the GPU waiting part of the time; fitted (prior 0.5: no reason for either end).
-    host_exposed_share: float = 0.5
-    provenance: str = ""
-
-    def with_engines(self, **profiles: EngineProfile) -> SpeedConstants:
-        engines = dict(self.engines)
-        engines.update({p.id: p for p in profiles.values()})
-        return replace(self, engines=engines)
-
-
-#: Dense BF16/FP16 GEMM throughput reached by large cuBLAS/hipBLASLt GEMMs as a share of the
-#: datasheet peak (boost clock). A100 about 290 of 312 TFLOPS; H100 SXM about 750-800 of 989
-#: (the datasheet clock is not held under load); MI300X well below its 1,307 TFLOPS. The values
-#: for other generations are assumptions. See docs/estimation.md.
-GEMM_CEILING: Mapping[str, float] = MappingProxyType(
-    {
-        "ampere": 0.90,
-        "hopper": 0.78,
-        "blackwell": 0.75,
-        "ada": 0.85,
-        "volta": 0.85,
-        "turing": 0.80,
-        "cdna2": 0.60,
-        "cdna3": 0.50,
-        "cdna4": 0.50,
-        "pascal": 0.80,
-        "other": 0.75,
-    }
+_TRAINING_NEVER: dict[str, Any] = dict(
+    bandwidth_efficiency=0.8,
+    prefill_mfu=0.6,
+    layer_overhead_s=0.0,
+    prefill_chunk_tokens=None,
+    layer_overhead_by_arch=(),
+    prefill_mfu_by_arch=(),
+    fp16_accumulate=False,
+    seq_host_s=0.0,
+    mixed_prefill=True,
+    prompt_logits=PromptLogits.LAST,
+    speed_model=SpeedModel.ROOFLINE,
+    reads_gguf=False,
+    splits_layers=False,
+    int4_kernel="bnb",
+    int8_kernel="bnb",
+    format_kernels={},
+    weight_types=(),
+    batching=None,
+    kv_pool=None,
+    gpu_batch_defaults=None,
+    full_prompt_logits=False,
+    qkv_copy_on_load=False,
+    balanced_pipeline=False,
 )
+"""Inference-only fields as a training record states them (QLoRA runs bitsandbytes kernels)."""
 
-#: Streaming bandwidth reached as a share of the datasheet figure, relative to NVIDIA HBM parts
-#: (whose engines' bandwidth efficiencies are fitted). AMD CDNA parts reach a smaller share of their
-#: larger datasheet bandwidth in LLM decode kernels (assumption, see docs/estimation.md).
-BANDWIDTH_CEILING: Mapping[str, float] = MappingProxyType({"cdna2": 0.75, "cdna3": 0.75, "cdna4": 0.75})
+#: Before any fit every engine has the same range and no rows.
+_UNFITTED: dict[str, Any] = dict(spread_low=0.2, spread_high=0.2, calibrated_on="")
 
-#: Kept for readers of older profiles: achieved MFU relative to Ampere is now the GEMM ceiling ratio.
-ARCH_MFU_FACTOR = {k: round(v / GEMM_CEILING["ampere"], 3) for k, v in GEMM_CEILING.items()}
+#: vLLM's V1 defaults for ``vllm serve`` depend on the GPU: a GPU with at least 70 GiB that is not
+#: an A100 gets ``max_num_seqs`` 1024 and ``max_num_batched_tokens`` 8192, every other GPU 256 and
+#: 2048 (vllm-project/vllm ``vllm/engine/arg_utils.py``, commit 99d7eb5, ``EngineArgs``: "if
+#: device_memory >= 70 * GiB_bytes and "a100" not in device_name: # For GPUs like H100 and MI300x,
+#: use larger default values", with the A100 excluded because "Setting large
+#: `max_num_batched_tokens` for A100 reduces throughput, see PR #17885").
+VLLM_BATCH_DEFAULTS = GpuBatchDefaults(70.0, "a100", BatchDefaults(1024, 8192), BatchDefaults(256, 2048))
+
+#: The weight types a serving engine with FP8 and INT8 kernels runs.
+_SERVING_WEIGHTS = ("bf16", "fp8", "int8", "int4")
 
 # Priors: what each engine's own documentation, kernel counts and published kernel benchmarks
 # suggest before any row is fitted (docs/estimation.md, "Priors"). The fit starts from them and
-# pulls towards them, so an engine without rows keeps its prior.
-_PRIOR_PROFILES = (
+# pulls towards them, so an engine without rows keeps its prior. KV pools: vLLM's
+# gpu_memory_utilization, SGLang's mem_fraction_static and TensorRT-LLM's
+# free_gpu_memory_fraction with their defaults (sources in core/specs/serving.py).
+PROFILES: tuple[EngineProfile, ...] = (
     EngineProfile(
-        "tensorrt-llm",
-        "TensorRT-LLM",
-        "inference",
+        id="tensorrt-llm",
+        name="TensorRT-LLM",
+        kind=EngineKind.INFERENCE,
         bandwidth_efficiency=0.80,
         prefill_mfu=0.70,
         kernels_per_layer=9,
-        runtime="cpp",
+        runtime=Runtime.CPP,
         layer_overhead_s=36e-6,
         prefill_chunk_tokens=8192,
+        **_UNFITTED,
+        layer_overhead_by_arch=(),
+        prefill_mfu_by_arch=(),
+        fp16_accumulate=False,
+        seq_host_s=0.0,
+        mixed_prefill=True,
+        prompt_logits=PromptLogits.LAST,
+        cuda_graphs=True,
+        speed_model=SpeedModel.ROOFLINE,
+        reads_gguf=False,
+        splits_layers=False,
+        int4_kernel="awq",
+        int8_kernel="gptq",
+        format_kernels={},
+        weight_types=_SERVING_WEIGHTS,
+        batching=Batching.PAGED_RESERVED,
+        kv_pool=KvPool("free_gpu_memory_fraction", 0.9, PoolBasis.FREE),
+        gpu_batch_defaults=None,
+        full_prompt_logits=False,
+        qkv_copy_on_load=False,
+        balanced_pipeline=False,
+        **_INFERENCE_NEVER,
     ),
     EngineProfile(
-        "vllm",
-        "vLLM",
-        "inference",
+        id="vllm",
+        name="vLLM",
+        kind=EngineKind.INFERENCE,
         bandwidth_efficiency=0.76,
         prefill_mfu=0.62,
         kernels_per_layer=10,
-        runtime="python",
+        runtime=Runtime.PYTHON,
         layer_overhead_s=120e-6,
         prefill_chunk_tokens=8192,
+        **_UNFITTED,
+        layer_overhead_by_arch=(),
+        prefill_mfu_by_arch=(),
+        fp16_accumulate=False,
+        seq_host_s=0.0,
+        mixed_prefill=True,
+        prompt_logits=PromptLogits.LAST,
+        cuda_graphs=True,
+        speed_model=SpeedModel.ROOFLINE,
+        reads_gguf=False,
+        splits_layers=False,
+        int4_kernel="marlin",
+        int8_kernel="gptq",
+        format_kernels={"gptq": "vllm-gptq"},
+        weight_types=_SERVING_WEIGHTS,
+        batching=Batching.PAGED,
+        kv_pool=KvPool("gpu_memory_utilization", 0.9, PoolBasis.TOTAL),
+        gpu_batch_defaults=VLLM_BATCH_DEFAULTS,
+        full_prompt_logits=False,
+        qkv_copy_on_load=False,
+        balanced_pipeline=False,
+        **_INFERENCE_NEVER,
     ),
     EngineProfile(
-        "llama.cpp",
-        "llama.cpp",
-        "inference",
+        id="llama.cpp",
+        name="llama.cpp",
+        kind=EngineKind.INFERENCE,
         bandwidth_efficiency=0.80,
         prefill_mfu=0.80,
         kernels_per_layer=22,
-        runtime="cpp",
+        runtime=Runtime.CPP,
         layer_overhead_s=88e-6,
         prefill_chunk_tokens=2048,
+        **_UNFITTED,
         # Priors: Metal and CUDA alike, MMQ prefill at the same share of the INT8 peak as
         # cuBLAS of the FP16 peak; the fit moves each multiplier from 1.
         layer_overhead_by_arch=(("apple", 1.0), ("cuda_graphs", 1.0)),
         prefill_mfu_by_arch=(("apple", 1.0), ("int8", 1.0)),
+        fp16_accumulate=False,
+        seq_host_s=0.0,
+        mixed_prefill=True,
         # Builds before llama.cpp PR #6122 (merged 2024-03) projected every token of a prompt
         # batch through the head; later ones only the tokens whose logits are asked for. Most
         # llama-bench rows this profile is fitted to ran the earlier builds (discussion #4167's
         # reference build 8e672ef, PR #3084, PR #4766), so it keeps their behaviour: on a current
         # build a prompt is faster by the head's share of its FLOPs (3-7% for 7-8B models).
-        prompt_logits="all",
+        prompt_logits=PromptLogits.ALL,
+        cuda_graphs=True,
+        speed_model=SpeedModel.LLAMA_CPP,
+        reads_gguf=True,
+        splits_layers=True,
+        int4_kernel="gguf",
+        int8_kernel="gguf",
+        format_kernels={},
+        weight_types=("bf16", "q8_0", "q6_k", "q5_k_m", "q4_k_m", "q4_0", "iq4_xs", "q3_k_m", "q2_k"),
+        # llama.cpp's server allocates its slots' whole contexts up front.
+        batching=Batching.SLOTS,
+        kv_pool=None,
+        gpu_batch_defaults=None,
+        full_prompt_logits=False,
+        qkv_copy_on_load=False,
+        balanced_pipeline=False,
+        **_INFERENCE_NEVER,
     ),
     EngineProfile(
-        "mlc-llm",
-        "MLC LLM",
-        "inference",
+        id="mlc-llm",
+        name="MLC LLM",
+        kind=EngineKind.INFERENCE,
         bandwidth_efficiency=0.80,
         prefill_mfu=0.5,
         kernels_per_layer=10,
-        runtime="cpp",
+        runtime=Runtime.CPP,
         layer_overhead_s=40e-6,
         prefill_chunk_tokens=2048,
+        **_UNFITTED,
+        layer_overhead_by_arch=(),
+        prefill_mfu_by_arch=(),
+        fp16_accumulate=False,
+        seq_host_s=0.0,
+        mixed_prefill=True,
+        prompt_logits=PromptLogits.LAST,
+        cuda_graphs=True,
+        speed_model=SpeedModel.ROOFLINE,
+        reads_gguf=False,
+        splits_layers=False,
+        int4_kernel="mlc",
+        int8_kernel="gptq",
+        format_kernels={},
+        weight_types=("fp16", "int4"),
+        batching=Batching.PAGED,
+        # MLC LLM also preallocates, but its share is not taken here without a source: its pool is
+        # shown as the KV cache in flight.
+        kv_pool=None,
+        gpu_batch_defaults=None,
+        full_prompt_logits=False,
+        qkv_copy_on_load=False,
+        balanced_pipeline=False,
+        **_INFERENCE_NEVER,
     ),
     EngineProfile(
-        "transformers",
-        "Hugging Face Transformers / eager PyTorch",
-        "inference",
+        id="transformers",
+        name="Hugging Face Transformers / eager PyTorch",
+        kind=EngineKind.INFERENCE,
         bandwidth_efficiency=0.75,
         prefill_mfu=0.55,
         kernels_per_layer=42,
-        runtime="python",
+        runtime=Runtime.PYTHON,
         layer_overhead_s=504e-6,
-        prompt_logits="all",
+        prefill_chunk_tokens=None,
+        **_UNFITTED,
+        layer_overhead_by_arch=(),
+        prefill_mfu_by_arch=(),
+        fp16_accumulate=False,
+        seq_host_s=0.0,
+        mixed_prefill=True,
+        prompt_logits=PromptLogits.ALL,
+        cuda_graphs=False,
+        speed_model=SpeedModel.ROOFLINE,
+        reads_gguf=False,
+        splits_layers=False,
+        # GPTQ checkpoints through the ExLlama kernels; LLM.int8 (bitsandbytes) for 8-bit weights.
+        int4_kernel="exllama",
+        int8_kernel="bnb",
+        format_kernels={},
+        weight_types=("bf16", "int8", "int4", "nf4"),
+        batching=Batching.STATIC,
+        kv_pool=None,
+        gpu_batch_defaults=None,
+        full_prompt_logits=True,
+        qkv_copy_on_load=False,
+        # accelerate's device_map="auto": infer_auto_device_map with the balanced strategy of
+        # get_balanced_memory.
+        balanced_pipeline=True,
+        **_INFERENCE_NEVER,
     ),
     EngineProfile(
-        "sglang",
-        "SGLang",
-        "inference",
+        id="sglang",
+        name="SGLang",
+        kind=EngineKind.INFERENCE,
         bandwidth_efficiency=0.76,
         prefill_mfu=0.62,
         kernels_per_layer=10,
-        runtime="python",
+        runtime=Runtime.PYTHON,
         layer_overhead_s=120e-6,
         prefill_chunk_tokens=8192,
+        **_UNFITTED,
+        layer_overhead_by_arch=(),
+        prefill_mfu_by_arch=(),
+        fp16_accumulate=False,
+        seq_host_s=0.0,
         # SGLang runs a prefill batch as a forward pass of its own unless --enable-mixed-chunk is
         # given (default off: sgl-project/sglang docs, server arguments).
         mixed_prefill=False,
+        prompt_logits=PromptLogits.LAST,
+        cuda_graphs=True,
+        speed_model=SpeedModel.ROOFLINE,
+        reads_gguf=False,
+        splits_layers=False,
+        int4_kernel="marlin",
+        int8_kernel="gptq",
+        format_kernels={"gptq": "vllm-gptq"},
+        weight_types=_SERVING_WEIGHTS,
+        batching=Batching.PAGED,
+        kv_pool=KvPool("mem_fraction_static", 0.88, PoolBasis.STATIC),
+        gpu_batch_defaults=None,
+        full_prompt_logits=False,
+        qkv_copy_on_load=False,
+        balanced_pipeline=False,
+        **_INFERENCE_NEVER,
     ),
     EngineProfile(
-        "autoawq",
-        "AutoAWQ (fused modules)",
-        "inference",
+        id="autoawq",
+        name="AutoAWQ (fused modules)",
+        kind=EngineKind.INFERENCE,
         bandwidth_efficiency=0.75,
         prefill_mfu=0.55,
         kernels_per_layer=10,
-        runtime="python",
+        runtime=Runtime.PYTHON,
         layer_overhead_s=120e-6,
-        prompt_logits="all",  # its fused model's forward projects every position
+        prefill_chunk_tokens=None,
+        **_UNFITTED,
+        layer_overhead_by_arch=(),
+        prefill_mfu_by_arch=(),
+        fp16_accumulate=False,
+        seq_host_s=0.0,
+        mixed_prefill=True,
+        prompt_logits=PromptLogits.ALL,  # its fused model's forward projects every position
+        cuda_graphs=False,
+        speed_model=SpeedModel.ROOFLINE,
+        reads_gguf=False,
+        splits_layers=False,
+        int4_kernel="awq",
+        int8_kernel="gptq",
+        format_kernels={},
+        weight_types=("fp16", "int4"),
+        batching=Batching.STATIC,
+        kv_pool=None,
+        gpu_batch_defaults=None,
+        full_prompt_logits=True,
+        # ``fuse_layers``: LlamaFuser keeps the list of original attention modules while _fuse_qkv
+        # concatenates qweight/qzeros/scales (casper-hansen/AutoAWQ awq/models/llama.py, commit
+        # 0091f1e), so the load peaks at the weights plus a second copy of every layer's q/k/v.
+        qkv_copy_on_load=True,
+        balanced_pipeline=False,
+        **_INFERENCE_NEVER,
     ),
     EngineProfile(
-        "exllamav2",
-        "ExLlamaV2",
-        "inference",
+        id="exllamav2",
+        name="ExLlamaV2",
+        kind=EngineKind.INFERENCE,
         bandwidth_efficiency=0.75,
         prefill_mfu=0.55,
         kernels_per_layer=12,
-        runtime="cpp",
+        runtime=Runtime.CPP,
         layer_overhead_s=48e-6,
         prefill_chunk_tokens=2048,
+        **_UNFITTED,
+        layer_overhead_by_arch=(),
+        prefill_mfu_by_arch=(),
         fp16_accumulate=True,
+        seq_host_s=0.0,
+        mixed_prefill=True,
+        prompt_logits=PromptLogits.LAST,
+        cuda_graphs=False,
+        speed_model=SpeedModel.ROOFLINE,
+        reads_gguf=False,
+        splits_layers=False,
+        int4_kernel="exllama",
+        int8_kernel="gptq",
+        # turboderp/exllamav2 README: "supports the same 4-bit GPTQ models as V1".
+        format_kernels={"gptq": "exllama"},
+        weight_types=("fp16", "int4"),
+        batching=Batching.SLOTS,
+        kv_pool=None,
+        gpu_batch_defaults=None,
+        full_prompt_logits=False,
+        qkv_copy_on_load=False,
+        balanced_pipeline=False,
+        **_INFERENCE_NEVER,
     ),
     EngineProfile(
-        "megatron",
-        "Megatron-LM / large-scale custom stacks",
-        "training",
+        id="megatron",
+        name="Megatron-LM / large-scale custom stacks",
+        kind=EngineKind.TRAINING,
         mfu=0.80,
         elementwise_bytes_per_h=120.0,
         kernels_per_layer=30,
-        runtime="python",
+        runtime=Runtime.PYTHON,
+        **_UNFITTED,
+        cuda_graphs=True,
+        chunked_loss=False,
+        fused_activations=True,
+        sequence_parallel=True,
+        **_TRAINING_NEVER,
     ),
     EngineProfile(
-        "fsdp",
-        "PyTorch FSDP (llm-foundry, lit-gpt)",
-        "training",
+        id="fsdp",
+        name="PyTorch FSDP (llm-foundry, lit-gpt)",
+        kind=EngineKind.TRAINING,
         mfu=0.85,
         elementwise_bytes_per_h=250.0,
         kernels_per_layer=60,
-        runtime="python",
+        runtime=Runtime.PYTHON,
+        **_UNFITTED,
+        cuda_graphs=False,
+        chunked_loss=False,
+        fused_activations=False,
+        sequence_parallel=False,
+        **_TRAINING_NEVER,
     ),
     EngineProfile(
-        "deepspeed",
-        "DeepSpeed (ZeRO, ZeRO-Offload, ZeRO-Infinity)",
-        "training",
+        id="deepspeed",
+        name="DeepSpeed (ZeRO, ZeRO-Offload, ZeRO-Infinity)",
+        kind=EngineKind.TRAINING,
         mfu=0.85,
         elementwise_bytes_per_h=250.0,
         kernels_per_layer=60,
-        runtime="python",
+        runtime=Runtime.PYTHON,
+        **_UNFITTED,
+        cuda_graphs=False,
+        chunked_loss=False,
+        fused_activations=False,
+        sequence_parallel=False,
+        **_TRAINING_NEVER,
     ),
     EngineProfile(
-        "hf-trainer",
-        "Hugging Face Trainer / PEFT",
-        "training",
+        id="hf-trainer",
+        name="Hugging Face Trainer / PEFT",
+        kind=EngineKind.TRAINING,
         mfu=0.75,
         elementwise_bytes_per_h=500.0,
         kernels_per_layer=80,
-        runtime="python",
+        runtime=Runtime.PYTHON,
+        **_UNFITTED,
+        cuda_graphs=False,
+        chunked_loss=False,
+        fused_activations=False,
+        sequence_parallel=False,
+        **_TRAINING_NEVER,
     ),
     EngineProfile(
-        "torchtune",
-        "torchtune (torch.compile)",
-        "training",
+        id="torchtune",
+        name="torchtune (torch.compile)",
+        kind=EngineKind.TRAINING,
         mfu=0.80,
         elementwise_bytes_per_h=150.0,
         kernels_per_layer=30,
-        runtime="python",
+        runtime=Runtime.PYTHON,
+        **_UNFITTED,
+        cuda_graphs=False,
+        chunked_loss=True,
+        fused_activations=False,
+        sequence_parallel=False,
+        **_TRAINING_NEVER,
     ),
 )
 
@@ -605,6 +702,8 @@ class ReleaseLine(TypedDict):
     name: str
     seq_host_s: float
     mixed_prefill: bool
+    #: Its GPU-dependent scheduler defaults (None: the release has none known).
+    gpu_batch_defaults: GpuBatchDefaults | None
     source: str
 
 
@@ -627,6 +726,8 @@ RELEASE_LINES: Mapping[str, ReleaseLine] = MappingProxyType(
             # prefill: "In vLLM V1, chunked prefill is always enabled by default. This is different
             # from vLLM V0, where it was conditionally enabled based on model characteristics").
             mixed_prefill=False,
+            # The GPU-dependent defaults are V1's (VLLM_BATCH_DEFAULTS).
+            gpu_batch_defaults=None,
             source="vllm-project/vllm issue #6801 (2024-08-08): about 20 ms of scheduling, input "
             "preparation, sampling and output processing per step at a batch of 200",
         ),
@@ -651,7 +752,7 @@ def engine_lineage(engine_id: str | None) -> str | None:
 
 def with_release_lines(engines: Mapping[str, EngineProfile]) -> dict[str, EngineProfile]:
     """``engines`` with every release line of an engine in it derived from that engine's profile
-    (its factors, fitted or prior, and the line's own host time per sequence)."""
+    (its factors, fitted or prior, and the line's own host side)."""
     out: dict[str, EngineProfile] = {}
     for engine_id, base in engines.items():
         if engine_id in RELEASE_LINES:
@@ -666,209 +767,41 @@ def with_release_lines(engines: Mapping[str, EngineProfile]) -> dict[str, Engine
                     name=line["name"],
                     seq_host_s=line["seq_host_s"],
                     mixed_prefill=line["mixed_prefill"],
+                    gpu_batch_defaults=line["gpu_batch_defaults"],
                     calibrated_on=(base.calibrated_on + "; " if base.calibrated_on else "")
                     + f"host time per sequence and step {line['seq_host_s'] * 1e6:.0f} µs: {line['source']}",
                 )
     return out
 
 
-PRIORS = SpeedConstants(
-    engines=MappingProxyType(with_release_lines({p.id: p for p in _PRIOR_PROFILES})),
-    cpu_kernel_s={"python": 12e-6, "cpp": 4e-6},
-    provenance="priors (docs/estimation.md): no row fitted",
-)
-
-
-class _EngineFit(TypedDict, total=False):
-    """The :class:`EngineProfile` fields that a fit overrides."""
-
-    bandwidth_efficiency: float
-    prefill_mfu: float
-    layer_overhead_s: float
-    mfu: float
-    layer_overhead_by_arch: tuple[tuple[str, float], ...]
-    prefill_mfu_by_arch: tuple[tuple[str, float], ...]
-    spread_low: float
-    spread_high: float
-    calibrated_on: str
-
-
-class _FamilyFit(TypedDict, total=False):
-    """The :class:`KernelFamily` fields that a fit overrides."""
-
-    gemv_efficiency: float
-
-
-# Values fitted by scripts/fit_engines.py from the priors (rounded), with the rows they rest on.
-# An engine's bandwidth efficiency is never fitted (its documented prior; the fitted bandwidth
-# ceiling of each GPU generation below scales it).
-_FITTED_ENGINES: dict[str, _EngineFit] = {
-    "tensorrt-llm": dict(
-        prefill_mfu=0.56,
-        layer_overhead_s=34e-6,
-        spread_low=0.43,
-        spread_high=0.28,
-        calibrated_on="147 rows: INF-01..10, H200-01..07, F180-01/05, TRTB-01..04; the serving ITLs, "
-        "tokens/s and first tokens SRV-01..31 (NIM, TensorRT-LLM perf overview), SRV-42/44 (GPUStack), SRB-43..81 "
-        "(TensorRT-LLM perf overview v0.17, Triton bursts), SRT-01..54 (GPUStack's bursts on H100 and A100), "
-        "SRG-07..111 (GPUStack's gpt-oss bursts on H100)",
-    ),
-    "vllm": dict(
-        prefill_mfu=0.40,
-        layer_overhead_s=113e-6,
-        spread_low=0.12,
-        spread_high=0.62,
-        calibrated_on="296 rows: MI300-01..10 (MI300X), INB-09/10 (RTX 4090), INB-57 (RTX A6000); the "
-        "serving ITLs, tokens/s and first tokens SRV-19/20 (A40), SRV-36/38 and SRV-48..50 (GPUStack, H100), "
-        "SRB-01..09 (RTX 4090 sweep), SRB-83/84/90 (A100, RTX 4090), SRR-01..08 (Modal: L4, A100), "
-        "SRX-34..48 (RTX 4090, 1-32 clients), SRG-01..180 and SRQ-01..120 (GPUStack: gpt-oss-120b and "
-        "-20b on one to four H100 or A100, Qwen3-235B-A22B on four or eight, DeepSeek-R1 on eight H200)",
-    ),
-    "llama.cpp": dict(
-        bandwidth_efficiency=0.93,
-        prefill_mfu=0.69,
-        layer_overhead_s=93e-6,
-        layer_overhead_by_arch=(("apple", 1.81), ("cuda_graphs", 0.44)),
-        prefill_mfu_by_arch=(("apple", 1.01), ("int8", 0.25)),
-        spread_low=0.35,
-        spread_high=0.28,
-        calibrated_on="148 rows: INF-12, INF-15, LCPP-01..148 (llama.cpp discussions #4167 and #15013, "
-        "PR #4766, GPU-Benchmarks-on-LLM-Inference)",
-    ),
-    "mlc-llm": dict(
-        spread_low=0.12,
-        spread_high=0.62,
-        calibrated_on="2 rows: INF-18 (RTX 4090), INB-61 (RTX A6000), decode only; prefill is the prior",
-    ),
-    "transformers": dict(
-        prefill_mfu=0.41,
-        layer_overhead_s=644e-6,
-        spread_low=0.38,
-        spread_high=0.39,
-        calibrated_on="41 rows: INF-21, INT8-01..08, LIT-16..34, INB-01..12 and INB-58..60 (engine comparisons), "
-        "INB-39..56 (Optimum GPTQ: generate and prefill-only)",
-    ),
-    "megatron": dict(
-        mfu=0.68,
-        spread_low=0.50,
-        spread_high=0.41,
-        calibrated_on="39 rows: TRN-01/03/12/18, MEG1-01/02, LAY-01..42 (Megatron-LM layouts, Megatron-Bridge)",
-    ),
-    "fsdp": dict(
-        mfu=0.85,
-        spread_low=0.23,
-        spread_high=0.16,
-        calibrated_on="29 rows: TRN-20, TRN-24, TRN-26, LF-01..19, TT-01..06, LAY-06",
-    ),
-    "deepspeed": dict(
-        spread_low=0.31,
-        spread_high=0.21,
-        calibrated_on="assumed: the FSDP prior (eager PyTorch modules under ZeRO); the pooled training range",
-    ),
-    "hf-trainer": dict(
-        spread_low=0.31,
-        spread_high=0.21,
-        calibrated_on="assumed: prior (eager modules; no Trainer throughput row in the data)",
-    ),
-    "sglang": dict(
-        prefill_mfu=0.28,
-        layer_overhead_s=146e-6,
-        spread_low=0.12,
-        spread_high=0.62,
-        calibrated_on="163 rows: the serving ITLs, tokens/s and first tokens SRV-39..53 (GPUStack, H100; the bursts of "
-        "block-FP8 Qwen3 pull the prefill factor down), SRR-04/05 (Modal), SRX-01..33 and SRY-01..111 "
-        "(SGLang's cookbook on eight A100, B200 or MI300X, mostly large MoE models), SRG-04..108 and "
-        "SRQ-04..93 (GPUStack's MoE bursts); range pooled",
-    ),
-    "autoawq": dict(
-        layer_overhead_s=44e-6,
-        spread_low=0.12,
-        spread_high=0.62,
-        calibrated_on="14 rows: AWQ-01..37 decode (one source)",
-    ),
-    "exllamav2": dict(
-        layer_overhead_s=34e-6,
-        prefill_mfu=0.56,
-        spread_low=0.26,
-        spread_high=0.28,
-        calibrated_on="31 rows: EXL-01..07, INB-05/06/62 and INB-15..38 (ExLlama v1, the same kernels' lineage)",
-    ),
-    "torchtune": dict(
-        spread_low=0.31,
-        spread_high=0.21,
-        calibrated_on="assumed: prior (the README's speed rows are unscored: checkpointing not stated)",
-    ),
-}
-#: How the 80% ranges above were set (scripts/fit_spreads.py): split-conformal 10% and 90% order
-#: statistics (the floor((n+1) 0.1)-th and ceil((n+1) 0.9)-th of n ratios; Vovk et al. 2005, Lei et
-#: al. 2018) of measured / estimate over the leave-one-source-out residuals of tests/data/validation
-#: (2026-12-04), per engine with at least 15 speed rows (TensorRT-LLM, Transformers, llama.cpp, ExLlamaV2, Megatron, FSDP), else
-#: pooled over the engines of the same kind with fewer rows (inference 0.88-1.62, training
-#: 0.69-1.21); each side at least 10%.
-SPREAD_PROVENANCE = (
-    "split-conformal 10%/90% order statistics of leave-one-source-out residuals, tests/data/validation, "
-    "2026-12-04"
-)
-_FITTED_FAMILIES: dict[str, _FamilyFit] = {}
-#: Global constants fitted with them (scripts/fit_engines.py; the validation harness refits them with
-#: each source held out): bandwidth ceilings relative to the engines' priors per NVIDIA generation,
-#: the exposed share of host launches, the GPU time of a small kernel, the KV-read factor, the
-#: GEMM half sizes and the MoE layers' extra kernels and expert-kernel efficiency.
-_FITTED_GLOBALS = dict(
-    bandwidth_ceiling=MappingProxyType({**BANDWIDTH_CEILING, "ada": 1.25, "ampere": 0.96, "hopper": 0.86}),
-    host_exposed_share=0.65,
-    gpu_kernel_s=4.12e-6,
-    kv_bandwidth_factor=0.92,
-    gemm_tokens_half=6.44,
-    gemm_width_half=312.0,
-    graph_step_host_s=MappingProxyType({"python": 1.02e-3, "cpp": 0.02e-3}),
-    moe_kernels_per_layer=10.1,
-    moe_expert_efficiency=0.65,
-)
-
-FITTED = replace(
-    PRIORS,
-    engines=with_release_lines({p.id: replace(p, **_FITTED_ENGINES.get(p.id, {})) for p in _PRIOR_PROFILES}),
-    families=MappingProxyType(
-        {f.id: replace(f, **_FITTED_FAMILIES.get(f.id, {})) for f in KERNEL_FAMILIES.values()}
-    ),
-    **_FITTED_GLOBALS,  # type: ignore[arg-type]
-    provenance="engine factors and global constants: scripts/fit_engines.py over the scored speed rows "
-    "of tests/data/validation (2026-12-04: the 734 rows the fit takes, from 41 sources); engines' bandwidth efficiencies are their priors, scaled by "
-    "the fitted bandwidth ceiling of each GPU generation; 80% ranges: " + SPREAD_PROVENANCE,
-)
-
-#: The engine profiles in use (``FITTED.engines``; a validation harness may swap entries for a refit).
-ENGINES: dict[str, EngineProfile] = FITTED.engines  # type: ignore[assignment]
-
-#: Global constants in force when a caller passes none (innermost :func:`using_constants` first).
-_ACTIVE: list[SpeedConstants] = []
-
-
-def active_constants() -> SpeedConstants:
-    """The speed model's global constants in force: ``FITTED`` unless :func:`using_constants` says
-    otherwise. (The engine profiles always come from :data:`ENGINES`.)"""
-    return _ACTIVE[-1] if _ACTIVE else FITTED
-
-
-@contextmanager
-def using_constants(constants: SpeedConstants | None) -> Iterator[None]:
-    """Within the block, estimates use ``constants``' global values (launch times, GEMM half
-    sizes, attention efficiency, ...) instead of ``FITTED``'s: how a leave-one-source-out
-    validation refits them without the held-out source. ``None`` changes nothing."""
-    if constants is None:
-        yield
-        return
-    _ACTIVE.append(constants)
-    try:
-        yield
-    finally:
-        _ACTIVE.pop()
-
+#: Every engine's record as written (priors; release lines derived), by id, in the window's order.
+RECORDS: Mapping[str, EngineProfile] = MappingProxyType(with_release_lines({p.id: p for p in PROFILES}))
 
 DEFAULT_INFERENCE_ENGINE = "vllm"
 DEFAULT_TRAINING_ENGINE = "hf-trainer"
 DEFAULT_PRETRAIN_ENGINE = "megatron"
+
+
+def default_engine(kind: str) -> str:
+    """The engine a workload of ``kind`` runs on when it names none."""
+    return {"inference": DEFAULT_INFERENCE_ENGINE, "pretrain": DEFAULT_PRETRAIN_ENGINE}.get(
+        kind, DEFAULT_TRAINING_ENGINE
+    )
+
+
+def record_of(engine_id: str | None, kind: str) -> EngineProfile:
+    """The record of ``engine_id`` (the kind's default engine when None): what the engine is, not
+    what a fit made of its speed factors (:func:`gpuadvisor.core.specs.constants.engine_for`)."""
+    eid = engine_id if engine_id is not None else default_engine(kind)
+    record = RECORDS.get(eid)
+    if record is None:
+        raise InputError("workload.engine", f"unknown engine; known engines: {', '.join(RECORDS)}", eid)
+    return record
+
+
+def gguf_engine() -> str:
+    """The engine that runs GGUF files (the one record with ``reads_gguf``)."""
+    return next(p.id for p in PROFILES if p.reads_gguf)
 
 
 #: Weight types that are both GGUF types and checkpoints serving engines publish and run (gpt-oss's
@@ -877,32 +810,13 @@ _CHECKPOINT_FP4 = ("mxfp4", "nvfp4")
 
 
 def engine_of(workload: Any, source: Any = None) -> str | None:
-    """The engine a workload runs on: the one it names, else llama.cpp for inference of a ``.gguf``
-    file or of a GGUF weight type (but not an FP4 checkpoint format, which serving engines run too),
-    else None (the kind's default, :func:`engine_for`)."""
+    """The engine a workload runs on: the one it names, else the GGUF engine (llama.cpp) for
+    inference of a ``.gguf`` file or of a GGUF weight type (but not an FP4 checkpoint format, which
+    serving engines run too), else None (the kind's default, :func:`default_engine`)."""
     named: str | None = workload.engine
     if named is not None or workload.kind != "inference":
         return named
     from_file = source is not None and getattr(source, "gguf", None) is not None
     if from_file or (workload.is_gguf and workload.weights not in _CHECKPOINT_FP4):
-        return "llama.cpp"
+        return gguf_engine()
     return None
-
-
-def engine_for(engine_id: str | None, kind: str, constants: SpeedConstants | None = None) -> EngineProfile:
-    """The profile named ``engine_id``, or the default one for the workload kind."""
-    if engine_id is None:
-        engine_id = {"inference": DEFAULT_INFERENCE_ENGINE, "pretrain": DEFAULT_PRETRAIN_ENGINE}.get(
-            kind, DEFAULT_TRAINING_ENGINE
-        )
-    engines = (constants or FITTED).engines
-    profile = engines.get(engine_id)
-    if profile is None:
-        raise InputError("workload.engine", f"unknown engine; known engines: {', '.join(engines)}", engine_id)
-    wanted = "inference" if kind == "inference" else "training"
-    if profile.kind != wanted:
-        names = ", ".join(p.id for p in engines.values() if p.kind == wanted)
-        raise InputError(
-            "workload.engine", f"is a {profile.kind} engine; for {kind} use one of {names}", engine_id
-        )
-    return profile

@@ -7,7 +7,7 @@ prompt tokens found in the prefix cache, and the hours per day the fleet runs. T
 output lengths are the workload's ``prompt_tokens``/``output_tokens`` (means), with optional
 ``prompt_tokens_p90``/``output_tokens_p90`` for a long tail.
 
-How each engine batches (``BATCHING``): continuous batching with a paged KV cache (vLLM, SGLang,
+How each engine batches (:attr:`~.engines.EngineProfile.batching`): continuous batching with a paged KV cache (vLLM, SGLang,
 MLC LLM), the same with every request's whole context reserved when it is admitted
 (TensorRT-LLM), continuous batching with one fixed slot per sequence (llama.cpp's server,
 ExLlamaV2), or static batches (Hugging Face Transformers, AutoAWQ).
@@ -21,7 +21,7 @@ https://nvidia.github.io/TensorRT-LLM/performance/performance-tuning-guide/usefu
 "Capacity Scheduler Policy", read 2026-12-01). vLLM and SGLang admit a request for the pages of
 its prompt and preempt one when the pool runs out, so a sequence holds only what it has filled.
 
-How each engine sizes its KV cache (``KV_POOLS``): vLLM, SGLang and TensorRT-LLM preallocate one
+How each engine sizes its KV cache (:attr:`~.engines.EngineProfile.kv_pool`): vLLM, SGLang and TensorRT-LLM preallocate one
 pool of KV pages when they start, sized from a share of the GPU's memory rather than from the
 traffic, so ``nvidia-smi`` shows most of the card in use however few requests are in flight:
 
@@ -60,76 +60,18 @@ from enum import StrEnum
 from typing import Any
 
 from ..errors import InputError
-from .engines import engine_lineage
+from .engines import BatchDefaults, Batching, record_of
 from .fields import checked, read_number
 
 #: The percentiles a target can be stated at.
 PERCENTILES = (50, 90, 95, 99)
 
-#: How each engine schedules requests: "paged" (continuous batching, KV cache in pages, a sequence
-#: holds only the pages it has filled), "paged-reserved" (the same, but a request is admitted only
-#: with the pages of its whole context reserved), "slots" (continuous batching, each sequence
-#: reserves its whole context up front), "static" (a batch starts together and ends with its
-#: longest member).
-BATCHING: dict[str, str] = {
-    "vllm": "paged",
-    "sglang": "paged",
-    "tensorrt-llm": "paged-reserved",
-    "mlc-llm": "paged",
-    "llama.cpp": "slots",
-    "exllamav2": "slots",
-    "transformers": "static",
-    "autoawq": "static",
-}
-
-
-@dataclass(frozen=True, slots=True)
-class KvPool:
-    """How an engine sizes its preallocated KV pool (see the module docstring)."""
-
-    setting: str  # the engine's option, in its own spelling
-    fraction: float  # its default
-    #: "total": the share of the GPU's memory for everything the engine allocates (weights,
-    #: activations, KV pool); "static": the share for the weights and the KV pool; "free": the share
-    #: of the memory left free after the weights and activations.
-    basis: str
-
-
-#: Engines that preallocate their KV pool, with the setting and its default (see the module docstring).
-KV_POOLS: dict[str, KvPool] = {
-    "vllm": KvPool("gpu_memory_utilization", 0.9, "total"),
-    "sglang": KvPool("mem_fraction_static", 0.88, "static"),
-    "tensorrt-llm": KvPool("free_gpu_memory_fraction", 0.9, "free"),
-}
-
-
-@dataclass(frozen=True, slots=True)
-class BatchDefaults:
-    """How many sequences an engine schedules at once and how many prompt tokens one step carries,
-    when started without those settings on a given GPU."""
-
-    max_sequences: int  # vLLM's max_num_seqs
-    chunk_tokens: int  # vLLM's max_num_batched_tokens: the prompt tokens one step prefills at most
-
-
-#: vLLM's V1 defaults for ``vllm serve`` depend on the GPU: a GPU with at least 70 GiB that is not
-#: an A100 gets ``max_num_seqs`` 1024 and ``max_num_batched_tokens`` 8192, every other GPU 256 and
-#: 2048 (vllm-project/vllm ``vllm/engine/arg_utils.py``, commit 99d7eb5, ``EngineArgs``: "if
-#: device_memory >= 70 * GiB_bytes and "a100" not in device_name: # For GPUs like H100 and MI300x,
-#: use larger default values", with the A100 excluded because "Setting large
-#: `max_num_batched_tokens` for A100 reduces throughput, see PR #17885").
-VLLM_LARGE_GPU_GIB = 70.0
-VLLM_BATCH_DEFAULTS = {"large": BatchDefaults(1024, 8192), "other": BatchDefaults(256, 2048)}
-
 
 def batch_defaults(engine_id: str, gpu_name: str, memory_gib: float) -> BatchDefaults | None:
     """The sequences and prompt tokens per step ``engine_id`` schedules by default on a GPU named
     ``gpu_name`` with ``memory_gib`` of memory, or None where no GPU-dependent default is known
-    (only vLLM's V1 engine, ``vllm``, has one; see :data:`VLLM_BATCH_DEFAULTS`)."""
-    if engine_id != "vllm":
-        return None
-    large = memory_gib >= VLLM_LARGE_GPU_GIB and "a100" not in gpu_name.lower()
-    return VLLM_BATCH_DEFAULTS["large" if large else "other"]
+    (:attr:`~.engines.EngineProfile.gpu_batch_defaults`: only vLLM's V1 engine has one)."""
+    return record_of(engine_id, "inference").batch_defaults_on(gpu_name, memory_gib)
 
 
 _KEYS = (
@@ -159,9 +101,14 @@ class ArrivalPattern(StrEnum):
 MAX_REQUEST_OVERHEAD_MS = 10_000.0
 
 
-def batching_for(engine_id: str) -> str:
-    """The engine's batching mode (static for an engine this table does not know)."""
-    return BATCHING.get(engine_lineage(engine_id) or "", "static")
+def batching_for(engine_id: str) -> Batching:
+    """How the serving engine ``engine_id`` batches (:attr:`~.engines.EngineProfile.batching`)."""
+    batching = record_of(engine_id, "inference").batching
+    if batching is None:
+        raise InputError(
+            "workload.engine", "is a training engine; a service runs on an inference engine", engine_id
+        )
+    return batching
 
 
 def _number(name: str, value: object) -> float:
@@ -193,7 +140,7 @@ class ServingSpec:
     hours_per_day: float = 24.0
     #: Time the serving stack adds to every request outside the model's steps (HTTP, chat template
     #: and tokenizing, admission, streaming the first token), in ms; None: the value fitted to the
-    #: published serving runs (``core.estimation.serving.REQUEST_OVERHEAD_S``).
+    #: published serving runs (``SpeedConstants.request_overhead_for``, ``fitted_constants.json``).
     request_overhead_ms: float | None = None
     #: Clients of a closed loop (instead of a rate).
     concurrency: int | None = None

@@ -43,7 +43,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from ..errors import InputError
-from .engines import engine_lineage
+from ..vocabulary import OffloadTarget, Optimizer, Parallelism, Precision, Recompute, WorkloadKind
+from .engines import record_of
 from .fields import FIELD_RULES, checked
 from .quant_types import (
     GGUF_WEIGHT_TYPES,
@@ -55,12 +56,12 @@ from .quant_types import (
 from .serving import ServingSpec
 from .speculative import SpeculativeSpec
 
-WORKLOAD_KINDS = ("inference", "lora", "qlora", "full_finetune", "pretrain")
-TRAINING_KINDS = ("lora", "qlora", "full_finetune", "pretrain")
-WEIGHT_PRECISIONS = ("fp32", "bf16", "fp16", "fp8", "int8", "int4", "nf4") + GGUF_WEIGHT_TYPES
-KV_PRECISIONS = ("fp32", "bf16", "fp16", "fp8", "int8", "int4")
-OPTIMIZERS = ("adamw", "adamw_8bit", "sgd", "adafactor")
-PARALLELISMS = ("ddp", "zero1", "zero2", "zero3", "fsdp", "tensor", "pipeline")
+WORKLOAD_KINDS: tuple[WorkloadKind, ...] = tuple(WorkloadKind)
+TRAINING_KINDS: tuple[WorkloadKind, ...] = tuple(k for k in WorkloadKind if k.is_training)
+WEIGHT_PRECISIONS: tuple[str, ...] = tuple(Precision) + GGUF_WEIGHT_TYPES
+KV_PRECISIONS: tuple[Precision, ...] = tuple(p for p in Precision if p is not Precision.NF4)
+OPTIMIZERS: tuple[Optimizer, ...] = tuple(Optimizer)
+PARALLELISMS: tuple[Parallelism, ...] = tuple(p for p in Parallelism if p is not Parallelism.NONE)
 QUANTIZED = ("int8", "int4", "nf4")
 QUANTIZATIONS = ("awq", "gptq", "marlin", "exllama", "bnb", "gguf", "fp8", "w8a8", "torchao", "hqq")
 OPTIMIZER_STATE_DTYPES = ("fp32", "bf16")
@@ -68,11 +69,11 @@ OPTIMIZER_STATE_DTYPES = ("fp32", "bf16")
 #: core only (Megatron's selective), keep the outputs of every other matrix multiply and the
 #: attention kernel and recompute the rest (PyTorch's per-operator selective checkpointing, torchtitan's
 #: ``op``), or keep each layer's input and recompute the whole layer.
-RECOMPUTE_CHOICES = ("none", "selective", "op", "full")
+RECOMPUTE_CHOICES: tuple[Recompute, ...] = tuple(Recompute)
 #: Precision of the training GEMMs (Transformer Engine): weights and master copy stay 16/32-bit.
 COMPUTE_PRECISIONS = ("bf16", "fp8", "mxfp8")
 #: Where offloaded optimizer states or parameters live (ZeRO-Offload, ZeRO-Infinity, FSDP CPU offload).
-OFFLOAD_TARGETS = ("none", "cpu", "nvme")
+OFFLOAD_TARGETS: tuple[OffloadTarget, ...] = tuple(OffloadTarget)
 #: Weight precisions each kernel family can run (other weights values, e.g. llama.cpp types, go to gguf).
 QUANTIZATION_WEIGHTS = {
     "awq": ("int4",),
@@ -98,8 +99,6 @@ _GROUP = {
 }
 #: llama.cpp block formats chosen for the generic weights values (bytes per weight, block constants included).
 _GGUF_BYTES = {"int4": 18 / 32, "int8": 34 / 32, "fp8": 34 / 32}
-#: Engines that capture the decode step in CUDA graphs (or run a compiled graph) by default.
-CUDA_GRAPH_ENGINES = ("vllm", "sglang", "tensorrt-llm", "llama.cpp", "mlc-llm", "megatron")
 
 _BYTES = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0, "int4": 0.5, "nf4": 0.5}
 
@@ -109,40 +108,26 @@ def bytes_per_element(precision: str) -> float:
     return _BYTES[precision]
 
 
-#: (engine, checkpoint format) -> the kernel family that engine runs it with, where the engine has
-#: its own kernels for another project's format: ExLlamaV2 loads GPTQ checkpoints into its own
-#: ``QMatrix`` kernels (turboderp/exllamav2 README: "supports the same 4-bit GPTQ models as V1");
-#: vLLM (and SGLang, which uses its kernels) runs ``quantization='gptq'`` with its own GPTQ GEMM,
-#: adapted from ExLlamaV2 (the ``vllm-gptq`` family; ``marlin`` is what it picks when not told).
-ENGINE_KERNELS: dict[tuple[str, str], str] = {
-    ("exllamav2", "gptq"): "exllama",
-    ("vllm", "gptq"): "vllm-gptq",
-    ("sglang", "gptq"): "vllm-gptq",
-}
-
-
 def is_fp4_checkpoint(weights: str, engine: str | None, kind: str) -> bool:
     """Whether FP4 microscaled weights (``mxfp4``, ``nvfp4``) are a published checkpoint that a
     serving engine (any but llama.cpp, which reads a GGUF; vLLM when none is named) runs with its
     4-bit kernels and loads as it is: the FP4 tensors as stored, the rest in BF16."""
-    return (
-        weights in MICROSCALED_FP4 and kind == "inference" and engine_lineage(engine or "vllm") != "llama.cpp"
-    )
+    return weights in MICROSCALED_FP4 and kind == "inference" and not record_of(engine, kind).reads_gguf
 
 
 def default_quantization(weights: str, engine: str | None, kind: str) -> str | None:
     """The kernel family that runs ``weights`` on ``engine`` when the scenario does not say.
 
-    None for 16/32-bit weights. Serving engines run 4-bit checkpoints with their fast GEMV/GEMM
-    kernels (vLLM: Marlin, TensorRT-LLM: AWQ-style weight-only, Transformers: GPTQ through the
-    ExLlama kernels, MLC LLM: its own q4f16 kernels, reported as ``mlc``); llama.cpp runs GGUF;
-    training (QLoRA) uses bitsandbytes.
+    None for 16/32-bit weights. Serving engines run 4-bit and 8-bit checkpoints with the kernels
+    their record names (:attr:`~.engines.EngineProfile.int4_kernel`, ``int8_kernel``: vLLM Marlin,
+    TensorRT-LLM AWQ-style weight-only, Transformers GPTQ through the ExLlama kernels, MLC LLM its
+    own q4f16 kernels, reported as ``mlc``); the GGUF engine (llama.cpp) runs GGUF; training
+    (QLoRA) uses bitsandbytes.
     """
     if weights in ("fp32", "bf16", "fp16"):
         return None
     if weights == "fp8":
         return "fp8"
-    engine = engine_lineage(engine) or "vllm"
     if is_fp4_checkpoint(weights, engine, kind):
         # A checkpoint with FP4 microscaled experts (gpt-oss's MXFP4) on a serving engine runs its
         # fused 4-bit weight-only kernels (vLLM: Marlin's MXFP4 path or Triton's matmul_ogs;
@@ -153,19 +138,8 @@ def default_quantization(weights: str, engine: str | None, kind: str) -> str | N
         return "gguf"  # a llama.cpp tensor type
     if weights == "nf4" or kind in TRAINING_KINDS:
         return "bnb"
-    if engine == "llama.cpp":
-        return "gguf"
-    if weights == "int8":
-        return "bnb" if engine == "transformers" else "gptq"
-    return {
-        "vllm": "marlin",
-        "sglang": "marlin",
-        "tensorrt-llm": "awq",
-        "mlc-llm": "mlc",
-        "transformers": "exllama",
-        "autoawq": "awq",
-        "exllamav2": "exllama",
-    }.get(engine, "gptq")
+    record = record_of(engine, kind)
+    return record.int8_kernel if weights == "int8" else record.int4_kernel
 
 
 def weight_bytes_per_param(
@@ -304,6 +278,8 @@ class Workload:
         if self.kv_cache is not None:
             _choice("workload.kv_cache", self.kv_cache, KV_PRECISIONS)
         for name in ("batch_size", "seq_len", "prompt_tokens", "output_tokens", "lora_rank"):
+            if getattr(self, name) is None:  # a null in the file: these have no "not set"
+                raise InputError(f"workload.{name}", "must be a number", None)
             _field(self, "workload", name)
         _choice("workload.optimizer", self.optimizer, OPTIMIZERS)
         self._check_local_keys()
@@ -413,9 +389,8 @@ class Workload:
         if self.weights in ("fp32", "bf16", "fp16"):
             return None  # a 16/32-bit GGUF file runs the plain half-precision kernels
         if self.quantization is not None:
-            return ENGINE_KERNELS.get(
-                (engine_lineage(self.engine) or "", self.quantization), self.quantization
-            )
+            own = record_of(self.engine, self.kind).format_kernels
+            return own.get(self.quantization, self.quantization)
         return default_quantization(self.weights, self.engine, self.kind)
 
     @property
@@ -423,10 +398,7 @@ class Workload:
         """Whether the decode step is captured in CUDA graphs: as given, else the engine's default."""
         if self.cuda_graphs is not None:
             return self.cuda_graphs
-        engine = self.engine or (
-            "vllm" if self.kind == "inference" else "megatron" if self.kind == "pretrain" else "hf-trainer"
-        )
-        return engine_lineage(engine) in CUDA_GRAPH_ENGINES
+        return record_of(self.engine, self.kind).cuda_graphs
 
     def _check_serving_keys(self) -> None:
         """``workload.serving`` (a JSON object becomes a :class:`ServingSpec`) and the p90 lengths."""

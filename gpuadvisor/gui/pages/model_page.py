@@ -29,25 +29,27 @@ from ...core.formats.scenario import ModelSource, Scenario
 from ...core.specs.presets import ModelCatalog
 from ...core.specs.quant_types import GGUF_WEIGHT_TYPES
 from ...core.units import format_count
+from ...core.vocabulary import Precision
 from ..widgets import ElidedComboBox, NumberField, ToneLabel, hint
 
-WEIGHTS = [
-    ("bf16", "BF16 (2 bytes)"),
-    ("fp16", "FP16 (2 bytes)"),
-    ("fp32", "FP32 (4 bytes)"),
-    ("fp8", "FP8 (1 byte)"),
-    ("int8", "INT8 (1 byte)"),
-    ("int4", "INT4 / AWQ / GPTQ (~0.53 bytes)"),
-    ("nf4", "NF4 / QLoRA (~0.52 bytes)"),
+#: The weight and KV-cache precisions (the core's vocabulary, core/vocabulary.py) with their labels.
+WEIGHTS: list[tuple[str, str]] = [
+    (Precision.BF16, "BF16 (2 bytes)"),
+    (Precision.FP16, "FP16 (2 bytes)"),
+    (Precision.FP32, "FP32 (4 bytes)"),
+    (Precision.FP8, "FP8 (1 byte)"),
+    (Precision.INT8, "INT8 (1 byte)"),
+    (Precision.INT4, "INT4 / AWQ / GPTQ (~0.53 bytes)"),
+    (Precision.NF4, "NF4 / QLoRA (~0.52 bytes)"),
 ] + [(t, f"{t.upper()} (llama.cpp, GGUF)") for t in GGUF_WEIGHT_TYPES]
 KV = [
     ("", "Same as the weights (16-bit)"),
-    ("bf16", "BF16"),
-    ("fp16", "FP16"),
-    ("fp8", "FP8"),
-    ("int8", "INT8"),
-    ("int4", "INT4"),
-    ("fp32", "FP32"),
+    (Precision.BF16, "BF16"),
+    (Precision.FP16, "FP16"),
+    (Precision.FP8, "FP8"),
+    (Precision.INT8, "INT8"),
+    (Precision.INT4, "INT4"),
+    (Precision.FP32, "FP32"),
 ]
 ARCH_FIELDS = [
     ("num_layers", "Layers"),

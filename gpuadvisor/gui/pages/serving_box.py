@@ -14,7 +14,7 @@ from __future__ import annotations
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QCheckBox, QComboBox, QFormLayout, QGroupBox, QWidget
 
-from ...core.estimation.serving import default_request_overhead_s
+from ...core.specs.constants import shipped_constants
 from ...core.specs.engines import DEFAULT_INFERENCE_ENGINE
 from ...core.specs.presets import load_model_catalog
 from ...core.specs.serving import PERCENTILES, ArrivalPattern, ServingSpec
@@ -176,7 +176,7 @@ class ServingBox(QGroupBox):
 
     @staticmethod
     def _fitted_placeholder(engine_id: str) -> str:
-        return f"{default_request_overhead_s(engine_id) * 1000:g} (fitted)"
+        return f"{shipped_constants().request_overhead_for(engine_id) * 1000:g} (fitted)"
 
     def _on_shape_changed(self) -> None:
         self._show_rows()

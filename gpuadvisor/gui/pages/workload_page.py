@@ -16,9 +16,11 @@ from PySide6.QtWidgets import (
 )
 
 from ...core.formats.scenario import Scenario
-from ...core.specs.engines import DEFAULT_INFERENCE_ENGINE, ENGINES, engine_for, engine_lineage, engine_of
+from ...core.specs.constants import engine_for
+from ...core.specs.engines import DEFAULT_INFERENCE_ENGINE, RECORDS, engine_lineage, engine_of
 from ...core.specs.hardware import HOST_DEFAULTS, GpuCatalog, MachineClass
 from ...core.specs.workload import Offload, adapt_to_kind
+from ...core.vocabulary import OffloadTarget, Optimizer, Parallelism, Recompute, WorkloadKind
 from ..widgets import ElidedComboBox, NumberField, hint
 from .serving_box import ServingBox
 
@@ -29,21 +31,22 @@ LLAMA_KV_TYPES = [
     ("q4_0", "q4_0 (a quarter)"),
 ]
 
+#: The window's lists hold the core's vocabularies (core/vocabulary.py) with their labels.
 #: "serving" is inference with traffic and latency targets (``workload.serving``): the core sizes a fleet.
 SERVING = "serving"
 KINDS = [
-    ("inference", "Inference (a batch of requests)"),
+    (WorkloadKind.INFERENCE, "Inference (a batch of requests)"),
     (SERVING, "Serving (traffic and latency targets)"),
-    ("lora", "LoRA fine-tuning"),
-    ("qlora", "QLoRA fine-tuning"),
-    ("full_finetune", "Full fine-tuning"),
-    ("pretrain", "Pre-training"),
+    (WorkloadKind.LORA, "LoRA fine-tuning"),
+    (WorkloadKind.QLORA, "QLoRA fine-tuning"),
+    (WorkloadKind.FULL_FINETUNE, "Full fine-tuning"),
+    (WorkloadKind.PRETRAIN, "Pre-training"),
 ]
 OPTIMIZERS = [
-    ("adamw", "AdamW"),
-    ("adamw_8bit", "8-bit AdamW"),
-    ("sgd", "SGD with momentum"),
-    ("adafactor", "Adafactor"),
+    (Optimizer.ADAMW, "AdamW"),
+    (Optimizer.ADAMW_8BIT, "8-bit AdamW"),
+    (Optimizer.SGD, "SGD with momentum"),
+    (Optimizer.ADAFACTOR, "Adafactor"),
 ]
 TARGETS = [
     ("all_linear", "All linear layers"),
@@ -52,22 +55,26 @@ TARGETS = [
 ]
 PARALLELISMS = [
     ("", "Let the advisor choose"),
-    ("ddp", "Data parallel (DDP)"),
-    ("zero1", "ZeRO-1"),
-    ("zero2", "ZeRO-2"),
-    ("zero3", "ZeRO-3"),
-    ("fsdp", "FSDP"),
-    ("tensor", "Tensor parallel"),
-    ("pipeline", "Pipeline parallel"),
+    (Parallelism.DDP, "Data parallel (DDP)"),
+    (Parallelism.ZERO1, "ZeRO-1"),
+    (Parallelism.ZERO2, "ZeRO-2"),
+    (Parallelism.ZERO3, "ZeRO-3"),
+    (Parallelism.FSDP, "FSDP"),
+    (Parallelism.TENSOR, "Tensor parallel"),
+    (Parallelism.PIPELINE, "Pipeline parallel"),
 ]
 RECOMPUTE = [
     ("", "As checkpointing says"),
-    ("none", "None"),
-    ("selective", "Selective (attention)"),
-    ("op", "Per operator (every other matmul)"),
-    ("full", "Full (every layer)"),
+    (Recompute.NONE, "None"),
+    (Recompute.SELECTIVE, "Selective (attention)"),
+    (Recompute.OP, "Per operator (every other matmul)"),
+    (Recompute.FULL, "Full (every layer)"),
 ]
-OFFLOAD = [("none", "On the GPU"), ("cpu", "Host RAM (CPU)"), ("nvme", "NVMe")]
+OFFLOAD = [
+    (OffloadTarget.NONE, "On the GPU"),
+    (OffloadTarget.CPU, "Host RAM (CPU)"),
+    (OffloadTarget.NVME, "NVMe"),
+]
 SEARCH_UP_TO = [
     (0, "One node (8 GPUs)"),
     (64, "64 GPUs"),
@@ -551,7 +558,7 @@ class WorkloadPage(QWidget):
         self.engine.clear()
         default = engine_for("llama.cpp" if wanted == "inference" and self._llama_default else None, kind)
         self.engine.addItem(f"Default for this workload ({default.name})", "")
-        for e in ENGINES.values():
+        for e in RECORDS.values():
             if e.kind == wanted:
                 self.engine.addItem(e.name, e.id)
         _select(self.engine, current or "")
