@@ -7,6 +7,8 @@ line and point at the field.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 
 class InputError(ValueError):
     """A value given to the core is invalid; ``field`` says which one."""
@@ -27,6 +29,26 @@ def _short(value: object) -> str:
     """``repr(value)``, cut to :data:`MAX_SHOWN_CHARS` (a long string is cut before its repr is made)."""
     text = repr(value[: MAX_SHOWN_CHARS + 1] if isinstance(value, str) else value)
     return text if len(text) <= MAX_SHOWN_CHARS else text[:MAX_SHOWN_CHARS] + "..."
+
+
+#: Most unknown keys an error or a warning names; the rest are counted.
+MAX_NAMED_KEYS = 8
+#: Longest key an error or a warning names (a hostile file's key may be megabytes long).
+MAX_KEY_CHARS = 60
+
+
+def short_key(key: str) -> str:
+    """``key``, cut to :data:`MAX_KEY_CHARS` with an ellipsis."""
+    return key if len(key) <= MAX_KEY_CHARS else key[:MAX_KEY_CHARS] + "..."
+
+
+def keys_phrase(keys: Iterable[str]) -> str:
+    """``a, b, c`` naming at most :data:`MAX_NAMED_KEYS` keys, each cut by :func:`short_key`, and
+    "and N more" for the rest."""
+    keys = list(keys)
+    named = ", ".join(short_key(k) for k in keys[:MAX_NAMED_KEYS])
+    rest = len(keys) - MAX_NAMED_KEYS
+    return named + (f" and {rest:,} more" if rest > 0 else "")
 
 
 class CatalogError(InputError):

@@ -697,3 +697,21 @@ def test_fuzz_stored_instances(text):
 def _fresh_home_per_test(tmp_path, monkeypatch):
     monkeypatch.setenv("GPUADVISOR_HOME", str(tmp_path / "home"))
     assert user_paths().data_dir.parent == tmp_path / "home"
+
+
+def test_a_megabyte_key_in_a_stored_file_is_named_by_its_start():
+    """Found by the fuzzer: an unknown key of any length, or thousands of them, in a stored
+    measurements file made a warning as long as the file. The warning names at most a few keys,
+    each by its first characters, and counts the rest."""
+    from gpuadvisor.core.errors import MAX_KEY_CHARS, MAX_NAMED_KEYS
+
+    doc = json.loads(MEASUREMENTS_SEED) if isinstance(MEASUREMENTS_SEED, str) else dict(MEASUREMENTS_SEED)
+    doc["a" * 1_000_000] = 1  # sorts first, so it is named
+    for i in range(3_000):
+        doc[f"extra{i}"] = i
+    _stored("measurements.json", json.dumps(doc))
+    loaded = load_measurements()
+    (warning,) = loaded.warnings
+    _no_crash(loaded.warnings)
+    assert "a" * MAX_KEY_CHARS + "..." in warning and "a" * (MAX_KEY_CHARS + 1) not in warning
+    assert f"and {3_001 - MAX_NAMED_KEYS:,} more" in warning

@@ -467,9 +467,15 @@ def test_a_stack_s_own_words_reach_the_scenario_as_the_scenario_s(every_row):
 
 def test_rescored_rows_take_the_later_decision_and_a_bad_one_names_the_row(tmp_path, rows):
     rescored = (DATA_DIR / "rescored.csv").read_text(encoding="utf-8").splitlines()
-    decided = {line.split(",", 1)[0] for line in rescored[2:]}
+    import csv
+
+    decisions = {r["id"]: r["scored"] for r in csv.DictReader(rescored[1:])}
+    decided = set(decisions)
     by_id = {r.id: r for r in rows}
-    assert decided and all(not by_id[i].scored and by_id[i].why for i in decided)
+    assert decided and {"yes", "no"} >= set(decisions.values())
+    for i, scored in decisions.items():  # the later decision wins, either way
+        assert by_id[i].scored == (scored == "yes"), i
+        assert by_id[i].scored or by_id[i].why, i
     for name in ("sources.csv", "measurements.csv"):
         shutil.copy(DATA_DIR / name, tmp_path / name)
     (tmp_path / "rescored.csv").write_text(

@@ -12,7 +12,7 @@ import math
 from datetime import date
 from typing import Any
 
-from ..errors import InputError
+from ..errors import InputError, keys_phrase
 from ..files import parse_json
 from .results import CalibrationProfile, FactorFit
 
@@ -75,10 +75,10 @@ def _is_number(value: object) -> bool:
 def _keys(data: dict[str, Any], where: str, required: tuple[str, ...], optional: tuple[str, ...]) -> None:
     missing = [k for k in required if k not in data]
     if missing:
-        raise InputError(where, f"is missing key(s) {', '.join(missing)}")
+        raise InputError(where, f"is missing key(s) {keys_phrase(missing)}")
     unknown = sorted(k for k in data if k not in required + optional)
     if unknown:
-        raise InputError(where, f"has unknown key(s) {', '.join(unknown)}")
+        raise InputError(where, f"has unknown key(s) {keys_phrase(unknown)}")
 
 
 def _text(value: object, where: str) -> str:

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field, fields
 from datetime import date
 from typing import Any
 
-from ..errors import InputError
+from ..errors import InputError, keys_phrase
 from ..files import MAX_NAME_CHARS, MAX_TEXT_CHARS, check_text, parse_json
 from ..specs.workload import TRAINING_KINDS, WORKLOAD_KINDS
 
@@ -199,7 +199,7 @@ class Measurement:
         unknown = sorted(k for k in data if k not in known and k != "scenario_fingerprint")
         if unknown:
             raise InputError(
-                where, f"has unknown key(s) {', '.join(unknown)}; known keys: {', '.join(sorted(known))}"
+                where, f"has unknown key(s) {keys_phrase(unknown)}; known keys: {', '.join(sorted(known))}"
             )
         missing = [k for k in ("id", "gpu_id", "kind", "model") if k not in data]
         if missing:
@@ -249,7 +249,7 @@ def measurements_from_json(text: str, origin: str = "measurements file") -> list
         )
     unknown = sorted(k for k in doc if k not in ("format", "schema_version", "measurements"))
     if unknown:
-        raise InputError(origin, f"has unknown key(s) {', '.join(unknown)}")
+        raise InputError(origin, f"has unknown key(s) {keys_phrase(unknown)}")
     items = doc.get("measurements")
     if not isinstance(items, list):
         raise InputError(f"{origin}: measurements", "must be a list", type(items).__name__)

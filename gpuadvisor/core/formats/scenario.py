@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError, ScenarioError
+from ..errors import MAX_NAMED_KEYS, InputError, ScenarioError, short_key
 from ..files import (
     MAX_NAME_CHARS,
     MAX_TEXT_CHARS,
@@ -326,7 +326,11 @@ def scenario_from_dict(data: Any, base_dir: str | None = None) -> Scenario:
         raise ScenarioError("notes", "must be text", notes)
     check_text("notes", notes, MAX_TEXT_CHARS, ScenarioError)
     measurements = _measurements(data.get("measurements"))
-    warnings = tuple(f"ignored unknown key: {k}" if " " not in k else k for k in unknown)
+    warnings = tuple(
+        f"ignored unknown key: {short_key(k)}" if " " not in k else k for k in unknown[:MAX_NAMED_KEYS]
+    )
+    if len(unknown) > MAX_NAMED_KEYS:
+        warnings += (f"ignored {len(unknown) - MAX_NAMED_KEYS:,} more unknown keys",)
     return Scenario(
         model=model,
         workload=workload,

@@ -39,7 +39,7 @@ from functools import cache
 from types import MappingProxyType
 from typing import Any, Literal
 
-from ..errors import CatalogError
+from ..errors import CatalogError, short_key
 from ..files import parse_json
 from ..specs.catalog_io import CatalogMeta
 from ..specs.hardware import GpuCatalog, GpuSpec
@@ -389,7 +389,8 @@ def _kind_from_json(origin: str, kind: str, value: object) -> KindEdits:
     unknown = sorted(set(value) - {"overrides", "added", "deleted"})
     if unknown:
         raise CatalogError(
-            f"{origin}: {kind}.{unknown[0]}", "is not a known key (expected overrides, added, deleted)"
+            f"{origin}: {kind}.{short_key(unknown[0])}",
+            "is not a known key (expected overrides, added, deleted)",
         )
     overrides = value.get("overrides", {})
     if not isinstance(overrides, dict):
