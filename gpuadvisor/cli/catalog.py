@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from ..core.errors import InputError
@@ -12,6 +13,7 @@ from ..core.formats.catalog_exchange import export_text, import_file
 from ..core.formats.instance_import import price_list_instance_types
 from ..core.formats.pricelists import (
     PriceImport,
+    PriceStats,
     format_price,
     merge_price_imports,
     price_update_rows,
@@ -87,7 +89,9 @@ def cmd_catalog_import(args: argparse.Namespace) -> int:
     return EXIT_REJECTED_ROWS if report.rejected else 0
 
 
-def _save_rows(edit: UserCatalogEdit, kind: str, rows, changed: bool, dry_run: bool) -> Path | None:
+def _save_rows(
+    edit: UserCatalogEdit, kind: str, rows: Sequence[Mapping[str, str]], changed: bool, dry_run: bool
+) -> Path | None:
     """Save ``rows`` as the user's edits of ``kind`` (unless nothing changed or it is a dry run)."""
     if not changed or dry_run:
         return None
@@ -107,7 +111,7 @@ def _say_saved(saved: Path | None, dry_run: bool) -> None:
 # --- prices import ------------------------------------------------------------------------------
 
 
-def _stats_dict(stats) -> dict | None:
+def _stats_dict(stats: PriceStats | None) -> dict[str, float | int] | None:
     if stats is None:
         return None
     return {
@@ -119,8 +123,12 @@ def _stats_dict(stats) -> dict | None:
 
 
 def _prices_to_dict(
-    merged: PriceImport, files: list[str], updates: list[tuple[str, dict[str, str]]], dry_run: bool, saved
-) -> dict:
+    merged: PriceImport,
+    files: list[str],
+    updates: list[tuple[str, dict[str, str]]],
+    dry_run: bool,
+    saved: Path | None,
+) -> dict[str, object]:
     return {
         "files": files,
         "provider": merged.provider,

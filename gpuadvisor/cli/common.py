@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import argparse
 import sys
 from collections.abc import Sequence
 
 from ..core.errors import InputError
 from ..core.estimation.calibration import CalibrationProfile
+from ..core.specs.hardware import GpuCatalog
+from ..core.specs.instances import InstanceCatalog
+from ..core.specs.presets import ModelCatalog
 from ..storage import load_calibration
 
 EXIT_INPUT = 2
@@ -23,7 +27,7 @@ def _warn(warnings: Sequence[str]) -> None:
         print(f"warning: {warning}", file=sys.stderr)
 
 
-def load_inputs(args) -> tuple[object, object, object, int, list[str]]:
+def load_inputs(args: argparse.Namespace) -> tuple[GpuCatalog, ModelCatalog, InstanceCatalog, int, list[str]]:
     """(GPU catalog, model catalog, instance snapshot, stale-price months, warnings) for a command
     that estimates: the user's edits and imports unless ``--no-user-catalog``; the warnings are
     printed on stderr here and returned, so ``--strict`` can count them."""

@@ -65,7 +65,7 @@ def _read_smi_log(path: str, columns: str | None) -> LogSummary:
     return summary
 
 
-def _finding_dict(f: Finding) -> dict:
+def _finding_dict(f: Finding) -> dict[str, object]:
     return {
         "severity": f.severity,
         "title": f.title,
@@ -91,8 +91,12 @@ def _num(value: float | None, digits: int = 0) -> str:
     return "-" if value is None else f"{value:,.{digits}f}"
 
 
-def _comparison_dict(c: Comparison) -> dict:
-    r = lambda v, d=3: None if v is None else round(v, d)  # noqa: E731
+def _round(value: float | None, digits: int = 3) -> float | None:
+    return None if value is None else round(value, digits)
+
+
+def _comparison_dict(c: Comparison) -> dict[str, object]:
+    r = _round
     return {
         "measurement": c.measurement.id,
         "tokens_per_s": {
@@ -242,7 +246,7 @@ def cmd_measure_add(args: argparse.Namespace) -> int:
     )
     print("")
     print("\n".join(_render_comparison(comparison)))
-    if findings:
+    if smi is not None and findings:
         print("")
         print(f"Diagnosis of {smi.origin}:")
         print("\n".join(_render_findings(findings)))
@@ -418,10 +422,10 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
             raise InputError("--show", f"no calibration profile is saved yet ({calibration_file()})")
         profile = loaded.value
     else:
-        loaded = load_measurements()
-        _warn(loaded.warnings)
+        measured = load_measurements()
+        _warn(measured.warnings)
         gpus, models = load_catalogs(not args.no_user_catalog)
-        profile = fit_calibration(loaded.value, EstimatePredictor(gpus, models))
+        profile = fit_calibration(measured.value, EstimatePredictor(gpus, models))
         if profile.fits:
             saved = save_calibration(profile)
         else:

@@ -25,9 +25,9 @@ def _use_offscreen_qt_when_headless() -> None:
 
 def _quiet_offscreen_warnings() -> None:
     """Drop the offscreen plugin's harmless "propagateSizeHints" warning; pass other Qt messages on."""
-    from PySide6.QtCore import qInstallMessageHandler
+    from PySide6.QtCore import QMessageLogContext, QtMsgType, qInstallMessageHandler
 
-    def handler(_mode, _context, message: str) -> None:
+    def handler(_mode: QtMsgType, _context: QMessageLogContext, message: str) -> None:
         if "propagateSizeHints" not in message:
             print(message, file=sys.stderr)
 

@@ -26,6 +26,8 @@ from PySide6.QtWidgets import (
 )
 
 from .. import __version__
+from ..core.specs.hardware import GpuCatalog, load_gpu_catalog
+from ..core.specs.presets import ModelCatalog, load_model_catalog
 
 LICENSE_FILE = "LICENSE"
 NOTICES_FILE = "THIRD-PARTY-NOTICES"
@@ -63,15 +65,17 @@ def license_text(folder: Path | None = None) -> str:
 
 def _distribution_license(dist: metadata.Distribution) -> str:
     meta = dist.metadata
-    expression = meta.get("License-Expression")
-    if expression:
+    fields = meta.json  # the header fields by lower-case name ("license_expression")
+    expression = fields.get("license_expression")
+    if isinstance(expression, str) and expression:
         return expression
     classifiers = [
         c.split(" :: ")[-1] for c in meta.get_all("Classifier") or () if c.startswith("License ::")
     ]
     if classifiers:
         return ", ".join(classifiers)
-    text = (meta.get("License") or "").strip()
+    license_field = fields.get("license")
+    text = license_field.strip() if isinstance(license_field, str) else ""
     return text.splitlines()[0] if text else "not stated in its metadata"
 
 
@@ -138,14 +142,18 @@ class AboutDialog(QDialog):
         return view
 
 
-def show_about(parent: QWidget, gpus, models) -> AboutDialog:
-    """Open the About dialog (window-modal, returns at once) for the catalogs in use."""
+def catalog_lines(gpus: GpuCatalog, models: ModelCatalog) -> list[str]:
+    """The About tab's lines on the catalogs in use."""
     gm, mm = gpus.meta, models.meta
-    lines = [
+    return [
         f"GPU catalog: schema {gm.schema_version}, updated {gm.updated}, {len(gpus)} GPUs.",
         f"Model presets: schema {mm.schema_version}, updated {mm.updated}, {len(models)} models.",
     ]
-    dialog = AboutDialog(lines, parent)
+
+
+def show_about(parent: QWidget, gpus: GpuCatalog, models: ModelCatalog) -> AboutDialog:
+    """Open the About dialog (window-modal, returns at once) for the catalogs in use."""
+    dialog = AboutDialog(catalog_lines(gpus, models), parent)
     dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
     dialog.open()
     return dialog
@@ -154,15 +162,7 @@ def show_about(parent: QWidget, gpus, models) -> AboutDialog:
 if __name__ == "__main__":
     from PySide6.QtWidgets import QApplication
 
-    from ..core.hardware import load_gpu_catalog
-    from ..core.presets import load_model_catalog
-
     app = QApplication(sys.argv)
-    dialog = AboutDialog(
-        [
-            f"GPU catalog: {len(load_gpu_catalog())} GPUs.",
-            f"Model presets: {len(load_model_catalog())} models.",
-        ]
-    )
+    dialog = AboutDialog(catalog_lines(load_gpu_catalog(), load_model_catalog()))
     dialog.show()
     sys.exit(app.exec())

@@ -14,6 +14,14 @@ import logging
 import os
 import sys
 import time
+from collections.abc import Callable, MutableMapping
+from types import TracebackType
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # Qt is imported once the platform is chosen
+    from PySide6.QtWidgets import QWidget
+
+    from .main_window import MainWindow
 
 log = logging.getLogger("gpuadvisor")
 
@@ -27,13 +35,13 @@ def has_display() -> bool:
     return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
 
 
-def install_excepthook(parent_getter) -> None:
+def install_excepthook(parent_getter: Callable[[], QWidget | None]) -> None:
     """Unexpected errors go to the log and to a readable dialog, never a silent crash."""
     from PySide6.QtWidgets import QMessageBox
 
     from ..storage.logs import log_exception
 
-    def hook(exc_type, exc, tb):
+    def hook(exc_type: type[BaseException], exc: BaseException, tb: TracebackType | None) -> None:
         if issubclass(exc_type, KeyboardInterrupt):
             sys.__excepthook__(exc_type, exc, tb)
             return
@@ -46,7 +54,7 @@ def install_excepthook(parent_getter) -> None:
     sys.excepthook = hook
 
 
-def build_window(scenario_path: str | None = None, deferred_charts: bool = True):
+def build_window(scenario_path: str | None = None, deferred_charts: bool = True) -> MainWindow:
     """Create the state and the main window (a QApplication must exist)."""
     from ..core.errors import CatalogError, InputError
     from ..core.formats.scenario import default_scenario
@@ -135,7 +143,9 @@ def wayland_plugin_present() -> bool:
 
 
 def choose_platform(
-    environ=os.environ, plugin_present=wayland_plugin_present, find_library=None
+    environ: MutableMapping[str, str] = os.environ,
+    plugin_present: Callable[[], bool] = wayland_plugin_present,
+    find_library: Callable[[str], str | None] | None = None,
 ) -> str | None:
     """Set ``QT_QPA_PLATFORM=wayland`` for a Wayland session without X display; return an error
     message (what to install) when that cannot work, else ``None``."""
@@ -147,7 +157,9 @@ def choose_platform(
     ):
         return None
     if find_library is None:
-        from ctypes.util import find_library
+        from ctypes.util import find_library as found_by_ctypes
+
+        find_library = found_by_ctypes
     if not plugin_present():
         return (
             "gpuadvisor: this is a Wayland session without XWayland (WAYLAND_DISPLAY is set, DISPLAY is "
@@ -191,16 +203,17 @@ def main(scenario_path: str | None = None) -> int:
     from ..storage.logs import configure_logging
 
     configure_logging()
-    app = QApplication.instance() or QApplication([sys.argv[0]])
+    existing = QApplication.instance()
+    app = existing if isinstance(existing, QApplication) else QApplication([sys.argv[0]])
     app.setApplicationName("gpuadvisor")
     app.setOrganizationName("gpuadvisor")
     icon = icon_path()
     if icon.exists():
         app.setWindowIcon(QIcon(str(icon)))
-    window = None
+    window: MainWindow | None = None  # the dialog's parent once there is a window
     install_excepthook(lambda: window)
-    window = build_window(scenario_path)
-    window.show()
+    window = main_window = build_window(scenario_path)
+    main_window.show()
     if os.environ.get("GPUADVISOR_STARTUP_TIMING"):
         from PySide6.QtCore import QEventLoop, QTimer
 
@@ -208,8 +221,8 @@ def main(scenario_path: str | None = None) -> int:
         shown = time.perf_counter() - t0
         since_start = seconds_since_process_start()
 
-        def report():
-            if not window.charts_ready:
+        def report() -> None:
+            if not main_window.charts_ready:
                 QTimer.singleShot(20, report)
                 return
             print(
@@ -218,8 +231,8 @@ def main(scenario_path: str | None = None) -> int:
                 flush=True,
             )
             if os.environ.get("GPUADVISOR_STARTUP_TIMING") == "exit":
-                window.state.dirty = False
-                window.close()
+                main_window.state.dirty = False
+                main_window.close()
                 app.quit()
 
         QTimer.singleShot(0, report)

@@ -128,7 +128,12 @@ def scan_in_background(parent: QWidget | None, time_limit_s: float = SCAN_TIME_L
     timer.setInterval(25)
     timer.timeout.connect(lambda: loop.quit() if scan.finished or time.monotonic() > give_up else None)
     cancelled: list[bool] = []
-    progress.canceled.connect(lambda: (cancelled.append(True), loop.quit()))
+
+    def cancel() -> None:
+        cancelled.append(True)
+        loop.quit()
+
+    progress.canceled.connect(cancel)
     timer.start()
     loop.exec()
     timer.stop()

@@ -12,18 +12,23 @@ from __future__ import annotations
 
 import base64
 import logging
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QByteArray, QEvent, Qt, QTimer
-from PySide6.QtGui import QAction, QActionGroup, QGuiApplication, QKeySequence
+from PySide6.QtCore import QByteArray, QEvent, QObject, Qt, QTimer
+from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QGuiApplication, QKeySequence, QShowEvent
 from PySide6.QtWidgets import (
     QApplication,
     QHBoxLayout,
+    QLabel,
     QMainWindow,
+    QMenu,
     QMessageBox,
     QPushButton,
     QScrollArea,
     QSplitter,
     QTabWidget,
+    QTextBrowser,
     QVBoxLayout,
     QWidget,
 )
@@ -31,12 +36,18 @@ from PySide6.QtWidgets import (
 from ..core.errors import InputError
 from ..core.estimation.results import Estimate
 from ..core.formats.scenario import Scenario
+from ..core.formats.user_catalog import UserCatalog
 from ..core.presentation.titles import default_title
 from ..core.presentation.wording import model_line
+from ..core.specs.hardware import GpuCatalog
+from ..core.specs.presets import ModelCatalog
+from ..storage.settings import Settings
 from .messages import user_message
 from .pages.budget_page import BudgetPage
 from .pages.model_page import ModelPage
 from .pages.workload_page import WorkloadPage
+from .ranking.model import RankingModel, RankingProxy
+from .ranking.view import RankingView
 from .results_view import ResultsView
 from .scenario_name import ScenarioNameField
 from .state import AppState
@@ -44,8 +55,14 @@ from .theme import APPEARANCES, apply_appearance
 from .window_files import FileActions
 from .window_tools import ToolWindows
 
+if TYPE_CHECKING:
+    from .help_dialog import HelpDialog  # imported when F1 first opens it
+
 log = logging.getLogger(__name__)
 MAX_RECENT = 10
+
+#: A wizard page: each has a ``title``, an ``edited`` signal, ``set_scenario`` and ``apply``.
+Page = WorkloadPage | ModelPage | BudgetPage
 
 
 class MainWindow(FileActions, ToolWindows, QMainWindow):
@@ -54,13 +71,13 @@ class MainWindow(FileActions, ToolWindows, QMainWindow):
     def __init__(
         self,
         state: AppState,
-        settings=None,
+        settings: Settings | None = None,
         default_scenario: Scenario | None = None,
         deferred_charts: bool = True,
-        user_catalog=None,
-        catalog_warnings=(),
+        user_catalog: UserCatalog | None = None,
+        catalog_warnings: Sequence[str] = (),
         catalog_set_aside: bool = False,
-    ):
+    ) -> None:
         super().__init__()
         self.state = state
         self.settings = settings
@@ -68,7 +85,8 @@ class MainWindow(FileActions, ToolWindows, QMainWindow):
         self.catalog_warnings = list(catalog_warnings)
         self._catalog_notice = list(catalog_warnings) if catalog_set_aside else []
         self.catalog_editor = None
-        self.catalog_warning_box = None
+        self.catalog_warning_box: QMessageBox | None = None
+        self.help_dialog: HelpDialog | None = None
         self.default_scenario = default_scenario or state.scenario
         self.charts_ready = False
         self._page_errors: dict[int, str] = {}
@@ -81,9 +99,10 @@ class MainWindow(FileActions, ToolWindows, QMainWindow):
         self.workload_page = WorkloadPage(state.gpus)
         self.model_page = ModelPage(state.models)
         self.budget_page = BudgetPage()
-        self.pages = (self.workload_page, self.model_page, self.budget_page)
+        pages: list[Page] = [self.workload_page, self.model_page, self.budget_page]
+        self.pages = tuple(pages)
         self.page_tabs = QTabWidget()
-        for i, page in enumerate(self.pages):
+        for i, page in enumerate(pages):
             scroll = QScrollArea()
             scroll.setWidgetResizable(True)
             scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
@@ -180,23 +199,23 @@ class MainWindow(FileActions, ToolWindows, QMainWindow):
         self.results.create_charts()
 
     @property
-    def summary(self):
+    def summary(self) -> QLabel:
         return self.results.summary
 
     @property
-    def ranking_model(self):
+    def ranking_model(self) -> RankingModel:
         return self.results.ranking_model
 
     @property
-    def ranking_proxy(self):
+    def ranking_proxy(self) -> RankingProxy:
         return self.results.ranking_proxy
 
     @property
-    def table(self):
+    def table(self) -> RankingView:
         return self.results.table
 
     @property
-    def detail(self):
+    def detail(self) -> QTextBrowser:
         return self.results.detail
 
     def set_whatif_axis(self, axis: str) -> None:
@@ -231,12 +250,12 @@ class MainWindow(FileActions, ToolWindows, QMainWindow):
         if message:
             self.statusBar().showMessage(message + "\u2026")
 
-    def _on_catalogs_changed(self, gpus, models) -> None:
+    def _on_catalogs_changed(self, gpus: GpuCatalog, models: ModelCatalog) -> None:
         """A catalog edit or import: the pages list the new GPUs and models."""
         self.workload_page.set_gpus(gpus)
         self.model_page.set_models(models)
 
-    def showEvent(self, event) -> None:
+    def showEvent(self, event: QShowEvent) -> None:
         super().showEvent(event)
         QTimer.singleShot(0, self._fit_page_width)  # once the pages are polished (their true size)
         if self._deferred_charts and not self.charts_ready:
@@ -347,7 +366,8 @@ class MainWindow(FileActions, ToolWindows, QMainWindow):
             "charts": self.results.chart_tabs.parentWidget(),
             "detail": self.results.detail,
         }[name]
-        widget.setVisible(visible)
+        if widget is not None:
+            widget.setVisible(visible)
         action = self.panel_actions.get(name)
         if action is not None and action.isChecked() != visible:
             action.setChecked(visible)
@@ -363,7 +383,7 @@ class MainWindow(FileActions, ToolWindows, QMainWindow):
     def set_appearance(self, mode: str) -> None:
         """Follow the desktop's palette or force light or dark; remembered in the settings."""
         app = QApplication.instance()
-        if app is not None:
+        if isinstance(app, QApplication):
             apply_appearance(app, mode)
         if self.settings is not None:
             self.settings.extra["appearance"] = mode
@@ -371,17 +391,23 @@ class MainWindow(FileActions, ToolWindows, QMainWindow):
         if action is not None:
             action.setChecked(True)
 
-    def open_help(self):
+    def open_help(self) -> HelpDialog:
         """F1: the user guide, bundled with the app (works offline)."""
         from .help_dialog import HelpDialog
 
-        if getattr(self, "help_dialog", None) is None:
+        if self.help_dialog is None:
             self.help_dialog = HelpDialog(self)
         self.help_dialog.show()
         self.help_dialog.raise_()
         return self.help_dialog
 
-    def _action(self, menu, text, shortcut, slot) -> QAction:
+    def _action(
+        self,
+        menu: QMenu,
+        text: str,
+        shortcut: QKeySequence | QKeySequence.StandardKey,
+        slot: Callable[..., object],
+    ) -> QAction:
         action = QAction(text, self)
         action.setShortcut(shortcut)
         action.triggered.connect(slot)
@@ -403,7 +429,7 @@ class MainWindow(FileActions, ToolWindows, QMainWindow):
         finally:
             self._applying = False
 
-    def eventFilter(self, watched, event) -> bool:  # Qt override
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # Qt override
         if event.type() == QEvent.Type.LayoutRequest and watched in getattr(self, "pages", ()):
             # A group shown or hidden (the advanced layout, the serving targets, a Mac's memory)
             # can make a page wider: fit the pages' width again once the layout has settled.
@@ -418,8 +444,13 @@ class MainWindow(FileActions, ToolWindows, QMainWindow):
         self._page_width_pending = False
         for i in range(self.page_tabs.count()):
             scroll = self.page_tabs.widget(i)
+            if not isinstance(scroll, QScrollArea):
+                continue
+            content = scroll.widget()
+            if content is None:
+                continue
             width = (
-                scroll.widget().minimumSizeHint().width()
+                content.minimumSizeHint().width()
                 + scroll.verticalScrollBar().sizeHint().width()
                 + 2 * scroll.frameWidth()
             )
@@ -476,8 +507,8 @@ class MainWindow(FileActions, ToolWindows, QMainWindow):
         self._page_errors.pop(index, None)
         if page is self.model_page:
             self.model_page.show_error("")
-        force = bool(getattr(page, "file_chosen", False))
-        if force:
+        force = isinstance(page, ModelPage) and page.file_chosen
+        if isinstance(page, ModelPage):
             page.file_chosen = False
         self._applying = True
         try:
@@ -539,11 +570,11 @@ class MainWindow(FileActions, ToolWindows, QMainWindow):
     def layout_into_settings(self) -> None:
         if self.settings is None:
             return
-        self.settings.window_geometry = base64.b64encode(bytes(self.saveGeometry())).decode("ascii")
+        self.settings.window_geometry = base64.b64encode(self.saveGeometry().data()).decode("ascii")
         self.settings.splitter_sizes = {n: list(s.sizes()) for n, s in self._splitters().items()}
         self.settings.extra["panels"] = {n: a.isChecked() for n, a in self.panel_actions.items()}
 
-    def closeEvent(self, event) -> None:
+    def closeEvent(self, event: QCloseEvent) -> None:
         if not self.maybe_save():
             event.ignore()
             return

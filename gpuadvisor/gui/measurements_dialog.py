@@ -24,8 +24,9 @@ import datetime
 import html
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, QObject, QPersistentModelIndex, Qt
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -55,7 +56,7 @@ from ..core.estimation.calibration import (
 )
 from ..core.estimation.estimate import resolve_model
 from ..core.formats.measurements import Measurement, next_measurement_id
-from ..core.formats.scenario import scenario_snapshot
+from ..core.formats.scenario import Scenario, scenario_snapshot
 from ..core.formats.smi_log import Finding, LogSummary, diagnose, read_nvidia_smi_log
 from ..core.numbers import NumberRule, Quantity
 from ..core.specs.constants import engine_for
@@ -97,10 +98,12 @@ class _TextTable(QAbstractTableModel):
 
     HEADERS: tuple[str, ...] = ()
 
-    def columnCount(self, parent=QModelIndex()) -> int:
+    def columnCount(self, parent: QModelIndex | QPersistentModelIndex = QModelIndex()) -> int:
         return 0 if parent.isValid() else len(self.HEADERS)
 
-    def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):
+    def headerData(
+        self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole
+    ) -> Any:
         if role == Qt.ItemDataRole.DisplayRole and orientation == Qt.Orientation.Horizontal:
             return self.HEADERS[section]
         return None
@@ -128,7 +131,7 @@ class MeasurementsModel(_TextTable):
         "Note",
     )
 
-    def __init__(self, parent=None):
+    def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.rows: list[Comparison] = []
 
@@ -137,7 +140,7 @@ class MeasurementsModel(_TextTable):
         self.rows = list(rows)
         self.endResetModel()
 
-    def rowCount(self, parent=QModelIndex()) -> int:
+    def rowCount(self, parent: QModelIndex | QPersistentModelIndex = QModelIndex()) -> int:
         return 0 if parent.isValid() else len(self.rows)
 
     def text(self, row: int, col: int) -> str:
@@ -160,7 +163,9 @@ class MeasurementsModel(_TextTable):
         }
         return values[col]
 
-    def data(self, index, role=Qt.ItemDataRole.DisplayRole):
+    def data(
+        self, index: QModelIndex | QPersistentModelIndex, role: int = Qt.ItemDataRole.DisplayRole
+    ) -> Any:
         if not index.isValid():
             return None
         if role == Qt.ItemDataRole.DisplayRole:
@@ -183,7 +188,7 @@ class FactorsModel(_TextTable):
 
     HEADERS = ("GPU", "Engine", "Factor", "Value", "Measurements", "Error before → after", "Note")
 
-    def __init__(self, parent=None):
+    def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.profile: CalibrationProfile | None = None
 
@@ -192,7 +197,7 @@ class FactorsModel(_TextTable):
         self.profile = profile
         self.endResetModel()
 
-    def rowCount(self, parent=QModelIndex()) -> int:
+    def rowCount(self, parent: QModelIndex | QPersistentModelIndex = QModelIndex()) -> int:
         return 0 if parent.isValid() or self.profile is None else len(self.profile.fits)
 
     def text(self, row: int, col: int) -> str:
@@ -211,7 +216,9 @@ class FactorsModel(_TextTable):
             f.note,
         )[col]
 
-    def data(self, index, role=Qt.ItemDataRole.DisplayRole):
+    def data(
+        self, index: QModelIndex | QPersistentModelIndex, role: int = Qt.ItemDataRole.DisplayRole
+    ) -> Any:
         if not index.isValid() or self.profile is None:
             return None
         if role in (Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.ToolTipRole):
@@ -596,7 +603,7 @@ class MeasurementsDialog(QDialog):
     def chart_points(self) -> tuple[list[tuple[float, float]], list[tuple[float, float]]]:
         """(estimate points, calibrated points) as drawn: (measured, estimated) tokens/s."""
 
-        def pairs(item) -> list[tuple[float, float]]:
+        def pairs(item: Any) -> list[tuple[float, float]]:  # a pyqtgraph ScatterPlotItem
             x, y = item.getData()
             return [(float(a), float(b)) for a, b in zip(x, y)]
 
@@ -702,7 +709,7 @@ class MeasurementsDialog(QDialog):
             self.profile_label.setText(f"Profile of {profile.created}: {len(profile.fits)} factors, {state}.")
             self.factors_table.setToolTip(profile.summary())
 
-    def _on_scenario_changed(self, scenario) -> None:
+    def _on_scenario_changed(self, scenario: Scenario) -> None:
         if scenario.measurements is not self._scenario_runs:
             self.reload()
         if scenario.workload.kind != self._kind:

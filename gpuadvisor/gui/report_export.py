@@ -8,9 +8,12 @@ recommends exactly what the window shows.
 
 from __future__ import annotations
 
-from PySide6.QtCore import QThread, Signal
+from PySide6.QtCore import QObject, QThread, Signal
+from PySide6.QtGui import QImage
 
 from ..core.errors import InputError
+from ..core.estimation.results import Estimate
+from ..core.presentation.report import Report
 
 
 class ReportExport(QThread):
@@ -19,7 +22,15 @@ class ReportExport(QThread):
     succeeded = Signal(str, int, float)
     failed = Signal(str)
 
-    def __init__(self, report, est, path: str, page_size: str, images, parent=None):
+    def __init__(
+        self,
+        report: Report,
+        est: Estimate,
+        path: str,
+        page_size: str,
+        images: tuple[QImage, ...],
+        parent: QObject | None = None,
+    ) -> None:
         super().__init__(parent)
         self.args = (report, est, path, page_size, images)
 

@@ -12,9 +12,11 @@ from __future__ import annotations
 import datetime
 import html
 import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QEvent, Qt, Signal
-from PySide6.QtGui import QFont, QFontMetrics, QTextDocument
+from PySide6.QtCore import QEvent, QObject, Qt, Signal
+from PySide6.QtGui import QFont, QFontMetrics, QResizeEvent, QStandardItemModel, QTextDocument
 from PySide6.QtWidgets import (
     QComboBox,
     QHBoxLayout,
@@ -36,6 +38,12 @@ from .ranking import ROLE_KEY, RankingTable
 from .state import AppState
 from .theme import colors
 
+if TYPE_CHECKING:  # the charts are imported when they are created (pyqtgraph is slow to import)
+    from ..views.charts import CostTimeChart, VramChart, WhatIfChart
+    from ..views.charts.latency_chart import LatencyPanel
+    from ..views.charts.serving_chart import ServingChart
+    from .weights_view import WeightsView
+
 CHART_NAMES = ("VRAM across GPUs", "Cost vs time", "What-if", "Serving", "Latency vs load", "Weight types")
 COST_TAB, SERVING_TAB, LATENCY_TAB, WEIGHTS_TAB = 1, 3, 4, 5
 #: The most lines the summary grows to before it clips (its tooltip always holds the whole answer).
@@ -55,9 +63,13 @@ class ResultsView(QWidget):
         super().__init__(parent)
         self.state = state
         self.charts_ready = False
-        self.vram_chart = self.cost_chart = self.whatif_chart = self.serving_chart = None
-        self.latency_panel = None
-        self.weights_view = None
+        # Created by create_charts (pyqtgraph is the slowest import); None until then.
+        self.vram_chart: VramChart | None = None
+        self.cost_chart: CostTimeChart | None = None
+        self.whatif_chart: WhatIfChart | None = None
+        self.serving_chart: ServingChart | None = None
+        self.latency_panel: LatencyPanel | None = None
+        self.weights_view: WeightsView | None = None
         self.whatif_axis = "context"
         self._stale_charts: set[int] = set()
 
@@ -194,8 +206,8 @@ class ResultsView(QWidget):
             f"background: {c.notice_bg}; color: {c.notice_fg}; padding: 6px; border-radius: 3px;"
         )
 
-    def eventFilter(self, watched, event) -> bool:
-        if watched is self.summary and event.type() == QEvent.Type.Resize:
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if watched is self.summary and event.type() == QEvent.Type.Resize and isinstance(event, QResizeEvent):
             est = self.state.estimate
             if est is not None and not self.state.stale and self.warnings(est):
                 text = self.summary_html(est)
@@ -205,7 +217,7 @@ class ResultsView(QWidget):
                 self._fix_summary_height()
         return super().eventFilter(watched, event)
 
-    def changeEvent(self, event) -> None:
+    def changeEvent(self, event: QEvent) -> None:
         if event.type() in (QEvent.Type.PaletteChange, QEvent.Type.FontChange):
             self._apply_colors()
             self._fix_summary_height()
@@ -222,11 +234,11 @@ class ResultsView(QWidget):
         from ..views.charts.latency_chart import LatencyPanel
         from ..views.charts.serving_chart import ServingChart
 
-        self.vram_chart = VramChart()
-        self.cost_chart = CostTimeChart()
-        self.whatif_chart = WhatIfChart()
-        self.serving_chart = ServingChart()
-        self.latency_panel = LatencyPanel()
+        self.vram_chart = vram_chart = VramChart()
+        self.cost_chart = cost_chart = CostTimeChart()
+        self.whatif_chart = whatif_chart = WhatIfChart()
+        self.serving_chart = serving_chart = ServingChart()
+        self.latency_panel = latency_panel = LatencyPanel()
         whatif_box = QWidget()
         box_layout = QVBoxLayout(whatif_box)
         box_layout.setContentsMargins(0, 0, 0, 0)
@@ -246,29 +258,29 @@ class ResultsView(QWidget):
         row.addWidget(self.whatif_axis_box)
         row.addStretch(1)
         box_layout.addLayout(row)
-        box_layout.addWidget(self.whatif_chart, 1)
+        box_layout.addWidget(whatif_chart, 1)
         from .weights_view import WeightsView
 
-        self.weights_view = WeightsView()
-        for i, chart in enumerate(
-            (
-                self.vram_chart,
-                self.cost_chart,
-                whatif_box,
-                self.serving_chart,
-                self.latency_panel,
-                self.weights_view,
-            )
-        ):
+        self.weights_view = weights_view = WeightsView()
+        tabs: tuple[QWidget, ...] = (
+            vram_chart,
+            cost_chart,
+            whatif_box,
+            serving_chart,
+            latency_panel,
+            weights_view,
+        )
+        for i, chart in enumerate(tabs):
             old = self.chart_tabs.widget(i)
             self.chart_tabs.removeTab(i)
             self.chart_tabs.insertTab(i, chart, CHART_NAMES[i])
-            old.deleteLater()
+            if old is not None:
+                old.deleteLater()
         self.chart_tabs.setCurrentIndex(0)
         self.chart_tabs.currentChanged.connect(self._on_chart_tab_changed)
-        self.whatif_chart.set_axis(self.whatif_axis)
-        self.vram_chart.candidateSelected.connect(self.state.select)
-        self.cost_chart.candidateSelected.connect(self.state.select)
+        whatif_chart.set_axis(self.whatif_axis)
+        vram_chart.candidateSelected.connect(self.state.select)
+        cost_chart.candidateSelected.connect(self.state.select)
         self.charts_ready = True
         if self.state.estimate is not None:
             self._update_charts(self.state.estimate)
@@ -290,8 +302,14 @@ class ResultsView(QWidget):
         ):
             if self.chart_tabs.isTabVisible(tab) != shown:
                 self.chart_tabs.setTabVisible(tab, shown)
-        weights_item = self.whatif_axis_box.model().item(self.whatif_axis_box.findData("weights"))
-        weights_item.setEnabled(bool(est.weights_table))
+        axes = self.whatif_axis_box.model()  # a combo box's own model
+        weights_item = (
+            axes.item(self.whatif_axis_box.findData("weights"))
+            if isinstance(axes, QStandardItemModel)
+            else None
+        )
+        if weights_item is not None:
+            weights_item.setEnabled(bool(est.weights_table))
         if self.whatif_axis == "weights" and not est.weights_table:
             self.set_whatif_axis("context", show_tab=False)
         if not self.chart_tabs.isTabVisible(self.chart_tabs.currentIndex()):
@@ -310,7 +328,8 @@ class ResultsView(QWidget):
             self.latency_panel,
             self.weights_view,
         )[index]
-        chart.show_estimate(est, self.state.selected)
+        if chart is not None:
+            chart.show_estimate(est, self.state.selected)
 
     def _on_chart_tab_changed(self, index: int) -> None:
         if self.charts_ready and self.state.estimate is not None:
@@ -322,7 +341,8 @@ class ResultsView(QWidget):
             self.whatif_axis_box.blockSignals(True)
             self.whatif_axis_box.setCurrentIndex(max(0, self.whatif_axis_box.findData(axis)))
             self.whatif_axis_box.blockSignals(False)
-            self.whatif_chart.set_axis(axis)
+            if self.whatif_chart is not None:
+                self.whatif_chart.set_axis(axis)
         if show_tab:
             self.chart_tabs.setCurrentIndex(2)
 
@@ -464,7 +484,7 @@ class ResultsView(QWidget):
             self.summary.setText(self.summary_html(est))
         self._fix_summary_height()
 
-    def _on_catalog_warnings(self, warnings) -> None:
+    def _on_catalog_warnings(self, warnings: Sequence[str]) -> None:
         if warnings:
             shown = "<br>".join(html.escape(w) for w in list(warnings)[:3])
             more = f"<br>(+{len(warnings) - 3} more)" if len(warnings) > 3 else ""

@@ -72,6 +72,10 @@ class WeightsView(QWidget):
     def row_texts(self) -> list[list[str]]:
         """The table's texts, row by row (for tests and the screenshot check)."""
         return [
-            [self.table.item(r, c).text() for c in range(self.table.columnCount())]
+            [_item_text(self.table.item(r, c)) for c in range(self.table.columnCount())]
             for r in range(self.table.rowCount())
         ]
+
+
+def _item_text(item: QTableWidgetItem | None) -> str:
+    return item.text() if item is not None else ""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from PySide6.QtCore import QEvent, Qt, Signal
-from PySide6.QtGui import QColor, QPalette
+from PySide6.QtGui import QColor, QHelpEvent, QPaintEvent, QPalette
 from PySide6.QtWidgets import (
     QComboBox,
     QHBoxLayout,
@@ -38,7 +38,7 @@ class ElidedComboBox(QComboBox):
         )
         return self.fontMetrics().elidedText(option.currentText, Qt.TextElideMode.ElideRight, room.width())
 
-    def paintEvent(self, _event) -> None:  # Qt override
+    def paintEvent(self, _event: QPaintEvent) -> None:  # Qt override
         painter = QStylePainter(self)
         option = QStyleOptionComboBox()
         self.initStyleOption(option)
@@ -53,8 +53,8 @@ class ElidedComboBox(QComboBox):
             return tip
         return f"{text}\n\n{tip}" if tip else text
 
-    def event(self, event) -> bool:  # Qt override
-        if event.type() == QEvent.Type.ToolTip:
+    def event(self, event: QEvent) -> bool:  # Qt override
+        if event.type() == QEvent.Type.ToolTip and isinstance(event, QHelpEvent):
             text = self.tooltip_text()
             if text:
                 QToolTip.showText(event.globalPos(), text, self)
@@ -85,7 +85,7 @@ class ToneLabel(QLabel):
             palette.setColor(QPalette.ColorRole.WindowText, color)
             self.setPalette(palette)
 
-    def changeEvent(self, event) -> None:  # Qt override
+    def changeEvent(self, event: QEvent) -> None:  # Qt override
         super().changeEvent(event)
         if event.type() == QEvent.Type.PaletteChange:
             self._apply_tone()

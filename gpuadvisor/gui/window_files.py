@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from PySide6.QtWidgets import QFileDialog, QMessageBox
 
@@ -13,12 +14,31 @@ from ..core.errors import InputError
 from ..core.presentation.serialize import estimate_to_dict
 from .report_export import ReportExport
 
+if TYPE_CHECKING:
+    from PySide6.QtGui import QAction
+    from PySide6.QtWidgets import QMainWindow, QMenu
 
-class FileActions:
+    from ..core.formats.scenario import Scenario
+    from ..storage.settings import Settings
+    from .state import AppState
+
+    _Window = QMainWindow  # what the mixin is mixed into, for the type checker
+else:
+    _Window = object
+
+
+class FileActions(_Window):
     """Scenario files and exports (mixed into the main window)."""
 
+    # Provided by MainWindow.
+    state: AppState
+    settings: Settings | None
+    default_scenario: Scenario
+    recent_menu: QMenu
+    report_action: QAction
+
     # --- files -----------------------------------------------------------------------------
-    def _update_title(self, *_args) -> None:
+    def _update_title(self, *_args: object) -> None:
         name = self.state.path.name if self.state.path else "Untitled"
         self.setWindowTitle(f"{name}[*] — gpuadvisor")
         self.setWindowModified(self.state.dirty)

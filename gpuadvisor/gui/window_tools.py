@@ -5,20 +5,57 @@ their changes reach :class:`~gpuadvisor.gui.state.AppState`. A mixin of
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from PySide6.QtGui import QKeySequence
+from PySide6.QtGui import QAction, QKeySequence
 
 from ..core.errors import InputError
 from .widgets import ToneLabel
 
+if TYPE_CHECKING:
+    from PySide6.QtWidgets import QMainWindow, QMenu
+
+    from ..core.formats.user_catalog import UserCatalog
+    from ..core.specs.hardware import GpuCatalog
+    from ..core.specs.presets import ModelCatalog
+    from ..storage.settings import Settings
+    from .catalog_editor import CatalogEditor
+    from .measurements_dialog import MeasurementsDialog
+    from .state import AppState
+
+    _Window = QMainWindow  # what the mixin is mixed into, for the type checker
+else:
+    _Window = object
+
 log = logging.getLogger(__name__)
 
 
-class ToolWindows:
+class ToolWindows(_Window):
     """Catalog editor and measurements wiring (mixed into the main window)."""
 
+    # Provided by MainWindow.
+    state: AppState
+    settings: Settings | None
+    user_catalog: UserCatalog | None
+    catalog_editor: CatalogEditor | None
+    tools_menu: QMenu
+    _catalog_notice: list[str]
+
+    def _action(
+        self,
+        menu: QMenu,
+        text: str,
+        shortcut: QKeySequence | QKeySequence.StandardKey,
+        slot: Callable[..., object],
+    ) -> QAction:
+        raise NotImplementedError  # MainWindow's
+
+    # Set up here (_init_calibration).
+    measurements_dialog: MeasurementsDialog | None = None
+
     # --- catalog editor ----------------------------------------------------------------------
-    def open_catalog_editor(self):
+    def open_catalog_editor(self) -> CatalogEditor:
         """Show the catalog editor (created on first use) and return it."""
         if self.catalog_editor is None:
             from ..core.formats.user_catalog import UserCatalog
@@ -40,9 +77,9 @@ class ToolWindows:
         self.catalog_editor.activateWindow()
         return self.catalog_editor
 
-    def _on_catalogs_edited(self, gpus, models, warnings) -> None:
+    def _on_catalogs_edited(self, gpus: GpuCatalog, models: ModelCatalog, warnings: list[str]) -> None:
         self.state.set_catalogs(gpus, models, warnings)
-        if getattr(self, "measurements_dialog", None) is not None:
+        if self.measurements_dialog is not None:
             self.state.flush()
             self.measurements_dialog.refresh()  # its estimates use the edited catalog too
         if warnings:
@@ -62,6 +99,8 @@ class ToolWindows:
         from ..storage import StorageError
         from ..storage.settings import save_settings
 
+        if self.settings is None:
+            return
         try:
             save_settings(self.settings)
         except StorageError as exc:
@@ -97,7 +136,7 @@ class ToolWindows:
         self.state.estimateChanged.connect(self._show_calibration_status)
         self._show_calibration_status()
 
-    def open_measurements(self):
+    def open_measurements(self) -> MeasurementsDialog:
         """Show the Measurements & calibration window (created on first use) and return it."""
         if self.measurements_dialog is None:
             from .measurements_dialog import MeasurementsDialog
@@ -119,7 +158,7 @@ class ToolWindows:
                 self.statusBar().showMessage(str(exc), 8000)
         self._show_calibration_status()
 
-    def _show_calibration_status(self, *_args) -> None:
+    def _show_calibration_status(self, *_args: object) -> None:
         est = self.state.estimate
         if not self.state.calibration_enabled:
             self.calibration_label.setText("")

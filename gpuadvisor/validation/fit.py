@@ -146,7 +146,7 @@ def values_of(constants: SpeedConstants) -> dict[str, Any]:
 
 def with_flat(values: Mapping[str, Any], flat: Mapping[str, float]) -> dict[str, Any]:
     """``values`` with the numbers of ``flat`` (names of :func:`flatten`) in place."""
-    out = json.loads(json.dumps(values))
+    out: dict[str, Any] = json.loads(json.dumps(values))
     for name, number in flat.items():
         _set_flat(out, name, number)
     return out

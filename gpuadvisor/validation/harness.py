@@ -40,6 +40,7 @@ import statistics
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, fields, replace
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -50,7 +51,7 @@ from ..core.estimation.communication import training_speed
 from ..core.estimation.disaggregated import kv_transfer_s
 from ..core.estimation.estimate import Candidate, estimate, resolve_model
 from ..core.estimation.memory import MemoryModel
-from ..core.estimation.performance import inference_performance, link
+from ..core.estimation.performance import PerformanceEstimate, inference_performance, link
 from ..core.estimation.serving import (
     BenchReplica,
     ClosedLoop,
@@ -177,10 +178,11 @@ def get_factor(profile: EngineProfile, name: str) -> float:
 def with_factor(profile: EngineProfile, name: str, value: float) -> EngineProfile:
     """``profile`` with one fitted factor (see :func:`get_factor`) set to ``value``."""
     field_name, _, arch = name.partition(":")
-    if not arch:
-        return replace(profile, **{name: value})
-    pairs = tuple((a, value if a == arch else f) for a, f in getattr(profile, field_name))
-    return replace(profile, **{field_name: pairs})
+    # The field is named at run time, so its type is too: a factor, or the per-architecture pairs.
+    changes: dict[str, Any] = {name: value}
+    if arch:
+        changes = {field_name: tuple((a, value if a == arch else f) for a, f in getattr(profile, field_name))}
+    return replace(profile, **changes)
 
 
 def prior_profile(profile: EngineProfile) -> EngineProfile:
@@ -358,8 +360,8 @@ class Predictor:
                 f"{cand.capacity_gib:.1f})"
             )
             perf = _speed_of(est.memory_model, cand, sc, constants)
-        value = speed_value(row, perf, sc)
-        if value is None:
+        speed_estimate = speed_value(row, perf, sc)
+        if speed_estimate is None:
             return Comparison(
                 row, measured, None, None, None, unit, omitted, "the estimate gives no such figure"
             )
@@ -367,7 +369,9 @@ class Predictor:
         lo, hi = (rng.low / rng.expected, rng.high / rng.expected) if rng.expected > 0 else (1.0, 1.0)
         if row.quantity in TIME_LIKE:
             lo, hi = 1 / hi, 1 / lo  # the faster end is the shorter time
-        return Comparison(row, measured, value, value * lo, value * hi, unit, omitted, note)
+        return Comparison(
+            row, measured, speed_estimate, speed_estimate * lo, speed_estimate * hi, unit, omitted, note
+        )
 
 
 def _compare_serving(
@@ -592,7 +596,9 @@ def disaggregated_benchmark(
     )
 
 
-def _speed_of(mm, cand: Candidate, sc: Scenario, constants: SpeedConstants):
+def _speed_of(
+    mm: MemoryModel, cand: Candidate, sc: Scenario, constants: SpeedConstants
+) -> PerformanceEstimate:
     """Speed of a candidate the estimate judged too big, through the core's public speed functions."""
     w, eff, hw = sc.workload, sc.efficiency, sc.hardware
     engine = constants.engine(w.engine, w.kind)
@@ -625,9 +631,9 @@ def _candidate(candidates: Sequence[Candidate], sc: Scenario) -> Candidate | Non
     if not found:
         return None
     # Without a stated layout, the estimate's fastest fitting one (what a user would pick).
-    fitting = [c for c in found if c.fits and c.performance is not None]
+    fitting = [(c, c.performance) for c in found if c.fits and c.performance is not None]
     if fitting:
-        return max(fitting, key=lambda c: c.performance.tokens_per_s.expected)
+        return max(fitting, key=lambda cp: cp[1].tokens_per_s.expected)[0]
     return next((c for c in found if c.fits), found[0])
 
 
@@ -645,7 +651,7 @@ def measured_value(row: Row) -> tuple[float, str]:
     return row.value, unit.get(row.quantity, row.unit)
 
 
-def speed_value(row: Row, perf, sc: Scenario) -> float | None:
+def speed_value(row: Row, perf: PerformanceEstimate, sc: Scenario) -> float | None:
     """The estimate's figure for the row's quantity."""
     w, n = sc.workload, sc.hardware.gpu_count or 1
     q = row.quantity
@@ -714,7 +720,7 @@ def fit_engine(
     if not rows:
         return current
     ranges = factors_for(current)
-    cache: dict[tuple, float] = {}
+    cache: dict[tuple[float, ...], float] = {}
 
     prior = prior_profile(profile)
 
@@ -751,7 +757,7 @@ def fit_engine(
             if abs(at_lo - at_hi) < 1e-4 and abs(at_now - at_lo) < 1e-4:
                 frozen.add(name)  # the rows cannot tell this factor: it keeps its prior
                 continue
-            best = golden_section_min(lambda v, n=name: loss_with(n, v), lo, hi, tol=0.0, max_iter=iterations)
+            best = golden_section_min(partial(loss_with, name), lo, hi, tol=0.0, max_iter=iterations)
             best_loss, value = min((loss_with(name, best), best), (at_now, now), (at_lo, lo), (at_hi, hi))
             current = with_factor(current, name, value)
         if start_loss - best_loss < 1e-3 * max(start_loss, 1e-9):
@@ -988,8 +994,10 @@ def _global(constants: SpeedConstants, name: str) -> float:
 def _with_global(constants: SpeedConstants, name: str, value: float) -> SpeedConstants:
     if ":" in name:
         field, key = name.split(":", 1)
-        return replace(constants, **{field: {**getattr(constants, field), key: value}})
-    return replace(constants, **{name: value})
+        changes: dict[str, Any] = {field: {**getattr(constants, field), key: value}}
+    else:
+        changes = {name: value}
+    return replace(constants, **changes)
 
 
 def fit_globals(
@@ -1036,14 +1044,15 @@ def fit_globals(
         cache.clear()
         now = _global(constants, name)
         subset = rows_reading(name, mine, predictor)
-        base, reading = (
-            ([None] * len(mine), every) if subset is None else (logs_at(constants, base, every), subset)
-        )
+        unknown: list[float | None] = [None] * len(mine)
+        base, reading = (unknown, every) if subset is None else (logs_at(constants, base, every), subset)
         linear = name == "host_exposed_share"
         to_x, from_x = (float, float) if linear else (math.log, math.exp)
-        best = golden_section_min(
-            lambda x, n=name, f=from_x: loss_with(n, f(x)), to_x(lo), to_x(hi), tol=0.0, max_iter=iterations
-        )
+
+        def loss_at(x: float, n: str = name, f: Callable[[float], float] = from_x) -> float:
+            return loss_with(n, f(x))
+
+        best = golden_section_min(loss_at, to_x(lo), to_x(hi), tol=0.0, max_iter=iterations)
         candidates = [(loss_with(name, v), v) for v in (from_x(best), now)]
         value = min(candidates)[1]
         constants = _with_global(constants, name, value)
@@ -1069,8 +1078,9 @@ def rows_reading(name: str, rows: Sequence[Row], predictor: Predictor) -> list[i
         if field in MOE_GLOBALS:
             reads = prepared[1].is_moe and sc.workload.kind == "inference"
         elif field == "bandwidth_ceiling":
+            gpu = sc.hardware.gpu
             try:
-                reads = predictor.gpus.get(sc.hardware.gpu).architecture == key
+                reads = gpu is None or predictor.gpus.get(gpu).architecture == key
             except InputError:
                 reads = True
         else:
@@ -1134,8 +1144,8 @@ def _fit_engines_memo(
         key = ("engine", e, tuple(r.id for r in mine), under, per_request)
         out[e] = _memo(
             key,
-            lambda e=e, mine=mine: fit_engine(
-                predictor.shipped.engines[e], mine, predictor, base=base, overheads=overheads
+            partial(
+                fit_engine, predictor.shipped.engines[e], mine, predictor, base=base, overheads=overheads
             ),
         )
     return core_engines.with_release_lines(out)
@@ -1438,7 +1448,7 @@ def group_stats(comparisons: Sequence[Comparison]) -> dict[str, GroupStats]:
     return out
 
 
-def summary(comparisons: Sequence[Comparison]) -> dict:
+def summary(comparisons: Sequence[Comparison]) -> dict[str, Any]:
     """The ``--json`` object: rows and sources of the set, and each group's figures."""
     stats = group_stats(comparisons)
     return {

@@ -6,9 +6,10 @@ rows with the reason, then every comparison, and the in-sample figures last.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
-from .data import GROUPS, Source, arrival_kind
+from .data import GROUPS, Row, Source, arrival_kind
 from .harness import SCORE_ONLY_SOURCES, Comparison, group_stats, per_source
 from .ledger import DIAGNOSIS_THRESHOLD_PCT, Ledger, worst_median
 from .ledger import per_source as ledger_per_source
@@ -172,7 +173,7 @@ def coverage_table(comparisons: Sequence[Comparison]) -> list[str]:
     from .data import scenario_engine
 
     scored = [c.row for c in comparisons if c.row.scored]
-    facets = (
+    facets: tuple[tuple[str, Callable[[Row], str]], ...] = (
         ("workload kind", lambda r: r.fact("kind") or "?"),
         (
             "engine (as measured; profile used)",
@@ -207,7 +208,7 @@ def coverage_table(comparisons: Sequence[Comparison]) -> list[str]:
 PROSPECTIVE_HEADING = "## Prospective: new sources scored by the model as shipped (the ledger)"
 
 
-def _figure(f: dict, group: str) -> str:
+def _figure(f: dict[str, Any], group: str) -> str:
     if not f.get("n"):
         return ""
     if group == "bounds":

@@ -30,7 +30,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QMarginsF, QRectF, QSizeF, Qt, QUrl
+from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QLineF, QMarginsF, QRectF, QSizeF, Qt, QUrl
 from PySide6.QtGui import (
     QAbstractTextDocumentLayout,
     QColor,
@@ -43,6 +43,7 @@ from PySide6.QtGui import (
     QPainter,
     QPalette,
     QPdfWriter,
+    QTextBlock,
     QTextBlockFormat,
     QTextCursor,
     QTextDocument,
@@ -133,7 +134,7 @@ def chart_images(est: Estimate, selected_key: str | None = None) -> tuple[QImage
         # The same method the window calls: the ranking's order, the recommendation starred.
         vram.show_estimate(est, selected_key)
         cost.show_estimate(est, selected_key)
-        images = (
+        images: tuple[QImage, ...] = (
             vram.render_image(dpr=CHART_DPR, size=VRAM_CHART_SIZE),
             cost.render_image(dpr=CHART_DPR, size=COST_CHART_SIZE),
         )
@@ -156,8 +157,8 @@ def chart_images(est: Estimate, selected_key: str | None = None) -> tuple[QImage
                 itl.render_image(dpr=CHART_DPR, size=LATENCY_CHART_SIZE),
             )
         finally:
-            for chart in (serving, ttft, itl):
-                chart.deleteLater()
+            for widget in (serving, ttft, itl):
+                widget.deleteLater()
     # No alpha channel: the PDF then embeds one image per chart instead of an image and a mask.
     return images
 
@@ -292,7 +293,7 @@ def report_html(
             else "; the frontier's points are labelled GPU \u00d7 count."
         ),
     )
-    figures = (("vram.png", captions[0]), ("cost-time.png", captions[1]))
+    figures: tuple[tuple[str, str], ...] = (("vram.png", captions[0]), ("cost-time.png", captions[1]))
     if r.serving_lines or r.session:
         # A service or a session has no job to time: no cost-time chart (a service's throughput-latency
         # chart is in the recommendation).
@@ -327,13 +328,13 @@ def report_html(
         for i, head in enumerate(r.rent_buy_header):
             p.append(f"<th align='{'left' if i == 0 else 'right'}' style='font-size:8pt'>{_e(head)}</th>")
         p.append("</tr></thead><tbody>")
-        for row in r.rent_buy_rows:
+        for rent_buy in r.rent_buy_rows:
             p.append(
                 "<tr>"
                 + "".join(
                     f"<td align='{'left' if i == 0 else 'right'}' style='font-size:8pt"
                     f"{'; white-space:nowrap' if i not in (1,) else ''}'>{wrapped(c) if i == 0 else _e(c)}</td>"
-                    for i, c in enumerate(row.cells)
+                    for i, c in enumerate(rent_buy.cells)
                 )
                 + "</tr>"
             )
@@ -594,7 +595,7 @@ def comparison_table_width(doc: QTextDocument) -> float:
     return max(widths, default=0.0)
 
 
-def _first_line_top(layout: QAbstractTextDocumentLayout, block) -> float:
+def _first_line_top(layout: QAbstractTextDocumentLayout, block: QTextBlock) -> float:
     """Where a block's first line starts (a block can start on one page and its first line, pushed
     down by the pagination, on the next)."""
     top = layout.blockBoundingRect(block).top()
@@ -657,7 +658,7 @@ def _draw_footer(
     top = height - FOOTER_PX + 8
     painter.save()
     painter.setPen(QColor(RULE_COLOR))
-    painter.drawLine(0.0, top, width, top)
+    painter.drawLine(QLineF(0.0, top, width, top))
     painter.setFont(font)
     painter.setPen(QColor(MUTED_TEXT_COLOR))
     right = report.date

@@ -22,6 +22,6 @@ def print_comparison(args: list[str]) -> int:
         for warning in text_warnings(est):
             print(f"warning: {warning}", file=sys.stderr)
     except InputError as exc:
-        print(f"error: {error_line(exc, args)}", file=sys.stderr)
+        print(f"error: {error_line(exc, tuple(args))}", file=sys.stderr)
         return 2
     return 0

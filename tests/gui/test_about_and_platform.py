@@ -74,3 +74,21 @@ def test_wayland_only_session_without_its_libraries_names_the_packages():
     message = choose_platform(env, _present, lambda name: None if name == "wayland-cursor" else "x")
     assert "QT_QPA_PLATFORM" not in env
     assert "sudo apt install libwayland-cursor0" in message
+
+
+def test_the_about_dialog_preview_runs(tmp_path):
+    # ``python -m gpuadvisor.gui.about_dialog`` imported catalog modules that had moved and
+    # stopped with ModuleNotFoundError; run it with the event loop returning at once.
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import runpy, sys\n"
+        "from PySide6.QtWidgets import QApplication\n"
+        "QApplication.exec = lambda self: 0\n"
+        "runpy.run_module('gpuadvisor.gui.about_dialog', run_name='__main__')\n"
+    )
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "HOME": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr

@@ -222,3 +222,26 @@ def test_a_load_in_clients_without_targets_gives_the_operating_point(window, qtb
     box.method.setCurrentIndex(box.method.findData("eagle"))
     w.state.flush()
     assert w.state.estimate.scenario.workload.speculative.method == "eagle"
+
+
+def test_a_service_without_latency_targets_is_drawn_without_a_target_line(qtbot, catalogs):
+    # The targets are optional (ServingSpec); the chart divided by the missing ITL target and
+    # raised, so such a service broke the Serving tab and the PDF report.
+    from dataclasses import replace
+
+    from gpuadvisor.core.estimation.estimate import estimate
+    from gpuadvisor.core.formats.scenario import default_scenario
+    from gpuadvisor.core.specs.serving import ServingSpec
+    from gpuadvisor.views.charts.serving_chart import ServingChart, _targets_text
+
+    gpus, models = catalogs
+    scenario = default_scenario()
+    service = ServingSpec(requests_per_s=5.0, ttft_s=None, itl_ms=None)
+    scenario = replace(scenario, workload=replace(scenario.workload, kind="inference", serving=service))
+    est = estimate(scenario, gpus, models)
+    chart = ServingChart()
+    qtbot.addWidget(chart)
+    chart.show(est, None)
+    assert chart.shown_keys()
+    assert not chart.target_line.isVisible()
+    assert _targets_text(replace(service, itl_ms=20.0)) == "at most 20 ms between tokens at p90"

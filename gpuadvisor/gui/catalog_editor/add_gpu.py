@@ -117,8 +117,8 @@ def gpu_row(values: dict[str, str], taken: set[str], today: _dt.date) -> tuple[d
         try:
             uc.validate_row("gpus", row, origin="new GPU", today=today)
         except CatalogError as exc:
-            column = uc.error_column(exc)
-            label = LABELS.get(column or "", column_label(column) if column else "The row")
+            bad_column = uc.error_column(exc)
+            label = LABELS.get(bad_column or "", column_label(bad_column) if bad_column else "The row")
             shown = "" if exc.value is None else f" (got {exc.value!r})"
             problems.append(f"{label}: {exc.reason}{shown}")
     return row, problems

@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import QDate, QSortFilterProxyModel, Qt
+from PySide6.QtCore import (
+    QAbstractItemModel,
+    QDate,
+    QModelIndex,
+    QObject,
+    QPersistentModelIndex,
+    QSortFilterProxyModel,
+    Qt,
+)
 from PySide6.QtWidgets import (
     QComboBox,
     QDateEdit,
     QHBoxLayout,
     QLineEdit,
     QStyledItemDelegate,
+    QStyleOptionViewItem,
     QToolTip,
     QWidget,
 )
@@ -30,7 +39,7 @@ class NumberEditor(QWidget):
     """A number with its unit beside it; empty means unknown. Any text is accepted here and the
     model marks what the core rejects, so nothing is silently dropped."""
 
-    def __init__(self, unit: str, parent=None) -> None:
+    def __init__(self, unit: str, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         layout = QHBoxLayout(self)
         layout.setContentsMargins(0, 0, 2, 0)
@@ -56,15 +65,17 @@ class NumberEditor(QWidget):
 class CatalogDelegate(QStyledItemDelegate):
     """Picks the editor from the column: a number with its unit, a date, a choice or plain text."""
 
-    def __init__(self, model: CatalogModel, parent=None) -> None:
+    def __init__(self, model: CatalogModel, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self._model = model
         self.last_refusal_shown = ""  # the last refusal said under its cell (tests; accessibility)
 
-    def _column(self, index) -> str:
+    def _column(self, index: QModelIndex | QPersistentModelIndex) -> str:
         return self._model.columns[index.column()]
 
-    def createEditor(self, parent, option, index):  # noqa: N802 - Qt override
+    def createEditor(  # noqa: N802 - Qt override
+        self, parent: QWidget, option: QStyleOptionViewItem, index: QModelIndex | QPersistentModelIndex
+    ) -> QWidget:
         column = self._column(index)
         if column in BOOLEAN_COLUMNS or column in CHOICES:
             box = QComboBox(parent)
@@ -83,7 +94,7 @@ class CatalogDelegate(QStyledItemDelegate):
             return NumberEditor(column_unit(column), parent)
         return super().createEditor(parent, option, index)
 
-    def setEditorData(self, editor, index) -> None:  # noqa: N802 - Qt override
+    def setEditorData(self, editor: QWidget, index: QModelIndex | QPersistentModelIndex) -> None:  # noqa: N802 - Qt override
         value = index.data(Qt.ItemDataRole.EditRole) or ""
         if isinstance(editor, QComboBox):
             i = editor.findText(value)
@@ -99,7 +110,9 @@ class CatalogDelegate(QStyledItemDelegate):
         else:
             super().setEditorData(editor, index)
 
-    def setModelData(self, editor, model, index) -> None:  # noqa: N802 - Qt override
+    def setModelData(  # noqa: N802 - Qt override
+        self, editor: QWidget, model: QAbstractItemModel, index: QModelIndex | QPersistentModelIndex
+    ) -> None:
         self._model.last_refusal = ""
         if isinstance(editor, QComboBox):
             model.setData(index, editor.currentText())
@@ -114,7 +127,8 @@ class CatalogDelegate(QStyledItemDelegate):
         if reason:
             # Said where it was typed: under the cell, as it closes on the last valid value.
             self.last_refusal_shown = reason
-            view = self.parent()
+            parent = self.parent()
+            view = parent if isinstance(parent, QWidget) else None
             where = editor.mapToGlobal(editor.rect().bottomLeft())
             QToolTip.showText(where, f"Not changed: {reason}", view)
 
@@ -122,15 +136,17 @@ class CatalogDelegate(QStyledItemDelegate):
 class CatalogProxy(QSortFilterProxyModel):
     """Sorts numbers as numbers and filters on any column (case-insensitive)."""
 
-    def __init__(self, parent=None) -> None:
+    def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.setSortRole(ROLE_SORT)
         self.setFilterKeyColumn(-1)
         self.setFilterCaseSensitivity(Qt.CaseSensitivity.CaseInsensitive)
 
-    def lessThan(self, left, right) -> bool:
+    def lessThan(
+        self, left: QModelIndex | QPersistentModelIndex, right: QModelIndex | QPersistentModelIndex
+    ) -> bool:
         a, b = left.data(ROLE_SORT), right.data(ROLE_SORT)
         try:
-            return a < b
+            return bool(a < b)
         except TypeError:
             return str(a) < str(b)

@@ -8,11 +8,12 @@ import logging
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QItemSelection, QItemSelectionModel, Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QKeySequence, QUndoCommand, QUndoStack
+from PySide6.QtGui import QAction, QCloseEvent, QKeySequence, QUndoCommand, QUndoStack
 from PySide6.QtWidgets import (
     QDialog,
     QFileDialog,
@@ -67,7 +68,7 @@ class TableView:
 class CatalogTab(QWidget):
     """The table of one catalog with its search box."""
 
-    def __init__(self, model: CatalogModel, parent=None) -> None:
+    def __init__(self, model: CatalogModel, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.model = model
         self.proxy = CatalogProxy(self)
@@ -189,7 +190,7 @@ class CatalogEditor(QMainWindow):
     def __init__(
         self,
         user: uc.UserCatalog,
-        parent=None,
+        parent: QWidget | None = None,
         stale_months: int = 6,
         on_stale_months: Callable[[int], None] | None = None,
         startup_warnings: list[str] | None = None,
@@ -255,7 +256,12 @@ class CatalogEditor(QMainWindow):
         bar.setMovable(False)
         self.addToolBar(bar)
 
-        def action(text: str, slot, shortcut=None, tip: str = "") -> QAction:
+        def action(
+            text: str,
+            slot: Callable[[], object],
+            shortcut: QKeySequence | QKeySequence.StandardKey | str | None = None,
+            tip: str = "",
+        ) -> QAction:
             act = QAction(text, self)
             if shortcut is not None:
                 act.setShortcut(QKeySequence(shortcut))
@@ -263,14 +269,16 @@ class CatalogEditor(QMainWindow):
             act.setStatusTip(tip or text)
             # triggered(bool) would land in the slot's first optional parameter (a path, or
             # reset_all's confirm): a click calls the slot with none.
-            act.triggered.connect(lambda _checked=False, slot=slot: slot())
+            act.triggered.connect(lambda _checked=False: slot())
             return act
 
         # Short labels on the buttons; what would be undone is in the tooltip (a long command
         # name would otherwise widen the toolbar and push the other buttons off screen).
         self.undo_action = action("Undo", self.undo.undo, QKeySequence.StandardKey.Undo)
         self.redo_action = action("Redo", self.undo.redo, None)
-        self.redo_action.setShortcuts([QKeySequence.StandardKey.Redo, QKeySequence("Ctrl+Shift+Z")])
+        self.redo_action.setShortcuts(
+            [QKeySequence(QKeySequence.StandardKey.Redo), QKeySequence("Ctrl+Shift+Z")]
+        )
         self.undo_action.setEnabled(False)
         self.redo_action.setEnabled(False)
         self.undo.canUndoChanged.connect(self.undo_action.setEnabled)
@@ -377,7 +385,9 @@ class CatalogEditor(QMainWindow):
         self.add_gpu_action.setEnabled(tab.model.kind == "gpus")
 
     def current_tab(self) -> CatalogTab:
-        return self.tabs.currentWidget()
+        tab = self.tabs.currentWidget()
+        assert isinstance(tab, CatalogTab)  # every tab is one
+        return tab
 
     def current_model(self) -> CatalogModel:
         return self.current_tab().model
@@ -542,7 +552,7 @@ class CatalogEditor(QMainWindow):
 
     def import_price_lists(
         self, paths: list[str] | None = None, preview: bool = True, provider: str | None = None
-    ):
+    ) -> list[tuple[str, dict[str, str]]] | None:
         """Update cloud prices from gpuhunt or SkyPilot catalog files; returns the applied updates."""
         from ...core.formats.instance_import import price_list_instance_types
         from ...core.formats.pricelists import merge_price_imports, price_update_rows, read_price_list
@@ -733,7 +743,7 @@ class CatalogEditor(QMainWindow):
                 continue
             rows = [dict(m.row) for m in uc.merge(kind, theirs)[0]]
             said.append(self._merged_rows_text(kind, model.rows, rows))
-            self._rebase_undo(model, lambda r, k=kind, b=base, t=theirs: rebase_rows(k, r, b, t))
+            self._rebase_undo(model, partial(rebase_rows, kind, base=base, theirs=theirs))
             tab = self.tabs_by_kind[kind]
             where = tab.view_state()
             model._adopt_rows(rows)
@@ -761,7 +771,9 @@ class CatalogEditor(QMainWindow):
                 parts.append(f"{', '.join(ids[:3])}{more} {verb}")
         return f"{KIND_TITLES[kind]}: {', '.join(parts)}"
 
-    def _rebase_undo(self, model: CatalogModel, move) -> None:
+    def _rebase_undo(
+        self, model: CatalogModel, move: Callable[[list[dict[str, str]]], list[dict[str, str]]]
+    ) -> None:
         """Move every table the undo stack holds for ``model`` (in macros too) with ``move``."""
 
         def visit(command: QUndoCommand) -> None:
@@ -841,6 +853,6 @@ class CatalogEditor(QMainWindow):
         if self._on_stale_months is not None:
             self._on_stale_months(months)
 
-    def closeEvent(self, event) -> None:
+    def closeEvent(self, event: QCloseEvent) -> None:
         self.flush()
         super().closeEvent(event)

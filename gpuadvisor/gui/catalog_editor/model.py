@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import datetime as _dt
+from typing import Any
 
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt, Signal
-from PySide6.QtGui import QUndoStack
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, QObject, QPersistentModelIndex, Qt, Signal
+from PySide6.QtGui import QBrush, QUndoStack
 
 from ...core.errors import CatalogError
 from ...core.formats import user_catalog as uc
@@ -67,7 +68,7 @@ class CatalogModel(QAbstractTableModel):
         undo: QUndoStack,
         stale_months: int = 6,
         today: _dt.date | None = None,
-        parent=None,
+        parent: QObject | None = None,
     ) -> None:
         super().__init__(parent)
         uc.check_kind(kind)
@@ -83,13 +84,15 @@ class CatalogModel(QAbstractTableModel):
         self._revalidate()
 
     # -- what the views ask -------------------------------------------------------------------------
-    def rowCount(self, parent=QModelIndex()) -> int:
+    def rowCount(self, parent: QModelIndex | QPersistentModelIndex = QModelIndex()) -> int:
         return 0 if parent.isValid() else len(self.rows)
 
-    def columnCount(self, parent=QModelIndex()) -> int:
+    def columnCount(self, parent: QModelIndex | QPersistentModelIndex = QModelIndex()) -> int:
         return 0 if parent.isValid() else len(self.columns)
 
-    def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):
+    def headerData(
+        self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole
+    ) -> Any:
         if orientation == Qt.Orientation.Horizontal:
             column = self.columns[section]
             if role == Qt.ItemDataRole.DisplayRole:
@@ -109,12 +112,14 @@ class CatalogModel(QAbstractTableModel):
             return self.row_summary(section)
         return None
 
-    def flags(self, index):
+    def flags(self, index: QModelIndex | QPersistentModelIndex) -> Qt.ItemFlag:
         if not index.isValid():
             return Qt.ItemFlag.NoItemFlags
         return Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable | Qt.ItemFlag.ItemIsEditable
 
-    def data(self, index, role=Qt.ItemDataRole.DisplayRole):
+    def data(
+        self, index: QModelIndex | QPersistentModelIndex, role: int = Qt.ItemDataRole.DisplayRole
+    ) -> Any:
         if not index.isValid():
             return None
         row, column = index.row(), self.columns[index.column()]
@@ -140,7 +145,7 @@ class CatalogModel(QAbstractTableModel):
             return self.cell_tooltip(row, column)
         return None
 
-    def _tint(self, row: int, column: str):
+    def _tint(self, row: int, column: str) -> QBrush | None:
         """The cell's background: an error, a stale price, an added row or a changed cell (or None)."""
         if self.cell_error(row, column):
             return INVALID_BRUSH
@@ -153,7 +158,9 @@ class CatalogModel(QAbstractTableModel):
             return MODIFIED_BRUSH
         return None
 
-    def setData(self, index, value, role=Qt.ItemDataRole.EditRole) -> bool:
+    def setData(
+        self, index: QModelIndex | QPersistentModelIndex, value: Any, role: int = Qt.ItemDataRole.EditRole
+    ) -> bool:
         """Change one cell; a value that would take a valid row out of the comparison is refused,
         with the reason (``rejected``, and :attr:`last_refusal` for the cell's editor)."""
         if not index.isValid() or role != Qt.ItemDataRole.EditRole:

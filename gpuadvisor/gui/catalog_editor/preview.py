@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QDialog, QDialogButtonBox, QLabel, QPlainTextEdit, QVBoxLayout
+from PySide6.QtWidgets import QDialog, QDialogButtonBox, QLabel, QPlainTextEdit, QVBoxLayout, QWidget
 
 from ...core.formats.catalog_exchange import ImportReport
 
@@ -11,7 +11,9 @@ from ...core.formats.catalog_exchange import ImportReport
 class PreviewDialog(QDialog):
     """Shows what an import would change; Apply or Cancel."""
 
-    def __init__(self, title: str, summary_html: str, details: str, can_apply: bool, parent=None) -> None:
+    def __init__(
+        self, title: str, summary_html: str, details: str, can_apply: bool, parent: QWidget | None = None
+    ) -> None:
         super().__init__(parent)
         self.setWindowTitle(title)
         self.resize(720, 480)

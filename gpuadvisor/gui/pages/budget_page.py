@@ -3,6 +3,7 @@ buy-or-rent settings)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import replace
 
 from PySide6.QtCore import Qt, Signal
@@ -190,7 +191,7 @@ class BudgetPage(QWidget):
             self.providers, self.price.currentData() != "own" and self.rent_from.currentData() == "chosen"
         )
 
-    def set_providers(self, names) -> None:
+    def set_providers(self, names: Iterable[str]) -> None:
         """The providers of the instance snapshot (their ticks are kept)."""
         ticked = self.chosen_providers()
         self._filling = True
@@ -222,7 +223,7 @@ class BudgetPage(QWidget):
             if self.providers.item(i).checkState() == Qt.CheckState.Checked
         )
 
-    def _on_input_changed(self, *_args) -> None:
+    def _on_input_changed(self, *_args: object) -> None:
         if self._filling:
             return
         self._show_rows()
@@ -231,15 +232,21 @@ class BudgetPage(QWidget):
     def apply(self, scenario: Scenario) -> Scenario:
         """The scenario with this page's budget; InputError naming the field for bad input."""
 
-        def read(field: NumberField, name: str):
+        def read(field: NumberField, name: str) -> float | None:
             try:
                 return field.value()
             except ValueError as exc:
                 field.show_error(str(exc))
                 raise InputError(f"budget.{name}", str(exc)) from None
 
+        def required(field: NumberField, name: str) -> float:
+            value = read(field, name)
+            if value is None:  # only an optional field reads as empty
+                raise InputError(f"budget.{name}", "enter a number")
+            return value
+
         price_choice = self.price.currentData()
-        price = read(self.own_price, "price") if price_choice == "own" else price_choice
+        price = required(self.own_price, "price") if price_choice == "own" else price_choice
         rent_from = self.rent_from.currentData()
         providers: str | tuple[str, ...] | None = None
         if rent_from == ANY_PROVIDER:
@@ -254,10 +261,10 @@ class BudgetPage(QWidget):
             deadline_hours=read(self.deadline, "deadline_hours"),
             price=price,
             purchase=self.purchase.currentData(),
-            ownership_months=read(self.months, "ownership_months"),
-            utilization=read(self.utilization, "utilization") / 100.0,
-            electricity_usd_per_kwh=read(self.electricity, "electricity_usd_per_kwh"),
-            pue=read(self.pue, "pue"),
+            ownership_months=required(self.months, "ownership_months"),
+            utilization=required(self.utilization, "utilization") / 100.0,
+            electricity_usd_per_kwh=required(self.electricity, "electricity_usd_per_kwh"),
+            pue=required(self.pue, "pue"),
             horizon_days=read(self.horizon, "horizon_days") or DEFAULT_HORIZON_DAYS,
             providers=providers,
         )

@@ -4,6 +4,7 @@ and at which precision."""
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
@@ -100,8 +101,8 @@ class ModelPage(QWidget):
         self.hf_label.setWordWrap(True)
         self.hf_file_button = QPushButton("Choose config.json…")
         self.hf_folder_button = QPushButton("Choose model folder…")
-        for b in (self.hf_file_button, self.hf_folder_button):
-            b.setToolTip(
+        for button in (self.hf_file_button, self.hf_folder_button):
+            button.setToolTip(
                 "Reads the architecture from config.json; in a folder, the safetensors headers give the "
                 "exact parameter count. Weights are never loaded."
             )
@@ -302,7 +303,7 @@ class ModelPage(QWidget):
             hay = (item.text() + " " + item.data(Qt.ItemDataRole.UserRole)).lower()
             item.setHidden(not all(w in hay for w in words))
 
-    def _on_preset_changed(self, *_args) -> None:
+    def _on_preset_changed(self, *_args: object) -> None:
         if self._filling:
             return
         self._fill_architecture_from_preset()
@@ -353,13 +354,13 @@ class ModelPage(QWidget):
                 self.weights.blockSignals(False)
         self._on_input_changed()
 
-    def _on_input_changed(self, *_args) -> None:
+    def _on_input_changed(self, *_args: object) -> None:
         if self._filling:
             return
         self._update_enabled()
         self.edited.emit()
 
-    def _on_weights_changed(self, *_args) -> None:
+    def _on_weights_changed(self, *_args: object) -> None:
         self._on_input_changed()
 
     def show_notice(self, message: str) -> None:
@@ -407,7 +408,7 @@ class ModelPage(QWidget):
                 raise InputError("model.parameters", str(exc)) from None
             source = ModelSource(parameters=value)
         weights = self.weights.currentData()
-        changes: dict[str, object] = {"weights": weights, "kv_cache": self.kv.currentData() or None}
+        changes: dict[str, Any] = {"weights": weights, "kv_cache": self.kv.currentData() or None}
         if getattr(self, "_picked_gguf", False):
             # A .gguf just chosen runs on llama.cpp, which reads it (the Workload page shows the engine).
             changes["engine"] = "llama.cpp"

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import replace
+from typing import Any
 
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (
@@ -10,6 +12,7 @@ from PySide6.QtWidgets import (
     QComboBox,
     QFormLayout,
     QGroupBox,
+    QLabel,
     QLineEdit,
     QVBoxLayout,
     QWidget,
@@ -18,7 +21,7 @@ from PySide6.QtWidgets import (
 from ...core.formats.scenario import Scenario
 from ...core.specs.constants import engine_for
 from ...core.specs.engines import DEFAULT_INFERENCE_ENGINE, RECORDS, engine_lineage, engine_of
-from ...core.specs.hardware import HOST_DEFAULTS, GpuCatalog, MachineClass
+from ...core.specs.hardware import HOST_DEFAULTS, GpuCatalog, GpuSpec, MachineClass
 from ...core.specs.workload import Offload, adapt_to_kind
 from ...core.vocabulary import OffloadTarget, Optimizer, Parallelism, Recompute, WorkloadKind
 from ..widgets import ElidedComboBox, NumberField, hint
@@ -103,7 +106,7 @@ GPU_GROUPS = [
 ]
 
 
-def _combo(items, tooltip: str) -> QComboBox:
+def _combo(items: Iterable[tuple[object, str]], tooltip: str) -> QComboBox:
     box = ElidedComboBox()
     for value, label in items:
         box.addItem(label, value)
@@ -134,7 +137,7 @@ def _read(field: NumberField, label: str) -> float | None:
         raise ValueError(f"{label}: {exc}") from None
 
 
-def _select(box: QComboBox, value) -> None:
+def _select(box: QComboBox, value: object) -> None:
     index = box.findData(value)
     box.setCurrentIndex(max(index, 0))
 
@@ -407,7 +410,7 @@ class WorkloadPage(QWidget):
         )
         layout.addStretch(1)
 
-        for w in (
+        for box in (
             self.kind,
             self.engine,
             self.optimizer,
@@ -422,8 +425,8 @@ class WorkloadPage(QWidget):
             self.search_up_to,
             self.kv_type,
         ):
-            w.currentIndexChanged.connect(self._on_input_changed)
-        for w in (
+            box.currentIndexChanged.connect(self._on_input_changed)
+        for field in (
             self.batch,
             self.seq_len,
             self.prompt,
@@ -438,11 +441,11 @@ class WorkloadPage(QWidget):
             self.system_ram,
             self.ram_bandwidth,
         ):
-            w.edited.connect(self._on_input_changed)
-        for w in (self.checkpointing, self.flash):
-            w.toggled.connect(self._on_input_changed)
-        for w in (self.requests, self.train_tokens, self.dataset_tokens, self.epochs):
-            w.edited.connect(self._on_input_changed)
+            field.edited.connect(self._on_input_changed)
+        for check in (self.checkpointing, self.flash):
+            check.toggled.connect(self._on_input_changed)
+        for field in (self.requests, self.train_tokens, self.dataset_tokens, self.epochs):
+            field.edited.connect(self._on_input_changed)
         self.custom_targets.textEdited.connect(self._on_input_changed)
 
     # --- filling ---------------------------------------------------------------------------
@@ -532,7 +535,7 @@ class WorkloadPage(QWidget):
         _select(self.gpu, current)
         self.gpu.blockSignals(False)
 
-    def _chosen_mac(self):
+    def _chosen_mac(self) -> GpuSpec | None:
         """The chosen GPU when it is Apple silicon (its memory is picked here), else None."""
         gpu_id = self.gpu.currentData() or ""
         if gpu_id.startswith("segment:") or not gpu_id or gpu_id not in self.gpus.gpus:
@@ -567,9 +570,9 @@ class WorkloadPage(QWidget):
     def _batch_label(self) -> str:
         """The batch field's label as shown ("Concurrent sequences" or "Micro-batch per GPU")."""
         label = self.form_job.labelForField(self.batch)
-        return label.text() if label is not None else "Batch"
+        return label.text() if isinstance(label, QLabel) else "Batch"
 
-    def _chosen_spec(self):
+    def _chosen_spec(self) -> GpuSpec | None:
         """The chosen GPU's spec (None for a group or an id the catalog lacks)."""
         gpu_id = self.gpu.currentData() or ""
         return self.gpus.gpus.get(gpu_id) if not gpu_id.startswith("segment:") else None
@@ -624,9 +627,9 @@ class WorkloadPage(QWidget):
             else "Micro-batch per GPU: activation memory grows with it. Use gradient "
             "accumulation to reach a larger global batch."
         )
-        self.form_job.labelForField(self.batch).setText(
-            "Concurrent sequences" if not training else "Micro-batch per GPU"
-        )
+        label = self.form_job.labelForField(self.batch)
+        if isinstance(label, QLabel):
+            label.setText("Concurrent sequences" if not training else "Micro-batch per GPU")
         self.serving_box.setVisible(serving)
         for widget, show in (
             (self.batch, not serving),  # a service's concurrency is sized by the core
@@ -639,14 +642,15 @@ class WorkloadPage(QWidget):
             (self.epochs, training),
         ):
             self.form_job.setRowVisible(widget, show)
-        for widget, show in (
+        row: QWidget
+        for row, show in (
             (self.optimizer, training),
             (self.checkpointing, training),
             (self.lora_rank, adapters),
             (self.lora_targets, adapters),
             (self.custom_targets, adapters and self.lora_targets.currentData() == "custom"),
         ):
-            self.form_train.setRowVisible(widget, show)
+            self.form_train.setRowVisible(row, show)
         self.layout_box.setVisible(training)
         for widget in (self.tp, self.pp, self.cp, self.global_batch):
             self.form_layout.setRowVisible(widget, not one_gpu)
@@ -663,7 +667,7 @@ class WorkloadPage(QWidget):
         if not self._filling:
             self.edited.emit()
 
-    def _on_input_changed(self, *_args) -> None:
+    def _on_input_changed(self, *_args: object) -> None:
         if self._filling:
             return
         if self.sender() is self.kind:
@@ -734,7 +738,7 @@ class WorkloadPage(QWidget):
         if local:
             layers = _read(self.gpu_layers, "Layers on the GPU")
             kv_type = self.kv_type.currentData() or None
-            local_keys = {
+            local_keys: dict[str, Any] = {  # Workload fields by name
                 "gpu_layers": None if layers is None else int(layers),
                 "kv_cache_dtype": kv_type,
                 # A llama.cpp cache type wins over the generic KV precision (the core takes one of them).
@@ -746,7 +750,7 @@ class WorkloadPage(QWidget):
             global_batch = self.global_batch.value() if advanced else None
         except ValueError as exc:
             raise ValueError(f"Global batch: {exc}") from None
-        layout_keys = {
+        layout_keys: dict[str, Any] = {  # Workload fields by name
             "activation_recompute": (self.recompute.currentData() or None) if advanced else None,
             "global_batch_size": int(global_batch) if global_batch else None,
             "offload": Offload(

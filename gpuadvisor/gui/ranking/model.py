@@ -11,8 +11,16 @@ from __future__ import annotations
 
 import datetime as _dt
 import math
+from typing import Any
 
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, QSortFilterProxyModel, Qt
+from PySide6.QtCore import (
+    QAbstractTableModel,
+    QModelIndex,
+    QObject,
+    QPersistentModelIndex,
+    QSortFilterProxyModel,
+    Qt,
+)
 from PySide6.QtGui import QBrush, QColor, QGuiApplication
 
 from ...core.estimation.estimate import Candidate, Estimate
@@ -176,7 +184,7 @@ class RankingModel(QAbstractTableModel):
     starts with one row per GPU type.
     """
 
-    def __init__(self, parent=None, expanded: bool = True):
+    def __init__(self, parent: QObject | None = None, expanded: bool = True) -> None:
         super().__init__(parent)
         self.rows: list[Candidate] = []
         self.expanded = expanded
@@ -304,7 +312,9 @@ class RankingModel(QAbstractTableModel):
     def columnCount(self, parent: QModelIndex | QPersistentModelIndex = _ROOT) -> int:
         return 0 if parent.isValid() else len(HEADERS)
 
-    def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):
+    def headerData(
+        self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole
+    ) -> Any:
         if orientation == Qt.Orientation.Horizontal:
             fleet = SERVING_COLUMNS.get(_SERVING_NAMES.get(section, "")) if self._serving else None
             if self._session:
@@ -317,7 +327,9 @@ class RankingModel(QAbstractTableModel):
             return str(section + 1)
         return None
 
-    def data(self, index, role=Qt.ItemDataRole.DisplayRole):
+    def data(
+        self, index: QModelIndex | QPersistentModelIndex, role: int = Qt.ItemDataRole.DisplayRole
+    ) -> Any:
         # Views ask for a dozen roles per cell on every paint: answer the common case from a
         # per-row cache and return early for roles this model does not provide.
         if role not in _ROLES or not index.isValid():
@@ -389,7 +401,7 @@ class RankingModel(QAbstractTableModel):
         """Are the GPU's prices older than ``stale_months`` (or undated)? The catalog editor's rule."""
         return stale_price(c.gpu, self.today, self.stale_months)
 
-    def _sort_value(self, row: int, c: Candidate, col: int):
+    def _sort_value(self, row: int, c: Candidate, col: int) -> object:  # a number, text or tuple
         """What a click on a column header sorts by: numbers, not the texts."""
         inf = math.inf
         perf, cost = c.performance, c.cost
@@ -469,13 +481,15 @@ class RankingModel(QAbstractTableModel):
 class RankingProxy(QSortFilterProxyModel):
     """Sorts by the numeric sort role when the user clicks a column (the model filters)."""
 
-    def __init__(self, parent=None):
+    def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.setSortRole(ROLE_SORT)
 
-    def lessThan(self, left, right) -> bool:
+    def lessThan(
+        self, left: QModelIndex | QPersistentModelIndex, right: QModelIndex | QPersistentModelIndex
+    ) -> bool:
         a, b = left.data(ROLE_SORT), right.data(ROLE_SORT)
         try:
-            return a < b
+            return bool(a < b)
         except TypeError:
             return str(a) < str(b)

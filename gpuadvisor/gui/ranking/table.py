@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Callable
 from pathlib import Path
 
-from PySide6.QtCore import QItemSelectionModel, QModelIndex, Qt, Signal
+from PySide6.QtCore import QItemSelectionModel, QModelIndex, QPoint, Qt, Signal
 from PySide6.QtGui import QAction, QFont, QFontMetrics, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -166,7 +167,9 @@ class RankingTable(QWidget):
         view.doubleClicked.connect(lambda _index: self._on_enter())
         header.sortIndicatorChanged.connect(self._on_sorted_by_column)
 
-    def _action(self, text: str, slot, shortcut: QKeySequence.StandardKey | None = None) -> QAction:
+    def _action(
+        self, text: str, slot: Callable[[], object], shortcut: QKeySequence.StandardKey | None = None
+    ) -> QAction:
         action = QAction(text, self)
         if shortcut is not None:
             action.setShortcut(QKeySequence(shortcut))
@@ -178,7 +181,7 @@ class RankingTable(QWidget):
     # --- what the window calls ---------------------------------------------------------------
     def show(
         self,
-        est: Estimate | None | object = _NO_ESTIMATE,  # type: ignore[override]
+        est: Estimate | None | object = _NO_ESTIMATE,
         selected: str | None = None,
     ) -> None:
         """Redraw for a new estimate and select ``selected`` (a candidate key) when it is shown.
@@ -362,7 +365,7 @@ class RankingTable(QWidget):
             self.view.selectRow(self.view.currentIndex().row())
             self.keySelected.emit(key)
 
-    def _on_context_menu(self, pos) -> None:
+    def _on_context_menu(self, pos: QPoint) -> None:
         index = self.view.indexAt(pos)
         if index.isValid() and not self.view.selectionModel().isRowSelected(index.row(), QModelIndex()):
             self.view.selectRow(index.row())
@@ -374,7 +377,7 @@ class RankingTable(QWidget):
         self.select_all_action.setEnabled(has_rows)
         self.menu.popup(self.view.viewport().mapToGlobal(pos))
 
-    def _on_sorted_by_column(self, _column: int, _order) -> None:
+    def _on_sorted_by_column(self, _column: int, _order: Qt.SortOrder) -> None:
         """The first sort by a column shows the sort arrow: the headers get room for it."""
         header = self.view.horizontalHeader()
         if not header.isSortIndicatorShown():

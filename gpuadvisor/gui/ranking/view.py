@@ -3,8 +3,17 @@
 from __future__ import annotations
 
 from PySide6.QtCore import QEvent, QModelIndex, QRect, Qt, Signal
-from PySide6.QtGui import QColor, QFont, QGuiApplication, QKeySequence, QPainter, QPalette
-from PySide6.QtWidgets import QStyle, QTableView
+from PySide6.QtGui import (
+    QColor,
+    QFont,
+    QGuiApplication,
+    QKeyEvent,
+    QKeySequence,
+    QPainter,
+    QPaintEvent,
+    QPalette,
+)
+from PySide6.QtWidgets import QStyle, QTableView, QWidget
 
 from .colors import table_colors
 from .model import COL_PICK, HEADERS, RECOMMENDED_MARK, RankingModel, RankingProxy, alignment, cell_color
@@ -29,19 +38,23 @@ class RankingView(QTableView):
     #: Enter or Return on a row.
     enterPressed = Signal()
 
-    def __init__(self, model: RankingModel, proxy: RankingProxy, parent=None) -> None:
+    def __init__(self, model: RankingModel, proxy: RankingProxy, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self._model, self._proxy = model, proxy
 
-    def event(self, event) -> bool:
+    def event(self, event: QEvent) -> bool:
         # While the table has the focus its Ctrl+C wins over a window-wide Copy shortcut, as a
         # line edit's does: accepting the override turns the shortcut back into a key press.
-        if event.type() == QEvent.Type.ShortcutOverride and event.matches(QKeySequence.StandardKey.Copy):
+        if (
+            event.type() == QEvent.Type.ShortcutOverride
+            and isinstance(event, QKeyEvent)
+            and event.matches(QKeySequence.StandardKey.Copy)
+        ):
             event.accept()
             return True
         return super().event(event)
 
-    def keyPressEvent(self, event) -> None:
+    def keyPressEvent(self, event: QKeyEvent) -> None:
         if event.matches(QKeySequence.StandardKey.Copy):
             self.copy_rows()
             event.accept()
@@ -86,7 +99,7 @@ class RankingView(QTableView):
                 + "\n"
             )
 
-    def paintEvent(self, event) -> None:
+    def paintEvent(self, event: QPaintEvent) -> None:
         model, proxy = self._model, self._proxy
         viewport = self.viewport()
         painter = QPainter(viewport)

@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from .whatif_data import AXIS_LABELS, WhatIfCurve, default_gpu_ids, whatif_curves
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> object:
     if name not in _EXPORTS:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     return getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)

@@ -15,12 +15,14 @@ from __future__ import annotations
 import math
 import weakref
 from collections.abc import Callable
+from typing import Any
 
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent, QLineF, QRectF, QSize, Qt
-from PySide6.QtGui import QColor, QFont, QFontMetrics, QImage, QPainter, QPen
+from PySide6.QtGui import QColor, QFont, QFontMetrics, QImage, QPainter, QPen, QResizeEvent
 from PySide6.QtWidgets import QApplication, QGraphicsItem, QGraphicsView, QHBoxLayout, QWidget
 
+from ...core.estimation.results import Estimate
 from .labels import fmt_linear_tick, fmt_tick
 from .palette import LIGHT, ChartColors, chart_colors, is_dark_palette
 
@@ -67,7 +69,7 @@ def weak_callback(method: Callable[..., str]) -> Callable[..., str]:
     """
     ref = weakref.WeakMethod(method)
 
-    def call(*args, **kwargs) -> str:
+    def call(*args: Any, **kwargs: Any) -> str:
         bound = ref()
         return bound(*args, **kwargs) if bound is not None else ""
 
@@ -77,7 +79,7 @@ def weak_callback(method: Callable[..., str]) -> Callable[..., str]:
 class StaticSample(pg.ItemSample):
     """A legend sample that is only a key: clicking it does not hide the plot item."""
 
-    def mouseClickEvent(self, event) -> None:  # Qt/pyqtgraph override
+    def mouseClickEvent(self, event: Any) -> None:  # pyqtgraph override (a MouseClickEvent)
         event.accept()
 
 
@@ -93,7 +95,7 @@ class DirectAxis(pg.AxisItem):
     #: The chart background, to turn translucent grid lines into opaque ones (see drawPicture).
     background = QColor(LIGHT.background)
 
-    def itemChange(self, change, value):  # Qt override
+    def itemChange(self, change: QGraphicsItem.GraphicsItemChange, value: Any) -> Any:  # Qt override
         # pyqtgraph sizes an axis to 0 while it is hidden (``_updateWidth``/``_updateHeight``) and
         # does not size it again when it is shown: an axis hidden for an empty state, or given its
         # width before the chart was first shown, kept width 0 and drew no labels. Size it again
@@ -112,7 +114,9 @@ class DirectAxis(pg.AxisItem):
         self.setPen(pg.mkPen(colors.muted_text))
         self.setTextPen(pg.mkPen(colors.text))
 
-    def drawPicture(self, p, axisSpec, tickSpecs, textSpecs):  # pyqtgraph override
+    def drawPicture(  # pyqtgraph override
+        self, p: QPainter, axisSpec: Any, tickSpecs: Any, textSpecs: Any
+    ) -> None:
         # Grid lines are tick lines with a translucent pen; blending them costs about 0.1 ms per
         # line here. Drawn opaque in the colour they would have over the white background (the
         # charts put their axes behind the data), in one call per pen, they cost a tenth of that.
@@ -138,7 +142,7 @@ class DirectAxis(pg.AxisItem):
             p.setPen(pen)
             p.drawLines(lines)
 
-    def paint(self, p, opt, widget):  # pyqtgraph override
+    def paint(self, p: QPainter, opt: Any, widget: QWidget | None) -> None:  # pyqtgraph override
         p.save()  # drawPicture changes render hints and the clip
         try:
             if self.style["tickFont"]:
@@ -167,7 +171,7 @@ MIN_LOG_LABEL_PX = 16
 class ScaleAxis(DirectAxis):
     """An axis with readable tick labels, linear or log10 (the data is already in log10)."""
 
-    def __init__(self, orientation: str, **kwargs) -> None:
+    def __init__(self, orientation: str, **kwargs: Any) -> None:
         super().__init__(orientation, pen=pg.mkPen(LIGHT.muted_text), textPen=pg.mkPen(LIGHT.text), **kwargs)
         self.enableAutoSIPrefix(False)
         self.setStyle(tickFont=tick_font())
@@ -183,9 +187,12 @@ class ScaleAxis(DirectAxis):
             self.picture = None
             self.update()
 
-    def tickValues(self, minVal: float, maxVal: float, size: float):  # pyqtgraph override
+    def tickValues(  # pyqtgraph override
+        self, minVal: float, maxVal: float, size: float
+    ) -> list[tuple[float | None, list[float]]]:
         if not self._log:
-            return super().tickValues(minVal, maxVal, size)
+            linear: list[tuple[float | None, list[float]]] = super().tickValues(minVal, maxVal, size)
+            return linear
         if not (math.isfinite(minVal) and math.isfinite(maxVal)) or maxVal <= minVal or size <= 0:
             return []
         px_per_decade = size / (maxVal - minVal)
@@ -232,7 +239,9 @@ class ScaleAxis(DirectAxis):
             return [(1.0, [math.log10(v) for v in values if v > 0]) for _, values in linear[:2]]
         return [(1.0, major), (None, minor)]
 
-    def tickStrings(self, values, scale, spacing):  # pyqtgraph override
+    def tickStrings(  # pyqtgraph override
+        self, values: list[float], scale: float, spacing: float | None
+    ) -> list[str | None]:
         if spacing is None:
             return [None] * len(values)
         if self._log:
@@ -249,7 +258,7 @@ class CategoryAxis(DirectAxis):
     orientation, no explicit ticks) fall back to pyqtgraph's layout.
     """
 
-    def generateDrawSpecs(self, p):  # pyqtgraph override
+    def generateDrawSpecs(self, p: QPainter) -> Any:  # pyqtgraph override
         levels = self._tickLevels
         if self.orientation != "left" or not levels or self.grid is not False:
             return super().generateDrawSpecs(p)
@@ -366,15 +375,16 @@ class ChartBase(QWidget):
         self._axis_titles: dict[str, str] = {}
 
     # -- redraw ---------------------------------------------------------------------------
-    def show(self, est=_WIDGET_SHOW, selected: str | None = None) -> None:
+    def show(self, est: Estimate | None | object = _WIDGET_SHOW, selected: str | None = None) -> None:
         """Redraw from ``est`` (an ``Estimate``, or ``None`` for the empty state) with the candidate
         ``selected`` (a ``Candidate.key``) highlighted. Without arguments: ``QWidget.show``."""
         if est is _WIDGET_SHOW:
             super().show()
             return
+        assert est is None or isinstance(est, Estimate)
         self.show_estimate(est, selected)
 
-    def show_estimate(self, est, selected: str | None = None) -> None:
+    def show_estimate(self, est: Estimate | None, selected: str | None = None) -> None:
         """Redraw the chart from an estimate (``None``: the empty state); every chart defines it."""
         raise NotImplementedError(f"{type(self).__name__} must define show_estimate")
 
@@ -408,7 +418,7 @@ class ChartBase(QWidget):
     def _apply_colors(self, colors: ChartColors) -> None:
         """Recolour the chart's own items (charts override)."""
 
-    def changeEvent(self, event) -> None:  # Qt override
+    def changeEvent(self, event: QEvent) -> None:  # Qt override
         kind = event.type()
         if kind in (QEvent.Type.PaletteChange, QEvent.Type.ApplicationPaletteChange) and self._follow_palette:
             dark = _app_is_dark()
@@ -543,14 +553,15 @@ class ChartBase(QWidget):
     def _legend_width(self) -> float:
         """The width the legend asks for with its current columns."""
         self.legend.layout.invalidate()
-        return self.legend.layout.effectiveSizeHint(Qt.SizeHint.PreferredSize).width()
+        return float(self.legend.layout.effectiveSizeHint(Qt.SizeHint.PreferredSize).width())
 
     def _frame_widgets(self) -> list[QWidget]:
         """The widgets of the frame row (the plot and whatever a chart adds beside it)."""
         items = (self.frame_layout.itemAt(i) for i in range(self.frame_layout.count()))
-        return [item.widget() for item in items if item is not None and item.widget() is not None]
+        widgets = (item.widget() for item in items if item is not None)
+        return [widget for widget in widgets if widget is not None]
 
-    def resizeEvent(self, event) -> None:  # Qt override
+    def resizeEvent(self, event: QResizeEvent) -> None:  # Qt override
         self._fit_legend()
         super().resizeEvent(event)
 
@@ -591,4 +602,4 @@ class ChartBase(QWidget):
 
 def _app_is_dark() -> bool:
     app = QApplication.instance()
-    return app is not None and is_dark_palette(app.palette())
+    return isinstance(app, QApplication) and is_dark_palette(app.palette())

@@ -11,12 +11,15 @@ import sys
 from collections.abc import Callable
 from dataclasses import replace
 
+from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QApplication, QWidget
+
+from gpuadvisor.core.estimation.results import Estimate
 
 
 def sample_estimate(
     nothing_fits: bool = False, deadline_hours: float | None = None, max_total_usd: float | None = None
-):
+) -> Estimate:
     """The app's default scenario (or Llama 3.1 405B full fine-tuning on one GPU, where nothing fits),
     optionally with a deadline and a total budget."""
     from gpuadvisor.core.estimation.estimate import estimate
@@ -41,7 +44,7 @@ def sample_estimate(
     return estimate(scenario, gpus, models)
 
 
-def preview(make_widget: Callable[[object], QWidget], argv: list[str] | None = None) -> None:
+def preview(make_widget: Callable[[Estimate], QWidget], argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--png", help="save a screenshot here and exit")
     parser.add_argument("--nothing-fits", action="store_true", help="a scenario where no GPU fits")
@@ -51,7 +54,8 @@ def preview(make_widget: Callable[[object], QWidget], argv: list[str] | None = N
     parser.add_argument("--height", type=int, default=0)
     parser.add_argument("--dark", action="store_true", help="a dark application palette")
     args = parser.parse_args(argv)
-    app = QApplication.instance() or QApplication(sys.argv)
+    existing = QApplication.instance()
+    app = existing if isinstance(existing, QApplication) else QApplication(sys.argv)
     if args.dark:
         app.setPalette(_dark_palette(app.palette()))
     widget = make_widget(sample_estimate(args.nothing_fits, args.deadline, args.budget))
@@ -68,9 +72,9 @@ def preview(make_widget: Callable[[object], QWidget], argv: list[str] | None = N
     sys.exit(app.exec())
 
 
-def _dark_palette(base):
+def _dark_palette(base: QPalette) -> QPalette:
     """A dark variant of ``base`` (what a dark desktop theme hands the application)."""
-    from PySide6.QtGui import QColor, QPalette
+    from PySide6.QtGui import QColor
 
     palette = QPalette(base)
     for role, colour in (

@@ -25,13 +25,18 @@ from __future__ import annotations
 
 import html
 import math
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QPointF, QRectF, Qt, Signal
-from PySide6.QtGui import QColor, QFontMetrics
+from PySide6.QtGui import QBrush, QColor, QFontMetrics
 from PySide6.QtWidgets import QWidget
 
+from ...core.estimation.cost import CostEstimate
+from ...core.estimation.performance import Range
+from ...core.estimation.results import Candidate, Estimate
 from ._base import ChartBase, ScaleAxis, tick_font, weak_callback
 from .labels import finite, fmt_hours, fmt_usd, short_gpu_name
 from .palette import ChartColors
@@ -67,7 +72,7 @@ _PLACES = (
 )
 
 
-def point_label(c) -> str:
+def point_label(c: Candidate) -> str:
     """A point's label: the GPU's short name and the count, e.g. ``"H100 SXM ×4"``."""
     return f"{short_gpu_name(c.gpu.name)} ×{c.gpu_count}"
 
@@ -157,7 +162,7 @@ class CostTimeChart(ChartBase):
         self.view_box.sigResized.connect(self._place_labels)
         self._apply_colors(self.colors)
 
-        self._candidates: dict[str, object] = {}
+        self._candidates: dict[str, Candidate] = {}
         self._positions: dict[str, tuple[float, float]] = {}
         self._tooltips: dict[str, str] = {}
         self._selected: str | None = None
@@ -170,13 +175,13 @@ class CostTimeChart(ChartBase):
         self.set_estimate(None)
 
     # -- public API -----------------------------------------------------------------------
-    def show_estimate(self, est, selected: str | None = None) -> None:
+    def show_estimate(self, est: Estimate | None, selected: str | None = None) -> None:
         """Every fitting, priced setup of ``est``; the frontier labelled, the recommendation starred,
         ``selected`` ringed, the deadline and budget drawn (``est=None``: the empty state)."""
         self._selected = selected
         self.set_estimate(est)
 
-    def set_estimate(self, est) -> None:
+    def set_estimate(self, est: Estimate | None) -> None:
         """Show the estimate's fitting, priced candidates, its deadline and its total budget."""
         shown = [c for c in (est.candidates if est is not None else ()) if _plottable(c)]
         self._candidates = {c.key: c for c in shown}
@@ -192,7 +197,7 @@ class CostTimeChart(ChartBase):
         ):
             # No deadline: the planning horizon, drawn where the setups reach it.
             horizon = budget.horizon_hours
-            longest = max((c.cost.job_hours.expected for c in shown), default=0.0)
+            longest = max((_priced(c)[0].job_hours.expected for c in shown), default=0.0)
             if horizon is not None and horizon <= longest:
                 deadline, deadline_text = horizon, f"Horizon {fmt_hours(horizon)} (no deadline)"
         max_usd = budget.max_total_usd if budget is not None and finite(budget.max_total_usd) else None
@@ -200,8 +205,9 @@ class CostTimeChart(ChartBase):
         recommended = decision.recommended_key if decision is not None else None
         self._recommended = recommended if recommended in self._candidates else None
 
-        hours = [(c.cost.job_hours.low, c.cost.job_hours.expected, c.cost.job_hours.high) for c in shown]
-        usd = [(c.cost.cost_usd.low, c.cost.cost_usd.expected, c.cost.cost_usd.high) for c in shown]
+        priced = [_priced(c) for c in shown]
+        hours = [(cost.job_hours.low, cost.job_hours.expected, cost.job_hours.high) for cost, _ in priced]
+        usd = [(u.low, u.expected, u.high) for _, u in priced]
         x_extent = [v for t in hours for v in t] + ([deadline] if deadline else [])
         y_extent = [v for t in usd for v in t] + ([max_usd] if max_usd else [])
         log_x, log_y = _wants_log(x_extent), _wants_log(y_extent)
@@ -338,7 +344,7 @@ class CostTimeChart(ChartBase):
             if item.isVisible():
                 item.hide()
 
-    def _place_labels(self, *_args) -> None:
+    def _place_labels(self, *_args: object) -> None:
         """Put each label where it overlaps no label, no point and no edge (see the module docstring)."""
         if not self._labelled or self._message.isVisible():
             self._clear_leaders()
@@ -443,11 +449,12 @@ class CostTimeChart(ChartBase):
         self._tooltips = {}
         self.legend.update()
 
-    def _label_fill(self):
+    def _label_fill(self) -> QBrush:
         """A point label's background: the chart's, slightly see-through, so the label reads over the cloud."""
         fill = QColor(self.colors.background)
         fill.setAlpha(215)
-        return pg.mkBrush(fill)
+        brush: QBrush = pg.mkBrush(fill)
+        return brush
 
     # -- helpers and slots ---------------------------------------------------------------
     def _tooltip_of(self, key: str) -> str:
@@ -456,7 +463,9 @@ class CostTimeChart(ChartBase):
             text = self._tooltips[key] = _tooltip(self._candidates[key], key == self._recommended)
         return text
 
-    def _set_line(self, line: pg.InfiniteLine, value: float | None, f, text: str) -> None:
+    def _set_line(
+        self, line: pg.InfiniteLine, value: float | None, f: Callable[[float], float], text: str
+    ) -> None:
         if value is None or (value <= 0 and f is math.log10):
             line.hide()
             return
@@ -464,10 +473,10 @@ class CostTimeChart(ChartBase):
         line.setValue(f(value))
         line.label.setFormat(text)
 
-    def _tip_for_spot(self, x: float, y: float, data) -> str:
-        return self._tooltip_of(data) if data in self._candidates else ""
+    def _tip_for_spot(self, x: float, y: float, data: object) -> str:
+        return self._tooltip_of(data) if isinstance(data, str) and data in self._candidates else ""
 
-    def _on_points_clicked(self, _item, points, _event) -> None:
+    def _on_points_clicked(self, _item: Any, points: Any, _event: Any) -> None:  # pyqtgraph signal
         if len(points) == 0:
             return
         key = points[0].data()
@@ -483,7 +492,7 @@ class _Grid:
         self.cell = cell
         self.cells: dict[tuple[int, int], list[QRectF]] = {}
 
-    def _keys(self, r: QRectF):
+    def _keys(self, r: QRectF) -> Iterator[tuple[int, int]]:
         c = self.cell
         for gx in range(math.floor(r.left() / c), math.floor(r.right() / c) + 1):
             for gy in range(math.floor(r.top() / c), math.floor(r.bottom() / c) + 1):
@@ -581,7 +590,7 @@ def _segments_cross(
 ) -> bool:
     """Whether the segments a-b and c-d cross (touching at an end does not count)."""
 
-    def side(p, q, r) -> float:
+    def side(p: tuple[float, float], q: tuple[float, float], r: tuple[float, float]) -> float:
         return (q[0] - p[0]) * (r[1] - p[1]) - (q[1] - p[1]) * (r[0] - p[0])
 
     d1, d2, d3, d4 = side(c, d, a), side(c, d, b), side(a, b, c), side(a, b, d)
@@ -630,7 +639,7 @@ def _free_place(
     return None if best is None else (best[1], best[2])
 
 
-def _plottable(c) -> bool:
+def _plottable(c: Candidate) -> bool:
     """Fits and has finite, priced job time and cost ranges."""
     if not c.fits or c.cost is None or c.cost.cost_usd is None:
         return False
@@ -645,7 +654,7 @@ def _wants_log(values: list[float]) -> bool:
     return max(positive) / min(positive) > LOG_SPAN
 
 
-def _transform(log: bool):
+def _transform(log: bool) -> Callable[[float], float]:
     return math.log10 if log else float
 
 
@@ -672,40 +681,48 @@ def _staircase(xs: np.ndarray, ys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.array(sx), np.array(sy)
 
 
-def _tooltip(c, recommended: bool = False) -> str:
-    h, u = c.cost.job_hours, c.cost.cost_usd
+def _priced(c: Candidate) -> tuple[CostEstimate, Range]:
+    """A plottable candidate's cost and its cost range (:func:`_plottable` has checked both)."""
+    cost = c.cost
+    assert cost is not None and cost.cost_usd is not None, "only plottable candidates are drawn"
+    return cost, cost.cost_usd
+
+
+def _tooltip(c: Candidate, recommended: bool = False) -> str:
+    cost, u = _priced(c)
+    h = cost.job_hours
     name = short_gpu_name(c.gpu.name, c.gpu_count)
     rows = [
         ("Parallelism", c.setup_label if c.gpu_count > 1 else "single GPU"),
         ("Job time", f"{fmt_hours(h.expected)} ({fmt_hours(h.low)} – {fmt_hours(h.high)})"),
         ("Cost", f"{fmt_usd(u.expected)} ({fmt_usd(u.low)} – {fmt_usd(u.high)})"),
     ]
-    if finite(c.cost.usd_per_million_tokens):
-        rows.append(("Per 1M tokens", fmt_usd(c.cost.usd_per_million_tokens)))
-    if c.cost.deadline_status:
+    if finite(cost.usd_per_million_tokens):
+        rows.append(("Per 1M tokens", fmt_usd(cost.usd_per_million_tokens)))
+    if cost.deadline_status:
         rows.append(
             (
                 "Deadline",
                 {"meets": "meets it", "likely": "likely meets it", "at risk": "at risk"}.get(
-                    c.cost.deadline_status, c.cost.deadline_status
+                    cost.deadline_status, cost.deadline_status
                 ),
             )
         )
-    if c.cost.budget_status:
+    if cost.budget_status:
         rows.append(
             (
                 "Budget",
                 {"within": "within it", "likely": "likely within it", "over": "over"}.get(
-                    c.cost.budget_status, c.cost.budget_status
+                    cost.budget_status, cost.budget_status
                 ),
             )
         )
-    if c.cost.horizon_status:
+    if cost.horizon_status:
         rows.append(
             (
                 "Horizon",
                 {"within": "finishes within it", "likely": "likely within it", "beyond": "beyond it"}.get(
-                    c.cost.horizon_status, c.cost.horizon_status
+                    cost.horizon_status, cost.horizon_status
                 ),
             )
         )
@@ -719,7 +736,7 @@ def _tooltip(c, recommended: bool = False) -> str:
     return f"<b>{html.escape(name)}</b><table cellspacing='0'>{body}</table>"
 
 
-def _preview_widget(est):
+def _preview_widget(est: Estimate) -> CostTimeChart:
     chart = CostTimeChart()
     chart.show(est, est.decision.recommended_key if est.decision else None)
     chart.candidateSelected.connect(lambda key: print("selected", key))

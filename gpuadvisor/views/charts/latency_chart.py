@@ -15,8 +15,10 @@ import math
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QPen
 from PySide6.QtWidgets import QVBoxLayout, QWidget
 
+from ...core.estimation.results import Estimate
 from ...core.formatting import short_gpu_name
 from ._base import ChartBase, ScaleAxis
 from .palette import ChartColors
@@ -35,13 +37,13 @@ LEGEND_NAME_CHARS = 22
 P99_DASH = (5.0, 3.0)
 
 
-def latency_keys(est, selected: str | None = None) -> tuple[str, ...]:
+def latency_keys(est: Estimate | None, selected: str | None = None) -> tuple[str, ...]:
     """The fleets to draw (the core's ``Estimate.chart_fleets``)."""
     return est.chart_fleets(selected, MAX_SERIES) if est is not None else ()
 
 
-def _pen(color: str, width: float, dashed: bool):
-    pen = pg.mkPen(color, width=width)
+def _pen(color: str, width: float, dashed: bool) -> QPen:
+    pen: QPen = pg.mkPen(color, width=width)
     if dashed:
         pen.setDashPattern(list(P99_DASH))
     return pen
@@ -86,13 +88,13 @@ class LatencyChart(ChartBase):
         self._target_key = pg.PlotCurveItem()
         self._legend_labels: list[str] = []
         self._keys: tuple[str, ...] = ()
-        self._est = None
+        self._est: Estimate | None = None
         self._selected: str | None = None
         self._apply_colors(self.colors)
         self.show_estimate(None)
 
     # -- public API -----------------------------------------------------------------------
-    def show_estimate(self, est, selected: str | None = None) -> None:
+    def show_estimate(self, est: Estimate | None, selected: str | None = None) -> None:
         """The latencies of the selected fleet and the best GPU types (``est=None``: the empty state)."""
         self._est, self._selected = est, selected
         keys = latency_keys(est, selected)
@@ -164,10 +166,11 @@ class LatencyChart(ChartBase):
 
     # -- helpers ---------------------------------------------------------------------------
     def _label(self, key: str, recommended: str | None) -> str:
-        c = self._est.candidate(key) if self._est is not None else None
-        if c is None or c.serving is None:
+        est = self._est
+        c = est.candidate(key) if est is not None else None
+        if est is None or c is None or c.serving is None:
             return key
-        s = self._est.serving_of(c, simulate=False) or c.serving
+        s = est.serving_of(c, simulate=False) or c.serving
         d = s.disaggregated
         count = f"{d.prefill_instances}P + {d.decode_instances}D" if d is not None else f"{s.replicas}"
         text = f"{count} \u00d7 {short_gpu_name(c.gpu.name, c.gpu_count, LEGEND_NAME_CHARS)}"
@@ -220,7 +223,7 @@ class LatencyPanel(QWidget):
         layout.addWidget(self.ttft, 1)
         layout.addWidget(self.itl, 1)
 
-    def show_estimate(self, est, selected: str | None = None) -> None:
+    def show_estimate(self, est: Estimate | None, selected: str | None = None) -> None:
         self.ttft.show_estimate(est, selected)
         self.itl.show_estimate(est, selected)
 
@@ -228,7 +231,7 @@ class LatencyPanel(QWidget):
 if __name__ == "__main__":
     from gpuadvisor.views.charts._preview import preview
 
-    def _preview_widget(est):
+    def _preview_widget(est: Estimate) -> QWidget:
         panel = LatencyPanel()
         panel.show_estimate(est, est.decision.recommended_key if est.decision else None)
         return panel

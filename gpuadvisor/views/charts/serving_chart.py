@@ -16,6 +16,8 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QPen
 from PySide6.QtWidgets import QWidget
 
+from ...core.estimation.results import Candidate, Estimate
+from ...core.specs.serving import ServingSpec
 from ._base import ChartBase, ScaleAxis
 from .labels import finite
 from .palette import SERIES_COLORS, ChartColors
@@ -37,19 +39,28 @@ SYMBOLS = ("o", "s", "t", "p", "h", "t1")
 
 
 def _pen(color: str, index: int, width: float) -> QPen:
-    pen = pg.mkPen(color, width=width)
+    pen: QPen = pg.mkPen(color, width=width)
     dash = DASHES[index % len(DASHES)]
     if dash is not None:
         pen.setDashPattern(list(dash))
     return pen
 
 
-def fleet_series(est, selected: str | None = None) -> list:
+def _targets_text(spec: ServingSpec) -> str:
+    """The latency targets the service states, in words (either may be missing)."""
+    if spec.ttft_s is not None:
+        return f"first token within {spec.ttft_s:g} s at p{spec.percentile}"
+    if spec.itl_ms is not None:
+        return f"at most {spec.itl_ms:g} ms between tokens at p{spec.percentile}"
+    return "no latency target stated"
+
+
+def fleet_series(est: Estimate | None, selected: str | None = None) -> list[Candidate]:
     """The candidates to draw: the selected one, then each GPU type's best fleet in the decision's
     order (at most :data:`MAX_SERIES`, only those with a fleet)."""
     if est is None or est.scenario.workload.serving is None:
         return []
-    chosen = []
+    chosen: list[Candidate] = []
     sel = est.candidate(selected) if selected else None
     if sel is not None and sel.serving is not None:
         chosen.append(sel)
@@ -92,14 +103,14 @@ class ServingChart(ChartBase):
         self._target_key = pg.PlotCurveItem()
         self._point_key = pg.ScatterPlotItem(symbol="d", size=12)
         self._legend_labels: list[str] = []
-        self._shown: list = []
-        self._est = None
+        self._shown: list[Candidate] = []
+        self._est: Estimate | None = None
         self._selected: str | None = None
         self._apply_colors(self.colors)
         self.show_estimate(None)
 
     # -- public API -----------------------------------------------------------------------
-    def show_estimate(self, est, selected: str | None = None) -> None:
+    def show_estimate(self, est: Estimate | None, selected: str | None = None) -> None:
         """Curves of the selected fleet and the best GPU types (``est=None``: the empty state)."""
         self._est, self._selected = est, selected
         cands = fleet_series(est, selected)
@@ -115,6 +126,7 @@ class ServingChart(ChartBase):
                 continue
             c = cands[i]
             s = c.serving
+            assert s is not None  # fleet_series keeps only candidates with a fleet
             pts = [(p.tokens_per_s_per_user, p.tokens_per_s_per_gpu) for p in s.curve()]
             pts = [(x, y) for x, y in pts if finite(x, y)]
             color = series[i % len(series)]
@@ -130,7 +142,7 @@ class ServingChart(ChartBase):
                 brushes.append(pg.mkBrush(color))
         self.points.setData(x=np.array(px, float), y=np.array(py, float), brush=brushes)
         spec = est.scenario.workload.serving if est is not None else None
-        if spec is not None:
+        if spec is not None and spec.itl_ms is not None:  # the targets are optional
             target = 1000.0 / spec.itl_ms
             self.target_line.show()
             self.target_line.setValue(target)
@@ -143,11 +155,9 @@ class ServingChart(ChartBase):
             self._show_message(EMPTY_MESSAGE if spec is None else "No GPU fits a replica.")
             return
         self._hide_message()
-        met = [c for c in cands if c.serving.meets_slo]
+        met = [c for c in cands if c.serving is not None and c.serving.meets_slo]
         self._set_notice(
-            ""
-            if met
-            else f"No fleet shown meets the targets (first token within {spec.ttft_s:g} s at p{spec.percentile}).",
+            "" if met or spec is None else f"No fleet shown meets the targets ({_targets_text(spec)}).",
             warning=not met,
         )
         x_lo, x_hi = min(xs_all), max(xs_all)
@@ -163,15 +173,16 @@ class ServingChart(ChartBase):
         return [label.text for _, label in self.legend.items]
 
     # -- helpers ---------------------------------------------------------------------------
-    def _label(self, c, recommended: str | None) -> str:
+    def _label(self, c: Candidate, recommended: str | None) -> str:
         s = c.serving
+        assert s is not None  # fleet_series keeps only candidates with a fleet
         per = "" if c.gpu_count == 1 else f" ({c.gpu_count}, {c.parallelism})"
         d = s.disaggregated
         count = f"{d.prefill_instances}P + {d.decode_instances}D" if d is not None else f"{s.replicas}"
         text = f"{count} \u00d7 {c.gpu.name.replace('NVIDIA ', '')}{per}"
         return f"{RECOMMENDED_MARK} {text}" if c.key == recommended else text
 
-    def _update_legend(self, cands: list, recommended: str | None) -> None:
+    def _update_legend(self, cands: list[Candidate], recommended: str | None) -> None:
         labels = [self._label(c, recommended) for c in cands]
         wanted = labels + (["ITL target", "Operating point"] if cands else [])
         if wanted == self._legend_labels:
@@ -206,7 +217,7 @@ class ServingChart(ChartBase):
             self.show_estimate(self._est, self._selected)
 
 
-def _preview_widget(est):
+def _preview_widget(est: Estimate) -> ServingChart:
     chart = ServingChart()
     chart.show(est, est.decision.recommended_key if est.decision else None)
     return chart

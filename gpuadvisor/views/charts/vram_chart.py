@@ -27,13 +27,16 @@ from __future__ import annotations
 
 import html
 import math
+from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QEvent, QObject, QPointF, Qt, Signal
-from PySide6.QtGui import QBrush, QColor, QCursor, QFontMetrics
+from PySide6.QtCore import QEvent, QObject, QPointF, QSize, Qt, Signal
+from PySide6.QtGui import QBrush, QColor, QCursor, QFontMetrics, QKeyEvent, QPen, QWheelEvent
 from PySide6.QtWidgets import QScrollBar, QToolTip, QWidget
 
+from ...core.estimation.results import Candidate, Estimate
 from ._base import ChartBase, ScaleAxis, category_axis, tick_font
 from .labels import finite, fmt_gib, short_gpu_name
 from .palette import COMPONENT_LABELS, COMPONENT_ORDER, COMPONENT_SHORT_LABELS, LIGHT, ChartColors
@@ -172,7 +175,7 @@ class VramChart(ChartBase):
         #: The entries always in the legend; the optional ones (KV pool, host RAM, recommended) are
         #: created on first use and parked, hidden, while not shown (see :meth:`_sync_legend`).
         self._base_legend = list(self.legend.items)
-        self._optional_legend: dict[object, tuple] = {}
+        self._optional_legend: dict[object, tuple[Any, Any]] = {}  # pyqtgraph (sample, label)
 
         #: Scrolls the rows when they do not all fit; its value is the top row.
         self.scroll_bar = QScrollBar(Qt.Orientation.Vertical)
@@ -187,14 +190,16 @@ class VramChart(ChartBase):
         # ``_base.weak_callback``).
         self.plot.setFocusPolicy(Qt.FocusPolicy.NoFocus)
 
-        self._rows: list = []
+        self._rows: list[Candidate] = []
         self._labels: list[str] = []
         self._tooltips: dict[int, str] = {}
         self._recommended_row: int | None = None
         self._selected_row: int | None = None
         self._x_max = 1.0
         self._axis_width = -1
-        self._view = None
+        #: (x range, top row, rows shown, y range) of the last layout, to skip an unchanged one.
+        self._view: tuple[float, int, int, tuple[float, float]] | None = None
+        self._ticks: list[list[tuple[float, str]]] | None = None
         scene = self.plot.scene()
         scene.sigMouseMoved.connect(self._on_mouse_moved)
         scene.sigMouseClicked.connect(self._on_mouse_clicked)
@@ -204,7 +209,7 @@ class VramChart(ChartBase):
         self.set_candidates([])
 
     # -- public API -----------------------------------------------------------------------
-    def show_estimate(self, est, selected: str | None = None) -> None:
+    def show_estimate(self, est: Estimate | None, selected: str | None = None) -> None:
         """One row per GPU type, best first (``est.best_per_gpu()``), the recommendation starred
         and outlined, ``selected``'s row highlighted (``est=None``: the empty state)."""
         if est is None:
@@ -220,7 +225,10 @@ class VramChart(ChartBase):
         )
 
     def set_candidates(
-        self, candidates, recommended_key: str | None = None, selected_key: str | None = None
+        self,
+        candidates: Iterable[Candidate],
+        recommended_key: str | None = None,
+        selected_key: str | None = None,
     ) -> None:
         """Show one row per candidate, top to bottom in the given order; star and outline
         ``recommended_key``, highlight ``selected_key``.
@@ -304,7 +312,7 @@ class VramChart(ChartBase):
         ]
         self._labels = labels
         ticks = [[(float(i), s) for i, s in enumerate(labels)], []]
-        if ticks != getattr(self, "_ticks", None):  # re-laying out 27 tick labels is the costliest part
+        if ticks != self._ticks:  # re-laying out 27 tick labels is the costliest part
             self._ticks = ticks
             self.y_axis.setTicks(ticks)
         metrics = QFontMetrics(tick_font())
@@ -379,7 +387,7 @@ class VramChart(ChartBase):
     def row_count(self) -> int:
         return len(self._rows)
 
-    def candidate_at(self, row: int):
+    def candidate_at(self, row: int) -> Candidate:
         """The candidate drawn in ``row`` (0 = top)."""
         return self._rows[row]
 
@@ -440,27 +448,28 @@ class VramChart(ChartBase):
         row = round(y)
         return row if 0 <= row < len(self._rows) and abs(y - row) <= 0.5 else None
 
-    def sizeHint(self):  # Qt override
+    def sizeHint(self) -> QSize:  # Qt override
         hint = super().sizeHint()
         frame = 110 + 2 * QFontMetrics(tick_font()).height()  # legend rows, x axis and its title
         hint.setHeight(frame + row_pitch_px() * min(max(len(self._rows), 3), HINT_ROWS))
         hint.setWidth(max(hint.width(), 760))
         return hint
 
-    def minimumSizeHint(self):  # Qt override
+    def minimumSizeHint(self) -> QSize:  # Qt override
         hint = super().minimumSizeHint()
         hint.setHeight(MIN_HEIGHT_PX)
         return hint
 
-    def keyPressEvent(self, event) -> None:  # Qt override
+    def keyPressEvent(self, event: QKeyEvent) -> None:  # Qt override
         """Arrow keys, Page Up/Down, Home and End scroll the rows (when they do not all fit)."""
         bar = self.scroll_bar
-        step = {
+        steps: dict[int, int] = {  # QKeyEvent.key() is an int
             Qt.Key.Key_Up: -1,
             Qt.Key.Key_Down: 1,
             Qt.Key.Key_PageUp: -bar.pageStep(),
             Qt.Key.Key_PageDown: bar.pageStep(),
-        }.get(event.key())
+        }
+        step = steps.get(event.key())
         if bar.isEnabled() and step is not None:
             bar.setValue(bar.value() + step)
         elif bar.isEnabled() and event.key() in (Qt.Key.Key_Home, Qt.Key.Key_End):
@@ -469,7 +478,7 @@ class VramChart(ChartBase):
             super().keyPressEvent(event)
 
     # -- rows in view ------------------------------------------------------------------------
-    def _update_rows_view(self, *_args) -> None:
+    def _update_rows_view(self, *_args: object) -> None:
         """Show every row when they fit at a readable pitch, else a window of rows and the scroll bar."""
         n = len(self._rows)
         if not n or self._message.isVisible():
@@ -564,7 +573,7 @@ class VramChart(ChartBase):
                 else:
                     QToolTip.hideText()
 
-    def _on_mouse_clicked(self, event) -> None:
+    def _on_mouse_clicked(self, event: Any) -> None:  # a pyqtgraph MouseClickEvent
         if event.button() != Qt.MouseButton.LeftButton:
             return
         row = self.row_at(event.scenePos())
@@ -582,8 +591,8 @@ class _WheelToScroll(QObject):
         self._bar = scroll_bar
         self._partial = 0
 
-    def eventFilter(self, obj, event) -> bool:  # Qt override
-        if event.type() != QEvent.Type.Wheel:
+    def eventFilter(self, obj: QObject, event: QEvent) -> bool:  # Qt override
+        if event.type() != QEvent.Type.Wheel or not isinstance(event, QWheelEvent):
             return False
         if not self._bar.isEnabled():
             return True  # nothing to scroll; never let the view zoom
@@ -595,7 +604,7 @@ class _WheelToScroll(QObject):
         return True
 
 
-def _pool_gib(c) -> float:
+def _pool_gib(c: Candidate) -> float:
     """The unused part of a service's preallocated KV pool, GiB (0 for a batch job)."""
     memory = c.serving.memory if c.serving is not None else None
     return memory.pool_reserved / 2**30 if memory is not None else 0.0
@@ -606,11 +615,12 @@ def _pool_brush(colors: ChartColors) -> QBrush:
     return QBrush(QColor(colors.components["kv_cache"]).darker(125), Qt.BrushStyle.BDiagPattern)
 
 
-def _pool_pen(colors: ChartColors):
-    return pg.mkPen(colors.components["kv_cache"], width=1)
+def _pool_pen(colors: ChartColors) -> QPen:
+    pen: QPen = pg.mkPen(colors.components["kv_cache"], width=1)
+    return pen
 
 
-def _tooltip(c, colors: ChartColors = LIGHT, recommended: bool = False) -> str:
+def _tooltip(c: Candidate, colors: ChartColors = LIGHT, recommended: bool = False) -> str:
     g = c.memory.gib()
     setup = f"{c.gpu_count} × {c.gpu.name}" + (f", {c.setup_label}" if c.gpu_count > 1 else "")
     memory = c.serving.memory if c.serving is not None else None
@@ -654,7 +664,7 @@ def _tooltip(c, colors: ChartColors = LIGHT, recommended: bool = False) -> str:
     )
 
 
-def _preview_widget(est):
+def _preview_widget(est: Estimate) -> VramChart:
     chart = VramChart()
     chart.show(est, est.decision.recommended_key if est.decision else None)
     chart.gpuClicked.connect(lambda gpu_id: print("clicked", gpu_id))
@@ -667,10 +677,10 @@ def _nice_ceiling(value: float) -> float:
         return 1.0
     exponent = math.floor(math.log10(value))
     for step in (1.0, 1.5, 2.0, 3.0, 5.0, 7.5, 10.0):
-        candidate = step * 10**exponent
+        candidate = step * 10.0**exponent
         if candidate >= value:
             return candidate
-    return 10 ** (exponent + 1)
+    return 10.0 ** (exponent + 1)
 
 
 if __name__ == "__main__":

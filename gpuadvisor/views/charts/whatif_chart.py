@@ -22,6 +22,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QPen
 from PySide6.QtWidgets import QWidget
 
+from ...core.estimation.results import Estimate
 from ._base import ChartBase, ScaleAxis
 from .labels import finite
 from .palette import SERIES_COLORS, ChartColors
@@ -49,7 +50,7 @@ CAPACITY_DASH = (10, 4)
 def series_pen(color: str, index: int, width: float) -> QPen:
     """The pen of series ``index``: its colour and its own dash pattern."""
     dash = SERIES_STYLES[index % len(SERIES_STYLES)][0]
-    pen = pg.mkPen(color, width=width)
+    pen: QPen = pg.mkPen(color, width=width)
     if dash is not None:
         pen.setDashPattern(list(dash))
     return pen
@@ -105,14 +106,14 @@ class WhatIfChart(ChartBase):
         self._limit_key = pg.ScatterPlotItem(symbol="d", size=11)
         self._legend_labels: list[str] = []
         self._shown: list[WhatIfCurve] = []
-        self._est = None
+        self._est: Estimate | None = None
         self._selected: str | None = None
         self._axis = "context"
         self._apply_colors(self.colors)
         self.set_curves(AXIS_LABEL_DEFAULT, [])
 
     # -- public API -----------------------------------------------------------------------
-    def show_estimate(self, est, selected: str | None = None) -> None:
+    def show_estimate(self, est: Estimate | None, selected: str | None = None) -> None:
         """Curves for the selected setup's GPU, the recommended one and the best GPU types
         (``est=None``: the empty state), against the current axis (:meth:`set_axis`)."""
         self._est, self._selected = est, selected
@@ -309,7 +310,9 @@ class WhatIfChart(ChartBase):
 AXIS_LABEL_DEFAULT = "Context length (tokens)"
 
 
-def _split_at(points: list[tuple[float, float]], capacity: float):
+def _split_at(
+    points: list[tuple[float, float]], capacity: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Split a curve where it first rises past ``capacity``: the part that fits (solid) and the rest (dotted).
 
     Both parts end at the crossing, interpolated on screen between the two points around it,
@@ -329,7 +332,7 @@ def _split_at(points: list[tuple[float, float]], capacity: float):
     return column(fit, 0), column(fit, 1), column(over, 0), column(over, 1)
 
 
-def _preview_widget(est):
+def _preview_widget(est: Estimate) -> WhatIfChart:
     chart = WhatIfChart()
     chart.show(est, est.decision.recommended_key if est.decision else None)
     return chart

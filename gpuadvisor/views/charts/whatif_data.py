@@ -8,9 +8,11 @@ largest value that fits from ``Estimate.what_if``. The chart only draws them.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from gpuadvisor.core.estimation.memory import curve_points, memory_curve
+from gpuadvisor.core.estimation.results import Estimate
 
 from .labels import short_gpu_name
 
@@ -33,7 +35,7 @@ class WhatIfCurve:
     recommended: bool = False  # this GPU's best setup is the estimate's recommendation
 
 
-def whatif_range(est, axis: str) -> tuple[int, int]:
+def whatif_range(est: Estimate, axis: str) -> tuple[int, int]:
     """The span of ``axis`` worth showing for this estimate: from the smallest sensible value to
     past both the model's maximum context (or a large batch) and twice the current value."""
     w = est.scenario.workload
@@ -45,12 +47,14 @@ def whatif_range(est, axis: str) -> tuple[int, int]:
     raise ValueError(f"axis must be one of {AXES}, not {axis!r}")
 
 
-def current_value(est, axis: str) -> int:
+def current_value(est: Estimate, axis: str) -> int:
     w = est.scenario.workload
-    return w.context_tokens if axis == "context" else w.batch_size
+    return int(w.context_tokens if axis == "context" else w.batch_size)
 
 
-def whatif_curves(est, gpu_ids, axis: str = "context", points: int = 48) -> list[WhatIfCurve]:
+def whatif_curves(
+    est: Estimate, gpu_ids: Sequence[str], axis: str = "context", points: int = 48
+) -> list[WhatIfCurve]:
     """A curve for each GPU id (its best candidate in ``est``); unknown ids are skipped.
 
     Points whose memory is not a finite number are dropped, never passed on as NaN.
@@ -85,7 +89,7 @@ def whatif_curves(est, gpu_ids, axis: str = "context", points: int = 48) -> list
     return curves
 
 
-def weights_curves(est) -> tuple[list[WhatIfCurve], tuple[str, ...]]:
+def weights_curves(est: Estimate) -> tuple[list[WhatIfCurve], tuple[str, ...]]:
     """The memory of the one GPU compared for each weight type of ``est.weights_table`` (the whole
     model on the GPU), and the weight types' names for the axis: where each type stops fitting the
     card whole. ``([], ())`` without a table."""
@@ -112,7 +116,7 @@ def weights_curves(est) -> tuple[list[WhatIfCurve], tuple[str, ...]]:
     return [curve], labels
 
 
-def axis_label(est, axis: str) -> str:
+def axis_label(est: Estimate, axis: str) -> str:
     """The x-axis title in the workload's own words (training: sequence and micro-batch;
     inference: context per request and concurrent sequences)."""
     training = est.scenario.workload.is_training
@@ -125,7 +129,7 @@ def axis_label(est, axis: str) -> str:
     raise ValueError(f"axis must be one of {AXES}, not {axis!r}")
 
 
-def whatif_gpu_ids(est, selected_key: str | None = None, count: int = 4) -> list[str]:
+def whatif_gpu_ids(est: Estimate, selected_key: str | None = None, count: int = 4) -> list[str]:
     """The GPUs worth drawing: the selected setup's GPU, then the recommended one, then the
     decision's order (best GPU types first), ``count`` at most, without repeats."""
     ids: list[str] = []
@@ -143,7 +147,7 @@ def whatif_gpu_ids(est, selected_key: str | None = None, count: int = 4) -> list
     return ids[:count]
 
 
-def default_gpu_ids(est, count: int = 4) -> list[str]:
+def default_gpu_ids(est: Estimate, count: int = 4) -> list[str]:
     """A few GPUs worth comparing when the user picked none: the cheapest fitting setups'
     GPUs in ranking order, then the largest cards, without repeats."""
     ids: list[str] = []
