@@ -123,8 +123,6 @@ LONG_FUNCTIONS = {
     "gpuadvisor/core/presentation/report.py:_rent_buy": 123,
     "gpuadvisor/core/presentation/report.py:build_report": 138,
     "gpuadvisor/core/presentation/text.py:render_estimate": 155,
-    "gpuadvisor/core/presentation/wording.py:scenario_lines": 146,
-    "gpuadvisor/core/presentation/wording.py:recommendation_text": 144,
 }
 
 
