@@ -122,7 +122,6 @@ LONG_FUNCTIONS = {
     "gpuadvisor/core/presentation/detail.py:candidate_detail": 213,
     "gpuadvisor/core/presentation/report.py:_rent_buy": 123,
     "gpuadvisor/core/presentation/report.py:build_report": 138,
-    "gpuadvisor/core/presentation/text.py:render_estimate": 155,
 }
 
 
