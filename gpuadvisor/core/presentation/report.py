@@ -390,40 +390,17 @@ def missing_buy_cells(c: Candidate) -> tuple[str, ...]:
 def _rent_buy(
     est: Estimate, table: list[Candidate], rec: Candidate | None, runner: Candidate | None
 ) -> tuple[list[RentBuyRow], list[str]]:
-    b = est.scenario.budget
-    with_buy = [c for c in table if c.fits and c.cost is not None and c.cost.buy is not None]
-    chosen: list[Candidate] = []
-    picks = [
-        min(with_buy, key=_break_even, default=None),
-        min(with_buy, key=_purchase, default=None),
-    ]
-    # The recommendation and the runner-up always have a row, comparable or not (then it says why).
-    missing: list[Candidate] = []
-    for c in (rec, runner):
-        if c is None:
-            continue
-        if c.cost is not None and c.cost.buy is not None:
-            chosen.append(c)
-        elif all(c.gpu.id != x.gpu.id for x in missing):
-            missing.append(c)
-    for c in picks:
-        if c is None or c.cost is None or c.cost.buy is None:
-            continue
-        if all(c.gpu.id != x.gpu.id for x in chosen):
-            chosen.append(c)
-    for c in with_buy:  # up to four rows when the picks coincide
-        if len(chosen) >= 4:
-            break
-        if all(c.gpu.id != x.gpu.id for x in chosen):
-            chosen.append(c)
-    chosen = chosen[: max(4 - len(missing), 2)]
+    """The rent-versus-buy table and its findings: a row that cannot be compared says why; then
+    which is cheaper at the planned utilization, the break-even rule with this table's range, and
+    how busy the recommended service or job alone keeps the cards."""
+    chosen, missing = _rent_buy_setups(table, rec, runner)
     rows = [RentBuyRow(gpu_id=c.gpu.id, cells=missing_buy_cells(c), buy_is_cheaper=False) for c in missing]
     for c in chosen:
         d = candidate_to_dict(c)["buy_vs_rent"]
         rows.append(
             RentBuyRow(
                 gpu_id=c.gpu.id,
-                cells=rent_buy_cells(c.gpu, d, b.utilization),
+                cells=rent_buy_cells(c.gpu, d, est.scenario.budget.utilization),
                 buy_is_cheaper=d["buy_is_cheaper"],
             )
         )
@@ -444,17 +421,67 @@ def _rent_buy(
             "and renting cannot be compared."
         )
         return rows, findings
+    findings += [_rent_or_buy_verdict(est, chosen), _break_even_rule(est, chosen)]
+    ref = rec or chosen[0]
+    usage = _service_usage(est, ref) if est.scenario.workload.serving is not None else None
+    if usage is None:
+        usage = _job_usage(est, ref)
+    if usage is not None:
+        findings.append(usage)
+    return rows, findings
+
+
+def _rent_buy_setups(
+    table: list[Candidate], rec: Candidate | None, runner: Candidate | None
+) -> tuple[list[Candidate], list[Candidate]]:
+    """The setups the rent-versus-buy table compares, and those it names but cannot compare.
+
+    The recommendation and the runner-up always have a row, comparable or not (then it says why);
+    then the lowest break-even and the lowest purchase price, then the table's order, one row per
+    GPU type and four rows at most (two comparable ones at least)."""
+    with_buy = [c for c in table if c.fits and c.cost is not None and c.cost.buy is not None]
+    chosen: list[Candidate] = []
+    picks = [
+        min(with_buy, key=_break_even, default=None),
+        min(with_buy, key=_purchase, default=None),
+    ]
+    missing: list[Candidate] = []
+    for c in (rec, runner):
+        if c is None:
+            continue
+        if c.cost is not None and c.cost.buy is not None:
+            chosen.append(c)
+        elif all(c.gpu.id != x.gpu.id for x in missing):
+            missing.append(c)
+    for c in picks:
+        if c is None or c.cost is None or c.cost.buy is None:
+            continue
+        if all(c.gpu.id != x.gpu.id for x in chosen):
+            chosen.append(c)
+    for c in with_buy:  # up to four rows when the picks coincide
+        if len(chosen) >= 4:
+            break
+        if all(c.gpu.id != x.gpu.id for x in chosen):
+            chosen.append(c)
+    return chosen[: max(4 - len(missing), 2)], missing
+
+
+def _rent_or_buy_verdict(est: Estimate, chosen: list[Candidate]) -> str:
+    """Which GPUs shown are cheaper bought and which rented, at the planned utilization."""
+    b = est.scenario.budget
     buy = [plain_gpu_name(c.gpu.name) for c in chosen if c.cost.buy.buy_is_cheaper]  # type: ignore[union-attr]
     rent = [plain_gpu_name(c.gpu.name) for c in chosen if not c.cost.buy.buy_is_cheaper]  # type: ignore
-    months = f"{b.ownership_months:g} months"
-    verdict = f"At your planned {fmt_share(b.utilization)} utilization over {months}, "
+    verdict = f"At your planned {fmt_share(b.utilization)} utilization over {b.ownership_months:g} months, "
     if buy and rent:
-        verdict += f"buying is cheaper for {', '.join(buy)} and renting for {', '.join(rent)}."
-    elif buy:
-        verdict += f"buying is cheaper for every GPU shown ({', '.join(buy)})."
-    else:
-        verdict += f"renting is cheaper for every GPU shown ({', '.join(rent)})."
-    findings.append(verdict)
+        return verdict + f"buying is cheaper for {', '.join(buy)} and renting for {', '.join(rent)}."
+    if buy:
+        return verdict + f"buying is cheaper for every GPU shown ({', '.join(buy)})."
+    return verdict + f"renting is cheaper for every GPU shown ({', '.join(rent)})."
+
+
+def _break_even_rule(est: Estimate, chosen: list[Candidate]) -> str:
+    """The rule (buying wins above the break-even utilization) and the break-even range shown."""
+    months = f"{est.scenario.budget.ownership_months:g} months"
     rule = (
         "The rule: buying pays back for continuous use (serving around the clock, a training queue that "
         "never empties) and renting wins for sporadic jobs. Precisely, buying wins only when the cards stay "
@@ -470,46 +497,54 @@ def _rent_buy(
         )
     elif evens:
         rule += f" Here break-even is {fmt_share(evens[0][0])} ({evens[0][1]}) of the {months}."
-    findings.append(rule)
-    ref = rec or chosen[0]
+    return rule
+
+
+def _service_usage(est: Estimate, ref: Candidate) -> str | None:
+    """How busy a service keeps its fleet against the break-even, and the monthly cost owned and
+    rented (None without a fleet purchase to compare).
+
+    A service runs its fleet a share of every day for as long as it is kept: that share,
+    hours_per_day / 24, is the cards' utilization, not a job's hours."""
     service = est.scenario.workload.serving
-    if service is not None and ref.serving is not None and (buy_fleet := ref.serving.buy) is not None:
-        # A service runs its fleet a share of every day for as long as it is kept: that share is
-        # the cards' utilization, not a job's hours.
-        fleet = ref.serving
-        share = service.hours_per_day / 24.0
-        be = (
-            ref.cost.buy.break_even_utilization if ref.cost is not None and ref.cost.buy is not None else None
-        )
-        text = (
-            f"The service keeps its {fleet.gpus_total:,} GPU{'s' if fleet.gpus_total != 1 else ''} busy "
-            f"{service.hours_per_day:g} h a day ({fmt_share(share)} of the {months})"
-        )
-        if be is not None:
-            text += f", {'above' if share >= be else 'below'} the {fmt_share(be)} break-even"
+    if service is None or ref.serving is None or (buy_fleet := ref.serving.buy) is None:
+        return None
+    fleet = ref.serving
+    share = service.hours_per_day / 24.0
+    be = ref.cost.buy.break_even_utilization if ref.cost is not None and ref.cost.buy is not None else None
+    text = (
+        f"The service keeps its {fleet.gpus_total:,} GPU{'s' if fleet.gpus_total != 1 else ''} busy "
+        f"{service.hours_per_day:g} h a day ({fmt_share(share)} of the {est.scenario.budget.ownership_months:g} months)"
+    )
+    if be is not None:
+        text += f", {'above' if share >= be else 'below'} the {fmt_share(be)} break-even"
+    return text + (
+        f": owning the fleet costs {fmt_usd(buy_fleet.owned_usd_per_month)} a month against "
+        f"{fmt_usd(buy_fleet.rent_usd_per_month)} rented, so "
+        + ("buying pays back." if buy_fleet.buy_is_cheaper else "renting is cheaper.")
+    )
+
+
+def _job_usage(est: Estimate, ref: Candidate) -> str | None:
+    """How busy this job alone keeps the recommended setup, as a share of one GPU's ownership
+    (GPU-hours / GPUs / (months x hours a month)), against its break-even (None without a price)."""
+    if ref.cost is None or ref.cost.buy is None:
+        return None
+    months = est.scenario.budget.ownership_months
+    share = ref.cost.gpu_hours.expected / ref.gpu_count / (months * HOURS_PER_MONTH)
+    be = ref.cost.buy.break_even_utilization
+    text = (
+        f"This job alone keeps {setup_name(ref)} busy for {fmt_hours(ref.cost.job_hours.expected)}: "
+        f"{fmt_share(share)} of one GPU's {months:g} months."
+    )
+    if be is not None and share < be:
         text += (
-            f": owning the fleet costs {fmt_usd(buy_fleet.owned_usd_per_month)} a month against "
-            f"{fmt_usd(buy_fleet.rent_usd_per_month)} rented, so "
-            + ("buying pays back." if buy_fleet.buy_is_cheaper else "renting is cheaper.")
+            f" That is below the {fmt_share(be)} break-even, so the job by itself does not justify a "
+            "purchase; buy only if other work will keep the cards busy afterwards."
         )
-        findings.append(text)
-    elif ref.cost is not None and ref.cost.buy is not None:
-        life = b.ownership_months * HOURS_PER_MONTH
-        share = ref.cost.gpu_hours.expected / ref.gpu_count / life
-        be = ref.cost.buy.break_even_utilization
-        text = (
-            f"This job alone keeps {setup_name(ref)} busy for {fmt_hours(ref.cost.job_hours.expected)}: "
-            f"{fmt_share(share)} of one GPU's {months}."
-        )
-        if be is not None and share < be:
-            text += (
-                f" That is below the {fmt_share(be)} break-even, so the job by itself does not justify a "
-                "purchase; buy only if other work will keep the cards busy afterwards."
-            )
-        elif be is not None:
-            text += " That alone is above break-even: buying pays back on this job."
-        findings.append(text)
-    return rows, findings
+    elif be is not None:
+        text += " That alone is above break-even: buying pays back on this job."
+    return text
 
 
 def _engine(est: Estimate) -> tuple[str, tuple[tuple[str, str], ...], str, bool]:
