@@ -119,7 +119,6 @@ LONG_FUNCTIONS = {
     "gpuadvisor/core/estimation/performance.py:inference_performance": 172,
     "gpuadvisor/core/estimation/serving.py:serving_estimate": 135,
     "gpuadvisor/core/estimation/serving_sim.py:_play": 234,
-    "gpuadvisor/core/presentation/report.py:build_report": 138,
 }
 
 

@@ -900,76 +900,16 @@ def build_report(
     # A service is no batch job: its speed and cost are the fleet's (the serving table); a job's
     # tokens/s, time and cost at the scenario's batch would contradict them, so its rows stop at memory.
     columns = SERVICE_TABLE_COLUMNS if service else 6 if session else len(TABLE_HEADER)
-    rows = []
-    for c in table:
-        d = candidate_to_dict(c, est=est)
-        extra = service_memory_cells(d) if service else session_cells(d) if session else ()
-        rows.append(
-            TableRow(
-                gpu_id=c.gpu.id,
-                key=c.key,
-                cells=row_cells(d)[:columns] + extra,
-                fits=c.fits,
-                verdict=c.verdict,
-                recommended=rec is not None and c.key == rec.key,
-            )
-        )
-    notes = [
-        "One row per GPU type: its best setup under the deadline and budget. Rows that surely meet them "
-        "(even the slow or expensive end of the range) come first, by expected cost; then those that likely "
-        "meet them (yes/likely/no in the last two columns); then those that miss a limit, fastest first; "
-        "then the ones that do not fit, closest to fitting first. The recommended setup is the first row."
-    ]
-    if rec is not None and not any(r.recommended for r in rows):
-        notes.append(
-            f"The recommended setup ({setup_name(rec)}) uses more GPUs than the smallest one that fits on "
-            "that GPU type, so it is not a row of this table; its figures are in the recommendation."
-        )
-    notes.append(
-        "Setup: number of GPUs \u00d7 how the work is split (ddp: a full copy per GPU; zero1/2/3, fsdp: "
-        "sharded state; tensor: each layer split; pipeline: layers in stages), with its layout: TP tensor, "
-        "PP pipeline (stages), CP context and DP data parallel degrees, EP experts, ZeRO stage and "
-        "recomputation; with pipelines the memory is the fuller stage's. Need per GPU: the device "
-        "total (tensors + CUDA context + fragmentation)"
-        + (
-            " of one replica at its operating point: the weights, the activations, the KV cache of the "
-            "requests in flight (each reserving its 90th-percentile prompt and, with paged KV, half its "
-            "90th-percentile answer; TensorRT-LLM reserves the whole answer) and the overhead. Engine takes: that plus the part of the KV pool "
-            "the engine preallocates and no request uses ("
-            + ", ".join(
-                f"{engine_name(e.id)} {e.kv_pool.setting} {e.kv_pool.fraction:g}"
-                # The paged engines first, then those that reserve a request's whole context.
-                for e in sorted(PROFILES, key=lambda e: e.batching != Batching.PAGED)
-                if e.kv_pool is not None
-            )
-            + "; what nvidia-smi shows). A service's speed, latency and monthly cost are in the fleet table above, one fleet per GPU type."
-            if service
-            else ". An interactive session on the machine you own: tokens per s is the generation of one "
-            "answer; GPU layers: the layers on the GPU (the rest in system RAM); prompt: the time to read the "
-            "prompt, the wait for the first token; no job is timed or priced."
-            if session
-            else ". Tokens/s: aggregate over the setup's GPUs"
-            + (" (trained tokens)." if est.scenario.workload.is_training else " (output tokens).")
-            + f" Job time and cost: the {RANGE_LABEL} (low\u2013high). \u2014: no deadline, budget or "
-            "price to check against."
-        )
-    )
+    rows = _table_rows(est, table, rec, columns)
+    notes = _table_notes(est, rows, rec)
     if len(ordered) > len(table):
         left = len(ordered) - len(table)
         notes.append(
             f"{left} more GPU type{'s' if left != 1 else ''} left out (the table is limited to "
             f"{max_rows} rows); `gpuadvisor-cli estimate` lists them all."
         )
-    rent_rows, findings = _rent_buy(est, table, rec, runner)
-    if session:  # no job to rent GPUs for: the PDF says so instead of comparing
-        rent_rows, findings = [], []
-    b = est.scenario.budget
-    settings = (
-        f"{b.purchase.capitalize()} purchase price (mean of the catalog's low and high), "
-        f"{b.ownership_months:g} months of ownership at {fmt_share(b.utilization)} utilization, electricity "
-        f"{fmt_usd_per_hour(b.electricity_usd_per_kwh)} per kWh, PUE {b.pue:g}. Rent is the expected price "
-        "per GPU-hour."
-    )
+    # A session has no job to rent GPUs for: the PDF says so instead of comparing.
+    rent_rows, findings = ([], []) if session else _rent_buy(est, table, rec, runner)
     engine_label, factors, calibrated_on, assumed = _engine(est)
     warnings, stale_ids = _warnings(
         est, table, today, stale_after_months, engine_label, calibrated_on, assumed
@@ -999,7 +939,7 @@ def build_report(
         table_notes=tuple(notes),
         rent_buy_header=RENT_BUY_HEADER,
         rent_buy_rows=tuple(rent_rows),
-        rent_buy_settings=settings,
+        rent_buy_settings=_rent_buy_settings(est),
         rent_buy_findings=tuple(findings),
         method_lines=tuple(_method(est)),
         engine_name=engine_label,
@@ -1016,4 +956,90 @@ def build_report(
         **serving_report(est),
         session=session,
         **_weights_section(est),
+    )
+
+
+def _table_rows(est: Estimate, table: list[Candidate], rec: Candidate | None, columns: int) -> list[TableRow]:
+    """The comparison table's rows: the first ``columns`` cells of each, then a service's memory at
+    its operating point or a session's speed."""
+    service = est.scenario.workload.serving is not None
+    rows = []
+    for c in table:
+        d = candidate_to_dict(c, est=est)
+        extra = service_memory_cells(d) if service else session_cells(d) if est.session else ()
+        rows.append(
+            TableRow(
+                gpu_id=c.gpu.id,
+                key=c.key,
+                cells=row_cells(d)[:columns] + extra,
+                fits=c.fits,
+                verdict=c.verdict,
+                recommended=rec is not None and c.key == rec.key,
+            )
+        )
+    return rows
+
+
+def _table_notes(est: Estimate, rows: list[TableRow], rec: Candidate | None) -> list[str]:
+    """The notes under the comparison table: the rows' order, a recommendation that is not a row,
+    and what the setup and figure columns mean."""
+    notes = [
+        "One row per GPU type: its best setup under the deadline and budget. Rows that surely meet them "
+        "(even the slow or expensive end of the range) come first, by expected cost; then those that likely "
+        "meet them (yes/likely/no in the last two columns); then those that miss a limit, fastest first; "
+        "then the ones that do not fit, closest to fitting first. The recommended setup is the first row."
+    ]
+    if rec is not None and not any(r.recommended for r in rows):
+        notes.append(
+            f"The recommended setup ({setup_name(rec)}) uses more GPUs than the smallest one that fits on "
+            "that GPU type, so it is not a row of this table; its figures are in the recommendation."
+        )
+    notes.append(_columns_note(est))
+    return notes
+
+
+def _columns_note(est: Estimate) -> str:
+    """What the setup column and the memory per GPU hold, then the figures: a service's memory at
+    its operating point and what each engine preallocates, a session's speed, or a job's tokens/s,
+    time and cost."""
+    service = est.scenario.workload.serving is not None
+    return (
+        "Setup: number of GPUs \u00d7 how the work is split (ddp: a full copy per GPU; zero1/2/3, fsdp: "
+        "sharded state; tensor: each layer split; pipeline: layers in stages), with its layout: TP tensor, "
+        "PP pipeline (stages), CP context and DP data parallel degrees, EP experts, ZeRO stage and "
+        "recomputation; with pipelines the memory is the fuller stage's. Need per GPU: the device "
+        "total (tensors + CUDA context + fragmentation)"
+        + (
+            " of one replica at its operating point: the weights, the activations, the KV cache of the "
+            "requests in flight (each reserving its 90th-percentile prompt and, with paged KV, half its "
+            "90th-percentile answer; TensorRT-LLM reserves the whole answer) and the overhead. Engine takes: that plus the part of the KV pool "
+            "the engine preallocates and no request uses ("
+            + ", ".join(
+                f"{engine_name(e.id)} {e.kv_pool.setting} {e.kv_pool.fraction:g}"
+                # The paged engines first, then those that reserve a request's whole context.
+                for e in sorted(PROFILES, key=lambda e: e.batching != Batching.PAGED)
+                if e.kv_pool is not None
+            )
+            + "; what nvidia-smi shows). A service's speed, latency and monthly cost are in the fleet table above, one fleet per GPU type."
+            if service
+            else ". An interactive session on the machine you own: tokens per s is the generation of one "
+            "answer; GPU layers: the layers on the GPU (the rest in system RAM); prompt: the time to read the "
+            "prompt, the wait for the first token; no job is timed or priced."
+            if est.session
+            else ". Tokens/s: aggregate over the setup's GPUs"
+            + (" (trained tokens)." if est.scenario.workload.is_training else " (output tokens).")
+            + f" Job time and cost: the {RANGE_LABEL} (low\u2013high). \u2014: no deadline, budget or "
+            "price to check against."
+        )
+    )
+
+
+def _rent_buy_settings(est: Estimate) -> str:
+    """The assumptions of the rent-versus-buy table: purchase price, ownership, utilization, power."""
+    b = est.scenario.budget
+    return (
+        f"{b.purchase.capitalize()} purchase price (mean of the catalog's low and high), "
+        f"{b.ownership_months:g} months of ownership at {fmt_share(b.utilization)} utilization, electricity "
+        f"{fmt_usd_per_hour(b.electricity_usd_per_kwh)} per kWh, PUE {b.pue:g}. Rent is the expected price "
+        "per GPU-hour."
     )
