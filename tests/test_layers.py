@@ -113,10 +113,12 @@ def test_import_contracts_hold():
 # --- the size of the core's functions -------------------------------------------------------------
 #: Most lines a function of the core may span (docs/architecture.md, "Rooms and their size").
 MAX_FUNCTION_LINES = 120
-#: Core functions still above it, with their length when the limit came in: each may only shrink,
-#: and leaves this list once it is split (the estimate's stages were split this way).
+#: Core functions still above it, with the most lines each may keep: each may only shrink, and
+#: leaves this list once it is split (the estimate's stages were split this way). The simulation's
+#: event loop stays whole: a call per step costs about 5% of a run (its setup and its preemption
+#: are functions of their own).
 LONG_FUNCTIONS = {
-    "gpuadvisor/core/estimation/serving_sim.py:_play": 234,
+    "gpuadvisor/core/estimation/serving_sim.py:_play": 165,
 }
 
 
