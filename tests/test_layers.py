@@ -113,18 +113,12 @@ def test_import_contracts_hold():
 # --- the size of the core's functions -------------------------------------------------------------
 #: Most lines a function of the core may span (docs/architecture.md, "Rooms and their size").
 MAX_FUNCTION_LINES = 120
-#: Core functions still above it, with their length when the limit came in: each may only shrink,
-#: and leaves this list once it is split (the estimate's stages were split this way).
+#: Core functions still above it, with the most lines each may keep: each may only shrink, and
+#: leaves this list once it is split (the estimate's stages were split this way). The simulation's
+#: event loop stays whole: a call per step costs about 5% of a run (its setup and its preemption
+#: are functions of their own).
 LONG_FUNCTIONS = {
-    "gpuadvisor/core/estimation/performance.py:inference_performance": 172,
-    "gpuadvisor/core/estimation/serving.py:serving_estimate": 135,
-    "gpuadvisor/core/estimation/serving_sim.py:_play": 234,
-    "gpuadvisor/core/presentation/detail.py:candidate_detail": 213,
-    "gpuadvisor/core/presentation/report.py:_rent_buy": 123,
-    "gpuadvisor/core/presentation/report.py:build_report": 138,
-    "gpuadvisor/core/presentation/text.py:render_estimate": 155,
-    "gpuadvisor/core/presentation/wording.py:scenario_lines": 146,
-    "gpuadvisor/core/presentation/wording.py:recommendation_text": 144,
+    "gpuadvisor/core/estimation/serving_sim.py:_play": 165,
 }
 
 

@@ -448,7 +448,11 @@ def inference_performance(
 
     ``replicas`` > 1: that many copies of this ``gpu_count``-GPU setup (tensor or pipeline parallel)
     share the requests, each serving its share of the batch; the speed is their sum. ``constants``:
-    the speed model's (the shipped ones when None)."""
+    the speed model's (the shipped ones when None).
+
+    The decode step is max(memory, compute) + fixed GPU work + communication on the GPU, against
+    the host's work (:func:`_weight_reads`, :func:`_memory_time`, :func:`_parallel_comm`,
+    :func:`_host_wait_notes`); a prompt's prefill is timed by :func:`_prefill_timer`."""
     k = constants or shipped_constants()
     if engine.speed_model == SpeedModel.LLAMA_CPP:
         return llamacpp_performance(
@@ -479,28 +483,9 @@ def inference_performance(
     ceiling = (prefill_mfu or engine.prefill_mfu) * k.gemm_ceiling.get(arch, 0.75) / k.gemm_ceiling["ampere"]
     t_half = k.gemm_tokens_half
     gemv_max = family.gemv_max_tokens if family is not None else math.inf
-
-    # Weight bytes read per decode step: with MoE only the experts some token of the batch uses.
-    unused = unused_expert_bytes(mm, b)
-    # The experts read stream at moe_expert_efficiency of the dense rate: counted as more bytes.
-    slow = moe_slowdown(m, k)
-    extra = (moe_mlp_bytes(mm) - unused) * slow
-    # The input embedding is a lookup (one row per token), not a stream; a tied table is read
-    # whole as the output head, an untied one not at all.
-    weights = mm.weight_bytes - unused + extra - (mm.embedding_bytes if mm.head_bytes else 0.0)
-    block_weights = mm.block_weight_bytes - unused + extra
+    reads = _weight_reads(mm, family, b, k)
     # Bandwidth ceiling x engine efficiency, at most what streaming kernels reach on any GPU.
     stream = t * min(bw * e_bw, gpu.memory_bandwidth_gb_s * 1e9 * STREAM_CAP)
-    other = 0.0
-    if family is None:
-        gemv_bytes = gemm_bytes = weights
-    else:
-        # Within the GEMV range the quantized blocks stream at the family's efficiency; beyond it,
-        # families that dequantize to a 16-bit copy also write and read that copy.
-        other = weights - block_weights
-        gemv_bytes = block_weights / family.gemv_efficiency + other
-        params = block_weights / max(mm.block_bytes_per_weight, 1e-9)
-        gemm_bytes = block_weights + params * family.dequant_bytes_per_weight + other
 
     c_mean = w.prompt_tokens + w.output_tokens / 2
     # Ranks that hold a copy of the same KV heads (latent attention: every rank) each read it.
@@ -510,12 +495,98 @@ def inference_performance(
     # A kernel that streams the blocks once per row of the batch gives way to the dequantized GEMM
     # once that is cheaper (exllama's reconstruction threshold, AutoGPTQ's kernel switch).
     per_row = (
-        math.ceil(b / family.gemv_row_block) * (gemv_bytes - other) + other
+        math.ceil(b / family.gemv_row_block) * (reads.gemv_bytes - reads.other) + reads.other
         if family is not None and family.gemv_per_row
         else 0.0
     )
-    gemm_regime = b > gemv_max or per_row > gemm_bytes
-    step_bytes = gemm_bytes if gemm_regime else per_row or gemv_bytes
+    gemm_regime = b > gemv_max or per_row > reads.gemm_bytes
+    step_bytes = reads.gemm_bytes if gemm_regime else per_row or reads.gemv_bytes
+    t_mem = _memory_time(mm, gpu, step_bytes, kv_read, stream, t, e_bw, L, k, notes)
+    e_dec = (
+        ceiling * b / (b + t_half) * (family.gemm_efficiency if family is not None and gemm_regime else 1.0)
+    )
+    attn = attention_flop_weight(gpu, prec, peak)
+    t_comp = b * (2 * n_mm + 4 * L * d_q * m.attended_tokens(c_mean) * attn) / (t * peak * 1e12 * e_dec)
+    # A prefill pass runs eagerly (the engines capture CUDA graphs for decode batches, not for
+    # long prompts): the host launches every kernel of it.
+    t_gpu_fixed, t_cpu, t_cpu_prefill = decode_overhead(engine, L, family, graphs, linears, k, moe)
+    t_comm, comm_token = _parallel_comm(gpu, m, n, t, p, L, b, gpus_per_node)
+    t_gpu = max(t_mem, t_comp) + t_gpu_fixed + t_comm
+    # The host's per-sequence work (scheduling, inputs, sampling, outputs) grows with the batch.
+    t_cpu += b * engine.seq_host_s
+    step = max(t_gpu, t_cpu) + k.host_exposed_share * min(t_gpu, t_cpu)
+    bound = max(
+        (t_mem, "memory"), (t_comp, "compute"), (t_gpu_fixed + t_comm, "overhead"), (t_cpu, "overhead")
+    )[1]
+    if t_cpu > t_gpu:
+        notes += _host_wait_notes(engine, graphs, t_gpu, t_cpu)
+
+    prefill_time = _prefill_timer(
+        mm,
+        family,
+        reads,
+        b=b,
+        ceiling=ceiling,
+        per_token_flops=prefill_flops_per_token(m, w.prompt_tokens, engine, n_mm, attn),
+        prefill_peak=t * p * peak * 1e12,  # a pipeline's stages all work on a long prompt
+        stream=stream,
+        t_cpu_prefill=t_cpu_prefill,
+        fixed=t_gpu_fixed + t_comm,
+        comm_token=comm_token,
+        chunk=engine.prefill_chunk_tokens,
+        t_half=t_half,
+    )
+    # Pipeline stages each read their share of the weights once per micro-batch, so a full decode
+    # step still streams all weights through one GPU's bandwidth: no speed-up over one GPU, only room.
+    return _served(w, b, step, prefill_time, replicas, engine, bound, prec, peak, notes)
+
+
+class _WeightReads(NamedTuple):
+    """The weight bytes one decode step reads, by kernel (see the module docstring)."""
+
+    unused: float  # MoE expert bytes no token of the batch routes to (not read)
+    slow: float  # the experts' slowdown: they stream at moe_expert_efficiency of the dense rate
+    other: float  # bytes outside the quantized blocks (0 without a kernel family)
+    gemv_bytes: float  # read by a GEMV kernel (the blocks at the family's efficiency)
+    gemm_bytes: float  # read by a GEMM (families that dequantize also write and read a 16-bit copy)
+
+
+def _weight_reads(mm: MemoryModel, family: KernelFamily | None, b: int, k: SpeedConstants) -> _WeightReads:
+    """The weight bytes a decode step of ``b`` sequences reads with a GEMV and with a GEMM kernel."""
+    # Weight bytes read per decode step: with MoE only the experts some token of the batch uses.
+    unused = unused_expert_bytes(mm, b)
+    # The experts read stream at moe_expert_efficiency of the dense rate: counted as more bytes.
+    slow = moe_slowdown(mm.model, k)
+    extra = (moe_mlp_bytes(mm) - unused) * slow
+    # The input embedding is a lookup (one row per token), not a stream; a tied table is read
+    # whole as the output head, an untied one not at all.
+    weights = mm.weight_bytes - unused + extra - (mm.embedding_bytes if mm.head_bytes else 0.0)
+    block_weights = mm.block_weight_bytes - unused + extra
+    if family is None:
+        return _WeightReads(unused, slow, 0.0, weights, weights)
+    # Within the GEMV range the quantized blocks stream at the family's efficiency; beyond it,
+    # families that dequantize to a 16-bit copy also write and read that copy.
+    other = weights - block_weights
+    gemv_bytes = block_weights / family.gemv_efficiency + other
+    params = block_weights / max(mm.block_bytes_per_weight, 1e-9)
+    gemm_bytes = block_weights + params * family.dequant_bytes_per_weight + other
+    return _WeightReads(unused, slow, other, gemv_bytes, gemm_bytes)
+
+
+def _memory_time(
+    mm: MemoryModel,
+    gpu: GpuSpec,
+    step_bytes: float,
+    kv_read: float,
+    stream: float,
+    t: int,
+    e_bw: float,
+    L: int,
+    k: SpeedConstants,
+    notes: list[Any],
+) -> float:
+    """A decode step's time streaming its weights and its KV cache (read at kv_bandwidth_factor of
+    the stream); with partial offload the layers in host RAM are read from there (a note says so)."""
     t_mem = step_bytes / stream + kv_read / (stream * k.kv_bandwidth_factor)
     share = mm.gpu_layer_share
     if share < 1.0:
@@ -531,14 +602,14 @@ def inference_performance(
             + ("host memory" if gpu.unified_memory else "PCIe")
             + " for every step, which sets the speed."
         )
-    e_dec = (
-        ceiling * b / (b + t_half) * (family.gemm_efficiency if family is not None and gemm_regime else 1.0)
-    )
-    attn = attention_flop_weight(gpu, prec, peak)
-    t_comp = b * (2 * n_mm + 4 * L * d_q * m.attended_tokens(c_mean) * attn) / (t * peak * 1e12 * e_dec)
-    # A prefill pass runs eagerly (the engines capture CUDA graphs for decode batches, not for
-    # long prompts): the host launches every kernel of it.
-    t_gpu_fixed, t_cpu, t_cpu_prefill = decode_overhead(engine, L, family, graphs, linears, k, moe)
+    return t_mem
+
+
+def _parallel_comm(
+    gpu: GpuSpec, m: ModelSpec, n: int, t: int, p: int, L: int, b: int, gpus_per_node: int
+) -> tuple[float, float]:
+    """A decode step's communication (tensor-parallel all-reduces, a pipeline's hand-offs) and the
+    all-reduce time of one token's hidden state (which a prompt's prefill pays per token)."""
     t_comm = comm_token = 0.0
     if t > 1:
         bw_link, lat, _ = link(gpu, n, gpus_per_node)
@@ -547,37 +618,45 @@ def inference_performance(
         t_comm += 2 * L * lat + b * comm_token
     if p > 1:
         t_comm += (p - 1) * PCIE_LATENCY_S
-    t_gpu = max(t_mem, t_comp) + t_gpu_fixed + t_comm
-    # The host's per-sequence work (scheduling, inputs, sampling, outputs) grows with the batch.
-    t_cpu += b * engine.seq_host_s
-    step = max(t_gpu, t_cpu) + k.host_exposed_share * min(t_gpu, t_cpu)
-    bound = max(
-        (t_mem, "memory"), (t_comp, "compute"), (t_gpu_fixed + t_comm, "overhead"), (t_cpu, "overhead")
-    )[1]
-    if t_cpu > t_gpu:
-        idle = 100 * (1 - t_gpu / t_cpu)
-        if not graphs:
-            notes.append(
-                HostWaitNote(
-                    f"{engine.name} without CUDA graphs is bound by launching kernels at this batch ({WAIT}).",
-                    idle,
-                )
-            )
-        else:
-            per_seq = " and its work per sequence" if engine.seq_host_s else ""
-            notes.append(
-                HostWaitNote(
-                    f"{engine.name} is bound by its host's scheduling, input preparation and sampling"
-                    f"{per_seq} at this batch ({WAIT}).",
-                    idle,
-                )
-            )
-        notes.append(HOST_BOUND_SPREAD_NOTE)
+    return t_comm, comm_token
 
-    chunk = engine.prefill_chunk_tokens
-    fixed = t_gpu_fixed + t_comm
-    per_token_flops = prefill_flops_per_token(m, w.prompt_tokens, engine, n_mm, attn)
-    prefill_peak = t * p * peak * 1e12  # a pipeline's stages all work on a long prompt
+
+def _host_wait_notes(engine: EngineProfile, graphs: bool, t_gpu: float, t_cpu: float) -> list[Any]:
+    """Why the GPU waits for the host (launching kernels without CUDA graphs, or the host's
+    scheduling), with the share of the step it is idle, and the spread of a host-bound step."""
+    idle = 100 * (1 - t_gpu / t_cpu)
+    if not graphs:
+        why = f"{engine.name} without CUDA graphs is bound by launching kernels at this batch ({WAIT})."
+    else:
+        per_seq = " and its work per sequence" if engine.seq_host_s else ""
+        why = (
+            f"{engine.name} is bound by its host's scheduling, input preparation and sampling"
+            f"{per_seq} at this batch ({WAIT})."
+        )
+    return [HostWaitNote(why, idle), HOST_BOUND_SPREAD_NOTE]
+
+
+def _prefill_timer(
+    mm: MemoryModel,
+    family: KernelFamily | None,
+    reads: _WeightReads,
+    *,
+    b: int,
+    ceiling: float,
+    per_token_flops: float,
+    prefill_peak: float,
+    stream: float,
+    t_cpu_prefill: float,
+    fixed: float,
+    comm_token: float,
+    chunk: int | None,
+    t_half: float,
+) -> Callable[[float], float]:
+    """The time of a prefill of ``tokens`` prompt tokens: passes of at most ``chunk`` tokens, each
+    the longest of its FLOPs at the GEMM efficiency of its size, its weight reads and the host's
+    launches, plus the fixed GPU work and the per-token all-reduce."""
+    gemv_max = family.gemv_max_tokens if family is not None else math.inf
+    unused, slow = reads.unused, reads.slow
 
     def prefill_time(tokens: float) -> float:
         gemm_tokens = min(tokens, chunk) if chunk else tokens
@@ -588,22 +667,20 @@ def inference_performance(
         more *= 1.0 + slow  # streamed at the experts' rate
         if family is not None and gemm_tokens > gemv_max:  # gemv_max is infinite without a family
             e *= family.gemm_efficiency
-            read = gemm_bytes + more * (
+            read = reads.gemm_bytes + more * (
                 1.0 + family.dequant_bytes_per_weight / max(mm.block_bytes_per_weight, 1e-9)
             )
         elif family is not None:
-            read = gemv_bytes + more / family.gemv_efficiency
+            read = reads.gemv_bytes + more / family.gemv_efficiency
         else:
-            read = gemv_bytes + more
+            read = reads.gemv_bytes + more
         comp = tokens * per_token_flops / (prefill_peak * e)
         # Every prompt token's hidden state is all-reduced too, after the GEMMs that make it.
         return (
             max(comp, passes * read / stream, passes * t_cpu_prefill) + passes * fixed + tokens * comm_token
         )
 
-    # Pipeline stages each read their share of the weights once per micro-batch, so a full decode
-    # step still streams all weights through one GPU's bandwidth: no speed-up over one GPU, only room.
-    return _served(w, b, step, prefill_time, replicas, engine, bound, prec, peak, notes)
+    return prefill_time
 
 
 def _served(

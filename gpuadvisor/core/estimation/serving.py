@@ -1592,8 +1592,76 @@ def serving_estimate(
     fewest meeting the TTFT target (a closed loop of clients: as many replicas as its clients need
     at that concurrency). Without targets the fleet carries the load: a rate on the fewest
     replicas that stay at most :data:`RATE_ONLY_UTILIZATION` busy, a closed loop on one replica.
-    ``concurrency`` and ``replicas`` force a fleet (the simulation's corrections)."""
+    ``concurrency`` and ``replicas`` force a fleet (the simulation's corrections).
+
+    In three stages: the operating point of one replica (:func:`_operating_point`), the fleet that
+    carries the load at it (:func:`_closed_loop_fleet`, :func:`_open_loop_fleet`) and its cost
+    (:func:`_fleet_cost`)."""
     spec, w = curve.spec, curve.w
+    # One request on an idle replica: what no fleet size improves (why a setup misses, if it does).
+    itl_1, alone, _tm1, _s1 = curve.point(1)
+    point = _operating_point(curve, kv_max, scheduler, concurrency, itl_1)
+    if spec.closed_loop:
+        fleet = _closed_loop_fleet(curve, point, replicas)
+    else:
+        fleet = _open_loop_fleet(curve, point, replicas, forced=concurrency is not None)
+    c, itl, service, ttft = fleet.concurrency, fleet.itl_s, fleet.service_s, fleet.ttft_s
+    cost = _fleet_cost(curve, fleet, gpu_count, price, buy, budget)
+    shortfall = 0.0
+    if not fleet.meets:
+        shortfall = max(itl_1 * 1000.0 / spec.itl_limit_ms, alone / spec.ttft_limit_s)
+    k = curve.constants
+    return ServingEstimate(
+        replicas=fleet.replicas,
+        gpus_total=fleet.replicas * gpu_count,
+        concurrency_per_replica=c,
+        requests_per_s_per_replica=fleet.rate / fleet.replicas,
+        ttft_s=ttft,
+        itl_ms=itl * 1000.0,
+        meets_slo=fleet.meets,
+        limited_by=fleet.limited_by,
+        usd_per_hour=cost.per_hour,
+        usd_per_month=cost.per_month,
+        usd_per_million_tokens=cost.per_million,
+        utilization=fleet.utilization,
+        tokens_per_s_per_replica=c * w.output_tokens / service,
+        missed=fleet.missed,
+        buy=cost.buy,
+        replica=curve,
+        gpu_count=gpu_count,
+        replicas_range=fleet.replicas_range,
+        usd_per_month_range=cost.month_range,
+        tokens_per_s_range=k.rate_range(c * w.output_tokens / service, "tokens_per_s"),
+        ttft_range_s=k.time_range(ttft, "ttft"),
+        itl_range_ms=k.time_range(itl * 1000.0, "itl"),
+        memory=None if memory_at is None else memory_at(c),
+        ttft_alone_s=alone,
+        shortfall=shortfall,
+        scheduler=scheduler,
+        plan=FleetPlan(
+            spec, kv_max, kv_pool_tokens, price, buy, budget, memory_at, point.engine_max, transfer
+        ),
+        speculative=None if curve.speculative is None else curve.speculative.gain,
+    )
+
+
+class _OperatingPoint(NamedTuple):
+    """One replica's concurrency before the load is placed on the fleet, and what limits it."""
+
+    concurrency: int  # sequences in flight per replica
+    meets: bool  # whether it meets the targets (True without targets)
+    missed: str  # the target a replica misses even alone: "itl", "ttft" or ""
+    limited_by: str  # "kv_cache", "latency" or "compute"
+    engine_max: int  # the most sequences the engine schedules
+
+
+def _operating_point(
+    curve: ReplicaCurve, kv_max: int, scheduler: BatchDefaults | None, concurrency: int | None, itl_1: float
+) -> _OperatingPoint:
+    """The concurrency per replica: forced, the largest meeting the targets, or (without targets)
+    the most the KV cache and the engine hold; a replica that misses even alone runs one sequence
+    and names the target it misses (``itl_1``: the inter-token latency of one request alone)."""
+    spec = curve.spec
     engine_max = MAX_CONCURRENCY if scheduler is None else min(scheduler.max_sequences, MAX_CONCURRENCY)
     top = min(kv_max, MAX_CONCURRENCY) if spec.has_targets else min(kv_max, engine_max)
     if concurrency is not None:
@@ -1605,8 +1673,6 @@ def serving_estimate(
     else:
         c, meets = max(1, top), True
     missed = ""
-    # One request on an idle replica: what no fleet size improves (why a setup misses, if it does).
-    itl_1, alone, _tm1, _s1 = curve.point(1)
     if not meets:
         c = 1
         missed = "itl" if itl_1 * 1000.0 > spec.itl_limit_ms else "ttft"
@@ -1615,92 +1681,127 @@ def serving_estimate(
         limited = "kv_cache" if kv_max <= min(MAX_CONCURRENCY, top) else "compute"
     else:
         limited = "compute" if curve.bound_at(c) == "compute" else "latency"
+    return _OperatingPoint(c, meets, missed, limited, engine_max)
+
+
+class _Fleet(NamedTuple):
+    """The replicas carrying the load at the operating point, and the latency they give."""
+
+    replicas: int
+    concurrency: int  # sequences each replica runs
+    rate: float  # requests per second, the whole fleet
+    itl_s: float
+    ttft_s: float
+    service_s: float  # one request's time in the engine
+    replicas_range: tuple[int, int]  # the fleet at both ends of the 80% range
+    utilization: float
+    meets: bool
+    missed: str
+    limited_by: str
+
+
+def _closed_loop_fleet(curve: ReplicaCurve, point: _OperatingPoint, replicas: int | None) -> _Fleet:
+    """A closed loop of clients: as many replicas as the clients need at the operating point (one
+    without targets); each runs its share of the clients, at most what it holds, and the clients
+    it cannot hold wait for a slot (Little's law: TTFT + (per / run - 1) x service time)."""
+    spec = curve.spec
+    c, limited = point.concurrency, point.limited_by
+    clients = int(spec.concurrency or 1)
+    if replicas is None:
+        replicas = max(1, math.ceil(clients / c)) if spec.has_targets else 1
+    per = math.ceil(clients / replicas)
+    run = max(1, min(per, c))
+    itl, _tt, ttft, service = curve.point(run, closed=True)
+    if per > run:  # the clients the engine cannot hold wait for a slot (Little's law)
+        ttft += (per / run - 1.0) * service
+    rate = replicas * run / service
+    utilization = min(1.0, per / max(c, 1))
+    if run == per and not spec.has_targets:
+        limited = "clients"  # every client runs: the load, not the replica, sets the batch
+    # The sequences a replica runs: its share of the clients, at most what it holds.
+    return _Fleet(
+        replicas,
+        run,
+        rate,
+        itl,
+        ttft,
+        service,
+        (replicas, replicas),
+        utilization,
+        point.meets,
+        point.missed,
+        limited,
+    )
+
+
+def _open_loop_fleet(
+    curve: ReplicaCurve, point: _OperatingPoint, replicas: int | None, forced: bool
+) -> _Fleet:
+    """A request rate: the fewest replicas meeting the TTFT target at the operating point (without
+    targets, or missing them, the fewest that carry the load), or the TTFT at a given fleet; and
+    the fleet at both ends of the 80% range (``forced``: the concurrency was given)."""
+    spec, w, k = curve.spec, curve.w, curve.constants
+    c, meets, missed = point.concurrency, point.meets, point.missed
     cv2 = service_cv2(w.output_tokens, w.output_tokens_p90)
     itl, _tt, _tm, service = curve.point(c)
-    k = curve.constants
-    if spec.closed_loop:
-        clients = int(spec.concurrency or 1)
-        if replicas is None:
-            replicas = max(1, math.ceil(clients / c)) if spec.has_targets else 1
-        per = math.ceil(clients / replicas)
-        run = max(1, min(per, c))
-        itl, _tt, ttft, service = curve.point(run, closed=True)
-        if per > run:  # the clients the engine cannot hold wait for a slot (Little's law)
-            ttft += (per / run - 1.0) * service
-        rate = replicas * run / service
-        replicas_range = (replicas, replicas)
-        utilization = min(1.0, per / max(c, 1))
-        c = run  # the sequences a replica runs: its share of the clients, at most what it holds
-        if run == per and not spec.has_targets:
-            limited = "clients"  # every client runs: the load, not the replica, sets the batch
+    rate = float(spec.requests_per_s or 0.0)
+    if replicas is None:
+        replicas, ttft = fewest_replicas(curve, c, rate, cv2, rate_only=not meets or not spec.has_targets)
     else:
-        rate = float(spec.requests_per_s or 0.0)
-        if replicas is None:
-            replicas, ttft = fewest_replicas(curve, c, rate, cv2, rate_only=not meets or not spec.has_targets)
-        else:
-            _tl, ttft_tail, _tm2, _sv = curve.point(c)
-            ttft = wait_at_percentile(rate / replicas, c, service, cv2, spec.percentile) + ttft_tail
-        if meets and spec.has_targets and ttft > spec.ttft_limit_s and concurrency is None:
-            meets, missed = False, "ttft"  # cannot happen by construction; kept honest
-        # The fleet at both ends of the 80% range: the same concurrency per replica, the service time
-        # and the TTFT stretched by the ranges of the throughput and the TTFT.
-        tp_low, tp_high = k.serving_spreads["tokens_per_s"]
-        ttft_low, ttft_high = k.serving_spreads["ttft"]
-        loose = not meets or not spec.has_targets
-        r_fast = fewest_replicas(curve, c, rate, cv2, loose, 1.0 / (1.0 + tp_high), 1.0 / (1.0 + ttft_high))[
-            0
-        ]
-        r_slow = fewest_replicas(curve, c, rate, cv2, loose, 1.0 / (1.0 - tp_low), 1.0 / (1.0 - ttft_low))[0]
-        replicas_range = (min(r_fast, replicas), max(r_slow, replicas))
-        utilization = min(1.0, rate / replicas * service / c)
-    rate_r = rate / replicas
-    gpus = replicas * gpu_count
-    per_hour = per_month = per_million = None
-    month_range: tuple[float, float] | None = None
-    fleet_buy = None
-    hours_share = spec.hours_per_day / 24.0
-    if price is not None:
-        per_hour = gpus * price.expected
-        per_month = per_hour * HOURS_PER_MONTH * hours_share
-        lo, hi = (r * gpu_count * price.expected * HOURS_PER_MONTH * hours_share for r in replicas_range)
-        month_range = (lo, hi)
-        per_million = per_hour / (rate * w.output_tokens * 3600.0) * 1e6 if rate > 0 else None
-        if buy is not None:
-            owned = gpus * (
-                buy.purchase_usd / budget.ownership_months
-                + buy.power_usd_per_hour * HOURS_PER_MONTH * hours_share
-            )
-            fleet_buy = FleetBuy(gpus * buy.purchase_usd, owned, per_month, owned < per_month)
-    shortfall = 0.0
-    if not meets:
-        shortfall = max(itl_1 * 1000.0 / spec.itl_limit_ms, alone / spec.ttft_limit_s)
-    return ServingEstimate(
-        replicas=replicas,
-        gpus_total=gpus,
-        concurrency_per_replica=c,
-        requests_per_s_per_replica=rate_r,
-        ttft_s=ttft,
-        itl_ms=itl * 1000.0,
-        meets_slo=meets,
-        limited_by=limited,
-        usd_per_hour=per_hour,
-        usd_per_month=per_month,
-        usd_per_million_tokens=per_million,
-        utilization=utilization,
-        tokens_per_s_per_replica=c * w.output_tokens / service,
-        missed=missed,
-        buy=fleet_buy,
-        replica=curve,
-        gpu_count=gpu_count,
-        replicas_range=replicas_range,
-        usd_per_month_range=month_range,
-        tokens_per_s_range=k.rate_range(c * w.output_tokens / service, "tokens_per_s"),
-        ttft_range_s=k.time_range(ttft, "ttft"),
-        itl_range_ms=k.time_range(itl * 1000.0, "itl"),
-        memory=None if memory_at is None else memory_at(c),
-        ttft_alone_s=alone,
-        shortfall=shortfall,
-        scheduler=scheduler,
-        plan=FleetPlan(spec, kv_max, kv_pool_tokens, price, buy, budget, memory_at, engine_max, transfer),
-        speculative=None if curve.speculative is None else curve.speculative.gain,
+        _tl, ttft_tail, _tm2, _sv = curve.point(c)
+        ttft = wait_at_percentile(rate / replicas, c, service, cv2, spec.percentile) + ttft_tail
+    if meets and spec.has_targets and ttft > spec.ttft_limit_s and not forced:
+        meets, missed = False, "ttft"  # cannot happen by construction; kept honest
+    # The fleet at both ends of the 80% range: the same concurrency per replica, the service time
+    # and the TTFT stretched by the ranges of the throughput and the TTFT.
+    tp_low, tp_high = k.serving_spreads["tokens_per_s"]
+    ttft_low, ttft_high = k.serving_spreads["ttft"]
+    loose = not meets or not spec.has_targets
+    r_fast = fewest_replicas(curve, c, rate, cv2, loose, 1.0 / (1.0 + tp_high), 1.0 / (1.0 + ttft_high))[0]
+    r_slow = fewest_replicas(curve, c, rate, cv2, loose, 1.0 / (1.0 - tp_low), 1.0 / (1.0 - ttft_low))[0]
+    replicas_range = (min(r_fast, replicas), max(r_slow, replicas))
+    utilization = min(1.0, rate / replicas * service / c)
+    return _Fleet(
+        replicas, c, rate, itl, ttft, service, replicas_range, utilization, meets, missed, point.limited_by
     )
+
+
+class _FleetCost(NamedTuple):
+    """What a fleet costs rented (None without a price), and owning it against renting it."""
+
+    per_hour: float | None
+    per_month: float | None
+    per_million: float | None
+    month_range: tuple[float, float] | None
+    buy: FleetBuy | None
+
+
+def _fleet_cost(
+    curve: ReplicaCurve,
+    fleet: _Fleet,
+    gpu_count: int,
+    price: Range | None,
+    buy: BuyVsRent | None,
+    budget: Budget,
+) -> _FleetCost:
+    """The fleet's rent per hour and per month (running hours_per_day of each day), per million
+    output tokens, the monthly range over the fleet's range, and owning it: purchase spread over the
+    ownership months plus the power bill, against the monthly rent."""
+    spec, w = curve.spec, curve.w
+    if price is None:
+        return _FleetCost(None, None, None, None, None)
+    gpus = fleet.replicas * gpu_count
+    rate = fleet.rate
+    hours_share = spec.hours_per_day / 24.0
+    per_hour = gpus * price.expected
+    per_month = per_hour * HOURS_PER_MONTH * hours_share
+    lo, hi = (r * gpu_count * price.expected * HOURS_PER_MONTH * hours_share for r in fleet.replicas_range)
+    per_million = per_hour / (rate * w.output_tokens * 3600.0) * 1e6 if rate > 0 else None
+    fleet_buy = None
+    if buy is not None:
+        owned = gpus * (
+            buy.purchase_usd / budget.ownership_months
+            + buy.power_usd_per_hour * HOURS_PER_MONTH * hours_share
+        )
+        fleet_buy = FleetBuy(gpus * buy.purchase_usd, owned, per_month, owned < per_month)
+    return _FleetCost(per_hour, per_month, per_million, (lo, hi), fleet_buy)

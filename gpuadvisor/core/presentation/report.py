@@ -390,40 +390,17 @@ def missing_buy_cells(c: Candidate) -> tuple[str, ...]:
 def _rent_buy(
     est: Estimate, table: list[Candidate], rec: Candidate | None, runner: Candidate | None
 ) -> tuple[list[RentBuyRow], list[str]]:
-    b = est.scenario.budget
-    with_buy = [c for c in table if c.fits and c.cost is not None and c.cost.buy is not None]
-    chosen: list[Candidate] = []
-    picks = [
-        min(with_buy, key=_break_even, default=None),
-        min(with_buy, key=_purchase, default=None),
-    ]
-    # The recommendation and the runner-up always have a row, comparable or not (then it says why).
-    missing: list[Candidate] = []
-    for c in (rec, runner):
-        if c is None:
-            continue
-        if c.cost is not None and c.cost.buy is not None:
-            chosen.append(c)
-        elif all(c.gpu.id != x.gpu.id for x in missing):
-            missing.append(c)
-    for c in picks:
-        if c is None or c.cost is None or c.cost.buy is None:
-            continue
-        if all(c.gpu.id != x.gpu.id for x in chosen):
-            chosen.append(c)
-    for c in with_buy:  # up to four rows when the picks coincide
-        if len(chosen) >= 4:
-            break
-        if all(c.gpu.id != x.gpu.id for x in chosen):
-            chosen.append(c)
-    chosen = chosen[: max(4 - len(missing), 2)]
+    """The rent-versus-buy table and its findings: a row that cannot be compared says why; then
+    which is cheaper at the planned utilization, the break-even rule with this table's range, and
+    how busy the recommended service or job alone keeps the cards."""
+    chosen, missing = _rent_buy_setups(table, rec, runner)
     rows = [RentBuyRow(gpu_id=c.gpu.id, cells=missing_buy_cells(c), buy_is_cheaper=False) for c in missing]
     for c in chosen:
         d = candidate_to_dict(c)["buy_vs_rent"]
         rows.append(
             RentBuyRow(
                 gpu_id=c.gpu.id,
-                cells=rent_buy_cells(c.gpu, d, b.utilization),
+                cells=rent_buy_cells(c.gpu, d, est.scenario.budget.utilization),
                 buy_is_cheaper=d["buy_is_cheaper"],
             )
         )
@@ -444,17 +421,67 @@ def _rent_buy(
             "and renting cannot be compared."
         )
         return rows, findings
+    findings += [_rent_or_buy_verdict(est, chosen), _break_even_rule(est, chosen)]
+    ref = rec or chosen[0]
+    usage = _service_usage(est, ref) if est.scenario.workload.serving is not None else None
+    if usage is None:
+        usage = _job_usage(est, ref)
+    if usage is not None:
+        findings.append(usage)
+    return rows, findings
+
+
+def _rent_buy_setups(
+    table: list[Candidate], rec: Candidate | None, runner: Candidate | None
+) -> tuple[list[Candidate], list[Candidate]]:
+    """The setups the rent-versus-buy table compares, and those it names but cannot compare.
+
+    The recommendation and the runner-up always have a row, comparable or not (then it says why);
+    then the lowest break-even and the lowest purchase price, then the table's order, one row per
+    GPU type and four rows at most (two comparable ones at least)."""
+    with_buy = [c for c in table if c.fits and c.cost is not None and c.cost.buy is not None]
+    chosen: list[Candidate] = []
+    picks = [
+        min(with_buy, key=_break_even, default=None),
+        min(with_buy, key=_purchase, default=None),
+    ]
+    missing: list[Candidate] = []
+    for c in (rec, runner):
+        if c is None:
+            continue
+        if c.cost is not None and c.cost.buy is not None:
+            chosen.append(c)
+        elif all(c.gpu.id != x.gpu.id for x in missing):
+            missing.append(c)
+    for c in picks:
+        if c is None or c.cost is None or c.cost.buy is None:
+            continue
+        if all(c.gpu.id != x.gpu.id for x in chosen):
+            chosen.append(c)
+    for c in with_buy:  # up to four rows when the picks coincide
+        if len(chosen) >= 4:
+            break
+        if all(c.gpu.id != x.gpu.id for x in chosen):
+            chosen.append(c)
+    return chosen[: max(4 - len(missing), 2)], missing
+
+
+def _rent_or_buy_verdict(est: Estimate, chosen: list[Candidate]) -> str:
+    """Which GPUs shown are cheaper bought and which rented, at the planned utilization."""
+    b = est.scenario.budget
     buy = [plain_gpu_name(c.gpu.name) for c in chosen if c.cost.buy.buy_is_cheaper]  # type: ignore[union-attr]
     rent = [plain_gpu_name(c.gpu.name) for c in chosen if not c.cost.buy.buy_is_cheaper]  # type: ignore
-    months = f"{b.ownership_months:g} months"
-    verdict = f"At your planned {fmt_share(b.utilization)} utilization over {months}, "
+    verdict = f"At your planned {fmt_share(b.utilization)} utilization over {b.ownership_months:g} months, "
     if buy and rent:
-        verdict += f"buying is cheaper for {', '.join(buy)} and renting for {', '.join(rent)}."
-    elif buy:
-        verdict += f"buying is cheaper for every GPU shown ({', '.join(buy)})."
-    else:
-        verdict += f"renting is cheaper for every GPU shown ({', '.join(rent)})."
-    findings.append(verdict)
+        return verdict + f"buying is cheaper for {', '.join(buy)} and renting for {', '.join(rent)}."
+    if buy:
+        return verdict + f"buying is cheaper for every GPU shown ({', '.join(buy)})."
+    return verdict + f"renting is cheaper for every GPU shown ({', '.join(rent)})."
+
+
+def _break_even_rule(est: Estimate, chosen: list[Candidate]) -> str:
+    """The rule (buying wins above the break-even utilization) and the break-even range shown."""
+    months = f"{est.scenario.budget.ownership_months:g} months"
     rule = (
         "The rule: buying pays back for continuous use (serving around the clock, a training queue that "
         "never empties) and renting wins for sporadic jobs. Precisely, buying wins only when the cards stay "
@@ -470,46 +497,54 @@ def _rent_buy(
         )
     elif evens:
         rule += f" Here break-even is {fmt_share(evens[0][0])} ({evens[0][1]}) of the {months}."
-    findings.append(rule)
-    ref = rec or chosen[0]
+    return rule
+
+
+def _service_usage(est: Estimate, ref: Candidate) -> str | None:
+    """How busy a service keeps its fleet against the break-even, and the monthly cost owned and
+    rented (None without a fleet purchase to compare).
+
+    A service runs its fleet a share of every day for as long as it is kept: that share,
+    hours_per_day / 24, is the cards' utilization, not a job's hours."""
     service = est.scenario.workload.serving
-    if service is not None and ref.serving is not None and (buy_fleet := ref.serving.buy) is not None:
-        # A service runs its fleet a share of every day for as long as it is kept: that share is
-        # the cards' utilization, not a job's hours.
-        fleet = ref.serving
-        share = service.hours_per_day / 24.0
-        be = (
-            ref.cost.buy.break_even_utilization if ref.cost is not None and ref.cost.buy is not None else None
-        )
-        text = (
-            f"The service keeps its {fleet.gpus_total:,} GPU{'s' if fleet.gpus_total != 1 else ''} busy "
-            f"{service.hours_per_day:g} h a day ({fmt_share(share)} of the {months})"
-        )
-        if be is not None:
-            text += f", {'above' if share >= be else 'below'} the {fmt_share(be)} break-even"
+    if service is None or ref.serving is None or (buy_fleet := ref.serving.buy) is None:
+        return None
+    fleet = ref.serving
+    share = service.hours_per_day / 24.0
+    be = ref.cost.buy.break_even_utilization if ref.cost is not None and ref.cost.buy is not None else None
+    text = (
+        f"The service keeps its {fleet.gpus_total:,} GPU{'s' if fleet.gpus_total != 1 else ''} busy "
+        f"{service.hours_per_day:g} h a day ({fmt_share(share)} of the {est.scenario.budget.ownership_months:g} months)"
+    )
+    if be is not None:
+        text += f", {'above' if share >= be else 'below'} the {fmt_share(be)} break-even"
+    return text + (
+        f": owning the fleet costs {fmt_usd(buy_fleet.owned_usd_per_month)} a month against "
+        f"{fmt_usd(buy_fleet.rent_usd_per_month)} rented, so "
+        + ("buying pays back." if buy_fleet.buy_is_cheaper else "renting is cheaper.")
+    )
+
+
+def _job_usage(est: Estimate, ref: Candidate) -> str | None:
+    """How busy this job alone keeps the recommended setup, as a share of one GPU's ownership
+    (GPU-hours / GPUs / (months x hours a month)), against its break-even (None without a price)."""
+    if ref.cost is None or ref.cost.buy is None:
+        return None
+    months = est.scenario.budget.ownership_months
+    share = ref.cost.gpu_hours.expected / ref.gpu_count / (months * HOURS_PER_MONTH)
+    be = ref.cost.buy.break_even_utilization
+    text = (
+        f"This job alone keeps {setup_name(ref)} busy for {fmt_hours(ref.cost.job_hours.expected)}: "
+        f"{fmt_share(share)} of one GPU's {months:g} months."
+    )
+    if be is not None and share < be:
         text += (
-            f": owning the fleet costs {fmt_usd(buy_fleet.owned_usd_per_month)} a month against "
-            f"{fmt_usd(buy_fleet.rent_usd_per_month)} rented, so "
-            + ("buying pays back." if buy_fleet.buy_is_cheaper else "renting is cheaper.")
+            f" That is below the {fmt_share(be)} break-even, so the job by itself does not justify a "
+            "purchase; buy only if other work will keep the cards busy afterwards."
         )
-        findings.append(text)
-    elif ref.cost is not None and ref.cost.buy is not None:
-        life = b.ownership_months * HOURS_PER_MONTH
-        share = ref.cost.gpu_hours.expected / ref.gpu_count / life
-        be = ref.cost.buy.break_even_utilization
-        text = (
-            f"This job alone keeps {setup_name(ref)} busy for {fmt_hours(ref.cost.job_hours.expected)}: "
-            f"{fmt_share(share)} of one GPU's {months}."
-        )
-        if be is not None and share < be:
-            text += (
-                f" That is below the {fmt_share(be)} break-even, so the job by itself does not justify a "
-                "purchase; buy only if other work will keep the cards busy afterwards."
-            )
-        elif be is not None:
-            text += " That alone is above break-even: buying pays back on this job."
-        findings.append(text)
-    return rows, findings
+    elif be is not None:
+        text += " That alone is above break-even: buying pays back on this job."
+    return text
 
 
 def _engine(est: Estimate) -> tuple[str, tuple[tuple[str, str], ...], str, bool]:
@@ -865,76 +900,16 @@ def build_report(
     # A service is no batch job: its speed and cost are the fleet's (the serving table); a job's
     # tokens/s, time and cost at the scenario's batch would contradict them, so its rows stop at memory.
     columns = SERVICE_TABLE_COLUMNS if service else 6 if session else len(TABLE_HEADER)
-    rows = []
-    for c in table:
-        d = candidate_to_dict(c, est=est)
-        extra = service_memory_cells(d) if service else session_cells(d) if session else ()
-        rows.append(
-            TableRow(
-                gpu_id=c.gpu.id,
-                key=c.key,
-                cells=row_cells(d)[:columns] + extra,
-                fits=c.fits,
-                verdict=c.verdict,
-                recommended=rec is not None and c.key == rec.key,
-            )
-        )
-    notes = [
-        "One row per GPU type: its best setup under the deadline and budget. Rows that surely meet them "
-        "(even the slow or expensive end of the range) come first, by expected cost; then those that likely "
-        "meet them (yes/likely/no in the last two columns); then those that miss a limit, fastest first; "
-        "then the ones that do not fit, closest to fitting first. The recommended setup is the first row."
-    ]
-    if rec is not None and not any(r.recommended for r in rows):
-        notes.append(
-            f"The recommended setup ({setup_name(rec)}) uses more GPUs than the smallest one that fits on "
-            "that GPU type, so it is not a row of this table; its figures are in the recommendation."
-        )
-    notes.append(
-        "Setup: number of GPUs \u00d7 how the work is split (ddp: a full copy per GPU; zero1/2/3, fsdp: "
-        "sharded state; tensor: each layer split; pipeline: layers in stages), with its layout: TP tensor, "
-        "PP pipeline (stages), CP context and DP data parallel degrees, EP experts, ZeRO stage and "
-        "recomputation; with pipelines the memory is the fuller stage's. Need per GPU: the device "
-        "total (tensors + CUDA context + fragmentation)"
-        + (
-            " of one replica at its operating point: the weights, the activations, the KV cache of the "
-            "requests in flight (each reserving its 90th-percentile prompt and, with paged KV, half its "
-            "90th-percentile answer; TensorRT-LLM reserves the whole answer) and the overhead. Engine takes: that plus the part of the KV pool "
-            "the engine preallocates and no request uses ("
-            + ", ".join(
-                f"{engine_name(e.id)} {e.kv_pool.setting} {e.kv_pool.fraction:g}"
-                # The paged engines first, then those that reserve a request's whole context.
-                for e in sorted(PROFILES, key=lambda e: e.batching != Batching.PAGED)
-                if e.kv_pool is not None
-            )
-            + "; what nvidia-smi shows). A service's speed, latency and monthly cost are in the fleet table above, one fleet per GPU type."
-            if service
-            else ". An interactive session on the machine you own: tokens per s is the generation of one "
-            "answer; GPU layers: the layers on the GPU (the rest in system RAM); prompt: the time to read the "
-            "prompt, the wait for the first token; no job is timed or priced."
-            if session
-            else ". Tokens/s: aggregate over the setup's GPUs"
-            + (" (trained tokens)." if est.scenario.workload.is_training else " (output tokens).")
-            + f" Job time and cost: the {RANGE_LABEL} (low\u2013high). \u2014: no deadline, budget or "
-            "price to check against."
-        )
-    )
+    rows = _table_rows(est, table, rec, columns)
+    notes = _table_notes(est, rows, rec)
     if len(ordered) > len(table):
         left = len(ordered) - len(table)
         notes.append(
             f"{left} more GPU type{'s' if left != 1 else ''} left out (the table is limited to "
             f"{max_rows} rows); `gpuadvisor-cli estimate` lists them all."
         )
-    rent_rows, findings = _rent_buy(est, table, rec, runner)
-    if session:  # no job to rent GPUs for: the PDF says so instead of comparing
-        rent_rows, findings = [], []
-    b = est.scenario.budget
-    settings = (
-        f"{b.purchase.capitalize()} purchase price (mean of the catalog's low and high), "
-        f"{b.ownership_months:g} months of ownership at {fmt_share(b.utilization)} utilization, electricity "
-        f"{fmt_usd_per_hour(b.electricity_usd_per_kwh)} per kWh, PUE {b.pue:g}. Rent is the expected price "
-        "per GPU-hour."
-    )
+    # A session has no job to rent GPUs for: the PDF says so instead of comparing.
+    rent_rows, findings = ([], []) if session else _rent_buy(est, table, rec, runner)
     engine_label, factors, calibrated_on, assumed = _engine(est)
     warnings, stale_ids = _warnings(
         est, table, today, stale_after_months, engine_label, calibrated_on, assumed
@@ -964,7 +939,7 @@ def build_report(
         table_notes=tuple(notes),
         rent_buy_header=RENT_BUY_HEADER,
         rent_buy_rows=tuple(rent_rows),
-        rent_buy_settings=settings,
+        rent_buy_settings=_rent_buy_settings(est),
         rent_buy_findings=tuple(findings),
         method_lines=tuple(_method(est)),
         engine_name=engine_label,
@@ -981,4 +956,90 @@ def build_report(
         **serving_report(est),
         session=session,
         **_weights_section(est),
+    )
+
+
+def _table_rows(est: Estimate, table: list[Candidate], rec: Candidate | None, columns: int) -> list[TableRow]:
+    """The comparison table's rows: the first ``columns`` cells of each, then a service's memory at
+    its operating point or a session's speed."""
+    service = est.scenario.workload.serving is not None
+    rows = []
+    for c in table:
+        d = candidate_to_dict(c, est=est)
+        extra = service_memory_cells(d) if service else session_cells(d) if est.session else ()
+        rows.append(
+            TableRow(
+                gpu_id=c.gpu.id,
+                key=c.key,
+                cells=row_cells(d)[:columns] + extra,
+                fits=c.fits,
+                verdict=c.verdict,
+                recommended=rec is not None and c.key == rec.key,
+            )
+        )
+    return rows
+
+
+def _table_notes(est: Estimate, rows: list[TableRow], rec: Candidate | None) -> list[str]:
+    """The notes under the comparison table: the rows' order, a recommendation that is not a row,
+    and what the setup and figure columns mean."""
+    notes = [
+        "One row per GPU type: its best setup under the deadline and budget. Rows that surely meet them "
+        "(even the slow or expensive end of the range) come first, by expected cost; then those that likely "
+        "meet them (yes/likely/no in the last two columns); then those that miss a limit, fastest first; "
+        "then the ones that do not fit, closest to fitting first. The recommended setup is the first row."
+    ]
+    if rec is not None and not any(r.recommended for r in rows):
+        notes.append(
+            f"The recommended setup ({setup_name(rec)}) uses more GPUs than the smallest one that fits on "
+            "that GPU type, so it is not a row of this table; its figures are in the recommendation."
+        )
+    notes.append(_columns_note(est))
+    return notes
+
+
+def _columns_note(est: Estimate) -> str:
+    """What the setup column and the memory per GPU hold, then the figures: a service's memory at
+    its operating point and what each engine preallocates, a session's speed, or a job's tokens/s,
+    time and cost."""
+    service = est.scenario.workload.serving is not None
+    return (
+        "Setup: number of GPUs \u00d7 how the work is split (ddp: a full copy per GPU; zero1/2/3, fsdp: "
+        "sharded state; tensor: each layer split; pipeline: layers in stages), with its layout: TP tensor, "
+        "PP pipeline (stages), CP context and DP data parallel degrees, EP experts, ZeRO stage and "
+        "recomputation; with pipelines the memory is the fuller stage's. Need per GPU: the device "
+        "total (tensors + CUDA context + fragmentation)"
+        + (
+            " of one replica at its operating point: the weights, the activations, the KV cache of the "
+            "requests in flight (each reserving its 90th-percentile prompt and, with paged KV, half its "
+            "90th-percentile answer; TensorRT-LLM reserves the whole answer) and the overhead. Engine takes: that plus the part of the KV pool "
+            "the engine preallocates and no request uses ("
+            + ", ".join(
+                f"{engine_name(e.id)} {e.kv_pool.setting} {e.kv_pool.fraction:g}"
+                # The paged engines first, then those that reserve a request's whole context.
+                for e in sorted(PROFILES, key=lambda e: e.batching != Batching.PAGED)
+                if e.kv_pool is not None
+            )
+            + "; what nvidia-smi shows). A service's speed, latency and monthly cost are in the fleet table above, one fleet per GPU type."
+            if service
+            else ". An interactive session on the machine you own: tokens per s is the generation of one "
+            "answer; GPU layers: the layers on the GPU (the rest in system RAM); prompt: the time to read the "
+            "prompt, the wait for the first token; no job is timed or priced."
+            if est.session
+            else ". Tokens/s: aggregate over the setup's GPUs"
+            + (" (trained tokens)." if est.scenario.workload.is_training else " (output tokens).")
+            + f" Job time and cost: the {RANGE_LABEL} (low\u2013high). \u2014: no deadline, budget or "
+            "price to check against."
+        )
+    )
+
+
+def _rent_buy_settings(est: Estimate) -> str:
+    """The assumptions of the rent-versus-buy table: purchase price, ownership, utilization, power."""
+    b = est.scenario.budget
+    return (
+        f"{b.purchase.capitalize()} purchase price (mean of the catalog's low and high), "
+        f"{b.ownership_months:g} months of ownership at {fmt_share(b.utilization)} utilization, electricity "
+        f"{fmt_usd_per_hour(b.electricity_usd_per_kwh)} per kWh, PUE {b.pue:g}. Rent is the expected price "
+        "per GPU-hour."
     )

@@ -7,6 +7,7 @@ into lines of text; figures are written by :mod:`gpuadvisor.core.formatting`, li
 from __future__ import annotations
 
 import datetime as _dt
+from dataclasses import dataclass
 from typing import Any
 
 from ..estimation.results import Candidate, Estimate
@@ -59,148 +60,56 @@ def setup_cell(c: Candidate) -> str:
     return f"{c.gpu_count} \u00d7 {lay.name}"
 
 
+@dataclass(frozen=True)
+class _Columns:
+    """The comparison table's optional columns: which of them the estimate fills."""
+
+    service: bool  # sequences in flight and what the engine takes, at a service's operating point
+    host: bool  # host RAM per node (GPU layers in system RAM, offload)
+    perf: bool  # speed and cost (not a service's: its fleet table has them)
+    inference: bool  # tokens/s per user and prompt tokens/s
+    session: bool  # a session on the machine you own: GPU layers and the speed of one answer
+
+
+#: The table's first columns: where the setup runs, its verdict and its memory per GPU in GiB.
+MEMORY_HEADER = [
+    "GPU",
+    "setup",
+    "verdict",
+    "need/GPU",
+    "capacity",
+    "headroom",
+    "weights",
+    "grads",
+    "optim",
+    "activ",
+    "kv",
+    "adapt",
+    "overhead",
+    "max batch",
+    "max ctx",
+]
+#: How the deadline/budget column marks a limit's status.
+LIMIT_MARKS = {"meets": "ok", "within": "ok", "likely": "likely", "at risk": "NO", "over": "NO", None: "-"}
+
+
 def render_estimate(est: Estimate, show_all: bool = False, warnings: bool = True) -> str:
     """The human-readable comparison; ``warnings=False`` leaves the warnings out (the CLI prints
-    them on stderr, :func:`text_warnings`)."""
-    m, w = est.model, est.scenario.workload
-    lines = [
-        scenario_title(est),
-        f"Model: {m.name}, {fmt_count(m.parameters)} parameters"
-        + (f" ({fmt_count(m.active_parameters)} active)" if m.is_moe else "")
-        + f"; workload: {w.kind}, weights {w.weights}, "
-        + ("serving" if w.serving is not None else f"batch {w.batch_size}")
-        + f", context {w.context_tokens:,} tokens",
-        "",
-    ]
-    if w.serving is not None:  # a service: the fleet table comes first
+    them on stderr, :func:`text_warnings`).
+
+    In order: the title and the model, a service's fleet table, the table of setups (one row per GPU
+    type, or every setup with ``show_all``) and the notes that read it, the weights table, the
+    calibration, the summary, where to rent, the changes and the warnings."""
+    lines = _title_lines(est)
+    if est.scenario.workload.serving is not None:  # a service: the fleet table comes first
         lines += serving_lines(est, show_all)
     chosen: list[Candidate] = list(est.candidates) if show_all else list(est.best_per_gpu().values())
-    header = [
-        "GPU",
-        "setup",
-        "verdict",
-        "need/GPU",
-        "capacity",
-        "headroom",
-        "weights",
-        "grads",
-        "optim",
-        "activ",
-        "kv",
-        "adapt",
-        "overhead",
-        "max batch",
-        "max ctx",
-    ]
-    # A service's speed and cost are its fleet's (the table above): one batch's would contradict them.
-    has_perf = w.serving is None and any(c.performance is not None for c in chosen)
-    inference = has_perf and not w.is_training
-    has_host = any(c.memory.host for c in chosen)
-    service = w.serving is not None
-    if service:  # the operating point: sequences in flight, and what the engine takes with its KV pool
-        header += ["in flight", "engine takes"]
-    if has_host:
-        header += ["host RAM"]
-    session = est.session and has_perf
-    if session:  # one person on their machine: no job; how fast it answers and how many layers fit
-        header += ["GPU layers", "tokens/s", "prompt tok/s", f"{w.prompt_tokens:,}-tok prompt", "bound"]
-    elif has_perf:
-        header += (
-            ["tokens/s"]
-            + (["tok/s/user", "prompt tok/s"] if inference else [])
-            + ["job time", "cost", "$/1M tok", "deadline/budget", "bound"]
-        )
-    rows = []
-    calibrated = set(est.calibrated_gpus)
-    for c in chosen:
-        g = c.memory.gib()
-        star = "\u2605 " if est.decision is not None and c.key == est.decision.recommended_key else ""
-        row = [
-            star + c.gpu.name + (" *" if c.gpu.id in calibrated else ""),
-            setup_cell(c),
-            c.verdict,
-            fmt_gib(g["device_total"]),
-            fmt_gib(c.capacity_gib),
-            fmt_signed_gib(c.headroom_gib),
-        ] + [
-            fmt_gib(g[k])
-            for k in ("weights", "gradients", "optimizer", "activations", "kv_cache", "adapters", "overhead")
-        ]
-        wi = est.what_if(c)
-        row += [f"{wi.max_batch:,}", f"{wi.max_context:,}"]
-        if service:
-            mem = c.serving.memory.to_dict() if c.serving is not None and c.serving.memory else None
-            row += [f"{mem['concurrency']:,}", fmt_gib(mem["engine_total"])] if mem else ["-", "-"]
-        if has_host:
-            row += [f"{c.host_memory_gib:.1f}"]  # host RAM per node (gpu_layers, offload)
-        if session:
-            row += session_cells(est, c)
-        elif has_perf:
-            d: dict[str, Any] = {}
-            if c.performance is not None:
-                d.update(c.performance.to_dict())
-            if c.cost is not None:
-                d.update(c.cost.to_dict())
-            tps = d.get("tokens_per_s")
-            per_m = d.get("usd_per_million_tokens")
-            marks = {
-                "meets": "ok",
-                "within": "ok",
-                "likely": "likely",
-                "at risk": "NO",
-                "over": "NO",
-                None: "-",
-            }
-            hours, cost = d.get("job_hours") or {}, d.get("cost_usd") or {}
-            row += [fmt_rate(tps) if tps else "-"]
-            if inference:
-                user, prompt = d.get("tokens_per_s_per_user"), d.get("prefill_tokens_per_s")
-                row += [fmt_rate(user) if user else "-", fmt_rate(prompt) if prompt else "-"]
-            row += [
-                fmt_hours_range(hours.get("low"), hours.get("high")),
-                fmt_usd_range(cost.get("low"), cost.get("high")),
-                fmt_usd_per_mtok(per_m) if per_m is not None else "-",
-                f"{marks[d.get('deadline')]}/{marks[d.get('budget')]}" if d else "-",
-                str(d.get("bound") or "-"),
-            ]
-        rows.append(row)
-    lines.append(
-        text_table(
-            rows,
-            header,
-            right=set(range(3, len(header))) - {len(header) - 1, len(header) - 2}
-            if has_perf
-            else set(range(3, len(header))),
-        )
-    )
-    lines.append("")
-    lines.append(
-        "Memory in GiB per GPU; need = device total (tensors + CUDA context + fragmentation). "
-        "max batch / max ctx: the largest batch and the longest context that fit that setup."
-    )
-    if w.serving is not None:
-        lines.append(
-            "A service's memory is one replica's per GPU at its operating point: the KV cache (kv) of the "
-            "requests in flight per replica; engine takes: plus the unused part of the KV pool the engine "
-            "preallocates (what nvidia-smi shows). Speed, latency and cost: the fleet table above (one "
-            "replica per row here)."
-        )
-    if session:
-        lines.append(
-            "A session on the machine you own: tokens/s = generation of one answer; prompt: the time to "
-            "read the prompt (the wait for the first token); GPU layers: layers on the GPU, the rest in "
-            "system RAM. No job is timed or priced (give workload.requests for one)."
-        )
-    elif has_perf:
-        lines.append(
-            f"job time, cost: the {RANGE_LABEL} (low-high; it held 8 in 10 published measurements the "
-            "speed model was not fitted to)."
-        )
-    if not show_all:
-        lines.append(
-            "One row per GPU type: its best setup under the deadline and budget (use --all for every "
-            "count and parallelism); \u2605 marks the recommendation."
-        )
+    cols = _columns(est, chosen)
+    header = _header(est, cols)
+    rows = [_row(est, c, cols) for c in chosen]
+    numbers = set(range(3, len(header)))  # right-aligned; the last two speed columns are words
+    right = numbers - {len(header) - 1, len(header) - 2} if cols.perf else numbers
+    lines += [text_table(rows, header, right=right), "", *_table_notes(est, cols, show_all)]
     if est.weights_table:
         lines += ["", *weights_table_lines(est)]
     lines += calibration_lines(est)
@@ -214,6 +123,146 @@ def render_estimate(est: Estimate, show_all: bool = False, warnings: bool = True
     if warnings:
         lines += [f"Warning: {w}" for w in text_warnings(est)]
     return "\n".join(lines)
+
+
+def _title_lines(est: Estimate) -> list[str]:
+    """The title, then the model and the workload in one line, then a blank line."""
+    m, w = est.model, est.scenario.workload
+    return [
+        scenario_title(est),
+        f"Model: {m.name}, {fmt_count(m.parameters)} parameters"
+        + (f" ({fmt_count(m.active_parameters)} active)" if m.is_moe else "")
+        + f"; workload: {w.kind}, weights {w.weights}, "
+        + ("serving" if w.serving is not None else f"batch {w.batch_size}")
+        + f", context {w.context_tokens:,} tokens",
+        "",
+    ]
+
+
+def _columns(est: Estimate, chosen: list[Candidate]) -> _Columns:
+    """Which optional columns the rows of ``chosen`` fill."""
+    w = est.scenario.workload
+    # A service's speed and cost are its fleet's (the table above): one batch's would contradict them.
+    has_perf = w.serving is None and any(c.performance is not None for c in chosen)
+    return _Columns(
+        service=w.serving is not None,
+        host=any(c.memory.host for c in chosen),
+        perf=has_perf,
+        inference=has_perf and not w.is_training,
+        session=bool(est.session and has_perf),
+    )
+
+
+def _header(est: Estimate, cols: _Columns) -> list[str]:
+    """The column titles: memory, then a service's operating point, host RAM, and speed and cost
+    (a session's own: no job; how fast it answers and how many layers fit)."""
+    header = list(MEMORY_HEADER)
+    if cols.service:  # the operating point: sequences in flight, and what the engine takes with its KV pool
+        header += ["in flight", "engine takes"]
+    if cols.host:
+        header += ["host RAM"]
+    if cols.session:
+        header += [
+            "GPU layers",
+            "tokens/s",
+            "prompt tok/s",
+            f"{est.scenario.workload.prompt_tokens:,}-tok prompt",
+            "bound",
+        ]
+    elif cols.perf:
+        header += (
+            ["tokens/s"]
+            + (["tok/s/user", "prompt tok/s"] if cols.inference else [])
+            + ["job time", "cost", "$/1M tok", "deadline/budget", "bound"]
+        )
+    return header
+
+
+def _row(est: Estimate, c: Candidate, cols: _Columns) -> list[str]:
+    """One setup's cells, in the header's order; a star marks the recommendation, ``*`` a
+    calibrated GPU."""
+    g = c.memory.gib()
+    star = "\u2605 " if est.decision is not None and c.key == est.decision.recommended_key else ""
+    row = [
+        star + c.gpu.name + (" *" if est.is_calibrated(c.gpu.id) else ""),
+        setup_cell(c),
+        c.verdict,
+        fmt_gib(g["device_total"]),
+        fmt_gib(c.capacity_gib),
+        fmt_signed_gib(c.headroom_gib),
+    ] + [
+        fmt_gib(g[k])
+        for k in ("weights", "gradients", "optimizer", "activations", "kv_cache", "adapters", "overhead")
+    ]
+    wi = est.what_if(c)
+    row += [f"{wi.max_batch:,}", f"{wi.max_context:,}"]
+    if cols.service:
+        mem = c.serving.memory.to_dict() if c.serving is not None and c.serving.memory else None
+        row += [f"{mem['concurrency']:,}", fmt_gib(mem["engine_total"])] if mem else ["-", "-"]
+    if cols.host:
+        row += [f"{c.host_memory_gib:.1f}"]  # host RAM per node (gpu_layers, offload)
+    if cols.session:
+        row += session_cells(est, c)
+    elif cols.perf:
+        row += _speed_cost_cells(c, cols.inference)
+    return row
+
+
+def _speed_cost_cells(c: Candidate, inference: bool) -> list[str]:
+    """tokens/s (per user and prompt for inference), job time and cost ranges, $ per million
+    tokens, whether the deadline and budget are met, and what bounds the speed."""
+    d: dict[str, Any] = {}
+    if c.performance is not None:
+        d.update(c.performance.to_dict())
+    if c.cost is not None:
+        d.update(c.cost.to_dict())
+    tps = d.get("tokens_per_s")
+    per_m = d.get("usd_per_million_tokens")
+    hours, cost = d.get("job_hours") or {}, d.get("cost_usd") or {}
+    cells = [fmt_rate(tps) if tps else "-"]
+    if inference:
+        user, prompt = d.get("tokens_per_s_per_user"), d.get("prefill_tokens_per_s")
+        cells += [fmt_rate(user) if user else "-", fmt_rate(prompt) if prompt else "-"]
+    return cells + [
+        fmt_hours_range(hours.get("low"), hours.get("high")),
+        fmt_usd_range(cost.get("low"), cost.get("high")),
+        fmt_usd_per_mtok(per_m) if per_m is not None else "-",
+        f"{LIMIT_MARKS[d.get('deadline')]}/{LIMIT_MARKS[d.get('budget')]}" if d else "-",
+        str(d.get("bound") or "-"),
+    ]
+
+
+def _table_notes(est: Estimate, cols: _Columns, show_all: bool) -> list[str]:
+    """The notes under the table: what the memory columns hold, a service's and a session's
+    columns, the speed and cost ranges, and what one row stands for."""
+    notes = [
+        "Memory in GiB per GPU; need = device total (tensors + CUDA context + fragmentation). "
+        "max batch / max ctx: the largest batch and the longest context that fit that setup."
+    ]
+    if cols.service:
+        notes.append(
+            "A service's memory is one replica's per GPU at its operating point: the KV cache (kv) of the "
+            "requests in flight per replica; engine takes: plus the unused part of the KV pool the engine "
+            "preallocates (what nvidia-smi shows). Speed, latency and cost: the fleet table above (one "
+            "replica per row here)."
+        )
+    if cols.session:
+        notes.append(
+            "A session on the machine you own: tokens/s = generation of one answer; prompt: the time to "
+            "read the prompt (the wait for the first token); GPU layers: layers on the GPU, the rest in "
+            "system RAM. No job is timed or priced (give workload.requests for one)."
+        )
+    elif cols.perf:
+        notes.append(
+            f"job time, cost: the {RANGE_LABEL} (low-high; it held 8 in 10 published measurements the "
+            "speed model was not fitted to)."
+        )
+    if not show_all:
+        notes.append(
+            "One row per GPU type: its best setup under the deadline and budget (use --all for every "
+            "count and parallelism); \u2605 marks the recommendation."
+        )
+    return notes
 
 
 def text_warnings(est: Estimate, today: _dt.date | None = None, stale_months: int = 6) -> list[str]:

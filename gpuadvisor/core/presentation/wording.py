@@ -135,7 +135,25 @@ def change_lines(est: Estimate, limit: int = 6) -> list[str]:
 
 
 def scenario_lines(est: Estimate) -> list[tuple[str, str]]:
-    s, m, w, b = est.scenario, est.model, est.scenario.workload, est.scenario.budget
+    """The scenario as the report's table of assumptions: one (label, value) row per question the
+    estimate answers, in the same order for every workload."""
+    return [
+        ("Model", _model_value(est)),
+        ("Workload", _workload_value(est)),
+        ("Precision", _precision_value(est)),
+        _batch_row(est),
+        ("Job size", _job_value(est)),
+        ("Budget", _budget_value(est)),
+        ("Deadline", _deadline_value(est)),
+        ("Engine profile", _engine_value(est)),
+        ("GPUs compared", _gpus_compared_value(est)),
+        ("Ownership", _ownership_value(est)),
+    ]
+
+
+def _model_value(est: Estimate) -> str:
+    """The model, its size, the experts a token uses and whether its architecture was assumed."""
+    m = est.model
     model = f"{m.name}, {fmt_count(m.parameters)} parameters"
     if m.is_moe:
         model += (
@@ -144,7 +162,14 @@ def scenario_lines(est: Estimate) -> list[tuple[str, str]]:
         )
     if m.architecture_assumed:
         model += "; architecture assumed from the parameter count (Llama-like)"
-    lines = [("Model", model)]
+    return model
+
+
+def _workload_value(est: Estimate) -> str:
+    """The kind of work, with the adapters' rank and target layers; a session on the machine you own."""
+    w = est.scenario.workload
+    if not w.is_training and est.session:
+        return "Inference: an interactive session on the machine you own"
     kind = KIND_WORDS.get(w.kind, w.kind)
     if w.uses_adapters:
         targets = (
@@ -155,65 +180,80 @@ def scenario_lines(est: Estimate) -> list[tuple[str, str]]:
             else w.lora_targets
         )
         kind += f", rank {w.lora_rank} on {targets}"
-    lines.append(("Workload", kind))
+    return kind
+
+
+def _precision_value(est: Estimate) -> str:
+    """Weights and activations with the optimizer for training; weights and KV cache for inference."""
+    w = est.scenario.workload
+    if not w.is_training:
+        return f"weights {w.weights}, KV cache {w.kv_precision}"
+    prec = f"weights {w.weights}, activations {'fp32' if w.weights == 'fp32' else '16-bit'}"
+    opt = OPTIMIZER_WORDS.get(w.optimizer, w.optimizer)
+    if w.trains_base and w.master_weights and w.weights in ("bf16", "fp16", "fp8"):
+        opt += " with an fp32 master copy"
+    return prec + f"; optimizer {opt}"
+
+
+def _batch_row(est: Estimate) -> tuple[str, str]:
+    """The batch and sequence (with recomputation and FlashAttention for training), or a service's
+    traffic in their place."""
+    w = est.scenario.workload
+    if w.serving is not None:  # a service: traffic and targets instead of a batch
+        return ("Traffic", traffic_phrase(est))
     if w.is_training:
-        prec = f"weights {w.weights}, activations {'fp32' if w.weights == 'fp32' else '16-bit'}"
-        opt = OPTIMIZER_WORDS.get(w.optimizer, w.optimizer)
-        if w.trains_base and w.master_weights and w.weights in ("bf16", "fp16", "fp8"):
-            opt += " with an fp32 master copy"
-        prec += f"; optimizer {opt}"
-        lines.append(("Precision", prec))
         extras = [
             f"gradient checkpointing {'on' if w.gradient_checkpointing else 'off'}"
             if w.activation_recompute is None
             else f"activation recomputation {RECOMPUTE_WORDS.get(w.activation_recompute, w.activation_recompute)}",
             f"FlashAttention {'on' if w.flash_attention else 'off'}",
         ]
-        lines.append(
-            (
-                "Batch and sequence",
-                f"{w.batch_size:,} sequences of {w.seq_len:,} tokens per GPU "
-                f"(micro-batch); {', '.join(extras)}",
-            )
+        return (
+            "Batch and sequence",
+            f"{w.batch_size:,} sequences of {w.seq_len:,} tokens per GPU (micro-batch); {', '.join(extras)}",
         )
+    if est.session and w.batch_size == 1:
+        return (
+            "Batch and sequence",
+            f"one answer at a time: a {w.prompt_tokens:,}-token prompt and {w.output_tokens:,} output tokens",
+        )
+    return (
+        "Batch and sequence",
+        f"{w.batch_size:,} concurrent requests, each a {w.prompt_tokens:,}-token "
+        f"prompt and {w.output_tokens:,} output tokens",
+    )
+
+
+def _job_value(est: Estimate) -> str:
+    """The job's size: tokens to train, requests to serve, a fleet's targets or none for a session;
+    a default is said to be one."""
+    w = est.scenario.workload
+    if w.serving is not None:  # a service: a fleet sized for its targets instead of a job
+        return f"a fleet sized for {targets_phrase(est)}"
+    if w.is_training:
         if w.train_tokens:
-            job = f"{fmt_count(w.train_tokens)} tokens to train"
-        elif w.dataset_tokens:
-            job = (
+            return f"{fmt_count(w.train_tokens)} tokens to train"
+        if w.dataset_tokens:
+            return (
                 f"{fmt_count(w.dataset_tokens)} tokens {TIMES} {w.epochs:g} epochs = "
                 f"{fmt_count(w.dataset_tokens * w.epochs)} tokens to train"
             )
-        else:
-            job = "100M tokens to train (default: the scenario gives no job size)"
-    else:
-        lines.append(("Precision", f"weights {w.weights}, KV cache {w.kv_precision}"))
-        lines.append(
-            (
-                "Batch and sequence",
-                f"{w.batch_size:,} concurrent requests, each a {w.prompt_tokens:,}-token "
-                f"prompt and {w.output_tokens:,} output tokens",
-            )
+        return "100M tokens to train (default: the scenario gives no job size)"
+    if est.session:
+        return (
+            "none: an interactive session on the machine you own (give a number of requests to time "
+            "and price a job)"
         )
-        requests = w.requests or 10_000
-        job = (
-            f"{fmt_count(requests)} requests to serve ({fmt_count(requests * w.output_tokens)} output tokens)"
-            + ("" if w.requests else " (default: the scenario gives no job size)")
-        )
-        if est.session:
-            job = (
-                "none: an interactive session on the machine you own (give a number of requests to time "
-                "and price a job)"
-            )
-            lines[1] = ("Workload", "Inference: an interactive session on the machine you own")
-            if w.batch_size == 1:
-                lines[-1] = (
-                    "Batch and sequence",
-                    f"one answer at a time: a {w.prompt_tokens:,}-token prompt and {w.output_tokens:,} output tokens",
-                )
-    if w.serving is not None:  # a service: traffic and targets instead of a batch and a job
-        lines[-1] = ("Traffic", traffic_phrase(est))
-        job = f"a fleet sized for {targets_phrase(est)}"
-    lines.append(("Job size", job))
+    requests = w.requests or 10_000
+    return (
+        f"{fmt_count(requests)} requests to serve ({fmt_count(requests * w.output_tokens)} output tokens)"
+        + ("" if w.requests else " (default: the scenario gives no job size)")
+    )
+
+
+def _budget_value(est: Estimate) -> str:
+    """The limits on the whole job and on the hourly rate, and the price the setups are priced at."""
+    b = est.scenario.budget
     limits = []
     if b.max_total_usd is not None:
         limits.append(f"at most {fmt_usd(b.max_total_usd)} for the whole job")
@@ -230,19 +270,28 @@ def scenario_lines(est: Estimate) -> list[tuple[str, str]]:
             f"the cheapest cloud instances of {who} (whole instances, {b.price} price; instance snapshot of "
             f"{', '.join(dates) or 'no date'})"
         )
-    lines.append(("Budget", ("; ".join(limits) if limits else "no limit set") + f"; priced at {price}"))
+    return ("; ".join(limits) if limits else "no limit set") + f"; priced at {price}"
+
+
+def _deadline_value(est: Estimate) -> str:
+    """The deadline, or what stands in for it: a service's targets or the planning horizon."""
+    b = est.scenario.budget
     if b.deadline_hours is not None:
-        deadline = fmt_deadline(b.deadline_hours)
-    elif w.serving is not None:
-        deadline = "none (a service runs on; its targets are the limits)"
-    else:
-        deadline = (
-            f"none set: the job is planned to finish within {fmt_days(b.horizon_days)} (the planning horizon)"
-        )
-    lines.append(("Deadline", deadline))
+        return fmt_deadline(b.deadline_hours)
+    if est.scenario.workload.serving is not None:
+        return "none (a service runs on; its targets are the limits)"
+    return f"none set: the job is planned to finish within {fmt_days(b.horizon_days)} (the planning horizon)"
+
+
+def _engine_value(est: Estimate) -> str:
+    """The engine profile by name and id (the bare key of an engine without a record)."""
     engine = RECORDS.get(est.engine)
-    lines.append(("Engine profile", f"{engine.name} ({engine.id})" if engine else est.engine))
-    hw = s.hardware
+    return f"{engine.name} ({engine.id})" if engine else est.engine
+
+
+def _gpus_compared_value(est: Estimate) -> str:
+    """Which GPU types, how many of each per setup, how they are split, and the node size."""
+    hw = est.scenario.hardware
     if est.gpu_ids:
         gpus = f"{len(est.gpu_ids)} selected GPU type{'s' if len(est.gpu_ids) != 1 else ''}"
     else:
@@ -256,6 +305,13 @@ def scenario_lines(est: Estimate) -> list[tuple[str, str]]:
         counts = "the one GPU of the machine you own (set a GPU count for more)"
     if not hw.gpu_count and (hw.gpu_count_max or 0) > 8:
         counts = f"1 to 8 GPUs and whole nodes up to {hw.gpu_count_max:,} GPUs"
+    return f"{gpus}; {counts} per setup; {_parallelism_phrase(est)}; {hw.gpus_per_node} GPUs per node"
+
+
+def _parallelism_phrase(est: Estimate) -> str:
+    """The split asked for: the parallel axes above one (``TP2 x PP4, ddp``), a named parallelism,
+    or every applicable split (beyond a node: the layout search)."""
+    hw = est.scenario.hardware
     axes = [
         f"{label}{value}"
         for label, value in (
@@ -271,15 +327,16 @@ def scenario_lines(est: Estimate) -> list[tuple[str, str]]:
         pars = " x ".join(axes) + f", {pars}"
     elif not hw.layout_given and (hw.gpu_count_max or 0) > 8:
         pars += " (beyond a node: the fastest tensor x pipeline x context x data layout that fits)"
-    lines.append(("GPUs compared", f"{gpus}; {counts} per setup; {pars}; {hw.gpus_per_node} GPUs per node"))
-    lines.append(
-        (
-            "Ownership",
-            f"{b.purchase} cards kept {b.ownership_months:g} months at {fmt_share(b.utilization)} "
-            f"utilization; electricity {fmt_usd_per_hour(b.electricity_usd_per_kwh)} per kWh, PUE {b.pue:g}",
-        )
+    return pars
+
+
+def _ownership_value(est: Estimate) -> str:
+    """The cards bought: how long they are kept, how busy, and the electricity they draw."""
+    b = est.scenario.budget
+    return (
+        f"{b.purchase} cards kept {b.ownership_months:g} months at {fmt_share(b.utilization)} "
+        f"utilization; electricity {fmt_usd_per_hour(b.electricity_usd_per_kwh)} per kWh, PUE {b.pue:g}"
     )
-    return lines
 
 
 def horizon_applies(est: Estimate) -> bool:
@@ -426,73 +483,106 @@ def likely_caveat(est: Estimate, c: Candidate) -> str:
 
 
 def recommendation_text(est: Estimate) -> tuple[str, Candidate | None, Candidate | None]:
+    """The recommendation in words, with the recommended setup and the runner-up it names.
+
+    A service gets its fleet and targets, a session on the machine you own how fast it runs and how
+    much fits; where nothing fits or nothing meets the limits, the text says so and names the
+    cheapest change. Otherwise: the recommended setup and why, then the notes that apply (a tie on
+    cost, an uncertain limit, tight memory, the runner-up, a cheaper setup that misses a limit or
+    only likely meets them)."""
     if est.scenario.workload.serving is not None:  # a service: the fleet and its targets
-        rec = est.recommended
-        runner = (
-            est.candidate(est.decision.runner_up_key) if est.decision and est.decision.runner_up_key else None
-        )
-        text = serving_summary(est)
-        if rec is not None and runner is not None and runner.serving is not None:
-            text += f" Runner-up: {fleet_name(runner)}: {fleet_figures(runner.serving)}."
-        return text, rec, runner
+        return _service_recommendation(est)
     if est.session:  # one person on the machine they own: how fast and how much fits
         return session_line(est), est.recommended, None
-    ranking = list(est.ranking)
-    limits = limits_phrase(est)
-    if not ranking:
-        names = _gpu_names(est)
-        working = [a for a in est.advice if a.fits]
-        if working:
-            a = working[0]
-            text = (
-                f"Nothing fits on any GPU compared. The cheapest change that makes it fit: {a.change} "
-                f"({a.why}), which runs on {key_name(a.candidate, names)} with "
-                f"{fmt_gib(round(a.memory_per_gpu_gib or 0.0, 2))} GiB per GPU"
-                + (f", about {fmt_hours(a.job_hours)}" if a.job_hours is not None else "")
-                + (f" for about {fmt_usd(a.cost_usd)}" if a.cost_usd is not None else "")
-                + "."
-                + (" Other changes that work are listed below." if len(working) > 1 else "")
-            )
-        else:
-            text = (
-                "Nothing fits on any GPU compared, and no standard change (QLoRA, checkpointing, smaller "
-                "batches, sharding, quantization, more GPUs) makes it fit. A larger GPU or a smaller model "
-                "is needed."
-            )
-        return text, None, None
-    decision = est.decision
+    if not est.ranking:
+        return _nothing_fits_text(est), None, None
     rec = est.recommended
     if rec is None:
-        cheapest = ranking[0]
-        fastest = min(
-            (c for c in ranking if c.cost is not None),
-            key=lambda c: c.cost.job_hours.expected if c.cost is not None else math.inf,
-            default=None,
+        return _nothing_meets_limits_text(est), None, None
+    decision = est.decision
+    runner = est.candidate(decision.runner_up_key) if decision and decision.runner_up_key else None
+    text = _recommended_sentence(est, rec) + _same_cost_note(est, rec)
+    if decision is not None and decision.status == "likely":
+        text += " " + likely_caveat(est, rec)
+    text += _tight_memory_note(est, rec)
+    if runner is not None:
+        at = " at " if math.isfinite(cost_of(runner)) else ": "  # an unpriced runner-up has a time only
+        text += f" Runner-up: {setup_name(runner)}{at}{figures_phrase(runner)}; it ranks second because {why_lost(rec, runner)}"
+    text += _cheaper_misses_note(est, rec) + _cheaper_only_likely_note(est, rec)
+    return text, rec, runner
+
+
+def _service_recommendation(est: Estimate) -> tuple[str, Candidate | None, Candidate | None]:
+    """A service: the recommended fleet against its targets, and the runner-up fleet's figures."""
+    rec = est.recommended
+    runner = (
+        est.candidate(est.decision.runner_up_key) if est.decision and est.decision.runner_up_key else None
+    )
+    text = serving_summary(est)
+    if rec is not None and runner is not None and runner.serving is not None:
+        text += f" Runner-up: {fleet_name(runner)}: {fleet_figures(runner.serving)}."
+    return text, rec, runner
+
+
+def _nothing_fits_text(est: Estimate) -> str:
+    """Nothing fits: the cheapest change that makes it fit, or that a larger GPU or smaller model is needed."""
+    working = [a for a in est.advice if a.fits]
+    if not working:
+        return (
+            "Nothing fits on any GPU compared, and no standard change (QLoRA, checkpointing, smaller "
+            "batches, sharding, quantization, more GPUs) makes it fit. A larger GPU or a smaller model "
+            "is needed."
         )
-        if not limits and horizon_applies(est):
-            limits = (
-                f"finishes within {fmt_days(est.scenario.budget.horizon_days)} (no deadline given: the "
-                "planning horizon, which the Budget page sets)"
-            )
-        text = (
-            f"No setup {limits or 'meets the limits'}. The cheapest that fits is {setup_name(cheapest)}: "
-            f"{figures_phrase(cheapest)}."
+    a = working[0]
+    return (
+        f"Nothing fits on any GPU compared. The cheapest change that makes it fit: {a.change} "
+        f"({a.why}), which runs on {key_name(a.candidate, _gpu_names(est))} with "
+        f"{fmt_gib(round(a.memory_per_gpu_gib or 0.0, 2))} GiB per GPU"
+        + (f", about {fmt_hours(a.job_hours)}" if a.job_hours is not None else "")
+        + (f" for about {fmt_usd(a.cost_usd)}" if a.cost_usd is not None else "")
+        + "."
+        + (" Other changes that work are listed below." if len(working) > 1 else "")
+    )
+
+
+def _nothing_meets_limits_text(est: Estimate) -> str:
+    """Setups fit but none meets the limits: the cheapest and the fastest of them, and the cheapest
+    change that meets the limits."""
+    ranking = list(est.ranking)
+    limits = limits_phrase(est)
+    cheapest = ranking[0]
+    fastest = min(
+        (c for c in ranking if c.cost is not None),
+        key=lambda c: c.cost.job_hours.expected if c.cost is not None else math.inf,
+        default=None,
+    )
+    if not limits and horizon_applies(est):
+        limits = (
+            f"finishes within {fmt_days(est.scenario.budget.horizon_days)} (no deadline given: the "
+            "planning horizon, which the Budget page sets)"
         )
-        if fastest is not None and fastest.key != cheapest.key:
-            text += f" The fastest is {setup_name(fastest)}: {figures_phrase(fastest)}."
-        names = _gpu_names(est)
-        working = [a for a in est.advice if a.fits]
-        if working:
-            a = working[0]
-            text += (
-                f" The cheapest change that meets them: {a.change} ({a.why}), on "
-                f"{key_name(a.candidate, names)}"
-                + (f", about {fmt_usd(a.cost_usd)}" if a.cost_usd is not None else "")
-                + ". The changes are listed below."
-            )
-        else:
-            text += " No standard change meets them either: relax the deadline or the budget."
-        return text, None, None
+    text = (
+        f"No setup {limits or 'meets the limits'}. The cheapest that fits is {setup_name(cheapest)}: "
+        f"{figures_phrase(cheapest)}."
+    )
+    if fastest is not None and fastest.key != cheapest.key:
+        text += f" The fastest is {setup_name(fastest)}: {figures_phrase(fastest)}."
+    working = [a for a in est.advice if a.fits]
+    if not working:
+        return text + " No standard change meets them either: relax the deadline or the budget."
+    a = working[0]
+    return text + (
+        f" The cheapest change that meets them: {a.change} ({a.why}), on "
+        f"{key_name(a.candidate, _gpu_names(est))}"
+        + (f", about {fmt_usd(a.cost_usd)}" if a.cost_usd is not None else "")
+        + ". The changes are listed below."
+    )
+
+
+def _recommended_sentence(est: Estimate, rec: Candidate) -> str:
+    """``Recommended: <setup>, the cheapest setup that fits and <limits>. It costs ...; <memory>.``"""
+    limits = limits_phrase(est)
+    decision = est.decision
     what = (
         "the cheapest setup that fits"
         if math.isfinite(cost_of(rec))
@@ -509,66 +599,79 @@ def recommendation_text(est: Estimate) -> tuple[str, Candidate | None, Candidate
             f" (no deadline given: the job is planned within {fmt_days(est.scenario.budget.horizon_days)}; "
             "set a deadline or another horizon on the Budget page)"
         )
-    text += ". " + f"It costs {figures_phrase(rec)}; {memory_phrase(rec)}."
+    return text + ". " + f"It costs {figures_phrase(rec)}; {memory_phrase(rec)}."
+
+
+def _same_cost_note(est: Estimate, rec: Candidate) -> str:
+    """Where the cheapest setup costs the same within 1%, that the faster one is chosen and by how much."""
+    decision = est.decision
     other = est.candidate(decision.same_cost_as_key) if decision and decision.same_cost_as_key else None
-    if (
-        other is not None
-        and other.cost is not None
-        and rec.cost is not None
-        and rec.cost.job_hours.expected > 0
-    ):
-        speedup = fmt_speedup(other.cost.job_hours.expected / rec.cost.job_hours.expected)
+    if other is None or other.cost is None or rec.cost is None or not rec.cost.job_hours.expected > 0:
+        return ""
+    speedup = fmt_speedup(other.cost.job_hours.expected / rec.cost.job_hours.expected)
+    return (
+        f" It costs the same as the cheapest setup, {setup_name(other)} ({figures_phrase(other)}), "
+        f"within 1%, and finishes {speedup} faster, so it is chosen over it."
+    )
+
+
+def _tight_memory_note(est: Estimate, rec: Candidate) -> str:
+    """Memory above 95% of capacity, and the cheapest setup with room to spare."""
+    if rec.verdict != "tight":
+        return ""
+    text = " Memory is tight (above 95% of capacity): a longer sample or an allocator spike may not fit."
+    roomy = [c for c in est.best_per_gpu().values() if c.verdict == "fits" and is_workable(c)]
+    if roomy:
         text += (
-            f" It costs the same as the cheapest setup, {setup_name(other)} ({figures_phrase(other)}), "
-            f"within 1%, and finishes {speedup} faster, so it is chosen over it."
+            f" The cheapest setup with room to spare is {setup_name(roomy[0])}: {figures_phrase(roomy[0])}; "
+            f"{memory_phrase(roomy[0])}."
         )
-    if likely:
-        text += " " + likely_caveat(est, rec)
-    if rec.verdict == "tight":
-        text += " Memory is tight (above 95% of capacity): a longer sample or an allocator spike may not fit."
-        roomy = [c for c in est.best_per_gpu().values() if c.verdict == "fits" and is_workable(c)]
-        if roomy:
-            text += (
-                f" The cheapest setup with room to spare is {setup_name(roomy[0])}: {figures_phrase(roomy[0])}; "
-                f"{memory_phrase(roomy[0])}."
-            )
-    runner = est.candidate(decision.runner_up_key) if decision and decision.runner_up_key else None
-    if runner is not None:
-        at = " at " if math.isfinite(cost_of(runner)) else ": "  # an unpriced runner-up has a time only
-        text += f" Runner-up: {setup_name(runner)}{at}{figures_phrase(runner)}; it ranks second because {why_lost(rec, runner)}"
+    return text
+
+
+def _cheaper_misses_note(est: Estimate, rec: Candidate) -> str:
+    """The cheapest setup below the recommended one that misses a limit, and which limits it misses."""
     cheaper = [
-        c for c in ranking if math.isfinite(cost_of(c)) and cost_of(c) < cost_of(rec) and not is_workable(c)
+        c
+        for c in est.ranking
+        if math.isfinite(cost_of(c)) and cost_of(c) < cost_of(rec) and not is_workable(c)
     ]
-    if cheaper:
-        c = cheaper[0]
-        missed = []
-        if c.cost is not None and c.cost.deadline_status == "at risk":
-            missed.append("the deadline")
-        if c.cost is not None and c.cost.budget_status == "over":
-            missed.append("the budget")
-        if c.cost is not None and c.cost.horizon_status == "beyond":
-            missed.append(
-                f"the planning horizon of {fmt_days(est.scenario.budget.horizon_days)} "
-                f"(it takes {fmt_hours(c.cost.job_hours.expected)})"
-            )
-        text += f" A cheaper setup misses {' and '.join(missed) or 'a limit'}: {setup_name(c)} at {figures_phrase(c)}."
+    if not cheaper:
+        return ""
+    c = cheaper[0]
+    missed = []
+    if c.cost is not None and c.cost.deadline_status == "at risk":
+        missed.append("the deadline")
+    if c.cost is not None and c.cost.budget_status == "over":
+        missed.append("the budget")
+    if c.cost is not None and c.cost.horizon_status == "beyond":
+        missed.append(
+            f"the planning horizon of {fmt_days(est.scenario.budget.horizon_days)} "
+            f"(it takes {fmt_hours(c.cost.job_hours.expected)})"
+        )
+    return f" A cheaper setup misses {' and '.join(missed) or 'a limit'}: {setup_name(c)} at {figures_phrase(c)}."
+
+
+def _cheaper_only_likely_note(est: Estimate, rec: Candidate) -> str:
+    """A cheaper setup that only likely meets the limits, where the recommended one surely does."""
     unsure = [
         c
-        for c in ranking
+        for c in est.ranking
         # cheaper beyond the same-cost rule's 1%, which would have given the tie to the faster setup
         if math.isfinite(cost_of(c))
         and cost_of(c) * (1 + SAME_COST) < cost_of(rec)
         and tier(c) == LIKELY
         and tier(rec) == SURE
     ]
-    if unsure:
-        c = unsure[0]
-        only = limits or (finishes_within_days(est) if horizon_applies(est) else "meets the limits")
-        text += (
-            f" A cheaper setup only likely {only} (the slow or expensive end of its range does not), so the "
-            f"sure one is chosen: {setup_name(c)} at {figures_phrase(c)}."
-        )
-    return text, rec, runner
+    if not unsure:
+        return ""
+    c = unsure[0]
+    limits = limits_phrase(est)
+    only = limits or (finishes_within_days(est) if horizon_applies(est) else "meets the limits")
+    return (
+        f" A cheaper setup only likely {only} (the slow or expensive end of its range does not), so the "
+        f"sure one is chosen: {setup_name(c)} at {figures_phrase(c)}."
+    )
 
 
 # -- the window's summary and detail panel: the same sentences as plain text ------------------------
