@@ -301,17 +301,7 @@ class Row:
 
 #: Columns added at the end of the measurements header after rows were written: a row may end
 #: before them (its cells are read as empty), so older rows stay as they were.
-TRAILING_OPTIONAL = (
-    "vp",
-    "recompute",
-    "arrival",
-    "output_tokens_max",
-    "requests",
-    "ep",
-    "speculative",
-    "disaggregated",
-    "sp",
-)
+TRAILING_OPTIONAL = MEASUREMENT_COLUMNS[MEASUREMENT_COLUMNS.index("vp") :]
 #: How a serving row's requests were sent, besides ``paced:<s>`` (and empty for an unscored row):
 #: ``closed_loop`` (clients each sending their next request when one ends), ``lockstep`` (such a
 #: loop of fixed-length requests whose clients started together, so its rounds stay in step) and
