@@ -280,6 +280,8 @@ def _deadline_value(est: Estimate) -> str:
         return fmt_deadline(b.deadline_hours)
     if est.scenario.workload.serving is not None:
         return "none (a service runs on; its targets are the limits)"
+    if est.session:
+        return "none (an interactive session: no job to time)"
     return f"none set: the job is planned to finish within {fmt_days(b.horizon_days)} (the planning horizon)"
 
 
