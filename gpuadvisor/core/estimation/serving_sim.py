@@ -399,53 +399,53 @@ def _preempt(
     return kv, running
 
 
-def _play(e: EngineLane, load: Load, prompt: list[int], new: list[int], steps: list[int], seed: int) -> _Run:
-    """Play one lane's requests through its engine, skipping from event to event.
-
-    Between two events (an arrival the engine can admit, a prompt's last chunk, a sequence's last
-    token, the KV pool filling up) every step is the same, so the loop jumps over them at once.
-    Exact for the engine of the module docstring; ``tests/core/serving_reference.py`` checks it
-    against a plain step-by-step loop. The clients' side (sends, arrivals, the next request a
-    finished one releases) is :func:`_clients`, a preemption :func:`_preempt`; the step from event
-    to event stays in one piece here, since a function call per step costs about 5% of a run."""
-    if e.static:
-        return _play_static(e, load, new, steps, seed)
-    n = len(prompt)
-    run = _Run(n)
+def _step_table(e: EngineLane) -> tuple[list[float], int, float]:
+    """The decode step as a list indexed by the sequences running, its last index, and the slope
+    that extends it past the last (the table's last rise)."""
     table = [float(x) for x in e.step_s]
     top = len(table) - 1
-    slope = max(table[-1] - table[-2], 0.0) if top >= 2 else 0.0
+    return table, top, (max(table[-1] - table[-2], 0.0) if top >= 2 else 0.0)
+
+
+def _in_engine(e: EngineLane, prompt: list[int], new: list[int], steps: list[int], run: _Run) -> _InEngine:
+    """A lane's per-request state before the first step. A request takes its prompt's KV on
+    admission (its whole context where the engine reserves it); a drawn request longer than the
+    whole pool runs alone (an engine would refuse it: its tail is the length draw's, not the
+    service's)."""
+    tps, pool = e.tokens_per_step, e.kv_pool_tokens
+    outputs = [max(1, round(1 + (s - 1) * tps)) if s > 1 else 1 for s in steps]
+    whole = e.reserve_whole_context
+    hold = [min(p + (o if whole else 0), pool) for p, o in zip(prompt, outputs)]
+    n = len(prompt)
+    return _InEngine(new, hold, list(new), [s - 1 for s in steps], [0] * n, [False] * n, tps, pool, run)
+
+
+def _play(e: EngineLane, load: Load, prompt: list[int], new: list[int], steps: list[int], seed: int) -> _Run:
+    """Play one lane's requests through its continuous-batching engine from event to event (an
+    arrival the engine can admit, a prompt's last chunk, a sequence's last token, the pool filling
+    up): the steps between two are the same, so the loop jumps over them at once. Exact for the
+    engine of the module docstring (``tests/core/serving_reference.py`` checks it step by step).
+    The clients are :func:`_clients`, a preemption :func:`_preempt`; the step stays in one piece
+    here, since a function call per step costs about 5% of a run."""
+    n = len(prompt)
+    run = _Run(n)
+    table, top, slope = _step_table(e)
     tau, alone_rate, step1 = e.prefill_s_per_token, e.prefill_alone_s_per_token, e.step1
     mixed = e.mixed_prefill
     chunk = int(e.chunk_tokens) if math.isfinite(e.chunk_tokens) else UNCHUNKED
-    cmax = e.max_sequences
-    pool = e.kv_pool_tokens
-    whole = e.reserve_whole_context
-    tps = e.tokens_per_step
-    oh = e.request_overhead_s
-    outputs = [max(1, round(1 + (s - 1) * tps)) if s > 1 else 1 for s in steps]
-    # KV taken on admission; a drawn request longer than the whole pool runs alone (an engine would
-    # refuse it: its tail is the length draw's, not the service's).
-    hold = [min(p + (o if whole else 0), pool) for p, o in zip(prompt, outputs)]
-
-    pending, show_at = _clients(run, load, n, seed, oh)
-    arrive = run.arrive
-    left = list(new)  # prompt tokens still to prefill (a preempted request recomputes its context)
-    after = [s - 1 for s in steps]  # decode steps after the prefill's step
-    grown_from = [0] * n  # the step a sequence started decoding (its KV grows from there)
+    cmax, pool, whole, tps = e.max_sequences, e.kv_pool_tokens, e.reserve_whole_context, e.tokens_per_step
+    lane = _in_engine(e, prompt, new, steps, run)
+    hold, left, after, grown_from, alive = lane.hold, lane.left, lane.after, lane.grown_from, lane.alive
+    pending, show_at = _clients(run, load, n, seed, e.request_overhead_s)
+    arrive, admit = run.arrive, run.admit
     prefill_q: deque[int] = deque()
     heap: list[tuple[int, int]] = []  # (the step its last token ends, request)
-    alive = [False] * n
-    lane = _InEngine(new, hold, left, after, grown_from, alive, tps, pool, run)
     order: list[int] = []  # admitted, oldest first (preemption takes the newest)
-    kv = 0.0
-    running = 0
-    done = 0
-    t = 0.0
-    k = 0  # steps run
-    admit = run.admit
+    kv, t = 0.0, 0.0
+    running = done = k = 0  # k: steps run
     # Tokens computed in a step are shown at the end of the next one (see :func:`_clients`).
     show: list[tuple[int, bool]] = []
+    done_now: list[int] = []
 
     while done < n:
         # Admit the waiting requests that have arrived, first come first served.
@@ -478,81 +478,56 @@ def _play(e: EngineLane, load: Load, prompt: list[int], new: list[int], steps: l
         if not whole and nd and kv + nd * tps > pool:
             kv, running = _preempt(lane, order, heap, prefill_q, pending, k, kv, running)
             nd = len(heap)
-        # This step's prompt tokens, first come first served within its token budget.
+        # This step's prompt tokens, first come first served within its token budget: the full
+        # chunks of a head prompt longer than the budget (``m`` steps of them, taken after them
+        # as ``m`` may shrink), or the heads that fit, taken now (prompts in ``done_now``).
         budget = (chunk - nd) if mixed else chunk
         p = 0
         m = 1
+        big = False
         if prefill_q and budget > 0:
-            head = prefill_q[0]
-            if left[head] > budget:
-                p = budget
-                m = left[head] // budget  # full chunks of the head alone
+            if left[prefill_q[0]] > budget:
+                p, m, big = budget, left[prefill_q[0]] // budget, True
             else:
-                rest = budget
-                for i in prefill_q:
-                    take = left[i] if left[i] < rest else rest
+                while prefill_q and p < budget:
+                    i = prefill_q[0]
+                    take = left[i] if left[i] < budget - p else budget - p
+                    left[i] -= take
                     p += take
-                    rest -= take
-                    if rest == 0:
+                    if left[i] > 0:
                         break
+                    done_now.append(prefill_q.popleft())
         dstep = (table[nd] if nd <= top else table[top] + (nd - top) * slope) if nd else 0.0
-        if p:
-            alone = p * alone_rate
-            if alone < step1:
-                alone = step1
-            if mixed:
-                d = dstep + p * tau
-                if d < alone:
-                    d = alone
-            else:
-                d = dstep + alone
-        else:
-            d = dstep
+        d = dstep
+        if p:  # mixed: max(step(n) + p tau, the prompt's own pass); else step(n) + its own pass
+            alone = p * alone_rate if p * alone_rate > step1 else step1
+            d = (dstep + p * tau if dstep + p * tau > alone else alone) if mixed else dstep + alone
         if show:
             show_at(show, t + d)
         if nd:
-            ends_in = heap[0][0] - k
-            if ends_in < m or not p:
-                m = ends_in if not p else min(m, ends_in)
+            if not p or heap[0][0] - k < m:
+                m = heap[0][0] - k
             if not whole and tps * nd * m + kv > pool:
                 m = max(1, min(m, int((pool - kv) // (tps * nd))))
-        if pending and running < cmax:
-            j = pending[0]
-            if kv + hold[j] <= pool:
-                wait = arrive[j] - t
-                if wait > 0:
-                    steps_to = math.ceil(wait / d) if d > 0 else 1
-                    if steps_to < m:
-                        m = max(1, steps_to)
-                else:
-                    m = 1
+        if pending and running < cmax and kv + hold[pending[0]] <= pool:  # the next admission
+            wait = arrive[pending[0]] - t
+            steps_to = math.ceil(wait / d) if wait > 0 and d > 0 else 1
+            if steps_to < m:
+                m = steps_to
         t += m * d
         k += m
         if not whole:
             kv += tps * nd * m
-        # Prompts that finished: their first token, then their decode steps.
-        if p:
-            if m > 1 or left[prefill_q[0]] > budget:
-                left[prefill_q[0]] -= m * budget
-                finished = [prefill_q.popleft()] if left[prefill_q[0]] <= 0 else []
-            else:
-                finished = []
-                rest = budget
-                while prefill_q and rest > 0:
-                    i = prefill_q[0]
-                    take = left[i] if left[i] < rest else rest
-                    left[i] -= take
-                    rest -= take
-                    if left[i] > 0:
-                        break
-                    finished.append(prefill_q.popleft())
-            for i in finished:
-                show.append((i, False))
-                grown_from[i] = k
-                if after[i] <= 0:
-                    heapq.heappush(heap, (k, i))
-                else:
-                    heapq.heappush(heap, (k + after[i], i))
+        if big and left[prefill_q[0]] <= m * budget:  # the head's last chunk ran
+            left[prefill_q[0]] = 0
+            done_now.append(prefill_q.popleft())
+        elif big:
+            left[prefill_q[0]] -= m * budget
+        for i in done_now:  # prompts that finished: their first token, then their decode steps
+            show.append((i, False))
+            grown_from[i] = k
+            heapq.heappush(heap, (k + after[i] if after[i] > 0 else k, i))
+        done_now.clear()
         # Sequences whose last token this was.
         while heap and heap[0][0] <= k:
             _ek, i = heapq.heappop(heap)
@@ -577,9 +552,7 @@ def _play_static(e: EngineLane, load: Load, new: list[int], steps: list[int], se
     closed = load.arrival == Arrival.CLOSED
     cap = load.clients if load.clients > 0 else n
     oh = e.request_overhead_s
-    table = list(e.step_s)
-    top = len(table) - 1
-    slope = max(table[-1] - table[-2], 0.0) if top >= 2 else 0.0
+    table, top, slope = _step_table(e)
     pending: deque[int] = deque()
     if sends is not None:
         for i in range(n):
@@ -632,7 +605,10 @@ def simulate(
             new = np.maximum(1, np.rint(prompt * (1.0 - ln.cached_share))).astype(np.int64)
         # Decode steps, the prefill's step (the first token) included.
         steps = np.where(output <= 1, 1, 1 + np.ceil((output - 1) / e.tokens_per_step)).astype(np.int64)
-        run = _play(e, load, prompt.tolist(), new.tolist(), steps.tolist(), seed)
+        if e.static:
+            run = _play_static(e, load, new.tolist(), steps.tolist(), seed)
+        else:
+            run = _play(e, load, prompt.tolist(), new.tolist(), steps.tolist(), seed)
         out.append(_measure(load, run, output.astype(np.float64)))
     return out
 
