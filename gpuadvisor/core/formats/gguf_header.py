@@ -218,15 +218,9 @@ class _Cursor:
             raise self.fail(f"its metadata arrays hold more than {MAX_TOTAL_ELEMENTS:,} elements in all")
 
 
-def parse_gguf_header(data: bytes | memoryview | mmap.mmap, name: str) -> GgufHeader:
-    """Parse the header at the start of ``data`` (the whole file, or a memory map of it)."""
-    from gguf import GGML_QUANT_SIZES, GGMLQuantizationType  # tables only; imported when needed
-
-    if bytes(data[:4]) != GGUF_MAGIC:
-        raise ModelConfigError("model.gguf", f"{name} is not a GGUF file (it does not start with 'GGUF')")
-    order = "<"
-    cur = _Cursor(data, name, order)
-    cur.pos = 4
+def _counts(cur: _Cursor) -> tuple[int, int, int]:
+    """The version (switching the cursor's byte order for a file written on a big-endian machine),
+    the tensor count and the metadata count, each checked against the bytes left."""
     version = cur.u32("the version")
     if version & 0xFFFF == 0 and version:  # written on a machine of the other byte order
         cur.order = ">"
@@ -249,14 +243,12 @@ def parse_gguf_header(data: bytes | memoryview | mmap.mmap, name: str) -> GgufHe
         )
     if tensor_count > MAX_TENSORS:
         raise cur.fail(f"claims {tensor_count:,} tensors; at most {MAX_TENSORS:,} are read")
-    metadata: dict[str, Any] = {}
-    for index in range(kv_count):
-        key = cur.text(f"metadata key {index + 1}")
-        if key in metadata:
-            raise cur.fail(f"has the metadata key {key!r} twice")
-        value_type = cur.u32(f"the type of {key}")
-        metadata[key] = cur.value(value_type, key)
-    raw_tensors = []
+    return version, tensor_count, kv_count
+
+
+def _tensor_infos(cur: _Cursor, tensor_count: int) -> list[tuple[str, tuple[int, ...], int, int]]:
+    """The tensor directory: (name, dimensions, GGML type number, data offset) per tensor."""
+    raw_tensors: list[tuple[str, tuple[int, ...], int, int]] = []
     names: set[str] = set()
     for index in range(tensor_count):
         tname = cur.text(f"the name of tensor {index + 1}")
@@ -272,6 +264,11 @@ def parse_gguf_header(data: bytes | memoryview | mmap.mmap, name: str) -> GgufHe
         raw_type = cur.u32(f"the type of {tname}")
         offset = cur.u64(f"the data offset of {tname}")
         raw_tensors.append((tname, dims, raw_type, offset))
+    return raw_tensors
+
+
+def _data_start(cur: _Cursor, metadata: dict[str, Any]) -> int:
+    """Where the tensor data starts: the end of the directory rounded up to ``general.alignment``."""
     alignment = metadata.get("general.alignment", DEFAULT_ALIGNMENT)
     if (
         not isinstance(alignment, int)
@@ -280,7 +277,27 @@ def parse_gguf_header(data: bytes | memoryview | mmap.mmap, name: str) -> GgufHe
         or alignment & (alignment - 1)
     ):
         raise cur.fail(f"general.alignment must be a power of two (got {alignment!r})")
-    data_start = -(-cur.pos // alignment) * alignment
+    return -(-cur.pos // alignment) * alignment
+
+
+def parse_gguf_header(data: bytes | memoryview | mmap.mmap, name: str) -> GgufHeader:
+    """Parse the header at the start of ``data`` (the whole file, or a memory map of it)."""
+    from gguf import GGML_QUANT_SIZES, GGMLQuantizationType  # tables only; imported when needed
+
+    if bytes(data[:4]) != GGUF_MAGIC:
+        raise ModelConfigError("model.gguf", f"{name} is not a GGUF file (it does not start with 'GGUF')")
+    cur = _Cursor(data, name, "<")
+    cur.pos = 4
+    version, tensor_count, kv_count = _counts(cur)
+    metadata: dict[str, Any] = {}
+    for index in range(kv_count):
+        key = cur.text(f"metadata key {index + 1}")
+        if key in metadata:
+            raise cur.fail(f"has the metadata key {key!r} twice")
+        value_type = cur.u32(f"the type of {key}")
+        metadata[key] = cur.value(value_type, key)
+    raw_tensors = _tensor_infos(cur, tensor_count)
+    data_start = _data_start(cur, metadata)
     records: list[TensorRecord] = []
     end = 0  # no tensors (a vocabulary-only file): nothing to check against the size
     for tname, dims, raw_type, offset in raw_tensors:

@@ -266,46 +266,8 @@ def scenario_from_dict(data: Any, base_dir: str | None = None) -> Scenario:
     """Build a :class:`Scenario` from parsed JSON, validating every value."""
     if not isinstance(data, dict):
         raise ScenarioError("scenario", "must be a JSON object at the top level", type(data).__name__)
-    unknown: list[str] = []
-    version = data.get("version", FORMAT_VERSION)
-    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
-        raise ScenarioError("version", "must be a whole number >= 1", version)
-    if version > FORMAT_VERSION:
-        unknown.append(
-            f"This scenario was written by a newer gpuadvisor (format version {version}; this one reads "
-            f"version {FORMAT_VERSION}): settings it does not know are ignored, so the answer may differ "
-            "from the one it was saved with."
-        )
-    fmt = data.get("format", FORMAT_NAME)
-    if fmt != FORMAT_NAME:
-        raise ScenarioError("format", f"is not a gpuadvisor scenario (expected '{FORMAT_NAME}')", fmt)
-    for key in data:
-        if key not in (
-            "format",
-            "version",
-            "name",
-            "notes",
-            "model",
-            "workload",
-            "hardware",
-            "budget",
-            "overhead",
-            "efficiency",
-            "measurements",
-        ):
-            unknown.append(key)
-
-    model_data = _section(data, "model")
-    if "architecture" in model_data:
-        arch = model_data["architecture"]
-        if not isinstance(arch, dict):
-            raise ScenarioError("model.architecture", "must be a JSON object", type(arch).__name__)
-        for key in arch:
-            if key not in ARCHITECTURE_KEYS:
-                unknown.append(f"model.architecture.{key}")
-        model_data = dict(model_data)
-        model_data["architecture"] = tuple((k, v) for k, v in arch.items() if k in ARCHITECTURE_KEYS)
-    model = _take(model_data, ModelSource, "model", unknown)
+    unknown = _header(data)
+    model = _take(_model_section(data, unknown), ModelSource, "model", unknown)
     workload_data = _section(data, "workload")
     if model.gguf is not None and "weights" not in workload_data:
         # A .gguf file holds its own weights: they are the workload's unless it states others.
@@ -317,14 +279,8 @@ def scenario_from_dict(data: Any, base_dir: str | None = None) -> Scenario:
     budget = _take(_section(data, "budget"), Budget, "budget", unknown, tuple_fields=("providers",))
     overhead = _take(_section(data, "overhead"), RuntimeOverhead, "overhead", unknown)
     efficiency = _take(_section(data, "efficiency"), Efficiency, "efficiency", unknown)
-    name = data.get("name", "")
-    if not isinstance(name, str):
-        raise ScenarioError("name", "must be text", name)
-    check_text("name", name, MAX_NAME_CHARS, ScenarioError)
-    notes = data.get("notes", "")
-    if not isinstance(notes, str):
-        raise ScenarioError("notes", "must be text", notes)
-    check_text("notes", notes, MAX_TEXT_CHARS, ScenarioError)
+    name = _text(data, "name", MAX_NAME_CHARS)
+    notes = _text(data, "notes", MAX_TEXT_CHARS)
     measurements = _measurements(data.get("measurements"))
     warnings = tuple(
         f"ignored unknown key: {short_key(k)}" if " " not in k else k for k in unknown[:MAX_NAMED_KEYS]
@@ -344,6 +300,55 @@ def scenario_from_dict(data: Any, base_dir: str | None = None) -> Scenario:
         warnings=warnings,
         base_dir=base_dir,
     )
+
+
+#: The top-level keys of a scenario file.
+TOP_LEVEL_KEYS = frozenset(
+    ("format", "version", "name", "notes", "model", "workload", "hardware", "budget", "overhead")
+    + ("efficiency", "measurements")
+)
+
+
+def _header(data: dict[str, Any]) -> list[str]:
+    """Check the file's format and version; return the unknown top-level keys (and a word for a
+    file written by a newer version), the start of the list of what is ignored."""
+    unknown: list[str] = []
+    version = data.get("version", FORMAT_VERSION)
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise ScenarioError("version", "must be a whole number >= 1", version)
+    if version > FORMAT_VERSION:
+        unknown.append(
+            f"This scenario was written by a newer gpuadvisor (format version {version}; this one reads "
+            f"version {FORMAT_VERSION}): settings it does not know are ignored, so the answer may differ "
+            "from the one it was saved with."
+        )
+    fmt = data.get("format", FORMAT_NAME)
+    if fmt != FORMAT_NAME:
+        raise ScenarioError("format", f"is not a gpuadvisor scenario (expected '{FORMAT_NAME}')", fmt)
+    unknown.extend(key for key in data if key not in TOP_LEVEL_KEYS)
+    return unknown
+
+
+def _model_section(data: dict[str, Any], unknown: list[str]) -> dict[str, Any]:
+    """The ``model`` section with its ``architecture`` object as (key, value) pairs of the keys a
+    model knows (the others added to ``unknown``)."""
+    model_data = _section(data, "model")
+    if "architecture" not in model_data:
+        return model_data
+    arch = model_data["architecture"]
+    if not isinstance(arch, dict):
+        raise ScenarioError("model.architecture", "must be a JSON object", type(arch).__name__)
+    unknown.extend(f"model.architecture.{key}" for key in arch if key not in ARCHITECTURE_KEYS)
+    return {**model_data, "architecture": tuple((k, v) for k, v in arch.items() if k in ARCHITECTURE_KEYS)}
+
+
+def _text(data: dict[str, Any], key: str, most_chars: int) -> str:
+    """A top-level text field (``name``, ``notes``), empty when absent."""
+    value = data.get(key, "")
+    if not isinstance(value, str):
+        raise ScenarioError(key, "must be text", value)
+    check_text(key, value, most_chars, ScenarioError)
+    return value
 
 
 def _measurements(items: Any) -> tuple[Measurement, ...]:

@@ -189,19 +189,11 @@ def read_nvidia_smi_log(path: str | os.PathLike[str], columns: Sequence[str] | N
     return parse_nvidia_smi_log(text, columns, origin=p.name)
 
 
-def parse_nvidia_smi_log(
-    text: str, columns: Sequence[str] | None = None, origin: str = "nvidia-smi log"
-) -> SmiLog:
-    """Parse an ``nvidia-smi --query-gpu=... --format=csv`` log.
-
-    With ``--format=csv,noheader[,nounits]`` pass the ``--query-gpu`` field list as ``columns``.
-    GPUs are told apart by an ``index`` or ``pci.bus_id`` column, else by their position among
-    consecutive rows with the same timestamp. Bad lines are skipped and listed with their line
-    number (1-based); a repeated header line is skipped silently.
-    """
-    # One line at a time, so a stray quote cannot swallow the lines after it.
-    lines = text.lstrip("\ufeff").splitlines()
-    rows = [_cells(line) for line in lines]
+def _columns(
+    rows: list[list[str] | str], columns: Sequence[str] | None, origin: str
+) -> tuple[tuple[str, ...], int]:
+    """The log's column names (from its header line, or ``columns`` for a log without one) and the
+    index of its first data line."""
     start = 0
     if columns is None:
         while start < len(rows) and not any(c.strip() for c in rows[start]):
@@ -225,6 +217,44 @@ def parse_nvidia_smi_log(
         cols = tuple(_column_name(c) for c in columns)
         if "memory.used" not in cols:
             raise InputError("columns", "must include memory.used", ",".join(cols))
+    return cols, start
+
+
+def _sample(row: dict[str, str]) -> tuple[float, float | None, float | None, float | None, datetime | None]:
+    """One line's (memory used MiB, total MiB, GPU utilization %, memory utilization %, time);
+    a ValueError says what is wrong with it."""
+    used = _smi_number(row["memory.used"], "MiB", "memory.used")
+    if used is None:
+        raise ValueError("memory.used is not available (N/A)")
+    total = _smi_number(row["memory.total"], "MiB", "memory.total") if "memory.total" in row else None
+    util = (
+        _smi_number(row["utilization.gpu"], "%", "utilization.gpu", 100) if "utilization.gpu" in row else None
+    )
+    mutil = (
+        _smi_number(row["utilization.memory"], "%", "utilization.memory", 100)
+        if "utilization.memory" in row
+        else None
+    )
+    stamp = _smi_time(row["timestamp"]) if "timestamp" in row else None
+    if total is not None and used > total * 1.001:
+        raise ValueError(f"memory.used ({used:g} MiB) exceeds memory.total ({total:g} MiB)")
+    return used, total, util, mutil, stamp
+
+
+def parse_nvidia_smi_log(
+    text: str, columns: Sequence[str] | None = None, origin: str = "nvidia-smi log"
+) -> SmiLog:
+    """Parse an ``nvidia-smi --query-gpu=... --format=csv`` log.
+
+    With ``--format=csv,noheader[,nounits]`` pass the ``--query-gpu`` field list as ``columns``.
+    GPUs are told apart by an ``index`` or ``pci.bus_id`` column, else by their position among
+    consecutive rows with the same timestamp. Bad lines are skipped and listed with their line
+    number (1-based); a repeated header line is skipped silently.
+    """
+    # One line at a time, so a stray quote cannot swallow the lines after it.
+    lines = text.lstrip("\ufeff").splitlines()
+    rows = [_cells(line) for line in lines]
+    cols, start = _columns(rows, columns, origin)
     if len(set(cols)) != len(cols):
         raise InputError(f"{origin}: header", "names a column twice", ",".join(cols))
     pos = {c: i for i, c in enumerate(cols)}
@@ -251,23 +281,7 @@ def parse_nvidia_smi_log(
             block_slot = block_slot + 1 if raw_stamp and raw_stamp == block_stamp else 0
             block_stamp = raw_stamp
         try:
-            used = _smi_number(row["memory.used"], "MiB", "memory.used")
-            if used is None:
-                raise ValueError("memory.used is not available (N/A)")
-            total = _smi_number(row["memory.total"], "MiB", "memory.total") if "memory.total" in row else None
-            util = (
-                _smi_number(row["utilization.gpu"], "%", "utilization.gpu", 100)
-                if "utilization.gpu" in row
-                else None
-            )
-            mutil = (
-                _smi_number(row["utilization.memory"], "%", "utilization.memory", 100)
-                if "utilization.memory" in row
-                else None
-            )
-            stamp = _smi_time(row["timestamp"]) if "timestamp" in row else None
-            if total is not None and used > total * 1.001:
-                raise ValueError(f"memory.used ({used:g} MiB) exceeds memory.total ({total:g} MiB)")
+            used, total, util, mutil, stamp = _sample(row)
         except ValueError as exc:
             bad.append((number, str(exc)))
             continue

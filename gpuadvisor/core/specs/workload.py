@@ -292,6 +292,19 @@ class Workload:
         ):
             if not isinstance(getattr(self, name), bool):
                 raise InputError(f"workload.{name}", "must be true or false", getattr(self, name))
+        self._check_lora_targets()
+        for name in ("train_tokens", "dataset_tokens", "requests", "epochs"):
+            _field(self, "workload", name)
+        self._check_serving_keys()
+        self._check_layout_keys()
+        self._check_weights_for_kind()
+        _choice("workload.optimizer_state_dtype", self.optimizer_state_dtype, OPTIMIZER_STATE_DTYPES)
+        if self.cuda_graphs is not None and not isinstance(self.cuda_graphs, bool):
+            raise InputError("workload.cuda_graphs", "must be true or false", self.cuda_graphs)
+        self._check_quantization()
+
+    def _check_lora_targets(self) -> None:
+        """lora_targets: 'all_linear' or a non-empty list of module names (a list kept as a tuple)."""
         if not isinstance(self.lora_targets, (str, tuple, list)):
             raise InputError(
                 "workload.lora_targets", "must be 'all_linear' or a list of module names", self.lora_targets
@@ -305,10 +318,9 @@ class Workload:
                     "must be 'all_linear' or a non-empty list of module names",
                     self.lora_targets,
                 )
-        for name in ("train_tokens", "dataset_tokens", "requests", "epochs"):
-            _field(self, "workload", name)
-        self._check_serving_keys()
-        self._check_layout_keys()
+
+    def _check_weights_for_kind(self) -> None:
+        """Full training needs unquantized weights; QLoRA a quantized base."""
         if self.kind in ("full_finetune", "pretrain") and self.weights in QUANTIZED:
             raise InputError(
                 "workload.weights",
@@ -320,37 +332,38 @@ class Workload:
             raise InputError(
                 "workload.weights", "qlora needs a quantized base: nf4, int4 or int8", self.weights
             )
-        _choice("workload.optimizer_state_dtype", self.optimizer_state_dtype, OPTIMIZER_STATE_DTYPES)
-        if self.cuda_graphs is not None and not isinstance(self.cuda_graphs, bool):
-            raise InputError("workload.cuda_graphs", "must be true or false", self.cuda_graphs)
-        if self.quantization is not None:
-            _choice("workload.quantization", self.quantization, QUANTIZATIONS)
-            if self.weights in ("fp32", "bf16", "fp16") and self.quantization != "gguf":
-                raise InputError(
-                    "workload.quantization",
-                    f"needs quantized weights (int4, int8, nf4, fp8 or a GGUF type); "
-                    f"the weights are {self.weights}",
-                    self.quantization,
-                )
-            allowed = QUANTIZATION_WEIGHTS.get(self.quantization)
-            if allowed is not None and self.weights not in allowed:
-                raise InputError(
-                    "workload.quantization",
-                    f"{self.quantization} runs {' or '.join(allowed)} weights, not {self.weights}",
-                    self.quantization,
-                )
-            if self.quantization == "gguf" and self.weights == "nf4":
-                raise InputError(
-                    "workload.quantization",
-                    "gguf has no nf4 type; use a GGUF type or int4",
-                    self.quantization,
-                )
-            if self.kind in TRAINING_KINDS and self.quantization not in ("bnb", "hqq", "torchao", "fp8"):
-                raise InputError(
-                    "workload.quantization",
-                    f"training on a quantized base uses bnb, hqq or torchao, not {self.quantization}",
-                    self.quantization,
-                )
+
+    def _check_quantization(self) -> None:
+        """The quantization method against the weights it runs and the kind of work."""
+        if self.quantization is None:
+            return
+        _choice("workload.quantization", self.quantization, QUANTIZATIONS)
+        if self.weights in ("fp32", "bf16", "fp16") and self.quantization != "gguf":
+            raise InputError(
+                "workload.quantization",
+                f"needs quantized weights (int4, int8, nf4, fp8 or a GGUF type); "
+                f"the weights are {self.weights}",
+                self.quantization,
+            )
+        allowed = QUANTIZATION_WEIGHTS.get(self.quantization)
+        if allowed is not None and self.weights not in allowed:
+            raise InputError(
+                "workload.quantization",
+                f"{self.quantization} runs {' or '.join(allowed)} weights, not {self.weights}",
+                self.quantization,
+            )
+        if self.quantization == "gguf" and self.weights == "nf4":
+            raise InputError(
+                "workload.quantization",
+                "gguf has no nf4 type; use a GGUF type or int4",
+                self.quantization,
+            )
+        if self.kind in TRAINING_KINDS and self.quantization not in ("bnb", "hqq", "torchao", "fp8"):
+            raise InputError(
+                "workload.quantization",
+                f"training on a quantized base uses bnb, hqq or torchao, not {self.quantization}",
+                self.quantization,
+            )
 
     def _check_layout_keys(self) -> None:
         """activation_recompute, global_batch_size, compute_precision and offload."""
