@@ -245,3 +245,21 @@ def test_a_service_without_latency_targets_is_drawn_without_a_target_line(qtbot,
     assert chart.shown_keys()
     assert not chart.target_line.isVisible()
     assert _targets_text(replace(service, itl_ms=20.0)) == "at most 20 ms between tokens at p90"
+
+
+def test_a_service_offers_its_inference_default_engine_never_a_training_one(window, qtbot):
+    """The engine list of a service names the inference engine the core would pick, as an
+    inference workload does ("serving" is inference with traffic): llama.cpp for a GGUF model on
+    the desktop card, as the kind is chosen and before anything is computed."""
+    w = window
+    assert w.open_path(str(ROOT / "docs" / "examples" / "desktop-rtx4090-qwen3-32b.json"))
+    w.state.flush()
+    page = w.workload_page
+    page.kind.setCurrentIndex(page.kind.findData("serving"))  # once raised from the engine list
+    default = page.engine.itemText(0)
+    assert default.startswith("Default for this workload") and "llama.cpp" in default, default
+    engines = {page.engine.itemData(i) for i in range(1, page.engine.count())}
+    assert "vllm" in engines and "megatron" not in engines
+    w.state.flush()
+    assert w.state.estimate.scenario.workload.kind == "inference"
+    assert w.state.estimate.scenario.workload.serving is not None
