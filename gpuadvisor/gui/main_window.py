@@ -501,7 +501,9 @@ class MainWindow(FileActions, ToolWindows, QMainWindow):
             self._page_errors[index] = user_message(exc)
             if page is self.model_page:
                 self.model_page.show_error(self._page_errors[index])
-            self.state.discard_pending()  # never compute the half-typed value before the invalid one
+            # Never compute this page's half-typed value before the invalid one (another page's
+            # edits still pending are kept).
+            self.state.discard_pending(origin=f"page {index}")
             self.state.set_error(self._page_errors[index])
             return
         self._page_errors.pop(index, None)
@@ -512,7 +514,7 @@ class MainWindow(FileActions, ToolWindows, QMainWindow):
             page.file_chosen = False
         self._applying = True
         try:
-            self.state.set_scenario(scenario, force=force)
+            self.state.set_scenario(scenario, force=force, origin=f"page {index}")
         finally:
             self._applying = False
         # Every other (valid) page shows the scenario as it now is; the edited one too when its

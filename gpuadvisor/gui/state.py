@@ -96,6 +96,9 @@ class AppState(QObject):
         self.calibration_enabled = False
         self.catalog_warnings: tuple[str, ...] = ()
         self.stale_months = 6
+        # The page whose edits are the latest not yet computed, and the scenario before its first
+        # one: what discard_pending goes back to (another page's edits before it stay).
+        self._edit_run: tuple[str, Scenario] | None = None
         self._timer = QTimer(self)
         self._timer.setSingleShot(True)
         self._timer.setInterval(DEBOUNCE_MS)
@@ -109,8 +112,11 @@ class AppState(QObject):
         self._relay.done.connect(self._background_done)
 
     # --- editing ------------------------------------------------------------------------
-    def set_scenario(self, scenario: Scenario, dirty: bool = True, force: bool = False) -> None:
-        """Replace the scenario (from a page edit) and schedule a recompute.
+    def set_scenario(
+        self, scenario: Scenario, dirty: bool = True, force: bool = False, origin: str = ""
+    ) -> None:
+        """Replace the scenario (from a page edit: ``origin`` names the page) and schedule a
+        recompute.
 
         An unchanged scenario is not recomputed, unless ``force`` (a file chosen again may have new
         content behind the same path) or an input error is showing (the valid input that follows it
@@ -118,6 +124,8 @@ class AppState(QObject):
         if scenario == self.scenario and not force and not self.error:
             return
         changed = scenario != self.scenario
+        if origin and (self._edit_run is None or self._edit_run[0] != origin):
+            self._edit_run = (origin, self.scenario)
         self.scenario = scenario
         if changed:
             self.scenarioChanged.emit(scenario)
@@ -144,12 +152,24 @@ class AppState(QObject):
             self.error = message
             self.errorChanged.emit(message)
 
-    def discard_pending(self) -> None:
-        """Drop a scenario that was never computed (a half-typed value on the way to an invalid one):
-        the scenario goes back to the one whose results are on display."""
-        if self._timer.isActive() and self.estimate is not None:
-            self._timer.stop()
-            self.scenario = self.estimate.scenario
+    def discard_pending(self, origin: str = "") -> None:
+        """Drop the edits not yet computed of the page ``origin`` (a half-typed value on the way to
+        an invalid one): the scenario goes back to where it was before that page's latest edits.
+        Another page's edits made before them are kept and still computed; when none are, the
+        scenario is the one on display and nothing is computed. Without ``origin``, every pending
+        edit is dropped."""
+        if not self._timer.isActive() or self.estimate is None:
+            return
+        if origin:
+            if self._edit_run is None or self._edit_run[0] != origin:
+                return  # the pending edits are another page's: they stay
+            self.scenario = self._edit_run[1]
+            self._edit_run = None
+            if self.scenario != self.estimate.scenario:
+                return  # the timer runs on: the other pages' edits are computed
+        self._timer.stop()
+        self.scenario = self.estimate.scenario
+        self._edit_run = None
 
     @property
     def stale(self) -> bool:
@@ -208,6 +228,7 @@ class AppState(QObject):
         the background when the last estimate was slow, the scenario searches layouts over many
         nodes (see :data:`BACKGROUND_MS`) or plans a service (simulated request by request)."""
         self._timer.stop()
+        self._edit_run = None
         self._generation += 1
         if self.estimate is not None and (
             self.last_compute_ms > BACKGROUND_MS
@@ -297,6 +318,7 @@ class AppState(QObject):
         saving, exporting): the results on display are then the inputs'."""
         if self._timer.isActive() or self.estimate is None or self.computing:
             self._timer.stop()
+            self._edit_run = None
             self._generation += 1  # a background result still on its way is dropped
             self._compute_now()
 

@@ -9,7 +9,7 @@ import json
 import subprocess
 import sys
 
-from gui_helpers import click, retype, settle
+from gui_helpers import click, retype, settle, type_over
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication
 
@@ -340,3 +340,28 @@ def test_a_model_already_on_disk_is_picked_from_the_list(window, qtbot, tmp_path
     assert "meta-llama/Llama-2-7b-hf" in seen[0]
     assert w.state.scenario.model.hf_config == str(snapshot)
     assert w.state.estimate.model.num_layers == 32 and w.state.error == ""
+
+
+def test_a_half_typed_value_on_one_page_never_drops_another_pages_edit(window, qtbot):
+    """A valid edit on the budget page, then (before it is computed) a value typed on the
+    workload page on its way to an invalid one: the budget edit stays, shown and computed; only
+    the workload's half-typed value is dropped."""
+    w = window
+    settle(w)
+    w.show_page(2)
+    type_over(qtbot, w.budget_page.deadline, "48")
+    assert w.state.scenario.budget.deadline_hours == 48  # applied, not yet computed
+    w.show_page(0)
+    retype(qtbot, w.workload_page.train_tokens.edit, "1e30")  # "1", "1e", "1e3", ... "1e30"
+    settle(w)
+    assert w.state.error.startswith("Tokens to train")
+    assert w.state.scenario.budget.deadline_hours == 48
+    assert w.state.estimate.scenario.budget.deadline_hours == 48  # computed with the budget edit
+    assert w.state.estimate.scenario.workload.train_tokens == 100e6  # never the half-typed "1e3"
+    assert w.budget_page.deadline.edit.text() == "48"
+    retype(qtbot, w.workload_page.train_tokens.edit, "2e8")
+    settle(w)
+    assert w.state.error == ""
+    assert w.state.estimate.scenario.budget.deadline_hours == 48
+    assert w.state.estimate.scenario.workload.train_tokens == 2e8
+    assert w.budget_page.deadline.edit.text() == "48"
