@@ -14,18 +14,18 @@ reads them, never from their serialized form, and formatted by the ``fmt_*`` hel
 ``gpuadvisor-cli estimate --json`` carries for it before they format it, so a cell rebuilt from the
 JSON with the same rule reads the same:
 
-=================  =================================  =====================================================  ================
-column             result                             JSON key                                               rule
-=================  =================================  =====================================================  ================
-need / capacity    ``memory.device_total``,           ``memory_per_gpu_gib.device_total``, ``capacity_gib``  1 decimal
-                   ``capacity_gib``
-headroom           ``headroom_gib``                   ``headroom_gib``                                       1 decimal, sign
-tokens/s           ``Estimate.tokens_per_s``          ``tokens_per_s``                                       :func:`fmt_rate`
-job time           ``cost.job_hours``                 ``job_hours.low`` / ``.high``                          :func:`fmt_hours_range`
-cost               ``cost.cost_usd``                  ``cost_usd.low`` / ``.high``                           :func:`fmt_usd_range`
-$ per 1M tokens    ``cost.usd_per_million_tokens``    ``usd_per_million_tokens``                             :func:`fmt_usd_per_mtok`
-deadline / budget  ``cost.deadline_status`` / ...     ``deadline`` / ``budget`` status                        yes / likely / no / ``—``
-=================  =================================  =====================================================  ================
+===============  ===============================  ===================================  ====================
+column           read from                        JSON key                             rule
+===============  ===============================  ===================================  ====================
+need per GPU     ``memory.device_total``          ``memory_per_gpu_gib.device_total``  1 decimal
+capacity         ``capacity_gib``                 ``capacity_gib``                     1 decimal
+headroom         ``headroom_gib``                 ``headroom_gib``                     1 decimal, sign
+tokens/s         ``Estimate.tokens_per_s``        ``tokens_per_s``                     ``fmt_rate``
+job time         ``cost.job_hours``               ``job_hours.low`` / ``.high``        ``fmt_hours_range``
+cost             ``cost.cost_usd``                ``cost_usd.low`` / ``.high``         ``fmt_usd_range``
+$ per 1M tokens  ``cost.usd_per_million_tokens``  ``usd_per_million_tokens``           ``fmt_usd_per_mtok``
+deadline/budget  ``cost.deadline_status``, ...    ``deadline`` / ``budget``            yes/likely/no/``—``
+===============  ===============================  ===================================  ====================
 
 Ranges use an en dash (``–``) and share one unit, chosen by the upper end.
 
