@@ -807,7 +807,6 @@ def test_every_view_prints_the_same_figures(capsys, tmp_path):
     from gpuadvisor.core.estimation.estimate import estimate
     from gpuadvisor.core.formats.scenario import default_scenario
     from gpuadvisor.core.presentation.report import build_report, row_cells
-    from gpuadvisor.core.presentation.serialize import candidate_to_dict
     from gpuadvisor.storage.user_catalog_store import load_catalogs
     from gpuadvisor.views.charts import labels
 
@@ -821,7 +820,7 @@ def test_every_view_prints_the_same_figures(capsys, tmp_path):
     for c in est.best_per_gpu().values():
         if c.cost is None or c.cost.cost_usd is None:
             continue
-        cells = row_cells(candidate_to_dict(c))
+        cells = row_cells(c, est)
         (cli_row,) = [
             line for line in cli_out.splitlines() if line.lstrip("\u2605 ").startswith(c.gpu.name + "  ")
         ]

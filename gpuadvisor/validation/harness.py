@@ -52,17 +52,6 @@ from ..core.estimation.disaggregated import kv_transfer_s
 from ..core.estimation.estimate import Candidate, estimate, resolve_model
 from ..core.estimation.memory import MemoryModel
 from ..core.estimation.performance import PerformanceEstimate, inference_performance, link
-from ..core.estimation.serving import (
-    BenchReplica,
-    ClosedLoop,
-    CurveMemo,
-    benchmark_engine,
-    burst,
-    closed_loop,
-    drain_theta,
-    lockstep,
-    paced,
-)
 from ..core.estimation.serving_load import engine_lane
 from ..core.estimation.serving_sim import SEED, Arrival, Lengths, Load, SimResult, simulate
 from ..core.formats.scenario import Scenario, scenario_from_dict
@@ -82,6 +71,17 @@ from .data import (
     paced_interval,
     scenario_dict,
     scenario_engine,
+)
+from .replay import (
+    BenchReplica,
+    ClosedLoop,
+    CurveMemo,
+    benchmark_engine,
+    burst,
+    closed_loop,
+    drain_theta,
+    lockstep,
+    paced,
 )
 from .spreads import engine_spreads, spread_from_ratios
 
@@ -304,7 +304,7 @@ class Predictor:
         a serving row, the per-request time ``request_overhead_s`` (else the stack's of
         ``overheads``, a fit's :func:`fit_request_overheads`, else the constants'). ``curves``: a
         serving row's replica curves kept by a caller that asks for the row again with only the
-        per-request time changed (``core.estimation.serving._benchmark_curve``)."""
+        per-request time changed (``validation.replay._benchmark_curve``)."""
         constants = constants or self.shipped
         prepared = self.prepare(row)
         measured, unit = measured_value(row)
@@ -388,11 +388,11 @@ def _compare_serving(
     curves: CurveMemo | None = None,
 ) -> Comparison:
     """A serving benchmark at a stated concurrency, predicted as a closed loop
-    (:func:`gpuadvisor.core.estimation.serving.closed_loop`), for a row whose requests were all
-    sent at once as a burst (:func:`~gpuadvisor.core.estimation.serving.burst`), for a closed loop of
+    (:func:`gpuadvisor.validation.replay.closed_loop`), for a row whose requests were all
+    sent at once as a burst (:func:`~gpuadvisor.validation.replay.burst`), for a closed loop of
     fixed-length requests whose clients started together as rounds in step
-    (:func:`~gpuadvisor.core.estimation.serving.lockstep`), for a client that offers one request
-    per interval as a paced run (:func:`~gpuadvisor.core.estimation.serving.paced`)."""
+    (:func:`~gpuadvisor.validation.replay.lockstep`), for a client that offers one request
+    per interval as a paced run (:func:`~gpuadvisor.validation.replay.paced`)."""
     try:
         got = predictor.serving_layout(row, sc, model)
         if got is None:
@@ -481,11 +481,11 @@ JITTER = 0.15
 
 def simulated_benchmark(replica: BenchReplica, row: Row, clients: int) -> ClosedLoop:
     """A closed-loop benchmark replayed by the request-level simulation: ``clients`` clients on the
-    engine as the benchmark starts it (:func:`~gpuadvisor.core.estimation.serving.benchmark_engine`:
+    engine as the benchmark starts it (:func:`~gpuadvisor.validation.replay.benchmark_engine`:
     its default pool and sequence limit), each sending its next request when its answer ends;
     every prompt of the stated length; answers of the stated length where the source shows them
     fixed (``lockstep``), exponential up to ``output_tokens_max`` with the stated mean where it is
-    given (as :func:`~gpuadvisor.core.estimation.serving.drain` takes them), else the stated mean
+    given (as :func:`~gpuadvisor.validation.replay.drain` takes them), else the stated mean
     jittered by :data:`JITTER` either way: a closed loop of equal answers would stay in step, and a
     wider spread than the benchmark's (which rarely states it: answers capped at ``max_tokens``)
     would drain its last answers too slowly. A run of stated ``requests`` is replayed whole (its clients start together, its
@@ -770,7 +770,7 @@ def fit_engine(
 #: batch's decode), the output tokens/s (the same step plus each request's prefill and the
 #: per-request time) and the time to first token (the prompt's prefill, the queue of prompts ahead
 #: and the per-request time), of closed loops (steady or in step) and of bursts alike (a burst is
-#: modelled as one wave of requests, :func:`gpuadvisor.core.estimation.serving.burst`). The
+#: modelled as one wave of requests, :func:`gpuadvisor.validation.replay.burst`). The
 #: per-request times are fitted after them (:func:`fit_request_overheads`). Until 2026-12-04 the
 #: time to first token stayed out, as mostly queue and host time; with it in, the prefill factors
 #: learn from the figure a prefill sets most directly. See docs/estimation.md, "Engine profiles",

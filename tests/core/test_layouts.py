@@ -658,7 +658,6 @@ def test_a_layout_without_a_count_is_tried_at_the_counts_that_hold_it(cats):
 
 def test_report_rows_name_the_layout(cats):
     from gpuadvisor.core.presentation.report import row_cells
-    from gpuadvisor.core.presentation.serialize import candidate_to_dict
 
     laid = estimate(
         sc(
@@ -667,13 +666,13 @@ def test_report_rows_name_the_layout(cats):
         ),
         *cats,
     )
-    assert row_cells(candidate_to_dict(laid.candidates[0]))[1] == "64 × TP8·PP4·DP2·selective"
+    assert row_cells(laid.candidates[0], laid)[1] == "64 × TP8·PP4·DP2·selective"
     eight = estimate(
         sc("llama-3.1-8b", hardware={"gpu": "h100-sxm", "gpu_count": 8, "parallelism": "tensor"}), *cats
     )
-    assert row_cells(candidate_to_dict(eight.candidates[0]))[1] == "8 × tensor (TP8)"
+    assert row_cells(eight.candidates[0], eight)[1] == "8 × tensor (TP8)"
     one = estimate(sc("llama-3.1-8b", hardware={"gpu": "h100-sxm", "gpu_count": 1}), *cats)
-    assert row_cells(candidate_to_dict(one.candidates[0]))[1] == "1 GPU"
+    assert row_cells(one.candidates[0], one)[1] == "1 GPU"
 
 
 def test_partial_inference_offload_is_read_from_host_memory(cats):

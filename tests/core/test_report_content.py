@@ -9,6 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from report_json import json_row_cells
 
 from gpuadvisor import __version__
 from gpuadvisor.core.estimation.estimate import estimate
@@ -149,7 +150,8 @@ def test_rows_are_the_json_figures_in_table_order(sample):
     assert [r.key for r in report.table_rows] == [c.key for c in ordered][:40]  # build_report's max_rows
     assert len(report.table_rows) == min(40, len(est.best_per_gpu()))
     for row, c in zip(report.table_rows, ordered):
-        assert row.cells == row_cells(candidate_to_dict(c))
+        # read from the typed candidate, and the same as the JSON's figures with the report's rules
+        assert row.cells == row_cells(c, est) == json_row_cells(candidate_to_dict(c, est=est))
         assert len(row.cells) == len(TABLE_HEADER)
     tiers = [tier(c) for c in ordered]
     assert tiers == sorted(tiers)  # sure, then likely, then limits missed, then not fitting
@@ -422,3 +424,49 @@ def test_a_change_to_a_gpu_not_compared_names_it_in_words(cats):
     assert f"\u00d7 {change.gpu_id}," not in line
     if est.advice[0] is change:
         assert change.gpu_name in summary_line(est)
+
+
+def _result_types_with_to_dict():
+    """Every class of the core that writes itself as JSON (``to_dict``): the results and their parts."""
+    import importlib
+    import inspect
+    import pkgutil
+
+    import gpuadvisor.core
+
+    found = set()
+    for info in pkgutil.walk_packages(gpuadvisor.core.__path__, "gpuadvisor.core."):
+        module = importlib.import_module(info.name)
+        for _name, cls in inspect.getmembers(module, inspect.isclass):
+            if cls.__module__ == module.__name__ and "to_dict" in vars(cls):
+                found.add(cls)
+    return found
+
+
+@pytest.mark.parametrize(
+    "example",
+    ["lora-llama-3.1-8b", "serving-20-replicas", "serving-disaggregated", "desktop-rtx4090-qwen3-32b"],
+)
+def test_the_report_reads_the_typed_results_never_their_json(cats, monkeypatch, example):
+    """The PDF's content is read from the results the core returns, as the window reads them: with
+    the serializer and every result's ``to_dict`` made to fail, a job's, a service's and a session's
+    report are what they were."""
+    from gpuadvisor.core.presentation import serialize
+
+    path = Path(__file__).resolve().parents[2] / "docs" / "examples" / f"{example}.json"
+    est = estimate(load_scenario(path), *cats)
+    expected = build_report(est, cats[0].meta, TODAY)
+    est = estimate(load_scenario(path), *cats)  # afresh: nothing the first report worked out is kept
+
+    def serialized(*_args, **_kwargs):
+        raise AssertionError("the report read a serialized result")
+
+    types = _result_types_with_to_dict()
+    assert {"CostEstimate", "BuyVsRent", "ServingEstimate", "ServingMemory", "Session"} <= {
+        t.__name__ for t in types
+    }
+    for cls in types:
+        monkeypatch.setattr(cls, "to_dict", serialized)
+    for name in ("candidate_to_dict", "estimate_to_dict", "host_to_dict", "calibration_to_dict"):
+        monkeypatch.setattr(serialize, name, serialized)
+    assert build_report(est, cats[0].meta, TODAY) == expected

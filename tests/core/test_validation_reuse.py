@@ -11,7 +11,6 @@ from dataclasses import replace
 import pytest
 
 from gpuadvisor.core.estimation.memory import MemoryModel
-from gpuadvisor.core.estimation.serving import BenchReplica, burst, closed_loop, lockstep, paced
 from gpuadvisor.core.specs import constants as core_constants
 from gpuadvisor.core.specs.constants import engine_for
 from gpuadvisor.core.specs.hardware import load_gpu_catalog
@@ -19,6 +18,7 @@ from gpuadvisor.core.specs.presets import load_model_catalog
 from gpuadvisor.core.specs.workload import Workload
 from gpuadvisor.validation import Predictor, load_measurements, load_sources
 from gpuadvisor.validation.harness import fit_request_overhead
+from gpuadvisor.validation.replay import BenchReplica, burst, closed_loop, lockstep, paced
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,6 @@ from gpuadvisor.core.formats.scenario import ModelSource, Scenario, default_scen
 from gpuadvisor.core.formatting import fmt_hours, fmt_hours_range, fmt_usd, fmt_usd_range
 from gpuadvisor.core.presentation.detail import TITLE, candidate_detail
 from gpuadvisor.core.presentation.report import row_cells
-from gpuadvisor.core.presentation.serialize import candidate_to_dict
 from gpuadvisor.core.presentation.wording import (
     calibration_note,
     model_line,
@@ -48,7 +47,7 @@ def test_detail_uses_the_report_cells(est):
     today = __import__("datetime").date(2026, 11, 30)
     for c in list(est.best_per_gpu().values())[:12]:
         lines = [text for kind, text in candidate_detail(est, c.key, today) if kind != TITLE]
-        cells = row_cells(candidate_to_dict(c))
+        cells = row_cells(c, est)
         assert lines[0].startswith(f"{c.verdict.capitalize()}: {cells[3]} of {cells[4]} GiB per GPU")
         assert f"headroom {cells[5]} GiB" in lines[0]
         if c.cost is not None and c.cost.cost_usd is not None:

@@ -21,12 +21,13 @@ from pathlib import Path
 
 import pytest
 from PySide6.QtGui import QFontDatabase, QImage
+from report_json import json_row_cells
 
 from gpuadvisor import __version__
 from gpuadvisor.core.estimation.estimate import estimate
 from gpuadvisor.core.formats.scenario import load_scenario, loads_scenario
 from gpuadvisor.core.formatting import fmt_usd
-from gpuadvisor.core.presentation.report import TABLE_HEADER, build_report, row_cells
+from gpuadvisor.core.presentation.report import TABLE_HEADER, build_report
 from gpuadvisor.storage import StorageError
 from gpuadvisor.storage.user_catalog_store import load_catalogs
 from gpuadvisor.views import report_pdf
@@ -182,10 +183,10 @@ def test_table_figures_match_the_cli_json(sample_pages, sample, sample_json):
     }
     assert len(report.table_rows) == min(40, len(by_gpu))  # build_report shows at most 40 GPU types
     for gpu in ("h100-sxm", "a100-40gb", "mi300x", "a100-80gb", "l4", "b200"):
-        cells = normalise_cells(row_cells(by_gpu[gpu]))
+        cells = normalise_cells(json_row_cells(by_gpu[gpu]))
         assert find_row(text, cells), (gpu, cells)
         # and the report's own row is the same
-        assert next(r for r in report.table_rows if r.gpu_id == gpu).cells == row_cells(by_gpu[gpu])
+        assert next(r for r in report.table_rows if r.gpu_id == gpu).cells == json_row_cells(by_gpu[gpu])
     d = by_gpu["h100-sxm"]
     assert f"{d['memory_per_gpu_gib']['device_total']:.1f}" == "32.7"
     assert f"{d['capacity_gib']:.1f}" == "79.7"

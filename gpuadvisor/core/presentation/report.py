@@ -7,21 +7,25 @@ was calibrated to the user's own measurements (which GPUs, which values, on how 
 with what error), the catalog sources and every warning a reviewer should read before ordering
 hardware.
 
-Every figure in the report is read from :func:`gpuadvisor.core.presentation.serialize.candidate_to_dict`
-(the same dictionaries as ``gpuadvisor-cli estimate --json``) and formatted by the ``fmt_*``
-helpers of this module, so tests can rebuild each cell from the JSON with the same rules:
+Every figure in the report is read from the typed results the core returns (the
+:class:`~gpuadvisor.core.estimation.results.Candidate`, its cost, fleet and session), as the window
+reads them, never from their serialized form, and formatted by the ``fmt_*`` helpers of
+:mod:`gpuadvisor.core.formatting`. Those round each figure to the decimals that
+``gpuadvisor-cli estimate --json`` carries for it before they format it, so a cell rebuilt from the
+JSON with the same rule reads the same:
 
-=================  =====================================================  ================
-column             JSON key                                               rule
-=================  =====================================================  ================
-need / capacity    ``memory_per_gpu_gib.device_total``, ``capacity_gib``  1 decimal
-headroom           ``headroom_gib``                                       1 decimal, sign
-tokens/s           ``tokens_per_s``                                       :func:`fmt_rate`
-job time           ``job_hours.low`` / ``.high``                          :func:`fmt_hours_range`
-cost               ``cost_usd.low`` / ``.high``                           :func:`fmt_usd_range`
-$ per 1M tokens    ``usd_per_million_tokens``                             :func:`fmt_usd_per_mtok`
-deadline / budget  ``deadline`` / ``budget`` status                        yes / likely / no / ``—``
-=================  =====================================================  ================
+===============  ===============================  ===================================  ====================
+column           read from                        JSON key                             rule
+===============  ===============================  ===================================  ====================
+need per GPU     ``memory.device_total``          ``memory_per_gpu_gib.device_total``  1 decimal
+capacity         ``capacity_gib``                 ``capacity_gib``                     1 decimal
+headroom         ``headroom_gib``                 ``headroom_gib``                     1 decimal, sign
+tokens/s         ``Estimate.tokens_per_s``        ``tokens_per_s``                     ``fmt_rate``
+job time         ``cost.job_hours``               ``job_hours.low`` / ``.high``        ``fmt_hours_range``
+cost             ``cost.cost_usd``                ``cost_usd.low`` / ``.high``         ``fmt_usd_range``
+$ per 1M tokens  ``cost.usd_per_million_tokens``  ``usd_per_million_tokens``           ``fmt_usd_per_mtok``
+deadline/budget  ``cost.deadline_status``, ...    ``deadline`` / ``budget``            yes/likely/no/``—``
+===============  ===============================  ===================================  ====================
 
 Ranges use an en dash (``–``) and share one unit, chosen by the upper end.
 
@@ -37,7 +41,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ... import __version__
-from ..estimation.cost import HOURS_PER_MONTH, LOAD_FACTOR
+from ..estimation.cost import HOURS_PER_MONTH, LOAD_FACTOR, BuyVsRent
 from ..estimation.results import Candidate, Estimate
 from ..formats.user_catalog import months_before
 from ..formatting import (
@@ -63,8 +67,8 @@ from ..specs.catalog_io import CatalogMeta
 from ..specs.constants import RANGE_LABEL, kernel_family
 from ..specs.engines import PROFILES, Batching, EngineProfile
 from ..specs.hardware import GpuSpec
+from ..units import GIB
 from .prices import pick_price_warnings, rent_as
-from .serialize import candidate_to_dict
 from .serving_text import engine_name, serving_report
 from .wording import (
     change_lines,
@@ -233,53 +237,64 @@ def table_order(est: Estimate) -> list[Candidate]:
     return list(est.best_per_gpu().values())
 
 
-def report_setup(d: dict[str, Any]) -> str:
+def report_setup(c: Candidate) -> str:
     """The setup cell of a report row, naming its layout compactly: ``1 GPU``, ``4 × ddp (DP4)``,
-    ``64 × TP8·PP4·DP2 ZeRO-1·selective`` (the full name is in the JSON's ``layout_name``)."""
-    name = d.get("layout_short_name") or d.get("layout_name") or ""
-    par = d["parallelism"]
-    if d["gpu_count"] == 1:
-        full = d.get("layout_name") or ""
-        if d.get("setup_label", par) == par or full in ("", "1 GPU"):
+    ``64 × TP8·PP4·DP2 ZeRO-1·selective`` (the full name is the layout's ``name``)."""
+    full = c.layout_name
+    name = c.the_layout.short_name or full
+    par = c.parallelism
+    if c.gpu_count == 1:
+        if c.setup_label == par or full in ("", "1 GPU"):
             return "1 GPU"
         return f"1 GPU ({full.removeprefix('1 GPU · ')})"
-    if d.get("setup_label", par) == par and name:  # a one-word setup: the word and its layout
-        return f"{fmt_setup(d['gpu_count'], par)} ({name})"
-    return f"{d['gpu_count']} {TIMES} {name}" if name else fmt_setup(d["gpu_count"], par)
+    if c.setup_label == par and name:  # a one-word setup: the word and its layout
+        return f"{fmt_setup(c.gpu_count, par)} ({name})"
+    return f"{c.gpu_count} {TIMES} {name}" if name else fmt_setup(c.gpu_count, par)
 
 
-def row_cells(d: dict[str, Any]) -> tuple[str, ...]:
-    """The table cells of one candidate, from its :func:`candidate_to_dict` dictionary."""
-    hours = d.get("job_hours") or {}
-    cost = d.get("cost_usd") or {}
-    has_cost = "job_hours" in d
+def _rate(est: Estimate, c: Candidate) -> float | None:
+    """The one tokens/s figure of the candidate every view shows (:meth:`Estimate.tokens_per_s`)."""
+    rate = est.tokens_per_s(c)
+    return None if rate is None else rate.expected
+
+
+def row_cells(c: Candidate, est: Estimate) -> tuple[str, ...]:
+    """The table cells of one candidate of ``est`` (see :data:`TABLE_HEADER`)."""
+    cost = c.cost
+    if cost is None:
+        job_time = money = deadline = budget = NONE_MARK
+    else:
+        job_time = fmt_hours_range(cost.job_hours.low, cost.job_hours.high)
+        usd = cost.cost_usd
+        money = fmt_usd_range(None, None) if usd is None else fmt_usd_range(usd.low, usd.high)
+        deadline, budget = fmt_status(cost.deadline_status), fmt_status(cost.budget_status)
     return (
-        plain_gpu_name(d["gpu_name"]),  # the full name: a table cell wraps, it is never cut
-        report_setup(d),
-        d["verdict"],
-        fmt_gib(d["memory_per_gpu_gib"]["device_total"]),
-        fmt_gib(d["capacity_gib"]),
-        fmt_signed_gib(d["headroom_gib"]),
-        fmt_rate(d.get("tokens_per_s")),
-        fmt_hours_range(hours.get("low"), hours.get("high")) if has_cost else NONE_MARK,
-        fmt_usd_range(cost.get("low"), cost.get("high")) if has_cost else NONE_MARK,
-        fmt_usd_per_mtok(d.get("usd_per_million_tokens")),
-        fmt_status(d.get("deadline")) if has_cost else NONE_MARK,
-        fmt_status(d.get("budget")) if has_cost else NONE_MARK,
+        plain_gpu_name(c.gpu.name),  # the full name: a table cell wraps, it is never cut
+        report_setup(c),
+        c.verdict,
+        fmt_gib(c.memory.device_total / GIB),
+        fmt_gib(c.capacity_gib),
+        fmt_signed_gib(c.headroom_gib),
+        fmt_rate(_rate(est, c)),
+        job_time,
+        money,
+        fmt_usd_per_mtok(None if cost is None else cost.usd_per_million_tokens),
+        deadline,
+        budget,
     )
 
 
-def session_cells(d: dict[str, Any]) -> tuple[str, ...]:
-    """A session's cells after the first six of :func:`row_cells` (see :data:`SESSION_TABLE_HEADER`),
-    from its candidate's dictionary (made with the estimate: its ``session`` figures)."""
-    s = d.get("session")
-    if not s:
-        return (fmt_rate(d.get("tokens_per_s")),) + (NONE_MARK,) * 3
+def session_cells(c: Candidate, est: Estimate) -> tuple[str, ...]:
+    """A session's cells after the first six of :func:`row_cells` (see :data:`SESSION_TABLE_HEADER`):
+    the session's figures (:meth:`Estimate.session_of`)."""
+    s = est.session_of(c)
+    if s is None:
+        return (fmt_rate(_rate(est, c)),) + (NONE_MARK,) * 3
     return (
-        fmt_rate(s["tokens_per_s"]),
-        f"{s['gpu_layers']}/{s['num_layers']}",
-        fmt_seconds(s["prompt_s"]),
-        f"{s['max_context_tokens']:,}",
+        fmt_rate(s.tokens_per_s),
+        f"{s.gpu_layers}/{s.num_layers}",
+        fmt_seconds(s.prompt_s),
+        f"{s.max_context_tokens:,}",
     )
 
 
@@ -325,19 +340,19 @@ def _weights_section(est: Estimate) -> dict[str, Any]:
     }
 
 
-def service_memory_cells(d: dict[str, Any]) -> tuple[str, ...]:
-    """A service's memory cells (see :data:`SERVICE_MEMORY_HEADER`) from its candidate's dictionary:
-    the requests in flight per replica, their KV cache per GPU, and what the engine takes per GPU
-    with its preallocated KV pool."""
-    mem = (d.get("serving") or {}).get("memory_gib")
-    if not mem:
+def service_memory_cells(c: Candidate) -> tuple[str, ...]:
+    """A service's memory cells (see :data:`SERVICE_MEMORY_HEADER`) from its fleet's memory at the
+    operating point: the requests in flight per replica, their KV cache per GPU, and what the engine
+    takes per GPU with its preallocated KV pool."""
+    mem = None if c.serving is None else c.serving.memory
+    if mem is None:
         return (NONE_MARK,) * len(SERVICE_MEMORY_HEADER)
-    return (f"{mem['concurrency']:,}", fmt_gib(mem["kv_cache_in_flight"]), fmt_gib(mem["engine_total"]))
+    return (f"{mem.concurrency:,}", fmt_gib(mem.kv_in_flight / GIB), fmt_gib(mem.engine_total / GIB))
 
 
-def rent_buy_cells(gpu: GpuSpec, b: dict[str, Any], utilization: float) -> tuple[str, ...]:
-    """The rent-versus-buy cells of one GPU, from the ``buy_vs_rent`` dictionary of its candidate."""
-    be = b["break_even_utilization"]
+def rent_buy_cells(gpu: GpuSpec, b: BuyVsRent, utilization: float) -> tuple[str, ...]:
+    """The rent-versus-buy cells of one GPU, from its candidate's owning against renting."""
+    be = b.break_even_utilization
     if be is None:
         be_text = "never (rent is below the power bill)"
     elif be > 1:
@@ -346,12 +361,12 @@ def rent_buy_cells(gpu: GpuSpec, b: dict[str, Any], utilization: float) -> tuple
         be_text = fmt_share(be)
     return (
         plain_gpu_name(gpu.name),
-        fmt_usd(b["purchase_usd"], 0),
-        fmt_usd_per_hour(b["power_usd_per_hour"]),
-        fmt_usd_per_hour(b["owned_usd_per_gpu_hour"]),
-        fmt_usd_per_hour(b["rent_usd_per_gpu_hour"]),
+        fmt_usd(b.purchase_usd, 0),
+        fmt_usd_per_hour(b.power_usd_per_hour),
+        fmt_usd_per_hour(b.owned_usd_per_hour),
+        fmt_usd_per_hour(b.rent_usd_per_hour),
         be_text,
-        f"buy ({fmt_share(utilization)})" if b["buy_is_cheaper"] else "rent",
+        f"buy ({fmt_share(utilization)})" if b.buy_is_cheaper else "rent",
     )
 
 
@@ -396,12 +411,13 @@ def _rent_buy(
     chosen, missing = _rent_buy_setups(table, rec, runner)
     rows = [RentBuyRow(gpu_id=c.gpu.id, cells=missing_buy_cells(c), buy_is_cheaper=False) for c in missing]
     for c in chosen:
-        d = candidate_to_dict(c)["buy_vs_rent"]
+        assert c.cost is not None and c.cost.buy is not None  # chosen for having both prices
+        buy = c.cost.buy
         rows.append(
             RentBuyRow(
                 gpu_id=c.gpu.id,
-                cells=rent_buy_cells(c.gpu, d, est.scenario.budget.utilization),
-                buy_is_cheaper=d["buy_is_cheaper"],
+                cells=rent_buy_cells(c.gpu, buy, est.scenario.budget.utilization),
+                buy_is_cheaper=buy.buy_is_cheaper,
             )
         )
     first = [x.gpu.id for x in (rec, runner) if x is not None]
@@ -965,13 +981,12 @@ def _table_rows(est: Estimate, table: list[Candidate], rec: Candidate | None, co
     service = est.scenario.workload.serving is not None
     rows = []
     for c in table:
-        d = candidate_to_dict(c, est=est)
-        extra = service_memory_cells(d) if service else session_cells(d) if est.session else ()
+        extra = service_memory_cells(c) if service else session_cells(c, est) if est.session else ()
         rows.append(
             TableRow(
                 gpu_id=c.gpu.id,
                 key=c.key,
-                cells=row_cells(d)[:columns] + extra,
+                cells=row_cells(c, est)[:columns] + extra,
                 fits=c.fits,
                 verdict=c.verdict,
                 recommended=rec is not None and c.key == rec.key,

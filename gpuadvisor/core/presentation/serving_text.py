@@ -13,6 +13,7 @@ from ..formatting import fmt_gib, fmt_rate, fmt_usd, fmt_usd_per_hour, fmt_usd_p
 from ..specs.constants import RANGE_LABEL
 from ..specs.engines import RECORDS, engine_lineage
 from ..specs.serving import ServingSpec
+from ..units import GIB
 
 TIMES = "\u00d7"
 
@@ -517,38 +518,41 @@ def _pool_lines(c: Candidate, engine_id: str) -> list[tuple[str, str]]:
     """The memory lines of :func:`memory_lines` (the need, then the engine's KV pool)."""
     s = c.serving
     assert s is not None and s.memory is not None
-    d = s.memory.to_dict()
-    n = d["concurrency"]
+    m = s.memory
+    n = m.concurrency
     requests = f"{n:,} request{'s' if n != 1 else ''}"
     out = [
         (
             "text",
-            f"Memory per GPU with {requests} in flight: {fmt_gib(d['need'])} of {fmt_gib(c.capacity_gib)} GiB "
-            f"(weights {fmt_gib(d['weights'])}, KV cache {fmt_gib(d['kv_cache_in_flight'])} for {n:,} "
-            f"{TIMES} {d['kv_tokens_per_sequence']:,} tokens, activations {fmt_gib(d['activations'])}, "
-            f"overhead {fmt_gib(d['overhead'])}).",
+            f"Memory per GPU with {requests} in flight: {fmt_gib(m.need / GIB)} of {fmt_gib(c.capacity_gib)} GiB "
+            f"(weights {fmt_gib(m.weights / GIB)}, KV cache {fmt_gib(m.kv_in_flight / GIB)} for {n:,} "
+            f"{TIMES} {m.tokens_per_sequence:,} tokens, activations {fmt_gib(m.activations / GIB)}, "
+            f"overhead {fmt_gib(m.overhead / GIB)}).",
         )
     ]
-    setting = d["pool_setting"]
+    setting = m.setting
     if not setting:
         return out
     name = engine_name(engine_id)
-    if s.memory.pool_short:
+    if m.pool_short:
+        assert m.fraction_needed is not None  # a short pool has a share that would hold the requests
+        # The share to three decimals first, so that a float's tail (0.9000000001) does not round
+        # the setting up a step.
         out.append(
             (
                 "caution",
-                f"{name}'s default {setting} {d['pool_fraction']:g} leaves a KV pool of "
-                f"{fmt_gib(d['kv_pool'])} GiB, room for {d['pool_sequences']:,} of them: set it to at least "
-                f"{math.ceil(d['pool_fraction_needed'] * 100) / 100:.2f}.",
+                f"{name}'s default {setting} {m.fraction:g} leaves a KV pool of "
+                f"{fmt_gib(m.kv_pool / GIB)} GiB, room for {m.pool_sequences:,} of them: set it to at least "
+                f"{math.ceil(round(m.fraction_needed, 3) * 100) / 100:.2f}.",
             )
         )
     else:
         out.append(
             (
                 "text",
-                f"{name} preallocates a {fmt_gib(d['kv_pool'])} GiB KV pool ({setting} "
-                f"{d['pool_fraction']:g}, room for {d['pool_sequences']:,} such requests), so "
-                f"{fmt_gib(d['engine_total'])} GiB of the card are in use however few requests run.",
+                f"{name} preallocates a {fmt_gib(m.kv_pool / GIB)} GiB KV pool ({setting} "
+                f"{m.fraction:g}, room for {m.pool_sequences:,} such requests), so "
+                f"{fmt_gib(m.engine_total / GIB)} GiB of the card are in use however few requests run.",
             )
         )
     return out

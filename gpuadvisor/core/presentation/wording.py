@@ -31,7 +31,7 @@ from ..formatting import (
     fmt_usd_range,
 )
 from ..specs.engines import RECORDS
-from .serialize import candidate_to_dict
+from ..units import GIB
 from .serving_text import fleet_figures, fleet_name, serving_summary, targets_phrase, traffic_phrase
 from .titles import TITLE_WORDS as TITLE_WORDS  # the titles are the wording's too
 from .titles import default_title as default_title
@@ -411,23 +411,22 @@ def limits_phrase(est: Estimate) -> str:
 
 
 def figures_phrase(c: Candidate) -> str:
-    """``$41.00 expected ($26.74–$176), 22.0 h (17.8–29.3 h)`` for a candidate, from its JSON figures."""
-    d = candidate_to_dict(c)
+    """``$41.00 expected ($26.74–$176), 22.0 h (17.8–29.3 h)`` for a candidate, from its cost."""
+    if c.cost is None:
+        return ""
     out = []
-    if d.get("cost_usd"):
-        cost = d["cost_usd"]
-        out.append(f"{fmt_usd(cost['expected'])} expected ({fmt_usd_range(cost['low'], cost['high'])})")
-    if d.get("job_hours"):
-        h = d["job_hours"]
-        out.append(f"takes {fmt_hours(h['expected'])} ({fmt_hours_range(h['low'], h['high'])})")
+    usd = c.cost.cost_usd
+    if usd is not None:
+        out.append(f"{fmt_usd(usd.expected)} expected ({fmt_usd_range(usd.low, usd.high)})")
+    h = c.cost.job_hours
+    out.append(f"takes {fmt_hours(h.expected)} ({fmt_hours_range(h.low, h.high)})")
     return ", ".join(out)
 
 
 def memory_phrase(c: Candidate) -> str:
-    d = candidate_to_dict(c)
     return (
-        f"{fmt_gib(d['memory_per_gpu_gib']['device_total'])} GiB needed of {fmt_gib(d['capacity_gib'])} GiB "
-        f"per GPU ({fmt_signed_gib(d['headroom_gib'])} GiB headroom)"
+        f"{fmt_gib(c.memory.device_total / GIB)} GiB needed of {fmt_gib(c.capacity_gib)} GiB "
+        f"per GPU ({fmt_signed_gib(c.headroom_gib)} GiB headroom)"
     )
 
 
