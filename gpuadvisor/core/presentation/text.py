@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import datetime as _dt
 from dataclasses import dataclass
-from typing import Any
 
 from ..estimation.results import Candidate, Estimate
 from ..formatting import (
@@ -22,6 +21,7 @@ from ..formatting import (
     fmt_usd_range,
 )
 from ..specs.constants import RANGE_LABEL
+from ..units import GIB
 from .prices import pick_price_warnings, rent_as
 from .serving_text import (
     FLEET_HEADER,
@@ -197,8 +197,8 @@ def _row(est: Estimate, c: Candidate, cols: _Columns) -> list[str]:
     wi = est.what_if(c)
     row += [f"{wi.max_batch:,}", f"{wi.max_context:,}"]
     if cols.service:
-        mem = c.serving.memory.to_dict() if c.serving is not None and c.serving.memory else None
-        row += [f"{mem['concurrency']:,}", fmt_gib(mem["engine_total"])] if mem else ["-", "-"]
+        mem = c.serving.memory if c.serving is not None else None
+        row += [f"{mem.concurrency:,}", fmt_gib(round(mem.engine_total / GIB, 3))] if mem else ["-", "-"]
     if cols.host:
         row += [f"{c.host_memory_gib:.1f}"]  # host RAM per node (gpu_layers, offload)
     if cols.session:
@@ -210,25 +210,40 @@ def _row(est: Estimate, c: Candidate, cols: _Columns) -> list[str]:
 
 def _speed_cost_cells(c: Candidate, inference: bool) -> list[str]:
     """tokens/s (per user and prompt for inference), job time and cost ranges, $ per million
-    tokens, whether the deadline and budget are met, and what bounds the speed."""
-    d: dict[str, Any] = {}
-    if c.performance is not None:
-        d.update(c.performance.to_dict())
-    if c.cost is not None:
-        d.update(c.cost.to_dict())
-    tps = d.get("tokens_per_s")
-    per_m = d.get("usd_per_million_tokens")
-    hours, cost = d.get("job_hours") or {}, d.get("cost_usd") or {}
+    tokens, whether the deadline and budget are met, and what bounds the speed (each figure at
+    the precision the JSON gives it)."""
+    perf, cost = c.performance, c.cost
+    tps = None if perf is None else round(perf.tokens_per_s.expected, 2)
     cells = [fmt_rate(tps) if tps else "-"]
     if inference:
-        user, prompt = d.get("tokens_per_s_per_user"), d.get("prefill_tokens_per_s")
+        user = (
+            None
+            if perf is None or perf.tokens_per_s_per_user is None
+            else round(perf.tokens_per_s_per_user, 2)
+        )
+        prompt = (
+            None if perf is None or perf.prefill_tokens_per_s is None else round(perf.prefill_tokens_per_s, 1)
+        )
         cells += [fmt_rate(user) if user else "-", fmt_rate(prompt) if prompt else "-"]
+    hours: tuple[float | None, float | None] = (None, None)
+    money: tuple[float | None, float | None] = (None, None)
+    per_m = None
+    if cost is not None:
+        hours = (round(cost.job_hours.low, 4), round(cost.job_hours.high, 4))
+        if cost.cost_usd is not None:
+            money = (round(cost.cost_usd.low, 2), round(cost.cost_usd.high, 2))
+        per_m = None if cost.usd_per_million_tokens is None else round(cost.usd_per_million_tokens, 4)
+    limits = "-"
+    if perf is not None or cost is not None:
+        deadline = None if cost is None else cost.deadline_status
+        budget = None if cost is None else cost.budget_status
+        limits = f"{LIMIT_MARKS[deadline]}/{LIMIT_MARKS[budget]}"
     return cells + [
-        fmt_hours_range(hours.get("low"), hours.get("high")),
-        fmt_usd_range(cost.get("low"), cost.get("high")),
+        fmt_hours_range(*hours),
+        fmt_usd_range(*money),
         fmt_usd_per_mtok(per_m) if per_m is not None else "-",
-        f"{LIMIT_MARKS[d.get('deadline')]}/{LIMIT_MARKS[d.get('budget')]}" if d else "-",
-        str(d.get("bound") or "-"),
+        limits,
+        str((perf.bound if perf is not None else None) or "-"),
     ]
 
 
