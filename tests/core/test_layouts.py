@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from gpuadvisor.cli.parser import main
 from gpuadvisor.core.errors import InputError
 from gpuadvisor.core.estimation.communication import (
+    group_link,
     layout_training_performance,
     ring_latency,
     sharded_exposed,
@@ -993,3 +994,57 @@ def test_folded_expert_speed_is_monotone(cats):
     )
     assert across.communication_share > inside.communication_share
     assert across.tokens_per_s.expected < inside.tokens_per_s.expected
+
+
+# --- NVLink domains larger than a node (GB200 NVL72) ------------------------------------------
+
+
+def test_gb200_is_one_nvlink_domain_of_72():
+    """NVIDIA's GB200 NVL72 datasheet: 72 Blackwell GPUs joined by one NVLink switch fabric; a
+    server's GPUs are their own domain."""
+    gpus = load_gpu_catalog()
+    assert gpus.get("gb200").nvlink_domain_gpus == 72 and gpus.get("gb200").link_domain(8) == 72
+    assert gpus.get("h100-sxm").nvlink_domain_gpus is None and gpus.get("h100-sxm").link_domain(8) == 8
+    assert gpus.get("h100-sxm").link_domain(16) == 16  # hardware.gpus_per_node still counts
+
+
+def test_a_group_inside_the_domain_stays_on_nvlink():
+    node, net = (900e9, 1e-5), (37.5e9, 3e-5)
+    assert group_link(1, 72, 8, node, net, domain=72) == node
+    assert group_link(1, 72, 8, node, net) == (8 * 37.5e9, 3e-5)  # nine nodes over their NICs
+    # Beyond the domain: the NICs of each node's members, as between servers.
+    assert group_link(1, 144, 8, node, net, domain=72) == group_link(1, 144, 8, node, net)
+
+
+@pytest.mark.parametrize("keys", [{"gradient_checkpointing": True}, {"activation_recompute": "full"}])
+def test_fsdp_over_one_nvl72_rack_runs_at_nvlink_speed(cats, keys):
+    """FSDP over the 72 GPUs of one GB200 NVL72 rack (the one-word setup and a laid-out job): the
+    gathers and reduce-scatters stay on NVLink, so the speed is the NVLink one and communication a
+    small share; the same 72 GPUs as nine separate 8-GPU servers pay the NICs."""
+    from dataclasses import replace
+
+    work = {"kind": "pretrain", "seq_len": 8192, "batch_size": 1, **keys}
+    hw = {"gpu": "gb200", "gpu_count": 72, "parallelism": "fsdp"}
+    est = estimate(sc("llama-3.1-70b", work, hw), *cats)
+    c = est.candidates[0]
+    assert c.fits and c.performance.tokens_per_s.expected > 0
+    assert c.performance.communication_share < 0.05
+    assert any("one 72-GPU NVLink domain" in n for n in est.warnings)
+    gpus, models = cats
+    servers = replace(gpus, gpus={**gpus.gpus, "gb200": replace(gpus.get("gb200"), nvlink_domain_gpus=None)})
+    apart = estimate(sc("llama-3.1-70b", work, hw), servers, models).candidates[0]
+    assert apart.performance.tokens_per_s.expected < c.performance.tokens_per_s.expected
+    assert apart.performance.communication_share > c.performance.communication_share
+
+
+def test_beyond_one_rack_the_network_returns(cats):
+    """Two racks (144 GPUs) of FSDP pay the network for the part between them: never faster per
+    GPU than one rack."""
+    work = {"kind": "pretrain", "seq_len": 8192, "batch_size": 1, "gradient_checkpointing": True}
+    one = estimate(sc("llama-3.1-70b", work, {"gpu": "gb200", "gpu_count": 72, "parallelism": "fsdp"}), *cats)
+    two = estimate(
+        sc("llama-3.1-70b", work, {"gpu": "gb200", "gpu_count": 144, "parallelism": "fsdp"}), *cats
+    )
+    per_gpu = [e.candidates[0].performance.tokens_per_s.expected / n for e, n in ((one, 72), (two, 144))]
+    assert per_gpu[1] < per_gpu[0]
+    assert any("2 NVLink domains of 72" in n for n in two.warnings)
