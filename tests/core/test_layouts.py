@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from gpuadvisor.cli.parser import main
 from gpuadvisor.core.errors import InputError
 from gpuadvisor.core.estimation.communication import (
+    group_link,
     layout_training_performance,
     ring_latency,
     sharded_exposed,
@@ -91,6 +92,8 @@ def test_single_gpu_json_layout_is_all_ones(cats):
         ("hardware", "pipeline_parallel", 2.5),
         ("hardware", "context_parallel", "two"),
         ("hardware", "expert_parallel", -1),
+        ("hardware", "expert_tensor_parallel", 0),
+        ("hardware", "expert_tensor_parallel", "one"),
         ("hardware", "virtual_pipeline_stages", 0),
         ("hardware", "sequence_parallel", "yes"),
         ("hardware", "host_memory_gib", -4),
@@ -157,6 +160,11 @@ def test_keys_round_trip_through_the_file():
             "layers",
         ),
         ({"gpu_count": 16, "expert_parallel": 2}, "hardware.expert_parallel", "mixture-of-experts"),
+        (
+            {"gpu_count": 16, "tensor_parallel": 2, "expert_tensor_parallel": 1},
+            "hardware.expert_tensor_parallel",
+            "mixture-of-experts",
+        ),
     ],
 )
 def test_bad_layouts_get_one_line_errors(cats, hardware, field, words):
@@ -854,3 +862,188 @@ def test_the_constants_given_reach_a_layouts_speed(cats):
     assert stated < base
     assert in_estimate[1].performance.tokens_per_s.expected < in_estimate[0].performance.tokens_per_s.expected
     assert speed() == base  # nothing changed the shipped constants
+
+
+# --- MoE parallel folding: experts laid out over TP x CP x DP ---------------------------------
+
+#: Megatron-Bridge's Qwen3 235B-A22B recipe on 256 H100 (performance summary, 26.04 container):
+#: TP2 x PP8 x DP16 for attention, EP32 for the experts, which only fits with expert TP1.
+QWEN_FOLDED = {
+    "gpu": "h100-sxm",
+    "gpu_count": 256,
+    "tensor_parallel": 2,
+    "pipeline_parallel": 8,
+    "expert_parallel": 32,
+    "expert_tensor_parallel": 1,
+    "parallelism": "zero1",
+}
+
+
+def _moe_run(**extra):
+    return {"kind": "pretrain", "seq_len": 4096, "batch_size": 1, "global_batch_size": 1024, **extra}
+
+
+def test_folded_expert_layout_is_accepted_with_a_speed(cats):
+    est = estimate(sc("qwen3-235b-a22b", _moe_run(), QWEN_FOLDED), *cats)
+    c = estimate_to_dict(est)["candidates"][0]
+    assert c["layout"]["expert_parallel"] == 32 and c["layout"]["expert_tensor_parallel"] == 1
+    assert c["layout"]["data_parallel"] == 16 and "EP32 ETP1" in c["layout_name"]
+    assert c["fits"] and c["tokens_per_s"] > 0 and 0 < c["communication_share"] < 1
+
+
+def test_expert_tp_defaults_to_tp_and_says_how_to_fold(cats):
+    """Megatron's --expert-tensor-parallel-size defaults to TP: EP32 x ETP2 does not divide
+    TP2 x DP16 = 32 GPUs, and the message names the key that folds it."""
+    hw = {k: v for k, v in QWEN_FOLDED.items() if k != "expert_tensor_parallel"}
+    with pytest.raises(InputError) as err:
+        estimate(sc("qwen3-235b-a22b", _moe_run(), hw), *cats)
+    assert err.value.field == "hardware.expert_parallel" and "\n" not in str(err.value)
+    assert "expert_tensor_parallel" in str(err.value) and "32 GPUs" in str(err.value)
+
+
+@pytest.mark.parametrize(
+    "hardware, field, words",
+    [
+        ({"expert_tensor_parallel": 16}, "hardware.expert_tensor_parallel", "node"),
+        ({"expert_tensor_parallel": 5}, "hardware.expert_tensor_parallel", "hidden units"),
+        ({"expert_parallel": 64, "expert_tensor_parallel": 1}, "hardware.expert_parallel", "divide"),
+    ],
+)
+def test_bad_expert_tensor_parallel_gets_one_line(cats, hardware, field, words):
+    hw = {**QWEN_FOLDED, **hardware}
+    with pytest.raises(InputError) as err:
+        estimate(sc("qwen3-235b-a22b", _moe_run(), hw), *cats)
+    assert err.value.field == field and words in str(err.value) and "\n" not in str(err.value)
+
+
+def test_expert_tensor_parallel_is_training_only(cats):
+    with pytest.raises(InputError) as err:
+        estimate(
+            sc(
+                "mixtral-8x7b",
+                {"kind": "inference"},
+                {"gpu": "h100-sxm", "gpu_count": 2, "tensor_parallel": 2, "expert_tensor_parallel": 1},
+            ),
+            *cats,
+        )
+    assert "training only" in str(err.value)
+
+
+def test_expert_tensor_parallel_round_trips_and_equal_to_tp_changes_nothing(cats):
+    base = {
+        "gpu": "h100-sxm",
+        "gpu_count": 16,
+        "tensor_parallel": 2,
+        "expert_parallel": 8,
+        "parallelism": "zero1",
+    }
+    s = sc("mixtral-8x7b", _moe_run(), {**base, "expert_tensor_parallel": 2})
+    assert loads_scenario(dumps_scenario(s)).hardware == s.hardware
+    given_ = estimate_to_dict(estimate(s, *cats))["candidates"][0]
+    plain = estimate_to_dict(estimate(sc("mixtral-8x7b", _moe_run(), base), *cats))["candidates"][0]
+    assert given_["tokens_per_s"] == plain["tokens_per_s"]
+    assert given_["memory_per_gpu_gib"] == plain["memory_per_gpu_gib"]
+    assert given_["layout_name"] == plain["layout_name"]
+
+
+def test_folded_experts_memory_follows_the_folding_formula(cats):
+    """A GPU keeps 1/TP of the dense state and 1/(EP x ETP) of the routed experts unsharded; under
+    the distributed optimizer every GPU holds 1/(TP x CP x DP) of the stage's state whatever the
+    folding, the experts' share being sharded over EDP = TP x CP x DP / (EP x ETP)."""
+    model = cats[1].get("mixtral-8x7b")
+    c = model.counts
+    mm = MemoryModel(model, pretrain())
+    ddp = mm.breakdown(layout=Layout(tp=2, ep=8, etp=1, dp=8, sequence_parallel=True, sharding="ddp"))
+    local = ((c.total - c.routed_experts) / 2 + c.routed_experts / (8 * 1)) / c.total
+    assert ddp.optimizer == pytest.approx(local * mm.optim_bytes, rel=1e-9)
+    assert ddp.gradients == pytest.approx(local * mm.grad_bytes, rel=1e-9)
+    # ETP2 keeps half as many experts per GPU as ETP1 at the same EP... and EP4 x ETP2 as EP8 x ETP1.
+    etp2 = mm.breakdown(layout=Layout(tp=2, ep=8, dp=8, sequence_parallel=True, sharding="ddp"))
+    assert etp2.optimizer < ddp.optimizer
+    ep4 = mm.breakdown(layout=Layout(tp=2, ep=4, dp=8, sequence_parallel=True, sharding="ddp"))
+    assert ep4.optimizer == pytest.approx(ddp.optimizer, rel=1e-9)
+    for etp, ep in ((1, 8), (2, 8), (1, 16), (2, 4)):
+        z = mm.breakdown(layout=Layout(tp=2, ep=ep, etp=etp, dp=8, sequence_parallel=True, sharding="zero1"))
+        assert z.optimizer == pytest.approx(mm.optim_bytes / (2 * 8), rel=1e-9)
+        assert Layout(tp=2, ep=ep, etp=etp, dp=8).expert_dp == 16 // (ep * etp)
+
+
+def test_folded_expert_speed_is_monotone(cats):
+    """Dropping the experts' TP (ETP1) takes the MoE layers' tensor-parallel collectives away and
+    puts the EP group on neighbouring ranks: never slower. A wider EP group that crosses nodes
+    sends more of its all-to-all over the network: more time in communication."""
+    w = pretrain(global_batch_size=256)
+    base = Layout(tp=2, ep=8, dp=16, sequence_parallel=True, sharding="zero1")
+    etp2 = _speed(cats, w, base, model="mixtral-8x7b")
+    etp1 = _speed(cats, w, base._replace(etp=1), model="mixtral-8x7b")
+    assert etp1.tokens_per_s.expected > etp2.tokens_per_s.expected
+    qwen = cats[1].get("qwen3-30b-a3b")
+    assert qwen.num_experts % 32 == 0
+    inside = _speed(
+        cats,
+        w,
+        Layout(tp=2, ep=4, etp=1, dp=16, sequence_parallel=True, sharding="zero1"),
+        model="qwen3-30b-a3b",
+    )
+    across = _speed(
+        cats,
+        w,
+        Layout(tp=2, ep=32, etp=1, dp=16, sequence_parallel=True, sharding="zero1"),
+        model="qwen3-30b-a3b",
+    )
+    assert across.communication_share > inside.communication_share
+    assert across.tokens_per_s.expected < inside.tokens_per_s.expected
+
+
+# --- NVLink domains larger than a node (GB200 NVL72) ------------------------------------------
+
+
+def test_gb200_is_one_nvlink_domain_of_72():
+    """NVIDIA's GB200 NVL72 datasheet: 72 Blackwell GPUs joined by one NVLink switch fabric; a
+    server's GPUs are their own domain."""
+    gpus = load_gpu_catalog()
+    assert gpus.get("gb200").nvlink_domain_gpus == 72 and gpus.get("gb200").link_domain(8) == 72
+    assert gpus.get("h100-sxm").nvlink_domain_gpus is None and gpus.get("h100-sxm").link_domain(8) == 8
+    assert gpus.get("h100-sxm").link_domain(16) == 16  # hardware.gpus_per_node still counts
+
+
+def test_a_group_inside_the_domain_stays_on_nvlink():
+    node, net = (900e9, 1e-5), (37.5e9, 3e-5)
+    assert group_link(1, 72, 8, node, net, domain=72) == node
+    assert group_link(1, 72, 8, node, net) == (8 * 37.5e9, 3e-5)  # nine nodes over their NICs
+    # Beyond the domain: the NICs of each node's members, as between servers.
+    assert group_link(1, 144, 8, node, net, domain=72) == group_link(1, 144, 8, node, net)
+
+
+@pytest.mark.parametrize("keys", [{"gradient_checkpointing": True}, {"activation_recompute": "full"}])
+def test_fsdp_over_one_nvl72_rack_runs_at_nvlink_speed(cats, keys):
+    """FSDP over the 72 GPUs of one GB200 NVL72 rack (the one-word setup and a laid-out job): the
+    gathers and reduce-scatters stay on NVLink, so the speed is the NVLink one and communication a
+    small share; the same 72 GPUs as nine separate 8-GPU servers pay the NICs."""
+    from dataclasses import replace
+
+    work = {"kind": "pretrain", "seq_len": 8192, "batch_size": 1, **keys}
+    hw = {"gpu": "gb200", "gpu_count": 72, "parallelism": "fsdp"}
+    est = estimate(sc("llama-3.1-70b", work, hw), *cats)
+    c = est.candidates[0]
+    assert c.fits and c.performance.tokens_per_s.expected > 0
+    assert c.performance.communication_share < 0.05
+    assert any("one 72-GPU NVLink domain" in n for n in est.warnings)
+    gpus, models = cats
+    servers = replace(gpus, gpus={**gpus.gpus, "gb200": replace(gpus.get("gb200"), nvlink_domain_gpus=None)})
+    apart = estimate(sc("llama-3.1-70b", work, hw), servers, models).candidates[0]
+    assert apart.performance.tokens_per_s.expected < c.performance.tokens_per_s.expected
+    assert apart.performance.communication_share > c.performance.communication_share
+
+
+def test_beyond_one_rack_the_network_returns(cats):
+    """Two racks (144 GPUs) of FSDP pay the network for the part between them: never faster per
+    GPU than one rack."""
+    work = {"kind": "pretrain", "seq_len": 8192, "batch_size": 1, "gradient_checkpointing": True}
+    one = estimate(sc("llama-3.1-70b", work, {"gpu": "gb200", "gpu_count": 72, "parallelism": "fsdp"}), *cats)
+    two = estimate(
+        sc("llama-3.1-70b", work, {"gpu": "gb200", "gpu_count": 144, "parallelism": "fsdp"}), *cats
+    )
+    per_gpu = [e.candidates[0].performance.tokens_per_s.expected / n for e, n in ((one, 72), (two, 144))]
+    assert per_gpu[1] < per_gpu[0]
+    assert any("2 NVLink domains of 72" in n for n in two.warnings)

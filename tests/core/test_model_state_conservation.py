@@ -103,7 +103,14 @@ def jobs(draw):
     pp = draw(st.sampled_from([p for p in (1, 2, 4, 8) if p <= model.num_layers]))
     cp = draw(st.sampled_from([1, 2, 4]))
     dp = draw(st.sampled_from([1, 2, 4, 8, 16, 32]))
-    eps = [e for e in (1, 2, 4, 8, 16, 32, 64) if model.num_experts % e == 0 and (dp * cp) % e == 0]
+    # Expert TP: TP's (0) or, folded (Megatron's MoE parallel folding), its own degree with EP x ETP
+    # dividing TP x CP x DP.
+    etp = draw(st.sampled_from([0, 0, 1, 2, 4])) if model.is_moe else 0
+    fold = etp or tp
+    eps = [
+        e for e in (1, 2, 4, 8, 16, 32, 64) if model.num_experts % e == 0 and (tp * dp * cp) % (e * fold) == 0
+    ]
+    assume(eps or not model.is_moe)
     ep = draw(st.sampled_from(eps)) if model.is_moe else 1
     sharding = draw(st.sampled_from(SHARDINGS)) if dp * cp > 1 else "none"
     opt_off = draw(st.sampled_from(["none", "none", "cpu", "nvme"]))
@@ -120,7 +127,16 @@ def jobs(draw):
         offload=Offload(optimizer=opt_off, parameters=par_off),
         global_batch_size=None,
     )
-    layout = Layout(tp=tp, pp=pp, cp=cp, ep=ep, dp=dp, sharding=sharding, sequence_parallel=tp > 1)
+    layout = Layout(
+        tp=tp,
+        pp=pp,
+        cp=cp,
+        ep=ep,
+        dp=dp,
+        etp=etp if etp != tp else 0,
+        sharding=sharding,
+        sequence_parallel=tp > 1,
+    )
     try:
         check_layout(model, workload, Hardware(gpus_per_node=8), layout)
     except InputError:
@@ -144,16 +160,19 @@ def _bounds(mm: MemoryModel, layout: Layout) -> dict[str, tuple[float, float]]:
     states = tp_pp(c.norms_and_other / c.total, state_edges)
     weights = tp_pp(mm.norm_bytes / mm.weight_bytes, weight_edges)
     s = layout.sharding
+    # Folded experts split fewer ways than TP (EP x ETP < TP) are copied on TP / (EP x ETP) of the
+    # tensor-parallel ranks too: at most that many more copies of what ZeRO leaves whole.
+    whole = dpc * max(1.0, t / (layout.ep * layout.expert_tp))
     return {
-        "weights": (mm.weight_bytes, weights * (1 if s in ZERO_WEIGHTS else dpc)),
-        "adapters": (mm.adapter_bytes, rounding * (1 if s in ZERO_WEIGHTS else dpc)),
+        "weights": (mm.weight_bytes, weights * (1 if s in ZERO_WEIGHTS else whole)),
+        "adapters": (mm.adapter_bytes, rounding * (1 if s in ZERO_WEIGHTS else whole)),
         "gradients": (
             mm.grad_bytes,
-            (rounding if mm.workload.uses_adapters else states) * (1 if s in ZERO_GRADS else dpc),
+            (rounding if mm.workload.uses_adapters else states) * (1 if s in ZERO_GRADS else whole),
         ),
         "optimizer": (
             mm.optim_bytes,
-            (rounding if mm.workload.uses_adapters else states) * (1 if s in ZERO_OPTIM else dpc),
+            (rounding if mm.workload.uses_adapters else states) * (1 if s in ZERO_OPTIM else whole),
         ),
     }
 
@@ -166,6 +185,7 @@ def test_sharded_state_adds_up_to_the_whole_model(job):
         "MoE" if model.is_moe else "dense",
         f"sharding {layout.sharding}",
         "EP > 1" if layout.ep > 1 else "EP 1",
+        "folded (ETP != TP)" if layout.expert_tp != layout.tp else "ETP = TP",
         "TP > 1" if layout.tp > 1 else "TP 1",
         "PP > 1" if layout.pp > 1 else "PP 1",
         "CP > 1" if layout.cp > 1 else "CP 1",

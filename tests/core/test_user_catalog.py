@@ -99,6 +99,8 @@ GPU_RULES = [
     ("fp16_acc16_dense_tflops", "1978.9", "must be at most 2x fp16_dense_tflops"),
     ("fp16_acc16_dense_tflops", "500", "must be at least fp16_dense_tflops (989.4): accumulating in FP16"),
     ("pcie_gen", "9", "must be 1 to 7"),
+    ("nvlink_domain_gpus", "0", "must be >= 1"),
+    ("nvlink_domain_gpus", "36.5", "must be a whole number"),
     ("pcie_gen", "4.5", "must be a whole number"),
     ("launch_year", "2031", "must not be after 2028"),
     ("launch_year", "1980", "must be >= 1990"),

@@ -428,6 +428,7 @@ def test_editors_suit_their_columns(editor, qtbot):
     price = editor_for("cloud_usd_per_hour_expected")
     assert price.findChild(QLabel).text() == "USD/GPU-h"
     assert ce.column_label("memory_bandwidth_gb_s") == "Memory bandwidth (GB/s)"
+    assert ce.column_label("nvlink_domain_gpus") == "NVLink domain GPUs"
 
 
 def test_model_presets_tab_edits_reach_the_model_page(window, editor, qtbot):

@@ -25,8 +25,12 @@ tokens per pipeline, hidden size ``h``, 2-byte activations and ``B`` the link ba
   passes K and V around the ring in forward and K, V and their gradients in backward,
   ``3 (c-1)/c`` of ``b s 2 d_kv`` elements, hidden behind the attention compute.
 - **Expert parallel** (Lepikhin et al. 2020, GShard): 4 all-to-alls per MoE layer and
-  micro-batch (dispatch and combine, forward and backward) of ``k b s h / CP`` elements,
-  ``(e-1)/e`` of them leaving the GPU; not overlapped.
+  micro-batch (dispatch and combine, forward and backward) of ``k b s h / (CP x TP)`` elements
+  (each tensor-parallel rank dispatches its sequence-parallel share of the tokens), ``(e-1)/e`` of
+  them leaving the GPU, over the EP group's link (its ranks ``ETP`` apart: NVLink while
+  ``ETP x EP`` fits a node, else the NICs of the node's members); not overlapped. With MoE parallel
+  folding (Liu et al. 2025) the MoE layers' half of the tensor-parallel collectives runs over the
+  expert TP group instead (none with ETP1), and the expert GEMMs narrow by ETP.
 - **Offload** (Ren et al. 2021, ZeRO-Offload; Rajbhandari et al. 2021, ZeRO-Infinity): the
   16-bit gradients go to the host over PCIe during the backward pass, the updated 16-bit
   parameters come back; the CPU Adam step streams ``CPU_ADAM_BYTES`` per parameter through host
@@ -34,8 +38,9 @@ tokens per pipeline, hidden size ``h``, 2-byte activations and ``B`` the link ba
   behind the compute up to ``DP_OVERLAP``.
 
 The groups sit on the links of Megatron's rank order (TP fastest, then CP, DP, PP): a group
-whose span ``TP x CP x DP`` (data parallel) or ``TP x CP x DP x PP`` (pipeline) exceeds a node
-crosses the network.
+whose span ``TP x CP x DP`` (data parallel) or ``TP x CP x DP x PP`` (pipeline) exceeds the GPU's
+NVLink domain (a node; a GB200 NVL72 rack, the catalog's ``nvlink_domain_gpus``) crosses the
+network, over the NICs of the members each node holds.
 """
 
 from __future__ import annotations
@@ -61,6 +66,7 @@ from .performance import (
     link,
     ring_latency,
     sharded_exposed,
+    span_note,
     training_performance,
     training_prelude,
 )
@@ -77,37 +83,46 @@ def _network() -> tuple[float, float]:
 
 
 def group_link(
-    stride: int, members: int, gpus_per_node: int, node: tuple[float, float], net: tuple[float, float]
+    stride: int,
+    members: int,
+    gpus_per_node: int,
+    node: tuple[float, float],
+    net: tuple[float, float],
+    domain: int = 0,
 ) -> tuple[float, float]:
     """(bytes/s per GPU, latency) of a collective over ``members`` GPUs whose ranks are ``stride``
-    apart. Inside a node: NVLink (or PCIe). Across nodes a ring crosses each node boundary once
-    per group, so the node's NICs carry the traffic of the ``gpus_per_node / stride`` members it
-    holds: a GPU sees ``min(NVLink, NIC x members per node)`` (NCCL's ring over the node's NICs)."""
-    if stride * members <= gpus_per_node:
+    apart. Inside a node, or inside the GPU's NVLink domain of ``domain`` GPUs where that is larger
+    (a GB200 NVL72 rack): NVLink (or PCIe). Beyond it a ring crosses each node boundary once per
+    group, so the node's NICs carry the traffic of the ``gpus_per_node / stride`` members it holds:
+    a GPU sees ``min(NVLink, NIC x members per node)`` (NCCL's rings over all NICs of a node)."""
+    if stride * members <= max(gpus_per_node, domain):
         return node
     per_node = max(1, gpus_per_node // stride)
     return min(node[0], net[0] * per_node), net[1]
 
 
-def tp_width_slowdown(m: ModelSpec, t: int, half: float) -> float:
+def tp_width_slowdown(m: ModelSpec, t: int, half: float, expert_t: int | None = None) -> float:
     """How much longer the GEMMs of one layer take when tensor parallelism splits them ``t`` ways:
     each GEMM runs at the width curve ``w / (w + half)`` of its narrower side, which the split
-    narrows (QKV and gate/up by their output, o_proj and down by their input), weighted by FLOPs."""
+    narrows (QKV and gate/up by their output, o_proj and down by their input), weighted by FLOPs.
+    ``expert_t``: the split of the MLP's GEMMs where the expert layers have their own tensor
+    parallelism (MoE parallel folding's ETP; None: ``t``)."""
     h, dq, dkv = m.hidden_size, m.q_dim, m.kv_dim
     i = m.expert_intermediate_size * m.experts_per_token
     up = (2 if m.gated_mlp else 1) * m.expert_intermediate_size
-    gemms = (  # (FLOPs share, output or input width that TP splits)
-        (h * (dq + 2 * dkv), dq + 2 * dkv),
-        (h * dq, dq),
-        (h * up * m.experts_per_token, up),
-        (h * i, m.expert_intermediate_size),
+    et = t if expert_t is None else expert_t
+    gemms = (  # (FLOPs share, output or input width that TP splits, the split)
+        (h * (dq + 2 * dkv), dq + 2 * dkv, t),
+        (h * dq, dq, t),
+        (h * up * m.experts_per_token, up, et),
+        (h * i, m.expert_intermediate_size, et),
     )
 
     def eff(w: float) -> float:
         return w / (w + half)
 
-    whole = sum(f / eff(min(h, w)) for f, w in gemms)
-    split = sum(f / eff(min(h, w / t)) for f, w in gemms)
+    whole = sum(f / eff(min(h, w)) for f, w, _ in gemms)
+    split = sum(f / eff(min(h, w / k)) for f, w, k in gemms)
     return split / whole
 
 
@@ -188,46 +203,50 @@ def layout_training_performance(
 
     forward, attention_fwd, flops_run = run_flops(mm, layout, flops_token)
     compute = tokens_step * flops_run / (n * peak * 1e12 * base_mfu)
-    if t > 1 and not mfu:
-        compute *= tp_width_slowdown(m, t, k.gemm_width_half) if tp_slowdown is None else tp_slowdown
+    et = layout.expert_tp if m.is_moe else t
+    if (t > 1 or et > 1) and not mfu:
+        compute *= tp_width_slowdown(m, t, k.gemm_width_half, et) if tp_slowdown is None else tp_slowdown
     useful = compute
     if p > 1:
         compute *= 1 + (p - 1) / (micro * v)
 
-    node_bw, node_lat, _ = link(gpu, min(n, gpus_per_node), gpus_per_node)
+    # Groups inside the GPU's NVLink domain (a node, or a GB200 NVL72 rack) run over NVLink.
+    domain = gpu.link_domain(gpus_per_node)
+    node_bw, node_lat, _ = link(gpu, min(n, domain), gpus_per_node)
     node = (node_bw * 1e9, node_lat)
     net = _network()
     parts: dict[str, float] = {}
     act_bytes = b * s / c * h * 2.0  # one micro-batch's hidden states on one CP rank
     layers_gpu = math.ceil(L / p)
-    if t > 1:
-        bw, lat = group_link(1, t, gpus_per_node, node, net)
-        collectives = 6 if layout.recompute == "full" else 4
-        per = 2 * (t - 1) / t * act_bytes / bw + lat
-        parts["tensor"] = micro * layers_gpu * collectives * per
+    moe_layers = layers_gpu * (L - m.dense_layers) / L if m.is_moe else 0.0
+    tensor = _tensor_time(
+        layout, et, micro, layers_gpu, moe_layers, act_bytes, gpus_per_node, domain, node, net
+    )
+    if tensor:
+        parts["tensor"] = tensor
     if p > 1:
-        bw, lat = group_link(t * c * d, p, gpus_per_node, node, net)
+        bw, lat = group_link(t * c * d, p, gpus_per_node, node, net, domain)
         per = act_bytes / (t if layout.sequence_parallel else 1) / bw + lat
         p2p = 2 * micro * v * per
         # The interleaved schedule overlaps its sends with the next chunk's compute (Megatron's
         # overlap_p2p_comm); the plain 1F1B schedule waits for them.
         parts["pipeline"] = (1 - DP_OVERLAP) * p2p if v > 1 else p2p
     if c > 1:
-        bw, lat = group_link(t, c, gpus_per_node, node, net)
+        bw, lat = group_link(t, c, gpus_per_node, node, net, domain)
         kv = b * s / c * 2 * m.kv_dim * 2.0
         ring = micro * layers_gpu * (3 * (c - 1) / c * kv / t / bw + 2 * (c - 1) * lat)
         # Hidden behind the attention compute of the same layer (its share of the step's FLOPs).
         attn_share = attention_fwd / max(forward, 1.0)
         parts["context"] = max(ring - attn_share * useful, (1 - DP_OVERLAP) * ring)
     if e > 1 and m.is_moe:
-        bw, lat = group_link(t, e, gpus_per_node, node, net)
-        moe_layers = layers_gpu * (L - m.dense_layers) / L
+        # The EP group's ranks are ETP apart (Megatron's expert rank order ETP, EP, EDP, PP).
+        bw, lat = group_link(et, e, gpus_per_node, node, net, domain)
         per = m.experts_per_token * act_bytes * (e - 1) / e / t / bw + lat
         parts["experts"] = micro * moe_layers * 4 * per
     exposed = sum(parts.values())
     if d * c > 1:
         dp = _data_parallel_time(
-            mm, layout, gpus_per_node, node, net, useful, micro, layers_gpu, forward / flops_run
+            mm, layout, gpus_per_node, domain, node, net, useful, micro, layers_gpu, forward / flops_run
         )
         parts["data"] = dp
         exposed += dp
@@ -250,7 +269,7 @@ def layout_training_performance(
         bound = "offload"
     rng = Range(tps * (1 - engine.spread_low), tps, tps * (1 + engine.spread_high))
     if n > gpus_per_node:
-        notes.append(f"{n} GPUs span {math.ceil(n / gpus_per_node)} nodes.")
+        notes.append(span_note(n, gpus_per_node, domain))
     return PerformanceEstimate(
         tokens_per_s=rng,
         bound=bound,
@@ -262,10 +281,47 @@ def layout_training_performance(
     )
 
 
+def _tensor_time(
+    layout: Layout,
+    et: int,
+    micro: int,
+    layers_gpu: int,
+    moe_layers: float,
+    act_bytes: float,
+    gpus_per_node: int,
+    domain: int,
+    node: tuple[float, float],
+    net: tuple[float, float],
+) -> float:
+    """Seconds of tensor-parallel collectives in a step of ``micro`` micro-batches: 4 per layer (6 with full
+    recomputation) of ``2 (t-1)/t`` of the hidden states. With MoE parallel folding (the experts'
+    TP ``et`` not the layout's) the attention's half runs over TP in every layer and the MLP's half
+    over TP in the dense layers and over the expert TP group in the MoE layers (none with ETP1:
+    each GPU's experts take its own tokens whole)."""
+    t = layout.tp
+    collectives = 6 if layout.recompute == "full" else 4
+    if et == t:
+        if t == 1:
+            return 0.0
+        bw, lat = group_link(1, t, gpus_per_node, node, net, domain)
+        return micro * layers_gpu * collectives * (2 * (t - 1) / t * act_bytes / bw + lat)
+    tensor = 0.0
+    if t > 1:
+        bw, lat = group_link(1, t, gpus_per_node, node, net, domain)
+        per = 2 * (t - 1) / t * act_bytes / bw + lat
+        tensor += (layers_gpu + (layers_gpu - moe_layers)) * collectives / 2 * per
+    if et > 1:
+        bw, lat = group_link(1, et, gpus_per_node, node, net, domain)
+        per = 2 * (et - 1) / et * act_bytes / bw + lat
+        tensor += moe_layers * collectives / 2 * per
+    return micro * tensor
+
+
 def _data_parallel_time(
     mm: MemoryModel,
     layout: Layout,
     gpus_per_node: int,
+    domain: int,
     node: tuple[float, float],
     net: tuple[float, float],
     useful: float,
@@ -281,13 +337,14 @@ def _data_parallel_time(
     ``forward_share``: the forward pass's share of the FLOPs run."""
     t, p = layout.tp, layout.pp
     d = layout.dp * layout.cp
-    bw, lat = group_link(t, d, gpus_per_node, node, net)
+    bw, lat = group_link(t, d, gpus_per_node, node, net, domain)
     state_share = 1.0 / (t * p)
     grads = mm.grad_bytes * state_share
     ring = 2 * (d - 1) / d
     if layout.sharding in GATHERING_SHARDINGS:
         params = mm.weight_bytes * state_share
-        coll_lat = ring_latency(d, t, gpus_per_node, node[1])
+        # A group inside the NVLink domain rings over NVLink hops only.
+        coll_lat = ring_latency(d, t, domain if t * d <= domain else gpus_per_node, node[1])
         total = micro * (d - 1) / d * (2 * params + grads) / bw + micro * 3 * layers_gpu * coll_lat
         per_layer = sharded_exposed(
             params / layers_gpu, grads / layers_gpu, d, bw, coll_lat,

@@ -135,7 +135,13 @@ def count_layouts(model: ModelSpec, scenario: Scenario, mm: MemoryModel, n: int)
     if hw.layout_given:
         simple = hw.parallelism is not None and not any(
             getattr(hw, a) is not None
-            for a in ("tensor_parallel", "pipeline_parallel", "context_parallel", "expert_parallel")
+            for a in (
+                "tensor_parallel",
+                "pipeline_parallel",
+                "context_parallel",
+                "expert_parallel",
+                "expert_tensor_parallel",
+            )
         )
         if simple:
             assert hw.parallelism is not None

@@ -2,8 +2,14 @@
 interleaved stages, sequence parallelism, activation recomputation and the data-parallel sharding.
 
 A :class:`Layout` is a cheap immutable value (a named tuple: a whole-catalog comparison builds
-hundreds). The GPU count is ``TP x PP x CP x DP``; expert parallelism shards the MoE experts over
-the data-parallel x context group and adds no GPUs (Megatron-Core's convention).
+hundreds). The GPU count is ``TP x PP x CP x DP``; expert parallelism adds no GPUs: Megatron-Core's
+MoE parallel folding (Liu et al. 2025, arXiv:2504.14960; ``megatron/core/parallel_state.py``)
+lays the expert layers of each pipeline stage over the same ``TP x CP x DP`` GPUs as
+``ETP x EP x EDP``: expert tensor parallel (``--expert-tensor-parallel-size``, TP's by default),
+expert parallel, and the expert data-parallel group ``EDP = TP x CP x DP / (EP x ETP)`` that
+gradients are reduced and the distributed optimizer shards over. ``EP x ETP`` must divide
+``TP x CP x DP`` (and EP the expert count): EP32 with ETP1 fits TP2 x DP16, which Megatron's
+older rule (EP divides DP x CP) refused.
 
 :func:`scenario_layouts` gives the layouts a scenario asks for at one GPU count: the one it sets
 (``hardware.parallelism`` and the layout axes, validated; the shorthands ``tensor`` and
@@ -14,7 +20,7 @@ tensor and pipeline setups within one node and a pruned search beyond it (docs/e
 - TP over the divisors of the node size that divide the attention heads (never across nodes);
 - PP over the divisors of the layer count (at least one layer per stage);
 - CP 1, and 2, 4, 8 for long sequences (each rank keeps at least 8,192 tokens);
-- EP 1 to 64 (dividing the experts and DP x CP) for mixture-of-experts models;
+- EP 1 to 64 (dividing the experts and DP x CP; expert TP = TP) for mixture-of-experts models;
 - recomputation none, selective and full (unless the workload sets it);
 - ZeRO-1 (Megatron's distributed optimizer) or ZeRO-3 over the data-parallel replicas.
 """
@@ -60,6 +66,18 @@ class Layout(NamedTuple):
     sharding: str = "none"  # none (one replica), ddp, zero1, zero2, zero3, fsdp
     #: The old one-word setup this layout came from ("" for a composite layout).
     shorthand: str = ""
+    #: Tensor parallelism inside the expert layers; 0: the same as ``tp`` (Megatron's default).
+    etp: int = 0
+
+    @property
+    def expert_tp(self) -> int:
+        """Expert tensor parallel (ETP): ``etp`` when set, else TP."""
+        return self.etp or self.tp
+
+    @property
+    def expert_dp(self) -> int:
+        """Expert data parallel (EDP): the GPUs of a stage, ``TP x CP x DP``, over ``EP x ETP``."""
+        return max(1, self.tp * self.cp * self.dp // (self.ep * self.expert_tp))
 
     @property
     def gpus(self) -> int:
@@ -88,8 +106,8 @@ class Layout(NamedTuple):
             parts.append(f"PP{self.pp}" + (f"×{self.vpp}" if self.vpp > 1 else ""))
         if self.cp > 1:
             parts.append(f"CP{self.cp}")
-        if self.ep > 1:
-            parts.append(f"EP{self.ep}")
+        if self.ep > 1 or self.expert_tp != self.tp:
+            parts.append(f"EP{self.ep}" + (f" ETP{self.expert_tp}" if self.expert_tp != self.tp else ""))
         shard = _SHARDING_NAMES.get(self.sharding)
         if self.dp > 1:
             parts.append(f"DP{self.dp}" + (f" {shard}" if shard else ""))
@@ -114,6 +132,7 @@ class Layout(NamedTuple):
             "pipeline_parallel": self.pp,
             "context_parallel": self.cp,
             "expert_parallel": self.ep,
+            "expert_tensor_parallel": self.expert_tp,
             "data_parallel": self.dp,
             "virtual_pipeline_stages": self.vpp,
             "sequence_parallel": self.sequence_parallel,
@@ -163,20 +182,40 @@ def _divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
 
 
-def _check_expert_parallel(model: ModelSpec, layout: Layout) -> None:
-    """Raise when expert parallelism ``layout.ep`` cannot split the model's experts."""
+def _check_expert_parallel(model: ModelSpec, layout: Layout, gpus_per_node: int) -> None:
+    """Raise when expert parallelism ``layout.ep`` x expert tensor parallelism cannot split the
+    model's experts over the stage's ``TP x CP x DP`` GPUs (MoE parallel folding)."""
+    etp = layout.expert_tp
+    field = "hardware.expert_parallel" if layout.ep > 1 else "hardware.expert_tensor_parallel"
     if not model.is_moe:
-        raise InputError("hardware.expert_parallel", "needs a mixture-of-experts model", layout.ep)
+        raise InputError(field, "needs a mixture-of-experts model", layout.ep if layout.ep > 1 else etp)
     if model.num_experts % layout.ep:
         raise InputError(
             "hardware.expert_parallel",
             f"the {model.num_experts} experts do not divide evenly over EP{layout.ep}",
             layout.ep,
         )
-    if (layout.dp * layout.cp) % layout.ep:
+    if etp != layout.tp:
+        if etp > gpus_per_node:
+            raise InputError(
+                "hardware.expert_tensor_parallel",
+                f"ETP{etp} is larger than a node of {gpus_per_node} GPUs: expert tensor parallelism "
+                "stays inside a node",
+                etp,
+            )
+        if model.expert_intermediate_size % etp:
+            raise InputError(
+                "hardware.expert_tensor_parallel",
+                f"the experts' {model.expert_intermediate_size} hidden units do not divide evenly over ETP{etp}",
+                etp,
+            )
+    stage = layout.tp * layout.cp * layout.dp
+    if stage % (layout.ep * etp):
+        hint = "; set hardware.expert_tensor_parallel (1: experts whole on each GPU)" if etp > 1 else ""
         raise InputError(
             "hardware.expert_parallel",
-            f"EP{layout.ep} must divide the data-parallel x context group ({layout.dp * layout.cp} GPUs)",
+            f"EP{layout.ep} x expert TP{etp} must divide the tensor x context x data-parallel group "
+            f"({stage} GPUs){hint}",
             layout.ep,
         )
 
@@ -214,8 +253,8 @@ def check_layout(model: ModelSpec, workload: Workload, hw: Hardware, layout: Lay
                 f"PP{layout.pp} x {layout.vpp} chunks need at least one of the {model.num_layers} layers each",
                 layout.vpp,
             )
-    if layout.ep > 1:
-        _check_expert_parallel(model, layout)
+    if layout.ep > 1 or layout.expert_tp != layout.tp:
+        _check_expert_parallel(model, layout, hw.gpus_per_node)
     if layout.cp > 1 and workload.seq_len % layout.cp:
         raise InputError(
             "hardware.context_parallel",
@@ -235,7 +274,9 @@ def check_layout(model: ModelSpec, workload: Workload, hw: Hardware, layout: Lay
             "serving is modelled with tensor or pipeline parallelism in each replica, not both",
             layout.pp,
         )
-    if not workload.is_training and (layout.cp > 1 or layout.ep > 1 or layout.vpp > 1):
+    if not workload.is_training and (
+        layout.cp > 1 or layout.ep > 1 or layout.vpp > 1 or layout.expert_tp != layout.tp
+    ):
         raise InputError(
             "hardware.context_parallel" if layout.cp > 1 else "hardware.expert_parallel",
             "context, expert and interleaved pipeline parallelism are modelled for training only",
@@ -287,6 +328,7 @@ def explicit_layout(model: ModelSpec, workload: Workload, hw: Hardware, gpu_coun
         and hw.pipeline_parallel is None
         and hw.context_parallel is None
         and hw.expert_parallel is None
+        and hw.expert_tensor_parallel is None
         and hw.virtual_pipeline_stages is None
     )
     layout = Layout(
@@ -296,6 +338,7 @@ def explicit_layout(model: ModelSpec, workload: Workload, hw: Hardware, gpu_coun
         ep=hw.expert_parallel or 1,
         dp=dp,
         vpp=hw.virtual_pipeline_stages or 1,
+        etp=hw.expert_tensor_parallel if hw.expert_tensor_parallel not in (None, tp) else 0,
         sequence_parallel=bool(sp and tp > 1),
         recompute=recompute,
         sharding=sharding,

@@ -36,7 +36,13 @@ Parallelism: tensor parallelism (Shoeybi et al. 2019, Megatron-LM) divides weigh
 optimizer state and, with sequence parallelism (Korthikanti et al. 2022), activations by the
 GPU count; KV heads are split when there are at least as many. Pipeline parallelism divides
 the layers; the first stage of a 1F1B schedule keeps ``p`` micro-batches of ``L/p`` layers,
-i.e. one micro-batch of the whole model (Narayanan et al. 2021).
+i.e. one micro-batch of the whole model (Narayanan et al. 2021). Mixture-of-experts layers fold
+their own layout over a stage's ``TP x CP x DP`` GPUs (Liu et al. 2025, MoE parallel folding): a
+GPU keeps ``1 / (EP x ETP)`` of the routed experts and ``1 / TP`` of the rest, and ZeRO shards the
+experts' state over the expert data-parallel group ``TP x CP x DP / (EP x ETP)``, so a sharded
+GPU holds ``1 / (TP x CP x DP)`` of the stage's whole state either way::
+
+    experts, unsharded   E / (EP x ETP)         experts, ZeRO   E / (EP x ETP x EDP)
 
 KV cache (inference): ``2 x layers x kv_heads x head_dim x bytes`` per token, grouped- and
 multi-query aware, with sliding-window layers holding at most ``window`` tokens (Pope et al.
@@ -77,6 +83,14 @@ def activation_framework(workload: Workload) -> str:
     """``"fused"`` (Megatron-Core with Transformer Engine) or ``"eager"`` (PyTorch modules): the
     engine's :attr:`~gpuadvisor.core.specs.engines.EngineProfile.fused_activations`."""
     return "fused" if record_of(workload.engine, workload.kind).fused_activations else "eager"
+
+
+def expert_divisor(layout: Layout) -> float:
+    """How many ways the routed experts are split beyond the ``TP`` that splits a dense block:
+    ``EP x ETP / TP`` (MoE parallel folding), which is EP when the experts' TP is the layout's."""
+    if layout.expert_tp == layout.tp:
+        return layout.ep
+    return layout.ep * layout.expert_tp / layout.tp
 
 
 _OPTIMIZER_STATE_BYTES = {"adamw": 8.0, "adamw_8bit": 2.0, "sgd": 4.0, "adafactor": 0.0}
@@ -478,20 +492,23 @@ class MemoryModel:
         t, p, d, cp = layout.tp, layout.pp, layout.dp, layout.cp
         sharding = layout.sharding
         L = self.layers
-        # Experts are sharded over expert parallelism: the block share one GPU holds.
-        block_mult = 1.0 - self.expert_share + self.expert_share / layout.ep if layout.ep > 1 else 1.0
+        # Experts are sharded over expert parallelism and expert tensor parallelism (EP x ETP), the
+        # rest of a block over TP: the block share one GPU holds, relative to 1 / TP.
+        split = expert_divisor(layout)
+        block_mult = 1.0 - self.expert_share + self.expert_share / split if split != 1 else 1.0
 
         # Model-parallel share of the weights held by one GPU, and of the trainable state: ``local``
-        # with the routed experts split over EP (what a GPU keeps unsharded), ``whole`` without (what
-        # ZeRO divides: dense state over the DP x CP group, the experts over EP and then over the
-        # expert data-parallel group of DP x CP / EP GPUs, which is again 1 / (DP x CP) of the whole).
+        # with the routed experts split over EP x ETP (what a GPU keeps unsharded), ``whole`` without
+        # (what ZeRO divides: dense state over TP and then the DP x CP group, the experts over EP x ETP
+        # and then the expert data-parallel group of TP x CP x DP / (EP x ETP) GPUs, which is again
+        # 1 / (TP x DP x CP) of the stage's whole).
         stage_layers = math.ceil(L / p)
         block_share, weights, whole_weights, share_local, share_whole = self._weight_shares(
             layout, stage, stage_layers, block_mult
         )
         if self.workload.uses_adapters:  # LoRA adapters live only in the blocks
             share_whole = block_share / t
-            ep_mult = 1.0 - self.adapter_expert_share + self.adapter_expert_share / layout.ep
+            ep_mult = 1.0 - self.adapter_expert_share + self.adapter_expert_share / split
             share_local = share_whole * ep_mult
         # Context-parallel ranks hold the same weights, so ZeRO/FSDP shards over DP x CP (Megatron's
         # data-parallel-with-context group; torchtitan's dp_shard x cp mesh), never over TP or PP.

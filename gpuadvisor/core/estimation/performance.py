@@ -185,12 +185,25 @@ def _precision(gpu: GpuSpec, weights: str, family: str | None = None) -> tuple[s
 
 
 def link(gpu: GpuSpec, gpu_count: int, gpus_per_node: int) -> tuple[float, float, str]:
-    """(bandwidth GB/s per GPU for collectives, latency s, link name)."""
-    if gpu_count > gpus_per_node:
+    """(bandwidth GB/s per GPU for collectives, latency s, link name) of ``gpu_count`` GPUs: NVLink
+    (or PCIe) inside the GPU's NVLink domain (:meth:`~gpuadvisor.core.specs.hardware.GpuSpec.link_domain`:
+    a node, or a GB200 NVL72 rack), the network's NIC per GPU beyond it."""
+    if gpu_count > gpu.link_domain(gpus_per_node):
         return NETWORK_GB_S * LINK_EFFICIENCY, NETWORK_LATENCY_S, "network"
     if gpu.nvlink_gb_s:
         return gpu.peer_gb_s * LINK_EFFICIENCY, NVLINK_LATENCY_S, "NVLink"
     return gpu.pcie_gb_s * LINK_EFFICIENCY, PCIE_LATENCY_S, "PCIe"
+
+
+def span_note(n: int, gpus_per_node: int, domain: int, tail: str = "") -> str:
+    """The note of a job beyond one node: how many nodes it spans, and whether they are one NVLink
+    domain (a GB200 NVL72 rack), where nothing crosses the network."""
+    nodes = math.ceil(n / gpus_per_node)
+    if n <= domain:
+        return f"{n} GPUs span {nodes} nodes of one {domain}-GPU NVLink domain."
+    if domain > gpus_per_node:
+        return f"{n} GPUs span {nodes} nodes in {math.ceil(n / domain)} NVLink domains of {domain}{tail}."
+    return f"{n} GPUs span {nodes} nodes{tail}."
 
 
 #: NCCL's ring latency model (src/graph/tuning.cc, ``baseLat`` and ``hwLat``, Simple protocol): a
@@ -1018,7 +1031,9 @@ def training_performance(
             # (sharded_exposed), at most DP_OVERLAP of the traffic hidden.
             layers = max(m.num_layers, 1)
             passes = (3.0 if w.trains_base else 2.0) + (1.0 if w.gradient_checkpointing else 0.0)
-            coll_lat = ring_latency(n, 1, gpus_per_node, link(gpu, min(n, gpus_per_node), gpus_per_node)[1])
+            domain = gpu.link_domain(gpus_per_node)
+            hops = domain if n <= domain else gpus_per_node  # inside one NVLink domain: NVLink hops
+            coll_lat = ring_latency(n, 1, hops, link(gpu, min(n, gpus_per_node), gpus_per_node)[1])
             bw = bw_link * 1e9
             volume = ring * grads + 2 * (n - 1) / n * mm.weight_bytes
             total = volume / bw + 3 * layers * coll_lat
@@ -1048,7 +1063,9 @@ def training_performance(
     bound = "communication" if share > 0.5 else "compute"
     rng = Range(tps * (1 - engine.spread_low), tps, tps * (1 + engine.spread_high))
     if n > gpus_per_node:
-        notes.append(f"{n} GPUs span {math.ceil(n / gpus_per_node)} nodes: gradients cross the network.")
+        notes.append(
+            span_note(n, gpus_per_node, gpu.link_domain(gpus_per_node), ": gradients cross the network")
+        )
     return PerformanceEstimate(
         tokens_per_s=rng,
         bound=bound,

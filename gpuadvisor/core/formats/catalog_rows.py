@@ -69,6 +69,7 @@ GPU_MAXIMA: tuple[tuple[str, float, str], ...] = (
     ("fp32_tflops", 100_000.0, "the fastest GPUs reach a few hundred"),
     ("fp16_dense_tflops", 100_000.0, "the fastest GPUs reach about 2,500"),
     ("nvlink_gb_s", 100_000.0, "the fastest links move 1,800 GB/s"),
+    ("nvlink_domain_gpus", 100_000.0, "the largest NVLink domains join 576 GPUs"),
     ("mig_instances", 64.0, "GPUs split into at most 7 instances"),
     ("purchase_new_usd_low", 10_000_000.0, "the dearest GPUs cost tens of thousands of dollars"),
     ("purchase_new_usd_high", 10_000_000.0, "the dearest GPUs cost tens of thousands of dollars"),

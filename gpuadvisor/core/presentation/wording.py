@@ -324,6 +324,9 @@ def _parallelism_phrase(est: Estimate) -> str:
         )
         if value and value > 1
     ]
+    etp = hw.expert_tensor_parallel
+    if etp is not None and etp != (hw.tensor_parallel or 1):
+        axes.append(f"ETP{etp}")  # the experts' own tensor parallelism (MoE parallel folding)
     pars = hw.parallelism or ("every applicable split" if not axes else "ddp over the replicas")
     if axes:
         pars = " x ".join(axes) + f", {pars}"

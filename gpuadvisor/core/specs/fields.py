@@ -55,6 +55,7 @@ FIELD_RULES: MappingProxyType[str, NumberRule] = MappingProxyType(
         "hardware.pipeline_parallel": _LAYOUT,
         "hardware.context_parallel": _LAYOUT,
         "hardware.expert_parallel": _LAYOUT,
+        "hardware.expert_tensor_parallel": _LAYOUT,
         "hardware.virtual_pipeline_stages": _LAYOUT,
         "hardware.memory_gib": NumberRule(Quantity.MEMORY, 0, 4096, above=True),
         "hardware.host_memory_gib": NumberRule(Quantity.MEMORY, 0, 1_048_576, above=True),

@@ -175,6 +175,9 @@ class GpuSpec:
     #: as ``fp16_dense_tflops``. GeForce cards run FP32 accumulation at half their FP16-accumulate rate.
     fp16_acc16_dense_tflops: float | None = None
     nvlink_gb_s: float | None = None
+    #: GPUs one NVLink switch fabric joins beyond a server (a GB200 NVL72 rack: 72); None: the GPUs
+    #: of one server (``hardware.gpus_per_node``). Collectives inside it run at NVLink speed.
+    nvlink_domain_gpus: int | None = None
     pcie_gen: int | None = None
     mig_instances: int = 0
     purchase_new_usd: tuple[float, float] | None = None
@@ -279,6 +282,11 @@ class GpuSpec:
             return max(self.nvlink_gb_s / 2, self.pcie_gb_s)
         return self.pcie_gb_s
 
+    def link_domain(self, gpus_per_node: int) -> int:
+        """GPUs that reach each other over NVLink (or the server's PCIe): the catalog's NVLink
+        domain where it is larger than a node (GB200 NVL72: 72), else the node's ``gpus_per_node``."""
+        return max(gpus_per_node, self.nvlink_domain_gpus or 0)
+
     def price_age_days(self, today: _dt.date) -> int | None:
         """Days since the price as-of date (None if undated)."""
         try:
@@ -377,6 +385,7 @@ def parse_gpu_row(r: RowReader) -> GpuSpec:
         fp4_dense_tflops=r.number("fp4_dense_tflops", required=False),
         fp16_acc16_dense_tflops=r.number("fp16_acc16_dense_tflops", required=False),
         nvlink_gb_s=r.number("nvlink_gb_s", required=False),
+        nvlink_domain_gpus=r.integer("nvlink_domain_gpus", required=False, minimum=1),
         pcie_gen=r.integer("pcie_gen", required=False, minimum=1),
         mig_instances=r.integer("mig_instances", required=False, minimum=0) or 0,
         purchase_new_usd=_pair(r, "purchase_new_usd_low", "purchase_new_usd_high"),

@@ -541,6 +541,7 @@ LAYOUT_AXES = (
     "pipeline_parallel",
     "context_parallel",
     "expert_parallel",
+    "expert_tensor_parallel",
     "virtual_pipeline_stages",
 )
 #: Largest GPU count a comparison searches (``hardware.gpu_count_max``).
@@ -570,6 +571,8 @@ class Hardware:
     pipeline_parallel: int | None = None
     context_parallel: int | None = None
     expert_parallel: int | None = None
+    # Tensor parallelism inside the expert layers (Megatron's --expert-tensor-parallel-size; None: TP's).
+    expert_tensor_parallel: int | None = None
     virtual_pipeline_stages: int | None = None
     sequence_parallel: bool | None = None
     # Host RAM per node available to the job (GiB) and its bandwidth (GB/s; None: the catalog's default).

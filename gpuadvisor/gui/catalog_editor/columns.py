@@ -48,6 +48,7 @@ _WORDS = {
     "fp4": "FP4",
     "tdp": "TDP",
     "nvlink": "NVLink",
+    "gpus": "GPUs",
     "pcie": "PCIe",
     "mig": "MIG",
     "id": "Id",
