@@ -294,7 +294,6 @@ class StepOverhead(NamedTuple):
     gpu: float  # GPU-side time of the step's small kernels
     host: float  # host time of a decode step (the graph's step time with CUDA graphs)
     eager_host: float  # host time launching every kernel: a prefill pass, which no graph replays
-    pass_host: float = 0.0  # a prefill pass's host work beside its launches, which the GPU waits for
 
 
 #: Said of a tensor-parallel setup whose ranks hold copies of the same KV heads (see
@@ -376,9 +375,7 @@ def decode_overhead(
     host runs ahead while the GPU is busy). The engine's ``layer_overhead_s`` is that host time
     per layer (its kernels x the launch time of its runtime, before fitting). With graphs the host
     still schedules, prepares and samples every step: ``graph_step_host_s`` of its runtime, at
-    most the eager host time (a graph only removes work). A prefill pass adds ``prefill_host_s`` of
-    its runtime, the host's work before its first kernel and after its last, in series with the
-    GPU's (no graph replays a prompt)."""
+    most the eager host time (a graph only removes work)."""
     extra = family.extra_kernels_per_linear * linears_per_layer if family else 0.0
     moe_extra = constants.moe_kernels_per_layer if moe else 0.0
     gpu = layers * (engine.kernels_per_layer + extra + moe_extra) * constants.gpu_kernel_s
@@ -386,7 +383,7 @@ def decode_overhead(
     eager = layers * (engine.layer_overhead_s + (extra + moe_extra) * launch)
     # Replaying a graph removes the launches, never the step's other host work: at most the eager time.
     cpu = min(constants.graph_step_host_s.get(engine.runtime, 0.0), eager) if cuda_graphs else eager
-    return StepOverhead(gpu, cpu, eager, constants.prefill_host_s.get(engine.runtime, 0.0))
+    return StepOverhead(gpu, cpu, eager)
 
 
 #: (kernel family, matmul parameters, layers, d_q, linears per layer, CUDA graphs, MoE) of a workload.
@@ -525,7 +522,7 @@ def inference_performance(
     t_comp = b * (2 * n_mm + 4 * L * d_q * m.attended_tokens(c_mean) * attn) / (t * peak * 1e12 * e_dec)
     # A prefill pass runs eagerly (the engines capture CUDA graphs for decode batches, not for
     # long prompts): the host launches every kernel of it.
-    t_gpu_fixed, t_cpu, t_cpu_prefill, t_pass = decode_overhead(engine, L, family, graphs, linears, k, moe)
+    t_gpu_fixed, t_cpu, t_cpu_prefill = decode_overhead(engine, L, family, graphs, linears, k, moe)
     t_comm, comm_token = _parallel_comm(gpu, m, n, t, p, L, b, gpus_per_node)
     t_gpu = max(t_mem, t_comp) + t_gpu_fixed + t_comm
     # The host's per-sequence work (scheduling, inputs, sampling, outputs) grows with the batch.
@@ -547,7 +544,7 @@ def inference_performance(
         prefill_peak=t * p * peak * 1e12,  # a pipeline's stages all work on a long prompt
         stream=stream,
         t_cpu_prefill=t_cpu_prefill,
-        fixed=t_gpu_fixed + t_comm + t_pass,
+        fixed=t_gpu_fixed + t_comm,
         comm_token=comm_token,
         chunk=engine.prefill_chunk_tokens,
         t_half=t_half,
@@ -670,8 +667,7 @@ def _prefill_timer(
 ) -> Callable[[float], float]:
     """The time of a prefill of ``tokens`` prompt tokens: passes of at most ``chunk`` tokens, each
     the longest of its FLOPs at the GEMM efficiency of its size, its weight reads and the host's
-    launches, plus the fixed work of each pass (the GPU's small kernels and the host's work beside
-    its launches, ``fixed``) and the per-token all-reduce."""
+    launches, plus the fixed GPU work and the per-token all-reduce."""
     gemv_max = family.gemv_max_tokens if family is not None else math.inf
     unused, slow = reads.unused, reads.slow
 

@@ -462,7 +462,7 @@ class DecodeStep:
     __slots__ = (
         "stream", "kv_s", "other", "block", "bbpw", "family", "gemv_max", "comp_gemv", "comp_gemm",
         "t_half", "fixed", "comm0", "comm1", "t_cpu", "expert", "keep", "chunk", "ceiling",
-        "prefill_flops", "prefill_peak", "exposed", "t_cpu_prefill", "t_pass", "seq_host", "slow", "padded",
+        "prefill_flops", "prefill_peak", "exposed", "t_cpu_prefill", "seq_host", "slow", "padded",
     )  # fmt: skip
 
     def __init__(
@@ -515,7 +515,7 @@ class DecodeStep:
         self.comp_gemm = self.comp_gemv / (family.gemm_efficiency if family is not None else 1.0)
         self.t_half = k.gemm_tokens_half
         # A prefill pass runs eagerly, as in the roofline.
-        self.fixed, self.t_cpu, self.t_cpu_prefill, self.t_pass = decode_overhead(
+        self.fixed, self.t_cpu, self.t_cpu_prefill = decode_overhead(
             engine, L, family, graphs, linears, k, moe
         )
         self.seq_host = engine.seq_host_s
@@ -578,9 +578,7 @@ class DecodeStep:
         else:
             read = block + self.other
         comp = tokens * self.prefill_flops / (self.prefill_peak * e)
-        # Each pass's fixed work: the GPU's small kernels, the all-reduces' latency and the host's
-        # work beside its launches (``prefill_host_s``), which the GPU waits for.
-        fixed = self.fixed + self.comm0 + self.comm1 * b + self.t_pass
+        fixed = self.fixed + self.comm0 + self.comm1 * b
         # The prompt's tokens are all-reduced as well (tensor parallel), after their GEMMs.
         return float(
             max(comp, passes * read / self.stream, passes * self.t_cpu_prefill)

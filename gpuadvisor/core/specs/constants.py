@@ -111,17 +111,6 @@ class SpeedConstants:
     #: a Python scheduler (vLLM's v0.6.0 post, Sept. 2024: before multi-step scheduling the GPU was
     #: busy only 38% of a Llama 3 8B step on an H100), a few tenths for a C++ runtime; fitted.
     graph_step_host_s: Mapping[str, float] = field(default_factory=lambda: {"python": 1.0e-3, "cpp": 0.3e-3})
-    #: Host time of a prefill pass beside its kernel launches, by runtime, which the GPU waits for:
-    #: before the first kernel the scheduler admits the prompt and builds its inputs (positions,
-    #: slot mapping, block table, the attention metadata of a variable-length batch) and copies them
-    #: over; after the last one the host samples the first token (the logits' GPU-to-host copy), and
-    #: detokenizes and hands it out. No CUDA graph replays a prompt, so none of it is hidden behind
-    #: a previous step as a decode step's host work partly is (``host_exposed_share``); the
-    #: launches themselves are the eager host time (``layer_overhead_s`` per layer), which the GPU's
-    #: work hides. Priors: a few milliseconds for a Python engine, under one for a C++ runtime (an
-    #: assumption: no public profile splits a prefill pass's host time); fitted on the first tokens
-    #: of short prompts, where the GPU's work is shortest (docs/estimation.md, "Prefill").
-    prefill_host_s: Mapping[str, float] = field(default_factory=lambda: {"python": 3.0e-3, "cpp": 0.5e-3})
     #: Kernels a mixture-of-experts layer adds to a decode step (counted from vLLM's fused-MoE path:
     #: router GEMM, top-k softmax, token alignment, two grouped expert GEMMs, activation, weighted
     #: sum), each paying ``gpu_kernel_s`` (and a launch without CUDA graphs).
@@ -326,7 +315,6 @@ FITTED_GLOBALS = (
     "gemm_tokens_half",
     "gemm_width_half",
     "graph_step_host_s",
-    "prefill_host_s",
     "moe_kernels_per_layer",
     "moe_expert_efficiency",
 )
