@@ -306,12 +306,21 @@ def read(path: Path = FITTED_PATH) -> dict[str, Any]:
 
 
 def settle(
-    fitted: Mapping[str, float], before: Mapping[str, Any] | None, keep: str | None = None
+    fitted: Mapping[str, float],
+    before: Mapping[str, Any] | None,
+    keep: str | None = None,
+    refit: Sequence[str] = (),
 ) -> tuple[dict[str, float], dict[str, int], dict[str, str]]:
     """(values, digits, kept) by name: each fitted value rounded to its digits (those of ``before``,
     else :data:`DEFAULT_DIGITS`); with ``keep`` (the reason, in words), the values of ``before`` stay
-    and those the fit rounded to their digits does not give are kept, with that reason."""
-    old_flat = flatten(before["values"]) if before is not None else {}
+    and those the fit rounded to their digits does not give are kept, with that reason, except the
+    values whose names start with one of ``refit`` (``llama_cpp.``, ``engines[llama.cpp].``), which
+    take the fit: a refit of the values one change concerns, the others as shipped."""
+    old_flat = {
+        name: value
+        for name, value in (flatten(before["values"]) if before is not None else {}).items()
+        if not name.startswith(tuple(refit))
+    }
     old_digits: Mapping[str, int] = before.get("fit", {}).get("digits", {}) if before is not None else {}
     values: dict[str, float] = {}
     digits: dict[str, int] = {}
@@ -335,10 +344,13 @@ def settle(
 
 
 def written_constants(
-    fitted: SpeedConstants, before: Mapping[str, Any] | None, keep: str | None = None
+    fitted: SpeedConstants,
+    before: Mapping[str, Any] | None,
+    keep: str | None = None,
+    refit: Sequence[str] = (),
 ) -> SpeedConstants:
     """The constants the file will hold for ``fitted`` (:func:`settle`)."""
-    values = with_flat(values_of(fitted), settle(flatten(values_of(fitted)), before, keep)[0])
+    values = with_flat(values_of(fitted), settle(flatten(values_of(fitted)), before, keep, refit)[0])
     return constants_from_values(values)
 
 
@@ -349,9 +361,10 @@ def file_for(
     keep: str | None = None,
     today: dt.date | None = None,
     provenance: str = "",
+    refit: Sequence[str] = (),
 ) -> dict[str, Any]:
     """The file's object for ``fit`` (values as :func:`settle` gives them)."""
-    flat, digits, kept = settle(fit.fitted, before, keep)
+    flat, digits, kept = settle(fit.fitted, before, keep, refit)
     values = with_flat(values_of(fit.constants), flat)
     if before is not None:  # the words of what each engine rests on are written by hand
         for eid, fields_ in values["engines"].items():
