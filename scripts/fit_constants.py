@@ -15,6 +15,10 @@ Usage:
                                                           record the fit but keep the shipped
                                                           values, listing each one the fit would
                                                           move with WHY (no estimate changes)
+    .venv/bin/python scripts/fit_constants.py --keep "WHY" --refit "llama_cpp." --refit "engines[llama.cpp]."
+                                                          as --keep, but the values whose names start
+                                                          with a --refit prefix take the fit (names as
+                                                          fit.flatten writes them)
     .venv/bin/python scripts/fit_constants.py --dry-run  print what would change; write nothing
 """
 
@@ -39,8 +43,17 @@ def main() -> int:
     )
     parser.add_argument("--check", action="store_true", help="check the file; run no fit")
     parser.add_argument("--keep", metavar="WHY", help="keep the shipped values, listing those the fit moves")
+    parser.add_argument(
+        "--refit",
+        metavar="PREFIX",
+        action="append",
+        default=[],
+        help="with --keep: values whose names start with PREFIX take the fit (repeatable)",
+    )
     parser.add_argument("--dry-run", action="store_true", help="print the changes, write nothing")
     args = parser.parse_args()
+    if args.refit and not args.keep:
+        parser.error("--refit needs --keep (without --keep every value takes the fit)")
     rows = load_measurements()
     before = fit.read()
     if args.check:
@@ -61,7 +74,7 @@ def main() -> int:
         print(f"[{time.monotonic() - start:5.0f} s] {step}", file=sys.stderr)
 
     result = fit.run_fit(
-        rows, predictor, written=lambda c: fit.written_constants(c, before, args.keep), say=say
+        rows, predictor, written=lambda c: fit.written_constants(c, before, args.keep, args.refit), say=say
     )
     scored = [r for r in rows if r.scored]
     provenance = (
@@ -75,7 +88,12 @@ def main() -> int:
             "residuals"
         )
     )
-    data = fit.file_for(result, rows, before, keep=args.keep, provenance=provenance)
+    if args.refit:
+        provenance += (
+            f"; refitted with make fit on {time.strftime('%Y-%m-%d')}: {', '.join(args.refit)} from the fit, "
+            "every other value as shipped or kept (fit.kept)"
+        )
+    data = fit.file_for(result, rows, before, keep=args.keep, provenance=provenance, refit=args.refit)
     old, new = fit.flatten(before["values"]), fit.flatten(data["values"])
     for name in sorted(new):
         mark = "kept" if name in data["fit"]["kept"] else ""

@@ -10,8 +10,8 @@ since, :func:`.ledger.load_measurements`) and runs, in order:
    (:func:`.harness.fit_all`: engines under the prior globals, globals under those engines, engines
    again);
 3. the per-request times again, under the fitted engines and globals;
-4. llama.cpp's host stream on the partial-offload rows (a grid, :data:`HOST_STREAM_GRID`), under the
-   fitted constants, and the range of a split step from that fit held out by source;
+4. llama.cpp's host stream on the partial-offload rows (:func:`.harness.fit_host_stream`, a grid),
+   under the fitted constants, and the range of a split step from that fit held out by source;
 5. each engine's and each serving figure's 80% range from the leave-one-source-out residuals
    (:func:`.harness.out_of_sample` under the constants of steps 1-4, :func:`.harness.spreads_from`).
 
@@ -35,9 +35,7 @@ import csv
 import datetime as dt
 import hashlib
 import json
-import math
-import statistics
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -59,7 +57,7 @@ from ..core.specs.engines import PROFILES
 from ..core.specs.hardware import bundled_catalog_dir
 from . import harness
 from .data import Row, scenario_engine
-from .harness import Predictor
+from .harness import Predictor, fit_host_stream, host_stream_rows
 
 #: Where the fit writes (the package's copy, which the core reads).
 FITTED_PATH = Path(core_constants.__file__).with_name(FITTED_FILE)
@@ -69,8 +67,6 @@ CATALOGS = bundled_catalog_dir()
 UNREAD_COLUMNS = ("purchase_", "cloud_", "price_as_of", "source", "notes")
 #: Significant digits of a value the file did not hold before.
 DEFAULT_DIGITS = 3
-#: The host-stream efficiencies the fit tries (a grid: the partial-offload rows are few).
-HOST_STREAM_GRID = tuple(round(0.30 + 0.01 * i, 2) for i in range(71))
 
 
 class FitFileError(ValueError):
@@ -253,48 +249,7 @@ def priors_flat() -> dict[str, float]:
     return flatten(values_of(PRIORS))
 
 
-def host_stream_rows(rows: Iterable[Row]) -> list[Row]:
-    """The scored partial-offload rows (llama.cpp ``-ngl`` below the layer count)."""
-    return [r for r in rows if r.scored and "gpu_layers=" in r.fact("offload")]
-
-
 # --- the fit --------------------------------------------------------------------------------------
-def fit_host_stream(
-    rows: Sequence[Row], predictor: Predictor, constants: SpeedConstants
-) -> tuple[float, float, float]:
-    """(host_stream_efficiency, split_spread_low, split_spread_high): the efficiency of
-    :data:`HOST_STREAM_GRID` with the least mean |log(estimate / measured)| over the partial-offload
-    ``rows`` under ``constants``; the range of a split step from the 10% and 90% order statistics of
-    measured / estimate with that fit made without each source in turn."""
-    mine = host_stream_rows(rows)
-    if not mine:
-        llama = constants.llama_cpp
-        return llama.host_stream_efficiency, llama.split_spread_low, llama.split_spread_high
-    ratios: dict[float, dict[str, float]] = {}
-    for value in HOST_STREAM_GRID:
-        trial = replace(constants, llama_cpp=replace(constants.llama_cpp, host_stream_efficiency=value))
-        ratios[value] = {}
-        for r in mine:
-            c = predictor.compare(r, trial)
-            if c.estimate:
-                ratios[value][r.id] = c.estimate / r.value
-
-    def loss(value: float, ids: Iterable[str]) -> float:
-        return statistics.fmean(abs(math.log(ratios[value][i])) for i in ids if i in ratios[value])
-
-    best = min(HOST_STREAM_GRID, key=lambda v: loss(v, [r.id for r in mine]))
-    held_out: list[float] = []
-    for source in sorted({r.source_id for r in mine}):
-        train = [r.id for r in mine if r.source_id != source]
-        value = min(HOST_STREAM_GRID, key=lambda v: loss(v, train))
-        held_out += [1 / ratios[value][r.id] for r in mine if r.source_id == source and r.id in ratios[value]]
-    v = sorted(held_out)
-    n = len(v)
-    low = v[max(math.floor((n + 1) * 0.1) - 1, 0)]
-    high = v[min(math.ceil((n + 1) * 0.9) - 1, n - 1)]
-    return best, round(1 - low, 2), round(high - 1, 2)
-
-
 @dataclass(frozen=True)
 class Fit:
     """What the fitter gave (names of :func:`flatten`) and the constants they make, unrounded."""
@@ -351,12 +306,21 @@ def read(path: Path = FITTED_PATH) -> dict[str, Any]:
 
 
 def settle(
-    fitted: Mapping[str, float], before: Mapping[str, Any] | None, keep: str | None = None
+    fitted: Mapping[str, float],
+    before: Mapping[str, Any] | None,
+    keep: str | None = None,
+    refit: Sequence[str] = (),
 ) -> tuple[dict[str, float], dict[str, int], dict[str, str]]:
     """(values, digits, kept) by name: each fitted value rounded to its digits (those of ``before``,
     else :data:`DEFAULT_DIGITS`); with ``keep`` (the reason, in words), the values of ``before`` stay
-    and those the fit rounded to their digits does not give are kept, with that reason."""
-    old_flat = flatten(before["values"]) if before is not None else {}
+    and those the fit rounded to their digits does not give are kept, with that reason, except the
+    values whose names start with one of ``refit`` (``llama_cpp.``, ``engines[llama.cpp].``), which
+    take the fit: a refit of the values one change concerns, the others as shipped."""
+    old_flat = {
+        name: value
+        for name, value in (flatten(before["values"]) if before is not None else {}).items()
+        if not name.startswith(tuple(refit))
+    }
     old_digits: Mapping[str, int] = before.get("fit", {}).get("digits", {}) if before is not None else {}
     values: dict[str, float] = {}
     digits: dict[str, int] = {}
@@ -380,10 +344,13 @@ def settle(
 
 
 def written_constants(
-    fitted: SpeedConstants, before: Mapping[str, Any] | None, keep: str | None = None
+    fitted: SpeedConstants,
+    before: Mapping[str, Any] | None,
+    keep: str | None = None,
+    refit: Sequence[str] = (),
 ) -> SpeedConstants:
     """The constants the file will hold for ``fitted`` (:func:`settle`)."""
-    values = with_flat(values_of(fitted), settle(flatten(values_of(fitted)), before, keep)[0])
+    values = with_flat(values_of(fitted), settle(flatten(values_of(fitted)), before, keep, refit)[0])
     return constants_from_values(values)
 
 
@@ -394,9 +361,10 @@ def file_for(
     keep: str | None = None,
     today: dt.date | None = None,
     provenance: str = "",
+    refit: Sequence[str] = (),
 ) -> dict[str, Any]:
     """The file's object for ``fit`` (values as :func:`settle` gives them)."""
-    flat, digits, kept = settle(fit.fitted, before, keep)
+    flat, digits, kept = settle(fit.fitted, before, keep, refit)
     values = with_flat(values_of(fit.constants), flat)
     if before is not None:  # the words of what each engine rests on are written by hand
         for eid, fields_ in values["engines"].items():

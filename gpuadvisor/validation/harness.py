@@ -1297,6 +1297,9 @@ def _fold(
         else None
     )
     constants = predictor.in_force(fold, profiles)
+    if host_stream_rows(held):
+        # llama.cpp's host stream, like every other constant, from the other sources' split runs.
+        constants = with_host_stream(constants, fit_host_stream(rest, predictor, constants)[0])
     return {r.id: predictor.compare(r, constants, overhead_for(r, overheads), simulate=True) for r in held}
 
 
@@ -1309,6 +1312,94 @@ def _prior_overheads(rows: Sequence[Row], predictor: Predictor) -> dict[str, flo
         return fit_request_overheads(rows, predictor, constants=predictor.in_force(core_constants.PRIORS))
 
     return _memo(("overheads", mine), fit)  # type: ignore[no-any-return]
+
+
+# --- llama.cpp's partial offload: the host stream --------------------------------------------------
+#: The host-stream efficiencies the fit tries (a grid: the partial-offload rows are few).
+HOST_STREAM_GRID = tuple(round(0.30 + 0.01 * i, 2) for i in range(71))
+
+
+def host_stream_rows(rows: Iterable[Row]) -> list[Row]:
+    """The scored partial-offload rows (llama.cpp ``-ngl`` below the layer count)."""
+    return [r for r in rows if r.scored and "gpu_layers=" in r.fact("offload")]
+
+
+def fit_host_stream(
+    rows: Sequence[Row], predictor: Predictor, constants: SpeedConstants
+) -> tuple[float, float, float]:
+    """(host_stream_efficiency, split_spread_low, split_spread_high): the efficiency of
+    :data:`HOST_STREAM_GRID` with the least mean |log(estimate / measured)| over the partial-offload
+    ``rows`` under ``constants``; the range of a split step from the 10% and 90% order statistics of
+    measured / estimate with that fit made without each source in turn."""
+    mine = host_stream_rows(rows)
+    if not mine:
+        llama = constants.llama_cpp
+        return llama.host_stream_efficiency, llama.split_spread_low, llama.split_spread_high
+    ratios: dict[float, dict[str, float]] = {}
+    for value in HOST_STREAM_GRID:
+        trial = with_host_stream(constants, value)
+        ratios[value] = {}
+        for r in mine:
+            c = predictor.compare(r, trial)
+            if c.estimate:
+                ratios[value][r.id] = c.estimate / r.value
+
+    def loss(value: float, ids: Iterable[str]) -> float:
+        return statistics.fmean(abs(math.log(ratios[value][i])) for i in ids if i in ratios[value])
+
+    best = min(HOST_STREAM_GRID, key=lambda v: loss(v, [r.id for r in mine]))
+    held_out: list[float] = []
+    for source in sorted({r.source_id for r in mine}):
+        train = [r.id for r in mine if r.source_id != source]
+        value = min(HOST_STREAM_GRID, key=lambda v: loss(v, train))
+        held_out += [1 / ratios[value][r.id] for r in mine if r.source_id == source and r.id in ratios[value]]
+    v = sorted(held_out)
+    n = len(v)
+    low = v[max(math.floor((n + 1) * 0.1) - 1, 0)]
+    high = v[min(math.ceil((n + 1) * 0.9) - 1, n - 1)]
+    return best, round(1 - low, 2), round(high - 1, 2)
+
+
+def with_host_stream(constants: SpeedConstants, value: float) -> SpeedConstants:
+    """``constants`` with llama.cpp's host stream efficiency set to ``value``."""
+    return replace(constants, llama_cpp=replace(constants.llama_cpp, host_stream_efficiency=value))
+
+
+@dataclass(frozen=True, slots=True)
+class SplitFold:
+    """One source's partial-offload rows predicted without it (:func:`offload_out_of_sample`)."""
+
+    source: str
+    host_stream_efficiency: float  # fitted to the other sources' split runs
+    comparisons: tuple[Comparison, ...]
+
+
+def offload_out_of_sample(rows: Sequence[Row], predictor: Predictor) -> list[SplitFold]:
+    """Leave-one-source-out over the partial-offload rows alone: for each source with a split run,
+    the fold of :func:`out_of_sample` (llama.cpp's factors fitted from the priors without it, then its
+    host stream efficiency on the other sources' split runs) predicts its rows. Seconds per source:
+    only llama.cpp's profile is refitted (it takes no part in the global constants' fit). The rows'
+    comparisons are those :func:`out_of_sample` gives them."""
+    global _MEMO
+    scored = [r for r in rows if r.scored]
+    split = {r.id for r in host_stream_rows(rows)}
+    out: list[SplitFold] = []
+    _MEMO = {}
+    try:
+        for source in sorted({r.source_id for r in rows if r.id in split}):
+            held = [r for r in rows if r.source_id == source]
+            rest = [r for r in scored if r.source_id != source]
+            fold, profiles = fit_all(
+                rest, predictor, _refitted_engines(held), _prior_overheads(rest, predictor)
+            )
+            constants = predictor.in_force(fold, profiles)
+            host = fit_host_stream(rest, predictor, constants)[0]
+            constants = with_host_stream(constants, host)
+            got = tuple(predictor.compare(r, constants) for r in held if r.id in split)
+            out.append(SplitFold(source, host, got))
+    finally:
+        _MEMO = None
+    return out
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,11 +6,12 @@ rows with the reason, then every comparison, and the in-sample figures last.
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from .data import GROUPS, Row, Source, arrival_kind
-from .harness import SCORE_ONLY_SOURCES, Comparison, group_stats, per_source
+from .harness import SCORE_ONLY_SOURCES, Comparison, SplitFold, group_stats, per_source
 from .ledger import DIAGNOSIS_THRESHOLD_PCT, Ledger, worst_median
 from .ledger import per_source as ledger_per_source
 from .ledger import summary as ledger_summary
@@ -612,4 +613,72 @@ def text_summary(comparisons: Sequence[Comparison], title: str) -> str:
     lines += ["", "  per source (rows, scored, median abs. error):"]
     for sid, (n, n_scored, med) in sorted(per_source(comparisons).items()):
         lines.append(f"    {sid:34s} {n:3d} {n_scored:3d}  {_pct(med) or '-'}")
+    return "\n".join(lines)
+
+
+#: Issue 42's target for llama.cpp's partial offload: median |error| of the split runs, out of sample.
+SPLIT_TARGET_PCT = 20.0
+
+
+def _median_abs_pct(comparisons: Sequence[Comparison]) -> float | None:
+    errs = [abs(c.error) * 100.0 for c in comparisons if c.error is not None]
+    return round(statistics.median(errs), 2) if errs else None
+
+
+def offload_summary(folds: Sequence[SplitFold], shipped: Sequence[Comparison]) -> dict[str, Any]:
+    """The ``--offload --json`` object: the split runs' median |error| held out by source and in
+    sample (the shipped constants), per source with the host stream efficiency its fold fitted."""
+    held = [c for f in folds for c in f.comparisons]
+    return {
+        "rows": len(held),
+        "sources": len(folds),
+        "median_abs_pct": _median_abs_pct(held),
+        "in_sample_median_abs_pct": _median_abs_pct(shipped),
+        "target_pct": SPLIT_TARGET_PCT,
+        "per_source": {
+            f.source: {
+                "rows": len(f.comparisons),
+                "host_stream_efficiency": f.host_stream_efficiency,
+                "median_abs_pct": _median_abs_pct(f.comparisons),
+            }
+            for f in folds
+        },
+        "per_row": {
+            c.row.id: {
+                "measured": c.measured,
+                "estimate": c.estimate,
+                "error_pct": None if c.error is None else round(c.error * 100.0, 2),
+            }
+            for c in held
+        },
+    }
+
+
+def offload_text(folds: Sequence[SplitFold], shipped: Sequence[Comparison]) -> str:
+    """The split runs held out by source, row by row, then the medians (``--offload``)."""
+    s = offload_summary(folds, shipped)
+    in_sample = {c.row.id: c for c in shipped}
+    lines = [
+        f"llama.cpp partial offload: {s['rows']} rows from {s['sources']} sources, each source held out "
+        "(llama.cpp's factors and its host stream efficiency refitted without it)",
+        "",
+        f"  {'row':8s} {'GPU':18s} {'layers':>8s} {'measured':>9s} {'held out':>9s} {'error':>8s}   "
+        f"{'shipped':>9s} {'error':>8s}",
+    ]
+    for f in folds:
+        lines.append(f"  {f.source}: host stream efficiency {f.host_stream_efficiency:.2f} "
+                     f"(fitted without it); median {_pct(_median_abs_pct(f.comparisons))}")  # fmt: skip
+        for c in f.comparisons:
+            ins = in_sample.get(c.row.id)
+            layers = c.row.fact("offload").split("gpu_layers=", 1)[1].split(";", 1)[0]
+            lines.append(
+                f"    {c.row.id:8s} {c.row.fact('gpu'):18s} {'-ngl ' + layers:>8s} {c.measured:>9.3g} "
+                f"{_num(c.estimate):>9s} {_err(c):>8s}   "
+                f"{_num(ins.estimate if ins else None):>9s} {_err(ins) if ins else '':>8s}"
+            )
+    lines += [
+        "",
+        f"median |error| held out by source: {_pct(s['median_abs_pct'])} "
+        f"(target <= {SPLIT_TARGET_PCT:.0f}%); in sample (shipped constants): {_pct(s['in_sample_median_abs_pct'])}",
+    ]
     return "\n".join(lines)

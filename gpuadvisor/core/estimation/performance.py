@@ -726,6 +726,13 @@ def _served(
     )
 
 
+#: The GPU architectures on which llama.cpp replays a decode step from CUDA graphs: NVIDIA Ampere
+#: and newer. ggml-cuda turns them off below compute capability 8.0 (``ggml/src/ggml-cuda/ggml-cuda.cu``:
+#: ``cc < GGML_CUDA_CC_AMPERE`` sets ``disable_due_to_gpu_arch``), so Turing and Volta launch every
+#: kernel; on AMD, HIP graphs are a build option (``GGML_HIP_GRAPHS``), off by default.
+LLAMACPP_GRAPH_ARCHITECTURES = frozenset({"ampere", "ada", "hopper", "blackwell"})
+
+
 def llamacpp_performance(
     mm: MemoryModel,
     gpu: GpuSpec,
@@ -785,8 +792,9 @@ def llamacpp_performance(
         )
     t_comp = b * (2 * n_mm + 4 * L * d_q * m.attended_tokens(c_mean)) / (t * peak * 1e12 * model.decode_mfu)
     # CUDA graphs (llama.cpp's default for single-sequence decode since mid-2024) replay a step's
-    # kernels without launching each one; Metal encodes its command buffers every step.
-    graphs = w.uses_cuda_graphs and gpu.architecture != "apple"
+    # kernels without launching each one, on Ampere and newer only; Metal encodes its command
+    # buffers every step.
+    graphs = w.uses_cuda_graphs and gpu.architecture in LLAMACPP_GRAPH_ARCHITECTURES
     # The fixed time per layer is the GPU's: layers kept on the CPU pay their time in t_host.
     t_fixed = L * share * engine.layer_overhead_for("cuda_graphs" if graphs else gpu.architecture)
     if t > 1:
