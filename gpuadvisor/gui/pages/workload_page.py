@@ -559,7 +559,10 @@ class WorkloadPage(QWidget):
         wanted = "inference" if kind in ("inference", SERVING) else "training"
         self.engine.blockSignals(True)
         self.engine.clear()
-        default = engine_for("llama.cpp" if wanted == "inference" and self._llama_default else None, kind)
+        # A service is inference to the core ("serving" is this page's name for inference with
+        # traffic): its default engine is the inference one, never a training engine.
+        core_kind = "inference" if wanted == "inference" else kind
+        default = engine_for("llama.cpp" if wanted == "inference" and self._llama_default else None, core_kind)
         self.engine.addItem(f"Default for this workload ({default.name})", "")
         for e in RECORDS.values():
             if e.kind == wanted:
