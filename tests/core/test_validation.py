@@ -886,6 +886,8 @@ def test_a_number_of_validation_processes_that_is_not_a_number_is_named(monkeypa
         "bandwidth_ceiling:hopper",
         "graph_step_host_s:python",
         "graph_step_host_s:cpp",
+        "prompt_host_s:python",
+        "prompt_host_s:cpp",
         "moe_kernels_per_layer",
         "moe_expert_efficiency",
     ],
