@@ -976,6 +976,8 @@ FIT_GLOBALS: dict[str, tuple[float, float]] = {
     "gemm_width_half": (32.0, 2048.0),
     "graph_step_host_s:python": (5e-5, 8e-3),
     "graph_step_host_s:cpp": (2e-5, 3e-3),
+    "prompt_host_s:python": (2e-4, 3e-2),
+    "prompt_host_s:cpp": (2e-5, 1e-2),
     "moe_kernels_per_layer": (1.0, 80.0),
     "moe_expert_efficiency": (0.15, 1.0),
 }
@@ -1067,7 +1069,7 @@ def rows_reading(name: str, rows: Sequence[Row], predictor: Predictor) -> list[i
     (``core.estimation.performance``, ``core.estimation.serving``). None: every row.
     (tests/core/test_validation.py moves each such entry and checks that no other row moves.)"""
     field, _, key = name.partition(":")
-    if field not in ("bandwidth_ceiling", "graph_step_host_s", *MOE_GLOBALS):
+    if field not in ("bandwidth_ceiling", "graph_step_host_s", "prompt_host_s", *MOE_GLOBALS):
         return None
     out = []
     for i, r in enumerate(rows):

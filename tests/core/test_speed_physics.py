@@ -796,6 +796,31 @@ def test_a_prefill_pass_launches_its_kernels_without_cuda_graphs(models, gpus):
     assert perf.time_to_first_token_s > eager
 
 
+def test_each_prompt_costs_the_host_its_admission_and_first_token(models, gpus):
+    """Each prompt costs its runtime's ``prompt_host_s`` in series with the prefill's GPU work (its
+    admission before the kernels, sampling and handing out its first token after them): a lone
+    short prompt's first token grows by exactly that time, a batch of 8 prompts' prefill by 8 times
+    it, and the serving curve's closed-form prefill agrees with the roofline's."""
+    from gpuadvisor.core.estimation.serving import DecodeStep
+
+    base = shipped_constants()
+    none = dataclasses.replace(base, prompt_host_s={"python": 0.0, "cpp": 0.0})
+    m, gpu = models.get("llama-3.1-8b"), gpus.get("h100-sxm")
+    for engine_id in ("vllm", "tensorrt-llm"):
+        engine = engine_for(engine_id, "inference", base)
+        extra = base.prompt_host_s[str(engine.runtime)]
+        assert extra > 0
+        w = Workload(kind="inference", engine=engine_id, batch_size=8, prompt_tokens=200, output_tokens=100)
+        mm = MemoryModel(m, w)
+        with_host = inference_performance(mm, gpu, 1, "none", engine, constants=base)
+        without = inference_performance(mm, gpu, 1, "none", engine, constants=none)
+        assert with_host.time_to_first_token_s - without.time_to_first_token_s == pytest.approx(extra)
+        step = DecodeStep(mm, gpu, 1, "none", engine, constants=base)
+        bare = DecodeStep(mm, gpu, 1, "none", engine, constants=none)
+        assert step.prefill(200, 1) == pytest.approx(with_host.time_to_first_token_s)
+        assert step.prefill(8 * 200, 8) - bare.prefill(8 * 200, 8) == pytest.approx(8 * extra)
+
+
 def test_a_host_bound_step_is_explained_by_its_real_cause():
     """Eager decoding waits on kernel launches; an engine replaying CUDA graphs that is still
     host-bound (vLLM's V0 engine at a large batch: 100 µs per sequence) waits on its scheduler and

@@ -294,6 +294,7 @@ class StepOverhead(NamedTuple):
     gpu: float  # GPU-side time of the step's small kernels
     host: float  # host time of a decode step (the graph's step time with CUDA graphs)
     eager_host: float  # host time launching every kernel: a prefill pass, which no graph replays
+    prompt_host: float = 0.0  # each prompt's host work in the engine, which the GPU waits for
 
 
 #: Said of a tensor-parallel setup whose ranks hold copies of the same KV heads (see
@@ -375,7 +376,9 @@ def decode_overhead(
     host runs ahead while the GPU is busy). The engine's ``layer_overhead_s`` is that host time
     per layer (its kernels x the launch time of its runtime, before fitting). With graphs the host
     still schedules, prepares and samples every step: ``graph_step_host_s`` of its runtime, at
-    most the eager host time (a graph only removes work)."""
+    most the eager host time (a graph only removes work). Each prompt a prefill carries adds
+    ``prompt_host_s`` of the runtime: admitting it before the pass's kernels, sampling and handing
+    out its first token after them, in series with the GPU's work."""
     extra = family.extra_kernels_per_linear * linears_per_layer if family else 0.0
     moe_extra = constants.moe_kernels_per_layer if moe else 0.0
     gpu = layers * (engine.kernels_per_layer + extra + moe_extra) * constants.gpu_kernel_s
@@ -383,7 +386,7 @@ def decode_overhead(
     eager = layers * (engine.layer_overhead_s + (extra + moe_extra) * launch)
     # Replaying a graph removes the launches, never the step's other host work: at most the eager time.
     cpu = min(constants.graph_step_host_s.get(engine.runtime, 0.0), eager) if cuda_graphs else eager
-    return StepOverhead(gpu, cpu, eager)
+    return StepOverhead(gpu, cpu, eager, constants.prompt_host_s.get(engine.runtime, 0.0))
 
 
 #: (kernel family, matmul parameters, layers, d_q, linears per layer, CUDA graphs, MoE) of a workload.
@@ -522,7 +525,7 @@ def inference_performance(
     t_comp = b * (2 * n_mm + 4 * L * d_q * m.attended_tokens(c_mean) * attn) / (t * peak * 1e12 * e_dec)
     # A prefill pass runs eagerly (the engines capture CUDA graphs for decode batches, not for
     # long prompts): the host launches every kernel of it.
-    t_gpu_fixed, t_cpu, t_cpu_prefill = decode_overhead(engine, L, family, graphs, linears, k, moe)
+    t_gpu_fixed, t_cpu, t_cpu_prefill, t_prompt = decode_overhead(engine, L, family, graphs, linears, k, moe)
     t_comm, comm_token = _parallel_comm(gpu, m, n, t, p, L, b, gpus_per_node)
     t_gpu = max(t_mem, t_comp) + t_gpu_fixed + t_comm
     # The host's per-sequence work (scheduling, inputs, sampling, outputs) grows with the batch.
@@ -545,6 +548,8 @@ def inference_performance(
         stream=stream,
         t_cpu_prefill=t_cpu_prefill,
         fixed=t_gpu_fixed + t_comm,
+        per_prompt=t_prompt,
+        prompt_tokens=w.prompt_tokens,
         comm_token=comm_token,
         chunk=engine.prefill_chunk_tokens,
         t_half=t_half,
@@ -664,12 +669,16 @@ def _prefill_timer(
     comm_token: float,
     chunk: int | None,
     t_half: float,
+    per_prompt: float = 0.0,
+    prompt_tokens: int = 1,
 ) -> Callable[[float], float]:
     """The time of a prefill of ``tokens`` prompt tokens: passes of at most ``chunk`` tokens, each
     the longest of its FLOPs at the GEMM efficiency of its size, its weight reads and the host's
-    launches, plus the fixed GPU work and the per-token all-reduce."""
+    launches, plus the fixed GPU work of each pass, the per-token all-reduce and the host's work of
+    each of the ``tokens / prompt_tokens`` prompts (``per_prompt``), in series with the GPU's."""
     gemv_max = family.gemv_max_tokens if family is not None else math.inf
     unused, slow = reads.unused, reads.slow
+    prompt_share = per_prompt / max(prompt_tokens, 1)  # each prompt's host time, per prompt token
 
     def prefill_time(tokens: float) -> float:
         gemm_tokens = min(tokens, chunk) if chunk else tokens
@@ -690,7 +699,9 @@ def _prefill_timer(
         comp = tokens * per_token_flops / (prefill_peak * e)
         # Every prompt token's hidden state is all-reduced too, after the GEMMs that make it.
         return (
-            max(comp, passes * read / stream, passes * t_cpu_prefill) + passes * fixed + tokens * comm_token
+            max(comp, passes * read / stream, passes * t_cpu_prefill)
+            + passes * fixed
+            + tokens * (comm_token + prompt_share)
         )
 
     return prefill_time

@@ -462,7 +462,7 @@ class DecodeStep:
     __slots__ = (
         "stream", "kv_s", "other", "block", "bbpw", "family", "gemv_max", "comp_gemv", "comp_gemm",
         "t_half", "fixed", "comm0", "comm1", "t_cpu", "expert", "keep", "chunk", "ceiling",
-        "prefill_flops", "prefill_peak", "exposed", "t_cpu_prefill", "seq_host", "slow", "padded",
+        "prefill_flops", "prefill_peak", "exposed", "t_cpu_prefill", "prompt_share", "seq_host", "slow", "padded",
     )  # fmt: skip
 
     def __init__(
@@ -515,9 +515,11 @@ class DecodeStep:
         self.comp_gemm = self.comp_gemv / (family.gemm_efficiency if family is not None else 1.0)
         self.t_half = k.gemm_tokens_half
         # A prefill pass runs eagerly, as in the roofline.
-        self.fixed, self.t_cpu, self.t_cpu_prefill = decode_overhead(
+        self.fixed, self.t_cpu, self.t_cpu_prefill, t_prompt = decode_overhead(
             engine, L, family, graphs, linears, k, moe
         )
+        # Each prompt's host work in the engine, per prompt token (as the roofline's prefill).
+        self.prompt_share = t_prompt / max(w.prompt_tokens, 1)
         self.seq_host = engine.seq_host_s
         self.comm0 = self.comm1 = 0.0
         if t > 1:
@@ -579,11 +581,12 @@ class DecodeStep:
             read = block + self.other
         comp = tokens * self.prefill_flops / (self.prefill_peak * e)
         fixed = self.fixed + self.comm0 + self.comm1 * b
-        # The prompt's tokens are all-reduced as well (tensor parallel), after their GEMMs.
+        # The prompt's tokens are all-reduced as well (tensor parallel), after their GEMMs; each of
+        # its prompts costs the host's work on it (``prompt_host_s``), which the GPU waits for.
         return float(
             max(comp, passes * read / self.stream, passes * self.t_cpu_prefill)
             + passes * fixed
-            + tokens * self.comm1
+            + tokens * (self.comm1 + self.prompt_share)
         )
 
     def raw(self, b: float) -> float:

@@ -111,6 +111,16 @@ class SpeedConstants:
     #: a Python scheduler (vLLM's v0.6.0 post, Sept. 2024: before multi-step scheduling the GPU was
     #: busy only 38% of a Llama 3 8B step on an H100), a few tenths for a C++ runtime; fitted.
     graph_step_host_s: Mapping[str, float] = field(default_factory=lambda: {"python": 1.0e-3, "cpp": 0.3e-3})
+    #: Host time of each prompt inside the engine, by runtime, which the GPU waits for: the
+    #: scheduler admits it (allocates its KV blocks, builds its sequence group and the per-sequence
+    #: part of the pass's inputs and attention metadata) before the prefill's kernels, and after them
+    #: samples its first token, starts its incremental detokenizer on the prompt's last tokens and
+    #: hands the token to its output stream. It is the prompt's counterpart of a decode step's host
+    #: work (``graph_step_host_s``, ``EngineProfile.seq_host_s``), outside the prefill's kernel
+    #: launches (``layer_overhead_s``, which the GPU's work hides), and in series with the GPU, which
+    #: no CUDA graph spares for a prompt. Priors: a few milliseconds from Python, under one from
+    #: C++ (an assumption: no public profile splits it out); fitted (docs/estimation.md, "Inference").
+    prompt_host_s: Mapping[str, float] = field(default_factory=lambda: {"python": 3.0e-3, "cpp": 0.5e-3})
     #: Kernels a mixture-of-experts layer adds to a decode step (counted from vLLM's fused-MoE path:
     #: router GEMM, top-k softmax, token alignment, two grouped expert GEMMs, activation, weighted
     #: sum), each paying ``gpu_kernel_s`` (and a launch without CUDA graphs).
@@ -315,6 +325,7 @@ FITTED_GLOBALS = (
     "gemm_tokens_half",
     "gemm_width_half",
     "graph_step_host_s",
+    "prompt_host_s",
     "moe_kernels_per_layer",
     "moe_expert_efficiency",
 )
