@@ -42,7 +42,7 @@ needs_poppler = pytest.mark.skipif(
     reason="poppler-utils (pdftotext, pdfinfo, pdffonts, pdftoppm) is not installed; `make test` installs it",
 )
 #: A row pinned to literal values (sample scenario, bundled catalog of 2026-11-29, speed constants
-#: fitted 2026-12-03).
+#: refitted whole 2026-12-06).
 H100_ROW = (
     "H100 SXM5 80 GB",
     "8 \u00d7 ddp (DP8\u00b7full)",
@@ -50,9 +50,9 @@ H100_ROW = (
     "32.7",
     "79.7",
     "+46.9",
-    "64,760",
-    "1.9\u20133.1 h",
-    "$28\u2013$169",
+    "64,735",
+    "1.8\u20133.1 h",
+    "$27\u2013$169",
     "$0.09",
     "yes",
     "yes",
@@ -399,7 +399,7 @@ def test_a_service_gets_its_serving_section_with_the_fleet_and_the_chart(qapp, c
     export_pdf(report, est, path, page_size="A4")
     first = page_texts(path)[0]
     assert "Serving: traffic, targets and the fleet" in first
-    assert "105 requests/s (Poisson arrivals) of 2,000 prompt and 300 output tokens" in first
+    assert "116 requests/s (Poisson arrivals) of 2,000 prompt and 300 output tokens" in first
     # The fleet table's row (pdftotext may write a one-row table's cells column by column), with the
     # targets judged like a deadline from the simulated percentiles.
     for cell in (
