@@ -133,12 +133,21 @@ def test_the_check_takes_seconds_not_a_fit(rows, shipped_file, monkeypatch):
 
 def test_settle_rounds_to_each_values_digits_and_keeps_what_it_is_told(shipped_file):
     fitted = {"engines[vllm].prefill_mfu": 0.40312, "globals.gemm_tokens_half": 6.4411}
-    before = {"values": shipped_file["values"], "fit": {"digits": {"engines[vllm].prefill_mfu": 2}}}
+    shipped = dict(shipped_file["values"])
+    shipped["engines"] = {**shipped["engines"], "vllm": {**shipped["engines"]["vllm"], "prefill_mfu": 0.4}}
+    before = {"values": shipped, "fit": {"digits": {"engines[vllm].prefill_mfu": 2}}}
     values, digits, kept = fit.settle(fitted, before)
     assert values == {"engines[vllm].prefill_mfu": 0.4, "globals.gemm_tokens_half": 6.44}
     assert digits == {"engines[vllm].prefill_mfu": 2, "globals.gemm_tokens_half": 3} and kept == {}
     values, digits, kept = fit.settle({"engines[vllm].prefill_mfu": 0.37}, before, keep="a reason")
     assert values == {"engines[vllm].prefill_mfu": 0.4} and kept == {"engines[vllm].prefill_mfu": "a reason"}
+
+
+def test_a_refitted_value_keeps_two_significant_digits_at_least(shipped_file):
+    """One digit can be a quarter off the fit: a value written with one is refitted with two."""
+    before = {"values": shipped_file["values"], "fit": {"digits": {"engines[vllm].prefill_mfu": 1}}}
+    values, digits, _kept = fit.settle({"engines[vllm].prefill_mfu": 0.4436}, before)
+    assert values == {"engines[vllm].prefill_mfu": 0.44} and digits == {"engines[vllm].prefill_mfu": 2}
 
 
 # --- one record per engine --------------------------------------------------------------------------

@@ -562,7 +562,9 @@ class WorkloadPage(QWidget):
         # A service is inference to the core ("serving" is this page's name for inference with
         # traffic): its default engine is the inference one, never a training engine.
         core_kind = "inference" if wanted == "inference" else kind
-        default = engine_for("llama.cpp" if wanted == "inference" and self._llama_default else None, core_kind)
+        default = engine_for(
+            "llama.cpp" if wanted == "inference" and self._llama_default else None, core_kind
+        )
         self.engine.addItem(f"Default for this workload ({default.name})", "")
         for e in RECORDS.values():
             if e.kind == wanted:
