@@ -9,30 +9,11 @@ closed loop, below it sets the pace.
 """
 
 import math
-from functools import lru_cache
 
 import pytest
+from serving_setups import burst_setup, catalogs
 
-from gpuadvisor.core.specs.hardware import load_gpu_catalog
-from gpuadvisor.core.specs.presets import load_model_catalog
 from gpuadvisor.validation.replay import BenchReplica
-
-
-@lru_cache(maxsize=1)
-def catalogs():
-    return load_gpu_catalog(), load_model_catalog()
-
-
-def _burst_setup(prompt=467, output=256, model="llama-3.1-8b", gpu="h100-sxm"):
-    from gpuadvisor.core.estimation.memory import MemoryModel
-    from gpuadvisor.core.specs.constants import engine_for
-    from gpuadvisor.core.specs.workload import Workload
-
-    gpus, models = catalogs()
-    engine = engine_for("tensorrt-llm", "inference")
-    w = Workload(kind="inference", engine="tensorrt-llm", prompt_tokens=prompt, output_tokens=output)
-    mm = MemoryModel(models.get(model), w, prefill_chunk_tokens=engine.prefill_chunk_tokens)
-    return mm, gpus.get(gpu), engine
 
 
 def test_request_overhead_lengthens_the_first_token_and_the_request():
@@ -59,7 +40,7 @@ def test_a_burst_of_one_request_is_a_closed_loop_of_one_client():
     it was sent."""
     from gpuadvisor.validation.replay import burst, closed_loop
 
-    mm, gpu, engine = _burst_setup()
+    mm, gpu, engine = burst_setup()
     one = burst(BenchReplica(mm, gpu, 1, "none", engine), 1)
     loop = closed_loop(BenchReplica(mm, gpu, 1, "none", engine), 1)
     assert one.tokens_per_s == pytest.approx(loop.tokens_per_s)
@@ -73,7 +54,7 @@ def test_a_wave_waits_for_the_prompts_ahead_and_is_slowed_by_those_behind():
     later than in a closed loop of N clients, the tokens after it faster."""
     from gpuadvisor.validation.replay import _benchmark_curve, burst, closed_loop
 
-    mm, gpu, engine = _burst_setup()
+    mm, gpu, engine = burst_setup()
     last = None
     for n in (2, 16, 128, 500):
         wave = burst(BenchReplica(mm, gpu, 1, "none", engine), n)
@@ -95,7 +76,7 @@ def test_a_wave_of_answers_that_stop_early_drains_until_its_longest_ends():
     batch's. One request alone takes its mean length; a cap at the mean is equal lengths."""
     from gpuadvisor.validation.replay import _benchmark_curve, burst, drain
 
-    mm, gpu, engine = _burst_setup(prompt=256, output=350)
+    mm, gpu, engine = burst_setup(prompt=256, output=350)
     n = 100
     _c, curve = _benchmark_curve(BenchReplica(mm, gpu, 1, "none", engine), n)
     out = mm.workload.output_tokens
@@ -145,7 +126,7 @@ def test_a_lone_client_meets_no_prompt_ahead_of_its_own():
     own prefill's. A Poisson stream at the same concurrency does meet one (PASTA)."""
     from gpuadvisor.validation.replay import _benchmark_curve, closed_loop
 
-    mm, gpu, engine = _burst_setup(prompt=28_000, output=350)
+    mm, gpu, engine = burst_setup(prompt=28_000, output=350)
     _c, curve = _benchmark_curve(BenchReplica(mm, gpu, 1, "none", engine), 1)
     lone = closed_loop(BenchReplica(mm, gpu, 1, "none", engine), 1)
     _itl, _tail, alone, _s = curve.point(1, closed=True)
@@ -160,7 +141,7 @@ def test_a_burst_beyond_the_kv_cache_waits_about_half_a_closed_loops_wait():
     of a closed loop's of N clients (whose clients send again), at the same throughput."""
     from gpuadvisor.validation.replay import burst, closed_loop
 
-    mm, gpu, engine = _burst_setup(prompt=8000, output=2000, model="llama-3.1-70b", gpu="h100-sxm")
+    mm, gpu, engine = burst_setup(prompt=8000, output=2000, model="llama-3.1-70b", gpu="h100-sxm")
     replica = BenchReplica(mm, gpu, 2, "tensor", engine)
     many, loop = burst(replica, 1000), closed_loop(replica, 1000)
     assert many.running == loop.running < 1000
@@ -245,7 +226,7 @@ def test_a_burst_beyond_the_kv_cache_fills_slots_as_answers_end():
     longer on average, with equal answers and with answers that stop at their end token."""
     from gpuadvisor.validation.replay import _benchmark_curve, _wave, burst
 
-    mm, gpu, engine = _burst_setup(prompt=8000, output=1000, model="llama-3.1-70b", gpu="h100-sxm")
+    mm, gpu, engine = burst_setup(prompt=8000, output=1000, model="llama-3.1-70b", gpu="h100-sxm")
     replica = BenchReplica(mm, gpu, 2, "tensor", engine)
     last = None
     for n, longest in ((400, 4000), (1000, 4000), (3000, 4000), (3001, None)):
@@ -270,7 +251,7 @@ def test_a_closed_loop_in_step_is_a_burst_every_round():
     a queue of about one, and the makespan, not the steady service time, sets the tokens/s."""
     from gpuadvisor.validation.replay import burst, closed_loop, lockstep
 
-    mm, gpu, engine = _burst_setup(prompt=2000, output=200)
+    mm, gpu, engine = burst_setup(prompt=2000, output=200)
     for n in (1, 4, 25, 128):
         step = lockstep(BenchReplica(mm, gpu, 1, "none", engine), n)
         assert step == burst(BenchReplica(mm, gpu, 1, "none", engine), n)
@@ -287,7 +268,7 @@ def test_a_closed_loop_in_step_beyond_the_kv_cache_runs_in_waves_of_what_it_hold
     end, its decode included; the tokens/s are those of one wave of c."""
     from gpuadvisor.validation.replay import _benchmark_curve, burst, lockstep
 
-    mm, gpu, engine = _burst_setup(prompt=8000, output=2000, model="llama-3.1-70b", gpu="h100-sxm")
+    mm, gpu, engine = burst_setup(prompt=8000, output=2000, model="llama-3.1-70b", gpu="h100-sxm")
     clients = 1000
     waves = lockstep(BenchReplica(mm, gpu, 2, "tensor", engine), clients)
     c = waves.running
@@ -309,7 +290,7 @@ def test_a_paced_client_above_the_engines_rate_is_the_closed_loop():
     the figures are those of the closed loop of its workers."""
     from gpuadvisor.validation.replay import closed_loop, paced
 
-    mm, gpu, engine = _burst_setup()
+    mm, gpu, engine = burst_setup()
     loop = closed_loop(BenchReplica(mm, gpu, 1, "none", engine), 16)
     assert paced(BenchReplica(mm, gpu, 1, "none", engine), 16, 1000.0) == loop
 
@@ -320,7 +301,7 @@ def test_a_paced_client_below_the_engines_rate_sets_the_pace():
     at a trickle each request runs alone."""
     from gpuadvisor.validation.replay import _benchmark_curve, closed_loop, paced
 
-    mm, gpu, engine = _burst_setup()
+    mm, gpu, engine = burst_setup()
     out = mm.workload.output_tokens
     loop = closed_loop(BenchReplica(mm, gpu, 1, "none", engine), 64)
     rate = 0.5 * loop.tokens_per_s / out
@@ -342,7 +323,7 @@ def test_a_sequence_alone_decodes_at_the_bare_step():
     never interrupted by its own next prompt."""
     from gpuadvisor.validation.replay import _benchmark_curve
 
-    mm, gpu, engine = _burst_setup()
+    mm, gpu, engine = burst_setup()
     _c, curve = _benchmark_curve(BenchReplica(mm, gpu, 1, "none", engine), 8)
     assert curve.itl(1) == pytest.approx(curve.step(1))
     per_prompt = curve.new_mean * curve.tau / mm.workload.output_tokens
@@ -408,7 +389,7 @@ def test_a_finite_closed_loop_starts_with_a_wave_and_ends_draining():
     wave; its first tokens lie between the wave's and the steady loop's."""
     from gpuadvisor.validation.replay import _benchmark_curve, _wave, burst, closed_loop, drain
 
-    mm, gpu, engine = _burst_setup(prompt=500, output=500)
+    mm, gpu, engine = burst_setup(prompt=500, output=500)
     replica = BenchReplica(mm, gpu, 1, "none", engine)
     c = 16
     steady = closed_loop(replica, c)
@@ -448,7 +429,7 @@ def test_past_a_full_chunk_of_prompts_a_step_the_itl_stops_rising_and_the_rest_w
 
     from gpuadvisor.validation.replay import _benchmark_curve, closed_loop
 
-    mm, gpu, engine = _burst_setup(prompt=2000, output=4, gpu="a100-80gb")
+    mm, gpu, engine = burst_setup(prompt=2000, output=4, gpu="a100-80gb")
     engine = replace(engine, prefill_chunk_tokens=2048)
     replica = BenchReplica(mm, gpu, 1, "none", engine)
     _c, curve = _benchmark_curve(replica, 64)
@@ -469,5 +450,5 @@ def test_past_a_full_chunk_of_prompts_a_step_the_itl_stops_rising_and_the_rest_w
     below = curve.point(3, closed=True)[0]
     assert below == pytest.approx(curve.step(3) + 2 * curve.new_mean * curve.tau / 4)
     # A long answer never saturates a big chunk at the concurrencies an engine runs.
-    mm2, gpu2, engine2 = _burst_setup(prompt=500, output=500)
+    mm2, gpu2, engine2 = burst_setup(prompt=500, output=500)
     assert _benchmark_curve(BenchReplica(mm2, gpu2, 1, "none", engine2), 64)[1].saturation > 64

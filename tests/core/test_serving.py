@@ -9,11 +9,11 @@ the setups that meet the targets.
 
 import json
 import math
-from functools import lru_cache
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from serving_setups import burst_setup, catalogs
 
 from gpuadvisor.core.errors import InputError, ScenarioError
 from gpuadvisor.core.estimation.estimate import estimate
@@ -28,8 +28,6 @@ from gpuadvisor.core.presentation.serving_text import fleet_detail, serving_repo
 from gpuadvisor.core.presentation.text import render_estimate
 from gpuadvisor.core.presentation.wording import summary_line
 from gpuadvisor.core.specs.constants import shipped_constants
-from gpuadvisor.core.specs.hardware import load_gpu_catalog
-from gpuadvisor.core.specs.presets import load_model_catalog
 
 SERVING_KEYS = {
     "replicas",
@@ -45,11 +43,6 @@ SERVING_KEYS = {
     "usd_per_million_tokens",
     "utilization",
 }
-
-
-@lru_cache(maxsize=1)
-def catalogs():
-    return load_gpu_catalog(), load_model_catalog()
 
 
 def scenario(
@@ -706,18 +699,6 @@ def test_ranges_reach_json_and_every_text():
 # --- bursts: every request sent at once -------------------------------------------------------------
 
 
-def _burst_setup(prompt=467, output=256, model="llama-3.1-8b", gpu="h100-sxm"):
-    from gpuadvisor.core.estimation.memory import MemoryModel
-    from gpuadvisor.core.specs.constants import engine_for
-    from gpuadvisor.core.specs.workload import Workload
-
-    gpus, models = catalogs()
-    engine = engine_for("tensorrt-llm", "inference")
-    w = Workload(kind="inference", engine="tensorrt-llm", prompt_tokens=prompt, output_tokens=output)
-    mm = MemoryModel(models.get(model), w, prefill_chunk_tokens=engine.prefill_chunk_tokens)
-    return mm, gpus.get(gpu), engine
-
-
 def test_the_workload_shape_is_remembered_per_constants_object():
     """The roofline's model-and-workload shape is worked out once per constants object a fit tries
     (the shipped ones are kept for good): a new object is worked out afresh, never read from another."""
@@ -727,7 +708,7 @@ def test_the_workload_shape_is_remembered_per_constants_object():
     from gpuadvisor.core.specs.constants import shipped_constants
 
     FITTED = shipped_constants()
-    mm, _gpu, _engine = _burst_setup()
+    mm, _gpu, _engine = burst_setup()
     assert shape_of(mm, FITTED) is shape_of(mm, FITTED)
     other = dc_replace(FITTED, moe_expert_efficiency=0.5)
     first = shape_of(mm, other)
