@@ -11,6 +11,7 @@ Published llama.cpp figures (LLaMA-2 7B, llama-bench pp512 and tg128, all layers
 """
 
 import statistics
+from dataclasses import replace
 
 import pytest
 
@@ -23,7 +24,13 @@ from gpuadvisor.core.presentation.serialize import estimate_to_dict
 from gpuadvisor.core.specs.constants import shipped_constants
 from gpuadvisor.core.specs.hardware import load_gpu_catalog, metal_working_set_share
 from gpuadvisor.core.specs.presets import load_model_catalog
-from gpuadvisor.core.specs.quant_types import GGUF_WEIGHT_TYPES, bits_per_weight, gguf_weight_bytes
+from gpuadvisor.core.specs.quant_types import (
+    GGUF_WEIGHT_TYPES,
+    K16_PREFILL_RATIO,
+    bits_per_weight,
+    gguf_weight_bytes,
+    matmul_kernel_shares,
+)
 from gpuadvisor.core.specs.workload import Hardware, Workload
 from gpuadvisor.core.units import GIB
 
@@ -88,6 +95,59 @@ def test_every_gguf_type_is_a_workload_weight_and_sizes_in_bits_order(llama2):
     )
     mm = MemoryModel(llama2, Workload(kind="inference", weights="q4_k_m"))
     assert mm.weight_bytes == pytest.approx(sizes["q4_k_m"])
+
+
+# -- prompt speed by weight type (kernel families) -------------------------------------------------
+def test_kernel_families_share_the_matrix_parameters(llama2):
+    """The shares weigh the matrix multiplies only: the token embedding (a row lookup) and the 1-D
+    tensors are left out, the output head is in (q6_k in every k-quant recipe and in Q4_0)."""
+    q4_0 = dict(matmul_kernel_shares(llama2, "q4_0"))
+    head = 32000 * 4096
+    blocks = 32 * (4 * 4096 * 4096 + 3 * 4096 * 11008)
+    assert q4_0 == pytest.approx({"legacy": blocks / (blocks + head), "k_quant_16": head / (blocks + head)})
+    assert dict(matmul_kernel_shares(llama2, "q8_0")) == {"legacy": 1.0}
+    q4_k_m = dict(matmul_kernel_shares(llama2, "q4_k_m"))
+    q6 = 16 * (4096 * 4096 + 4096 * 11008) + head  # half the attn_v and ffn_down, and the head
+    assert q4_k_m["k_quant_16"] == pytest.approx(q6 / (blocks + head)) and set(q4_k_m) == {
+        "k_quant",
+        "k_quant_16",
+    }
+    assert dict(matmul_kernel_shares(llama2, "q6_k")) == {"k_quant_16": 1.0}
+    assert dict(matmul_kernel_shares(llama2, "iq4_xs"))["i_quant"] > 0.9
+    for recipe in GGUF_WEIGHT_TYPES:
+        assert sum(dict(matmul_kernel_shares(llama2, recipe)).values()) == pytest.approx(1.0)
+
+
+def test_kernel_factors_combine_by_the_time_each_family_takes():
+    engine = replace(
+        shipped_constants().engines["llama.cpp"],
+        prefill_mfu_by_arch=(("apple", 1.0), ("int8", 1.0), ("k_quant", 0.8), ("i_quant", 0.5)),
+    )
+    assert engine.prefill_kernel_factor([("legacy", 1.0)]) == 1.0
+    assert engine.prefill_kernel_factor([("float", 1.0)]) == 1.0
+    assert engine.prefill_kernel_factor([("k_quant", 1.0)]) == pytest.approx(0.8)
+    # The sub-blocks of 16 run at the measured ratio of the k-quants' speed (PR #8416).
+    assert engine.prefill_kernel_factor([("k_quant_16", 1.0)]) == pytest.approx(0.8 * K16_PREFILL_RATIO)
+    # Half the FLOPs at 0.8, half at 0.5: 1 / (0.5 / 0.8 + 0.5 / 0.5).
+    assert engine.prefill_kernel_factor([("k_quant", 0.5), ("i_quant", 0.5)]) == pytest.approx(1 / 1.625)
+    assert engine.prefill_kernel_factor([]) == 1.0
+
+
+@pytest.mark.parametrize("gpu_id", ["rtx-4090", "apple-m2-ultra"])
+def test_prompt_speed_follows_the_weight_type_s_kernels(cats, llama2, gpu_id):
+    """llama-bench pp512 on one GPU and build orders the types by how much unpacking their tiles
+    take: legacy Q4_0 and Q8_0 ahead of the k-quants (M2 Ultra, PR #3084: 1,164 and 1,143 against
+    Q4_K_M 1,028), the k-quants with sub-blocks of 16 behind those of 32 (RTX 4090, PR #8416: Q6_K
+    10,200 against Q4_K_S 11,032). Generation stays set by the bytes read."""
+    pp = {
+        w: _speeds(cats[0], llama2, gpu_id, w)[0] for w in ("q8_0", "q4_0", "q4_k_m", "q6_k", "q2_k", "fp16")
+    }
+    assert pp["q4_0"] > pp["q4_k_m"] > pp["q6_k"]
+    assert pp["q8_0"] == pytest.approx(pp["q4_0"], rel=0.02)  # one family, the same FLOPs
+    assert pp["q2_k"] == pytest.approx(pp["q6_k"], rel=0.02)  # sub-blocks of 16 both
+    assert pp["q6_k"] / pp["q4_k_m"] == pytest.approx(K16_PREFILL_RATIO, abs=0.06)
+    tg = {w: _speeds(cats[0], llama2, gpu_id, w)[1] for w in ("q4_k_m", "q6_k")}
+    assert tg["q4_k_m"] > tg["q6_k"]  # fewer bytes per token
 
 
 def test_gguf_types_are_for_inference_only():

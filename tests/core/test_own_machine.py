@@ -254,6 +254,21 @@ def test_the_weights_table_of_one_card(cats):
     assert {r.weights: r.fit for r in small.weights_table}["q4_k_m"] == "full"
 
 
+def test_the_weights_table_s_prompt_speeds_follow_the_kernels(cats):
+    """Qwen3 32B on one RTX 4090: every type that fits whole is compute-bound in its prompt, and the
+    prompt speed follows the type's kernels (legacy Q4_0 ahead of the k-quants, Q3_K_M and Q2_K,
+    mostly sub-blocks of 16, behind Q4_K_M), each row as the estimate of that type gives it."""
+    est = estimate(_scenario("qwen3-32b", "rtx-4090"), *cats)
+    rows = {r.weights: r for r in est.weights_table if r.fit == "full"}
+    assert {"q4_k_m", "q4_0", "iq4_xs", "q3_k_m", "q2_k"} <= set(rows)
+    pp = {w: r.prefill_tokens_per_s for w, r in rows.items()}
+    assert len({round(v) for v in pp.values()}) >= 3  # no longer one figure for every type
+    assert pp["q4_0"] > pp["q4_k_m"] > pp["q3_k_m"] > pp["q2_k"]
+    assert pp["q4_k_m"] == pytest.approx(est.recommended.performance.prefill_tokens_per_s)
+    q4_0 = estimate(replace(est.scenario, workload=replace(est.scenario.workload, weights="q4_0")), *cats)
+    assert pp["q4_0"] == pytest.approx(q4_0.recommended.performance.prefill_tokens_per_s)
+
+
 def test_no_weights_table_for_several_gpu_types_or_a_service(cats):
     s = _scenario("qwen3-32b", "rtx-4090")
     assert estimate(replace(s, hardware=Hardware(segment="local")), *cats).weights_table == ()

@@ -47,7 +47,7 @@ from ..specs.engines import HOST_STEP_SPREAD_MS, HOST_STEP_SPREAD_SOURCE, Engine
 from ..specs.hardware import GpuSpec
 from ..specs.kernels import KernelFamily
 from ..specs.models import ModelSpec
-from ..specs.quant_types import is_gguf_type
+from ..specs.quant_types import is_gguf_type, matmul_kernel_shares
 from ..specs.workload import Workload, is_quantized_weights
 from .memory import MemoryModel
 
@@ -779,6 +779,11 @@ def llamacpp_performance(
     int8 = bool(quantized and gpu.int8_dense_tops and gpu.architecture != "apple")
     pre_peak = gpu.int8_dense_tops if int8 and gpu.int8_dense_tops else peak
     e_pre = prefill_mfu or engine.prefill_mfu_for(gpu.architecture, int8)
+    if quantized and is_gguf_type(w.weights):
+        # Each GGUF kernel family unpacks its blocks at its own cost per weight tile (MMQ's tile
+        # loads on CUDA, the dequantizing mul_mm kernels on Metal): the families' shares of the
+        # matrix parameters weigh their fitted speeds.
+        e_pre = min(1.0, e_pre * engine.prefill_kernel_factor(matmul_kernel_shares(m, w.weights)))
     n_mm = matmul_params(m)
     prompt_flops = prefill_flops_per_token(m, w.prompt_tokens, engine, n_mm)
     L, d_q = m.num_layers, m.q_dim

@@ -34,7 +34,7 @@ derived from their engine's with the release's own host side.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields, replace
 from enum import StrEnum
 from types import MappingProxyType
@@ -42,6 +42,7 @@ from typing import Any, TypedDict, overload
 
 from ..errors import InputError
 from .kernels import KERNEL_FAMILIES
+from .quant_types import K16_PREFILL_RATIO
 
 
 class EngineKind(StrEnum):
@@ -166,8 +167,10 @@ class EngineProfile:
     calibrated_on: str
     #: Per-architecture multipliers of layer_overhead_s and prefill_mfu (llama.cpp: Metal and CUDA
     #: kernels differ), as (architecture, factor) pairs; "int8" applies to prefill on the INT8
-    #: peak, "cuda_graphs" to decode replayed from CUDA graphs. Ratios, so a refit of the two base
-    #: values moves every architecture with them.
+    #: peak, "cuda_graphs" to decode replayed from CUDA graphs; in ``prefill_mfu_by_arch``,
+    #: "k_quant" and "i_quant" are the prompt speed of llama.cpp's k-quant and i-quant kernels
+    #: against its legacy quants (:meth:`prefill_kernel_factor`). Ratios, so a refit of the two
+    #: base values moves every architecture with them.
     layer_overhead_by_arch: tuple[tuple[str, float], ...]
     prefill_mfu_by_arch: tuple[tuple[str, float], ...]
     #: 16-bit GEMMs accumulate in FP16 (cuBLAS ``cublasHgemm`` or ``CUBLAS_COMPUTE_16F``), which
@@ -249,6 +252,18 @@ class EngineProfile:
             if arch == key:
                 return min(1.0, self.prefill_mfu * factor)
         return self.prefill_mfu
+
+    def prefill_kernel_factor(self, shares: Iterable[tuple[str, float]]) -> float:
+        """The prompt GEMM speed of quantized weights whose matrix parameters fall in kernel families
+        by ``shares`` ((family, share) pairs, :func:`~.quant_types.matmul_kernel_shares`), against
+        weights all in the legacy family: each family's FLOPs take share / factor of the time, so
+        the factors combine harmonically (``legacy`` and ``float`` count 1, ``k_quant_16`` is
+        ``k_quant`` x :data:`~.quant_types.K16_PREFILL_RATIO`; a family without a multiplier
+        counts 1)."""
+        factors = dict(self.prefill_mfu_by_arch)
+        factors["k_quant_16"] = factors.get("k_quant", 1.0) * K16_PREFILL_RATIO
+        time = sum(share / factors.get(family, 1.0) for family, share in shares)
+        return 1.0 / time if time > 0 else 1.0
 
     @property
     def spread(self) -> float:
@@ -399,9 +414,13 @@ PROFILES: tuple[EngineProfile, ...] = (
         prefill_chunk_tokens=2048,
         **_UNFITTED,
         # Priors: Metal and CUDA alike, MMQ prefill at the same share of the INT8 peak as
-        # cuBLAS of the FP16 peak; the fit moves each multiplier from 1.
+        # cuBLAS of the FP16 peak, every GGUF kernel family as fast as the legacy quants (one
+        # scale per 32 values); the fit moves each multiplier from 1. ``k_quant`` and ``i_quant``
+        # set the prompt's GEMM efficiency by the share of the weights in each family
+        # (quant_types.KERNEL_FAMILY, matmul_kernel_shares; see llamacpp_performance); the
+        # k-quants with sub-blocks of 16 run at K16_PREFILL_RATIO of ``k_quant`` (measured).
         layer_overhead_by_arch=(("apple", 1.0), ("cuda_graphs", 1.0)),
-        prefill_mfu_by_arch=(("apple", 1.0), ("int8", 1.0)),
+        prefill_mfu_by_arch=(("apple", 1.0), ("int8", 1.0), ("k_quant", 1.0), ("i_quant", 1.0)),
         fp16_accumulate=False,
         seq_host_s=0.0,
         mixed_prefill=True,

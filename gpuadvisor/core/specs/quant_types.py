@@ -47,6 +47,7 @@ References
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from .models import ModelSpec
 
@@ -249,6 +250,66 @@ def gguf_weight_bytes(model: ModelSpec, recipe: str, checkpoint: bool = False) -
         norms_and_other=counts.norms_and_other * bytes_per_weight(one_d),
         types=tuple(sorted(per_type.items(), key=lambda kv: -kv[1])),
     )
+
+
+#: The kernel family llama.cpp's quantized matrix multiplies treat a block type with: ``legacy``
+#: (one scale per block of 32 values, unpacked with a shift and a mask); ``k_quant`` (Q4_K, Q5_K:
+#: blocks of 256 in sub-blocks of 32 whose 6-bit scales and minimums are unpacked first);
+#: ``k_quant_16`` (Q2_K, Q3_K, Q6_K: sub-blocks of 16, so twice the scale multiplies per value,
+#: and values reassembled from split bit planes); ``i_quant`` (values looked up in a non-linear
+#: grid). FP16/BF16/F32 matrices go to cuBLAS or the float kernels: family ``float``. The CUDA MMQ
+#: kernels unpack each family with its own tile loader and dot product (``ggml/src/ggml-cuda/mmq.cuh``,
+#: ``load_tiles_*`` and ``vec_dot_*_q8_1_mma``), Metal's ``kernel_mul_mm`` with its own
+#: ``dequantize_*`` into threadgroup memory.
+KERNEL_FAMILY: dict[str, str] = {
+    "q8_0": "legacy",
+    "q5_0": "legacy",
+    "q5_1": "legacy",
+    "q4_0": "legacy",
+    "q4_1": "legacy",
+    "mxfp4": "legacy",
+    "nvfp4": "legacy",
+    "q5_k": "k_quant",
+    "q4_k": "k_quant",
+    "q6_k": "k_quant_16",
+    "q3_k": "k_quant_16",
+    "q2_k": "k_quant_16",
+    "iq4_xs": "i_quant",
+    "iq4_nl": "i_quant",
+}
+
+
+#: Prompt speed of the k-quants with sub-blocks of 16 (Q2_K, Q3_K, Q6_K) against those with
+#: sub-blocks of 32 (Q4_K, Q5_K), measured on one GPU, one build and one microbatch: LLaMA 3 8B Q6_K
+#: 10,199.94 and Q4_K_S 11,032.18 tokens/s at pp2048, microbatch 512, RTX 4090 (llama.cpp PR #8416,
+#: rows LCPP-149 and LCPP-150): 0.925. Metal's dequantizing kernels show the same or less (PR #3084,
+#: M2 Ultra: Q6_K 977.56 against Q4_K_M 1,028.20 and Q5_K_S 977.60). A measured ratio, not a fit:
+#: the fitted rows hold one Q6_K row and no Q2_K or Q3_K row.
+K16_PREFILL_RATIO = 0.925
+
+
+@lru_cache(maxsize=512)
+def matmul_kernel_shares(model: ModelSpec, recipe: str) -> tuple[tuple[str, float], ...]:
+    """The share of the matrix-multiply parameters of ``model`` under GGUF ``recipe`` (the block
+    matrices and the output head; the token embedding is a row lookup and 1-D tensors multiply
+    nothing) that each :data:`KERNEL_FAMILY` holds, as (family, share) pairs. A prompt's GEMM FLOPs
+    are spread over the tensors in proportion to their parameters, so these shares weigh each
+    family's kernel speed (``llamacpp_performance``)."""
+    per_family: dict[str, float] = {}
+    counts = model.counts
+    embd_type = tensor_type(recipe, "token_embd", 0, model)
+    one_d = "f32"
+    for block_type, params in gguf_weight_bytes(model, recipe).types:
+        if block_type == one_d:
+            continue  # 1-D tensors (norms, biases, routers): no matrix multiply
+        if block_type == embd_type:
+            params = max(params - counts.embedding, 0)  # the embedding is a row lookup
+        family = KERNEL_FAMILY.get(block_type, "float")
+        per_family[family] = per_family.get(family, 0.0) + params
+    total = sum(per_family.values())
+    if total <= 0:
+        return ()
+    return tuple(sorted((f, p / total) for f, p in per_family.items() if p > 0))
 
 
 def kv_bytes_per_element(dtype: str) -> float:
