@@ -609,7 +609,7 @@ def test_out_of_sample_median_error_within_target(oos_summary, group):
 #: source before its rows are checked, the coverage a new source can expect) below the target, with the
 #: figure measured when the mark was set (strict: remove the mark as soon as the target holds).
 HELD_OUT_COVERAGE_MISSES: dict[str, str] = {
-    "inference_speed": "held-out coverage 77% over 285 rows on 2026-12-06 (82% with the shipped ranges, calibrated on every source; 78% before the whole refit): "
+    "inference_speed": "held-out coverage 76% over 291 rows on 2026-12-06 (83% with the shipped ranges, calibrated on every source; 77% before the prompt speed by weight type, 78% before the whole refit): "
     "errors cluster by source, so a range calibrated without a source misses its rows more often",
     "training_speed": "held-out coverage 72% over 68 rows on 2026-12-06 (84% with the shipped ranges; 69% and 82% before FP8 "
     "casts by GEMM width and ZeRO-3/FSDP gathers layer by layer): the training sources each miss in their own direction "
