@@ -520,7 +520,9 @@ discussion, own measurement), `date_read` (YYYY-MM-DD), `notes`.
   sequences of the batch, decode only), `decode_ms_per_token` (per generated token of the batch),
   `output_tokens_per_s` (aggregate, prefill included), `prefill_tokens_per_s` (prompt over time to first token),
   `time_to_first_token_ms`, `request_latency_s` (a whole static batch: prefill and every decode step),
-  `train_tokens_per_s_per_gpu`, `train_tokens_per_s`, `train_tflops_per_gpu`, `train_mfu` (%), `train_hfu` (%, hardware FLOPs: recomputation counted),
+  `train_tokens_per_s_per_gpu`, `train_tokens_per_s`, `train_tflops_per_gpu` (model FLOPs as Megatron-LM counts
+  them, attention over the whole sequence: the estimate's causal FLOPs are converted, `harness.published_tflops_ratio`),
+  `train_mfu` (%), `train_hfu` (%, hardware FLOPs: recomputation counted),
   `train_gpu_hours` (needs `tokens_trained`), `train_step_time_s` (uses `global_batch` x `seq_len` tokens per
   step);
 - the setup, as the source states it (empty when it does not): `model` (catalog preset), `model_name`,
