@@ -318,3 +318,40 @@ def test_the_ledger_s_rows_can_be_scored_by_the_model_now(ledger, every_row):
     assert set(now) == set(first) and now["rows"] == first["rows"]
     assert {g: f["n"] for g, f in now["groups"].items()} == {g: f["n"] for g, f in first["groups"].items()}
     assert (DATA_DIR / LEDGER_FILE).read_text(encoding="utf-8") == before
+
+
+# --- issue 45's targets on the first scores ------------------------------------------------------
+#: The ledger's targets (issue 45): first-score medians, memory <= 10% and each speed group <= 20%;
+#: the 80% ranges hold at least 75% of the ledger's rows. A miss is a strict expected failure that
+#: carries the figure when it was set (remove the mark as soon as the target holds).
+LEDGER_TARGETS = {"memory": 10.0, "inference_speed": 20.0, "training_speed": 20.0, "serving": 20.0}
+LEDGER_MISSES = {
+    "memory": "15.4% over 71 rows on 2026-12-06 (the torchtitan rows of the first day, scored 116%, "
+    "and a B200 recipe whose memory says its setup differs from the recorded one)",
+    "training_speed": "25.3% over 108 rows on 2026-12-06 (thin-batch FSDP and float8 gains on torchtitan "
+    "recipes, NeMo's TFLOPS in Megatron's convention before the harness compared in it)",
+    "serving": "25.7% over 260 rows on 2026-12-06 (first tokens and queues of Poisson runs past what the "
+    "model says the GPUs sustain)",
+}
+
+
+@pytest.mark.parametrize(
+    "group",
+    [
+        pytest.param(g, marks=pytest.mark.xfail(strict=True, reason=LEDGER_MISSES[g]))
+        if g in LEDGER_MISSES
+        else g
+        for g in LEDGER_TARGETS
+    ],
+)
+def test_the_first_scores_meet_the_ledgers_median_targets(ledger, group):
+    figures = summary(ledger)["groups"][group]
+    assert figures["n"] > 0 and figures["median_abs_pct"] <= LEDGER_TARGETS[group], figures
+
+
+@pytest.mark.xfail(strict=True, reason="59% of 466 memory and speed rows on 2026-12-06")
+def test_the_ranges_hold_three_quarters_of_the_ledgers_rows(ledger):
+    groups = summary(ledger)["groups"]
+    n = sum(groups[g]["n"] for g in LEDGER_TARGETS)
+    covered = sum(groups[g]["coverage"] * groups[g]["n"] for g in LEDGER_TARGETS)
+    assert covered / n >= 0.75, f"{covered / n:.0%} of {n} rows"
