@@ -25,9 +25,11 @@ from gpuadvisor.core.estimation.memory import MemoryModel
 from gpuadvisor.core.estimation.performance import (
     KV_COPIES_NOTES,
     attention_flop_weight,
+    block_gemm_width_efficiency,
     fp8_gemm_share,
     inference_performance,
     matmul_params,
+    moe_dispatch_bytes,
     prompt_head_params,
     shape_of,
     training_flops_per_token,
@@ -567,6 +569,57 @@ def test_fp8_gains_more_on_wide_models_than_on_narrow_ones(models, gpus):
     large = fp8_gain(models.get("llama-3.1-70b"), gpu)
     assert 1.0 < small < large
     assert 1.4 < large < 1.9
+
+
+def test_a_dense_block_keeps_the_hidden_width_curve(models):
+    """docs/estimation.md, "Training": every GEMM of a dense block is at least h wide on its narrow
+    side, so the FLOP-weighted width efficiency is h / (h + H_half), as before expert widths."""
+    half = shipped_constants().gemm_width_half
+    for name in ("llama-3.1-8b", "llama-2-13b", "llama-3.1-70b", "mixtral-8x7b"):
+        m = models.get(name)
+        assert block_gemm_width_efficiency(m, half) == pytest.approx(m.hidden_size / (m.hidden_size + half))
+
+
+def test_narrow_experts_run_further_from_the_gemm_ceiling(models):
+    """The routed experts' GEMMs are i_expert wide on one side: the narrower the experts against
+    the hidden size, the lower the block's width efficiency, and a split by expert TP lowers it more."""
+    half = shipped_constants().gemm_width_half
+
+    def loss(name):
+        m = models.get(name)
+        return block_gemm_width_efficiency(m, half) / (m.hidden_size / (m.hidden_size + half))
+
+    # Qwen3-30B-A3B: 768-wide experts on h = 2,048; Qwen3-235B-A22B: 1,536 on 4,096; gpt-oss: as wide as h.
+    assert loss("qwen3-30b-a3b") < loss("qwen3-235b-a22b") < 1.0
+    assert loss("gpt-oss-120b") == pytest.approx(1.0)
+    m = models.get("qwen3-30b-a3b")
+    whole = block_gemm_width_efficiency(m, half)
+    assert block_gemm_width_efficiency(m, half, 1, 2) < whole
+    # Its attention is 4,096 wide (5,120 with K and V): TP2 leaves it at h, TP4 narrows it.
+    assert block_gemm_width_efficiency(m, half, 2, 1) == pytest.approx(whole)
+    assert block_gemm_width_efficiency(m, half, 4, 1) < whole
+    # The limit: with H_half -> 0 every GEMM reaches the ceiling whatever its width.
+    assert block_gemm_width_efficiency(m, 1e-9) == pytest.approx(1.0)
+
+
+def test_moe_token_permutation_moves_k_plus_one_copies_per_layer(models):
+    """docs/estimation.md, "Training": 4 (1 + k) h x 2 bytes per token and MoE layer (permute and
+    unpermute, forward and backward); nothing for a dense model; the leading dense layers skip it."""
+    assert moe_dispatch_bytes(models.get("llama-3.1-8b")) == 0.0
+    q = models.get("qwen3-30b-a3b")
+    assert moe_dispatch_bytes(q) == 48 * 8.0 * (1 + 8) * 2048
+    ds = models.get("deepseek-v3")
+    assert moe_dispatch_bytes(ds) == (61 - 3) * 8.0 * (1 + 8) * 7168
+
+
+def test_moe_training_is_slower_than_its_active_parameters_alone_say(models, gpus):
+    """An MoE model's narrow experts and token permutation cost time that a dense model with the
+    same GEMM FLOPs does not pay: its MFU is lower on the same GPU."""
+    gpu = gpus.get("b200")
+    kw = dict(kind="pretrain", engine="megatron", batch_size=4, seq_len=4096)
+    moe = training(models.get("qwen3-30b-a3b"), gpu, **kw)
+    dense = training(models.get("llama-3.2-3b"), gpu, **kw)
+    assert moe.mfu < dense.mfu
 
 
 def test_fsdp_gathers_hide_only_behind_enough_work_per_layer(models, gpus):

@@ -63,6 +63,7 @@ from .performance import (
     PerformanceEstimate,
     Range,
     TrainingPrelude,
+    block_gemm_width_efficiency,
     link,
     ring_latency,
     sharded_exposed,
@@ -104,26 +105,12 @@ def group_link(
 def tp_width_slowdown(m: ModelSpec, t: int, half: float, expert_t: int | None = None) -> float:
     """How much longer the GEMMs of one layer take when tensor parallelism splits them ``t`` ways:
     each GEMM runs at the width curve ``w / (w + half)`` of its narrower side, which the split
-    narrows (QKV and gate/up by their output, o_proj and down by their input), weighted by FLOPs.
+    narrows (QKV and gate/up by their output, o_proj and down by their input), weighted by FLOPs
+    (:func:`~gpuadvisor.core.estimation.performance.block_gemm_width_efficiency`).
     ``expert_t``: the split of the MLP's GEMMs where the expert layers have their own tensor
     parallelism (MoE parallel folding's ETP; None: ``t``)."""
-    h, dq, dkv = m.hidden_size, m.q_dim, m.kv_dim
-    i = m.expert_intermediate_size * m.experts_per_token
-    up = (2 if m.gated_mlp else 1) * m.expert_intermediate_size
-    et = t if expert_t is None else expert_t
-    gemms = (  # (FLOPs share, output or input width that TP splits, the split)
-        (h * (dq + 2 * dkv), dq + 2 * dkv, t),
-        (h * dq, dq, t),
-        (h * up * m.experts_per_token, up, et),
-        (h * i, m.expert_intermediate_size, et),
-    )
-
-    def eff(w: float) -> float:
-        return w / (w + half)
-
-    whole = sum(f / eff(min(h, w)) for f, w, _ in gemms)
-    split = sum(f / eff(min(h, w / k)) for f, w, k in gemms)
-    return split / whole
+    whole = block_gemm_width_efficiency(m, half)
+    return whole / block_gemm_width_efficiency(m, half, t, expert_t)
 
 
 def run_flops(mm: MemoryModel, layout: Layout, flops_token: float) -> tuple[float, float, float]:

@@ -431,6 +431,43 @@ def moe_mlp_bytes(mm: MemoryModel) -> float:
     return mm.block_weight_bytes * (m.counts.mlp / max(m.counts.blocks, 1)) if m.is_moe else 0.0
 
 
+def block_gemm_width_efficiency(m: ModelSpec, half: float, t: int = 1, expert_t: int | None = None) -> float:
+    """Share of the GEMM ceiling that one block's matrix multiplies keep for their width, weighted
+    by their FLOPs (docs/estimation.md, "Training"): each GEMM runs at ``w / (w + half)`` of its
+    narrower side ``w``, the hidden size or its own width (QKV and gate/up by their output, o_proj
+    and down by their input) split ``t`` ways by tensor parallelism, the expert GEMMs by
+    ``expert_t`` (MoE parallel folding's ETP; None: ``t``). A dense block's GEMMs are all at least
+    ``h`` wide, so it keeps ``h / (h + half)``; a mixture-of-experts block's routed and shared
+    experts are only ``i_expert`` wide on one side (Qwen3-30B-A3B: 768 against ``h`` = 2,048) and
+    run further from the ceiling. The harmonic mean: time adds, GEMM by GEMM."""
+    h, dq, dkv = m.hidden_size, m.q_dim, m.kv_dim
+    i_e = m.expert_intermediate_size
+    experts = m.experts_per_token + (m.shared_experts if m.is_moe else 0)
+    up = (2 if m.gated_mlp else 1) * i_e
+    et = t if expert_t is None else expert_t
+    gemms = (  # (FLOPs share, output or input width that TP splits, the split)
+        (h * (dq + 2 * dkv), dq + 2 * dkv, t),
+        (h * dq, dq, t),
+        (h * up * experts, up, et),
+        (h * i_e * experts, i_e, et),
+    )
+    time = sum(f * (min(h, w / k) + half) / min(h, w / k) for f, w, k in gemms)
+    return sum(f for f, _, _ in gemms) / time
+
+
+def moe_dispatch_bytes(model: ModelSpec) -> float:
+    """Bytes per trained token that an MoE model's token permutation moves in forward and backward
+    (0 for a dense model): each MoE layer copies a token's hidden state to its ``k`` experts' rows
+    and gathers the ``k`` outputs back (Megatron-Core ``moe_utils.permute`` / ``unpermute``,
+    Transformer Engine ``moe_permute`` / ``moe_unpermute``), ``(1 + k) h`` 16-bit elements read and
+    written each way, and the backward pass does both again on the gradients:
+    ``4 (1 + k) h x 2`` bytes per MoE layer."""
+    if not model.is_moe:
+        return 0.0
+    moe_layers = model.num_layers - model.dense_layers
+    return moe_layers * 8.0 * (1 + model.experts_per_token) * model.hidden_size
+
+
 def moe_active_mlp_params(model: ModelSpec) -> float:
     """MLP parameters a token of an MoE model multiplies with (its routed and shared experts, the
     routers, the leading dense layers' MLP); 0 for a dense model."""
@@ -940,8 +977,7 @@ def training_token_time(
         * arch_ceiling
         * tokens_mb
         / (tokens_mb + k.gemm_tokens_half)
-        * width
-        / (width + k.gemm_width_half)
+        * block_gemm_width_efficiency(m, k.gemm_width_half, width_divisor)
     )
     if prec == "fp8":
         e_gemm *= fp8_gemm_share(gpu, peak, arch_ceiling, width, k)
@@ -954,7 +990,8 @@ def training_token_time(
     elem_passes = (
         passes / 3.0 if w.trains_base else passes / 2.0 * 0.8
     )  # frozen bases skip weight-grad kernels
-    elem = elem_passes * engine.elementwise_bytes_per_h * m.hidden_size / width_divisor * m.num_layers / bw
+    elem_bytes = engine.elementwise_bytes_per_h * m.hidden_size * m.num_layers + moe_dispatch_bytes(m)
+    elem = elem_passes * elem_bytes / width_divisor / bw
     dequant = 0.0
     family = kernel_family(w.quantization_family, w.weights, k) if w.kind == "qlora" else None
     if family is not None:
