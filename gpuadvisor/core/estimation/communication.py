@@ -286,22 +286,18 @@ def _tensor_time(
     over TP in the dense layers and over the expert TP group in the MoE layers (none with ETP1:
     each GPU's experts take its own tokens whole)."""
     t = layout.tp
-    collectives = 6 if layout.recompute == "full" else 4
-    if et == t:
-        if t == 1:
+    half = (6 if layout.recompute == "full" else 4) / 2  # the attention's or the MLP's collectives
+
+    def one(group: int) -> float:
+        """Seconds of one all-reduce of the hidden states over ``group`` GPUs (0 for one GPU)."""
+        if group <= 1:
             return 0.0
-        bw, lat = group_link(1, t, gpus_per_node, node, net, domain)
-        return micro * layers_gpu * collectives * (2 * (t - 1) / t * act_bytes / bw + lat)
-    tensor = 0.0
-    if t > 1:
-        bw, lat = group_link(1, t, gpus_per_node, node, net, domain)
-        per = 2 * (t - 1) / t * act_bytes / bw + lat
-        tensor += (layers_gpu + (layers_gpu - moe_layers)) * collectives / 2 * per
-    if et > 1:
-        bw, lat = group_link(1, et, gpus_per_node, node, net, domain)
-        per = 2 * (et - 1) / et * act_bytes / bw + lat
-        tensor += moe_layers * collectives / 2 * per
-    return micro * tensor
+        bw, lat = group_link(1, group, gpus_per_node, node, net, domain)
+        return 2 * (group - 1) / group * act_bytes / bw + lat
+
+    if et == t:
+        return micro * layers_gpu * 2 * half * one(t)
+    return micro * half * ((2 * layers_gpu - moe_layers) * one(t) + moe_layers * one(et))
 
 
 def _data_parallel_time(
