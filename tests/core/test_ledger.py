@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from expected_misses import marked
 
 from gpuadvisor.core.specs.hardware import load_gpu_catalog
 from gpuadvisor.core.specs.presets import load_model_catalog
@@ -337,15 +338,7 @@ LEDGER_MISSES = {
 }
 
 
-@pytest.mark.parametrize(
-    "group",
-    [
-        pytest.param(g, marks=pytest.mark.xfail(strict=True, reason=LEDGER_MISSES[g]))
-        if g in LEDGER_MISSES
-        else g
-        for g in LEDGER_TARGETS
-    ],
-)
+@pytest.mark.parametrize("group", marked(LEDGER_TARGETS, LEDGER_MISSES))
 def test_the_first_scores_meet_the_ledgers_median_targets(ledger, group):
     figures = summary(ledger)["groups"][group]
     assert figures["n"] > 0 and figures["median_abs_pct"] <= LEDGER_TARGETS[group], figures

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from expected_misses import marked
 
 from gpuadvisor.core.formats.scenario import scenario_from_dict
 from gpuadvisor.core.specs.hardware import load_gpu_catalog
@@ -592,12 +593,7 @@ MISSES: dict[tuple[str, str], str] = {
 
 
 def _groups(check):
-    return [
-        pytest.param(g, marks=pytest.mark.xfail(strict=True, reason=MISSES[check, g]))
-        if (check, g) in MISSES
-        else g
-        for g in MEDIAN_TARGETS
-    ]
+    return marked(MEDIAN_TARGETS, {g: why for (c, g), why in MISSES.items() if c == check})
 
 
 @pytest.mark.parametrize("group", _groups("median"))
@@ -621,12 +617,7 @@ HELD_OUT_COVERAGE_MISSES: dict[str, str] = {
 
 
 def _coverage_groups():
-    return [
-        pytest.param(g, marks=pytest.mark.xfail(strict=True, reason=HELD_OUT_COVERAGE_MISSES[g]))
-        if g in HELD_OUT_COVERAGE_MISSES
-        else g
-        for g in MEDIAN_TARGETS
-    ]
+    return marked(MEDIAN_TARGETS, HELD_OUT_COVERAGE_MISSES)
 
 
 @pytest.mark.parametrize("group", _coverage_groups())
@@ -779,15 +770,7 @@ STATED_MISSES: dict[str, str] = {
 }
 
 
-@pytest.mark.parametrize(
-    "figure",
-    [
-        pytest.param(f, marks=pytest.mark.xfail(strict=True, reason=STATED_MISSES[f]))
-        if f in STATED_MISSES
-        else f
-        for f in STATED_FIGURES
-    ],
-)
+@pytest.mark.parametrize("figure", marked(STATED_FIGURES, STATED_MISSES))
 def test_runs_at_a_stated_load_meet_the_median_target_on_each_figure(oos, figure):
     mine = [
         c
