@@ -1272,8 +1272,10 @@ def _longest_first(rows: Sequence[Row], sources: Sequence[str]) -> list[str]:
 
 
 def _refitted_engines(held: Sequence[Row]) -> set[str]:
-    """The engines whose profiles a fold refits: those of the held-out rows that take part in the fits."""
-    return {scenario_engine(r) for r in held if is_fit_row(r)}
+    """The engines whose profiles a fold refits: those of the held-out rows that take part in the fits
+    (scored rows only: an unscored row of an engine the product has no profile for, such as MLX's,
+    names no engine to refit)."""
+    return {scenario_engine(r) for r in held if r.scored and is_fit_row(r)}
 
 
 #: (rows, scored rows, predictor) of the :func:`out_of_sample` run whose forked processes read them.

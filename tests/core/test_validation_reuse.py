@@ -125,3 +125,18 @@ def test_a_row_whose_benchmark_facts_change_is_worked_out_again(cats, rows):
     )
     assert predictor.compare(steady).estimate == Predictor(*cats).compare(steady).estimate != finite
     assert predictor.compare(row).estimate == finite
+
+
+def test_a_fold_refits_only_the_engines_of_its_scored_rows():
+    """Holding out a source whose rows are all unscored refits nothing, even where their engine has
+    no profile in the product (Apple MLX's rows, which crashed a run with the ledger's sources
+    admitted)."""
+    from gpuadvisor.validation.data import load_measurements as every_row
+    from gpuadvisor.validation.harness import _refitted_engines
+
+    every = every_row()
+    mlx = [r for r in every if r.source_id == "mlx-maintainer-figures"]
+    assert mlx and not any(r.scored for r in mlx)
+    assert _refitted_engines(mlx) == set()
+    awq = [r for r in every if r.source_id == "autoawq-readme"]
+    assert _refitted_engines(awq) == {"autoawq"}
