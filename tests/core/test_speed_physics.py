@@ -28,6 +28,7 @@ from gpuadvisor.core.estimation.performance import (
     block_gemm_width_efficiency,
     fp8_gemm_share,
     inference_performance,
+    lora_adapter_work,
     matmul_params,
     moe_dispatch_bytes,
     prompt_head_params,
@@ -650,6 +651,43 @@ def test_qlora_pays_for_dequantization(models, gpus):
     qlora = training(m, gpu, kind="qlora", weights="nf4", batch_size=1, seq_len=512)
     ratio = qlora.tokens_per_s.expected / lora.tokens_per_s.expected
     assert 0.4 < ratio < 0.9  # QLoRA paper: slower than 16-bit LoRA
+
+
+def test_lora_adapters_count_peft_s_kernels_and_bytes_per_projection(models):
+    """PEFT's LoRA layer: dropout, A, B, the scaling and the add forward, seven kernels backward,
+    on each adapted projection; 20 bytes per element of each projection's input (dropout's copy
+    and mask, the A GEMM's reads, the backward's masked gradient and the added input gradient)."""
+    m = models.get("llama-3.1-8b")
+    w = Workload(kind="lora", engine="hf-trainer", weights="bf16", lora_targets="all_linear")
+    kernels, per_token = lora_adapter_work(MemoryModel(m, w))
+    # q, k, v, o, gate, up, down; inputs 4,096 wide but down's (14,336).
+    assert kernels == 7 * 12
+    assert per_token == (6 * 4096 + 14336) * 20
+    no_dropout = dataclasses.replace(w, lora_dropout=False)
+    assert lora_adapter_work(MemoryModel(m, no_dropout)) == (7 * 10, (6 * 4096 + 14336) * 10)
+    full = Workload(kind="full_finetune", engine="hf-trainer", weights="bf16")
+    assert lora_adapter_work(MemoryModel(m, full)) == (0.0, 0.0)
+    # Megatron-Core fuses q, k, v (linear_qkv) and gate, up (linear_fc1): four adapters a layer.
+    megatron = engine_for("megatron", "lora")
+    assert megatron.fused_projections and not engine_for("hf-trainer", "lora").fused_projections
+    assert lora_adapter_work(MemoryModel(m, w), megatron) == (4 * 12, (3 * 4096 + 14336) * 20)
+
+
+def test_lora_adapters_weigh_most_where_a_python_loop_launches_them_for_few_tokens(models, gpus):
+    """The adapters' small kernels are launched once per micro-batch, so 256-token micro-batches
+    of a small model pay for them far more than 8,192-token ones (Qwen's fine-tuning profile and
+    the PEFT suite measure such LoRA steps well below what their GEMMs take)."""
+    m, gpu = models.get("llama-3.2-1b"), gpus.get("a100-80gb")
+
+    def speed(seq_len: int, dropout: bool, targets="all_linear") -> float:
+        kw = dict(kind="lora", engine="hf-trainer", weights="bf16", batch_size=1, seq_len=seq_len)
+        return training(m, gpu, lora_dropout=dropout, lora_targets=targets, **kw).tokens_per_s.expected
+
+    assert speed(256, True) < speed(256, False)
+    assert speed(256, True, "all_linear") < speed(256, True, ["q_proj", "v_proj"])
+    short = speed(256, True) / speed(256, True, ["q_proj"])
+    long = speed(8192, True) / speed(8192, True, ["q_proj"])
+    assert short < long < 1.0
 
 
 # --- ranges and fitting ------------------------------------------------------------------------------

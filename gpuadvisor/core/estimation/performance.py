@@ -46,7 +46,7 @@ from ..specs.constants import LlamaCppModel, SpeedConstants, kernel_family, ship
 from ..specs.engines import HOST_STEP_SPREAD_MS, HOST_STEP_SPREAD_SOURCE, EngineProfile, SpeedModel
 from ..specs.hardware import GpuSpec
 from ..specs.kernels import KernelFamily
-from ..specs.models import ModelSpec
+from ..specs.models import ModelSpec, resolve_lora_targets
 from ..specs.quant_types import is_gguf_type, matmul_kernel_shares
 from ..specs.workload import Workload, is_quantized_weights
 from .memory import MemoryModel
@@ -956,6 +956,49 @@ def fp8_gemm_share(
     return k.fp8_gemm_factor * width / (width + w_cast)
 
 
+#: Kernels one LoRA adapter launches per forward and backward of its projection, counted from
+#: PEFT's ``LoraLayer`` (peft/tuners/lora/layer.py, ``Linear.forward``: ``result + lora_B(lora_A(
+#: dropout(x))) * scaling``): forward dropout, the A and B GEMMs, the scaling and the add (5);
+#: backward the scaling's grad, input and weight grads of B and of A, dropout's backward and the
+#: add of the adapter's input grad into the base layer's (7). Without dropout (``lora_dropout``
+#: 0: an ``nn.Identity``) one kernel each way fewer.
+LORA_KERNELS = {True: 12.0, False: 10.0}
+#: Bytes a LoRA adapter moves per element of its projection's input per forward and backward, by
+#: whether it applies dropout: with it, the input read and written again as its dropped copy with
+#: a one-byte mask (5), read by the A GEMM (2); backward, the output gradient masked (read 2 + 1,
+#: write 2), the copy read again for A's weight gradient (2) and the adapter's input gradient added
+#: to the base layer's (read 2 + 2, write 2): 20 in 16-bit; without dropout the A GEMM reads the
+#: input itself (2), again for its weight gradient (2), plus that add (6): 10. Each adapter on a
+#: projection that shares its input with another (q, k and v; gate and up) reads it on its own.
+LORA_BYTES_PER_INPUT = {True: 20.0, False: 10.0}
+
+
+#: Projections a fused layer holds as one (Megatron-Core's ``linear_qkv`` and ``linear_fc1``):
+#: one adapter reads their shared input once.
+FUSED_PROJECTIONS = (("q_proj", "k_proj", "v_proj"), ("gate_proj", "up_proj"))
+
+
+def lora_adapter_work(mm: MemoryModel, engine: EngineProfile | None = None) -> tuple[float, float]:
+    """(kernels, bytes per token) one layer's LoRA adapters add to a forward and backward pass:
+    0, 0 without adapters. An expert's adapters run for the tokens routed to it, so their bytes
+    count ``experts_per_token`` copies, their kernels every expert's. An engine whose layers fuse
+    projections (``EngineProfile.fused_projections``) adapts each fused group once."""
+    w = mm.workload
+    if not w.uses_adapters:
+        return 0.0, 0.0
+    m = mm.model
+    shapes = m.linear_shapes()
+    adapted = list(resolve_lora_targets(m, w.lora_targets))
+    if engine is not None and engine.fused_projections:
+        for group in FUSED_PROJECTIONS:
+            present = [t for t in group if t in adapted]
+            for t in present[1:]:
+                adapted.remove(t)
+    kernels = sum(m.module_copies(t) for t in adapted) * LORA_KERNELS[w.lora_dropout]
+    width = sum(shapes[t][0] * (1 if m.module_copies(t) == 1 else m.experts_per_token) for t in adapted)
+    return kernels, width * LORA_BYTES_PER_INPUT[w.lora_dropout]
+
+
 def training_token_time(
     mm: MemoryModel, gpu: GpuSpec, engine: EngineProfile, constants: SpeedConstants, width_divisor: int = 1
 ) -> tuple[float, dict[str, float]]:
@@ -992,6 +1035,10 @@ def training_token_time(
     )  # frozen bases skip weight-grad kernels
     elem_bytes = engine.elementwise_bytes_per_h * m.hidden_size * m.num_layers + moe_dispatch_bytes(m)
     elem = elem_passes * elem_bytes / width_divisor / bw
+    # LoRA adapters run whole in forward and backward (and again in a recomputed forward): their
+    # dropout copies and input reads, and the small kernels of every adapter.
+    lora_kernels, lora_bytes = lora_adapter_work(mm, engine)
+    adapters = passes / 3.0 * lora_bytes * m.num_layers / width_divisor / bw
     dequant = 0.0
     family = kernel_family(w.quantization_family, w.weights, k) if w.kind == "qlora" else None
     if family is not None:
@@ -1000,14 +1047,15 @@ def training_token_time(
         params = mm.block_weight_bytes / max(mm.block_bytes_per_weight, 1e-9)
         per_pass = mm.block_weight_bytes + params * max(family.dequant_bytes_per_weight, 2.0)
         dequant = (passes - 1.0) * per_pass / bw / tokens_mb
-    kernels = m.num_layers * engine.kernels_per_layer * passes / 3.0
+    kernels = m.num_layers * (engine.kernels_per_layer + lora_kernels) * passes / 3.0
     gpu_fixed = kernels * k.gpu_kernel_s / tokens_mb
     cpu = kernels * k.cpu_kernel_s.get(engine.runtime, 4e-6) / tokens_mb
-    busy = gemm + attn + elem + dequant + gpu_fixed
+    busy = gemm + attn + elem + adapters + dequant + gpu_fixed
     return max(busy, cpu), {
         "gemm": gemm,
         "attention": attn,
         "elementwise": elem,
+        "adapters": adapters,
         "dequantization": dequant,
         "overhead": gpu_fixed,
         "launch": cpu,

@@ -223,6 +223,11 @@ class EngineProfile:
     chunked_loss: bool
     #: Its layers run fused kernels (Transformer Engine) rather than eager PyTorch modules.
     fused_activations: bool
+    #: Its layers hold q, k and v as one projection and the MLP's gate and up as another
+    #: (Megatron-Core's ``linear_qkv`` and ``linear_fc1``), so LoRA adapts four projections a layer
+    #: (NeMo's ``target_modules`` linear_qkv, linear_proj, linear_fc1, linear_fc2) where Hugging
+    #: Face models have seven.
+    fused_projections: bool
     #: It runs sequence parallelism with tensor parallelism by default (Megatron).
     sequence_parallel: bool
 
@@ -285,6 +290,7 @@ _INFERENCE_NEVER: dict[str, Any] = dict(
     elementwise_bytes_per_h=300.0,
     chunked_loss=False,
     fused_activations=False,
+    fused_projections=False,
     sequence_parallel=False,
 )
 """Training-only fields as an inference record states them (no inference estimate reads them)."""
@@ -635,6 +641,7 @@ PROFILES: tuple[EngineProfile, ...] = (
         cuda_graphs=True,
         chunked_loss=False,
         fused_activations=True,
+        fused_projections=True,
         sequence_parallel=True,
         **_TRAINING_NEVER,
     ),
@@ -650,6 +657,7 @@ PROFILES: tuple[EngineProfile, ...] = (
         cuda_graphs=False,
         chunked_loss=False,
         fused_activations=False,
+        fused_projections=False,
         sequence_parallel=False,
         **_TRAINING_NEVER,
     ),
@@ -665,6 +673,7 @@ PROFILES: tuple[EngineProfile, ...] = (
         cuda_graphs=False,
         chunked_loss=False,
         fused_activations=False,
+        fused_projections=False,
         sequence_parallel=False,
         **_TRAINING_NEVER,
     ),
@@ -680,6 +689,7 @@ PROFILES: tuple[EngineProfile, ...] = (
         cuda_graphs=False,
         chunked_loss=False,
         fused_activations=False,
+        fused_projections=False,
         sequence_parallel=False,
         **_TRAINING_NEVER,
     ),
@@ -695,6 +705,7 @@ PROFILES: tuple[EngineProfile, ...] = (
         cuda_graphs=False,
         chunked_loss=True,
         fused_activations=False,
+        fused_projections=False,
         sequence_parallel=False,
         **_TRAINING_NEVER,
     ),
