@@ -42,7 +42,7 @@ needs_poppler = pytest.mark.skipif(
     reason="poppler-utils (pdftotext, pdfinfo, pdffonts, pdftoppm) is not installed; `make test` installs it",
 )
 #: A row pinned to literal values (sample scenario, bundled catalog of 2026-11-29, speed constants
-#: refitted whole 2026-12-06).
+#: refitted whole 2026-12-06, LoRA's adapter kernels counted).
 H100_ROW = (
     "H100 SXM5 80 GB",
     "8 \u00d7 ddp (DP8\u00b7full)",
@@ -50,9 +50,9 @@ H100_ROW = (
     "32.7",
     "79.7",
     "+46.9",
-    "64,760",
-    "1.8\u20133.1 h",
-    "$27\u2013$169",
+    "59,039",
+    "2.0\u20133.4 h",
+    "$30\u2013$186",
     "$0.09",
     "yes",
     "yes",
