@@ -209,3 +209,24 @@ def test_over_provisioned_says_which_limit(lora):
         notes = [t for _k, t in candidate_detail(lora, c.key, TODAY) if t.startswith("Over-provisioned")]
         assert len(notes) == 1
         assert "of the memory is used" in notes[0] or "planning horizon of 90 days" in notes[0]
+
+
+def test_a_speed_on_an_unfitted_engine_says_so_wherever_it_is_shown(cats, lora, pretrain):
+    """The Hugging Face Trainer's efficiency is a prior no measured run was fitted to: the detail
+    panel (a caution), the CLI's text and the report say so in the same words; Megatron's, fitted
+    to published runs, says nothing of the kind."""
+    from gpuadvisor.core.presentation.text import render_estimate
+    from gpuadvisor.core.presentation.wording import speed_assumption
+
+    sentence = speed_assumption(lora)
+    assert lora.engine == "hf-trainer" and sentence is not None
+    assert sentence.startswith("Speed: Hugging Face Trainer / PEFT's efficiency is an assumption")
+    assert "within 10% of the estimate to several times slower" in sentence
+    detail = candidate_detail(lora, lora.recommended.key, TODAY)
+    assert ("caution", sentence) in detail
+    assert sentence in render_estimate(lora)
+    assert build_report(lora, load_gpu_catalog().meta, TODAY).engine_assumed
+    assert pretrain.engine == "megatron" and speed_assumption(pretrain) is None
+    assert not any(
+        "is an assumption" in t for _k, t in candidate_detail(pretrain, pretrain.recommended.key, TODAY)
+    )

@@ -30,7 +30,7 @@ from ..formatting import (
 from ..specs.constants import RANGE_LABEL
 from .prices import price_date, price_stale, rent_as
 from .serving_text import fleet_detail
-from .wording import host_phrase, prompt_phrase
+from .wording import host_phrase, prompt_phrase, speed_assumption
 
 #: Line kinds: a heading, plain text, a caution (amber) and a problem (red).
 TITLE, TEXT, CAUTION, PROBLEM = "title", "text", "caution", "problem"
@@ -223,6 +223,9 @@ def _job_lines(est: Estimate, c: Candidate) -> list[Line]:
             f"{fmt_usd_per_mtok(cost.usd_per_million_tokens)} per 1M tokens)"
         )
     out = [(TEXT, text + "."), *_limit_lines(est, cost)]
+    assumption = speed_assumption(est)
+    if assumption:
+        out.append((CAUTION, assumption))
     if p.time_to_first_token_s is not None:
         out.append(
             (

@@ -36,7 +36,7 @@ from .serving_text import (
     targets_phrase,
     traffic_phrase,
 )
-from .wording import point_to_changes, scenario_title, summary_line
+from .wording import point_to_changes, scenario_title, speed_assumption, summary_line
 
 
 def text_table(rows: list[list[str]], header: list[str], right: set[int]) -> str:
@@ -114,6 +114,9 @@ def render_estimate(est: Estimate, show_all: bool = False, warnings: bool = True
         lines += ["", *weights_table_lines(est)]
     lines += calibration_lines(est)
     lines.append(summary_line(est) + f" (engine profile: {est.engine})")
+    assumption = speed_assumption(est)
+    if assumption:
+        lines.append(assumption)
     where = rent_as(est)
     if where:
         lines.append(where)

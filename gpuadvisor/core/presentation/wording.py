@@ -876,3 +876,20 @@ def session_line(est: Estimate) -> str:
         f"needs {fmt_gib(closest.memory.device_total / 2**30)} GiB of {fmt_gib(closest.capacity_gib)} GiB"
     )
     return f"Does not fit {machine_name(est, closest)}: {why}." + fix
+
+
+def speed_assumption(est: Estimate) -> str | None:
+    """A sentence saying that the speed rests on an engine profile no measured run was fitted to
+    (its ``calibrated_on`` begins "assumed"), with what it rests on instead; None for a fitted
+    profile, and for an estimate without speeds."""
+    engine = est.speed_constants.engines.get(est.engine)
+    if engine is None or not engine.calibrated_on.lower().startswith("assumed"):
+        return None
+    if not any(c.performance is not None for c in est.candidates):
+        return None
+    basis = engine.calibrated_on.split(":", 1)[1].strip() if ":" in engine.calibrated_on else ""
+    return (
+        f"Speed: {engine.name}'s efficiency is an assumption, not fitted to measured runs"
+        + (f": {basis}" if basis else "")
+        + ". Its 80% range is borrowed from the engines that were."
+    )
