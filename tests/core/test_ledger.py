@@ -327,9 +327,10 @@ def test_the_ledger_s_rows_can_be_scored_by_the_model_now(ledger, every_row):
 #: carries the figure when it was set (remove the mark as soon as the target holds).
 LEDGER_TARGETS = {"memory": 10.0, "inference_speed": 20.0, "training_speed": 20.0, "serving": 20.0}
 LEDGER_MISSES = {
-    "memory": "16.4% over 200 rows on 2026-12-06 (the torchtitan rows of the first day, scored 116%, "
+    "memory": "18.0% over 217 rows on 2026-12-06 (the torchtitan rows of the first day, scored 116%, "
     "torchao's quantized generation 12-22% low, a B200 recipe whose memory says its setup differs, a "
-    "fine-tuning loop that frees its logits and keeps QLoRA's unquantized layers in fp32)",
+    "fine-tuning loop that frees its logits and keeps QLoRA's unquantized layers in fp32, the fp32 "
+    "logit copies of a 152K vocabulary)",
     "inference_speed": "28.5% over 41 rows on 2026-12-06 (torchao's gpt-fast generation, a compiled "
     "decoder with no engine profile, and llama.cpp's MMQ prompt speed before weight types)",
     "training_speed": "38.7% over 237 rows on 2026-12-06 (thin-batch FSDP, float8 gains and CPU offload "
@@ -347,7 +348,7 @@ def test_the_first_scores_meet_the_ledgers_median_targets(ledger, group):
     assert figures["n"] > 0 and figures["median_abs_pct"] <= LEDGER_TARGETS[group], figures
 
 
-@pytest.mark.xfail(strict=True, reason="49% of 772 memory and speed rows on 2026-12-06")
+@pytest.mark.xfail(strict=True, reason="48% of 789 memory and speed rows on 2026-12-06")
 def test_the_ranges_hold_three_quarters_of_the_ledgers_rows(ledger):
     groups = summary(ledger)["groups"]
     n = sum(groups[g]["n"] for g in LEDGER_TARGETS)
