@@ -46,7 +46,7 @@ from ..specs.constants import LlamaCppModel, SpeedConstants, kernel_family, ship
 from ..specs.engines import HOST_STEP_SPREAD_MS, HOST_STEP_SPREAD_SOURCE, EngineProfile, SpeedModel
 from ..specs.hardware import GpuSpec
 from ..specs.kernels import KernelFamily
-from ..specs.models import ModelSpec, resolve_lora_targets
+from ..specs.models import ModelSpec
 from ..specs.quant_types import is_gguf_type, matmul_kernel_shares
 from ..specs.workload import Workload, is_quantized_weights
 from .memory import MemoryModel
@@ -988,7 +988,7 @@ def lora_adapter_work(mm: MemoryModel, engine: EngineProfile | None = None) -> t
         return 0.0, 0.0
     m = mm.model
     shapes = m.linear_shapes()
-    adapted = list(resolve_lora_targets(m, w.lora_targets))
+    adapted = list(mm.targets)  # resolved once by the memory model
     if engine is not None and engine.fused_projections:
         for group in FUSED_PROJECTIONS:
             present = [t for t in group if t in adapted]

@@ -658,8 +658,7 @@ def _engine(est: Estimate) -> tuple[str, tuple[tuple[str, str], ...], str, bool]
             f"{DASH}{e.spread_low * 100:.0f}% / +{e.spread_high * 100:.0f}% on speed",
         )
     )
-    assumed = e.calibrated_on.lower().startswith("assumed")
-    return f"{e.name} ({e.id})", tuple(factors), e.calibrated_on, assumed
+    return f"{e.name} ({e.id})", tuple(factors), e.calibrated_on, e.assumed
 
 
 def _method(est: Estimate) -> list[str]:

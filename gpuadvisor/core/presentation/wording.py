@@ -883,7 +883,7 @@ def speed_assumption(est: Estimate) -> str | None:
     (its ``calibrated_on`` begins "assumed"), with what it rests on instead; None for a fitted
     profile, and for an estimate without speeds."""
     engine = est.speed_constants.engines.get(est.engine)
-    if engine is None or not engine.calibrated_on.lower().startswith("assumed"):
+    if engine is None or not engine.assumed:
         return None
     if not any(c.performance is not None for c in est.candidates):
         return None

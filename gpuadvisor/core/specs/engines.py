@@ -271,6 +271,12 @@ class EngineProfile:
         return 1.0 / time if time > 0 else 1.0
 
     @property
+    def assumed(self) -> bool:
+        """Whether its speed factors are an assumption no measured run was fitted to (its
+        ``calibrated_on`` says "assumed: ..." and what it rests on instead)."""
+        return self.calibrated_on.lower().startswith("assumed")
+
+    @property
     def spread(self) -> float:
         """The larger side of the range, as one relative figure."""
         return max(self.spread_low, self.spread_high)
