@@ -20,7 +20,7 @@ Usage: .venv/bin/python scripts/validate.py [--out-of-sample | --in-sample | --p
                            its rows predicted; per row and per source, the median |error| against issue 42's
                            20% target, and the same rows under the shipped constants (about a minute)
 --json:                    print only {"rows", "sources", "groups": {...}} for the chosen mode
---rows:                    also print every row's comparison
+--rows:                    also print every row's comparison (with --prospective --now: first score and now)
 --write:                   regenerate docs/validation.md (out of sample first, the ledger, in sample last)
 --include-prospective:     let the fits and leave-one-source-out read the ledger's sources too (by default
                            they read the baseline's and admitted sources only)
@@ -72,12 +72,14 @@ from gpuadvisor.validation.ledger import (  # noqa: E402
     load_ledger,
     pending_rows,
     pending_sources,
+    rescore,
     score_now,
     today,
 )
 from gpuadvisor.validation.ledger import summary as ledger_summary  # noqa: E402
 from gpuadvisor.validation.report import (  # noqa: E402
     markdown,
+    now_text,
     offload_summary,
     offload_text,
     prospective_text,
@@ -128,7 +130,7 @@ def main() -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     if args.prospective:
-        return _print_prospective(ledger, args.json, rows if args.now else None)
+        return _print_prospective(ledger, args.json, rows if args.now else None, args.rows)
     if args.score_new:
         return _score_new(rows, ledger, data_dir, args.dry_run)
     if args.retrospective:
@@ -188,23 +190,20 @@ def main() -> int:
     return 0
 
 
-def _print_prospective(ledger: Ledger | None, as_json: bool, rows: list[Row] | None) -> int:
-    """The ledger's first scores, or with ``rows`` (``--now``) its rows scored by the model now."""
+def _print_prospective(
+    ledger: Ledger | None, as_json: bool, rows: list[Row] | None, with_rows: bool = False
+) -> int:
+    """The ledger's first scores, or with ``rows`` (``--now``) its rows scored by the model now (per
+    source, and with ``with_rows`` (``--rows``) row by row)."""
     if ledger is None:
         print("error: the data folder has no ledger.jsonl", file=sys.stderr)
         return 2
     if rows is not None:
-        now = score_now(ledger, rows, Predictor(load_gpu_catalog(), load_model_catalog()))
+        predictor = Predictor(load_gpu_catalog(), load_model_catalog())
         if as_json:
-            print(json.dumps(now))
+            print(json.dumps(score_now(ledger, rows, predictor)))
         else:
-            first = ledger_summary(ledger)["groups"]
-            print("the ledger's rows, first score -> the model now (median abs. error, rows):")
-            for g, f in now["groups"].items():
-                if g != "bounds" and f["n"]:
-                    print(
-                        f"  {g:16s} {first[g]['median_abs_pct']:>7}% -> {f['median_abs_pct']:>7}%  ({f['n']})"
-                    )
+            print(now_text(rescore(ledger, rows, predictor), with_rows))
         return 0
     if as_json:
         print(json.dumps(ledger_summary(ledger)))

@@ -477,16 +477,56 @@ def load_diagnoses(data_dir: str | Path = DATA_DIR) -> dict[str, tuple[str, str]
 
 
 # --- the ledger's rows scored again --------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class Rescored:
+    """One ledger row: its source, its first score and the model's score of it now."""
+
+    source: str
+    first: ScoredRow
+    now: ScoredRow
+
+
+def rescore(ledger: Ledger, rows: Sequence[Row], predictor: Any) -> list[Rescored]:
+    """The ledger's first-scored rows beside the model's prediction of them now (shipped constants,
+    nothing refitted), in the ledger's order; rows no longer in the data are left out."""
+    by_id = {r.id: r for r in rows}
+    return [
+        Rescored(e.source, r, scored_row(predictor.compare(by_id[r.id], simulate=True)))
+        for e in ledger.scores
+        for r in e.rows
+        if r.id in by_id
+    ]
+
+
+def rescored_per_source(pairs: Sequence[Rescored]) -> list[tuple[str, str, int, float | None, float | None]]:
+    """Per source and group (ledger order; bounds left out): (source, group, rows, first-score
+    median |error| %, median now)."""
+    out = []
+    for source in dict.fromkeys(p.source for p in pairs):
+        mine = [p for p in pairs if p.source == source]
+        for g in GROUPS:
+            if g == "bounds":
+                continue
+            first = [p.first for p in mine if p.first.group == g]
+            if first:
+                now = [p.now for p in mine if p.now.group == g]
+                out.append(
+                    (
+                        source,
+                        g,
+                        len(first),
+                        group_figures(first)[g]["median_abs_pct"],
+                        group_figures(now)[g]["median_abs_pct"],
+                    )
+                )
+    return out
+
+
 def score_now(ledger: Ledger, rows: Sequence[Row], predictor: Any) -> dict[str, Any]:
     """The ledger's first-scored rows predicted by the model as it is now (shipped constants, nothing
     refitted), in the shape of :func:`summary`: how a model change fares on the sources scored before
     it (their first scores stay as written; this is never appended)."""
-    by_id = {r.id: r for r in rows}
-    now = [
-        scored_row(predictor.compare(by_id[r.id], simulate=True))
-        for r in ledger.scored_rows()
-        if r.id in by_id
-    ]
+    now = [p.now for p in rescore(ledger, rows, predictor)]
     return {
         "sources": len({e.source for e in ledger.scores}),
         "rows": len(now),

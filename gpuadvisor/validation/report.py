@@ -12,7 +12,14 @@ from typing import Any
 
 from .data import GROUPS, Row, Source, arrival_kind
 from .harness import SCORE_ONLY_SOURCES, Comparison, SplitFold, group_stats, per_source
-from .ledger import DIAGNOSIS_THRESHOLD_PCT, Ledger, worst_median
+from .ledger import (
+    DIAGNOSIS_THRESHOLD_PCT,
+    Ledger,
+    Rescored,
+    group_figures,
+    rescored_per_source,
+    worst_median,
+)
 from .ledger import per_source as ledger_per_source
 from .ledger import summary as ledger_summary
 
@@ -361,6 +368,32 @@ def prospective_text(ledger: Ledger) -> str:
         lines.append(
             f"    {sid:34s} {date} {commit[:10]} {n:3d} {n_un:3d}  {_pct(worst_median(figures)) or '-'}"
         )
+    return "\n".join(lines)
+
+
+def now_text(pairs: Sequence[Rescored], with_rows: bool = False) -> str:
+    """The ledger's rows scored by the model now, for the terminal (``--prospective --now``): per
+    group and per source, the first score's median |error| and the model's now; with ``with_rows``
+    every row's measured figure, first estimate and error, and today's."""
+    first = group_figures([p.first for p in pairs])
+    now = group_figures([p.now for p in pairs])
+    lines = ["the ledger's rows, first score -> the model now (median abs. error, rows):"]
+    for g, f in now.items():
+        if g != "bounds" and f["n"]:
+            lines.append(
+                f"  {g:16s} {first[g]['median_abs_pct']:>7}% -> {f['median_abs_pct']:>7}%  ({f['n']})"
+            )
+    lines += ["", "  per source and group (rows, first score -> now):"]
+    for source, g, n, was, is_ in rescored_per_source(pairs):
+        lines.append(f"    {source:34s} {g:16s} {n:4d}  {_pct(was) or '-':>7s} -> {_pct(is_) or '-':>7s}")
+    if with_rows:
+        lines += ["", "  rows (measured; first estimate, error; estimate now, error):"]
+        for p in pairs:
+            a, b = p.first, p.now
+            lines.append(
+                f"    {a.id:12s} {a.group:16s} {a.measured:>10.4g}  {_num(a.estimate) or '-':>10s} {_pct(a.error_pct) or '-':>8s}"
+                f"  {_num(b.estimate) or '-':>10s} {_pct(b.error_pct) or '-':>8s}"
+            )
     return "\n".join(lines)
 
 
