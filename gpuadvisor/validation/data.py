@@ -186,6 +186,9 @@ MEASUREMENT_COLUMNS = (
     # --sequence-parallel; yes/no), passed on as ``hardware.sequence_parallel``; empty: the stack's
     # default (:data:`SEQUENCE_PARALLEL_STACKS`).
     "sp",
+    # QLoRA rows: whether PEFT's prepare_model_for_kbit_training cast the base's 16-bit weights to
+    # fp32 (yes/no), passed on as ``workload.kbit_preparation``; empty: the engine's habit.
+    "kbit_preparation",
 )
 
 #: Weight types the scenario may not know yet, and the nearest type it knows (used only as a fallback).
@@ -452,6 +455,7 @@ def load_measurements(data_dir: str | Path = DATA_DIR, sources: dict[str, Source
             "double_quant",
             "cuda_graphs",
             "sp",
+            "kbit_preparation",
         ):
             if raw[col] not in ("", "yes", "no"):
                 raise ValidationDataError(f"{where}: {col} must be yes, no or empty")
@@ -677,6 +681,7 @@ def scenario_dict(
         "lora_dropout": "lora_dropout",
         "double_quant": "double_quant",
         "cuda_graphs": "cuda_graphs",
+        "kbit_preparation": "kbit_preparation",
     }
     for col, key in bool_keys.items():
         if f[col]:

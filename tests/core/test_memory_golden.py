@@ -22,6 +22,8 @@ Sources
   Dao et al. 2022, "FlashAttention" (no s x s score matrix is stored).
 """
 
+from dataclasses import replace
+
 import pytest
 
 from gpuadvisor.core.estimation.memory import MemoryModel
@@ -194,10 +196,59 @@ def test_nf4_double_quantization_bits_per_weight():
 
 
 def test_nf4_model_weights(llama2):
-    mm = MemoryModel(llama2, Workload(kind="qlora", weights="nf4"))
+    mm = MemoryModel(llama2, Workload(kind="qlora", weights="nf4", kbit_preparation=False))
     c = llama2.counts
     bits = (mm.breakdown().weights - (c.total - c.blocks) * 2) * 8 / c.blocks
     assert bits == pytest.approx(4.127, abs=0.001)
+
+
+# --- PEFT's k-bit preparation (QLoRA) ------------------------------------------------------------
+# peft/utils/other.py, prepare_model_for_kbit_training: "cast all non INT8 parameters to fp32" (every
+# fp16/bf16 parameter that is not a Params4bit); TRL's SFTTrainer and Axolotl call it on a 4-bit base.
+# The QLoRA paper's own qlora.py casts the embeddings, head and adapters back to bf16 afterwards.
+
+
+def _qlora(**kw):
+    return Workload(
+        kind="qlora", weights="nf4", batch_size=4, seq_len=4096, gradient_checkpointing=True, **kw
+    )
+
+
+def test_kbit_preparation_keeps_the_unquantized_weights_in_fp32(models):
+    mistral = models.get("mistral-7b")
+    c = mistral.counts
+    prepared = MemoryModel(mistral, _qlora(engine="hf-trainer")).breakdown()
+    plain = MemoryModel(mistral, _qlora(engine="hf-trainer", kbit_preparation=False)).breakdown()
+    assert prepared.weights - plain.weights == pytest.approx((c.total - c.blocks) * 2)  # 2 more bytes each
+    # The engine's habit: torchtune's QLoRA keeps its own dtypes, unless the workload says otherwise.
+    assert MemoryModel(mistral, _qlora(engine="torchtune")).breakdown().weights == plain.weights
+    forced = MemoryModel(mistral, _qlora(engine="torchtune", kbit_preparation=True)).breakdown()
+    assert forced.weights == prepared.weights
+    # LoRA on a 16-bit base is never prepared.
+    lora = Workload(kind="lora", weights="bf16", engine="hf-trainer", kbit_preparation=True)
+    assert (
+        MemoryModel(mistral, lora).breakdown()
+        == MemoryModel(mistral, replace(lora, kbit_preparation=False)).breakdown()
+    )
+
+
+@pytest.mark.parametrize("dropout", [False, True])
+def test_kbit_preparation_keeps_fp32_hidden_states_on_one_gpu_not_under_zero_or_fsdp(models, dropout):
+    """A checkpointed block keeps its input: 4 bytes an element after the preparation instead of 2,
+    on every layer. The block being recomputed adds its fp32 norm outputs: kept by LoRA's A (4 h
+    each, attention and MLP), or with dropout the fp32 copies of q, k, v, gate and up's inputs (2
+    more bytes an element each). ZeRO (DeepSpeed casts the module to bf16) and FSDP (its mixed
+    precision gathers bf16) compute in 16 bits."""
+    mistral = models.get("mistral-7b")
+    h, L, tokens = mistral.hidden_size, mistral.num_layers, 4 * 4096
+    prepared = MemoryModel(mistral, _qlora(engine="hf-trainer", lora_dropout=dropout))
+    plain = MemoryModel(mistral, _qlora(engine="hf-trainer", lora_dropout=dropout, kbit_preparation=False))
+    one_layer = 5 * 2 * h if dropout else 2 * 4 * h
+    expected = tokens * (L * 2 * h + one_layer)
+    assert prepared.breakdown().activations - plain.breakdown().activations == pytest.approx(expected)
+    assert prepared.breakdown(2, "ddp").activations > plain.breakdown(2, "ddp").activations
+    for sharded in ("zero1", "zero2", "zero3", "fsdp"):
+        assert prepared.breakdown(2, sharded).activations == plain.breakdown(2, sharded).activations
 
 
 # --- parallelism ---------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from dataclasses import replace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpuadvisor.core.estimation.memory import COMPONENTS, MemoryModel, applicable_parallelisms
+from gpuadvisor.core.estimation.memory import COMPONENTS, MemoryModel, applicable_parallelisms, kbit_prepared
 from gpuadvisor.core.specs.models import ModelSpec
 from gpuadvisor.core.specs.workload import KV_PRECISIONS, OPTIMIZERS, Workload
 
@@ -163,10 +163,15 @@ def test_memory_non_decreasing_in_parameters(model, workload, more_layers, more_
 def test_zero_stages_never_increase_memory(model, workload, n):
     mm = MemoryModel(model, workload)
     stages = [mm.breakdown(n, par) for par in ("ddp", "zero1", "zero2", "zero3")]
-    for before, after in zip(stages, stages[1:]):
+    for i, (before, after) in enumerate(zip(stages, stages[1:])):
         assert after.device_total <= before.device_total * (1 + 1e-12)
         assert after.model_states <= before.model_states * (1 + 1e-12) + 1e-6
-        assert after.activations == before.activations and after.kv_cache == before.kv_cache
+        assert after.kv_cache == before.kv_cache
+        if i == 0 and kbit_prepared(workload) and workload.activation_bytes < 4:
+            # DDP computes a k-bit prepared base as stored (fp32 hidden states); ZeRO's bf16 casts it.
+            assert after.activations <= before.activations
+        else:
+            assert after.activations == before.activations
     assert mm.breakdown(n, "fsdp") == stages[-1]
 
 

@@ -596,6 +596,26 @@ def test_round_trip_with_list_lora_targets_from_python(tmp_path):
     hash(scenario.workload)
 
 
+def test_kbit_preparation_is_written_only_when_stated_and_read_back(tmp_path):
+    """``workload.kbit_preparation`` (QLoRA: PEFT's prepare_model_for_kbit_training or not): left out
+    of the file while it is the engine's habit, so files without it stay as they were; stated, it
+    is kept; anything but true or false is refused in the user's words."""
+    habit = Scenario(model=ModelSource(preset="llama-2-7b"), workload=Workload(kind="qlora", weights="nf4"))
+    assert "kbit_preparation" not in scenario_to_dict(habit)["workload"]
+    stated = scenario_from_dict(
+        {**MINIMAL, "workload": {"kind": "qlora", "weights": "nf4", "kbit_preparation": False}}
+    )
+    assert stated.workload.kbit_preparation is False
+    path = tmp_path / "s.json"
+    save_scenario(stated, path)
+    assert load_scenario(path) == stated
+    assert json.loads(path.read_text())["workload"]["kbit_preparation"] is False
+    with pytest.raises(ScenarioError, match="workload.kbit_preparation.*true or false"):
+        scenario_from_dict(
+            {**MINIMAL, "workload": {"kind": "qlora", "weights": "nf4", "kbit_preparation": "yes"}}
+        )
+
+
 # --- measured runs saved with the scenario -------------------------------------------------------
 
 

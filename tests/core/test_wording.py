@@ -94,3 +94,25 @@ def test_a_combined_change_the_scenario_already_has_is_not_listed_twice(cats):
         (ch.candidate, ch.memory_per_gpu_gib, ch.job_hours, ch.cost_usd) for ch in est.advice if ch.fits
     ]
     assert len(outcomes) == len(set(outcomes))
+
+
+@pytest.mark.parametrize(
+    "engine, stated, said",
+    [
+        ("hf-trainer", None, True),
+        ("hf-trainer", False, False),
+        ("torchtune", None, False),
+        ("torchtune", True, True),
+    ],
+)
+def test_the_assumptions_say_when_a_qlora_base_is_taken_as_prepared_by_peft(cats, engine, stated, said):
+    """The report's, the window's and the CLI's table of assumptions says that a QLoRA estimate counts
+    PEFT's k-bit preparation (fp32 embeddings, head and norms, and so fp32 hidden states), and how to
+    say otherwise; an engine without that habit, or a workload that states false, is not told so."""
+    from gpuadvisor.core.presentation.wording import scenario_lines
+
+    workload = Workload(kind="qlora", weights="nf4", engine=engine, kbit_preparation=stated)
+    scenario = Scenario(model=ModelSource(preset="llama-3.1-8b"), workload=workload)
+    precision = dict(scenario_lines(estimate(scenario, *cats, gpu_ids=["rtx-4090"])))["Precision"]
+    assert ("k-bit preparation" in precision) is said
+    assert ("workload.kbit_preparation" in precision) is said

@@ -85,6 +85,17 @@ def activation_framework(workload: Workload) -> str:
     return "fused" if record_of(workload.engine, workload.kind).fused_activations else "eager"
 
 
+def kbit_prepared(workload: Workload) -> bool:
+    """Whether a QLoRA run's base went through PEFT's ``prepare_model_for_kbit_training`` (its
+    16-bit weights cast to fp32): the workload's ``kbit_preparation``, else the engine's habit
+    (:attr:`~gpuadvisor.core.specs.engines.EngineProfile.kbit_preparation`)."""
+    if workload.kind != "qlora":
+        return False
+    if workload.kbit_preparation is not None:
+        return workload.kbit_preparation
+    return record_of(workload.engine, workload.kind).kbit_preparation
+
+
 def expert_divisor(layout: Layout) -> float:
     """How many ways the routed experts are split beyond the ``TP`` that splits a dense block:
     ``EP x ETP / TP`` (MoE parallel folding), which is EP when the experts' TP is the layout's."""
@@ -92,6 +103,15 @@ def expert_divisor(layout: Layout) -> float:
         return layout.ep
     return layout.ep * layout.expert_tp / layout.tp
 
+
+#: The projections that read a norm's output, by the norm (the attention's and the MLP's).
+NORM_FED = {
+    "q_proj": "attention",
+    "k_proj": "attention",
+    "v_proj": "attention",
+    "gate_proj": "mlp",
+    "up_proj": "mlp",
+}
 
 _OPTIMIZER_STATE_BYTES = {"adamw": 8.0, "adamw_8bit": 2.0, "sgd": 4.0, "adafactor": 0.0}
 
@@ -253,6 +273,8 @@ class MemoryModel:
                 # (MXFP8 adds one 8-bit scale per 32 values).
                 block_bytes += 1.0 + (1.0 / 32 if w.compute_precision == "mxfp8" else 0.0)
             other_bytes = 2.0 if quantized else bytes_per_element(w.weights)
+            if kbit_prepared(w):
+                other_bytes = 4.0  # PEFT's k-bit preparation: the unquantized weights in fp32
             self.block_bytes_per_weight = block_bytes
             self.block_weight_bytes = counts.blocks * block_bytes
             self.embedding_bytes = counts.embedding * other_bytes
@@ -306,47 +328,17 @@ class MemoryModel:
     def _init_activations(self, shapes: dict[str, tuple[int, int]]) -> None:
         """Training activations per token and layer, and what expert parallelism shards."""
         m, w = self.model, self.workload
-        counts, h, a = m.counts, m.hidden_size, w.activation_bytes
-        d_q, d_kv, i, k_exp = m.q_dim, m.kv_dim, m.expert_intermediate_size, m.experts_per_token
-        # --- activations per token per layer (training) -----------------------------------
-        rms = m.norm == "rmsnorm"
-        dropout = m.position_embedding == "learned"  # GPT-2/BERT-era models train with dropout 0.1
-        keep_inputs = w.trains_base or w.kind == "qlora"
+        counts, a = m.counts, w.activation_bytes
         self.activation_framework = activation_framework(w)
-        if self.activation_framework == "fused":
-            # Megatron-Core + Transformer Engine: the norm is fused into the next linear, which keeps
-            # the norm input and its output (a h each); fused RoPE and flash attention keep q, k, v
-            # and the attention output; SwiGLU is one kernel that keeps the fc1 output (gate and up)
-            # and fc2 keeps its output.
-            per_token = m.norms_per_layer * 2 * a * h
-            replicated = per_token
-            per_token += a * (d_q + 2 * d_kv) + a * d_q
-            per_token += k_exp * ((3.0 if m.gated_mlp else 2.0) * a * i)
-        else:
-            # Eager PyTorch modules (Hugging Face, LitGPT, llm-foundry): an RMSNorm upcasts its input
-            # to fp32 (4h, kept by pow and mul); a trainable norm weight also keeps the normalized
-            # 16-bit tensor (a h); the next linear keeps the norm's output (a h).
-            norm_keep = 4.0 * h if rms and a < 4 else a * h
-            if w.trains_base:
-                norm_keep += a * h  # normalized output, for the norm weight's gradient
-            per_token = m.norms_per_layer * norm_keep
-            replicated = per_token
-            per_token += a * (d_q + 2 * d_kv) + a * d_q  # q, k, v (after RoPE) and the attention output
-            if keep_inputs:
-                per_token += a * h + a * d_q + a * h  # attention input, o_proj input (a copy), MLP input
-            mlp_gated = (4.0 if keep_inputs else 3.0) * a * i  # gate, SiLU output, up, product
-            mlp_plain = (2.0 if keep_inputs else 1.0) * a * i
-            per_token += k_exp * (mlp_gated if m.gated_mlp else mlp_plain)
-        if dropout:
-            per_token += 2 * h  # two residual dropout masks (1 byte each)
-            replicated += 2 * h
-        for target in self.targets:
-            fan_in = shapes[target][0]
-            copies = k_exp if target in ("gate_proj", "up_proj", "down_proj") else 1
-            extra = 0.0 if keep_inputs else a * fan_in  # frozen layers keep no input: LoRA's A needs it
-            if w.lora_dropout:
-                extra += (1.0 + a) * fan_in  # dropout mask and the dropped copy the adapter reads
-            per_token += copies * extra
+        per_token, replicated = self._per_token_layer(shapes, a)
+        # PEFT's k-bit preparation leaves the embeddings and norms in fp32, so the hidden states and
+        # the norms' outputs (the inputs of q, k, v, gate and up) are fp32 where the weights compute
+        # as stored (one GPU, DDP); under ZeRO or FSDP the run's mixed precision computes in 16 bits
+        # (DeepSpeed's bf16 mode casts the module, FSDP's param_dtype gathers it so) and the
+        # activations stay 16-bit (the figures above). The fp32 weights stay either way.
+        self.prepared_per_token_layer = (
+            self._per_token_layer(shapes, 4.0) if kbit_prepared(w) and a < 4 else None
+        )
         self.act_per_token_layer = per_token
         # Norm inputs/outputs and residual dropout masks: what tensor parallelism leaves whole on
         # every rank unless sequence parallelism splits it (Korthikanti et al. 2022, eq. 2 vs 3).
@@ -361,6 +353,60 @@ class MemoryModel:
             on_experts = lora_parameters(m, w.lora_rank, tuple(expert_targets)) if expert_targets else 0
             self.adapter_expert_share = on_experts / self.adapter_params
 
+    def _per_token_layer(self, shapes: dict[str, tuple[int, int]], f: float) -> tuple[float, float]:
+        """(bytes kept per token and layer, the part tensor parallelism leaves whole) with the hidden
+        states and the norms' outputs ``f`` bytes an element (16-bit, or fp32 after PEFT's k-bit
+        preparation)."""
+        m, w = self.model, self.workload
+        h, a = m.hidden_size, w.activation_bytes
+        d_q, d_kv, i, k_exp = m.q_dim, m.kv_dim, m.expert_intermediate_size, m.experts_per_token
+        rms = m.norm == "rmsnorm"
+        dropout = m.position_embedding == "learned"  # GPT-2/BERT-era models train with dropout 0.1
+        keep_inputs = w.trains_base or w.kind == "qlora"
+        if self.activation_framework == "fused":
+            # Megatron-Core + Transformer Engine: the norm is fused into the next linear, which keeps
+            # the norm input and its output (a h each); fused RoPE and flash attention keep q, k, v
+            # and the attention output; SwiGLU is one kernel that keeps the fc1 output (gate and up)
+            # and fc2 keeps its output.
+            per_token = m.norms_per_layer * 2 * a * h
+            replicated = per_token
+            per_token += a * (d_q + 2 * d_kv) + a * d_q
+            per_token += k_exp * ((3.0 if m.gated_mlp else 2.0) * a * i)
+        else:
+            # Eager PyTorch modules (Hugging Face, LitGPT, llm-foundry): an RMSNorm upcasts its input
+            # to fp32 (4h, kept by pow and mul); a trainable norm weight also keeps the normalized
+            # 16-bit tensor (a h); the next linear keeps the norm's output (a h).
+            norm_keep = 4.0 * h if rms and a < 4 else f * h
+            if w.trains_base:
+                norm_keep += a * h  # normalized output, for the norm weight's gradient
+            per_token = m.norms_per_layer * norm_keep
+            replicated = per_token
+            per_token += a * (d_q + 2 * d_kv) + a * d_q  # q, k, v (after RoPE) and the attention output
+            if keep_inputs:
+                per_token += a * h + a * d_q + a * h  # attention input, o_proj input (a copy), MLP input
+            mlp_gated = (4.0 if keep_inputs else 3.0) * a * i  # gate, SiLU output, up, product
+            mlp_plain = (2.0 if keep_inputs else 1.0) * a * i
+            per_token += k_exp * (mlp_gated if m.gated_mlp else mlp_plain)
+        if dropout:
+            per_token += 2 * h  # two residual dropout masks (1 byte each)
+            replicated += 2 * h
+        fp32_inputs: set[str] = set()  # the fp32 norm outputs an adapter keeps (each counted once)
+        for target in self.targets:
+            fan_in = shapes[target][0]
+            copies = k_exp if target in ("gate_proj", "up_proj", "down_proj") else 1
+            # The input's bytes an adapter reads: fp32 after a prepared base's norms (q, k, v, gate
+            # and up read a norm's output; the 4-bit matmul keeps its own 16-bit copy of it).
+            from_norm = f > a and target in NORM_FED
+            width = f if from_norm else a
+            extra = 0.0 if keep_inputs else a * fan_in  # frozen layers keep no input: LoRA's A needs it
+            if w.lora_dropout:
+                extra += (1.0 + width) * fan_in  # dropout mask and the dropped copy the adapter reads
+            elif from_norm and NORM_FED[target] not in fp32_inputs:
+                fp32_inputs.add(NORM_FED[target])
+                extra += f * fan_in  # LoRA's A keeps the fp32 norm output itself
+            per_token += copies * extra
+        return per_token, replicated
+
     def _init_inference(self) -> None:
         """Attention scores, the loss's logits, the KV cache per token and the inference transients."""
         m, w = self.model, self.workload
@@ -372,6 +418,8 @@ class MemoryModel:
         # Eager attention keeps the softmax: fp32 output plus the 16-bit copy (and dropout mask/output).
         score_bytes = (4.0 + (a if a < 4 else 0.0)) + ((1.0 + a) if dropout else 0.0)
         self.score_bytes = 0.0 if w.flash_attention else score_bytes * m.num_attention_heads
+        # A checkpointed block keeps its input, the hidden state (fp32 after PEFT's k-bit preparation
+        # where the weights compute as stored: see ``prepared_per_token_layer``).
         self.checkpoint_per_token_layer = a * h
         # Per-operator selective checkpointing (recompute.py): the block input, every other matmul
         # output and the attention output.
@@ -627,12 +675,17 @@ class MemoryModel:
         tokens = b * s / cp  # context parallelism splits every sequence
         per_tok = self.act_per_token_layer
         rep = self.act_replicated_per_token_layer
+        ckpt = self.checkpoint_per_token_layer
+        if self.prepared_per_token_layer is not None and layout.sharding not in OPTIMIZER_SHARDINGS:
+            # PEFT's k-bit preparation, the weights computing as stored: fp32 hidden states.
+            per_tok, rep = self.prepared_per_token_layer
+            ckpt = 4.0 * self.model.hidden_size
         if layout.sequence_parallel or t == 1:
             layer_tok = per_tok / t
-            ckpt_tok = self.checkpoint_per_token_layer / t
+            ckpt_tok = ckpt / t
         else:
             layer_tok = rep + (per_tok - rep) / t
-            ckpt_tok = self.checkpoint_per_token_layer
+            ckpt_tok = ckpt
         score_tok = self.score_bytes * s / t  # attention heads split over TP
         rec = layout.recompute
         if rec == "none":

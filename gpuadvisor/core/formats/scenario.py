@@ -418,6 +418,8 @@ def scenario_to_dict(scenario: Scenario) -> dict[str, Any]:
         workload.pop("speculative", None)
     else:
         workload["speculative"] = scenario.workload.speculative.to_dict()
+    if scenario.workload.kbit_preparation is None:  # the engine's habit: left out likewise
+        workload.pop("kbit_preparation", None)
     if isinstance(workload.get("lora_targets"), tuple):
         workload["lora_targets"] = list(workload["lora_targets"])
     out = {

@@ -11,6 +11,7 @@ import math
 from collections.abc import Iterable
 
 from ..estimation.estimate import CHANGES_POINTER
+from ..estimation.memory import kbit_prepared
 from ..estimation.recommendation import LIKELY, SAME_COST, SURE, tier
 from ..estimation.results import Candidate, Estimate
 from ..formatting import (
@@ -189,6 +190,11 @@ def _precision_value(est: Estimate) -> str:
     if not w.is_training:
         return f"weights {w.weights}, KV cache {w.kv_precision}"
     prec = f"weights {w.weights}, activations {'fp32' if w.weights == 'fp32' else '16-bit'}"
+    if kbit_prepared(w) and w.weights != "fp32":
+        prec += (
+            "; embeddings, head and norms in fp32 and so the hidden states on one GPU or DDP (PEFT's "
+            "k-bit preparation; set workload.kbit_preparation to false for a script that keeps them 16-bit)"
+        )
     opt = OPTIMIZER_WORDS.get(w.optimizer, w.optimizer)
     if w.trains_base and w.master_weights and w.weights in ("bf16", "fp16", "fp8"):
         opt += " with an fp32 master copy"

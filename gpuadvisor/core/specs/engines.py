@@ -228,6 +228,11 @@ class EngineProfile:
     #: (NeMo's ``target_modules`` linear_qkv, linear_proj, linear_fc1, linear_fc2) where Hugging
     #: Face models have seven.
     fused_projections: bool
+    #: Its QLoRA runs through PEFT's ``prepare_model_for_kbit_training`` (as TRL's ``SFTTrainer`` and
+    #: Axolotl call it on a 4-bit base): every weight left in 16 bits (embeddings, head, norms) is
+    #: cast to fp32, so the hidden states between the blocks, the norms' outputs and the adapters'
+    #: inputs are fp32 too. ``workload.kbit_preparation`` overrides it for one run.
+    kbit_preparation: bool
     #: It runs sequence parallelism with tensor parallelism by default (Megatron).
     sequence_parallel: bool
 
@@ -297,6 +302,7 @@ _INFERENCE_NEVER: dict[str, Any] = dict(
     chunked_loss=False,
     fused_activations=False,
     fused_projections=False,
+    kbit_preparation=False,
     sequence_parallel=False,
 )
 """Training-only fields as an inference record states them (no inference estimate reads them)."""
@@ -648,6 +654,7 @@ PROFILES: tuple[EngineProfile, ...] = (
         chunked_loss=False,
         fused_activations=True,
         fused_projections=True,
+        kbit_preparation=False,
         sequence_parallel=True,
         **_TRAINING_NEVER,
     ),
@@ -664,6 +671,7 @@ PROFILES: tuple[EngineProfile, ...] = (
         chunked_loss=False,
         fused_activations=False,
         fused_projections=False,
+        kbit_preparation=False,
         sequence_parallel=False,
         **_TRAINING_NEVER,
     ),
@@ -680,6 +688,7 @@ PROFILES: tuple[EngineProfile, ...] = (
         chunked_loss=False,
         fused_activations=False,
         fused_projections=False,
+        kbit_preparation=False,
         sequence_parallel=False,
         **_TRAINING_NEVER,
     ),
@@ -696,6 +705,7 @@ PROFILES: tuple[EngineProfile, ...] = (
         chunked_loss=False,
         fused_activations=False,
         fused_projections=False,
+        kbit_preparation=True,
         sequence_parallel=False,
         **_TRAINING_NEVER,
     ),
@@ -712,6 +722,7 @@ PROFILES: tuple[EngineProfile, ...] = (
         chunked_loss=True,
         fused_activations=False,
         fused_projections=False,
+        kbit_preparation=False,
         sequence_parallel=False,
         **_TRAINING_NEVER,
     ),

@@ -246,6 +246,9 @@ class Workload:
     lora_dropout: bool = True
     master_weights: bool = True
     double_quant: bool = True
+    #: QLoRA: whether PEFT's ``prepare_model_for_kbit_training`` cast the base's 16-bit weights to
+    #: fp32 (None: the engine's habit, ``EngineProfile.kbit_preparation``).
+    kbit_preparation: bool | None = None
     engine: str | None = None
     quantization: str | None = None
     optimizer_state_dtype: str = "fp32"
@@ -299,8 +302,9 @@ class Workload:
         self._check_layout_keys()
         self._check_weights_for_kind()
         _choice("workload.optimizer_state_dtype", self.optimizer_state_dtype, OPTIMIZER_STATE_DTYPES)
-        if self.cuda_graphs is not None and not isinstance(self.cuda_graphs, bool):
-            raise InputError("workload.cuda_graphs", "must be true or false", self.cuda_graphs)
+        for name in ("cuda_graphs", "kbit_preparation"):
+            if getattr(self, name) is not None and not isinstance(getattr(self, name), bool):
+                raise InputError(f"workload.{name}", "must be true or false", getattr(self, name))
         self._check_quantization()
 
     def _check_lora_targets(self) -> None:
