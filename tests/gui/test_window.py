@@ -424,3 +424,36 @@ def test_the_window_opens_on_the_recommended_setup_not_the_cheapest(window, tmp_
     assert rec is not None and est.ranking[0].key != rec.key  # the cheapest misses the deadline
     assert w.state.selected == rec.key == est.lead.key
     assert rec.gpu.name in w.summary.text() and rec.gpu.name in w.detail.toPlainText()
+
+
+def test_qlora_k_bit_preparation_is_chosen_on_the_workload_page_and_moves_the_memory(window, qtbot, tmp_path):
+    """QLoRA shows its k-bit preparation row (only QLoRA does); the engine's habit by default, and
+    "No" writes ``workload.kbit_preparation: false``: a one-GPU setup then needs less memory (16-bit
+    hidden states and embeddings), the choice survives a save, and a file that states it opens
+    with it chosen."""
+    w = window
+    page = w.workload_page
+    show_tab(qtbot, w.page_tabs, 0)
+    assert not page.form_train.isRowVisible(page.kbit_preparation)
+    choose(qtbot, page.kind, "qlora")
+    settle(w)
+    assert page.form_train.isRowVisible(page.kbit_preparation)
+    assert w.state.scenario.workload.kbit_preparation is None
+
+    def need(gpu_id):
+        return w.state.estimate.best_per_gpu()[gpu_id].memory.device_total
+
+    prepared = need("h100-sxm")
+    choose(qtbot, page.kbit_preparation, False)
+    settle(w)
+    assert w.state.scenario.workload.kbit_preparation is False
+    assert need("h100-sxm") < prepared
+    out = tmp_path / "qlora.json"
+    assert w._save_to(out)
+    assert load_scenario(out).workload.kbit_preparation is False
+
+    choose(qtbot, page.kind, "lora")
+    settle(w)
+    assert not page.form_train.isRowVisible(page.kbit_preparation)
+    assert w.open_path(str(out))
+    assert page.kbit_preparation.currentData() is False

@@ -192,9 +192,9 @@ def _precision_value(est: Estimate) -> str:
     prec = f"weights {w.weights}, activations {'fp32' if w.weights == 'fp32' else '16-bit'}"
     if kbit_prepared(w) and w.weights != "fp32":
         prec = (
-            f"weights {w.weights}; embeddings, head and norms in fp32 (PEFT's k-bit preparation: set "
-            "workload.kbit_preparation to false for a script that keeps them 16-bit), so on one GPU or "
-            "DDP the hidden states are fp32 and the other activations 16-bit"
+            f"weights {w.weights}; embeddings, head and norms in fp32 (PEFT's k-bit preparation; for a "
+            "script that keeps them 16-bit choose No under k-bit preparation, workload.kbit_preparation "
+            "false), so on one GPU or DDP the hidden states are fp32 and the other activations 16-bit"
         )
     opt = OPTIMIZER_WORDS.get(w.optimizer, w.optimizer)
     if w.trains_base and w.master_weights and w.weights in ("bf16", "fp16", "fp8"):

@@ -73,6 +73,12 @@ RECOMPUTE = [
     (Recompute.OP, "Per operator (every other matmul)"),
     (Recompute.FULL, "Full (every layer)"),
 ]
+#: QLoRA: whether PEFT's k-bit preparation cast the base's 16-bit weights to fp32 (``workload.kbit_preparation``).
+KBIT_PREPARATION = [
+    (None, "As the engine does"),
+    (True, "Yes: fp32 embeddings, head and norms"),
+    (False, "No: kept in 16 bits"),
+]
 OFFLOAD = [
     (OffloadTarget.NONE, "On the GPU"),
     (OffloadTarget.CPU, "Host RAM (CPU)"),
@@ -222,6 +228,13 @@ class WorkloadPage(QWidget):
             TARGETS + [("custom", "Custom…")],
             "Which projections get adapters. All linear layers matches full fine-tuning best (QLoRA paper).",
         )
+        self.kbit_preparation = _combo(
+            KBIT_PREPARATION,
+            "QLoRA: PEFT's prepare_model_for_kbit_training (called by TRL's SFTTrainer and Axolotl) casts "
+            "the weights left in 16 bits (embeddings, head, norms) to fp32, which makes the hidden states "
+            "fp32 on one GPU or DDP. The Hugging Face Trainer profile assumes it; the QLoRA paper's "
+            "qlora.py casts them back to 16 bits.",
+        )
         self.custom_targets = QLineEdit()
         self.custom_targets.setPlaceholderText("q_proj, v_proj, up_proj")
         self.custom_targets.setToolTip("Comma-separated module names, as in PEFT's target_modules.")
@@ -345,6 +358,7 @@ class WorkloadPage(QWidget):
         self.form_train.addRow("LoRA rank", self.lora_rank)
         self.form_train.addRow("LoRA targets", self.lora_targets)
         self.form_train.addRow("Custom targets", self.custom_targets)
+        self.form_train.addRow("k-bit preparation", self.kbit_preparation)
         self.train_box = QGroupBox("Training and attention")
         self.train_box.setLayout(self.form_train)
 
@@ -415,6 +429,7 @@ class WorkloadPage(QWidget):
             self.engine,
             self.optimizer,
             self.lora_targets,
+            self.kbit_preparation,
             self.gpu,
             self.count,
             self.parallelism,
@@ -471,6 +486,7 @@ class WorkloadPage(QWidget):
             self.checkpointing.setChecked(w.gradient_checkpointing)
             self.flash.setChecked(w.flash_attention)
             self.lora_rank.set_value(w.lora_rank)
+            _select(self.kbit_preparation, w.kbit_preparation)
             targets = w.lora_targets if isinstance(w.lora_targets, str) else ",".join(w.lora_targets)
             if self.lora_targets.findData(targets) >= 0:
                 _select(self.lora_targets, targets)
@@ -622,7 +638,7 @@ class WorkloadPage(QWidget):
         self.count.setItemText(
             0, "The GPUs you have (1)" if self._local_choice() else "Let the advisor choose (1, 2, 4, 8)"
         )
-        state = (training, adapters, self.lora_targets.currentData() == "custom", serving, one_gpu)
+        state = (training, kind, self.lora_targets.currentData() == "custom", serving, one_gpu)
         if state == getattr(self, "_visibility", None):
             return  # showing rows, even unchanged ones, re-lays out and repaints the whole page
         self._visibility = state
@@ -654,6 +670,7 @@ class WorkloadPage(QWidget):
             (self.lora_rank, adapters),
             (self.lora_targets, adapters),
             (self.custom_targets, adapters and self.lora_targets.currentData() == "custom"),
+            (self.kbit_preparation, kind == "qlora"),
         ):
             self.form_train.setRowVisible(row, show)
         self.layout_box.setVisible(training)
@@ -783,6 +800,9 @@ class WorkloadPage(QWidget):
             flash_attention=self.flash.isChecked(),
             lora_rank=int(_read(self.lora_rank, "LoRA rank") or 1),
             lora_targets=targets,
+            kbit_preparation=self.kbit_preparation.currentData()
+            if kind == "qlora"
+            else base.kbit_preparation,
             serving=serving,
             speculative=speculative,
             prompt_tokens_p90=tails[0],
