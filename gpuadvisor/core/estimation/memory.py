@@ -336,9 +336,7 @@ class MemoryModel:
         # as stored (one GPU, DDP); under ZeRO or FSDP the run's mixed precision computes in 16 bits
         # (DeepSpeed's bf16 mode casts the module, FSDP's param_dtype gathers it so) and the
         # activations stay 16-bit (the figures above). The fp32 weights stay either way.
-        self.prepared_per_token_layer = (
-            self._per_token_layer(shapes, 4.0) if kbit_prepared(w) and a < 4 else None
-        )
+        self.prepared_per_token_layer = self._per_token_layer(shapes, 4.0) if kbit_prepared(w) else None
         self.act_per_token_layer = per_token
         # Norm inputs/outputs and residual dropout masks: what tensor parallelism leaves whole on
         # every rank unless sequence parallelism splits it (Korthikanti et al. 2022, eq. 2 vs 3).

@@ -189,13 +189,14 @@ def _precision_value(est: Estimate) -> str:
     w = est.scenario.workload
     if not w.is_training:
         return f"weights {w.weights}, KV cache {w.kv_precision}"
-    prec = f"weights {w.weights}, activations {'fp32' if w.weights == 'fp32' else '16-bit'}"
-    if kbit_prepared(w) and w.weights != "fp32":
+    if kbit_prepared(w):  # a QLoRA base: quantized weights, 16-bit activations otherwise
         prec = (
             f"weights {w.weights}; embeddings, head and norms in fp32 (PEFT's k-bit preparation; for a "
             "script that keeps them 16-bit choose No under k-bit preparation, workload.kbit_preparation "
             "false), so on one GPU or DDP the hidden states are fp32 and the other activations 16-bit"
         )
+    else:
+        prec = f"weights {w.weights}, activations {'fp32' if w.weights == 'fp32' else '16-bit'}"
     opt = OPTIMIZER_WORDS.get(w.optimizer, w.optimizer)
     if w.trains_base and w.master_weights and w.weights in ("bf16", "fp16", "fp8"):
         opt += " with an fp32 master copy"
