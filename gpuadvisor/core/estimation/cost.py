@@ -108,6 +108,10 @@ class CostEstimate(NamedTuple):
         }
 
 
+#: The words of :func:`limit_status`, in its order (an enum iterated once, not per setup).
+_TARGET_WORDS, _HORIZON_WORDS, _BUDGET_WORDS = tuple(TargetStatus), tuple(HorizonStatus), tuple(BudgetStatus)
+
+
 def job_tokens(workload: Workload) -> float:
     """Tokens the job processes: trained tokens, or output tokens served."""
     if workload.is_training:
@@ -186,13 +190,13 @@ def job_cost(
         )
         per_million = cost.expected / tokens * 1e6
         per_hour = prices.expected * gpu_count
-    deadline = limit_status(hours, budget.deadline_hours, tuple(TargetStatus))
+    deadline = limit_status(hours, budget.deadline_hours, _TARGET_WORDS)
     horizon = budget.horizon_hours if workload.serving is None else None  # a service runs on, not to an end
-    beyond = limit_status(hours, horizon, tuple(HorizonStatus))
+    beyond = limit_status(hours, horizon, _HORIZON_WORDS)
     within = budget_st = None
     if budget.max_total_usd is not None or budget.max_usd_per_hour is not None:
         if cost is not None and per_hour is not None:
-            total = limit_status(cost, budget.max_total_usd, tuple(BudgetStatus))
+            total = limit_status(cost, budget.max_total_usd, _BUDGET_WORDS)
             hourly = (
                 None
                 if budget.max_usd_per_hour is None

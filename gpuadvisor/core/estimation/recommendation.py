@@ -47,6 +47,7 @@ from .results import Candidate, Decision
 
 #: Simpler ways to split the work win ties (same cost and time): no sharding before sharding.
 PARALLELISM_ORDER = ("none", "ddp", "zero1", "zero2", "fsdp", "zero3", "tensor", "pipeline")
+_PARALLELISM_RANK = {p: i for i, p in enumerate(PARALLELISM_ORDER)}
 
 #: Expected costs within this share of the cheapest are the same cost: the faster setup wins.
 SAME_COST = 0.01
@@ -106,11 +107,7 @@ def serving_tier(c: Candidate) -> float:
 def sort_key(c: Candidate) -> tuple[object, ...]:
     """Order within and across GPU types (smaller is better)."""
     t = tier(c)
-    par = (
-        PARALLELISM_ORDER.index(c.parallelism)
-        if c.parallelism in PARALLELISM_ORDER
-        else len(PARALLELISM_ORDER)
-    )
+    par = _PARALLELISM_RANK.get(c.parallelism, len(PARALLELISM_ORDER))
     if t == NO_FIT:
         return (t, c.utilization, c.gpu_count, par, c.gpu.name)
     if c.serving is not None:
@@ -149,16 +146,20 @@ def _hours(c: Candidate) -> float:
     return c.cost.job_hours.expected if c.cost is not None else math.inf
 
 
-def _same_cost_fastest(first: Candidate, others: Iterable[Candidate]) -> Candidate:
+def _same_cost_fastest(
+    first: tuple[tuple[object, ...], Candidate], others: Iterable[tuple[tuple[object, ...], Candidate]]
+) -> tuple[tuple[object, ...], Candidate]:
     """``first`` (the first by :func:`sort_key`), or the fastest setup of its tier whose expected
-    cost is within :data:`SAME_COST` of it (ties: the order of :func:`sort_key`)."""
-    t = tier(first)
-    usd = _usd(first)
+    cost is within :data:`SAME_COST` of it (ties: the order of :func:`sort_key`). Each candidate
+    comes with its :func:`sort_key`, whose first item is its tier, so neither is computed twice."""
+    key, c = first
+    t = key[0]
+    usd = _usd(c)
     if t not in (SURE, LIKELY) or not math.isfinite(usd):
         return first
     limit = usd * (1 + SAME_COST)
-    same = [c for c in others if tier(c) == t and _usd(c) <= limit]
-    return min([first, *same], key=lambda c: (_hours(c), sort_key(c)))
+    same = [kc for kc in others if kc[0][0] == t and _usd(kc[1]) <= limit]
+    return min([first, *same], key=lambda kc: (_hours(kc[1]), kc[0]))
 
 
 def ordered(cands: Iterable[Candidate]) -> list[Candidate]:
@@ -182,18 +183,23 @@ def ordered(cands: Iterable[Candidate]) -> list[Candidate]:
     return out
 
 
+def _key_of(kc: tuple[tuple[object, ...], Candidate]) -> tuple[object, ...]:
+    return kc[0]
+
+
 def decide(candidates: Iterable[Candidate]) -> Decision:
     """The decision over ``candidates`` (all setups of every GPU type compared)."""
-    by_gpu: dict[str, list[Candidate]] = {}
+    # Each candidate's sort key once (hundreds of setups per keystroke), its tier the key's first item.
+    by_gpu: dict[str, list[tuple[tuple[object, ...], Candidate]]] = {}
     for c in candidates:
-        by_gpu.setdefault(c.gpu.id, []).append(c)
+        by_gpu.setdefault(c.gpu.id, []).append((sort_key(c), c))
     best = []
-    cheapest: Candidate | None = None
+    cheapest: tuple[tuple[object, ...], Candidate] | None = None
     for group in by_gpu.values():
-        first = min(group, key=sort_key)
-        best.append(_same_cost_fastest(first, group))
-        if cheapest is None or sort_key(first) < sort_key(cheapest):
-            cheapest = first
+        lead = min(group, key=_key_of)
+        best.append(_same_cost_fastest(lead, group)[1])
+        if cheapest is None or lead[0] < cheapest[0]:
+            cheapest = lead
     order = ordered(best)
     keys = tuple(c.key for c in order)
     if not order or tier(order[0]) == NO_FIT:
@@ -203,10 +209,10 @@ def decide(candidates: Iterable[Candidate]) -> Decision:
         return Decision(None, None, keys, DecisionStatus.LIMITS_MISSED)
     runner = next((c for c in order[1:] if tier(c) in (SURE, LIKELY)), None)
     same = (
-        cheapest.key
+        cheapest[1].key
         if cheapest is not None
-        and cheapest.key != first.key
-        and _usd(first) <= _usd(cheapest) * (1 + SAME_COST)
+        and cheapest[1].key != first.key
+        and _usd(first) <= _usd(cheapest[1]) * (1 + SAME_COST)
         else None
     )
     return Decision(
