@@ -251,6 +251,40 @@ def test_kbit_preparation_keeps_fp32_hidden_states_on_one_gpu_not_under_zero_or_
         assert prepared.breakdown(2, sharded).activations == plain.breakdown(2, sharded).activations
 
 
+def test_a_frozen_fp8_base_keeps_its_fp8_data_only(models):
+    """LoRA on a base held in FP8 (NeMo's fp8_params): one byte a block weight, as a quantized base,
+    where training the base in FP8 keeps its 16-bit weights and their cached FP8 copy (3 bytes)."""
+    llama = models.get("llama-2-70b")
+    blocks = llama.counts.blocks
+    lora = MemoryModel(llama, Workload(kind="lora", weights="fp8", engine="megatron"))
+    bf16 = MemoryModel(llama, Workload(kind="lora", weights="bf16", engine="megatron"))
+    full = MemoryModel(llama, Workload(kind="full_finetune", weights="fp8", engine="megatron"))
+    assert bf16.breakdown().weights - lora.breakdown().weights == pytest.approx(blocks * 1.0)
+    assert full.breakdown().weights - lora.breakdown().weights == pytest.approx(blocks * 2.0)
+
+
+@pytest.mark.parametrize("dropout", [False, True])
+def test_a_fused_frozen_base_keeps_no_gemm_input_for_weight_gradients(models, dropout):
+    """Megatron-Core with Transformer Engine saves a linear's input only for its weight gradient
+    (``backward_needs_input = weight.requires_grad``); LayerNormLinear and LayerNormMLP free the norm
+    output and fc2's input of frozen weights. Per token and layer, a LoRA base on q, k, v and o
+    keeps: each norm's input (a h, two norms), q, k, v and the attention output, fc1's output (gate
+    and up, 2 a i), and what the adapters read, each tensor once: the attention norm's output (a h)
+    for q, k and v; o reads the attention output the attention keeps. Each adapter's dropout adds
+    its mask and dropped copy ((1 + a) fan-in). Full fine-tuning keeps the norm outputs and fc2's
+    input as well (2 a h + a i more)."""
+    llama = models.get("llama-2-70b")
+    h, i, d_q, d_kv, a = llama.hidden_size, llama.intermediate_size, llama.q_dim, llama.kv_dim, 2.0
+    targets = ("q_proj", "k_proj", "v_proj", "o_proj")
+    lora = Workload(kind="lora", engine="megatron", lora_targets=targets, lora_dropout=dropout)
+    frozen = MemoryModel(llama, lora).act_per_token_layer
+    base = 2 * a * h + a * (d_q + 2 * d_kv) + a * d_q + 2 * a * i
+    adapters = a * h + ((1 + a) * (3 * h + d_q) if dropout else 0.0)
+    assert frozen == pytest.approx(base + adapters)
+    full = MemoryModel(llama, Workload(kind="full_finetune", engine="megatron")).act_per_token_layer
+    assert full == pytest.approx(base + 2 * a * h + a * i)
+
+
 # --- parallelism ---------------------------------------------------------------------------------
 
 

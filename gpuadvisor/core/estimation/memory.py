@@ -113,6 +113,18 @@ NORM_FED = {
     "up_proj": "mlp",
 }
 
+#: What a LoRA adapter reads in a fused (Megatron-Core) block, by its projection: adapters reading
+#: the same tensor keep it once.
+FUSED_ADAPTER_INPUT = {
+    "q_proj": "attention_norm",
+    "k_proj": "attention_norm",
+    "v_proj": "attention_norm",
+    "o_proj": "attention_output",
+    "gate_proj": "mlp_norm",
+    "up_proj": "mlp_norm",
+    "down_proj": "mlp_activation",
+}
+
 _OPTIMIZER_STATE_BYTES = {"adamw": 8.0, "adamw_8bit": 2.0, "sgd": 4.0, "adafactor": 0.0}
 
 
@@ -266,8 +278,15 @@ class MemoryModel:
             self.block_bytes_per_weight = self.block_weight_bytes / max(counts.blocks, 1)
         else:
             block_bytes = weight_bytes_per_param(w.weights, h, w.double_quant, w.quantization_family)
-            if w.weights == "fp8" and w.is_training:
+            if w.weights == "fp8" and w.is_training and w.trains_base:
                 block_bytes = 3.0  # bf16 weights plus the cached fp8 copy (Transformer Engine)
+            elif w.weights == "fp8" and w.is_training:
+                # A frozen base held in FP8 (NeMo's fp8_params, Transformer Engine's fp8_model_init):
+                # its FP8 data alone, as a quantized base is. On Hopper and Ada, Transformer Engine
+                # also keeps a transposed FP8 copy for the backward's data-gradient GEMM, which
+                # Blackwell's non-TN FP8 GEMMs do not need (tensor/storage/float8_tensor_storage.py,
+                # commit d0067d0): like the FP8 cache below, the figure leaves that byte out.
+                block_bytes = 1.0
             elif w.is_training and w.compute_precision in ("fp8", "mxfp8") and not quantized:
                 # FP8 GEMMs on 16-bit weights: Transformer Engine caches the fp8 copy of each weight
                 # (MXFP8 adds one 8-bit scale per 32 values).
@@ -361,15 +380,24 @@ class MemoryModel:
         rms = m.norm == "rmsnorm"
         dropout = m.position_embedding == "learned"  # GPT-2/BERT-era models train with dropout 0.1
         keep_inputs = w.trains_base or w.kind == "qlora"
-        if self.activation_framework == "fused":
+        fused = self.activation_framework == "fused"
+        if fused:
             # Megatron-Core + Transformer Engine: the norm is fused into the next linear, which keeps
-            # the norm input and its output (a h each); fused RoPE and flash attention keep q, k, v
-            # and the attention output; SwiGLU is one kernel that keeps the fc1 output (gate and up)
-            # and fc2 keeps its output.
-            per_token = m.norms_per_layer * 2 * a * h
+            # the norm input (a h, for the norm's backward) and, when its weight trains, its output
+            # (a h, the input of the weight's gradient); fused RoPE and flash attention keep q, k, v
+            # and the attention output; the activation function keeps fc1's output (gate and up, or
+            # GELU's input) and fc2 keeps its input when its weight trains. A frozen base keeps no
+            # GEMM input for a weight gradient: Transformer Engine saves a linear's input only when
+            # ``weight.requires_grad``, and LayerNormLinear / LayerNormMLP free the norm output and
+            # the activation output of frozen weights (module/linear.py ``backward_needs_input``,
+            # layernorm_linear.py and layernorm_mlp.py, commit d0067d0). LoRA's adapters keep what
+            # they read (below).
+            norm_keep = 2 * a * h if keep_inputs else a * h
+            per_token = m.norms_per_layer * norm_keep
             replicated = per_token
             per_token += a * (d_q + 2 * d_kv) + a * d_q
-            per_token += k_exp * ((3.0 if m.gated_mlp else 2.0) * a * i)
+            fc1_out = (2.0 if m.gated_mlp else 1.0) * a * i
+            per_token += k_exp * (fc1_out + (a * i if keep_inputs else 0.0))
         else:
             # Eager PyTorch modules (Hugging Face, LitGPT, llm-foundry): an RMSNorm upcasts its input
             # to fp32 (4h, kept by pow and mul); a trainable norm weight also keeps the normalized
@@ -389,9 +417,21 @@ class MemoryModel:
             per_token += 2 * h  # two residual dropout masks (1 byte each)
             replicated += 2 * h
         fp32_inputs: set[str] = set()  # the fp32 norm outputs an adapter keeps (each counted once)
+        shared_inputs: set[str] = set()  # fused: the inputs adapters share, each kept once
         for target in self.targets:
             fan_in = shapes[target][0]
             copies = k_exp if target in ("gate_proj", "up_proj", "down_proj") else 1
+            if fused and not keep_inputs:
+                # Megatron-Core hands the adapters of a fused projection the tensor its base reads
+                # (the norm's output for q, k, v and for gate, up; the attention output, which the
+                # attention already keeps, for o; fc2's input for down): one tensor, kept once.
+                source = FUSED_ADAPTER_INPUT.get(target, target)
+                extra = 0.0 if source in shared_inputs or source == "attention_output" else a * fan_in
+                shared_inputs.add(source)
+                if w.lora_dropout:
+                    extra += (1.0 + a) * fan_in  # each adapter's dropout mask and dropped copy
+                per_token += copies * extra
+                continue
             # The input's bytes an adapter reads: fp32 after a prepared base's norms (q, k, v, gate
             # and up read a norm's output; the 4-bit matmul keeps its own 16-bit copy of it).
             from_norm = f > a and target in NORM_FED
