@@ -351,18 +351,15 @@ def test_the_rescored_rows_pair_each_first_score_with_today_s_per_source_and_row
 #: carries the figure when it was set (remove the mark as soon as the target holds).
 LEDGER_TARGETS = {"memory": 10.0, "inference_speed": 20.0, "training_speed": 20.0, "serving": 20.0}
 LEDGER_MISSES = {
-    "memory": "15.8% over 291 rows on 2026-12-06 (the torchtitan rows of the first day, scored 116%, "
-    "torchao's quantized generation 12-22% low, a B200 recipe whose memory says its setup differs, a "
-    "fine-tuning loop that frees its logits and keeps QLoRA's unquantized layers in fp32, the fp32 "
-    "logit copies of a 152K vocabulary, the reserve of FSDP's second GPU above what its tensors take)",
+    "memory": "18.9% over 324 rows on 2026-12-06 (MLPerf's FP8 LoRA recipes on B200, scored 174% before the "
+    "fused count knew a frozen base; the torchtitan rows of the first day, scored 116%, torchao's quantized "
+    "generation 12-22% low, a B200 recipe whose memory says its setup differs, a fine-tuning loop that frees "
+    "its logits and keeps QLoRA's unquantized layers in fp32, the fp32 logit copies of a 152K vocabulary, the "
+    "reserve of FSDP's second GPU above what its tensors take)",
     "inference_speed": "25.3% over 44 rows on 2026-12-06 (torchao's gpt-fast generation, a compiled "
     "decoder with no engine profile, and llama.cpp's MMQ prompt speed before weight types)",
-    "training_speed": "31.5% over 280 rows on 2026-12-06 (thin-batch FSDP, float8 gains and CPU offload "
-    "on torchtitan and Answer.AI recipes, NeMo's TFLOPS before the harness compared in their convention, "
-    "a Hugging Face fine-tuning loop 1.4-11 times slower than the model: LoRA slower than full, QLoRA in fp32; "
-    "DeepSpeed ZeRO-3 and LoRA on short micro-batches)",
-    "serving": "26.6% over 306 rows on 2026-12-06 (long prompts' first tokens, and queues of Poisson runs "
-    "past what the model says the GPUs sustain)",
+    "serving": "25.1% over 385 rows on 2026-12-06 (long prompts' first tokens, queues of Poisson runs past "
+    "what the model says the GPUs sustain, SGLang's decode step on H200 slower in the model than measured)",
 }
 
 
@@ -372,7 +369,7 @@ def test_the_first_scores_meet_the_ledgers_median_targets(ledger, group):
     assert figures["n"] > 0 and figures["median_abs_pct"] <= LEDGER_TARGETS[group], figures
 
 
-@pytest.mark.xfail(strict=True, reason="50% of 921 memory and speed rows on 2026-12-06")
+@pytest.mark.xfail(strict=True, reason="53% of 1,137 memory and speed rows on 2026-12-06")
 def test_the_ranges_hold_three_quarters_of_the_ledgers_rows(ledger):
     groups = summary(ledger)["groups"]
     n = sum(groups[g]["n"] for g in LEDGER_TARGETS)
