@@ -285,6 +285,23 @@ def test_a_fused_frozen_base_keeps_no_gemm_input_for_weight_gradients(models, dr
     assert full == pytest.approx(base + 2 * a * h + a * i)
 
 
+def test_fused_fp8_gemms_keep_their_inputs_in_fp8(models):
+    """With FP8 GEMMs Transformer Engine keeps a trained linear's input as the FP8 tensor it
+    multiplied (1 byte an element): each norm's output and fc2's input, and the output projection's
+    own FP8 copy of the attention output (whose 16-bit original the attention keeps). A frozen
+    base keeps none of them, in FP8 or not."""
+    llama = models.get("llama-3.1-70b")
+    h, i, d_q = llama.hidden_size, llama.intermediate_size, llama.q_dim
+    bf16 = MemoryModel(llama, Workload(kind="pretrain", engine="megatron")).act_per_token_layer
+    fp8 = MemoryModel(llama, Workload(kind="pretrain", engine="megatron", compute_precision="fp8"))
+    assert bf16 - fp8.act_per_token_layer == pytest.approx(2 * h + i - d_q)
+    lora = Workload(kind="lora", engine="megatron", lora_dropout=False)
+    assert (
+        MemoryModel(llama, replace(lora, compute_precision="fp8")).act_per_token_layer
+        == MemoryModel(llama, lora).act_per_token_layer
+    )
+
+
 # --- parallelism ---------------------------------------------------------------------------------
 
 

@@ -85,6 +85,16 @@ def activation_framework(workload: Workload) -> str:
     return "fused" if record_of(workload.engine, workload.kind).fused_activations else "eager"
 
 
+def fp8_gemms(workload: Workload) -> bool:
+    """Whether training runs its GEMMs in FP8: ``compute_precision`` fp8 or mxfp8, or FP8 weights
+    without a stated compute precision (the memory model is the same on every GPU: one without FP8
+    tensor cores falls back in the speed model only)."""
+    if not workload.is_training:
+        return False
+    cp = workload.compute_precision
+    return cp in ("fp8", "mxfp8") or (cp is None and workload.weights == "fp8")
+
+
 def kbit_prepared(workload: Workload) -> bool:
     """Whether a QLoRA run's base went through PEFT's ``prepare_model_for_kbit_training`` (its
     16-bit weights cast to fp32): the workload's ``kbit_preparation``, else the engine's habit
@@ -392,12 +402,18 @@ class MemoryModel:
             # the activation output of frozen weights (module/linear.py ``backward_needs_input``,
             # layernorm_linear.py and layernorm_mlp.py, commit d0067d0). LoRA's adapters keep what
             # they read (below).
-            norm_keep = 2 * a * h if keep_inputs else a * h
+            # With FP8 GEMMs a linear keeps its input as the FP8 tensor it multiplied, 1 byte an
+            # element (linear.py keeps the quantized input, its column-wise data), and the output
+            # projection quantizes the attention output into an FP8 copy of its own.
+            g = 1.0 if fp8_gemms(w) else a
+            norm_keep = a * h + g * h if keep_inputs else a * h
             per_token = m.norms_per_layer * norm_keep
             replicated = per_token
             per_token += a * (d_q + 2 * d_kv) + a * d_q
+            if keep_inputs and g < a:
+                per_token += g * d_q
             fc1_out = (2.0 if m.gated_mlp else 1.0) * a * i
-            per_token += k_exp * (fc1_out + (a * i if keep_inputs else 0.0))
+            per_token += k_exp * (fc1_out + (g * i if keep_inputs else 0.0))
         else:
             # Eager PyTorch modules (Hugging Face, LitGPT, llm-foundry): an RMSNorm upcasts its input
             # to fp32 (4h, kept by pow and mul); a trainable norm weight also keeps the normalized
