@@ -358,7 +358,7 @@ LEDGER_MISSES = {
     "reserve of FSDP's second GPU above what its tensors take)",
     "inference_speed": "25.3% over 44 rows on 2026-12-06 (torchao's gpt-fast generation, a compiled "
     "decoder with no engine profile, and llama.cpp's MMQ prompt speed before weight types)",
-    "serving": "25.1% over 385 rows on 2026-12-06 (long prompts' first tokens, queues of Poisson runs past "
+    "serving": "24.3% over 460 rows on 2026-12-06 (long prompts' first tokens, queues of Poisson runs past "
     "what the model says the GPUs sustain, SGLang's decode step on H200 slower in the model than measured)",
 }
 
@@ -369,7 +369,7 @@ def test_the_first_scores_meet_the_ledgers_median_targets(ledger, group):
     assert figures["n"] > 0 and figures["median_abs_pct"] <= LEDGER_TARGETS[group], figures
 
 
-@pytest.mark.xfail(strict=True, reason="53% of 1,137 memory and speed rows on 2026-12-06")
+@pytest.mark.xfail(strict=True, reason="54% of 1,212 memory and speed rows on 2026-12-06")
 def test_the_ranges_hold_three_quarters_of_the_ledgers_rows(ledger):
     groups = summary(ledger)["groups"]
     n = sum(groups[g]["n"] for g in LEDGER_TARGETS)
