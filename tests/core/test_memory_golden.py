@@ -271,15 +271,16 @@ def test_a_fused_frozen_base_keeps_no_gemm_input_for_weight_gradients(models, dr
     keeps: each norm's input (a h, two norms), q, k, v and the attention output, fc1's output (gate
     and up, 2 a i), and what the adapters read, each tensor once: the attention norm's output (a h)
     for q, k and v; o reads the attention output the attention keeps. Each adapter's dropout adds
-    its mask and dropped copy ((1 + a) fan-in). Full fine-tuning keeps the norm outputs and fc2's
-    input as well (2 a h + a i more)."""
+    its mask and dropped copy ((1 + a) fan-in), once for q, k and v, which Megatron-Core fuses into
+    one projection with one adapter. Full fine-tuning keeps the norm outputs and fc2's input as well
+    (2 a h + a i more)."""
     llama = models.get("llama-2-70b")
     h, i, d_q, d_kv, a = llama.hidden_size, llama.intermediate_size, llama.q_dim, llama.kv_dim, 2.0
     targets = ("q_proj", "k_proj", "v_proj", "o_proj")
     lora = Workload(kind="lora", engine="megatron", lora_targets=targets, lora_dropout=dropout)
     frozen = MemoryModel(llama, lora).act_per_token_layer
     base = 2 * a * h + a * (d_q + 2 * d_kv) + a * d_q + 2 * a * i
-    adapters = a * h + ((1 + a) * (3 * h + d_q) if dropout else 0.0)
+    adapters = a * h + ((1 + a) * (h + d_q) if dropout else 0.0)
     assert frozen == pytest.approx(base + adapters)
     full = MemoryModel(llama, Workload(kind="full_finetune", engine="megatron")).act_per_token_layer
     assert full == pytest.approx(base + 2 * a * h + a * i)

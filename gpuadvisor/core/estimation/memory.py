@@ -434,18 +434,22 @@ class MemoryModel:
             replicated += 2 * h
         fp32_inputs: set[str] = set()  # the fp32 norm outputs an adapter keeps (each counted once)
         shared_inputs: set[str] = set()  # fused: the inputs adapters share, each kept once
+        one_adapter = record_of(w.engine, w.kind).fused_projections  # one adapter per fused projection
         for target in self.targets:
             fan_in = shapes[target][0]
             copies = k_exp if target in ("gate_proj", "up_proj", "down_proj") else 1
             if fused and not keep_inputs:
                 # Megatron-Core hands the adapters of a fused projection the tensor its base reads
                 # (the norm's output for q, k, v and for gate, up; the attention output, which the
-                # attention already keeps, for o; fc2's input for down): one tensor, kept once.
+                # attention already keeps, for o; fc2's input for down): one tensor, kept once. An
+                # engine that fuses q, k, v (and gate, up) into one projection adapts it with one
+                # adapter, whose dropout masks and copies its input once.
                 source = FUSED_ADAPTER_INPUT.get(target, target)
-                extra = 0.0 if source in shared_inputs or source == "attention_output" else a * fan_in
+                shared = source in shared_inputs
+                extra = 0.0 if shared or source == "attention_output" else a * fan_in
                 shared_inputs.add(source)
-                if w.lora_dropout:
-                    extra += (1.0 + a) * fan_in  # each adapter's dropout mask and dropped copy
+                if w.lora_dropout and not (shared and one_adapter):
+                    extra += (1.0 + a) * fan_in  # the adapter's dropout mask and dropped copy
                 per_token += copies * extra
                 continue
             # The input's bytes an adapter reads: fp32 after a prepared base's norms (q, k, v, gate
