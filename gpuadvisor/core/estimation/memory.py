@@ -123,17 +123,10 @@ NORM_FED = {
     "up_proj": "mlp",
 }
 
-#: What a LoRA adapter reads in a fused (Megatron-Core) block, by its projection: adapters reading
-#: the same tensor keep it once.
-FUSED_ADAPTER_INPUT = {
-    "q_proj": "attention_norm",
-    "k_proj": "attention_norm",
-    "v_proj": "attention_norm",
-    "o_proj": "attention_output",
-    "gate_proj": "mlp_norm",
-    "up_proj": "mlp_norm",
-    "down_proj": "mlp_activation",
-}
+#: What a LoRA adapter reads in a fused (Megatron-Core) block, by its projection: a norm's output
+#: (:data:`NORM_FED`), the attention output or the activation output. Adapters reading the same
+#: tensor keep it once.
+FUSED_ADAPTER_INPUT = {**NORM_FED, "o_proj": "attention_output", "down_proj": "mlp_activation"}
 
 _OPTIMIZER_STATE_BYTES = {"adamw": 8.0, "adamw_8bit": 2.0, "sgd": 4.0, "adafactor": 0.0}
 
