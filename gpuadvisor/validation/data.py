@@ -189,6 +189,10 @@ MEASUREMENT_COLUMNS = (
     # QLoRA rows: whether PEFT's prepare_model_for_kbit_training cast the base's 16-bit weights to
     # fp32 (yes/no), passed on as ``workload.kbit_preparation``; empty: the engine's habit.
     "kbit_preparation",
+    # Inference rows: where the prefill computed logits, ``all`` (every prompt position: Hugging Face
+    # Transformers before v4.45, an eager loop calling the whole forward) or ``last``, passed on as
+    # ``workload.prompt_logits``; empty: the engine's habit.
+    "prompt_logits",
 )
 
 #: Weight types the scenario may not know yet, and the nearest type it knows (used only as a fallback).
@@ -459,6 +463,8 @@ def load_measurements(data_dir: str | Path = DATA_DIR, sources: dict[str, Source
         ):
             if raw[col] not in ("", "yes", "no"):
                 raise ValidationDataError(f"{where}: {col} must be yes, no or empty")
+        if raw["prompt_logits"] not in ("", "all", "last"):
+            raise ValidationDataError(f"{where}: prompt_logits must be all, last or empty")
         if raw["recompute"] not in ("", "none", "selective", "op", "full"):
             raise ValidationDataError(f"{where}: recompute must be none, selective, op, full or empty")
         if raw["arrival"] not in ARRIVALS and paced_interval(raw["arrival"]) is None:
@@ -686,6 +692,8 @@ def scenario_dict(
     for col, key in bool_keys.items():
         if f[col]:
             workload[key] = _yes(f[col])
+    if f["prompt_logits"]:
+        workload["prompt_logits"] = f["prompt_logits"]
     if f["lora_targets"]:
         targets = f["lora_targets"]
         workload["lora_targets"] = targets if targets == "all_linear" else targets.split(";")

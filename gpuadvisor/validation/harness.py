@@ -398,7 +398,7 @@ def _compare_serving(
         if got is None:
             return Comparison(row, measured, None, None, None, unit, omitted, "no candidate for this layout")
         mm, cand = got
-        engine = constants.engine(sc.workload.engine, sc.workload.kind)
+        engine = constants.engine(sc.workload.engine, sc.workload.kind).with_logits(sc.workload.prompt_logits)
         # The stack's fitted time when none is given (as the benchmark models take it), named
         # here so that the run's remembered figures are keyed by the time they were made with.
         if request_overhead_s is None:

@@ -703,14 +703,17 @@ def test_every_kernel_family_has_its_source():
     assert kernel_family("bnb", "int8", k).id == "bnb-int8" and kernel_family(None, "bf16", k) is None
 
 
-def test_a_hugging_face_forward_keeps_every_prompt_positions_logits(models):
-    # Transformers returns (batch, prompt, vocab) logits upcast to fp32; vLLM computes the last position.
+def test_a_hugging_face_forward_before_v4_45_keeps_every_prompt_positions_logits(models):
+    # Transformers before v4.45 returned (batch, prompt, vocab) logits, 16-bit and upcast to fp32;
+    # vLLM, and Transformers' generate since v4.45, compute the last position.
     m = models.get("llama-2-7b")
     kw = dict(kind="inference", batch_size=8, prompt_tokens=2048, output_tokens=16)
+    older = MemoryModel(m, Workload(engine="transformers", prompt_logits="all", **kw)).breakdown().logits
     hf = MemoryModel(m, Workload(engine="transformers", **kw)).breakdown().logits
     vllm = MemoryModel(m, Workload(engine="vllm", **kw)).breakdown().logits
     assert vllm == pytest.approx(8 * m.vocab_size * 4.0)
-    assert hf == pytest.approx(8 * 2048 * m.vocab_size * 6.0)
+    assert hf == vllm
+    assert older == pytest.approx(8 * 2048 * m.vocab_size * 6.0)
 
 
 def test_torchtunes_chunked_loss_keeps_fewer_logit_bytes(models):
@@ -1016,8 +1019,8 @@ def test_a_prefill_multiplies_the_lm_head_once_per_prompt(models, gpus):
     tokens runs the ``vocab x hidden`` head once, not ``P`` times. For Llama 3.1 8B (a 128,256 x
     4,096 head, 0.53B of its 7.5B multiplied parameters) a long compute-bound prompt prefills about
     7% faster than when every position's logits are computed, as Transformers' generate did before
-    v4.45 (its profile keeps ``prompt_logits="all"``); decode, which samples every token, is
-    unchanged. Training projects every position (its loss needs them) and keeps the head."""
+    v4.45 (a run of such a release states ``prompt_logits="all"``); decode, which samples every
+    token, is unchanged. Training projects every position (its loss needs them) and keeps the head."""
     m = models.get("llama-3.1-8b")
     h100 = gpus.get("h100-sxm")
     # A token multiplies with every block matrix and the head once, whether the head is its own
@@ -1033,7 +1036,8 @@ def test_a_prefill_multiplies_the_lm_head_once_per_prompt(models, gpus):
     vllm = engine_for("vllm", "inference")
     every = dataclasses.replace(vllm, prompt_logits="all")
     assert vllm.prompt_logits == "last"
-    assert engine_for("transformers", "inference").prompt_logits == "all"
+    assert engine_for("transformers", "inference").prompt_logits == "last"
+    assert engine_for("transformers", "inference").with_logits("all").prompt_logits == "all"
     p = 16_000
     wl = Workload(kind="inference", engine="vllm", weights="bf16", prompt_tokens=p, output_tokens=2)
     mm = MemoryModel(m, wl)

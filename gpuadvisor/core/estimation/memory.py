@@ -478,7 +478,7 @@ class MemoryModel:
         # Loss: 16-bit logits, fp32 log-probabilities and their fp32 gradient (eager); Megatron's fused
         # cross entropy keeps the 16-bit logits and one fp32 softmax.
         loss_bytes = (a + 4.0) if self.activation_framework == "fused" else (a + 4.0 + 4.0)
-        engine = record_of(w.engine, w.kind)
+        engine = record_of(w.engine, w.kind).with_logits(w.prompt_logits)
         if engine.chunked_loss:
             # torchtune's CEWithChunkedOutputLoss: 16-bit logits, upcast to fp32 one of 8 chunks at a time.
             loss_bytes = a + 8.0 / 8
@@ -821,7 +821,7 @@ class MemoryModel:
             chunk = min(chunk, self.prefill_chunk_tokens)
         scores = 0.0 if w.flash_attention else b_gpu * m.num_attention_heads * prompt * prompt * 6.0
         # Serving engines compute the logits of the last position only; a Hugging Face forward
-        # (Transformers, AutoAWQ) returns them for every prompt token, upcast to fp32.
+        # (Transformers before v4.45, AutoAWQ) returns them for every prompt token, upcast to fp32.
         logit_rows = b_gpu * (prompt if self.full_prompt_logits else 1)
         logits = (logit_rows * m.vocab_size * self.logit_bytes_inference if m.has_kv_cache else 0.0) / t
         act = (chunk * self.inference_transient_per_token + scores) / t + logits + self.dequant_buffer / t

@@ -418,8 +418,9 @@ def scenario_to_dict(scenario: Scenario) -> dict[str, Any]:
         workload.pop("speculative", None)
     else:
         workload["speculative"] = scenario.workload.speculative.to_dict()
-    if scenario.workload.kbit_preparation is None:  # the engine's habit: left out likewise
-        workload.pop("kbit_preparation", None)
+    for habit in ("kbit_preparation", "prompt_logits"):  # the engine's habit: left out likewise
+        if workload.get(habit) is None:
+            workload.pop(habit, None)
     if isinstance(workload.get("lora_targets"), tuple):
         workload["lora_targets"] = list(workload["lora_targets"])
     out = {

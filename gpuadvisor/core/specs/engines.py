@@ -184,9 +184,10 @@ class EngineProfile:
     #: decode (chunked prefill mixed into decode batches) or runs each prefill as a pass of its
     #: own that the running sequences wait for.
     mixed_prefill: bool
-    #: Where a prefill computes logits: "last" (vLLM, SGLang, TensorRT-LLM, ExLlama, MLC) or "all"
-    #: (Transformers' generate before v4.45, AutoAWQ's fused forward, llama.cpp builds before PR
-    #: #6122, which most of its rows ran).
+    #: Where a prefill computes logits: "last" (vLLM, SGLang, TensorRT-LLM, ExLlama, MLC, Transformers'
+    #: generate from v4.45) or "all" (Transformers' generate before v4.45, AutoAWQ's fused forward,
+    #: llama.cpp builds before PR #6122, which most of its rows ran). ``workload.prompt_logits``
+    #: states it for one run (:meth:`with_logits`).
     prompt_logits: PromptLogits
     # --- how it runs ---
     #: Whether it captures the decode step in CUDA graphs (or runs a compiled graph) by default.
@@ -213,7 +214,8 @@ class EngineProfile:
     #: ``max_num_batched_tokens``); None where none is known.
     gpu_batch_defaults: GpuBatchDefaults | None
     # --- what its memory holds ---
-    #: Its prefill returns the logits of every prompt position (a Hugging Face forward).
+    #: Its prefill returns the logits of every prompt position, upcast to fp32 (a Hugging Face
+    #: forward before Transformers v4.45, AutoAWQ's fused forward).
     full_prompt_logits: bool
     #: It fuses q, k and v into one new tensor after loading while the originals stay referenced.
     qkv_copy_on_load: bool
@@ -247,6 +249,19 @@ class EngineProfile:
             if family not in KERNEL_FAMILIES:
                 raise ValueError(f"{where}: unknown kernel family {family!r}")
         object.__setattr__(self, "format_kernels", MappingProxyType(dict(self.format_kernels)))
+
+    def with_logits(self, stated: str | None) -> EngineProfile:
+        """This profile for a run that states where its prefill computes logits
+        (``workload.prompt_logits``): "all" projects every prompt position and holds their logits
+        (a Hugging Face forward before Transformers v4.45: a 16-bit copy and its fp32 upcast),
+        "last" only the position it samples. None, or the engine's own habit: this profile."""
+        if stated is None:
+            return self
+        logits = PromptLogits(stated)
+        full = logits == PromptLogits.ALL
+        if logits == self.prompt_logits and full == self.full_prompt_logits:
+            return self
+        return replace(self, prompt_logits=logits, full_prompt_logits=full)
 
     def layer_overhead_for(self, architecture: str) -> float:
         """Fixed time per layer and decode step on this architecture, s."""
@@ -516,7 +531,11 @@ PROFILES: tuple[EngineProfile, ...] = (
         fp16_accumulate=False,
         seq_host_s=0.0,
         mixed_prefill=True,
-        prompt_logits=PromptLogits.ALL,
+        # generate() asks the model for the last position's logits only since v4.45 (2024-09-25:
+        # huggingface/transformers pull #31292, ``num_logits_to_keep``, later ``logits_to_keep``);
+        # before it, and in eager loops that call the whole forward (LitGPT, gpt-fast), every
+        # position's: ``workload.prompt_logits: all``.
+        prompt_logits=PromptLogits.LAST,
         cuda_graphs=False,
         speed_model=SpeedModel.ROOFLINE,
         reads_gguf=False,
@@ -529,7 +548,7 @@ PROFILES: tuple[EngineProfile, ...] = (
         batching=Batching.STATIC,
         kv_pool=None,
         gpu_batch_defaults=None,
-        full_prompt_logits=True,
+        full_prompt_logits=False,
         qkv_copy_on_load=False,
         # accelerate's device_map="auto": infer_auto_device_map with the balanced strategy of
         # get_balanced_memory.

@@ -44,7 +44,7 @@ from dataclasses import dataclass, field, replace
 
 from ..errors import InputError
 from ..vocabulary import OffloadTarget, Optimizer, Parallelism, Precision, Recompute, WorkloadKind
-from .engines import record_of
+from .engines import PromptLogits, record_of
 from .fields import FIELD_RULES, checked
 from .quant_types import (
     GGUF_WEIGHT_TYPES,
@@ -65,6 +65,7 @@ PARALLELISMS: tuple[Parallelism, ...] = tuple(p for p in Parallelism if p is not
 QUANTIZED = ("int8", "int4", "nf4")
 QUANTIZATIONS = ("awq", "gptq", "marlin", "exllama", "bnb", "gguf", "fp8", "w8a8", "torchao", "hqq")
 OPTIMIZER_STATE_DTYPES = ("fp32", "bf16")
+PROMPT_LOGITS: tuple[PromptLogits, ...] = tuple(PromptLogits)
 #: Activation recomputation (Korthikanti et al. 2022): keep everything, recompute the attention
 #: core only (Megatron's selective), keep the outputs of every other matrix multiply and the
 #: attention kernel and recompute the rest (PyTorch's per-operator selective checkpointing, torchtitan's
@@ -249,6 +250,10 @@ class Workload:
     #: QLoRA: whether PEFT's ``prepare_model_for_kbit_training`` cast the base's 16-bit weights to
     #: fp32 (None: the engine's habit, ``EngineProfile.kbit_preparation``).
     kbit_preparation: bool | None = None
+    #: Inference: where the prefill computes logits, "all" (every prompt position, as Hugging Face
+    #: Transformers' generate before v4.45) or "last" (None: the engine's habit,
+    #: ``EngineProfile.prompt_logits``).
+    prompt_logits: str | None = None
     engine: str | None = None
     quantization: str | None = None
     optimizer_state_dtype: str = "fp32"
@@ -305,6 +310,8 @@ class Workload:
         for name in ("cuda_graphs", "kbit_preparation"):
             if getattr(self, name) is not None and not isinstance(getattr(self, name), bool):
                 raise InputError(f"workload.{name}", "must be true or false", getattr(self, name))
+        if self.prompt_logits is not None:
+            _choice("workload.prompt_logits", self.prompt_logits, PROMPT_LOGITS)
         self._check_quantization()
 
     def _check_lora_targets(self) -> None:
