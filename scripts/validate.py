@@ -73,6 +73,7 @@ from gpuadvisor.validation.ledger import (  # noqa: E402
     pending_rows,
     pending_sources,
     rescore,
+    restated_rows,
     score_now,
     today,
 )
@@ -185,6 +186,9 @@ def main() -> int:
             fitted,
             ledger=ledger,
             diagnoses=diagnoses,
+            restated=restated_rows(
+                ledger, load_measurements(data_dir, sources=sources, include_prospective=True)
+            ),
         )
         (ROOT / "docs" / "validation.md").write_text(text, encoding="utf-8")
     return 0

@@ -292,12 +292,24 @@ def pending_sources(rows: Iterable[Row], ledger: Ledger) -> list[str]:
 
 
 # --- hashes --------------------------------------------------------------------------------------
+#: Columns of measurements.csv that state, for rows first-scored before the column existed, a fact
+#: of the row's own source that a later model change reads (column -> when and why it was added).
+#: The model that first scored those rows did not read the column, so stating it afterwards leaves
+#: the first score as it was; the rows' hash leaves these columns out, and docs/validation.md says
+#: which ledger rows state them.
+RESTATED_COLUMNS = {
+    "prompt_logits": "2026-12-06: Transformers' generate computes only the sampled position's logits "
+    "since v4.45; runs of older releases and of eager loops state 'all'",
+}
+
+
 def rows_sha256(rows: Sequence[Row]) -> str:
     """The rows as scored: every cell but the scoring decision (``scored``/``why``, which
-    rescored.csv may change later) and empty cells (so a column added at the end changes nothing)."""
+    rescored.csv may change later), empty cells (so a column added at the end changes nothing) and
+    the :data:`RESTATED_COLUMNS`."""
     data = [
         [r.id, r.source_id, r.locator, r.quote, r.group, r.quantity, r.unit, r.value, r.bound, r.basis,
-         [[k, v] for k, v in r.facts if v]]
+         [[k, v] for k, v in r.facts if v and k not in RESTATED_COLUMNS]]
         for r in sorted(rows, key=lambda r: r.id)
     ]  # fmt: skip
     return sha256_text(json.dumps(data, ensure_ascii=False, separators=(",", ":")))
@@ -474,6 +486,24 @@ def load_diagnoses(data_dir: str | Path = DATA_DIR) -> dict[str, tuple[str, str]
         _check_date(raw["date_written"], f"{where}: date_written")
         out[raw["source_id"]] = (raw["date_written"], raw["diagnosis"])
     return out
+
+
+def restated_rows(ledger: Ledger | None, rows: Iterable[Row]) -> list[tuple[str, str, str, int]]:
+    """The first-scored rows that state a :data:`RESTATED_COLUMNS` fact, as (column, value, source,
+    rows), for docs/validation.md: the facts a later model reads that their first score did not."""
+    if ledger is None:
+        return []
+    scored = {r.id for e in ledger.scores for r in e.rows}
+    counts: dict[tuple[str, str, str], int] = {}
+    for r in rows:
+        if r.id not in scored:
+            continue
+        for column in RESTATED_COLUMNS:
+            value = r.fact(column)
+            if value:
+                key = (column, value, r.source_id)
+                counts[key] = counts.get(key, 0) + 1
+    return [(*k, n) for k, n in sorted(counts.items())]
 
 
 # --- the ledger's rows scored again --------------------------------------------------------------

@@ -14,6 +14,7 @@ from .data import GROUPS, Row, Source, arrival_kind
 from .harness import SCORE_ONLY_SOURCES, Comparison, SplitFold, group_stats, per_source
 from .ledger import (
     DIAGNOSIS_THRESHOLD_PCT,
+    RESTATED_COLUMNS,
     Ledger,
     Rescored,
     group_figures,
@@ -261,10 +262,14 @@ def prospective_table(ledger: Ledger) -> list[str]:
 
 
 def prospective_lines(
-    ledger: Ledger | None, sources: dict[str, Source], diagnoses: dict[str, tuple[str, str]]
+    ledger: Ledger | None,
+    sources: dict[str, Source],
+    diagnoses: dict[str, tuple[str, str]],
+    restated: Sequence[tuple[str, str, str, int]] = (),
 ) -> list[str]:
     """The ledger's section of docs/validation.md: the pooled first scores, each source's, the
-    diagnoses of those worse than 30%, the rows the model cannot express yet and every first score."""
+    diagnoses of those worse than 30%, the facts stated after a first score (``restated``:
+    :func:`~.ledger.restated_rows`), the rows the model cannot express yet and every first score."""
     if ledger is None:
         return []
     s = ledger_summary(ledger)
@@ -318,6 +323,23 @@ def prospective_lines(
         lines.append(
             f"- `{sid}` (worst group median {worst:.1f}%{', written ' + date if date else ''}): {text}"
         )
+    if restated:
+        lines += [
+            "",
+            "### Facts stated after a first score",
+            "",
+            "Columns of measurements.csv added for a later model change (`ledger.RESTATED_COLUMNS`), stated from "
+            "each row's own source for rows scored before the column existed. The model that first scored them "
+            "did not read the column, so their first scores are as they were; the model now does "
+            "(`--prospective --now`).",
+            "",
+            "| column | value | source | rows | why the column was added |",
+            "|---|---|---|---:|---|",
+            *[
+                f"| `{col}` | {value} | {sid} | {n} | {_cell(RESTATED_COLUMNS[col])} |"
+                for col, value, sid, n in restated
+            ],
+        ]
     unscorable = [(rid, e.source, why) for e in ledger.scores for rid, why in e.unscorable]
     lines += [
         "",
@@ -406,6 +428,7 @@ def markdown(
     fitted: Sequence[Comparison] | None = None,
     ledger: Ledger | None = None,
     diagnoses: dict[str, tuple[str, str]] | None = None,
+    restated: Sequence[tuple[str, str, str, int]] = (),
 ) -> str:
     """``docs/validation.md``."""
     scored = [c for c in oos if c.row.scored]
@@ -479,7 +502,7 @@ def markdown(
         "",
         *coverage_table(oos),
         "",
-        *prospective_lines(ledger, sources, diagnoses or {}),
+        *prospective_lines(ledger, sources, diagnoses or {}, restated),
         "## Sources",
         "",
         "| source | kind | rows | scored | median abs. error (out of sample) | citation | read |",

@@ -644,12 +644,24 @@ def test_docs_validation_md_is_what_the_script_prints_now(oos, rows, sources, pr
     out-of-sample tables, the ledger's first scores, the sources, the unscored rows, every row's
     comparison, the in-sample table and the data format. Not compared: the first paragraph (its date
     and run time) and the table of profiles refitted to every row (``--write`` alone computes it)."""
-    from gpuadvisor.validation.ledger import load_diagnoses, load_ledger
+    from gpuadvisor.validation.ledger import load_diagnoses, load_ledger, restated_rows
     from gpuadvisor.validation.report import markdown
 
     ins = in_sample(rows, predictor)
+    ledger = load_ledger()
+    every = load_measurements(DATA_DIR, sources=sources, include_prospective=True)
     now = _sections(
-        markdown(oos, ins, sources, "today", 0.0, None, ledger=load_ledger(), diagnoses=load_diagnoses())
+        markdown(
+            oos,
+            ins,
+            sources,
+            "today",
+            0.0,
+            None,
+            ledger=ledger,
+            diagnoses=load_diagnoses(),
+            restated=restated_rows(ledger, every),
+        )
     )
     doc = _sections((ROOT / "docs" / "validation.md").read_text(encoding="utf-8"))
     assert list(now) == list(doc), "the same sections in the same order"
