@@ -27,7 +27,9 @@ def spread_from_ratios(
     (Vovk et al. 2005; Lei et al. 2018): the ``floor((n + 1) q_low)``-th and the
     ``ceil((n + 1) q_high)``-th smallest (the extremes when ``n`` is too small). Unlike the
     interpolated sample quantile, this keeps the share of a new ratio inside the range at least
-    ``q_high - q_low`` when new work errs as the held-out work did."""
+    ``q_high - q_low`` when new work errs as the held-out work did. The spreads are kept to two
+    decimals rounded outward, so that the range still holds both order statistics (rounding to the
+    nearest hundredth could leave the ratio that sets a bound just outside it)."""
     v = sorted(r for r in ratios if math.isfinite(r))
     if not v:
         return floor, floor
@@ -36,7 +38,12 @@ def spread_from_ratios(
     hi_rank = min(n, math.ceil((n + 1) * high_quantile))
     low = max(floor, 1.0 - v[lo_rank - 1])
     high = max(floor, v[hi_rank - 1] - 1.0)
-    return min(round(low, 2), 0.9), round(high, 2)
+    return min(_outward(low), 0.9), _outward(high)
+
+
+def _outward(spread: float) -> float:
+    """``spread`` to two decimals, rounded up (a hair of float error, 1e-9, is not a hundredth)."""
+    return math.ceil(spread * 100.0 - 1e-9) / 100.0
 
 
 def engine_spreads(
