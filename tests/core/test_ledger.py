@@ -361,9 +361,10 @@ LEDGER_MISSES = {
     "its setup differs, a fine-tuning loop that frees its logits and keeps QLoRA's unquantized layers in "
     "fp32, the fp32 logit copies of a 152K vocabulary, the reserve of FSDP's second GPU above what its "
     "tensors take)",
-    "inference_speed": "22.9% over 116 rows on 2026-12-06 (torchao's gpt-fast generation, a compiled "
-    "decoder with no engine profile, llama.cpp's MMQ prompt speed before weight types and on RDNA 3, "
-    "vLLM 0.6's static batches on A100, H100 and MI300X)",
+    "inference_speed": "20.5% over 502 rows on 2026-12-06 (the quantized kernels of mid-2024 Transformers "
+    "and vLLM 0.4 on Qwen2, scored 34%; torchao's gpt-fast generation, a compiled decoder with no engine "
+    "profile, llama.cpp's MMQ prompt speed before weight types and on RDNA 3, vLLM 0.6's static batches on "
+    "A100, H100 and MI300X)",
     "serving": "30.1% over 541 rows on 2026-12-06 (DeepSeek-R1 on the ROCm and vLLM builds of its first "
     "weeks, scored 82%; long prompts' first tokens, queues of Poisson runs past what the model says the "
     "GPUs sustain, SGLang's decode step on H200 slower in the model than measured)",
@@ -376,7 +377,7 @@ def test_the_first_scores_meet_the_ledgers_median_targets(ledger, group):
     assert figures["n"] > 0 and figures["median_abs_pct"] <= LEDGER_TARGETS[group], figures
 
 
-@pytest.mark.xfail(strict=True, reason="53% of 1,521 memory and speed rows on 2026-12-06")
+@pytest.mark.xfail(strict=True, reason="56% of 1,907 memory and speed rows on 2026-12-06")
 def test_the_ranges_hold_three_quarters_of_the_ledgers_rows(ledger):
     groups = summary(ledger)["groups"]
     n = sum(groups[g]["n"] for g in LEDGER_TARGETS)
