@@ -42,7 +42,7 @@ needs_poppler = pytest.mark.skipif(
     reason="poppler-utils (pdftotext, pdfinfo, pdffonts, pdftoppm) is not installed; `make test` installs it",
 )
 #: A row pinned to literal values (sample scenario, bundled catalog of 2026-11-29, speed constants
-#: refitted whole 2026-12-06, LoRA's adapter kernels counted).
+#: refitted whole 2026-12-06, LoRA's adapter kernels counted, the ranges' spreads rounded outward).
 H100_ROW = (
     "H100 SXM5 80 GB",
     "8 \u00d7 ddp (DP8\u00b7full)",
@@ -52,7 +52,7 @@ H100_ROW = (
     "+46.9",
     "59,039",
     "2.0\u20133.4 h",
-    "$30\u2013$186",
+    "$30\u2013$188",
     "$0.09",
     "yes",
     "yes",
