@@ -301,6 +301,9 @@ RESTATED_COLUMNS = {
     "prompt_logits": "2026-12-06: Transformers' generate computes only the sampled position's logits "
     "since v4.45; runs of older releases and of eager loops state 'all'",
 }
+#: How many lines the ledger had when each restated column was added: the entries from then on were
+#: scored by a model that read the column.
+RESTATED_SINCE = {"prompt_logits": 65}
 
 
 def rows_sha256(rows: Sequence[Row]) -> str:
@@ -493,15 +496,14 @@ def restated_rows(ledger: Ledger | None, rows: Iterable[Row]) -> list[tuple[str,
     rows), for docs/validation.md: the facts a later model reads that their first score did not."""
     if ledger is None:
         return []
-    scored = {r.id for e in ledger.scores for r in e.rows}
     counts: dict[tuple[str, str, str], int] = {}
-    for r in rows:
-        if r.id not in scored:
-            continue
-        for column in RESTATED_COLUMNS:
-            value = r.fact(column)
+    by_id = {r.id: r for r in rows}
+    for column in RESTATED_COLUMNS:
+        before = ledger.entries[: RESTATED_SINCE[column]]
+        for rid in (r.id for e in before if e.kind == "first_score" for r in e.rows):
+            value = by_id[rid].fact(column) if rid in by_id else ""
             if value:
-                key = (column, value, r.source_id)
+                key = (column, value, by_id[rid].source_id)
                 counts[key] = counts.get(key, 0) + 1
     return [(*k, n) for k, n in sorted(counts.items())]
 

@@ -398,8 +398,12 @@ def test_a_fact_stated_after_the_first_score_leaves_the_rows_hash_and_is_listed(
         dataclasses.replace(r, facts=tuple((k, v) for k, v in r.facts if k != "prompt_logits")) for r in qwen2
     ]
     assert rows_sha256(stripped) == rows_sha256(qwen2)
-    listed = {(col, value, sid) for col, value, sid, _ in restated_rows(ledger, every_row)}
-    assert ("prompt_logits", "all", "qwen2-speed-benchmark") in listed
+    listed = {(col, value, sid): n for col, value, sid, n in restated_rows(ledger, every_row)}
     assert ("prompt_logits", "all", "torchao-quant-llama-generate") in listed
+    # The page's memory rows were scored before the column existed; its speed rows, scored after with
+    # the column stated, are not restated.
+    memory_entry = next(e for e in ledger.scores if e.source == "qwen2-speed-benchmark")
+    assert listed[("prompt_logits", "all", "qwen2-speed-benchmark")] == len(memory_entry.rows)
+    assert all(r.group == "memory" for r in memory_entry.rows)
     # A baseline source's rows are not first scores: they are not listed.
     assert not any(sid == "litgpt-resource-tables" for _, _, sid, _ in restated_rows(ledger, every_row))
