@@ -601,7 +601,7 @@ def _speed_of(
 ) -> PerformanceEstimate:
     """Speed of a candidate the estimate judged too big, through the core's public speed functions."""
     w, eff, hw = sc.workload, sc.efficiency, sc.hardware
-    engine = constants.engine(w.engine, w.kind)
+    engine = constants.engine(w.engine, w.kind).with_logits(w.prompt_logits)
     if w.is_training:
         return training_speed(
             mm,

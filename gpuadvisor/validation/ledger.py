@@ -29,7 +29,8 @@ fit, script and test reads) leaves its rows out unless asked to include them.
 Tamper evidence: each line carries ``prev_sha256``, the SHA-256 of the file's text before it, so
 that rewriting an earlier line breaks the chain of every later one; a scored entry also carries
 ``rows_sha256`` (the rows as they were scored: measurements.csv only grows and later decisions go to
-rescored.csv, so this must still match the data) and ``predictions_sha256`` (its first predictions).
+rescored.csv, so this must still match the data; the lines written before a fact was restated leave
+that column out, :data:`RESTATED_COLUMNS`) and ``predictions_sha256`` (its first predictions).
 ``tests/core/test_ledger.py`` checks all three and, in a git checkout, that the ledger at each
 recorded commit is a prefix of the ledger now.
 """
@@ -112,6 +113,14 @@ class Entry:
     rows_sha256: str = ""
     predictions_sha256: str = ""
     raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def hash_omits(self) -> tuple[str, ...]:
+        """The columns its ``rows_sha256`` leaves out: those its line names (``rows_hash_omits``,
+        written since 2026-12-06, empty), else every :data:`RESTATED_COLUMNS` column (the lines
+        written before)."""
+        named = self.raw.get("rows_hash_omits")
+        return tuple(named) if isinstance(named, list) else tuple(RESTATED_COLUMNS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -295,8 +304,9 @@ def pending_sources(rows: Iterable[Row], ledger: Ledger) -> list[str]:
 #: Columns of measurements.csv that state, for rows first-scored before the column existed, a fact
 #: of the row's own source that a later model change reads (column -> when and why it was added).
 #: The model that first scored those rows did not read the column, so stating it afterwards leaves
-#: the first score as it was; the rows' hash leaves these columns out, and docs/validation.md says
-#: which ledger rows state them.
+#: the first score as it was; the hashes of the lines written before 2026-12-06's last entries leave
+#: these columns out (:attr:`Entry.hash_omits`; a line written since names what its hash omits,
+#: nothing), and docs/validation.md says which ledger rows state them.
 RESTATED_COLUMNS = {
     "prompt_logits": "2026-12-06: Transformers' generate computes only the sampled position's logits "
     "since v4.45; runs of older releases and of eager loops state 'all'",
@@ -306,13 +316,14 @@ RESTATED_COLUMNS = {
 RESTATED_SINCE = {"prompt_logits": 65}
 
 
-def rows_sha256(rows: Sequence[Row]) -> str:
+def rows_sha256(rows: Sequence[Row], omit: Iterable[str] = ()) -> str:
     """The rows as scored: every cell but the scoring decision (``scored``/``why``, which
     rescored.csv may change later), empty cells (so a column added at the end changes nothing) and
-    the :data:`RESTATED_COLUMNS`."""
+    the columns ``omit`` names (an entry's :attr:`Entry.hash_omits`)."""
+    left_out = frozenset(omit)
     data = [
         [r.id, r.source_id, r.locator, r.quote, r.group, r.quantity, r.unit, r.value, r.bound, r.basis,
-         [[k, v] for k, v in r.facts if v and k not in RESTATED_COLUMNS]]
+         [[k, v] for k, v in r.facts if v and k not in left_out]]
         for r in sorted(rows, key=lambda r: r.id)
     ]  # fmt: skip
     return sha256_text(json.dumps(data, ensure_ascii=False, separators=(",", ":")))
@@ -359,6 +370,7 @@ def first_score(source: str, rows: Sequence[Row], predictor: Any, commit: str, d
         "date": date,
         "commit": commit,
         "rows_sha256": rows_sha256(mine),
+        "rows_hash_omits": [],
         "predictions_sha256": predictions_sha256(scored),
         "groups": {g: s for g, s in group_figures(scored).items() if s["n"]},
         "rows": [r.to_dict() for r in scored],
@@ -492,15 +504,17 @@ def load_diagnoses(data_dir: str | Path = DATA_DIR) -> dict[str, tuple[str, str]
 
 
 def restated_rows(ledger: Ledger | None, rows: Iterable[Row]) -> list[tuple[str, str, str, int]]:
-    """The first-scored rows that state a :data:`RESTATED_COLUMNS` fact, as (column, value, source,
-    rows), for docs/validation.md: the facts a later model reads that their first score did not."""
+    """The rows of first scores written before a :data:`RESTATED_COLUMNS` column existed that state
+    it (scored and unscorable alike), as (column, value, source, rows), for docs/validation.md: the
+    facts a later model reads that their first score did not."""
     if ledger is None:
         return []
     counts: dict[tuple[str, str, str], int] = {}
     by_id = {r.id: r for r in rows}
     for column in RESTATED_COLUMNS:
         before = ledger.entries[: RESTATED_SINCE[column]]
-        for rid in (r.id for e in before if e.kind == "first_score" for r in e.rows):
+        scored = [e for e in before if e.kind == "first_score"]
+        for rid in [r.id for e in scored for r in e.rows] + [rid for e in scored for rid, _ in e.unscorable]:
             value = by_id[rid].fact(column) if rid in by_id else ""
             if value:
                 key = (column, value, by_id[rid].source_id)

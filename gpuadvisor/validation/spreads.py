@@ -29,7 +29,9 @@ def spread_from_ratios(
     interpolated sample quantile, this keeps the share of a new ratio inside the range at least
     ``q_high - q_low`` when new work errs as the held-out work did. The spreads are kept to two
     decimals rounded outward, so that the range still holds both order statistics (rounding to the
-    nearest hundredth could leave the ratio that sets a bound just outside it)."""
+    nearest hundredth could leave the ratio that sets a bound just outside it), except where the
+    low spread is capped at 0.9 (a ratio below 0.1: the range's slow end stays a tenth of the
+    estimate)."""
     v = sorted(r for r in ratios if math.isfinite(r))
     if not v:
         return floor, floor

@@ -20,6 +20,7 @@ from gpuadvisor.validation.ledger import (
     DIAGNOSIS_THRESHOLD_PCT,
     LEDGER_FILE,
     RESTATED_COLUMNS,
+    RESTATED_SINCE,
     LedgerError,
     ScoredRow,
     append,
@@ -110,6 +111,8 @@ def test_a_first_score_is_the_shipped_model_s_prediction_and_reads_back(tmp_path
     assert scored.commit == A_COMMIT and scored.rows_sha256 == rows_sha256(
         [r for r in every if r.id == new_id]
     )
+    # A line written now hashes every column, the restated ones too.
+    assert scored.hash_omits == ()
     # Scored once: nothing is pending, and the source stays out of the fits until admitted.
     assert pending_rows(every, again) == []
     assert new_id not in {r.id for r in load_measurements(tmp_path)}
@@ -229,7 +232,7 @@ def test_the_shipped_ledger_is_intact_and_its_rows_unchanged_since_scored(ledger
         assert not seen & {r.id for r in e.rows}, e.source
         seen |= {r.id for r in e.rows}
         assert all(rid in by_id and by_id[rid].source_id == e.source for rid in ids), e.source
-        assert e.rows_sha256 == rows_sha256([by_id[rid] for rid in ids]), (
+        assert e.rows_sha256 == rows_sha256([by_id[rid] for rid in ids], e.hash_omits), (
             f"{e.source}: rows edited after their first score"
         )
         for r in e.rows:
@@ -390,20 +393,26 @@ def test_a_fact_stated_after_the_first_score_leaves_the_rows_hash_and_is_listed(
     the Qwen2 speed benchmark and torchao's generation were first scored): their rows state ``all``
     from their own sources (Transformers 4.38, an eager loop), which the first score never read, so
     the rows' hash is the same with or without the column, and docs/validation.md lists them."""
-    assert "prompt_logits" in RESTATED_COLUMNS
+    assert "prompt_logits" in RESTATED_COLUMNS and set(RESTATED_COLUMNS) == set(RESTATED_SINCE)
     # The page's Transformers rows (memory and speed); its vLLM rows keep only the last position's logits.
     qwen2 = [r for r in every_row if r.source_id == "qwen2-speed-benchmark" and r.engine == "transformers"]
     assert qwen2 and all(r.fact("prompt_logits") == "all" for r in qwen2)
     stripped = [
         dataclasses.replace(r, facts=tuple((k, v) for k, v in r.facts if k != "prompt_logits")) for r in qwen2
     ]
-    assert rows_sha256(stripped) == rows_sha256(qwen2)
+    # The lines written before it leave the column out of their hash; a line written now hashes it.
+    old = ledger.scores[0]
+    assert "prompt_logits" in old.hash_omits
+    assert rows_sha256(stripped, old.hash_omits) == rows_sha256(qwen2, old.hash_omits)
+    assert rows_sha256(stripped) != rows_sha256(qwen2)
     listed = {(col, value, sid): n for col, value, sid, n in restated_rows(ledger, every_row)}
     assert ("prompt_logits", "all", "torchao-quant-llama-generate") in listed
     # The page's memory rows were scored before the column existed; its speed rows, scored after with
     # the column stated, are not restated.
     memory_entry = next(e for e in ledger.scores if e.source == "qwen2-speed-benchmark")
-    assert listed[("prompt_logits", "all", "qwen2-speed-benchmark")] == len(memory_entry.rows)
+    assert listed[("prompt_logits", "all", "qwen2-speed-benchmark")] == len(memory_entry.rows) + len(
+        memory_entry.unscorable
+    )
     assert all(r.group == "memory" for r in memory_entry.rows)
     # A baseline source's rows are not first scores: they are not listed.
     assert not any(sid == "litgpt-resource-tables" for _, _, sid, _ in restated_rows(ledger, every_row))

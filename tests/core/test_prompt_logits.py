@@ -73,6 +73,8 @@ def test_stating_the_engines_own_habit_changes_nothing():
     assert RECORDS["vllm"].with_logits("last") is RECORDS["vllm"]
     assert RECORDS["autoawq"].with_logits("all") is RECORDS["autoawq"]
     assert RECORDS["transformers"].with_logits(None) is RECORDS["transformers"]
+    # llama.cpp computes every position's logits already; stating it adds no Hugging Face logits.
+    assert RECORDS["llama.cpp"].with_logits("all") is RECORDS["llama.cpp"]
     base, same = one(), one(logits="last")
     assert same.memory.device_total == base.memory.device_total
     assert same.performance.time_to_first_token_s == base.performance.time_to_first_token_s

@@ -457,3 +457,39 @@ def test_qlora_k_bit_preparation_is_chosen_on_the_workload_page_and_moves_the_me
     assert not page.form_train.isRowVisible(page.kbit_preparation)
     assert w.open_path(str(out))
     assert page.kbit_preparation.currentData() is False
+
+
+def test_a_files_prompt_logits_survive_edits_and_leave_with_the_engine(window, qtbot, tmp_path):
+    """``workload.prompt_logits`` has no field on the Workload page: a file that states it (a run of
+    Transformers before v4.45) keeps it through the user's edits, and choosing another engine drops
+    it, since where an engine release computed logits says nothing about the next engine."""
+    w = window
+    page = w.workload_page
+    path = tmp_path / "older-transformers.json"
+    path.write_text(
+        json.dumps(
+            {
+                "model": {"preset": "llama-3.1-8b"},
+                "workload": {
+                    "kind": "inference",
+                    "engine": "transformers",
+                    "prompt_tokens": 6144,
+                    "output_tokens": 256,
+                    "prompt_logits": "all",
+                },
+                "hardware": {"gpu": "a100-80gb", "gpu_count": 1},
+            }
+        ),
+        encoding="utf-8",
+    )
+    assert w.open_path(str(path))
+    settle(w)
+    assert w.state.scenario.workload.prompt_logits == "all"
+    held = w.state.estimate.best_per_gpu()["a100-80gb"].memory.logits
+    choose(qtbot, page.count, 2)
+    settle(w)
+    assert w.state.scenario.workload.prompt_logits == "all"
+    choose(qtbot, page.engine, "vllm")
+    settle(w)
+    assert w.state.scenario.workload.prompt_logits is None
+    assert w.state.estimate.best_per_gpu()["a100-80gb"].memory.logits < held / 1000

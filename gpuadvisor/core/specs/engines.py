@@ -254,14 +254,13 @@ class EngineProfile:
         """This profile for a run that states where its prefill computes logits
         (``workload.prompt_logits``): "all" projects every prompt position and holds their logits
         (a Hugging Face forward before Transformers v4.45: a 16-bit copy and its fp32 upcast),
-        "last" only the position it samples. None, or the engine's own habit: this profile."""
-        if stated is None:
+        "last" only the position it samples. None, or the engine's own habit (llama.cpp's "all",
+        whose output buffer holds one micro-batch, not a Hugging Face forward's logits): this
+        profile."""
+        if stated is None or PromptLogits(stated) == self.prompt_logits:
             return self
         logits = PromptLogits(stated)
-        full = logits == PromptLogits.ALL
-        if logits == self.prompt_logits and full == self.full_prompt_logits:
-            return self
-        return replace(self, prompt_logits=logits, full_prompt_logits=full)
+        return replace(self, prompt_logits=logits, full_prompt_logits=logits == PromptLogits.ALL)
 
     def layer_overhead_for(self, architecture: str) -> float:
         """Fixed time per layer and decode step on this architecture, s."""

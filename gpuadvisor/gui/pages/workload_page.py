@@ -782,11 +782,17 @@ class WorkloadPage(QWidget):
             if advanced
             else Offload(),
         }
+        engine = self.engine.currentData() or None
         workload = replace(
             base,
             **(layout_keys if kind != "inference" else {}),
             **local_keys,
-            engine=self.engine.currentData() or None,
+            engine=engine,
+            # Where the scenario's engine release computed logits is a fact of that engine (the key has
+            # no field here): another engine, or another kind of work, starts from its own habit.
+            prompt_logits=base.prompt_logits
+            if engine == scenario.workload.engine and not kind_changed
+            else None,
             batch_size=batch,
             seq_len=int(_read(self.seq_len, "Sequence length") or 1),
             prompt_tokens=int(_read(self.prompt, "Prompt tokens") or 1),
