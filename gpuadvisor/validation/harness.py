@@ -398,7 +398,7 @@ def _compare_serving(
         if got is None:
             return Comparison(row, measured, None, None, None, unit, omitted, "no candidate for this layout")
         mm, cand = got
-        engine = constants.engine(sc.workload.engine, sc.workload.kind).with_logits(sc.workload.prompt_logits)
+        engine = constants.engine(sc.workload.engine, sc.workload.kind).for_workload(sc.workload)
         # The stack's fitted time when none is given (as the benchmark models take it), named
         # here so that the run's remembered figures are keyed by the time they were made with.
         if request_overhead_s is None:
@@ -601,7 +601,7 @@ def _speed_of(
 ) -> PerformanceEstimate:
     """Speed of a candidate the estimate judged too big, through the core's public speed functions."""
     w, eff, hw = sc.workload, sc.efficiency, sc.hardware
-    engine = constants.engine(w.engine, w.kind).with_logits(w.prompt_logits)
+    engine = constants.engine(w.engine, w.kind).for_workload(w)
     if w.is_training:
         return training_speed(
             mm,

@@ -93,3 +93,23 @@ def test_a_wrong_value_is_refused_in_the_users_words():
         loads_scenario(scenario_text(logits="every"))
     assert "workload.prompt_logits" in str(info.value)
     assert "must be one of last, all" in str(info.value)
+
+
+def test_a_workloads_engine_habits_are_applied_in_one_place():
+    """``EngineProfile.for_workload`` is the one home of a run's overrides of its engine: every
+    reader in the package goes through it, none applies ``with_logits`` itself."""
+    from pathlib import Path
+
+    import gpuadvisor
+    from gpuadvisor.core.specs.workload import Workload
+
+    package = Path(gpuadvisor.__file__).parent
+    callers = sorted(
+        str(p.relative_to(package))
+        for p in package.rglob("*.py")
+        if ".with_logits(" in p.read_text(encoding="utf-8")
+    )
+    assert callers == ["core/specs/engines.py"]
+    older = Workload(kind="inference", engine="transformers", prompt_logits="all")
+    assert RECORDS["transformers"].for_workload(older).prompt_logits == PromptLogits.ALL
+    assert RECORDS["transformers"].for_workload(Workload(kind="inference")) is RECORDS["transformers"]

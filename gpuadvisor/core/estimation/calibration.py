@@ -170,7 +170,7 @@ def _candidate(est: Estimate, m: Measurement) -> Candidate:
 def _performance(est: Estimate, cand: Candidate, sc: Scenario) -> PerformanceEstimate:
     """Speed of a candidate the estimate judged too big (the run happened, so it did fit)."""
     w, eff = sc.workload, sc.efficiency
-    engine = engine_for(w.engine, w.kind).with_logits(w.prompt_logits)
+    engine = engine_for(w.engine, w.kind).for_workload(w)
     if w.is_training:
         return training_speed(
             est.memory_model,

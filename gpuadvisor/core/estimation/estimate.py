@@ -154,7 +154,7 @@ def estimate(
     selected, ids = selected_gpus(scenario, gpus, gpu_ids)
     counts = candidate_counts(scenario)
     engine_id = engine_of(w, scenario.model)
-    engine = engine_for(engine_id, w.kind, k).with_logits(w.prompt_logits)
+    engine = engine_for(engine_id, w.kind, k).for_workload(w)
     # The engine the workload runs on is the memory and speed models' too (a GGUF on llama.cpp).
     w_run = w if engine_id == w.engine else replace(w, engine=engine_id)
     # Serving engines prefill in chunks, which bounds the transient activations.

@@ -478,7 +478,7 @@ class MemoryModel:
         # Loss: 16-bit logits, fp32 log-probabilities and their fp32 gradient (eager); Megatron's fused
         # cross entropy keeps the 16-bit logits and one fp32 softmax.
         loss_bytes = (a + 4.0) if self.activation_framework == "fused" else (a + 4.0 + 4.0)
-        engine = record_of(w.engine, w.kind).with_logits(w.prompt_logits)
+        engine = record_of(w.engine, w.kind).for_workload(w)
         if engine.chunked_loss:
             # torchtune's CEWithChunkedOutputLoss: 16-bit logits, upcast to fp32 one of 8 chunks at a time.
             loss_bytes = a + 8.0 / 8

@@ -568,7 +568,7 @@ def _engine(est: Estimate) -> tuple[str, tuple[tuple[str, str], ...], str, bool]
     e: EngineProfile | None = constants.engines.get(est.engine)
     if e is None:
         return est.engine, (), "unknown", True
-    e = e.with_logits(est.scenario.workload.prompt_logits)
+    e = e.for_workload(est.scenario.workload)
     eff = est.scenario.efficiency
     factors: list[tuple[str, str]] = []
     if e.kind == "training":

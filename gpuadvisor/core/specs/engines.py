@@ -38,7 +38,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields, replace
 from enum import StrEnum
 from types import MappingProxyType
-from typing import Any, TypedDict, overload
+from typing import Any, Protocol, TypedDict, overload
 
 from ..errors import InputError
 from .kernels import KERNEL_FAMILIES
@@ -100,6 +100,14 @@ class PoolBasis(StrEnum):
     STATIC = "static"
     #: The memory left free after the weights and activations.
     FREE = "free"
+
+
+class RunStatements(Protocol):
+    """What a run states about its engine's habits (a :class:`~.workload.Workload` does; named here so
+    that the engine records need not import the workload)."""
+
+    @property
+    def prompt_logits(self) -> str | None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -249,6 +257,13 @@ class EngineProfile:
             if family not in KERNEL_FAMILIES:
                 raise ValueError(f"{where}: unknown kernel family {family!r}")
         object.__setattr__(self, "format_kernels", MappingProxyType(dict(self.format_kernels)))
+
+    def for_workload(self, workload: RunStatements) -> EngineProfile:
+        """This profile as one run uses it: the one place where what a workload states about its
+        engine's habits overrides the profile (today ``workload.prompt_logits``, :meth:`with_logits`).
+        Every reader of an engine for a workload (the estimate, the memory model, the speed of a
+        setup judged too big, the report, the validation harness) takes it from here."""
+        return self.with_logits(workload.prompt_logits)
 
     def with_logits(self, stated: str | None) -> EngineProfile:
         """This profile for a run that states where its prefill computes logits
