@@ -193,6 +193,11 @@ MEASUREMENT_COLUMNS = (
     # Transformers before v4.45, an eager loop calling the whole forward) or ``last``, passed on as
     # ``workload.prompt_logits``; empty: the engine's habit.
     "prompt_logits",
+    # Training rows of a mixture-of-experts layout: the expert layers' own tensor-parallel degree
+    # (Megatron's --expert-tensor-parallel-size), passed on as ``hardware.expert_tensor_parallel``
+    # with the row's layout; empty: the scenario's default, the dense layers' TP. Megatron's MoE
+    # recipes often run ETP 1 beside TP 2 or more (parallel folding), which only this cell states.
+    "etp",
 )
 
 #: Weight types the scenario may not know yet, and the nearest type it knows (used only as a fallback).
@@ -448,6 +453,7 @@ def load_measurements(data_dir: str | Path = DATA_DIR, sources: dict[str, Source
             "output_tokens_max",
             "requests",
             "ep",
+            "etp",
         ):
             _number(raw, col, where)
         _number(raw, "cuda_context_gib", where, positive=False)
@@ -758,6 +764,8 @@ def scenario_dict(
         omitted.append(f"layout vp={f['vp']}")
     if f.get("ep") and "expert_parallel" not in hardware and f["ep"] != "1":
         omitted.append(f"layout ep={f['ep']}")
+    if f.get("etp") and "expert_tensor_parallel" not in hardware:
+        omitted.append(f"layout etp={f['etp']}")
     if f["recompute"] and "activation_recompute" not in workload:
         omitted.append(f"recompute={f['recompute']}")
     if f["global_batch"] and "global_batch_size" not in workload:
@@ -816,6 +824,8 @@ def _layout_facts(f: dict[str, str]) -> dict[str, int]:
         out["virtual_pipeline_stages"] = int(float(f["vp"]))
     if f.get("ep") and int(float(f["ep"])) > 1:
         out["expert_parallel"] = int(float(f["ep"]))
+        if f.get("etp"):  # ETP 1 beside TP 2 says something too: the default is the dense layers' TP
+            out["expert_tensor_parallel"] = int(float(f["etp"]))
     return out
 
 

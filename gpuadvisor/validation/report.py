@@ -624,7 +624,12 @@ discussion, own measurement), `date_read` (YYYY-MM-DD), `notes`.
   degree of a mixture-of-experts layout, passed on as `hardware.expert_parallel` with the layout) and `sp`
   (training rows: `yes`/`no`, whether tensor parallelism also split the sequence, passed on as
   `hardware.sequence_parallel`; empty: the stack's default, yes for torchtitan with TP,
-  `data.SEQUENCE_PARALLEL_STACKS`, else the core's);
+  `data.SEQUENCE_PARALLEL_STACKS`, else the core's), then `speculative` (serving rows: the scenario's
+  `workload.speculative` as JSON), `disaggregated` (serving rows: `<P>p<D>d` prefill and decode instances),
+  `kbit_preparation` (QLoRA rows: `yes`/`no`, PEFT's fp32 cast of the base), `prompt_logits` (inference rows:
+  `all`/`last`, passed on as `workload.prompt_logits`) and `etp` (training rows of an MoE layout: the expert
+  layers' tensor-parallel degree, passed on as `hardware.expert_tensor_parallel`; empty: the dense layers' TP,
+  the scenario's default; Megatron's MoE recipes often run ETP 1 beside TP 2 or more);
 - scoring: `scored` (`yes`/`no`), `why` (required when unscored), `assumptions` (every value chosen where the
   source is silent).
 
