@@ -1047,3 +1047,69 @@ def test_beyond_one_rack_the_network_returns(cats):
     per_gpu = [e.candidates[0].performance.tokens_per_s.expected / n for e, n in ((one, 72), (two, 144))]
     assert per_gpu[1] < per_gpu[0]
     assert any("2 NVLink domains of 72" in n for n in two.warnings)
+
+
+# --- hybrid sharding (HSDP) -----------------------------------------------------------------------
+
+
+def _fsdp_run(shard=None, gpus=256, model="llama-3.1-8b", engine="fsdp"):
+    hw = {"gpu": "h100-sxm", "gpu_count": gpus, "parallelism": "fsdp"}
+    if shard is not None:
+        hw["data_parallel_shard"] = shard
+    return sc(model, {"kind": "pretrain", "engine": engine, "seq_len": 2048, "batch_size": 1}, hw)
+
+
+def test_hybrid_sharding_names_its_groups_and_plain_sharding_is_a_whole_group(cats):
+    lay = Layout(dp=128, sharding="fsdp", shard=8)
+    assert lay.shard_ways == 8 and lay.shard_replicas == 16
+    assert lay.name == "DP128 HSDP in groups of 8" and lay.to_dict()["data_parallel_shard"] == 8
+    assert Layout(tp=2, dp=64, sharding="zero1", shard=16).name == "TP2 · DP64 ZeRO-1 in groups of 16"
+    assert Layout(dp=128, sharding="fsdp").to_dict()["data_parallel_shard"] == 128
+    # A shard group as large as the whole data-parallel group is plain FSDP.
+    whole = estimate(_fsdp_run(shard=256), *cats).candidates[0]
+    plain = estimate(_fsdp_run(), *cats).candidates[0]
+    assert whole.layout == plain.layout and whole.layout.name == "DP256 FSDP"
+
+
+def test_hybrid_sharding_divides_the_state_over_its_group_only(cats):
+    """HSDP shards parameters, gradients and optimizer states over the shard group and keeps one
+    copy per group: 8-way shards hold 32 times the state of 256-way ones (every other term alike)."""
+    m = load_model_catalog().get("llama-3.1-8b")
+    mm = MemoryModel(m, Workload(kind="pretrain", seq_len=2048, batch_size=1))
+    full = mm.breakdown(layout=Layout(dp=256, sharding="fsdp"))
+    hybrid = mm.breakdown(layout=Layout(dp=256, sharding="fsdp", shard=8))
+    assert hybrid.optimizer == pytest.approx(32 * full.optimizer, rel=1e-9)
+    assert hybrid.gradients == pytest.approx(32 * full.gradients, rel=1e-9)
+    assert hybrid.activations == full.activations
+    assert hybrid.weights > full.weights
+    # ZeRO-1 in groups: only the optimizer states are sharded, over the group.
+    z1 = mm.breakdown(layout=Layout(dp=256, sharding="zero1", shard=8))
+    assert z1.optimizer == pytest.approx(hybrid.optimizer, rel=1e-9)
+
+
+def test_hybrid_sharding_keeps_the_gathers_inside_a_node(cats):
+    """FSDP over 32 nodes of H100 gathers every layer's weights over the network at one sequence of
+    2,048 tokens per GPU; in groups of 8 the gathers stay on NVLink and only each rank's gradient
+    shard crosses the network once a step: less exposed communication, more tokens/s, more memory."""
+    plain = estimate(_fsdp_run(), *cats).candidates[0]
+    hybrid = estimate(_fsdp_run(shard=8), *cats).candidates[0]
+    assert plain.fits and hybrid.fits
+    assert hybrid.performance.communication_share < plain.performance.communication_share
+    assert hybrid.performance.tokens_per_s.expected > plain.performance.tokens_per_s.expected
+    assert hybrid.memory.device_total > plain.memory.device_total
+
+
+@pytest.mark.parametrize(
+    ("hardware", "words"),
+    [
+        ({"parallelism": "fsdp", "data_parallel_shard": 12}, "do not divide the 256 data-parallel ranks"),
+        ({"parallelism": "fsdp", "data_parallel_shard": 512}, "larger than the 256 data-parallel ranks"),
+        ({"parallelism": "ddp", "data_parallel_shard": 8}, "set hardware.parallelism to zero1"),
+        ({"parallelism": "fsdp", "data_parallel_shard": 0}, "hardware.data_parallel_shard"),
+    ],
+)
+def test_a_shard_group_that_cannot_run_is_refused_by_name(cats, hardware, words):
+    scenario = {"gpu": "h100-sxm", "gpu_count": 256, **hardware}
+    with pytest.raises(InputError, match="data_parallel_shard") as err:
+        estimate(sc("llama-3.1-8b", {"kind": "pretrain", "seq_len": 2048, "batch_size": 1}, scenario), *cats)
+    assert words in str(err.value)

@@ -330,6 +330,29 @@ def test_advanced_layout_writes_the_layout_and_the_ranking_names_it(window, qtbo
     assert w.state.scenario.workload.activation_recompute is None
 
 
+def test_a_shard_group_lays_fsdp_out_as_hybrid_sharding(window, qtbot):
+    """The "Shard group" field (shown for ZeRO and FSDP only) writes hardware.data_parallel_shard,
+    and the ranking names the hybrid layout; with DDP the row is hidden and the key dropped."""
+    w = window
+    page = w.workload_page
+    _pretrain_70b_on_h100(w, qtbot)
+    choose(qtbot, page.count, 64)
+    choose(qtbot, page.parallelism, "fsdp")
+    tick(qtbot, page.layout_box, True)
+    assert page.form_layout.isRowVisible(page.shard)
+    type_over(qtbot, page.shard, "32")
+    settle(w)
+    assert w.state.scenario.hardware.data_parallel_shard == 32
+    c = w.state.estimate.candidates[0]
+    assert c.layout.shard == 32 and "HSDP in groups of 32" in c.layout.name
+    setups = [w.ranking_proxy.index(r, COL_SETUP).data() or "" for r in range(w.ranking_proxy.rowCount())]
+    assert any("HSDP" in s for s in setups)
+    choose(qtbot, page.parallelism, "ddp")
+    settle(w)
+    assert not page.form_layout.isRowVisible(page.shard)
+    assert w.state.scenario.hardware.data_parallel_shard is None
+
+
 def test_offloading_the_optimizer_needs_host_memory(window, qtbot):
     w = window
     page = w.workload_page

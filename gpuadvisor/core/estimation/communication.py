@@ -316,14 +316,25 @@ def _data_parallel_time(
     replica of the weights, DP x CP (stride TP). Under ZeRO-3/FSDP the weights are gathered layer
     by layer and the gradients reduce-scattered every micro-batch, each collective hidden behind
     the neighbouring layer's compute only as far as that lasts (:func:`sharded_exposed`, with NCCL's
-    ring latency); otherwise the reduction overlaps the last micro-batch's backward pass.
+    ring latency); otherwise the reduction overlaps the last micro-batch's backward pass. With
+    hybrid sharding (``Layout.shard``) those collectives run inside each shard group and each
+    rank's gradient shard is then all-reduced across the groups, behind the last backward pass.
     ``forward_share``: the forward pass's share of the FLOPs run."""
     t, p = layout.tp, layout.pp
-    d = layout.dp * layout.cp
+    # The sharded collectives run over the shard group (the whole DP x CP group unless hybrid).
+    d = layout.shard_ways
     bw, lat = group_link(t, d, gpus_per_node, node, net, domain)
     state_share = 1.0 / (t * p)
     grads = mm.grad_bytes * state_share
     ring = 2 * (d - 1) / d
+    # Hybrid sharding: each rank's gradient shard is also all-reduced across the replicas of its
+    # shard group (ranks ``TP x shard`` apart), once a step after the last micro-batch's backward.
+    replicas = layout.shard_replicas
+    across = 0.0
+    if replicas > 1:
+        bw_r, lat_r = group_link(t * d, replicas, gpus_per_node, node, net, domain)
+        across = 2 * (replicas - 1) / replicas * grads / d / bw_r + lat_r
+    window = BACKWARD_SHARE * useful / micro  # the last micro-batch's backward pass
     if layout.sharding in GATHERING_SHARDINGS:
         params = mm.weight_bytes * state_share
         # A group inside the NVLink domain rings over NVLink hops only.
@@ -335,9 +346,9 @@ def _data_parallel_time(
             useful * (1.0 - forward_share) / (micro * layers_gpu),
             layers_gpu,
         )  # fmt: skip
-        return max(micro * per_layer, total - useful, (1 - DP_OVERLAP) * total)
-    total = ring * grads / bw + lat
-    window = BACKWARD_SHARE * useful / micro  # the last micro-batch's backward pass
+        sharded = max(micro * per_layer, total - useful, (1 - DP_OVERLAP) * total)
+        return sharded + max(across - window, (1 - DP_OVERLAP) * across)
+    total = ring * grads / bw + lat + across
     return max(total - window, (1 - DP_OVERLAP) * total)
 
 
@@ -349,7 +360,7 @@ def _offload_time(
     offload), each over PCIe and partly hidden behind compute."""
     w = mm.workload
     off = w.offload
-    t, p, d = layout.tp, layout.pp, layout.dp * layout.cp
+    t, p, d = layout.tp, layout.pp, layout.shard_ways
     n = layout.gpus
     pcie = gpu.pcie_gb_s * 1e9 * PCIE_EFFICIENCY
     shard_params = mm.weight_bytes / max(mm.block_bytes_per_weight, 1.0) / (t * p * d)

@@ -141,6 +141,7 @@ def count_layouts(model: ModelSpec, scenario: Scenario, mm: MemoryModel, n: int)
                 "context_parallel",
                 "expert_parallel",
                 "expert_tensor_parallel",
+                "data_parallel_shard",
             )
         )
         if simple:

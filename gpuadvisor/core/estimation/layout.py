@@ -68,6 +68,19 @@ class Layout(NamedTuple):
     shorthand: str = ""
     #: Tensor parallelism inside the expert layers; 0: the same as ``tp`` (Megatron's default).
     etp: int = 0
+    #: Ranks of the DP x CP group each ZeRO/FSDP shard group spans (hybrid sharding, HSDP: the
+    #: state is sharded inside a group and replicated across the groups); 0: the whole group.
+    shard: int = 0
+
+    @property
+    def shard_ways(self) -> int:
+        """How many ways ZeRO/FSDP divides the training state: the shard group, else DP x CP."""
+        return self.shard or self.dp * self.cp
+
+    @property
+    def shard_replicas(self) -> int:
+        """Copies of the sharded state across the DP x CP group (1 without hybrid sharding)."""
+        return max(1, self.dp * self.cp // self.shard_ways)
 
     @property
     def expert_tp(self) -> int:
@@ -109,6 +122,8 @@ class Layout(NamedTuple):
         if self.ep > 1 or self.expert_tp != self.tp:
             parts.append(f"EP{self.ep}" + (f" ETP{self.expert_tp}" if self.expert_tp != self.tp else ""))
         shard = _SHARDING_NAMES.get(self.sharding)
+        if shard and self.shard_replicas > 1:  # hybrid: sharded in groups, replicated across them
+            shard = f"{'HSDP' if self.sharding in GATHERING_SHARDINGS else shard} in groups of {self.shard}"
         if self.dp > 1:
             parts.append(f"DP{self.dp}" + (f" {shard}" if shard else ""))
         elif shard and self.cp > 1:
@@ -138,6 +153,7 @@ class Layout(NamedTuple):
             "sequence_parallel": self.sequence_parallel,
             "activation_recompute": self.recompute,
             "data_parallel_sharding": self.sharding,
+            "data_parallel_shard": self.shard_ways,
             "name": self.name,
         }
 
@@ -261,6 +277,8 @@ def check_layout(model: ModelSpec, workload: Workload, hw: Hardware, layout: Lay
             f"the sequence of {workload.seq_len} tokens does not split evenly over CP{layout.cp}",
             layout.cp,
         )
+    if layout.shard:
+        _check_shard(workload, layout)
     off = workload.offload
     if off.parameters != "none" and layout.sharding not in GATHERING_SHARDINGS and layout.gpus > 1:
         raise InputError(
@@ -283,6 +301,26 @@ def check_layout(model: ModelSpec, workload: Workload, hw: Hardware, layout: Lay
             max(layout.cp, layout.ep, layout.vpp),
         )
     return layout
+
+
+def _check_shard(workload: Workload, layout: Layout) -> None:
+    """Raise when the hybrid-sharding group cannot run: it shards ZeRO or FSDP training state, over
+    a whole number of groups of the DP x CP ranks."""
+    group = layout.dp * layout.cp
+    if not workload.is_training or layout.sharding not in _SHARDING_NAMES:
+        raise InputError(
+            "hardware.data_parallel_shard",
+            "hybrid sharding groups ZeRO or FSDP training state: set hardware.parallelism to zero1, "
+            "zero2, zero3 or fsdp",
+            layout.shard,
+        )
+    if group % layout.shard:
+        raise InputError(
+            "hardware.data_parallel_shard",
+            f"shard groups of {layout.shard} do not divide the {group} data-parallel ranks "
+            f"(DP{layout.dp} x CP{layout.cp}) evenly",
+            layout.shard,
+        )
 
 
 def explicit_layout(model: ModelSpec, workload: Workload, hw: Hardware, gpu_count: int) -> Layout:
@@ -330,7 +368,9 @@ def explicit_layout(model: ModelSpec, workload: Workload, hw: Hardware, gpu_coun
         and hw.expert_parallel is None
         and hw.expert_tensor_parallel is None
         and hw.virtual_pipeline_stages is None
+        and hw.data_parallel_shard in (None, dp * cp)  # a shard group of the whole group: plain
     )
+    shard = hw.data_parallel_shard or 0
     layout = Layout(
         tp=tp,
         pp=pp,
@@ -343,7 +383,15 @@ def explicit_layout(model: ModelSpec, workload: Workload, hw: Hardware, gpu_coun
         recompute=recompute,
         sharding=sharding,
         shorthand=(par or "") if simple and par else ("none" if n == 1 and simple else ""),
+        # A shard group as large as the whole group is plain sharding.
+        shard=shard if shard and shard != dp * cp else 0,
     )
+    if shard and shard > dp * cp:
+        raise InputError(
+            "hardware.data_parallel_shard",
+            f"shard groups of {shard} are larger than the {dp * cp} data-parallel ranks (DP{dp} x CP{cp})",
+            shard,
+        )
     return check_layout(model, workload, hw, layout)
 
 

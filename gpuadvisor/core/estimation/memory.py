@@ -588,7 +588,7 @@ class MemoryModel:
         else:
             s = context
             prompt = max(1, context - w.output_tokens)
-        t, p, d, cp = layout.tp, layout.pp, layout.dp, layout.cp
+        t, p = layout.tp, layout.pp
         sharding = layout.sharding
         L = self.layers
         # Experts are sharded over expert parallelism and expert tensor parallelism (EP x ETP), the
@@ -610,8 +610,9 @@ class MemoryModel:
             ep_mult = 1.0 - self.adapter_expert_share + self.adapter_expert_share / split
             share_local = share_whole * ep_mult
         # Context-parallel ranks hold the same weights, so ZeRO/FSDP shards over DP x CP (Megatron's
-        # data-parallel-with-context group; torchtitan's dp_shard x cp mesh), never over TP or PP.
-        d = d * cp
+        # data-parallel-with-context group; torchtitan's dp_shard x cp mesh), never over TP or PP;
+        # with hybrid sharding (HSDP) over a shard group of it only, each group holding a copy.
+        d = layout.shard_ways
         zero = sharding in OPTIMIZER_SHARDINGS
         zero_grads = sharding in GRADIENT_SHARDINGS
         optim = self.optim_bytes * (share_whole if zero else share_local)

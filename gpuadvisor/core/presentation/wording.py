@@ -336,6 +336,8 @@ def _parallelism_phrase(est: Estimate) -> str:
     if etp is not None and etp != (hw.tensor_parallel or 1):
         axes.append(f"ETP{etp}")  # the experts' own tensor parallelism (MoE parallel folding)
     pars = hw.parallelism or ("every applicable split" if not axes else "ddp over the replicas")
+    if hw.data_parallel_shard and hw.parallelism:
+        pars += f" in shard groups of {hw.data_parallel_shard}"  # hybrid sharding (HSDP)
     if axes:
         pars = " x ".join(axes) + f", {pars}"
     elif not hw.layout_given and (hw.gpu_count_max or 0) > 8:

@@ -57,6 +57,7 @@ FIELD_RULES: MappingProxyType[str, NumberRule] = MappingProxyType(
         "hardware.expert_parallel": _LAYOUT,
         "hardware.expert_tensor_parallel": _LAYOUT,
         "hardware.virtual_pipeline_stages": _LAYOUT,
+        "hardware.data_parallel_shard": _LAYOUT,
         "hardware.memory_gib": NumberRule(Quantity.MEMORY, 0, 4096, above=True),
         "hardware.host_memory_gib": NumberRule(Quantity.MEMORY, 0, 1_048_576, above=True),
         "hardware.host_memory_bandwidth_gb_s": NumberRule(Quantity.BANDWIDTH, 0, 100_000, above=True),

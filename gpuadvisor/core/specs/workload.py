@@ -554,6 +554,7 @@ LAYOUT_AXES = (
     "expert_parallel",
     "expert_tensor_parallel",
     "virtual_pipeline_stages",
+    "data_parallel_shard",
 )
 #: Largest GPU count a comparison searches (``hardware.gpu_count_max``).
 MAX_GPU_COUNT = 16_384
@@ -585,6 +586,11 @@ class Hardware:
     # Tensor parallelism inside the expert layers (Megatron's --expert-tensor-parallel-size; None: TP's).
     expert_tensor_parallel: int | None = None
     virtual_pipeline_stages: int | None = None
+    # Hybrid sharding (HSDP, ZeRO over part of the data-parallel ranks): ZeRO or FSDP shards the
+    # training state over groups of this many ranks of the DP x CP group and replicates it across
+    # the groups (PyTorch FSDP's HYBRID_SHARD, torchtitan's data_parallel_shard_degree); None: the
+    # whole group.
+    data_parallel_shard: int | None = None
     sequence_parallel: bool | None = None
     # Host RAM per node available to the job (GiB) and its bandwidth (GB/s; None: the catalog's default).
     host_memory_gib: float | None = None

@@ -56,6 +56,8 @@ TARGETS = [
     ("q_proj,k_proj,v_proj,o_proj", "Attention only (q, k, v, o)"),
     ("q_proj,v_proj", "Query and value (q, v)"),
 ]
+#: The parallelisms that shard training state, over which a shard group (HSDP) can be set.
+SHARDED_PARALLELISMS = (Parallelism.ZERO1, Parallelism.ZERO2, Parallelism.ZERO3, Parallelism.FSDP)
 PARALLELISMS = [
     ("", "Let the advisor choose"),
     (Parallelism.DDP, "Data parallel (DDP)"),
@@ -133,6 +135,12 @@ def _axis(field: NumberField, label: str) -> int | None:
     """A layout axis as the scenario keeps it: None for 1 (or empty)."""
     value = _read(field, label)
     return int(value) if value is not None and value > 1 else None
+
+
+def _shard_group(field: NumberField) -> int | None:
+    """The hybrid-sharding group as the scenario keeps it: None when empty (one group of all)."""
+    value = _read(field, "Shard group")
+    return int(value) if value is not None else None
 
 
 def _read(field: NumberField, label: str) -> float | None:
@@ -279,6 +287,12 @@ class WorkloadPage(QWidget):
             "1",
             "Context parallel: GPUs that split every sequence (ring attention).",
         )
+        self.shard = NumberField("all", optional=True, key="hardware.data_parallel_shard")
+        self.shard.setToolTip(
+            "Hybrid sharding (HSDP): ZeRO or FSDP shards the training state over groups of this many "
+            "data-parallel GPUs and keeps a copy per group, so the gathers stay inside a node. "
+            "Empty: one group of every data-parallel GPU."
+        )
         self.recompute = _combo(
             RECOMPUTE,
             "Activation recomputation: selective recomputes the attention core (little time), "
@@ -313,6 +327,7 @@ class WorkloadPage(QWidget):
         self.form_layout.addRow("Tensor parallel", self.tp)
         self.form_layout.addRow("Pipeline parallel", self.pp)
         self.form_layout.addRow("Context parallel", self.cp)
+        self.form_layout.addRow("Shard group", self.shard)
         self.form_layout.addRow("Recomputation", self.recompute)
         self.form_layout.addRow("Optimizer state", self.offload_optimizer)
         self.form_layout.addRow("Weights", self.offload_parameters)
@@ -450,6 +465,7 @@ class WorkloadPage(QWidget):
             self.tp,
             self.pp,
             self.cp,
+            self.shard,
             self.host_memory,
             self.global_batch,
             self.gpu_layers,
@@ -501,6 +517,7 @@ class WorkloadPage(QWidget):
             self.tp.set_value(hw.tensor_parallel or 1)
             self.pp.set_value(hw.pipeline_parallel or 1)
             self.cp.set_value(hw.context_parallel or 1)
+            self.shard.set_value(hw.data_parallel_shard)
             self.gpu_layers.set_value(w.gpu_layers)
             _select(self.kv_type, w.kv_cache_dtype or "")
             self.system_ram.set_value(hw.host_memory_gib)
@@ -516,6 +533,7 @@ class WorkloadPage(QWidget):
                 hw.tensor_parallel
                 or hw.pipeline_parallel
                 or hw.context_parallel
+                or hw.data_parallel_shard
                 or w.activation_recompute
                 or w.offload.any
                 or hw.host_memory_gib
@@ -638,7 +656,8 @@ class WorkloadPage(QWidget):
         self.count.setItemText(
             0, "The GPUs you have (1)" if self._local_choice() else "Let the advisor choose (1, 2, 4, 8)"
         )
-        state = (training, kind, self.lora_targets.currentData() == "custom", serving, one_gpu)
+        sharded = self.parallelism.currentData() in SHARDED_PARALLELISMS
+        state = (training, kind, self.lora_targets.currentData() == "custom", serving, one_gpu, sharded)
         if state == getattr(self, "_visibility", None):
             return  # showing rows, even unchanged ones, re-lays out and repaints the whole page
         self._visibility = state
@@ -676,6 +695,7 @@ class WorkloadPage(QWidget):
         self.layout_box.setVisible(training)
         for widget in (self.tp, self.pp, self.cp, self.global_batch):
             self.form_layout.setRowVisible(widget, not one_gpu)
+        self.form_layout.setRowVisible(self.shard, sharded and not one_gpu)
 
     # --- editing ---------------------------------------------------------------------------
     def _fold_layout_box(self, open_: bool) -> None:
@@ -745,6 +765,7 @@ class WorkloadPage(QWidget):
         except ValueError as exc:
             raise ValueError(f"Dataset tokens and epochs: {exc}") from None
         advanced = self.layout_box.isChecked() and kind != "inference"
+        sharded = self.parallelism.currentData() in SHARDED_PARALLELISMS
         local = self._local_on()
         if advanced:
             host_memory = _read(self.host_memory, "Host RAM per node")
@@ -831,6 +852,7 @@ class WorkloadPage(QWidget):
             tensor_parallel=_axis(self.tp, "Tensor parallel") if advanced else None,
             pipeline_parallel=_axis(self.pp, "Pipeline parallel") if advanced else None,
             context_parallel=_axis(self.cp, "Context parallel") if advanced else None,
+            data_parallel_shard=_shard_group(self.shard) if advanced and sharded else None,
             host_memory_gib=host_memory,
             host_memory_bandwidth_gb_s=bandwidth,
             gpu_count_max=(self.search_up_to.currentData() or None) if advanced else None,
