@@ -198,6 +198,11 @@ MEASUREMENT_COLUMNS = (
     # with the row's layout; empty: the scenario's default, the dense layers' TP. Megatron's MoE
     # recipes often run ETP 1 beside TP 2 or more (parallel folding), which only this cell states.
     "etp",
+    # Rows of TFLOPS as Megatron-LM logs them: how its count took the attention core, ``full`` (every
+    # key of the sequence, Megatron-LM before 2025-03-06 and the papers and stacks that used its
+    # formula) or ``causal`` (the keys before each position, since commit 8873b55 of 2025-03-06);
+    # empty: full (:func:`.harness.published_tflops_ratio`).
+    "tflops_attention",
 )
 
 #: Weight types the scenario may not know yet, and the nearest type it knows (used only as a fallback).
@@ -471,6 +476,10 @@ def load_measurements(data_dir: str | Path = DATA_DIR, sources: dict[str, Source
                 raise ValidationDataError(f"{where}: {col} must be yes, no or empty")
         if raw["prompt_logits"] not in ("", "all", "last"):
             raise ValidationDataError(f"{where}: prompt_logits must be all, last or empty")
+        if raw["tflops_attention"] not in ("", "full", "causal"):
+            raise ValidationDataError(f"{where}: tflops_attention must be full, causal or empty")
+        if raw["tflops_attention"] and raw["quantity"] != "train_tflops_per_gpu":
+            raise ValidationDataError(f"{where}: tflops_attention is for train_tflops_per_gpu rows")
         if raw["recompute"] not in ("", "none", "selective", "op", "full"):
             raise ValidationDataError(f"{where}: recompute must be none, selective, op, full or empty")
         if raw["arrival"] not in ARRIVALS and paced_interval(raw["arrival"]) is None:

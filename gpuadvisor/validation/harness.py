@@ -664,7 +664,10 @@ def published_tflops_ratio(model: ModelSpec, seq_len: int) -> float:
         ratio = (2 N_mm + 4 L d_q s) / (2 N_mm + 4 L d_q attended(s))
 
     Forward, backward and recomputation multiply both sides alike. About 1.01 at 2,048 tokens of a
-    175B model, 1.07 at 4,096 tokens of a 7B model, close to 2 at a million tokens."""
+    175B model, 1.07 at 4,096 tokens of a 7B model, close to 2 at a million tokens. Megatron-LM
+    itself counts the causal half since 2025-03-06 (NVIDIA/Megatron-LM commit 8873b55, "Fixes in
+    number of floating-point operation estimates for MoE and attention layer"): rows of its later
+    releases state ``tflops_attention`` ``causal`` and are compared with no conversion."""
     dense = 2.0 * matmul_params(model)
     attn = 4.0 * model.num_layers * model.q_dim
     return (dense + attn * seq_len) / (dense + attn * model.prefill_attended_tokens(seq_len))
@@ -680,7 +683,11 @@ def speed_value(row: Row, perf: PerformanceEstimate, sc: Scenario, model: ModelS
     if q == "train_tokens_per_s" or q == "output_tokens_per_s":
         return perf.tokens_per_s.expected
     if q == "train_tflops_per_gpu":
-        return perf.mfu * perf.peak_tflops * published_tflops_ratio(model, w.seq_len) if perf.mfu else None
+        # Megatron-LM's own count takes the causal half of the attention since 2025-03-06, as the
+        # estimate does: no conversion then (the row's tflops_attention).
+        causal = row.fact("tflops_attention") == "causal"
+        ratio = 1.0 if causal else published_tflops_ratio(model, w.seq_len)
+        return perf.mfu * perf.peak_tflops * ratio if perf.mfu else None
     if q in ("train_mfu", "train_hfu"):
         # The estimate's MFU counts the FLOPs the GPU runs, recomputation included.
         return perf.mfu * 100.0 if perf.mfu else None

@@ -117,10 +117,14 @@ class Entry:
     @property
     def hash_omits(self) -> tuple[str, ...]:
         """The columns its ``rows_sha256`` leaves out: those its line names (``rows_hash_omits``,
-        written since 2026-12-06, empty), else every :data:`RESTATED_COLUMNS` column (the lines
-        written before)."""
+        written since 2026-12-06, empty) and the :data:`RESTATED_COLUMNS` stated after the line
+        was written (:data:`RESTATED_SINCE`), else every restated column (the lines written before)."""
         named = self.raw.get("rows_hash_omits")
-        return tuple(named) if isinstance(named, list) else tuple(RESTATED_COLUMNS)
+        if not isinstance(named, list):
+            return tuple(RESTATED_COLUMNS)
+        # A column stated after the line was written (the ledger had ``line - 1`` lines then).
+        later = [c for c in RESTATED_COLUMNS if self.line <= RESTATED_SINCE[c] and c not in named]
+        return (*named, *later)
 
 
 @dataclass(frozen=True, slots=True)
@@ -310,10 +314,12 @@ def pending_sources(rows: Iterable[Row], ledger: Ledger) -> list[str]:
 RESTATED_COLUMNS = {
     "prompt_logits": "2026-12-06: Transformers' generate computes only the sampled position's logits "
     "since v4.45; runs of older releases and of eager loops state 'all'",
+    "tflops_attention": "2026-12-07: Megatron-LM counts the causal half of the attention core in the "
+    "TFLOPS it logs since 2025-03-06 (commit 8873b55); runs of its later releases state 'causal'",
 }
 #: How many lines the ledger had when each restated column was added: the entries from then on were
 #: scored by a model that read the column.
-RESTATED_SINCE = {"prompt_logits": 65}
+RESTATED_SINCE = {"prompt_logits": 65, "tflops_attention": 74}
 
 
 def rows_sha256(rows: Sequence[Row], omit: Iterable[str] = ()) -> str:

@@ -593,7 +593,9 @@ discussion, own measurement), `date_read` (YYYY-MM-DD), `notes`.
   `output_tokens_per_s` (aggregate, prefill included), `prefill_tokens_per_s` (prompt over time to first token),
   `time_to_first_token_ms`, `request_latency_s` (a whole static batch: prefill and every decode step),
   `train_tokens_per_s_per_gpu`, `train_tokens_per_s`, `train_tflops_per_gpu` (model FLOPs as Megatron-LM counts
-  them, attention over the whole sequence: the estimate's causal FLOPs are converted, `harness.published_tflops_ratio`),
+  them, attention over the whole sequence: the estimate's causal FLOPs are converted, `harness.published_tflops_ratio`;
+  Megatron-LM's own count takes the causal half since 2025-03-06, commit 8873b55, which a row states with
+  `tflops_attention`),
   `train_mfu` (%), `train_hfu` (%, hardware FLOPs: recomputation counted),
   `train_gpu_hours` (needs `tokens_trained`), `train_step_time_s` (uses `global_batch` x `seq_len` tokens per
   step);
@@ -629,7 +631,9 @@ discussion, own measurement), `date_read` (YYYY-MM-DD), `notes`.
   `kbit_preparation` (QLoRA rows: `yes`/`no`, PEFT's fp32 cast of the base), `prompt_logits` (inference rows:
   `all`/`last`, passed on as `workload.prompt_logits`) and `etp` (training rows of an MoE layout: the expert
   layers' tensor-parallel degree, passed on as `hardware.expert_tensor_parallel`; empty: the dense layers' TP,
-  the scenario's default; Megatron's MoE recipes often run ETP 1 beside TP 2 or more);
+  the scenario's default; Megatron's MoE recipes often run ETP 1 beside TP 2 or more) and `tflops_attention`
+  (TFLOPS rows: `full`, the attention core over the whole sequence as Megatron-LM counted it before 2025-03-06,
+  or `causal`, its count since commit 8873b55 of that day, compared with no conversion; empty: full);
 - scoring: `scored` (`yes`/`no`), `why` (required when unscored), `assumptions` (every value chosen where the
   source is silent).
 

@@ -130,16 +130,16 @@ def test_rows_may_stop_before_the_columns_added_at_the_end(tmp_path):
     shutil.copy(DATA_DIR / "sources.csv", tmp_path / "sources.csv")
     text = (DATA_DIR / "measurements.csv").read_text(encoding="utf-8").splitlines()
     short = text[2]  # written before vp, recompute, arrival, output_tokens_max, requests, ep, speculative,
-    # disaggregated, sp, kbit_preparation, prompt_logits and etp existed
+    # disaggregated, sp, kbit_preparation, prompt_logits, etp and tflops_attention existed
     import csv
 
-    assert len(next(csv.reader([short]))) == len(next(csv.reader([text[1]]))) - 12
+    assert len(next(csv.reader([short]))) == len(next(csv.reader([text[1]]))) - 13
     (tmp_path / "measurements.csv").write_text("\n".join(text[:3]) + "\n", encoding="utf-8")
     (row,) = load_measurements(tmp_path)
     assert row.fact("vp") == "" and row.fact("recompute") == "" and row.fact("arrival") == ""
     assert row.fact("output_tokens_max") == "" and row.fact("requests") == "" and row.fact("ep") == ""
     assert row.fact("sp") == "" and row.fact("kbit_preparation") == "" and row.fact("prompt_logits") == ""
-    assert row.fact("etp") == ""
+    assert row.fact("etp") == "" and row.fact("tflops_attention") == ""
     # A row that stops earlier still is an error.
     (tmp_path / "measurements.csv").write_text(
         "\n".join(text[:2] + [short.rsplit(",", 1)[0]]) + "\n", encoding="utf-8"
