@@ -1113,3 +1113,15 @@ def test_a_shard_group_that_cannot_run_is_refused_by_name(cats, hardware, words)
     with pytest.raises(InputError, match="data_parallel_shard") as err:
         estimate(sc("llama-3.1-8b", {"kind": "pretrain", "seq_len": 2048, "batch_size": 1}, scenario), *cats)
     assert words in str(err.value)
+
+
+def test_a_shard_group_without_a_gpu_count_compares_whole_groups(cats):
+    """Asked for groups of 8 and no count, the comparison takes the counts that hold whole groups
+    (8: one group, plain FSDP) and two groups (16), never a count a group does not fit."""
+    work = {"kind": "pretrain", "seq_len": 2048, "batch_size": 1}
+    est = estimate(
+        sc("llama-3.1-8b", work, {"gpu": "h100-sxm", "parallelism": "fsdp", "data_parallel_shard": 8}), *cats
+    )
+    by_count = {c.gpu_count: c.layout for c in est.candidates}
+    assert sorted(by_count) == [8, 16]
+    assert by_count[8].shard == 0 and by_count[16].shard == 8

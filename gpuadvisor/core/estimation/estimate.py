@@ -268,6 +268,10 @@ def candidate_counts(scenario: Scenario) -> tuple[int, ...]:
     replica = (hw.tensor_parallel or 1) * (hw.pipeline_parallel or 1) * (hw.context_parallel or 1)
     if not hw.gpu_count and replica > 1:
         counts = tuple(sorted({n for n in (*counts, replica) if n % replica == 0}))
+    if not hw.gpu_count and hw.data_parallel_shard:
+        # Hybrid sharding: whole shard groups of data-parallel ranks, and at least two of them.
+        group = (hw.tensor_parallel or 1) * (hw.pipeline_parallel or 1) * hw.data_parallel_shard
+        counts = tuple(sorted({n for n in (*counts, 2 * group) if n % group == 0}))
     if w.serving is not None and hw.parallelism == Parallelism.DDP and any(n > 1 for n in counts):
         raise InputError(
             "hardware.parallelism",
