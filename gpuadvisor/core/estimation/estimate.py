@@ -27,6 +27,7 @@ The GPUs and values actually used are recorded in :attr:`Estimate.calibration_fi
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -265,13 +266,16 @@ def candidate_counts(scenario: Scenario) -> tuple[int, ...]:
     a count takes the counts that hold whole replicas of it."""
     w, hw = scenario.workload, scenario.hardware
     counts = gpu_counts(hw, DEFAULT_GPU_COUNTS)
-    replica = (hw.tensor_parallel or 1) * (hw.pipeline_parallel or 1) * (hw.context_parallel or 1)
-    if not hw.gpu_count and replica > 1:
-        counts = tuple(sorted({n for n in (*counts, replica) if n % replica == 0}))
-    if not hw.gpu_count and hw.data_parallel_shard:
-        # Hybrid sharding: whole shard groups of data-parallel ranks, and at least two of them.
-        group = (hw.tensor_parallel or 1) * (hw.pipeline_parallel or 1) * hw.data_parallel_shard
-        counts = tuple(sorted({n for n in (*counts, 2 * group) if n % group == 0}))
+    model_parallel = (hw.tensor_parallel or 1) * (hw.pipeline_parallel or 1)
+    # The GPUs a count must be a multiple of: whole replicas of TP x PP x CP and, with hybrid
+    # sharding, whole shard groups of data-parallel ranks (at least two, so that the comparison
+    # holds a hybrid layout).
+    unit = smallest = model_parallel * (hw.context_parallel or 1)
+    if hw.data_parallel_shard:
+        unit = math.lcm(unit, model_parallel * hw.data_parallel_shard)
+        smallest = 2 * unit
+    if not hw.gpu_count and unit > 1:
+        counts = tuple(sorted({n for n in (*counts, smallest) if n % unit == 0}))
     if w.serving is not None and hw.parallelism == Parallelism.DDP and any(n > 1 for n in counts):
         raise InputError(
             "hardware.parallelism",

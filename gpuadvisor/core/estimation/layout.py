@@ -33,7 +33,7 @@ from ..errors import InputError
 from ..specs.engines import record_of
 from ..specs.models import ModelSpec
 from ..specs.workload import Hardware, Workload
-from ..vocabulary import GATHERING_SHARDINGS
+from ..vocabulary import GATHERING_SHARDINGS, OPTIMIZER_SHARDINGS
 
 DATA_PARALLEL = ("ddp", "zero1", "zero2", "zero3", "fsdp")
 #: Sequence length from which the search also tries context parallelism.
@@ -307,7 +307,7 @@ def _check_shard(workload: Workload, layout: Layout) -> None:
     """Raise when the hybrid-sharding group cannot run: it shards ZeRO or FSDP training state, over
     a whole number of groups of the DP x CP ranks."""
     group = layout.dp * layout.cp
-    if not workload.is_training or layout.sharding not in _SHARDING_NAMES:
+    if not workload.is_training or layout.sharding not in OPTIMIZER_SHARDINGS:
         raise InputError(
             "hardware.data_parallel_shard",
             "hybrid sharding groups ZeRO or FSDP training state: set hardware.parallelism to zero1, "

@@ -23,7 +23,14 @@ from ...core.specs.constants import engine_for
 from ...core.specs.engines import DEFAULT_INFERENCE_ENGINE, RECORDS, engine_lineage, engine_of
 from ...core.specs.hardware import HOST_DEFAULTS, GpuCatalog, GpuSpec, MachineClass
 from ...core.specs.workload import Offload, adapt_to_kind
-from ...core.vocabulary import OffloadTarget, Optimizer, Parallelism, Recompute, WorkloadKind
+from ...core.vocabulary import (
+    OPTIMIZER_SHARDINGS,
+    OffloadTarget,
+    Optimizer,
+    Parallelism,
+    Recompute,
+    WorkloadKind,
+)
 from ..widgets import ElidedComboBox, NumberField, hint
 from .serving_box import ServingBox
 
@@ -56,8 +63,6 @@ TARGETS = [
     ("q_proj,k_proj,v_proj,o_proj", "Attention only (q, k, v, o)"),
     ("q_proj,v_proj", "Query and value (q, v)"),
 ]
-#: The parallelisms that shard training state, over which a shard group (HSDP) can be set.
-SHARDED_PARALLELISMS = (Parallelism.ZERO1, Parallelism.ZERO2, Parallelism.ZERO3, Parallelism.FSDP)
 PARALLELISMS = [
     ("", "Let the advisor choose"),
     (Parallelism.DDP, "Data parallel (DDP)"),
@@ -656,7 +661,7 @@ class WorkloadPage(QWidget):
         self.count.setItemText(
             0, "The GPUs you have (1)" if self._local_choice() else "Let the advisor choose (1, 2, 4, 8)"
         )
-        sharded = self.parallelism.currentData() in SHARDED_PARALLELISMS
+        sharded = self.parallelism.currentData() in OPTIMIZER_SHARDINGS
         state = (training, kind, self.lora_targets.currentData() == "custom", serving, one_gpu, sharded)
         if state == getattr(self, "_visibility", None):
             return  # showing rows, even unchanged ones, re-lays out and repaints the whole page
@@ -765,7 +770,7 @@ class WorkloadPage(QWidget):
         except ValueError as exc:
             raise ValueError(f"Dataset tokens and epochs: {exc}") from None
         advanced = self.layout_box.isChecked() and kind != "inference"
-        sharded = self.parallelism.currentData() in SHARDED_PARALLELISMS
+        sharded = self.parallelism.currentData() in OPTIMIZER_SHARDINGS
         local = self._local_on()
         if advanced:
             host_memory = _read(self.host_memory, "Host RAM per node")
