@@ -10,7 +10,14 @@ from collections import deque
 
 import numpy as np
 
-from gpuadvisor.core.estimation.serving_sim import UNCHUNKED, Arrival, EngineLane, Load, _sends
+from gpuadvisor.core.estimation.serving_sim import (
+    UNCHUNKED,
+    Arrival,
+    EngineLane,
+    Load,
+    _sends,
+    request_overheads,
+)
 
 
 def reference(engine: EngineLane, load: Load, prompt, output, cached_share: float = 0.0, seed: int = 0):
@@ -36,6 +43,7 @@ def reference(engine: EngineLane, load: Load, prompt, output, cached_share: floa
 
     send = [math.nan] * n
     arrive = [math.nan] * n
+    oh = request_overheads(engine.request_overhead_s, n, seed)
     sends = _sends(load, n, seed)
     clients = load.clients if load.arrival == Arrival.CLOSED else 0
     if sends is not None:
@@ -45,7 +53,7 @@ def reference(engine: EngineLane, load: Load, prompt, output, cached_share: floa
             send[i] = 0.0
     for i in range(n):
         if not math.isnan(send[i]):
-            arrive[i] = send[i] + engine.request_overhead_s
+            arrive[i] = send[i] + oh[i]
     admit = [math.nan] * n
     first = [math.nan] * n
     end = [math.nan] * n
@@ -60,7 +68,9 @@ def reference(engine: EngineLane, load: Load, prompt, output, cached_share: floa
     t = 0.0
     done = 0
     preemptions = 0
-    show: list[tuple[int, bool]] = []  # tokens computed in the last step, shown after the next
+    # Tokens computed in the last step: shown as it ends, or after the next where the engine lags.
+    show: list[tuple[int, bool]] = []
+    lag = engine.token_lag_steps
 
     def flush(when: float) -> None:
         for i, last in show:
@@ -73,7 +83,7 @@ def reference(engine: EngineLane, load: Load, prompt, output, cached_share: floa
                 j = i + clients
                 if j < n:
                     send[j] = when
-                    arrive[j] = when + engine.request_overhead_s
+                    arrive[j] = when + oh[j]
         show.clear()
 
     while done < n:
@@ -158,6 +168,8 @@ def reference(engine: EngineLane, load: Load, prompt, output, cached_share: floa
             kv -= hold[i] + (0.0 if whole else made[i])
             show.append((i, True))
             done += 1
+        if show and not lag:
+            flush(t)
     if show:
         flush(t + engine.step1)
     s = np.array(send)

@@ -452,3 +452,29 @@ def test_past_a_full_chunk_of_prompts_a_step_the_itl_stops_rising_and_the_rest_w
     # A long answer never saturates a big chunk at the concurrencies an engine runs.
     mm2, gpu2, engine2 = burst_setup(prompt=500, output=500)
     assert _benchmark_curve(BenchReplica(mm2, gpu2, 1, "none", engine2), 64)[1].saturation > 64
+
+
+def test_a_lone_clients_first_token_waits_a_step_only_where_the_engine_streams_a_step_late():
+    """vLLM's V1 engine streams a token as the step that computed it ends: one client's first token
+    is the per-request time and its prompt's pass. The V0 engine processes a step's output while
+    the next step runs: the same client sees its first token one decode step later."""
+    from gpuadvisor.core.estimation.memory import MemoryModel
+    from gpuadvisor.core.specs.constants import engine_for
+    from gpuadvisor.core.specs.workload import Workload
+    from gpuadvisor.validation.replay import _benchmark_curve, closed_loop
+
+    gpus, models = catalogs()
+    firsts = {}
+    for engine_id in ("vllm", "vllm-v0"):
+        engine = engine_for(engine_id, "inference")
+        w = Workload(kind="inference", engine=engine_id, prompt_tokens=512, output_tokens=128, batch_size=1)
+        mm = MemoryModel(models.get("llama-3.1-8b"), w, prefill_chunk_tokens=engine.prefill_chunk_tokens)
+        replica = BenchReplica(mm, gpus.get("h100-sxm"), 1, "none", engine, request_overhead_s=0.02)
+        _c, curve = _benchmark_curve(replica, 1)
+        lone = closed_loop(replica, 1)
+        prefill = max(curve.ttft1, curve.step1)
+        firsts[engine_id] = (lone.ttft_s, prefill, curve.step(1))
+    v1, v0 = firsts["vllm"], firsts["vllm-v0"]
+    assert v1[0] == pytest.approx(0.02 + v1[1])
+    assert v0[0] == pytest.approx(0.02 + v0[1] + v0[2])
+    assert v0[0] > v1[0]

@@ -217,7 +217,8 @@ def test_moe_and_inference_in_plain_words(cats):
 
 def test_the_engine_release_and_how_it_prefills_are_in_the_report(cats):
     """A service on vLLM's V0 engine: the report's engine factors name its host time per sequence
-    and that new prompts are prefilled in passes of their own; vLLM (V1) mixes them in."""
+    and that new prompts are prefilled in passes of their own and its tokens streamed a step late;
+    vLLM (V1) mixes them in and streams each token as its step ends."""
     import json
 
     data = json.loads((SAMPLE.parent / "serving-1-replica.json").read_text())
@@ -230,6 +231,9 @@ def test_the_engine_release_and_how_it_prefills_are_in_the_report(cats):
     assert "passes of their own" in words["vllm-v0"]["New prompts while serving"]
     assert "Host time per sequence and step" not in words["vllm"]
     assert "mixed into the batch" in words["vllm"]["New prompts while serving"]
+    # V0 streams each token a step late (its output is processed while the next step runs).
+    assert words["vllm-v0"]["Tokens streamed"].startswith("a step after")
+    assert words["vllm"]["Tokens streamed"].startswith("as the step")
     # vLLM's chunk depends on the GPU; the V0 line keeps its profile's one figure.
     assert "8,192 tokens on a GPU of 70 GiB or more" in words["vllm"]["Prefill chunk"]
     assert "else 2,048" in words["vllm"]["Prefill chunk"]

@@ -786,10 +786,19 @@ def test_an_earlier_release_line_is_its_engine_with_host_time_per_sequence():
     assert "vllm-v0" in shipped_constants().engines and "vllm-v0" in PRIORS.engines
     assert v0.seq_host_s == pytest.approx(RELEASE_LINES["vllm-v0"]["seq_host_s"]) == pytest.approx(100e-6)
     assert v1.seq_host_s == 0.0
-    # V1's GPU-dependent scheduler defaults are not V0's.
-    own = {"id", "name", "seq_host_s", "mixed_prefill", "calibrated_on", "gpu_batch_defaults"}
+    # V1's GPU-dependent scheduler defaults are not V0's, nor is when a token reaches its client.
+    own = {
+        "id",
+        "name",
+        "seq_host_s",
+        "mixed_prefill",
+        "token_lag_steps",
+        "calibrated_on",
+        "gpu_batch_defaults",
+    }
     same = {f.name for f in fields(v1)} - own
     assert v0.gpu_batch_defaults is None and v1.gpu_batch_defaults is not None
+    assert (v0.token_lag_steps, v1.token_lag_steps) == (1, 0)
     assert {n: getattr(v0, n) for n in same} == {n: getattr(v1, n) for n in same}
     assert "#6801" in v0.calibrated_on and v1.calibrated_on in v0.calibrated_on
     assert engine_lineage("vllm-v0") == "vllm" and engine_lineage("sglang") == "sglang"

@@ -30,7 +30,15 @@ def catalogs():
     return load_gpu_catalog(), load_model_catalog()
 
 
-def scenario(serving, preset="llama-3.1-8b", gpu="h100-sxm", speculative=None, prompt=1000, output=200):
+def scenario(
+    serving,
+    preset="llama-3.1-8b",
+    gpu="h100-sxm",
+    speculative=None,
+    prompt=1000,
+    output=200,
+    gpu_count=None,
+):
     workload = {
         "kind": "inference",
         "engine": "vllm",
@@ -40,7 +48,8 @@ def scenario(serving, preset="llama-3.1-8b", gpu="h100-sxm", speculative=None, p
     }
     if speculative is not None:
         workload["speculative"] = speculative
-    data = {"model": {"preset": preset}, "workload": workload, "hardware": {"gpu": gpu}}
+    hardware = {"gpu": gpu} if gpu_count is None else {"gpu": gpu, "gpu_count": gpu_count}
+    data = {"model": {"preset": preset}, "workload": workload, "hardware": hardware}
     return loads_scenario(json.dumps(data))
 
 
@@ -319,18 +328,30 @@ def test_no_unsettled_fleet_could_undercut_the_leader():
 def test_a_target_with_no_room_to_queue_stops_the_search_and_says_why():
     """A TTFT target 1% above one request's own time at p99 leaves no room for a request to wait:
     the planner stops at MAX_SEARCH_FACTOR times the queue's fleet, marks it at risk and says why in
-    the user's words, instead of answering with hundreds of nearly idle replicas as if they served."""
+    the user's words, instead of answering with hundreds of nearly idle replicas as if they served.
+    Two GPUs per replica, whose layouts the simulation settles (the slowest layout's own time sets
+    the target), and no time outside the engine (whose spread from request to request would make
+    even an idle replica's 99th percentile miss such a target)."""
+    QUIET = {"request_overhead_ms": 0}
     from gpuadvisor.core.estimation.serving_load import MAX_SEARCH_FACTOR
     from gpuadvisor.core.presentation.serving_text import fleet_detail, serving_summary
 
     g, m = catalogs()
     loose = estimate(
-        scenario({"requests_per_s": 0.5, "ttft_s": 10.0, "itl_ms": 40.0, "percentile": 99}, gpu="l40s"), g, m
+        scenario(
+            {**QUIET, "requests_per_s": 0.5, "ttft_s": 10.0, "itl_ms": 40.0, "percentile": 99},
+            gpu="l40s",
+            gpu_count=2,
+        ),
+        g,
+        m,
     )
     alone = {c.key: c.serving.ttft_alone_s for c in loose.candidates if c.serving is not None}
     key = max(alone, key=lambda k: alone[k])
     tight = scenario(
-        {"requests_per_s": 0.5, "ttft_s": alone[key] * 1.01, "itl_ms": 40.0, "percentile": 99}, gpu="l40s"
+        {**QUIET, "requests_per_s": 0.5, "ttft_s": alone[key] * 1.01, "itl_ms": 40.0, "percentile": 99},
+        gpu="l40s",
+        gpu_count=2,
     )
     est = estimate(tight, g, m)
     stopped = [c for c in est.candidates if c.serving is not None and c.serving.stopped]

@@ -27,9 +27,10 @@ def lane(
     s1=0.0001,
     tps=1.0,
     static=False,
+    lag=0,
 ):
     b = np.arange(cmax + 1, dtype=float)
-    return EngineLane(s0 + s1 * b, 2e-5, 4e-5, mixed, chunk, cmax, pool, whole, overhead, tps, static)
+    return EngineLane(s0 + s1 * b, 2e-5, 4e-5, mixed, chunk, cmax, pool, whole, overhead, tps, static, lag)
 
 
 def lengths(n=300, prompt=(1000, 2000), output=(200, 400)):
@@ -50,6 +51,14 @@ CASES = {
     "everything at once": (lane(), Load(Arrival.ALL_AT_ONCE, whole_run=True)),
     "bursty rate": (lane(), Load(Arrival.BURST, requests_per_s=6.0)),
     "speculative": (lane(tps=2.6, s1=0.0004), Load(Arrival.POISSON, requests_per_s=6.0)),
+    # vLLM's V0 engine: every token shown a step after it was computed.
+    "tokens a step late, poisson": (lane(lag=1), Load(Arrival.POISSON, requests_per_s=8.0)),
+    "tokens a step late, prefill passes": (
+        lane(mixed=False, lag=1),
+        Load(Arrival.POISSON, requests_per_s=5.0),
+    ),
+    "tokens a step late, closed loop": (lane(lag=1), Load(Arrival.CLOSED, clients=16)),
+    "tokens a step late, preemptions": (lane(pool=40_000, lag=1), Load(Arrival.POISSON, requests_per_s=8.0)),
 }
 
 
@@ -140,3 +149,32 @@ def test_more_load_never_lowers_a_latency_or_raises_a_users_speed(name):
             for fa, fb in ((a.ttft_s, b.ttft_s), (a.itl_s, b.itl_s), (a.e2e_s, b.e2e_s)):
                 for q in ("p50", "p90", "p99"):
                     assert getattr(fb, q) >= getattr(fa, q) * (1 - NOISE[q]), (name, q)
+
+
+def test_a_lone_clients_tokens_come_a_step_later_where_the_engine_lags_a_step():
+    """One client, fixed lengths and no time outside the engine: each request's first token is its
+    prompt's own pass where tokens are streamed as their step ends, one decode step more where the
+    engine shows them a step late; the tokens after it are a step apart either way."""
+    p, o = np.full(40, 1000), np.full(40, 50)
+    load = Load(Arrival.CLOSED, clients=1)
+    now, late = (simulate([lane(lag=lag, overhead=0.0)], [load], [Lengths(p, o)])[0] for lag in (0, 1))
+    step1 = lane().step1
+    prompt_pass = 1000 * 4e-5
+    assert now.ttft_s.p50 == pytest.approx(prompt_pass)
+    assert late.ttft_s.p50 == pytest.approx(prompt_pass + step1)
+    assert now.itl_s.p50 == pytest.approx(step1) == pytest.approx(late.itl_s.p50)
+    assert late.output_tokens_per_s < now.output_tokens_per_s
+
+
+def test_each_requests_time_outside_the_engine_varies_about_its_mean():
+    """The per-request time is drawn for each request, half to one and a half times its mean, the
+    same draws for the same seed: one client's first tokens spread by about the mean either side of
+    the mean's, and their mean is the mean's."""
+    oh = sim.request_overheads(0.04, 4000, sim.SEED)
+    assert min(oh) >= 0.02 and max(oh) <= 0.06 and np.mean(oh) == pytest.approx(0.04, rel=0.01)
+    assert oh == sim.request_overheads(0.04, 4000, sim.SEED)
+    assert sim.request_overheads(0.0, 3, sim.SEED) == [0.0, 0.0, 0.0]
+    p, o = np.full(400, 1000), np.full(400, 50)
+    got = simulate([lane(overhead=0.04)], [Load(Arrival.CLOSED, clients=1)], [Lengths(p, o)])[0]
+    assert got.mean_ttft_s == pytest.approx(0.04 + 1000 * 4e-5, rel=0.02)
+    assert got.ttft_s.p99 - got.ttft_s.p50 > 0.015

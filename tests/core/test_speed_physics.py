@@ -758,8 +758,9 @@ def test_vllms_gptq_kernel_streams_the_weights_once_per_eight_rows(models, gpus,
     kw = dict(engine=engine, weights="int4", quantization="gptq", cuda_graphs=True)
     s = {b: _decode_step(m, gpu, b, **kw) for b in (1, 8, 9, 16, 17, 24)}
     one_stream = s[9] - s[8]
-    assert s[8] < 1.1 * s[1]  # one stream for eight rows
     assert one_stream > 0.3 * s[1]
+    # One stream for eight rows: the seven rows more add their compute, well under a stream.
+    assert s[8] - s[1] < 0.5 * one_stream
     assert s[16] < 1.1 * s[9] and s[24] < 1.1 * s[17]
     assert s[17] - s[16] == pytest.approx(one_stream, rel=0.2)
     per_row = {b: _decode_step(m, gpu, b, **{**kw, "engine": "transformers"}) for b in (8,)}

@@ -21,7 +21,12 @@ Continuous batching (vLLM, SGLang, TensorRT-LLM, MLC; llama.cpp and ExLlamaV2 wi
                                                    pass of its own (SGLang, vLLM's V0 engine:
                                                    ``EngineProfile.mixed_prefill`` false), which
                                                    every running sequence waits for
-    TTFT0(c)    = max(TTFT_1 x P'/P, step(1)) + ceil(P' / chunk) ITL(c) + W_prefill
+    TTFT0(c)    = t_last + (ceil(P' / chunk) - 1 + lag) ITL(c) + W_prefill
+    t_last      = max(t_1, step_o + P' tau)        the step that ends the prompt (mixed), or
+                = t_1 + step_o                     t_1 = max(TTFT_1 x P'/P, step(1)) after the
+                                                   others' decode step_o = step(c) (0 alone)
+    lag         = EngineProfile.token_lag_steps    1 where a token reaches its client a step
+                                                   after it was computed (vLLM's V0 engine)
     W_prefill   = rho_p t_p / (2 (1 - rho_p)), t_p = max(TTFT_1 x P_new/P, step(1)),
                   rho_p = c / S(c) x t_p          prompts are prefilled one after another (M/D/1;
                                                    (c - 1) / S(c) for a closed loop of c clients,
@@ -29,7 +34,7 @@ Continuous batching (vLLM, SGLang, TensorRT-LLM, MLC; llama.cpp and ExLlamaV2 wi
     S(c)        = TTFT0(c) + (O - 1) ITL(c)        time a request holds its slot
 
 Static batching (Transformers, AutoAWQ): a batch of c prompts is prefilled together and
-decodes until its longest member ends: ``ITL = step(c)``, ``TTFT0 = prefill(c P) + step(c)``,
+decodes until its longest member ends: ``ITL = step(c)``, ``TTFT0 = prefill(c P) + lag step(c)``,
 ``S = prefill(c P) + O_p90 step(c)``.
 
 KV capacity: the largest c whose weights, activations and KV cache fit (the memory model) with
@@ -682,12 +687,14 @@ class ReplicaCurve:
         request_overhead_s: float,
         mixed_prefill: bool = True,
         constants: SpeedConstants | None = None,
+        token_lag_steps: int = 0,
     ) -> None:
         #: The constants the curve was computed with (its figures' 80% ranges come from them).
         self.constants = constants or shipped_constants()
         self._perf_at = perf_at
         self.overhead = request_overhead_s
         self.mixed_prefill = mixed_prefill
+        self.token_lag_steps = token_lag_steps
         self._points: dict[int, tuple[float, float, str]] = {}
         self._pow_steps: dict[int, float] = {}
         self._point_memo: dict[tuple[float, bool], tuple[float, float, float, float]] = {}
@@ -853,7 +860,8 @@ class ReplicaCurve:
             share = 1.0 - self.spec.prefix_cache_hit_rate
             prefill = self.batch_prefill(c) * share
             tail = prefill * (self.new_tail / self.new_mean if self.new_mean else 1.0)
-            ttft_tail, ttft_mean = tail + step + self.overhead, prefill + step + self.overhead
+            late = step * self.token_lag_steps  # a lagging engine shows each token a step later
+            ttft_tail, ttft_mean = tail + late + self.overhead, prefill + late + self.overhead
             service = ttft_tail + (self.out_longest - 1) * step
             return step, ttft_tail, ttft_mean, service
         alone = self.ttft1 / w.prompt_tokens
@@ -863,15 +871,23 @@ class ReplicaCurve:
         # pass of their own that every running sequence waits for (weights, launches and all).
         per_prompt = self.new_mean * self.tau if self.mixed_prefill else prefill_mean
         itl = step + max(c - 1.0, 0.0) * per_prompt / out
-        ttft_tail = (
-            max(alone * self.new_tail, self.step1) + math.ceil(max(self.new_tail, 1.0) / self.chunk) * itl
-        )
-        ttft_mean = prefill_mean + math.ceil(max(self.new_mean, 1.0) / self.chunk) * itl
+        # The step that ends a prompt also decodes the others (c > 1): its prompt tokens ride in
+        # it (mixed), or its own pass runs after their decode; the prompt's earlier chunks take a
+        # step each, and a lagging engine shows the token a step later.
+        others = step if c > 1.0 else 0.0
+        lag = self.token_lag_steps
+
+        def first_token(new: float, prefill: float) -> float:
+            last = max(prefill, others + new * self.tau) if self.mixed_prefill else prefill + others
+            return last + (math.ceil(max(new, 1.0) / self.chunk) - 1 + lag) * itl
+
+        ttft_tail = first_token(self.new_tail, max(alone * self.new_tail, self.step1))
+        ttft_mean = first_token(self.new_mean, prefill_mean)
         # Prompts are prefilled one after another: a new one waits for those ahead of it
         # (M/D/1, Pollaczek-Khinchine: rho t / (2 (1 - rho)) with rho = prompts/s x t), the
         # prompts of the c others (Poisson arrivals) or of the c - 1 other clients (a closed loop).
-        others = max(c - 1.0, 0.0) if closed else c
-        rho = min(others / (ttft_mean + (out - 1) * itl) * prefill_mean, PREFILL_RHO_MAX)
+        ahead = max(c - 1.0, 0.0) if closed else c
+        rho = min(ahead / (ttft_mean + (out - 1) * itl) * prefill_mean, PREFILL_RHO_MAX)
         wait = rho * prefill_mean / (2.0 * (1.0 - rho))
         ttft_tail += wait + self.overhead
         ttft_mean += wait + self.overhead
@@ -1009,6 +1025,7 @@ def replica_curve(
         request_overhead_s_of(spec, engine.id, k) if request_overhead_s is None else request_overhead_s,
         engine.mixed_prefill,
         k,
+        engine.token_lag_steps,
     )
     if w.speculative is not None:
         curve.use_speculative(

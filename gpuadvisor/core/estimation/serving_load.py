@@ -130,6 +130,7 @@ def engine_lane(
         request_overhead_s=curve.overhead,
         tokens_per_step=tokens_per_step,
         static=batching == "static",
+        token_lag_steps=curve.token_lag_steps,
     )
 
 

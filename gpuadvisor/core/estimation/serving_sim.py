@@ -26,14 +26,19 @@ prompt tokens first come, first served:
 - *preemption*: where the live KV cache of the running sequences (prompt plus the tokens written
   so far) outgrows the pool, the newest sequences are preempted; each is charged the
   recomputation of its prompt and half its answer as prefill work (vLLM's recompute policy);
-- *tokens shown*: a token computed in one step reaches its client at the end of the next (the
-  engine samples, detokenizes and streams it while the next step runs; a lone token is shown
-  after a step of its own), so a prompt's first token comes one step after its prefill and a
-  closed-loop client sends its next request a step after its last token. This is the structure
-  of the closed form (``TTFT0 = prefill + ITL``), whose prefill and step constants were fitted
-  with it;
+- *tokens shown*: a token computed in one step reaches its client when that step ends (vLLM's V1
+  engine core and SGLang's scheduler hand each step's tokens to a detokenizer process), or, where
+  the engine processes a step's output while the next step runs (vLLM's V0 engine,
+  ``EngineProfile.token_lag_steps`` 1), at the end of the next one: a lone token is then shown
+  after a step of its own, a prompt's first token comes one step after its prefill and a
+  closed-loop client sends its next request a step after its last token. The closed form has the
+  same two structures (``TTFT0 = prefill`` and ``TTFT0 = prefill + ITL``);
 - *prefix cache*: a share ``h`` of each prompt is found in the cache and not prefilled; its KV is
-  still counted per request (shared pages are not credited, as in the planner).
+  still counted per request (shared pages are not credited, as in the planner);
+- *time outside the engine*: a request reaches the engine its per-request time after it was sent
+  (HTTP, the chat template, tokenization), drawn for each request between half and one and a half
+  times the stack's mean (:func:`request_overheads`; no source states its spread), and is admitted
+  at the next step boundary. Requests queue in the order they arrive.
 
 **How it is computed.** The engine is played step by step, but only from event to event:
 between two events (an arrival the engine can admit, a prompt's last chunk, a sequence's last
@@ -142,10 +147,15 @@ class EngineLane:
     #: Static batches (Transformers, AutoAWQ): a batch starts when the engine is idle, prefills
     #: together and returns when its longest answer ends.
     static: bool = False
+    #: Steps between the step that computes a token and its client having it (0: at the end of
+    #: that step; 1: at the end of the next, ``EngineProfile.token_lag_steps``).
+    token_lag_steps: int = 0
 
     def __post_init__(self) -> None:
         if self.max_sequences < 1:
             raise ValueError("max_sequences must be at least 1")
+        if self.token_lag_steps not in (0, 1):
+            raise ValueError("token_lag_steps must be 0 or 1")
 
     @property
     def step1(self) -> float:
@@ -274,8 +284,32 @@ class _Run:
         self.preempted = 0
 
 
+def request_overheads(oh: float, n: int, seed: int) -> list[float]:
+    """Each request's time outside the engine's steps (HTTP, the chat template and tokenization,
+    the scheduler's next poll), uniform between half and one and a half times the mean ``oh``: it
+    varies from request to request, which also keeps a closed loop's clients, who send as a step
+    ends, from arriving at the same point of every step (with one fixed time a client's wait for
+    the next step boundary, up to a step, would follow the step's length in a saw-tooth)."""
+    if oh <= 0.0:
+        return [0.0] * n
+    draws: list[float] = (oh * (0.5 + np.random.default_rng(seed + 2).random(n))).tolist()
+    return draws
+
+
+def _enqueue(pending: deque[int], run: _Run, oh: list[float], j: int, when: float) -> None:
+    """Request ``j``, sent at ``when``, queued for the engine by when it arrives (nearly always
+    last: the scan from the end stops at once)."""
+    arrive = run.arrive
+    run.send[j] = when
+    a = arrive[j] = when + oh[j]
+    pos = len(pending)
+    while pos and arrive[pending[pos - 1]] > a:
+        pos -= 1
+    pending.insert(pos, j)
+
+
 def _clients(
-    run: _Run, load: Load, n: int, seed: int, oh: float
+    run: _Run, load: Load, n: int, seed: int, oh_mean: float
 ) -> tuple[deque[int], Callable[[list[tuple[int, bool]], float], None]]:
     """The clients' side of a lane: when each request is sent and arrives (``arrive = send +
     request overhead``), and how a finished request releases the next one. An open stream sends
@@ -283,36 +317,34 @@ def _clients(
     last one has been shown; a paced stream sends one every ``1 / rate`` s with at most
     ``clients`` outstanding.
 
-    Returns the requests sent and not yet admitted, in order, and ``show(tokens, when)``: the
+    Returns the requests sent and not yet admitted, in the order they reach the engine (first
+    come, first served: each request's own time outside the engine, :func:`request_overheads`,
+    may let a later one arrive first), and ``show(tokens, when)``: the
     tokens computed in the last step reach their clients at ``when`` (a request's first token, or
     its last: the request ends and its client may send the next); it empties ``tokens``. A
     closure, not a method: the engine calls it at nearly every event."""
-    send, arrive, first, end = run.send, run.arrive, run.first, run.end
+    first, end = run.first, run.end
+    oh = request_overheads(oh_mean, n, seed)
     pending: deque[int] = deque()
     sends = _sends(load, n, seed)
     closed = load.arrival == Arrival.CLOSED
     paced = load.arrival == Arrival.PACED
     cap = load.clients if load.clients > 0 else n
     done_times: list[float] = []  # completion times in order (a paced client's permits)
+
     sent = 0
     if sends is not None:
         for i in range(n):
-            send[i] = float(sends[i])
-            arrive[i] = send[i] + oh
-        pending.extend(range(n))
+            _enqueue(pending, run, oh, i, float(sends[i]))
         sent = n
     elif closed:
         for i in range(min(cap, n)):
-            send[i] = 0.0
-            arrive[i] = oh
-            pending.append(i)
+            _enqueue(pending, run, oh, i, 0.0)
         sent = min(cap, n)
     else:  # paced: one request every 1 / rate s, at most ``cap`` outstanding
         gap = 1.0 / load.requests_per_s
         while sent < min(cap, n):
-            send[sent] = sent * gap
-            arrive[sent] = send[sent] + oh
-            pending.append(sent)
+            _enqueue(pending, run, oh, sent, sent * gap)
             sent += 1
 
     def show(tokens: list[tuple[int, bool]], when: float) -> None:
@@ -326,17 +358,12 @@ def _clients(
             if paced:
                 done_times.append(when)
             if closed:
-                j = i + cap
-                if j < n:
-                    send[j] = when
-                    arrive[j] = when + oh
-                    pending.append(j)
+                if i + cap < n:
+                    _enqueue(pending, run, oh, i + cap, when)
             elif paced and sent < n:
                 gap = 1.0 / load.requests_per_s
                 while sent < n and sent - cap < len(done_times):
-                    send[sent] = max(sent * gap, done_times[sent - cap])
-                    arrive[sent] = send[sent] + oh
-                    pending.append(sent)
+                    _enqueue(pending, run, oh, sent, max(sent * gap, done_times[sent - cap]))
                     sent += 1
         tokens.clear()
 
@@ -420,7 +447,7 @@ def _in_engine(e: EngineLane, prompt: list[int], new: list[int], steps: list[int
     return _InEngine(new, hold, list(new), [s - 1 for s in steps], [0] * n, [False] * n, tps, pool, run)
 
 
-# C901: the step's branches stay inline (a call per step costs about 5% of a run); 119 lines.
+# C901: the step's branches stay inline (a call per step costs about 5% of a run); 120 lines.
 def _play(e: EngineLane, load: Load, prompt: list[int], new: list[int], steps: list[int], seed: int) -> _Run:  # noqa: C901
     """Play one lane's requests through its continuous-batching engine from event to event (an
     arrival the engine can admit, a prompt's last chunk, a sequence's last token, the pool filling
@@ -432,7 +459,7 @@ def _play(e: EngineLane, load: Load, prompt: list[int], new: list[int], steps: l
     run = _Run(n)
     table, top, slope = _step_table(e)
     tau, alone_rate, step1 = e.prefill_s_per_token, e.prefill_alone_s_per_token, e.step1
-    mixed = e.mixed_prefill
+    mixed, lag = e.mixed_prefill, e.token_lag_steps > 0  # lag: tokens shown a step late
     chunk = int(e.chunk_tokens) if math.isfinite(e.chunk_tokens) else UNCHUNKED
     cmax, pool, whole, tps = e.max_sequences, e.kv_pool_tokens, e.reserve_whole_context, e.tokens_per_step
     lane = _in_engine(e, prompt, new, steps, run)
@@ -444,8 +471,7 @@ def _play(e: EngineLane, load: Load, prompt: list[int], new: list[int], steps: l
     order: list[int] = []  # admitted, oldest first (preemption takes the newest)
     kv, t = 0.0, 0.0
     running = done = k = 0  # k: steps run
-    # Tokens computed in a step are shown at the end of the next one (see :func:`_clients`).
-    show: list[tuple[int, bool]] = []
+    show: list[tuple[int, bool]] = []  # tokens computed: shown as their step ends (lagging: the next)
     done_now: list[int] = []
 
     while done < n:
@@ -537,6 +563,8 @@ def _play(e: EngineLane, load: Load, prompt: list[int], new: list[int], steps: l
             running -= 1
             kv -= hold[i] + (0 if whole else (k - grown_from[i]) * tps)
             done += 1
+        if show and not lag:  # shown as the step ends
+            show_at(show, t)
     if show:
         show_at(show, t + step1)
     return run
@@ -546,22 +574,23 @@ def _play_static(e: EngineLane, load: Load, new: list[int], steps: list[int], se
     """Static batches: when the engine is idle it takes up to its sequence limit of the requests
     that have arrived, prefills them in one pass (``max(tokens tau, the mean prompt's own pass)``),
     and decodes ``step(batch)`` per token until the longest answer ends, when the whole batch
-    returns (the first token is the prefill's, shown a step later as every token)."""
+    returns (the first token is the prefill's; where the engine lags a step, every token is shown a
+    step later)."""
     n = len(new)
     run = _Run(n)
     sends = _sends(load, n, seed)
     closed = load.arrival == Arrival.CLOSED
     cap = load.clients if load.clients > 0 else n
-    oh = e.request_overhead_s
+    oh = [e.request_overhead_s] * n  # a batch starts when the engine is idle: no step to meet
     table, top, slope = _step_table(e)
     pending: deque[int] = deque()
     if sends is not None:
         for i in range(n):
-            run.send[i], run.arrive[i] = float(sends[i]), float(sends[i]) + oh
+            run.send[i], run.arrive[i] = float(sends[i]), float(sends[i]) + oh[i]
         pending.extend(range(n))
     else:  # a closed loop (a paced client is taken as one too)
         for i in range(min(cap, n)):
-            run.send[i], run.arrive[i] = 0.0, oh
+            run.send[i], run.arrive[i] = 0.0, oh[i]
             pending.append(i)
     t = 0.0
     done = 0
@@ -574,14 +603,15 @@ def _play_static(e: EngineLane, load: Load, new: list[int], steps: list[int], se
         tokens = sum(new[i] for i in batch)
         prefill = max(tokens * e.prefill_s_per_token, tokens / b * e.prefill_alone_s_per_token, e.step1)
         step = table[b] if b <= top else table[top] + (b - top) * slope
-        first = t + prefill + step  # shown at the end of the next step, as every token
+        late = step * e.token_lag_steps  # a lagging engine shows each token a step later
+        first = t + prefill + late
         t = t + prefill + (max(steps[i] for i in batch) - 1) * step
-        shown = t + step
+        shown = t + late
         for i in batch:
-            run.admit[i], run.first[i], run.end[i] = run.send[i] + oh, first, shown
+            run.admit[i], run.first[i], run.end[i] = run.arrive[i], first, shown
             if closed and i + cap < n:
                 j = i + cap
-                run.send[j], run.arrive[j] = shown, shown + oh
+                run.send[j], run.arrive[j] = shown, shown + oh[j]
                 pending.append(j)
         done += b
     return run

@@ -653,6 +653,14 @@ def _engine(est: Estimate) -> tuple[str, tuple[tuple[str, str], ...], str, bool]
                     else "in prefill passes of their own, which every running sequence waits for",
                 )
             )
+            factors.append(
+                (
+                    "Tokens streamed",
+                    "a step after they are computed (output processed while the next step runs)"
+                    if e.token_lag_steps
+                    else "as the step that computes them ends",
+                )
+            )
     factors.append(
         (
             f"Uncertainty ({RANGE_LABEL})",

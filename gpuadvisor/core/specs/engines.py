@@ -192,6 +192,13 @@ class EngineProfile:
     #: decode (chunked prefill mixed into decode batches) or runs each prefill as a pass of its
     #: own that the running sequences wait for.
     mixed_prefill: bool
+    #: Steps between the step that computes a token and the moment its client has it: 1 where the
+    #: engine processes a step's output (sampling's results, detokenization, the response) while
+    #: the next step runs and returns it when that one ends (vLLM's V0 engine from 0.6.0,
+    #: "asynchronous output processing"), 0 where the step's tokens leave as soon as it ends
+    #: (vLLM's V1 engine core and SGLang's scheduler hand them to a detokenizer process;
+    #: TensorRT-LLM's executor, llama.cpp's server and the others stream them from the step).
+    token_lag_steps: int
     #: Where a prefill computes logits: "last" (vLLM, SGLang, TensorRT-LLM, ExLlama, MLC, Transformers'
     #: generate from v4.45) or "all" (Transformers' generate before v4.45, AutoAWQ's fused forward,
     #: llama.cpp builds before PR #6122, which most of its rows ran). ``workload.prompt_logits``
@@ -346,6 +353,7 @@ _TRAINING_NEVER: dict[str, Any] = dict(
     fp16_accumulate=False,
     seq_host_s=0.0,
     mixed_prefill=True,
+    token_lag_steps=0,
     prompt_logits=PromptLogits.LAST,
     speed_model=SpeedModel.ROOFLINE,
     reads_gguf=False,
@@ -399,6 +407,7 @@ PROFILES: tuple[EngineProfile, ...] = (
         fp16_accumulate=False,
         seq_host_s=0.0,
         mixed_prefill=True,
+        token_lag_steps=0,
         prompt_logits=PromptLogits.LAST,
         cuda_graphs=True,
         speed_model=SpeedModel.ROOFLINE,
@@ -432,6 +441,7 @@ PROFILES: tuple[EngineProfile, ...] = (
         fp16_accumulate=False,
         seq_host_s=0.0,
         mixed_prefill=True,
+        token_lag_steps=0,
         prompt_logits=PromptLogits.LAST,
         cuda_graphs=True,
         speed_model=SpeedModel.ROOFLINE,
@@ -471,6 +481,7 @@ PROFILES: tuple[EngineProfile, ...] = (
         fp16_accumulate=False,
         seq_host_s=0.0,
         mixed_prefill=True,
+        token_lag_steps=0,
         # Builds before llama.cpp PR #6122 (merged 2024-03) projected every token of a prompt
         # batch through the head; later ones only the tokens whose logits are asked for. Most
         # llama-bench rows this profile is fitted to ran the earlier builds (discussion #4167's
@@ -510,6 +521,7 @@ PROFILES: tuple[EngineProfile, ...] = (
         fp16_accumulate=False,
         seq_host_s=0.0,
         mixed_prefill=True,
+        token_lag_steps=0,
         prompt_logits=PromptLogits.LAST,
         cuda_graphs=True,
         speed_model=SpeedModel.ROOFLINE,
@@ -545,6 +557,7 @@ PROFILES: tuple[EngineProfile, ...] = (
         fp16_accumulate=False,
         seq_host_s=0.0,
         mixed_prefill=True,
+        token_lag_steps=0,
         # generate() asks the model for the last position's logits only since v4.45 (2024-09-25:
         # huggingface/transformers pull #31292, ``num_logits_to_keep``, later ``logits_to_keep``);
         # before it, and in eager loops that call the whole forward (LitGPT, gpt-fast), every
@@ -587,6 +600,7 @@ PROFILES: tuple[EngineProfile, ...] = (
         # SGLang runs a prefill batch as a forward pass of its own unless --enable-mixed-chunk is
         # given (default off: sgl-project/sglang docs, server arguments).
         mixed_prefill=False,
+        token_lag_steps=0,
         prompt_logits=PromptLogits.LAST,
         cuda_graphs=True,
         speed_model=SpeedModel.ROOFLINE,
@@ -620,6 +634,7 @@ PROFILES: tuple[EngineProfile, ...] = (
         fp16_accumulate=False,
         seq_host_s=0.0,
         mixed_prefill=True,
+        token_lag_steps=0,
         prompt_logits=PromptLogits.ALL,  # its fused model's forward projects every position
         cuda_graphs=False,
         speed_model=SpeedModel.ROOFLINE,
@@ -656,6 +671,7 @@ PROFILES: tuple[EngineProfile, ...] = (
         fp16_accumulate=True,
         seq_host_s=0.0,
         mixed_prefill=True,
+        token_lag_steps=0,
         prompt_logits=PromptLogits.LAST,
         cuda_graphs=False,
         speed_model=SpeedModel.ROOFLINE,
@@ -782,6 +798,7 @@ class ReleaseLine(TypedDict):
     name: str
     seq_host_s: float
     mixed_prefill: bool
+    token_lag_steps: int
     #: Its GPU-dependent scheduler defaults (None: the release has none known).
     gpu_batch_defaults: GpuBatchDefaults | None
     source: str
@@ -806,6 +823,10 @@ RELEASE_LINES: Mapping[str, ReleaseLine] = MappingProxyType(
             # prefill: "In vLLM V1, chunked prefill is always enabled by default. This is different
             # from vLLM V0, where it was conditionally enabled based on model characteristics").
             mixed_prefill=False,
+            # V0's asynchronous output processing (vLLM 0.6.0, pull request #7049, on by default)
+            # processes a step's output while the next step runs, and the engine returns it when
+            # that step ends: every token reaches its client one step after it was computed.
+            token_lag_steps=1,
             # The GPU-dependent defaults are V1's (VLLM_BATCH_DEFAULTS).
             gpu_batch_defaults=None,
             source="vllm-project/vllm issue #6801 (2024-08-08): about 20 ms of scheduling, input "
@@ -847,6 +868,7 @@ def with_release_lines(engines: Mapping[str, EngineProfile]) -> dict[str, Engine
                     name=line["name"],
                     seq_host_s=line["seq_host_s"],
                     mixed_prefill=line["mixed_prefill"],
+                    token_lag_steps=line["token_lag_steps"],
                     gpu_batch_defaults=line["gpu_batch_defaults"],
                     calibrated_on=(base.calibrated_on + "; " if base.calibrated_on else "")
                     + f"host time per sequence and step {line['seq_host_s'] * 1e6:.0f} µs: {line['source']}",
