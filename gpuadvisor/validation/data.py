@@ -478,8 +478,12 @@ def load_measurements(data_dir: str | Path = DATA_DIR, sources: dict[str, Source
             raise ValidationDataError(f"{where}: prompt_logits must be all, last or empty")
         if raw["tflops_attention"] not in ("", "full", "causal"):
             raise ValidationDataError(f"{where}: tflops_attention must be full, causal or empty")
-        if raw["tflops_attention"] and raw["quantity"] != "train_tflops_per_gpu":
-            raise ValidationDataError(f"{where}: tflops_attention is for train_tflops_per_gpu rows")
+        if raw["tflops_attention"] and raw["quantity"] not in (
+            "train_tflops_per_gpu",
+            "train_mfu",
+            "train_hfu",
+        ):
+            raise ValidationDataError(f"{where}: tflops_attention is for TFLOPS and MFU rows")
         if raw["recompute"] not in ("", "none", "selective", "op", "full"):
             raise ValidationDataError(f"{where}: recompute must be none, selective, op, full or empty")
         if raw["arrival"] not in ARRIVALS and paced_interval(raw["arrival"]) is None:

@@ -689,8 +689,12 @@ def speed_value(row: Row, perf: PerformanceEstimate, sc: Scenario, model: ModelS
         ratio = 1.0 if causal else published_tflops_ratio(model, w.seq_len)
         return perf.mfu * perf.peak_tflops * ratio if perf.mfu else None
     if q in ("train_mfu", "train_hfu"):
-        # The estimate's MFU counts the FLOPs the GPU runs, recomputation included.
-        return perf.mfu * 100.0 if perf.mfu else None
+        # The estimate's MFU counts the FLOPs the GPU runs, recomputation included; a stack that
+        # counts the attention core over the whole sequence (the row's tflops_attention full:
+        # nanotron's get_flops) reports that many more FLOPs for the same speed.
+        full = row.fact("tflops_attention") == "full"
+        ratio = published_tflops_ratio(model, w.seq_len) if full else 1.0
+        return perf.mfu * 100.0 * ratio if perf.mfu else None
     if q == "train_step_time_s":
         global_batch = float(row.fact("global_batch") or w.batch_size * n)
         return global_batch * w.seq_len / perf.tokens_per_s.expected

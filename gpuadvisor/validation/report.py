@@ -633,7 +633,9 @@ discussion, own measurement), `date_read` (YYYY-MM-DD), `notes`.
   layers' tensor-parallel degree, passed on as `hardware.expert_tensor_parallel`; empty: the dense layers' TP,
   the scenario's default; Megatron's MoE recipes often run ETP 1 beside TP 2 or more) and `tflops_attention`
   (TFLOPS rows: `full`, the attention core over the whole sequence as Megatron-LM counted it before 2025-03-06,
-  or `causal`, its count since commit 8873b55 of that day, compared with no conversion; empty: full);
+  or `causal`, its count since commit 8873b55 of that day, compared with no conversion; empty: full; MFU and
+  HFU rows: `full` where the stack's FLOP count takes the whole sequence's attention, converted as TFLOPS rows
+  are; empty or `causal`: compared with no conversion);
 - scoring: `scored` (`yes`/`no`), `why` (required when unscored), `assumptions` (every value chosen where the
   source is silent).
 
