@@ -454,3 +454,21 @@ def test_tflops_counted_causally_are_compared_without_the_conversion(every_row):
     model = load_model_catalog().get("qwen3-235b-a22b")
     assert full_est / causal_est == pytest.approx(published_tflops_ratio(model, 4096), rel=1e-9)
     assert full_est / causal_est == pytest.approx(1.128, abs=0.001)
+
+
+def test_mfu_counted_over_the_whole_sequence_is_converted_like_tflops(every_row):
+    """nanotron's MFU counts the attention core over the whole sequence (its rows state
+    ``tflops_attention`` full): the estimate's MFU is converted to that count, by the ratio TFLOPS
+    rows of Megatron's older count take; without the column an MFU row is compared as counted."""
+    from gpuadvisor.validation.harness import published_tflops_ratio
+
+    predictor = Predictor(load_gpu_catalog(), load_model_catalog())
+    row = next(r for r in every_row if r.source_id == "nanotron-bench-summary" and r.quantity == "train_mfu")
+    assert row.fact("tflops_attention") == "full"
+    plain = dataclasses.replace(row, facts=tuple((k, v) for k, v in row.facts if k != "tflops_attention"))
+    full_est, plain_est = predictor.compare(row).estimate, predictor.compare(plain).estimate
+    prepared = predictor.prepare(row)
+    assert not isinstance(prepared, str)
+    sc, model, _omitted = prepared
+    assert full_est / plain_est == pytest.approx(published_tflops_ratio(model, sc.workload.seq_len), rel=1e-9)
+    assert 1.02 < full_est / plain_est < 1.15
