@@ -331,11 +331,12 @@ def _clients(
     paced = load.arrival == Arrival.PACED
     cap = load.clients if load.clients > 0 else n
     done_times: list[float] = []  # completion times in order (a paced client's permits)
-
     sent = 0
-    if sends is not None:
+    if sends is not None:  # every request sent up front: sorted once by arrival
         for i in range(n):
-            _enqueue(pending, run, oh, i, float(sends[i]))
+            run.send[i] = float(sends[i])
+            run.arrive[i] = run.send[i] + oh[i]
+        pending.extend(sorted(range(n), key=run.arrive.__getitem__))
         sent = n
     elif closed:
         for i in range(min(cap, n)):
