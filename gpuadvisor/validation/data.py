@@ -25,6 +25,7 @@ from ..core.errors import InputError
 from ..core.formats.scenario import ARCHITECTURE_KEYS
 from ..core.specs.speculative import SpeculativeSpec
 from ..core.specs.workload import Hardware, RuntimeOverhead, Workload
+from ..core.vocabulary import OPTIMIZER_SHARDINGS
 
 #: Default location of the data files in a source checkout.
 DATA_DIR = Path(__file__).resolve().parents[2] / "tests" / "data" / "validation"
@@ -203,6 +204,11 @@ MEASUREMENT_COLUMNS = (
     # formula) or ``causal`` (the keys before each position, since commit 8873b55 of 2025-03-06);
     # empty: full (:func:`.harness.published_tflops_ratio`).
     "tflops_attention",
+    # Training rows of ZeRO or FSDP sharded in groups (hybrid sharding: PyTorch FSDP's HYBRID_SHARD,
+    # torchtitan's data_parallel_shard_degree, fms-fsdp's "hsdp"): the data-parallel ranks of one
+    # group, passed on as ``hardware.data_parallel_shard``; empty: the state sharded over every
+    # data-parallel rank.
+    "dp_shard",
 )
 
 #: Weight types the scenario may not know yet, and the nearest type it knows (used only as a fallback).
@@ -459,6 +465,7 @@ def load_measurements(data_dir: str | Path = DATA_DIR, sources: dict[str, Source
             "requests",
             "ep",
             "etp",
+            "dp_shard",
         ):
             _number(raw, col, where)
         _number(raw, "cuda_context_gib", where, positive=False)
@@ -484,6 +491,8 @@ def load_measurements(data_dir: str | Path = DATA_DIR, sources: dict[str, Source
             "train_hfu",
         ):
             raise ValidationDataError(f"{where}: tflops_attention is for TFLOPS and MFU rows")
+        if raw["dp_shard"] and raw["parallelism"] not in OPTIMIZER_SHARDINGS:
+            raise ValidationDataError(f"{where}: dp_shard is for training rows of ZeRO or FSDP")
         if raw["recompute"] not in ("", "none", "selective", "op", "full"):
             raise ValidationDataError(f"{where}: recompute must be none, selective, op, full or empty")
         if raw["arrival"] not in ARRIVALS and paced_interval(raw["arrival"]) is None:
@@ -760,6 +769,8 @@ def scenario_dict(
     sp = _sequence_parallel(f) if training else None
     if sp is not None:
         hardware["sequence_parallel"] = sp
+    if f.get("dp_shard"):
+        hardware["data_parallel_shard"] = int(float(f["dp_shard"]))
     if "host_memory_bandwidth_gb_s" in split:
         hardware["host_memory_bandwidth_gb_s"] = split["host_memory_bandwidth_gb_s"]
     if not layout:

@@ -635,7 +635,9 @@ discussion, own measurement), `date_read` (YYYY-MM-DD), `notes`.
   (TFLOPS rows: `full`, the attention core over the whole sequence as Megatron-LM counted it before 2025-03-06,
   or `causal`, its count since commit 8873b55 of that day, compared with no conversion; empty: full; MFU and
   HFU rows: `full` where the stack's FLOP count takes the whole sequence's attention, converted as TFLOPS rows
-  are; empty or `causal`: compared with no conversion);
+  are; empty or `causal`: compared with no conversion) and `dp_shard` (training rows of ZeRO or FSDP sharded in
+  groups, hybrid sharding: the data-parallel ranks of one group, passed on as `hardware.data_parallel_shard`;
+  empty: the state sharded over every data-parallel rank);
 - scoring: `scored` (`yes`/`no`), `why` (required when unscored), `assumptions` (every value chosen where the
   source is silent).
 

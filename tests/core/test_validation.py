@@ -130,16 +130,16 @@ def test_rows_may_stop_before_the_columns_added_at_the_end(tmp_path):
     shutil.copy(DATA_DIR / "sources.csv", tmp_path / "sources.csv")
     text = (DATA_DIR / "measurements.csv").read_text(encoding="utf-8").splitlines()
     short = text[2]  # written before vp, recompute, arrival, output_tokens_max, requests, ep, speculative,
-    # disaggregated, sp, kbit_preparation, prompt_logits, etp and tflops_attention existed
+    # disaggregated, sp, kbit_preparation, prompt_logits, etp, tflops_attention and dp_shard existed
     import csv
 
-    assert len(next(csv.reader([short]))) == len(next(csv.reader([text[1]]))) - 13
+    assert len(next(csv.reader([short]))) == len(next(csv.reader([text[1]]))) - 14
     (tmp_path / "measurements.csv").write_text("\n".join(text[:3]) + "\n", encoding="utf-8")
     (row,) = load_measurements(tmp_path)
     assert row.fact("vp") == "" and row.fact("recompute") == "" and row.fact("arrival") == ""
     assert row.fact("output_tokens_max") == "" and row.fact("requests") == "" and row.fact("ep") == ""
     assert row.fact("sp") == "" and row.fact("kbit_preparation") == "" and row.fact("prompt_logits") == ""
-    assert row.fact("etp") == "" and row.fact("tflops_attention") == ""
+    assert row.fact("etp") == "" and row.fact("tflops_attention") == "" and row.fact("dp_shard") == ""
     # A row that stops earlier still is an error.
     (tmp_path / "measurements.csv").write_text(
         "\n".join(text[:2] + [short.rsplit(",", 1)[0]]) + "\n", encoding="utf-8"
@@ -911,3 +911,23 @@ def test_a_global_constant_moves_only_the_rows_said_to_read_it(rows, predictor, 
     after = [predictor.compare(r, moved).estimate for r in some]
     assert [i for i, (b, a) in enumerate(zip(before, after)) if a != b and i not in reading] == []
     assert any(after[i] != before[i] for i in reading), "moving the constant moves some row that reads it"
+
+
+def test_a_rows_shard_group_is_passed_on_for_zero_and_fsdp_only(tmp_path, predictor):
+    """``dp_shard`` states hybrid sharding (FSDP's HYBRID_SHARD, fms-fsdp's "hsdp"): an FSDP row's
+    scenario shards its state in groups of that many data-parallel ranks; a row that does not shard
+    its state (data parallel alone) cannot state it, and a group must be a number."""
+    _with_cell(tmp_path, "FMSE-05", "dp_shard", "8")
+    (row,) = load_measurements(tmp_path, include_prospective=True)
+    prepared = predictor.prepare(row)
+    assert not isinstance(prepared, str)
+    scenario, _model, _omitted = prepared
+    assert scenario.hardware.parallelism == "fsdp" and scenario.hardware.data_parallel_shard == 8
+    _with_cell(tmp_path, "FMSE-05", "dp_shard", "eight")
+    with pytest.raises(ValidationDataError, match="row FMSE-05: dp_shard must be a number"):
+        load_measurements(tmp_path, include_prospective=True)
+    _with_cell(tmp_path, "MEM-01", "dp_shard", "8")
+    with pytest.raises(
+        ValidationDataError, match="row MEM-01: dp_shard is for training rows of ZeRO or FSDP"
+    ):
+        load_measurements(tmp_path)
