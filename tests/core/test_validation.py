@@ -771,7 +771,7 @@ STATED_MISSES: dict[str, str] = {
         "before): AccelMark's single-client first tokens on slow hosts (a 0.5B model's 86-token "
         "prompt 10-16 ms modelled, 11-40 ms measured) and its 28,000-token prompts (still slow), vLLM's fitted per-request time "
         "(41 ms) on GPUStack's gpt-oss and two RTX 4090 runs whose whole first token at 1-8 clients "
-        "is 27-79 ms (2-3.3x late)"
+        "is 27-79 ms (1.9-3.3x late)"
     ),
 }
 
