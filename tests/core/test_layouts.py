@@ -10,6 +10,9 @@ from hypothesis import strategies as st
 from gpuadvisor.cli.parser import main
 from gpuadvisor.core.errors import InputError
 from gpuadvisor.core.estimation.communication import (
+    _data_parallel_time,
+    _network,
+    expert_state_shares,
     group_link,
     layout_training_performance,
     ring_latency,
@@ -18,7 +21,7 @@ from gpuadvisor.core.estimation.communication import (
 from gpuadvisor.core.estimation.estimate import estimate
 from gpuadvisor.core.estimation.layout import Layout, explicit_layout, gpu_counts, searched_layouts
 from gpuadvisor.core.estimation.memory import MemoryModel
-from gpuadvisor.core.estimation.performance import NVLINK_LATENCY_S, training_prelude
+from gpuadvisor.core.estimation.performance import NVLINK_LATENCY_S, link, training_prelude
 from gpuadvisor.core.formats.scenario import (
     ModelSource,
     Scenario,
@@ -548,9 +551,38 @@ def test_context_and_expert_parallel_add_communication(cats):
     long = Workload(kind="pretrain", seq_len=131072, batch_size=1)
     cp = _speed(cats, long, Layout(tp=8, cp=4, sequence_parallel=True))
     assert cp.communication_share > 0
+    # EP8 on one node: each GPU keeps one expert whole (no expert gradients to reduce), and every
+    # token's hidden state goes to its two experts and back (four all-to-alls a layer).
     moe = _speed(cats, pretrain(), Layout(dp=8, ep=8, sharding="zero1"), model="mixtral-8x7b")
-    no_ep = _speed(cats, pretrain(), Layout(dp=8, sharding="zero1"), model="mixtral-8x7b")
-    assert moe.communication_share > no_ep.communication_share
+    assert moe.communication_share > 0
+
+
+def test_expert_gradients_are_reduced_over_the_expert_data_parallel_group_only(cats):
+    """Megatron-Core reduces a routed expert's gradients over its expert data-parallel group
+    (TP x CP x DP / (EP x ETP) GPUs, ranks EP x ETP apart), each GPU holding 1 / (EP x ETP) of the
+    experts; the rest of the weights over DP x CP. With EP64 on 64 GPUs every expert lives on one
+    GPU and only the dense weights' gradients cross the data-parallel group."""
+    gpus, models = cats
+    g = gpus.get("h100-sxm")
+    mm = MemoryModel(models.get("qwen3-30b-a3b"), pretrain())
+    node_bw, node_lat, _ = link(g, 8, 8)
+    node, net = (node_bw * 1e9, node_lat), _network()
+
+    def reduce_s(layout: Layout) -> float:  # no compute to hide behind: the whole reduction
+        return _data_parallel_time(mm, layout, 8, 8, node, net, 0.0, 1, 48, 1 / 3)
+
+    grad_e, _ = expert_state_shares(mm)
+    assert 0.9 < grad_e < 1.0  # Qwen3 30B-A3B: almost every weight is a routed expert's
+    bw, lat = group_link(1, 64, 8, node, net, 8)
+    dense = 2 * 63 / 64 * mm.grad_bytes * (1 - grad_e) / bw + lat
+    assert reduce_s(Layout(dp=64, ep=64, sharding="zero1")) == pytest.approx(dense)
+    bw_e, lat_e = group_link(8, 8, 8, node, net, 8)  # EDP8: one rank a node, over the NICs
+    ep8 = dense + 2 * 7 / 8 * mm.grad_bytes * grad_e / 8 / bw_e + lat_e
+    assert reduce_s(Layout(dp=64, ep=8, sharding="zero1")) == pytest.approx(ep8)
+    # Without expert parallelism every GPU holds and reduces every expert over all 64.
+    whole = 2 * 63 / 64 * mm.grad_bytes / bw + lat
+    assert reduce_s(Layout(dp=64, sharding="zero1")) == pytest.approx(whole)
+    assert dense < ep8 < whole
 
 
 def test_host_bandwidth_override_sets_partial_offload_speed(cats):

@@ -325,8 +325,22 @@ def _data_parallel_time(
     d = layout.shard_ways
     bw, lat = group_link(t, d, gpus_per_node, node, net, domain)
     state_share = 1.0 / (t * p)
-    grads = mm.grad_bytes * state_share
     ring = 2 * (d - 1) / d
+    # A mixture-of-experts model's routed experts are split EP x ETP ways, not TP, and their
+    # gradients reduced over the expert data-parallel group (EDP = TP x CP x DP / (EP x ETP),
+    # ranks EP x ETP apart), not over DP x CP (Megatron-Core's expert data-parallel group); the
+    # rest of the weights as a dense model's (the experts too when they are split as TP splits).
+    grad_e, weight_e = expert_state_shares(mm) if layout.ep * layout.expert_tp != t else (0.0, 0.0)
+    grads = mm.grad_bytes * (1.0 - grad_e) * state_share
+    params = mm.weight_bytes * (1.0 - weight_e) * state_share
+    split = layout.ep * layout.expert_tp * p
+    e_grads, e_params = mm.grad_bytes * grad_e / split, mm.weight_bytes * weight_e / split
+    edp = layout.expert_dp
+    if e_grads + e_params > 0.0 and edp > 1:
+        bw_e, lat_e = group_link(layout.ep * layout.expert_tp, edp, gpus_per_node, node, net, domain)
+        e_ring = 2 * (edp - 1) / edp
+    else:  # each expert's state on one GPU of the stage: nothing to reduce
+        bw_e, lat_e, e_ring = bw, 0.0, 0.0
     # Hybrid sharding: each rank's gradient shard is also all-reduced across the replicas of its
     # shard group (ranks ``TP x shard`` apart), once a step after the last micro-batch's backward.
     replicas = layout.shard_replicas
@@ -336,7 +350,12 @@ def _data_parallel_time(
         across = 2 * (replicas - 1) / replicas * grads / d / bw_r + lat_r
     window = BACKWARD_SHARE * useful / micro  # the last micro-batch's backward pass
     if layout.sharding in GATHERING_SHARDINGS:
-        params = mm.weight_bytes * state_share
+        if d > 1:
+            # The experts' gathers and reduce-scatters run beside the dense layers' in the same
+            # layer: counted as the bytes that take as long on the shard group's link.
+            same_time = (e_ring / bw_e) / (ring / bw)
+            params += e_params * same_time
+            grads += e_grads * same_time
         # A group inside the NVLink domain rings over NVLink hops only.
         coll_lat = ring_latency(d, t, domain if t * d <= domain else gpus_per_node, node[1])
         total = micro * (d - 1) / d * (2 * params + grads) / bw + micro * 3 * layers_gpu * coll_lat
@@ -348,8 +367,20 @@ def _data_parallel_time(
         )  # fmt: skip
         sharded = max(micro * per_layer, total - useful, (1 - DP_OVERLAP) * total)
         return sharded + max(across - window, (1 - DP_OVERLAP) * across)
-    total = ring * grads / bw + lat + across
+    experts = e_ring * e_grads / bw_e + lat_e
+    total = ring * grads / bw + lat + experts + across
     return max(total - window, (1 - DP_OVERLAP) * total)
+
+
+def expert_state_shares(mm: MemoryModel) -> tuple[float, float]:
+    """Shares of the gradient (trainable) bytes and of the weight bytes that belong to a
+    mixture-of-experts model's routed experts (0, 0 for a dense model): the state expert
+    parallelism splits and the expert data-parallel group reduces."""
+    m = mm.model
+    if not m.is_moe:
+        return 0.0, 0.0
+    weights = m.counts.routed_experts / max(m.counts.total, 1)
+    return (mm.adapter_expert_share if mm.workload.uses_adapters else weights), weights
 
 
 def _offload_time(
