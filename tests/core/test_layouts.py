@@ -583,6 +583,9 @@ def test_expert_gradients_are_reduced_over_the_expert_data_parallel_group_only(c
     whole = 2 * 63 / 64 * mm.grad_bytes / bw + lat
     assert reduce_s(Layout(dp=64, sharding="zero1")) == pytest.approx(whole)
     assert dense < ep8 < whole
+    # ZeRO-3 gathers and reduce-scatters the experts only inside their expert data-parallel group.
+    z3 = [reduce_s(Layout(dp=64, ep=e, sharding="zero3")) for e in (64, 8, 1)]
+    assert z3[0] < z3[1] < z3[2]
 
 
 def test_host_bandwidth_override_sets_partial_offload_speed(cats):
