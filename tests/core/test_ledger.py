@@ -357,14 +357,15 @@ def test_the_rescored_rows_pair_each_first_score_with_today_s_per_source_and_row
 #: carries the figure when it was set (remove the mark as soon as the target holds).
 LEDGER_TARGETS = {"memory": 10.0, "inference_speed": 20.0, "training_speed": 20.0, "serving": 20.0}
 LEDGER_MISSES = {
-    "memory": "16.4% over 540 rows on 2026-12-07 (the Qwen1.5 Transformers page's 59 rows, 4.1%, added; 19.2% over 481 before: Colossal-AI's H200 ZeRO-2 run, 10.6%; MLPerf's FP8 LoRA recipes on B200, scored 174% before the "
+    "memory": "16.4% over 547 rows on 2026-12-07 (the Qwen1.5 Transformers page's 59 rows, 4.1%, torchtune's optimization flags and torchao's 1B pre-training, 14-17%, added; 19.2% over 481 before: Colossal-AI's H200 ZeRO-2 run, 10.6%; MLPerf's FP8 LoRA recipes on B200, scored 174% before the "
     "fused count knew a frozen base; the Qwen2.5 speed benchmark's long prompts, scored 79% before the "
     "Transformers profile knew that generate keeps one position's logits since v4.45; the torchtitan rows of "
     "the first day, scored 116%, torchao's quantized generation 12-22% low, a B200 recipe whose memory says "
     "its setup differs, a fine-tuning loop that frees its logits and keeps QLoRA's unquantized layers in "
     "fp32, the fp32 logit copies of a 152K vocabulary, the reserve of FSDP's second GPU above what its "
     "tensors take)",
-    "training_speed": "20.5% over 574 rows on 2026-12-07 (the DGX Cloud recipes of 25.05 on GB200 and H100, 15.4%, "
+    "training_speed": "20.1% over 615 rows on 2026-12-07 (the NeMo launcher's GPT-3 table, 6.0%, OLMo-core, 13.0%, torchtune's "
+    "optimization flags, 9.4%, torchao's 1B pre-training, 41%, added; 20.5% over 574 before: the DGX Cloud recipes of 25.05 on GB200 and H100, 15.4%, "
     "added; 21.0% over 529 before: NVIDIA's DGX Cloud NeMo pre-training of 24.11 on 8-2,304 H100, 20.4%, and nanotron's playbook benchmark, 11.1%, added; 19.3% over 384 before Megatron-Core's MoE "
     "pre-training came in: DeepSeek-V3's GB200 optimisation history scored 97%, the MoE model zoo's Qwen3 44%, "
     "Megatron-Bridge 25.09's MoE recipes 51%, the grouped expert GEMMs below the dense GEMMs' MFU that the "
@@ -384,7 +385,7 @@ def test_the_first_scores_meet_the_ledgers_median_targets(ledger, group):
     assert figures["n"] > 0 and figures["median_abs_pct"] <= LEDGER_TARGETS[group], figures
 
 
-@pytest.mark.xfail(strict=True, reason="58% of 2,573 memory and speed rows on 2026-12-07")
+@pytest.mark.xfail(strict=True, reason="59% of 2,655 memory and speed rows on 2026-12-07")
 def test_the_ranges_hold_three_quarters_of_the_ledgers_rows(ledger):
     groups = summary(ledger)["groups"]
     n = sum(groups[g]["n"] for g in LEDGER_TARGETS)
