@@ -586,6 +586,13 @@ def test_expert_gradients_are_reduced_over_the_expert_data_parallel_group_only(c
     # ZeRO-3 gathers and reduce-scatters the experts only inside their expert data-parallel group.
     z3 = [reduce_s(Layout(dp=64, ep=e, sharding="zero3")) for e in (64, 8, 1)]
     assert z3[0] < z3[1] < z3[2]
+    # EP2 x ETP1 under TP8 without data parallelism: each expert on four GPUs of the TP group,
+    # whose gradients those four reduce (NVLink); nothing dense to reduce.
+    tp8 = Layout(tp=8, ep=2, etp=1)
+    bw_tp, lat_tp = group_link(2, 4, 8, node, net, 8)
+    alone = 2 * 3 / 4 * mm.grad_bytes * grad_e / 2 / bw_tp + lat_tp
+    assert reduce_s(tp8) == pytest.approx(alone)
+    assert _speed(cats, pretrain(), tp8, model="qwen3-30b-a3b").communication_share > 0
 
 
 def test_host_bandwidth_override_sets_partial_offload_speed(cats):

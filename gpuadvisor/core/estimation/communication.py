@@ -231,7 +231,8 @@ def layout_training_performance(
         per = m.experts_per_token * act_bytes * (e - 1) / e / t / bw + lat
         parts["experts"] = micro * moe_layers * 4 * per
     exposed = sum(parts.values())
-    if d * c > 1:
+    # Experts split fewer ways than TP (EP x ETP < TP) have replicas even without data parallelism.
+    if d * c > 1 or (m.is_moe and layout.expert_dp > 1):
         dp = _data_parallel_time(
             mm, layout, gpus_per_node, domain, node, net, useful, micro, layers_gpu, forward / flops_run
         )
@@ -368,7 +369,8 @@ def _data_parallel_time(
         sharded = max(micro * per_layer, total - useful, (1 - DP_OVERLAP) * total)
         return sharded + max(across - window, (1 - DP_OVERLAP) * across)
     experts = e_ring * e_grads / bw_e + lat_e
-    total = ring * grads / bw + lat + experts + across
+    dense = ring * grads / bw + lat if d > 1 else 0.0
+    total = dense + experts + across
     return max(total - window, (1 - DP_OVERLAP) * total)
 
 

@@ -582,16 +582,16 @@ def _play_static(e: EngineLane, load: Load, new: list[int], steps: list[int], se
     sends = _sends(load, n, seed)
     closed = load.arrival == Arrival.CLOSED
     cap = load.clients if load.clients > 0 else n
-    oh = [e.request_overhead_s] * n  # a batch starts when the engine is idle: no step to meet
+    oh = e.request_overhead_s  # one fixed time: a batch starts when the engine is idle, no step to meet
     table, top, slope = _step_table(e)
     pending: deque[int] = deque()
     if sends is not None:
         for i in range(n):
-            run.send[i], run.arrive[i] = float(sends[i]), float(sends[i]) + oh[i]
+            run.send[i], run.arrive[i] = float(sends[i]), float(sends[i]) + oh
         pending.extend(range(n))
     else:  # a closed loop (a paced client is taken as one too)
         for i in range(min(cap, n)):
-            run.send[i], run.arrive[i] = 0.0, oh[i]
+            run.send[i], run.arrive[i] = 0.0, oh
             pending.append(i)
     t = 0.0
     done = 0
@@ -612,7 +612,7 @@ def _play_static(e: EngineLane, load: Load, new: list[int], steps: list[int], se
             run.admit[i], run.first[i], run.end[i] = run.arrive[i], first, shown
             if closed and i + cap < n:
                 j = i + cap
-                run.send[j], run.arrive[j] = shown, shown + oh[j]
+                run.send[j], run.arrive[j] = shown, shown + oh
                 pending.append(j)
         done += b
     return run
