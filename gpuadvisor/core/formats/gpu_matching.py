@@ -79,6 +79,7 @@ _STEMS: dict[str, str] = {
     "v100": "family:v100",
     "a100": "family:a100",
     "h100": "family:h100",
+    "h20": "h20",
     "h200": "h200",
     "gh200": "gh200",
     "b200": "b200",
