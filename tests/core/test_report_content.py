@@ -138,7 +138,7 @@ def test_report_is_frozen_plain_data(sample):
     with pytest.raises(dataclasses.FrozenInstanceError):
         report.title = "x"  # type: ignore[misc]
     assert report.app_version == __version__
-    assert report.catalog_updated == "2026-12-06" and "schema 1" in report.catalog_version
+    assert report.catalog_updated == "2026-12-07" and "schema 1" in report.catalog_version
     assert report.date == "2026-11-29"
     assert report.price_as_of == ("2025-06-30", "2026-05-18", "2026-05-20", "2026-06-30", "2026-11-30")
 

@@ -472,13 +472,13 @@ def test_a_stack_s_own_words_reach_the_scenario_as_the_scenario_s(every_row):
     assert scenario_dict(stated)[0]["hardware"]["sequence_parallel"] is False
 
 
-def test_rescored_rows_take_the_later_decision_and_a_bad_one_names_the_row(tmp_path, rows):
+def test_rescored_rows_take_the_later_decision_and_a_bad_one_names_the_row(tmp_path, every_row):
     rescored = (DATA_DIR / "rescored.csv").read_text(encoding="utf-8").splitlines()
     import csv
 
     decisions = {r["id"]: r["scored"] for r in csv.DictReader(rescored[1:])}
     decided = set(decisions)
-    by_id = {r.id: r for r in rows}
+    by_id = {r.id: r for r in every_row}
     assert decided and {"yes", "no"} >= set(decisions.values())
     for i, scored in decisions.items():  # the later decision wins, either way
         assert by_id[i].scored == (scored == "yes"), i
