@@ -915,3 +915,37 @@ def test_a_per_request_time_longer_than_the_ttft_target_is_named_as_the_reason()
     assert "a faster GPU" not in line
     ok = summary_line(run(scenario(ttft=0.5, request_overhead_ms=5.0)))
     assert "per-request time alone" not in ok
+
+
+def test_transformers_inference_carries_what_its_published_runs_showed():
+    """Generation with Hugging Face Transformers ran far below the estimate in sources the ledger
+    first-scored (Qwen1.5/2.5/3 and GLM-4 at long contexts, Transformers' FP8 and GPTQ Int8 paths,
+    its eager mixture-of-experts loop): each estimate of such a workload says so, in the core's words
+    the window, the CLI and the PDF show; a short 16-bit dense run, or the same on vLLM, does not."""
+    from gpuadvisor.core.estimation.estimate import (
+        TRANSFORMERS_LONG_CONTEXT_WARNING,
+        TRANSFORMERS_MOE_WARNING,
+        TRANSFORMERS_QUANTIZED_WARNING,
+    )
+
+    def answer(preset: str, weights: str, prompt: int, engine: str = "transformers", **extra):
+        text = json.dumps(
+            {
+                "format": "gpuadvisor-scenario",
+                "version": 1,
+                "model": {"preset": preset},
+                "workload": {"kind": "inference", "engine": engine, "weights": weights, "batch_size": 1,
+                             "prompt_tokens": prompt, "output_tokens": 2048, **extra},
+                "hardware": {"gpu": "h20", "gpu_count": 1},
+            }
+        )  # fmt: skip
+        return estimate(loads_scenario(text), *catalogs())
+
+    caveats = {TRANSFORMERS_LONG_CONTEXT_WARNING, TRANSFORMERS_QUANTIZED_WARNING, TRANSFORMERS_MOE_WARNING}
+    moe_fp8_long = answer("qwen3-30b-a3b", "fp8", 30_720)
+    assert caveats <= set(moe_fp8_long.warnings)
+    assert "0.1 to 0.7 times the estimated speed" in render_estimate(moe_fp8_long)
+    gptq = answer("qwen3-8b", "int8", 1, quantization="gptq")
+    assert TRANSFORMERS_QUANTIZED_WARNING in gptq.warnings
+    assert not caveats & set(answer("qwen3-8b", "bf16", 6_144).warnings)
+    assert not caveats & set(answer("qwen3-30b-a3b", "fp8", 30_720, engine="vllm").warnings)

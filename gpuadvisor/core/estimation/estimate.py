@@ -156,6 +156,7 @@ def estimate(
     counts = candidate_counts(scenario)
     engine_id = engine_of(w, scenario.model)
     engine = engine_for(engine_id, w.kind, k).for_workload(w)
+    warnings += engine_warnings(engine.id, scenario, model)
     # The engine the workload runs on is the memory and speed models' too (a GGUF on llama.cpp).
     w_run = w if engine_id == w.engine else replace(w, engine=engine_id)
     # Serving engines prefill in chunks, which bounds the transient activations.
@@ -208,6 +209,45 @@ def estimate(
     if with_advice and speed and wants_table(result):
         result = replace(result, weights_table=weights_table(result, gpus, models, estimate))
     return result
+
+
+#: Hugging Face Transformers' generate, measured against this estimate on sources first-scored by
+#: the prospective ledger (docs/validation.md, "Diagnoses"): what the speed model does not price.
+TRANSFORMERS_LONG_CONTEXT_TOKENS = 16_384
+TRANSFORMERS_LONG_CONTEXT_WARNING = (
+    "Hugging Face Transformers generates more slowly at long contexts than this estimate: the "
+    "published runs of Qwen1.5, Qwen2.5, Qwen3 and GLM-4 decoded at 0.1 to 0.7 times the estimated "
+    "speed with 30,000 to 200,000 tokens of context (their per-token time grows with the context far "
+    "beyond the KV cache's reading). Treat the speed as the fastest it is likely to be."
+)
+TRANSFORMERS_QUANTIZED_WARNING = (
+    "Transformers' own FP8 path and 8-bit GPTQ kernels ran well below this estimate in published "
+    "runs (Qwen3's speed benchmark, FP8 at 0.2 to 0.55 times and GPTQ Int8 at 0.5 to 0.65 times the "
+    "estimated speed; Qwen2 and Qwen2.5 GPTQ Int8 at 0.6 to 0.7 times): the 16-bit weights or "
+    "another engine can be faster."
+)
+TRANSFORMERS_MOE_WARNING = (
+    "Transformers runs a mixture-of-experts layer's experts one after another in Python: Qwen3-30B-A3B "
+    "generated about 2 tokens/s in BF16 (0.4 in FP8) on an H20 in Qwen3's speed benchmark, a tenth "
+    "of this estimate. A serving engine (vLLM, SGLang, llama.cpp) runs the experts as fused kernels."
+)
+
+
+def engine_warnings(engine_id: str | None, scenario: Scenario, model: ModelSpec) -> list[str]:
+    """What published runs of the engine showed that the speed model does not price, for the
+    workload asked about (inference on Hugging Face Transformers: long contexts, its FP8 and 8-bit
+    GPTQ paths, mixture-of-experts layers)."""
+    w = scenario.workload
+    if engine_id != "transformers" or w.kind != WorkloadKind.INFERENCE:
+        return []
+    out = []
+    if w.context_tokens >= TRANSFORMERS_LONG_CONTEXT_TOKENS:
+        out.append(TRANSFORMERS_LONG_CONTEXT_WARNING)
+    if w.weights == "fp8" or (w.weights == "int8" and w.quantization == "gptq"):
+        out.append(TRANSFORMERS_QUANTIZED_WARNING)
+    if model.is_moe:
+        out.append(TRANSFORMERS_MOE_WARNING)
+    return out
 
 
 def input_warnings(scenario: Scenario, model: ModelSpec) -> list[str]:
