@@ -391,7 +391,9 @@ def test_a_stated_per_request_time_replaces_the_fitted_one_in_every_ttft():
 
 
 # --- properties over random traffic and targets ----------------------------------------------------
-PROPERTY_SETTINGS = settings(max_examples=25, deadline=None, database=None)
+#: Derandomized: the same 25 examples every run, so that a run of the suite passes or fails for
+#: the code, not the draw; examples a random draw found are kept below as explicit cases.
+PROPERTY_SETTINGS = settings(max_examples=25, deadline=None, database=None, derandomize=True)
 SOME_GPUS = {"gpu": "l40s"}  # one GPU type, counts 1/2/4/8, none/tensor/pipeline: a few setups, fast
 
 
@@ -399,6 +401,38 @@ def fleet_of(rate, ttft, itl, percentile=90, engine="vllm"):
     return fleets(
         run(scenario(rate=rate, ttft=ttft, itl=itl, percentile=percentile, engine=engine, hardware=SOME_GPUS))
     )
+
+
+def test_a_looser_itl_meets_the_first_token_wherever_a_tighter_one_does():
+    """Drawn by the property below (2026-12-07): with a loose ITL target a fleet ran 22 sequences a
+    replica and missed its first token at any size, where a tight one ran one sequence and met it.
+    A first token missed at load now lowers the sequences (bisection) before replicas are added."""
+    loose = fleet_of(5.0, 0.09375, 191.0)
+    tight = fleet_of(5.0, 0.09375, 191.0 * 0.109375)
+    met = [key for key, c in tight.items() if c.serving.meets_slo]
+    assert met
+    for key in met:
+        assert loose[key].serving.meets_slo, key
+        assert tight[key].serving.concurrency_per_replica <= loose[key].serving.concurrency_per_replica
+    tight = fleet_of(5.0, 0.25, 94.0 * 0.25)
+    loose = fleet_of(5.0, 0.25, 94.0)
+    for key, c in tight.items():
+        if c.serving.meets_slo:
+            assert c.serving.concurrency_per_replica <= loose[key].serving.concurrency_per_replica, key
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="open (2026-12-07): at a first-token target near one request's own time (55 ms at p99, eight "
+    "L40S in a pipeline) the replica search stops at eight times its start (stopped 'headroom'), so the "
+    "fleet for twice the traffic is left smaller (100,160 replicas, at risk) than the one that met the "
+    "lower traffic (110,915)",
+)
+def test_a_fleet_the_search_gave_up_on_is_not_smaller_than_at_less_traffic():
+    low = fleet_of(124.0, 0.0546875, 21.0, 99, "vllm")
+    high = fleet_of(248.0, 0.0546875, 21.0, 99, "vllm")
+    key = "8x l40s (pipeline)"
+    assert high[key].serving.replicas >= low[key].serving.replicas
 
 
 @PROPERTY_SETTINGS
@@ -564,18 +598,16 @@ def test_closed_form_and_roofline_curves_size_the_same_fleet(case):
 
 
 def test_each_serving_stack_has_its_own_fitted_per_request_time():
-    """Unstated, the per-request time is the one fitted to the chosen engine's published runs (a
-    Python API server takes longer than TensorRT-LLM behind NIM or Triton), or the common one for a
-    stack with too few first-token rows; the estimate, the text and the TTFT follow the engine."""
+    """Unstated, the per-request time is the one fitted to the chosen engine's published runs (vLLM's
+    on its runs at a stated load, the others' on all their runs), or the common one for a stack with
+    too few first-token rows; the estimate, the text and the TTFT follow the engine."""
     from gpuadvisor.core.estimation.serving import request_overhead_s_of
     from gpuadvisor.core.presentation.serving_text import MEASURED_REQUEST_MS
     from gpuadvisor.core.specs.serving import ServingSpec
 
-    # A C++ runtime behind NIM or Triton spends less per request than a Python API server.
-    assert (
-        shipped_constants().request_overhead_s["tensorrt-llm"]
-        < shipped_constants().request_overhead_s["vllm"]
-    )
+    # Each stack with enough first-token rows has a value of its own.
+    own = shipped_constants().request_overhead_s
+    assert len({own["tensorrt-llm"], own["vllm"], own["sglang"], own["*"]}) == 4
     assert (
         shipped_constants().request_overhead_for("sglang") == shipped_constants().request_overhead_s["sglang"]
     )  # the cookbook's rows
@@ -870,7 +902,7 @@ def test_when_nothing_meets_the_closest_setup_misses_by_the_least_and_says_what_
     """Closest means the smallest factor by which the targets miss (ITL or an idle replica's TTFT
     over its target), not the smallest ITL; the sentence quotes one request's figures, which no
     fleet size improves, not the queue of a fleet sized for the rate alone."""
-    est = run(scenario(rate=50.0, ttft=0.06, itl=100.0, preset="llama-3.1-70b"))
+    est = run(scenario(rate=50.0, ttft=0.05, itl=100.0, preset="llama-3.1-70b"))
     assert est.recommended is None
     spec = est.scenario.workload.serving
     missing = [c for c in fleets(est).values() if not c.serving.meets_slo]
@@ -902,14 +934,14 @@ def test_when_nothing_meets_the_closest_setup_misses_by_the_least_and_says_what_
     assert f"one request alone waits {s.ttft_alone_s:.2f} s for its first token" in figures
     assert f"{s.ttft_s:.2f} s" not in figures and "busy" not in figures
     assert "1 request in flight per replica" in figures
-    assert f"first token takes {closest.serving.ttft_alone_s:.2f} s (target 0.06 s)" in line
+    assert f"first token takes {closest.serving.ttft_alone_s:.2f} s (target 0.05 s)" in line
 
 
 def test_a_per_request_time_longer_than_the_ttft_target_is_named_as_the_reason():
     """No GPU shortens the serving stack's own time: the sentence says so instead of suggesting a
     faster GPU, and stating a shorter per-request time is the way out it names."""
 
-    line = summary_line(run(scenario(ttft=0.01, preset="llama-3.1-8b")))
+    line = summary_line(run(scenario(ttft=0.005, preset="llama-3.1-8b")))
     ms = shipped_constants().request_overhead_for("vllm") * 1000
     assert f"per-request time alone ({ms:.0f} ms" in line and "no GPU can meet it" in line
     assert "a faster GPU" not in line

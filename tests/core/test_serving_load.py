@@ -293,7 +293,7 @@ def test_a_fleet_grown_by_the_simulation_is_the_fewest_replicas_judged_likely(pe
     "at risk", not a multiple overshooting the need."""
     from gpuadvisor.core.estimation.serving_load import _job, _refit, _run, service_lengths
 
-    serving = {"requests_per_s": 10.0, "ttft_s": 0.2, "itl_ms": 30.0, "percentile": percentile}
+    serving = {"requests_per_s": 10.0, "ttft_s": 0.15, "itl_ms": 30.0, "percentile": percentile}
     s = scenario(serving, gpu="l40s")
     g, m = catalogs()
     est = estimate(s, g, m)
