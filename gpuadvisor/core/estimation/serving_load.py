@@ -243,9 +243,7 @@ def settle(fleets: Sequence[ServingEstimate], w: Workload) -> list[ServingEstima
 
     Two steps, both batched over the fleets. First the concurrency: a missed ITL lowers the
     sequences a replica runs by the ratio of percentile to target (the replicas then follow by the
-    closed form), at most :data:`CONCURRENCY_ROUNDS` times; a missed first token with the ITL met
-    takes the most sequences that meet it (:func:`_most_sequences_in_time`). Then the replicas, the
-    concurrency held:
+    closed form), at most :data:`CONCURRENCY_ROUNDS` times. Then the replicas, the concurrency held:
     a fleet still short is tried with one request at a time on one replica (:func:`_idle_points`);
     where even that misses a target more replicas cannot help, and the fleet is kept at its size
     with ``stopped="idle"``. Otherwise the fewest replicas whose simulation is judged at least
@@ -260,7 +258,6 @@ def settle(fleets: Sequence[ServingEstimate], w: Workload) -> list[ServingEstima
     out = list(fleets)
     todo = list(range(len(out)))
     short: list[int] = []
-    first_token: list[int] = []
     for attempt in range(CONCURRENCY_ROUNDS + 1):
         if not todo:
             break
@@ -271,11 +268,9 @@ def settle(fleets: Sequence[ServingEstimate], w: Workload) -> list[ServingEstima
             out[i] = fleet
             if judge(point, spec, constants_of(fleet)) != TargetStatus.AT_RISK or not fleet.missed_at_load:
                 continue
-            ttft_over, itl_over = missed_by(point, spec)
+            _ttft_over, itl_over = missed_by(point, spec)
             c = fleet.concurrency_per_replica
-            if ttft_over > 1.0 and itl_over <= 1.0 and c > 1:
-                first_token.append(i)
-            elif itl_over > 1.0 and c > 1 and attempt < CONCURRENCY_ROUNDS:
+            if itl_over > 1.0 and c > 1 and attempt < CONCURRENCY_ROUNDS:
                 new_c = max(1, min(c - 1, math.floor(c / min(itl_over, 2.0))))
                 refit = _refit(fleet, new_c, None)
                 if refit.replicas < fleet.replicas:
@@ -285,25 +280,6 @@ def settle(fleets: Sequence[ServingEstimate], w: Workload) -> list[ServingEstima
             else:
                 short.append(i)
         todo = again
-    _settle_short(out, first_token, short, lengths, spec)
-    return out
-
-
-def _settle_short(
-    out: list[ServingEstimate], first_token: list[int], short: list[int], lengths: Lengths, spec: ServingSpec
-) -> None:
-    """The fleets of ``out`` still short after the concurrency rounds, settled in place: those that
-    miss only their first token get the most sequences a replica that meets it
-    (:func:`_most_sequences_in_time`); the others, and those even one sequence a replica leaves
-    short, are tried idle (one request at a time: ``stopped="idle"`` where that misses) and then
-    given the fewest replicas judged at least "likely" (:func:`_fewest_at_load`)."""
-    short = list(short)
-    if first_token:
-        found = _most_sequences_in_time([out[i] for i in first_token], lengths, spec)
-        for i, (fleet, met) in zip(first_token, found):
-            out[i] = fleet
-            if not met:
-                short.append(i)
     if short:
         idle = _idle_points([out[i] for i in short], lengths)
         search = []
@@ -314,37 +290,7 @@ def _settle_short(
                 search.append(i)
         for i, fleet in zip(search, _fewest_at_load([out[i] for i in search], lengths, spec)):
             out[i] = fleet
-
-
-def _most_sequences_in_time(
-    fleets: Sequence[ServingEstimate], lengths: Lengths, spec: ServingSpec
-) -> list[tuple[ServingEstimate, bool]]:
-    """For fleets that miss their first-token target at load with their ITL met: the most
-    sequences a replica may run (below the current, the replicas by the closed form) whose
-    simulation is judged at least "likely", found by bisection (batched over the fleets), with True;
-    where even one sequence a replica misses at the closed form's size, that fleet with False, for
-    the replica search to grow (at one sequence a replica, the least wait). Fewer sequences
-    shorten both the step and the prompts' wait behind it, which more replicas at the same
-    concurrency do not: a loose ITL target otherwise left a fleet short of its first token at any
-    size where a tight one, at fewer sequences, met it."""
-    lo = [0] * len(fleets)  # the most sequences known to meet (0: none known)
-    hi = [f.concurrency_per_replica for f in fleets]  # known to miss
-    best: list[ServingEstimate | None] = [None] * len(fleets)
-    least = list(fleets)  # the fewest sequences tried that missed
-    while True:
-        trial = [(k, _refit(f, (lo[k] + hi[k] + 1) // 2 if lo[k] else max(1, hi[k] // 2), None))
-                 for k, f in enumerate(fleets) if hi[k] - lo[k] > 1]  # fmt: skip
-        if not trial:
-            break
-        points = _run([_job(f) for _k, f in trial], lengths)
-        for (k, fleet), point in zip(trial, points):
-            c = fleet.concurrency_per_replica
-            judged = with_point(fleet, point, spec)._replace(settled=True)
-            if judge(point, spec, constants_of(fleet)) == TargetStatus.AT_RISK:
-                hi[k], least[k] = c, judged
-            else:
-                lo[k], best[k] = c, judged
-    return [(b, True) if b is not None else (least[k], False) for k, b in enumerate(best)]
+    return out
 
 
 def _idle_points(fleets: Sequence[ServingEstimate], lengths: Lengths) -> list[AtLoad]:
