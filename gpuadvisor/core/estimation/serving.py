@@ -1129,9 +1129,11 @@ def fewest_replicas(
         return r, ttft(r)
     if ttft(lo) <= spec.ttft_limit_s:
         return lo, ttft(lo)
-    hi = lo * 2
+    hi = max(lo, min(lo * 2, MAX_REPLICAS))
     while ttft(hi) > spec.ttft_limit_s and hi < MAX_REPLICAS:
-        lo, hi = hi, hi * 2
+        lo, hi = hi, min(hi * 2, MAX_REPLICAS)
+    if ttft(hi) > spec.ttft_limit_s:  # missed at the most replicas a fleet is sized to
+        return hi, ttft(hi)
     while hi - lo > 1:
         mid = (lo + hi) // 2
         if ttft(mid) <= spec.ttft_limit_s:

@@ -36,7 +36,7 @@ from ..specs.constants import SpeedConstants, shipped_constants
 from ..specs.serving import ArrivalPattern, ServingSpec
 from ..specs.workload import Workload
 from . import disaggregated as dz
-from .serving import MAX_CONCURRENCY, ReplicaCurve, ServingEstimate, serving_estimate
+from .serving import MAX_CONCURRENCY, MAX_REPLICAS, ReplicaCurve, ServingEstimate, serving_estimate
 from .serving_sim import (
     QUANTILES,
     SEED,
@@ -55,7 +55,7 @@ from .serving_sim import (
 
 #: Times a missed ITL lowers a fleet's concurrency before its replicas are searched.
 CONCURRENCY_ROUNDS = 3
-#: The replica search stops at this multiple of the fleet's size (``stopped="headroom"``).
+#: The replica search stops at this multiple of a fleet's size (``stopped="headroom"``; :func:`search_cap`).
 MAX_SEARCH_FACTOR = 8
 #: The decode step is evaluated at these batches (and all below 17) and interpolated between them.
 GRID_POINTS = 40
@@ -309,11 +309,11 @@ def _fewest_at_load(
     """The fewest replicas of each fleet (its concurrency held) whose simulation is judged at least
     "likely", each fleet's current size known to fall short: the size doubles until one is judged
     so, then is bisected between the last short size and it. A fleet still short at
-    :data:`MAX_SEARCH_FACTOR` times its size keeps that size with ``stopped="headroom"``."""
+    :func:`search_cap` (``stopped="headroom"``) keeps the size it stopped at."""
     lo = [f.replicas for f in fleets]
     hi: list[int | None] = [None] * len(fleets)
     best: list[ServingEstimate | None] = [None] * len(fleets)
-    cap = [max(f.replicas + 1, f.replicas * MAX_SEARCH_FACTOR) for f in fleets]
+    cap = [search_cap(f) for f in fleets]
     last: list[ServingEstimate] = list(fleets)
     while True:
         trial: list[tuple[int, ServingEstimate]] = []
@@ -340,6 +340,18 @@ def _fewest_at_load(
                 hi[k] = fleet.replicas
                 best[k] = judged
     return [b if b is not None else last[k]._replace(stopped="headroom") for k, b in enumerate(best)]
+
+
+def search_cap(fleet: ServingEstimate) -> int:
+    """The most replicas :func:`_fewest_at_load` tries for ``fleet``: :data:`MAX_SEARCH_FACTOR` times
+    the larger of its closed-form size and the closed form's fleet at one sequence a replica, and at
+    most :data:`~.serving.MAX_REPLICAS` (the closed form's own cap; a fleet already larger may try
+    one more). The cap does not depend on the sequences a replica runs: a fleet at a loose ITL target
+    (many sequences) may grow as far as one at a tight target (one sequence), and meets the first
+    token wherever that one does, its waiting requests having more slots."""
+    single = _refit(fleet, 1, None).replicas if fleet.concurrency_per_replica > 1 else fleet.replicas
+    reach = MAX_SEARCH_FACTOR * max(fleet.replicas, single)
+    return max(fleet.replicas + 1, min(reach, MAX_REPLICAS))
 
 
 def _refit(fleet: ServingEstimate, c: int, replicas: int | None) -> ServingEstimate:
