@@ -364,7 +364,7 @@ LEDGER_MISSES = {
     "its setup differs, a fine-tuning loop that frees its logits and keeps QLoRA's unquantized layers in "
     "fp32, the fp32 logit copies of a 152K vocabulary, the reserve of FSDP's second GPU above what its "
     "tensors take)",
-    "inference_speed": "21.7% over 804 rows on 2026-12-07 (GLM-4's Transformers tables, 32% and 41%, and its 32B rows, 11.5%, added; 19.6% over 686 before: Qwen3's Transformers benchmark "
+    "inference_speed": "22.5% over 861 rows on 2026-12-07 (TinyChat's RTX 4090 tables, 99% over 42: a lean FP16 engine mapped to Transformers and 4-bit first tokens of TensorRT-LLM and MLC, AutoGPTQ's 2023 README, 44% over 3, and vLLM on one MI300X, 21% over 12, added; 21.7% over 804 before: GLM-4's Transformers tables, 32% and 41%, and its 32B rows, 11.5%, added; 19.6% over 686 before: Qwen3's Transformers benchmark "
     "on the H20 scored 78% over 80 rows: Transformers' eager MoE loop, its block-FP8 and GPTQModel's Int8 paths "
     "at a fraction of the BF16 speed, and a per-token cost growing with the context that the model does not have)",
     "serving": "31.7% over 978 rows on 2026-12-07 (a vLLM 0.9 / SGLang 0.4.9 comparison on H100, 53%, whose levels "
@@ -384,7 +384,7 @@ def test_the_first_scores_meet_the_ledgers_median_targets(ledger, group):
     assert figures["n"] > 0 and figures["median_abs_pct"] <= LEDGER_TARGETS[group], figures
 
 
-@pytest.mark.xfail(strict=True, reason="59% of 3,116 memory and speed rows on 2026-12-07")
+@pytest.mark.xfail(strict=True, reason="59% of 3,173 memory and speed rows on 2026-12-07")
 def test_the_ranges_hold_three_quarters_of_the_ledgers_rows(ledger):
     groups = summary(ledger)["groups"]
     n = sum(groups[g]["n"] for g in LEDGER_TARGETS)
