@@ -209,6 +209,11 @@ MEASUREMENT_COLUMNS = (
     # group, passed on as ``hardware.data_parallel_shard``; empty: the state sharded over every
     # data-parallel rank.
     "dp_shard",
+    # Serving rows: the share of each prompt the engine found in its prefix cache (0 to below 1),
+    # passed on as the serving spec's ``prefix_cache_hit_rate``: the prompts are prefilled less that
+    # share, their KV cache held whole. Stated where the source shows why (a benchmark that sends
+    # the same prompts again to a server whose cache holds them from an earlier run); empty: none.
+    "prefix_cache_hit_rate",
 )
 
 #: Weight types the scenario may not know yet, and the nearest type it knows (used only as a fallback).
@@ -523,6 +528,15 @@ def load_measurements(data_dir: str | Path = DATA_DIR, sources: dict[str, Source
                 raise ValidationDataError(
                     f"{where}: disaggregated must be <P>p<D>d (prefill and decode instances, e.g. 1p3d)"
                 )
+        if raw["prefix_cache_hit_rate"]:
+            if raw["group"] != "serving":
+                raise ValidationDataError(f"{where}: prefix_cache_hit_rate is for serving rows")
+            try:
+                hit = float(raw["prefix_cache_hit_rate"])
+            except ValueError:
+                hit = math.nan
+            if not 0.0 <= hit < 1.0:
+                raise ValidationDataError(f"{where}: prefix_cache_hit_rate must be a share from 0 to below 1")
         if raw["output_tokens_max"]:
             if arrival_kind(raw["arrival"]) != "burst" and not raw["requests"]:
                 raise ValidationDataError(

@@ -262,13 +262,20 @@ class Predictor:
     def run_key(self, row: Row, sc: Scenario) -> tuple[object, ...]:
         """What a serving row's benchmark figures depend on besides the engine profile, the
         constants and the per-request time: its scenario (less its name, the row's id) and how its
-        requests arrived. A run's tokens/s, TTFT and ITL rows share it."""
+        requests arrived and how much of each prompt the prefix cache held. A run's tokens/s, TTFT
+        and ITL rows share it."""
         # The scenario is the row id's (as :meth:`prepare` keeps it); the facts that shape the
         # benchmark are read from the row itself, as the benchmark models read them.
         plain = self._run_keys.get(row.id)
         if plain is None:
             plain = self._run_keys[row.id] = replace(sc, name="")
-        return (plain, row.fact("arrival"), row.fact("requests"), row.fact("output_tokens_max"))
+        return (
+            plain,
+            row.fact("arrival"),
+            row.fact("requests"),
+            row.fact("output_tokens_max"),
+            row.fact("prefix_cache_hit_rate"),
+        )
 
     def run_point(
         self,
@@ -407,6 +414,7 @@ def _compare_serving(
         replica = BenchReplica(
             mm, cand.gpu, cand.gpu_count, cand.parallelism, engine,
             eff.bandwidth_efficiency, eff.prefill_mfu, hw.gpus_per_node, request_overhead_s, constants,
+            float(row.fact("prefix_cache_hit_rate") or 0.0),
         )  # fmt: skip
 
         def run() -> ClosedLoop:
@@ -483,7 +491,8 @@ def simulated_benchmark(replica: BenchReplica, row: Row, clients: int) -> Closed
     """A closed-loop benchmark replayed by the request-level simulation: ``clients`` clients on the
     engine as the benchmark starts it (:func:`~gpuadvisor.validation.replay.benchmark_engine`:
     its default pool and sequence limit), each sending its next request when its answer ends;
-    every prompt of the stated length; answers of the stated length where the source shows them
+    every prompt of the stated length (its prefix cache holding the share the row states, if any);
+    answers of the stated length where the source shows them
     fixed (``lockstep``), exponential up to ``output_tokens_max`` with the stated mean where it is
     given (as :func:`~gpuadvisor.validation.replay.drain` takes them), else the stated mean
     jittered by :data:`JITTER` either way: a closed loop of equal answers would stay in step, and a
@@ -518,7 +527,7 @@ def _bench_lengths(replica: BenchReplica, row: Row, n: int) -> Lengths:
         # dataset's own lengths put the clients out of step, which equal answers would not.
         u = np.random.default_rng(SEED + 3).uniform(-JITTER, JITTER, n)
         output = np.maximum(1, np.rint(w.output_tokens * (1.0 + u))).astype(np.int64)
-    return Lengths(prompt, output)
+    return Lengths(prompt, output, replica.prefix_cache_hit_rate)
 
 
 #: Bisection steps of the fixed point between a disaggregated run's prefill and decode pools.

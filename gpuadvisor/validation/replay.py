@@ -33,6 +33,7 @@ import functools
 import math
 import weakref
 from collections.abc import Callable
+from dataclasses import replace
 from typing import NamedTuple
 
 from ..core.estimation.memory import MemoryModel
@@ -87,6 +88,15 @@ class BenchReplica(NamedTuple):
     request_overhead_s: float | None = None
     #: The constants the benchmark is predicted with (the shipped ones when None).
     constants: SpeedConstants | None = None
+    #: Share of each prompt the engine finds in its prefix cache (the row's ``prefix_cache_hit_rate``).
+    prefix_cache_hit_rate: float = 0.0
+
+
+def bench_targets(r: BenchReplica) -> ServingSpec:
+    """The open targets of a benchmark's curve, with the share of each prompt its prefix cache holds."""
+    if r.prefix_cache_hit_rate <= 0.0:
+        return OPEN_TARGETS
+    return replace(OPEN_TARGETS, prefix_cache_hit_rate=r.prefix_cache_hit_rate)
 
 
 def pool_sequences(
@@ -150,7 +160,7 @@ def benchmark_engine(r: BenchReplica, clients: int) -> tuple[ReplicaCurve, int, 
         bw_eff=r.bw_eff,
         prefill_mfu=r.prefill_mfu,
         gpus_per_node=r.gpus_per_node,
-        spec=OPEN_TARGETS,
+        spec=bench_targets(r),
         request_overhead_s=r.request_overhead_s,
         constants=r.constants,
     )
@@ -220,7 +230,7 @@ def _build_benchmark_curve(r: BenchReplica, requests: int) -> tuple[int, Replica
         bw_eff=r.bw_eff,
         prefill_mfu=r.prefill_mfu,
         gpus_per_node=r.gpus_per_node,
-        spec=OPEN_TARGETS,
+        spec=bench_targets(r),
         request_overhead_s=r.request_overhead_s,
         constants=r.constants,
     )

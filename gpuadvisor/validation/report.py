@@ -647,7 +647,10 @@ discussion, own measurement), `date_read` (YYYY-MM-DD), `notes`.
   HFU rows: `full` where the stack's FLOP count takes the whole sequence's attention, converted as TFLOPS rows
   are; empty or `causal`: compared with no conversion) and `dp_shard` (training rows of ZeRO or FSDP sharded in
   groups, hybrid sharding: the data-parallel ranks of one group, passed on as `hardware.data_parallel_shard`;
-  empty: the state sharded over every data-parallel rank);
+  empty: the state sharded over every data-parallel rank) and `prefix_cache_hit_rate` (serving rows: the share
+  of each prompt the engine found in its prefix cache, passed on as the serving spec's `prefix_cache_hit_rate`:
+  prefilled less that share, its KV cache held whole; stated where the source shows why, a benchmark sending
+  the same prompts again to a server whose cache holds them from an earlier run; empty: none);
 - scoring: `scored` (`yes`/`no`), `why` (required when unscored), `assumptions` (every value chosen where the
   source is silent).
 

@@ -243,6 +243,10 @@ def test_a_serving_row_says_how_its_requests_arrived(tmp_path, arrival, message)
         ("SRA-003", "requests", "500", "requests is for a closed loop of a stated number of requests"),
         ("SRY-65", "requests", "8", r"requests must be at least the clients \(micro_batch\)"),
         ("SRY-65", "requests", "eighty", "requests must be a number"),
+        # The share of each prompt a prefix cache held: a serving row's, a share below one.
+        ("SRY-65", "prefix_cache_hit_rate", "1", "prefix_cache_hit_rate must be a share from 0 to below 1"),
+        ("SRY-65", "prefix_cache_hit_rate", "most", "prefix_cache_hit_rate must be a share"),
+        ("MEM-01", "prefix_cache_hit_rate", "0.5", "prefix_cache_hit_rate is for serving rows"),
     ],
 )
 def test_the_trailing_serving_columns_are_checked(tmp_path, row_id, column, value, message):
@@ -268,6 +272,29 @@ def test_a_short_closed_loop_is_predicted_with_its_first_wave_and_last_answers(r
         steady = tuple((k, "" if k in ("requests", "output_tokens_max") else v) for k, v in row.facts)
         # TTFT is time-like: the harness compares it in ms, a later first token is a larger figure.
         assert predictor.compare(row).estimate > predictor.compare(replace(row, facts=steady)).estimate
+
+
+def test_prompts_found_in_the_prefix_cache_come_sooner_and_faster(rows, predictor):
+    """A benchmark that sends the same prompts again to a server whose cache holds them states the
+    share found there: less of each prompt is prefilled, so the first token comes sooner and the
+    loop makes more tokens/s, replayed in closed form and request by request alike."""
+    from dataclasses import replace
+
+    by_id = {r.id: r for r in rows}
+    for tokens_row, ttft_row in (("SRY-64", "SRY-65"),):
+        for simulate in (False, True):
+            cold, warm = (
+                replace(by_id[tokens_row], facts=(*by_id[tokens_row].facts, ("prefix_cache_hit_rate", h)))
+                for h in ("", "0.9")
+            )
+            got = [predictor.compare(r, simulate=simulate).estimate for r in (cold, warm)]
+            assert got[1] > got[0], got
+            cold, warm = (
+                replace(by_id[ttft_row], facts=(*by_id[ttft_row].facts, ("prefix_cache_hit_rate", h)))
+                for h in ("", "0.9")
+            )
+            got = [predictor.compare(r, simulate=simulate).estimate for r in (cold, warm)]
+            assert got[1] < 0.8 * got[0], got
 
 
 def test_a_burst_of_answers_cut_at_max_tokens_is_predicted_draining(rows, predictor):
