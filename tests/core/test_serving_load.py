@@ -327,13 +327,15 @@ def test_no_unsettled_fleet_could_undercut_the_leader():
 
 def test_a_target_with_no_room_to_queue_stops_the_search_and_says_why():
     """A TTFT target 1% above one request's own time at p99 leaves no room for a request to wait:
-    the planner stops at MAX_SEARCH_FACTOR times the queue's fleet, marks it at risk and says why in
-    the user's words, instead of answering with hundreds of nearly idle replicas as if they served.
+    the planner stops at MAX_IDLE_FACTOR times the replicas that would carry the load one request at
+    a time, marks it at risk and says why in the user's words, instead of answering with hundreds of
+    nearly idle replicas as if they served.
     Two GPUs per replica, whose layouts the simulation settles (the slowest layout's own time sets
     the target), and no time outside the engine (whose spread from request to request would make
     even an idle replica's 99th percentile miss such a target)."""
     QUIET = {"request_overhead_ms": 0}
-    from gpuadvisor.core.estimation.serving_load import MAX_SEARCH_FACTOR
+    from gpuadvisor.core.estimation.serving import MAX_REPLICAS
+    from gpuadvisor.core.estimation.serving_load import MAX_IDLE_FACTOR
     from gpuadvisor.core.presentation.serving_text import fleet_detail, serving_summary
 
     g, m = catalogs()
@@ -359,7 +361,9 @@ def test_a_target_with_no_room_to_queue_stops_the_search_and_says_why():
     for c in stopped:
         f = c.serving
         assert f.stopped == "headroom" and f.status == "at risk" and not f.meets_slo
-        assert f.replicas >= MAX_SEARCH_FACTOR
+        # Stopped at the cap: twenty times the replicas that would carry 0.5 requests/s back to back.
+        alone = f.replica.point(1)[3]
+        assert f.replicas >= min(MAX_REPLICAS, math.ceil(MAX_IDLE_FACTOR * 0.5 * alone)) > 1
         text = " ".join(line for _kind, line in fleet_detail(c, "vllm", est.serving_of(c)))
         assert "leaves no room for a request to wait" in text
     if est.recommended is None:

@@ -130,10 +130,11 @@ def test_rows_may_stop_before_the_columns_added_at_the_end(tmp_path):
     shutil.copy(DATA_DIR / "sources.csv", tmp_path / "sources.csv")
     text = (DATA_DIR / "measurements.csv").read_text(encoding="utf-8").splitlines()
     short = text[2]  # written before vp, recompute, arrival, output_tokens_max, requests, ep, speculative,
-    # disaggregated, sp, kbit_preparation, prompt_logits, etp, tflops_attention and dp_shard existed
+    # disaggregated, sp, kbit_preparation, prompt_logits, etp, tflops_attention, dp_shard and
+    # prefix_cache_hit_rate existed
     import csv
 
-    assert len(next(csv.reader([short]))) == len(next(csv.reader([text[1]]))) - 14
+    assert len(next(csv.reader([short]))) == len(next(csv.reader([text[1]]))) - 15
     (tmp_path / "measurements.csv").write_text("\n".join(text[:3]) + "\n", encoding="utf-8")
     (row,) = load_measurements(tmp_path)
     assert row.fact("vp") == "" and row.fact("recompute") == "" and row.fact("arrival") == ""

@@ -55,8 +55,10 @@ from .serving_sim import (
 
 #: Times a missed ITL lowers a fleet's concurrency before its replicas are searched.
 CONCURRENCY_ROUNDS = 3
-#: The replica search stops at this multiple of a fleet's size (``stopped="headroom"``; :func:`search_cap`).
-MAX_SEARCH_FACTOR = 8
+#: The replica search stops (``stopped="headroom"``) at this many times the replicas that would
+#: carry the load one request at a time, back to back (the rate times one request's time alone,
+#: :func:`search_cap`): a larger fleet is mostly idle, its target leaving no room to queue.
+MAX_IDLE_FACTOR = 20
 #: The decode step is evaluated at these batches (and all below 17) and interpolated between them.
 GRID_POINTS = 40
 #: Spread of an answer length whose 90th percentile is not stated: a log-normal whose squared
@@ -343,14 +345,18 @@ def _fewest_at_load(
 
 
 def search_cap(fleet: ServingEstimate) -> int:
-    """The most replicas :func:`_fewest_at_load` tries for ``fleet``: :data:`MAX_SEARCH_FACTOR` times
-    the larger of its closed-form size and the closed form's fleet at one sequence a replica, and at
-    most :data:`~.serving.MAX_REPLICAS` (the closed form's own cap; a fleet already larger may try
-    one more). The cap does not depend on the sequences a replica runs: a fleet at a loose ITL target
+    """The most replicas :func:`_fewest_at_load` tries for ``fleet``: :data:`MAX_IDLE_FACTOR` times
+    the replicas that would carry its load one request at a time, back to back (the rate times the
+    service time of one request alone), and at most :data:`~.serving.MAX_REPLICAS` (the closed
+    form's own cap); a fleet already as large may try one more. The cap depends on the load and
+    the replica, not on the sequences a replica runs or the targets: a fleet at a loose ITL target
     (many sequences) may grow as far as one at a tight target (one sequence), and meets the first
-    token wherever that one does, its waiting requests having more slots."""
-    single = _refit(fleet, 1, None).replicas if fleet.concurrency_per_replica > 1 else fleet.replicas
-    reach = MAX_SEARCH_FACTOR * max(fleet.replicas, single)
+    token wherever that one does, its waiting requests having more slots; and twice the traffic
+    allows twice the fleet."""
+    curve = fleet.replica
+    assert curve is not None
+    busy = fleet.requests_per_s_per_replica * fleet.replicas * curve.point(1)[3]
+    reach = math.ceil(MAX_IDLE_FACTOR * busy)
     return max(fleet.replicas + 1, min(reach, MAX_REPLICAS))
 
 
