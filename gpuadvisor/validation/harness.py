@@ -567,7 +567,7 @@ def disaggregated_benchmark(
     dec_base = engine_lane(curve, max(1, min(per_decode, most)), pool)
     steady = max(SIM_REQUESTS, SIM_ROUNDS * per_decode)
     drawn = _bench_lengths(replica, row, steady)
-    pre_lengths = Lengths(drawn.prompt, np.ones_like(drawn.output))
+    pre_lengths = Lengths(drawn.prompt, np.ones_like(drawn.output), drawn.cached_share)
     dec_steady = Lengths(drawn.prompt, drawn.output, new_tokens=np.ones_like(drawn.prompt))
 
     def decode_rate(think: float, lengths: Lengths, whole: bool) -> SimResult:
