@@ -355,7 +355,7 @@ def search_cap(fleet: ServingEstimate) -> int:
     allows twice the fleet."""
     curve = fleet.replica
     assert curve is not None
-    busy = fleet.requests_per_s_per_replica * fleet.replicas * curve.point(1)[3]
+    busy = _pool_rate(fleet) * curve.point(1)[3]
     reach = math.ceil(MAX_IDLE_FACTOR * busy)
     return max(fleet.replicas + 1, min(reach, MAX_REPLICAS))
 
