@@ -11,6 +11,10 @@ leave-one-source-out run (``oos``, tests/core/test_validation.py). (``--dist loa
 pytest 9.2 no longer lets it do: the groups were ignored and the build ran on both workers.)
 Their tests run first, so that no worker is left with them at the end, and every test that uses
 ``oos`` is marked ``validation``: ``make validate`` runs those (``.ci/run`` runs both targets).
+
+Property tests (hypothesis) draw the same examples every run (profile ``fixed``), so that a run
+passes or fails for the code, not for the draw; ``HYPOTHESIS_PROFILE=explore`` draws fresh ones
+to look for new failures, which are then kept as explicit cases.
 """
 
 import os
@@ -22,6 +26,11 @@ os.makedirs(_runtime, mode=0o700, exist_ok=True)
 os.environ.setdefault("XDG_RUNTIME_DIR", _runtime)
 
 import pytest  # noqa: E402
+from hypothesis import settings  # noqa: E402
+
+settings.register_profile("fixed", derandomize=True, database=None)
+settings.register_profile("explore", derandomize=False, database=None)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "fixed"))
 
 #: Fixtures whose value is one long computation shared by the tests (of one file) that use it.
 SHARED_FIXTURES = ("dist", "oos")

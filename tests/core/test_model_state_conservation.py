@@ -36,7 +36,6 @@ SETTINGS = settings(
     max_examples=EXAMPLES,
     deadline=None,
     database=None,
-    derandomize=True,
     suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow],
 )
 PRESETS = (
