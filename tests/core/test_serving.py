@@ -923,17 +923,45 @@ def test_when_nothing_meets_the_closest_setup_misses_by_the_least_and_says_what_
     assert d["ttft_alone_s"] == round(closest.serving.ttft_alone_s, 4)
     met = run(scenario()).recommended.serving.to_dict()
     assert met["missed"] is None and met["shortfall"] is None
-    # Every view shows a missing setup's idle-replica figures, not a rate-only fleet's queue.
+    # Every view shows a missing setup's idle-replica figures (why it misses), and what it was
+    # sized to: the closest it gets.
     from gpuadvisor.core.presentation.serving_text import fleet_figures, fleet_row
 
     s = closest.serving
-    assert s.ttft_s > 10 * s.ttft_alone_s  # the rate-only fleet's queue
+    assert s.itl_alone_ms == pytest.approx(s.replica.point(1)[0] * 1000.0)
+    assert d["itl_alone_ms"] == round(s.itl_alone_ms, 3) and d["sized_for"] is not None
     assert f"{s.ttft_alone_s:.2f} s alone" in fleet_row(closest)
     figures = fleet_figures(s)
     assert f"one request alone waits {s.ttft_alone_s:.2f} s for its first token" in figures
-    assert f"{s.ttft_s:.2f} s" not in figures and "busy" not in figures
-    assert "1 request in flight per replica" in figures
+    assert f"and {s.itl_alone_ms:.1f} ms between tokens" in figures
+    assert f"sized to the closest it gets: first token within {s.sized_for[0]:.2f} s" in figures
+    assert "busy" not in figures
     assert f"first token takes {closest.serving.ttft_alone_s:.2f} s (target 0.05 s)" in line
+
+
+def test_a_setup_that_misses_even_alone_is_sized_to_the_closest_it_gets():
+    """Drawn by the planner's property tests (2026-12-07): 124 requests/s on L40S at a p99 first
+    token of 55 ms, which no layout meets even alone, and 21 ms between tokens. Sized for the rate
+    at 80% utilization, every layout ran one sequence a replica (its ITL missed the target) and its
+    queue ran to minutes: eight L40S in a pipeline waited 17 s at p50 in the simulation. Each missed
+    target now moves to one request's own figure plus a headroom (MISSED_ITL_HEADROOM,
+    MISSED_TTFT_HEADROOM): the replicas batch again and the fleet's first token stays within twice
+    one request's own."""
+    from gpuadvisor.core.estimation.serving import MISSED_ITL_HEADROOM, MISSED_TTFT_HEADROOM
+
+    fleets_ = fleet_of(124.0, 0.0546875, 21.0, 99, "vllm")
+    for key, c in fleets_.items():
+        s = c.serving
+        assert not s.meets_slo and s.shortfall > 1.0, key
+        ttft_for, itl_for = s.sized_for
+        assert ttft_for == pytest.approx(max(0.0546875, s.ttft_alone_s * (1 + MISSED_TTFT_HEADROOM)))
+        assert itl_for == pytest.approx(
+            21.0 if s.itl_alone_ms <= 21.0 else s.itl_alone_ms * (1 + MISSED_ITL_HEADROOM)
+        )
+        assert s.ttft_s <= ttft_for * (1 + 1e-9) and s.itl_ms <= itl_for * (1 + 1e-9), key
+        assert s.concurrency_per_replica > 1, key  # batching again
+    a = fleets_["8x l40s (pipeline)"].serving.at_load
+    assert a is not None and a.ttft_s.p50 < 1.0  # 17 s before
 
 
 def test_a_per_request_time_longer_than_the_ttft_target_is_named_as_the_reason():

@@ -178,7 +178,7 @@ def test_a_setup_that_misses_shows_one_request_alone_in_the_ranking():
     assert not miss.serving.meets_slo
     assert (
         serving_text(miss, "time")
-        == f"{miss.serving.ttft_alone_s:.2f} s · {miss.serving.itl_ms:.0f} ms alone"
+        == f"{miss.serving.ttft_alone_s:.2f} s · {miss.serving.itl_alone_ms:.0f} ms alone"
     )
     assert serving_sort_value(miss, "time")[0] == miss.serving.ttft_alone_s
     meet = run(2.0)

@@ -54,7 +54,9 @@ coefficient of variation of the service time, follows the output lengths: a log-
 the mean and the 90th percentile when one is given, else 1 (exponential-like). The replicas are
 the fewest R with ``rho < 1`` and ``W_q + TTFT0 <= ttft_s`` at the percentile, where TTFT0 uses
 the 90th-percentile prompt for percentiles of 90 and above. A layout that cannot meet a target
-even with one request in flight is sized for the rate alone, at 80% utilization.
+even with one request in flight is sized to the closest it gets: each missed target moved to one
+request's own figure plus a headroom (a quarter for the ITL, the first token's own time for the
+TTFT), at most 20 times the replicas that would carry the rate one request at a time.
 
 Cost: ``usd_per_hour = R x GPUs per replica x price per GPU-hour``; ``usd_per_month =
 usd_per_hour x 730 x hours_per_day / 24``; ``usd_per_million_tokens`` divides the hourly cost by
@@ -109,8 +111,20 @@ from .speculative import SpeculativeGain, SpeculativeTables, is_light, light_dra
 #: max_num_seqs 256-1024, TensorRT-LLM's max_batch_size 2048); beyond it a replica is compute
 #: bound and more sequences only add latency.
 MAX_CONCURRENCY = 1024
-#: Utilization a fleet that cannot meet a target is sized to (the queue stays short).
+#: Utilization a fleet without targets is sized to (the queue stays short).
 RATE_ONLY_UTILIZATION = 0.8
+#: A layout that misses a target even with one request in flight is sized to the closest it gets:
+#: a missed ITL target moves to one request's own ITL plus this share (room to batch a few
+#: sequences, which costs little in a memory-bound step), ...
+MISSED_ITL_HEADROOM = 0.25
+#: ... and a missed TTFT target to one request's own TTFT plus this share of it (room for a queue as
+#: long as one idle first token: a one-slot replica at a p99 target otherwise runs almost idle).
+MISSED_TTFT_HEADROOM = 1.0
+#: The most replicas a fleet is sized to when a target leaves it no room to queue: this many times
+#: the replicas that would carry its rate one request at a time, back to back (a larger fleet is
+#: mostly idle). A fleet sized to the closest it gets stops there, and so does the simulation's
+#: search for replicas (``stopped="headroom"``, :func:`.serving_load.search_cap`).
+MAX_IDLE_FACTOR = 20
 #: Prefill utilization beyond which the prompt queue is taken as saturated (its wait is capped).
 PREFILL_RHO_MAX = 0.95
 #: Sequences between which the KV cache's slope is read (see :func:`kv_line`).
@@ -198,6 +212,8 @@ class ServingEstimate(NamedTuple):
     #: The TTFT of one request on an idle replica, at the requested percentile (s): the least any
     #: fleet of this layout can offer, whatever its size (``ttft_s`` adds the fleet's queue).
     ttft_alone_s: float = 0.0
+    #: The ITL of one request on an idle replica (ms): the least any fleet of this layout offers.
+    itl_alone_ms: float = 0.0
     #: How far a setup that misses the targets is from them: the larger of its ITL and its
     #: ``ttft_alone_s`` over their targets, at one request (> 1; 0 when it meets them). The closest
     #: setup is the one with the smallest: the targets would have to loosen by that factor.
@@ -233,6 +249,10 @@ class ServingEstimate(NamedTuple):
     #: Sized by the simulation at the load (:func:`.serving_load.settle`: the GPU type's candidate),
     #: not by the closed form alone.
     settled: bool = False
+    #: The (TTFT s, ITL ms) targets the fleet was sized to when it misses the stated ones even with
+    #: one request in flight: both loosened by ``shortfall`` and :data:`MISSED_TARGET_HEADROOM`
+    #: (None where a target is not stated); None when the stated targets were used.
+    sized_for: tuple[float | None, float | None] | None = None
 
     @property
     def raise_max_sequences_to(self) -> int | None:
@@ -245,9 +265,14 @@ class ServingEstimate(NamedTuple):
     @property
     def ttft_shown_s(self) -> float:
         """The TTFT a view shows: the fleet's, queue included, when it meets the targets; else one
-        request's on an idle replica (:attr:`ttft_alone_s`), which says why it misses (a fleet sized
-        for the rate alone has a queue that says nothing). Views mark the latter "alone"."""
+        request's on an idle replica (:attr:`ttft_alone_s`), which says why it misses and which no
+        fleet size improves. Views mark the latter "alone"."""
         return self.ttft_s if self.meets_slo else self.ttft_alone_s
+
+    @property
+    def itl_shown_ms(self) -> float:
+        """The ITL a view shows beside :attr:`ttft_shown_s`: the fleet's, or one request's alone."""
+        return self.itl_ms if self.meets_slo else self.itl_alone_ms
 
     @property
     def order(self) -> tuple[float, ...]:
@@ -285,6 +310,7 @@ class ServingEstimate(NamedTuple):
             "meets_slo": self.meets_slo,
             "missed": self.missed or None,
             "ttft_alone_s": round(self.ttft_alone_s, 4),
+            "itl_alone_ms": round(self.itl_alone_ms, 3),
             "shortfall": round(self.shortfall, 4) if self.shortfall else None,
             "limited_by": self.limited_by,
             "usd_per_hour": r(self.usd_per_hour, 4),
@@ -299,6 +325,12 @@ class ServingEstimate(NamedTuple):
             "stopped": self.stopped or None,
             "idle": None if self.idle is None else self.idle.to_dict(),
             "sized_at_load": self.settled,
+            "sized_for": None
+            if self.sized_for is None
+            else {
+                "ttft_s": r(self.sized_for[0], 4),
+                "itl_ms": r(self.sized_for[1], 3),
+            },
             "speculative": None if self.speculative is None else self.speculative.to_dict(),
             "prefill_gpus": None if self.disaggregated is None else self.disaggregated.prefill_gpus,
             "decode_gpus": None if self.disaggregated is None else self.disaggregated.decode_gpus,
@@ -749,6 +781,15 @@ class ReplicaCurve:
         other._point_memo = {}
         return other
 
+    def with_targets(self, ttft_s: float | None, itl_ms: float | None) -> ReplicaCurve:
+        """This curve judged against other latency targets. The targets enter only :meth:`meets`,
+        :meth:`largest_meeting` and the fleet's sizing, so the operating points are shared."""
+        if ttft_s == self.spec.ttft_s and itl_ms == self.spec.itl_ms:
+            return self
+        other = copy.copy(self)
+        other.spec = replace(self.spec, ttft_s=ttft_s, itl_ms=itl_ms)
+        return other
+
     def _at(self, b: int) -> tuple[float, float, str]:
         """(decode step s, the batch's prefill s, bound) of the roofline at batch ``b``."""
         got = self._points.get(b)
@@ -1108,11 +1149,13 @@ def fewest_replicas(
     rate_only: bool = False,
     service_scale: float = 1.0,
     ttft_scale: float = 1.0,
+    cap: int = MAX_REPLICAS,
 ) -> tuple[int, float]:
     """(replicas, TTFT at the percentile) for ``rate`` requests/s at ``c`` slots per replica: the
     fewest replicas that are not saturated and meet the TTFT target (or, when the target cannot be
-    met, that are not saturated). ``service_scale`` and ``ttft_scale`` stretch the replica's
-    service time and TTFT (an end of the 80% range)."""
+    met, that are not saturated), at most ``cap`` (:data:`MAX_REPLICAS`) unless the rate needs more.
+    ``service_scale`` and ``ttft_scale`` stretch the replica's service time and TTFT (an end of the
+    80% range)."""
     spec = curve.spec
     _itl, ttft_tail, _tm, service = curve.point(c)
     ttft_tail *= ttft_scale
@@ -1129,10 +1172,11 @@ def fewest_replicas(
         return r, ttft(r)
     if ttft(lo) <= spec.ttft_limit_s:
         return lo, ttft(lo)
-    hi = max(lo, min(lo * 2, MAX_REPLICAS))
-    while ttft(hi) > spec.ttft_limit_s and hi < MAX_REPLICAS:
-        lo, hi = hi, min(hi * 2, MAX_REPLICAS)
-    if ttft(hi) > spec.ttft_limit_s:  # missed at the most replicas a fleet is sized to
+    top = max(lo, min(cap, MAX_REPLICAS))
+    hi = max(lo, min(lo * 2, top))
+    while ttft(hi) > spec.ttft_limit_s and hi < top:
+        lo, hi = hi, min(hi * 2, top)
+    if ttft(hi) > spec.ttft_limit_s:  # missed at the most replicas the fleet is sized to
         return hi, ttft(hi)
     while hi - lo > 1:
         mid = (lo + hi) // 2
@@ -1198,15 +1242,26 @@ def serving_estimate(
     # One request on an idle replica: what no fleet size improves (why a setup misses, if it does).
     itl_1, alone, _tm1, _s1 = curve.point(1)
     point = _operating_point(curve, kv_max, scheduler, concurrency, itl_1)
+    sizing, missed = curve, None
+    if not point.meets and concurrency is None:
+        # A target out of reach even alone: the fleet is sized to the closest this layout gets, each
+        # missed target moved to one request's own figure plus its headroom (met there alone).
+        missed = point
+        sizing = curve.with_targets(*closest_targets(spec, itl_1, alone))
+        point = _operating_point(sizing, kv_max, scheduler, None, itl_1)
     if spec.closed_loop:
-        fleet = _closed_loop_fleet(curve, point, replicas)
+        fleet = _closed_loop_fleet(sizing, point, replicas)
     else:
-        fleet = _open_loop_fleet(curve, point, replicas, forced=concurrency is not None)
+        cap = MAX_REPLICAS
+        if missed is not None:
+            rate = float(spec.requests_per_s or 0.0)
+            cap = max(1, min(MAX_REPLICAS, math.ceil(MAX_IDLE_FACTOR * rate * _s1)))
+        fleet = _open_loop_fleet(sizing, point, replicas, forced=concurrency is not None, cap=cap)
+    if missed is not None:
+        fleet = fleet._replace(meets=False, missed=missed.missed)
     c, itl, service, ttft = fleet.concurrency, fleet.itl_s, fleet.service_s, fleet.ttft_s
     cost = _fleet_cost(curve, fleet, gpu_count, price, buy, budget)
-    shortfall = 0.0
-    if not fleet.meets:
-        shortfall = max(itl_1 * 1000.0 / spec.itl_limit_ms, alone / spec.ttft_limit_s)
+    shortfall = 0.0 if fleet.meets else shortfall_of(spec, itl_1, alone)
     k = curve.constants
     return ServingEstimate(
         replicas=fleet.replicas,
@@ -1233,13 +1288,33 @@ def serving_estimate(
         itl_range_ms=k.time_range(itl * 1000.0, "itl"),
         memory=None if memory_at is None else memory_at(c),
         ttft_alone_s=alone,
+        itl_alone_ms=itl_1 * 1000.0,
         shortfall=shortfall,
         scheduler=scheduler,
         plan=FleetPlan(
             spec, kv_max, kv_pool_tokens, price, buy, budget, memory_at, point.engine_max, transfer
         ),
         speculative=None if curve.speculative is None else curve.speculative.gain,
+        sized_for=None if sizing is curve else (sizing.spec.ttft_s, sizing.spec.itl_ms),
     )
+
+
+def closest_targets(spec: ServingSpec, itl_1: float, alone: float) -> tuple[float | None, float | None]:
+    """(TTFT s, ITL ms) targets a layout that misses ``spec``'s even alone is sized to: a missed
+    target moves to one request's own figure (``alone`` s, ``itl_1`` s) plus its headroom
+    (:data:`MISSED_TTFT_HEADROOM`, :data:`MISSED_ITL_HEADROOM`); one it meets alone is kept."""
+    ttft, itl = spec.ttft_s, spec.itl_ms
+    if ttft is not None and alone > ttft:
+        ttft = alone * (1.0 + MISSED_TTFT_HEADROOM)
+    if itl is not None and itl_1 * 1000.0 > itl:
+        itl = itl_1 * 1000.0 * (1.0 + MISSED_ITL_HEADROOM)
+    return ttft, itl
+
+
+def shortfall_of(spec: ServingSpec, itl_1: float, alone: float) -> float:
+    """The factor by which the targets would have to loosen for one request on an idle replica
+    (its ITL ``itl_1`` s and first token ``alone`` s) to meet them: no fleet size changes it."""
+    return max(itl_1 * 1000.0 / spec.itl_limit_ms, alone / spec.ttft_limit_s)
 
 
 class _OperatingPoint(NamedTuple):
@@ -1332,18 +1407,19 @@ def _closed_loop_fleet(curve: ReplicaCurve, point: _OperatingPoint, replicas: in
 
 
 def _open_loop_fleet(
-    curve: ReplicaCurve, point: _OperatingPoint, replicas: int | None, forced: bool
+    curve: ReplicaCurve, point: _OperatingPoint, replicas: int | None, forced: bool, cap: int = MAX_REPLICAS
 ) -> _Fleet:
     """A request rate: the fewest replicas meeting the TTFT target at the operating point (without
-    targets, or missing them, the fewest that carry the load), or the TTFT at a given fleet; and
-    the fleet at both ends of the 80% range (``forced``: the concurrency was given)."""
+    targets, or missing them, the fewest that carry the load), at most ``cap`` unless the rate
+    needs more, or the TTFT at a given fleet; and the fleet at both ends of the 80% range
+    (``forced``: the concurrency was given)."""
     spec, w, k = curve.spec, curve.w, curve.constants
     c, meets, missed = point.concurrency, point.meets, point.missed
     cv2 = service_cv2(w.output_tokens, w.output_tokens_p90)
     itl, _tt, _tm, service = curve.point(c)
     rate = float(spec.requests_per_s or 0.0)
     if replicas is None:
-        replicas, ttft = fewest_replicas(curve, c, rate, cv2, rate_only=not meets or not spec.has_targets)
+        replicas, ttft = fewest_replicas(curve, c, rate, cv2, not meets or not spec.has_targets, cap=cap)
     else:
         _tl, ttft_tail, _tm2, _sv = curve.point(c)
         ttft = wait_at_percentile(rate / replicas, c, service, cv2, spec.percentile) + ttft_tail
@@ -1354,8 +1430,10 @@ def _open_loop_fleet(
     tp_low, tp_high = k.serving_spreads["tokens_per_s"]
     ttft_low, ttft_high = k.serving_spreads["ttft"]
     loose = not meets or not spec.has_targets
-    r_fast = fewest_replicas(curve, c, rate, cv2, loose, 1.0 / (1.0 + tp_high), 1.0 / (1.0 + ttft_high))[0]
-    r_slow = fewest_replicas(curve, c, rate, cv2, loose, 1.0 / (1.0 - tp_low), 1.0 / (1.0 - ttft_low))[0]
+    r_fast = fewest_replicas(curve, c, rate, cv2, loose, 1.0 / (1.0 + tp_high), 1.0 / (1.0 + ttft_high), cap)[
+        0
+    ]
+    r_slow = fewest_replicas(curve, c, rate, cv2, loose, 1.0 / (1.0 - tp_low), 1.0 / (1.0 - ttft_low), cap)[0]
     replicas_range = (min(r_fast, replicas), max(r_slow, replicas))
     utilization = min(1.0, rate / replicas * service / c)
     return _Fleet(

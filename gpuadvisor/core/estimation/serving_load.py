@@ -36,7 +36,14 @@ from ..specs.constants import SpeedConstants, shipped_constants
 from ..specs.serving import ArrivalPattern, ServingSpec
 from ..specs.workload import Workload
 from . import disaggregated as dz
-from .serving import MAX_CONCURRENCY, MAX_REPLICAS, ReplicaCurve, ServingEstimate, serving_estimate
+from .serving import (
+    MAX_CONCURRENCY,
+    MAX_IDLE_FACTOR,
+    MAX_REPLICAS,
+    ReplicaCurve,
+    ServingEstimate,
+    serving_estimate,
+)
 from .serving_sim import (
     QUANTILES,
     SEED,
@@ -55,10 +62,6 @@ from .serving_sim import (
 
 #: Times a missed ITL lowers a fleet's concurrency before its replicas are searched.
 CONCURRENCY_ROUNDS = 3
-#: The replica search stops (``stopped="headroom"``) at this many times the replicas that would
-#: carry the load one request at a time, back to back (the rate times one request's time alone,
-#: :func:`search_cap`): a larger fleet is mostly idle, its target leaving no room to queue.
-MAX_IDLE_FACTOR = 20
 #: The decode step is evaluated at these batches (and all below 17) and interpolated between them.
 GRID_POINTS = 40
 #: Spread of an answer length whose 90th percentile is not stated: a log-normal whose squared

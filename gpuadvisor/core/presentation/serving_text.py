@@ -251,6 +251,20 @@ def buy_phrase(s: ServingEstimate) -> str:
     return f"{verdict}: own {fmt_usd(b.owned_usd_per_month)}/mo ({fmt_usd(b.purchase_usd)} up front)"
 
 
+def sized_for_phrase(s: ServingEstimate) -> str:
+    """``sized to the closest it gets: first token within 0.12 s, 27.0 ms between tokens`` for a
+    fleet that misses its targets even alone ("" otherwise)."""
+    if s.sized_for is None:
+        return ""
+    ttft, itl = s.sized_for
+    parts = []
+    if ttft is not None:
+        parts.append(f"first token within {ttft:.2f} s")
+    if itl is not None:
+        parts.append(f"{itl:.1f} ms between tokens")
+    return "sized to the closest it gets: " + ", ".join(parts) if parts else ""
+
+
 def fleet_figures(s: ServingEstimate, percentile: int | None = None) -> str:
     """``$4,358 a month ($5.97 an hour, $0.28 per 1M output tokens); 117 requests in flight per
     replica at most, TTFT p50/p90 0.18 / 0.36 s, ITL 31.0 / 41.1 ms`` (with ``percentile``, the
@@ -265,12 +279,14 @@ def fleet_figures(s: ServingEstimate, percentile: int | None = None) -> str:
     where = "decode instance" if s.disaggregated is not None else "replica"
     flight = f"up to {n:,} request{'' if n == 1 else 's'} in flight per {where}"
     if not s.meets_slo and not s.missed_at_load:
-        # A fleet that misses a target is sized for the rate alone: its queue says nothing; what one
-        # request sees on an idle replica is why it misses.
-        return (
-            f"{money}; {flight}; one request alone waits {s.ttft_alone_s:.2f} s for its first token "
-            f"and {s.itl_ms:.1f} ms between tokens"
+        # A fleet that misses a target even alone: what one request sees on an idle replica is why
+        # it misses; the fleet is sized to the closest it gets (ServingEstimate.sized_for).
+        alone = (
+            f"one request alone waits {s.ttft_alone_s:.2f} s for its first token "
+            f"and {s.itl_alone_ms:.1f} ms between tokens"
         )
+        closest = sized_for_phrase(s)
+        return f"{money}; {flight}; {alone}" + (f"; {closest}" if closest else "")
     a = s.at_load
     if a is not None and percentile is not None:
         q = percentile
@@ -384,13 +400,11 @@ def serving_summary(est: Estimate) -> str:
             f"{why}."
         )
     # Why it misses: the figures of one request on an idle replica, which no fleet size improves
-    # (the fleet's own TTFT adds the queue of a fleet sized for the rate alone).
+    # (the fleet's own TTFT adds the queue of a fleet sized to the closest it gets).
     alone = closest.ttft_alone_s
     first = f"first token takes {alone:.2f} s (target {spec.ttft_limit_s:g} s)"
     if closest.missed == "itl":
-        why = (
-            f"even one request waits {closest.itl_ms:.1f} ms between tokens (target {spec.itl_limit_ms:g} ms)"
-        )
+        why = f"even one request waits {closest.itl_alone_ms:.1f} ms between tokens (target {spec.itl_limit_ms:g} ms)"
         if alone > spec.ttft_limit_s:
             why += f" and its {first}"
     else:
@@ -422,7 +436,7 @@ def fleet_row(c: Candidate, s: ServingEstimate | None = None) -> list[str]:
         itl = percentiles_cell(a.itl_ms, "ms", 1)
     else:
         ttft = f"{s.ttft_shown_s:.2f} s" + ("" if s.meets_slo else " alone")
-        itl = f"{s.itl_ms:.1f} ms"
+        itl = f"{s.itl_shown_ms:.1f} ms"
     if s.disaggregated is not None:
         d = s.disaggregated
         fleet = f"{d.prefill_instances}P + {d.decode_instances}D {TIMES} " + (
@@ -586,7 +600,14 @@ def fleet_detail(
         out.append(("text", range_phrase(s) + "."))
     if not s.meets_slo and not s.missed_at_load:
         what = "the time between tokens" if s.missed == "itl" else "the time to first token"
-        out.append(("problem", f"Misses {what} even with one request in flight: sized for the rate alone."))
+        closest = sized_for_phrase(s)
+        out.append(
+            (
+                "problem",
+                f"Misses {what} even with one request in flight"
+                + (f"; {closest} (at the requested percentile)." if closest else "."),
+            )
+        )
     elif s.missed_at_load:
         what = "the time between tokens" if s.missed == "itl" else "the time to first token"
         out.append(

@@ -72,7 +72,7 @@ def serving_text(c: Candidate, name: str, fleet: ServingEstimate | None = None) 
         if a is not None and (s.meets_slo or s.missed_at_load):
             return f"{percentiles_cell(a.ttft_s, 's', 2)} · {percentiles_cell(a.itl_ms, 'ms', 0)}"
         # A setup that misses shows one request on an idle replica (ServingEstimate.ttft_shown_s).
-        return f"{s.ttft_shown_s:.2f} s · {s.itl_ms:.0f} ms" + ("" if s.meets_slo else " alone")
+        return f"{s.ttft_shown_s:.2f} s · {s.itl_shown_ms:.0f} ms" + ("" if s.meets_slo else " alone")
     if name == "deadline":
         if s.at_load is None and s.meets_slo:
             return NONE_MARK
@@ -96,7 +96,7 @@ def serving_sort_value(c: Candidate, name: str) -> object:
         "setup": (s.gpus_total, s.replicas),
         "cost": s.usd_per_month if s.usd_per_month is not None else inf,
         "range": s.buy.owned_usd_per_month if s.buy is not None else inf,
-        "time": (s.ttft_shown_s, s.itl_ms),
+        "time": (s.ttft_shown_s, s.itl_shown_ms),
         "deadline": {"meets": 0, "likely": 1}.get(s.status or "", 2 if s.meets_slo else 3),
         "budget": s.limited_by,
         "tps": -s.tokens_per_s_per_replica,
