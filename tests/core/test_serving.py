@@ -937,6 +937,7 @@ def test_when_nothing_meets_the_closest_setup_misses_by_the_least_and_says_what_
     assert f"sized to the closest it gets: first token within {s.sized_for[0]:.2f} s" in figures
     assert "busy" not in figures
     assert f"first token takes {closest.serving.ttft_alone_s:.2f} s (target 0.05 s)" in line
+    assert f"Its fleet is sized to the closest it gets: first token within {s.sized_for[0]:.2f} s" in line
 
 
 def test_a_setup_that_misses_even_alone_is_sized_to_the_closest_it_gets():

@@ -334,8 +334,7 @@ def test_a_target_with_no_room_to_queue_stops_the_search_and_says_why():
     the target), and no time outside the engine (whose spread from request to request would make
     even an idle replica's 99th percentile miss such a target)."""
     QUIET = {"request_overhead_ms": 0}
-    from gpuadvisor.core.estimation.serving import MAX_REPLICAS
-    from gpuadvisor.core.estimation.serving import MAX_IDLE_FACTOR
+    from gpuadvisor.core.estimation.serving import MAX_IDLE_FACTOR, MAX_REPLICAS
     from gpuadvisor.core.presentation.serving_text import fleet_detail, serving_summary
 
     g, m = catalogs()

@@ -410,17 +410,19 @@ def serving_summary(est: Estimate) -> str:
     else:
         why = f"even one request's {first}"
     overhead_s = request_overhead_s_of(spec, est.engine, est.speed_constants)
+    sized = sized_for_phrase(closest)
+    sized = f" Its fleet is {sized}." if sized else ""
     if overhead_s >= spec.ttft_limit_s:
         # No GPU shortens the serving stack's own time: say so rather than suggest faster GPUs.
         return (
             f"No setup meets {targets}. The serving stack's per-request time alone "
             f"({overhead_s * 1000:.0f} ms: HTTP, tokenizing, scheduling, streaming) is longer than the "
             f"first-token target, so no GPU can meet it. Closest: {fleet_name(c)}, where {why}. "
-            "Loosen the target, or state the per-request time your stack achieves."
+            f"Loosen the target, or state the per-request time your stack achieves.{sized}"
         )
     return (
         f"No setup meets {targets}. Closest: {fleet_name(c)}, where {why}; a faster GPU, tensor "
-        "parallelism, lighter weights or a looser target is needed."
+        f"parallelism, lighter weights or a looser target is needed.{sized}"
     )
 
 
