@@ -280,13 +280,11 @@ def fleet_figures(s: ServingEstimate, percentile: int | None = None) -> str:
     flight = f"up to {n:,} request{'' if n == 1 else 's'} in flight per {where}"
     if not s.meets_slo and not s.missed_at_load:
         # A fleet that misses a target even alone: what one request sees on an idle replica is why
-        # it misses; the fleet is sized to the closest it gets (ServingEstimate.sized_for).
-        alone = (
-            f"one request alone waits {s.ttft_alone_s:.2f} s for its first token "
+        # it misses (what the fleet was sized to instead, sized_for_phrase, is the problem line's).
+        return (
+            f"{money}; {flight}; one request alone waits {s.ttft_alone_s:.2f} s for its first token "
             f"and {s.itl_alone_ms:.1f} ms between tokens"
         )
-        closest = sized_for_phrase(s)
-        return f"{money}; {flight}; {alone}" + (f"; {closest}" if closest else "")
     a = s.at_load
     if a is not None and percentile is not None:
         q = percentile
