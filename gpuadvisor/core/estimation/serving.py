@@ -250,8 +250,9 @@ class ServingEstimate(NamedTuple):
     #: not by the closed form alone.
     settled: bool = False
     #: The (TTFT s, ITL ms) targets the fleet was sized to when it misses the stated ones even with
-    #: one request in flight: both loosened by ``shortfall`` and :data:`MISSED_TARGET_HEADROOM`
-    #: (None where a target is not stated); None when the stated targets were used.
+    #: one request in flight: each missed target moved to one request's own figure plus its
+    #: headroom (:func:`closest_targets`; None where a target is not stated); None when the stated
+    #: targets were used.
     sized_for: tuple[float | None, float | None] | None = None
 
     @property
@@ -1430,10 +1431,10 @@ def _open_loop_fleet(
     tp_low, tp_high = k.serving_spreads["tokens_per_s"]
     ttft_low, ttft_high = k.serving_spreads["ttft"]
     loose = not meets or not spec.has_targets
-    r_fast = fewest_replicas(curve, c, rate, cv2, loose, 1.0 / (1.0 + tp_high), 1.0 / (1.0 + ttft_high), cap)[
-        0
-    ]
-    r_slow = fewest_replicas(curve, c, rate, cv2, loose, 1.0 / (1.0 - tp_low), 1.0 / (1.0 - ttft_low), cap)[0]
+    fast = (1.0 / (1.0 + tp_high), 1.0 / (1.0 + ttft_high))  # service and TTFT scales at each end
+    slow = (1.0 / (1.0 - tp_low), 1.0 / (1.0 - ttft_low))
+    r_fast = fewest_replicas(curve, c, rate, cv2, loose, *fast, cap=cap)[0]
+    r_slow = fewest_replicas(curve, c, rate, cv2, loose, *slow, cap=cap)[0]
     replicas_range = (min(r_fast, replicas), max(r_slow, replicas))
     utilization = min(1.0, rate / replicas * service / c)
     return _Fleet(
