@@ -1242,24 +1242,24 @@ def serving_estimate(
     spec, w = curve.spec, curve.w
     # One request on an idle replica: what no fleet size improves (why a setup misses, if it does).
     itl_1, alone, _tm1, _s1 = curve.point(1)
-    point = _operating_point(curve, kv_max, scheduler, concurrency, itl_1)
-    sizing, missed = curve, None
-    if not point.meets and concurrency is None:
+    sizing, missed = curve, ""
+    if spec.has_targets and shortfall_of(spec, itl_1, alone) > 1.0:
         # A target out of reach even alone: the fleet is sized to the closest this layout gets, each
-        # missed target moved to one request's own figure plus its headroom (met there alone).
-        missed = point
+        # missed target moved to one request's own figure plus its headroom (met there alone); a
+        # forced concurrency (the simulation's corrections) is judged against those targets too.
+        missed = "itl" if itl_1 * 1000.0 > spec.itl_limit_ms else "ttft"
         sizing = curve.with_targets(*closest_targets(spec, itl_1, alone))
-        point = _operating_point(sizing, kv_max, scheduler, None, itl_1)
+    point = _operating_point(sizing, kv_max, scheduler, concurrency, itl_1)
     if spec.closed_loop:
         fleet = _closed_loop_fleet(sizing, point, replicas)
     else:
         cap = MAX_REPLICAS
-        if missed is not None:
+        if missed:
             rate = float(spec.requests_per_s or 0.0)
             cap = max(1, min(MAX_REPLICAS, math.ceil(MAX_IDLE_FACTOR * rate * _s1)))
         fleet = _open_loop_fleet(sizing, point, replicas, forced=concurrency is not None, cap=cap)
-    if missed is not None:
-        fleet = fleet._replace(meets=False, missed=missed.missed)
+    if missed:
+        fleet = fleet._replace(meets=False, missed=missed)
     c, itl, service, ttft = fleet.concurrency, fleet.itl_s, fleet.service_s, fleet.ttft_s
     cost = _fleet_cost(curve, fleet, gpu_count, price, buy, budget)
     shortfall = 0.0 if fleet.meets else shortfall_of(spec, itl_1, alone)

@@ -246,6 +246,9 @@ def settle(fleets: Sequence[ServingEstimate], w: Workload) -> list[ServingEstima
     """Simulate ``fleets`` (one per GPU type: the decision's candidates), resize those the
     simulation finds short of their targets, and return them with ``at_load`` and ``status``.
 
+    A fleet that misses its targets even alone is judged against those it was sized to
+    (:func:`judged_against`), and resized the same way.
+
     Two steps, both batched over the fleets. First the concurrency: a missed ITL lowers the
     sequences a replica runs by the ratio of percentile to target (the replicas then follow by the
     closed form), at most :data:`CONCURRENCY_ROUNDS` times. Then the replicas, the concurrency held:
@@ -271,9 +274,11 @@ def settle(fleets: Sequence[ServingEstimate], w: Workload) -> list[ServingEstima
         for i, point in zip(todo, points):
             fleet = with_point(out[i], point, spec)._replace(settled=True)
             out[i] = fleet
-            if judge(point, spec, constants_of(fleet)) != TargetStatus.AT_RISK or not fleet.missed_at_load:
+            target = judged_against(fleet, spec)
+            resizable = fleet.missed_at_load or fleet.sized_for is not None
+            if judge(point, target, constants_of(fleet)) != TargetStatus.AT_RISK or not resizable:
                 continue
-            _ttft_over, itl_over = missed_by(point, spec)
+            _ttft_over, itl_over = missed_by(point, target)
             c = fleet.concurrency_per_replica
             if itl_over > 1.0 and c > 1 and attempt < CONCURRENCY_ROUNDS:
                 new_c = max(1, min(c - 1, math.floor(c / min(itl_over, 2.0))))
@@ -289,13 +294,21 @@ def settle(fleets: Sequence[ServingEstimate], w: Workload) -> list[ServingEstima
         idle = _idle_points([out[i] for i in short], lengths)
         search = []
         for i, point in zip(short, idle):
-            if judge(point, spec, constants_of(out[i])) == TargetStatus.AT_RISK:
+            if judge(point, judged_against(out[i], spec), constants_of(out[i])) == TargetStatus.AT_RISK:
                 out[i] = out[i]._replace(stopped="idle", idle=point)
             else:
                 search.append(i)
         for i, fleet in zip(search, _fewest_at_load([out[i] for i in search], lengths, spec)):
             out[i] = fleet
     return out
+
+
+def judged_against(fleet: ServingEstimate, spec: ServingSpec) -> ServingSpec:
+    """The targets a fleet's simulation is judged against when it is resized: the stated ones, or
+    for a fleet that misses them even alone the ones it was sized to (``sized_for``)."""
+    if fleet.sized_for is None:
+        return spec
+    return replace(spec, ttft_s=fleet.sized_for[0], itl_ms=fleet.sized_for[1])
 
 
 def _idle_points(fleets: Sequence[ServingEstimate], lengths: Lengths) -> list[AtLoad]:
@@ -312,8 +325,9 @@ def _fewest_at_load(
     fleets: Sequence[ServingEstimate], lengths: Lengths, spec: ServingSpec
 ) -> list[ServingEstimate]:
     """The fewest replicas of each fleet (its concurrency held) whose simulation is judged at least
-    "likely", each fleet's current size known to fall short: the size doubles until one is judged
-    so, then is bisected between the last short size and it. A fleet still short at
+    "likely" (against :func:`judged_against`: the stated targets, or those a fleet that misses them
+    even alone was sized to), each fleet's current size known to fall short: the size doubles until
+    one is judged so, then is bisected between the last short size and it. A fleet still short at
     :func:`search_cap` (``stopped="headroom"``) keeps the size it stopped at."""
     lo = [f.replicas for f in fleets]
     hi: list[int | None] = [None] * len(fleets)
@@ -338,7 +352,7 @@ def _fewest_at_load(
         points = _run([_job(f) for _k, f in trial], lengths)
         for (k, fleet), point in zip(trial, points):
             judged = with_point(fleet, point, spec)._replace(settled=True)
-            if judge(point, spec, constants_of(fleet)) == TargetStatus.AT_RISK:
+            if judge(point, judged_against(fleet, spec), constants_of(fleet)) == TargetStatus.AT_RISK:
                 lo[k] = fleet.replicas
                 last[k] = judged
             else:
