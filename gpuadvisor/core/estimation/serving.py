@@ -1253,10 +1253,7 @@ def serving_estimate(
     if spec.closed_loop:
         fleet = _closed_loop_fleet(sizing, point, replicas)
     else:
-        cap = MAX_REPLICAS
-        if missed:
-            rate = float(spec.requests_per_s or 0.0)
-            cap = max(1, min(MAX_REPLICAS, math.ceil(MAX_IDLE_FACTOR * rate * _s1)))
+        cap = idle_cap(float(spec.requests_per_s or 0.0), _s1) if missed else MAX_REPLICAS
         fleet = _open_loop_fleet(sizing, point, replicas, forced=concurrency is not None, cap=cap)
     if missed:
         fleet = fleet._replace(meets=False, missed=missed)
@@ -1298,6 +1295,13 @@ def serving_estimate(
         speculative=None if curve.speculative is None else curve.speculative.gain,
         sized_for=None if sizing is curve else (sizing.spec.ttft_s, sizing.spec.itl_ms),
     )
+
+
+def idle_cap(rate: float, service_alone_s: float) -> int:
+    """The most replicas a fleet is sized to when its target leaves no room to queue:
+    :data:`MAX_IDLE_FACTOR` times the replicas that carry ``rate`` requests/s one request at a time,
+    back to back (each taking ``service_alone_s``), at least 1 and at most :data:`MAX_REPLICAS`."""
+    return max(1, min(MAX_REPLICAS, math.ceil(MAX_IDLE_FACTOR * rate * service_alone_s)))
 
 
 def closest_targets(spec: ServingSpec, itl_1: float, alone: float) -> tuple[float | None, float | None]:

@@ -38,10 +38,9 @@ from ..specs.workload import Workload
 from . import disaggregated as dz
 from .serving import (
     MAX_CONCURRENCY,
-    MAX_IDLE_FACTOR,
-    MAX_REPLICAS,
     ReplicaCurve,
     ServingEstimate,
+    idle_cap,
     serving_estimate,
 )
 from .serving_sim import (
@@ -362,7 +361,7 @@ def _fewest_at_load(
 
 
 def search_cap(fleet: ServingEstimate) -> int:
-    """The most replicas :func:`_fewest_at_load` tries for ``fleet``: :data:`MAX_IDLE_FACTOR` times
+    """The most replicas :func:`_fewest_at_load` tries for ``fleet``: :func:`~.serving.idle_cap`: :data:`~.serving.MAX_IDLE_FACTOR` times
     the replicas that would carry its load one request at a time, back to back (the rate times the
     service time of one request alone), and at most :data:`~.serving.MAX_REPLICAS` (the closed
     form's own cap); a fleet already as large may try one more. The cap depends on the load and
@@ -372,9 +371,7 @@ def search_cap(fleet: ServingEstimate) -> int:
     allows twice the fleet."""
     curve = fleet.replica
     assert curve is not None
-    busy = _pool_rate(fleet) * curve.point(1)[3]
-    reach = math.ceil(MAX_IDLE_FACTOR * busy)
-    return max(fleet.replicas + 1, min(reach, MAX_REPLICAS))
+    return max(fleet.replicas + 1, idle_cap(_pool_rate(fleet), curve.point(1)[3]))
 
 
 def _refit(fleet: ServingEstimate, c: int, replicas: int | None) -> ServingEstimate:
