@@ -361,10 +361,11 @@ def _fewest_at_load(
 
 
 def search_cap(fleet: ServingEstimate) -> int:
-    """The most replicas :func:`_fewest_at_load` tries for ``fleet``: :func:`~.serving.idle_cap`: :data:`~.serving.MAX_IDLE_FACTOR` times
-    the replicas that would carry its load one request at a time, back to back (the rate times the
-    service time of one request alone), and at most :data:`~.serving.MAX_REPLICAS` (the closed
-    form's own cap); a fleet already as large may try one more. The cap depends on the load and
+    """The most replicas :func:`_fewest_at_load` tries for ``fleet`` (:func:`~.serving.idle_cap`):
+    :data:`~.serving.MAX_IDLE_FACTOR` times the replicas that would carry its load one request at a
+    time, back to back (the rate times the service time of one request alone), and at most
+    :data:`~.serving.MAX_REPLICAS` (the closed form's own cap); a fleet already as large may try
+    one more. The cap depends on the load and
     the replica, not on the sequences a replica runs or the targets: a fleet at a loose ITL target
     (many sequences) may grow as far as one at a tight target (one sequence), and meets the first
     token wherever that one does, its waiting requests having more slots; and twice the traffic
