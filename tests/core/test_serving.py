@@ -970,6 +970,13 @@ def test_a_setup_that_misses_even_alone_is_sized_to_the_closest_it_gets():
     s = fleets_["8x l40s (pipeline)"].serving
     assert s.at_load is not None and s.settled and s.at_load.ttft_s.p50 < 1.0  # 17 s before
     assert s.at_load.ttft_s.p99 <= s.sized_for[0]
+    # Simulated, it still says which target it misses (not "at risk", which reads as a fleet a few
+    # more replicas would bring within the user's targets), and its cells say "alone".
+    from gpuadvisor.core.presentation.serving_text import fleet_row, status_word
+
+    assert s.status == "at risk" and status_word(s) == f"misses {s.missed.upper()}"
+    row = fleet_row(fleets_["8x l40s (pipeline)"], s)
+    assert row[5].endswith(" alone") and row[6].endswith(" alone") and row[7] == status_word(s)
 
 
 def test_a_per_request_time_longer_than_the_ttft_target_is_named_as_the_reason():

@@ -132,9 +132,14 @@ def _three(p: Percentiles, unit: str, digits: int) -> str:
 
 def status_word(s: ServingEstimate) -> str:
     """``meets``, ``likely``, ``at risk`` (the targets judged like a deadline), or the closed form's
-    verdict before the simulation, or :data:`NO_TARGETS`."""
+    verdict before the simulation, or :data:`NO_TARGETS`. A fleet that misses a target even with
+    one request in flight says ``misses TTFT`` / ``misses ITL`` after the simulation too: it was
+    judged against the closest targets it gets (``sized_for``), and "at risk" would read as a fleet
+    that a few more replicas could bring within the user's own."""
     if s.plan is not None and not s.plan.spec.has_targets:
         return "saturated" if s.at_load is not None and s.at_load.saturated else NO_TARGETS
+    if s.sized_for is not None and s.missed:
+        return f"misses {s.missed.upper()}"
     if s.status is not None:
         return s.status
     return "meets" if s.meets_slo else f"misses {s.missed.upper()}"
@@ -436,7 +441,7 @@ def fleet_row(c: Candidate, s: ServingEstimate | None = None) -> list[str]:
         itl = percentiles_cell(a.itl_ms, "ms", 1)
     else:
         ttft = f"{s.ttft_shown_s:.2f} s" + ("" if s.meets_slo else " alone")
-        itl = f"{s.itl_shown_ms:.1f} ms"
+        itl = f"{s.itl_shown_ms:.1f} ms" + ("" if s.meets_slo else " alone")
     if s.disaggregated is not None:
         d = s.disaggregated
         fleet = f"{d.prefill_instances}P + {d.decode_instances}D {TIMES} " + (

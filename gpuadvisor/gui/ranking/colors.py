@@ -86,7 +86,7 @@ class TableColors:
 
     def tone(self, word: str) -> QColor | None:
         """The colour of a status word (``fits``, ``at risk``...), None for any other text."""
-        name = TONES.get(word)
+        name = TONES.get(word) or ("bad" if word.startswith("misses ") else None)
         return self.tones[name] if name else None
 
 
