@@ -518,6 +518,62 @@ def test_tensor_parallel_prefill_all_reduces_every_prompt_token(models, gpus):
     assert per_token * 2048 > 0.3 * (ttft(4096) - ttft(2048))
 
 
+def test_an_nvlink_bridge_joins_two_pcie_cards_and_no_more(models, gpus):
+    """A PCIe card's NVLink is a bridge over two cards (NVIDIA's datasheets: "NVLink bridge for 2
+    GPUs"), and an accessory: A100 PCIe cards talk over PCIe unless the scenario says a bridge
+    joins them, and then only as a pair; an SXM server's NVSwitch joins all eight. Treated as one
+    NVLink domain, eight A100 PCIe all-reduced at 300 GB/s and came out 3.5 times faster than
+    TensorRT-LLM 0.14's throughput table (ledger, 2026-12-07)."""
+    from dataclasses import replace
+
+    from gpuadvisor.core.estimation.performance import bridge_note, link
+
+    pcie, sxm = gpus.get("a100-80gb-pcie"), gpus.get("a100-80gb")
+    bridged = replace(pcie, nvlink_bridged=True)
+    assert pcie.nvlink_bridge and not sxm.nvlink_bridge
+    assert link(pcie, 2, 8)[2] == "PCIe" and link(pcie, 8, 8)[2] == "PCIe"
+    assert link(bridged, 2, 8)[2] == "NVLink" and link(bridged, 4, 8)[2] == "PCIe"
+    assert link(sxm, 8, 8)[2] == "NVLink"
+    assert "hardware.nvlink_bridge: true" in (bridge_note(pcie, 2) or "")
+    assert "joins two of them, not 4" in (bridge_note(bridged, 4) or "")
+    assert bridge_note(bridged, 2) is None and bridge_note(sxm, 8) is None and bridge_note(pcie, 1) is None
+
+    m = models.get("llama-3.1-70b")
+    engine = engine_for("vllm", "inference")
+    w = Workload(kind="inference", engine="vllm", weights="bf16", batch_size=64, prompt_tokens=512, output_tokens=512)
+
+    def speed(gpu, n):
+        return inference_performance(MemoryModel(m, w), gpu, n, "tensor", engine)
+
+    # Over PCIe the all-reduces of eight cards cost more than their NVLink ones...
+    assert speed(pcie, 8).tokens_per_s.expected < speed(sxm, 8).tokens_per_s.expected
+    # ... a bridge makes a pair faster, not four; and the answer says which link it priced.
+    assert speed(bridged, 2).tokens_per_s.expected > speed(pcie, 2).tokens_per_s.expected
+    assert speed(bridged, 4).tokens_per_s.expected == speed(pcie, 4).tokens_per_s.expected
+    assert any("NVLink bridge" in n for n in speed(pcie, 8).notes)
+    # The scenario states the bridge; the catalog's SXM cards ignore it.
+    sc = scenario_from_dict(
+        {
+            "format": "gpuadvisor-scenario",
+            "version": 1,
+            "model": {"preset": "llama-3.1-8b"},
+            "workload": {"kind": "inference"},
+            "hardware": {"gpu": "a100-80gb-pcie", "gpu_count": 2, "nvlink_bridge": True},
+        }
+    )
+    assert sc.hardware.nvlink_bridge is True
+    with pytest.raises(ScenarioError):
+        scenario_from_dict(
+            {
+                "format": "gpuadvisor-scenario",
+                "version": 1,
+                "model": {"preset": "llama-3.1-8b"},
+                "workload": {"kind": "inference"},
+                "hardware": {"nvlink_bridge": "yes"},
+            }
+        )
+
+
 # --- training efficiency ----------------------------------------------------------------------------
 def test_training_mfu_grows_with_gemm_size(models, gpus):
     gpu = gpus.get("a100-80gb")

@@ -151,3 +151,31 @@ def test_a_mac_has_no_layers_or_system_ram_to_set(window, qtbot):
     assert w.state.scenario.workload.kv_cache_dtype == "q8_0"
     click(qtbot, page.flash)  # a quantized V cache needs flash attention: the core says so
     settle(w)
+
+
+def test_a_pair_of_bridged_cards_is_ticked_on_the_gpus_box(window, qtbot):
+    """Two A100 PCIe: the box offers the NVLink bridge such cards take; ticked, the scenario says so
+    and the answer no longer warns that they talk over PCIe. Cards on an NVSwitch (SXM) have no
+    such box, and one card needs none."""
+    w = window
+    page = w.workload_page
+    _choose(page.kind, "inference")
+    _choose(page.gpu, "a100-80gb-pcie")
+    _choose(page.count, 2)
+    settle(w)
+    assert page.bridge.isVisibleTo(w) and not page.bridge.isChecked()
+    assert w.state.scenario.hardware.nvlink_bridge is None
+    notes = " ".join(" ".join(c.performance.notes) for c in w.state.estimate.candidates if c.performance)
+    assert "hardware.nvlink_bridge: true" in notes
+    click(qtbot, page.bridge)
+    settle(w)
+    assert w.state.scenario.hardware.nvlink_bridge is True
+    notes = " ".join(" ".join(c.performance.notes) for c in w.state.estimate.candidates if c.performance)
+    assert "hardware.nvlink_bridge: true" not in notes
+    _choose(page.gpu, "a100-80gb")
+    settle(w)
+    assert not page.bridge.isVisibleTo(w) and w.state.scenario.hardware.nvlink_bridge is None
+    _choose(page.gpu, "a100-80gb-pcie")
+    _choose(page.count, 1)
+    settle(w)
+    assert not page.bridge.isVisibleTo(w)

@@ -298,6 +298,8 @@ def selected_gpus(
         selected = [g.with_memory_gib(hw.memory_gib) for g in selected]
     if hw.host_memory_bandwidth_gb_s is not None:
         selected = [replace(g, host_bandwidth_override_gb_s=hw.host_memory_bandwidth_gb_s) for g in selected]
+    if hw.nvlink_bridge:
+        selected = [replace(g, nvlink_bridged=True) if g.nvlink_bridge else g for g in selected]
     return selected, ids
 
 

@@ -186,13 +186,29 @@ def _precision(gpu: GpuSpec, weights: str, family: str | None = None) -> tuple[s
 
 def link(gpu: GpuSpec, gpu_count: int, gpus_per_node: int) -> tuple[float, float, str]:
     """(bandwidth GB/s per GPU for collectives, latency s, link name) of ``gpu_count`` GPUs: NVLink
-    (or PCIe) inside the GPU's NVLink domain (:meth:`~gpuadvisor.core.specs.hardware.GpuSpec.link_domain`:
+    (or PCIe: cards without NVLink, or more than a bridge joins) inside the GPU's NVLink domain (:meth:`~gpuadvisor.core.specs.hardware.GpuSpec.link_domain`:
     a node, or a GB200 NVL72 rack), the network's NIC per GPU beyond it."""
     if gpu_count > gpu.link_domain(gpus_per_node):
         return NETWORK_GB_S * LINK_EFFICIENCY, NETWORK_LATENCY_S, "network"
-    if gpu.nvlink_gb_s:
+    if gpu.nvlink_reaches(gpu_count):
         return gpu.peer_gb_s * LINK_EFFICIENCY, NVLINK_LATENCY_S, "NVLink"
     return gpu.pcie_gb_s * LINK_EFFICIENCY, PCIE_LATENCY_S, "PCIe"
+
+
+def bridge_note(gpu: GpuSpec, gpu_count: int) -> str | None:
+    """The note of cards that take an NVLink bridge but talk over PCIe here: more than a bridge
+    joins, or no bridge stated (``hardware.nvlink_bridge``); None otherwise."""
+    if gpu_count < 2 or not gpu.nvlink_bridge or gpu.nvlink_reaches(gpu_count):
+        return None
+    if gpu.nvlink_bridged:
+        return (
+            f"{gpu_count} {gpu.name} talk over PCIe ({gpu.pcie_gb_s:g} GB/s each way): "
+            f"an NVLink bridge joins two of them, not {gpu_count}."
+        )
+    return (
+        f"The {gpu.name} cards talk over PCIe ({gpu.pcie_gb_s:g} GB/s each way); an NVLink bridge "
+        f"would join a pair at {gpu.peer_gb_s:g} GB/s (hardware.nvlink_bridge: true)."
+    )
 
 
 def span_note(n: int, gpus_per_node: int, domain: int, tail: str = "") -> str:
@@ -564,6 +580,8 @@ def inference_performance(
     # long prompts): the host launches every kernel of it.
     t_gpu_fixed, t_cpu, t_cpu_prefill, t_prompt = decode_overhead(engine, L, family, graphs, linears, k, moe)
     t_comm, comm_token = _parallel_comm(gpu, m, n, t, p, L, b, gpus_per_node)
+    if (t > 1 or p > 1) and (note := bridge_note(gpu, n)) is not None:
+        notes.append(note)
     t_gpu = max(t_mem, t_comp) + t_gpu_fixed + t_comm
     # The host's per-sequence work (scheduling, inputs, sampling, outputs) grows with the batch.
     t_cpu += b * engine.seq_host_s
@@ -1171,6 +1189,8 @@ def training_performance(
         notes.append(
             span_note(n, gpus_per_node, gpu.link_domain(gpus_per_node), ": gradients cross the network")
         )
+    elif (note := bridge_note(gpu, n)) is not None:
+        notes.append(note)
     return PerformanceEstimate(
         tokens_per_s=rng,
         bound=bound,

@@ -135,6 +135,10 @@ def metal_working_set_share(ram_gib: float) -> float:
     return 2.0 / 3.0 if ram_gib <= 36 else 0.75
 
 
+#: Cards an NVLink bridge joins (NVIDIA's datasheets for the A100 PCIe, H100 PCIe and NVL, RTX A6000,
+#: A40 and GeForce RTX 3090: a two-way bridge): beyond a pair the cards talk over PCIe.
+BRIDGED_GPUS = 2
+
 #: Unidirectional PCIe x16 bandwidth per generation, GB/s.
 _PCIE_X16_GB_S = {3: 16.0, 4: 32.0, 5: 64.0, 6: 128.0}
 
@@ -188,6 +192,9 @@ class GpuSpec:
     notes: str = ""
     #: Host-memory bandwidth set by the scenario (``hardware.host_memory_bandwidth_gb_s``), GB/s.
     host_bandwidth_override_gb_s: float | None = None
+    #: Whether an NVLink bridge joins pairs of these cards (``hardware.nvlink_bridge``): only for
+    #: cards whose NVLink is a bridge (:attr:`nvlink_bridge`); False: they talk over PCIe.
+    nvlink_bridged: bool = False
 
     @property
     def segment(self) -> str:
@@ -273,6 +280,26 @@ class GpuSpec:
     def pcie_gb_s(self) -> float:
         """Unidirectional PCIe x16 bandwidth in GB/s (about 2 GB/s per lane per generation step from gen 3)."""
         return _PCIE_X16_GB_S.get(self.pcie_gen or 4, 32.0)
+
+    @property
+    def nvlink_bridge(self) -> bool:
+        """Whether the card's NVLink is a bridge across the top of an add-in card (PCIe cards: the
+        RTX 3090 and A6000, the A40, the A100 and H100 PCIe, the H100 NVL), which joins two cards
+        and no more (NVIDIA's datasheets: "NVLink bridge for 2 GPUs"), not the NVSwitch fabric
+        of an SXM or OAM server that joins every GPU of it."""
+        return bool(self.nvlink_gb_s) and self.form_factor in ("pcie", "nvl")
+
+    def nvlink_reaches(self, gpu_count: int) -> bool:
+        """Whether ``gpu_count`` GPUs of this type inside one server reach each other over NVLink:
+        every GPU of a switch fabric; cards with a bridge (:attr:`nvlink_bridge`) only as a pair,
+        and only where the scenario says the bridge is fitted (:attr:`nvlink_bridged`): a bridge
+        is an accessory, which rented servers and published benchmarks of these cards mostly
+        run without."""
+        if not self.nvlink_gb_s:
+            return False
+        if self.nvlink_bridge:
+            return self.nvlink_bridged and gpu_count <= BRIDGED_GPUS
+        return True
 
     @property
     def peer_gb_s(self) -> float:

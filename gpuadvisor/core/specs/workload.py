@@ -592,6 +592,9 @@ class Hardware:
     # whole group.
     data_parallel_shard: int | None = None
     sequence_parallel: bool | None = None
+    # Whether an NVLink bridge joins pairs of the cards (PCIe cards that take one: RTX 3090, RTX
+    # A6000, A40, A100 and H100 PCIe, H100 NVL); None or false: they talk over PCIe.
+    nvlink_bridge: bool | None = None
     # Host RAM per node available to the job (GiB) and its bandwidth (GB/s; None: the catalog's default).
     host_memory_gib: float | None = None
     host_memory_bandwidth_gb_s: float | None = None
@@ -603,6 +606,8 @@ class Hardware:
             _field(self, "hardware", name)
         if self.sequence_parallel is not None and not isinstance(self.sequence_parallel, bool):
             raise InputError("hardware.sequence_parallel", "must be true or false", self.sequence_parallel)
+        if self.nvlink_bridge is not None and not isinstance(self.nvlink_bridge, bool):
+            raise InputError("hardware.nvlink_bridge", "must be true or false", self.nvlink_bridge)
         if self.segment is not None:
             _choice("hardware.segment", self.segment, SEGMENTS)
         _field(self, "hardware", "memory_gib")

@@ -387,6 +387,13 @@ class WorkloadPage(QWidget):
         hw.addRow("Mac memory", self.mac_memory)
         hw.addRow("GPU count", self.count)
         hw.addRow("Parallelism", self.parallelism)
+        self.bridge = QCheckBox("NVLink bridge joins each pair")
+        self.bridge.setToolTip(
+            "These cards take an NVLink bridge over the top of two of them. Tick if your pairs are "
+            "bridged: two cards then talk over NVLink, more still over PCIe. Unticked, they all talk "
+            "over PCIe (the bridge is an accessory: rented servers rarely have one)."
+        )
+        hw.addRow(self.bridge)
         self.form_hw = hw
         hw_box = QGroupBox("GPUs")
         hw_box.setLayout(hw)
@@ -478,7 +485,7 @@ class WorkloadPage(QWidget):
             self.ram_bandwidth,
         ):
             field.edited.connect(self._on_input_changed)
-        for check in (self.checkpointing, self.flash):
+        for check in (self.checkpointing, self.flash, self.bridge):
             check.toggled.connect(self._on_input_changed)
         for field in (self.requests, self.train_tokens, self.dataset_tokens, self.epochs):
             field.edited.connect(self._on_input_changed)
@@ -527,6 +534,7 @@ class WorkloadPage(QWidget):
             _select(self.kv_type, w.kv_cache_dtype or "")
             self.system_ram.set_value(hw.host_memory_gib)
             self.ram_bandwidth.set_value(hw.host_memory_bandwidth_gb_s)
+            self.bridge.setChecked(bool(hw.nvlink_bridge))
             self._fill_host_defaults()
             _select(self.recompute, w.activation_recompute or "")
             _select(self.offload_optimizer, w.offload.optimizer)
@@ -573,6 +581,12 @@ class WorkloadPage(QWidget):
             self.gpu.addItem(f"{current} (not in the catalog)", current)
         _select(self.gpu, current)
         self.gpu.blockSignals(False)
+
+    def _chosen_bridge_card(self) -> bool:
+        """Whether the chosen GPU is a PCIe card that takes an NVLink bridge."""
+        gpu_id = self.gpu.currentData() or ""
+        spec = self.gpus.gpus.get(gpu_id) if gpu_id and not gpu_id.startswith("segment:") else None
+        return spec is not None and spec.nvlink_bridge
 
     def _chosen_mac(self) -> GpuSpec | None:
         """The chosen GPU when it is Apple silicon (its memory is picked here), else None."""
@@ -656,6 +670,7 @@ class WorkloadPage(QWidget):
         mac = self._chosen_mac() is not None
         local = self._local_on()
         self.local_box.setVisible(local)
+        self.form_hw.setRowVisible(self.bridge, self._chosen_bridge_card() and self.count.currentData() != 1)
         for widget in (self.gpu_layers, self.system_ram, self.ram_bandwidth):
             self.form_local.setRowVisible(widget, local and not mac)  # a Mac is one memory pool
         self.count.setItemText(
@@ -860,6 +875,7 @@ class WorkloadPage(QWidget):
             data_parallel_shard=_shard_group(self.shard) if advanced and sharded else None,
             host_memory_gib=host_memory,
             host_memory_bandwidth_gb_s=bandwidth,
+            nvlink_bridge=True if self.bridge.isChecked() and self._chosen_bridge_card() else None,
             gpu_count_max=(self.search_up_to.currentData() or None) if advanced else None,
         )
         return replace(scenario, workload=workload, hardware=hardware)
