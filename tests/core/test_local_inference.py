@@ -422,3 +422,41 @@ def test_a_short_prompt_time_reads_in_milliseconds():
     assert fmt_seconds(7.04) == "7.0 s"
     assert fmt_seconds(312.4) == "312 s"
     assert fmt_seconds(None) == fmt_seconds(float("nan")) != "nan"
+
+
+def test_a_layer_split_prefills_one_micro_batch_on_one_gpu_at_a_time(cats):
+    """llama.cpp's default multi-GPU split (``-sm layer``, stated as ``pipeline``) passes each
+    512-token micro-batch through the GPUs in turn: a prompt of one micro-batch is prefilled at one
+    GPU's rate whatever the GPU count, and a 4,096-token prompt (two batches of four micro-batches
+    in flight) at ``k p / (k + p - 1)`` of it, not eight times it. A mixture of experts' short
+    prompt reads the experts its tokens route to, more than one token's step. AMD's llama.cpp blogs
+    on eight MI300X were 75 and 15 times faster in the model than measured before (ledger)."""
+    from gpuadvisor.core.estimation.performance import LLAMACPP_UBATCHES_IN_FLIGHT, pipelined_stages
+
+    gpus, models = cats
+    gpu = gpus.get("mi300x")
+    engine = shipped_constants().engines["llama.cpp"]
+
+    def pp(preset: str, prompt: int, n: int) -> float:
+        w = Workload(
+            kind="inference", engine="llama.cpp", weights="q4_k_m", quantization="gguf",
+            batch_size=1, prompt_tokens=prompt, output_tokens=1,
+        )  # fmt: skip
+        perf = inference_performance(
+            MemoryModel(models.get(preset), w), gpu, n, "pipeline" if n > 1 else "ddp", engine
+        )
+        return prompt / perf.time_to_first_token_s
+
+    # One micro-batch: the eight GPUs take turns, one GPU's rate (less the hand-offs).
+    one, eight = pp("llama-3.1-8b", 512, 1), pp("llama-3.1-8b", 512, 8)
+    assert eight <= one * 1.01
+    # Four micro-batches in flight on eight GPUs: 32 / 11 of one GPU's rate at most.
+    assert pipelined_stages(8, LLAMACPP_UBATCHES_IN_FLIGHT) == pytest.approx(32 / 11)
+    assert pp("llama-3.1-8b", 4096, 8) <= pp("llama-3.1-8b", 4096, 1) * 32 / 11 * 1.01
+    assert pipelined_stages(1, 4) == 1.0 and pipelined_stages(8, 1) == 1.0
+    # A 16-token prompt of DeepSeek-V3 routes to far more experts than one token: slower per token
+    # than the decode step.
+    w = Workload(kind="inference", engine="llama.cpp", weights="q4_k_m", quantization="gguf",
+                 batch_size=1, prompt_tokens=16, output_tokens=64)  # fmt: skip
+    perf = inference_performance(MemoryModel(models.get("deepseek-v3"), w), gpu, 8, "pipeline", engine)
+    assert 16 / perf.time_to_first_token_s < 16 * perf.tokens_per_s.expected / 2

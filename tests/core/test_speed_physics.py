@@ -540,7 +540,9 @@ def test_an_nvlink_bridge_joins_two_pcie_cards_and_no_more(models, gpus):
 
     m = models.get("llama-3.1-70b")
     engine = engine_for("vllm", "inference")
-    w = Workload(kind="inference", engine="vllm", weights="bf16", batch_size=64, prompt_tokens=512, output_tokens=512)
+    w = Workload(
+        kind="inference", engine="vllm", weights="bf16", batch_size=64, prompt_tokens=512, output_tokens=512
+    )
 
     def speed(gpu, n):
         return inference_performance(MemoryModel(m, w), gpu, n, "tensor", engine)

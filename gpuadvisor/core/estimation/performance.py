@@ -847,7 +847,6 @@ def llamacpp_performance(
     kv_read = b * mm.kv_tokens_per_layer(int(c_mean)) * L * mm.kv_bytes_per_token_layer
     if not w.flash_attention:  # the f32 scores are written and read back in every layer
         kv_read += b * L * m.num_attention_heads * mm.kv_tokens_per_layer(int(c_mean)) * 8.0
-    mp = t * p  # GPUs that share one copy of the model
     t_mem = (weights + kv_read) / (t * bw * e_w)
     share = mm.gpu_layer_share
     t_host = t_copy = 0.0
@@ -882,9 +881,13 @@ def llamacpp_performance(
     def prefill_time(tokens: float) -> float:
         flops = tokens * prompt_flops
         copies = math.ceil(tokens / chunk) if chunk else 1
-        return (
-            max(flops / (mp * pre_peak * 1e12 * e_pre), weights / (t * bw * e_w)) + t_fixed + copies * t_copy
-        )
+        # Each micro-batch (ubatch) reads the weights of the experts its tokens route to.
+        ubatch = math.ceil(min(tokens, chunk)) if chunk else math.ceil(tokens)
+        reads = copies * (mm.weight_bytes - unused_expert_bytes(mm, max(ubatch, b)))
+        # A layer split passes each ubatch through the GPUs in turn: one GPU works on it at a
+        # time, and only the ubatches of one batch overlap (llama.cpp's pipeline parallelism).
+        par = t * pipelined_stages(p, min(copies, LLAMACPP_UBATCHES_IN_FLIGHT))
+        return max(flops / (pre_peak * 1e12 * e_pre), reads / (bw * e_w)) / par + t_fixed + copies * t_copy
 
     if share < 1.0:  # the host's memory and cores vary more than one engine's kernels
         engine = replace(
@@ -893,6 +896,21 @@ def llamacpp_performance(
             spread_high=max(engine.spread_high, model.split_spread_high),
         )
     return _served(w, b, step, prefill_time, replicas, engine, bound, prec, peak, notes)
+
+
+#: Micro-batches (``-ub``, 512 tokens) of one logical batch (``-b``, 2,048 since March 2024) that a
+#: layer split keeps in flight on its GPUs at once: llama.cpp's pipeline parallelism (ggml-org
+#: llama.cpp pull request #6017, ``GGML_SCHED_MAX_COPIES`` 4).
+LLAMACPP_UBATCHES_IN_FLIGHT = 4
+
+
+def pipelined_stages(stages: int, in_flight: int) -> float:
+    """How many GPUs' worth of work a layer split over ``stages`` GPUs does at once when
+    ``in_flight`` micro-batches pass through it: ``k`` micro-batches take ``k + p - 1`` stage times
+    where one GPU would take ``k p``, so ``k p / (k + p - 1)`` (1 for one micro-batch: the GPUs
+    take turns)."""
+    k = max(1, in_flight)
+    return k * stages / (k + stages - 1) if stages > 1 else 1.0
 
 
 class SplitDecode(NamedTuple):
