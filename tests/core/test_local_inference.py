@@ -460,3 +460,31 @@ def test_a_layer_split_prefills_one_micro_batch_on_one_gpu_at_a_time(cats):
                  batch_size=1, prompt_tokens=16, output_tokens=64)  # fmt: skip
     perf = inference_performance(MemoryModel(models.get("deepseek-v3"), w), gpu, 8, "pipeline", engine)
     assert 16 / perf.time_to_first_token_s < 16 * perf.tokens_per_s.expected / 2
+
+
+def test_a_chunked_prefill_without_flash_attention_holds_one_chunks_scores(cats):
+    """llama.cpp computes a prompt in batches: without flash attention it holds the scores of one
+    batch's rows against the prompt's keys, not the whole prompt's square. A 3B model with a
+    16,384-token prompt ran on an RTX 4090 (llama.cpp pull request #12183); counting the square
+    (24 GiB of scores) called it out of memory."""
+    m = cats[1].get("llama-3.2-3b")
+    chunk = shipped_constants().engines["llama.cpp"].prefill_chunk_tokens
+    assert chunk and chunk < 16384
+    scores_square = m.num_attention_heads * 16384 * 16384 * 6.0
+    scores_chunk = m.num_attention_heads * chunk * 16384 * 6.0
+    est = estimate(
+        scenario_from_dict(
+            {
+                "format": "gpuadvisor-scenario",
+                "version": 1,
+                "model": {"preset": "llama-3.2-3b"},
+                "workload": {"kind": "inference", "engine": "llama.cpp", "weights": "q4_0", "batch_size": 1,
+                             "prompt_tokens": 16384, "output_tokens": 128, "flash_attention": False},
+                "hardware": {"gpu": "rtx-4090", "gpu_count": 1},
+            }
+        ),
+        *cats,
+    )  # fmt: skip
+    c = est.candidates[0]
+    assert c.fits
+    assert scores_chunk <= c.memory.activations < scores_square / 2

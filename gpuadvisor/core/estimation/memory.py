@@ -820,7 +820,10 @@ class MemoryModel:
         chunk = b_gpu * prompt
         if self.prefill_chunk_tokens:
             chunk = min(chunk, self.prefill_chunk_tokens)
-        scores = 0.0 if w.flash_attention else b_gpu * m.num_attention_heads * prompt * prompt * 6.0
+        # Without FlashAttention each pass materializes the scores of its rows against every key:
+        # a chunked prefill (llama.cpp's batch, a serving engine's token budget) holds those of one
+        # chunk at a time, not of the whole prompt.
+        scores = 0.0 if w.flash_attention else m.num_attention_heads * chunk * prompt * 6.0
         # Serving engines compute the logits of the last position only; a Hugging Face forward
         # (Transformers before v4.45, AutoAWQ) returns them for every prompt token, upcast to fp32.
         logit_rows = b_gpu * (prompt if self.full_prompt_logits else 1)
