@@ -553,6 +553,16 @@ def test_an_nvlink_bridge_joins_two_pcie_cards_and_no_more(models, gpus):
     assert speed(bridged, 2).tokens_per_s.expected > speed(pcie, 2).tokens_per_s.expected
     assert speed(bridged, 4).tokens_per_s.expected == speed(pcie, 4).tokens_per_s.expected
     assert any("NVLink bridge" in n for n in speed(pcie, 8).notes)
+    # A whole-catalog comparison says it once, naming every such card.
+    from pathlib import Path
+
+    from gpuadvisor.core.estimation.estimate import estimate
+    from gpuadvisor.core.formats.scenario import loads_scenario
+
+    text = (Path(__file__).resolve().parents[2] / "docs/examples/lora-llama-3.1-8b.json").read_text()
+    est = estimate(loads_scenario(text), gpus, models)
+    lines = [x for x in est.warnings if "talk over PCIe here" in x]
+    assert len(lines) == 1 and "A100 PCIe 80 GB" in lines[0] and " and " in lines[0]
     # The scenario states the bridge; the catalog's SXM cards ignore it.
     sc = scenario_from_dict(
         {

@@ -52,7 +52,7 @@ from .gpu_rows import GpuPass, Inputs, Row, Shared, setups
 from .layout import gpu_counts
 from .memory import MemoryModel
 from .offload import LayerSplitter, splits_layers
-from .performance import WAIT, HostWaitNote
+from .performance import BRIDGE_NOTE_TAIL, WAIT, HostWaitNote
 from .recommendation import PARALLELISM_ORDER, decide
 from .results import TIGHT_UTILIZATION as TIGHT_UTILIZATION  # the result types stay importable here
 from .results import CalibrationProfile, Change
@@ -483,6 +483,13 @@ def group_gpu_notes(notes: list[str]) -> list[str]:
     and host-bound notes that differ only in the GPU's wait into one line with its range."""
     grouped: dict[str, list[str]] = {}
     order: list[str] = []
+    bridges = [n for n in dict.fromkeys(notes) if n.startswith("The ") and n.endswith(BRIDGE_NOTE_TAIL)]
+    if len(bridges) > 1:  # one line for every GPU type whose cards would take an NVLink bridge
+        cards = [
+            n.removeprefix("The ").removesuffix(BRIDGE_NOTE_TAIL).replace("NVIDIA ", "") for n in bridges
+        ]
+        joined = ", ".join(cards[:-1]) + " and " + cards[-1]
+        notes = [n for n in notes if n not in bridges] + [f"The {joined}{BRIDGE_NOTE_TAIL}"]
     for note in fold_host_waits(list(dict.fromkeys(notes))):
         gpu, sep, rest = note.partition(" has no ")
         key = rest if sep else note

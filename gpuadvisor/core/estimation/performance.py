@@ -195,6 +195,14 @@ def link(gpu: GpuSpec, gpu_count: int, gpus_per_node: int) -> tuple[float, float
     return gpu.pcie_gb_s * LINK_EFFICIENCY, PCIE_LATENCY_S, "PCIe"
 
 
+#: The end of the note of cards without a stated bridge, after "The <GPU name>" (one line names
+#: every such GPU of a comparison: ``estimate.group_gpu_notes``).
+BRIDGE_NOTE_TAIL = (
+    " cards talk over PCIe here; an NVLink bridge would join each pair of them at NVLink speed "
+    "(hardware.nvlink_bridge: true)."
+)
+
+
 def bridge_note(gpu: GpuSpec, gpu_count: int) -> str | None:
     """The note of cards that take an NVLink bridge but talk over PCIe here: more than a bridge
     joins, or no bridge stated (``hardware.nvlink_bridge``); None otherwise."""
@@ -205,10 +213,7 @@ def bridge_note(gpu: GpuSpec, gpu_count: int) -> str | None:
             f"{gpu_count} {gpu.name} talk over PCIe ({gpu.pcie_gb_s:g} GB/s each way): "
             f"an NVLink bridge joins two of them, not {gpu_count}."
         )
-    return (
-        f"The {gpu.name} cards talk over PCIe ({gpu.pcie_gb_s:g} GB/s each way); an NVLink bridge "
-        f"would join a pair at {gpu.peer_gb_s:g} GB/s (hardware.nvlink_bridge: true)."
-    )
+    return f"The {gpu.name}{BRIDGE_NOTE_TAIL}"
 
 
 def span_note(n: int, gpus_per_node: int, domain: int, tail: str = "") -> str:
