@@ -52,7 +52,7 @@ from .gpu_rows import GpuPass, Inputs, Row, Shared, setups
 from .layout import gpu_counts
 from .memory import MemoryModel
 from .offload import LayerSplitter, splits_layers
-from .performance import BRIDGE_NOTE_TAIL, WAIT, HostWaitNote
+from .performance import WAIT, BridgeNote, HostWaitNote
 from .recommendation import PARALLELISM_ORDER, decide
 from .results import TIGHT_UTILIZATION as TIGHT_UTILIZATION  # the result types stay importable here
 from .results import CalibrationProfile, Change
@@ -478,19 +478,30 @@ def fold_host_waits(notes: list[str]) -> list[str]:
     return out
 
 
+def fold_bridge_notes(notes: list[str]) -> list[str]:
+    """Fold the notes of cards talking over PCIe for want of a stated NVLink bridge
+    (:class:`~.performance.BridgeNote`, one per GPU type) into one line naming every such card, in
+    the place of the first of them."""
+    names = [n.cards.replace("NVIDIA ", "") for n in notes if isinstance(n, BridgeNote)]
+    if len(names) < 2:
+        return notes
+    folded = BridgeNote(", ".join(names[:-1]) + " and " + names[-1])
+    out: list[str] = []
+    for note in notes:
+        if not isinstance(note, BridgeNote):
+            out.append(note)
+        elif folded not in out:
+            out.append(folded)
+    return out
+
+
 def group_gpu_notes(notes: list[str]) -> list[str]:
     """Fold per-GPU notes of the same kind ("X has no BF16: ...") into one line naming every GPU,
-    and host-bound notes that differ only in the GPU's wait into one line with its range."""
+    host-bound notes that differ only in the GPU's wait into one line with its range, and the cards
+    that would take an NVLink bridge into one line naming them."""
     grouped: dict[str, list[str]] = {}
     order: list[str] = []
-    bridges = [n for n in dict.fromkeys(notes) if n.startswith("The ") and n.endswith(BRIDGE_NOTE_TAIL)]
-    if len(bridges) > 1:  # one line for every GPU type whose cards would take an NVLink bridge
-        cards = [
-            n.removeprefix("The ").removesuffix(BRIDGE_NOTE_TAIL).replace("NVIDIA ", "") for n in bridges
-        ]
-        joined = ", ".join(cards[:-1]) + " and " + cards[-1]
-        notes = [n for n in notes if n not in bridges] + [f"The {joined}{BRIDGE_NOTE_TAIL}"]
-    for note in fold_host_waits(list(dict.fromkeys(notes))):
+    for note in fold_host_waits(fold_bridge_notes(list(dict.fromkeys(notes)))):
         gpu, sep, rest = note.partition(" has no ")
         key = rest if sep else note
         if key not in grouped:

@@ -195,12 +195,21 @@ def link(gpu: GpuSpec, gpu_count: int, gpus_per_node: int) -> tuple[float, float
     return gpu.pcie_gb_s * LINK_EFFICIENCY, PCIE_LATENCY_S, "PCIe"
 
 
-#: The end of the note of cards without a stated bridge, after "The <GPU name>" (one line names
-#: every such GPU of a comparison: ``estimate.group_gpu_notes``).
-BRIDGE_NOTE_TAIL = (
-    " cards talk over PCIe here; an NVLink bridge would join each pair of them at NVLink speed "
-    "(hardware.nvlink_bridge: true)."
-)
+class BridgeNote(str):
+    """The note of cards that take an NVLink bridge but have none stated, with the card's name kept
+    as data beside the words, so the notes of several GPU types fold into one line naming them all
+    (``estimate.fold_bridge_notes``) without their text being parsed back."""
+
+    cards: str  # the card's name, or several joined ("A40, A100 PCIe 80 GB and H100 NVL 94 GB")
+
+    def __new__(cls, cards: str) -> BridgeNote:
+        note = super().__new__(
+            cls,
+            f"The {cards} cards talk over PCIe here; an NVLink bridge would join each pair of them at "
+            "NVLink speed (hardware.nvlink_bridge: true).",
+        )
+        note.cards = cards
+        return note
 
 
 def bridge_note(gpu: GpuSpec, gpu_count: int) -> str | None:
@@ -213,7 +222,7 @@ def bridge_note(gpu: GpuSpec, gpu_count: int) -> str | None:
             f"{gpu_count} {gpu.name} talk over PCIe ({gpu.pcie_gb_s:g} GB/s each way): "
             f"an NVLink bridge joins two of them, not {gpu_count}."
         )
-    return f"The {gpu.name}{BRIDGE_NOTE_TAIL}"
+    return BridgeNote(gpu.name)
 
 
 def span_note(n: int, gpus_per_node: int, domain: int, tail: str = "") -> str:
