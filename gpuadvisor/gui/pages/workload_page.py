@@ -584,17 +584,13 @@ class WorkloadPage(QWidget):
 
     def _chosen_bridge_card(self) -> bool:
         """Whether the chosen GPU is a PCIe card that takes an NVLink bridge."""
-        gpu_id = self.gpu.currentData() or ""
-        spec = self.gpus.gpus.get(gpu_id) if gpu_id and not gpu_id.startswith("segment:") else None
+        spec = self._chosen_spec()
         return spec is not None and spec.nvlink_bridge
 
     def _chosen_mac(self) -> GpuSpec | None:
         """The chosen GPU when it is Apple silicon (its memory is picked here), else None."""
-        gpu_id = self.gpu.currentData() or ""
-        if gpu_id.startswith("segment:") or not gpu_id or gpu_id not in self.gpus.gpus:
-            return None
-        spec = self.gpus.gpus[gpu_id]
-        return spec if spec.unified_memory and spec.memory_options_gib else None
+        spec = self._chosen_spec()
+        return spec if spec is not None and spec.unified_memory and spec.memory_options_gib else None
 
     def _fill_mac_memory(self, memory_gib: float | None) -> None:
         """The memory sizes the chosen Mac ships with, each with what its GPU may use."""
