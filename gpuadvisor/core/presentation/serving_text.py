@@ -39,7 +39,8 @@ NO_TARGETS = "none set"
 FLEET_NOTE = (
     "TTFT and ITL: p50 / p90 over the requests of a simulated replica at its share of the load "
     "(queueing included); targets: meets (even the slow end of the 80% range is within them at the "
-    "percentile asked for), likely (the expected value is), at risk (it is not); "
+    "percentile asked for), likely (the expected value is), at risk (it is not), misses TTFT or ITL "
+    "(not even one request meets it: the TTFT and ITL shown are one request's, alone); "
     "$/month = replicas x GPUs x price x 730 h x hours a day / 24; $/1M tok per output token served."
 )
 #: The latency chart's caption (the PDF's figure).
