@@ -586,6 +586,45 @@ def test_an_nvlink_bridge_joins_two_pcie_cards_and_no_more(models, gpus):
         )
 
 
+def test_a_pcie_all_reduce_over_two_sockets_runs_at_a_share_of_the_lanes(models, gpus):
+    """nccl-tests over PCIe without NVLink: eight cards of a two-socket server all-reduce at about
+    0.7 of four cards' bus bandwidth (docs/estimation.md, "Links"); four cards, and NVLink, stay as
+    they were. With every card at the lanes' rate, eight L40S at TP 8 came out 54% faster than
+    TensorRT-LLM 0.14's throughput table (ledger, first-scored 2026-12-07), 19% now."""
+    from gpuadvisor.core.estimation.performance import (
+        PCIE_CROSS_SOCKET_SHARE,
+        allreduce_link,
+        link,
+    )
+
+    l40s, sxm = gpus.get("l40s"), gpus.get("h100-sxm")
+    assert allreduce_link(l40s, 4, 8) == link(l40s, 4, 8)[:2]
+    assert allreduce_link(l40s, 8, 8)[0] == pytest.approx(link(l40s, 8, 8)[0] * PCIE_CROSS_SOCKET_SHARE)
+    assert allreduce_link(l40s, 8, 8)[1] == link(l40s, 8, 8)[1]
+    assert allreduce_link(sxm, 8, 8) == link(sxm, 8, 8)[:2]
+    # A laid-out training job's groups: a ring spanning both sockets' cards, not one of four.
+    from gpuadvisor.core.estimation.communication import group_link
+
+    pcie_node, nvlink_node, net = (24e9, link(l40s, 8, 8)[1]), (337e9, link(sxm, 8, 8)[1]), (50e9, 30e-6)
+    assert group_link(1, 8, 8, pcie_node, net)[0] == pytest.approx(24e9 * PCIE_CROSS_SOCKET_SHARE)
+    assert group_link(2, 4, 8, pcie_node, net)[0] == pytest.approx(24e9 * PCIE_CROSS_SOCKET_SHARE)
+    assert group_link(1, 4, 8, pcie_node, net) == pcie_node
+    assert group_link(1, 8, 8, nvlink_node, net) == nvlink_node
+
+    m = models.get("llama-3.1-70b")
+    engine = engine_for("tensorrt-llm", "inference")
+    w = Workload(
+        kind="inference", engine="tensorrt-llm", weights="fp8", batch_size=256, prompt_tokens=128,
+        output_tokens=2048,
+    )  # fmt: skip
+
+    def per_gpu(n: int) -> float:
+        return inference_performance(MemoryModel(m, w), l40s, n, "tensor", engine).tokens_per_s.expected / n
+
+    # Twice the cards over two sockets' link: each card serves fewer tokens than four of one socket.
+    assert per_gpu(8) < per_gpu(4)
+
+
 # --- training efficiency ----------------------------------------------------------------------------
 def test_training_mfu_grows_with_gemm_size(models, gpus):
     gpu = gpus.get("a100-80gb")

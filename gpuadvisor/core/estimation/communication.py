@@ -60,6 +60,9 @@ from .performance import (
     LINK_EFFICIENCY,
     NETWORK_GB_S,
     NETWORK_LATENCY_S,
+    PCIE_CROSS_SOCKET_SHARE,
+    PCIE_LATENCY_S,
+    PCIE_SOCKET_GPUS,
     PerformanceEstimate,
     Range,
     TrainingPrelude,
@@ -95,8 +98,13 @@ def group_link(
     apart. Inside a node, or inside the GPU's NVLink domain of ``domain`` GPUs where that is larger
     (a GB200 NVL72 rack): NVLink (or PCIe). Beyond it a ring crosses each node boundary once per
     group, so the node's NICs carry the traffic of the ``gpus_per_node / stride`` members it holds:
-    a GPU sees ``min(NVLink, NIC x members per node)`` (NCCL's rings over all NICs of a node)."""
-    if stride * members <= max(gpus_per_node, domain):
+    a GPU sees ``min(NVLink, NIC x members per node)`` (NCCL's rings over all NICs of a node).
+    A PCIe ring that spans more than one socket's cards runs at ``PCIE_CROSS_SOCKET_SHARE`` of the
+    lanes' rate (:func:`~gpuadvisor.core.estimation.performance.allreduce_link`)."""
+    span = stride * members
+    if span <= max(gpus_per_node, domain):
+        if members > 1 and span > PCIE_SOCKET_GPUS and node[1] == PCIE_LATENCY_S:
+            return node[0] * PCIE_CROSS_SOCKET_SHARE, node[1]
         return node
     per_node = max(1, gpus_per_node // stride)
     return min(node[0], net[0] * per_node), net[1]

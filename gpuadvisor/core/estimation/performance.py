@@ -195,6 +195,29 @@ def link(gpu: GpuSpec, gpu_count: int, gpus_per_node: int) -> tuple[float, float
     return gpu.pcie_gb_s * LINK_EFFICIENCY, PCIE_LATENCY_S, "PCIe"
 
 
+#: Cards a PCIe server hangs off one CPU socket (two switches or root complexes of four): a ring over
+#: more crosses the link between the sockets, which carries less than the cards' own lanes.
+PCIE_SOCKET_GPUS = 4
+#: Bus bandwidth of an all-reduce over two sockets' cards against one socket's (nccl-tests
+#: ``all_reduce_perf``, PCIe without NVLink): 8 RTX PRO 6000 across two sockets 21.6 GB/s against
+#: 30.9 on 4 of one socket at 32 MB (voipmonitor/rtx6kpro at 29f3863, ``hardware/asus-esc8000a-e13p-
+#: broadcom-switches.md``), 22.2 against 40.1 on a one-socket switch box (``hardware/pcie-bandwidth.md``),
+#: 8 RTX 5090 on two Xeons 28 against 35 on 4 (NVIDIA/nccl issue #1639): 0.55-0.8, median 0.7.
+PCIE_CROSS_SOCKET_SHARE = 0.7
+
+
+def allreduce_link(gpu: GpuSpec, gpu_count: int, gpus_per_node: int) -> tuple[float, float]:
+    """(bus bandwidth GB/s, latency s) of one ring collective among ``gpu_count`` GPUs (a replica's
+    tensor-parallel all-reduces, a data-parallel job's gradients): :func:`link`'s, except that a
+    PCIe ring beyond one socket's cards (:data:`PCIE_SOCKET_GPUS`) runs at
+    :data:`PCIE_CROSS_SOCKET_SHARE` of the lanes' bandwidth (a laid-out job's groups:
+    ``communication.group_link``)."""
+    bw, lat, name = link(gpu, gpu_count, gpus_per_node)
+    if name == "PCIe" and gpu_count > PCIE_SOCKET_GPUS:
+        bw *= PCIE_CROSS_SOCKET_SHARE
+    return bw, lat
+
+
 class BridgeNote(str):
     """The note of cards that take an NVLink bridge but have none stated, with the card's name kept
     as data beside the words, so the notes of several GPU types fold into one line naming them all
@@ -699,7 +722,7 @@ def _parallel_comm(
     all-reduce time of one token's hidden state (which a prompt's prefill pays per token)."""
     t_comm = comm_token = 0.0
     if t > 1:
-        bw_link, lat, _ = link(gpu, n, gpus_per_node)
+        bw_link, lat = allreduce_link(gpu, n, gpus_per_node)
         # Two all-reduces of each token's hidden state per layer (ring: 2 (t-1)/t of it per GPU).
         comm_token = 2 * L * 2 * (t - 1) / t * m.hidden_size * 2 / (bw_link * 1e9)
         t_comm += 2 * L * lat + b * comm_token
@@ -882,7 +905,7 @@ def llamacpp_performance(
     # The fixed time per layer is the GPU's: layers kept on the CPU pay their time in t_host.
     t_fixed = L * share * engine.layer_overhead_for("cuda_graphs" if graphs else gpu.architecture)
     if t > 1:
-        bw_link, lat, _ = link(gpu, n, gpus_per_node)
+        bw_link, lat = allreduce_link(gpu, n, gpus_per_node)
         t_fixed += 2 * L * (lat + 2 * (t - 1) / t * b * m.hidden_size * 2 / (bw_link * 1e9))
     if p > 1:
         t_fixed += (p - 1) * PCIE_LATENCY_S
@@ -1170,7 +1193,7 @@ def training_performance(
     n = gpu_count
     tokens_step = w.batch_size * w.seq_len * n  # one micro-batch per GPU (data-parallel) per step
     compute = tokens_step * flops_token / (n * peak * 1e12 * base_mfu)
-    bw_link, lat, _link_name = link(gpu, n, gpus_per_node)
+    bw_link, lat = allreduce_link(gpu, n, gpus_per_node)
     comm = 0.0
     if n > 1:
         ring = 2 * (n - 1) / n

@@ -92,12 +92,12 @@ from .performance import (
     STREAM_CAP,
     PerformanceEstimate,
     Range,
+    allreduce_link,
     attention_flop_weight,
     compute_precision,
     decode_overhead,
     engine_peak,
     inference_performance,
-    link,
     moe_mlp_bytes,
     moe_slowdown,
     prefill_flops_per_token,
@@ -561,7 +561,7 @@ class DecodeStep:
         self.seq_host = engine.seq_host_s
         self.comm0 = self.comm1 = 0.0
         if t > 1:
-            bw_link, lat, _ = link(gpu, gpu_count, gpus_per_node)
+            bw_link, lat = allreduce_link(gpu, gpu_count, gpus_per_node)
             self.comm0 = 2 * L * lat
             self.comm1 = 2 * L * 2 * (t - 1) / t * m.hidden_size * 2 / (bw_link * 1e9)
         if p > 1:
