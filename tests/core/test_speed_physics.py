@@ -610,6 +610,18 @@ def test_a_pcie_all_reduce_over_two_sockets_runs_at_a_share_of_the_lanes(models,
     assert group_link(2, 4, 8, pcie_node, net)[0] == pytest.approx(24e9 * PCIE_CROSS_SOCKET_SHARE)
     assert group_link(1, 4, 8, pcie_node, net) == pcie_node
     assert group_link(1, 8, 8, nvlink_node, net) == nvlink_node
+    # The answer says what it assumed, once for every such card type of a catalog comparison.
+    from pathlib import Path
+
+    from gpuadvisor.core.estimation.estimate import estimate
+    from gpuadvisor.core.estimation.performance import SocketNote, socket_note
+    from gpuadvisor.core.formats.scenario import loads_scenario
+
+    assert isinstance(socket_note(l40s, 8, 8), SocketNote) and "two CPU sockets" in socket_note(l40s, 8, 8)
+    assert socket_note(l40s, 4, 8) is None and socket_note(sxm, 8, 8) is None
+    text = (Path(__file__).resolve().parents[2] / "docs/examples/lora-llama-3.1-8b.json").read_text()
+    lines = [x for x in estimate(loads_scenario(text), gpus, models).warnings if "two CPU sockets" in x]
+    assert len(lines) == 1 and "L40S" in lines[0] and "A100 PCIe 80 GB" in lines[0]
 
     m = models.get("llama-3.1-70b")
     engine = engine_for("tensorrt-llm", "inference")

@@ -52,7 +52,7 @@ from .gpu_rows import GpuPass, Inputs, Row, Shared, setups
 from .layout import gpu_counts
 from .memory import MemoryModel
 from .offload import LayerSplitter, splits_layers
-from .performance import WAIT, BridgeNote, HostWaitNote
+from .performance import WAIT, CardsNote, HostWaitNote
 from .recommendation import PARALLELISM_ORDER, decide
 from .results import TIGHT_UTILIZATION as TIGHT_UTILIZATION  # the result types stay importable here
 from .results import CalibrationProfile, Change
@@ -478,30 +478,36 @@ def fold_host_waits(notes: list[str]) -> list[str]:
     return out
 
 
-def fold_bridge_notes(notes: list[str]) -> list[str]:
-    """Fold the notes of cards talking over PCIe for want of a stated NVLink bridge
-    (:class:`~.performance.BridgeNote`, one per GPU type) into one line naming every such card, in
-    the place of the first of them."""
-    names = [n.cards.replace("NVIDIA ", "") for n in notes if isinstance(n, BridgeNote)]
-    if len(names) < 2:
-        return notes
-    folded = BridgeNote(", ".join(names[:-1]) + " and " + names[-1])
+def fold_card_notes(notes: list[str]) -> list[str]:
+    """Fold the notes of one kind about several GPU types' cards (:class:`~.performance.CardsNote`:
+    cards talking over PCIe for want of a stated NVLink bridge, rings across a server's sockets)
+    into one line per kind naming every such card, in the place of the first of them."""
+    names: dict[type[CardsNote], list[str]] = {}
+    for n in notes:
+        if isinstance(n, CardsNote):
+            names.setdefault(type(n), []).append(n.cards.replace("NVIDIA ", ""))
+    folded = {
+        kind: kind(", ".join(cards[:-1]) + " and " + cards[-1])
+        for kind, cards in names.items()
+        if len(cards) > 1
+    }
     out: list[str] = []
     for note in notes:
-        if not isinstance(note, BridgeNote):
+        kind = type(note)
+        if kind not in folded:
             out.append(note)
-        elif folded not in out:
-            out.append(folded)
+        elif folded[kind] not in out:
+            out.append(folded[kind])
     return out
 
 
 def group_gpu_notes(notes: list[str]) -> list[str]:
     """Fold per-GPU notes of the same kind ("X has no BF16: ...") into one line naming every GPU,
-    host-bound notes that differ only in the GPU's wait into one line with its range, and the cards
-    that would take an NVLink bridge into one line naming them."""
+    host-bound notes that differ only in the GPU's wait into one line with its range, and the notes
+    of one kind about several GPU types' cards (:func:`fold_card_notes`) into one line naming them."""
     grouped: dict[str, list[str]] = {}
     order: list[str] = []
-    for note in fold_host_waits(fold_bridge_notes(list(dict.fromkeys(notes)))):
+    for note in fold_host_waits(fold_card_notes(list(dict.fromkeys(notes)))):
         gpu, sep, rest = note.partition(" has no ")
         key = rest if sep else note
         if key not in grouped:

@@ -218,21 +218,51 @@ def allreduce_link(gpu: GpuSpec, gpu_count: int, gpus_per_node: int) -> tuple[fl
     return bw, lat
 
 
-class BridgeNote(str):
-    """The note of cards that take an NVLink bridge but have none stated, with the card's name kept
-    as data beside the words, so the notes of several GPU types fold into one line naming them all
-    (``estimate.fold_bridge_notes``) without their text being parsed back."""
+class CardsNote(str):
+    """A note about one GPU type's cards with the card's name kept as data beside the words, so the
+    notes of several GPU types fold into one line naming them all (``estimate.fold_card_notes``)
+    without their text being parsed back. Each kind of note is a subclass with its own words."""
 
     cards: str  # the card's name, or several joined ("A40, A100 PCIe 80 GB and H100 NVL 94 GB")
 
-    def __new__(cls, cards: str) -> BridgeNote:
-        note = super().__new__(
-            cls,
-            f"The {cards} cards talk over PCIe here; an NVLink bridge would join each pair of them at "
-            "NVLink speed (hardware.nvlink_bridge: true).",
-        )
+    def __new__(cls, cards: str) -> CardsNote:
+        note = super().__new__(cls, cls.words(cards))
         note.cards = cards
         return note
+
+    @staticmethod
+    def words(cards: str) -> str:
+        return cards
+
+
+class BridgeNote(CardsNote):
+    """Cards that take an NVLink bridge but have none stated (:func:`bridge_note`)."""
+
+    @staticmethod
+    def words(cards: str) -> str:
+        return (
+            f"The {cards} cards talk over PCIe here; an NVLink bridge would join each pair of them at "
+            "NVLink speed (hardware.nvlink_bridge: true)."
+        )
+
+
+class SocketNote(CardsNote):
+    """More cards than one CPU socket holds, all-reducing over PCIe (:func:`socket_note`)."""
+
+    @staticmethod
+    def words(cards: str) -> str:
+        return (
+            f"{cards}: more than {PCIE_SOCKET_GPUS} cards in one server all-reduce over PCIe across its "
+            f"two CPU sockets here, at {PCIE_CROSS_SOCKET_SHARE:g} of the lanes' bandwidth (published "
+            "nccl-tests runs); a server with all of them behind one socket's PCIe switches is faster."
+        )
+
+
+def socket_note(gpu: GpuSpec, gpu_count: int, gpus_per_node: int) -> SocketNote | None:
+    """The note of a ring that :func:`allreduce_link` slows for crossing a server's sockets."""
+    if gpu_count <= PCIE_SOCKET_GPUS or link(gpu, gpu_count, gpus_per_node)[2] != "PCIe":
+        return None
+    return SocketNote(gpu.name)
 
 
 def bridge_note(gpu: GpuSpec, gpu_count: int) -> str | None:
@@ -618,6 +648,8 @@ def inference_performance(
     t_gpu_fixed, t_cpu, t_cpu_prefill, t_prompt = decode_overhead(engine, L, family, graphs, linears, k, moe)
     t_comm, comm_token = _parallel_comm(gpu, m, n, t, p, L, b, gpus_per_node)
     if (t > 1 or p > 1) and (note := bridge_note(gpu, n)) is not None:
+        notes.append(note)
+    if t > 1 and (note := socket_note(gpu, n, gpus_per_node)) is not None:
         notes.append(note)
     t_gpu = max(t_mem, t_comp) + t_gpu_fixed + t_comm
     # The host's per-sequence work (scheduling, inputs, sampling, outputs) grows with the batch.
@@ -1244,8 +1276,8 @@ def training_performance(
         notes.append(
             span_note(n, gpus_per_node, gpu.link_domain(gpus_per_node), ": gradients cross the network")
         )
-    elif (note := bridge_note(gpu, n)) is not None:
-        notes.append(note)
+    else:
+        notes += [x for x in (bridge_note(gpu, n), socket_note(gpu, n, gpus_per_node)) if x is not None]
     return PerformanceEstimate(
         tokens_per_s=rng,
         bound=bound,
