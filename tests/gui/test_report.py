@@ -400,7 +400,7 @@ def test_a_service_gets_its_serving_section_with_the_fleet_and_the_chart(qapp, c
     export_pdf(report, est, path, page_size="A4")
     first = page_texts(path)[0]
     assert "Serving: traffic, targets and the fleet" in first
-    assert "116 requests/s (Poisson arrivals) of 2,000 prompt and 300 output tokens" in first
+    assert "122 requests/s (Poisson arrivals) of 2,000 prompt and 300 output tokens" in first
     # The fleet table's row (pdftotext may write a one-row table's cells column by column), with the
     # targets judged like a deadline from the simulated percentiles.
     for cell in (
