@@ -1310,9 +1310,8 @@ def closest_targets(spec: ServingSpec, itl_1: float, alone: float) -> tuple[floa
     (:data:`MISSED_TTFT_HEADROOM`, :data:`MISSED_ITL_HEADROOM`). A missed target moves there; one it
     meets alone is kept unless one request comes within that headroom of it. Kept there, an ITL
     target would hold every replica to one sequence, whose queue of whole requests no idle fleet
-    shortens to the moved first token at a high percentile (with constants refitted on 2026-12-07
-    and not shipped, an L40S at 20.2 ms against 21 ms waited 10.8 s at p99 with its fleet twenty
-    times the replicas its load keeps busy)."""
+    shortens to the moved first token at a high percentile (an L40S at 20.2 ms against 21 ms
+    waited 10.8 s at p99 with its fleet twenty times the replicas its load keeps busy)."""
     ttft, itl = spec.ttft_s, spec.itl_ms
     if ttft is not None:
         ttft = max(ttft, alone * (1.0 + MISSED_TTFT_HEADROOM))
