@@ -42,8 +42,8 @@ needs_poppler = pytest.mark.skipif(
     reason="poppler-utils (pdftotext, pdfinfo, pdffonts, pdftoppm) is not installed; `make test` installs it",
 )
 #: A row pinned to literal values (sample scenario, bundled catalog of 2026-11-29, speed constants
-#: refitted whole 2026-12-07 with the serving rows' prefix-cache hits stated (GEMM half size 9.5 tokens), LoRA's
-#: adapter kernels counted, the ranges' spreads rounded outward).
+#: refitted whole 2026-12-07 with five single-GPU vLLM serving sources admitted (GEMM half size 1.0 token,
+#: width half size 327), LoRA's adapter kernels counted, the ranges' spreads rounded outward).
 H100_ROW = (
     "H100 SXM5 80 GB",
     "8 \u00d7 ddp (DP8\u00b7full)",
@@ -51,7 +51,7 @@ H100_ROW = (
     "32.7",
     "79.7",
     "+46.9",
-    "59,049",
+    "58,994",
     "2.0\u20133.4 h",
     "$30\u2013$188",
     "$0.09",
@@ -400,7 +400,7 @@ def test_a_service_gets_its_serving_section_with_the_fleet_and_the_chart(qapp, c
     export_pdf(report, est, path, page_size="A4")
     first = page_texts(path)[0]
     assert "Serving: traffic, targets and the fleet" in first
-    assert "116 requests/s (Poisson arrivals) of 2,000 prompt and 300 output tokens" in first
+    assert "122 requests/s (Poisson arrivals) of 2,000 prompt and 300 output tokens" in first
     # The fleet table's row (pdftotext may write a one-row table's cells column by column), with the
     # targets judged like a deadline from the simulated percentiles.
     for cell in (
