@@ -206,14 +206,20 @@ PCIE_SOCKET_GPUS = 4
 PCIE_CROSS_SOCKET_SHARE = 0.7
 
 
+def crosses_sockets(gpu: GpuSpec, gpu_count: int, gpus_per_node: int) -> bool:
+    """Whether a ring of ``gpu_count`` GPUs runs over PCIe across a server's two CPU sockets: more
+    cards than one socket holds (:data:`PCIE_SOCKET_GPUS`), talking over PCIe (:func:`link`)."""
+    return gpu_count > PCIE_SOCKET_GPUS and link(gpu, gpu_count, gpus_per_node)[2] == "PCIe"
+
+
 def allreduce_link(gpu: GpuSpec, gpu_count: int, gpus_per_node: int) -> tuple[float, float]:
     """(bus bandwidth GB/s, latency s) of one ring collective among ``gpu_count`` GPUs (a replica's
     tensor-parallel all-reduces, a data-parallel job's gradients): :func:`link`'s, except that a
     PCIe ring beyond one socket's cards (:data:`PCIE_SOCKET_GPUS`) runs at
     :data:`PCIE_CROSS_SOCKET_SHARE` of the lanes' bandwidth (a laid-out job's groups:
     ``communication.group_link``)."""
-    bw, lat, name = link(gpu, gpu_count, gpus_per_node)
-    if name == "PCIe" and gpu_count > PCIE_SOCKET_GPUS:
+    bw, lat, _ = link(gpu, gpu_count, gpus_per_node)
+    if crosses_sockets(gpu, gpu_count, gpus_per_node):
         bw *= PCIE_CROSS_SOCKET_SHARE
     return bw, lat
 
@@ -260,9 +266,7 @@ class SocketNote(CardsNote):
 
 def socket_note(gpu: GpuSpec, gpu_count: int, gpus_per_node: int) -> SocketNote | None:
     """The note of a ring that :func:`allreduce_link` slows for crossing a server's sockets."""
-    if gpu_count <= PCIE_SOCKET_GPUS or link(gpu, gpu_count, gpus_per_node)[2] != "PCIe":
-        return None
-    return SocketNote(gpu.name)
+    return SocketNote(gpu.name) if crosses_sockets(gpu, gpu_count, gpus_per_node) else None
 
 
 def bridge_note(gpu: GpuSpec, gpu_count: int) -> str | None:
