@@ -10,18 +10,20 @@ from hypothesis import strategies as st
 from gpuadvisor.cli.parser import main
 from gpuadvisor.core.errors import InputError
 from gpuadvisor.core.estimation.communication import (
+    NodeLink,
     _data_parallel_time,
     _network,
     expert_state_shares,
     group_link,
     layout_training_performance,
+    node_link,
     ring_latency,
     sharded_exposed,
 )
 from gpuadvisor.core.estimation.estimate import estimate
 from gpuadvisor.core.estimation.layout import Layout, explicit_layout, gpu_counts, searched_layouts
 from gpuadvisor.core.estimation.memory import MemoryModel
-from gpuadvisor.core.estimation.performance import NVLINK_LATENCY_S, link, training_prelude
+from gpuadvisor.core.estimation.performance import NVLINK_LATENCY_S, training_prelude
 from gpuadvisor.core.formats.scenario import (
     ModelSource,
     Scenario,
@@ -565,8 +567,7 @@ def test_expert_gradients_are_reduced_over_the_expert_data_parallel_group_only(c
     gpus, models = cats
     g = gpus.get("h100-sxm")
     mm = MemoryModel(models.get("qwen3-30b-a3b"), pretrain())
-    node_bw, node_lat, _ = link(g, 8, 8)
-    node, net = (node_bw * 1e9, node_lat), _network()
+    node, net = node_link(g, 8, 8), _network()
 
     def reduce_s(layout: Layout) -> float:  # no compute to hide behind: the whole reduction
         return _data_parallel_time(mm, layout, 8, 8, node, net, 0.0, 1, 48, 1 / 3)
@@ -1050,8 +1051,8 @@ def test_gb200_is_one_nvlink_domain_of_72():
 
 
 def test_a_group_inside_the_domain_stays_on_nvlink():
-    node, net = (900e9, 1e-5), (37.5e9, 3e-5)
-    assert group_link(1, 72, 8, node, net, domain=72) == node
+    node, net = NodeLink(900e9, 1e-5), (37.5e9, 3e-5)
+    assert group_link(1, 72, 8, node, net, domain=72) == (900e9, 1e-5)
     assert group_link(1, 72, 8, node, net) == (8 * 37.5e9, 3e-5)  # nine nodes over their NICs
     # Beyond the domain: the NICs of each node's members, as between servers.
     assert group_link(1, 144, 8, node, net, domain=72) == group_link(1, 144, 8, node, net)

@@ -603,13 +603,20 @@ def test_a_pcie_all_reduce_over_two_sockets_runs_at_a_share_of_the_lanes(models,
     assert allreduce_link(l40s, 8, 8)[1] == link(l40s, 8, 8)[1]
     assert allreduce_link(sxm, 8, 8) == link(sxm, 8, 8)[:2]
     # A laid-out training job's groups: a ring spanning both sockets' cards, not one of four.
-    from gpuadvisor.core.estimation.communication import group_link
+    from gpuadvisor.core.estimation.communication import NodeLink, group_link, node_link
 
-    pcie_node, nvlink_node, net = (24e9, link(l40s, 8, 8)[1]), (337e9, link(sxm, 8, 8)[1]), (50e9, 30e-6)
-    assert group_link(1, 8, 8, pcie_node, net)[0] == pytest.approx(24e9 * PCIE_CROSS_SOCKET_SHARE)
-    assert group_link(2, 4, 8, pcie_node, net)[0] == pytest.approx(24e9 * PCIE_CROSS_SOCKET_SHARE)
-    assert group_link(1, 4, 8, pcie_node, net) == pcie_node
-    assert group_link(1, 8, 8, nvlink_node, net) == nvlink_node
+    pcie_node, nvlink_node, net = node_link(l40s, 8, 8), node_link(sxm, 8, 8), (50e9, 30e-6)
+    assert pcie_node.pcie and not nvlink_node.pcie
+    assert group_link(1, 8, 8, pcie_node, net)[0] == pytest.approx(
+        pcie_node.bytes_per_s * PCIE_CROSS_SOCKET_SHARE
+    )
+    assert group_link(2, 4, 8, pcie_node, net)[0] == pytest.approx(
+        pcie_node.bytes_per_s * PCIE_CROSS_SOCKET_SHARE
+    )
+    assert group_link(1, 4, 8, pcie_node, net) == pcie_node[:2]
+    assert group_link(1, 8, 8, nvlink_node, net) == nvlink_node[:2]
+    # What makes a link PCIe is what it is, not its latency: an NVLink link as slow is not slowed.
+    assert group_link(1, 8, 8, NodeLink(24e9, pcie_node.latency_s), net) == (24e9, pcie_node.latency_s)
     # The answer says what it assumed, once for every such card type of a catalog comparison.
     from pathlib import Path
 

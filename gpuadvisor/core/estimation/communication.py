@@ -46,6 +46,7 @@ network, over the NICs of the members each node holds.
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 from ..specs.constants import SpeedConstants, shipped_constants
 from ..specs.engines import EngineProfile
@@ -61,7 +62,6 @@ from .performance import (
     NETWORK_GB_S,
     NETWORK_LATENCY_S,
     PCIE_CROSS_SOCKET_SHARE,
-    PCIE_LATENCY_S,
     PCIE_SOCKET_GPUS,
     PerformanceEstimate,
     Range,
@@ -86,11 +86,26 @@ def _network() -> tuple[float, float]:
     return NETWORK_GB_S * LINK_EFFICIENCY * 1e9, NETWORK_LATENCY_S
 
 
+class NodeLink(NamedTuple):
+    """The link between a node's GPUs (or an NVLink domain's) as a laid-out job's groups use it."""
+
+    bytes_per_s: float  # per GPU, for collectives
+    latency_s: float
+    pcie: bool = False  # PCIe rather than NVLink: a ring over more than a socket's cards slows
+
+
+def node_link(gpu: GpuSpec, gpu_count: int, gpus_per_node: int) -> NodeLink:
+    """:func:`~gpuadvisor.core.estimation.performance.link` of ``gpu_count`` GPUs, as a
+    :class:`NodeLink` that says whether it is PCIe."""
+    bw, lat, name = link(gpu, gpu_count, gpus_per_node)
+    return NodeLink(bw * 1e9, lat, name == "PCIe")
+
+
 def group_link(
     stride: int,
     members: int,
     gpus_per_node: int,
-    node: tuple[float, float],
+    node: NodeLink,
     net: tuple[float, float],
     domain: int = 0,
 ) -> tuple[float, float]:
@@ -103,11 +118,11 @@ def group_link(
     lanes' rate (:func:`~gpuadvisor.core.estimation.performance.allreduce_link`)."""
     span = stride * members
     if span <= max(gpus_per_node, domain):
-        if members > 1 and span > PCIE_SOCKET_GPUS and node[1] == PCIE_LATENCY_S:
-            return node[0] * PCIE_CROSS_SOCKET_SHARE, node[1]
-        return node
+        if members > 1 and span > PCIE_SOCKET_GPUS and node.pcie:
+            return node.bytes_per_s * PCIE_CROSS_SOCKET_SHARE, node.latency_s
+        return node.bytes_per_s, node.latency_s
     per_node = max(1, gpus_per_node // stride)
-    return min(node[0], net[0] * per_node), net[1]
+    return min(node.bytes_per_s, net[0] * per_node), net[1]
 
 
 def tp_width_slowdown(m: ModelSpec, t: int, half: float, expert_t: int | None = None) -> float:
@@ -207,8 +222,7 @@ def layout_training_performance(
 
     # Groups inside the GPU's NVLink domain (a node, or a GB200 NVL72 rack) run over NVLink.
     domain = gpu.link_domain(gpus_per_node)
-    node_bw, node_lat, _ = link(gpu, min(n, domain), gpus_per_node)
-    node = (node_bw * 1e9, node_lat)
+    node = node_link(gpu, min(n, domain), gpus_per_node)
     net = _network()
     parts: dict[str, float] = {}
     act_bytes = b * s / c * h * 2.0  # one micro-batch's hidden states on one CP rank
@@ -286,7 +300,7 @@ def _tensor_time(
     act_bytes: float,
     gpus_per_node: int,
     domain: int,
-    node: tuple[float, float],
+    node: NodeLink,
     net: tuple[float, float],
 ) -> float:
     """Seconds of tensor-parallel collectives in a step of ``micro`` micro-batches: 4 per layer (6 with full
@@ -314,7 +328,7 @@ def _data_parallel_time(
     layout: Layout,
     gpus_per_node: int,
     domain: int,
-    node: tuple[float, float],
+    node: NodeLink,
     net: tuple[float, float],
     useful: float,
     micro: int,
@@ -366,7 +380,7 @@ def _data_parallel_time(
             params += e_params * same_time
             grads += e_grads * same_time
         # A group inside the NVLink domain rings over NVLink hops only.
-        coll_lat = ring_latency(d, t, domain if t * d <= domain else gpus_per_node, node[1])
+        coll_lat = ring_latency(d, t, domain if t * d <= domain else gpus_per_node, node.latency_s)
         total = micro * (d - 1) / d * (2 * params + grads) / bw + micro * 3 * layers_gpu * coll_lat
         per_layer = sharded_exposed(
             params / layers_gpu, grads / layers_gpu, d, bw, coll_lat,
