@@ -102,6 +102,7 @@ FIT_FACTORS: dict[str, dict[str, tuple[float, float]]] = {
     "inference": {
         "quantized_bandwidth_factor": (0.15, 1.5),
         "layer_overhead_s": (0.0, 2e-3),
+        "prefill_layer_overhead_s": (0.0, 2e-3),
         "prefill_mfu": (0.05, 0.9),
         "decode_mfu": (0.05, 0.9),
     },
@@ -154,7 +155,8 @@ class Comparison:
 # --- engine profiles for a fit ---------------------------------------------------------------------
 def factors_for(profile: EngineProfile) -> dict[str, tuple[float, float]]:
     names = FIT_FACTORS["inference" if profile.kind == "inference" else "training"]
-    found = {k: v for k, v in names.items() if hasattr(profile, k)}
+    # A factor the record does not state (None: it follows another) is not fitted.
+    found = {k: v for k, v in names.items() if getattr(profile, k, None) is not None}
     if profile.layer_overhead_by_arch:
         # llama.cpp's own streaming model (no per-generation ceiling): its efficiency is fitted.
         # Every other engine keeps its prior: the fitted bandwidth ceiling of each GPU generation

@@ -234,6 +234,9 @@ def test_the_engine_release_and_how_it_prefills_are_in_the_report(cats):
     # V0 streams each token a step late (its output is processed while the next step runs).
     assert words["vllm-v0"]["Tokens streamed"].startswith("a step after")
     assert words["vllm"]["Tokens streamed"].startswith("as the step")
+    # vLLM's prompt pass has a host time of its own (the fitted figure, per layer).
+    pass_host = words["vllm"]["Host time of a prompt's pass"]
+    assert pass_host.endswith("µs per layer (fitted apart from a decode step's)"), pass_host
     # vLLM's chunk depends on the GPU; the V0 line keeps its profile's one figure.
     assert "8,192 tokens on a GPU of 70 GiB or more" in words["vllm"]["Prefill chunk"]
     assert "else 2,048" in words["vllm"]["Prefill chunk"]
@@ -247,6 +250,7 @@ def test_the_engine_release_and_how_it_prefills_are_in_the_report(cats):
     est = estimate(load_scenario_text(json.dumps(data)), *cats)
     hf = dict(build_report(est, cats[0].meta, TODAY).engine_factors)
     assert hf["Output head in a prefill"].startswith("once per prompt")
+    assert "Host time of a prompt's pass" not in hf  # its prompts pay an eager step's time
     data["workload"]["prompt_logits"] = "all"
     est = estimate(load_scenario_text(json.dumps(data)), *cats)
     hf = dict(build_report(est, cats[0].meta, TODAY).engine_factors)

@@ -1017,6 +1017,39 @@ def test_a_prefill_pass_launches_its_kernels_without_cuda_graphs(models, gpus):
     assert perf.time_to_first_token_s > eager
 
 
+def test_a_prompt_pass_floor_of_its_own_leaves_the_eager_decode_step_alone(models, gpus):
+    """vLLM's record sets a prompt pass's host time per layer apart from an eager decode step's: its
+    runs with CUDA graphs show a floor under short prompts that its runs without graphs do not show
+    in every decode step. Raising that floor delays the first token and leaves decode, eager or
+    replayed, as it was; an engine whose record does not set it apart pays its eager step."""
+    from gpuadvisor.core.estimation.performance import decode_overhead
+
+    base = shipped_constants()
+    vllm = base.engines["vllm"]
+    assert vllm.prefill_layer_overhead_s is not None
+    assert base.engines["sglang"].prefill_layer_overhead_s is None
+    m, gpu = models.get("llama-3.1-8b"), gpus.get("h100-sxm")
+    w = Workload(kind="inference", engine="vllm", batch_size=1, prompt_tokens=64, output_tokens=256)
+    raised = base.with_engines(vllm=dataclasses.replace(vllm, prefill_layer_overhead_s=4e-3))
+    for graphs in (True, False):
+        cw = dataclasses.replace(w, cuda_graphs=graphs)
+        cmm = MemoryModel(m, cw)
+        low = inference_performance(
+            cmm, gpu, 1, "none", engine_for("vllm", "inference", base), constants=base
+        )
+        high = inference_performance(
+            cmm, gpu, 1, "none", engine_for("vllm", "inference", raised), constants=raised
+        )
+        assert high.time_to_first_token_s > low.time_to_first_token_s + m.num_layers * 3e-3
+        assert high.tokens_per_s_per_user == pytest.approx(low.tokens_per_s_per_user)
+    step = decode_overhead(vllm, 28, None, False, 7, base)
+    assert step.eager_host == pytest.approx(28 * vllm.prefill_layer_overhead_s)
+    assert step.host == pytest.approx(28 * vllm.layer_overhead_s)
+    sglang = base.engines["sglang"]
+    step = decode_overhead(sglang, 28, None, False, 7, base)
+    assert step.eager_host == step.host == pytest.approx(28 * sglang.layer_overhead_s)
+
+
 def test_each_prompt_costs_the_host_its_admission_and_first_token(models, gpus):
     """Each prompt costs its runtime's ``prompt_host_s`` in series with the prefill's GPU work (its
     admission before the kernels, sampling and handing out its first token after them): a lone

@@ -42,8 +42,9 @@ needs_poppler = pytest.mark.skipif(
     reason="poppler-utils (pdftotext, pdfinfo, pdffonts, pdftoppm) is not installed; `make test` installs it",
 )
 #: A row pinned to literal values (sample scenario, bundled catalog of 2026-11-29, speed constants
-#: refitted whole 2026-12-07 with five single-GPU vLLM serving sources admitted (GEMM half size 1.0 token,
-#: width half size 327), LoRA's adapter kernels counted, the ranges' spreads rounded outward).
+#: refitted whole 2026-12-08 with vLLM's prompt pass given its own host time (GEMM half size 1.0 token,
+#: width half size 327, a kernel's GPU time 3.85 µs), LoRA's adapter kernels counted, the ranges'
+#: spreads rounded outward).
 H100_ROW = (
     "H100 SXM5 80 GB",
     "8 \u00d7 ddp (DP8\u00b7full)",
@@ -51,7 +52,7 @@ H100_ROW = (
     "32.7",
     "79.7",
     "+46.9",
-    "58,994",
+    "59,005",
     "2.0\u20133.4 h",
     "$30\u2013$188",
     "$0.09",

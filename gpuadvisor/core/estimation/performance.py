@@ -380,7 +380,7 @@ class StepOverhead(NamedTuple):
 
     gpu: float  # GPU-side time of the step's small kernels
     host: float  # host time of a decode step (the graph's step time with CUDA graphs)
-    eager_host: float  # host time launching every kernel: a prefill pass, which no graph replays
+    eager_host: float  # host time of a prompt's pass, which no decode graph replays
     prompt_host: float = 0.0  # each prompt's host work in the engine, which the GPU waits for
 
 
@@ -455,13 +455,15 @@ def decode_overhead(
     constants: SpeedConstants,
     moe: bool = False,
 ) -> StepOverhead:
-    """(GPU-side fixed time, CPU time, eager CPU time) of one forward step, in seconds.
+    """(GPU-side fixed time, CPU time, a prompt pass's CPU time) of one forward step, in seconds.
 
     Every kernel costs ``gpu_kernel_s`` on the GPU even inside a CUDA graph (a MoE layer adds
     ``moe_kernels_per_layer``); without graphs the host must also launch it, ``cpu_kernel_s`` for
     the engine's runtime (Python or C++), and the step takes the longer of the two streams (the
     host runs ahead while the GPU is busy). The engine's ``layer_overhead_s`` is that host time
-    per layer (its kernels x the launch time of its runtime, before fitting). With graphs the host
+    per layer (its kernels x the launch time of its runtime, before fitting); a prompt's pass takes
+    it too, or the engine's ``prefill_layer_overhead_s`` where its record sets that apart (vLLM).
+    With graphs the host
     still schedules, prepares and samples every step: ``graph_step_host_s`` of its runtime, at
     most the eager host time (a graph only removes work). Each prompt a prefill carries adds
     ``prompt_host_s`` of the runtime: admitting it before the pass's kernels, sampling and handing
@@ -473,7 +475,10 @@ def decode_overhead(
     eager = layers * (engine.layer_overhead_s + (extra + moe_extra) * launch)
     # Replaying a graph removes the launches, never the step's other host work: at most the eager time.
     cpu = min(constants.graph_step_host_s.get(engine.runtime, 0.0), eager) if cuda_graphs else eager
-    return StepOverhead(gpu, cpu, eager, constants.prompt_host_s.get(engine.runtime, 0.0))
+    # A prompt's pass: an eager step, unless the engine's record sets its host time apart (vLLM).
+    per_layer = engine.prefill_layer_overhead_s
+    prefill = eager if per_layer is None else layers * (per_layer + (extra + moe_extra) * launch)
+    return StepOverhead(gpu, cpu, prefill, constants.prompt_host_s.get(engine.runtime, 0.0))
 
 
 #: (kernel family, matmul parameters, layers, d_q, linears per layer, CUDA graphs, MoE) of a workload.

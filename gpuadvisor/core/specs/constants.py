@@ -303,7 +303,8 @@ FITTED_VERSION = 1
 
 def fitted_fields(profile: EngineProfile) -> tuple[str, ...]:
     """The fields of ``profile`` a fit sets (the rest of a record is never fitted): a training
-    engine's GEMM efficiency; an inference engine's prefill efficiency and host time per layer, and
+    engine's GEMM efficiency; an inference engine's prefill efficiency and host time per layer (and
+    of a prompt's pass, where the record sets that apart: vLLM), and
     where the record has per-architecture multipliers (llama.cpp's own speed model) its bandwidth
     efficiency and those multipliers (the other engines' bandwidth follows the fitted ceiling of
     each GPU generation); every engine's 80% range and the words saying what it rests on."""
@@ -311,6 +312,8 @@ def fitted_fields(profile: EngineProfile) -> tuple[str, ...]:
         speed: tuple[str, ...] = ("mfu",)
     else:
         speed = ("prefill_mfu", "layer_overhead_s")
+        if profile.prefill_layer_overhead_s is not None:
+            speed += ("prefill_layer_overhead_s",)
         if profile.layer_overhead_by_arch:
             speed += ("bandwidth_efficiency", "layer_overhead_by_arch", "prefill_mfu_by_arch")
     return (*speed, "spread_low", "spread_high", "calibrated_on")

@@ -164,6 +164,12 @@ class EngineProfile:
     runtime: Runtime
     #: Host time to launch one layer's kernels without CUDA graphs (s).
     layer_overhead_s: float
+    #: Host time per layer of a prompt's pass where it is not an eager decode step's (s): vLLM's V1
+    #: engine builds each prompt's inputs, attention metadata and sampling around a pass that no
+    #: decode graph replays, a floor its runs with CUDA graphs show under short prompts, which the
+    #: decode step (replayed, or launched eagerly) does not pay. None: a prompt's pass launches
+    #: as an eager decode step does (``layer_overhead_s``).
+    prefill_layer_overhead_s: float | None
     #: Prompt tokens one prefill step carries at most (None: the whole prompt).
     prefill_chunk_tokens: int | None
     mfu: float
@@ -347,6 +353,7 @@ _TRAINING_NEVER: dict[str, Any] = dict(
     bandwidth_efficiency=0.8,
     prefill_mfu=0.6,
     layer_overhead_s=0.0,
+    prefill_layer_overhead_s=None,
     prefill_chunk_tokens=None,
     layer_overhead_by_arch=(),
     prefill_mfu_by_arch=(),
@@ -400,6 +407,7 @@ PROFILES: tuple[EngineProfile, ...] = (
         kernels_per_layer=9,
         runtime=Runtime.CPP,
         layer_overhead_s=36e-6,
+        prefill_layer_overhead_s=None,
         prefill_chunk_tokens=8192,
         **_UNFITTED,
         layer_overhead_by_arch=(),
@@ -434,6 +442,8 @@ PROFILES: tuple[EngineProfile, ...] = (
         kernels_per_layer=10,
         runtime=Runtime.PYTHON,
         layer_overhead_s=120e-6,
+        # Prior: a prompt's pass launched as an eager step is (the fit sets it apart).
+        prefill_layer_overhead_s=120e-6,
         prefill_chunk_tokens=8192,
         **_UNFITTED,
         layer_overhead_by_arch=(),
@@ -468,6 +478,7 @@ PROFILES: tuple[EngineProfile, ...] = (
         kernels_per_layer=22,
         runtime=Runtime.CPP,
         layer_overhead_s=88e-6,
+        prefill_layer_overhead_s=None,
         prefill_chunk_tokens=2048,
         **_UNFITTED,
         # Priors: Metal and CUDA alike, MMQ prefill at the same share of the INT8 peak as
@@ -514,6 +525,7 @@ PROFILES: tuple[EngineProfile, ...] = (
         kernels_per_layer=10,
         runtime=Runtime.CPP,
         layer_overhead_s=40e-6,
+        prefill_layer_overhead_s=None,
         prefill_chunk_tokens=2048,
         **_UNFITTED,
         layer_overhead_by_arch=(),
@@ -550,6 +562,7 @@ PROFILES: tuple[EngineProfile, ...] = (
         kernels_per_layer=42,
         runtime=Runtime.PYTHON,
         layer_overhead_s=504e-6,
+        prefill_layer_overhead_s=None,
         prefill_chunk_tokens=None,
         **_UNFITTED,
         layer_overhead_by_arch=(),
@@ -591,6 +604,7 @@ PROFILES: tuple[EngineProfile, ...] = (
         kernels_per_layer=10,
         runtime=Runtime.PYTHON,
         layer_overhead_s=120e-6,
+        prefill_layer_overhead_s=None,
         prefill_chunk_tokens=8192,
         **_UNFITTED,
         layer_overhead_by_arch=(),
@@ -627,6 +641,7 @@ PROFILES: tuple[EngineProfile, ...] = (
         kernels_per_layer=10,
         runtime=Runtime.PYTHON,
         layer_overhead_s=120e-6,
+        prefill_layer_overhead_s=None,
         prefill_chunk_tokens=None,
         **_UNFITTED,
         layer_overhead_by_arch=(),
@@ -664,6 +679,7 @@ PROFILES: tuple[EngineProfile, ...] = (
         kernels_per_layer=12,
         runtime=Runtime.CPP,
         layer_overhead_s=48e-6,
+        prefill_layer_overhead_s=None,
         prefill_chunk_tokens=2048,
         **_UNFITTED,
         layer_overhead_by_arch=(),
