@@ -35,6 +35,7 @@ import csv
 import datetime as dt
 import hashlib
 import json
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -398,6 +399,21 @@ def write(data: Mapping[str, Any], path: Path = FITTED_PATH) -> None:
     tmp.replace(path)
 
 
+def _words_behind_rows(values: Mapping[str, Any], rested: Mapping[str, Sequence[str]]) -> list[str]:
+    """Engines whose words (``calibrated_on``, shown in the report) count other rows than their
+    fitted factors rest on: "296 rows: ..." for an engine whose factors rest on 498."""
+    problems = []
+    for eid, fields_ in values.get("engines", {}).items():
+        said = re.match(r"(\d[\d,]*) rows\b", str(fields_.get("calibrated_on", "")))
+        n = len(rested.get(f"engine:{eid}", ()))
+        if said is not None and int(said.group(1).replace(",", "")) != n:
+            problems.append(
+                f"engine {eid}: its words say {said.group(1)} rows, its factors rest on {n}: "
+                "say which (calibrated_on in the fitted file, then make fit)"
+            )
+    return problems
+
+
 def check(data: Mapping[str, Any], rows: Sequence[Row], catalogs: Path = CATALOGS) -> list[str]:
     """What is wrong with the fitted file ``data`` for ``rows`` (the fitted sources' rows): nothing
     when it is what the fit wrote for this data. No fit is run."""
@@ -434,6 +450,7 @@ def check(data: Mapping[str, Any], rows: Sequence[Row], catalogs: Path = CATALOG
         problems.append("the validation rows or the catalogs' specs changed since the fit: run make fit")
     elif data.get("rests_on") != rests_on(rows):
         problems.append("the rows each value rests on are not the ones recorded: run make fit")
+    problems += _words_behind_rows(values, data.get("rests_on", {}))
     try:
         constants_from_values(values)
     except (core_constants.FittedFileError, KeyError, TypeError, ValueError) as exc:

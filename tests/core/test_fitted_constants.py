@@ -76,6 +76,22 @@ def test_a_value_edited_by_hand_fails_the_check(rows, shipped_file):
     assert problems and all("engines[vllm].prefill_mfu" in p for p in problems)
 
 
+def test_an_engine_s_words_count_the_rows_its_factors_rest_on(rows, shipped_file):
+    """The report prints an engine's ``calibrated_on`` ("498 rows: ..."): a count that is not the
+    number of rows its fitted factors rest on (sources admitted since it was written) fails the
+    check, naming the engine."""
+    for eid, fields_ in shipped_file["values"]["engines"].items():
+        n = len(shipped_file["rests_on"].get(f"engine:{eid}", ()))
+        words = fields_["calibrated_on"]
+        assert words.startswith(f"{n} rows") or (n == 0 and not words[:1].isdigit()), (eid, words[:40])
+    stale = copy.deepcopy(shipped_file)
+    words = stale["values"]["engines"]["vllm"]["calibrated_on"]
+    stale["values"]["engines"]["vllm"]["calibrated_on"] = "296" + words[words.index(" rows") :]
+    stale["values_sha256"] = fit.sha256_json(stale["values"])
+    problems = fit.check(stale, rows)
+    assert len(problems) == 1 and "engine vllm: its words say 296 rows" in problems[0]
+
+
 def test_a_changed_row_or_catalog_spec_fails_the_check(rows, shipped_file, tmp_path):
     moved = [replace(r, value=r.value * 1.1) if i == 0 else r for i, r in enumerate(rows)]
     assert any("changed since the fit" in p for p in fit.check(shipped_file, moved))
