@@ -62,12 +62,12 @@ from .performance import (
     NETWORK_GB_S,
     NETWORK_LATENCY_S,
     PCIE_CROSS_SOCKET_SHARE,
-    PCIE_SOCKET_GPUS,
     PerformanceEstimate,
     Range,
     TrainingPrelude,
     block_gemm_width_efficiency,
     link,
+    pcie_ring_crosses_sockets,
     ring_latency,
     sharded_exposed,
     span_note,
@@ -118,7 +118,7 @@ def group_link(
     lanes' rate (:func:`~gpuadvisor.core.estimation.performance.allreduce_link`)."""
     span = stride * members
     if span <= max(gpus_per_node, domain):
-        if members > 1 and span > PCIE_SOCKET_GPUS and node.pcie:
+        if members > 1 and pcie_ring_crosses_sockets(node.pcie, span):
             return node.bytes_per_s * PCIE_CROSS_SOCKET_SHARE, node.latency_s
         return node.bytes_per_s, node.latency_s
     per_node = max(1, gpus_per_node // stride)

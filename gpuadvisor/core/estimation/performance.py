@@ -206,10 +206,16 @@ PCIE_SOCKET_GPUS = 4
 PCIE_CROSS_SOCKET_SHARE = 0.7
 
 
+def pcie_ring_crosses_sockets(pcie: bool, ring_gpus: int) -> bool:
+    """The one rule: a ring over PCIe of more cards than one CPU socket holds
+    (:data:`PCIE_SOCKET_GPUS`) crosses the link between a server's two sockets."""
+    return pcie and ring_gpus > PCIE_SOCKET_GPUS
+
+
 def crosses_sockets(gpu: GpuSpec, gpu_count: int, gpus_per_node: int) -> bool:
-    """Whether a ring of ``gpu_count`` GPUs runs over PCIe across a server's two CPU sockets: more
-    cards than one socket holds (:data:`PCIE_SOCKET_GPUS`), talking over PCIe (:func:`link`)."""
-    return gpu_count > PCIE_SOCKET_GPUS and link(gpu, gpu_count, gpus_per_node)[2] == "PCIe"
+    """Whether a ring of ``gpu_count`` GPUs runs over PCIe (:func:`link`) across a server's two
+    CPU sockets (:func:`pcie_ring_crosses_sockets`)."""
+    return pcie_ring_crosses_sockets(link(gpu, gpu_count, gpus_per_node)[2] == "PCIe", gpu_count)
 
 
 def allreduce_link(gpu: GpuSpec, gpu_count: int, gpus_per_node: int) -> tuple[float, float]:
@@ -218,8 +224,8 @@ def allreduce_link(gpu: GpuSpec, gpu_count: int, gpus_per_node: int) -> tuple[fl
     PCIe ring beyond one socket's cards (:data:`PCIE_SOCKET_GPUS`) runs at
     :data:`PCIE_CROSS_SOCKET_SHARE` of the lanes' bandwidth (a laid-out job's groups:
     ``communication.group_link``)."""
-    bw, lat, _ = link(gpu, gpu_count, gpus_per_node)
-    if crosses_sockets(gpu, gpu_count, gpus_per_node):
+    bw, lat, name = link(gpu, gpu_count, gpus_per_node)
+    if pcie_ring_crosses_sockets(name == "PCIe", gpu_count):
         bw *= PCIE_CROSS_SOCKET_SHARE
     return bw, lat
 
@@ -472,13 +478,12 @@ def decode_overhead(
     moe_extra = constants.moe_kernels_per_layer if moe else 0.0
     gpu = layers * (engine.kernels_per_layer + extra + moe_extra) * constants.gpu_kernel_s
     launch = constants.cpu_kernel_s.get(engine.runtime, 4e-6)
-    eager = layers * (engine.layer_overhead_s + (extra + moe_extra) * launch)
+    launches = (extra + moe_extra) * launch
+    eager = layers * (engine.layer_overhead_s + launches)
     # Replaying a graph removes the launches, never the step's other host work: at most the eager time.
     cpu = min(constants.graph_step_host_s.get(engine.runtime, 0.0), eager) if cuda_graphs else eager
-    # A prompt's pass: an eager step, unless the engine's record sets its host time apart (vLLM).
-    per_layer = engine.prefill_layer_overhead_s
-    prefill = eager if per_layer is None else layers * (per_layer + (extra + moe_extra) * launch)
-    return StepOverhead(gpu, cpu, prefill, constants.prompt_host_s.get(engine.runtime, 0.0))
+    prompt_pass = layers * (engine.prompt_pass_layer_s + launches)
+    return StepOverhead(gpu, cpu, prompt_pass, constants.prompt_host_s.get(engine.runtime, 0.0))
 
 
 #: (kernel family, matmul parameters, layers, d_q, linears per layer, CUDA graphs, MoE) of a workload.

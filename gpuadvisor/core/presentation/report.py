@@ -609,16 +609,15 @@ def _engine(est: Estimate) -> tuple[str, tuple[tuple[str, str], ...], str, bool]
                 )
                 + ")",
             ),
-            *(
-                [
-                    (
-                        "Host time of a prompt's pass",
-                        f"{e.prefill_layer_overhead_s * 1e6:.0f} µs per layer (fitted apart from a decode step's)",
-                    )
-                ]
-                if e.prefill_layer_overhead_s is not None
-                else []
-            ),
+        ]
+        if e.prefill_layer_overhead_s is not None:
+            factors.append(
+                (
+                    "Host time of a prompt's pass",
+                    f"{e.prefill_layer_overhead_s * 1e6:.0f} µs per layer (fitted apart from a decode step's)",
+                )
+            )
+        factors += [
             ("GEMM efficiency ceiling (prefill, large batches)", pre),
             (
                 "Output head in a prefill",

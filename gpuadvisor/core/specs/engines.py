@@ -290,6 +290,13 @@ class EngineProfile:
         logits = PromptLogits(stated)
         return replace(self, prompt_logits=logits, full_prompt_logits=logits == PromptLogits.ALL)
 
+    @property
+    def prompt_pass_layer_s(self) -> float:
+        """Host time per layer of a prompt's pass: ``prefill_layer_overhead_s`` where the record
+        sets it apart, else an eager decode step's ``layer_overhead_s``."""
+        own = self.prefill_layer_overhead_s
+        return self.layer_overhead_s if own is None else own
+
     def layer_overhead_for(self, architecture: str) -> float:
         """Fixed time per layer and decode step on this architecture, s."""
         for arch, factor in self.layer_overhead_by_arch:
